@@ -1,0 +1,110 @@
+# tpusim -- build, test and benchmark.
+#
+# Every user-facing target first runs `deps`, which installs any missing
+# Debian package (apt-get, through sudo when not root) and does nothing when
+# all are present. Flags come from pkg-config and are expanded lazily, so a
+# fresh machine can run `make test` alone.
+#
+#   make            tpusim and libtpusim.a          make test    suites + end-to-end
+#   make asan       the tests under ASan+UBSan      make bench   benchmarks (slow)
+#   make demo       the main job                    make headers each header alone
+#   make test-all   tests including the slow tag    make echo    effective flags
+
+CC      ?= cc
+MODE    ?= release
+PKGS     = check openblas sdl2 SDL2_ttf SDL2_image jansson zlib
+DEB_PKGS = build-essential pkg-config libopenblas-dev libsdl2-dev libsdl2-ttf-dev \
+           libsdl2-image-dev check libjansson-dev zlib1g-dev dataset-fashion-mnist \
+           fonts-dejavu-core xvfb xauth valgrind
+WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wvla -Wformat=2
+CFLAGS_debug   = -O0 -g3
+CFLAGS_asan    = -O1 -g3 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+CFLAGS_release = -O3 -g
+# -ffp-contract=off: a*b+c is never fused behind our back; where the model
+# wants a fused multiply-add (the MXU cell) it says fmaf() explicitly.
+CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -ffp-contract=off \
+           $(CFLAGS_$(MODE)) $(EXTRA_CFLAGS) -I. -MMD -MP $(shell pkg-config --cflags $(PKGS))
+LDFLAGS  = $(filter -fsanitize=%,$(CFLAGS)) -pthread
+LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+B        = build/$(MODE)
+
+LIB_SRCS   :=
+CLI_SRCS   :=
+TEST_SRCS  :=
+BENCH_SRCS :=
+GEN_SRCS   :=
+include sim/sim.mk mxu/mxu.mk vpu/vpu.mk datafeed/datafeed.mk frontend/frontend.mk \
+        viz/viz.mk tests/tests.mk
+
+LIB_OBJS   = $(LIB_SRCS:%.c=$(B)/%.o) $(GEN_SRCS:%.c=%.o)
+CLI_OBJS   = $(CLI_SRCS:%.c=$(B)/%.o)
+TESTS      = $(TEST_SRCS:%.c=$(B)/%)
+BENCHES    = $(BENCH_SRCS:%.c=$(B)/%)
+LIB        = $(B)/libtpusim.a
+BIN        = $(B)/tpusim
+
+.PHONY: all deps test test-all asan bench demo headers perf clean echo FORCE
+all: tpusim
+
+tpusim: $(BIN) $(LIB)
+	@ln -sf $(BIN) tpusim
+
+$(B)/%.o: %.c $(B)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(B)/gen/%.o: $(B)/gen/%.c $(B)/.flags
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+$(BIN): $(CLI_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+# static pattern rules: the .o files count as explicit, so make keeps them
+$(TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/test_util.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BENCHES): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/test_util.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# rewritten only when the flags change, so changing MODE or CFLAGS_* rebuilds exactly once
+$(B)/.flags: FORCE | deps
+	@mkdir -p $(@D); echo '$(CFLAGS)' | cmp -s - $@ || echo '$(CFLAGS)' > $@
+FORCE:
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# Test runners: libcheck suites (check prints its own summary line per suite),
+# then the end-to-end tests of the binary.
+TEST_ENV = OPENBLAS_NUM_THREADS=1 SDL_VIDEODRIVER=dummy CK_DEFAULT_TIMEOUT=600
+test: $(TESTS) tpusim
+	@fail=0; for t in $(TESTS); do $(TEST_ENV) $$t || fail=1; done; \
+	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
+test-all: $(TESTS) tpusim
+	@fail=0; for t in $(TESTS); do $(TEST_ENV) CK_INCLUDE_TAGS= TPU_SLOW=1 $$t || fail=1; done; \
+	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
+asan:
+	$(MAKE) MODE=asan test
+bench: $(BENCHES) tpusim
+	@OPENBLAS_NUM_THREADS=1 TPUSIM=$(BIN) BENCHES="$(BENCHES)" bash tests/bench/run.sh
+demo: tpusim
+	$(BIN) matmul --m 1024 --n 1024 --k 1024
+headers: | deps
+	@for h in */*.h; do echo "#include \"$$h\"" | $(CC) $(filter-out -MMD -MP,$(CFLAGS)) -x c -fsyntax-only - || exit 1; done; echo "headers: ok"
+perf:
+	$(MAKE) EXTRA_CFLAGS=-fopt-info-vec-optimized all 2>&1 | grep -E 'mxu_|vpu_' | head -40
+echo:
+	@echo 'CC     = $(CC)'; echo 'MODE   = $(MODE)'; echo 'CFLAGS = $(CFLAGS)'; echo 'LDLIBS = $(LDLIBS)'
+clean:
+	rm -rf build tpusim
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

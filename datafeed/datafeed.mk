@@ -1,0 +1,3 @@
+# datafeed/
+LIB_SRCS  +=
+TEST_SRCS +=

@@ -1,0 +1,2 @@
+# frontend/: the tpusim command line.
+CLI_SRCS += frontend/main.c

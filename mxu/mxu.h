@@ -1,0 +1,191 @@
+/*
+** mxu.h -- the weight-stationary systolic matrix unit (MXU).
+**
+** Geometry. rows x cols processing elements (PEs), 128x128 by default,
+** 1..1024 per side. PE(r,c) holds one weight. A *tile* multiplies an M x K
+** block of activations by a K x N block of weights (K <= rows, N <= cols,
+** M >= 1) into M x N f32 accumulators, overwriting or accumulating.
+**
+** Timing (cycle 0 is the first cycle; all times are cycle indices). For tile
+** i with weights loaded from cycle L_i and streaming from cycle s_i:
+**   - Weight load: K_i rows enter the top of every column, one row per cycle,
+**     last row first, shifting down a shadow chain; column c is skewed by c
+**     cycles (as activations are skewed by row). The loader is one port:
+**     L_i >= L_{i-1} + K_{i-1}.
+**   - Double-buffered: the shadow chain may take tile i's weights while tile
+**     i-1 still computes, once tile i-1 has begun streaming: L_i >= s_{i-1}.
+**     Single-buffered: the weights shift straight into the PEs, right behind
+**     tile i-1's last activations: L_i >= s_{i-1} + M_{i-1}.
+**   - Streaming: s_i >= L_i + K_i (all weights in place) and
+**     s_i >= s_{i-1} + M_{i-1} (one activation vector enters per cycle).
+**     L_i and s_i also respect the tile's 'earliest' cycle (operands ready):
+**     L_i >= earliest.
+**   - Activation m of tile i reaches PE(r,c) at cycle s_i + m + r + c; the
+**     active weight of PE(r,c) switches to tile i's at cycle s_i + r + c (the
+**     swap travels with the wavefront, so tiles follow each other with no
+**     bubble). Partial sums flow down one row per cycle through all rows; the
+**     result (m,n) leaves the bottom of column n at cycle s_i+m+(rows-1)+n and
+**     is written into the accumulator in that same cycle.
+**   - Tile i is done after cycle s_i + (M_i-1) + (rows-1) + (N_i-1); a
+**     sequence's cycle count is 1 + the latest such cycle.
+**   So a full tile costs max(M, K) cycles per tile in steady state when
+**   double-buffered (M + K when not), plus a fill/drain of rows+cols-2 once.
+**
+** Numerics. Operands are f32 values that are already bf16 (low 16 bits zero;
+** the GEMM driver rounds them). Each PE computes psum_out = fmaf(a, w, psum_in):
+** the bf16 x bf16 product is exact and the add rounds once, as in a fused
+** MAC. psum enters row 0 as +0.0. PEs outside the tile's K x N block hold the
+** weight +0.0 and see the activation +0.0, so rows K..rows-1 add +0.0 (which
+** turns a -0.0 partial sum into +0.0, as the hardware would). The result
+** leaving column n is added into the accumulator as acc + psum (accumulate)
+** or stored (overwrite). The fast kernel reproduces this order bit for bit.
+**
+** Fidelity. The PE model (tpu_mxu) steps every cell every cycle with real
+** values and exposes each cell's state for the visualizer. The tile model
+** gives the same cycles by formula (tpu_mxu_sched) and the same bits by a
+** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree.
+**
+** Not modelled: power, clock gating, wire delay, accumulator capacity (the
+** accumulators hold any M), weight FIFO depth beyond double buffering.
+*/
+#ifndef TPU_MXU_H
+#define TPU_MXU_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "sim/base.h"
+
+#define TPU_MXU_DIM 128
+#define TPU_MXU_MAX_DIM 1024
+
+typedef struct tpu_mxu_config {
+  int rows, cols;              /* PE grid, 1..TPU_MXU_MAX_DIM each */
+  bool double_buffer;          /* shadow weight buffer (see timing above) */
+} tpu_mxu_config;
+
+/* 128 x 128, double-buffered. This function can't fail. */
+tpu_mxu_config tpu_mxu_config_default(void);
+/* TPU_OK if usable, else TPU_ERR_CONFIG. */
+tpu_status tpu_mxu_config_check(const tpu_mxu_config *cfg);
+
+/* One tile of work. All pointers are borrowed: they must stay valid until
+** the tile is done (PE model) or the call returns (fast kernel). Leading
+** dimensions are in elements; matrices are row-major. */
+typedef struct tpu_mxu_tile {
+  int m, k, n;                 /* 1 <= k <= rows, 1 <= n <= cols, m >= 1 */
+  const float *act; int lda;   /* m x k activations (bf16 values) */
+  const float *w;   int ldw;   /* k x n weights (bf16 values) */
+  float *out;       int ldo;   /* m x n f32 accumulators */
+  bool accumulate;             /* true: out += result; false: out = result */
+  uint64_t earliest;           /* weight load may not start before this cycle */
+} tpu_mxu_tile;
+
+/* {==================================================================
+** Tile-level timing: the formula above, one tile at a time, so a caller
+** (the chip engine) can feed tiles as their operands become ready. O(1) per
+** tile; data values never enter it.
+** ================================================================== */
+typedef struct tpu_mxu_sched {
+  tpu_mxu_config cfg;
+  uint64_t loader_free;        /* first cycle the weight port is free */
+  uint64_t prev_stream;        /* s of the previous tile */
+  uint64_t prev_m;             /* M of the previous tile (0: none yet) */
+  uint64_t done;               /* cycle count: 1 + last result cycle so far */
+  uint64_t tiles, macs, useful_cells_cycles;
+} tpu_mxu_sched;
+
+typedef struct tpu_mxu_tile_times {
+  uint64_t load_start;         /* L_i */
+  uint64_t stream_start;       /* s_i */
+  uint64_t last_result;        /* cycle the last result is written */
+} tpu_mxu_tile_times;
+
+void tpu_mxu_sched_init(tpu_mxu_sched *s, const tpu_mxu_config *cfg);
+/* Schedules one tile (m, k, n) that may not start loading before 'earliest'.
+** 'out' may be NULL. This function can't fail (shapes were validated). */
+void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest,
+                        tpu_mxu_tile_times *out);
+/* }================================================================== */
+
+/* Fast kernel: computes one tile's values exactly as the PE model would
+** (see Numerics). Uses the widest SIMD the host has (chosen at run time);
+** every path gives the same bits. 'rows' is the array height (it decides
+** whether the +0.0 pass-through applies). This function can't fail. */
+void tpu_mxu_tile_compute(int rows, const tpu_mxu_tile *t);
+
+/* {==================================================================
+** PE-level model
+** ================================================================== */
+typedef struct tpu_mxu tpu_mxu;   /* opaque */
+
+typedef enum tpu_mxu_cell_state {
+  TPU_MXU_CELL_IDLE = 0,
+  TPU_MXU_CELL_LOADING,        /* weight shifting through this cell's shadow */
+  TPU_MXU_CELL_COMPUTING       /* holds a real activation of some tile */
+} tpu_mxu_cell_state;
+
+typedef struct tpu_mxu_stats {   /* plain counters; derived metrics at report time */
+  uint64_t cycles;             /* ticks so far */
+  uint64_t busy_cycles;        /* cycles with any cell computing */
+  uint64_t macs;               /* useful multiply-adds (cells inside a tile's K x N) */
+  uint64_t weight_loads;       /* tiles whose weights were loaded */
+  uint64_t tiles_done;
+} tpu_mxu_stats;
+
+/* A read-only snapshot for the visualizer; every array is caller-owned and
+** holds rows*cols entries (row-major), or NULL to skip it. */
+typedef struct tpu_mxu_view {
+  uint8_t *state;              /* tpu_mxu_cell_state per cell */
+  float *weight;               /* active weight per cell */
+  float *act;                  /* activation held this cycle */
+  float *psum;                 /* partial sum leaving the cell this cycle */
+  int8_t *tile;                /* index (mod 128) of the tile whose activation is held, -1 none */
+} tpu_mxu_view;
+
+/* On success *out owns a new unit; free with tpu_mxu_destroy(). On failure
+** *out is NULL and nothing is allocated. */
+tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out);
+void       tpu_mxu_destroy(tpu_mxu *m);                           /* NULL is a no-op */
+/* Queues a tile (shape checked: TPU_ERR_CONFIG if out of range). Pointers in
+** the tile are borrowed until tpu_mxu_idle() or the tile is done. */
+tpu_status tpu_mxu_push(tpu_mxu *m, const tpu_mxu_tile *t);
+void       tpu_mxu_tick(tpu_mxu *m);                              /* one clock; can't fail */
+bool       tpu_mxu_idle(const tpu_mxu *m);                        /* no tile queued or in flight */
+/* Ticks until idle; returns the cycle count (== tpu_mxu_sched's 'done'). */
+uint64_t   tpu_mxu_run(tpu_mxu *m);
+void       tpu_mxu_get_stats(const tpu_mxu *m, tpu_mxu_stats *out);
+const tpu_mxu_config *tpu_mxu_get_config(const tpu_mxu *m);
+void       tpu_mxu_view_cells(const tpu_mxu *m, tpu_mxu_view *out);
+/* }================================================================== */
+
+/* {==================================================================
+** GEMM through the MXU: C (M x N) = A (M x K) . B (K x N), f32 in and out.
+** Tiled over N (outer) and K (inner), K-tiles summed in K order in the f32
+** accumulators. Precision decides the bf16 passes: bf16 (1 pass, operands
+** rounded to bf16), bf16x3 and bf16x6 (operands split into 2 or 3 bf16
+** parts; 3 or 6 partial products, smallest first, each pass a full run
+** through the MXU). With 'mxus' > 1 the N-tiles are dealt round-robin to
+** independent arrays and the cycle count is the slowest one's.
+** ================================================================== */
+typedef enum tpu_precision { TPU_PREC_BF16 = 0, TPU_PREC_BF16X3, TPU_PREC_BF16X6 } tpu_precision;
+const char *tpu_precision_name(tpu_precision p);            /* "bf16", ... */
+int  tpu_precision_parse(const char *s, tpu_precision *out); /* 1 if known */
+int  tpu_precision_passes(tpu_precision p);                  /* 1, 3, 6 */
+
+typedef struct tpu_mxu_gemm_result {
+  uint64_t cycles;             /* identical at every fidelity */
+  uint64_t tiles;              /* tiles pushed through the array(s) */
+  uint64_t macs;               /* multiply-adds done by the array(s), all passes */
+  uint64_t weight_loads;
+} tpu_mxu_gemm_result;
+
+/* A, B, C are row-major, caller-owned. At TPU_FIDELITY_TIMING they may be
+** NULL (no values computed); otherwise C is overwritten. Returns
+** TPU_ERR_CONFIG for bad shapes or config, TPU_ERR_NOMEM if scratch space
+** can't be had (C is then unspecified). */
+tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
+                        tpu_precision prec, int M, int N, int K,
+                        const float *A, const float *B, float *C,
+                        tpu_mxu_gemm_result *out);
+/* }================================================================== */
+
+#endif /* TPU_MXU_H */

@@ -1,0 +1,1 @@
+# tests/: shared test helpers are linked into every suite (see Makefile).

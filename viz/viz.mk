@@ -1,0 +1,3 @@
+# viz/
+LIB_SRCS  +=
+TEST_SRCS +=

@@ -1,0 +1,3 @@
+# vpu/
+LIB_SRCS  +=
+TEST_SRCS +=
