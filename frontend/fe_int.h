@@ -1,0 +1,52 @@
+/*
+** fe_int.h -- internals of the tpusim command line shared by the command
+** files (frontend/cmd_*.c). Not a public header.
+**
+** Conventions every command follows:
+**   - `tpusim CMD --help` prints usage on stdout and exits 0.
+**   - Bad input (unknown flag, bad value, malformed file) prints one message
+**     on stderr, "tpusim CMD: FILE:LINE:COL: field 'x': what was wrong; what
+**     is allowed" (the parts that are known), and exits 2. Runtime failures
+**     exit 1.
+**   - `--json` prints exactly one JSON object on stdout and nothing else
+**     there; human output goes to stdout otherwise.
+**   - Files are written whole or not at all (fe_write_atomic).
+*/
+#ifndef TPU_FE_INT_H
+#define TPU_FE_INT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* A subcommand: argv[0] is the subcommand name; returns the exit status. */
+typedef int (*fe_cmd_fn)(int argc, char **argv);
+int fe_cmd_info(int argc, char **argv);
+int fe_cmd_matmul(int argc, char **argv);
+int fe_cmd_pipeline(int argc, char **argv);
+
+/* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
+int fe_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Same, returns 1 (runtime failure). */
+int fe_runtime_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Parses a whole decimal integer in [lo, hi] (no trailing junk, no overflow).
+** On failure writes a message naming 'flag' and the range into err. */
+bool fe_parse_long(const char *s, long lo, long hi, long *out, const char *flag,
+                   char *err, size_t errcap);
+bool fe_parse_double(const char *s, double lo, double hi, double *out, const char *flag,
+                     char *err, size_t errcap);
+
+/* Writes 'n' bytes to 'path' through a temporary file in the same directory
+** and rename(2), so readers see the old file or the whole new one. Returns 0,
+** or -1 with errno set (nothing left behind). */
+int fe_write_atomic(const char *path, const void *data, size_t n);
+
+/* Reads a whole file into a NUL-terminated buffer (tpu_free it). Returns
+** NULL with errno set on failure; *len gets the byte count when non-NULL. */
+char *fe_read_file(const char *path, size_t *len);
+
+/* True when stdout is a terminal (progress bars, colors). */
+bool fe_stdout_is_tty(void);
+#endif
