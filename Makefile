@@ -24,7 +24,7 @@ CFLAGS_release = -O3 -g
 # -ffp-contract=off: a*b+c is never fused behind our back; where the model
 # wants a fused multiply-add (the MXU cell) it says fmaf() explicitly.
 CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -ffp-contract=off \
-           $(CFLAGS_$(MODE)) $(EXTRA_CFLAGS) -I. -MMD -MP $(shell pkg-config --cflags $(PKGS))
+           $(CFLAGS_$(MODE)) $(EXTRA_CFLAGS) -I. -I$(B)/gen -MMD -MP $(shell pkg-config --cflags $(PKGS))
 LDFLAGS  = $(filter -fsanitize=%,$(CFLAGS)) -pthread
 LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 B        = build/$(MODE)
@@ -33,11 +33,10 @@ LIB_SRCS   :=
 CLI_SRCS   :=
 TEST_SRCS  :=
 BENCH_SRCS :=
-GEN_SRCS   :=
 include sim/sim.mk mxu/mxu.mk vpu/vpu.mk datafeed/datafeed.mk frontend/frontend.mk \
         viz/viz.mk tests/tests.mk
 
-LIB_OBJS   = $(LIB_SRCS:%.c=$(B)/%.o) $(GEN_SRCS:%.c=%.o)
+LIB_OBJS   = $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS   = $(CLI_SRCS:%.c=$(B)/%.o)
 TESTS      = $(TEST_SRCS:%.c=$(B)/%)
 BENCHES    = $(BENCH_SRCS:%.c=$(B)/%)
@@ -50,22 +49,23 @@ all: tpusim
 tpusim: $(BIN) $(LIB)
 	@ln -sf $(BIN) tpusim
 
+# V=1 shows the full commands
+Q = $(if $(V),,@)
 $(B)/%.o: %.c $(B)/.flags
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
-$(B)/gen/%.o: $(B)/gen/%.c $(B)/.flags
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 $(BIN): $(CLI_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
 # static pattern rules: the .o files count as explicit, so make keeps them
-$(TESTS): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/test_util.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BENCHES): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/test_util.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(TESTS) $(BENCHES): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/test_util.o $(LIB)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # rewritten only when the flags change, so changing MODE or CFLAGS_* rebuilds exactly once
 $(B)/.flags: FORCE | deps

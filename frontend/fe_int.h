@@ -47,6 +47,41 @@ int fe_write_atomic(const char *path, const void *data, size_t n);
 ** NULL with errno set on failure; *len gets the byte count when non-NULL. */
 char *fe_read_file(const char *path, size_t *len);
 
+/* {==================================================================
+** Argument parsing. Commands walk argv themselves:
+**   for (int i = 1; i < argc; i++) {
+**     const char *v;
+**     int r = fe_opt(argc, argv, &i, "--m", &v);   // "--m 8" or "--m=8"
+**     if (r < 0) return fe_usage_error(...missing value...);
+**     if (r) { ...; continue; }
+**     r = fe_common_opt(argc, argv, &i, &common, cmd); ...
+** ================================================================== */
+/* 1 if argv[*i] is 'name' (value in the next argument, *i advanced) or
+** 'name=value'; 0 if it is another argument; -1 if the value is missing.
+** Pass val == NULL for a flag without a value. */
+int fe_opt(int argc, char **argv, int *i, const char *name, const char **val);
+
+#define FE_MAX_SETS 64
+typedef struct fe_common {
+  const char *chip;                  /* --chip, default "tpu-v2-8" */
+  const char *sets[FE_MAX_SETS];     /* --set KEY=VALUE, in order */
+  int nsets;
+  bool json;                         /* --json */
+  bool help;                         /* --help / -h */
+} fe_common;
+void fe_common_init(fe_common *c);
+/* Consumes --chip, --set, --json, --help. Returns 1 if consumed, 0 if not
+** one of them, or an exit status >= 2 after printing a message. */
+int fe_common_opt(int argc, char **argv, int *i, fe_common *c, const char *cmd);
+/* The common options' lines for a command's --help. */
+extern const char FE_COMMON_HELP[];
+
+struct tpu_chip_config;
+/* Loads --chip and applies every --set; prints the error and returns 2 on
+** bad input, 0 on success. */
+int fe_load_chip(const char *cmd, const fe_common *c, struct tpu_chip_config *out);
+/* }================================================================== */
+
 /* True when stdout is a terminal (progress bars, colors). */
 bool fe_stdout_is_tty(void);
 #endif

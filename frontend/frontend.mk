@@ -1,2 +1,2 @@
 # frontend/: the tpusim command line.
-CLI_SRCS += frontend/main.c
+CLI_SRCS += frontend/main.c frontend/cli.c frontend/cmd_info.c frontend/cmd_matmul.c

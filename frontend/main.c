@@ -1,3 +1,43 @@
-/* main.c -- placeholder until the command table lands. */
+/*
+** main.c -- the tpusim command: dispatches to a subcommand.
+*/
 #include <stdio.h>
-int main(void) { puts("tpusim"); return 0; }
+#include <string.h>
+
+#include "frontend/fe_int.h"
+
+typedef struct cmd { const char *name; fe_cmd_fn fn; const char *summary; } cmd;
+static const cmd CMDS[] = {
+  { "info",     fe_cmd_info,     "print a chip configuration and its peak figures" },
+  { "matmul",   fe_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
+};
+#define NCMDS (sizeof CMDS / sizeof CMDS[0])
+
+static void usage(FILE *to) {
+  fprintf(to,
+    "tpusim -- a cycle-level simulator of a TPU-like chip\n\n"
+    "usage: tpusim COMMAND [options]      (tpusim COMMAND --help for its options)\n\n"
+    "commands:\n");
+  for (size_t i = 0; i < NCMDS; i++) fprintf(to, "  %-10s %s\n", CMDS[i].name, CMDS[i].summary);
+  fprintf(to,
+    "\noptions every command takes:\n"
+    "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach) or JSON file\n"
+    "  --set KEY=VALUE    override one configuration key (repeatable), e.g. mxu.rows=8\n"
+    "  --json             print one JSON object on stdout (for scripts)\n"
+    "  --help             this text, or a command's own\n\n"
+    "exit status: 0 ok, 1 runtime failure, 2 bad input\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return 2; }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < NCMDS; i++)
+    if (!strcmp(argv[1], CMDS[i].name)) return CMDS[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "tpusim: unknown command '%s'; the commands are:", argv[1]);
+  for (size_t i = 0; i < NCMDS; i++) fprintf(stderr, " %s", CMDS[i].name);
+  fprintf(stderr, " (tpusim --help)\n");
+  return 2;
+}

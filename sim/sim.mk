@@ -1,3 +1,10 @@
 # sim/: the chip (config, presets, engine) and the shared base.
-LIB_SRCS  += sim/base.c
+LIB_SRCS  += sim/base.c sim/config.c
 TEST_SRCS += tests/check_base.c
+PRESETS    = sim/presets/tpu-v2-8.json sim/presets/tpu-v3-8.json sim/presets/teach.json
+# The presets are embedded in the binary; the header is generated into the
+# build tree and found through -I$(B)/gen.
+$(B)/gen/sim/presets.h: $(PRESETS) sim/gen_presets.sh
+	@mkdir -p $(@D)
+	bash sim/gen_presets.sh $(PRESETS) > $@.tmp && mv $@.tmp $@
+$(B)/sim/config.o: $(B)/gen/sim/presets.h

@@ -1,0 +1,477 @@
+/*
+** config.c -- chip configuration: presets, the JSON loader, --set overrides,
+** validation and the JSON writer.
+**
+** One table (KEYS below) maps every JSON key to a field, its type and its
+** allowed range, in the manner of Ramulator's PARSE_PARAM: the loader, the
+** --set parser, the writer and the docs all follow it. Unknown keys are
+** errors; so are missing keys unless the file names a "base" preset.
+** jansson values never outlive a call: we parse into the struct and decref.
+*/
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/presets.h"   /* generated: tpu_presets[] */
+
+typedef enum { K_INT, K_I64, K_DBL, K_BOOL, K_STR, K_TOPO } ktype;
+
+typedef struct key_def {
+  const char *path;            /* JSON path, dotted */
+  ktype type;
+  size_t off;                  /* offset in tpu_chip_config */
+  size_t size;                 /* K_STR: capacity */
+  double lo, hi;               /* allowed range (inclusive) for numbers */
+  bool lo_open;                /* lo excluded (for "greater than zero") */
+  bool optional;               /* may be absent even without a base */
+} key_def;
+
+#define F(member) offsetof(tpu_chip_config, member)
+static const key_def KEYS[] = {
+  { "name",                    K_STR,  F(name), sizeof(((tpu_chip_config *)0)->name), 0, 0, false, true },
+  { "description",             K_STR,  F(description), sizeof(((tpu_chip_config *)0)->description), 0, 0, false, true },
+  { "source",                  K_STR,  F(source), sizeof(((tpu_chip_config *)0)->source), 0, 0, false, true },
+  { "cores",                   K_INT,  F(cores), 0, 1, TPU_MAX_CORES, false, false },
+  { "cores_per_chip",          K_INT,  F(cores_per_chip), 0, 1, TPU_MAX_CORES, false, false },
+  { "clock_mhz",               K_DBL,  F(clock_mhz), 0, 0, 100000, true, false },
+  { "mxu.rows",                K_INT,  F(mxu.rows), 0, 1, TPU_MXU_MAX_DIM, false, false },
+  { "mxu.cols",                K_INT,  F(mxu.cols), 0, 1, TPU_MXU_MAX_DIM, false, false },
+  { "mxu.per_core",            K_INT,  F(mxus_per_core), 0, 1, 8, false, false },
+  { "mxu.double_buffer",       K_BOOL, F(mxu.double_buffer), 0, 0, 0, false, false },
+  { "vpu.sublanes",            K_INT,  F(vpu.sublanes), 0, 1, 1024, false, false },
+  { "vpu.lanes",               K_INT,  F(vpu.lanes), 0, 1, 4096, false, false },
+  { "vpu.cycles.elementwise",  K_INT,  F(vpu.cycles_elementwise), 0, 1, 100000, false, false },
+  { "vpu.cycles.divide",       K_INT,  F(vpu.cycles_divide), 0, 1, 100000, false, false },
+  { "vpu.cycles.transcendental", K_INT, F(vpu.cycles_transcendental), 0, 1, 100000, false, false },
+  { "vpu.cycles.cross_lane",   K_INT,  F(vpu.cycles_cross_lane), 0, 1, 100000, false, false },
+  { "vpu.cycles.cross_sublane", K_INT, F(vpu.cycles_cross_sublane), 0, 1, 100000, false, false },
+  { "hbm.capacity_gib",        K_DBL,  F(hbm_capacity_gib), 0, 0, 1048576, true, false },
+  { "hbm.bandwidth_gb_per_s",  K_DBL,  F(hbm_bandwidth_gb_per_s), 0, 0, 1e6, true, false },
+  { "hbm.latency_ns",          K_DBL,  F(hbm_latency_ns), 0, 0, 1e7, false, false },
+  { "vmem.capacity_kib",       K_I64,  F(vmem_capacity_kib), 0, 1, 16777216, false, false },
+  { "ici.link_gbit_per_s",     K_DBL,  F(ici_link_gbit_per_s), 0, 0, 1e7, true, false },
+  { "ici.latency_ns",          K_DBL,  F(ici_latency_ns), 0, 0, 1e7, false, false },
+  { "ici.topology",            K_TOPO, F(ici_topology), 0, 0, 0, false, false },
+};
+#undef F
+#define NKEYS (sizeof KEYS / sizeof KEYS[0])
+/* Objects that group keys; anything else that is an object is an error. */
+static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici" };
+
+static void seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t cap, const char *fmt, ...) {
+  if (!err || !cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, cap, fmt, ap);
+  va_end(ap);
+}
+
+static const key_def *find_key(const char *path) {
+  for (size_t i = 0; i < NKEYS; i++)
+    if (strcmp(KEYS[i].path, path) == 0) return &KEYS[i];
+  return NULL;
+}
+static bool is_section(const char *path) {
+  for (size_t i = 0; i < sizeof SECTIONS / sizeof SECTIONS[0]; i++)
+    if (strcmp(SECTIONS[i], path) == 0) return true;
+  return false;
+}
+
+const char *tpu_ici_topology_name(tpu_ici_topology t) {
+  switch (t) {
+    case TPU_ICI_AUTO: return "auto";
+    case TPU_ICI_RING: return "ring";
+    case TPU_ICI_TORUS: return "torus";
+  }
+  return "?";
+}
+static bool parse_topology(const char *s, tpu_ici_topology *out) {
+  for (int t = TPU_ICI_AUTO; t <= TPU_ICI_TORUS; t++)
+    if (strcmp(s, tpu_ici_topology_name((tpu_ici_topology)t)) == 0) { *out = (tpu_ici_topology)t; return true; }
+  return false;
+}
+tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg) {
+  if (cfg->ici_topology != TPU_ICI_AUTO) return cfg->ici_topology;
+  return cfg->cores <= 8 ? TPU_ICI_RING : TPU_ICI_TORUS;
+}
+
+/* What a key allows, for messages. */
+static void allowed(const key_def *k, char *buf, size_t cap) {
+  switch (k->type) {
+    case K_INT: case K_I64:
+      snprintf(buf, cap, "an integer in %.0f..%.0f", k->lo, k->hi); break;
+    case K_DBL:
+      snprintf(buf, cap, "a number %s %g and <= %g", k->lo_open ? ">" : ">=", k->lo, k->hi); break;
+    case K_BOOL: snprintf(buf, cap, "true or false"); break;
+    case K_STR: snprintf(buf, cap, "a string of at most %zu bytes", k->size - 1); break;
+    case K_TOPO: snprintf(buf, cap, "\"auto\", \"ring\" or \"torus\""); break;
+  }
+}
+
+static bool in_range(const key_def *k, double v) {
+  if (!isfinite(v)) return false;
+  if (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) return false;
+  return v <= k->hi;
+}
+
+/* Stores a JSON value into the field. Returns false with a "got ..." text. */
+static bool store_json(tpu_chip_config *cfg, const key_def *k, json_t *v, char *got, size_t cap) {
+  char *base = (char *)cfg + k->off;
+  switch (k->type) {
+    case K_INT: case K_I64: {
+      if (!json_is_integer(v)) {
+        snprintf(got, cap, "got %s", json_is_real(v) ? "a non-integer number" : "a non-number");
+        return false;
+      }
+      json_int_t x = json_integer_value(v);
+      if (!in_range(k, (double)x)) { snprintf(got, cap, "got %lld", (long long)x); return false; }
+      if (k->type == K_INT) *(int *)(void *)base = (int)x; else *(int64_t *)(void *)base = (int64_t)x;
+      return true;
+    }
+    case K_DBL: {
+      if (!json_is_number(v)) { snprintf(got, cap, "got a non-number"); return false; }
+      double x = json_number_value(v);
+      if (!in_range(k, x)) { snprintf(got, cap, "got %g", x); return false; }
+      *(double *)(void *)base = x;
+      return true;
+    }
+    case K_BOOL:
+      if (!json_is_boolean(v)) { snprintf(got, cap, "got a non-boolean"); return false; }
+      *(bool *)(void *)base = json_is_true(v);
+      return true;
+    case K_STR: {
+      if (!json_is_string(v)) { snprintf(got, cap, "got a non-string"); return false; }
+      const char *s = json_string_value(v);
+      if (strlen(s) >= k->size) { snprintf(got, cap, "got %zu bytes", strlen(s)); return false; }
+      strcpy(base, s);
+      return true;
+    }
+    case K_TOPO: {
+      tpu_ici_topology t;
+      if (!json_is_string(v) || !parse_topology(json_string_value(v), &t)) {
+        snprintf(got, cap, "got %s", json_is_string(v) ? json_string_value(v) : "a non-string");
+        return false;
+      }
+      *(tpu_ici_topology *)(void *)base = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+typedef struct load_ctx {
+  const char *where;           /* file name or "preset NAME" */
+  const char *text;
+  bool seen[NKEYS];
+  char *err; size_t errcap;
+} load_ctx;
+
+static void loc_err(load_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void loc_err(load_ctx *c, const char *path, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int line = 0, col = 0;
+  if (path && c->text && tpu_json_locate(c->text, path, &line, &col))
+    seterr(c->err, c->errcap, "%s:%d:%d: %s", c->where, line, col, msg);
+  else
+    seterr(c->err, c->errcap, "%s: %s", c->where, msg);
+}
+
+static bool walk(load_ctx *c, tpu_chip_config *cfg, json_t *obj, const char *prefix) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    char path[256];
+    snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+    if (!*prefix && strcmp(key, "base") == 0) continue;
+    if (is_section(path)) {
+      if (!json_is_object(v)) { loc_err(c, path, "key '%s': expected an object", path); return false; }
+      if (!walk(c, cfg, v, path)) return false;
+      continue;
+    }
+    const key_def *k = find_key(path);
+    if (!k) {
+      loc_err(c, path, "unknown key '%s' (the keys are listed in docs/CHIPS.md)", path);
+      return false;
+    }
+    char got[128], allow[128];
+    if (!store_json(cfg, k, v, got, sizeof got)) {
+      allowed(k, allow, sizeof allow);
+      loc_err(c, path, "key '%s': expected %s, %s", path, allow, got);
+      return false;
+    }
+    c->seen[k - KEYS] = true;
+  }
+  return true;
+}
+
+static tpu_status load_text(const char *where, const char *text, bool allow_base,
+                            tpu_chip_config *out, char *err, size_t errcap) {
+  json_error_t je;
+  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!root) {
+    seterr(err, errcap, "%s:%d:%d: malformed JSON: %s", where, je.line, je.column, je.text);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_status st = TPU_ERR_CONFIG;
+  load_ctx c = { .where = where, .text = text, .err = err, .errcap = errcap };
+  tpu_chip_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  bool has_base = false;
+  if (!json_is_object(root)) { loc_err(&c, NULL, "expected a JSON object at the top level"); goto done; }
+  json_t *b = json_object_get(root, "base");
+  if (b) {
+    const char *bn = json_is_string(b) ? json_string_value(b) : NULL;
+    if (!allow_base || !bn || !tpu_chip_preset_json(bn)) {
+      char names[256] = "";
+      for (const char *const *n = tpu_chip_preset_names(); *n; n++) {
+        strcat(names, n == tpu_chip_preset_names() ? "" : ", ");
+        strcat(names, *n);
+      }
+      loc_err(&c, "base", "key 'base': expected the name of a preset (%s)", names);
+      goto done;
+    }
+    char sub[512];
+    if (load_text(bn, tpu_chip_preset_json(bn), false, &cfg, sub, sizeof sub) != TPU_OK) {
+      seterr(err, errcap, "%s", sub);
+      goto done;
+    }
+    has_base = true;
+  }
+  if (!walk(&c, &cfg, root, "")) goto done;
+  if (!has_base)
+    for (size_t i = 0; i < NKEYS; i++)
+      if (!c.seen[i] && !KEYS[i].optional) {
+        char allow[128];
+        allowed(&KEYS[i], allow, sizeof allow);
+        loc_err(&c, NULL, "missing key '%s' (%s), or start from a preset with \"base\"", KEYS[i].path, allow);
+        goto done;
+      }
+  char verr[512];
+  if (tpu_chip_config_validate(&cfg, verr, sizeof verr) != TPU_OK) {
+    seterr(err, errcap, "%s: %s", where, verr);
+    goto done;
+  }
+  *out = cfg;
+  st = TPU_OK;
+done:
+  json_decref(root);
+  return st;
+}
+
+const char *const *tpu_chip_preset_names(void) { return tpu_preset_names; }
+const char *tpu_chip_preset_json(const char *name) {
+  for (size_t i = 0; tpu_preset_names[i]; i++)
+    if (strcmp(tpu_preset_names[i], name) == 0) return tpu_preset_texts[i];
+  return NULL;
+}
+
+tpu_status tpu_chip_config_load(const char *name_or_file, tpu_chip_config *out, char *err, size_t errcap) {
+  const char *preset = tpu_chip_preset_json(name_or_file);
+  if (preset) {
+    char where[96];
+    snprintf(where, sizeof where, "preset %s", name_or_file);
+    return load_text(where, preset, false, out, err, errcap);
+  }
+  FILE *f = fopen(name_or_file, "rb");
+  if (!f) {
+    char names[256] = "";
+    for (const char *const *n = tpu_chip_preset_names(); *n; n++) {
+      strcat(names, n == tpu_chip_preset_names() ? "" : ", ");
+      strcat(names, *n);
+    }
+    seterr(err, errcap, "%s: not a preset (%s) and cannot open it as a file: %s", name_or_file,
+           names, strerror(errno));
+    return TPU_ERR_IO;
+  }
+  size_t cap = 4096, n = 0;
+  char *text = tpu_malloc(cap);
+  while (text) {
+    if (n + 1 >= cap) {
+      char *t = tpu_realloc(text, cap * 2);
+      if (!t) { tpu_free(text); text = NULL; break; }
+      text = t; cap *= 2;
+    }
+    size_t r = fread(text + n, 1, cap - n - 1, f);
+    if (r == 0) break;
+    n += r;
+  }
+  bool rerr = ferror(f);
+  fclose(f);
+  if (!text) { seterr(err, errcap, "%s: out of memory", name_or_file); return TPU_ERR_NOMEM; }
+  if (rerr) { tpu_free(text); seterr(err, errcap, "%s: read error", name_or_file); return TPU_ERR_IO; }
+  text[n] = 0;
+  if (strlen(text) != n) {
+    tpu_free(text);
+    seterr(err, errcap, "%s: contains a NUL byte; expected JSON text", name_or_file);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_status st = load_text(name_or_file, text, true, out, err, errcap);
+  if (st == TPU_OK && !out->name[0]) {
+    const char *slash = strrchr(name_or_file, '/');
+    snprintf(out->name, sizeof out->name, "%s", slash ? slash + 1 : name_or_file);
+  }
+  tpu_free(text);
+  return st;
+}
+
+tpu_status tpu_chip_config_validate(const tpu_chip_config *cfg, char *err, size_t errcap) {
+  char allow[128];
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key_def *k = &KEYS[i];
+    const char *base = (const char *)cfg + k->off;
+    double v;
+    if (k->type == K_INT) v = *(const int *)(const void *)base;
+    else if (k->type == K_I64) v = (double)*(const int64_t *)(const void *)base;
+    else if (k->type == K_DBL) v = *(const double *)(const void *)base;
+    else continue;
+    if (!in_range(k, v)) {
+      allowed(k, allow, sizeof allow);
+      seterr(err, errcap, "key '%s': expected %s, got %g", k->path, allow, v);
+      return TPU_ERR_CONFIG;
+    }
+  }
+  if (cfg->cores % cfg->cores_per_chip != 0) {
+    seterr(err, errcap, "key 'cores_per_chip': %d does not divide cores (%d)", cfg->cores_per_chip, cfg->cores);
+    return TPU_ERR_CONFIG;
+  }
+  if (cfg->ici_topology == TPU_ICI_TORUS && cfg->cores < 4) {
+    seterr(err, errcap, "key 'ici.topology': a torus needs at least 4 cores, the chip has %d", cfg->cores);
+    return TPU_ERR_CONFIG;
+  }
+  return TPU_OK;
+}
+
+tpu_status tpu_chip_config_set(tpu_chip_config *cfg, const char *assignment, char *err, size_t errcap) {
+  const char *eq = strchr(assignment, '=');
+  if (!eq || eq == assignment) {
+    seterr(err, errcap, "--set '%s': expected KEY=VALUE, e.g. mxu.rows=8", assignment);
+    return TPU_ERR_CONFIG;
+  }
+  char path[128];
+  size_t klen = (size_t)(eq - assignment);
+  if (klen >= sizeof path) klen = sizeof path - 1;
+  memcpy(path, assignment, klen);
+  path[klen] = 0;
+  const char *val = eq + 1;
+  const key_def *k = find_key(path);
+  if (!k) {
+    char names[1024] = "";
+    for (size_t i = 0; i < NKEYS; i++) {
+      if (i) strcat(names, ", ");
+      strcat(names, KEYS[i].path);
+    }
+    seterr(err, errcap, "--set: unknown key '%s'; known keys: %s", path, names);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_chip_config c = *cfg;
+  char *base = (char *)&c + k->off;
+  char allow[128];
+  allowed(k, allow, sizeof allow);
+  bool ok = false;
+  char *end = NULL;
+  errno = 0;
+  switch (k->type) {
+    case K_INT: case K_I64: {
+      long long x = strtoll(val, &end, 10);
+      ok = *val && !*end && errno == 0 && in_range(k, (double)x);
+      if (ok) { if (k->type == K_INT) *(int *)(void *)base = (int)x; else *(int64_t *)(void *)base = x; }
+      break;
+    }
+    case K_DBL: {
+      double x = strtod(val, &end);
+      ok = *val && !*end && errno == 0 && in_range(k, x);
+      if (ok) *(double *)(void *)base = x;
+      break;
+    }
+    case K_BOOL:
+      ok = !strcmp(val, "true") || !strcmp(val, "false");
+      if (ok) *(bool *)(void *)base = !strcmp(val, "true");
+      break;
+    case K_STR:
+      ok = strlen(val) < k->size;
+      if (ok) strcpy(base, val);
+      break;
+    case K_TOPO:
+      ok = parse_topology(val, (tpu_ici_topology *)(void *)base);
+      break;
+  }
+  if (!ok) {
+    seterr(err, errcap, "--set %s: expected %s, got '%s'", path, allow, val);
+    return TPU_ERR_CONFIG;
+  }
+  char verr[512];
+  if (tpu_chip_config_validate(&c, verr, sizeof verr) != TPU_OK) {
+    seterr(err, errcap, "--set %s: %s", path, verr);
+    return TPU_ERR_CONFIG;
+  }
+  *cfg = c;
+  return TPU_OK;
+}
+
+/* Finds or creates the object for a dotted prefix inside root. */
+static json_t *section(json_t *root, const char *path, const char **leaf) {
+  json_t *o = root;
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", path);
+  char *p = buf, *dot;
+  while ((dot = strchr(p, '.'))) {
+    *dot = 0;
+    json_t *n = json_object_get(o, p);
+    if (!n) { n = json_object(); json_object_set_new(o, p, n); }
+    o = n;
+    p = dot + 1;
+  }
+  *leaf = path + (p - buf);
+  return o;
+}
+
+char *tpu_chip_config_to_json(const tpu_chip_config *cfg) {
+  json_t *root = json_object();
+  if (!root) return NULL;
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key_def *k = &KEYS[i];
+    const char *base = (const char *)cfg + k->off;
+    const char *leaf;
+    json_t *o = section(root, k->path, &leaf);
+    json_t *v = NULL;
+    switch (k->type) {
+      case K_INT: v = json_integer(*(const int *)(const void *)base); break;
+      case K_I64: v = json_integer(*(const int64_t *)(const void *)base); break;
+      case K_DBL: v = json_real(*(const double *)(const void *)base); break;
+      case K_BOOL: v = json_boolean(*(const bool *)(const void *)base); break;
+      case K_STR: v = json_string(base); break;
+      case K_TOPO: v = json_string(tpu_ici_topology_name(*(const tpu_ici_topology *)(const void *)base)); break;
+    }
+    json_object_set_new(o, leaf, v);
+  }
+  char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  json_decref(root);
+  if (!s) return NULL;
+  char *r = tpu_strdup(s);
+  free(s);                               /* jansson allocated it with malloc */
+  return r;
+}
+
+void tpu_chip_peaks_of(const tpu_chip_config *cfg, tpu_chip_peaks *out) {
+  memset(out, 0, sizeof *out);
+  out->clock_hz = cfg->clock_mhz * 1e6;
+  out->bf16_flops_per_core = 2.0 * cfg->mxu.rows * cfg->mxu.cols * cfg->mxus_per_core * out->clock_hz;
+  out->bf16_flops_per_chip = out->bf16_flops_per_core * cfg->cores_per_chip;
+  out->bf16_flops_total = out->bf16_flops_per_core * cfg->cores;
+  out->hbm_bytes_per_s_per_chip = cfg->hbm_bandwidth_gb_per_s * 1e9;
+  out->hbm_bytes_per_flop = out->hbm_bytes_per_s_per_chip / out->bf16_flops_per_chip;
+  out->ridge_flops_per_byte = out->bf16_flops_per_chip / out->hbm_bytes_per_s_per_chip;
+  out->ici_link_bytes_per_s = cfg->ici_link_gbit_per_s * 1e9 / 8.0;
+  out->chips = cfg->cores / cfg->cores_per_chip;
+}
