@@ -13,7 +13,7 @@ expect_status() {
 expect_err_contains() { grep -qF -- "$1" "$T/err.txt" || die "stderr lacks '$1': $ERR"; }
 expect_out_contains() { grep -qF -- "$1" "$T/out.txt" || die "stdout lacks '$1': $OUT"; }
 # json_get KEY FILE: value of a top-level or dotted key via python3's json.
-json_get() { python3 -c 'import json,sys
+json_get() { /usr/bin/python3 -c 'import json,sys
 d=json.load(open(sys.argv[2]))
 for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
 print(d)' "$1" "$2"; }

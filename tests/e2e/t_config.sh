@@ -1,12 +1,12 @@
 # Chip configuration: presets, --set, files with a base, and every kind of bad input.
 for p in tpu-v2-8 tpu-v3-8 teach; do
   expect_status 0 "$TPUSIM" info --chip $p --json
-  [ "$(echo "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["chip"]["name"])')" = $p ] || die "name of $p"
+  [ "$(echo "$OUT" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["chip"]["name"])')" = $p ] || die "name of $p"
 done
 expect_status 0 "$TPUSIM" info --json
 echo "$OUT" > info.json
 [ "$(json_get chip.cores info.json)" = 8 ] || die "default chip is not tpu-v2-8"
-python3 - info.json <<'PY' || die "v2 peak"
+/usr/bin/python3 - info.json <<'PY' || die "v2 peak"
 import json,sys
 d=json.load(open(sys.argv[1]))
 assert abs(d["peaks"]["bf16_flops_per_s_per_chip"] - 2*128*128*2*700e6) < 1, d["peaks"]
@@ -15,7 +15,7 @@ expect_status 0 "$TPUSIM" info --chip teach --set mxu.rows=16 --set ici.topology
 echo "$OUT" > t.json
 [ "$(json_get chip.mxu.rows t.json)" = 16 ] || die "--set mxu.rows"
 # the effective config round-trips: info --json's chip object loads as a file
-python3 -c 'import json,sys; json.dump(json.load(open("t.json"))["chip"], open("rt.json","w"))'
+/usr/bin/python3 -c 'import json,sys; json.dump(json.load(open("t.json"))["chip"], open("rt.json","w"))'
 expect_status 0 "$TPUSIM" info --chip rt.json --json
 # a file may start from a preset
 printf '{ "base": "teach", "cores": 2, "cores_per_chip": 2 }' > small.json
