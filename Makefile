@@ -43,7 +43,7 @@ BENCHES    = $(BENCH_SRCS:%.c=$(B)/%)
 LIB        = $(B)/libtpusim.a
 BIN        = $(B)/tpusim
 
-.PHONY: all deps test test-all asan bench demo headers perf clean echo FORCE
+.PHONY: all deps test test-all asan valgrind bench demo headers perf clean echo FORCE
 all: tpusim
 
 tpusim: $(BIN) $(LIB)
@@ -94,6 +94,10 @@ test-all: $(TESTS) tpusim
 	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
 asan:
 	$(MAKE) MODE=asan test
+# Each suite under valgrind's memcheck (no fork, so leaks are attributed).
+valgrind: $(TESTS)
+	@fail=0; for t in $(TESTS); do $(TEST_ENV) CK_FORK=no TPU_VALGRIND=1 valgrind -q --error-exitcode=9 \
+	  --leak-check=full --errors-for-leak-kinds=definite $$t || fail=1; done; exit $$fail
 bench: $(BENCHES) tpusim
 	@OPENBLAS_NUM_THREADS=1 TPUSIM=$(BIN) BENCHES="$(BENCHES)" bash tests/bench/run.sh
 demo: tpusim
