@@ -1,0 +1,132 @@
+/*
+** check_config.c -- chip configuration: presets, files, overrides, errors,
+** and an out-of-memory sweep over loading.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+START_TEST(Every_preset_loads_and_validates) {
+  char err[512];
+  int n = 0;
+  for (const char *const *p = tpu_chip_preset_names(); *p; p++, n++) {
+    tpu_chip_config c;
+    ck_assert_msg(tpu_chip_config_load(*p, &c, err, sizeof err) == TPU_OK, "%s: %s", *p, err);
+    ck_assert_str_eq(c.name, *p);
+    ck_assert(tpu_chip_config_validate(&c, err, sizeof err) == TPU_OK);
+  }
+  ck_assert_int_eq(n, 3);
+  ck_assert_str_eq(tpu_chip_preset_names()[0], "tpu-v2-8");
+}
+END_TEST
+
+START_TEST(Published_peaks_follow_from_the_presets) {
+  char err[512];
+  tpu_chip_config c;
+  tpu_chip_peaks pk;
+  ck_assert(tpu_chip_config_load("tpu-v2-8", &c, err, sizeof err) == TPU_OK);
+  tpu_chip_peaks_of(&c, &pk);
+  /* 45 TFLOP/s per v2 chip (Jouppi et al. 2020) */
+  ck_assert_double_eq_tol(pk.bf16_flops_per_chip / 1e12, 45.9, 0.1);
+  ck_assert_int_eq(pk.chips, 4);
+  ck_assert(tpu_chip_config_load("tpu-v3-8", &c, err, sizeof err) == TPU_OK);
+  tpu_chip_peaks_of(&c, &pk);
+  /* 123 TFLOP/s per v3 chip */
+  ck_assert_double_eq_tol(pk.bf16_flops_per_chip / 1e12, 123.2, 0.2);
+}
+END_TEST
+
+START_TEST(Json_writer_output_loads_back_identically) {
+  char err[512];
+  for (const char *const *p = tpu_chip_preset_names(); *p; p++) {
+    tpu_chip_config a, b;
+    ck_assert(tpu_chip_config_load(*p, &a, err, sizeof err) == TPU_OK);
+    ck_assert(tpu_chip_config_set(&a, "mxu.rows=17", err, sizeof err) == TPU_OK);
+    char *js = tpu_chip_config_to_json(&a);
+    ck_assert_ptr_nonnull(js);
+    char path[] = "/tmp/tpusim_cfgXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(js, f);
+    fclose(f);
+    tpu_free(js);
+    ck_assert_msg(tpu_chip_config_load(path, &b, err, sizeof err) == TPU_OK, "%s", err);
+    remove(path);
+    ck_assert_int_eq(b.mxu.rows, 17);
+    ck_assert(memcmp(&a, &b, sizeof a) == 0);
+  }
+}
+END_TEST
+
+START_TEST(Set_rejects_bad_values_and_leaves_the_config_unchanged) {
+  char err[512];
+  tpu_chip_config c, before;
+  ck_assert(tpu_chip_config_load("teach", &c, err, sizeof err) == TPU_OK);
+  before = c;
+  static const char *bad[] = { "mxu.rows=0", "mxu.rows=1025", "mxu.rows=-1", "mxu.rows=8x",
+    "mxu.rows=", "=3", "cores=5", "clock_mhz=0", "clock_mhz=inf", "hbm.latency_ns=-1",
+    "ici.topology=mesh", "mxu.double_buffer=1", "nokey=1", "mxu.rows" };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_msg(tpu_chip_config_set(&c, bad[i], err, sizeof err) == TPU_ERR_CONFIG, "%s accepted", bad[i]);
+    ck_assert_msg(memcmp(&c, &before, sizeof c) == 0, "%s changed the config", bad[i]);
+  }
+  ck_assert(tpu_chip_config_set(&c, "cores=2", err, sizeof err) == TPU_ERR_CONFIG); /* 4 per chip */
+  ck_assert(tpu_chip_config_set(&c, "cores_per_chip=2", err, sizeof err) == TPU_OK);
+  ck_assert(tpu_chip_config_set(&c, "cores=2", err, sizeof err) == TPU_OK);
+}
+END_TEST
+
+static int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (++calls == fail_at) return NULL;
+  return realloc(p, n);
+}
+
+/* Every allocation made while loading a file fails in turn: the loader must
+** return an error, never crash or leak (ASan/valgrind check the leak). */
+START_TEST(Loading_survives_every_allocation_failure) {
+  char path[] = "/tmp/tpusim_cfgXXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  fputs("{ \"base\": \"teach\", \"mxu\": { \"rows\": 16 } }", f);
+  fclose(f);
+  char err[512];
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 200 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_chip_config c;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = tpu_chip_config_load(path, &c, err, sizeof err);
+    tpu_set_alloc(NULL, NULL);
+    if (st == TPU_OK) { ok_seen = 1; ck_assert_int_eq(c.mxu.rows, 16); }
+    else ck_assert_int_eq(st, TPU_ERR_NOMEM);
+  }
+  remove(path);
+  ck_assert(ok_seen);
+}
+END_TEST
+
+static Suite *config_suite(void) {
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("functional");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Every_preset_loads_and_validates);
+  tcase_add_test(tc, Published_peaks_follow_from_the_presets);
+  tcase_add_test(tc, Json_writer_output_loads_back_identically);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("limits");
+  tcase_add_test(tc, Set_rejects_bad_values_and_leaves_the_config_unchanged);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Loading_survives_every_allocation_failure);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return tu_run_suite(config_suite()) ? 1 : 0; }
