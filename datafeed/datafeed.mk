@@ -1,3 +1,2 @@
-# datafeed/
-LIB_SRCS  +=
-TEST_SRCS +=
+# datafeed/: every datafeed/*.c goes into libtpusim.a.
+LIB_SRCS  += $(sort $(wildcard datafeed/*.c))

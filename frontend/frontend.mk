@@ -1,2 +1,2 @@
-# frontend/: the tpusim command line.
-CLI_SRCS += frontend/main.c frontend/cli.c frontend/cmd_info.c frontend/cmd_matmul.c
+# frontend/: the tpusim command line (every frontend/*.c; one file per command).
+CLI_SRCS += $(sort $(wildcard frontend/*.c))

@@ -1,3 +1,2 @@
-# mxu/: the systolic array (PE model, tile timing, fast kernel, GEMM driver).
-LIB_SRCS  +=
-TEST_SRCS +=
+# mxu/: every mxu/*.c goes into libtpusim.a.
+LIB_SRCS  += $(sort $(wildcard mxu/*.c))

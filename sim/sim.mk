@@ -1,6 +1,5 @@
 # sim/: the chip (config, presets, engine) and the shared base.
-LIB_SRCS  += sim/base.c sim/config.c
-TEST_SRCS += tests/check_base.c tests/check_config.c
+LIB_SRCS  += $(sort $(wildcard sim/*.c))
 PRESETS    = sim/presets/tpu-v2-8.json sim/presets/tpu-v3-8.json sim/presets/teach.json
 # The presets are embedded in the binary; the header is generated into the
 # build tree and found through -I$(B)/gen.

@@ -1,3 +1,2 @@
-# viz/
-LIB_SRCS  +=
-TEST_SRCS +=
+# viz/: every viz/*.c goes into libtpusim.a.
+LIB_SRCS  += $(sort $(wildcard viz/*.c))

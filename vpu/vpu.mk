@@ -1,3 +1,2 @@
-# vpu/
-LIB_SRCS  +=
-TEST_SRCS +=
+# vpu/: every vpu/*.c goes into libtpusim.a.
+LIB_SRCS  += $(sort $(wildcard vpu/*.c))
