@@ -109,7 +109,9 @@ void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest
 /* Fast kernel: computes one tile's values exactly as the PE model would
 ** (see Numerics). Uses the widest SIMD the host has (chosen at run time);
 ** every path gives the same bits. 'rows' is the array height (it decides
-** whether the +0.0 pass-through applies). This function can't fail. */
+** whether the +0.0 pass-through applies). It rounds act and w to bf16 as
+** it reads them (a no-op on bf16 values), so a caller may pass f32 operands
+** for a bf16 product. This function can't fail. */
 void tpu_mxu_tile_compute(int rows, const tpu_mxu_tile *t);
 
 /* {==================================================================

@@ -14,28 +14,35 @@
 ** the same in every lane width, so each path below only reorders *which*
 ** results are computed together, never the steps of one result.
 **
-** How it is fast. The tile's weights are copied once per column panel into a
-** K x NR block (zero-padded to NR columns, 64-byte aligned) so the inner loop
-** loads whole vectors; NR is a multiple of the vector width. For each panel,
-** a register-blocked micro-kernel keeps an MR x NR block of partial sums in
-** registers for the whole K loop: each step broadcasts MR activations (read
-** in place from act, no copy) and does MR * NR/width vector FMAs. The panel
-** stays in L1 while the M rows stream past it; tiles come with all M rows
-** (tpu_mxu_gemm), so the copy is amortized over M. Edges: a short last row
-** block uses a micro-kernel specialized for its height (all heights are
-** instantiated, so the sums still live in registers); a narrow last panel
-** uses masked loads and stores, so nothing outside the tile is read or
-** written.
+** How it is fast. Per tile: the weights are copied once into column panels
+** of K x NR (zero-padded to NR columns, 64-byte aligned) so the inner loop
+** loads whole vectors. The activations are walked in chunks of MC rows
+** (about 128 KiB, L2-resident), each copied to a scratch block whose row
+** stride is not a multiple of 4 KiB: with lda = 1024 floats, as in a
+** 1024-wide GEMM, the rows of a block would otherwise all map to one L1 set
+** and evict each other. For each panel and chunk, a register-blocked
+** micro-kernel keeps an MR x NR block of partial sums in registers for the
+** whole K loop: each step broadcasts MR activations and does MR * NR/width
+** vector FMAs, with the panel in L1. Tiles come with all M rows
+** (tpu_mxu_gemm), so both copies are amortized. Edges: a short last row
+** block uses a micro-kernel specialized for its height (every height is
+** instantiated, so its sums still live in registers); a narrow last panel
+** uses masked loads and stores, so nothing outside the tile is touched.
 **
-**   path     block (MR x NR)   FMAs per step
-**   avx512   12 x 32 (2 zmm)  24
-**   avx2      6 x 16 (2 ymm)  12
-**   generic   4 x 16 scalar   (fmaf; for valgrind and non-x86 hosts)
+**   path     block (MR x NR)   vector FMAs per step
+**   avx512   12 x 32 (2 zmm)   24
+**   avx2      6 x 16 (2 ymm)   12
+**   generic   4 x 16 scalar    (fmaf; for valgrind and non-x86 hosts)
 **
-** Limits: the panel copy lives on the stack for K <= PANEL_K_STACK and on
-** the heap above that (array heights over 256); if that allocation fails the
-** tile runs on the generic path, which needs no scratch space, so the
-** function still can't fail.
+** Operands are rounded to bf16 as they are copied (tpu_bf16_round, lane by
+** lane; a no-op on values that are bf16 already, which is all the contract
+** promises). So tpu_mxu_gemm can hand a bf16 GEMM's f32 A and B straight to
+** the kernel instead of making rounded copies first.
+**
+** Limits: scratch (the panels and one chunk) comes from tpu_malloc_aligned,
+** about K*N + 32K floats; if that fails the tile runs on the generic path,
+** which needs none, so the function still can't fail. Non-x86 hosts get the
+** generic path only.
 */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -53,6 +60,8 @@
 
 /* Activation rows per chunk: about this many floats (128 KiB, in L2). */
 #define CHUNK_FLOATS 32768u
+/* Activation rows fetched ahead while a chunk is copied. */
+#define PREFETCH_ROWS 8
 
 /* {==================================================================
 ** Generic path: portable C, fmaf per step, a 4 x 16 block of sums.
@@ -306,8 +315,13 @@ static void tile_panels(int rows, const tpu_mxu_tile *t, int MR, int NR, chunk_f
   const bool pass = K < rows;
   for (int m0 = 0; m0 < t->m; m0 += (int)mc) {
     const int h = t->m - m0 < (int)mc ? t->m - m0 : (int)mc;
-    for (int i = 0; i < h; i++)
-      round(ac + (size_t)i * lds, t->act + (size_t)(m0 + i) * (size_t)t->lda, K);
+    for (int i = 0; i < h; i++) {
+      const float *src = t->act + (size_t)(m0 + i) * (size_t)t->lda;
+      if (i + PREFETCH_ROWS < t->m - m0)        /* short rows far apart: the hardware */
+        for (int j = 0; j < K; j += 16)         /* prefetcher alone falls behind */
+          __builtin_prefetch(src + PREFETCH_ROWS * (size_t)t->lda + (size_t)j);
+      round(ac + (size_t)i * lds, src, K);
+    }
     chunk(t, h, ac, lds, bp, t->out + (size_t)m0 * (size_t)t->ldo, pass);
   }
   tpu_free_aligned(bp);
