@@ -102,6 +102,7 @@ static void tile_generic(int rows, const tpu_mxu_tile *t) {
 #ifdef MXU_X86
 /* dst[0..n) = the bf16 rounding of src[0..n) (tpu_bf16_round, lane by lane). */
 typedef void (*round_fn)(float *dst, const float *src, int n);
+
 /* {==================================================================
 ** AVX-512F path: 12 x 32 block, 24 zmm accumulators.
 ** ================================================================== */

@@ -63,7 +63,7 @@ static float draw(tu_rng *r, vals kind) {
     return tu_range(r, 0, 1) ? -x : x;
   }
   case V_SPECIAL: default: {
-    switch (tu_range(r, 0, 11)) {
+    switch (tu_range(r, 0, 13)) {
     case 0: return NAN;
     case 1: return tu_range(r, 0, 1) ? INFINITY : -INFINITY;
     case 2: return -0.0f;
@@ -71,6 +71,8 @@ static float draw(tu_rng *r, vals kind) {
     case 4: return tpu_f32_from_bits((uint32_t)tu_range(r, 1, 0x7f) << 16);  /* subnormal */
     case 5: return tpu_bf16_round(3.0e38f) * (tu_range(r, 0, 1) ? 1.0f : -1.0f); /* overflow */
     case 6: return tpu_f32_from_bits(0x7fc00001u | ((uint32_t)tu_range(r, 0, 1) << 31)); /* NaN, low payload */
+    case 7: return tpu_f32_from_bits(0x7f800001u | ((uint32_t)tu_range(r, 0, 1) << 31)); /* NaN that naive rounding makes inf */
+    case 8: return tpu_f32_from_bits(0x7f7fffffu | ((uint32_t)tu_range(r, 0, 1) << 31)); /* f32 max: rounds to inf */
     default: return tu_normal(r);
     }
   }
