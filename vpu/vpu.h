@@ -48,8 +48,9 @@
 **   exact (0 ulp, correctly rounded or exact): add sub mul div max min relu
 **     relu_grad bias_add scale add_scalar reciprocal row_max col_max
 **     argmax accuracy cast_f32_bf16 cast_bf16_f32
-**   <= 1 ulp: exp log          <= 2 ulp: rsqrt tanh
-**   <= 3 ulp: sigmoid, tanh_grad, sigmoid_grad (tanh_grad as dy*(1-y)*(1+y))
+**   <= 1 ulp: exp log          <= 2 ulp: rsqrt
+**   <= 3 ulp: tanh (glibc's tanhf reaches 2.13), sigmoid, tanh_grad,
+**     sigmoid_grad (tanh_grad is computed as dy*((1-y)*(1+y)))
 **   row_sum/col_sum over n terms: |err| <= (n-1) * 2^-24 * sum|x|
 **   softmax, element c of a row with max m:
 **     rel err <= 2^-24 * (|x_c - m| + cols + 3)
