@@ -102,7 +102,7 @@ START_TEST(Every_op_name_parses_back_to_its_op) {
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_OP_COUNT), "?");
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_SOFTMAX_XENT), "softmax_xent");
   ck_assert(tpu_vpu_op_parse("cast_f32_bf16", &op) && op == TPU_VPU_CAST_BF16);
-  ck_assert_int_eq(TPU_VPU_OP_COUNT, 32);
+  ck_assert_int_eq(TPU_VPU_OP_COUNT, 33);
 }
 END_TEST
 
@@ -134,6 +134,54 @@ START_TEST(Operand_sizes_follow_the_table) {
       ck_assert_msg((tpu_vpu_operand_elems((tpu_vpu_op)i, b, R, C) != 0) == ((all & b) != 0),
                     "%s operand %u", tpu_vpu_op_name((tpu_vpu_op)i), b);
   }
+}
+END_TEST
+START_TEST(Positional_operands_and_scalars_follow_bit_order) {
+  unsigned l[4];
+  ck_assert_int_eq(tpu_vpu_op_inputs(TPU_VPU_SUB, l), 2);
+  ck_assert_uint_eq(l[0], TPU_VPU_O_X);
+  ck_assert_uint_eq(l[1], TPU_VPU_O_Y);
+  ck_assert_int_eq(tpu_vpu_op_outputs(TPU_VPU_SOFTMAX_XENT, l), 2);
+  ck_assert_uint_eq(l[0], TPU_VPU_O_OUT);
+  ck_assert_uint_eq(l[1], TPU_VPU_O_OUT2);
+  ck_assert_int_eq(tpu_vpu_op_inputs(TPU_VPU_ADAM, l), 4);
+  ck_assert(l[0] == TPU_VPU_O_PARAM && l[1] == TPU_VPU_O_GRAD && l[2] == TPU_VPU_O_M && l[3] == TPU_VPU_O_V);
+  ck_assert_int_eq(tpu_vpu_op_outputs(TPU_VPU_ADAM, l), 3);
+  ck_assert(l[0] == TPU_VPU_O_PARAM && l[1] == TPU_VPU_O_M && l[2] == TPU_VPU_O_V);
+  ck_assert_int_eq(tpu_vpu_op_inputs(TPU_VPU_OP_COUNT, l), 0);
+  for (int i = 0; i < TPU_VPU_OP_COUNT; i++) {
+    int ni = tpu_vpu_op_inputs((tpu_vpu_op)i, l);
+    ck_assert(ni >= 1 && ni <= 4);
+    unsigned m = 0;
+    for (int k = 0; k < ni; k++) { ck_assert(k == 0 || l[k] > l[k - 1]); m |= l[k]; }
+    ck_assert_uint_eq(m, tpu_vpu_op_reads((tpu_vpu_op)i));
+    int no = tpu_vpu_op_outputs((tpu_vpu_op)i, l);
+    m = 0;
+    for (int k = 0; k < no; k++) m |= l[k];
+    ck_assert_uint_eq(m, tpu_vpu_op_writes((tpu_vpu_op)i));
+  }
+  /* scalars */
+  ck_assert_ptr_null(tpu_vpu_op_scalars(TPU_VPU_ADD)[0]);
+  ck_assert_ptr_null(tpu_vpu_op_scalars(TPU_VPU_OP_COUNT)[0]);
+  ck_assert_str_eq(tpu_vpu_op_scalars(TPU_VPU_ADAM)[4], "step");
+  tpu_vpu_params p = tpu_vpu_params_default(), q;
+  const float sa[] = { 0.001f, 0.8f, 0.99f, 1e-8f, 7 };
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_ADAM, sa, 5, &q), TPU_OK);
+  ck_assert(q.lr == 0.001f && q.beta1 == 0.8f && q.beta2 == 0.99f && q.eps == 1e-8f && q.step == 7);
+  ck_assert(q.alpha == p.alpha && q.momentum == p.momentum);
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_MOMENTUM, sa, 2, &q), TPU_OK);
+  ck_assert(q.lr == 0.001f && q.momentum == 0.8f);
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_SCALE, sa + 2, 1, &q), TPU_OK);
+  ck_assert(q.alpha == 0.99f);
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_ADD, NULL, 0, &q), TPU_OK);
+  q.lr = 5;
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_ADAM, sa, 4, &q), TPU_ERR_CONFIG);
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_ADD, sa, 1, &q), TPU_ERR_CONFIG);
+  const float bad_step[] = { 0.001f, 0.8f, 0.99f, 1e-8f, 2.5f }, zero_step[] = { 0.001f, 0.8f, 0.99f, 1e-8f, 0 };
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_ADAM, bad_step, 5, &q), TPU_ERR_CONFIG);
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_ADAM, zero_step, 5, &q), TPU_ERR_CONFIG);
+  ck_assert_int_eq(tpu_vpu_params_from_scalars(TPU_VPU_OP_COUNT, NULL, 0, &q), TPU_ERR_CONFIG);
+  ck_assert(q.lr == 5);                       /* untouched on failure */
 }
 END_TEST
 /* }================================================================== */
@@ -448,7 +496,9 @@ START_TEST(Special_values_follow_ieee) {
   ck_assert(isnan(o[3]));
   EQ_BITS(-0.0f, o[4], "-0");
   EQ_BITS(1.0078125f, o[5], "above the tie rounds up");
-  float w[] = { 1.5f, -0.0f, inf, 0x1p-133f };
+  float w[] = { 1.5f, -0.0f, nan, 0x1p-133f };
+  run1(TPU_VPU_COPY, w, o, 4);
+  for (int i = 0; i < 4; i++) ck_assert(memcmp(&w[i], &o[i], 4) == 0);
   run1(TPU_VPU_CAST_F32, w, o, 4);
   for (int i = 0; i < 4; i++) EQ_BITS(w[i], o[i], "widening is exact");
 }
@@ -845,6 +895,7 @@ static Suite *vpu_suite(void) {
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, Every_op_name_parses_back_to_its_op);
   tcase_add_test(tc, Operand_sizes_follow_the_table);
+  tcase_add_test(tc, Positional_operands_and_scalars_follow_bit_order);
   suite_add_tcase(s, tc);
   tc = tcase_create("timing");
   tcase_set_timeout(tc, 30);
