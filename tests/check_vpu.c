@@ -599,6 +599,12 @@ START_TEST(Softmax_meets_its_bound_and_is_stable_for_large_logits) {
   ck_assert_float_eq_tol(o[5], 0.5f, 1e-7f);
   EQ_BITS(0.0f, o[6], "");
   EQ_BITS(0.0f, o[7], "");
+  /* a row holding +inf, or only -inf, has no distribution: NaN */
+  float inf_rows[] = { 1, INFINITY, 2, -INFINITY, -INFINITY, -INFINITY };
+  float io[6];
+  tpu_vpu_args ia = args_xy(2, 3, inf_rows, NULL, io);
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SOFTMAX, &ia), TPU_OK);
+  for (int i = 0; i < 6; i++) ck_assert_msg(isnan(io[i]), "softmax element %d", i);
   /* in place gives the same bits */
   float c[8];
   memcpy(c, big, sizeof c);

@@ -234,11 +234,12 @@ static inline float min2(float a, float b) {
 }
 
 static float sigmoid1(float x) {
-  /* Two forms so that neither overflows: for x < 0, e = exp(x) may be
-  ** subnormal and e/(1+e) keeps it; for x >= 0, exp(-x) <= 1. */
-  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-  float e = expf(x);
-  return e / (1.0f + e);                         /* NaN also lands here */
+  /* Two forms so that neither overflows, with one exp and no branch:
+  ** e = exp(-|x|) <= 1; x >= 0 gives 1/(1+e), x < 0 gives e/(1+e), which
+  ** keeps subnormal results. NaN stays NaN through e. */
+  float e = expf(-fabsf(x));
+  float num = x >= 0.0f ? 1.0f : e;
+  return num / (1.0f + e);
 }
 
 static float row_max(const float *x, int cols) {
@@ -354,7 +355,10 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
       for (size_t i = 0; i < n; i++) { float v = x[i]; o[i] = (v > 0.0f || v != v) ? v : 0.0f; }
       break;
     case TPU_VPU_RELU_GRAD:
-      for (size_t i = 0; i < n; i++) { float v = x[i]; o[i] = v != v ? v : (v > 0.0f ? y[i] : 0.0f); }
+      for (size_t i = 0; i < n; i++) {   /* both loads unconditional, so it if-converts */
+        float v = x[i], d = y[i], r = v > 0.0f ? d : 0.0f;
+        o[i] = v != v ? v : r;
+      }
       break;
     case TPU_VPU_TANH: for (size_t i = 0; i < n; i++) o[i] = tanhf(x[i]); break;
     case TPU_VPU_TANH_GRAD:   /* (1-t)(1+t): one factor is exact near |t| = 1 */
