@@ -831,6 +831,35 @@ START_TEST(Bf16_outputs_are_the_rounded_f32_results) {
 }
 END_TEST
 
+static int g_allocs;
+static void *counting_alloc(void *ud, void *ptr, size_t nsize) {
+  (void)ud;
+  if (nsize == 0) { free(ptr); return NULL; }
+  g_allocs++;
+  return NULL;                                 /* every allocation fails */
+}
+
+START_TEST(Exec_never_allocates) {
+  enum { R = 8, C = 16 };
+  float x[R * C], y[R * C], o[R * C], o2[R * C], w[R * C], m[R * C], v[R * C];
+  int32_t lab[R], idx[R];
+  tu_rng r = { 10 };
+  for (int i = 0; i < R * C; i++) { x[i] = fabsf(tu_normal(&r)); y[i] = tu_normal(&r); w[i] = m[i] = v[i] = 0; }
+  for (int i = 0; i < R; i++) lab[i] = i;
+  tpu_set_alloc(counting_alloc, NULL);
+  g_allocs = 0;
+  for (int op = 0; op < TPU_VPU_OP_COUNT; op++) {
+    tpu_vpu_args a = { .rows = R, .cols = C, .x = x, .y = y, .labels = lab, .out = o, .out2 = o2,
+                       .idx = idx, .param = w, .grad = y, .m = m, .v = v, .round_bf16 = op & 1,
+                       .p = tpu_vpu_params_default() };
+    tpu_status st = tpu_vpu_exec((tpu_vpu_op)op, &a);
+    if (st != TPU_OK) { tpu_set_alloc(NULL, NULL); ck_abort_msg("%s failed", tpu_vpu_op_name((tpu_vpu_op)op)); }
+  }
+  tpu_set_alloc(NULL, NULL);
+  ck_assert_int_eq(g_allocs, 0);
+}
+END_TEST
+
 START_TEST(Bad_arguments_are_rejected_and_nothing_is_written) {
   float x[6] = { 1, 2, 3, 4, 5, 6 }, o[6] = { 7, 7, 7, 7, 7, 7 }, w[6] = { 1, 1, 1, 1, 1, 1 };
   float m[6] = { 0 }, v[6] = { 0 };
@@ -936,6 +965,7 @@ static Suite *vpu_suite(void) {
   tc = tcase_create("limits");
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, Bad_arguments_are_rejected_and_nothing_is_written);
+  tcase_add_test(tc, Exec_never_allocates);
   suite_add_tcase(s, tc);
   return s;
 }
