@@ -451,6 +451,11 @@ START_TEST(Special_values_follow_ieee) {
   EQ_BITS(0.0f, o[2], "relu_grad(-inf)");
   EQ_BITS(0.0f, o[6], "relu_grad(-1, dy=-inf)");
   ck_assert(isnan(o[5]));                     /* x = 1 passes dy = NaN */
+  float zx[] = { 0.0f, -0.0f, 0x1p-149f }, zdy[] = { 5.0f, 5.0f, 5.0f };
+  run2(TPU_VPU_RELU_GRAD, zx, zdy, o, 3);
+  EQ_BITS(0.0f, o[0], "relu_grad at +0 is 0");
+  EQ_BITS(0.0f, o[1], "relu_grad at -0 is 0");
+  EQ_BITS(5.0f, o[2], "relu_grad at the smallest positive passes dy");
   run1(TPU_VPU_EXP, x, o, K);
   ck_assert(isnan(o[0]));
   EQ_BITS(inf, o[1], "exp(inf)");
