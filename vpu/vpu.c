@@ -82,6 +82,55 @@ const char *tpu_vpu_class_name(tpu_vpu_class c) {
 unsigned tpu_vpu_op_reads(tpu_vpu_op op) { return op_ok(op) ? OPS[op].reads : 0; }
 unsigned tpu_vpu_op_writes(tpu_vpu_op op) { return op_ok(op) ? OPS[op].writes : 0; }
 
+static int bit_list(unsigned mask, unsigned list[4]) {
+  int n = 0;
+  for (unsigned b = 1; b <= (unsigned)O_V; b <<= 1)
+    if (mask & b) list[n++] = b;            /* at most 4 bits set per mask */
+  return n;
+}
+int tpu_vpu_op_inputs(tpu_vpu_op op, unsigned list[4]) {
+  return op_ok(op) ? bit_list(OPS[op].reads, list) : 0;
+}
+int tpu_vpu_op_outputs(tpu_vpu_op op, unsigned list[4]) {
+  return op_ok(op) ? bit_list(OPS[op].writes, list) : 0;
+}
+
+static const char *const SC_NONE[] = { NULL };
+static const char *const SC_ALPHA[] = { "alpha", NULL };
+static const char *const SC_SGD[] = { "lr", NULL };
+static const char *const SC_MOMENTUM[] = { "lr", "momentum", NULL };
+static const char *const SC_ADAM[] = { "lr", "beta1", "beta2", "eps", "step", NULL };
+
+const char *const *tpu_vpu_op_scalars(tpu_vpu_op op) {
+  switch (op) {
+    case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: return SC_ALPHA;
+    case TPU_VPU_SGD: return SC_SGD;
+    case TPU_VPU_MOMENTUM: return SC_MOMENTUM;
+    case TPU_VPU_ADAM: return SC_ADAM;
+    default: return SC_NONE;
+  }
+}
+
+tpu_status tpu_vpu_params_from_scalars(tpu_vpu_op op, const float *s, int n, tpu_vpu_params *p) {
+  const char *const *names = tpu_vpu_op_scalars(op);
+  int want = 0;
+  while (names[want]) want++;
+  if (!op_ok(op) || !p || n != want || (n > 0 && !s)) return TPU_ERR_CONFIG;
+  tpu_vpu_params q = tpu_vpu_params_default();
+  switch (op) {
+    case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: q.alpha = s[0]; break;
+    case TPU_VPU_SGD: q.lr = s[0]; break;
+    case TPU_VPU_MOMENTUM: q.lr = s[0]; q.momentum = s[1]; break;
+    case TPU_VPU_ADAM:
+      if (!(s[4] >= 1.0f && s[4] <= 0x1p24f) || s[4] != floorf(s[4])) return TPU_ERR_CONFIG;
+      q.lr = s[0]; q.beta1 = s[1]; q.beta2 = s[2]; q.eps = s[3]; q.step = (int64_t)s[4];
+      break;
+    default: break;
+  }
+  *p = q;
+  return TPU_OK;
+}
+
 static int shape_ok(int rows, int cols) {
   return rows >= 1 && cols >= 1 && (int64_t)rows * cols <= TPU_VPU_MAX_ELEMS;
 }
@@ -185,11 +234,12 @@ static inline float min2(float a, float b) {
 }
 
 static float sigmoid1(float x) {
-  /* Two forms so that neither overflows: for x < 0, e = exp(x) may be
-  ** subnormal and e/(1+e) keeps it; for x >= 0, exp(-x) <= 1. */
-  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-  float e = expf(x);
-  return e / (1.0f + e);                         /* NaN also lands here */
+  /* Two forms so that neither overflows, with one exp and no branch:
+  ** e = exp(-|x|) <= 1; x >= 0 gives 1/(1+e), x < 0 gives e/(1+e), which
+  ** keeps subnormal results. NaN stays NaN through e. */
+  float e = expf(-fabsf(x));
+  float num = x >= 0.0f ? 1.0f : e;
+  return num / (1.0f + e);
 }
 
 static float row_max(const float *x, int cols) {
@@ -305,7 +355,10 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
       for (size_t i = 0; i < n; i++) { float v = x[i]; o[i] = (v > 0.0f || v != v) ? v : 0.0f; }
       break;
     case TPU_VPU_RELU_GRAD:
-      for (size_t i = 0; i < n; i++) { float v = x[i]; o[i] = v != v ? v : (v > 0.0f ? y[i] : 0.0f); }
+      for (size_t i = 0; i < n; i++) {   /* both loads unconditional, so it if-converts */
+        float v = x[i], d = y[i], r = v > 0.0f ? d : 0.0f;
+        o[i] = v != v ? v : r;
+      }
       break;
     case TPU_VPU_TANH: for (size_t i = 0; i < n; i++) o[i] = tanhf(x[i]); break;
     case TPU_VPU_TANH_GRAD:   /* (1-t)(1+t): one factor is exact near |t| = 1 */
@@ -364,6 +417,7 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
       o[0] = (float)hits;
       break;
     }
+    case TPU_VPU_COPY: if (o != x) memcpy(o, x, n * sizeof *o); break;
     case TPU_VPU_CAST_BF16: for (size_t i = 0; i < n; i++) o[i] = tpu_bf16_round(x[i]); break;
     case TPU_VPU_CAST_F32:    /* bf16 values held in f32 widen exactly: a copy */
       if (o != x) memcpy(o, x, n * sizeof *o);

@@ -47,24 +47,29 @@
 ** result; checked by tests/check_vpu.c on random and edge inputs):
 **   exact (0 ulp, correctly rounded or exact): add sub mul div max min relu
 **     relu_grad bias_add scale add_scalar reciprocal row_max col_max
-**     argmax accuracy cast_f32_bf16 cast_bf16_f32
-**   <= 1 ulp: exp log          <= 2 ulp: rsqrt tanh
-**   <= 3 ulp: sigmoid, tanh_grad, sigmoid_grad (tanh_grad as dy*(1-y)*(1+y))
+**     argmax accuracy copy cast_f32_bf16 cast_bf16_f32
+**   <= 1 ulp: exp log          <= 2 ulp: rsqrt
+**   <= 3 ulp: tanh (glibc's tanhf reaches 2.13), sigmoid, tanh_grad,
+**     sigmoid_grad (tanh_grad is computed as dy*((1-y)*(1+y)))
 **   row_sum/col_sum over n terms: |err| <= (n-1) * 2^-24 * sum|x|
 **   softmax, element c of a row with max m:
 **     rel err <= 2^-24 * (|x_c - m| + cols + 3)
 **   softmax_xent loss: |err| <= 2^-24 * (cols + 4 + |x_label - m|) * max(1, loss)
 **     gradient: |err| <= |alpha| * (softmax bound on p_c) + 1 ulp of the result
 **   sgd/momentum/adam: each step as written below, in f32; tests compare
-**     with hand-computed values and with a double reference within 2^-22 rel.
+**     with hand-computed values, and 50 steps with a double reference
+**     (within 50 * 2^-22 relative).
 **
 ** Special values: NaN propagates through every arithmetic op (max/min return
 ** NaN if either input is NaN, unlike fmaxf); relu(-0) = +0, relu(NaN) = NaN;
 ** exp(-inf) = 0, log(0) = -inf, log(<0) = NaN, rsqrt(+0) = +inf,
-** reciprocal(-0) = -inf; sigmoid saturates to 0 and 1 without overflow.
+** reciprocal(-0) = -inf; sigmoid saturates to 0 and 1 without overflow;
+** relu_grad is x > 0 ? dy : +0 (x = 0 gives 0). cast_bf16_f32 widens bf16
+** values held in f32, which is exact: a copy.
 ** argmax takes the first maximum; a NaN counts as larger than any number
 ** (the first NaN wins). Softmax subtracts the row max first, so large logits
-** neither overflow nor lose the distribution.
+** neither overflow nor lose the distribution; a row holding +inf, or only
+** -inf, gives NaN.
 */
 #ifndef TPU_VPU_H
 #define TPU_VPU_H
@@ -125,7 +130,7 @@ const char *tpu_vpu_class_name(tpu_vpu_class c);   /* "elementwise", ... */
 **   Y       n      second input: b, or upstream gradient dy (*_grad);
 **                  bias_add: cols (the bias, added to every row)
 **   LABELS  rows   int32 class of each row, 0 <= label < cols
-**   OUT     n      element-wise ops, softmax, casts
+**   OUT     n      element-wise ops, softmax, copy, casts
 **           rows   row_sum, row_max, softmax_xent (loss of each row)
 **           cols   col_sum, col_max
 **           1      accuracy (count of rows whose argmax equals the label)
@@ -150,6 +155,14 @@ unsigned tpu_vpu_op_writes(tpu_vpu_op op);
 /* Elements of 'operand' (one TPU_VPU_O_* bit) for op on rows x cols, as in
 ** the table above; 0 if the op does not use it or the shape is invalid. */
 size_t tpu_vpu_operand_elems(tpu_vpu_op op, unsigned operand, int rows, int cols);
+
+/* Operands by position, for callers that pass buffers as arrays (the
+** engine's in[] and out[]): the op's inputs, then its outputs, as single
+** TPU_VPU_O_* bits in ascending bit order (x, y, labels, out, out2, idx,
+** param, grad, m, v). PARAM, M and V are both inputs and outputs. Writes
+** up to 4 bits to 'list' and returns how many; 0 for an out-of-range op. */
+int tpu_vpu_op_inputs(tpu_vpu_op op, unsigned list[4]);
+int tpu_vpu_op_outputs(tpu_vpu_op op, unsigned list[4]);
 
 /* Largest rows*cols accepted (keeps every cycle count far from overflow). */
 #define TPU_VPU_MAX_ELEMS ((int64_t)1 << 40)
@@ -186,6 +199,18 @@ typedef struct tpu_vpu_params {
   int64_t step;     /* adam: 1-based step t; >= 1 */
 } tpu_vpu_params;
 
+/* Scalar operands by position (the engine's scalars[]): the names of the
+** op's scalars in order, NULL-terminated; an empty list for ops without.
+**   scale, add_scalar, softmax_xent: alpha     sgd: lr
+**   momentum: lr momentum                      adam: lr beta1 beta2 eps step
+** Never NULL. */
+const char *const *tpu_vpu_op_scalars(tpu_vpu_op op);
+/* *p = tpu_vpu_params_default() with the op's scalars taken from s[0..n-1]
+** in the order above. TPU_ERR_CONFIG, *p untouched, if n is not the op's
+** count or adam's step is not an integer >= 1 (range checks of the other
+** values happen in tpu_vpu_exec). */
+tpu_status tpu_vpu_params_from_scalars(tpu_vpu_op op, const float *s, int n, tpu_vpu_params *p);
+
 /* alpha 1, lr 0.01, momentum 0.9, beta1 0.9, beta2 0.999, eps 1e-7 (Keras),
 ** step 1. This function can't fail. */
 tpu_vpu_params tpu_vpu_params_default(void);
@@ -193,7 +218,7 @@ tpu_vpu_params tpu_vpu_params_default(void);
 /* One op's operands; unused fields are ignored (leave them NULL). All
 ** pointers are borrowed for the call. An output may be the same pointer as
 ** an input of the same size (in place: out == x or out == y for element-wise
-** ops, softmax, casts; out2 == x for softmax_xent); any other overlap is
+** ops, softmax, copy, casts; out2 == x for softmax_xent); any other overlap is
 ** undefined. */
 typedef struct tpu_vpu_args {
   int rows, cols;           /* shape, >= 1 each, rows*cols <= TPU_VPU_MAX_ELEMS */
