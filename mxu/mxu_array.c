@@ -88,6 +88,7 @@ struct tpu_mxu {
   uint64_t loader_free;        /* first cycle the weight port is free */
   uint64_t stream_free;        /* first cycle the next tile may stream (s + M of the last) */
   uint64_t quiet;              /* cycles in a row with no tile in flight */
+  bool no_skip;                /* tests: step fixed-point cycles anyway */
   mxu_kernel kernel;
   compute_fn compute;
   tpu_mxu_stats stats;
@@ -173,6 +174,7 @@ bool mxu_kernel_supported(mxu_kernel k) {
 }
 
 mxu_kernel mxu_array_kernel(const tpu_mxu *m) { return m->kernel; }
+void mxu_array_set_skip(tpu_mxu *m, bool skip) { m->no_skip = !skip; }
 
 bool mxu_array_set_kernel(tpu_mxu *m, mxu_kernel k) {
   if (!mxu_kernel_supported(k)) return false;
@@ -396,7 +398,7 @@ void tpu_mxu_tick(tpu_mxu *m) {
   control(m, t);
   const bool in_flight = m->q_head < m->q_load;
   m->quiet = in_flight ? 0 : m->quiet + 1;
-  if (m->quiet > (uint64_t)(m->rows + m->cols + 2)) {
+  if (m->quiet > (uint64_t)(m->rows + m->cols + 2) && !m->no_skip) {
     /* Fixed point: all activations +0.0, psums settled, nothing loading. A
     ** cycle would rewrite every value with itself (see the top comment). */
     m->cycle++;
@@ -423,7 +425,7 @@ uint64_t tpu_mxu_run(tpu_mxu *m) {
   while (m->pending > 0) {
     /* nothing in flight, state at its fixed point, next tile not yet allowed
     ** to load: jump to its 'earliest' (identical to ticking there) */
-    if (m->q_head == m->q_load && m->quiet > (uint64_t)(m->rows + m->cols + 2)) {
+    if (m->q_head == m->q_load && m->quiet > (uint64_t)(m->rows + m->cols + 2) && !m->no_skip) {
       uint64_t go = m->q[m->q_load].t.earliest;
       if (go > m->cycle) {
         m->stats.cycles += go - m->cycle;

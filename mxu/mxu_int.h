@@ -15,5 +15,8 @@ bool mxu_kernel_supported(mxu_kernel k);       /* by this build and this host */
 mxu_kernel mxu_array_kernel(const tpu_mxu *m);
 /* Selects a supported kernel (returns false, changing nothing, otherwise). */
 bool mxu_array_set_kernel(tpu_mxu *m, mxu_kernel k);
+/* Tests: with 'skip' false, cycles at the fixed point (nothing in flight for
+** rows + cols + 2 cycles) are stepped like any other instead of skipped. */
+void mxu_array_set_skip(tpu_mxu *m, bool skip);
 
 #endif /* TPU_MXU_INT_H */
