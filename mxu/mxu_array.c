@@ -68,9 +68,9 @@ typedef struct mxu_job {
 } mxu_job;
 
 typedef struct gate { int64_t s, m; int n; } gate;   /* a streaming tile with N < cols */
+typedef struct load { int64_t e, k; } load;          /* a tile shifting in: step e = t - L */
 
-typedef void (*compute_fn)(int rows, int cols, const float *line, int line_len, int pos,
-                           const float *w, float *psum, const gate *g, int ng, int64_t t);
+typedef void (*compute_fn)(tpu_mxu *m, int ng, int nl, int64_t t);
 
 struct tpu_mxu {
   tpu_mxu_config cfg;
@@ -82,6 +82,7 @@ struct tpu_mxu {
   float *line;                 /* rows x line_len: activation delay lines */
   int line_len, pos;           /* row r's cells hold line[r*line_len + pos + c] */
   gate *gates;                 /* scratch, rows + cols + 1 entries */
+  load *loads;                 /* scratch, rows + cols + 1 entries */
   mxu_job *q;                  /* [head, load) in flight, [load, len) queued */
   size_t q_cap, q_head, q_stream, q_load, q_len;
   uint64_t pushed, pending;    /* tiles pushed; tiles pushed but not done */
@@ -110,41 +111,53 @@ row_fma0(int n, const float *restrict w, const float *restrict above, float *res
   for (int c = 0; c < n; c++) p[c] = fmaf(0.0f, w[c], above[c]);
 }
 
-/* Rows bottom-up, so row r reads row r-1's psum of the previous cycle. */
 static inline __attribute__((always_inline)) void
-compute_body(int rows, int cols, const float *line, int line_len, int pos,
-             const float *w, float *psum, const gate *g, int ng, int64_t t) {
+row_copy(int n, const float *restrict from, float *restrict to) {
+  for (int c = 0; c < n; c++) to[c] = from[c];
+}
+
+/* Steps 4 (rows below the top) and 5, rows bottom-up, so row r reads row
+** r-1's psum and shadow of the previous cycle before they are overwritten.
+** The top row of each shifting shadow chain is written after this pass. */
+static inline __attribute__((always_inline)) void
+compute_body(tpu_mxu *m, int ng, int nl, int64_t t) {
+  const int rows = m->rows, cols = m->cols, pos = m->pos;
+  const size_t C = (size_t)cols, L = (size_t)m->line_len;
+  const float *line = m->line, *w = m->weight;
+  float *psum = m->psum, *S = m->shadow;
+  const gate *g = m->gates;
+  const load *ld = m->loads;
   for (int r = rows - 1; r >= 0; r--) {
-    const float *above = r ? psum + (size_t)(r - 1) * (size_t)cols : ZERO_ROW;
-    const float *wr = w + (size_t)r * (size_t)cols;
-    float *p = psum + (size_t)r * (size_t)cols;
-    row_fma(cols, line + (size_t)r * (size_t)line_len + pos, wr, above, p);
+    const float *above = r ? psum + (size_t)(r - 1) * C : ZERO_ROW;
+    const float *wr = w + (size_t)r * C;
+    float *p = psum + (size_t)r * C;
+    row_fma(cols, line + (size_t)r * L + (size_t)pos, wr, above, p);
     for (int i = 0; i < ng; i++) {      /* columns >= N see activation +0.0 */
       int64_t hi = t - r - g[i].s, lo = hi - g[i].m + 1;
       if (lo < g[i].n) lo = g[i].n;
       if (hi > cols - 1) hi = cols - 1;
       if (lo <= hi) row_fma0((int)(hi - lo + 1), wr + lo, above + lo, p + lo);
     }
+    if (r == 0) break;
+    for (int i = 0; i < nl; i++) {      /* column c at step e - c shifts rows 0..step */
+      if (r > ld[i].e || r > ld[i].k - 1) continue;
+      int64_t lo = ld[i].e - ld[i].k + 1, hi = ld[i].e - r;
+      if (lo < 0) lo = 0;
+      if (hi > cols - 1) hi = cols - 1;
+      if (lo <= hi)
+        row_copy((int)(hi - lo + 1), S + (size_t)(r - 1) * C + (size_t)lo, S + (size_t)r * C + (size_t)lo);
+    }
   }
 }
 
-static void compute_generic(int rows, int cols, const float *line, int line_len, int pos,
-                            const float *w, float *psum, const gate *g, int ng, int64_t t) {
-  compute_body(rows, cols, line, line_len, pos, w, psum, g, ng, t);
-}
+static void compute_generic(tpu_mxu *m, int ng, int nl, int64_t t) { compute_body(m, ng, nl, t); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_X86_KERNELS 1
 __attribute__((target("avx2,fma")))
-static void compute_avx2(int rows, int cols, const float *line, int line_len, int pos,
-                         const float *w, float *psum, const gate *g, int ng, int64_t t) {
-  compute_body(rows, cols, line, line_len, pos, w, psum, g, ng, t);
-}
+static void compute_avx2(tpu_mxu *m, int ng, int nl, int64_t t) { compute_body(m, ng, nl, t); }
 __attribute__((target("avx512f,fma,prefer-vector-width=512")))
-static void compute_avx512(int rows, int cols, const float *line, int line_len, int pos,
-                           const float *w, float *psum, const gate *g, int ng, int64_t t) {
-  compute_body(rows, cols, line, line_len, pos, w, psum, g, ng, t);
-}
+static void compute_avx512(tpu_mxu *m, int ng, int nl, int64_t t) { compute_body(m, ng, nl, t); }
 #endif
 
 const char *mxu_kernel_name(mxu_kernel k) {
@@ -209,7 +222,8 @@ tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out) {
   m->shadow = tpu_calloc(R * C, sizeof(float));
   m->line = tpu_calloc(R * (size_t)m->line_len, sizeof(float));
   m->gates = tpu_calloc(R + C + 1, sizeof(gate));
-  if (!m->psum || !m->weight || !m->shadow || !m->line || !m->gates) goto fail;
+  m->loads = tpu_calloc(R + C + 1, sizeof(load));
+  if (!m->psum || !m->weight || !m->shadow || !m->line || !m->gates || !m->loads) goto fail;
   mxu_kernel k = MXU_KERNEL_AVX512;
   while (!mxu_array_set_kernel(m, k)) k = (mxu_kernel)(k - 1);
   *out = m;
@@ -222,6 +236,7 @@ fail:
 void tpu_mxu_destroy(tpu_mxu *m) {
   if (!m) return;
   tpu_free(m->q);
+  tpu_free(m->loads);
   tpu_free(m->gates);
   tpu_free(m->line);
   tpu_free(m->shadow);
@@ -338,26 +353,31 @@ static void swap(tpu_mxu *m, uint64_t t) {
   }
 }
 
-/* Step 4: shadow chains of the columns loading tile i shift down one row. */
-static void shift(tpu_mxu *m, uint64_t t) {
+/* Step 4: the shadow chains of the columns loading tile i shift down one
+** row, rows 0..step of column c where step = t - L_i - c (the load front).
+** This lists the loads for the row pass (compute_body shifts rows >= 1);
+** top_rows() then feeds the top of each chain. Returns the count. */
+static int list_loads(tpu_mxu *m, uint64_t t) {
+  int nl = 0;
+  for (size_t i = m->q_head; i < m->q_load; i++) {
+    const mxu_job *j = &m->q[i];
+    int64_t e = (int64_t)(t - j->load), K = j->t.k;
+    if (e <= K - 1 + m->cols - 1) m->loads[nl++] = (load){ e, K };
+  }
+  return nl;
+}
+
+/* The top of column c takes weight row K-1-step (last row first). */
+static void top_rows(tpu_mxu *m, uint64_t t) {
   const int C = m->cols;
-  float *S = m->shadow;
   for (size_t i = m->q_head; i < m->q_load; i++) {
     const mxu_job *j = &m->q[i];
     int64_t e = (int64_t)(t - j->load), K = j->t.k;
     if (e > K - 1 + C - 1) continue;
-    /* column c is at step e - c of its K steps; rows 0..step shift */
-    int64_t c_lo = e - K + 1 > 0 ? e - K + 1 : 0;
-    for (int64_t r = (e < K - 1 ? e : K - 1); r >= 1; r--) {
-      int64_t c_hi = e - r < C - 1 ? e - r : C - 1;
-      if (c_lo <= c_hi)
-        memcpy(S + (size_t)r * (size_t)C + (size_t)c_lo, S + (size_t)(r - 1) * (size_t)C + (size_t)c_lo,
-               (size_t)(c_hi - c_lo + 1) * sizeof(float));
-    }
-    int64_t c_hi = e < C - 1 ? e : C - 1;
-    for (int64_t c = c_lo; c <= c_hi; c++) {    /* the top takes row K-1-step */
+    int64_t c_lo = e - K + 1 > 0 ? e - K + 1 : 0, c_hi = e < C - 1 ? e : C - 1;
+    for (int64_t c = c_lo; c <= c_hi; c++) {
       int64_t row = K - 1 - (e - c);
-      S[c] = c < j->t.n ? j->t.w[(size_t)row * (size_t)j->t.ldw + (size_t)c] : 0.0f;
+      m->shadow[c] = c < j->t.n ? j->t.w[(size_t)row * (size_t)j->t.ldw + (size_t)c] : 0.0f;
     }
   }
 }
@@ -406,16 +426,15 @@ void tpu_mxu_tick(tpu_mxu *m) {
     return;
   }
   feed(m, t);
-  swap(m, t);
-  shift(m, t);
+  swap(m, t);                 /* reads the shadow before this cycle's shift */
   int ng = 0;
   for (size_t i = m->q_head; i < m->q_stream; i++) {
     const mxu_job *j = &m->q[i];
     if (j->t.n < m->cols && t <= j->gone)
       m->gates[ng++] = (gate){ (int64_t)j->stream, j->t.m, j->t.n };
   }
-  m->compute(m->rows, m->cols, m->line, m->line_len, m->pos, m->weight, m->psum,
-             m->gates, ng, (int64_t)t);
+  m->compute(m, ng, list_loads(m, t), (int64_t)t);
+  top_rows(m, t);
   drain(m, t);
   m->cycle++;
   m->stats.cycles++;
