@@ -27,16 +27,24 @@
 **      written into its accumulators (acc + psum, or psum).
 **
 ** Representation (why it is fast). State is structure-of-arrays, row-major:
-** psum, active weight, shadow weight. Psums are updated in place bottom-up,
-** so row r reads row r-1 before row r-1 is overwritten: no second copy. The
-** activation registers of a row form a shift register that only moves right,
-** so they are kept as a delay line: row r's cells hold line[r][pos .. pos+cols)
-** and each cycle 'pos' moves one place left and the new activation is written
-** at line[r][pos] (the window is copied back to the far end now and then).
-** That is the same register contents without moving cols values per row per
-** cycle. The cell update is then one contiguous fmaf loop per row that the
+** psum and active weight per cell. Psums are updated in place bottom-up, so
+** row r reads row r-1 before row r-1 is overwritten: no second copy. Shift
+** registers whose contents only move are kept as delay lines, which hold the
+** same register contents without moving them every cycle:
+**   - the activation registers of a row only move right: row r's cells hold
+**     line[r][pos .. pos+cols); each cycle 'pos' moves one place left and the
+**     new activation is written at line[r][pos] (the window is copied back to
+**     the far end now and then);
+**   - a shadow chain only moves down (from the top to the load front): column
+**     c's chain keeps every weight that entered it, by entry number, and row
+**     r's register is the entry r places before the newest that reached it;
+**     the swap reads exactly that register (see shift() and swap()).
+** Only the state a step changes is written: one activation per row, one
+** weight entry per loading column, one weight per swapping cell, and the
+** psum of every cell (a real fmaf, every cell, every cycle). The cell update is then one contiguous fmaf loop per row that the
 ** compiler vectorizes; it is built for AVX-512, AVX2+FMA and portable C and
-** picked at run time (mxu_int.h), all giving the same bits (IEEE fma is
+** picked at run time (AVX2 when the host has it: as fast as AVX-512 where
+** measured, and the wide units can lower the clock), all giving the same bits (IEEE fma is
 ** exactly rounded). Columns >= N of a tile see the activation +0.0 (mxu.h):
 ** those cells are recomputed with +0.0 right after their row's pass, before
 ** the row below reads them.
@@ -62,15 +70,15 @@ typedef struct mxu_job {
   uint64_t index;              /* push order, from 0 */
   uint64_t load;               /* L_i, NOT_YET until the loader takes it */
   uint64_t stream;             /* s_i, NOT_YET until the streamer takes it */
+  uint64_t entry0;             /* entry number of this tile's first weight row */
   uint64_t last;               /* cycle the last result is written */
   uint64_t gone;               /* last cycle the band is inside the array */
   bool done;
 } mxu_job;
 
 typedef struct gate { int64_t s, m; int n; } gate;   /* a streaming tile with N < cols */
-typedef struct load { int64_t e, k; } load;          /* a tile shifting in: step e = t - L */
 
-typedef void (*compute_fn)(tpu_mxu *m, int ng, int nl, int64_t t);
+typedef void (*compute_fn)(tpu_mxu *m, int ng, int64_t t);
 
 struct tpu_mxu {
   tpu_mxu_config cfg;
@@ -78,11 +86,12 @@ struct tpu_mxu {
   uint64_t cycle;              /* index of the next cycle to run */
   float *psum;                 /* rows x cols: psum leaving each cell this cycle */
   float *weight;               /* rows x cols: active weights */
-  float *shadow;               /* rows x cols: shadow weight chain */
+  float *chain;                /* cols x chain_len: what entered each shadow chain */
+  int chain_len;               /* power of 2 >= 2 * rows */
+  uint64_t entries;            /* weight rows entered so far (every column) */
   float *line;                 /* rows x line_len: activation delay lines */
   int line_len, pos;           /* row r's cells hold line[r*line_len + pos + c] */
   gate *gates;                 /* scratch, rows + cols + 1 entries */
-  load *loads;                 /* scratch, rows + cols + 1 entries */
   mxu_job *q;                  /* [head, load) in flight, [load, len) queued */
   size_t q_cap, q_head, q_stream, q_load, q_len;
   uint64_t pushed, pending;    /* tiles pushed; tiles pushed but not done */
@@ -111,22 +120,15 @@ row_fma0(int n, const float *restrict w, const float *restrict above, float *res
   for (int c = 0; c < n; c++) p[c] = fmaf(0.0f, w[c], above[c]);
 }
 
+/* Step 5, rows bottom-up, so row r reads row r-1's psum of the previous
+** cycle before it is overwritten. */
 static inline __attribute__((always_inline)) void
-row_copy(int n, const float *restrict from, float *restrict to) {
-  for (int c = 0; c < n; c++) to[c] = from[c];
-}
-
-/* Steps 4 (rows below the top) and 5, rows bottom-up, so row r reads row
-** r-1's psum and shadow of the previous cycle before they are overwritten.
-** The top row of each shifting shadow chain is written after this pass. */
-static inline __attribute__((always_inline)) void
-compute_body(tpu_mxu *m, int ng, int nl, int64_t t) {
+compute_body(tpu_mxu *m, int ng, int64_t t) {
   const int rows = m->rows, cols = m->cols, pos = m->pos;
   const size_t C = (size_t)cols, L = (size_t)m->line_len;
   const float *line = m->line, *w = m->weight;
-  float *psum = m->psum, *S = m->shadow;
+  float *psum = m->psum;
   const gate *g = m->gates;
-  const load *ld = m->loads;
   for (int r = rows - 1; r >= 0; r--) {
     const float *above = r ? psum + (size_t)(r - 1) * C : ZERO_ROW;
     const float *wr = w + (size_t)r * C;
@@ -138,26 +140,17 @@ compute_body(tpu_mxu *m, int ng, int nl, int64_t t) {
       if (hi > cols - 1) hi = cols - 1;
       if (lo <= hi) row_fma0((int)(hi - lo + 1), wr + lo, above + lo, p + lo);
     }
-    if (r == 0) break;
-    for (int i = 0; i < nl; i++) {      /* column c at step e - c shifts rows 0..step */
-      if (r > ld[i].e || r > ld[i].k - 1) continue;
-      int64_t lo = ld[i].e - ld[i].k + 1, hi = ld[i].e - r;
-      if (lo < 0) lo = 0;
-      if (hi > cols - 1) hi = cols - 1;
-      if (lo <= hi)
-        row_copy((int)(hi - lo + 1), S + (size_t)(r - 1) * C + (size_t)lo, S + (size_t)r * C + (size_t)lo);
-    }
   }
 }
 
-static void compute_generic(tpu_mxu *m, int ng, int nl, int64_t t) { compute_body(m, ng, nl, t); }
+static void compute_generic(tpu_mxu *m, int ng, int64_t t) { compute_body(m, ng, t); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_X86_KERNELS 1
 __attribute__((target("avx2,fma")))
-static void compute_avx2(tpu_mxu *m, int ng, int nl, int64_t t) { compute_body(m, ng, nl, t); }
+static void compute_avx2(tpu_mxu *m, int ng, int64_t t) { compute_body(m, ng, t); }
 __attribute__((target("avx512f,fma,prefer-vector-width=512")))
-static void compute_avx512(tpu_mxu *m, int ng, int nl, int64_t t) { compute_body(m, ng, nl, t); }
+static void compute_avx512(tpu_mxu *m, int ng, int64_t t) { compute_body(m, ng, t); }
 #endif
 
 const char *mxu_kernel_name(mxu_kernel k) {
@@ -219,12 +212,13 @@ tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out) {
   m->pos = m->line_len - cfg->cols;
   m->psum = tpu_calloc(R * C, sizeof(float));
   m->weight = tpu_calloc(R * C, sizeof(float));
-  m->shadow = tpu_calloc(R * C, sizeof(float));
+  m->chain_len = 2;
+  while (m->chain_len < 2 * cfg->rows) m->chain_len *= 2;
+  m->chain = tpu_calloc(C * (size_t)m->chain_len, sizeof(float));
   m->line = tpu_calloc(R * (size_t)m->line_len, sizeof(float));
   m->gates = tpu_calloc(R + C + 1, sizeof(gate));
-  m->loads = tpu_calloc(R + C + 1, sizeof(load));
-  if (!m->psum || !m->weight || !m->shadow || !m->line || !m->gates || !m->loads) goto fail;
-  mxu_kernel k = MXU_KERNEL_AVX512;
+  if (!m->psum || !m->weight || !m->chain || !m->line || !m->gates) goto fail;
+  mxu_kernel k = MXU_KERNEL_AVX2;     /* see the top comment */
   while (!mxu_array_set_kernel(m, k)) k = (mxu_kernel)(k - 1);
   *out = m;
   return TPU_OK;
@@ -236,10 +230,9 @@ fail:
 void tpu_mxu_destroy(tpu_mxu *m) {
   if (!m) return;
   tpu_free(m->q);
-  tpu_free(m->loads);
   tpu_free(m->gates);
   tpu_free(m->line);
-  tpu_free(m->shadow);
+  tpu_free(m->chain);
   tpu_free(m->weight);
   tpu_free(m->psum);
   tpu_free(m);
@@ -303,6 +296,8 @@ static void control(tpu_mxu *m, uint64_t t) {
     mxu_job *j = &m->q[m->q_load];
     if (t >= j->t.earliest && t >= m->loader_free && (m->cfg.double_buffer || t >= m->stream_free)) {
       j->load = t;
+      j->entry0 = m->entries;
+      m->entries += (uint64_t)j->t.k;
       m->loader_free = t + (uint64_t)j->t.k;
       m->q_load++;
       m->stats.weight_loads++;
@@ -337,47 +332,48 @@ static void feed(tpu_mxu *m, uint64_t t) {
   }
 }
 
-/* Step 3: the anti-diagonal t - s_i takes tile i's weights from the shadow. */
+/* Step 3: the anti-diagonal t - s_i takes tile i's weights from the shadow.
+** Row r of column c's chain then holds entry entry0 + K - 1 - r (the chain
+** was fed last row first); no later entry has reached row r yet, since the
+** next load's front arrives there no earlier than this swap (L_{i+1} >= s_i). */
 static void swap(tpu_mxu *m, uint64_t t) {
   const int R = m->rows, C = m->cols;
+  const size_t len = (size_t)m->chain_len, mask = len - 1;
   for (size_t i = m->q_head; i < m->q_stream; i++) {
     const mxu_job *j = &m->q[i];
     int64_t d = (int64_t)(t - j->stream);
     if (d > R + C - 2) continue;
+    const uint64_t top = j->entry0 + (uint64_t)j->t.k - 1;
     int64_t lo = d - C + 1 > 0 ? d - C + 1 : 0, hi = d < R - 1 ? d : R - 1;
     for (int64_t r = lo; r <= hi; r++) {
       int64_t c = d - r;
       size_t at = (size_t)r * (size_t)C + (size_t)c;
-      m->weight[at] = (r < j->t.k && c < j->t.n) ? m->shadow[at] : 0.0f;
+      m->weight[at] = (r < j->t.k && c < j->t.n)
+        ? m->chain[(size_t)c * len + ((size_t)(top - (uint64_t)r) & mask)] : 0.0f;
     }
   }
 }
 
-/* Step 4: the shadow chains of the columns loading tile i shift down one
-** row, rows 0..step of column c where step = t - L_i - c (the load front).
-** This lists the loads for the row pass (compute_body shifts rows >= 1);
-** top_rows() then feeds the top of each chain. Returns the count. */
-static int list_loads(tpu_mxu *m, uint64_t t) {
-  int nl = 0;
-  for (size_t i = m->q_head; i < m->q_load; i++) {
-    const mxu_job *j = &m->q[i];
-    int64_t e = (int64_t)(t - j->load), K = j->t.k;
-    if (e <= K - 1 + m->cols - 1) m->loads[nl++] = (load){ e, K };
-  }
-  return nl;
-}
-
-/* The top of column c takes weight row K-1-step (last row first). */
-static void top_rows(tpu_mxu *m, uint64_t t) {
+/* Step 4: every column loading tile i takes weight row K-1-step at the top
+** of its shadow chain (step = t - L_i - c) and the chain shifts down one row
+** from the top to the load front. A chain that only ever shifts its upper
+** part down is kept as a delay line, like the activations: chain[c] holds
+** every entry by number (entry0 + step), and row r's register is the entry
+** r places before the newest one that has reached it (swap() reads it). The
+** line is 2*rows long: an entry is read at most rows cycles after the next
+** load begins, so at most K + rows <= 2*rows entries are ever live. */
+static void shift(tpu_mxu *m, uint64_t t) {
   const int C = m->cols;
+  const size_t len = (size_t)m->chain_len, mask = len - 1;
   for (size_t i = m->q_head; i < m->q_load; i++) {
     const mxu_job *j = &m->q[i];
     int64_t e = (int64_t)(t - j->load), K = j->t.k;
     if (e > K - 1 + C - 1) continue;
     int64_t c_lo = e - K + 1 > 0 ? e - K + 1 : 0, c_hi = e < C - 1 ? e : C - 1;
     for (int64_t c = c_lo; c <= c_hi; c++) {
-      int64_t row = K - 1 - (e - c);
-      m->shadow[c] = c < j->t.n ? j->t.w[(size_t)row * (size_t)j->t.ldw + (size_t)c] : 0.0f;
+      int64_t step = e - c, row = K - 1 - step;
+      m->chain[(size_t)c * len + ((size_t)(j->entry0 + (uint64_t)step) & mask)] =
+        c < j->t.n ? j->t.w[(size_t)row * (size_t)j->t.ldw + (size_t)c] : 0.0f;
     }
   }
 }
@@ -433,8 +429,8 @@ void tpu_mxu_tick(tpu_mxu *m) {
     if (j->t.n < m->cols && t <= j->gone)
       m->gates[ng++] = (gate){ (int64_t)j->stream, j->t.m, j->t.n };
   }
-  m->compute(m, ng, list_loads(m, t), (int64_t)t);
-  top_rows(m, t);
+  shift(m, t);
+  m->compute(m, ng, (int64_t)t);
   drain(m, t);
   m->cycle++;
   m->stats.cycles++;

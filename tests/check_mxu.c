@@ -461,10 +461,10 @@ END_TEST
 /* Slow: many more sequences on the default array. */
 START_TEST(Pe_and_tile_models_agree_on_many_full_size_sequences) {
   tu_rng rng = { 77 };
-  for (int rep = 0; rep < 60; rep++)
-    random_sequence(&rng, 128, 128, rep % 2 == 0, 6, 200, rep % 5 == 0);
-  for (int rep = 0; rep < 40; rep++)
-    random_sequence(&rng, tu_range(&rng, 1, 200), tu_range(&rng, 1, 200), rep % 2 == 0, 5, 60, rep % 3 == 0);
+  for (int rep = 0; rep < 200; rep++)
+    random_sequence(&rng, 128, 128, rep % 2 == 0, 8, 300, rep % 5 == 0);
+  for (int rep = 0; rep < 300; rep++)
+    random_sequence(&rng, tu_range(&rng, 1, 300), tu_range(&rng, 1, 300), rep % 2 == 0, 8, 80, rep % 3 == 0);
 }
 END_TEST
 /* }================================================================== */
