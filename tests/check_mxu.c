@@ -247,6 +247,12 @@ START_TEST(Single_tile_view_at_chosen_cycles_matches_hand_figures) {
     }
   }
   TU_EQ_U64(23, tpu_mxu_run(m));
+  tpu_mxu_stats sts;
+  tpu_mxu_get_stats(m, &sts);
+  TU_EQ_U64(23, sts.cycles);
+  TU_EQ_U64(64, sts.macs);
+  TU_EQ_U64(1 + 8 + 8 - 2, sts.busy_cycles);   /* cycles 8 .. 8+7+7: the band crosses the array */
+  TU_EQ_U64(1, sts.weight_loads);
   tpu_mxu_destroy(m);
 }
 END_TEST
