@@ -39,6 +39,8 @@
 ** turns a -0.0 partial sum into +0.0, as the hardware would). The result
 ** leaving column n is added into the accumulator as acc + psum (accumulate)
 ** or stored (overwrite). The fast kernel reproduces this order bit for bit.
+** The sign and payload of a NaN result are unspecified (any NaN equals any
+** NaN in bit comparisons between models).
 **
 ** Fidelity. The PE model (tpu_mxu) steps every cell every cycle with real
 ** values and exposes each cell's state for the visualizer. The tile model
