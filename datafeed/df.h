@@ -115,6 +115,9 @@ const char *tpu_df_spec_errmsg(const tpu_df_spec *s);   /* last builder error; "
 /* The seed of every shuffle and random map stage is replaced by a value
 ** derived from 'seed' (for runs that vary only the seed). Can't fail. */
 void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed);
+/* The consumer and host blocks of a JSON description (defaults 0.01 s,
+** 20 steps, 8 cores). Can't fail. */
+void tpu_df_spec_consumer(const tpu_df_spec *s, double *step_time_s, int64_t *steps, int *host_cores);
 /* Batch size of the spec's batch stage, 0 if none. Can't fail. */
 int tpu_df_spec_batch_size(const tpu_df_spec *s);
 /* }================================================================== */
