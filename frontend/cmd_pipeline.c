@@ -64,7 +64,12 @@ static void draw(const tpu_df_model *m, const tpu_df_interval *extra, size_t nex
       if (b - a > cov[k]) { cov[k] = b - a; cell[k] = x->kind; }
     }
   }
-  for (int r = 0; r < rows; r++) fprintf(to, "  %-18s|%.*s|\n", tpu_df_model_row_name(m, r), width, cell + (size_t)r * (size_t)width);
+  for (int r = 0; r < rows; r++) {
+    /* rows that did nothing in the window (zero-cost stages) are left out */
+    bool any = r == rows - 1;
+    for (int c = 0; c < width && !any; c++) any = cell[(size_t)r * (size_t)width + (size_t)c] != '.';
+    if (any) fprintf(to, "  %-18s|%.*s|\n", tpu_df_model_row_name(m, r), width, cell + (size_t)r * (size_t)width);
+  }
   tpu_free(cell);
   tpu_free(cov);
 }
