@@ -56,6 +56,7 @@ struct tpu_df {
   pthread_cond_t cv_work, cv_done;
   int64_t next_claim, released, head, origin;
   bool stop;
+  tpu_status fatal;          /* a worker could not run (out of memory) */
   char err[512];
 };
 
@@ -228,9 +229,13 @@ static void *worker_main(void *arg) {
   float *scratch = tpu_malloc((size_t)df->data->d * sizeof *scratch);
   char err[512];
   pthread_mutex_lock(&df->mu);
-  if (!ids || !scratch) { snprintf(df->err, sizeof df->err, "out of memory in a worker"); }
-  while (!df->stop) {
-    if (ids && scratch && df->next_claim < df->total && df->next_claim < df->released + df->nslots) {
+  if (!ids || !scratch) {
+    snprintf(df->err, sizeof df->err, "out of memory in a worker thread");
+    df->fatal = TPU_ERR_NOMEM;
+    pthread_cond_broadcast(&df->cv_done);
+  }
+  while (!df->stop && ids && scratch) {
+    if (df->next_claim < df->total && df->next_claim < df->released + df->nslots) {
       int64_t g = df->next_claim++, e;
       slot *s = &df->slots[g % df->nslots];
       s->g = g; s->state = 1;
@@ -435,8 +440,8 @@ tpu_status tpu_df_next(tpu_df *df, tpu_df_batch *out) {
     s->g = g;
   } else {
     pthread_cond_broadcast(&df->cv_work);
-    while (!(s->g == g && s->state == 2)) pthread_cond_wait(&df->cv_done, &df->mu);
-    st = s->st;
+    while (!(s->g == g && s->state == 2) && df->fatal == TPU_OK) pthread_cond_wait(&df->cv_done, &df->mu);
+    st = s->g == g && s->state == 2 ? s->st : df->fatal;
   }
   if (st == TPU_OK) {
     df->head = g + 1;
@@ -462,5 +467,6 @@ tpu_status tpu_df_seek(tpu_df *df, int64_t epoch, int64_t index) {
   df->head = df->next_claim = df->released = df->origin = g;
   for (int i = 0; i < df->nslots; i++) { df->slots[i].state = 0; df->slots[i].g = -1; }
   df->err[0] = 0;
+  df->fatal = TPU_OK;
   return start_threads(df);
 }

@@ -753,6 +753,45 @@ START_TEST(Ray_examples_order_threads_then_processes_then_shared_memory) {
 }
 END_TEST
 
+/* {==================================================================
+** Allocation failures: every allocation of open/next/close and of the model
+** fails in turn; each must give an error (never a crash, hang or leak).
+** ================================================================== */
+#include <stdatomic.h>
+static atomic_int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (atomic_fetch_add(&calls, 1) + 1 == atomic_load(&fail_at)) return NULL;
+  return realloc(p, n);
+}
+
+START_TEST(Open_next_and_model_survive_every_allocation_failure) {
+  tpu_df_spec *s = busy_spec();
+  bool ok_seen = false;
+  for (int k = 1; k < 2000 && !ok_seen; k++) {
+    atomic_store(&fail_at, k);
+    atomic_store(&calls, 0);
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_df *df = NULL;
+    tpu_status st = tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf);
+    if (st == TPU_OK) {
+      tpu_df_batch b;
+      for (int i = 0; i < 3 && st == TPU_OK; i++) st = tpu_df_next(df, &b);
+      tpu_df_close(df);
+    }
+    tpu_df_model_result r;
+    tpu_status st2 = tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 30, NULL, &r, errbuf, sizeof errbuf);
+    tpu_set_alloc(NULL, NULL);
+    ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
+    ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
+    ok_seen = st == TPU_OK && st2 == TPU_OK && atomic_load(&calls) < k;
+  }
+  ck_assert(ok_seen);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 static Suite *datafeed_suite(void) {
   Suite *s = suite_create("datafeed");
   TCase *tc = tcase_create("readers");
@@ -788,6 +827,10 @@ static Suite *datafeed_suite(void) {
   tcase_add_test(tc, Model_next_follows_a_consumer_with_varying_step_times);
   tcase_add_test(tc, Autotune_picks_enough_parallel_map_calls_within_the_core_budget);
   tcase_add_test(tc, Ray_examples_order_threads_then_processes_then_shared_memory);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Open_next_and_model_survive_every_allocation_failure);
   suite_add_tcase(s, tc);
   return s;
 }
