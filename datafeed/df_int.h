@@ -108,6 +108,10 @@ typedef struct df_data {
   pthread_t loader;
   tpu_status load_status;    /* of the loader (under mu) */
   char load_err[512];
+  /* page prefaulting by waiting workers (under mu): bytes [0, fault_end) of
+  ** u8 are touched or owned by the loader; a worker touching a range sets
+  ** pf_busy_end beyond fault_end until it is done */
+  size_t fault_end, pf_busy_end;
   /* the loader's input */
   unsigned char *gz;         /* compressed file (owned) */
   size_t gz_len;

@@ -27,7 +27,14 @@ typedef struct slot {
 #define MAX_EPOCH_MEMO 4
 struct tpu_df {
   tpu_df_spec *spec;
-  df_data *data;
+  df_data *gens[2];          /* without cache(): the source read again for each epoch, by parity */
+  int64_t gen_epoch[2];      /* epoch whose read gens[i] holds; -1 none */
+  bool gen_loading[2];
+  bool reread;               /* no cache(): every epoch reads the files again */
+  int H, W, C, D, K;         /* element shape and classes (the same in every read) */
+  int64_t n;                 /* source elements */
+  int nfiles;
+  int64_t *file_start;       /* nfiles+1 element offsets (owned copy) */
   tpu_df_info info;
   /* compiled description */
   const df_stage *pre[DF_MAX_STAGES], *post[DF_MAX_STAGES];
@@ -69,24 +76,24 @@ tpu_df_options tpu_df_options_default(void) {
 ** Order of elements in an epoch
 ** ================================================================== */
 static int64_t build_order(tpu_df *df, int64_t epoch, int64_t *ids) {
-  df_data *d = df->data;
+  /* the file layout is the same in every read (checked when re-reading) */
   int64_t n = 0;
-  if (df->cycle > 1 && d->nfiles > 1) {
+  if (df->cycle > 1 && df->nfiles > 1) {
     /* interleave: groups of 'cycle' files, one element from each in turn */
-    for (int g = 0; g < d->nfiles; g += df->cycle) {
-      int ge = g + df->cycle < d->nfiles ? g + df->cycle : d->nfiles;
+    for (int g = 0; g < df->nfiles; g += df->cycle) {
+      int ge = g + df->cycle < df->nfiles ? g + df->cycle : df->nfiles;
       int64_t pos[4096];
-      for (int f = g; f < ge; f++) pos[f - g] = d->file_start[f];
+      for (int f = g; f < ge; f++) pos[f - g] = df->file_start[f];
       bool any = true;
       while (any) {
         any = false;
         for (int f = g; f < ge; f++)
-          if (pos[f - g] < d->file_start[f + 1]) { ids[n++] = pos[f - g]++; any = true; }
+          if (pos[f - g] < df->file_start[f + 1]) { ids[n++] = pos[f - g]++; any = true; }
       }
     }
   } else {
-    for (int64_t i = 0; i < d->n; i++) ids[i] = i;
-    n = d->n;
+    for (int64_t i = 0; i < df->n; i++) ids[i] = i;
+    n = df->n;
   }
   for (int k = 0; k < df->nidx; k++) {
     const df_stage *t = df->idx_stage[k];
@@ -121,8 +128,7 @@ static uint64_t elem_key(const df_stage *t, uint64_t ekey, int64_t id) {
 }
 
 static void apply_map(const tpu_df *df, const df_stage *t, uint64_t ekey, int64_t id, float *x, float *scratch) {
-  const df_data *d = df->data;
-  const int H = d->h, W = d->w, C = d->c, D = d->d;
+  const int H = df->H, W = df->W, C = df->C, D = df->D;
   switch (t->fn) {
   case TPU_DF_MAP_NORMALIZE: {
     const float m = (float)t->args.mean, s = (float)t->args.std;
@@ -158,8 +164,7 @@ static void apply_map(const tpu_df *df, const df_stage *t, uint64_t ekey, int64_
 }
 
 /* The source row of 'id' as f32, through the LUT when 'lut'. */
-static void source_row(const tpu_df *df, int64_t id, bool lut, float *x) {
-  const df_data *d = df->data;
+static void source_row(const tpu_df *df, const df_data *d, int64_t id, bool lut, float *x) {
   const size_t D = (size_t)d->d;
   if (d->u8) {
     const uint8_t *s = d->u8 + (size_t)id * D;
@@ -170,15 +175,15 @@ static void source_row(const tpu_df *df, int64_t id, bool lut, float *x) {
   }
 }
 
-static void make_row(tpu_df *df, int64_t id, int64_t e, float *x, float *scratch) {
-  const size_t D = (size_t)df->data->d;
+static void make_row(tpu_df *df, const df_data *d, int64_t id, int64_t e, float *x, float *scratch) {
+  const size_t D = (size_t)df->D;
   int post0 = 0;
   if (df->npre > 0) {
     unsigned char s = df->cache ? atomic_load_explicit(&df->cache_state[id], memory_order_acquire) : 0;
     if (s == 2) {
       memcpy(x, df->cache + (size_t)id * D, D * sizeof *x);
     } else {
-      source_row(df, id, df->fuse_lut, x);
+      source_row(df, d, id, df->fuse_lut, x);
       for (int k = df->fuse_lut ? 1 : 0; k < df->npre; k++) apply_map(df, df->pre[k], 0, id, x, scratch);
       unsigned char zero = 0;
       if (df->cache && atomic_compare_exchange_strong(&df->cache_state[id], &zero, 1)) {
@@ -187,23 +192,23 @@ static void make_row(tpu_df *df, int64_t id, int64_t e, float *x, float *scratch
       }
     }
   } else {
-    source_row(df, id, df->fuse_lut, x);
+    source_row(df, d, id, df->fuse_lut, x);
     post0 = df->fuse_lut ? 1 : 0;
   }
   for (int k = post0; k < df->npost; k++) apply_map(df, df->post[k], (uint64_t)e, id, x, scratch);
 }
 
 /* Makes absolute batch g into 's' from the ids given. Called without the lock. */
-static tpu_status make_batch(tpu_df *df, const int64_t *ids, int size, int64_t e, slot *s, float *scratch, char *err, size_t errcap) {
+static tpu_status make_batch(tpu_df *df, df_data *d, const int64_t *ids, int size, int64_t e, slot *s, float *scratch, char *err, size_t errcap) {
   int64_t mx = 0;
   for (int r = 0; r < size; r++) if (ids[r] > mx) mx = ids[r];
-  tpu_status st = df_data_wait(df->data, mx, err, errcap);
+  tpu_status st = df_data_wait(d, mx, err, errcap);
   if (st != TPU_OK) return st;
-  const size_t D = (size_t)df->data->d;
-  const int K = df->data->classes;
+  const size_t D = (size_t)df->D;
+  const int K = df->K;
   for (int r = 0; r < size; r++) {
-    make_row(df, ids[r], e, s->x + (size_t)r * D, scratch);
-    s->y[r] = df->data->labels[ids[r]];
+    make_row(df, d, ids[r], e, s->x + (size_t)r * D, scratch);
+    s->y[r] = d->labels[ids[r]];
   }
   if (df->onehot) {
     memset(s->oh, 0, (size_t)size * (size_t)K * sizeof *s->oh);
@@ -223,10 +228,47 @@ static int batch_ids(tpu_df *df, int64_t g, int64_t *ids, int64_t *epoch) {
   return (int)size;
 }
 
+/* Under df->mu: the source read for epoch e. With cache() it is the one read
+** at open. Without, epoch e reads the files again into gens[e % 2], once every
+** batch of epoch e-2 (which used that slot) has been released. The lock is
+** dropped while the files are opened. On failure returns NULL with err set. */
+static df_data *data_for_epoch(tpu_df *df, int64_t e, char *err, size_t errcap) {
+  if (!df->reread) return df->gens[0];
+  int i = (int)(e % 2);
+  for (;;) {
+    if (df->gen_epoch[i] == e && !df->gen_loading[i]) return df->gens[i];
+    int64_t need = (e - 1) * df->bpe;          /* batches before epoch e-1 all released */
+    if (!df->gen_loading[i] && (df->released >= need || df->origin >= need) && !df->stop) break;
+    if (df->stop) { snprintf(err, errcap, "stopped"); return NULL; }
+    pthread_cond_wait(&df->cv_done, &df->mu);
+  }
+  df->gen_loading[i] = true;
+  df_data *old = df->gens[i];
+  df->gens[i] = NULL;
+  df->gen_epoch[i] = -1;
+  pthread_mutex_unlock(&df->mu);
+  df_data_close(old);
+  df_data *nd = NULL;
+  tpu_status st = df_data_open(&df->spec->src, &nd, err, errcap);
+  if (st == TPU_OK && (nd->n != df->n || nd->d != df->D || nd->nfiles != df->nfiles ||
+                       memcmp(nd->file_start, df->file_start, ((size_t)df->nfiles + 1) * sizeof *df->file_start))) {
+    snprintf(err, errcap, "the source files changed between epochs (%lld elements of %d values, now %lld of %d)",
+             (long long)df->n, df->D, (long long)nd->n, nd->d);
+    df_data_close(nd);
+    nd = NULL;
+  }
+  pthread_mutex_lock(&df->mu);
+  df->gens[i] = nd;
+  df->gen_epoch[i] = nd ? e : -1;
+  df->gen_loading[i] = false;
+  pthread_cond_broadcast(&df->cv_done);
+  return nd;
+}
+
 static void *worker_main(void *arg) {
   tpu_df *df = arg;
   int64_t *ids = tpu_malloc((size_t)df->B * sizeof *ids);
-  float *scratch = tpu_malloc((size_t)df->data->d * sizeof *scratch);
+  float *scratch = tpu_malloc((size_t)df->D * sizeof *scratch);
   char err[512];
   pthread_mutex_lock(&df->mu);
   if (!ids || !scratch) {
@@ -240,8 +282,9 @@ static void *worker_main(void *arg) {
       slot *s = &df->slots[g % df->nslots];
       s->g = g; s->state = 1;
       int size = batch_ids(df, g, ids, &e);
+      df_data *d = data_for_epoch(df, e, err, sizeof err);
       pthread_mutex_unlock(&df->mu);
-      tpu_status st = make_batch(df, ids, size, e, s, scratch, err, sizeof err);
+      tpu_status st = d ? make_batch(df, d, ids, size, e, s, scratch, err, sizeof err) : TPU_ERR_INPUT;
       pthread_mutex_lock(&df->mu);
       s->st = st;
       s->state = 2;
@@ -261,6 +304,7 @@ static void stop_threads(tpu_df *df) {
   pthread_mutex_lock(&df->mu);
   df->stop = true;
   pthread_cond_broadcast(&df->cv_work);
+  pthread_cond_broadcast(&df->cv_done);
   pthread_mutex_unlock(&df->mu);
   for (int i = 0; i < df->nth; i++) pthread_join(df->th[i], NULL);
   df->nth = 0;
@@ -293,7 +337,9 @@ void tpu_df_close(tpu_df *df) {
   tpu_free(df->shuf_tmp);
   tpu_free(df->cache);
   tpu_free((void *)df->cache_state);
-  df_data_close(df->data);
+  df_data_close(df->gens[0]);
+  df_data_close(df->gens[1]);
+  tpu_free(df->file_start);
   tpu_df_spec_destroy(df->spec);
   pthread_mutex_destroy(&df->mu);
   pthread_cond_destroy(&df->cv_work);
@@ -313,13 +359,21 @@ tpu_status tpu_df_open(const tpu_df_spec *spec, const tpu_df_options *opt, tpu_d
   pthread_cond_init(&df->cv_done, NULL);
   df->spec = df_spec_clone(spec);
   if (!df->spec) { st = TPU_ERR_NOMEM; snprintf(err, errcap, "out of memory"); goto fail; }
-  if ((st = df_data_open(&df->spec->src, &df->data, err, errcap)) != TPU_OK) goto fail;
-  df_data *d = df->data;
+  if ((st = df_data_open(&df->spec->src, &df->gens[0], err, errcap)) != TPU_OK) goto fail;
+  df_data *d = df->gens[0];
+  df->gen_epoch[0] = 0;
+  df->gen_epoch[1] = -1;
+  df->H = d->h; df->W = d->w; df->C = d->c; df->D = d->d; df->K = d->classes; df->n = d->n;
+  df->nfiles = d->nfiles;
+  df->file_start = tpu_malloc(((size_t)d->nfiles + 1) * sizeof *df->file_start);
+  if (!df->file_start) { st = TPU_ERR_NOMEM; goto oom; }
+  memcpy(df->file_start, d->file_start, ((size_t)d->nfiles + 1) * sizeof *df->file_start);
   /* compile the stage list */
   int icache = -1, threads = 0, pf = 0;
   int64_t epochs = 1;
   for (int i = 0; i < spec->nst; i++) if (spec->st[i].op == DF_CACHE) icache = i;
   df->has_cache = icache >= 0;
+  df->reread = !df->has_cache;
   for (int i = 0; i < spec->nst; i++) {
     const df_stage *t = &df->spec->st[i];
     switch (t->op) {
@@ -413,8 +467,8 @@ const char *tpu_df_errmsg(const tpu_df *df) { return df ? df->err : "no pipeline
 
 tpu_status tpu_df_next(tpu_df *df, tpu_df_batch *out) {
   memset(out, 0, sizeof *out);
-  out->features = df->data->d;
-  out->classes = df->data->classes;
+  out->features = df->D;
+  out->classes = df->K;
   pthread_mutex_lock(&df->mu);
   df->released = df->head;
   int64_t g = df->head;
@@ -424,7 +478,7 @@ tpu_status tpu_df_next(tpu_df *df, tpu_df_batch *out) {
   tpu_status st;
   if (df->threads == 0) {
     int64_t *ids = tpu_malloc((size_t)df->B * sizeof *ids);
-    float *scratch = tpu_malloc((size_t)df->data->d * sizeof *scratch);
+    float *scratch = tpu_malloc((size_t)df->D * sizeof *scratch);
     if (!ids || !scratch) {
       tpu_free(ids); tpu_free(scratch);
       pthread_mutex_unlock(&df->mu);
@@ -433,13 +487,15 @@ tpu_status tpu_df_next(tpu_df *df, tpu_df_batch *out) {
     }
     int64_t e;
     int size = batch_ids(df, g, ids, &e);
+    df_data *d = data_for_epoch(df, e, df->err, sizeof df->err);
     pthread_mutex_unlock(&df->mu);
-    st = make_batch(df, ids, size, e, s, scratch, df->err, sizeof df->err);
+    st = d ? make_batch(df, d, ids, size, e, s, scratch, df->err, sizeof df->err) : TPU_ERR_INPUT;
     tpu_free(ids); tpu_free(scratch);
     pthread_mutex_lock(&df->mu);
     s->g = g;
   } else {
     pthread_cond_broadcast(&df->cv_work);
+    pthread_cond_broadcast(&df->cv_done);     /* a worker may wait for releases to re-read the source */
     while (!(s->g == g && s->state == 2) && df->fatal == TPU_OK) pthread_cond_wait(&df->cv_done, &df->mu);
     st = s->g == g && s->state == 2 ? s->st : df->fatal;
   }

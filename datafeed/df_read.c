@@ -81,6 +81,18 @@ static tpu_status gunzip_prefix(const unsigned char *gz, size_t n, unsigned char
   return TPU_OK;
 }
 
+/* Fresh pages cost a fault on first touch, which on some hosts costs as
+** much as inflating into them. Workers that would otherwise sleep waiting
+** for the loader touch the pages ahead of it (df_data_wait); the loader takes
+** ownership of a range before writing it, so the two never write the same
+** bytes. Returns when [0, end) may be written by the loader. */
+static void loader_claim(df_data *d, size_t end) {
+  pthread_mutex_lock(&d->mu);
+  while (d->fault_end < end && d->pf_busy_end > d->fault_end) pthread_cond_wait(&d->cv, &d->mu);
+  if (d->fault_end < end) d->fault_end = d->pf_busy_end = end;
+  pthread_mutex_unlock(&d->mu);
+}
+
 /* The loader thread: inflates (or reads) the image body in chunks and
 ** publishes progress. */
 static void *loader_main(void *arg) {
@@ -101,6 +113,7 @@ static void *loader_main(void *arg) {
     while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_SYNC_FLUSH);
     while (st == TPU_OK && done < total) {
       size_t want = total - done < chunk ? total - done : chunk;
+      loader_claim(d, done + want);
       z.next_out = d->u8 + done; z.avail_out = (uInt)want;
       while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_NO_FLUSH);
       done += want - z.avail_out;
@@ -128,6 +141,7 @@ static void *loader_main(void *arg) {
   } else {
     while (done < total) {
       size_t want = total - done < chunk ? total - done : chunk;
+      loader_claim(d, done + want);
       ssize_t r = pread(d->fd, d->u8 + done, want, (off_t)(d->body_off + (int64_t)done));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) { st = TPU_ERR_INPUT; snprintf(msg, sizeof msg, "%s: truncated after %zu images", d->img_path, done / row); break; }
@@ -150,7 +164,22 @@ out:
 
 tpu_status df_data_wait(df_data *d, int64_t id, char *err, size_t errcap) {
   pthread_mutex_lock(&d->mu);
-  while (d->ready <= id && d->load_status == TPU_OK && d->loader_running) pthread_cond_wait(&d->cv, &d->mu);
+  const size_t total = d->u8 ? (size_t)d->n * (size_t)d->d : 0, range = (size_t)1 << 20;
+  while (d->ready <= id && d->load_status == TPU_OK && d->loader_running) {
+    if (d->pf_busy_end == d->fault_end && d->fault_end < total) {
+      /* touch the next pages ahead of the loader instead of sleeping */
+      size_t a = d->fault_end, b = a + range < total ? a + range : total;
+      d->pf_busy_end = b;
+      pthread_mutex_unlock(&d->mu);
+      volatile uint8_t *p = d->u8;
+      for (size_t o = a; o < b; o += 4096) p[o] = 0;
+      pthread_mutex_lock(&d->mu);
+      d->fault_end = b;
+      pthread_cond_broadcast(&d->cv);
+      continue;
+    }
+    pthread_cond_wait(&d->cv, &d->mu);
+  }
   tpu_status st = d->ready > id ? TPU_OK : d->load_status != TPU_OK ? d->load_status : TPU_ERR_RUNTIME;
   if (st != TPU_OK && err) snprintf(err, errcap, "%s", d->load_status != TPU_OK ? d->load_err : "loader stopped");
   pthread_mutex_unlock(&d->mu);

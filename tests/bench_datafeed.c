@@ -76,13 +76,13 @@ static double plain_loop(int64_t *images) {
   return sum;
 }
 
-static tpu_df_spec *make_spec(void) {
+static tpu_df_spec *make_spec(bool cache) {
   tpu_df_spec *s;
   if (tpu_df_spec_create(&s) != TPU_OK) exit(1);
   tpu_df_source src = tpu_df_source_default();
   src.dir = DIR;
   tpu_df_spec_set_source(s, &src);
-  tpu_df_spec_cache(s);                               /* the decoded dataset, once */
+  if (cache) tpu_df_spec_cache(s);                    /* the decoded dataset, once */
   tpu_df_spec_shuffle(s, SHUF, df_mix(SEED));
   tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 2);
   tpu_df_spec_batch(s, BATCH, false);
@@ -92,7 +92,7 @@ static tpu_df_spec *make_spec(void) {
 }
 
 int main(void) {
-  double loop_best = 1e30, ep1_best = 1e30, ep2_best = 1e30, loop_sum = 0, sum1 = 0, sum2 = 0;
+  double loop_best = 1e30, ep1_best = 1e30, ep2_best = 1e30, nocache_best = 1e30, loop_sum = 0, sum1 = 0;
   int64_t n = 0;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = tu_now();
@@ -100,25 +100,31 @@ int main(void) {
     double t = tu_now() - t0;
     if (t < loop_best) loop_best = t;
 
-    tpu_df_spec *s = make_spec();
-    char err[512];
-    tpu_df *df;
-    t0 = tu_now();
-    if (tpu_df_open(s, NULL, &df, err, sizeof err) != TPU_OK) { fprintf(stderr, "bench_datafeed: %s\n", err); return 2; }
-    tpu_df_batch b;
-    double t1 = 0;
-    sum1 = sum2 = 0;
-    int64_t ep = 0;
-    while (tpu_df_next(df, &b) == TPU_OK && b.size) {
-      if (b.epoch != ep) { t1 = tu_now(); ep = b.epoch; }
-      double v = b.x[0] + b.x[(size_t)(b.size - 1) * b.features + b.features / 2] + b.y[b.size - 1];
-      if (b.epoch == 0) sum1 += v; else sum2 += v;
+    for (int cache = 1; cache >= 0; cache--) {
+      tpu_df_spec *s = make_spec(cache);
+      char err[512];
+      tpu_df *df;
+      t0 = tu_now();
+      if (tpu_df_open(s, NULL, &df, err, sizeof err) != TPU_OK) { fprintf(stderr, "bench_datafeed: %s\n", err); return 2; }
+      tpu_df_batch b;
+      double t1 = 0, s1 = 0, s2 = 0;
+      int64_t ep = 0;
+      while (tpu_df_next(df, &b) == TPU_OK && b.size) {
+        if (b.epoch != ep) { t1 = tu_now(); ep = b.epoch; }
+        double v = b.x[0] + b.x[(size_t)(b.size - 1) * b.features + b.features / 2] + b.y[b.size - 1];
+        if (b.epoch == 0) s1 += v; else s2 += v;
+      }
+      double t2 = tu_now();
+      tpu_df_close(df);
+      tpu_df_spec_destroy(s);
+      if (cache) {
+        sum1 = s1; (void)s2;
+        if (t1 - t0 < ep1_best) ep1_best = t1 - t0;
+        if (t2 - t1 < ep2_best) ep2_best = t2 - t1;
+      } else if (t2 - t1 < nocache_best) {
+        nocache_best = t2 - t1;
+      }
     }
-    double t2 = tu_now();
-    tpu_df_close(df);
-    tpu_df_spec_destroy(s);
-    if (t1 - t0 < ep1_best) ep1_best = t1 - t0;
-    if (t2 - t1 < ep2_best) ep2_best = t2 - t1;
   }
   double r1 = loop_best / ep1_best, r2 = loop_best / ep2_best;
   printf("\n## datafeed: one pass over Fashion-MNIST train (60000 images: gunzip, decode, normalize, shuffle 10000, batch 128)\n\n");
@@ -128,6 +134,8 @@ int main(void) {
          ep1_best, (double)n / ep1_best, r1, r1 >= 1.0 ? "ok" : "MISSED");
   printf("| datafeed, 2 workers, epoch from cache | %.3f | %.0f | %.2fx | >= 3x %s |\n",
          ep2_best, (double)n / ep2_best, r2, r2 >= 3.0 ? "ok" : "MISSED");
+  printf("| datafeed, 2 workers, second epoch without cache (reads the file again) | %.3f | %.0f | %.2fx | |\n",
+         nocache_best, (double)n / nocache_best, loop_best / nocache_best);
   printf("\nsame bytes as the loop: %s (checksum %.6f vs %.6f)\n", loop_sum == sum1 ? "yes" : "NO", sum1, loop_sum);
   return (r1 >= 1.0 && r2 >= 3.0 && loop_sum == sum1) ? 0 : 1;
 }

@@ -297,6 +297,38 @@ START_TEST(Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes) {
 }
 END_TEST
 
+START_TEST(Without_cache_each_epoch_reads_the_files_again) {
+  for (int cached = 0; cached < 2; cached++) {
+    write_idx(tpath("i"), tpath("l"), 30, 2, 2, false, 0, 0x803);
+    tpu_df_spec *s;
+    tpu_df_spec_create(&s);
+    tpu_df_source src = tpu_df_source_default();
+    src.kind = TPU_DF_SRC_IDX; src.images = tpath("i"); src.labels = tpath("l");
+    tpu_df_spec_set_source(s, &src);
+    if (cached) tpu_df_spec_cache(s);      /* right after the source: read once */
+    tpu_df_spec_batch(s, 30, false);
+    tpu_df_spec_repeat(s, 2);
+    tpu_df_options o = tpu_df_options_default();
+    o.threads = 0;               /* the read of epoch 1 happens at its first batch */
+    tpu_df *df;
+    ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df_batch b;
+    ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+    TU_EQ_BITS(7.0f, b.x[4], "epoch 0, element 1");
+    /* the file changes on disk between the epochs */
+    FILE *f = fopen(tpath("i"), "r+b");
+    fseek(f, 16 + 4, SEEK_SET);
+    fputc(200, f);
+    fclose(f);
+    ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+    TU_EQ_U64(1, b.epoch);
+    TU_EQ_BITS(cached ? 7.0f : 200.0f, b.x[4], cached ? "cached epoch 1" : "re-read epoch 1");
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
 /* {==================================================================
 ** Stage semantics. The CSV source "ids" has feature 0 = the element id.
 ** ================================================================== */
@@ -806,6 +838,7 @@ static Suite *datafeed_suite(void) {
   tcase_add_test(tc, Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers);
   tcase_add_test(tc, Npy_images_and_labels_load_and_bad_magic_is_named);
   tcase_add_test(tc, Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes);
+  tcase_add_test(tc, Without_cache_each_epoch_reads_the_files_again);
   suite_add_tcase(s, tc);
   tc = tcase_create("stages");
   tcase_add_checked_fixture(tc, setup, teardown);
