@@ -17,10 +17,9 @@
 ** elements in epoch e is a pure function of (seeds, e); random map functions
 ** draw from a generator keyed by (seed, epoch, position in the epoch).
 **
-** Not modelled by the real pipeline: reading files lazily per epoch (each
-** file is decoded once and held in memory; cache() stores the output of the
-** map stages before it so later epochs skip them). The model charges the
-** reads of every epoch unless the stages are cached.
+** Reading: every epoch reads the source files again, except the stages
+** before cache(), which run once (the decoded source and the maps before it
+** are kept in memory).
 */
 #ifndef TPU_DF_H
 #define TPU_DF_H

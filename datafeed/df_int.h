@@ -95,7 +95,8 @@ typedef struct df_data {
   int64_t n;
   int h, w, c, d;            /* d = h*w*c */
   int classes;
-  uint8_t *u8;               /* n*d or NULL (owned, aligned) */
+  uint8_t *u8;               /* n*d or NULL (aligned, inside u8_raw) */
+  void *u8_raw;              /* owned allocation holding u8 */
   float *f32;                /* n*d or NULL */
   int32_t *labels;           /* n */
   int nfiles;
