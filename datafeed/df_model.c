@@ -109,6 +109,7 @@ static bool ensure(node *n, int64_t i) {
   while (nc <= i) nc *= 2;
   double *t = tpu_realloc(n->taken, (size_t)nc * sizeof *t);
   if (!t) return false;
+  memset(t + n->cap, 0, (size_t)(nc - n->cap) * sizeof *t);
   n->taken = t; n->cap = nc;
   return true;
 }
@@ -200,7 +201,7 @@ static double run_async(tpu_df_model *m, int s, int64_t i, double req, double co
 
 static double deliver(tpu_df_model *m, int s, int64_t i, double req) {
   node *n = &m->nd[s];
-  if (!ensure(n, i)) { m->oom = true; return req; }
+  if (m->oom || !ensure(n, i)) { m->oom = true; return req; }   /* the run is void once memory failed */
   n->next = i + 1;
   double r = n->replicated ? req : mx(req, n->last_done);
   double done;
