@@ -148,9 +148,9 @@ static double src_cost(const tpu_df_model *m, int64_t i, double *open_s) {
   int64_t pos = i % m->epoch_len;
   bool first;
   if (m->cycle > 1 && m->files > 1) {
-    int64_t group = pos / (m->per_file * m->cycle), j = pos % (m->per_file * m->cycle);
-    (void)group;
-    first = j < m->cycle;
+    /* groups of 'cycle' files read in turn: the first 'cycle' elements of a
+    ** group are the first element of each file */
+    first = pos % (m->per_file * m->cycle) < m->cycle;
   } else {
     first = pos % m->per_file == 0;
   }
@@ -160,7 +160,7 @@ static double src_cost(const tpu_df_model *m, int64_t i, double *open_s) {
   return r;
 }
 
-static double run_async(tpu_df_model *m, int s, int64_t i, double req, double cost_fn_open, bool is_src) {
+static double run_async(tpu_df_model *m, int s, int64_t i, double req, bool is_src) {
   node *n = &m->nd[s];
   int w = 0;
   if (is_src) {
@@ -178,7 +178,6 @@ static double run_async(tpu_df_model *m, int s, int64_t i, double req, double co
   double done;
   if (is_src) {
     double open_s, rd = src_cost(m, i, &open_s);
-    (void)cost_fn_open;
     rec(m, n->row0 + w, start, start + open_s, 'O');
     rec(m, n->row0 + w, start + open_s, start + open_s + rd, 'R');
     done = start + open_s + rd;
@@ -207,7 +206,7 @@ static double deliver(tpu_df_model *m, int s, int64_t i, double req) {
   double done;
   switch (n->kind) {
   case N_SRC: {
-    if (n->k > 1) return run_async(m, s, i, req, 0, true);
+    if (n->k > 1) return run_async(m, s, i, req, true);
     double open_s, rd = src_cost(m, i, &open_s);
     rec(m, n->row0, r, r + open_s, 'O');
     rec(m, n->row0, r + open_s, r + open_s + rd, 'R');
@@ -215,7 +214,7 @@ static double deliver(tpu_df_model *m, int s, int64_t i, double req) {
     break;
   }
   case N_ASYNC:
-    return run_async(m, s, i, req, 0, false);
+    return run_async(m, s, i, req, false);
   case N_BATCH: {
     int64_t size = batch_size(m, i), e = i / m->bpe, pos = (i % m->bpe) * m->B;
     double t = r;
@@ -434,18 +433,17 @@ tpu_status tpu_df_model_run(const tpu_df_spec *spec, const tpu_df_model_options 
 ** ================================================================== */
 typedef struct knob { int stage; int field; const char *name; } knob;   /* field 0 par, 1 n, 2 queue */
 
-static int64_t *knob_ptr(tpu_df_spec *s, const knob *k, int *par_out) {
+static int64_t *knob_ptr(tpu_df_spec *s, const knob *k) {
   df_stage *t = &s->st[k->stage];
-  (void)par_out;
   return k->field == 1 ? &t->n : k->field == 2 ? &t->queue_size : NULL;
 }
 static int64_t knob_get(tpu_df_spec *s, const knob *k) {
   if (k->field == 0) return s->st[k->stage].par;
-  return *knob_ptr(s, k, NULL);
+  return *knob_ptr(s, k);
 }
 static void knob_set(tpu_df_spec *s, const knob *k, int64_t v) {
   if (k->field == 0) { s->st[k->stage].par = (int)v; if (s->st[k->stage].op == DF_WORKERS) s->st[k->stage].n = v; }
-  else *knob_ptr(s, k, NULL) = v;
+  else *knob_ptr(s, k) = v;
 }
 
 /* Host cores used: each asynchronous worker, plus the consumer's thread. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -419,6 +420,35 @@ START_TEST(Shard_keeps_every_nth_element_from_index) {
   int64_t n = read_ids(s, ids, 100, 1);
   TU_EQ_U64(7, n);
   for (int i = 0; i < n; i++) TU_EQ_U64(1 + 3 * i, ids[i]);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Interleave_takes_elements_in_turn_from_cycle_length_files) {
+  /* a directory of 3 CSV files of 4, 4 and 2 elements; cycle 2 */
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/csvdir", tmpdir);
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  int sizes[3] = { 4, 4, 2 }, id = 0;
+  for (int f = 0; f < 3; f++) {
+    char p[450];
+    snprintf(p, sizeof p, "%s/part%d.csv", dir, f);
+    FILE *fp = fopen(p, "w");
+    for (int i = 0; i < sizes[f]; i++, id++) fprintf(fp, "%d,%d\n", f, id);
+    fclose(fp);
+  }
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CSV; src.path = dir;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_interleave(s, 2, 2);
+  tpu_df_spec_batch(s, 3, false);
+  int64_t got[20];
+  int64_t n = read_ids(s, got, 20, 2);
+  static const int64_t want[10] = { 0, 4, 1, 5, 2, 6, 3, 7, 8, 9 };
+  TU_EQ_U64(10, n);
+  for (int i = 0; i < 10; i++) TU_EQ_U64(want[i], got[i]);
   tpu_df_spec_destroy(s);
 }
 END_TEST
@@ -846,6 +876,7 @@ static Suite *datafeed_suite(void) {
   tcase_add_test(tc, Shuffle_is_a_buffered_shuffle_like_tf_data);
   tcase_add_test(tc, Batch_drop_remainder_keeps_or_drops_the_partial_batch);
   tcase_add_test(tc, Shard_keeps_every_nth_element_from_index);
+  tcase_add_test(tc, Interleave_takes_elements_in_turn_from_cycle_length_files);
   tcase_add_test(tc, Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached);
   tcase_add_test(tc, Cache_freezes_random_maps_before_it_not_after);
   tcase_add_test(tc, Map_functions_normalize_one_hot_flip_and_crop);
