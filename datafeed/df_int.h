@@ -113,6 +113,7 @@ typedef struct df_data {
   ** u8 are touched or owned by the loader; a worker touching a range sets
   ** pf_busy_end beyond fault_end until it is done */
   size_t fault_end, pf_busy_end;
+  bool cancel;               /* df_data_close: the loader stops at its next chunk */
   /* the loader's input */
   unsigned char *gz;         /* compressed file (owned) */
   size_t gz_len;

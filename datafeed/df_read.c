@@ -106,11 +106,13 @@ static tpu_status gunzip_prefix(const unsigned char *gz, size_t n, unsigned char
 ** for the loader touch the pages ahead of it (df_data_wait); the loader takes
 ** ownership of a range before writing it, so the two never write the same
 ** bytes. Returns when [0, end) may be written by the loader. */
-static void loader_claim(df_data *d, size_t end) {
+static bool loader_claim(df_data *d, size_t end) {
   pthread_mutex_lock(&d->mu);
   while (d->fault_end < end && d->pf_busy_end > d->fault_end) pthread_cond_wait(&d->cv, &d->mu);
   if (d->fault_end < end) d->fault_end = d->pf_busy_end = end;
+  bool go = !d->cancel;
   pthread_mutex_unlock(&d->mu);
+  return go;
 }
 
 /* The loader thread: inflates (or reads) the image body in chunks and
@@ -133,7 +135,7 @@ static void *loader_main(void *arg) {
     while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_SYNC_FLUSH);
     while (st == TPU_OK && done < total) {
       size_t want = total - done < chunk ? total - done : chunk;
-      loader_claim(d, done + want);
+      if (!loader_claim(d, done + want)) { st = TPU_ERR_RUNTIME; snprintf(msg, sizeof msg, "%s: reading cancelled", d->img_path); break; }
       z.next_out = d->u8 + done; z.avail_out = (uInt)want;
       while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_NO_FLUSH);
       done += want - z.avail_out;
@@ -161,7 +163,7 @@ static void *loader_main(void *arg) {
   } else {
     while (done < total) {
       size_t want = total - done < chunk ? total - done : chunk;
-      loader_claim(d, done + want);
+      if (!loader_claim(d, done + want)) { st = TPU_ERR_RUNTIME; snprintf(msg, sizeof msg, "%s: reading cancelled", d->img_path); break; }
       ssize_t r = pread(d->fd, d->u8 + done, want, (off_t)(d->body_off + (int64_t)done));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) { st = TPU_ERR_INPUT; snprintf(msg, sizeof msg, "%s: truncated after %zu images", d->img_path, done / row); break; }
@@ -217,7 +219,12 @@ static df_data *data_new(void) {
 
 void df_data_close(df_data *d) {
   if (!d) return;
-  if (d->loader_running) pthread_join(d->loader, NULL);
+  if (d->loader_running) {
+    pthread_mutex_lock(&d->mu);
+    d->cancel = true;
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->loader, NULL);
+  }
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   tpu_free(d->u8_raw);
