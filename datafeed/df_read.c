@@ -545,8 +545,8 @@ static tpu_status npy_parse(const char *path, const unsigned char *b, size_t n, 
   }
   size_t el = 1;
   for (int k = 0; k < a->ndim; k++) el *= (size_t)a->shape[k];
-  size_t esz = strchr("ui", a->descr[1]) && a->descr[2] ? (size_t)atoi(a->descr + 2) : (size_t)atoi(a->descr + 2);
-  if (esz == 0) esz = 1;
+  size_t esz = a->descr[0] ? (size_t)atoi(a->descr + 1 + (a->descr[1] != 0)) : 0;   /* '<f4' -> 4 */
+  if (esz == 0 || esz > 16) return ferr(err, cap, TPU_ERR_INPUT, "%s: unsupported dtype '%s'", path, a->descr);
   a->data = b + off + hl;
   a->nbytes = n - off - hl;
   if (a->nbytes < el * esz) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated: shape needs %zu bytes of data, file has %zu", path, el * esz, a->nbytes);
