@@ -17,10 +17,9 @@
 ** elements in epoch e is a pure function of (seeds, e); random map functions
 ** draw from a generator keyed by (seed, epoch, position in the epoch).
 **
-** Not modelled by the real pipeline: reading files lazily per epoch (each
-** file is decoded once and held in memory; cache() stores the output of the
-** map stages before it so later epochs skip them). The model charges the
-** reads of every epoch unless the stages are cached.
+** Reading: every epoch reads the source files again, except the stages
+** before cache(), which run once (the decoded source and the maps before it
+** are kept in memory).
 */
 #ifndef TPU_DF_H
 #define TPU_DF_H
@@ -115,6 +114,9 @@ const char *tpu_df_spec_errmsg(const tpu_df_spec *s);   /* last builder error; "
 /* The seed of every shuffle and random map stage is replaced by a value
 ** derived from 'seed' (for runs that vary only the seed). Can't fail. */
 void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed);
+/* The consumer and host blocks of a JSON description (defaults 0.01 s,
+** 20 steps, 8 cores). Can't fail. */
+void tpu_df_spec_consumer(const tpu_df_spec *s, double *step_time_s, int64_t *steps, int *host_cores);
 /* Batch size of the spec's batch stage, 0 if none. Can't fail. */
 int tpu_df_spec_batch_size(const tpu_df_spec *s);
 /* }================================================================== */

@@ -1,0 +1,681 @@
+/*
+** df_read.c -- readers: IDX (MNIST, Fashion-MNIST; gzip or plain), CSV,
+** .npy and a seeded synthetic source. Each decodes into a df_data held in
+** memory. Headers, dimensions, sizes and labels are validated when the source
+** is opened; every message names the file.
+**
+** Large IDX image files stream: the compressed file is read whole, then a
+** loader thread inflates it straight into the image array (no extra copy)
+** and publishes how many images are decoded, so batches can be made while
+** the rest is still being inflated. For gzip the expected size is checked at
+** open against the ISIZE trailer (so a truncated .gz is caught before any
+** thread starts); corruption found while inflating (CRC, bad data) is
+** reported by the next tpu_df_next.
+*/
+#include "datafeed/df_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static tpu_status ferr(char *err, size_t cap, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static tpu_status ferr(char *err, size_t cap, tpu_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, cap, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Reads a whole file. NULL with a message on failure. */
+static unsigned char *slurp(const char *path, size_t *len, tpu_status *st, char *err, size_t cap) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) { *st = ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    *st = ferr(err, cap, TPU_ERR_IO, "%s: not a regular file", path);
+    return NULL;
+  }
+  size_t n = (size_t)sb.st_size;
+  unsigned char *buf = tpu_malloc(n ? n : 1);
+  if (!buf) { close(fd); *st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, n); return NULL; }
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) { close(fd); tpu_free(buf); *st = ferr(err, cap, TPU_ERR_IO, "%s: read error", path); return NULL; }
+    got += (size_t)r;
+  }
+  close(fd);
+  *len = n;
+  return buf;
+}
+
+/* Image buffers. Large ones are aligned to 2 MiB and marked for transparent
+** huge pages where the kernel offers them: a fault per 2 MiB instead of per
+** 4 KiB (faults cost as much as inflating on virtualized hosts). The raw
+** pointer is kept for tpu_free. */
+#define HUGE_ALIGN ((size_t)2 << 20)
+static uint8_t *alloc_u8(df_data *d, size_t n) {
+  if (n < 2 * HUGE_ALIGN) {
+    d->u8_raw = tpu_malloc(n + 64);
+    return d->u8_raw ? (uint8_t *)(((uintptr_t)d->u8_raw + 63) & ~(uintptr_t)63) : NULL;
+  }
+  d->u8_raw = tpu_malloc(n + HUGE_ALIGN);
+  if (!d->u8_raw) return NULL;
+  uint8_t *p = (uint8_t *)(((uintptr_t)d->u8_raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, n & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE);   /* advice only: failure is harmless */
+#endif
+  return p;
+}
+
+static bool is_gzip(const unsigned char *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
+
+/* Inflates the first 'want' bytes of a gzip buffer into 'dst'. */
+static tpu_status gunzip_prefix(const unsigned char *gz, size_t n, unsigned char *dst, size_t want,
+                                const char *path, char *err, size_t cap) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return ferr(err, cap, TPU_ERR_NOMEM, "%s: zlib init failed", path);
+  z.next_in = (unsigned char *)gz; z.avail_in = (uInt)n;
+  z.next_out = dst; z.avail_out = (uInt)want;
+  int r = Z_OK;
+  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_SYNC_FLUSH);
+  inflateEnd(&z);
+  if (z.avail_out > 0)
+    return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip data (%s)", path, r == Z_STREAM_END ? "ended early" : z.msg ? z.msg : "inflate failed");
+  return TPU_OK;
+}
+
+/* Fresh pages cost a fault on first touch, which on some hosts costs as
+** much as inflating into them. Workers that would otherwise sleep waiting
+** for the loader touch the pages ahead of it (df_data_wait); the loader takes
+** ownership of a range before writing it, so the two never write the same
+** bytes. Returns when [0, end) may be written by the loader. */
+static bool loader_claim(df_data *d, size_t end) {
+  pthread_mutex_lock(&d->mu);
+  while (d->fault_end < end && d->pf_busy_end > d->fault_end) pthread_cond_wait(&d->cv, &d->mu);
+  if (d->fault_end < end) d->fault_end = d->pf_busy_end = end;
+  bool go = !d->cancel;
+  pthread_mutex_unlock(&d->mu);
+  return go;
+}
+
+/* The loader thread: inflates (or reads) the image body in chunks and
+** publishes progress. */
+static void *loader_main(void *arg) {
+  df_data *d = arg;
+  const size_t row = (size_t)d->d, total = (size_t)d->n * row;
+  const size_t chunk = row * 512;
+  char msg[512] = "";
+  tpu_status st = TPU_OK;
+  size_t done = 0;
+  if (d->gz) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) { st = TPU_ERR_NOMEM; snprintf(msg, sizeof msg, "%s: zlib init failed", d->img_path); goto out; }
+    unsigned char hdr[64];
+    z.next_in = d->gz; z.avail_in = (uInt)d->gz_len;
+    z.next_out = hdr; z.avail_out = (uInt)d->body_off;      /* skip the header, checked at open */
+    int r = Z_OK;
+    while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_SYNC_FLUSH);
+    while (st == TPU_OK && done < total) {
+      size_t want = total - done < chunk ? total - done : chunk;
+      if (!loader_claim(d, done + want)) { st = TPU_ERR_RUNTIME; snprintf(msg, sizeof msg, "%s: reading cancelled", d->img_path); break; }
+      z.next_out = d->u8 + done; z.avail_out = (uInt)want;
+      while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_NO_FLUSH);
+      done += want - z.avail_out;
+      if (z.avail_out > 0) {
+        st = TPU_ERR_INPUT;
+        snprintf(msg, sizeof msg, "%s: truncated or corrupt gzip data after %zu images (%s)", d->img_path, done / row,
+                 z.msg ? z.msg : "data ended early");
+        break;
+      }
+      pthread_mutex_lock(&d->mu);
+      d->ready = (int64_t)(done / row);
+      pthread_cond_broadcast(&d->cv);
+      pthread_mutex_unlock(&d->mu);
+    }
+    if (st == TPU_OK) {   /* the trailer (CRC) must check out */
+      unsigned char extra;
+      z.next_out = &extra; z.avail_out = 1;
+      while (r == Z_OK && z.avail_out > 0) r = inflate(&z, Z_FINISH);
+      if (r != Z_STREAM_END || z.avail_out == 0) {
+        st = TPU_ERR_INPUT;
+        snprintf(msg, sizeof msg, "%s: %s", d->img_path, z.avail_out == 0 ? "trailing data after the last image" : "corrupt gzip data (bad checksum)");
+      }
+    }
+    inflateEnd(&z);
+  } else {
+    while (done < total) {
+      size_t want = total - done < chunk ? total - done : chunk;
+      if (!loader_claim(d, done + want)) { st = TPU_ERR_RUNTIME; snprintf(msg, sizeof msg, "%s: reading cancelled", d->img_path); break; }
+      ssize_t r = pread(d->fd, d->u8 + done, want, (off_t)(d->body_off + (int64_t)done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) { st = TPU_ERR_INPUT; snprintf(msg, sizeof msg, "%s: truncated after %zu images", d->img_path, done / row); break; }
+      done += (size_t)r;
+      pthread_mutex_lock(&d->mu);
+      d->ready = (int64_t)(done / row);
+      pthread_cond_broadcast(&d->cv);
+      pthread_mutex_unlock(&d->mu);
+    }
+  }
+out:
+  pthread_mutex_lock(&d->mu);
+  d->load_status = st;
+  if (st != TPU_OK) snprintf(d->load_err, sizeof d->load_err, "%s", msg);
+  else d->ready = d->n;
+  pthread_cond_broadcast(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+tpu_status df_data_wait(df_data *d, int64_t id, char *err, size_t errcap) {
+  pthread_mutex_lock(&d->mu);
+  const size_t total = d->u8 ? (size_t)d->n * (size_t)d->d : 0, range = (size_t)1 << 20;
+  while (d->ready <= id && d->load_status == TPU_OK && d->loader_running) {
+    if (d->pf_busy_end == d->fault_end && d->fault_end < total) {
+      /* touch the next pages ahead of the loader instead of sleeping */
+      size_t a = d->fault_end, b = a + range < total ? a + range : total;
+      d->pf_busy_end = b;
+      pthread_mutex_unlock(&d->mu);
+      volatile uint8_t *p = d->u8;
+      for (size_t o = a; o < b; o += 4096) p[o] = 0;
+      pthread_mutex_lock(&d->mu);
+      d->fault_end = b;
+      pthread_cond_broadcast(&d->cv);
+      continue;
+    }
+    pthread_cond_wait(&d->cv, &d->mu);
+  }
+  tpu_status st = d->ready > id ? TPU_OK : d->load_status != TPU_OK ? d->load_status : TPU_ERR_RUNTIME;
+  if (st != TPU_OK && err) snprintf(err, errcap, "%s", d->load_status != TPU_OK ? d->load_err : "loader stopped");
+  pthread_mutex_unlock(&d->mu);
+  return st;
+}
+
+static df_data *data_new(void) {
+  df_data *d = tpu_calloc(1, sizeof *d);
+  if (!d) return NULL;
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_cond_init(&d->cv, NULL);
+  d->fd = -1;
+  return d;
+}
+
+void df_data_close(df_data *d) {
+  if (!d) return;
+  if (d->loader_running) {
+    pthread_mutex_lock(&d->mu);
+    d->cancel = true;
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->loader, NULL);
+  }
+  pthread_mutex_destroy(&d->mu);
+  pthread_cond_destroy(&d->cv);
+  tpu_free(d->u8_raw);
+  tpu_free(d->f32);
+  tpu_free(d->labels);
+  tpu_free(d->file_start);
+  tpu_free(d->gz);
+  tpu_free(d->img_path);
+  if (d->fd >= 0) close(d->fd);
+  tpu_free(d);
+}
+
+static tpu_status set_files(df_data *d, int nfiles) {
+  d->nfiles = nfiles;
+  d->file_start = tpu_calloc((size_t)nfiles + 1, sizeof *d->file_start);
+  if (!d->file_start) return TPU_ERR_NOMEM;
+  d->file_start[nfiles] = d->n;
+  return TPU_OK;
+}
+
+/* Labels are validated against 'classes' (0 = infer: max+1, at least 2). */
+static tpu_status check_labels(df_data *d, int classes, const char *path, char *err, size_t cap) {
+  int32_t mx = 0;
+  for (int64_t i = 0; i < d->n; i++) {
+    int32_t y = d->labels[i];
+    if (y < 0 || (classes > 0 && y >= classes))
+      return ferr(err, cap, TPU_ERR_INPUT, "%s: label %d of element %lld is out of range; allowed 0..%d",
+                  path, (int)y, (long long)i, classes > 0 ? classes - 1 : 65535);
+    if (y > mx) mx = y;
+  }
+  if (classes <= 0 && mx > 65535) return ferr(err, cap, TPU_ERR_INPUT, "%s: label %d is out of range 0..65535", path, (int)mx);
+  d->classes = classes > 0 ? classes : (mx + 1 < 2 ? 2 : mx + 1);
+  return TPU_OK;
+}
+
+/* {==================================================================
+** IDX
+** ================================================================== */
+static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df_data *d, char *err, size_t cap) {
+  tpu_status st = TPU_OK;
+  size_t llen = 0;
+  unsigned char *lb = slurp(lpath, &llen, &st, err, cap);
+  if (!lb) return st;
+  unsigned char *lraw = lb;
+  size_t lrawlen = llen;
+  if (is_gzip(lb, llen)) {
+    if (llen < 18) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", lpath); }
+    uint32_t isz = (uint32_t)lb[llen - 4] | (uint32_t)lb[llen - 3] << 8 | (uint32_t)lb[llen - 2] << 16 | (uint32_t)lb[llen - 1] << 24;
+    if (isz < 8 || isz > (1u << 30)) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file (size field %u)", lpath, isz); }
+    lraw = tpu_malloc(isz);
+    if (!lraw) { tpu_free(lb); return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", lpath); }
+    st = gunzip_prefix(lb, llen, lraw, isz, lpath, err, cap);
+    tpu_free(lb);
+    lb = lraw;
+    lrawlen = isz;
+    if (st != TPU_OK) { tpu_free(lb); return st; }
+  }
+  if (lrawlen < 8 || be32(lraw) != 0x00000801u) {
+    tpu_free(lb);
+    return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic %s; an IDX label file starts with 00 00 08 01",
+                lpath, lrawlen < 8 ? "(file too short)" : "number");
+  }
+  uint32_t nl = be32(lraw + 4);
+  if (lrawlen != 8 + (size_t)nl) {
+    tpu_free(lb);
+    return ferr(err, cap, TPU_ERR_INPUT, "%s: %s: header says %u labels, file holds %zu", lpath,
+                lrawlen < 8 + (size_t)nl ? "truncated" : "trailing data", nl, lrawlen - 8);
+  }
+  /* images: header */
+  size_t ilen = 0;
+  unsigned char *ib = slurp(ipath, &ilen, &st, err, cap);
+  if (!ib) { tpu_free(lb); return st; }
+  unsigned char hdr[16];
+  bool gz = is_gzip(ib, ilen);
+  if (gz) {
+    if (ilen < 18) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", ipath); goto fail; }
+    if ((st = gunzip_prefix(ib, ilen, hdr, 16, ipath, err, cap)) != TPU_OK) goto fail;
+  } else {
+    if (ilen < 16) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic (file too short); an IDX image file starts with 00 00 08 03", ipath); goto fail; }
+    memcpy(hdr, ib, 16);
+  }
+  if (be32(hdr) != 0x00000803u) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic number; an IDX image file starts with 00 00 08 03", ipath); goto fail; }
+  uint32_t n = be32(hdr + 4), h = be32(hdr + 8), w = be32(hdr + 12);
+  if (h < 1 || w < 1 || h > 4096 || w > 4096) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: image size %ux%u out of range 1..4096", ipath, h, w); goto fail; }
+  if (n != nl) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: %u images but %s has %u labels", ipath, n, lpath, nl); goto fail; }
+  if (n < 1) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: no images", ipath); goto fail; }
+  uint64_t body = (uint64_t)n * h * w;
+  if (gz) {
+    uint32_t isz = (uint32_t)ib[ilen - 4] | (uint32_t)ib[ilen - 3] << 8 | (uint32_t)ib[ilen - 2] << 16 | (uint32_t)ib[ilen - 1] << 24;
+    if (isz != (uint32_t)(16 + body)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file: expected %llu bytes uncompressed, size field says %u", ipath, (unsigned long long)(16 + body), isz); goto fail; }
+  } else if ((uint64_t)ilen != 16 + body) {
+    st = ferr(err, cap, TPU_ERR_INPUT, "%s: %s: %u images of %ux%u need %llu bytes, file has %zu", ipath,
+              (uint64_t)ilen < 16 + body ? "truncated" : "trailing data", n, h, w, (unsigned long long)(16 + body), ilen);
+    goto fail;
+  }
+  d->n = n; d->h = (int)h; d->w = (int)w; d->c = 1; d->d = (int)(h * w);
+  d->labels = tpu_malloc((size_t)n * sizeof *d->labels);
+  d->u8 = alloc_u8(d, (size_t)body);
+  d->img_path = tpu_strdup(ipath);
+  if (!d->labels || !d->u8 || !d->img_path) { st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", ipath); goto fail; }
+  for (uint32_t i = 0; i < n; i++) d->labels[i] = lraw[8 + i];
+  tpu_free(lb); lb = NULL;
+  if ((st = check_labels(d, classes > 0 ? classes : 10, lpath, err, cap)) != TPU_OK) goto fail;
+  if ((st = set_files(d, 1)) != TPU_OK) { ferr(err, cap, st, "%s: out of memory", ipath); goto fail; }
+  d->body_off = 16;
+  if (gz) { d->gz = ib; d->gz_len = ilen; ib = NULL; }
+  else {
+    tpu_free(ib); ib = NULL;   /* plain files stream with pread, in the loader */
+    d->fd = open(ipath, O_RDONLY);
+    if (d->fd < 0) { st = ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", ipath, strerror(errno)); goto fail; }
+  }
+  if (pthread_create(&d->loader, NULL, loader_main, d) != 0) { st = ferr(err, cap, TPU_ERR_RUNTIME, "%s: cannot start the loader thread", ipath); goto fail; }
+  d->loader_running = true;
+  return TPU_OK;
+fail:
+  tpu_free(lb);
+  tpu_free(ib);
+  return st;
+}
+
+/* {==================================================================
+** CSV: label,f1,f2,... per line; '#' lines and a non-numeric first line
+** (a header) are skipped.
+** ================================================================== */
+typedef struct fbuf { float *v; int32_t *y; int64_t n, cap; int d; } fbuf;
+
+static tpu_status csv_file(const char *path, fbuf *b, char *err, size_t cap) {
+  tpu_status st = TPU_OK;
+  size_t len = 0;
+  unsigned char *txt = slurp(path, &len, &st, err, cap);
+  if (!txt) return st;
+  char *p = (char *)txt, *end = p + len;
+  int line = 0;
+  float *row = NULL;
+  while (p < end) {
+    char *nl = memchr(p, '\n', (size_t)(end - p));
+    char *le = nl ? nl : end;
+    line++;
+    char *q = p;
+    p = nl ? nl + 1 : end;
+    if (le > q && le[-1] == '\r') le--;
+    if (le == q || *q == '#') continue;
+    if (line == 1 && !(*q == '-' || *q == '+' || (*q >= '0' && *q <= '9'))) continue;   /* header */
+    int cols = 0;
+    double lab = 0;
+    if (b->d > 0 && !row) { row = tpu_malloc((size_t)b->d * sizeof *row); if (!row) { st = TPU_ERR_NOMEM; break; } }
+    int dcap = b->d > 0 ? b->d : 1 << 24;
+    while (q < le) {
+      char *e;
+      char save = *le; *le = 0;
+      double v = strtod(q, &e);
+      *le = save;
+      if (e == q || (e < le && *e != ',')) {
+        st = ferr(err, cap, TPU_ERR_INPUT, "%s:%d: column %d: expected a number", path, line, cols + 1);
+        goto out;
+      }
+      if (cols == 0) lab = v;
+      else if (cols - 1 < dcap) {
+        row[cols - 1] = (float)v;
+      }
+      cols++;
+      q = e < le ? e + 1 : le;
+    }
+    if (cols - 1 != b->d) { st = ferr(err, cap, TPU_ERR_INPUT, "%s:%d: expected %d features, got %d", path, line, b->d, cols - 1); goto out; }
+    if (lab != (double)(int32_t)lab || lab < 0) { st = ferr(err, cap, TPU_ERR_INPUT, "%s:%d: label %g is not an integer >= 0", path, line, lab); goto out; }
+    if (b->n == b->cap) {
+      int64_t nc = b->cap ? b->cap * 2 : 1024;
+      float *nv = tpu_realloc(b->v, (size_t)nc * (size_t)b->d * sizeof *nv);
+      if (!nv) { st = TPU_ERR_NOMEM; goto out; }
+      b->v = nv;
+      int32_t *ny = tpu_realloc(b->y, (size_t)nc * sizeof *ny);
+      if (!ny) { st = TPU_ERR_NOMEM; goto out; }
+      b->y = ny;
+      b->cap = nc;
+    }
+    memcpy(b->v + (size_t)b->n * (size_t)b->d, row, (size_t)b->d * sizeof *row);
+    b->y[b->n++] = (int32_t)lab;
+  }
+out:
+  if (st == TPU_ERR_NOMEM) ferr(err, cap, st, "%s: out of memory", path);
+  tpu_free(row);
+  tpu_free(txt);
+  return st;
+}
+
+/* The width of a CSV file: the column count of its first data line, minus 1. */
+static int csv_width(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  int c, cols = 1, seen = 0, first = 1, skip = 0;
+  while ((c = fgetc(f)) != EOF) {
+    if (first) {
+      first = 0;
+      if (c == '#' || !(c == '-' || c == '+' || (c >= '0' && c <= '9'))) skip = 1;
+    }
+    if (c == '\n') {
+      if (!skip && seen) break;
+      skip = 0; cols = 1; seen = 0;
+      int nx = fgetc(f);
+      if (nx == EOF) break;
+      if (nx == '#') skip = 1;
+      ungetc(nx, f);
+      continue;
+    }
+    if (!skip) { seen = 1; if (c == ',') cols++; }
+  }
+  fclose(f);
+  return seen || cols > 1 ? cols - 1 : 0;
+}
+
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static tpu_status open_csv(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  struct stat sb;
+  if (stat(src->path, &sb) != 0) return ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", src->path, strerror(errno));
+  char **names = NULL;
+  int nn = 0;
+  tpu_status st = TPU_OK;
+  if (S_ISDIR(sb.st_mode)) {
+    DIR *dir = opendir(src->path);
+    if (!dir) return ferr(err, cap, TPU_ERR_IO, "%s: cannot open directory", src->path);
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+      size_t l = strlen(e->d_name);
+      if (l < 5 || strcmp(e->d_name + l - 4, ".csv")) continue;
+      char **nv = tpu_realloc(names, (size_t)(nn + 1) * sizeof *names);
+      if (!nv) { st = TPU_ERR_NOMEM; break; }
+      names = nv;
+      size_t pl = strlen(src->path) + l + 2;
+      names[nn] = tpu_malloc(pl);
+      if (!names[nn]) { st = TPU_ERR_NOMEM; break; }
+      snprintf(names[nn++], pl, "%s/%s", src->path, e->d_name);
+    }
+    closedir(dir);
+    if (st == TPU_OK && nn == 0) st = ferr(err, cap, TPU_ERR_INPUT, "%s: no .csv files in the directory", src->path);
+    if (st == TPU_OK) qsort(names, (size_t)nn, sizeof *names, cmpstr);
+  } else {
+    names = tpu_malloc(sizeof *names);
+    if (names) names[0] = tpu_strdup(src->path);
+    if (!names || !names[0]) st = TPU_ERR_NOMEM;
+    else nn = 1;
+  }
+  fbuf b = { 0 };
+  int64_t *starts = NULL;
+  if (st == TPU_OK) {
+    starts = tpu_calloc((size_t)nn + 1, sizeof *starts);
+    if (!starts) st = TPU_ERR_NOMEM;
+  }
+  for (int i = 0; st == TPU_OK && i < nn; i++) {
+    if (b.d == 0) {
+      b.d = csv_width(names[i]);
+      if (b.d < 1) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: no data line with a label and features", names[i]); break; }
+    }
+    starts[i] = b.n;
+    st = csv_file(names[i], &b, err, cap);
+    if (st == TPU_OK && b.n == starts[i]) st = ferr(err, cap, TPU_ERR_INPUT, "%s: no data lines", names[i]);
+  }
+  if (st == TPU_OK) {
+    d->n = b.n; d->f32 = b.v; d->labels = b.y; d->d = b.d;
+    b.v = NULL; b.y = NULL;
+    int hh = src->height, ww = src->width, cc = src->channels ? src->channels : 1;
+    if (hh > 0 && ww > 0 && (int64_t)hh * ww * cc != d->d)
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: source.shape %dx%dx%d does not match the %d features per line", src->path, hh, ww, cc, d->d);
+    else if (hh > 0 && ww > 0) { d->h = hh; d->w = ww; d->c = cc; }
+    else { d->h = 1; d->w = d->d; d->c = 1; }
+    if (st == TPU_OK) st = check_labels(d, src->classes, src->path, err, cap);
+    if (st == TPU_OK) {
+      d->nfiles = nn;
+      starts[nn] = d->n;
+      d->file_start = starts;
+      starts = NULL;
+    }
+  }
+  if (st == TPU_ERR_NOMEM && !*err) ferr(err, cap, st, "%s: out of memory", src->path);
+  tpu_free(b.v); tpu_free(b.y); tpu_free(starts);
+  for (int i = 0; i < nn; i++) tpu_free(names[i]);
+  tpu_free(names);
+  d->ready = d->n;
+  return st;
+}
+
+/* {==================================================================
+** .npy (version 1-3, C order): images u1 or f4 with shape (N, ...), labels
+** integer (u1, i4, i8, <u4...) with shape (N,).
+** ================================================================== */
+typedef struct npy { char descr[8]; int ndim; int64_t shape[4]; const unsigned char *data; size_t nbytes; } npy;
+
+static tpu_status npy_parse(const char *path, const unsigned char *b, size_t n, npy *a, char *err, size_t cap) {
+  if (n < 10 || memcmp(b, "\x93NUMPY", 6)) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic; a .npy file starts with \\x93NUMPY", path);
+  size_t hl, off;
+  if (b[6] == 1) { hl = (size_t)b[8] | (size_t)b[9] << 8; off = 10; }
+  else if (b[6] == 2 || b[6] == 3) {
+    if (n < 12) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated header", path);
+    hl = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24; off = 12;
+  } else return ferr(err, cap, TPU_ERR_INPUT, "%s: unsupported .npy version %d", path, b[6]);
+  if (off + hl > n || hl > 65536) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated header", path);
+  char h[65537];
+  memcpy(h, b + off, hl);
+  h[hl] = 0;
+  const char *p = strstr(h, "'descr'");
+  if (!p || !(p = strchr(p + 7, '\''))) return ferr(err, cap, TPU_ERR_INPUT, "%s: header lacks 'descr'", path);
+  size_t i = 0;
+  for (p++; *p && *p != '\'' && i < sizeof a->descr - 1; p++) a->descr[i++] = *p;
+  a->descr[i] = 0;
+  if (strstr(h, "'fortran_order': True")) return ferr(err, cap, TPU_ERR_INPUT, "%s: Fortran order is not supported; save with C order", path);
+  p = strstr(h, "'shape'");
+  if (!p || !(p = strchr(p, '('))) return ferr(err, cap, TPU_ERR_INPUT, "%s: header lacks 'shape'", path);
+  a->ndim = 0;
+  p++;
+  while (*p && *p != ')') {
+    while (*p == ' ' || *p == ',') p++;
+    if (*p == ')') break;
+    char *e;
+    long long v = strtoll(p, &e, 10);
+    if (e == p || v < 0 || a->ndim >= 4) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad or too many (max 4) dimensions in 'shape'", path);
+    a->shape[a->ndim++] = v;
+    p = e;
+  }
+  size_t el = 1;
+  for (int k = 0; k < a->ndim; k++) el *= (size_t)a->shape[k];
+  size_t esz = a->descr[0] ? (size_t)atoi(a->descr + 1 + (a->descr[1] != 0)) : 0;   /* '<f4' -> 4 */
+  if (esz == 0 || esz > 16) return ferr(err, cap, TPU_ERR_INPUT, "%s: unsupported dtype '%s'", path, a->descr);
+  a->data = b + off + hl;
+  a->nbytes = n - off - hl;
+  if (a->nbytes < el * esz) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated: shape needs %zu bytes of data, file has %zu", path, el * esz, a->nbytes);
+  if (a->nbytes > el * esz) return ferr(err, cap, TPU_ERR_INPUT, "%s: trailing data after the array", path);
+  return TPU_OK;
+}
+
+static tpu_status open_npy(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  tpu_status st = TPU_OK;
+  size_t il = 0, ll = 0;
+  unsigned char *ib = slurp(src->images, &il, &st, err, cap), *lb = NULL;
+  if (!ib) return st;
+  lb = slurp(src->labels, &ll, &st, err, cap);
+  if (!lb) { tpu_free(ib); return st; }
+  npy im, lab;
+  memset(&im, 0, sizeof im); memset(&lab, 0, sizeof lab);
+  if ((st = npy_parse(src->images, ib, il, &im, err, cap)) != TPU_OK) goto out;
+  if ((st = npy_parse(src->labels, lb, ll, &lab, err, cap)) != TPU_OK) goto out;
+  bool u1 = !strcmp(im.descr, "|u1") || !strcmp(im.descr, "<u1"), f4 = !strcmp(im.descr, "<f4");
+  if (!u1 && !f4) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: dtype '%s' not supported; images must be uint8 (|u1) or float32 (<f4)", src->images, im.descr); goto out; }
+  if (im.ndim < 2) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: images need shape (N, features...) with 2 to 4 dimensions", src->images); goto out; }
+  if (lab.ndim != 1 || lab.shape[0] != im.shape[0]) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: labels must have shape (%lld,) to match the images", src->labels, (long long)im.shape[0]); goto out; }
+  d->n = im.shape[0];
+  if (d->n < 1) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: no elements", src->images); goto out; }
+  d->h = (int)im.shape[1];
+  d->w = im.ndim > 2 ? (int)im.shape[2] : 1;
+  d->c = im.ndim > 3 ? (int)im.shape[3] : 1;
+  if (im.ndim == 2) { d->w = d->h; d->h = 1; }
+  d->d = d->h * d->w * d->c;
+  d->labels = tpu_malloc((size_t)d->n * sizeof *d->labels);
+  if (!d->labels) { st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", src->labels); goto out; }
+  const char *ld = lab.descr;
+  for (int64_t i = 0; i < d->n; i++) {
+    const unsigned char *q = lab.data;
+    int64_t v;
+    if (!strcmp(ld, "|u1") || !strcmp(ld, "<u1") || !strcmp(ld, "|i1")) v = ld[1] == 'i' ? (int8_t)q[i] : q[i];
+    else if (!strcmp(ld, "<i4")) { int32_t t; memcpy(&t, q + 4 * i, 4); v = t; }
+    else if (!strcmp(ld, "<u4")) { uint32_t t; memcpy(&t, q + 4 * i, 4); v = t; }
+    else if (!strcmp(ld, "<i8")) { int64_t t; memcpy(&t, q + 8 * i, 8); v = t; }
+    else if (!strcmp(ld, "<i2")) { int16_t t; memcpy(&t, q + 2 * i, 2); v = t; }
+    else { st = ferr(err, cap, TPU_ERR_INPUT, "%s: dtype '%s' not supported; labels must be an integer type", src->labels, ld); goto out; }
+    if (v < 0 || v > 65535) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: label %lld of element %lld is out of range 0..65535", src->labels, (long long)v, (long long)i); goto out; }
+    d->labels[i] = (int32_t)v;
+  }
+  if ((st = check_labels(d, src->classes, src->labels, err, cap)) != TPU_OK) goto out;
+  size_t bytes = (size_t)d->n * (size_t)d->d * (u1 ? 1 : 4);
+  if (u1) { d->u8 = alloc_u8(d, bytes); if (d->u8) memcpy(d->u8, im.data, bytes); }
+  else { d->f32 = tpu_malloc(bytes); if (d->f32) memcpy(d->f32, im.data, bytes); }
+  if (!d->u8 && !d->f32) { st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", src->images); goto out; }
+  if ((st = set_files(d, 1)) != TPU_OK) ferr(err, cap, st, "out of memory");
+out:
+  tpu_free(ib); tpu_free(lb);
+  d->ready = d->n;
+  return st;
+}
+
+/* {==================================================================
+** Synthetic: each class has a random prototype image; an element is 70% its
+** class prototype and 30% noise, so a model can learn it.
+** ================================================================== */
+static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  d->n = src->n; d->h = src->height; d->w = src->width; d->c = src->channels;
+  d->d = d->h * d->w * d->c; d->classes = src->classes;
+  size_t dd = (size_t)d->d;
+  d->u8 = alloc_u8(d, (size_t)d->n * dd);
+  d->labels = tpu_malloc((size_t)d->n * sizeof *d->labels);
+  uint8_t *proto = tpu_malloc((size_t)d->classes * dd);
+  if (!d->u8 || !d->labels || !proto) { tpu_free(proto); return ferr(err, cap, TPU_ERR_NOMEM, "synthetic source: out of memory"); }
+  uint64_t s = src->seed;
+  for (size_t i = 0; i < (size_t)d->classes * dd; i++) proto[i] = (uint8_t)(df_mix(s ^ (0x1000000000ull + i)) >> 56);
+  for (int64_t i = 0; i < d->n; i++) {
+    uint64_t r = df_mix(s + (uint64_t)i * 0x9e37u);
+    int y = (int)(r % (uint64_t)d->classes);
+    d->labels[i] = y;
+    const uint8_t *pr = proto + (size_t)y * dd;
+    uint8_t *o = d->u8 + (size_t)i * dd;
+    for (size_t j = 0; j < dd; j++) {
+      if ((j & 7) == 0) r = df_mix(r);
+      unsigned noise = (unsigned)(r >> ((j & 7) * 8)) & 0xff;
+      o[j] = (uint8_t)((pr[j] * 7u + noise * 3u) / 10u);
+    }
+  }
+  tpu_free(proto);
+  d->ready = d->n;
+  if (set_files(d, 1) != TPU_OK) return ferr(err, cap, TPU_ERR_NOMEM, "synthetic source: out of memory");
+  return TPU_OK;
+}
+
+tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size_t cap) {
+  *out = NULL;
+  if (cap) err[0] = 0;
+  df_data *d = data_new();
+  if (!d) return ferr(err, cap, TPU_ERR_NOMEM, "out of memory");
+  tpu_status st;
+  char ip[4096], lp[4096];
+  switch (src->kind) {
+  case TPU_DF_SRC_FASHION_MNIST:
+  case TPU_DF_SRC_MNIST: {
+    const char *dir = src->dir ? src->dir : "/usr/share/datasets/fashion-mnist";
+    const char *pre = src->test_split ? "t10k" : "train";
+    snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, pre);
+    snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, pre);
+    if (access(ip, R_OK) != 0) snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte", dir, pre);
+    if (access(lp, R_OK) != 0) snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte", dir, pre);
+    st = open_idx(ip, lp, src->classes, d, err, cap);
+    break;
+  }
+  case TPU_DF_SRC_IDX: st = open_idx(src->images, src->labels, src->classes, d, err, cap); break;
+  case TPU_DF_SRC_CSV: st = open_csv(src, d, err, cap); break;
+  case TPU_DF_SRC_NPY: st = open_npy(src, d, err, cap); break;
+  case TPU_DF_SRC_SYNTHETIC: st = open_synth(src, d, err, cap); break;
+  default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
+  }
+  if (st != TPU_OK) { df_data_close(d); return st; }
+  *out = d;
+  return TPU_OK;
+}
+
+void df_buffered_shuffle(int64_t *ids, int64_t n, int64_t buf, uint64_t seed, int64_t *tmp) {
+  if (buf > n) buf = n;
+  if (buf <= 1) return;
+  int64_t fill = 0, in = 0, outp = 0;
+  while (fill < buf) tmp[fill++] = ids[in++];
+  uint64_t r = seed;
+  while (fill > 0) {
+    r = df_mix(r);
+    int64_t j = (int64_t)(r % (uint64_t)fill);
+    ids[outp++] = tmp[j];              /* outp < in always, so ids[in] is still unread */
+    if (in < n) tmp[j] = ids[in++];
+    else tmp[j] = tmp[--fill];
+  }
+}

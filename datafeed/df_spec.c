@@ -1,0 +1,632 @@
+/*
+** df_spec.c -- pipeline descriptions: the builders of df.h, validation of
+** stage order, and the JSON format (docs/DATAFEED.md). Every JSON error
+** names the file, line:column and the field ("stages[2].buffer_size").
+*/
+#include "datafeed/df_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *df_op_name(df_op op) {
+  static const char *n[] = { "shuffle", "map", "batch", "cache", "prefetch", "interleave",
+                             "shard", "repeat", "workers" };
+  return (unsigned)op < sizeof n / sizeof n[0] ? n[op] : "?";
+}
+const char *df_map_name(tpu_df_map_fn fn) {
+  static const char *n[] = { "normalize", "one_hot", "random_flip", "random_crop", "none" };
+  return (unsigned)fn < sizeof n / sizeof n[0] ? n[fn] : "?";
+}
+
+tpu_df_source tpu_df_source_default(void) {
+  tpu_df_source s;
+  memset(&s, 0, sizeof s);
+  s.kind = TPU_DF_SRC_FASHION_MNIST;
+  return s;
+}
+
+int64_t df_source_known_elements(const tpu_df_source *src) {
+  switch (src->kind) {
+  case TPU_DF_SRC_FASHION_MNIST: case TPU_DF_SRC_MNIST: return src->test_split ? 10000 : 60000;
+  case TPU_DF_SRC_SYNTHETIC: return src->n;
+  default: return 0;
+  }
+}
+
+static tpu_status fail(tpu_df_spec *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tpu_status fail(tpu_df_spec *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->err, sizeof s->err, fmt, ap);
+  va_end(ap);
+  return TPU_ERR_CONFIG;
+}
+
+tpu_status tpu_df_spec_create(tpu_df_spec **out) {
+  tpu_df_spec *s = tpu_calloc(1, sizeof *s);
+  *out = s;
+  if (!s) return TPU_ERR_NOMEM;
+  s->src = tpu_df_source_default();
+  s->cost.files = 1;
+  s->step_time_s = 0.01;
+  s->steps = 20;
+  s->host_cores = 8;
+  return TPU_OK;
+}
+
+void tpu_df_spec_destroy(tpu_df_spec *s) {
+  if (!s) return;
+  for (int i = 0; i < 4; i++) tpu_free(s->src_strs[i]);
+  tpu_free(s->json_text);
+  tpu_free(s->name);
+  tpu_free(s);
+}
+
+const char *tpu_df_spec_errmsg(const tpu_df_spec *s) { return s ? s->err : "no description"; }
+
+static char *dup_or_null(const char *p, bool *oom) {
+  if (!p) return NULL;
+  char *d = tpu_strdup(p);
+  if (!d) *oom = true;
+  return d;
+}
+
+tpu_status tpu_df_spec_set_source(tpu_df_spec *s, const tpu_df_source *src) {
+  bool oom = false;
+  char *c[4] = { dup_or_null(src->dir, &oom), dup_or_null(src->images, &oom),
+                 dup_or_null(src->labels, &oom), dup_or_null(src->path, &oom) };
+  if (oom) { for (int i = 0; i < 4; i++) tpu_free(c[i]); return TPU_ERR_NOMEM; }
+  for (int i = 0; i < 4; i++) { tpu_free(s->src_strs[i]); s->src_strs[i] = c[i]; }
+  s->src = *src;
+  s->src.dir = c[0]; s->src.images = c[1]; s->src.labels = c[2]; s->src.path = c[3];
+  if (src->kind == TPU_DF_SRC_SYNTHETIC) {
+    if (src->n < 1 || src->n > ((int64_t)1 << 31)) return fail(s, "source.n: expected 1..2^31 elements, got %lld", (long long)src->n);
+    if (src->height < 1 || src->width < 1 || src->channels < 1 ||
+        (int64_t)src->height * src->width * src->channels > (1 << 24))
+      return fail(s, "source.shape: expected positive height, width, channels with at most 2^24 values");
+    if (src->classes < 2 || src->classes > 65536) return fail(s, "source.classes: expected 2..65536, got %d", src->classes);
+  }
+  return TPU_OK;
+}
+
+tpu_df_spec *df_spec_clone(const tpu_df_spec *s) {
+  tpu_df_spec *c = tpu_malloc(sizeof *c);
+  if (!c) return NULL;
+  *c = *s;
+  memset(c->src_strs, 0, sizeof c->src_strs);
+  c->json_text = NULL; c->name = NULL;
+  bool oom = false;
+  c->json_text = dup_or_null(s->json_text, &oom);
+  c->name = dup_or_null(s->name, &oom);
+  if (oom || tpu_df_spec_set_source(c, &s->src) == TPU_ERR_NOMEM) { tpu_df_spec_destroy(c); return NULL; }
+  return c;
+}
+
+static df_stage *push(tpu_df_spec *s, df_op op) {
+  if (s->nst >= DF_MAX_STAGES) { fail(s, "stages: at most %d stages", DF_MAX_STAGES); return NULL; }
+  df_stage *t = &s->st[s->nst];
+  memset(t, 0, sizeof *t);
+  t->op = op;
+  t->par = 1;
+  return t;
+}
+#define PUSH(op) df_stage *t = push(s, op); if (!t) return TPU_ERR_CONFIG
+
+static bool par_ok(int p) { return p == TPU_DF_AUTOTUNE || (p >= 1 && p <= 256); }
+
+tpu_status tpu_df_spec_shard(tpu_df_spec *s, int num_shards, int index) {
+  if (num_shards < 1 || num_shards > 65536) return fail(s, "shard: num_shards: expected 1..65536, got %d", num_shards);
+  if (index < 0 || index >= num_shards) return fail(s, "shard: index: expected 0..%d, got %d", num_shards - 1, index);
+  PUSH(DF_SHARD);
+  t->n = num_shards; t->index = index; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_shuffle(tpu_df_spec *s, int64_t buffer_size, uint64_t seed) {
+  if (buffer_size < 1 || buffer_size > ((int64_t)1 << 31)) return fail(s, "shuffle: buffer_size: expected 1..2^31, got %lld", (long long)buffer_size);
+  PUSH(DF_SHUFFLE);
+  t->n = buffer_size; t->seed = seed; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_map(tpu_df_spec *s, tpu_df_map_fn fn, const tpu_df_map_args *args, int num_parallel_calls) {
+  if ((unsigned)fn > TPU_DF_MAP_NONE) return fail(s, "map: fn: unknown function %d", (int)fn);
+  if (!par_ok(num_parallel_calls)) return fail(s, "map: num_parallel_calls: expected 1..256 or autotune, got %d", num_parallel_calls);
+  tpu_df_map_args a = { 0.0, 255.0, 0 };
+  if (args) a = *args;
+  if (fn == TPU_DF_MAP_NORMALIZE && (!isfinite(a.mean) || !isfinite(a.std) || a.std == 0))
+    return fail(s, "map: normalize: std must be a finite non-zero number and mean finite");
+  if (fn == TPU_DF_MAP_RANDOM_CROP && (a.padding < 0 || a.padding > 1024))
+    return fail(s, "map: random_crop: padding: expected 0..1024, got %d", a.padding);
+  PUSH(DF_MAP);
+  t->fn = fn; t->args = a; t->par = num_parallel_calls;
+  t->seed = 0x5eed0000u + (uint64_t)s->nst;
+  s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_batch(tpu_df_spec *s, int batch_size, bool drop_remainder) {
+  if (batch_size < 1 || batch_size > (1 << 20)) return fail(s, "batch: batch_size: expected 1..1048576, got %d", batch_size);
+  PUSH(DF_BATCH);
+  t->n = batch_size; t->drop_remainder = drop_remainder; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_cache(tpu_df_spec *s) { PUSH(DF_CACHE); s->nst++; return TPU_OK; }
+tpu_status tpu_df_spec_prefetch(tpu_df_spec *s, int buffer_size) {
+  if (!par_ok(buffer_size)) return fail(s, "prefetch: buffer_size: expected 1..256 or autotune, got %d", buffer_size);
+  PUSH(DF_PREFETCH);
+  t->n = buffer_size; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_parallel_calls) {
+  if (cycle_length < 1 || cycle_length > 4096) return fail(s, "interleave: cycle_length: expected 1..4096, got %d", cycle_length);
+  if (!par_ok(num_parallel_calls)) return fail(s, "interleave: num_parallel_calls: expected 1..256 or autotune, got %d", num_parallel_calls);
+  PUSH(DF_INTERLEAVE);
+  t->n = cycle_length; t->par = num_parallel_calls; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count) {
+  if (count != TPU_DF_FOREVER && (count < 1 || count > ((int64_t)1 << 40)))
+    return fail(s, "repeat: count: expected -1 (forever) or >= 1, got %lld", (long long)count);
+  PUSH(DF_REPEAT);
+  t->n = count; s->nst++;
+  return TPU_OK;
+}
+
+tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
+  if (!isfinite(v) || v < 0) return fail(s, "%s: expected a finite number >= 0, got %g", key, v);
+  if (s->nst == 0) {
+    df_source_costs *c = &s->cost;
+    if (!strcmp(key, "open_latency_s")) c->open_latency_s = v;
+    else if (!strcmp(key, "read_latency_s")) c->read_latency_s = v;
+    else if (!strcmp(key, "read_bandwidth_bytes_per_s")) c->read_bandwidth_bytes_per_s = v;
+    else if (!strcmp(key, "files")) { if (v < 1 || v > 1e6 || v != floor(v)) return fail(s, "files: expected an integer 1..1000000"); c->files = (int64_t)v; }
+    else if (!strcmp(key, "elements")) { if (v > 1e9 || v != floor(v)) return fail(s, "elements: expected an integer 0..1e9"); c->elements = (int64_t)v; }
+    else if (!strcmp(key, "element_bytes")) { if (v > 1e10 || v != floor(v)) return fail(s, "element_bytes: expected an integer 0..1e10"); c->element_bytes = (int64_t)v; }
+    else return fail(s, "unknown source cost '%s'; allowed: open_latency_s, read_latency_s, read_bandwidth_bytes_per_s, files, elements, element_bytes", key);
+    return TPU_OK;
+  }
+  df_stage *t = &s->st[s->nst - 1];
+  if (!strcmp(key, "cost_per_call_s")) t->cost_per_call_s = v;
+  else if (!strcmp(key, "cost_per_element_s")) t->cost_per_element_s = v;
+  else if (t->op == DF_WORKERS && !strcmp(key, "serialize_s_per_byte")) t->serialize_s_per_byte = v;
+  else if (t->op == DF_WORKERS && !strcmp(key, "deserialize_s_per_byte")) t->deserialize_s_per_byte = v;
+  else if (t->op == DF_WORKERS && !strcmp(key, "shm_s_per_byte")) t->shm_s_per_byte = v;
+  else if (t->op == DF_WORKERS && !strcmp(key, "shm_get_s")) t->shm_get_s = v;
+  else return fail(s, "unknown cost '%s' for a %s stage; allowed: cost_per_call_s, cost_per_element_s%s", key,
+                   df_op_name(t->op), t->op == DF_WORKERS ? ", serialize_s_per_byte, deserialize_s_per_byte, shm_s_per_byte, shm_get_s" : "");
+  return TPU_OK;
+}
+
+void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed) {
+  for (int i = 0; i < s->nst; i++) s->st[i].seed = df_mix(seed ^ df_mix((uint64_t)i + 1));
+}
+
+void tpu_df_spec_consumer(const tpu_df_spec *s, double *step_time_s, int64_t *steps, int *host_cores) {
+  *step_time_s = s->step_time_s;
+  *steps = s->steps;
+  *host_cores = s->host_cores;
+}
+
+int tpu_df_spec_batch_size(const tpu_df_spec *s) {
+  for (int i = 0; i < s->nst; i++) if (s->st[i].op == DF_BATCH) return (int)s->st[i].n;
+  return 0;
+}
+
+tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
+  int ibatch = -1, icache = -1, ishuffle = -1, irepeat = -1, iworkers = -1;
+  for (int i = 0; i < s->nst; i++) {
+    const df_stage *t = &s->st[i];
+    int *slot = t->op == DF_BATCH ? &ibatch : t->op == DF_CACHE ? &icache : t->op == DF_SHUFFLE ? &ishuffle
+              : t->op == DF_REPEAT ? &irepeat : t->op == DF_WORKERS ? &iworkers : NULL;
+    if (slot) {
+      if (*slot >= 0) { snprintf(err, errcap, "stages[%d]: a second %s stage; at most one is supported", i, df_op_name(t->op)); return TPU_ERR_CONFIG; }
+      *slot = i;
+    }
+    if ((t->op == DF_SHUFFLE || t->op == DF_SHARD || t->op == DF_INTERLEAVE) && ibatch >= 0) {
+      snprintf(err, errcap, "stages[%d]: %s after batch is not supported; place it before batch", i, df_op_name(t->op));
+      return TPU_ERR_CONFIG;
+    }
+    if (t->op == DF_INTERLEAVE && i > 0) {
+      snprintf(err, errcap, "stages[%d]: interleave reads the source files, so it must be the first stage", i);
+      return TPU_ERR_CONFIG;
+    }
+    if (irepeat >= 0 && t->op != DF_REPEAT && t->op != DF_PREFETCH && t->op != DF_MAP && t->op != DF_WORKERS) {
+      snprintf(err, errcap, "stages[%d]: %s after repeat is not supported (a batch never spans two epochs); place repeat after batch", i, df_op_name(t->op));
+      return TPU_ERR_CONFIG;
+    }
+    if (t->op == DF_WORKERS && ibatch < 0) {
+      snprintf(err, errcap, "stages[%d]: workers produce whole batches; place it after batch", i);
+      return TPU_ERR_CONFIG;
+    }
+  }
+  if (ibatch < 0) { snprintf(err, errcap, "stages: a batch stage is required"); return TPU_ERR_CONFIG; }
+  if (irepeat >= 0 && irepeat < ibatch) {
+    snprintf(err, errcap, "stages[%d]: repeat before batch is not supported (a batch never spans two epochs); place repeat after batch", irepeat);
+    return TPU_ERR_CONFIG;
+  }
+  return TPU_OK;
+}
+
+/* {==================================================================
+** JSON
+** ================================================================== */
+typedef struct jctx {
+  const char *name, *text;
+  char *err;
+  size_t errcap;
+} jctx;
+
+static tpu_status jerr(const jctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tpu_status jerr(const jctx *c, const char *path, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int line = 0, col = 0;
+  if (path && *path && c->text && tpu_json_locate(c->text, path, &line, &col))
+    snprintf(c->err, c->errcap, "%s:%d:%d: field '%s': %s", c->name, line, col, path, msg);
+  else if (path && *path)
+    snprintf(c->err, c->errcap, "%s: field '%s': %s", c->name, path, msg);
+  else
+    snprintf(c->err, c->errcap, "%s: %s", c->name, msg);
+  return TPU_ERR_CONFIG;
+}
+
+static const char *jtype(const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object"; case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string"; case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a real number"; case JSON_TRUE: case JSON_FALSE: return "a boolean";
+  default: return "null";
+  }
+}
+
+/* Checks that every key of 'obj' is in the NULL-terminated 'allowed'. */
+static tpu_status check_keys(const jctx *c, const char *path, json_t *obj, const char *const *allowed) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(obj, k, v) {
+    bool ok = false;
+    for (int i = 0; allowed[i]; i++) if (!strcmp(k, allowed[i])) ok = true;
+    if (!ok) {
+      char p[160], list[600] = "";
+      snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", k);
+      for (int i = 0; allowed[i]; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", allowed[i]);
+      }
+      return jerr(c, p, "unknown key; allowed here: %s", list);
+    }
+  }
+  return TPU_OK;
+}
+
+static tpu_status get_int(const jctx *c, json_t *obj, const char *path, const char *key, int64_t lo, int64_t hi,
+                          bool autotune_ok, bool required, int64_t *out) {
+  char p[160];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  json_t *v = json_object_get(obj, key);
+  if (!v) {
+    if (required) return jerr(c, path, "missing key '%s' (an integer in %lld..%lld%s)", key, (long long)lo, (long long)hi, autotune_ok ? " or \"autotune\"" : "");
+    return TPU_OK;
+  }
+  if (autotune_ok && json_is_string(v) && !strcmp(json_string_value(v), "autotune")) { *out = TPU_DF_AUTOTUNE; return TPU_OK; }
+  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+    if (json_is_integer(v))
+      return jerr(c, p, "expected an integer in %lld..%lld%s, got %lld", (long long)lo, (long long)hi,
+                  autotune_ok ? " or \"autotune\"" : "", (long long)json_integer_value(v));
+    return jerr(c, p, "expected an integer in %lld..%lld%s, got %s", (long long)lo, (long long)hi,
+                autotune_ok ? " or \"autotune\"" : "", jtype(v));
+  }
+  *out = json_integer_value(v);
+  return TPU_OK;
+}
+
+static tpu_status get_num(const jctx *c, json_t *obj, const char *path, const char *key, double *out) {
+  char p[160];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  json_t *v = json_object_get(obj, key);
+  if (!v) return TPU_OK;
+  if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+    return jerr(c, p, "expected a number >= 0 (seconds, bytes or bytes/s), got %s", json_is_number(v) ? "a negative number" : jtype(v));
+  *out = json_number_value(v);
+  return TPU_OK;
+}
+
+static tpu_status get_str(const jctx *c, json_t *obj, const char *path, const char *key, const char **out) {
+  char p[160];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  json_t *v = json_object_get(obj, key);
+  if (!v) return TPU_OK;
+  if (!json_is_string(v)) return jerr(c, p, "expected a string, got %s", jtype(v));
+  *out = json_string_value(v);
+  return TPU_OK;
+}
+
+static tpu_status get_bool(const jctx *c, json_t *obj, const char *path, const char *key, bool *out) {
+  char p[160];
+  snprintf(p, sizeof p, "%s.%s", path, key);
+  json_t *v = json_object_get(obj, key);
+  if (!v) return TPU_OK;
+  if (!json_is_boolean(v)) return jerr(c, p, "expected true or false, got %s", jtype(v));
+  *out = json_is_true(v);
+  return TPU_OK;
+}
+
+#define TRY(x) do { tpu_status st_ = (x); if (st_ != TPU_OK) return st_; } while (0)
+
+static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
+  static const char *const keys[] = { "kind", "split", "dir", "images", "labels", "path", "n", "shape", "classes",
+    "seed", "files", "elements", "element_bytes", "open_latency_s", "read_latency_s", "read_bandwidth_bytes_per_s", NULL };
+  if (!json_is_object(o)) return jerr(c, "source", "expected an object, got %s", jtype(o));
+  TRY(check_keys(c, "source", o, keys));
+  tpu_df_source src = tpu_df_source_default();
+  const char *kind = NULL, *split = NULL;
+  TRY(get_str(c, o, "source", "kind", &kind));
+  if (!kind) return jerr(c, "source", "missing key 'kind' (fashion-mnist, mnist, idx, csv, npy, synthetic)");
+  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic" };
+  int k = -1;
+  for (int i = 0; i < 6; i++) if (!strcmp(kind, kinds[i])) k = i;
+  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, got '%s'", kind);
+  src.kind = (tpu_df_source_kind)k;
+  TRY(get_str(c, o, "source", "split", &split));
+  if (split && strcmp(split, "train") && strcmp(split, "test"))
+    return jerr(c, "source.split", "expected \"train\" or \"test\", got '%s'", split);
+  src.test_split = split && !strcmp(split, "test");
+  TRY(get_str(c, o, "source", "dir", &src.dir));
+  TRY(get_str(c, o, "source", "images", &src.images));
+  TRY(get_str(c, o, "source", "labels", &src.labels));
+  TRY(get_str(c, o, "source", "path", &src.path));
+  if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return jerr(c, "source", "missing key 'dir' (the directory of the MNIST IDX files)");
+  if ((src.kind == TPU_DF_SRC_IDX || src.kind == TPU_DF_SRC_NPY) && (!src.images || !src.labels))
+    return jerr(c, "source", "missing key '%s' (a file path)", src.images ? "labels" : "images");
+  if (src.kind == TPU_DF_SRC_CSV && !src.path) return jerr(c, "source", "missing key 'path' (a .csv file or a directory of them)");
+  int64_t v = 0;
+  json_t *shape = json_object_get(o, "shape");
+  if (shape) {
+    if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 3)
+      return jerr(c, "source.shape", "expected [height, width, channels] (1 to 3 positive integers)");
+    int dims[3] = { 1, 1, 1 };
+    for (size_t i = 0; i < json_array_size(shape); i++) {
+      json_t *d = json_array_get(shape, i);
+      char p[64];
+      snprintf(p, sizeof p, "source.shape[%zu]", i);
+      if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > 65536)
+        return jerr(c, p, "expected an integer in 1..65536");
+      dims[i] = (int)json_integer_value(d);
+    }
+    src.height = dims[0]; src.width = dims[1]; src.channels = dims[2];
+  }
+  if (src.kind == TPU_DF_SRC_SYNTHETIC) {
+    TRY(get_int(c, o, "source", "n", 1, (int64_t)1 << 31, false, true, &src.n));
+    if (!shape) return jerr(c, "source", "missing key 'shape' ([height, width, channels])");
+    TRY(get_int(c, o, "source", "classes", 2, 65536, false, true, &v));
+    src.classes = (int)v;
+    v = 0;
+    TRY(get_int(c, o, "source", "seed", 0, INT64_MAX, false, false, &v));
+    src.seed = (uint64_t)v;
+  } else {
+    v = 0;
+    TRY(get_int(c, o, "source", "classes", 2, 65536, false, false, &v));
+    src.classes = (int)v;
+  }
+  tpu_status st = tpu_df_spec_set_source(s, &src);
+  if (st == TPU_ERR_CONFIG) return jerr(c, "source", "%s", s->err);
+  TRY(st);
+  df_source_costs *cc = &s->cost;
+  TRY(get_int(c, o, "source", "files", 1, 1000000, false, false, &cc->files));
+  TRY(get_int(c, o, "source", "elements", 1, 1000000000, false, false, &cc->elements));
+  TRY(get_int(c, o, "source", "element_bytes", 1, (int64_t)1 << 40, false, false, &cc->element_bytes));
+  TRY(get_num(c, o, "source", "open_latency_s", &cc->open_latency_s));
+  TRY(get_num(c, o, "source", "read_latency_s", &cc->read_latency_s));
+  TRY(get_num(c, o, "source", "read_bandwidth_bytes_per_s", &cc->read_bandwidth_bytes_per_s));
+  return TPU_OK;
+}
+
+static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
+  char path[32];
+  snprintf(path, sizeof path, "stages[%d]", i);
+  if (!json_is_object(o)) return jerr(c, path, "expected an object like {\"op\": \"batch\", \"batch_size\": 32}, got %s", jtype(o));
+  const char *op = NULL;
+  TRY(get_str(c, o, path, "op", &op));
+  if (!op) return jerr(c, path, "missing key 'op' (shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers)");
+  int64_t a = 0, b = 0, par = 1;
+  tpu_status st;
+  df_op kind;
+  if (!strcmp(op, "shuffle")) {
+    static const char *const k[] = { "op", "buffer_size", "seed", "cost_per_element_s", NULL };
+    TRY(check_keys(c, path, o, k));
+    TRY(get_int(c, o, path, "buffer_size", 1, (int64_t)1 << 31, false, true, &a));
+    TRY(get_int(c, o, path, "seed", 0, INT64_MAX, false, false, &b));
+    st = tpu_df_spec_shuffle(s, a, (uint64_t)b); kind = DF_SHUFFLE;
+  } else if (!strcmp(op, "map")) {
+    static const char *const k[] = { "op", "fn", "num_parallel_calls", "mean", "std", "padding", "seed",
+                                     "cost_per_call_s", "cost_per_element_s", NULL };
+    TRY(check_keys(c, path, o, k));
+    const char *fn = NULL;
+    TRY(get_str(c, o, path, "fn", &fn));
+    if (!fn) return jerr(c, path, "missing key 'fn' (normalize, one_hot, random_flip, random_crop, none)");
+    int f = -1;
+    for (int j = 0; j <= TPU_DF_MAP_NONE; j++) if (!strcmp(fn, df_map_name((tpu_df_map_fn)j))) f = j;
+    char p[64];
+    snprintf(p, sizeof p, "%s.fn", path);
+    if (f < 0) return jerr(c, p, "expected one of normalize, one_hot, random_flip, random_crop, none, got '%s'", fn);
+    tpu_df_map_args args = { 0.0, 255.0, 0 };
+    json_t *m = json_object_get(o, "mean"), *sd = json_object_get(o, "std");
+    if (m) { if (!json_is_number(m)) return jerr(c, path, "mean: expected a number"); args.mean = json_number_value(m); }
+    if (sd) {
+      snprintf(p, sizeof p, "%s.std", path);
+      if (!json_is_number(sd) || json_number_value(sd) == 0) return jerr(c, p, "expected a non-zero number");
+      args.std = json_number_value(sd);
+    }
+    int64_t pad = 0;
+    TRY(get_int(c, o, path, "padding", 0, 1024, false, f == TPU_DF_MAP_RANDOM_CROP, &pad));
+    args.padding = (int)pad;
+    TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
+    st = tpu_df_spec_map(s, (tpu_df_map_fn)f, &args, (int)par); kind = DF_MAP;
+    if (st == TPU_OK && json_object_get(o, "seed")) {
+      TRY(get_int(c, o, path, "seed", 0, INT64_MAX, false, false, &b));
+      s->st[s->nst - 1].seed = (uint64_t)b;
+    }
+  } else if (!strcmp(op, "batch")) {
+    static const char *const k[] = { "op", "batch_size", "drop_remainder", "cost_per_element_s", "cost_per_call_s", NULL };
+    TRY(check_keys(c, path, o, k));
+    TRY(get_int(c, o, path, "batch_size", 1, 1 << 20, false, true, &a));
+    bool drop = false;
+    TRY(get_bool(c, o, path, "drop_remainder", &drop));
+    st = tpu_df_spec_batch(s, (int)a, drop); kind = DF_BATCH;
+  } else if (!strcmp(op, "cache")) {
+    static const char *const k[] = { "op", "cost_per_element_s", NULL };
+    TRY(check_keys(c, path, o, k));
+    st = tpu_df_spec_cache(s); kind = DF_CACHE;
+  } else if (!strcmp(op, "prefetch")) {
+    static const char *const k[] = { "op", "buffer_size", NULL };
+    TRY(check_keys(c, path, o, k));
+    TRY(get_int(c, o, path, "buffer_size", 1, 256, true, true, &a));
+    st = tpu_df_spec_prefetch(s, (int)a); kind = DF_PREFETCH;
+  } else if (!strcmp(op, "interleave")) {
+    static const char *const k[] = { "op", "cycle_length", "num_parallel_calls", NULL };
+    TRY(check_keys(c, path, o, k));
+    TRY(get_int(c, o, path, "cycle_length", 1, 4096, false, true, &a));
+    TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
+    st = tpu_df_spec_interleave(s, (int)a, (int)par); kind = DF_INTERLEAVE;
+  } else if (!strcmp(op, "shard")) {
+    static const char *const k[] = { "op", "num_shards", "index", NULL };
+    TRY(check_keys(c, path, o, k));
+    TRY(get_int(c, o, path, "num_shards", 1, 65536, false, true, &a));
+    TRY(get_int(c, o, path, "index", 0, a - 1, false, true, &b));
+    st = tpu_df_spec_shard(s, (int)a, (int)b); kind = DF_SHARD;
+  } else if (!strcmp(op, "repeat")) {
+    static const char *const k[] = { "op", "count", NULL };
+    TRY(check_keys(c, path, o, k));
+    a = TPU_DF_FOREVER;
+    TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, false, &a));
+    if (a == 0) { char p[64]; snprintf(p, sizeof p, "%s.count", path); return jerr(c, p, "expected -1 (forever) or >= 1, got 0"); }
+    st = tpu_df_spec_repeat(s, a); kind = DF_REPEAT;
+  } else if (!strcmp(op, "workers")) {
+    static const char *const k[] = { "op", "kind", "count", "gil", "queue_size", "serialize_s_per_byte",
+                                     "deserialize_s_per_byte", "shm_s_per_byte", "shm_get_s", NULL };
+    TRY(check_keys(c, path, o, k));
+    const char *wk = NULL;
+    TRY(get_str(c, o, path, "kind", &wk));
+    char p[64];
+    snprintf(p, sizeof p, "%s.kind", path);
+    if (!wk) return jerr(c, path, "missing key 'kind' (thread, process, shared_memory)");
+    df_worker_kind w = !strcmp(wk, "thread") ? DF_WK_THREAD : !strcmp(wk, "process") ? DF_WK_PROCESS
+                     : !strcmp(wk, "shared_memory") ? DF_WK_SHM : (df_worker_kind)-1;
+    if ((int)w < 0) return jerr(c, p, "expected thread, process or shared_memory, got '%s'", wk);
+    int64_t cnt = 1, q = 1;
+    TRY(get_int(c, o, path, "count", 1, 256, true, true, &cnt));
+    TRY(get_int(c, o, path, "queue_size", 1, 256, true, false, &q));
+    df_stage *t = push(s, DF_WORKERS);
+    if (!t) return jerr(c, path, "%s", s->err);
+    t->wkind = w; t->n = cnt; t->queue_size = q; t->par = (int)cnt;
+    TRY(get_bool(c, o, path, "gil", &t->gil));
+    if (t->gil && w != DF_WK_THREAD) return jerr(c, path, "gil applies to thread workers only");
+    TRY(get_num(c, o, path, "serialize_s_per_byte", &t->serialize_s_per_byte));
+    TRY(get_num(c, o, path, "deserialize_s_per_byte", &t->deserialize_s_per_byte));
+    TRY(get_num(c, o, path, "shm_s_per_byte", &t->shm_s_per_byte));
+    TRY(get_num(c, o, path, "shm_get_s", &t->shm_get_s));
+    s->nst++;
+    return TPU_OK;
+  } else {
+    char p[64];
+    snprintf(p, sizeof p, "%s.op", path);
+    return jerr(c, p, "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, got '%s'", op);
+  }
+  if (st == TPU_ERR_CONFIG) return jerr(c, path, "%s", s->err);
+  TRY(st);
+  df_stage *t = &s->st[s->nst - 1];
+  TRY(get_num(c, o, path, "cost_per_call_s", &t->cost_per_call_s));
+  TRY(get_num(c, o, path, "cost_per_element_s", &t->cost_per_element_s));
+  (void)kind;
+  return TPU_OK;
+}
+
+tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **out, char *err, size_t errcap) {
+  *out = NULL;
+  jctx c = { name ? name : "<pipeline>", text, err, errcap };
+  json_error_t je;
+  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!root) {
+    snprintf(err, errcap, "%s:%d:%d: malformed JSON: %s", c.name, je.line, je.column, je.text);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_df_spec *s = NULL;
+  tpu_status st = tpu_df_spec_create(&s);
+  if (st != TPU_OK) { snprintf(err, errcap, "%s: out of memory", c.name); goto done; }
+  if (!json_is_object(root)) { st = jerr(&c, NULL, "expected a JSON object with source and stages"); goto done; }
+  static const char *const keys[] = { "source", "stages", "consumer", "host", "comment", NULL };
+  if ((st = check_keys(&c, "", root, keys)) != TPU_OK) goto done;
+  json_t *src = json_object_get(root, "source");
+  if (!src) { st = jerr(&c, NULL, "missing key 'source'"); goto done; }
+  if ((st = parse_source(&c, src, s)) != TPU_OK) goto done;
+  json_t *stages = json_object_get(root, "stages");
+  if (!stages || !json_is_array(stages)) { st = jerr(&c, stages ? "stages" : NULL, "%s", stages ? "expected an array of stages" : "missing key 'stages' (an array)"); goto done; }
+  for (size_t i = 0; i < json_array_size(stages); i++)
+    if ((st = parse_stage(&c, json_array_get(stages, i), (int)i, s)) != TPU_OK) goto done;
+  json_t *cons = json_object_get(root, "consumer");
+  if (cons) {
+    static const char *const ck[] = { "step_time_s", "steps", NULL };
+    if (!json_is_object(cons)) { st = jerr(&c, "consumer", "expected an object"); goto done; }
+    if ((st = check_keys(&c, "consumer", cons, ck)) != TPU_OK) goto done;
+    if ((st = get_num(&c, cons, "consumer", "step_time_s", &s->step_time_s)) != TPU_OK) goto done;
+    if ((st = get_int(&c, cons, "consumer", "steps", 1, 10000000, false, false, &s->steps)) != TPU_OK) goto done;
+  }
+  json_t *host = json_object_get(root, "host");
+  if (host) {
+    static const char *const hk[] = { "cores", NULL };
+    int64_t cores = s->host_cores;
+    if (!json_is_object(host)) { st = jerr(&c, "host", "expected an object"); goto done; }
+    if ((st = check_keys(&c, "host", host, hk)) != TPU_OK) goto done;
+    if ((st = get_int(&c, host, "host", "cores", 1, 1024, false, false, &cores)) != TPU_OK) goto done;
+    s->host_cores = (int)cores;
+  }
+  if ((st = df_spec_validate(s, err, errcap)) != TPU_OK) {
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", err);
+    char fld[32] = "";
+    int idx;
+    if (sscanf(tmp, "stages[%d]", &idx) == 1) snprintf(fld, sizeof fld, "stages[%d]", idx);
+    const char *rest = strchr(tmp, ':');
+    st = jerr(&c, *fld ? fld : "stages", "%s", rest ? rest + 2 : tmp);
+    goto done;
+  }
+  s->json_text = tpu_strdup(text);
+  s->name = tpu_strdup(c.name);
+  if (!s->json_text || !s->name) { st = TPU_ERR_NOMEM; snprintf(err, errcap, "%s: out of memory", c.name); }
+done:
+  json_decref(root);
+  if (st != TPU_OK) { tpu_df_spec_destroy(s); s = NULL; }
+  *out = s;
+  return st;
+}
+
+tpu_status tpu_df_spec_load(const char *path, tpu_df_spec **out, char *err, size_t errcap) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) { snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno)); return TPU_ERR_IO; }
+  size_t cap = 4096, n = 0;
+  char *buf = tpu_malloc(cap);
+  while (buf) {
+    if (n + 1 >= cap) {
+      char *b = tpu_realloc(buf, cap * 2);
+      if (!b) { tpu_free(buf); buf = NULL; break; }
+      buf = b; cap *= 2;
+    }
+    size_t r = fread(buf + n, 1, cap - n - 1, f);
+    n += r;
+    if (r == 0) break;
+  }
+  bool bad = ferror(f);
+  fclose(f);
+  if (!buf) { snprintf(err, errcap, "%s: out of memory", path); return TPU_ERR_NOMEM; }
+  if (bad) { tpu_free(buf); snprintf(err, errcap, "%s: read error", path); return TPU_ERR_IO; }
+  buf[n] = 0;
+  tpu_status st = tpu_df_spec_parse(buf, path, out, err, errcap);
+  tpu_free(buf);
+  return st;
+}

@@ -1,0 +1,902 @@
+/*
+** check_datafeed.c -- the datafeed module: readers (good, truncated,
+** corrupt, bad magic, labels out of range), stage semantics as in tf.data,
+** bytes independent of threads and buffers, seek/resume, JSON errors, and the
+** host-time model against hand-computed timelines.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "datafeed/df_int.h"
+#include "tests/test_util.h"
+
+static char tmpdir[256];
+static char errbuf[1024];
+
+static void setup(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/check_df.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+static void teardown(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) { /* best effort */ }
+}
+static const char *tpath(const char *name) {
+  static char p[4][400];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
+  return p[k];
+}
+
+static void put_be32(unsigned char *p, uint32_t v) { p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16); p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v; }
+
+/* Writes n images of h x w (pixel = (i*7 + j) & 255) and labels i % 10. */
+static void write_idx(const char *ip, const char *lp, int n, int h, int w, bool gz, int truncate_bytes, uint32_t magic) {
+  size_t isz = 16 + (size_t)n * h * w, lsz = 8 + (size_t)n;
+  unsigned char *im = malloc(isz), *lb = malloc(lsz);
+  put_be32(im, magic); put_be32(im + 4, (uint32_t)n); put_be32(im + 8, (uint32_t)h); put_be32(im + 12, (uint32_t)w);
+  for (size_t i = 0; i < (size_t)n * h * w; i++) im[16 + i] = (unsigned char)((i / ((size_t)h * w)) * 7 + i % ((size_t)h * w));
+  put_be32(lb, 0x801); put_be32(lb + 4, (uint32_t)n);
+  for (int i = 0; i < n; i++) lb[8 + i] = (unsigned char)(i % 10);
+  if (gz) {
+    gzFile f = gzopen(ip, "wb");
+    gzwrite(f, im, (unsigned)isz);
+    gzclose(f);
+    f = gzopen(lp, "wb");
+    gzwrite(f, lb, (unsigned)lsz);
+    gzclose(f);
+    if (truncate_bytes) {
+      FILE *g = fopen(ip, "rb");
+      fseek(g, 0, SEEK_END);
+      long l = ftell(g);
+      fclose(g);
+      ck_assert_int_eq(truncate(ip, l - truncate_bytes), 0);
+    }
+  } else {
+    FILE *f = fopen(ip, "wb");
+    fwrite(im, 1, isz - (size_t)truncate_bytes, f);
+    fclose(f);
+    f = fopen(lp, "wb");
+    fwrite(lb, 1, lsz, f);
+    fclose(f);
+  }
+  free(im); free(lb);
+}
+
+static tpu_df_spec *idx_spec(const char *ip, const char *lp, int batch) {
+  tpu_df_spec *s;
+  ck_assert_int_eq(tpu_df_spec_create(&s), TPU_OK);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_IDX; src.images = ip; src.labels = lp;
+  ck_assert_int_eq(tpu_df_spec_set_source(s, &src), TPU_OK);
+  ck_assert_int_eq(tpu_df_spec_batch(s, batch, false), TPU_OK);
+  return s;
+}
+
+/* Opens and drains; returns the first error status. */
+static tpu_status drain(tpu_df_spec *s, int64_t *images) {
+  tpu_df *df;
+  tpu_status st = tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf);
+  *images = 0;
+  if (st != TPU_OK) return st;
+  tpu_df_batch b;
+  while ((st = tpu_df_next(df, &b)) == TPU_OK && b.size) *images += b.size;
+  if (st != TPU_OK) snprintf(errbuf, sizeof errbuf, "%s", tpu_df_errmsg(df));
+  tpu_df_close(df);
+  return st;
+}
+
+/* {==================================================================
+** Readers
+** ================================================================== */
+START_TEST(Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels) {
+  for (int gz = 0; gz < 2; gz++) {
+    const char *ip = tpath(gz ? "i.gz" : "i"), *lp = tpath(gz ? "l.gz" : "l");
+    write_idx(ip, lp, 1000, 5, 3, gz, 0, 0x803);
+    tpu_df_spec *s = idx_spec(ip, lp, 64);
+    tpu_df *df;
+    ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df_info in;
+    tpu_df_get_info(df, &in);
+    TU_EQ_U64(1000, in.elements);
+    TU_EQ_U64(15, in.features);
+    TU_EQ_U64(10, in.classes);
+    TU_EQ_U64(16, in.batches_per_epoch);
+    tpu_df_batch b;
+    int64_t seen = 0;
+    while (tpu_df_next(df, &b) == TPU_OK && b.size) {
+      for (int r = 0; r < b.size; r++) {
+        int64_t id = seen + r;
+        TU_EQ_U64(id % 10, b.y[r]);
+        for (int j = 0; j < 15; j++) TU_EQ_BITS((float)((unsigned char)(id * 7 + j)), b.x[r * 15 + j], "pixel");
+      }
+      seen += b.size;
+    }
+    TU_EQ_U64(1000, seen);
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+START_TEST(Truncated_plain_idx_is_an_input_error_naming_the_file) {
+  write_idx(tpath("i"), tpath("l"), 100, 4, 4, false, 5, 0x803);
+  tpu_df_spec *s = idx_spec(tpath("i"), tpath("l"), 10);
+  int64_t n;
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, tpath("i")) && strstr(errbuf, "truncated"), "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Truncated_gzip_idx_is_an_input_error_naming_the_file) {
+  write_idx(tpath("i.gz"), tpath("l.gz"), 2000, 8, 8, true, 30, 0x803);
+  tpu_df_spec *s = idx_spec(tpath("i.gz"), tpath("l.gz"), 10);
+  int64_t n;
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, tpath("i.gz")) != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Corrupt_gzip_data_is_reported_naming_the_file) {
+  write_idx(tpath("i.gz"), tpath("l.gz"), 3000, 8, 8, true, 0, 0x803);
+  FILE *f = fopen(tpath("i.gz"), "r+b");
+  fseek(f, 0, SEEK_END);
+  long l = ftell(f);
+  for (long p = l / 3; p < l / 3 + 40; p++) { fseek(f, p, SEEK_SET); fputc(0x55 ^ (int)p, f); }
+  fclose(f);
+  tpu_df_spec *s = idx_spec(tpath("i.gz"), tpath("l.gz"), 100);
+  int64_t n;
+  tpu_status st = drain(s, &n);
+  ck_assert_int_eq(st, TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, tpath("i.gz")) != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Bad_magic_is_an_input_error_naming_the_file) {
+  write_idx(tpath("i"), tpath("l"), 10, 4, 4, false, 0, 0x12345678);
+  tpu_df_spec *s = idx_spec(tpath("i"), tpath("l"), 10);
+  int64_t n;
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, tpath("i")) && strstr(errbuf, "bad magic"), "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Labels_out_of_range_and_missing_files_are_errors) {
+  write_idx(tpath("i"), tpath("l"), 20, 2, 2, false, 0, 0x803);
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_IDX; src.images = tpath("i"); src.labels = tpath("l"); src.classes = 5;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_batch(s, 4, false);
+  int64_t n;
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, tpath("l")) && strstr(errbuf, "out of range"), "%s", errbuf);
+  src.images = tpath("nope");
+  tpu_df_spec_set_source(s, &src);
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_IO);
+  ck_assert_msg(strstr(errbuf, tpath("nope")) != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers) {
+  FILE *f = fopen(tpath("a.csv"), "w");
+  fprintf(f, "label,a,b,c\n1,0.5,2,3\n0,1,1,1\n2,7,8,9\n");
+  fclose(f);
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CSV; src.path = tpath("a.csv");
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_batch(s, 3, false);
+  tpu_df *df;
+  ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df_batch b;
+  ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+  TU_EQ_U64(3, b.size);
+  TU_EQ_U64(3, b.features);
+  TU_EQ_U64(3, b.classes);
+  TU_EQ_BITS(0.5f, b.x[0], "x[0]");
+  TU_EQ_BITS(9.0f, b.x[8], "x[8]");
+  TU_EQ_U64(2, b.y[2]);
+  tpu_df_close(df);
+  f = fopen(tpath("a.csv"), "w");
+  fprintf(f, "1,0.5,2,3\n0,1,1\n");
+  fclose(f);
+  int64_t n;
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "a.csv:2: expected 3 features, got 2") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+static void write_npy(const char *p, const char *descr, const char *shape, const void *data, size_t n, const char *magic) {
+  char h[128];
+  int hl = snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+  int pad = 64 - (10 + hl + 1) % 64;
+  FILE *f = fopen(p, "wb");
+  fwrite(magic, 1, 6, f);
+  fputc(1, f); fputc(0, f);
+  uint16_t tot = (uint16_t)(hl + pad + 1);
+  fputc(tot & 255, f); fputc(tot >> 8, f);
+  fwrite(h, 1, (size_t)hl, f);
+  for (int i = 0; i < pad; i++) fputc(' ', f);
+  fputc('\n', f);
+  fwrite(data, 1, n, f);
+  fclose(f);
+}
+
+START_TEST(Npy_images_and_labels_load_and_bad_magic_is_named) {
+  uint8_t im[6 * 4];
+  int32_t lab[6];
+  for (int i = 0; i < 24; i++) im[i] = (uint8_t)(i * 3);
+  for (int i = 0; i < 6; i++) lab[i] = i % 3;
+  write_npy(tpath("x.npy"), "|u1", "(6, 2, 2)", im, sizeof im, "\x93NUMPY");
+  write_npy(tpath("y.npy"), "<i4", "(6,)", lab, sizeof lab, "\x93NUMPY");
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_NPY; src.images = tpath("x.npy"); src.labels = tpath("y.npy");
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_batch(s, 6, false);
+  tpu_df *df;
+  ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df_batch b;
+  ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+  TU_EQ_U64(4, b.features);
+  TU_EQ_BITS(69.0f, b.x[23], "x[23]");
+  TU_EQ_U64(2, b.y[5]);
+  tpu_df_close(df);
+  write_npy(tpath("x.npy"), "|u1", "(6, 2, 2)", im, sizeof im, "\x93NUMPX");
+  int64_t n;
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "x.npy: bad magic") != NULL, "%s", errbuf);
+  write_npy(tpath("x.npy"), "|u1", "(6, 2, 2)", im, sizeof im - 3, "\x93NUMPY");
+  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "x.npy: truncated") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes) {
+  if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) return;
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 2);
+  tpu_df_spec_batch(s, 1000, true);
+  tpu_df *df;
+  ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df_info in;
+  tpu_df_get_info(df, &in);
+  TU_EQ_U64(60000, in.elements);
+  TU_EQ_U64(28, in.height);
+  TU_EQ_U64(10, in.classes);
+  tpu_df_batch b;
+  int64_t n = 0;
+  float lo = 1, hi = 0;
+  while (tpu_df_next(df, &b) == TPU_OK && b.size) {
+    for (int i = 0; i < b.size * b.features; i++) { if (b.x[i] < lo) lo = b.x[i]; if (b.x[i] > hi) hi = b.x[i]; }
+    n += b.size;
+  }
+  TU_EQ_U64(60000, n);
+  TU_EQ_BITS(0.0f, lo, "min");
+  TU_EQ_BITS(1.0f, hi, "max");
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Without_cache_each_epoch_reads_the_files_again) {
+  for (int cached = 0; cached < 2; cached++) {
+    write_idx(tpath("i"), tpath("l"), 30, 2, 2, false, 0, 0x803);
+    tpu_df_spec *s;
+    tpu_df_spec_create(&s);
+    tpu_df_source src = tpu_df_source_default();
+    src.kind = TPU_DF_SRC_IDX; src.images = tpath("i"); src.labels = tpath("l");
+    tpu_df_spec_set_source(s, &src);
+    if (cached) tpu_df_spec_cache(s);      /* right after the source: read once */
+    tpu_df_spec_batch(s, 30, false);
+    tpu_df_spec_repeat(s, 2);
+    tpu_df_options o = tpu_df_options_default();
+    o.threads = 0;               /* the read of epoch 1 happens at its first batch */
+    tpu_df *df;
+    ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df_batch b;
+    ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+    TU_EQ_BITS(7.0f, b.x[4], "epoch 0, element 1");
+    /* the file changes on disk between the epochs */
+    FILE *f = fopen(tpath("i"), "r+b");
+    fseek(f, 16 + 4, SEEK_SET);
+    fputc(200, f);
+    fclose(f);
+    ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+    TU_EQ_U64(1, b.epoch);
+    TU_EQ_BITS(cached ? 7.0f : 200.0f, b.x[4], cached ? "cached epoch 1" : "re-read epoch 1");
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+/* {==================================================================
+** Stage semantics. The CSV source "ids" has feature 0 = the element id.
+** ================================================================== */
+static const char *write_ids_csv(int n) {
+  const char *p = tpath("ids.csv");
+  FILE *f = fopen(p, "w");
+  for (int i = 0; i < n; i++) fprintf(f, "%d,%d,%d\n", i % 4, i, i * 2);
+  fclose(f);
+  return p;
+}
+static tpu_df_spec *ids_spec(int n) {
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CSV; src.path = write_ids_csv(n);
+  tpu_df_spec_set_source(s, &src);
+  return s;
+}
+/* Reads every element id in order (feature 0), -1 separates epochs. */
+static int64_t read_ids(tpu_df_spec *s, int64_t *out, int64_t cap, int threads) {
+  tpu_df_options o = tpu_df_options_default();
+  o.threads = threads;
+  tpu_df *df;
+  ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df_batch b;
+  int64_t n = 0, ep = 0;
+  while (tpu_df_next(df, &b) == TPU_OK && b.size) {
+    if (b.epoch != ep) { ck_assert(n < cap); out[n++] = -1; ep = b.epoch; }
+    for (int r = 0; r < b.size; r++) { ck_assert(n < cap); out[n++] = (int64_t)b.x[r * b.features]; }
+  }
+  tpu_df_close(df);
+  return n;
+}
+
+START_TEST(Shuffle_is_a_buffered_shuffle_like_tf_data) {
+  enum { N = 500 };
+  int64_t ids[N + 10];
+  for (int buf = 1; buf <= 1024; buf *= 4) {
+    tpu_df_spec *s = ids_spec(N);
+    tpu_df_spec_shuffle(s, buf, 99);
+    tpu_df_spec_batch(s, 7, false);
+    int64_t n = read_ids(s, ids, N + 10, 2);
+    TU_EQ_U64(N, n);
+    bool seen[N] = { false }, moved = false;
+    for (int p = 0; p < N; p++) {
+      ck_assert(ids[p] >= 0 && ids[p] < N && !seen[ids[p]]);
+      seen[ids[p]] = true;
+      /* output p is drawn from a buffer holding inputs < p + buf */
+      ck_assert_msg(ids[p] < p + buf, "position %d holds %lld with buffer %d", p, (long long)ids[p], buf);
+      if (ids[p] != p) moved = true;
+    }
+    ck_assert(buf == 1 ? !moved : moved);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+START_TEST(Batch_drop_remainder_keeps_or_drops_the_partial_batch) {
+  for (int drop = 0; drop < 2; drop++) {
+    tpu_df_spec *s = ids_spec(10);
+    tpu_df_spec_batch(s, 4, drop);
+    tpu_df *df;
+    ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+    tpu_df_batch b;
+    int sizes[4] = { 0 }, nb = 0;
+    while (tpu_df_next(df, &b) == TPU_OK && b.size) sizes[nb++] = b.size;
+    TU_EQ_U64(drop ? 2 : 3, nb);
+    TU_EQ_U64(4, sizes[0]);
+    TU_EQ_U64(4, sizes[1]);
+    if (!drop) TU_EQ_U64(2, sizes[2]);
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+  tpu_df_spec *s = ids_spec(3);
+  tpu_df_spec_batch(s, 4, true);
+  tpu_df *df;
+  ck_assert_int_eq(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "leaves no batch") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Shard_keeps_every_nth_element_from_index) {
+  int64_t ids[100];
+  tpu_df_spec *s = ids_spec(20);
+  tpu_df_spec_shard(s, 3, 1);
+  tpu_df_spec_batch(s, 4, false);
+  int64_t n = read_ids(s, ids, 100, 1);
+  TU_EQ_U64(7, n);
+  for (int i = 0; i < n; i++) TU_EQ_U64(1 + 3 * i, ids[i]);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Interleave_takes_elements_in_turn_from_cycle_length_files) {
+  /* a directory of 3 CSV files of 4, 4 and 2 elements; cycle 2 */
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/csvdir", tmpdir);
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  int sizes[3] = { 4, 4, 2 }, id = 0;
+  for (int f = 0; f < 3; f++) {
+    char p[450];
+    snprintf(p, sizeof p, "%s/part%d.csv", dir, f);
+    FILE *fp = fopen(p, "w");
+    for (int i = 0; i < sizes[f]; i++, id++) fprintf(fp, "%d,%d\n", f, id);
+    fclose(fp);
+  }
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CSV; src.path = dir;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_interleave(s, 2, 2);
+  tpu_df_spec_batch(s, 3, false);
+  int64_t got[20];
+  int64_t n = read_ids(s, got, 20, 2);
+  static const int64_t want[10] = { 0, 4, 1, 5, 2, 6, 3, 7, 8, 9 };
+  TU_EQ_U64(10, n);
+  for (int i = 0; i < 10; i++) TU_EQ_U64(want[i], got[i]);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached) {
+  int64_t a[400];
+  for (int cached = 0; cached < 2; cached++) {
+    tpu_df_spec *s = ids_spec(50);
+    tpu_df_spec_shuffle(s, 50, 5);
+    if (cached) tpu_df_spec_cache(s);
+    tpu_df_spec_batch(s, 8, false);
+    tpu_df_spec_repeat(s, 3);
+    int64_t n = read_ids(s, a, 400, 2);
+    TU_EQ_U64(3 * 50 + 2, n);          /* two epoch separators */
+    TU_EQ_U64(-1, a[50]);
+    bool same = memcmp(a, a + 51, 50 * sizeof *a) == 0 && memcmp(a, a + 102, 50 * sizeof *a) == 0;
+    ck_assert_msg(cached ? same : !same, "cached=%d same=%d", cached, same);
+    int64_t sum = 0;
+    for (int i = 51; i < 101; i++) sum += a[i];
+    TU_EQ_U64(49 * 50 / 2, sum);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+START_TEST(Cache_freezes_random_maps_before_it_not_after) {
+  for (int before = 0; before < 2; before++) {
+    tpu_df_spec *s;
+    tpu_df_spec_create(&s);
+    tpu_df_source src = tpu_df_source_default();
+    src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 64; src.height = 6; src.width = 5; src.channels = 2; src.classes = 3; src.seed = 4;
+    tpu_df_spec_set_source(s, &src);
+    if (!before) tpu_df_spec_cache(s);
+    tpu_df_spec_map(s, TPU_DF_MAP_RANDOM_FLIP, NULL, 1);
+    if (before) tpu_df_spec_cache(s);
+    tpu_df_spec_batch(s, 64, false);
+    tpu_df_spec_repeat(s, 2);
+    tpu_df *df;
+    ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+    tpu_df_batch b;
+    static float e0[64 * 60];
+    tpu_df_next(df, &b);
+    memcpy(e0, b.x, sizeof e0);
+    tpu_df_next(df, &b);
+    TU_EQ_U64(1, b.epoch);
+    bool same = memcmp(e0, b.x, sizeof e0) == 0;
+    ck_assert_msg(before ? same : !same, "random_flip %s cache: epochs %s", before ? "before" : "after", same ? "equal" : "differ");
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+START_TEST(Map_functions_normalize_one_hot_flip_and_crop) {
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 40; src.height = 5; src.width = 4; src.channels = 3; src.classes = 7; src.seed = 9;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_batch(s, 40, false);
+  tpu_df *df;
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+  tpu_df_batch b;
+  tpu_df_next(df, &b);
+  static float raw[40 * 60];
+  int32_t lab[40];
+  memcpy(raw, b.x, sizeof raw);
+  memcpy(lab, b.y, sizeof lab);
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+  for (int fn = 0; fn < 4; fn++) {
+    tpu_df_spec_create(&s);
+    tpu_df_spec_set_source(s, &src);
+    tpu_df_map_args a = { 0.0, 255.0, 1 };
+    tpu_df_spec_batch(s, 40, false);      /* after batch: the vectorized form */
+    tpu_df_spec_map(s, (tpu_df_map_fn)fn, &a, 2);
+    ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+    tpu_df_next(df, &b);
+    int flips = 0, shifted = 0;
+    for (int r = 0; r < 40; r++) {
+      const float *x = b.x + r * 60, *o = raw + r * 60;
+      TU_EQ_U64(lab[r], b.y[r]);
+      if (fn == TPU_DF_MAP_NORMALIZE) for (int j = 0; j < 60; j++) TU_EQ_BITS(o[j] / 255.0f, x[j], "normalized");
+      if (fn == TPU_DF_MAP_ONE_HOT) {
+        ck_assert_ptr_nonnull(b.y_onehot);
+        for (int k = 0; k < 7; k++) TU_EQ_BITS(k == lab[r] ? 1.0f : 0.0f, b.y_onehot[r * 7 + k], "one-hot");
+      }
+      if (fn == TPU_DF_MAP_RANDOM_FLIP) {
+        bool same = memcmp(x, o, 60 * sizeof *x) == 0, mirror = true;
+        for (int y = 0; y < 5; y++) for (int xx = 0; xx < 4; xx++) for (int c = 0; c < 3; c++)
+          if (x[(y * 4 + xx) * 3 + c] != o[(y * 4 + 3 - xx) * 3 + c]) mirror = false;
+        ck_assert(same || mirror);
+        flips += !same;
+      }
+      if (fn == TPU_DF_MAP_RANDOM_CROP) {
+        bool found = false;
+        for (int dy = -1; dy <= 1 && !found; dy++) for (int dx = -1; dx <= 1 && !found; dx++) {
+          bool ok = true;
+          for (int y = 0; y < 5; y++) for (int xx = 0; xx < 4; xx++) for (int c = 0; c < 3; c++) {
+            int sy = y + dy, sx = xx + dx;
+            float want = sy >= 0 && sy < 5 && sx >= 0 && sx < 4 ? o[(sy * 4 + sx) * 3 + c] : 0.0f;
+            if (x[(y * 4 + xx) * 3 + c] != want) ok = false;
+          }
+          if (ok) { found = true; shifted += dy || dx; }
+        }
+        ck_assert_msg(found, "row %d is not a padded crop", r);
+      }
+    }
+    if (fn == TPU_DF_MAP_RANDOM_FLIP) ck_assert(flips > 5 && flips < 35);
+    if (fn == TPU_DF_MAP_RANDOM_CROP) ck_assert(shifted > 10);
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+/* {==================================================================
+** Determinism and resume
+** ================================================================== */
+static uint64_t hash_stream(const tpu_df_spec *s, int threads, int prefetch, int64_t start_epoch, int64_t start_index,
+                            int64_t *nbatches) {
+  tpu_df_options o = tpu_df_options_default();
+  o.threads = threads;
+  o.prefetch = prefetch;
+  tpu_df *df;
+  ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  if (start_epoch || start_index) ck_assert_int_eq(tpu_df_seek(df, start_epoch, start_index), TPU_OK);
+  uint64_t h = 1469598103934665603ull;
+  tpu_df_batch b;
+  *nbatches = 0;
+  while (tpu_df_next(df, &b) == TPU_OK && b.size) {
+    const unsigned char *p = (const unsigned char *)b.x;
+    for (size_t i = 0; i < (size_t)b.size * (size_t)b.features * 4; i++) h = (h ^ p[i]) * 1099511628211ull;
+    for (int i = 0; i < b.size; i++) h = (h ^ (uint64_t)b.y[i]) * 1099511628211ull;
+    h = (h ^ (uint64_t)b.epoch * 131 ^ (uint64_t)b.index) * 1099511628211ull;
+    (*nbatches)++;
+  }
+  tpu_df_close(df);
+  return h;
+}
+
+static tpu_df_spec *busy_spec(void) {
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 700; src.height = 8; src.width = 8; src.channels = 1; src.classes = 10; src.seed = 3;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_map_args crop = { 0, 255, 2 };
+  tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 1);
+  tpu_df_spec_cache(s);
+  tpu_df_spec_shuffle(s, 100, 11);
+  tpu_df_spec_map(s, TPU_DF_MAP_RANDOM_CROP, &crop, TPU_DF_AUTOTUNE);
+  tpu_df_spec_batch(s, 33, false);
+  tpu_df_spec_map(s, TPU_DF_MAP_RANDOM_FLIP, NULL, 1);
+  tpu_df_spec_repeat(s, 3);
+  tpu_df_spec_prefetch(s, 2);
+  return s;
+}
+
+START_TEST(Bytes_do_not_depend_on_threads_or_buffer_sizes) {
+  tpu_df_spec *s = busy_spec();
+  int64_t nb0, nb;
+  uint64_t h0 = hash_stream(s, 0, 0, 0, 0, &nb0);
+  TU_EQ_U64(3 * 22, nb0);
+  static const int th[] = { 1, 2, 3, 5, 8 }, pf[] = { 0, 1, 2, 7 };
+  for (size_t i = 0; i < 5; i++)
+    for (size_t j = 0; j < 4; j++) {
+      uint64_t h = hash_stream(s, th[i], pf[j], 0, 0, &nb);
+      ck_assert_msg(h == h0 && nb == nb0, "threads %d prefetch %d differ", th[i], pf[j]);
+    }
+  tpu_df_spec *s2 = busy_spec();
+  tpu_df_spec_reseed(s2, 12345);
+  ck_assert(hash_stream(s2, 2, 2, 0, 0, &nb) != h0);
+  tpu_df_spec_destroy(s2);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run) {
+  tpu_df_spec *s = busy_spec();
+  /* the stream from (epoch 1, batch 5) on, made by a fresh pipeline that skipped ahead */
+  tpu_df_options o = tpu_df_options_default();
+  tpu_df *df;
+  ck_assert(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK);
+  tpu_df_batch b;
+  uint64_t h_ref = 1469598103934665603ull;
+  int64_t n_ref = 0;
+  while (tpu_df_next(df, &b) == TPU_OK && b.size) {
+    if (b.epoch * 22 + b.index < 22 + 5) continue;
+    const unsigned char *p = (const unsigned char *)b.x;
+    for (size_t i = 0; i < (size_t)b.size * (size_t)b.features * 4; i++) h_ref = (h_ref ^ p[i]) * 1099511628211ull;
+    for (int i = 0; i < b.size; i++) h_ref = (h_ref ^ (uint64_t)b.y[i]) * 1099511628211ull;
+    h_ref = (h_ref ^ (uint64_t)b.epoch * 131 ^ (uint64_t)b.index) * 1099511628211ull;
+    n_ref++;
+  }
+  ck_assert_int_eq(tpu_df_seek(df, 9, 0), TPU_ERR_CONFIG);
+  tpu_df_close(df);
+  int64_t nb;
+  for (int t = 0; t < 3; t++) {
+    uint64_t h = hash_stream(s, t, 1, 1, 5, &nb);
+    ck_assert_msg(h == h_ref && nb == n_ref, "threads %d: resume differs", t);
+  }
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+/* {==================================================================
+** JSON descriptions
+** ================================================================== */
+static tpu_status parse(const char *text) {
+  tpu_df_spec *s;
+  tpu_status st = tpu_df_spec_parse(text, "p.json", &s, errbuf, sizeof errbuf);
+  tpu_df_spec_destroy(s);
+  return st;
+}
+
+START_TEST(Json_errors_name_the_file_field_and_line_column) {
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"},\n \"stages\": [ {\"op\": \"batch\", \"batch_size\": 8} ] }"), TPU_OK);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"},\n \"stages\": [ {\"op\": \"batch\", \"batch_size\": 0} ] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "p.json:2:44: field 'stages[0].batch_size': expected an integer in 1..1048576, got 0") != NULL, "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"},\n \"stages\": [ {\"op\": \"shuffle\", \"bufer_size\": 8} ] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "p.json:2:") && strstr(errbuf, "'stages[0].bufer_size': unknown key"), "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"},\n \"stages\": [ {\"op\": \"batch\", \"batch_size\": 8}, "), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "p.json:2:") && strstr(errbuf, "malformed JSON"), "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"tape\"}, \"stages\": [] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "field 'source.kind': expected one of") != NULL, "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"}, \"stages\": [ {\"op\": \"batch\", \"batch_size\": 8}, {\"op\": \"shuffle\", \"buffer_size\": 8} ] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "field 'stages[1]'") && strstr(errbuf, "shuffle after batch"), "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"}, \"stages\": [ {\"op\": \"map\", \"fn\": \"normalize\", \"num_parallel_calls\": \"many\"}, {\"op\": \"batch\", \"batch_size\": 8} ] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "or \"autotune\", got a string") != NULL, "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\", \"open_latency_s\": -1}, \"stages\": [ {\"op\": \"batch\", \"batch_size\": 8} ] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "field 'source.open_latency_s': expected a number >= 0") != NULL, "%s", errbuf);
+  ck_assert_int_eq(parse("{ \"source\": {\"kind\": \"fashion-mnist\"}, \"stages\": [ {\"op\": \"map\", \"fn\": \"normalize\"} ] }"), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "a batch stage is required") != NULL, "%s", errbuf);
+}
+END_TEST
+
+/* {==================================================================
+** The host-time model vs hand-computed timelines
+** ================================================================== */
+static tpu_df_spec *model_spec(int64_t n, int64_t files, double open_s, double read_s, int prefetch) {
+  tpu_df_spec *s;
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = n; src.height = 2; src.width = 2; src.channels = 1; src.classes = 2;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_set_cost(s, "files", (double)files);
+  tpu_df_spec_set_cost(s, "open_latency_s", open_s);
+  tpu_df_spec_set_cost(s, "read_latency_s", read_s);
+  tpu_df_spec_batch(s, 1, false);
+  if (prefetch) tpu_df_spec_prefetch(s, prefetch);
+  return s;
+}
+
+#define NEAR(want, got) ck_assert_msg(fabs((want) - (got)) < 1e-9, "%s\n  Expected: %.9f\n  Actual:   %.9f", #got, (double)(want), (double)(got))
+
+START_TEST(Naive_model_alternates_open_read_and_train) {
+  /* 12 elements in 4 files; open 30 ms, read 15 ms, train 10 ms, no overlap:
+  ** step i waits for read (+ open at each file's first element) */
+  tpu_df_spec *s = model_spec(12, 4, 0.03, 0.015, 0);
+  double ready[12];
+  tpu_df_model_result r;
+  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  double t = 0;
+  for (int i = 0; i < 12; i++) {
+    t += (i % 3 == 0 ? 0.03 : 0) + 0.015;
+    NEAR(t, ready[i]);
+    t += 0.01;
+  }
+  NEAR(12 * 0.025 + 4 * 0.03, r.total_s);
+  NEAR((12 * 0.015 + 4 * 0.03) / 12, r.wait_mean_s);
+  NEAR(0.045, r.wait_max_s);
+  NEAR((12 * 0.015 + 4 * 0.03) / r.total_s, r.input_bound_share);
+  TU_EQ_U64(12, r.steps);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Prefetch_model_overlaps_reading_with_training) {
+  /* producer-bound: reads back to back, ready(i) = sum of reads and opens */
+  tpu_df_spec *s = model_spec(12, 4, 0.03, 0.015, 1);
+  double ready[12];
+  tpu_df_model_result r;
+  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  double t = 0;
+  for (int i = 0; i < 12; i++) { t += (i % 3 == 0 ? 0.03 : 0) + 0.015; NEAR(t, ready[i]); }
+  NEAR(12 * 0.015 + 4 * 0.03 + 0.01, r.total_s);
+  tpu_df_spec_destroy(s);
+  /* consumer-bound: read 5 ms, train 10 ms, no opens: only the first step waits */
+  s = model_spec(12, 1, 0, 0.005, 1);
+  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  NEAR(0.005, ready[0]);
+  for (int i = 1; i < 12; i++) NEAR(0.005 + 0.01 * i, ready[i]);
+  NEAR(0.005 + 12 * 0.01, r.total_s);
+  NEAR(0.005, r.wait_max_s);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+static double slow_then_fast(void *ud, int64_t step) { (void)ud; return step < 3 ? 0.05 : 0.001; }
+
+START_TEST(Model_next_follows_a_consumer_with_varying_step_times) {
+  tpu_df_spec *s = model_spec(12, 1, 0, 0.01, 2);
+  double ready[12];
+  tpu_df_model_result r;
+  ck_assert(tpu_df_model_run(s, NULL, 0, slow_then_fast, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  /* the buffer (2) fills during the slow steps; the fast steps then drain it */
+  NEAR(0.01, ready[0]);
+  NEAR(0.06, ready[1]);
+  NEAR(0.11, ready[2]);
+  NEAR(0.16, ready[3]);
+  NEAR(0.161, ready[4]);
+  /* past the end of the data the model says so */
+  tpu_df_model *m;
+  ck_assert(tpu_df_model_create(s, NULL, &m, errbuf, sizeof errbuf) == TPU_OK);
+  for (int i = 0; i < 12; i++) ck_assert(tpu_df_model_next(m, 0) >= 0);
+  ck_assert(tpu_df_model_next(m, 1) < 0);
+  tpu_df_model_destroy(m);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Autotune_picks_enough_parallel_map_calls_within_the_core_budget) {
+  tpu_df_spec *s = model_spec(200, 1, 0, 0.0001, 0);
+  /* rebuild: map of 30 ms per element before batch, step 10 ms */
+  tpu_df_spec_destroy(s);
+  tpu_df_spec_create(&s);
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 200; src.height = 2; src.width = 2; src.channels = 1; src.classes = 2;
+  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, TPU_DF_AUTOTUNE);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.03);
+  tpu_df_spec_batch(s, 1, false);
+  tpu_df_spec_prefetch(s, TPU_DF_AUTOTUNE);
+  tpu_df_model_options o = tpu_df_model_options_default();
+  o.host_cores = 6;
+  char report[512];
+  ck_assert(tpu_df_model_autotune(s, &o, 0.01, 100, report, sizeof report, errbuf, sizeof errbuf) == TPU_OK);
+  ck_assert_msg(strstr(report, "stages[0].num_parallel_calls = ") != NULL, "%s", report);
+  int par = s->st[0].par;
+  ck_assert_msg(par >= 3 && par <= 4, "chose %d:\n%s", par, report);   /* 30 ms / 10 ms per step, 6 cores - consumer - prefetch */
+  tpu_df_model_result r1, r;
+  ck_assert(tpu_df_model_run(s, &o, 0.01, NULL, NULL, 100, NULL, &r, errbuf, sizeof errbuf) == TPU_OK);
+  s->st[0].par = 1;
+  ck_assert(tpu_df_model_run(s, &o, 0.01, NULL, NULL, 100, NULL, &r1, errbuf, sizeof errbuf) == TPU_OK);
+  ck_assert(r.wait_mean_s < r1.wait_mean_s / 5);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Ray_examples_order_threads_then_processes_then_shared_memory) {
+  const char *f[3] = { "datafeed/examples/ray_one_generator.json", "datafeed/examples/ray_processes.json",
+                       "datafeed/examples/ray_shared_memory.json" };
+  double w[3];
+  for (int i = 0; i < 3; i++) {
+    tpu_df_spec *s;
+    ck_assert_msg(tpu_df_spec_load(f[i], &s, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df_model_result r;
+    ck_assert(tpu_df_model_run(s, NULL, 0.25, NULL, NULL, 24, NULL, &r, errbuf, sizeof errbuf) == TPU_OK);
+    w[i] = r.wait_mean_s;
+    tpu_df_spec_destroy(s);
+  }
+  ck_assert_msg(w[0] > 3 * w[1] && w[1] > w[2], "waits %g %g %g", w[0], w[1], w[2]);
+}
+END_TEST
+
+/* {==================================================================
+** Allocation failures: every allocation of open/next/close and of the model
+** fails in turn; each must give an error (never a crash, hang or leak).
+** ================================================================== */
+#include <stdatomic.h>
+static atomic_int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (atomic_fetch_add(&calls, 1) + 1 == atomic_load(&fail_at)) return NULL;
+  return realloc(p, n);
+}
+
+START_TEST(Open_next_and_model_survive_every_allocation_failure) {
+  tpu_df_spec *s = busy_spec();
+  bool ok_seen = false;
+  for (int k = 1; k < 2000 && !ok_seen; k++) {
+    atomic_store(&fail_at, k);
+    atomic_store(&calls, 0);
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_df *df = NULL;
+    tpu_status st = tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf);
+    if (st == TPU_OK) {
+      tpu_df_batch b;
+      for (int i = 0; i < 3 && st == TPU_OK; i++) st = tpu_df_next(df, &b);
+      tpu_df_close(df);
+    }
+    tpu_df_model_result r;
+    tpu_status st2 = tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 30, NULL, &r, errbuf, sizeof errbuf);
+    tpu_set_alloc(NULL, NULL);
+    ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
+    ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
+    ok_seen = st == TPU_OK && st2 == TPU_OK && atomic_load(&calls) < k;
+  }
+  ck_assert(ok_seen);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+static Suite *datafeed_suite(void) {
+  Suite *s = suite_create("datafeed");
+  TCase *tc = tcase_create("readers");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels);
+  tcase_add_test(tc, Truncated_plain_idx_is_an_input_error_naming_the_file);
+  tcase_add_test(tc, Truncated_gzip_idx_is_an_input_error_naming_the_file);
+  tcase_add_test(tc, Corrupt_gzip_data_is_reported_naming_the_file);
+  tcase_add_test(tc, Bad_magic_is_an_input_error_naming_the_file);
+  tcase_add_test(tc, Labels_out_of_range_and_missing_files_are_errors);
+  tcase_add_test(tc, Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers);
+  tcase_add_test(tc, Npy_images_and_labels_load_and_bad_magic_is_named);
+  tcase_add_test(tc, Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes);
+  tcase_add_test(tc, Without_cache_each_epoch_reads_the_files_again);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("stages");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Shuffle_is_a_buffered_shuffle_like_tf_data);
+  tcase_add_test(tc, Batch_drop_remainder_keeps_or_drops_the_partial_batch);
+  tcase_add_test(tc, Shard_keeps_every_nth_element_from_index);
+  tcase_add_test(tc, Interleave_takes_elements_in_turn_from_cycle_length_files);
+  tcase_add_test(tc, Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached);
+  tcase_add_test(tc, Cache_freezes_random_maps_before_it_not_after);
+  tcase_add_test(tc, Map_functions_normalize_one_hot_flip_and_crop);
+  tcase_add_test(tc, Bytes_do_not_depend_on_threads_or_buffer_sizes);
+  tcase_add_test(tc, Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run);
+  tcase_add_test(tc, Json_errors_name_the_file_field_and_line_column);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("model");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Naive_model_alternates_open_read_and_train);
+  tcase_add_test(tc, Prefetch_model_overlaps_reading_with_training);
+  tcase_add_test(tc, Model_next_follows_a_consumer_with_varying_step_times);
+  tcase_add_test(tc, Autotune_picks_enough_parallel_map_calls_within_the_core_budget);
+  tcase_add_test(tc, Ray_examples_order_threads_then_processes_then_shared_memory);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Open_next_and_model_survive_every_allocation_failure);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return tu_run_suite(datafeed_suite()) ? 1 : 0; }

@@ -1,0 +1,77 @@
+# tpusim pipeline: every shipped example runs, the model's figures for the
+# hand-checkable cases, the Ray ordering, autotune reporting, --real, and bad
+# configurations (exit 2 naming file, field and line:col).
+EX=$(cd "$(dirname "$TPUSIM")" && cd ../.. && pwd)/datafeed/examples
+[ -d "$EX" ] || EX=$(pwd)/../datafeed/examples
+[ -d "$EX" ] || die "examples not found"
+n=0
+for f in "$EX"/*.json; do
+  expect_status 0 "$TPUSIM" pipeline --config "$f" --json
+  echo "$OUT" > r.json
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open("r.json")); assert d["total_s"]>0 and d["steps"]>0 and 0<=d["input_bound_share"]<=1, d' || die "$f: bad JSON result"
+  expect_status 0 "$TPUSIM" pipeline --config "$f"
+  expect_out_contains "total time"
+  expect_out_contains "train (consumer)"
+  n=$((n + 1))
+done
+[ $n -ge 12 ] || die "expected at least 12 examples, found $n"
+# naive: 24 steps of (read 15 ms + train 10 ms) and 8 opens of 30 ms = 0.84 s
+expect_status 0 "$TPUSIM" pipeline --config "$EX/naive.json" --json
+echo "$OUT" > n.json
+/usr/bin/python3 -c 'import json; d=json.load(open("n.json")); assert abs(d["total_s"]-0.84)<1e-9, d["total_s"]' || die "naive total"
+# prefetch: reading is the bottleneck, train overlaps it: 24*0.015 + 8*0.03 + 0.01 = 0.61 s
+expect_status 0 "$TPUSIM" pipeline --config "$EX/prefetch.json" --json
+echo "$OUT" > p.json
+/usr/bin/python3 -c 'import json; d=json.load(open("p.json")); assert abs(d["total_s"]-0.61)<1e-9, d["total_s"]; assert "stages[2].buffer_size" in d["autotune"]' || die "prefetch total/autotune"
+# each fix of the guide removes wait
+w() { "$TPUSIM" pipeline --config "$EX/$1.json" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["wait_mean_s"])'; }
+/usr/bin/python3 - "$(w naive)" "$(w prefetch)" "$(w interleave_parallel)" "$(w map_sequential)" "$(w map_parallel)" "$(w cache)" "$(w map_scalar)" "$(w map_vectorized)" "$(w ray_one_generator)" "$(w ray_processes)" "$(w ray_shared_memory)" <<'PY' || die "wait ordering"
+import sys
+naive, pf, pil, mseq, mpar, cache, msc, mvec, rt, rp, rs = map(float, sys.argv[1:])
+assert pf < naive and pil < pf, (naive, pf, pil)
+assert mpar < mseq and cache < mseq, (mseq, mpar, cache)
+assert mvec < msc, (msc, mvec)
+assert rt > rp > rs, (rt, rp, rs)
+PY
+# flags override the file; the timeline has one row per worker
+expect_status 0 "$TPUSIM" pipeline --config "$EX/map_parallel.json" --host-cores 4 --steps 10 --step-time 0.005 --timeline-steps 2 --width 40
+expect_out_contains "consumer     10 steps of 0.005 s"
+expect_out_contains "map #"
+# the real pipeline runs the same description
+expect_status 0 "$TPUSIM" pipeline --config "$EX/map_parallel.json" --real
+expect_out_contains "real run     24 images"
+
+# bad input: exit 2 and a message with file, field, line:col
+printf '{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }' > neg.json
+expect_status 2 "$TPUSIM" pipeline --config neg.json
+expect_err_contains "neg.json:2:46: field 'stages[0].batch_size': expected an integer in 1..1048576, got -4"
+printf '{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "prefetch", "bufer_size": 2 } ] }' > unk.json
+expect_status 2 "$TPUSIM" pipeline --config unk.json
+expect_err_contains "unk.json:2:"
+expect_err_contains "field 'stages[0].bufer_size': unknown key; allowed here: op, buffer_size"
+printf '{ "source": { "kind": "synthetic", "n": 10,\n' > trunc.json
+expect_status 2 "$TPUSIM" pipeline --config trunc.json
+expect_err_contains "trunc.json:2:"
+expect_err_contains "malformed JSON"
+printf '{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "workers", "kind": "fork", "count": 2 } ] }' > wk.json
+expect_status 2 "$TPUSIM" pipeline --config wk.json
+expect_err_contains "wk.json:2:42: field 'stages[0].kind': expected thread, process or shared_memory, got 'fork'"
+printf '{ "source": { "kind": "csv", "path": "x.csv" }, "stages": [ { "op": "batch", "batch_size": 2 } ] }' > csv.json
+expect_status 2 "$TPUSIM" pipeline --config csv.json
+expect_err_contains "source.elements"
+expect_status 2 "$TPUSIM" pipeline --config no-such.json
+expect_err_contains "no-such.json: cannot open"
+expect_status 2 "$TPUSIM" pipeline
+expect_err_contains "--config FILE.json is required"
+expect_status 2 "$TPUSIM" pipeline --config neg.json --steps 0
+# a truncated data file is reported by --real with its name
+/usr/bin/python3 - <<'PY'
+import struct
+open("img", "wb").write(struct.pack(">IIII", 0x803, 50, 4, 4) + bytes(50 * 16 - 7))
+open("lab", "wb").write(struct.pack(">II", 0x801, 50) + bytes(50))
+PY
+printf '{ "source": { "kind": "idx", "images": "img", "labels": "lab", "elements": 50 },\n  "stages": [ { "op": "batch", "batch_size": 5 } ] }' > idx.json
+expect_status 2 "$TPUSIM" pipeline --config idx.json --real
+expect_err_contains "img: truncated"
+expect_status 0 "$TPUSIM" pipeline --help
+expect_out_contains "--config FILE"
