@@ -137,6 +137,11 @@ int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name) {
   return 0;
 }
 
+int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf) {
+  if (core < 0 || core >= p->cores || buf < 1 || buf > p->core[core].nbufs) return 0;
+  return p->core[core].bufs[buf - 1].rows * p->core[core].bufs[buf - 1].cols;
+}
+
 static sim_buf *buf_of(tpu_sim_program *p, int core, int h) {
   sim_core_prog *cp = &p->core[core];
   return h >= 1 && h <= cp->nbufs ? &cp->bufs[h - 1] : NULL;

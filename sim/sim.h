@@ -171,6 +171,8 @@ int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space
                    tpu_sim_dtype dtype, int64_t rows, int64_t cols);
 /* The handle of 'name' on 'core', or 0. */
 int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name);
+/* rows * cols of a buffer, or 0 for a bad handle. */
+int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf);
 /* Sets a buffer's initial values: rows*cols floats, copied (rounded to bf16
 ** for a bf16 buffer). Used at the tile level; ignored at the timing level. */
 tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values);
