@@ -350,14 +350,17 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
     break;
   }
   case SIM_U_VPU: {
-    const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so->vpu_code, cp, &so->o);
+    const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
     c->start[i] = c->busy[i] = start;
     c->end[i] = c->unit_free[u] = start + cyc;
     if (values) {
       float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
       for (int k = 0; k < TPU_SIM_MAX_IN && so->o.in[k]; k++) in[k] = c->val[so->o.in[k] - 1];
       for (int k = 0; k < TPU_SIM_MAX_OUT && so->o.out[k]; k++) out[k] = c->val[so->o.out[k] - 1];
-      sim_vpu_exec(so->vpu_code, cp, &so->o, in, out);
+      tpu_status vs = sim_vpu_exec(so, cp, in, out);
+      if (vs != TPU_OK)
+        chip_fail(ch, vs == TPU_ERR_NOMEM ? TPU_ERR_NOMEM : TPU_ERR_INPUT, "core %d: op %d ('%s'): the VPU "
+                  "rejected its operands: %s (labels must lie in [0, cols))", c->id, i, so->name, tpu_status_str(vs));
     }
     break;
   }

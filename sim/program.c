@@ -238,6 +238,7 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
   int reads[TPU_SIM_MAX_IN + 3], writes[TPU_SIM_MAX_OUT + 1], nr = 0, nw = 0;
   int64_t bytes = 0;
   int unit = 0, vcode = -1;
+  tpu_vpu_params prm = tpu_vpu_params_default();
   if (op->step < 0 || op->step < cp->maxstep) {
     sim_seterr(p, "core %d: op %d ('%s'): field 'step': %d; steps must be >= 0 and must not decrease "
                "along a core's program (the previous op has step %d)", core, idx, nm, op->step, cp->maxstep);
@@ -308,7 +309,8 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
       writes[nw++] = op->out[i];
     }
     char e[512];
-    if (!sim_vpu_check(vcode, op, cp, e, sizeof e)) {
+    prm = op->params ? *op->params : tpu_vpu_params_default();
+    if (!sim_vpu_check(vcode, op, &prm, cp, e, sizeof e)) {
       sim_seterr(p, "core %d: op %d ('%s'): %s", core, idx, nm, e);
       return TPU_ERR_INPUT;
     }
@@ -370,6 +372,8 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
   so->unit = unit;
   so->bytes = bytes;
   so->vpu_code = vcode;
+  so->params = prm;
+  so->o.params = NULL;
   so->dep0 = cp->ndeps;
   /* dependencies: RAW on the last writer of every read; WAW and WAR for
   ** every write. Readers lists are grown before anything is committed. */

@@ -242,7 +242,7 @@ static const char *const COLLS[] = { "all_reduce", "all_gather", "reduce_scatter
 static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long repeat) {
   if (!json_is_array(arr)) { perr(x, path, "expected an array of ops"); return false; }
   static const char *const KEYS[] = { "op", "name", "step", "src", "dst", "a", "b", "trans_a", "trans_b",
-                                      "accumulate", "precision", "fn", "in", "out", "scalars", "root", NULL };
+                                      "accumulate", "precision", "fn", "in", "out", "params", "root", NULL };
   long long maxstep = 0;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     json_t *s = json_object_get(json_array_get(arr, i), "step");
@@ -260,6 +260,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
       if (!kind) return false;
       snprintf(sub, sizeof sub, "%s.op", op);
       tpu_sim_op so = { 0 };
+      tpu_vpu_params prm;
       so.name = get_str(x, o, "name", op, false);
       long long step = 0;
       if (!get_int(x, o, "step", op, 0, 1000000, &step, false)) return false;
@@ -286,16 +287,25 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
         so.vpu_op = get_str(x, o, "fn", op, true);
         if (so.vpu_op && buf_list(x, o, "in", op, core, so.in, TPU_SIM_MAX_IN))
           buf_list(x, o, "out", op, core, so.out, TPU_SIM_MAX_OUT);
-        json_t *sc = json_object_get(o, "scalars");
-        if (sc && !x->failed) {
-          snprintf(sub, sizeof sub, "%s.scalars", op);
-          if (!json_is_array(sc) || json_array_size(sc) > TPU_SIM_MAX_SCALARS) {
-            perr(x, sub, "expected an array of at most %d numbers", TPU_SIM_MAX_SCALARS);
-          } else {
-            for (size_t k = 0; k < json_array_size(sc); k++) {
-              if (!json_is_number(json_array_get(sc, k))) { perr(x, sub, "expected numbers"); break; }
-              so.scalars[k] = (float)json_number_value(json_array_get(sc, k));
+        json_t *pj = json_object_get(o, "params");
+        if (pj && !x->failed) {
+          static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
+          snprintf(sub, sizeof sub, "%s.params", op);
+          prm = tpu_vpu_params_default();
+          if (!json_is_object(pj)) {
+            perr(x, sub, "expected an object of VPU parameters");
+          } else if (only_keys(x, pj, sub, PK)) {
+            float *dst[] = { &prm.alpha, &prm.lr, &prm.momentum, &prm.beta1, &prm.beta2, &prm.eps };
+            for (int k = 0; k < 6 && !x->failed; k++) {
+              json_t *v = json_object_get(pj, PK[k]);
+              char kp[340];
+              snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
+              if (v && !json_is_number(v)) perr(x, kp, "expected a number");
+              else if (v) *dst[k] = (float)json_number_value(v);
             }
+            long long stp = prm.step;
+            if (!x->failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm.step = stp;
+            so.params = &prm;
           }
         }
       } else if (!strcmp(kind, "infeed")) {

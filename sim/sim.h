@@ -131,8 +131,7 @@ const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... 
 const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
 
 #define TPU_SIM_MAX_IN 4
-#define TPU_SIM_MAX_OUT 2
-#define TPU_SIM_MAX_SCALARS 6
+#define TPU_SIM_MAX_OUT 3
 /* One operation. Buffers are handles from tpu_sim_buffer (>= 1); 0 means
 ** none, so designated initializers leave unused operands empty. */
 typedef struct tpu_sim_op {
@@ -144,10 +143,16 @@ typedef struct tpu_sim_op {
   bool trans_a, trans_b;
   bool accumulate;             /* MATMUL: dst += product (else dst = product) */
   tpu_precision precision;     /* MATMUL: bf16 (default), bf16x3, bf16x6 */
-  const char *vpu_op;          /* VPU: an op name of vpu/vpu.h ("add", "relu", ...) */
-  int in[TPU_SIM_MAX_IN];      /* VPU inputs, in the VPU op's order */
-  int out[TPU_SIM_MAX_OUT];    /* VPU outputs */
-  float scalars[TPU_SIM_MAX_SCALARS]; /* VPU scalar operands (learning rate, ...) */
+  /* VPU: an op of vpu/vpu.h by name ("add", "relu", "softmax_xent", "adam"...).
+  ** in[] holds the operands it only reads, in the order X, Y, LABELS, GRAD;
+  ** out[] those it writes, in the order OUT, OUT2, IDX, PARAM, M, V (PARAM,
+  ** M and V are updated in place). The op's rows x cols is the shape of X,
+  ** or of PARAM for the optimizers. Labels and argmax indices are held in
+  ** buffers as f32 values (exact integers). */
+  const char *vpu_op;
+  int in[TPU_SIM_MAX_IN];
+  int out[TPU_SIM_MAX_OUT];
+  const tpu_vpu_params *params; /* VPU scalars (copied); NULL: tpu_vpu_params_default() */
   tpu_sim_coll coll;           /* COLLECTIVE */
   int root;                    /* BROADCAST: the source core */
 } tpu_sim_op;

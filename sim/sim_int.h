@@ -72,6 +72,7 @@ typedef struct sim_op {
   int dep0, ndeps;             /* into sim_core_prog.deps */
   int64_t bytes;               /* DMA and COLL: bytes per core moved/reduced */
   int vpu_code;                /* resolved VPU op (sim_vpu.c) */
+  tpu_vpu_params params;       /* VPU scalars (o.params is NULL once added) */
 } sim_op;
 
 typedef struct sim_core_prog {
@@ -103,10 +104,12 @@ const char *sim_op_label(const sim_core_prog *cp, int op, char *buf, size_t cap)
 int sim_vpu_lookup(const char *name);
 const char *sim_vpu_names(void);
 /* Checks the numbers and shapes of operands; writes a message on failure. */
-bool sim_vpu_check(int code, const tpu_sim_op *op, const sim_core_prog *cp, char *err, size_t cap);
-uint64_t sim_vpu_cycles(const tpu_vpu_config *vc, int code, const sim_core_prog *cp, const tpu_sim_op *op);
-/* Computes the outputs; in[i]/out[i] are the buffers' value arrays. */
-void sim_vpu_exec(int code, const sim_core_prog *cp, const tpu_sim_op *op, float *const *in, float *const *out);
+bool sim_vpu_check(int code, const tpu_sim_op *op, const tpu_vpu_params *prm, const sim_core_prog *cp,
+                   char *err, size_t cap);
+uint64_t sim_vpu_cycles(const tpu_vpu_config *vc, const sim_op *so, const sim_core_prog *cp);
+/* Computes the outputs; in[i]/out[i] are the buffers' value arrays.
+** TPU_ERR_NOMEM (label scratch) or the VPU's error. */
+tpu_status sim_vpu_exec(const sim_op *so, const sim_core_prog *cp, float *const *in, float *const *out);
 /* }================================================================== */
 
 /* {==================================================================
