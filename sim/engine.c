@@ -471,9 +471,37 @@ static void chip_advance(void *ctx, int chip) {
 /* {==================================================================
 ** Checks before running: capacities and collective agreement
 ** ================================================================== */
-static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) {
+/* VMEM liveness of one core: a buffer is live from its first to its last
+** use in program order. Writes its message into 'err'. */
+static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp, int c, char *err, size_t cap) {
   char lab[160];
   const int64_t vcap = cfg->vmem_capacity_kib * 1024;
+  int64_t *delta = tpu_calloc((size_t)cp->nops + 1, sizeof *delta);
+  if (!delta) { snprintf(err, cap, "out of memory"); return TPU_ERR_NOMEM; }
+  for (int b = 0; b < cp->nbufs; b++) {
+    const sim_buf *B = &cp->bufs[b];
+    if (B->space != TPU_SIM_VMEM || B->first_use < 0) continue;
+    delta[B->first_use] += sim_buf_bytes(B);
+    delta[B->last_use + 1] -= sim_buf_bytes(B);
+  }
+  int64_t live = 0;
+  for (int i = 0; i < cp->nops; i++) {
+    live += delta[i];
+    if (live > vcap) {
+      tpu_free(delta);
+      snprintf(err, cap, "core %d: %s: needs %lld bytes of VMEM live at once (the buffers used from their first "
+               "to their last op), more than the core's %lld bytes (vmem.capacity_kib %lld); split the "
+               "work into smaller tiles or reuse buffers", c, sim_op_label(cp, i, lab, sizeof lab),
+               (long long)live, (long long)vcap, (long long)cfg->vmem_capacity_kib);
+      return TPU_ERR_RANGE;
+    }
+  }
+  tpu_free(delta);
+  return TPU_OK;
+}
+
+static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) {
+  char lab[160];
   const double hcap = cfg->hbm_capacity_gib * 1073741824.0;
   for (int chip = 0; chip < cfg->cores / cfg->cores_per_chip; chip++) {
     double used = 0;
@@ -489,30 +517,6 @@ static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) 
           return TPU_ERR_RANGE;
         }
       }
-  }
-  for (int c = 0; c < p->cores; c++) {
-    sim_core_prog *cp = &p->core[c];
-    int64_t *delta = tpu_calloc((size_t)cp->nops + 1, sizeof *delta);
-    if (!delta && cp->nops) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
-    for (int b = 0; b < cp->nbufs; b++) {
-      const sim_buf *B = &cp->bufs[b];
-      if (B->space != TPU_SIM_VMEM || B->first_use < 0) continue;
-      delta[B->first_use] += sim_buf_bytes(B);
-      delta[B->last_use + 1] -= sim_buf_bytes(B);
-    }
-    int64_t live = 0;
-    for (int i = 0; i < cp->nops; i++) {
-      live += delta[i];
-      if (live > vcap) {
-        tpu_free(delta);
-        sim_seterr(p, "core %d: %s: needs %lld bytes of VMEM live at once (the buffers used from their first "
-                   "to their last op), more than the core's %lld bytes (vmem.capacity_kib %lld); split the "
-                   "work into smaller tiles or reuse buffers", c, sim_op_label(cp, i, lab, sizeof lab),
-                   (long long)live, (long long)vcap, (long long)cfg->vmem_capacity_kib);
-        return TPU_ERR_RANGE;
-      }
-    }
-    tpu_free(delta);
   }
   /* every core issues the same collectives in the same order */
   int ncoll0 = 0;
@@ -603,6 +607,23 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
   return TPU_OK;
 }
 
+static void setup_task(void *ctx, int core) {
+  tpu_sim_result *r = ctx;
+  sim_core_rt *c = &r->core[core];
+  c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
+  if (c->setup_st == TPU_OK && setup_core(r, core) != TPU_OK) {
+    c->setup_st = TPU_ERR_NOMEM;
+    snprintf(c->setup_err, sizeof c->setup_err, "out of memory");
+  }
+}
+
+static void maxend_task(void *ctx, int core) {
+  tpu_sim_result *r = ctx;
+  sim_core_rt *c = &r->core[core];
+  c->maxend = 0;
+  for (int i = 0; i < c->cp->nops; i++) c->maxend = max_u64(c->maxend, c->end[i]);
+}
+
 static void account_task(void *ctx, int core) {
   tpu_sim_result *r = ctx;
   r->core[core].oom = sim_account(r, core) != TPU_OK;
@@ -640,8 +661,6 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   r->core = tpu_calloc((size_t)r->cores, sizeof *r->core);
   r->chip = tpu_calloc((size_t)r->chips, sizeof *r->chip);
   if (!r->core || !r->chip) { st = TPU_ERR_NOMEM; goto fail; }
-  for (int c = 0; c < r->cores; c++)
-    if ((st = setup_core(r, c)) != TPU_OK) goto fail;
   for (int k = 0; k < r->chips; k++)
     r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip,
                                 .horizon = SIM_UNRESOLVED };
@@ -652,6 +671,9 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (nthreads > 64) nthreads = 64;
   pool pl;
   pool_start(&pl, nthreads, args);
+  pool_run(&pl, r->cores, setup_task, r);
+  for (int c = 0; c < r->cores; c++)          /* the lowest core's error, whatever the threads */
+    if ((st = r->core[c].setup_st) != TPU_OK) { sim_seterr(p, "%s", r->core[c].setup_err); goto stop; }
 
   uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
   for (;;) {
@@ -727,8 +749,8 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
         goto stop;
       }
   }
-  for (int c = 0; c < r->cores; c++)
-    for (int i = 0; i < r->core[c].cp->nops; i++) r->cycles = max_u64(r->cycles, r->core[c].end[i]);
+  pool_run(&pl, r->cores, maxend_task, r);
+  for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
   pool_run(&pl, r->cores, account_task, r);
   for (int c = 0; c < r->cores; c++)
     if (r->core[c].oom) { st = TPU_ERR_NOMEM; sim_seterr(p, "out of memory in the stall accounting"); goto stop; }

@@ -141,6 +141,9 @@ typedef struct sim_core_rt {
   uint64_t *step_end;          /* [nsteps] */
   sim_slice *slices; int nslices, capslices;   /* stall slices for the trace */
   bool oom;
+  uint64_t maxend;             /* its last op's end */
+  tpu_status setup_st;
+  char setup_err[512];
 } sim_core_rt;
 
 typedef struct sim_chip_rt {
