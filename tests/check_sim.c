@@ -450,6 +450,60 @@ START_TEST(The_trace_is_chrome_trace_json_with_stall_slices) {
 }
 END_TEST
 
+START_TEST(Vpu_ops_run_through_vpu_h_with_their_operands_in_order) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  enum { R = 6, C = 10 };
+  int lg = buf(p, 0, "logits", TPU_SIM_VMEM, R, C), lb = buf(p, 0, "labels", TPU_SIM_VMEM, R, 1);
+  int loss = buf(p, 0, "loss", TPU_SIM_VMEM, R, 1), gr = buf(p, 0, "grad", TPU_SIM_VMEM, R, C);
+  int w = buf(p, 0, "w", TPU_SIM_VMEM, R, C), m = buf(p, 0, "m", TPU_SIM_VMEM, R, C), v = buf(p, 0, "v", TPU_SIM_VMEM, R, C);
+  float x[R * C], labels[R], w0[R * C];
+  tu_rng rng = { 3 };
+  tu_fill(&rng, x, R * C, 0);
+  tu_fill(&rng, w0, R * C, 0);
+  for (int i = 0; i < R; i++) labels[i] = (float)(i % C);
+  tpu_sim_buffer_init(p, 0, lg, x);
+  tpu_sim_buffer_init(p, 0, lb, labels);
+  tpu_sim_buffer_init(p, 0, w, w0);
+  tpu_vpu_params prm = tpu_vpu_params_default();
+  prm.alpha = 1.0f / R;
+  prm.lr = 0.01f;
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "softmax_xent", .in = { lg, lb }, .out = { loss, gr }, .params = &prm });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "adam", .in = { gr }, .out = { w, m, v }, .params = &prm });
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
+  /* the same two ops called directly */
+  float eloss[R], egrad[R * C], ew[R * C], em[R * C] = { 0 }, ev[R * C] = { 0 };
+  int32_t il[R];
+  for (int i = 0; i < R; i++) il[i] = i % C;
+  memcpy(ew, w0, sizeof ew);
+  ck_assert(tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &(tpu_vpu_args){ .rows = R, .cols = C, .x = x, .labels = il,
+                         .out = eloss, .out2 = egrad, .p = prm }) == TPU_OK);
+  ck_assert(tpu_vpu_exec(TPU_VPU_ADAM, &(tpu_vpu_args){ .rows = R, .cols = C, .grad = egrad, .param = ew, .m = em,
+                         .v = ev, .p = prm }) == TPU_OK);
+  for (int i = 0; i < R; i++) TU_EQ_BITS(eloss[i], tpu_sim_result_buffer(r, 0, loss)[i], "loss");
+  for (int i = 0; i < R * C; i++) {
+    TU_EQ_BITS(ew[i], tpu_sim_result_buffer(r, 0, w)[i], "adam w");
+    TU_EQ_BITS(ev[i], tpu_sim_result_buffer(r, 0, v)[i], "adam v");
+  }
+  uint64_t s0, e0, s1, e1;
+  tpu_sim_result_op_times(r, 0, 0, &s0, &e0);
+  tpu_sim_result_op_times(r, 0, 1, &s1, &e1);
+  TU_EQ_U64(tpu_vpu_cycles(&cfg.vpu, TPU_VPU_SOFTMAX_XENT, R, C), e0 - s0);
+  TU_EQ_U64(e0, s1);
+  TU_EQ_U64(tpu_vpu_cycles(&cfg.vpu, TPU_VPU_ADAM, R, C), e1 - s1);
+  tpu_sim_result_destroy(r);
+  /* operand counts and sizes are checked when the op is added */
+  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = "adam", .in = { gr }, .out = { w, m } };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "in: [grad], out: [param, m, v]"), "%s", tpu_sim_program_error(p));
+  bad = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "add", .in = { lg, lb }, .out = { gr } };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "has 6 elements; it needs 60"), "%s", tpu_sim_program_error(p));
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
 static Suite *sim_suite(void) {
   Suite *s = suite_create("sim");
   TCase *tc = tcase_create("schedules");
@@ -459,6 +513,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(tc, An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length);
   tcase_add_test(tc, Concurrent_dmas_of_one_chip_share_its_hbm_fairly);
   tcase_add_test(tc, A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm);
+  tcase_add_test(tc, Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
   suite_add_tcase(s, tc);
   tc = tcase_create("collectives");
   tcase_set_timeout(tc, 60);
