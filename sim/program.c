@@ -297,7 +297,7 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
                  op->vpu_op ? op->vpu_op : "(none)", sim_vpu_names());
       return TPU_ERR_INPUT;
     }
-    char field[16];
+    char field[32];
     for (int i = 0; i < TPU_SIM_MAX_IN && op->in[i]; i++) {
       snprintf(field, sizeof field, "in[%d]", i);
       if (!opnd_buf(p, core, idx, nm, field, op->in[i], V)) return TPU_ERR_INPUT;

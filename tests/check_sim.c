@@ -504,6 +504,60 @@ START_TEST(Vpu_ops_run_through_vpu_h_with_their_operands_in_order) {
 }
 END_TEST
 
+static int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (++calls == fail_at) return NULL;
+  return realloc(p, n);
+}
+
+/* Every allocation made while reading and running a program fails in turn:
+** the engine must report out-of-memory, never crash or leak (ASan and
+** valgrind check the leaks). One thread, so the failing call is the same. */
+START_TEST(Reading_and_running_survive_every_allocation_failure) {
+  static const char PROG[] =
+    "{ \"repeat\": 2, \"infeed\": { \"batches\": 2, \"interval\": 10 },\n"
+    "  \"buffers\": [ { \"name\": \"h\", \"space\": \"hbm\", \"shape\": [8, 8], \"init\": { \"iota\": 1 } },\n"
+    "                 { \"name\": \"x\", \"space\": \"vmem\", \"shape\": [8, 8] },\n"
+    "                 { \"name\": \"y\", \"space\": \"vmem\", \"shape\": [8, 8] } ],\n"
+    "  \"ops\": [ { \"op\": \"infeed\", \"dst\": \"y\" }, { \"op\": \"dma\", \"src\": \"h\", \"dst\": \"x\" },\n"
+    "           { \"op\": \"matmul\", \"a\": \"x\", \"b\": \"y\", \"dst\": \"y\", \"accumulate\": true },\n"
+    "           { \"op\": \"vpu\", \"fn\": \"relu\", \"in\": [\"y\"], \"out\": [\"y\"] },\n"
+    "           { \"op\": \"all_reduce\", \"src\": \"y\", \"dst\": \"y\" } ] }";
+  tpu_chip_config cfg = teach(2);
+  char err[512];
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 2000 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_sim_program *p = NULL;
+    tpu_sim_result *r = NULL;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = tpu_sim_program_parse(PROG, "prog.json", 2, &p, err, sizeof err);
+    if (st == TPU_OK) {
+      tpu_sim_options o = { .level = TPU_FIDELITY_TILE, .threads = 1, .trace = true };
+      st = tpu_sim_run(&cfg, p, &o, &r);
+      if (st == TPU_OK) {
+        char *t = tpu_sim_result_trace_json(r);
+        ok_seen = t != NULL;
+        tpu_free(t);
+      } else {
+        ck_assert_msg(st == TPU_ERR_NOMEM && strstr(tpu_sim_program_error(p), "out of memory"), "%d: %s",
+                      fail_at, tpu_sim_program_error(p));
+      }
+    } else {
+      ck_assert_msg(strstr(err, "out of memory"), "%d: %s", fail_at, err);
+      ck_assert_ptr_null(p);
+    }
+    tpu_set_alloc(NULL, NULL);
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+  }
+  ck_assert(ok_seen);
+  ck_assert_int_gt(fail_at, 40);   /* the sweep did fail many allocations */
+}
+END_TEST
+
 static Suite *sim_suite(void) {
   Suite *s = suite_create("sim");
   TCase *tc = tcase_create("schedules");
@@ -524,6 +578,7 @@ static Suite *sim_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes);
   tcase_add_test(tc, Bad_ops_are_rejected_with_a_message);
+  tcase_add_test(tc, Reading_and_running_survive_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("engine");
   tcase_set_timeout(tc, 120);
