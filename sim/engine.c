@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim/sim_int.h"
@@ -85,21 +88,50 @@ uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, i
 /* {==================================================================
 ** Thread pool: workers run task w, w+T, w+2T... of each batch; the caller
 ** is worker 0. Assignment never affects results (tasks share nothing).
+** A batch between two collectives can be short (tens of microseconds), so
+** waiting first spins for up to SPIN_NS on an atomic before sleeping on the
+** condition variable: a futex wake-up costs as much as a short batch.
 ** ================================================================== */
+#define SPIN_NS 200000
+
 typedef struct pool {
   int nthreads;
   pthread_t *tid;
   pthread_mutex_t mu;
   pthread_cond_t go, done;
-  uint64_t gen;
-  int pending;
-  bool quit;
+  _Atomic uint64_t gen;
+  _Atomic int pending;
+  _Atomic bool quit;
   void (*fn)(void *ctx, int task);
   void *ctx;
   int ntasks;
 } pool;
 
 typedef struct worker_arg { pool *p; int w; } worker_arg;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Spins until *a != v (or quit) for at most SPIN_NS; true if it changed. */
+static bool spin_ne_u64(_Atomic uint64_t *a, uint64_t v, _Atomic bool *quit) {
+  const uint64_t t0 = mono_ns();
+  for (unsigned i = 1;; i++) {
+    if (atomic_load(a) != v || atomic_load(quit)) return true;
+    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) return false;
+    if (i > 256) sched_yield();        /* an oversubscribed host: let the others run */
+  }
+}
+static bool spin_zero(_Atomic int *a) {
+  const uint64_t t0 = mono_ns();
+  for (unsigned i = 1;; i++) {
+    if (atomic_load(a) == 0) return true;
+    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) return false;
+    if (i > 256) sched_yield();
+  }
+}
 
 static void run_share(pool *p, int w) {
   for (int t = w; t < p->ntasks; t += p->nthreads) p->fn(p->ctx, t);
@@ -110,15 +142,19 @@ static void *worker(void *arg) {
   pool *p = wa->p;
   uint64_t seen = 0;
   for (;;) {
-    pthread_mutex_lock(&p->mu);
-    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->go, &p->mu);
-    if (p->quit) { pthread_mutex_unlock(&p->mu); break; }
-    seen = p->gen;
-    pthread_mutex_unlock(&p->mu);
+    if (!spin_ne_u64(&p->gen, seen, &p->quit)) {
+      pthread_mutex_lock(&p->mu);
+      while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->quit)) break;
+    seen = atomic_load(&p->gen);
     run_share(p, wa->w);
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
-    pthread_mutex_unlock(&p->mu);
+    if (atomic_fetch_sub(&p->pending, 1) == 1) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
   return NULL;
 }
@@ -126,16 +162,16 @@ static void *worker(void *arg) {
 static void pool_run(pool *p, int ntasks, void (*fn)(void *, int), void *ctx) {
   p->fn = fn; p->ctx = ctx; p->ntasks = ntasks;
   if (p->nthreads > 1) {
+    atomic_store(&p->pending, p->nthreads - 1);
     pthread_mutex_lock(&p->mu);
-    p->pending = p->nthreads - 1;
-    p->gen++;
+    atomic_fetch_add(&p->gen, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
   }
   run_share(p, 0);
-  if (p->nthreads > 1) {
+  if (p->nthreads > 1 && !spin_zero(&p->pending)) {
     pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }
 }
@@ -146,6 +182,9 @@ static void pool_start(pool *p, int nthreads, worker_arg *args) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
   pthread_cond_init(&p->done, NULL);
+  atomic_init(&p->gen, 0);
+  atomic_init(&p->pending, 0);
+  atomic_init(&p->quit, false);
   p->nthreads = 1;
   p->tid = tpu_calloc((size_t)nthreads, sizeof *p->tid);
   if (!p->tid) return;
@@ -158,7 +197,7 @@ static void pool_start(pool *p, int nthreads, worker_arg *args) {
 
 static void pool_stop(pool *p) {
   pthread_mutex_lock(&p->mu);
-  p->quit = true;
+  atomic_store(&p->quit, true);
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
   for (int w = 1; w < p->nthreads; w++) pthread_join(p->tid[w], NULL);
