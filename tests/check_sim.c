@@ -558,6 +558,58 @@ START_TEST(Reading_and_running_survive_every_allocation_failure) {
 }
 END_TEST
 
+/* A transfer that starts after a collective must still slow down one that
+** was already in flight on another core of the chip: the engine may not
+** finish the earlier transfer before it knows when the collective ends. */
+START_TEST(A_dma_after_a_collective_shares_hbm_with_one_already_in_flight) {
+  tpu_chip_config cfg = teach(2);
+  for (int threads = 1; threads <= 2; threads++) {
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+    for (int core = 0; core < 2; core++) {
+      int x = buf(p, core, "x", TPU_SIM_VMEM, 8, 8), hx = buf(p, core, "hx", TPU_SIM_HBM, 8, 8);
+      int big = buf(p, core, "big", TPU_SIM_VMEM, 1000, 2), hbig = buf(p, core, "hbig", TPU_SIM_HBM, 1000, 2);
+      add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+      if (core == 0) add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = x, .dst = hx });
+      else add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = big, .dst = hbig });
+    }
+    tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, threads);
+    /* all-reduce [0, 456). Core 1's 8000 bytes join the pool at 100 and
+    ** get 8 B/cycle: 3648 bytes by 556, when core 0's 256 bytes (started
+    ** at 456) join; both get 4 B/cycle, core 0's end at 620; core 1 then
+    ** has 4096 bytes left alone: 620 + 512 = 1132 (not 1100). */
+    uint64_t s, e;
+    tpu_sim_result_op_times(r, 0, 1, &s, &e); TU_EQ_U64(456, s); TU_EQ_U64(620, e);
+    tpu_sim_result_op_times(r, 1, 1, &s, &e); TU_EQ_U64(0, s); TU_EQ_U64(1132, e);
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+  }
+}
+END_TEST
+
+/* Core 1 reaches the collective only after a DMA that ends past the bound
+** core 0's early arrival gives: the engine must raise the bound, not stall. */
+START_TEST(A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for) {
+  tpu_chip_config cfg = teach(2);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+  for (int core = 0; core < 2; core++) {
+    int x = buf(p, core, "x", TPU_SIM_VMEM, 1000, 2), hx = buf(p, core, "hx", TPU_SIM_HBM, 1000, 2);
+    if (core == 1) add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hx, .dst = x });
+    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+  }
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 2);
+  /* DMA [0, 1100); all-reduce of 8000 bytes over 2 cores: 8000 + 200 */
+  const uint64_t ar = tpu_sim_collective_cycles(&cfg, TPU_SIM_ALL_REDUCE, 8000);
+  TU_EQ_U64(8200, ar);
+  TU_EQ_U64(1100 + ar, tpu_sim_result_cycles(r));
+  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 0, 0, 0, 1100 + ar, 0 });
+  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 0, 0, 1100, ar, 0 });
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
 static Suite *sim_suite(void) {
   Suite *s = suite_create("sim");
   TCase *tc = tcase_create("schedules");
@@ -566,6 +618,8 @@ static Suite *sim_suite(void) {
   tcase_add_test(tc, An_all_reduce_waits_for_the_slower_core);
   tcase_add_test(tc, An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length);
   tcase_add_test(tc, Concurrent_dmas_of_one_chip_share_its_hbm_fairly);
+  tcase_add_test(tc, A_dma_after_a_collective_shares_hbm_with_one_already_in_flight);
+  tcase_add_test(tc, A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for);
   tcase_add_test(tc, A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm);
   tcase_add_test(tc, Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
   suite_add_tcase(s, tc);
