@@ -610,6 +610,34 @@ START_TEST(A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for) {
 }
 END_TEST
 
+START_TEST(Beyond_eight_cores_a_2d_torus_runs_rows_then_columns) {
+  tpu_chip_config c = teach(16);
+  char err[256];
+  ck_assert_msg(tpu_chip_config_set(&c, "ici.topology=auto", err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(tpu_ici_topology_resolve(&c), TPU_ICI_TORUS);
+  /* 4 x 4: all-reduce = 2[(3/4) B/L + 3h + (3/4)(B/4)/L + 3h], L = 1 B/cycle, h = 100 */
+  const double B = 4096;
+  const double want = 2 * (0.75 * B + 300 + 0.75 * (B / 4) + 300);
+  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)B));
+  /* and the engine charges it, with sums that every core agrees on */
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(16, &p) == TPU_OK);
+  for (int core = 0; core < 16; core++) {
+    int x = buf(p, core, "x", TPU_SIM_VMEM, 1, 1024);
+    float v[1024];
+    for (int i = 0; i < 1024; i++) v[i] = (float)(core + i);
+    tpu_sim_buffer_init(p, core, x, v);
+    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+  }
+  tpu_sim_result *r = run(&c, p, TPU_FIDELITY_TILE, 4);
+  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_result_cycles(r));
+  for (int core = 0; core < 16; core++)
+    for (int i = 0; i < 1024; i += 111) ck_assert_float_eq(tpu_sim_result_buffer(r, core, 1)[i], (float)(120 + 16 * i));
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
 static Suite *sim_suite(void) {
   Suite *s = suite_create("sim");
   TCase *tc = tcase_create("schedules");
@@ -627,6 +655,7 @@ static Suite *sim_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order);
   tcase_add_test(tc, The_closed_form_holds_on_the_tpu_v2_8_ring);
+  tcase_add_test(tc, Beyond_eight_cores_a_2d_torus_runs_rows_then_columns);
   suite_add_tcase(s, tc);
   tc = tcase_create("limits");
   tcase_set_timeout(tc, 60);

@@ -75,3 +75,32 @@ expect_status 2 "$TPUSIM" run --chip teach
 expect_status 2 "$TPUSIM" run --chip teach --program ex.json --threads 0
 expect_status 2 "$TPUSIM" run --chip teach --program ex.json --level pe
 expect_status 0 "$TPUSIM" run --help
+
+# per-core programs: different work per core, the all-reduce waits for the slower one
+cat > pc.json <<'JSON'
+{ "buffers": [ { "name": "x", "space": "vmem", "shape": [8, 8], "init": { "const": 1 } } ],
+  "per_core": [
+    { "ops": [ { "op": "all_reduce", "src": "x", "dst": "x" } ] },
+    { "ops": [ { "op": "all_reduce", "src": "x", "dst": "x" } ] },
+    { "ops": [ { "op": "all_reduce", "src": "x", "dst": "x" } ] },
+    { "buffers": [ { "name": "big", "space": "vmem", "shape": [100, 8] } ],
+      "ops": [ { "op": "vpu", "fn": "relu", "in": ["big"], "out": ["big"] },
+               { "op": "vpu", "fn": "add", "in": ["x", "x"], "out": ["x"] },
+               { "op": "all_reduce", "src": "x", "dst": "x" } ] } ] }
+JSON
+expect_status 0 "$TPUSIM" run --chip teach --program pc.json --json --print x
+echo "$OUT" > pc_out.json
+/usr/bin/python3 - pc_out.json <<'PY' || die "per_core program"
+import json, sys
+d = json.load(open(sys.argv[1]))
+# core 3: relu of 100x8 (50 registers of 2x8) + add of 8x8 (4 registers): arrives at 54;
+# ring all-reduce of 256 bytes over 4 cores: 2*3/4*256 + 6*100 = 984 cycles
+assert d["cycles"] == 54 + 984, d["cycles"]
+assert d["per_core"][0]["collective_wait"] == 54 + 984
+assert d["per_core"][3]["vpu_busy"] == 54 and d["per_core"][3]["collective_wait"] == 984
+assert all(v == 5.0 for core in d["buffers"]["x"] for v in core), d["buffers"]["x"][0][:4]
+PY
+# a collective missing on one core
+/usr/bin/python3 -c 'import json; d=json.load(open("pc.json")); d["per_core"][2]["ops"]=[]; json.dump(d, open("pc2.json","w"))'
+expect_status 2 "$TPUSIM" run --chip teach --program pc2.json
+expect_err_contains "core 2 issues 0 collective(s) and core 0 issues 1"
