@@ -201,13 +201,18 @@ char *tpu_sim_result_trace_json(const tpu_sim_result *r) {
     for (int u = 0; u <= SIM_NUNITS; u++)
       sb_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", c, u,
                 u < SIM_NUNITS ? UNIT_NAMES[u] : "stalls");
-    for (int u = 0; u < SIM_NUNITS; u++)
+    for (int u = 0; u < SIM_NUNITS; u++) {
+      uint64_t shown = 0;        /* consecutive matmuls overlap (the next one's weights load while
+                                 ** this one streams); slices on one track must not, so each is
+                                 ** drawn from the previous one's end; args keep the true cycles */
       for (int j = 0; j < k->qn[u]; j++) {
         const int i = k->q[u][j];
         const sim_op *so = &k->cp->ops[i];
         const uint64_t a = k->busy[i], e = k->end[i];
+        const uint64_t da = a > shown ? a : shown, de = e > da ? e : da;
+        shown = de;
         sb_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":", c, u,
-                  (double)a * us, (double)(e - a) * us);
+                  (double)da * us, (double)(de - da) * us);
         sb_str(&b, so->name);
         sb_printf(&b, ",\"args\":{\"op\":%d,\"kind\":\"%s\",\"step\":%d,\"start_cycle\":%llu,\"end_cycle\":%llu",
                   i, tpu_sim_kind_name(so->o.kind), so->o.step, (unsigned long long)a, (unsigned long long)e);
@@ -216,6 +221,7 @@ char *tpu_sim_result_trace_json(const tpu_sim_result *r) {
         if (so->bytes) sb_printf(&b, ",\"bytes\":%lld", (long long)so->bytes);
         sb_printf(&b, "}}");
       }
+    }
     for (int j = 0; j < k->nslices; j++) {
       const sim_slice *s = &k->slices[j];
       sb_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"%s\","

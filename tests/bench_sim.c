@@ -8,6 +8,8 @@
 */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sim/sim.h"
 #include "tests/test_util.h"
@@ -43,18 +45,25 @@ static tpu_sim_program *workload(int cores, int iters) {
   return p;
 }
 
-static double timed(const tpu_chip_config *cfg, tpu_sim_program *p, int threads, uint64_t *cycles) {
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Best wall time of 3 runs; *cpu gets that run's process CPU time. */
+static double timed(const tpu_chip_config *cfg, tpu_sim_program *p, int threads, uint64_t *cycles, double *cpu) {
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads };
   tpu_sim_result *r;
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
-    double t0 = tu_now();
+    double t0 = tu_now(), c0 = cpu_now();
     if (tpu_sim_run(cfg, p, &o, &r) != TPU_OK) {
       fprintf(stderr, "bench_sim: %s\n", tpu_sim_program_error(p));
       exit(1);
     }
-    double t = tu_now() - t0;
-    if (t < best) best = t;
+    double t = tu_now() - t0, c = cpu_now() - c0;
+    if (t < best) { best = t; *cpu = c; }
     *cycles = tpu_sim_result_cycles(r);
     tpu_sim_result_destroy(r);
   }
@@ -71,14 +80,20 @@ int main(void) {
   long ops = 0;
   for (int c = 0; c < cfg.cores; c++) ops += tpu_sim_program_ops(p, c);
   uint64_t c1, c2;
-  const double t1 = timed(&cfg, p, 1, &c1);
-  const double t2 = timed(&cfg, p, 2, &c2);
+  double cpu1, cpu2;
+  const double t1 = timed(&cfg, p, 1, &c1, &cpu1);
+  const double t2 = timed(&cfg, p, 2, &c2, &cpu2);
+  double load = -1;
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) { if (fscanf(la, "%lf", &load) != 1) load = -1; fclose(la); }
   const double rate = (double)ops / t1, speedup = t1 / t2;
   printf("\n## bench_sim: chip engine (tpu-v2-8, 8 cores, timing level, %ld ops, best of 3)\n\n", ops);
   printf("| measure | value | goal | ok |\n|---|---|---|---|\n");
   printf("| engine ops per host second, 1 thread | %.3g | >= 1e6 | %s |\n", rate, rate >= 1e6 ? "yes" : "NO");
   printf("| wall, 1 thread | %.3f s | | |\n| wall, 2 threads | %.3f s | | |\n", t1, t2);
   printf("| speedup 2 threads vs 1 | %.2fx | >= 1.7x | %s |\n", speedup, speedup >= 1.7 ? "yes" : "NO");
+  printf("| process CPU time, 1 / 2 threads | %.3f / %.3f s | | |\n", cpu1, cpu2);
+  printf("| host load average (1 min) during the run | %.2f on %ld cores | | |\n", load, sysconf(_SC_NPROCESSORS_ONLN));
   printf("| simulated cycles (1 / 2 threads) | %llu / %llu | equal | %s |\n", (unsigned long long)c1,
          (unsigned long long)c2, c1 == c2 ? "yes" : "NO");
   tpu_sim_program_destroy(p);

@@ -22,6 +22,12 @@ names = {e["name"] for e in ev}
 assert "infeed_wait" in names and "allreduce dW" in names, names
 assert {e["pid"] for e in ev} == {0, 1, 2, 3}
 assert all(e["dur"] >= 0 for e in ev if e["ph"] == "X")
+tracks = {}
+for e in ev:
+    if e["ph"] == "X": tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+for v in tracks.values():          # slices on one track never overlap
+    v.sort()
+    assert all(b[0] >= a[1] - 1e-9 for a, b in zip(v, v[1:])), v
 PY
 for n in 2 8; do
   expect_status 0 "$TPUSIM" run --chip teach --program ex.json --json --threads $n --print w
