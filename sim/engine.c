@@ -510,6 +510,44 @@ static void chip_advance(void *ctx, int chip) {
 /* {==================================================================
 ** Checks before running: capacities and collective agreement
 ** ================================================================== */
+/* Core c issues the same collectives (kind, bytes, root) as core 0, in the
+** same order. Runs per core on the pool. */
+static tpu_status check_colls(const tpu_sim_program *p, int c, char *err, size_t cap) {
+  char lab[160];
+  if (c == 0) return TPU_OK;
+  /* every core issues the same collectives in the same order */
+  int ncoll0 = 0;
+  for (int i = 0; i < p->core[0].nops; i++) ncoll0 += p->core[0].ops[i].unit == SIM_U_COLL;
+  {
+    int k = 0, i0 = 0;
+    const sim_core_prog *cp = &p->core[c], *c0 = &p->core[0];
+    for (int i = 0; i < cp->nops; i++) {
+      if (cp->ops[i].unit != SIM_U_COLL) continue;
+      while (i0 < c0->nops && c0->ops[i0].unit != SIM_U_COLL) i0++;
+      if (i0 >= c0->nops) {
+        snprintf(err, cap, "core %d: %s: collective #%d has no counterpart on core 0 (which issues %d); every core "
+                   "must issue the same collectives in the same order", c, sim_op_label(cp, i, lab, sizeof lab), k, ncoll0);
+        return TPU_ERR_INPUT;
+      }
+      const sim_op *a = &cp->ops[i], *b = &c0->ops[i0];
+      if (a->o.coll != b->o.coll || a->bytes != b->bytes || a->o.root != b->o.root) {
+        snprintf(err, cap, "core %d: %s: collective #%d is %s of %lld bytes (root %d), but core 0's is %s of %lld "
+                   "bytes (root %d); every core must issue the same collectives in the same order", c,
+                   sim_op_label(cp, i, lab, sizeof lab), k, tpu_sim_coll_name(a->o.coll), (long long)a->bytes,
+                   a->o.root, tpu_sim_coll_name(b->o.coll), (long long)b->bytes, b->o.root);
+        return TPU_ERR_INPUT;
+      }
+      k++; i0++;
+    }
+    if (k != ncoll0) {
+      snprintf(err, cap, "core %d issues %d collective(s) and core 0 issues %d; every core must issue the same "
+                 "collectives in the same order", c, k, ncoll0);
+      return TPU_ERR_INPUT;
+    }
+  }
+  return TPU_OK;
+}
+
 /* VMEM liveness of one core: a buffer is live from its first to its last
 ** use in program order. Writes its message into 'err'. */
 static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp, int c, char *err, size_t cap) {
@@ -540,7 +578,6 @@ static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp
 }
 
 static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) {
-  char lab[160];
   const double hcap = cfg->hbm_capacity_gib * 1073741824.0;
   for (int chip = 0; chip < cfg->cores / cfg->cores_per_chip; chip++) {
     double used = 0;
@@ -556,36 +593,6 @@ static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) 
           return TPU_ERR_RANGE;
         }
       }
-  }
-  /* every core issues the same collectives in the same order */
-  int ncoll0 = 0;
-  for (int i = 0; i < p->core[0].nops; i++) ncoll0 += p->core[0].ops[i].unit == SIM_U_COLL;
-  for (int c = 1; c < p->cores; c++) {
-    int k = 0, i0 = 0;
-    const sim_core_prog *cp = &p->core[c], *c0 = &p->core[0];
-    for (int i = 0; i < cp->nops; i++) {
-      if (cp->ops[i].unit != SIM_U_COLL) continue;
-      while (i0 < c0->nops && c0->ops[i0].unit != SIM_U_COLL) i0++;
-      if (i0 >= c0->nops) {
-        sim_seterr(p, "core %d: %s: collective #%d has no counterpart on core 0 (which issues %d); every core "
-                   "must issue the same collectives in the same order", c, sim_op_label(cp, i, lab, sizeof lab), k, ncoll0);
-        return TPU_ERR_INPUT;
-      }
-      const sim_op *a = &cp->ops[i], *b = &c0->ops[i0];
-      if (a->o.coll != b->o.coll || a->bytes != b->bytes || a->o.root != b->o.root) {
-        sim_seterr(p, "core %d: %s: collective #%d is %s of %lld bytes (root %d), but core 0's is %s of %lld "
-                   "bytes (root %d); every core must issue the same collectives in the same order", c,
-                   sim_op_label(cp, i, lab, sizeof lab), k, tpu_sim_coll_name(a->o.coll), (long long)a->bytes,
-                   a->o.root, tpu_sim_coll_name(b->o.coll), (long long)b->bytes, b->o.root);
-        return TPU_ERR_INPUT;
-      }
-      k++; i0++;
-    }
-    if (k != ncoll0) {
-      sim_seterr(p, "core %d issues %d collective(s) and core 0 issues %d; every core must issue the same "
-                 "collectives in the same order", c, k, ncoll0);
-      return TPU_ERR_INPUT;
-    }
   }
   return TPU_OK;
 }
@@ -649,7 +656,9 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
 static void setup_task(void *ctx, int core) {
   tpu_sim_result *r = ctx;
   sim_core_rt *c = &r->core[core];
-  c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
+  c->setup_st = check_colls(r->p, core, c->setup_err, sizeof c->setup_err);
+  if (c->setup_st == TPU_OK)
+    c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
   if (c->setup_st == TPU_OK && setup_core(r, core) != TPU_OK) {
     c->setup_st = TPU_ERR_NOMEM;
     snprintf(c->setup_err, sizeof c->setup_err, "out of memory");
