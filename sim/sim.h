@@ -189,7 +189,8 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
 ** (copied; nondecreasing). Replaces any earlier queue. Batch values come
 ** from 'fill' when set (called at the tile level with the batch index and
 ** the destination buffer's floats), else batch b of core c is filled with
-** the value c * 1000 + b (a test source). */
+** the value c * 1000 + b (a test source). 'fill' may be called from several
+** host threads at once, for different cores. */
 typedef void (*tpu_sim_infeed_fill)(void *ud, int core, int64_t batch, float *dst, size_t n);
 tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_t *ready_cycles);
 void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void *ud);
@@ -215,7 +216,8 @@ typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
 ** the core, the op and the bytes), TPU_ERR_INPUT (mismatched collectives,
 ** too few infeed batches), TPU_ERR_NOMEM; message in
 ** tpu_sim_program_error(p). On success *out owns the result
-** (tpu_sim_result_destroy). p is not changed and may be run again. */
+** (tpu_sim_result_destroy). p is not changed and may be run again; it must
+** outlive the result (the result refers to its ops and buffers). */
 tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p,
                        const tpu_sim_options *opt, tpu_sim_result **out);
 void     tpu_sim_result_destroy(tpu_sim_result *r);                /* NULL is a no-op */
