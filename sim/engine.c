@@ -86,11 +86,14 @@ uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, i
 /* }================================================================== */
 
 /* {==================================================================
-** Thread pool: workers run task w, w+T, w+2T... of each batch; the caller
-** is worker 0. Assignment never affects results (tasks share nothing).
-** A batch between two collectives can be short (tens of microseconds), so
-** waiting first spins for up to SPIN_NS on an atomic before sleeping on the
-** condition variable: a futex wake-up costs as much as a short batch.
+** Thread pool. A batch of tasks (one per chip, or per core) is handed out
+** through one atomic ticket, (generation << 32) | next task, so a thread
+** that is not running (a busy host) never holds up the others: whoever is
+** awake takes the next task, and the caller takes them all if need be.
+** Which thread runs which task never affects results (tasks share
+** nothing). Waiting first spins for up to SPIN_NS, yielding, before
+** sleeping on a condition variable: a round between two collectives can be
+** shorter than a futex wake-up.
 ** ================================================================== */
 #define SPIN_NS 200000
 
@@ -99,15 +102,13 @@ typedef struct pool {
   pthread_t *tid;
   pthread_mutex_t mu;
   pthread_cond_t go, done;
-  _Atomic uint64_t gen;
-  _Atomic int pending;
+  _Atomic uint64_t ticket;     /* generation << 32 | index of the next task */
+  _Atomic int finished;        /* tasks of the current generation done */
   _Atomic bool quit;
   void (*fn)(void *ctx, int task);
   void *ctx;
-  int ntasks;
+  _Atomic int ntasks;
 } pool;
-
-typedef struct worker_arg { pool *p; int w; } worker_arg;
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -115,82 +116,85 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Spins until *a != v (or quit) for at most SPIN_NS; true if it changed. */
-static bool spin_ne_u64(_Atomic uint64_t *a, uint64_t v, _Atomic bool *quit) {
-  const uint64_t t0 = mono_ns();
-  for (unsigned i = 1;; i++) {
-    if (atomic_load(a) != v || atomic_load(quit)) return true;
-    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) return false;
-    if (i > 256) sched_yield();        /* an oversubscribed host: let the others run */
-  }
-}
-static bool spin_zero(_Atomic int *a) {
-  const uint64_t t0 = mono_ns();
-  for (unsigned i = 1;; i++) {
-    if (atomic_load(a) == 0) return true;
-    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) return false;
-    if (i > 256) sched_yield();
-  }
-}
-
-static void run_share(pool *p, int w) {
-  for (int t = w; t < p->ntasks; t += p->nthreads) p->fn(p->ctx, t);
-}
-
-static void *worker(void *arg) {
-  worker_arg *wa = arg;
-  pool *p = wa->p;
-  uint64_t seen = 0;
+/* Runs tasks of generation 'gen' while any are left. */
+static void take_tasks(pool *p, uint64_t gen) {
   for (;;) {
-    if (!spin_ne_u64(&p->gen, seen, &p->quit)) {
-      pthread_mutex_lock(&p->mu);
-      while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
-      pthread_mutex_unlock(&p->mu);
-    }
-    if (atomic_load(&p->quit)) break;
-    seen = atomic_load(&p->gen);
-    run_share(p, wa->w);
-    if (atomic_fetch_sub(&p->pending, 1) == 1) {
+    uint64_t t = atomic_load(&p->ticket);
+    if (t >> 32 != gen) return;                       /* a newer batch: the caller re-enters */
+    const int idx = (int)(t & 0xffffffffu);
+    if (idx >= atomic_load(&p->ntasks)) return;
+    if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue;
+    /* the CAS proves generation 'gen' is current, so fn and ctx are its own
+    ** and stay so until every one of its tasks (this one too) has finished */
+    p->fn(p->ctx, idx);
+    if (atomic_fetch_add(&p->finished, 1) + 1 == atomic_load(&p->ntasks)) {
       pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done);
       pthread_mutex_unlock(&p->mu);
     }
   }
+}
+
+static void *worker(void *arg) {
+  pool *p = arg;
+  uint64_t seen = 0;
+  for (;;) {
+    const uint64_t t0 = mono_ns();
+    for (unsigned i = 1; atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit); i++) {
+      if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+        break;
+      }
+      if (i > 256) sched_yield();        /* an oversubscribed host: let the others run */
+    }
+    if (atomic_load(&p->quit)) break;
+    seen = atomic_load(&p->ticket) >> 32;
+    take_tasks(p, seen);
+  }
   return NULL;
 }
 
 static void pool_run(pool *p, int ntasks, void (*fn)(void *, int), void *ctx) {
-  p->fn = fn; p->ctx = ctx; p->ntasks = ntasks;
-  if (p->nthreads > 1) {
-    atomic_store(&p->pending, p->nthreads - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add(&p->gen, 1);
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-  }
-  run_share(p, 0);
-  if (p->nthreads > 1 && !spin_zero(&p->pending)) {
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+  /* the previous batch is finished: nobody reads fn, ctx or ntasks now */
+  p->fn = fn;
+  p->ctx = ctx;
+  atomic_store(&p->ntasks, ntasks);
+  atomic_store(&p->finished, 0);
+  const uint64_t gen = (atomic_load(&p->ticket) >> 32) + 1;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->ticket, gen << 32);
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  take_tasks(p, gen);
+  const uint64_t t0 = mono_ns();
+  for (unsigned i = 1; atomic_load(&p->finished) < ntasks; i++) {
+    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
+      pthread_mutex_lock(&p->mu);
+      while (atomic_load(&p->finished) < ntasks) pthread_cond_wait(&p->done, &p->mu);
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    if (i > 256) sched_yield();
   }
 }
 
 /* Starts nthreads-1 workers; on failure runs with fewer (never fails). */
-static void pool_start(pool *p, int nthreads, worker_arg *args) {
+static void pool_start(pool *p, int nthreads) {
   memset(p, 0, sizeof *p);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
   pthread_cond_init(&p->done, NULL);
-  atomic_init(&p->gen, 0);
-  atomic_init(&p->pending, 0);
+  atomic_init(&p->ticket, 0);
+  atomic_init(&p->finished, 0);
+  atomic_init(&p->ntasks, 0);
   atomic_init(&p->quit, false);
   p->nthreads = 1;
   p->tid = tpu_calloc((size_t)nthreads, sizeof *p->tid);
   if (!p->tid) return;
   for (int w = 1; w < nthreads; w++) {
-    args[w] = (worker_arg){ p, w };
-    if (pthread_create(&p->tid[w], NULL, worker, &args[w]) != 0) break;
+    if (pthread_create(&p->tid[w], NULL, worker, p) != 0) break;
     p->nthreads = w + 1;
   }
 }
@@ -715,10 +719,9 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
 
   int nthreads = opt->threads > 0 ? opt->threads : host_cores();
   if (nthreads > r->chips) nthreads = r->chips;
-  worker_arg args[65];
   if (nthreads > 64) nthreads = 64;
   pool pl;
-  pool_start(&pl, nthreads, args);
+  pool_start(&pl, nthreads);
   pool_run(&pl, r->cores, setup_task, r);
   for (int c = 0; c < r->cores; c++)          /* the lowest core's error, whatever the threads */
     if ((st = r->core[c].setup_st) != TPU_OK) { sim_seterr(p, "%s", r->core[c].setup_err); goto stop; }
