@@ -23,6 +23,7 @@ typedef int (*fe_cmd_fn)(int argc, char **argv);
 int fe_cmd_info(int argc, char **argv);
 int fe_cmd_matmul(int argc, char **argv);
 int fe_cmd_pipeline(int argc, char **argv);
+int fe_cmd_run(int argc, char **argv);
 
 /* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
 int fe_usage_error(const char *cmd, const char *fmt, ...)
@@ -80,6 +81,7 @@ struct tpu_chip_config;
 /* Loads --chip and applies every --set; prints the error and returns 2 on
 ** bad input, 0 on success. */
 int fe_load_chip(const char *cmd, const fe_common *c, struct tpu_chip_config *out);
+int fe_matmul_cores(const struct tpu_chip_config *chip, int cores, long m, long n, long k, int precision, int level, long seed, int threads, bool json, const char *trace_path);
 /* }================================================================== */
 
 /* True when stdout is a terminal (progress bars, colors). */

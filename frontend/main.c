@@ -11,6 +11,7 @@ static const cmd CMDS[] = {
   { "info",     fe_cmd_info,     "print a chip configuration and its peak figures" },
   { "matmul",   fe_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
   { "pipeline", fe_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
+  { "run",      fe_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

@@ -131,8 +131,7 @@ const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... 
 const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
 
 #define TPU_SIM_MAX_IN 4
-#define TPU_SIM_MAX_OUT 2
-#define TPU_SIM_MAX_SCALARS 6
+#define TPU_SIM_MAX_OUT 3
 /* One operation. Buffers are handles from tpu_sim_buffer (>= 1); 0 means
 ** none, so designated initializers leave unused operands empty. */
 typedef struct tpu_sim_op {
@@ -144,10 +143,16 @@ typedef struct tpu_sim_op {
   bool trans_a, trans_b;
   bool accumulate;             /* MATMUL: dst += product (else dst = product) */
   tpu_precision precision;     /* MATMUL: bf16 (default), bf16x3, bf16x6 */
-  const char *vpu_op;          /* VPU: an op name of vpu/vpu.h ("add", "relu", ...) */
-  int in[TPU_SIM_MAX_IN];      /* VPU inputs, in the VPU op's order */
-  int out[TPU_SIM_MAX_OUT];    /* VPU outputs */
-  float scalars[TPU_SIM_MAX_SCALARS]; /* VPU scalar operands (learning rate, ...) */
+  /* VPU: an op of vpu/vpu.h by name ("add", "relu", "softmax_xent", "adam"...).
+  ** in[] holds the operands it only reads, in the order X, Y, LABELS, GRAD;
+  ** out[] those it writes, in the order OUT, OUT2, IDX, PARAM, M, V (PARAM,
+  ** M and V are updated in place). The op's rows x cols is the shape of X,
+  ** or of PARAM for the optimizers. Labels and argmax indices are held in
+  ** buffers as f32 values (exact integers). */
+  const char *vpu_op;
+  int in[TPU_SIM_MAX_IN];
+  int out[TPU_SIM_MAX_OUT];
+  const tpu_vpu_params *params; /* VPU scalars (copied); NULL: tpu_vpu_params_default() */
   tpu_sim_coll coll;           /* COLLECTIVE */
   int root;                    /* BROADCAST: the source core */
 } tpu_sim_op;
@@ -171,6 +176,8 @@ int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space
                    tpu_sim_dtype dtype, int64_t rows, int64_t cols);
 /* The handle of 'name' on 'core', or 0. */
 int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name);
+/* rows * cols of a buffer, or 0 for a bad handle. */
+int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf);
 /* Sets a buffer's initial values: rows*cols floats, copied (rounded to bf16
 ** for a bf16 buffer). Used at the tile level; ignored at the timing level. */
 tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values);
@@ -182,7 +189,8 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
 ** (copied; nondecreasing). Replaces any earlier queue. Batch values come
 ** from 'fill' when set (called at the tile level with the batch index and
 ** the destination buffer's floats), else batch b of core c is filled with
-** the value c * 1000 + b (a test source). */
+** the value c * 1000 + b (a test source). 'fill' may be called from several
+** host threads at once, for different cores. */
 typedef void (*tpu_sim_infeed_fill)(void *ud, int core, int64_t batch, float *dst, size_t n);
 tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_t *ready_cycles);
 void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void *ud);
@@ -208,7 +216,8 @@ typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
 ** the core, the op and the bytes), TPU_ERR_INPUT (mismatched collectives,
 ** too few infeed batches), TPU_ERR_NOMEM; message in
 ** tpu_sim_program_error(p). On success *out owns the result
-** (tpu_sim_result_destroy). p is not changed and may be run again. */
+** (tpu_sim_result_destroy). p is not changed and may be run again; it must
+** outlive the result (the result refers to its ops and buffers). */
 tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p,
                        const tpu_sim_options *opt, tpu_sim_result **out);
 void     tpu_sim_result_destroy(tpu_sim_result *r);                /* NULL is a no-op */

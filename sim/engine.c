@@ -1,0 +1,832 @@
+/*
+** engine.c -- runs a program on a chip: units, the HBM share, collectives,
+** host threads. The design (and why it is exact and thread-independent) is
+** at the top of sim/sim_int.h.
+**
+** Units and their models (times in core cycles):
+**   DMA        start = max(inputs ready, previous DMA done). The transfer
+**              joins its chip's HBM pool after the HBM latency; while n
+**              transfers are in the pool each receives bandwidth/n bytes per
+**              cycle; it ends at the first whole cycle by which it has all
+**              its bytes.
+**   MXU        each tile of the op's walk (the order of tpu_mxu_gemm: N-tiles
+**              dealt round-robin to the core's arrays, passes, K-tiles) goes
+**              through that array's tpu_mxu_sched with 'earliest' = inputs
+**              ready; the op is busy from its first weight load to one past
+**              its last result.
+**   VPU        start = max(inputs ready, unit free); cycles from the VPU.
+**   INFEED     start = max(inputs ready, unit free); ends at max(start, the
+**              batch's ready cycle); [start, end) is an infeed stall.
+**   COLL       arrives at max(inputs ready, unit free); starts when the last
+**              core arrives; lasts tpu_sim_collective_cycles().
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/sim_int.h"
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* {==================================================================
+** Collective timing (closed forms; see docs/PROGRAMS.md)
+** ================================================================== */
+/* The torus shape: rows x cols = n with rows the largest divisor <= sqrt(n). */
+static void torus_shape(int n, int *rows, int *cols) {
+  int r = 1;
+  for (int d = 1; d * d <= n; d++)
+    if (n % d == 0) r = d;
+  *rows = r;
+  *cols = n / r;
+}
+
+uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes) {
+  const int n = cfg->cores;
+  if (n <= 1 || bytes <= 0) return 0;
+  const double clock_hz = cfg->clock_mhz * 1e6;
+  const double L = cfg->ici_link_gbit_per_s * 1e9 / 8.0 / clock_hz;   /* bytes per cycle per link */
+  const double lat = cfg->ici_latency_ns * cfg->clock_mhz / 1000.0;   /* cycles per hop */
+  const double B = (double)bytes;
+  double t;
+  if (tpu_ici_topology_resolve(cfg) == TPU_ICI_TORUS) {
+    int r, q;
+    torus_shape(n, &r, &q);              /* phases along rows (q members), then columns (r) */
+    switch (c) {
+    case TPU_SIM_ALL_REDUCE:
+      t = 2.0 * ((q - 1) * B / q / L + (q - 1) * lat + (r - 1) * (B / q) / r / L + (r - 1) * lat);
+      break;
+    case TPU_SIM_REDUCE_SCATTER:
+      t = (q - 1) * B / q / L + (q - 1) * lat + (r - 1) * (B / q) / r / L + (r - 1) * lat;
+      break;
+    case TPU_SIM_ALL_GATHER:
+      t = (q - 1) * B / L + (q - 1) * lat + (r - 1) * (q * B) / L + (r - 1) * lat;
+      break;
+    default:
+      t = B / L + (q - 1 + r - 1) * lat;
+      break;
+    }
+  } else {
+    switch (c) {
+    case TPU_SIM_ALL_REDUCE: t = 2.0 * (n - 1) / n * B / L + 2.0 * (n - 1) * lat; break;
+    case TPU_SIM_REDUCE_SCATTER: t = (double)(n - 1) / n * B / L + (n - 1) * lat; break;
+    case TPU_SIM_ALL_GATHER: t = (n - 1) * B / L + (n - 1) * lat; break;
+    default: t = B / L + (n - 1) * lat; break;   /* pipelined along the ring */
+    }
+  }
+  uint64_t cyc = (uint64_t)ceil(t - 1e-9 * t);
+  return cyc ? cyc : 1;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Thread pool. A batch of tasks (one per chip, or per core) is handed out
+** through one atomic ticket, (generation << 32) | next task, so a thread
+** that is not running (a busy host) never holds up the others: whoever is
+** awake takes the next task, and the caller takes them all if need be.
+** Which thread runs which task never affects results (tasks share
+** nothing). Waiting first spins for up to SPIN_NS, yielding, before
+** sleeping on a condition variable: a round between two collectives can be
+** shorter than a futex wake-up.
+** ================================================================== */
+#define SPIN_NS 200000
+
+typedef struct pool {
+  int nthreads;
+  pthread_t *tid;
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  _Atomic uint64_t ticket;     /* generation << 32 | index of the next task */
+  _Atomic int finished;        /* tasks of the current generation done */
+  _Atomic bool quit;
+  void (*fn)(void *ctx, int task);
+  void *ctx;
+  _Atomic int ntasks;
+} pool;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs tasks of generation 'gen' while any are left. */
+static void take_tasks(pool *p, uint64_t gen) {
+  for (;;) {
+    uint64_t t = atomic_load(&p->ticket);
+    if (t >> 32 != gen) return;                       /* a newer batch: the caller re-enters */
+    const int idx = (int)(t & 0xffffffffu);
+    if (idx >= atomic_load(&p->ntasks)) return;
+    if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue;
+    /* the CAS proves generation 'gen' is current, so fn and ctx are its own
+    ** and stay so until every one of its tasks (this one too) has finished */
+    p->fn(p->ctx, idx);
+    if (atomic_fetch_add(&p->finished, 1) + 1 == atomic_load(&p->ntasks)) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
+}
+
+static void *worker(void *arg) {
+  pool *p = arg;
+  uint64_t seen = 0;
+  for (;;) {
+    const uint64_t t0 = mono_ns();
+    for (unsigned i = 1; atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit); i++) {
+      if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+        break;
+      }
+      if (i > 256) sched_yield();        /* an oversubscribed host: let the others run */
+    }
+    if (atomic_load(&p->quit)) break;
+    seen = atomic_load(&p->ticket) >> 32;
+    take_tasks(p, seen);
+  }
+  return NULL;
+}
+
+static void pool_run(pool *p, int ntasks, void (*fn)(void *, int), void *ctx) {
+  /* the previous batch is finished: nobody reads fn, ctx or ntasks now */
+  p->fn = fn;
+  p->ctx = ctx;
+  atomic_store(&p->ntasks, ntasks);
+  atomic_store(&p->finished, 0);
+  const uint64_t gen = (atomic_load(&p->ticket) >> 32) + 1;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->ticket, gen << 32);
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  take_tasks(p, gen);
+  const uint64_t t0 = mono_ns();
+  for (unsigned i = 1; atomic_load(&p->finished) < ntasks; i++) {
+    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
+      pthread_mutex_lock(&p->mu);
+      while (atomic_load(&p->finished) < ntasks) pthread_cond_wait(&p->done, &p->mu);
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    if (i > 256) sched_yield();
+  }
+}
+
+/* Starts nthreads-1 workers; on failure runs with fewer (never fails). */
+static void pool_start(pool *p, int nthreads) {
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->go, NULL);
+  pthread_cond_init(&p->done, NULL);
+  atomic_init(&p->ticket, 0);
+  atomic_init(&p->finished, 0);
+  atomic_init(&p->ntasks, 0);
+  atomic_init(&p->quit, false);
+  p->nthreads = 1;
+  p->tid = tpu_calloc((size_t)nthreads, sizeof *p->tid);
+  if (!p->tid) return;
+  for (int w = 1; w < nthreads; w++) {
+    if (pthread_create(&p->tid[w], NULL, worker, p) != 0) break;
+    p->nthreads = w + 1;
+  }
+}
+
+static void pool_stop(pool *p) {
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->quit, true);
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  for (int w = 1; w < p->nthreads; w++) pthread_join(p->tid[w], NULL);
+  tpu_free(p->tid);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->go);
+  pthread_cond_destroy(&p->done);
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Values (tile level)
+** ================================================================== */
+static void store(const sim_buf *b, float *dst, const float *src, size_t n) {
+  if (dst != src) memmove(dst, src, n * sizeof *dst);
+  if (b->dtype == TPU_SIM_BF16) tpu_bf16_round_array(dst, n);
+}
+
+/* dst (M x N) = op(a) . op(b) through the MXU's fast kernel. */
+static tpu_status matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, const sim_op *so) {
+  const sim_core_prog *cp = c->cp;
+  const tpu_sim_op *o = &so->o;
+  const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
+  const int64_t M = D->rows, N = D->cols, K = o->trans_a ? A->rows : A->cols;
+  const float *a = c->val[o->a - 1], *b = c->val[o->b - 1];
+  float *at = NULL, *bt = NULL, *cm = tpu_malloc((size_t)(M * N) * sizeof *cm);
+  tpu_status st = TPU_ERR_NOMEM;
+  if (!cm) goto out;
+  if (o->trans_a) {                      /* a is K x M */
+    if (!(at = tpu_malloc((size_t)(M * K) * sizeof *at))) goto out;
+    for (int64_t i = 0; i < K; i++)
+      for (int64_t j = 0; j < M; j++) at[j * K + i] = a[i * M + j];
+    a = at;
+  }
+  if (o->trans_b) {                      /* b is N x K */
+    if (!(bt = tpu_malloc((size_t)(K * N) * sizeof *bt))) goto out;
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t j = 0; j < K; j++) bt[j * N + i] = b[i * K + j];
+    b = bt;
+  }
+  st = tpu_mxu_gemm(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
+                    (int)K, a, b, cm, NULL);
+  if (st != TPU_OK) goto out;
+  float *d = c->val[o->dst - 1];
+  const size_t n = (size_t)(M * N);
+  if (o->accumulate)
+    for (size_t i = 0; i < n; i++) cm[i] += d[i];
+  store(D, d, cm, n);
+out:
+  tpu_free(at);
+  tpu_free(bt);
+  tpu_free(cm);
+  return st;
+}
+
+static void dma_values(sim_core_rt *c, const sim_op *so) {
+  const sim_buf *S = &c->cp->bufs[so->o.src - 1], *D = &c->cp->bufs[so->o.dst - 1];
+  store(D, c->val[so->o.dst - 1], c->val[so->o.src - 1], (size_t)(S->rows * S->cols));
+}
+
+/* Collective values over every core, in the fixed order of the ring: chunk j
+** of an all-reduce is summed starting at core j, then j+1, ... (the order in
+** which the ring's reduce-scatter accumulates it), in f32. */
+static tpu_status coll_values(tpu_sim_result *r, const int *ops) {
+  const int n = r->cores;
+  const sim_op *so0 = &r->core[0].cp->ops[ops[0]];
+  const tpu_sim_op *o = &so0->o;
+  const sim_buf *S0 = &r->core[0].cp->bufs[o->src - 1];
+  const int64_t E = S0->rows * S0->cols;
+  float *sum = NULL;
+  if (o->coll == TPU_SIM_ALL_REDUCE || o->coll == TPU_SIM_REDUCE_SCATTER) {
+    if (!(sum = tpu_malloc((size_t)E * sizeof *sum))) return TPU_ERR_NOMEM;
+    for (int j = 0; j < n; j++) {
+      const int64_t lo = E * j / n, hi = E * (j + 1) / n;
+      for (int64_t e = lo; e < hi; e++) {
+        float acc = r->core[j].val[r->core[j].cp->ops[ops[j]].o.src - 1][e];
+        for (int i = 1; i < n; i++) {
+          const int q = (j + i) % n;
+          acc += r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1][e];
+        }
+        sum[e] = acc;
+      }
+    }
+  }
+  if (o->coll == TPU_SIM_ALL_GATHER) {
+    /* dst may alias nobody's src (shapes differ), so write in place */
+    for (int c = 0; c < n; c++) {
+      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
+      const sim_buf *D = &r->core[c].cp->bufs[oc->dst - 1];
+      float *d = r->core[c].val[oc->dst - 1];
+      for (int q = 0; q < n; q++)
+        memcpy(d + (size_t)(q * E), r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1], (size_t)E * sizeof *d);
+      if (D->dtype == TPU_SIM_BF16) tpu_bf16_round_array(d, (size_t)(n * E));
+    }
+  } else if (o->coll == TPU_SIM_BROADCAST) {
+    const int root = o->root;
+    const float *s = r->core[root].val[r->core[root].cp->ops[ops[root]].o.src - 1];
+    float *tmp = tpu_malloc((size_t)E * sizeof *tmp);
+    if (!tmp) return TPU_ERR_NOMEM;
+    memcpy(tmp, s, (size_t)E * sizeof *tmp);
+    for (int c = 0; c < n; c++) {
+      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
+      store(&r->core[c].cp->bufs[oc->dst - 1], r->core[c].val[oc->dst - 1], tmp, (size_t)E);
+    }
+    tpu_free(tmp);
+  } else {
+    for (int c = 0; c < n; c++) {
+      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
+      const sim_buf *D = &r->core[c].cp->bufs[oc->dst - 1];
+      if (o->coll == TPU_SIM_ALL_REDUCE)
+        store(D, r->core[c].val[oc->dst - 1], sum, (size_t)E);
+      else
+        store(D, r->core[c].val[oc->dst - 1], sum + E / n * c, (size_t)(E / n));
+    }
+  }
+  tpu_free(sum);
+  return TPU_OK;
+}
+
+static void infeed_values(tpu_sim_result *r, sim_core_rt *c, const sim_op *so, int64_t batch) {
+  const sim_buf *D = &c->cp->bufs[so->o.dst - 1];
+  float *d = c->val[so->o.dst - 1];
+  const size_t n = (size_t)(D->rows * D->cols);
+  if (r->p->fill) {
+    r->p->fill(r->p->fill_ud, c->id, batch, d, n);
+  } else {
+    const float v = (float)(c->id * 1000 + batch);
+    for (size_t i = 0; i < n; i++) d[i] = v;
+  }
+  if (D->dtype == TPU_SIM_BF16) tpu_bf16_round_array(d, n);
+}
+/* }================================================================== */
+
+/* {==================================================================
+** One chip's advance (runs on a worker thread; touches only its cores)
+** ================================================================== */
+static void chip_fail(sim_chip_rt *ch, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void chip_fail(sim_chip_rt *ch, tpu_status st, const char *fmt, ...) {
+  if (ch->st != TPU_OK) return;
+  ch->st = st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ch->err, sizeof ch->err, fmt, ap);
+  va_end(ap);
+}
+
+/* Tries to start the head op of unit u; true if it resolved or started. */
+static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u) {
+  if (c->head[u] >= c->qn[u]) return false;
+  if (u == SIM_U_DMA && c->dma_op >= 0) return false;
+  if (u == SIM_U_COLL && c->coll_arrived >= 0) return false;
+  const int i = c->q[u][c->head[u]];
+  const sim_core_prog *cp = c->cp;
+  const sim_op *so = &cp->ops[i];
+  uint64_t ready = 0;
+  for (int d = 0; d < so->ndeps; d++) {
+    const uint64_t e = c->end[cp->deps[so->dep0 + d]];
+    if (e == SIM_UNRESOLVED) return false;
+    if (e > ready) ready = e;
+  }
+  const bool values = r->opt.level != TPU_FIDELITY_TIMING;
+  uint64_t start = max_u64(ready, c->unit_free[u]);
+  c->head[u]++;
+  switch (u) {
+  case SIM_U_MXU: {
+    const tpu_sim_op *o = &so->o;
+    const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
+    const int M = (int)D->rows, N = (int)D->cols, K = (int)(o->trans_a ? A->rows : A->cols);
+    const int rows = r->cfg.mxu.rows, cols = r->cfg.mxu.cols, mx = r->cfg.mxus_per_core;
+    const int passes = tpu_precision_passes(o->precision);
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int n0 = 0, nt = 0; n0 < N; n0 += cols, nt++) {
+      const int nn = N - n0 < cols ? N - n0 : cols;
+      for (int p = 0; p < passes; p++)
+        for (int k0 = 0; k0 < K; k0 += rows) {
+          tpu_mxu_tile_times tt;
+          tpu_mxu_sched_tile(&c->mxu[nt % mx], M, K - k0 < rows ? K - k0 : rows, nn, start, &tt);
+          first = min_u64(first, tt.load_start);
+          last = max_u64(last, tt.last_result + 1);
+        }
+    }
+    c->start[i] = start;
+    c->busy[i] = first;
+    c->end[i] = last;
+    if (values) {
+      tpu_status st = matmul_values(&r->cfg, c, so);
+      if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
+    }
+    break;
+  }
+  case SIM_U_VPU: {
+    const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
+    c->start[i] = c->busy[i] = start;
+    c->end[i] = c->unit_free[u] = start + cyc;
+    if (values) {
+      float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
+      for (int k = 0; k < TPU_SIM_MAX_IN && so->o.in[k]; k++) in[k] = c->val[so->o.in[k] - 1];
+      for (int k = 0; k < TPU_SIM_MAX_OUT && so->o.out[k]; k++) out[k] = c->val[so->o.out[k] - 1];
+      tpu_status vs = sim_vpu_exec(so, cp, in, out);
+      if (vs != TPU_OK)
+        chip_fail(ch, vs == TPU_ERR_NOMEM ? TPU_ERR_NOMEM : TPU_ERR_INPUT, "core %d: op %d ('%s'): the VPU "
+                  "rejected its operands: %s (labels must lie in [0, cols))", c->id, i, so->name, tpu_status_str(vs));
+    }
+    break;
+  }
+  case SIM_U_INFEED: {
+    const int64_t b = c->infeed_next++;
+    if (b >= cp->ninfeed) {
+      chip_fail(ch, TPU_ERR_INPUT, "core %d: op %d ('%s'): infeed dequeue of batch %lld, but core %d's infeed "
+                "queue holds %lld batch(es)", c->id, i, so->name, (long long)b, c->id, (long long)cp->ninfeed);
+      c->start[i] = c->busy[i] = c->end[i] = start;
+      break;
+    }
+    c->start[i] = c->busy[i] = start;
+    c->end[i] = c->unit_free[u] = max_u64(start, cp->infeed_ready[b]);
+    if (values) infeed_values(r, c, so, b);
+    break;
+  }
+  case SIM_U_DMA:
+    c->start[i] = c->busy[i] = start;
+    c->dma_op = i;
+    c->dma_enter = start + (uint64_t)ceil(r->hbm_lat - 1e-9);
+    if (c->dma_enter < ch->tlast) c->dma_enter = ch->tlast;   /* proven not to happen; stay safe */
+    c->dma_in_pool = false;
+    if (values) dma_values(c, so);
+    break;
+  case SIM_U_COLL:
+    c->start[i] = c->busy[i] = start;
+    if (r->cores == 1) {                 /* nothing to wait for or move */
+      c->end[i] = c->unit_free[u] = start;
+      if (values) {
+        int one[1] = { i };
+        if (coll_values(r, one) != TPU_OK) chip_fail(ch, TPU_ERR_NOMEM, "out of memory in a collective");
+      }
+    } else {
+      c->head[u]--;                      /* stays at the head until resolved */
+      c->coll_arrived = i;
+      c->coll_arrival = start;
+      const uint64_t lb = start + tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes);
+      ch->horizon = ch->horizon == SIM_UNRESOLVED ? lb : max_u64(ch->horizon, lb);
+    }
+    break;
+  }
+  return true;
+}
+
+static uint64_t next_pool_event(const tpu_sim_result *r, const sim_chip_rt *ch) {
+  uint64_t t = SIM_UNRESOLVED;
+  for (int k = 0; k < ch->n; k++) {
+    const sim_core_rt *c = &r->core[ch->first + k];
+    if (c->dma_op >= 0) t = min_u64(t, c->dma_in_pool ? c->dma_fin : c->dma_enter);
+  }
+  return t;
+}
+
+/* Processes every pool event at cycle t: completions, then entries. */
+static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
+  const double bpc = r->bytes_per_cycle;
+  if (ch->nactive) ch->V += (double)(t - ch->tlast) * bpc / ch->nactive;
+  ch->tlast = t;
+  for (int k = 0; k < ch->n; k++) {
+    sim_core_rt *c = &r->core[ch->first + k];
+    if (c->dma_op >= 0 && c->dma_in_pool && c->dma_fin <= t) {
+      c->end[c->dma_op] = c->unit_free[SIM_U_DMA] = t;
+      c->dma_op = -1;
+      c->dma_in_pool = false;
+      ch->nactive--;
+    }
+  }
+  for (int k = 0; k < ch->n; k++) {
+    sim_core_rt *c = &r->core[ch->first + k];
+    if (c->dma_op >= 0 && !c->dma_in_pool && c->dma_enter <= t) {
+      c->dma_in_pool = true;
+      c->dma_target = ch->V + (double)c->cp->ops[c->dma_op].bytes;
+      ch->nactive++;
+    }
+  }
+  for (int k = 0; k < ch->n; k++) {
+    sim_core_rt *c = &r->core[ch->first + k];
+    if (c->dma_op >= 0 && c->dma_in_pool) {
+      const double x = (c->dma_target - ch->V) * ch->nactive / bpc;
+      c->dma_fin = t + (x <= 1e-9 ? 0 : (uint64_t)ceil(x - 1e-9 * x));
+    }
+  }
+}
+
+static void chip_advance(void *ctx, int chip) {
+  tpu_sim_result *r = ctx;
+  sim_chip_rt *ch = &r->chip[chip];
+  ch->progressed = false;
+  for (;;) {
+    bool progress = true;
+    while (progress && ch->st == TPU_OK) {
+      progress = false;
+      for (int k = 0; k < ch->n; k++) {
+        sim_core_rt *c = &r->core[ch->first + k];
+        for (int u = 0; u < SIM_NUNITS; u++)
+          while (try_start(r, ch, c, u)) progress = ch->progressed = true;
+      }
+    }
+    if (ch->st != TPU_OK) return;
+    const uint64_t t = next_pool_event(r, ch);
+    if (t == SIM_UNRESOLVED || (ch->horizon != SIM_UNRESOLVED && t >= ch->horizon)) return;
+    pool_events(r, ch, t);
+    ch->progressed = true;
+  }
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Checks before running: capacities and collective agreement
+** ================================================================== */
+/* Core c issues the same collectives (kind, bytes, root) as core 0, in the
+** same order. Runs per core on the pool. */
+static tpu_status check_colls(const tpu_sim_program *p, int c, char *err, size_t cap) {
+  char lab[160];
+  if (c == 0) return TPU_OK;
+  /* every core issues the same collectives in the same order */
+  int ncoll0 = 0;
+  for (int i = 0; i < p->core[0].nops; i++) ncoll0 += p->core[0].ops[i].unit == SIM_U_COLL;
+  {
+    int k = 0, i0 = 0;
+    const sim_core_prog *cp = &p->core[c], *c0 = &p->core[0];
+    for (int i = 0; i < cp->nops; i++) {
+      if (cp->ops[i].unit != SIM_U_COLL) continue;
+      while (i0 < c0->nops && c0->ops[i0].unit != SIM_U_COLL) i0++;
+      if (i0 >= c0->nops) {
+        snprintf(err, cap, "core %d: %s: collective #%d has no counterpart on core 0 (which issues %d); every core "
+                   "must issue the same collectives in the same order", c, sim_op_label(cp, i, lab, sizeof lab), k, ncoll0);
+        return TPU_ERR_INPUT;
+      }
+      const sim_op *a = &cp->ops[i], *b = &c0->ops[i0];
+      if (a->o.coll != b->o.coll || a->bytes != b->bytes || a->o.root != b->o.root) {
+        snprintf(err, cap, "core %d: %s: collective #%d is %s of %lld bytes (root %d), but core 0's is %s of %lld "
+                   "bytes (root %d); every core must issue the same collectives in the same order", c,
+                   sim_op_label(cp, i, lab, sizeof lab), k, tpu_sim_coll_name(a->o.coll), (long long)a->bytes,
+                   a->o.root, tpu_sim_coll_name(b->o.coll), (long long)b->bytes, b->o.root);
+        return TPU_ERR_INPUT;
+      }
+      k++; i0++;
+    }
+    if (k != ncoll0) {
+      snprintf(err, cap, "core %d issues %d collective(s) and core 0 issues %d; every core must issue the same "
+                 "collectives in the same order", c, k, ncoll0);
+      return TPU_ERR_INPUT;
+    }
+  }
+  return TPU_OK;
+}
+
+/* VMEM liveness of one core: a buffer is live from its first to its last
+** use in program order. Writes its message into 'err'. */
+static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp, int c, char *err, size_t cap) {
+  char lab[160];
+  const int64_t vcap = cfg->vmem_capacity_kib * 1024;
+  int64_t *delta = tpu_calloc((size_t)cp->nops + 1, sizeof *delta);
+  if (!delta) { snprintf(err, cap, "out of memory"); return TPU_ERR_NOMEM; }
+  for (int b = 0; b < cp->nbufs; b++) {
+    const sim_buf *B = &cp->bufs[b];
+    if (B->space != TPU_SIM_VMEM || B->first_use < 0) continue;
+    delta[B->first_use] += sim_buf_bytes(B);
+    delta[B->last_use + 1] -= sim_buf_bytes(B);
+  }
+  int64_t live = 0;
+  for (int i = 0; i < cp->nops; i++) {
+    live += delta[i];
+    if (live > vcap) {
+      tpu_free(delta);
+      snprintf(err, cap, "core %d: %s: needs %lld bytes of VMEM live at once (the buffers used from their first "
+               "to their last op), more than the core's %lld bytes (vmem.capacity_kib %lld); split the "
+               "work into smaller tiles or reuse buffers", c, sim_op_label(cp, i, lab, sizeof lab),
+               (long long)live, (long long)vcap, (long long)cfg->vmem_capacity_kib);
+      return TPU_ERR_RANGE;
+    }
+  }
+  tpu_free(delta);
+  return TPU_OK;
+}
+
+static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) {
+  const double hcap = cfg->hbm_capacity_gib * 1073741824.0;
+  for (int chip = 0; chip < cfg->cores / cfg->cores_per_chip; chip++) {
+    double used = 0;
+    for (int c = chip * cfg->cores_per_chip; c < (chip + 1) * cfg->cores_per_chip; c++)
+      for (int b = 0; b < p->core[c].nbufs; b++) {
+        const sim_buf *B = &p->core[c].bufs[b];
+        if (B->space != TPU_SIM_HBM) continue;
+        used += (double)sim_buf_bytes(B);
+        if (used > hcap) {
+          sim_seterr(p, "core %d: buffer '%s' (%lld bytes): the HBM buffers of chip %d need %.0f bytes, more "
+                     "than its capacity of %.0f bytes (hbm.capacity_gib %g)", c, B->name,
+                     (long long)sim_buf_bytes(B), chip, used, hcap, cfg->hbm_capacity_gib);
+          return TPU_ERR_RANGE;
+        }
+      }
+  }
+  return TPU_OK;
+}
+/* }================================================================== */
+
+void tpu_sim_result_destroy(tpu_sim_result *r) {
+  if (!r) return;
+  for (int c = 0; r->core && c < r->cores; c++) {
+    sim_core_rt *k = &r->core[c];
+    for (int u = 0; u < SIM_NUNITS; u++) tpu_free(k->q[u]);
+    tpu_free(k->start);
+    tpu_free(k->end);
+    tpu_free(k->busy);
+    if (k->val)
+      for (int b = 0; b < k->cp->nbufs; b++) tpu_free(k->val[b]);
+    tpu_free(k->val);
+    tpu_free(k->steps);
+    tpu_free(k->step_end);
+    tpu_free(k->slices);
+  }
+  tpu_free(r->core);
+  tpu_free(r->chip);
+  tpu_free(r);
+}
+
+static tpu_status setup_core(tpu_sim_result *r, int id) {
+  sim_core_rt *c = &r->core[id];
+  const sim_core_prog *cp = &r->p->core[id];
+  c->id = id;
+  c->chip = id / r->cfg.cores_per_chip;
+  c->cp = cp;
+  c->dma_op = -1;
+  c->coll_arrived = -1;
+  const size_t n = (size_t)cp->nops + 1;
+  c->start = tpu_malloc(n * sizeof *c->start);
+  c->end = tpu_malloc(n * sizeof *c->end);
+  c->busy = tpu_malloc(n * sizeof *c->busy);
+  c->steps = tpu_calloc((size_t)r->nsteps, sizeof *c->steps);
+  c->step_end = tpu_calloc((size_t)r->nsteps, sizeof *c->step_end);
+  if (!c->start || !c->end || !c->busy || !c->steps || !c->step_end) return TPU_ERR_NOMEM;
+  for (int i = 0; i < cp->nops; i++) { c->end[i] = SIM_UNRESOLVED; c->start[i] = c->busy[i] = 0; }
+  for (int i = 0; i < cp->nops; i++) c->qn[cp->ops[i].unit]++;
+  for (int u = 0; u < SIM_NUNITS; u++) {
+    if (!(c->q[u] = tpu_malloc(((size_t)c->qn[u] + 1) * sizeof *c->q[u]))) return TPU_ERR_NOMEM;
+    c->qn[u] = 0;
+  }
+  for (int i = 0; i < cp->nops; i++) c->q[cp->ops[i].unit][c->qn[cp->ops[i].unit]++] = i;
+  for (int a = 0; a < r->cfg.mxus_per_core; a++) tpu_mxu_sched_init(&c->mxu[a], &r->cfg.mxu);
+  if (r->opt.level != TPU_FIDELITY_TIMING) {
+    if (!(c->val = tpu_calloc((size_t)cp->nbufs + 1, sizeof *c->val))) return TPU_ERR_NOMEM;
+    for (int b = 0; b < cp->nbufs; b++) {
+      const sim_buf *B = &cp->bufs[b];
+      const size_t ne = (size_t)(B->rows * B->cols);
+      if (!(c->val[b] = tpu_calloc(ne, sizeof(float)))) return TPU_ERR_NOMEM;
+      if (B->init) memcpy(c->val[b], B->init, ne * sizeof(float));
+    }
+  }
+  return TPU_OK;
+}
+
+static void setup_task(void *ctx, int core) {
+  tpu_sim_result *r = ctx;
+  sim_core_rt *c = &r->core[core];
+  c->setup_st = check_colls(r->p, core, c->setup_err, sizeof c->setup_err);
+  if (c->setup_st == TPU_OK)
+    c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
+  if (c->setup_st == TPU_OK && setup_core(r, core) != TPU_OK) {
+    c->setup_st = TPU_ERR_NOMEM;
+    snprintf(c->setup_err, sizeof c->setup_err, "out of memory");
+  }
+}
+
+static void maxend_task(void *ctx, int core) {
+  tpu_sim_result *r = ctx;
+  sim_core_rt *c = &r->core[core];
+  c->maxend = 0;
+  for (int i = 0; i < c->cp->nops; i++) c->maxend = max_u64(c->maxend, c->end[i]);
+}
+
+static void account_task(void *ctx, int core) {
+  tpu_sim_result *r = ctx;
+  r->core[core].oom = sim_account(r, core) != TPU_OK;
+}
+
+static int host_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu_sim_options *opt,
+                       tpu_sim_result **out) {
+  *out = NULL;
+  char e[512];
+  if (tpu_chip_config_validate(cfg, e, sizeof e) != TPU_OK) { sim_seterr(p, "%s", e); return TPU_ERR_CONFIG; }
+  if (cfg->cores != p->cores) {
+    sim_seterr(p, "the program is for %d core(s) but the chip '%s' has %d", p->cores, cfg->name, cfg->cores);
+    return TPU_ERR_INPUT;
+  }
+  tpu_status st = check_program(cfg, p);
+  if (st != TPU_OK) return st;
+  tpu_sim_result *r = tpu_calloc(1, sizeof *r);
+  if (!r) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
+  r->cfg = *cfg;
+  r->p = p;
+  r->opt = *opt;
+  if (r->opt.level == TPU_FIDELITY_PE) r->opt.level = TPU_FIDELITY_TILE;
+  r->cores = cfg->cores;
+  r->chips = cfg->cores / cfg->cores_per_chip;
+  r->bytes_per_cycle = cfg->hbm_bandwidth_gb_per_s * 1e9 / (cfg->clock_mhz * 1e6);
+  r->hbm_lat = cfg->hbm_latency_ns * cfg->clock_mhz / 1000.0;
+  r->nsteps = 1;
+  for (int c = 0; c < p->cores; c++)
+    if (p->core[c].maxstep + 1 > r->nsteps) r->nsteps = p->core[c].maxstep + 1;
+  r->core = tpu_calloc((size_t)r->cores, sizeof *r->core);
+  r->chip = tpu_calloc((size_t)r->chips, sizeof *r->chip);
+  if (!r->core || !r->chip) { st = TPU_ERR_NOMEM; goto fail; }
+  for (int k = 0; k < r->chips; k++)
+    r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip,
+                                .horizon = SIM_UNRESOLVED };
+
+  int nthreads = opt->threads > 0 ? opt->threads : host_cores();
+  if (nthreads > r->chips) nthreads = r->chips;
+  if (nthreads > 64) nthreads = 64;
+  pool pl;
+  pool_start(&pl, nthreads);
+  pool_run(&pl, r->cores, setup_task, r);
+  for (int c = 0; c < r->cores; c++)          /* the lowest core's error, whatever the threads */
+    if ((st = r->core[c].setup_st) != TPU_OK) { sim_seterr(p, "%s", r->core[c].setup_err); goto stop; }
+
+  uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
+  for (;;) {
+    pool_run(&pl, r->chips, chip_advance, r);
+    bool progressed = false;
+    for (int k = 0; k < r->chips; k++) {
+      if (r->chip[k].st != TPU_OK) { st = r->chip[k].st; sim_seterr(p, "%s", r->chip[k].err); goto stop; }
+      progressed |= r->chip[k].progressed;
+    }
+    /* the collective at the barrier */
+    int arrived = 0;
+    uint64_t last = 0;
+    for (int c = 0; c < r->cores; c++)
+      if (r->core[c].coll_arrived >= 0) { arrived++; last = max_u64(last, r->core[c].coll_arrival); }
+    if (arrived == r->cores) {
+      int ops[TPU_MAX_CORES];
+      for (int c = 0; c < r->cores; c++) ops[c] = r->core[c].coll_arrived;
+      const sim_op *so = &r->core[0].cp->ops[ops[0]];
+      const uint64_t end = last + tpu_sim_collective_cycles(cfg, so->o.coll, so->bytes);
+      if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
+        st = TPU_ERR_NOMEM; sim_seterr(p, "out of memory in a collective"); goto stop;
+      }
+      for (int c = 0; c < r->cores; c++) {
+        sim_core_rt *k = &r->core[c];
+        k->end[ops[c]] = k->unit_free[SIM_U_COLL] = end;
+        k->head[SIM_U_COLL]++;
+        k->coll_arrived = -1;
+      }
+      for (int k = 0; k < r->chips; k++) r->chip[k].horizon = SIM_UNRESOLVED;
+      r->coll_index++;
+      glb = 0;
+      continue;
+    }
+    if (arrived > 0) {
+      /* Not everyone is there: a core that has not arrived waits on its
+      ** chip's next transfer event, so it arrives no earlier than that. */
+      const sim_op *so = NULL;
+      for (int c = 0; c < r->cores && !so; c++)
+        if (r->core[c].coll_arrived >= 0) so = &r->core[c].cp->ops[r->core[c].coll_arrived];
+      uint64_t lb = last;
+      for (int k = 0; k < r->chips; k++) {
+        bool missing = false;
+        for (int j = 0; j < r->chip[k].n; j++) missing |= r->core[r->chip[k].first + j].coll_arrived < 0;
+        if (missing) {
+          const uint64_t t = next_pool_event(r, &r->chip[k]);
+          if (t != SIM_UNRESOLVED) lb = max_u64(lb, t);
+        }
+      }
+      lb += tpu_sim_collective_cycles(cfg, so->o.coll, so->bytes);
+      bool raised = lb > glb;
+      glb = max_u64(glb, lb);
+      for (int k = 0; k < r->chips; k++) {
+        bool any = false;
+        for (int j = 0; j < r->chip[k].n; j++) any |= r->core[r->chip[k].first + j].coll_arrived >= 0;
+        if (any) r->chip[k].horizon = max_u64(r->chip[k].horizon == SIM_UNRESOLVED ? 0 : r->chip[k].horizon, glb);
+      }
+      if (progressed || raised) continue;
+    } else if (progressed) {
+      continue;
+    }
+    break;
+  }
+  /* everything must have resolved */
+  for (int c = 0; c < r->cores; c++) {
+    const sim_core_rt *k = &r->core[c];
+    for (int u = 0; u < SIM_NUNITS; u++)
+      if (k->head[u] < k->qn[u] || k->dma_op >= 0) {
+        char lab[160];
+        int i = k->dma_op >= 0 ? k->dma_op : k->q[u][k->head[u]];
+        sim_seterr(p, "core %d: %s never started: the program deadlocks (a collective that some core "
+                   "cannot reach?)", c, sim_op_label(k->cp, i, lab, sizeof lab));
+        st = TPU_ERR_RUNTIME;
+        goto stop;
+      }
+  }
+  pool_run(&pl, r->cores, maxend_task, r);
+  for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
+  pool_run(&pl, r->cores, account_task, r);
+  for (int c = 0; c < r->cores; c++)
+    if (r->core[c].oom) { st = TPU_ERR_NOMEM; sim_seterr(p, "out of memory in the stall accounting"); goto stop; }
+  /* the stall parts sum to the run's cycles on every core and step */
+  for (int c = 0; c < r->cores; c++) {
+    uint64_t sum = 0, stepsum = 0;
+    for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += r->core[c].total.cycles[s];
+    for (int t = 0; t < r->nsteps; t++)
+      for (int s = 0; s < TPU_SIM_NSTALL; s++) stepsum += r->core[c].steps[t].cycles[s];
+    if (sum != r->cycles || stepsum != r->cycles) {
+      sim_seterr(p, "internal error: core %d's stall parts sum to %llu (steps %llu), not %llu cycles", c,
+                 (unsigned long long)sum, (unsigned long long)stepsum, (unsigned long long)r->cycles);
+      st = TPU_ERR_RUNTIME;
+      goto stop;
+    }
+  }
+  pool_stop(&pl);
+  *out = r;
+  return TPU_OK;
+stop:
+  pool_stop(&pl);
+  tpu_sim_result_destroy(r);
+  return st;
+fail:
+  sim_seterr(p, "out of memory");
+  tpu_sim_result_destroy(r);
+  return st;
+}

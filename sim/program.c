@@ -1,0 +1,421 @@
+/*
+** program.c -- building engine programs: buffers, ops, dependencies,
+** infeed queues. Every check on a program's shape happens here, once, so
+** the engine's loop only asserts.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_int.h"
+
+void sim_seterr(tpu_sim_program *p, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->err, sizeof p->err, fmt, ap);
+  va_end(ap);
+}
+
+int64_t sim_buf_bytes(const sim_buf *b) {
+  return b->rows * b->cols * (b->dtype == TPU_SIM_BF16 ? 2 : 4);
+}
+
+static const char *const KIND_NAMES[] = { "dma", "matmul", "vpu", "infeed", "collective" };
+static const char *const COLL_NAMES[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
+static const char *const STALL_NAMES[] = { "mxu_busy", "vpu_busy", "infeed_wait", "memory_wait",
+                                           "collective_wait", "idle" };
+
+const char *tpu_sim_kind_name(tpu_sim_kind k) {
+  return (unsigned)k < 5 ? KIND_NAMES[k] : "?";
+}
+const char *tpu_sim_coll_name(tpu_sim_coll c) {
+  return (unsigned)c < 4 ? COLL_NAMES[c] : "?";
+}
+const char *tpu_sim_stall_name(int s) {
+  return s >= 0 && s < TPU_SIM_NSTALL ? STALL_NAMES[s] : "?";
+}
+
+const char *sim_op_label(const sim_core_prog *cp, int op, char *buf, size_t cap) {
+  const sim_op *o = &cp->ops[op];
+  snprintf(buf, cap, "op %d ('%s', %s)", op, o->name, tpu_sim_kind_name(o->o.kind));
+  return buf;
+}
+
+tpu_status tpu_sim_program_create(int cores, tpu_sim_program **out) {
+  *out = NULL;
+  if (cores < 1 || cores > TPU_MAX_CORES) return TPU_ERR_CONFIG;
+  tpu_sim_program *p = tpu_calloc(1, sizeof *p);
+  if (!p) return TPU_ERR_NOMEM;
+  p->core = tpu_calloc((size_t)cores, sizeof *p->core);
+  if (!p->core) { tpu_free(p); return TPU_ERR_NOMEM; }
+  p->cores = cores;
+  *out = p;
+  return TPU_OK;
+}
+
+void tpu_sim_program_destroy(tpu_sim_program *p) {
+  if (!p) return;
+  for (int c = 0; c < p->cores; c++) {
+    sim_core_prog *cp = &p->core[c];
+    for (int b = 0; b < cp->nbufs; b++) {
+      tpu_free(cp->bufs[b].name);
+      tpu_free(cp->bufs[b].init);
+      tpu_free(cp->bufs[b].readers);
+    }
+    for (int o = 0; o < cp->nops; o++) {
+      tpu_free(cp->ops[o].name);
+      tpu_free(cp->ops[o].vpu_op);
+    }
+    tpu_free(cp->bufs);
+    tpu_free(cp->ops);
+    tpu_free(cp->deps);
+    tpu_free(cp->infeed_ready);
+  }
+  tpu_free(p->core);
+  tpu_free(p);
+}
+
+int tpu_sim_program_cores(const tpu_sim_program *p) { return p->cores; }
+int tpu_sim_program_ops(const tpu_sim_program *p, int core) {
+  return core >= 0 && core < p->cores ? p->core[core].nops : 0;
+}
+const char *tpu_sim_program_error(const tpu_sim_program *p) { return p->err; }
+
+/* Grows *arr (of elements 'size') so it holds at least need; 0 or -1 (NOMEM). */
+static int grow(void **arr, int *cap, int need, size_t size) {
+  if (need <= *cap) return 0;
+  int nc = *cap ? *cap * 2 : 8;
+  while (nc < need) nc *= 2;
+  void *a = tpu_realloc(*arr, (size_t)nc * size);
+  if (!a) return -1;
+  *arr = a;
+  *cap = nc;
+  return 0;
+}
+
+static bool core_ok(tpu_sim_program *p, int core) {
+  if (core >= 0 && core < p->cores) return true;
+  sim_seterr(p, "core %d out of range 0..%d", core, p->cores - 1);
+  return false;
+}
+
+int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space space,
+                   tpu_sim_dtype dtype, int64_t rows, int64_t cols) {
+  if (!core_ok(p, core)) return 0;
+  sim_core_prog *cp = &p->core[core];
+  if (!name || !*name) { sim_seterr(p, "core %d: a buffer needs a name", core); return 0; }
+  if (tpu_sim_buffer_find(p, core, name)) {
+    sim_seterr(p, "core %d: buffer '%s' is defined twice", core, name);
+    return 0;
+  }
+  if (rows < 1 || cols < 1 || rows > (1 << 30) || cols > (1 << 30) || rows * cols > ((int64_t)1 << 34)) {
+    sim_seterr(p, "core %d: buffer '%s': shape %lld x %lld out of range (each 1..2^30, at most 2^34 elements)",
+               core, name, (long long)rows, (long long)cols);
+    return 0;
+  }
+  if ((unsigned)space > TPU_SIM_VMEM || (unsigned)dtype > TPU_SIM_BF16) {
+    sim_seterr(p, "core %d: buffer '%s': bad space or dtype", core, name);
+    return 0;
+  }
+  if (grow((void **)&cp->bufs, &cp->capbufs, cp->nbufs + 1, sizeof *cp->bufs)) goto nomem;
+  char *nm = tpu_strdup(name);
+  if (!nm) goto nomem;
+  cp->bufs[cp->nbufs] = (sim_buf){ .name = nm, .space = space, .dtype = dtype, .rows = rows,
+                                   .cols = cols, .last_writer = -1, .first_use = -1, .last_use = -1 };
+  return ++cp->nbufs;
+nomem:
+  sim_seterr(p, "out of memory");
+  return 0;
+}
+
+int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name) {
+  if (core < 0 || core >= p->cores || !name) return 0;
+  const sim_core_prog *cp = &p->core[core];
+  for (int b = 0; b < cp->nbufs; b++)
+    if (!strcmp(cp->bufs[b].name, name)) return b + 1;
+  return 0;
+}
+
+int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf) {
+  if (core < 0 || core >= p->cores || buf < 1 || buf > p->core[core].nbufs) return 0;
+  return p->core[core].bufs[buf - 1].rows * p->core[core].bufs[buf - 1].cols;
+}
+
+static sim_buf *buf_of(tpu_sim_program *p, int core, int h) {
+  sim_core_prog *cp = &p->core[core];
+  return h >= 1 && h <= cp->nbufs ? &cp->bufs[h - 1] : NULL;
+}
+
+tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values) {
+  if (!core_ok(p, core)) return TPU_ERR_INPUT;
+  sim_buf *b = buf_of(p, core, buf);
+  if (!b || !values) { sim_seterr(p, "core %d: no buffer %d", core, buf); return TPU_ERR_INPUT; }
+  size_t n = (size_t)(b->rows * b->cols);
+  if (!b->init && !(b->init = tpu_malloc(n * sizeof(float)))) {
+    sim_seterr(p, "out of memory for the values of '%s'", b->name);
+    return TPU_ERR_NOMEM;
+  }
+  memcpy(b->init, values, n * sizeof(float));
+  if (b->dtype == TPU_SIM_BF16) tpu_bf16_round_array(b->init, n);
+  return TPU_OK;
+}
+
+tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_t *ready_cycles) {
+  if (!core_ok(p, core)) return TPU_ERR_INPUT;
+  if (n < 0 || (n > 0 && !ready_cycles)) { sim_seterr(p, "core %d: bad infeed queue", core); return TPU_ERR_INPUT; }
+  for (int64_t i = 1; i < n; i++)
+    if (ready_cycles[i] < ready_cycles[i - 1]) {
+      sim_seterr(p, "core %d: infeed batch %lld is ready at cycle %llu, before batch %lld (%llu); "
+                 "ready cycles must not decrease", core, (long long)i, (unsigned long long)ready_cycles[i],
+                 (long long)(i - 1), (unsigned long long)ready_cycles[i - 1]);
+      return TPU_ERR_INPUT;
+    }
+  sim_core_prog *cp = &p->core[core];
+  uint64_t *r = NULL;
+  if (n > 0) {
+    if (!(r = tpu_malloc((size_t)n * sizeof *r))) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
+    memcpy(r, ready_cycles, (size_t)n * sizeof *r);
+  }
+  tpu_free(cp->infeed_ready);
+  cp->infeed_ready = r;
+  cp->ninfeed = n;
+  return TPU_OK;
+}
+
+void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void *ud) {
+  p->fill = fill;
+  p->fill_ud = ud;
+}
+
+/* {==================================================================
+** Adding an op: operand checks, then dependencies.
+** ================================================================== */
+typedef struct opnd { const char *field; int h; } opnd;
+
+/* Checks one operand handle; requires a space unless want < 0. */
+static sim_buf *opnd_buf(tpu_sim_program *p, int core, int idx, const char *opname, const char *field,
+                         int h, int want) {
+  sim_buf *b = buf_of(p, core, h);
+  if (!b) {
+    sim_seterr(p, "core %d: op %d ('%s'): field '%s': %s", core, idx, opname, field,
+               h ? "no such buffer" : "missing (a buffer is required)");
+    return NULL;
+  }
+  if (want >= 0 && (int)b->space != want) {
+    sim_seterr(p, "core %d: op %d ('%s'): field '%s': buffer '%s' is in %s; it must be in %s", core, idx,
+               opname, field, b->name, b->space == TPU_SIM_HBM ? "hbm" : "vmem",
+               want == TPU_SIM_HBM ? "hbm" : "vmem");
+    return NULL;
+  }
+  return b;
+}
+
+static int add_dep(sim_core_prog *cp, int dep) {
+  if (grow((void **)&cp->deps, &cp->capdeps, cp->ndeps + 1, sizeof *cp->deps)) return -1;
+  cp->deps[cp->ndeps++] = dep;
+  return 0;
+}
+
+/* Duplicates would be harmless (an op waits for the latest end of its
+** deps); the scan is bounded so that a buffer read by many ops and then
+** written stays linear. */
+static bool has_dep(const sim_core_prog *cp, int from, int dep) {
+  if (cp->ndeps - from > 16) from = cp->ndeps - 16;
+  for (int i = from; i < cp->ndeps; i++)
+    if (cp->deps[i] == dep) return true;
+  return false;
+}
+
+tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index) {
+  if (!core_ok(p, core)) return TPU_ERR_INPUT;
+  sim_core_prog *cp = &p->core[core];
+  const int idx = cp->nops;
+  char defname[48];
+  snprintf(defname, sizeof defname, "%s#%d", tpu_sim_kind_name(op->kind), idx);
+  const char *nm = op->name && *op->name ? op->name : defname;
+  const int V = TPU_SIM_VMEM, H = TPU_SIM_HBM;
+  int reads[TPU_SIM_MAX_IN + 3], writes[TPU_SIM_MAX_OUT + 1], nr = 0, nw = 0;
+  int64_t bytes = 0;
+  int unit = 0, vcode = -1;
+  tpu_vpu_params prm = tpu_vpu_params_default();
+  if (op->step < 0 || op->step < cp->maxstep) {
+    sim_seterr(p, "core %d: op %d ('%s'): field 'step': %d; steps must be >= 0 and must not decrease "
+               "along a core's program (the previous op has step %d)", core, idx, nm, op->step, cp->maxstep);
+    return TPU_ERR_INPUT;
+  }
+  switch (op->kind) {
+  case TPU_SIM_DMA: {
+    sim_buf *s = opnd_buf(p, core, idx, nm, "src", op->src, -1);
+    sim_buf *d = s ? opnd_buf(p, core, idx, nm, "dst", op->dst, -1) : NULL;
+    if (!d) return TPU_ERR_INPUT;
+    if (s->space == d->space) {
+      sim_seterr(p, "core %d: op %d ('%s'): a dma moves between hbm and vmem; '%s' and '%s' are both in %s",
+                 core, idx, nm, s->name, d->name, s->space == H ? "hbm" : "vmem");
+      return TPU_ERR_INPUT;
+    }
+    if (s->rows * s->cols != d->rows * d->cols) {
+      sim_seterr(p, "core %d: op %d ('%s'): src '%s' has %lld elements, dst '%s' %lld; they must be equal",
+                 core, idx, nm, s->name, (long long)(s->rows * s->cols), d->name, (long long)(d->rows * d->cols));
+      return TPU_ERR_INPUT;
+    }
+    bytes = sim_buf_bytes(s->space == H ? s : d);
+    reads[nr++] = op->src; writes[nw++] = op->dst; unit = SIM_U_DMA;
+    break;
+  }
+  case TPU_SIM_MATMUL: {
+    sim_buf *a = opnd_buf(p, core, idx, nm, "a", op->a, V);
+    sim_buf *b = a ? opnd_buf(p, core, idx, nm, "b", op->b, V) : NULL;
+    sim_buf *d = b ? opnd_buf(p, core, idx, nm, "dst", op->dst, V) : NULL;
+    if (!d) return TPU_ERR_INPUT;
+    int64_t M = op->trans_a ? a->cols : a->rows, K = op->trans_a ? a->rows : a->cols;
+    int64_t K2 = op->trans_b ? b->cols : b->rows, N = op->trans_b ? b->rows : b->cols;
+    if (K != K2 || d->rows != M || d->cols != N) {
+      sim_seterr(p, "core %d: op %d ('%s'): shapes do not agree: a%s is %lld x %lld, b%s is %lld x %lld, "
+                 "dst is %lld x %lld (need a: M x K, b: K x N, dst: M x N)", core, idx, nm,
+                 op->trans_a ? "^T" : "", (long long)M, (long long)K, op->trans_b ? "^T" : "",
+                 (long long)K2, (long long)N, (long long)d->rows, (long long)d->cols);
+      return TPU_ERR_INPUT;
+    }
+    if (M > 65536 * 16 || N > 65536 * 16 || K > 65536 * 16) {
+      sim_seterr(p, "core %d: op %d ('%s'): matmul dimension out of range (at most 1048576)", core, idx, nm);
+      return TPU_ERR_INPUT;
+    }
+    if ((unsigned)op->precision > TPU_PREC_BF16X6) {
+      sim_seterr(p, "core %d: op %d ('%s'): field 'precision': unknown", core, idx, nm);
+      return TPU_ERR_INPUT;
+    }
+    reads[nr++] = op->a; reads[nr++] = op->b;
+    if (op->accumulate) reads[nr++] = op->dst;
+    writes[nw++] = op->dst; unit = SIM_U_MXU;
+    break;
+  }
+  case TPU_SIM_VPU: {
+    vcode = op->vpu_op ? sim_vpu_lookup(op->vpu_op) : -1;
+    if (vcode < 0) {
+      sim_seterr(p, "core %d: op %d ('%s'): field 'vpu_op': unknown op '%s'; the VPU knows %s", core, idx, nm,
+                 op->vpu_op ? op->vpu_op : "(none)", sim_vpu_names());
+      return TPU_ERR_INPUT;
+    }
+    char field[32];
+    for (int i = 0; i < TPU_SIM_MAX_IN && op->in[i]; i++) {
+      snprintf(field, sizeof field, "in[%d]", i);
+      if (!opnd_buf(p, core, idx, nm, field, op->in[i], V)) return TPU_ERR_INPUT;
+      reads[nr++] = op->in[i];
+    }
+    for (int i = 0; i < TPU_SIM_MAX_OUT && op->out[i]; i++) {
+      snprintf(field, sizeof field, "out[%d]", i);
+      if (!opnd_buf(p, core, idx, nm, field, op->out[i], V)) return TPU_ERR_INPUT;
+      writes[nw++] = op->out[i];
+    }
+    char e[512];
+    prm = op->params ? *op->params : tpu_vpu_params_default();
+    if (!sim_vpu_check(vcode, op, &prm, cp, e, sizeof e)) {
+      sim_seterr(p, "core %d: op %d ('%s'): %s", core, idx, nm, e);
+      return TPU_ERR_INPUT;
+    }
+    unit = SIM_U_VPU;
+    break;
+  }
+  case TPU_SIM_INFEED:
+    if (!opnd_buf(p, core, idx, nm, "dst", op->dst, -1)) return TPU_ERR_INPUT;
+    writes[nw++] = op->dst; unit = SIM_U_INFEED;
+    break;
+  case TPU_SIM_COLLECTIVE: {
+    sim_buf *s = opnd_buf(p, core, idx, nm, "src", op->src, -1);
+    sim_buf *d = s ? opnd_buf(p, core, idx, nm, "dst", op->dst, -1) : NULL;
+    if (!d) return TPU_ERR_INPUT;
+    int64_t ns = s->rows * s->cols, nd = d->rows * d->cols, n = p->cores;
+    int64_t want = op->coll == TPU_SIM_ALL_GATHER ? ns * n : op->coll == TPU_SIM_REDUCE_SCATTER ? ns / n : ns;
+    if ((unsigned)op->coll > TPU_SIM_BROADCAST) {
+      sim_seterr(p, "core %d: op %d ('%s'): field 'collective': unknown", core, idx, nm);
+      return TPU_ERR_INPUT;
+    }
+    if (op->coll == TPU_SIM_REDUCE_SCATTER && ns % n) {
+      sim_seterr(p, "core %d: op %d ('%s'): reduce_scatter of '%s' (%lld elements) over %lld cores: "
+                 "the size must be a multiple of the core count", core, idx, nm, s->name, (long long)ns, (long long)n);
+      return TPU_ERR_INPUT;
+    }
+    if (nd != want) {
+      sim_seterr(p, "core %d: op %d ('%s'): %s of '%s' (%lld elements) over %lld cores needs a dst of %lld "
+                 "elements; '%s' has %lld", core, idx, nm, tpu_sim_coll_name(op->coll), s->name, (long long)ns,
+                 (long long)n, (long long)want, d->name, (long long)nd);
+      return TPU_ERR_INPUT;
+    }
+    if (op->coll == TPU_SIM_BROADCAST && (op->root < 0 || op->root >= p->cores)) {
+      sim_seterr(p, "core %d: op %d ('%s'): field 'root': %d out of range 0..%d", core, idx, nm, op->root,
+                 p->cores - 1);
+      return TPU_ERR_INPUT;
+    }
+    reads[nr++] = op->src;
+    writes[nw++] = op->dst; unit = SIM_U_COLL;
+    bytes = sim_buf_bytes(s);
+    break;
+  }
+  default:
+    sim_seterr(p, "core %d: op %d ('%s'): unknown kind %d", core, idx, nm, (int)op->kind);
+    return TPU_ERR_INPUT;
+  }
+
+  if (grow((void **)&cp->ops, &cp->capops, idx + 1, sizeof *cp->ops)) goto nomem;
+  sim_op *so = &cp->ops[idx];
+  memset(so, 0, sizeof *so);
+  so->o = *op;
+  so->name = tpu_strdup(nm);
+  so->vpu_op = op->vpu_op ? tpu_strdup(op->vpu_op) : NULL;
+  if (!so->name || (op->vpu_op && !so->vpu_op)) {
+    tpu_free(so->name); tpu_free(so->vpu_op);
+    goto nomem;
+  }
+  so->o.name = so->name;
+  so->o.vpu_op = so->vpu_op;
+  so->unit = unit;
+  so->bytes = bytes;
+  so->vpu_code = vcode;
+  so->params = prm;
+  so->o.params = NULL;
+  so->dep0 = cp->ndeps;
+  /* dependencies: RAW on the last writer of every read; WAW and WAR for
+  ** every write. Readers lists are grown before anything is committed. */
+  for (int i = 0; i < nr; i++) {
+    sim_buf *b = &cp->bufs[reads[i] - 1];
+    if (grow((void **)&b->readers, &b->capreaders, b->nreaders + 1, sizeof *b->readers)) goto nomem_op;
+  }
+  for (int i = 0; i < nr; i++) {
+    sim_buf *b = &cp->bufs[reads[i] - 1];
+    if (b->last_writer >= 0 && !has_dep(cp, so->dep0, b->last_writer) && add_dep(cp, b->last_writer)) goto nomem_op;
+  }
+  for (int i = 0; i < nw; i++) {
+    sim_buf *b = &cp->bufs[writes[i] - 1];
+    if (b->last_writer >= 0 && !has_dep(cp, so->dep0, b->last_writer) && add_dep(cp, b->last_writer)) goto nomem_op;
+    for (int j = 0; j < b->nreaders; j++)
+      if (!has_dep(cp, so->dep0, b->readers[j]) && add_dep(cp, b->readers[j])) goto nomem_op;
+  }
+  /* commit */
+  for (int i = 0; i < nr; i++) {
+    sim_buf *b = &cp->bufs[reads[i] - 1];
+    if (b->nreaders == 0 || b->readers[b->nreaders - 1] != idx) b->readers[b->nreaders++] = idx;
+  }
+  for (int i = 0; i < nw; i++) {
+    sim_buf *b = &cp->bufs[writes[i] - 1];
+    b->last_writer = idx;
+    b->nreaders = 0;
+  }
+  for (int i = 0; i < nr + nw; i++) {
+    sim_buf *b = &cp->bufs[(i < nr ? reads[i] : writes[i - nr]) - 1];
+    if (b->first_use < 0) b->first_use = idx;
+    b->last_use = idx;
+  }
+  so->ndeps = cp->ndeps - so->dep0;
+  cp->maxstep = op->step;
+  cp->nops++;
+  if (index) *index = idx;
+  return TPU_OK;
+nomem_op:
+  cp->ndeps = so->dep0;
+  tpu_free(so->name); tpu_free(so->vpu_op);
+nomem:
+  sim_seterr(p, "out of memory");
+  return TPU_ERR_NOMEM;
+}
+/* }================================================================== */

@@ -1,0 +1,444 @@
+/*
+** program_json.c -- the JSON program format of docs/PROGRAMS.md into a
+** tpu_sim_program. Every error names the file, line:column (from jansson
+** for malformed JSON, else from tpu_json_locate) and the field's path.
+** jansson values never outlive the call.
+*/
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/sim_int.h"
+
+/* Field paths are built into fixed buffers; a path too long for them (a
+** deeply nested name of hundreds of characters) is cut short in the
+** message, which is harmless, so the truncation warning is off here. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+typedef struct pctx {
+  const char *text, *file;
+  char *err; size_t errcap;
+  tpu_sim_program *p;
+  bool failed;
+} pctx;
+
+static void perr(pctx *x, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void perr(pctx *x, const char *path, const char *fmt, ...) {
+  if (x->failed) return;
+  x->failed = true;
+  int line = 0, col = 0;
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (path && tpu_json_locate(x->text, path, &line, &col))
+    snprintf(x->err, x->errcap, "%s:%d:%d: field '%s': %s", x->file, line, col, path, msg);
+  else if (path)
+    snprintf(x->err, x->errcap, "%s: field '%s': %s", x->file, path, msg);
+  else
+    snprintf(x->err, x->errcap, "%s: %s", x->file, msg);
+}
+
+/* Rejects keys not in 'allowed' (NULL-terminated). */
+static bool only_keys(pctx *x, json_t *o, const char *path, const char *const *allowed) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(o, k, v) {
+    bool ok = false;
+    for (const char *const *a = allowed; *a; a++) ok |= !strcmp(*a, k);
+    if (!ok) {
+      char sub[256], list[256] = "";
+      snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", k);
+      for (const char *const *a = allowed; *a; a++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", a == allowed ? "" : ", ", *a);
+      perr(x, sub, "unknown field; allowed here: %s", list);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool get_int(pctx *x, json_t *o, const char *key, const char *path, long long lo, long long hi,
+                    long long *out, bool required) {
+  json_t *v = json_object_get(o, key);
+  char sub[256];
+  snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
+  if (!v) {
+    if (required) perr(x, path[0] ? path : NULL, "missing field '%s'", key);
+    return !required;
+  }
+  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+    perr(x, sub, "expected an integer in %lld..%lld", lo, hi);
+    return false;
+  }
+  *out = json_integer_value(v);
+  return true;
+}
+
+static bool get_bool(pctx *x, json_t *o, const char *key, const char *path, bool *out) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return true;
+  if (!json_is_boolean(v)) {
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s.%s", path, key);
+    perr(x, sub, "expected true or false");
+    return false;
+  }
+  *out = json_is_true(v);
+  return true;
+}
+
+static const char *get_str(pctx *x, json_t *o, const char *key, const char *path, bool required) {
+  json_t *v = json_object_get(o, key);
+  char sub[256];
+  snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
+  if (!v) {
+    if (required) perr(x, path, "missing field '%s'", key);
+    return NULL;
+  }
+  if (!json_is_string(v)) { perr(x, sub, "expected a string"); return NULL; }
+  return json_string_value(v);
+}
+
+/* splitmix64 + Box-Muller: the "normal" initializer, the same everywhere */
+static uint64_t sm64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static float normal01(uint64_t *s) {
+  double u1 = (double)((sm64(s) >> 11) + 1) * (1.0 / 9007199254740993.0);
+  double u2 = (double)(sm64(s) >> 11) * (1.0 / 9007199254740992.0);
+  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
+  if (!arr) return true;
+  if (!json_is_array(arr)) { perr(x, path, "expected an array of buffers"); return false; }
+  static const char *const KEYS[] = { "name", "space", "shape", "dtype", "init", NULL };
+  size_t i;
+  json_t *b;
+  json_array_foreach(arr, i, b) {
+    char bp[256], sub[300];
+    snprintf(bp, sizeof bp, "%s[%zu]", path, i);
+    if (!json_is_object(b)) { perr(x, bp, "expected an object"); return false; }
+    if (!only_keys(x, b, bp, KEYS)) return false;
+    const char *name = get_str(x, b, "name", bp, true);
+    const char *space = get_str(x, b, "space", bp, true);
+    if (!name || !space) { if (!x->failed) perr(x, bp, "bad buffer"); return false; }
+    snprintf(sub, sizeof sub, "%s.space", bp);
+    tpu_sim_space sp;
+    if (!strcmp(space, "hbm")) sp = TPU_SIM_HBM;
+    else if (!strcmp(space, "vmem")) sp = TPU_SIM_VMEM;
+    else { perr(x, sub, "expected \"hbm\" or \"vmem\", got \"%s\"", space); return false; }
+    tpu_sim_dtype dt = TPU_SIM_F32;
+    const char *dts = get_str(x, b, "dtype", bp, false);
+    if (x->failed) return false;
+    snprintf(sub, sizeof sub, "%s.dtype", bp);
+    if (dts && !strcmp(dts, "bf16")) dt = TPU_SIM_BF16;
+    else if (dts && strcmp(dts, "f32")) { perr(x, sub, "expected \"f32\" or \"bf16\", got \"%s\"", dts); return false; }
+    json_t *sh = json_object_get(b, "shape");
+    snprintf(sub, sizeof sub, "%s.shape", bp);
+    long long dims[2];
+    if (!sh) { perr(x, bp, "missing field 'shape'"); return false; }
+    if (!json_is_array(sh) || json_array_size(sh) != 2) { perr(x, sub, "expected [rows, cols]"); return false; }
+    for (int d = 0; d < 2; d++) {
+      json_t *v = json_array_get(sh, (size_t)d);
+      char dp[320];
+      snprintf(dp, sizeof dp, "%s[%d]", sub, d);
+      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30)) {
+        perr(x, dp, "expected an integer in 1..1073741824");
+        return false;
+      }
+      dims[d] = json_integer_value(v);
+    }
+    int h = tpu_sim_buffer(x->p, core, name, sp, dt, dims[0], dims[1]);
+    if (!h) { perr(x, bp, "%s", tpu_sim_program_error(x->p)); return false; }
+    json_t *init = json_object_get(b, "init");
+    if (!init) continue;
+    snprintf(sub, sizeof sub, "%s.init", bp);
+    const size_t n = (size_t)(dims[0] * dims[1]);
+    float *v = tpu_malloc(n * sizeof *v);
+    if (!v) { perr(x, sub, "out of memory for %zu values", n); return false; }
+    bool ok = true;
+    if (json_is_string(init) && !strcmp(json_string_value(init), "zeros")) {
+      memset(v, 0, n * sizeof *v);
+    } else if (json_is_object(init) && json_object_size(init) == 1 && json_object_get(init, "const") &&
+               json_is_number(json_object_get(init, "const"))) {
+      const float c = (float)json_number_value(json_object_get(init, "const"));
+      for (size_t k = 0; k < n; k++) v[k] = c;
+    } else if (json_is_object(init) && json_object_size(init) == 1 && json_object_get(init, "iota") &&
+               json_is_number(json_object_get(init, "iota"))) {
+      const double step = json_number_value(json_object_get(init, "iota"));
+      for (size_t k = 0; k < n; k++) v[k] = (float)((double)k * step);
+    } else if (json_is_object(init) && json_object_size(init) == 1 && json_is_integer(json_object_get(init, "normal")) &&
+               json_integer_value(json_object_get(init, "normal")) >= 0) {
+      uint64_t s = (uint64_t)json_integer_value(json_object_get(init, "normal")) * 1000003u + (uint64_t)core;
+      for (size_t k = 0; k < n; k++) v[k] = normal01(&s);
+    } else if (json_is_array(init) && json_array_size(init) == n) {
+      for (size_t k = 0; k < n && ok; k++) {
+        json_t *e = json_array_get(init, k);
+        if (!json_is_number(e)) {
+          char ep[340];
+          snprintf(ep, sizeof ep, "%s[%zu]", sub, k);
+          perr(x, ep, "expected a number");
+          ok = false;
+        } else {
+          v[k] = (float)json_number_value(e);
+        }
+      }
+    } else {
+      perr(x, sub, "expected \"zeros\", {\"const\": X}, {\"iota\": STEP}, {\"normal\": SEED} (N(0,1), seeded "
+           "per core) or an array of rows*cols = %zu numbers", n);
+      ok = false;
+    }
+    if (ok && tpu_sim_buffer_init(x->p, core, h, v) != TPU_OK) { perr(x, sub, "out of memory"); ok = false; }
+    tpu_free(v);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static int buf_ref(pctx *x, json_t *op, const char *key, const char *path, int core, bool required) {
+  const char *nm = get_str(x, op, key, path, required);
+  if (!nm) return 0;
+  int h = tpu_sim_buffer_find(x->p, core, nm);
+  if (!h) {
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s.%s", path, key);
+    perr(x, sub, "no buffer named '%s' on core %d", nm, core);
+  }
+  return h;
+}
+
+static bool buf_list(pctx *x, json_t *op, const char *key, const char *path, int core, int *out, int max) {
+  json_t *a = json_object_get(op, key);
+  char sub[300];
+  snprintf(sub, sizeof sub, "%s.%s", path, key);
+  if (!a) { perr(x, path, "missing field '%s'", key); return false; }
+  if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > (size_t)max) {
+    perr(x, sub, "expected an array of 1..%d buffer names", max);
+    return false;
+  }
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    json_t *e = json_array_get(a, i);
+    char ep[340];
+    snprintf(ep, sizeof ep, "%s[%zu]", sub, i);
+    if (!json_is_string(e)) { perr(x, ep, "expected a buffer name"); return false; }
+    if (!(out[i] = tpu_sim_buffer_find(x->p, core, json_string_value(e)))) {
+      perr(x, ep, "no buffer named '%s' on core %d", json_string_value(e), core);
+      return false;
+    }
+  }
+  return true;
+}
+
+static const char *const COLLS[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
+
+static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long repeat) {
+  if (!json_is_array(arr)) { perr(x, path, "expected an array of ops"); return false; }
+  static const char *const KEYS[] = { "op", "name", "step", "src", "dst", "a", "b", "trans_a", "trans_b",
+                                      "accumulate", "precision", "fn", "in", "out", "params", "root", NULL };
+  long long maxstep = 0;
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *s = json_object_get(json_array_get(arr, i), "step");
+    if (json_is_integer(s) && json_integer_value(s) > maxstep) maxstep = json_integer_value(s);
+  }
+  for (long long it = 0; it < repeat; it++) {
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o) {
+      char op[256], sub[300];
+      snprintf(op, sizeof op, "%s[%zu]", path, i);
+      if (!json_is_object(o)) { perr(x, op, "expected an object"); return false; }
+      if (!only_keys(x, o, op, KEYS)) return false;
+      const char *kind = get_str(x, o, "op", op, true);
+      if (!kind) return false;
+      snprintf(sub, sizeof sub, "%s.op", op);
+      tpu_sim_op so = { 0 };
+      tpu_vpu_params prm;
+      so.name = get_str(x, o, "name", op, false);
+      long long step = 0;
+      if (!get_int(x, o, "step", op, 0, 1000000, &step, false)) return false;
+      so.step = (int)(it * (maxstep + 1) + step);
+      if (!strcmp(kind, "dma")) {
+        so.kind = TPU_SIM_DMA;
+        so.src = buf_ref(x, o, "src", op, core, true);
+        so.dst = so.src ? buf_ref(x, o, "dst", op, core, true) : 0;
+      } else if (!strcmp(kind, "matmul")) {
+        so.kind = TPU_SIM_MATMUL;
+        so.a = buf_ref(x, o, "a", op, core, true);
+        so.b = so.a ? buf_ref(x, o, "b", op, core, true) : 0;
+        so.dst = so.b ? buf_ref(x, o, "dst", op, core, true) : 0;
+        if (x->failed || !get_bool(x, o, "trans_a", op, &so.trans_a) || !get_bool(x, o, "trans_b", op, &so.trans_b) ||
+            !get_bool(x, o, "accumulate", op, &so.accumulate))
+          return false;
+        const char *pr = get_str(x, o, "precision", op, false);
+        if (pr && !tpu_precision_parse(pr, &so.precision)) {
+          snprintf(sub, sizeof sub, "%s.precision", op);
+          perr(x, sub, "expected \"bf16\", \"bf16x3\" or \"bf16x6\", got \"%s\"", pr);
+        }
+      } else if (!strcmp(kind, "vpu")) {
+        so.kind = TPU_SIM_VPU;
+        so.vpu_op = get_str(x, o, "fn", op, true);
+        if (so.vpu_op && buf_list(x, o, "in", op, core, so.in, TPU_SIM_MAX_IN))
+          buf_list(x, o, "out", op, core, so.out, TPU_SIM_MAX_OUT);
+        json_t *pj = json_object_get(o, "params");
+        if (pj && !x->failed) {
+          static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
+          snprintf(sub, sizeof sub, "%s.params", op);
+          prm = tpu_vpu_params_default();
+          if (!json_is_object(pj)) {
+            perr(x, sub, "expected an object of VPU parameters");
+          } else if (only_keys(x, pj, sub, PK)) {
+            float *dst[] = { &prm.alpha, &prm.lr, &prm.momentum, &prm.beta1, &prm.beta2, &prm.eps };
+            for (int k = 0; k < 6 && !x->failed; k++) {
+              json_t *v = json_object_get(pj, PK[k]);
+              char kp[340];
+              snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
+              if (v && !json_is_number(v)) perr(x, kp, "expected a number");
+              else if (v) *dst[k] = (float)json_number_value(v);
+            }
+            long long stp = prm.step;
+            if (!x->failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm.step = stp;
+            so.params = &prm;
+          }
+        }
+      } else if (!strcmp(kind, "infeed")) {
+        so.kind = TPU_SIM_INFEED;
+        so.dst = buf_ref(x, o, "dst", op, core, true);
+      } else {
+        int c = -1;
+        for (int k = 0; k < 4; k++)
+          if (!strcmp(kind, COLLS[k])) c = k;
+        if (c < 0) {
+          perr(x, sub, "unknown op \"%s\"; expected dma, matmul, vpu, infeed, all_reduce, all_gather, "
+               "reduce_scatter or broadcast", kind);
+          return false;
+        }
+        so.kind = TPU_SIM_COLLECTIVE;
+        so.coll = (tpu_sim_coll)c;
+        so.src = buf_ref(x, o, "src", op, core, true);
+        so.dst = so.src ? buf_ref(x, o, "dst", op, core, true) : 0;
+        long long root = 0;
+        if (!x->failed && !get_int(x, o, "root", op, 0, x->p->cores - 1, &root, false)) return false;
+        so.root = (int)root;
+      }
+      if (x->failed) return false;
+      if (tpu_sim_add_op(x->p, core, &so, NULL) != TPU_OK) {
+        perr(x, op, "%s", tpu_sim_program_error(x->p));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
+  if (!inf) return true;
+  static const char *const KEYS[] = { "ready_cycles", "first", "interval", "batches", NULL };
+  if (!json_is_object(inf)) { perr(x, path, "expected an object"); return false; }
+  if (!only_keys(x, inf, path, KEYS)) return false;
+  json_t *rc = json_object_get(inf, "ready_cycles");
+  uint64_t *r = NULL;
+  long long n = 0;
+  if (rc) {
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s.ready_cycles", path);
+    if (!json_is_array(rc)) { perr(x, sub, "expected an array of cycles"); return false; }
+    n = (long long)json_array_size(rc);
+    if (n && !(r = tpu_malloc((size_t)n * sizeof *r))) { perr(x, sub, "out of memory"); return false; }
+    for (long long i = 0; i < n; i++) {
+      json_t *e = json_array_get(rc, (size_t)i);
+      if (!json_is_integer(e) || json_integer_value(e) < 0 || (i && (uint64_t)json_integer_value(e) < r[i - 1])) {
+        char ep[340];
+        snprintf(ep, sizeof ep, "%s[%lld]", sub, i);
+        perr(x, ep, "expected a cycle count >= 0 and >= the previous batch's");
+        tpu_free(r);
+        return false;
+      }
+      r[i] = (uint64_t)json_integer_value(e);
+    }
+  } else {
+    long long first = 0, interval = 0;
+    if (!get_int(x, inf, "batches", path, 0, 100000000, &n, true) ||
+        !get_int(x, inf, "first", path, 0, (long long)1 << 50, &first, false) ||
+        !get_int(x, inf, "interval", path, 0, (long long)1 << 40, &interval, false))
+      return false;
+    if (n && !(r = tpu_malloc((size_t)n * sizeof *r))) { perr(x, path, "out of memory"); return false; }
+    for (long long i = 0; i < n; i++) r[i] = (uint64_t)(first + i * interval);
+  }
+  tpu_status st = tpu_sim_infeed(x->p, core, n, r);
+  tpu_free(r);
+  if (st != TPU_OK) { perr(x, path, "%s", tpu_sim_program_error(x->p)); return false; }
+  return true;
+}
+
+tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, tpu_sim_program **out,
+                                 char *err, size_t errcap) {
+  *out = NULL;
+  pctx x = { .text = text, .file = file, .err = err, .errcap = errcap };
+  json_error_t je;
+  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!root) {
+    snprintf(err, errcap, "%s:%d:%d: malformed JSON: %s", file, je.line, je.column, je.text);
+    return TPU_ERR_INPUT;
+  }
+  tpu_status st = TPU_ERR_INPUT;
+  static const char *const KEYS[] = { "description", "cores", "repeat", "buffers", "ops", "infeed", "per_core", NULL };
+  if (!json_is_object(root)) { perr(&x, NULL, "expected a JSON object (a program, see docs/PROGRAMS.md)"); goto out; }
+  if (!only_keys(&x, root, "", KEYS)) goto out;
+  long long want = cores, repeat = 1;
+  if (!get_int(&x, root, "cores", "", 1, TPU_MAX_CORES, &want, false)) goto out;
+  if (want != cores) {
+    perr(&x, "cores", "the program is for %lld core(s) but the chip has %d (pick another --chip or --set cores=%lld)",
+         want, cores, want);
+    goto out;
+  }
+  if (!get_int(&x, root, "repeat", "", 1, 1000000, &repeat, false)) goto out;
+  json_t *ops = json_object_get(root, "ops"), *pc = json_object_get(root, "per_core");
+  if (!ops == !pc) {
+    perr(&x, NULL, "give either \"ops\" (the same program on every core) or \"per_core\" (one entry per core), "
+         "not %s", ops ? "both" : "neither");
+    goto out;
+  }
+  if (pc && (!json_is_array(pc) || json_array_size(pc) != (size_t)cores)) {
+    perr(&x, "per_core", "expected an array of %d entries (one per core)", cores);
+    goto out;
+  }
+  if (tpu_sim_program_create(cores, &x.p) != TPU_OK) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
+  for (int c = 0; c < cores; c++) {
+    if (!add_buffers(&x, json_object_get(root, "buffers"), "buffers", c)) goto out;
+    if (!set_infeed(&x, json_object_get(root, "infeed"), "infeed", c)) goto out;
+    if (pc) {
+      char path[64];
+      json_t *e = json_array_get(pc, (size_t)c);
+      static const char *const PKEYS[] = { "buffers", "ops", "infeed", NULL };
+      snprintf(path, sizeof path, "per_core[%d]", c);
+      if (!json_is_object(e)) { perr(&x, path, "expected an object"); goto out; }
+      if (!only_keys(&x, e, path, PKEYS)) goto out;
+      char sub[96];
+      snprintf(sub, sizeof sub, "%s.buffers", path);
+      if (!add_buffers(&x, json_object_get(e, "buffers"), sub, c)) goto out;
+      snprintf(sub, sizeof sub, "%s.infeed", path);
+      if (!set_infeed(&x, json_object_get(e, "infeed"), sub, c)) goto out;
+      snprintf(sub, sizeof sub, "%s.ops", path);
+      json_t *eo = json_object_get(e, "ops");
+      if (!eo) { perr(&x, path, "missing field 'ops'"); goto out; }
+      if (!add_ops(&x, eo, sub, c, repeat)) goto out;
+    } else if (!add_ops(&x, ops, "ops", c, repeat)) {
+      goto out;
+    }
+  }
+  *out = x.p;
+  x.p = NULL;
+  st = TPU_OK;
+out:
+  tpu_sim_program_destroy(x.p);
+  json_decref(root);
+  return st;
+}

@@ -1,0 +1,176 @@
+/*
+** sim_int.h -- internals of the chip engine (sim/program.c, sim/engine.c,
+** sim/stats.c, sim/program_json.c). Not a public header.
+**
+** Design.
+**
+** A program is, per core, an array of buffers and an array of ops. Each op's
+** dependencies are derived when it is added (read after write, write after
+** read, write after write on its buffers, in program order) and stored as a
+** list of earlier op indices of the same core. Each op belongs to one unit
+** (DMA, MXU, VPU, INFEED, COLL); a unit runs its ops in program order.
+**
+** The engine is a conservative parallel discrete-event simulation:
+**   - An op *resolves* (gets its start and end cycle) as soon as all its
+**     dependencies have resolved and it is the head of its unit's queue. For
+**     the MXU, VPU and INFEED the end follows at once from the start (their
+**     models depend on nothing else). A DMA's end depends on the other
+**     transfers sharing its chip's HBM, and a collective's on every core.
+**   - HBM is processor-shared: the transfers in flight on a chip (after
+**     their latency) each progress at bandwidth / n. The chip processes
+**     transfer entries and completions in time order. It may process the
+**     event at time t only when nothing unresolved can start a transfer
+**     before t: everything unresolved waits, directly or not, on a transfer
+**     in flight (so starts no earlier than the earliest completion) or on a
+**     collective (so starts no earlier than that collective's arrival plus
+**     its duration: the chip's *horizon*).
+**   - Cores of different chips share nothing but collectives, so chips are
+**     simulated in parallel on host threads in rounds: each chip advances
+**     until it is blocked, then one thread resolves the collective every
+**     core has arrived at (start = the last arrival), computes its values in
+**     a fixed order, and the next round begins. A chip never reads another
+**     chip's state during a round, so results do not depend on the thread
+**     count or on scheduling.
+**   - Values (tile level) are computed when an op resolves: its inputs are
+**     final then (their writers resolved first) and no later writer of its
+**     outputs has resolved (write-after-read dependencies).
+**   - Stall accounting is a sweep after the run over each core's busy and
+**     wait intervals (sim/stats.c).
+**
+** Not modelled: bank conflicts and addresses inside HBM or VMEM (a buffer is
+** a size), more than one outstanding DMA per core (the DMA unit is in
+** order), ICI contention between different collectives (they are in order),
+** HBM traffic of collectives, the cost of dequeuing an infeed batch beyond
+** waiting for it (the data pipeline's ready time includes the transfer).
+*/
+#ifndef TPU_SIM_INT_H
+#define TPU_SIM_INT_H
+#include <pthread.h>
+
+#include "sim/sim.h"
+
+enum { SIM_U_DMA = 0, SIM_U_MXU, SIM_U_VPU, SIM_U_INFEED, SIM_U_COLL, SIM_NUNITS };
+#define SIM_UNRESOLVED UINT64_MAX
+
+typedef struct sim_buf {
+  char *name;
+  tpu_sim_space space;
+  tpu_sim_dtype dtype;
+  int64_t rows, cols;
+  float *init;                 /* initial values, or NULL for zeros */
+  int last_writer;             /* dependency tracking while ops are added; -1 none */
+  int *readers;                /* ops that read it since the last write */
+  int nreaders, capreaders;
+  int first_use, last_use;     /* op indices (VMEM liveness); -1 unused */
+} sim_buf;
+
+typedef struct sim_op {
+  tpu_sim_op o;                /* name and vpu_op point into owned copies */
+  char *name;
+  char *vpu_op;
+  int unit;
+  int dep0, ndeps;             /* into sim_core_prog.deps */
+  int64_t bytes;               /* DMA and COLL: bytes per core moved/reduced */
+  int vpu_code;                /* resolved VPU op (sim_vpu.c) */
+  tpu_vpu_params params;       /* VPU scalars (o.params is NULL once added) */
+} sim_op;
+
+typedef struct sim_core_prog {
+  sim_buf *bufs; int nbufs, capbufs;   /* handle h is bufs[h - 1] */
+  sim_op *ops; int nops, capops;
+  int *deps; int ndeps, capdeps;
+  uint64_t *infeed_ready; int64_t ninfeed;
+  int maxstep;
+} sim_core_prog;
+
+struct tpu_sim_program {
+  int cores;
+  sim_core_prog *core;
+  tpu_sim_infeed_fill fill;
+  void *fill_ud;
+  char err[1024];
+};
+
+void sim_seterr(tpu_sim_program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int64_t sim_buf_bytes(const sim_buf *b);
+/* "op 3 ('mm1', matmul)" into buf. */
+const char *sim_op_label(const sim_core_prog *cp, int op, char *buf, size_t cap);
+
+/* {==================================================================
+** The VPU as the engine sees it (sim/sim_vpu.c): resolve a name, check
+** operand shapes, cycles, values.
+** ================================================================== */
+/* Returns a code >= 0 or -1 (unknown name; 'allowed' lists the names). */
+int sim_vpu_lookup(const char *name);
+const char *sim_vpu_names(void);
+/* Checks the numbers and shapes of operands; writes a message on failure. */
+bool sim_vpu_check(int code, const tpu_sim_op *op, const tpu_vpu_params *prm, const sim_core_prog *cp,
+                   char *err, size_t cap);
+uint64_t sim_vpu_cycles(const tpu_vpu_config *vc, const sim_op *so, const sim_core_prog *cp);
+/* Computes the outputs; in[i]/out[i] are the buffers' value arrays.
+** TPU_ERR_NOMEM (label scratch) or the VPU's error. */
+tpu_status sim_vpu_exec(const sim_op *so, const sim_core_prog *cp, float *const *in, float *const *out);
+/* }================================================================== */
+
+/* {==================================================================
+** Run state
+** ================================================================== */
+typedef struct sim_iv { uint64_t a, b; } sim_iv;       /* [a, b) cycles */
+typedef struct sim_slice { uint64_t a, b; int cat; } sim_slice;
+
+typedef struct sim_core_rt {
+  int id, chip;
+  const sim_core_prog *cp;
+  int *q[SIM_NUNITS]; int qn[SIM_NUNITS]; int head[SIM_NUNITS];
+  uint64_t unit_free[SIM_NUNITS];
+  uint64_t *start, *end;       /* per op; end SIM_UNRESOLVED until resolved */
+  uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
+  tpu_mxu_sched mxu[8];
+  float **val;                 /* per buffer values (tile level), else NULL */
+  int64_t infeed_next;
+  int coll_arrived;            /* op index of the collective waiting at the barrier, -1 none */
+  uint64_t coll_arrival;
+  int dma_op;                  /* the DMA in flight, -1 none */
+  uint64_t dma_enter;          /* cycle it joins the HBM pool */
+  bool dma_in_pool;
+  double dma_target;           /* virtual time at which it completes */
+  uint64_t dma_fin;            /* projected completion cycle */
+  /* results */
+  tpu_sim_stalls total;
+  tpu_sim_stalls *steps;       /* [nsteps] */
+  uint64_t *step_end;          /* [nsteps] */
+  sim_slice *slices; int nslices, capslices;   /* stall slices for the trace */
+  bool oom;
+  uint64_t maxend;             /* its last op's end */
+  tpu_status setup_st;
+  char setup_err[512];
+} sim_core_rt;
+
+typedef struct sim_chip_rt {
+  int first, n;                /* its cores */
+  double V;                    /* HBM virtual time: bytes each active transfer has received */
+  uint64_t tlast;
+  int nactive;
+  uint64_t horizon;
+  bool progressed;
+  char err[512];
+  tpu_status st;
+} sim_chip_rt;
+
+struct tpu_sim_result {
+  const tpu_chip_config *cfgp;
+  tpu_chip_config cfg;
+  tpu_sim_program *p;
+  tpu_sim_options opt;
+  int cores, chips, nsteps;
+  sim_core_rt *core;
+  sim_chip_rt *chip;
+  uint64_t cycles;
+  double bytes_per_cycle, hbm_lat;
+  int coll_index;              /* collectives resolved so far */
+};
+
+/* stats.c: the sweep; fills core->total, steps, step_end, slices. */
+tpu_status sim_account(tpu_sim_result *r, int core);
+/* }================================================================== */
+#endif

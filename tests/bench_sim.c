@@ -1,0 +1,101 @@
+/*
+** bench_sim.c -- the chip engine's speed, measured side by side in one run:
+**   1. ops per second of host time at the timing level (goal >= 10^6);
+**   2. 8 cores (tpu-v2-8: 4 chips of 2) on 2 host threads vs 1 thread
+**      (goal >= 1.7x), the same program, checked to give identical cycles.
+** The workload is a data-parallel loop per core: DMA a tile in, matmul,
+** relu, DMA out, double-buffered, with an all-reduce every 256 iterations (one training step).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+static tpu_sim_program *workload(int cores, int iters) {
+  tpu_sim_program *p;
+  if (tpu_sim_program_create(cores, &p) != TPU_OK) return NULL;
+  for (int c = 0; c < cores; c++) {
+    int hx = tpu_sim_buffer(p, c, "hx", TPU_SIM_HBM, TPU_SIM_BF16, 128 + 8 * c, 128);
+    int hy = tpu_sim_buffer(p, c, "hy", TPU_SIM_HBM, TPU_SIM_BF16, 128 + 8 * c, 128);
+    int x[2] = { tpu_sim_buffer(p, c, "x0", TPU_SIM_VMEM, TPU_SIM_BF16, 128 + 8 * c, 128),
+                 tpu_sim_buffer(p, c, "x1", TPU_SIM_VMEM, TPU_SIM_BF16, 128 + 8 * c, 128) };
+    int y[2] = { tpu_sim_buffer(p, c, "y0", TPU_SIM_VMEM, TPU_SIM_F32, 128 + 8 * c, 128),
+                 tpu_sim_buffer(p, c, "y1", TPU_SIM_VMEM, TPU_SIM_F32, 128 + 8 * c, 128) };
+    int w = tpu_sim_buffer(p, c, "w", TPU_SIM_VMEM, TPU_SIM_BF16, 128, 128);
+    int g = tpu_sim_buffer(p, c, "g", TPU_SIM_VMEM, TPU_SIM_F32, 8, 128);
+    for (int i = 0; i < iters; i++) {
+      const int s = i & 1;
+      tpu_sim_op ops[] = {
+        { .kind = TPU_SIM_DMA, .src = hx, .dst = x[s] },
+        { .kind = TPU_SIM_MATMUL, .a = x[s], .b = w, .dst = y[s] },
+        { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y[s] }, .out = { y[s] } },
+        { .kind = TPU_SIM_DMA, .src = y[s], .dst = hy },
+      };
+      for (int k = 0; k < 4; k++)
+        if (tpu_sim_add_op(p, c, &ops[k], NULL) != TPU_OK) { tpu_sim_program_destroy(p); return NULL; }
+      if (i % 256 == 255) {
+        tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g };
+        if (tpu_sim_add_op(p, c, &ar, NULL) != TPU_OK) { tpu_sim_program_destroy(p); return NULL; }
+      }
+    }
+  }
+  return p;
+}
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Best wall time of 3 runs; *cpu gets that run's process CPU time. */
+static double timed(const tpu_chip_config *cfg, tpu_sim_program *p, int threads, uint64_t *cycles, double *cpu) {
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads };
+  tpu_sim_result *r;
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = tu_now(), c0 = cpu_now();
+    if (tpu_sim_run(cfg, p, &o, &r) != TPU_OK) {
+      fprintf(stderr, "bench_sim: %s\n", tpu_sim_program_error(p));
+      exit(1);
+    }
+    double t = tu_now() - t0, c = cpu_now() - c0;
+    if (t < best) { best = t; *cpu = c; }
+    *cycles = tpu_sim_result_cycles(r);
+    tpu_sim_result_destroy(r);
+  }
+  return best;
+}
+
+int main(void) {
+  tpu_chip_config cfg;
+  char err[256];
+  if (tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); return 1; }
+  const int iters = 12800;
+  tpu_sim_program *p = workload(cfg.cores, iters);
+  if (!p) { fprintf(stderr, "bench_sim: cannot build the workload\n"); return 1; }
+  long ops = 0;
+  for (int c = 0; c < cfg.cores; c++) ops += tpu_sim_program_ops(p, c);
+  uint64_t c1, c2;
+  double cpu1, cpu2;
+  const double t1 = timed(&cfg, p, 1, &c1, &cpu1);
+  const double t2 = timed(&cfg, p, 2, &c2, &cpu2);
+  double load = -1;
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) { if (fscanf(la, "%lf", &load) != 1) load = -1; fclose(la); }
+  const double rate = (double)ops / t1, speedup = t1 / t2;
+  printf("\n## bench_sim: chip engine (tpu-v2-8, 8 cores, timing level, %ld ops, best of 3)\n\n", ops);
+  printf("| measure | value | goal | ok |\n|---|---|---|---|\n");
+  printf("| engine ops per host second, 1 thread | %.3g | >= 1e6 | %s |\n", rate, rate >= 1e6 ? "yes" : "NO");
+  printf("| wall, 1 thread | %.3f s | | |\n| wall, 2 threads | %.3f s | | |\n", t1, t2);
+  printf("| speedup 2 threads vs 1 | %.2fx | >= 1.7x | %s |\n", speedup, speedup >= 1.7 ? "yes" : "NO");
+  printf("| process CPU time, 1 / 2 threads | %.3f / %.3f s | | |\n", cpu1, cpu2);
+  printf("| host load average (1 min) during the run | %.2f on %ld cores | | |\n", load, sysconf(_SC_NPROCESSORS_ONLN));
+  printf("| simulated cycles (1 / 2 threads) | %llu / %llu | equal | %s |\n", (unsigned long long)c1,
+         (unsigned long long)c2, c1 == c2 ? "yes" : "NO");
+  tpu_sim_program_destroy(p);
+  return c1 == c2 && rate >= 1e6 && speedup >= 1.7 ? 0 : 1;
+}

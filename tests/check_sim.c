@@ -1,0 +1,674 @@
+/*
+** check_sim.c -- the chip engine: hand-computed schedules, HBM sharing,
+** collectives against their closed forms and their numerics, capacity
+** errors, stall sums, thread-count invariance, fidelity agreement.
+**
+** Most tests use the "teach" chip, whose round numbers make schedules easy
+** to compute by hand: 1 GHz, HBM 8 bytes/cycle after 100 cycles, ICI links
+** of 1 byte/cycle with 100 cycles per hop, an 8x8 MXU, VPU registers of 16
+** floats at 1 cycle each.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "tests/test_util.h"
+
+static tpu_chip_config teach(int cores) {
+  tpu_chip_config c;
+  char err[512], set[64];
+  ck_assert(tpu_chip_config_load("teach", &c, err, sizeof err) == TPU_OK);
+  snprintf(set, sizeof set, "cores_per_chip=%d", 1);
+  ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
+  snprintf(set, sizeof set, "cores=%d", cores);
+  ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
+  snprintf(set, sizeof set, "cores_per_chip=%d", cores);
+  ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
+  return c;
+}
+
+static tpu_sim_result *run(const tpu_chip_config *cfg, tpu_sim_program *p, tpu_fidelity level, int threads) {
+  tpu_sim_options o = { .level = level, .threads = threads, .trace = true };
+  tpu_sim_result *r = NULL;
+  tpu_status st = tpu_sim_run(cfg, p, &o, &r);
+  ck_assert_msg(st == TPU_OK, "run failed: %s: %s", tpu_status_str(st), tpu_sim_program_error(p));
+  return r;
+}
+
+static void expect_stalls(const tpu_sim_result *r, int core, int step, const uint64_t want[TPU_SIM_NSTALL]) {
+  tpu_sim_stalls s;
+  tpu_sim_result_stalls(r, core, step, &s);
+  for (int k = 0; k < TPU_SIM_NSTALL; k++)
+    ck_assert_msg(s.cycles[k] == want[k], "core %d step %d %s\n  Expected: %llu\n  Actual:   %llu", core, step,
+                  tpu_sim_stall_name(k), (unsigned long long)want[k], (unsigned long long)s.cycles[k]);
+}
+
+static int buf(tpu_sim_program *p, int core, const char *name, tpu_sim_space sp, int64_t r, int64_t c) {
+  int h = tpu_sim_buffer(p, core, name, sp, TPU_SIM_F32, r, c);
+  ck_assert_msg(h > 0, "%s", tpu_sim_program_error(p));
+  return h;
+}
+static int add(tpu_sim_program *p, int core, tpu_sim_op op) {
+  int idx;
+  ck_assert_msg(tpu_sim_add_op(p, core, &op, &idx) == TPU_OK, "%s", tpu_sim_program_error(p));
+  return idx;
+}
+
+START_TEST(A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  int a = buf(p, 0, "a", TPU_SIM_HBM, 8, 8), va = buf(p, 0, "va", TPU_SIM_VMEM, 8, 8);
+  int w = buf(p, 0, "w", TPU_SIM_VMEM, 8, 8), c = buf(p, 0, "c", TPU_SIM_VMEM, 8, 8);
+  int d = buf(p, 0, "d", TPU_SIM_VMEM, 8, 8);
+  float av[64], wv[64];
+  for (int i = 0; i < 64; i++) { av[i] = (float)(i % 7) - 3; wv[i] = (float)(i % 5) - 2; }
+  tpu_sim_buffer_init(p, 0, a, av);
+  tpu_sim_buffer_init(p, 0, w, wv);
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = a, .dst = va });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = va, .b = w, .dst = c });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { c }, .out = { d } });
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
+  /* DMA: 100 cycles of latency + 256 bytes at 8 bytes/cycle = [0, 132).
+  ** Matmul: one 8x8x8 tile, weights load 132..139, stream from 140, last
+  ** result at 140 + 7 + 7 + 7 = 161: [132, 162). relu: 64 floats = 4
+  ** registers at 1 cycle: [162, 166). */
+  uint64_t s, e;
+  tpu_sim_result_op_times(r, 0, 0, &s, &e); TU_EQ_U64(0, s); TU_EQ_U64(132, e);
+  tpu_sim_result_op_times(r, 0, 1, &s, &e); TU_EQ_U64(162, e);
+  tpu_sim_result_op_times(r, 0, 2, &s, &e); TU_EQ_U64(162, s); TU_EQ_U64(166, e);
+  TU_EQ_U64(166, tpu_sim_result_cycles(r));
+  expect_stalls(r, 0, -1, (uint64_t[]){ 30, 4, 0, 132, 0, 0 });
+  /* values: relu(a . w), exact for these small integers */
+  const float *dv = tpu_sim_result_buffer(r, 0, d);
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++) {
+      float acc = 0;
+      for (int k = 0; k < 8; k++) acc += av[i * 8 + k] * wv[k * 8 + j];
+      ck_assert_float_eq(dv[i * 8 + j], acc > 0 ? acc : 0);
+    }
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(An_all_reduce_waits_for_the_slower_core) {
+  tpu_chip_config cfg = teach(2);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+  for (int core = 0; core < 2; core++) {
+    /* relu on x (4 registers, 4 cycles): core 0 25 times (100 cycles), core 1 75 times */
+    int x = buf(p, core, "x", TPU_SIM_VMEM, 8, 8), y = buf(p, core, "y", TPU_SIM_VMEM, 8, 8);
+    float v[64];
+    for (int i = 0; i < 64; i++) v[i] = (float)(core * 100 + i);
+    tpu_sim_buffer_init(p, core, x, v);
+    for (int k = 0; k < (core ? 75 : 25); k++)
+      add(p, core, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { x } });
+    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = y });
+  }
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 2);
+  /* ring of 2: 2(n-1)/n * 256 bytes / 1 byte per cycle + 2(n-1) * 100 = 456,
+  ** starting when core 1 arrives at 300 */
+  TU_EQ_U64(456, tpu_sim_collective_cycles(&cfg, TPU_SIM_ALL_REDUCE, 256));
+  TU_EQ_U64(756, tpu_sim_result_cycles(r));
+  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 100, 0, 0, 656, 0 });
+  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 300, 0, 0, 456, 0 });
+  for (int core = 0; core < 2; core++) {
+    const float *y = tpu_sim_result_buffer(r, core, 2);
+    for (int i = 0; i < 64; i++) ck_assert_float_eq(y[i], (float)(100 + 2 * i));
+  }
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  int x = buf(p, 0, "x", TPU_SIM_VMEM, 4, 16), y = buf(p, 0, "y", TPU_SIM_VMEM, 4, 16);
+  uint64_t ready[2] = { 500, 520 };
+  ck_assert(tpu_sim_infeed(p, 0, 2, ready) == TPU_OK);
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = x });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = x, .step = 1 });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y }, .step = 1 });
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
+  /* step 0: wait to 500, relu [500, 504); step 1: the second dequeue waits
+  ** for the relu to have read x (504) then for the batch (520); relu to 524 */
+  TU_EQ_U64(524, tpu_sim_result_cycles(r));
+  expect_stalls(r, 0, 0, (uint64_t[]){ 0, 4, 500, 0, 0, 0 });
+  expect_stalls(r, 0, 1, (uint64_t[]){ 0, 4, 16, 0, 0, 0 });
+  TU_EQ_U64(504, tpu_sim_result_step_end(r, 0, 0));
+  ck_assert_float_eq(tpu_sim_result_buffer(r, 0, y)[0], 1.0f);   /* test source: core*1000 + batch */
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(Concurrent_dmas_of_one_chip_share_its_hbm_fairly) {
+  tpu_chip_config cfg = teach(2);
+  for (int together = 0; together < 2; together++) {
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+    for (int core = 0; core < 2; core++) {
+      int h = buf(p, core, "h", TPU_SIM_HBM, 10, 20), v = buf(p, core, "v", TPU_SIM_VMEM, 10, 20);
+      if (core == 0 || together) add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = h, .dst = v });
+    }
+    tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+    /* 800 bytes: alone 100 + 800/8 = 200; two at once get 4 bytes/cycle each: 300 */
+    TU_EQ_U64(together ? 300 : 200, tpu_sim_result_cycles(r));
+    expect_stalls(r, 1, -1, together ? (uint64_t[]){ 0, 0, 0, 300, 0, 0 } : (uint64_t[]){ 0, 0, 0, 0, 0, 200 });
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+  }
+}
+END_TEST
+
+/* The ring's closed form, computed here independently. */
+static double ring_closed(const tpu_chip_config *c, tpu_sim_coll k, double bytes) {
+  const int n = c->cores;
+  const double L = c->ici_link_gbit_per_s / 8.0 / c->clock_mhz * 1e3;   /* bytes per cycle */
+  const double lat = c->ici_latency_ns * c->clock_mhz / 1e3;
+  switch (k) {
+  case TPU_SIM_ALL_REDUCE: return 2.0 * (n - 1) / n * bytes / L + 2.0 * (n - 1) * lat;
+  case TPU_SIM_REDUCE_SCATTER: return (double)(n - 1) / n * bytes / L + (n - 1) * lat;
+  case TPU_SIM_ALL_GATHER: return (n - 1) * bytes / L + (n - 1) * lat;
+  default: return bytes / L + (n - 1) * lat;
+  }
+}
+
+START_TEST(Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order) {
+  for (int n = 2; n <= 8; n *= 2) {
+    tpu_chip_config cfg = teach(n);
+    for (int k = TPU_SIM_ALL_REDUCE; k <= TPU_SIM_BROADCAST; k++) {
+      tpu_sim_program *p;
+      ck_assert(tpu_sim_program_create(n, &p) == TPU_OK);
+      const int E = 64 * n;
+      tu_rng rng = { 77u + (unsigned)k };
+      float *all = malloc(sizeof(float) * (size_t)(E * n));
+      for (int core = 0; core < n; core++) {
+        int s = buf(p, core, "s", TPU_SIM_VMEM, 1, E);
+        int outn = k == TPU_SIM_ALL_GATHER ? E * n : k == TPU_SIM_REDUCE_SCATTER ? E / n : E;
+        int d = buf(p, core, "d", TPU_SIM_VMEM, 1, outn);
+        tu_fill(&rng, all + core * E, (size_t)E, 0);
+        tpu_sim_buffer_init(p, core, s, all + core * E);
+        add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = (tpu_sim_coll)k, .src = s, .dst = d, .root = n - 1 });
+      }
+      tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, n);
+      const double want = ring_closed(&cfg, (tpu_sim_coll)k, E * 4.0);
+      TU_EQ_U64((uint64_t)ceil(want), tpu_sim_result_cycles(r));
+      for (int core = 0; core < n; core++) {
+        const float *d = tpu_sim_result_buffer(r, core, 2);
+        for (int e = 0; e < (k == TPU_SIM_REDUCE_SCATTER ? E / n : k == TPU_SIM_ALL_GATHER ? E * n : E); e++) {
+          float w;
+          if (k == TPU_SIM_ALL_GATHER) {
+            w = all[e];
+          } else if (k == TPU_SIM_BROADCAST) {
+            w = all[(n - 1) * E + e];
+          } else {
+            int ge = k == TPU_SIM_REDUCE_SCATTER ? core * (E / n) + e : e;
+            int j = (int)((int64_t)ge * n / E);   /* the chunk: summed from core j around the ring */
+            while ((int64_t)E * (j + 1) / n <= ge) j++;
+            while ((int64_t)E * j / n > ge) j--;
+            w = all[j * E + ge];
+            for (int i = 1; i < n; i++) w += all[((j + i) % n) * E + ge];
+          }
+          TU_EQ_BITS(w, d[e], tpu_sim_coll_name((tpu_sim_coll)k));
+        }
+      }
+      tpu_sim_result_destroy(r);
+      tpu_sim_program_destroy(p);
+      free(all);
+    }
+  }
+}
+END_TEST
+
+START_TEST(The_closed_form_holds_on_the_tpu_v2_8_ring) {
+  tpu_chip_config c;
+  char err[256];
+  ck_assert(tpu_chip_config_load("tpu-v2-8", &c, err, sizeof err) == TPU_OK);
+  const double bytes = 100e6;
+  const double L = 496e9 / 8 / 700e6, lat = 1000 * 0.7;
+  const double want = 2.0 * 7 / 8 * bytes / L + 2 * 7 * lat;
+  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)bytes));
+}
+END_TEST
+
+START_TEST(A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  int a = buf(p, 0, "a", TPU_SIM_VMEM, 128, 64), b = buf(p, 0, "b", TPU_SIM_VMEM, 129, 64);
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { a }, .out = { a } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .name = "too_much", .vpu_op = "relu", .in = { b }, .out = { b } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { a }, .out = { a } });
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r = NULL;
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_RANGE);
+  ck_assert_ptr_null(r);
+  const char *e = tpu_sim_program_error(p);
+  ck_assert_msg(strstr(e, "op 1 ('too_much', vpu)") && strstr(e, "needs 65792 bytes of VMEM") &&
+                strstr(e, "65536 bytes (vmem.capacity_kib 64)"), "%s", e);
+  tpu_sim_program_destroy(p);
+  /* 32 KiB each, at most two live at a time (a is dead after op 0): fits exactly */
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  a = buf(p, 0, "a", TPU_SIM_VMEM, 128, 64);
+  b = buf(p, 0, "b", TPU_SIM_VMEM, 128, 64);
+  int c = buf(p, 0, "c", TPU_SIM_VMEM, 128, 64);
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { a }, .out = { b } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { b }, .out = { c } });
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_OK);
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(Bad_ops_are_rejected_with_a_message) {
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+  int a = buf(p, 0, "a", TPU_SIM_HBM, 4, 4), b = buf(p, 0, "b", TPU_SIM_HBM, 4, 4);
+  int v = buf(p, 0, "v", TPU_SIM_VMEM, 4, 5);
+  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = a, .dst = b };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
+  ck_assert(strstr(tpu_sim_program_error(p), "both in hbm"));
+  op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = a, .dst = v };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
+  ck_assert(strstr(tpu_sim_program_error(p), "16 elements"));
+  op = (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = v, .b = v, .dst = v };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
+  ck_assert(strstr(tpu_sim_program_error(p), "shapes do not agree"));
+  op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "frobnicate", .in = { v }, .out = { v } };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
+  ck_assert(strstr(tpu_sim_program_error(p), "unknown op 'frobnicate'"));
+  op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = 99, .dst = v };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_sim_buffer(p, 0, "a", TPU_SIM_HBM, TPU_SIM_F32, 1, 1), 0);
+  ck_assert(strstr(tpu_sim_program_error(p), "defined twice"));
+  ck_assert_int_eq(tpu_sim_buffer(p, 0, "z", TPU_SIM_HBM, TPU_SIM_F32, 0, 1), 0);
+  /* collectives must match across cores */
+  int s1 = buf(p, 1, "s", TPU_SIM_VMEM, 4, 4);
+  op = (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = s1, .dst = s1 };
+  add(p, 1, op);
+  tpu_chip_config cfg = teach(2);
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING };
+  tpu_sim_result *r;
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "no counterpart on core 0"), "%s", tpu_sim_program_error(p));
+  /* too few infeed batches */
+  tpu_sim_program_destroy(p);
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  v = buf(p, 0, "v", TPU_SIM_VMEM, 4, 4);
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = v });
+  cfg = teach(1);
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "holds 0 batch"), "%s", tpu_sim_program_error(p));
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+/* A random data-parallel program: per step, infeed, DMAs in and out,
+** matmuls, VPU ops, an all-reduce; shapes vary by core so cores differ. */
+static tpu_sim_program *random_program(int cores, int steps, uint64_t seed) {
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(cores, &p) == TPU_OK);
+  for (int c = 0; c < cores; c++) {
+    tu_rng rng = { seed * 31 + (uint64_t)c };
+    const int M = 8 * tu_range(&rng, 1, 16), K = tu_range(&rng, 1, 300), N = 64;
+    int hx = buf(p, c, "hx", TPU_SIM_HBM, M, K), x = buf(p, c, "x", TPU_SIM_VMEM, M, K);
+    int x2 = buf(p, c, "x2", TPU_SIM_VMEM, M, K);
+    int w = buf(p, c, "w", TPU_SIM_VMEM, K, N), y = buf(p, c, "y", TPU_SIM_VMEM, M, N);
+    int z = buf(p, c, "z", TPU_SIM_VMEM, M, N), g = buf(p, c, "g", TPU_SIM_VMEM, K, N);
+    int hy = buf(p, c, "hy", TPU_SIM_HBM, M, N), in = buf(p, c, "in", TPU_SIM_VMEM, 1, 64);
+    float *v = malloc(sizeof(float) * (size_t)(K * N > M * K ? K * N : M * K));
+    tu_fill(&rng, v, (size_t)(M * K), 1);
+    tpu_sim_buffer_init(p, c, hx, v);
+    tu_fill(&rng, v, (size_t)(K * N), 1);
+    tpu_sim_buffer_init(p, c, w, v);
+    free(v);
+    uint64_t *ready = malloc(sizeof(uint64_t) * (size_t)steps);
+    for (int s = 0; s < steps; s++) ready[s] = (s ? ready[s - 1] : 0) + (uint64_t)tu_range(&rng, 0, 3000);
+    ck_assert(tpu_sim_infeed(p, c, steps, ready) == TPU_OK);
+    free(ready);
+    for (int s = 0; s < steps; s++) {
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = in, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hx, .dst = s % 2 ? x2 : x, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = s % 2 ? x2 : x, .b = w, .dst = y, .step = s,
+                              .precision = (tpu_precision)(s % 3) });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y }, .out = { z }, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = s % 2 ? x2 : x, .b = z, .trans_a = true, .dst = g,
+                              .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = z, .dst = hy, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = in, .dst = in, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "add", .in = { w, g }, .out = { w }, .step = s });
+    }
+  }
+  return p;
+}
+
+START_TEST(Results_and_cycles_do_not_depend_on_the_thread_count) {
+  tpu_chip_config cfg;
+  char err[256];
+  ck_assert(tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = random_program(8, 6, 5);
+  tpu_sim_result *r1 = run(&cfg, p, TPU_FIDELITY_TILE, 1);
+  char *t1 = tpu_sim_result_trace_json(r1);
+  ck_assert_ptr_nonnull(t1);
+  const int threads[] = { 2, 8 };
+  for (int ti = 0; ti < 2; ti++) {
+    tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, threads[ti]);
+    TU_EQ_U64(tpu_sim_result_cycles(r1), tpu_sim_result_cycles(r));
+    char *t = tpu_sim_result_trace_json(r);
+    ck_assert_msg(strcmp(t, t1) == 0, "traces differ with %d threads", threads[ti]);
+    tpu_free(t);
+    for (int c = 0; c < 8; c++) {
+      const float *x = tpu_sim_result_buffer(r1, c, 7), *y = tpu_sim_result_buffer(r, c, 7);
+      ck_assert(memcmp(x, y, sizeof(float) * 64) == 0);   /* "g" starts with its first row */
+      x = tpu_sim_result_buffer(r1, c, 9); y = tpu_sim_result_buffer(r, c, 9);
+      ck_assert(memcmp(x, y, sizeof(float) * 64) == 0);
+    }
+    tpu_sim_result_destroy(r);
+  }
+  /* the timing level gives the same cycles, op by op */
+  tpu_sim_result *rt = run(&cfg, p, TPU_FIDELITY_TIMING, 2);
+  for (int c = 0; c < 8; c++)
+    for (int i = 0; i < tpu_sim_program_ops(p, c); i++) {
+      uint64_t s1, e1, s2, e2;
+      tpu_sim_result_op_times(r1, c, i, &s1, &e1);
+      tpu_sim_result_op_times(rt, c, i, &s2, &e2);
+      TU_EQ_U64(s1, s2);
+      TU_EQ_U64(e1, e2);
+    }
+  ck_assert_ptr_null(tpu_sim_result_buffer(rt, 0, 1));
+  /* every core's parts sum to the cycles, per step too */
+  for (int c = -1; c < 8; c++) {
+    uint64_t sum = 0;
+    for (int s = 0; s < tpu_sim_result_steps(r1); s++) {
+      tpu_sim_stalls st;
+      tpu_sim_result_stalls(r1, c, s, &st);
+      for (int k = 0; k < TPU_SIM_NSTALL; k++) sum += st.cycles[k];
+    }
+    TU_EQ_U64(tpu_sim_result_cycles(r1) * (c < 0 ? 8 : 1), sum);
+  }
+  tpu_free(t1);
+  tpu_sim_result_destroy(rt);
+  tpu_sim_result_destroy(r1);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm) {
+  tpu_chip_config cfg;
+  char err[256];
+  ck_assert(tpu_chip_config_load("tpu-v3-8", &cfg, err, sizeof err) == TPU_OK);
+  tpu_chip_config c1 = cfg;
+  c1.cores = 1; c1.cores_per_chip = 1;
+  const int M = 100, K = 300, N = 260;
+  for (int prec = 0; prec < 3; prec++) {
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+    int a = buf(p, 0, "a", TPU_SIM_VMEM, M, K), b = buf(p, 0, "b", TPU_SIM_VMEM, K, N);
+    int c = buf(p, 0, "c", TPU_SIM_VMEM, M, N);
+    tu_rng rng = { 9 };
+    float *av = malloc(sizeof(float) * M * K), *bv = malloc(sizeof(float) * K * N), *cv = malloc(sizeof(float) * M * N);
+    tu_fill(&rng, av, (size_t)(M * K), 0);
+    tu_fill(&rng, bv, (size_t)(K * N), 0);
+    tpu_sim_buffer_init(p, 0, a, av);
+    tpu_sim_buffer_init(p, 0, b, bv);
+    add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = a, .b = b, .dst = c, .precision = (tpu_precision)prec });
+    tpu_sim_result *r = run(&c1, p, TPU_FIDELITY_TILE, 1);
+    tpu_mxu_gemm_result g;
+    ck_assert(tpu_mxu_gemm(&c1.mxu, c1.mxus_per_core, TPU_FIDELITY_TILE, (tpu_precision)prec, M, N, K, av, bv, cv, &g) == TPU_OK);
+    TU_EQ_U64(g.cycles, tpu_sim_result_cycles(r));
+    ck_assert(memcmp(cv, tpu_sim_result_buffer(r, 0, c), sizeof(float) * M * N) == 0);
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+    free(av); free(bv); free(cv);
+  }
+}
+END_TEST
+
+START_TEST(The_trace_is_chrome_trace_json_with_stall_slices) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  int x = buf(p, 0, "x", TPU_SIM_VMEM, 4, 16);
+  uint64_t ready[1] = { 50 };
+  tpu_sim_infeed(p, 0, 1, ready);
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = x, .name = "get \"batch\"" });
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+  char *t = tpu_sim_result_trace_json(r);
+  ck_assert_ptr_nonnull(t);
+  ck_assert(strstr(t, "\"traceEvents\""));
+  ck_assert(strstr(t, "\"name\":\"infeed_wait\""));
+  ck_assert(strstr(t, "get \\\"batch\\\""));
+  tpu_free(t);
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(Vpu_ops_run_through_vpu_h_with_their_operands_in_order) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  enum { R = 6, C = 10 };
+  int lg = buf(p, 0, "logits", TPU_SIM_VMEM, R, C), lb = buf(p, 0, "labels", TPU_SIM_VMEM, R, 1);
+  int loss = buf(p, 0, "loss", TPU_SIM_VMEM, R, 1), gr = buf(p, 0, "grad", TPU_SIM_VMEM, R, C);
+  int w = buf(p, 0, "w", TPU_SIM_VMEM, R, C), m = buf(p, 0, "m", TPU_SIM_VMEM, R, C), v = buf(p, 0, "v", TPU_SIM_VMEM, R, C);
+  float x[R * C], labels[R], w0[R * C];
+  tu_rng rng = { 3 };
+  tu_fill(&rng, x, R * C, 0);
+  tu_fill(&rng, w0, R * C, 0);
+  for (int i = 0; i < R; i++) labels[i] = (float)(i % C);
+  tpu_sim_buffer_init(p, 0, lg, x);
+  tpu_sim_buffer_init(p, 0, lb, labels);
+  tpu_sim_buffer_init(p, 0, w, w0);
+  tpu_vpu_params prm = tpu_vpu_params_default();
+  prm.alpha = 1.0f / R;
+  prm.lr = 0.01f;
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "softmax_xent", .in = { lg, lb }, .out = { loss, gr }, .params = &prm });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "adam", .in = { gr }, .out = { w, m, v }, .params = &prm });
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
+  /* the same two ops called directly */
+  float eloss[R], egrad[R * C], ew[R * C], em[R * C] = { 0 }, ev[R * C] = { 0 };
+  int32_t il[R];
+  for (int i = 0; i < R; i++) il[i] = i % C;
+  memcpy(ew, w0, sizeof ew);
+  ck_assert(tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &(tpu_vpu_args){ .rows = R, .cols = C, .x = x, .labels = il,
+                         .out = eloss, .out2 = egrad, .p = prm }) == TPU_OK);
+  ck_assert(tpu_vpu_exec(TPU_VPU_ADAM, &(tpu_vpu_args){ .rows = R, .cols = C, .grad = egrad, .param = ew, .m = em,
+                         .v = ev, .p = prm }) == TPU_OK);
+  for (int i = 0; i < R; i++) TU_EQ_BITS(eloss[i], tpu_sim_result_buffer(r, 0, loss)[i], "loss");
+  for (int i = 0; i < R * C; i++) {
+    TU_EQ_BITS(ew[i], tpu_sim_result_buffer(r, 0, w)[i], "adam w");
+    TU_EQ_BITS(ev[i], tpu_sim_result_buffer(r, 0, v)[i], "adam v");
+  }
+  uint64_t s0, e0, s1, e1;
+  tpu_sim_result_op_times(r, 0, 0, &s0, &e0);
+  tpu_sim_result_op_times(r, 0, 1, &s1, &e1);
+  TU_EQ_U64(tpu_vpu_cycles(&cfg.vpu, TPU_VPU_SOFTMAX_XENT, R, C), e0 - s0);
+  TU_EQ_U64(e0, s1);
+  TU_EQ_U64(tpu_vpu_cycles(&cfg.vpu, TPU_VPU_ADAM, R, C), e1 - s1);
+  tpu_sim_result_destroy(r);
+  /* operand counts and sizes are checked when the op is added */
+  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = "adam", .in = { gr }, .out = { w, m } };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "in: [grad], out: [param, m, v]"), "%s", tpu_sim_program_error(p));
+  bad = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "add", .in = { lg, lb }, .out = { gr } };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "has 6 elements; it needs 60"), "%s", tpu_sim_program_error(p));
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+static int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (++calls == fail_at) return NULL;
+  return realloc(p, n);
+}
+
+/* Every allocation made while reading and running a program fails in turn:
+** the engine must report out-of-memory, never crash or leak (ASan and
+** valgrind check the leaks). One thread, so the failing call is the same. */
+START_TEST(Reading_and_running_survive_every_allocation_failure) {
+  static const char PROG[] =
+    "{ \"repeat\": 2, \"infeed\": { \"batches\": 2, \"interval\": 10 },\n"
+    "  \"buffers\": [ { \"name\": \"h\", \"space\": \"hbm\", \"shape\": [8, 8], \"init\": { \"iota\": 1 } },\n"
+    "                 { \"name\": \"x\", \"space\": \"vmem\", \"shape\": [8, 8] },\n"
+    "                 { \"name\": \"y\", \"space\": \"vmem\", \"shape\": [8, 8] } ],\n"
+    "  \"ops\": [ { \"op\": \"infeed\", \"dst\": \"y\" }, { \"op\": \"dma\", \"src\": \"h\", \"dst\": \"x\" },\n"
+    "           { \"op\": \"matmul\", \"a\": \"x\", \"b\": \"y\", \"dst\": \"y\", \"accumulate\": true },\n"
+    "           { \"op\": \"vpu\", \"fn\": \"relu\", \"in\": [\"y\"], \"out\": [\"y\"] },\n"
+    "           { \"op\": \"all_reduce\", \"src\": \"y\", \"dst\": \"y\" } ] }";
+  tpu_chip_config cfg = teach(2);
+  char err[512];
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 2000 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_sim_program *p = NULL;
+    tpu_sim_result *r = NULL;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = tpu_sim_program_parse(PROG, "prog.json", 2, &p, err, sizeof err);
+    if (st == TPU_OK) {
+      tpu_sim_options o = { .level = TPU_FIDELITY_TILE, .threads = 1, .trace = true };
+      st = tpu_sim_run(&cfg, p, &o, &r);
+      if (st == TPU_OK) {
+        char *t = tpu_sim_result_trace_json(r);
+        ok_seen = t != NULL;
+        tpu_free(t);
+      } else {
+        ck_assert_msg(st == TPU_ERR_NOMEM && strstr(tpu_sim_program_error(p), "out of memory"), "%d: %s",
+                      fail_at, tpu_sim_program_error(p));
+      }
+    } else {
+      ck_assert_msg(strstr(err, "out of memory"), "%d: %s", fail_at, err);
+      ck_assert_ptr_null(p);
+    }
+    tpu_set_alloc(NULL, NULL);
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+  }
+  ck_assert(ok_seen);
+  ck_assert_int_gt(fail_at, 40);   /* the sweep did fail many allocations */
+}
+END_TEST
+
+/* A transfer that starts after a collective must still slow down one that
+** was already in flight on another core of the chip: the engine may not
+** finish the earlier transfer before it knows when the collective ends. */
+START_TEST(A_dma_after_a_collective_shares_hbm_with_one_already_in_flight) {
+  tpu_chip_config cfg = teach(2);
+  for (int threads = 1; threads <= 2; threads++) {
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+    for (int core = 0; core < 2; core++) {
+      int x = buf(p, core, "x", TPU_SIM_VMEM, 8, 8), hx = buf(p, core, "hx", TPU_SIM_HBM, 8, 8);
+      int big = buf(p, core, "big", TPU_SIM_VMEM, 1000, 2), hbig = buf(p, core, "hbig", TPU_SIM_HBM, 1000, 2);
+      add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+      if (core == 0) add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = x, .dst = hx });
+      else add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = big, .dst = hbig });
+    }
+    tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, threads);
+    /* all-reduce [0, 456). Core 1's 8000 bytes join the pool at 100 and
+    ** get 8 B/cycle: 3648 bytes by 556, when core 0's 256 bytes (started
+    ** at 456) join; both get 4 B/cycle, core 0's end at 620; core 1 then
+    ** has 4096 bytes left alone: 620 + 512 = 1132 (not 1100). */
+    uint64_t s, e;
+    tpu_sim_result_op_times(r, 0, 1, &s, &e); TU_EQ_U64(456, s); TU_EQ_U64(620, e);
+    tpu_sim_result_op_times(r, 1, 1, &s, &e); TU_EQ_U64(0, s); TU_EQ_U64(1132, e);
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+  }
+}
+END_TEST
+
+/* Core 1 reaches the collective only after a DMA that ends past the bound
+** core 0's early arrival gives: the engine must raise the bound, not stall. */
+START_TEST(A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for) {
+  tpu_chip_config cfg = teach(2);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(2, &p) == TPU_OK);
+  for (int core = 0; core < 2; core++) {
+    int x = buf(p, core, "x", TPU_SIM_VMEM, 1000, 2), hx = buf(p, core, "hx", TPU_SIM_HBM, 1000, 2);
+    if (core == 1) add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hx, .dst = x });
+    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+  }
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 2);
+  /* DMA [0, 1100); all-reduce of 8000 bytes over 2 cores: 8000 + 200 */
+  const uint64_t ar = tpu_sim_collective_cycles(&cfg, TPU_SIM_ALL_REDUCE, 8000);
+  TU_EQ_U64(8200, ar);
+  TU_EQ_U64(1100 + ar, tpu_sim_result_cycles(r));
+  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 0, 0, 0, 1100 + ar, 0 });
+  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 0, 0, 1100, ar, 0 });
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(Beyond_eight_cores_a_2d_torus_runs_rows_then_columns) {
+  tpu_chip_config c = teach(16);
+  char err[256];
+  ck_assert_msg(tpu_chip_config_set(&c, "ici.topology=auto", err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(tpu_ici_topology_resolve(&c), TPU_ICI_TORUS);
+  /* 4 x 4: all-reduce = 2[(3/4) B/L + 3h + (3/4)(B/4)/L + 3h], L = 1 B/cycle, h = 100 */
+  const double B = 4096;
+  const double want = 2 * (0.75 * B + 300 + 0.75 * (B / 4) + 300);
+  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)B));
+  /* and the engine charges it, with sums that every core agrees on */
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(16, &p) == TPU_OK);
+  for (int core = 0; core < 16; core++) {
+    int x = buf(p, core, "x", TPU_SIM_VMEM, 1, 1024);
+    float v[1024];
+    for (int i = 0; i < 1024; i++) v[i] = (float)(core + i);
+    tpu_sim_buffer_init(p, core, x, v);
+    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+  }
+  tpu_sim_result *r = run(&c, p, TPU_FIDELITY_TILE, 4);
+  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_result_cycles(r));
+  for (int core = 0; core < 16; core++)
+    for (int i = 0; i < 1024; i += 111) ck_assert_float_eq(tpu_sim_result_buffer(r, core, 1)[i], (float)(120 + 16 * i));
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+static Suite *sim_suite(void) {
+  Suite *s = suite_create("sim");
+  TCase *tc = tcase_create("schedules");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles);
+  tcase_add_test(tc, An_all_reduce_waits_for_the_slower_core);
+  tcase_add_test(tc, An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length);
+  tcase_add_test(tc, Concurrent_dmas_of_one_chip_share_its_hbm_fairly);
+  tcase_add_test(tc, A_dma_after_a_collective_shares_hbm_with_one_already_in_flight);
+  tcase_add_test(tc, A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for);
+  tcase_add_test(tc, A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm);
+  tcase_add_test(tc, Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("collectives");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order);
+  tcase_add_test(tc, The_closed_form_holds_on_the_tpu_v2_8_ring);
+  tcase_add_test(tc, Beyond_eight_cores_a_2d_torus_runs_rows_then_columns);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("limits");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes);
+  tcase_add_test(tc, Bad_ops_are_rejected_with_a_message);
+  tcase_add_test(tc, Reading_and_running_survive_every_allocation_failure);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("engine");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Results_and_cycles_do_not_depend_on_the_thread_count);
+  tcase_add_test(tc, The_trace_is_chrome_trace_json_with_stall_slices);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return tu_run_suite(sim_suite()) ? 1 : 0; }
