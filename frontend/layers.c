@@ -1,0 +1,442 @@
+/*
+** layers.c -- the numerics of training: the matmul backend, initializer,
+** forward and backward of every layer, softmax cross-entropy and the
+** optimizers. See fe_train.h for the layout and the data-parallel contract.
+**
+** Every matmul goes through fe_gemm(); everything else is plain f32 C in a
+** fixed order (so results do not depend on threads). Conv2d is im2col +
+** GEMM; its backward recomputes the im2col buffer instead of keeping one per
+** layer (memory over time; the MXU timing is charged by train_timing.c).
+*/
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "frontend/fe_train.h"
+
+uint64_t fe_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+/* [0, 1) with 24 bits, exact in f32. */
+static float unit_f32(uint64_t h) { return (float)(h >> 40) * (1.0f / 16777216.0f); }
+
+/* {==================================================================
+** Backend
+** ================================================================== */
+void fe_scratch_free(fe_scratch *s) {
+  tpu_free(s->buf);
+  s->buf = NULL;
+  s->cap = 0;
+}
+static float *scratch_get(fe_scratch *s, size_t n) {
+  if (n > s->cap) {
+    float *b = tpu_realloc(s->buf, n * sizeof *b);
+    if (!b) return NULL;
+    s->buf = b;
+    s->cap = n;
+  }
+  return s->buf;
+}
+/* dst[c x r] = src[r x c]^T */
+static void transpose(const float *src, int r, int c, float *dst) {
+  for (int i = 0; i < r; i++)
+    for (int j = 0; j < c; j++) dst[(size_t)j * (size_t)r + (size_t)i] = src[(size_t)i * (size_t)c + (size_t)j];
+}
+
+tpu_status fe_gemm(const fe_backend *be, fe_scratch *s, bool ta, bool tb,
+                   int M, int N, int K, const float *A, const float *B, float *C, bool acc) {
+  if (be->kind == FE_BACKEND_REFERENCE) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, acc ? 1.0f : 0.0f, C, N);
+    return TPU_OK;
+  }
+  /* The MXU takes row-major A (M x K) and B (K x N): transposed operands are
+  ** laid out in scratch first (the lowering charges that as VPU/DMA work). */
+  size_t na = ta ? (size_t)M * (size_t)K : 0, nb = tb ? (size_t)K * (size_t)N : 0;
+  size_t nc = acc ? (size_t)M * (size_t)N : 0;
+  float *buf = scratch_get(s, na + nb + nc);
+  if (!buf && na + nb + nc) return TPU_ERR_NOMEM;
+  const float *a = A, *b = B;
+  if (ta) { transpose(A, K, M, buf); a = buf; }
+  if (tb) { transpose(B, N, K, buf + na); b = buf + na; }
+  float *c = acc ? buf + na + nb : C;
+  tpu_status st = tpu_mxu_gemm(&be->mxu, be->mxus, TPU_FIDELITY_TILE, be->prec, M, N, K, a, b, c, NULL);
+  if (st != TPU_OK) return st;
+  if (acc)
+    for (size_t i = 0; i < nc; i++) C[i] += c[i];
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Workspace and initializer
+** ================================================================== */
+tpu_status fe_ws_create(const fe_model *m, int rows, fe_core_ws *ws) {
+  memset(ws, 0, sizeof *ws);
+  ws->rows = rows;
+  size_t r = (size_t)rows;
+  ws->act = tpu_calloc((size_t)m->nlayers + 1, sizeof *ws->act);
+  ws->mask = tpu_calloc((size_t)m->nlayers, sizeof *ws->mask);
+  ws->argmax = tpu_calloc((size_t)m->nlayers, sizeof *ws->argmax);
+  if (!ws->act || !ws->mask || !ws->argmax) goto fail;
+  ws->act[0] = tpu_malloc(r * fe_shape_size(m->input) * sizeof(float));
+  if (!ws->act[0]) goto fail;
+  for (int i = 0; i < m->nlayers; i++) {
+    const fe_layer *L = &m->layers[i];
+    size_t out = r * fe_shape_size(L->out);
+    if (!(ws->act[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
+    if (L->kind == FE_DROPOUT && !(ws->mask[i] = tpu_malloc(out * sizeof(float)))) goto fail;
+    if (L->kind == FE_MAXPOOL && !(ws->argmax[i] = tpu_malloc(out * sizeof(int)))) goto fail;
+  }
+  size_t cols = r * (m->max_cols ? m->max_cols : 1);
+  ws->cols = tpu_malloc(cols * sizeof(float));
+  ws->g0 = tpu_malloc(r * m->max_act * sizeof(float));
+  ws->g1 = tpu_malloc(r * m->max_act * sizeof(float));
+  ws->grad = tpu_malloc((m->nparams ? m->nparams : 1) * sizeof(float));
+  if (!ws->cols || !ws->g0 || !ws->g1 || !ws->grad) goto fail;
+  return TPU_OK;
+fail:
+  fe_ws_destroy(m, ws);
+  return TPU_ERR_NOMEM;
+}
+
+void fe_ws_destroy(const fe_model *m, fe_core_ws *ws) {
+  if (ws->act) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->act[i]);
+  if (ws->mask) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mask[i]);
+  if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
+  tpu_free(ws->act);
+  tpu_free(ws->mask);
+  tpu_free(ws->argmax);
+  tpu_free(ws->cols);
+  tpu_free(ws->g0);
+  tpu_free(ws->g1);
+  tpu_free(ws->grad);
+  fe_scratch_free(&ws->scratch);
+  memset(ws, 0, sizeof *ws);
+}
+
+void fe_params_init(const fe_model *m, float *params) {
+  for (int i = 0; i < m->nlayers; i++) {
+    const fe_layer *L = &m->layers[i];
+    if (!L->nw) continue;
+    double fan_in, fan_out;
+    if (L->kind == FE_DENSE) { fan_in = L->in.c; fan_out = L->units; }
+    else { fan_in = (double)L->kh * L->kw * L->in.c; fan_out = (double)L->kh * L->kw * L->filters; }
+    float limit = (float)sqrt(6.0 / (fan_in + fan_out));
+    uint64_t key = fe_mix64(m->seed ^ fe_mix64((uint64_t)i + 1));
+    for (size_t k = 0; k < L->nw; k++)
+      params[L->woff + k] = (2.0f * unit_f32(fe_mix64(key + k)) - 1.0f) * limit;
+    memset(params + L->boff, 0, L->nb * sizeof(float));
+  }
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Forward
+** ================================================================== */
+/* Builds the im2col rows of 'rows' samples: row (b, oy, ox) holds the
+** receptive field in (ky, kx, c) order, zero where it falls in the padding. */
+static void im2col(const fe_layer *L, int rows, const float *x, float *cols) {
+  const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w;
+  const size_t kkc = (size_t)L->kh * (size_t)L->kw * (size_t)C;
+  for (int b = 0; b < rows; b++) {
+    const float *xb = x + (size_t)b * (size_t)H * (size_t)W * (size_t)C;
+    for (int oy = 0; oy < OH; oy++)
+      for (int ox = 0; ox < OW; ox++) {
+        float *row = cols + (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * kkc;
+        for (int ky = 0; ky < L->kh; ky++) {
+          int iy = oy * L->stride + ky - L->pad_top;
+          for (int kx = 0; kx < L->kw; kx++) {
+            int ix = ox * L->stride + kx - L->pad_left;
+            float *dst = row + ((size_t)ky * (size_t)L->kw + (size_t)kx) * (size_t)C;
+            if (iy < 0 || iy >= H || ix < 0 || ix >= W) memset(dst, 0, (size_t)C * sizeof(float));
+            else memcpy(dst, xb + ((size_t)iy * (size_t)W + (size_t)ix) * (size_t)C, (size_t)C * sizeof(float));
+          }
+        }
+      }
+  }
+}
+/* The adjoint of im2col: adds each column entry back to its input pixel. */
+static void col2im(const fe_layer *L, int rows, const float *cols, float *dx) {
+  const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w;
+  const size_t kkc = (size_t)L->kh * (size_t)L->kw * (size_t)C;
+  memset(dx, 0, (size_t)rows * (size_t)H * (size_t)W * (size_t)C * sizeof(float));
+  for (int b = 0; b < rows; b++) {
+    float *xb = dx + (size_t)b * (size_t)H * (size_t)W * (size_t)C;
+    for (int oy = 0; oy < OH; oy++)
+      for (int ox = 0; ox < OW; ox++) {
+        const float *row = cols + (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * kkc;
+        for (int ky = 0; ky < L->kh; ky++) {
+          int iy = oy * L->stride + ky - L->pad_top;
+          if (iy < 0 || iy >= H) continue;
+          for (int kx = 0; kx < L->kw; kx++) {
+            int ix = ox * L->stride + kx - L->pad_left;
+            if (ix < 0 || ix >= W) continue;
+            const float *src = row + ((size_t)ky * (size_t)L->kw + (size_t)kx) * (size_t)C;
+            float *d = xb + ((size_t)iy * (size_t)W + (size_t)ix) * (size_t)C;
+            for (int c = 0; c < C; c++) d[c] += src[c];
+          }
+        }
+      }
+  }
+}
+
+static void add_bias(float *y, size_t n_rows, int width, const float *b) {
+  for (size_t r = 0; r < n_rows; r++)
+    for (int j = 0; j < width; j++) y[r * (size_t)width + (size_t)j] += b[j];
+}
+
+static void pool_forward(const fe_layer *L, int rows, const float *x, float *y, int *arg) {
+  const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w, P = L->pool;
+  const float inv = 1.0f / (float)(P * P);
+  for (int b = 0; b < rows; b++)
+    for (int oy = 0; oy < OH; oy++)
+      for (int ox = 0; ox < OW; ox++)
+        for (int c = 0; c < C; c++) {
+          size_t o = (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c;
+          float best = -INFINITY, sum = 0.0f;
+          int bi = -1;
+          for (int py = 0; py < P; py++)
+            for (int px = 0; px < P; px++) {
+              int idx = (((b * H) + oy * L->stride + py) * W + ox * L->stride + px) * C + c;
+              float v = x[idx];
+              if (bi < 0 || v > best) { best = v; bi = idx; }
+              sum += v;
+            }
+          if (L->kind == FE_MAXPOOL) { y[o] = best; arg[o] = bi; }
+          else y[o] = sum * inv;
+        }
+}
+
+tpu_status fe_forward(const fe_model *m, const fe_backend *be, const float *params,
+                      fe_core_ws *ws, const float *x, const uint8_t *labels,
+                      bool train, uint64_t step, uint64_t first_sample) {
+  const int rows = ws->rows;
+  tpu_status st;
+  memcpy(ws->act[0], x, (size_t)rows * fe_shape_size(m->input) * sizeof(float));
+  for (int i = 0; i < m->nlayers; i++) {
+    const fe_layer *L = &m->layers[i];
+    const float *in = ws->act[i];
+    float *out = ws->act[i + 1];
+    const size_t n_in = (size_t)rows * fe_shape_size(L->in), n_out = (size_t)rows * fe_shape_size(L->out);
+    switch (L->kind) {
+    case FE_DENSE:
+      if ((st = fe_gemm(be, &ws->scratch, false, false, rows, L->units, L->in.c, in,
+                        params + L->woff, out, false))) return st;
+      add_bias(out, (size_t)rows, L->units, params + L->boff);
+      break;
+    case FE_CONV2D: {
+      int Mrows = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
+      im2col(L, rows, in, ws->cols);
+      if ((st = fe_gemm(be, &ws->scratch, false, false, Mrows, L->filters, K, ws->cols,
+                        params + L->woff, out, false))) return st;
+      add_bias(out, (size_t)Mrows, L->filters, params + L->boff);
+      break;
+    }
+    case FE_MAXPOOL: case FE_AVGPOOL:
+      pool_forward(L, rows, in, out, ws->argmax[i]);
+      break;
+    case FE_FLATTEN:
+      memcpy(out, in, n_in * sizeof(float));
+      break;
+    case FE_RELU:
+      for (size_t k = 0; k < n_out; k++) out[k] = in[k] > 0.0f ? in[k] : 0.0f;
+      break;
+    case FE_TANH:
+      for (size_t k = 0; k < n_out; k++) out[k] = tanhf(in[k]);
+      break;
+    case FE_SIGMOID:
+      for (size_t k = 0; k < n_out; k++) out[k] = 1.0f / (1.0f + expf(-in[k]));
+      break;
+    case FE_DROPOUT:
+      if (!train || L->rate == 0.0) { memcpy(out, in, n_in * sizeof(float)); break; }
+      {
+        const float keep = (float)(1.0 - L->rate), scale = 1.0f / keep;
+        const size_t per = fe_shape_size(L->in);
+        for (int b = 0; b < rows; b++) {
+          uint64_t key = fe_mix64(fe_mix64(fe_mix64(m->seed ^ 0xd50u) + step) ^
+                                  fe_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)i));
+          for (size_t e = 0; e < per; e++) {
+            size_t k = (size_t)b * per + e;
+            ws->mask[i][k] = unit_f32(fe_mix64(key + e)) < keep ? scale : 0.0f;
+            out[k] = in[k] * ws->mask[i][k];
+          }
+        }
+      }
+      break;
+    default:
+      return TPU_ERR_CONFIG;
+    }
+  }
+  /* softmax cross-entropy, per sample, in a fixed order */
+  ws->loss_sum = 0.0;
+  ws->correct = 0;
+  const int ncls = m->layers[m->nlayers - 1].out.c;
+  const float *z = ws->act[m->nlayers];
+  for (int b = 0; b < rows && labels; b++) {
+    const float *zb = z + (size_t)b * (size_t)ncls;
+    float mx = zb[0];
+    int am = 0;
+    for (int j = 1; j < ncls; j++) if (zb[j] > mx) { mx = zb[j]; am = j; }
+    float s = 0.0f;
+    for (int j = 0; j < ncls; j++) s += expf(zb[j] - mx);
+    int y = labels[b] < ncls ? labels[b] : 0;
+    ws->loss_sum += (double)(logf(s) - (zb[y] - mx));
+    ws->correct += am == labels[b];
+  }
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Backward
+** ================================================================== */
+static void bias_grad(const float *g, size_t n_rows, int width, float *db) {
+  memset(db, 0, (size_t)width * sizeof(float));
+  for (size_t r = 0; r < n_rows; r++)
+    for (int j = 0; j < width; j++) db[j] += g[r * (size_t)width + (size_t)j];
+}
+
+tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *params,
+                       fe_core_ws *ws, const uint8_t *labels, int global_batch) {
+  const int rows = ws->rows;
+  const int ncls = m->layers[m->nlayers - 1].out.c;
+  const float inv = 1.0f / (float)global_batch;
+  float *g = ws->g0, *gn = ws->g1;
+  const float *z = ws->act[m->nlayers];
+  for (int b = 0; b < rows; b++) {
+    const float *zb = z + (size_t)b * (size_t)ncls;
+    float *gb = g + (size_t)b * (size_t)ncls;
+    float mx = zb[0];
+    for (int j = 1; j < ncls; j++) if (zb[j] > mx) mx = zb[j];
+    float s = 0.0f;
+    for (int j = 0; j < ncls; j++) { gb[j] = expf(zb[j] - mx); s += gb[j]; }
+    for (int j = 0; j < ncls; j++) gb[j] = (gb[j] / s - (j == labels[b] ? 1.0f : 0.0f)) * inv;
+  }
+  tpu_status st;
+  for (int i = m->nlayers - 1; i >= 0; i--) {
+    const fe_layer *L = &m->layers[i];
+    const float *in = ws->act[i], *out = ws->act[i + 1];
+    const size_t n_in = (size_t)rows * fe_shape_size(L->in), n_out = (size_t)rows * fe_shape_size(L->out);
+    const bool need_dx = i > 0;
+    switch (L->kind) {
+    case FE_DENSE:
+      if ((st = fe_gemm(be, &ws->scratch, true, false, L->in.c, L->units, rows, in, g,
+                        ws->grad + L->woff, false))) return st;
+      bias_grad(g, (size_t)rows, L->units, ws->grad + L->boff);
+      if (need_dx && (st = fe_gemm(be, &ws->scratch, false, true, rows, L->in.c, L->units, g,
+                                   params + L->woff, gn, false))) return st;
+      break;
+    case FE_CONV2D: {
+      int Mrows = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
+      im2col(L, rows, in, ws->cols);
+      if ((st = fe_gemm(be, &ws->scratch, true, false, K, L->filters, Mrows, ws->cols, g,
+                        ws->grad + L->woff, false))) return st;
+      bias_grad(g, (size_t)Mrows, L->filters, ws->grad + L->boff);
+      if (need_dx) {
+        if ((st = fe_gemm(be, &ws->scratch, false, true, Mrows, K, L->filters, g,
+                          params + L->woff, ws->cols, false))) return st;
+        col2im(L, rows, ws->cols, gn);
+      }
+      break;
+    }
+    case FE_MAXPOOL:
+      memset(gn, 0, n_in * sizeof(float));
+      for (size_t k = 0; k < n_out; k++) gn[ws->argmax[i][k]] += g[k];
+      break;
+    case FE_AVGPOOL: {
+      const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w, P = L->pool;
+      const float a = 1.0f / (float)(P * P);
+      memset(gn, 0, n_in * sizeof(float));
+      for (int b = 0; b < rows; b++)
+        for (int oy = 0; oy < OH; oy++)
+          for (int ox = 0; ox < OW; ox++)
+            for (int c = 0; c < C; c++) {
+              float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * a;
+              for (int py = 0; py < P; py++)
+                for (int px = 0; px < P; px++)
+                  gn[(((b * H) + oy * L->stride + py) * W + ox * L->stride + px) * C + c] += v;
+            }
+      break;
+    }
+    case FE_FLATTEN:
+      memcpy(gn, g, n_in * sizeof(float));
+      break;
+    case FE_RELU:
+      for (size_t k = 0; k < n_in; k++) gn[k] = out[k] > 0.0f ? g[k] : 0.0f;
+      break;
+    case FE_TANH:
+      for (size_t k = 0; k < n_in; k++) gn[k] = g[k] * (1.0f - out[k] * out[k]);
+      break;
+    case FE_SIGMOID:
+      for (size_t k = 0; k < n_in; k++) gn[k] = g[k] * out[k] * (1.0f - out[k]);
+      break;
+    case FE_DROPOUT:
+      if (L->rate == 0.0) memcpy(gn, g, n_in * sizeof(float));
+      else for (size_t k = 0; k < n_in; k++) gn[k] = g[k] * ws->mask[i][k];
+      break;
+    default:
+      return TPU_ERR_CONFIG;
+    }
+    float *t = g; g = gn; gn = t;
+  }
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Optimizers (Keras' update rules)
+** ================================================================== */
+tpu_status fe_opt_create(const fe_model *m, fe_opt_state *s) {
+  memset(s, 0, sizeof *s);
+  size_t n = m->nparams ? m->nparams : 1;
+  if (m->opt.kind != FE_SGD && !(s->m = tpu_calloc(n, sizeof(float)))) return TPU_ERR_NOMEM;
+  if (m->opt.kind == FE_ADAM && !(s->v = tpu_calloc(n, sizeof(float)))) {
+    fe_opt_destroy(s);
+    return TPU_ERR_NOMEM;
+  }
+  return TPU_OK;
+}
+void fe_opt_destroy(fe_opt_state *s) {
+  tpu_free(s->m);
+  tpu_free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+void fe_opt_apply(const fe_model *m, fe_opt_state *s, float *p, const float *g) {
+  const fe_optimizer *o = &m->opt;
+  const size_t n = m->nparams;
+  const float lr = (float)o->lr;
+  s->t++;
+  switch (o->kind) {
+  case FE_SGD:
+    for (size_t k = 0; k < n; k++) p[k] -= lr * g[k];
+    break;
+  case FE_MOMENTUM: {
+    const float mu = (float)o->momentum;
+    for (size_t k = 0; k < n; k++) {
+      float v = mu * s->m[k] - lr * g[k];
+      s->m[k] = v;
+      p[k] += o->nesterov ? mu * v - lr * g[k] : v;
+    }
+    break;
+  }
+  case FE_ADAM: {
+    const double t = (double)s->t;
+    const float lr_t = (float)(o->lr * sqrt(1.0 - pow(o->beta2, t)) / (1.0 - pow(o->beta1, t)));
+    const float b1 = (float)o->beta1, b2 = (float)o->beta2, eps = (float)o->eps;
+    for (size_t k = 0; k < n; k++) {
+      float mk = b1 * s->m[k] + (1.0f - b1) * g[k];
+      float vk = b2 * s->v[k] + (1.0f - b2) * g[k] * g[k];
+      s->m[k] = mk;
+      s->v[k] = vk;
+      p[k] -= lr_t * mk / (sqrtf(vk) + eps);
+    }
+    break;
+  }
+  }
+}
+/* }================================================================== */

@@ -1,0 +1,209 @@
+/*
+** train_timing.c -- the simulated time of one training step, from shapes
+** alone (values never enter it), behind fe_time_step(). This is the
+** lowering's timing model until the chip engine (sim/sim.h programs) lands;
+** the interface stays when the engine replaces the body.
+**
+** Each core runs the same program on its shard of 'rows' samples:
+**   infeed dequeue -> for each layer: forward -> softmax-xent -> for each
+**   layer in reverse: backward (dW = X^T.dY, dX = dY.W^T on the MXU,
+**   activation gradients on the VPU) -> ring all-reduce of the gradients
+**   over ICI -> optimizer update on the VPU.
+** An op is (MXU cycles, VPU cycles, HBM bytes). MXU cycles are the MXU
+** tile formula for the GEMM (tpu_mxu_gemm at timing level, all bf16 passes,
+** with the core's arrays). VPU cycles are ceil(elements / (sublanes*lanes))
+** registers times the op's per-register cost from the chip config. HBM
+** bytes (weights and activations in bf16, gradients and optimizer state in
+** f32) stream through double-buffered DMA: the transfer of an op overlaps
+** its compute, so the core waits only for max(0, dma - compute) (plus the
+** HBM latency once per op). The ring all-reduce is 2(C-1) steps of
+** bytes/C over one link, each paying the hop latency, plus the VPU adds.
+** Cores run identical programs, so they reach the all-reduce together; the
+** all-reduce itself is the collective wait.
+**
+** VMEM: a GEMM's operands are tiled so that two buffers of each streamed
+** tile (M x 128 activations, 128 x 128 weights, M x 128 results) fit; if
+** even one M-row tile cannot fit, the shape is rejected.
+**
+** Not modelled here (yet): contention between the two cores of a chip for
+** HBM beyond an even split of its bandwidth, host-to-device infeed
+** bandwidth (the infeed's ready time comes from the caller), the transposes
+** of operands for dX/dW (free layout choices of the lowering).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "frontend/fe_train.h"
+
+typedef struct tctx {
+  const tpu_chip_config *chip;
+  tpu_precision prec;
+  double cycles_per_byte;      /* HBM, this core's share */
+  uint64_t lat_cycles;         /* HBM latency */
+  uint64_t reg;                /* elements per VPU register */
+  fe_step_timing *t;
+  tpu_status st;
+} tctx;
+
+static uint64_t vpu_cycles(tctx *c, size_t elems, int cost) {
+  return ((uint64_t)elems + c->reg - 1) / c->reg * (uint64_t)cost;
+}
+
+/* Charges one op: MXU and VPU work back to back, its DMA overlapped. */
+static void charge(tctx *c, uint64_t mxu, uint64_t vpu, uint64_t bytes) {
+  double dma = bytes ? (double)bytes * c->cycles_per_byte + (double)c->lat_cycles : 0.0;
+  double compute = (double)(mxu + vpu);
+  double wait = dma > compute ? ceil(dma - compute) : 0.0;
+  c->t->mxu_busy += (double)mxu;
+  c->t->vpu_busy += (double)vpu;
+  c->t->memory_wait += wait;
+  c->t->hbm_bytes += bytes;
+}
+
+static void gemm(tctx *c, int M, int N, int K, uint64_t bytes) {
+  tpu_mxu_gemm_result r;
+  if (tpu_mxu_gemm(&c->chip->mxu, c->chip->mxus_per_core, TPU_FIDELITY_TIMING, c->prec,
+                   M, N, K, NULL, NULL, NULL, &r) != TPU_OK) {
+    c->st = TPU_ERR_CONFIG;
+    return;
+  }
+  c->t->macs += r.macs;
+  charge(c, r.cycles, 0, bytes);
+}
+
+tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                        int rows, bool train, uint64_t infeed_ready_cycles,
+                        fe_step_timing *out, char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  const tpu_vpu_config *v = &chip->vpu;
+  double hz = chip->clock_mhz * 1e6;
+  double core_bw = chip->hbm_bandwidth_gb_per_s * 1e9 / chip->cores_per_chip;
+  tctx c = { .chip = chip, .prec = prec, .cycles_per_byte = hz / core_bw,
+             .lat_cycles = (uint64_t)ceil(chip->hbm_latency_ns * 1e-9 * hz),
+             .reg = (uint64_t)v->sublanes * (uint64_t)v->lanes, .t = out };
+  const int64_t vmem = chip->vmem_capacity_kib * 1024;
+  const int R = chip->mxu.rows, Cc = chip->mxu.cols;
+  const size_t B = (size_t)rows;
+
+  /* VMEM check: double-buffered M x R activations (bf16), R x C weights
+  ** (bf16) and M x C f32 results of the biggest GEMM's M. */
+  for (int i = 0; i < m->nlayers; i++) {
+    const fe_layer *L = &m->layers[i];
+    if (L->kind != FE_DENSE && L->kind != FE_CONV2D) continue;
+    int64_t M = (int64_t)rows * (L->kind == FE_CONV2D ? L->out.h * L->out.w : 1);
+    int64_t need = 2 * (M * R * 2 + (int64_t)R * Cc * 2 + M * Cc * 4);
+    if (need > vmem) {
+      /* split M into chunks that fit: the MXU formula is per chunk */
+      int64_t per_row = 2 * (R * 2 + Cc * 4), fixed = 2 * (int64_t)R * Cc * 2;
+      if (vmem <= fixed + per_row) {
+        snprintf(err, errcap, "layers[%d] (%s): one %dx%d weight tile and one row do not fit in VMEM (%lld KiB)",
+                 i, fe_layer_kind_name(L->kind), R, Cc, (long long)chip->vmem_capacity_kib);
+        return TPU_ERR_CONFIG;
+      }
+    }
+  }
+
+  /* infeed: the shard (bf16) is DMA'd in once it is ready */
+  out->infeed_wait = (double)infeed_ready_cycles;
+  charge(&c, 0, 0, B * fe_shape_size(m->input) * 2);
+
+  for (int i = 0; i < m->nlayers; i++) {
+    const fe_layer *L = &m->layers[i];
+    size_t n_in = B * fe_shape_size(L->in), n_out = B * fe_shape_size(L->out);
+    switch (L->kind) {
+    case FE_DENSE:
+      gemm(&c, rows, L->units, L->in.c, (L->nw + L->nb) * 2 + n_in * 2 + n_out * 2);
+      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);          /* bias */
+      break;
+    case FE_CONV2D: {
+      int M = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
+      /* im2col is address generation of the DMA: the input is read once
+      ** per kernel tap (K/C times) */
+      gemm(&c, M, L->filters, K, (L->nw + L->nb) * 2 + n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2);
+      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);
+      break;
+    }
+    case FE_MAXPOOL: case FE_AVGPOOL:
+      charge(&c, 0, vpu_cycles(&c, n_in, v->cycles_elementwise), 0);
+      break;
+    case FE_RELU:
+      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);
+      break;
+    case FE_TANH: case FE_SIGMOID:
+      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_transcendental), 0);
+      break;
+    case FE_DROPOUT:
+      if (train) charge(&c, 0, vpu_cycles(&c, n_out, 2 * v->cycles_elementwise), 0);
+      break;
+    default:
+      break;
+    }
+  }
+  /* softmax cross-entropy: max and sum across the classes (lanes), exp, div */
+  int ncls = m->layers[m->nlayers - 1].out.c;
+  size_t nl = B * (size_t)ncls;
+  charge(&c, 0, vpu_cycles(&c, nl, v->cycles_transcendental + v->cycles_divide + 2 * v->cycles_elementwise) +
+                2 * vpu_cycles(&c, B * 8, v->cycles_cross_lane), 0);
+
+  if (train) {
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+      const fe_layer *L = &m->layers[i];
+      size_t n_in = B * fe_shape_size(L->in), n_out = B * fe_shape_size(L->out);
+      switch (L->kind) {
+      case FE_DENSE:
+        gemm(&c, L->in.c, L->units, rows, n_in * 2 + n_out * 2 + L->nw * 4);                 /* dW */
+        charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);                      /* db */
+        if (i > 0) gemm(&c, rows, L->in.c, L->units, L->nw * 2 + n_in * 2);                  /* dX */
+        break;
+      case FE_CONV2D: {
+        int M = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
+        gemm(&c, K, L->filters, M, n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2 + L->nw * 4);
+        charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);
+        if (i > 0) {
+          gemm(&c, M, K, L->filters, L->nw * 2 + n_out * 2);
+          charge(&c, 0, vpu_cycles(&c, (size_t)M * (size_t)K, v->cycles_elementwise), n_in * 4); /* col2im adds */
+        }
+        break;
+      }
+      case FE_MAXPOOL: case FE_AVGPOOL:
+        charge(&c, 0, vpu_cycles(&c, n_in, 2 * v->cycles_elementwise), 0);
+        break;
+      case FE_RELU: case FE_DROPOUT:
+        charge(&c, 0, vpu_cycles(&c, n_in, v->cycles_elementwise), 0);
+        break;
+      case FE_TANH: case FE_SIGMOID:
+        charge(&c, 0, vpu_cycles(&c, n_in, 2 * v->cycles_elementwise), 0);
+        break;
+      default:
+        break;
+      }
+    }
+    /* ring all-reduce: reduce-scatter then all-gather, 2(C-1) hops of bytes/C */
+    int C = chip->cores;
+    size_t bytes = m->nparams * 4;
+    out->allreduce_bytes = bytes;
+    if (C > 1) {
+      double link = chip->ici_link_gbit_per_s * 1e9 / 8.0;
+      double hop = ceil((double)bytes / C / link * hz) + ceil(chip->ici_latency_ns * 1e-9 * hz);
+      out->collective_wait = 2.0 * (C - 1) * hop;
+      out->vpu_busy += (double)vpu_cycles(&c, (size_t)(C - 1) * (m->nparams / (size_t)C + 1), v->cycles_elementwise);
+    }
+    /* optimizer: params, grads and state in f32 through VMEM */
+    int ops = m->opt.kind == FE_ADAM ? 10 : m->opt.kind == FE_MOMENTUM ? 4 : 2;
+    int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
+    uint64_t vc = vpu_cycles(&c, m->nparams, ops * v->cycles_elementwise +
+                             (m->opt.kind == FE_ADAM ? v->cycles_divide * 2 : 0));
+    charge(&c, 0, vc, m->nparams * 4 * (size_t)(2 + 2 * state));
+  }
+  if (c.st != TPU_OK) {
+    snprintf(err, errcap, "a GEMM of the model has a shape the MXU model rejects");
+    return c.st;
+  }
+  double total = out->mxu_busy + out->vpu_busy + out->memory_wait + out->infeed_wait + out->collective_wait;
+  out->step_cycles = (uint64_t)total;
+  out->idle = (double)out->step_cycles - total;
+  uint64_t cap = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core;
+  out->mxu_cycles_capacity = cap * out->step_cycles;
+  return TPU_OK;
+}
