@@ -239,10 +239,11 @@ int fe_cmd_train(int argc, char **argv) {
   char a[48], b[48];
   int ncls = model.layers[model.nlayers - 1].out.c;
   if (numerics && (fe_shape_size(train.shape) != fe_shape_size(model.input) || ncls != train.classes)) {
+    fe_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
+                   "and %d classes", o.model, fe_shape_str(model.input, a, sizeof a), ncls,
+                   fe_shape_str(train.shape, b, sizeof b), train.classes);
     fe_dataset_free(&train); fe_dataset_free(&test);
-    return fe_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
-                          "and %d classes", o.model, fe_shape_str(model.input, a, sizeof a), ncls,
-                          fe_shape_str(train.shape, b, sizeof b), train.classes);
+    return 2;
   }
   long steps_avail = train.n / o.batch;
   if (steps_avail < 1) {

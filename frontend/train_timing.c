@@ -36,6 +36,10 @@
 
 #include "frontend/fe_train.h"
 
+/* ceil that forgives the last-bit error of a product of decimal figures
+** (100 ns x 1 GHz must be 100 cycles, not 101) */
+static double ceil_cycles(double x) { return ceil(x - 1e-6); }
+
 typedef struct tctx {
   const tpu_chip_config *chip;
   tpu_precision prec;
@@ -54,7 +58,7 @@ static uint64_t vpu_cycles(tctx *c, size_t elems, int cost) {
 static void charge(tctx *c, uint64_t mxu, uint64_t vpu, uint64_t bytes) {
   double dma = bytes ? (double)bytes * c->cycles_per_byte + (double)c->lat_cycles : 0.0;
   double compute = (double)(mxu + vpu);
-  double wait = dma > compute ? ceil(dma - compute) : 0.0;
+  double wait = dma > compute ? ceil_cycles(dma - compute) : 0.0;
   c->t->mxu_busy += (double)mxu;
   c->t->vpu_busy += (double)vpu;
   c->t->memory_wait += wait;
@@ -80,28 +84,21 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
   double hz = chip->clock_mhz * 1e6;
   double core_bw = chip->hbm_bandwidth_gb_per_s * 1e9 / chip->cores_per_chip;
   tctx c = { .chip = chip, .prec = prec, .cycles_per_byte = hz / core_bw,
-             .lat_cycles = (uint64_t)ceil(chip->hbm_latency_ns * 1e-9 * hz),
+             .lat_cycles = (uint64_t)ceil_cycles(chip->hbm_latency_ns * 1e-9 * hz),
              .reg = (uint64_t)v->sublanes * (uint64_t)v->lanes, .t = out };
   const int64_t vmem = chip->vmem_capacity_kib * 1024;
   const int R = chip->mxu.rows, Cc = chip->mxu.cols;
   const size_t B = (size_t)rows;
 
-  /* VMEM check: double-buffered M x R activations (bf16), R x C weights
-  ** (bf16) and M x C f32 results of the biggest GEMM's M. */
-  for (int i = 0; i < m->nlayers; i++) {
-    const fe_layer *L = &m->layers[i];
-    if (L->kind != FE_DENSE && L->kind != FE_CONV2D) continue;
-    int64_t M = (int64_t)rows * (L->kind == FE_CONV2D ? L->out.h * L->out.w : 1);
-    int64_t need = 2 * (M * R * 2 + (int64_t)R * Cc * 2 + M * Cc * 4);
-    if (need > vmem) {
-      /* split M into chunks that fit: the MXU formula is per chunk */
-      int64_t per_row = 2 * (R * 2 + Cc * 4), fixed = 2 * (int64_t)R * Cc * 2;
-      if (vmem <= fixed + per_row) {
-        snprintf(err, errcap, "layers[%d] (%s): one %dx%d weight tile and one row do not fit in VMEM (%lld KiB)",
-                 i, fe_layer_kind_name(L->kind), R, Cc, (long long)chip->vmem_capacity_kib);
-        return TPU_ERR_CONFIG;
-      }
-    }
+  /* VMEM check: the GEMMs stream M-row chunks of activations (bf16) and
+  ** R x C weight tiles (bf16) into f32 results, two buffers of each; a chunk
+  ** of one row must fit (larger M is split into chunks, which the MXU formula
+  ** times the same way as one stream since accumulators are not modelled). */
+  const int64_t need = 2 * ((int64_t)R * 2 + (int64_t)R * Cc * 2 + (int64_t)Cc * 4);
+  if (need > vmem) {
+    snprintf(err, errcap, "a %dx%d weight tile and one activation row, double-buffered, need %lld bytes; "
+             "VMEM holds %lld", R, Cc, (long long)need, (long long)vmem);
+    return TPU_ERR_CONFIG;
   }
 
   /* infeed: the shard (bf16) is DMA'd in once it is ready */
@@ -185,7 +182,7 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
     out->allreduce_bytes = bytes;
     if (C > 1) {
       double link = chip->ici_link_gbit_per_s * 1e9 / 8.0;
-      double hop = ceil((double)bytes / C / link * hz) + ceil(chip->ici_latency_ns * 1e-9 * hz);
+      double hop = ceil_cycles((double)bytes / C / link * hz) + ceil_cycles(chip->ici_latency_ns * 1e-9 * hz);
       out->collective_wait = 2.0 * (C - 1) * hop;
       out->vpu_busy += (double)vpu_cycles(&c, (size_t)(C - 1) * (m->nparams / (size_t)C + 1), v->cycles_elementwise);
     }
