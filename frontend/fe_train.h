@@ -21,8 +21,11 @@
 ** cores. Dropout masks are a hash of (seed, step, layer, global sample,
 ** element), so they do not depend on the split either.
 **
-** Not modelled numerically: the VPU's own rounding (elementwise ops,
-** softmax and the optimizer run in plain f32 C until vpu.h's numerics land).
+** Element-wise ops, bias add and its gradient, activations and their
+** gradients, softmax cross-entropy, accuracy and the optimizer update run
+** through the VPU's numerics (tpu_vpu_exec, f32, fixed order) on both
+** backends, so the backends differ only in their matmuls. Pooling, im2col,
+** col2im and the dropout mask are plain C (data movement and a hash).
 */
 #ifndef TPU_FE_TRAIN_H
 #define TPU_FE_TRAIN_H
@@ -62,7 +65,6 @@ typedef struct fe_optimizer {
   fe_opt_kind kind;
   double lr;                   /* learning_rate */
   double momentum;             /* momentum (momentum) */
-  bool nesterov;               /* momentum */
   double beta1, beta2, eps;    /* adam */
 } fe_optimizer;
 
@@ -128,6 +130,8 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of 'rows' sampl
   float *cols;                 /* im2col buffer */
   float *g0, *g1;              /* gradient ping-pong */
   float *grad;                 /* this core's parameter gradient */
+  int32_t *lab;                /* labels as the VPU takes them */
+  float *rowloss;              /* per-sample loss */
   fe_scratch scratch;
   double loss_sum;             /* sum over the shard of the per-sample loss */
   int correct;                 /* argmax(logits) == label count */

@@ -8,11 +8,21 @@
 ** GEMM; its backward recomputes the im2col buffer instead of keeping one per
 ** layer (memory over time; the MXU timing is charged by train_timing.c).
 */
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "frontend/fe_train.h"
+#include "vpu/vpu.h"
+
+/* Runs one VPU op (numerics only; the timing model charges its cycles). A
+** failure means a shape or hyper-parameter the model checks already
+** excluded, or a label out of range. */
+static tpu_status vpu(tpu_vpu_op op, int rows, int cols, const float *x, const float *y, float *out) {
+  tpu_vpu_args a = { .rows = rows, .cols = cols, .x = x, .y = y, .out = out, .p = tpu_vpu_params_default() };
+  return tpu_vpu_exec(op, &a);
+}
 
 uint64_t fe_mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -96,7 +106,9 @@ tpu_status fe_ws_create(const fe_model *m, int rows, fe_core_ws *ws) {
   ws->g0 = tpu_malloc(r * m->max_act * sizeof(float));
   ws->g1 = tpu_malloc(r * m->max_act * sizeof(float));
   ws->grad = tpu_malloc((m->nparams ? m->nparams : 1) * sizeof(float));
-  if (!ws->cols || !ws->g0 || !ws->g1 || !ws->grad) goto fail;
+  ws->lab = tpu_malloc(r * sizeof *ws->lab);
+  ws->rowloss = tpu_malloc(r * sizeof *ws->rowloss);
+  if (!ws->cols || !ws->g0 || !ws->g1 || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
   return TPU_OK;
 fail:
   fe_ws_destroy(m, ws);
@@ -114,6 +126,8 @@ void fe_ws_destroy(const fe_model *m, fe_core_ws *ws) {
   tpu_free(ws->g0);
   tpu_free(ws->g1);
   tpu_free(ws->grad);
+  tpu_free(ws->lab);
+  tpu_free(ws->rowloss);
   fe_scratch_free(&ws->scratch);
   memset(ws, 0, sizeof *ws);
 }
@@ -184,11 +198,6 @@ static void col2im(const fe_layer *L, int rows, const float *cols, float *dx) {
   }
 }
 
-static void add_bias(float *y, size_t n_rows, int width, const float *b) {
-  for (size_t r = 0; r < n_rows; r++)
-    for (int j = 0; j < width; j++) y[r * (size_t)width + (size_t)j] += b[j];
-}
-
 static void pool_forward(const fe_layer *L, int rows, const float *x, float *y, int *arg) {
   const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w, P = L->pool;
   const float inv = 1.0f / (float)(P * P);
@@ -221,19 +230,19 @@ tpu_status fe_forward(const fe_model *m, const fe_backend *be, const float *para
     const fe_layer *L = &m->layers[i];
     const float *in = ws->act[i];
     float *out = ws->act[i + 1];
-    const size_t n_in = (size_t)rows * fe_shape_size(L->in), n_out = (size_t)rows * fe_shape_size(L->out);
+    const size_t n_in = (size_t)rows * fe_shape_size(L->in);
     switch (L->kind) {
     case FE_DENSE:
       if ((st = fe_gemm(be, &ws->scratch, false, false, rows, L->units, L->in.c, in,
                         params + L->woff, out, false))) return st;
-      add_bias(out, (size_t)rows, L->units, params + L->boff);
+      if ((st = vpu(TPU_VPU_BIAS_ADD, rows, L->units, out, params + L->boff, out))) return st;
       break;
     case FE_CONV2D: {
       int Mrows = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
       im2col(L, rows, in, ws->cols);
       if ((st = fe_gemm(be, &ws->scratch, false, false, Mrows, L->filters, K, ws->cols,
                         params + L->woff, out, false))) return st;
-      add_bias(out, (size_t)Mrows, L->filters, params + L->boff);
+      if ((st = vpu(TPU_VPU_BIAS_ADD, Mrows, L->filters, out, params + L->boff, out))) return st;
       break;
     }
     case FE_MAXPOOL: case FE_AVGPOOL:
@@ -242,15 +251,11 @@ tpu_status fe_forward(const fe_model *m, const fe_backend *be, const float *para
     case FE_FLATTEN:
       memcpy(out, in, n_in * sizeof(float));
       break;
-    case FE_RELU:
-      for (size_t k = 0; k < n_out; k++) out[k] = in[k] > 0.0f ? in[k] : 0.0f;
+    case FE_RELU: case FE_TANH: case FE_SIGMOID: {
+      tpu_vpu_op op = L->kind == FE_RELU ? TPU_VPU_RELU : L->kind == FE_TANH ? TPU_VPU_TANH : TPU_VPU_SIGMOID;
+      if ((st = vpu(op, rows, (int)fe_shape_size(L->out), in, NULL, out))) return st;
       break;
-    case FE_TANH:
-      for (size_t k = 0; k < n_out; k++) out[k] = tanhf(in[k]);
-      break;
-    case FE_SIGMOID:
-      for (size_t k = 0; k < n_out; k++) out[k] = 1.0f / (1.0f + expf(-in[k]));
-      break;
+    }
     case FE_DROPOUT:
       if (!train || L->rate == 0.0) { memcpy(out, in, n_in * sizeof(float)); break; }
       {
@@ -259,34 +264,30 @@ tpu_status fe_forward(const fe_model *m, const fe_backend *be, const float *para
         for (int b = 0; b < rows; b++) {
           uint64_t key = fe_mix64(fe_mix64(fe_mix64(m->seed ^ 0xd50u) + step) ^
                                   fe_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)i));
-          for (size_t e = 0; e < per; e++) {
-            size_t k = (size_t)b * per + e;
-            ws->mask[i][k] = unit_f32(fe_mix64(key + e)) < keep ? scale : 0.0f;
-            out[k] = in[k] * ws->mask[i][k];
-          }
+          for (size_t e = 0; e < per; e++)
+            ws->mask[i][(size_t)b * per + e] = unit_f32(fe_mix64(key + e)) < keep ? scale : 0.0f;
         }
+        if ((st = vpu(TPU_VPU_MUL, rows, (int)per, in, ws->mask[i], out))) return st;
       }
       break;
     default:
       return TPU_ERR_CONFIG;
     }
   }
-  /* softmax cross-entropy, per sample, in a fixed order */
+  /* softmax cross-entropy and accuracy on the VPU, summed in row order */
   ws->loss_sum = 0.0;
   ws->correct = 0;
+  if (!labels) return TPU_OK;
   const int ncls = m->layers[m->nlayers - 1].out.c;
-  const float *z = ws->act[m->nlayers];
-  for (int b = 0; b < rows && labels; b++) {
-    const float *zb = z + (size_t)b * (size_t)ncls;
-    float mx = zb[0];
-    int am = 0;
-    for (int j = 1; j < ncls; j++) if (zb[j] > mx) { mx = zb[j]; am = j; }
-    float s = 0.0f;
-    for (int j = 0; j < ncls; j++) s += expf(zb[j] - mx);
-    int y = labels[b] < ncls ? labels[b] : 0;
-    ws->loss_sum += (double)(logf(s) - (zb[y] - mx));
-    ws->correct += am == labels[b];
-  }
+  for (int b = 0; b < rows; b++) ws->lab[b] = labels[b];
+  float hits = 0.0f;
+  tpu_vpu_args a = { .rows = rows, .cols = ncls, .x = ws->act[m->nlayers], .labels = ws->lab,
+                     .out = ws->rowloss, .p = tpu_vpu_params_default() };
+  if ((st = tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &a))) return st;
+  for (int b = 0; b < rows; b++) ws->loss_sum += (double)ws->rowloss[b];
+  a.out = &hits;
+  if ((st = tpu_vpu_exec(TPU_VPU_ACCURACY, &a))) return st;
+  ws->correct = (int)hits;
   return TPU_OK;
 }
 /* }================================================================== */
@@ -294,29 +295,18 @@ tpu_status fe_forward(const fe_model *m, const fe_backend *be, const float *para
 /* {==================================================================
 ** Backward
 ** ================================================================== */
-static void bias_grad(const float *g, size_t n_rows, int width, float *db) {
-  memset(db, 0, (size_t)width * sizeof(float));
-  for (size_t r = 0; r < n_rows; r++)
-    for (int j = 0; j < width; j++) db[j] += g[r * (size_t)width + (size_t)j];
-}
-
 tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *params,
                        fe_core_ws *ws, const uint8_t *labels, int global_batch) {
   const int rows = ws->rows;
   const int ncls = m->layers[m->nlayers - 1].out.c;
   const float inv = 1.0f / (float)global_batch;
   float *g = ws->g0, *gn = ws->g1;
-  const float *z = ws->act[m->nlayers];
-  for (int b = 0; b < rows; b++) {
-    const float *zb = z + (size_t)b * (size_t)ncls;
-    float *gb = g + (size_t)b * (size_t)ncls;
-    float mx = zb[0];
-    for (int j = 1; j < ncls; j++) if (zb[j] > mx) mx = zb[j];
-    float s = 0.0f;
-    for (int j = 0; j < ncls; j++) { gb[j] = expf(zb[j] - mx); s += gb[j]; }
-    for (int j = 0; j < ncls; j++) gb[j] = (gb[j] / s - (j == labels[b] ? 1.0f : 0.0f)) * inv;
-  }
   tpu_status st;
+  for (int b = 0; b < rows; b++) ws->lab[b] = labels[b];
+  tpu_vpu_args a = { .rows = rows, .cols = ncls, .x = ws->act[m->nlayers], .labels = ws->lab,
+                     .out = ws->rowloss, .out2 = g, .p = tpu_vpu_params_default() };
+  a.p.alpha = inv;
+  if ((st = tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &a))) return st;
   for (int i = m->nlayers - 1; i >= 0; i--) {
     const fe_layer *L = &m->layers[i];
     const float *in = ws->act[i], *out = ws->act[i + 1];
@@ -326,7 +316,7 @@ tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *par
     case FE_DENSE:
       if ((st = fe_gemm(be, &ws->scratch, true, false, L->in.c, L->units, rows, in, g,
                         ws->grad + L->woff, false))) return st;
-      bias_grad(g, (size_t)rows, L->units, ws->grad + L->boff);
+      if ((st = vpu(TPU_VPU_COL_SUM, rows, L->units, g, NULL, ws->grad + L->boff))) return st;
       if (need_dx && (st = fe_gemm(be, &ws->scratch, false, true, rows, L->in.c, L->units, g,
                                    params + L->woff, gn, false))) return st;
       break;
@@ -335,7 +325,7 @@ tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *par
       im2col(L, rows, in, ws->cols);
       if ((st = fe_gemm(be, &ws->scratch, true, false, K, L->filters, Mrows, ws->cols, g,
                         ws->grad + L->woff, false))) return st;
-      bias_grad(g, (size_t)Mrows, L->filters, ws->grad + L->boff);
+      if ((st = vpu(TPU_VPU_COL_SUM, Mrows, L->filters, g, NULL, ws->grad + L->boff))) return st;
       if (need_dx) {
         if ((st = fe_gemm(be, &ws->scratch, false, true, Mrows, K, L->filters, g,
                           params + L->woff, ws->cols, false))) return st;
@@ -349,13 +339,13 @@ tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *par
       break;
     case FE_AVGPOOL: {
       const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w, P = L->pool;
-      const float a = 1.0f / (float)(P * P);
+      const float inv_area = 1.0f / (float)(P * P);
       memset(gn, 0, n_in * sizeof(float));
       for (int b = 0; b < rows; b++)
         for (int oy = 0; oy < OH; oy++)
           for (int ox = 0; ox < OW; ox++)
             for (int c = 0; c < C; c++) {
-              float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * a;
+              float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * inv_area;
               for (int py = 0; py < P; py++)
                 for (int px = 0; px < P; px++)
                   gn[(((b * H) + oy * L->stride + py) * W + ox * L->stride + px) * C + c] += v;
@@ -365,18 +355,16 @@ tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *par
     case FE_FLATTEN:
       memcpy(gn, g, n_in * sizeof(float));
       break;
-    case FE_RELU:
-      for (size_t k = 0; k < n_in; k++) gn[k] = out[k] > 0.0f ? g[k] : 0.0f;
+    case FE_RELU:     /* relu_grad looks at the forward input */
+      if ((st = vpu(TPU_VPU_RELU_GRAD, rows, (int)fe_shape_size(L->in), in, g, gn))) return st;
       break;
-    case FE_TANH:
-      for (size_t k = 0; k < n_in; k++) gn[k] = g[k] * (1.0f - out[k] * out[k]);
-      break;
-    case FE_SIGMOID:
-      for (size_t k = 0; k < n_in; k++) gn[k] = g[k] * out[k] * (1.0f - out[k]);
+    case FE_TANH: case FE_SIGMOID:   /* these look at the forward output */
+      if ((st = vpu(L->kind == FE_TANH ? TPU_VPU_TANH_GRAD : TPU_VPU_SIGMOID_GRAD, rows,
+                    (int)fe_shape_size(L->in), out, g, gn))) return st;
       break;
     case FE_DROPOUT:
       if (L->rate == 0.0) memcpy(gn, g, n_in * sizeof(float));
-      else for (size_t k = 0; k < n_in; k++) gn[k] = g[k] * ws->mask[i][k];
+      else if ((st = vpu(TPU_VPU_MUL, rows, (int)fe_shape_size(L->in), g, ws->mask[i], gn))) return st;
       break;
     default:
       return TPU_ERR_CONFIG;
@@ -408,35 +396,19 @@ void fe_opt_destroy(fe_opt_state *s) {
 
 void fe_opt_apply(const fe_model *m, fe_opt_state *s, float *p, const float *g) {
   const fe_optimizer *o = &m->opt;
-  const size_t n = m->nparams;
-  const float lr = (float)o->lr;
   s->t++;
-  switch (o->kind) {
-  case FE_SGD:
-    for (size_t k = 0; k < n; k++) p[k] -= lr * g[k];
-    break;
-  case FE_MOMENTUM: {
-    const float mu = (float)o->momentum;
-    for (size_t k = 0; k < n; k++) {
-      float v = mu * s->m[k] - lr * g[k];
-      s->m[k] = v;
-      p[k] += o->nesterov ? mu * v - lr * g[k] : v;
-    }
-    break;
-  }
-  case FE_ADAM: {
-    const double t = (double)s->t;
-    const float lr_t = (float)(o->lr * sqrt(1.0 - pow(o->beta2, t)) / (1.0 - pow(o->beta1, t)));
-    const float b1 = (float)o->beta1, b2 = (float)o->beta2, eps = (float)o->eps;
-    for (size_t k = 0; k < n; k++) {
-      float mk = b1 * s->m[k] + (1.0f - b1) * g[k];
-      float vk = b2 * s->v[k] + (1.0f - b2) * g[k] * g[k];
-      s->m[k] = mk;
-      s->v[k] = vk;
-      p[k] -= lr_t * mk / (sqrtf(vk) + eps);
-    }
-    break;
-  }
-  }
+  tpu_vpu_args a = { .rows = 1, .cols = (int)m->nparams, .param = p, .grad = g, .m = s->m, .v = s->v,
+                     .p = tpu_vpu_params_default() };
+  a.p.lr = (float)o->lr;
+  a.p.momentum = (float)o->momentum;
+  a.p.beta1 = (float)o->beta1;
+  a.p.beta2 = (float)o->beta2;
+  a.p.eps = (float)o->eps;
+  a.p.step = (int64_t)s->t;
+  /* the model loader checked every hyper-parameter against the VPU's ranges */
+  tpu_status st = tpu_vpu_exec(o->kind == FE_SGD ? TPU_VPU_SGD : o->kind == FE_MOMENTUM ? TPU_VPU_MOMENTUM
+                                                                                         : TPU_VPU_ADAM, &a);
+  assert(st == TPU_OK);
+  (void)st;
 }
 /* }================================================================== */

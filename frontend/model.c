@@ -127,7 +127,8 @@ static tpu_status get_num(pctx *c, json_t *obj, const char *path, const char *wh
     return TPU_OK;
   }
   double d = json_is_number(v) ? json_number_value(v) : NAN;
-  if (!json_is_number(v) || !(d >= lo) || (hi_open ? !(d < hi) : !(d <= hi)))
+  /* the VPU computes in f32: an open bound must also hold after rounding */
+  if (!json_is_number(v) || !(d >= lo) || (hi_open ? !(d < hi && (float)d < (float)hi) : !(d <= hi)))
     return fail(c, p, "%sfield '%s': expected a number in [%g, %g%s", what, key, lo, hi,
                 hi_open ? ")" : "]");
   *out = d;
@@ -320,15 +321,11 @@ static tpu_status parse_optimizer(pctx *c, json_t *jo, fe_optimizer *o) {
     return get_num(c, jo, "optimizer", what, "learning_rate", 0, 100, false, 0.01, false, &o->lr);
   }
   if (!strcmp(t, "momentum")) {
-    static const char *const ks[] = { "type", "learning_rate", "momentum", "nesterov", NULL };
+    static const char *const ks[] = { "type", "learning_rate", "momentum", NULL };
     o->kind = FE_MOMENTUM;
     if ((st = check_keys(c, jo, "optimizer", what, ks))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "learning_rate", 0, 100, false, 0.01, false, &o->lr))) return st;
-    if ((st = get_num(c, jo, "optimizer", what, "momentum", 0, 1, true, 0.9, false, &o->momentum))) return st;
-    json_t *n = json_object_get(jo, "nesterov");
-    if (n && !json_is_boolean(n)) return fail(c, "optimizer.nesterov", "optimizer: field 'nesterov': expected true or false");
-    o->nesterov = n && json_is_true(n);
-    return TPU_OK;
+    return get_num(c, jo, "optimizer", what, "momentum", 0, 1, true, 0.9, false, &o->momentum);
   }
   if (!strcmp(t, "adam")) {
     static const char *const ks[] = { "type", "learning_rate", "beta1", "beta2", "epsilon", NULL };
@@ -337,7 +334,10 @@ static tpu_status parse_optimizer(pctx *c, json_t *jo, fe_optimizer *o) {
     if ((st = get_num(c, jo, "optimizer", what, "learning_rate", 0, 100, false, 0.001, false, &o->lr))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "beta1", 0, 1, true, 0.9, false, &o->beta1))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "beta2", 0, 1, true, 0.999, false, &o->beta2))) return st;
-    return get_num(c, jo, "optimizer", what, "epsilon", 0, 1, false, 1e-7, false, &o->eps);
+    if ((st = get_num(c, jo, "optimizer", what, "epsilon", 0, 1, false, 1e-7, false, &o->eps))) return st;
+    if (!((float)o->eps > 0.0f))
+      return fail(c, "optimizer.epsilon", "optimizer: field 'epsilon': expected a number > 0 (and > 1e-45)");
+    return TPU_OK;
   }
   return fail(c, jt ? "optimizer.type" : "optimizer",
               "optimizer: field 'type': expected \"sgd\", \"momentum\" or \"adam\"");

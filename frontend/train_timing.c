@@ -11,8 +11,9 @@
 **   over ICI -> optimizer update on the VPU.
 ** An op is (MXU cycles, VPU cycles, HBM bytes). MXU cycles are the MXU
 ** tile formula for the GEMM (tpu_mxu_gemm at timing level, all bf16 passes,
-** with the core's arrays). VPU cycles are ceil(elements / (sublanes*lanes))
-** registers times the op's per-register cost from the chip config. HBM
+** with the core's arrays). VPU cycles are tpu_vpu_cycles() of the same ops
+** the numerics run (activations as pixels x channels, parameter vectors
+** 'lanes' wide), with the costs of the chip config. HBM
 ** bytes (weights and activations in bf16, gradients and optimizer state in
 ** f32) stream through double-buffered DMA: the transfer of an op overlaps
 ** its compute, so the core waits only for max(0, dma - compute) (plus the
@@ -35,6 +36,7 @@
 #include <string.h>
 
 #include "frontend/fe_train.h"
+#include "vpu/vpu.h"
 
 /* ceil that forgives the last-bit error of a product of decimal figures
 ** (100 ns x 1 GHz must be 100 cycles, not 101) */
@@ -45,13 +47,17 @@ typedef struct tctx {
   tpu_precision prec;
   double cycles_per_byte;      /* HBM, this core's share */
   uint64_t lat_cycles;         /* HBM latency */
-  uint64_t reg;                /* elements per VPU register */
   fe_step_timing *t;
   tpu_status st;
 } tctx;
 
-static uint64_t vpu_cycles(tctx *c, size_t elems, int cost) {
-  return ((uint64_t)elems + c->reg - 1) / c->reg * (uint64_t)cost;
+/* One VPU op on a rows x cols operand (vpu.h's formula). */
+static uint64_t vop(tctx *c, tpu_vpu_op op, int rows, int cols) {
+  return tpu_vpu_cycles(&c->chip->vpu, op, rows, cols);
+}
+/* Rows of a vector of n values laid out 'lanes' wide. */
+static int vec_rows(tctx *c, size_t n) {
+  return (int)((n + (size_t)c->chip->vpu.lanes - 1) / (size_t)c->chip->vpu.lanes);
 }
 
 /* Charges one op: MXU and VPU work back to back, its DMA overlapped. */
@@ -84,8 +90,7 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
   double hz = chip->clock_mhz * 1e6;
   double core_bw = chip->hbm_bandwidth_gb_per_s * 1e9 / chip->cores_per_chip;
   tctx c = { .chip = chip, .prec = prec, .cycles_per_byte = hz / core_bw,
-             .lat_cycles = (uint64_t)ceil_cycles(chip->hbm_latency_ns * 1e-9 * hz),
-             .reg = (uint64_t)v->sublanes * (uint64_t)v->lanes, .t = out };
+             .lat_cycles = (uint64_t)ceil_cycles(chip->hbm_latency_ns * 1e-9 * hz), .t = out };
   const int64_t vmem = chip->vmem_capacity_kib * 1024;
   const int R = chip->mxu.rows, Cc = chip->mxu.cols;
   const size_t B = (size_t)rows;
@@ -108,75 +113,83 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
   for (int i = 0; i < m->nlayers; i++) {
     const fe_layer *L = &m->layers[i];
     size_t n_in = B * fe_shape_size(L->in), n_out = B * fe_shape_size(L->out);
+    const int orows = rows * L->out.h * L->out.w, oc = L->out.c;   /* pixels x channels */
     switch (L->kind) {
     case FE_DENSE:
       gemm(&c, rows, L->units, L->in.c, (L->nw + L->nb) * 2 + n_in * 2 + n_out * 2);
-      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);          /* bias */
+      charge(&c, 0, vop(&c, TPU_VPU_BIAS_ADD, rows, L->units), 0);
       break;
     case FE_CONV2D: {
-      int M = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
+      int M = orows, K = L->kh * L->kw * L->in.c;
       /* im2col is address generation of the DMA: the input is read once
-      ** per kernel tap (K/C times) */
+      ** per kernel tap */
       gemm(&c, M, L->filters, K, (L->nw + L->nb) * 2 + n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2);
-      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);
+      charge(&c, 0, vop(&c, TPU_VPU_BIAS_ADD, M, L->filters), 0);
       break;
     }
-    case FE_MAXPOOL: case FE_AVGPOOL:
-      charge(&c, 0, vpu_cycles(&c, n_in, v->cycles_elementwise), 0);
+    case FE_MAXPOOL: case FE_AVGPOOL:   /* P*P-1 max (or add) passes over the output, + a scale */
+      charge(&c, 0, (uint64_t)(L->pool * L->pool - 1) * vop(&c, TPU_VPU_MAX, orows, oc) +
+                    (L->kind == FE_AVGPOOL ? vop(&c, TPU_VPU_SCALE, orows, oc) : 0), 0);
       break;
     case FE_RELU:
-      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);
+      charge(&c, 0, vop(&c, TPU_VPU_RELU, orows, oc), 0);
       break;
     case FE_TANH: case FE_SIGMOID:
-      charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_transcendental), 0);
+      charge(&c, 0, vop(&c, L->kind == FE_TANH ? TPU_VPU_TANH : TPU_VPU_SIGMOID, orows, oc), 0);
       break;
     case FE_DROPOUT:
-      if (train) charge(&c, 0, vpu_cycles(&c, n_out, 2 * v->cycles_elementwise), 0);
+      if (train && L->rate > 0) charge(&c, 0, vop(&c, TPU_VPU_MUL, orows, oc), 0);
       break;
     default:
       break;
     }
   }
-  /* softmax cross-entropy: max and sum across the classes (lanes), exp, div */
+  /* softmax cross-entropy (loss and its gradient in one op) and accuracy */
   int ncls = m->layers[m->nlayers - 1].out.c;
-  size_t nl = B * (size_t)ncls;
-  charge(&c, 0, vpu_cycles(&c, nl, v->cycles_transcendental + v->cycles_divide + 2 * v->cycles_elementwise) +
-                2 * vpu_cycles(&c, B * 8, v->cycles_cross_lane), 0);
+  charge(&c, 0, vop(&c, TPU_VPU_SOFTMAX_XENT, rows, ncls) + vop(&c, TPU_VPU_ACCURACY, rows, ncls), 0);
 
   if (train) {
     for (int i = m->nlayers - 1; i >= 0; i--) {
       const fe_layer *L = &m->layers[i];
       size_t n_in = B * fe_shape_size(L->in), n_out = B * fe_shape_size(L->out);
+      const int irows = rows * L->in.h * L->in.w, ic = L->in.c;
       switch (L->kind) {
       case FE_DENSE:
         gemm(&c, L->in.c, L->units, rows, n_in * 2 + n_out * 2 + L->nw * 4);                 /* dW */
-        charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);                      /* db */
+        charge(&c, 0, vop(&c, TPU_VPU_COL_SUM, rows, L->units), 0);                          /* db */
         if (i > 0) gemm(&c, rows, L->in.c, L->units, L->nw * 2 + n_in * 2);                  /* dX */
         break;
       case FE_CONV2D: {
         int M = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
         gemm(&c, K, L->filters, M, n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2 + L->nw * 4);
-        charge(&c, 0, vpu_cycles(&c, n_out, v->cycles_elementwise), 0);
+        charge(&c, 0, vop(&c, TPU_VPU_COL_SUM, M, L->filters), 0);
         if (i > 0) {
           gemm(&c, M, K, L->filters, L->nw * 2 + n_out * 2);
-          charge(&c, 0, vpu_cycles(&c, (size_t)M * (size_t)K, v->cycles_elementwise), n_in * 4); /* col2im adds */
+          charge(&c, 0, vop(&c, TPU_VPU_ADD, M, K), n_in * 4);                               /* col2im */
         }
         break;
       }
-      case FE_MAXPOOL: case FE_AVGPOOL:
-        charge(&c, 0, vpu_cycles(&c, n_in, 2 * v->cycles_elementwise), 0);
+      case FE_MAXPOOL:    /* route each gradient to its window's winner: a select per input */
+        charge(&c, 0, vop(&c, TPU_VPU_RELU_GRAD, irows, ic), 0);
         break;
-      case FE_RELU: case FE_DROPOUT:
-        charge(&c, 0, vpu_cycles(&c, n_in, v->cycles_elementwise), 0);
+      case FE_AVGPOOL:
+        charge(&c, 0, vop(&c, TPU_VPU_SCALE, irows, ic), 0);
+        break;
+      case FE_RELU:
+        charge(&c, 0, vop(&c, TPU_VPU_RELU_GRAD, irows, ic), 0);
         break;
       case FE_TANH: case FE_SIGMOID:
-        charge(&c, 0, vpu_cycles(&c, n_in, 2 * v->cycles_elementwise), 0);
+        charge(&c, 0, vop(&c, L->kind == FE_TANH ? TPU_VPU_TANH_GRAD : TPU_VPU_SIGMOID_GRAD, irows, ic), 0);
+        break;
+      case FE_DROPOUT:
+        if (L->rate > 0) charge(&c, 0, vop(&c, TPU_VPU_MUL, irows, ic), 0);
         break;
       default:
         break;
       }
     }
-    /* ring all-reduce: reduce-scatter then all-gather, 2(C-1) hops of bytes/C */
+    /* ring all-reduce: reduce-scatter then all-gather, 2(C-1) hops of
+    ** bytes/C, and C-1 adds of a 1/C chunk on the VPU */
     int C = chip->cores;
     size_t bytes = m->nparams * 4;
     out->allreduce_bytes = bytes;
@@ -184,14 +197,13 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
       double link = chip->ici_link_gbit_per_s * 1e9 / 8.0;
       double hop = ceil_cycles((double)bytes / C / link * hz) + ceil_cycles(chip->ici_latency_ns * 1e-9 * hz);
       out->collective_wait = 2.0 * (C - 1) * hop;
-      out->vpu_busy += (double)vpu_cycles(&c, (size_t)(C - 1) * (m->nparams / (size_t)C + 1), v->cycles_elementwise);
+      size_t chunk = (m->nparams + (size_t)C - 1) / (size_t)C;
+      out->vpu_busy += (double)((uint64_t)(C - 1) * vop(&c, TPU_VPU_ADD, vec_rows(&c, chunk), v->lanes));
     }
     /* optimizer: params, grads and state in f32 through VMEM */
-    int ops = m->opt.kind == FE_ADAM ? 10 : m->opt.kind == FE_MOMENTUM ? 4 : 2;
     int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
-    uint64_t vc = vpu_cycles(&c, m->nparams, ops * v->cycles_elementwise +
-                             (m->opt.kind == FE_ADAM ? v->cycles_divide * 2 : 0));
-    charge(&c, 0, vc, m->nparams * 4 * (size_t)(2 + 2 * state));
+    tpu_vpu_op op = m->opt.kind == FE_ADAM ? TPU_VPU_ADAM : m->opt.kind == FE_MOMENTUM ? TPU_VPU_MOMENTUM : TPU_VPU_SGD;
+    charge(&c, 0, vop(&c, op, vec_rows(&c, m->nparams), v->lanes), m->nparams * 4 * (size_t)(2 + 2 * state));
   }
   if (c.st != TPU_OK) {
     snprintf(err, errcap, "a GEMM of the model has a shape the MXU model rejects");

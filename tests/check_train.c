@@ -264,12 +264,16 @@ END_TEST
 ** ================================================================== */
 START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   /* teach chip: 4 cores, 8x8 MXU, 1 GHz, HBM 8 GB/s shared by 4 cores
-  ** (0.5 cycle per byte each), latency 100 cycles, VPU register 2x8,
-  ** ICI 1 byte per cycle, 100 cycles per hop. Model: 8 -> dense 8, SGD.
-  ** Batch 16 = 4 cores x 4 rows. Counting by hand (see train_timing.c):
+  ** (0.5 cycle per byte each), latency 100 cycles, VPU register 2x8 (costs
+  ** ew 1, div 4, tr 4, cross-lane 2, cross-sublane 1), ICI 1 byte per cycle,
+  ** 100 cycles per hop. Model: 8 -> dense 8, SGD. Batch 16 = 4 cores x 4.
+  ** Counting by hand (formulas of mxu.h and vpu.h):
   **   MXU: fwd 4x8x8 tile: s = 8, done = 8+3+7+7+1 = 26; dW 8x8x4: 4+7+7+7+1 = 26
-  **   VPU: bias 2 + softmax 2*(4+4+2) + 2*(2*2) = 28 + db 2
-  **        + all-reduce adds ceil(3*19/16) = 4 + sgd ceil(72/16)*2 = 10  -> 46
+  **   VPU (4x8 operand: rb 2, cb 1, 2 registers; lg S = 1, lg L = 3):
+  **     bias_add 2; softmax_xent 2*(5+4+4) + 3*2*(3*2) + 2*(2+4) = 74;
+  **     accuracy 2*2 + 2*2*6 + 2*1 + (1+1) = 32; col_sum 1*(1+1) = 2;
+  **     all-reduce adds 3 x add on 3x8 (18 values) = 3*2 = 6;
+  **     sgd on 9x8 (72 values): 5 registers * 2 = 10        -> 126
   **   memory: infeed 64 B: 32+100 = 132; fwd 272 B: 236-26 = 210;
   **           dW 384 B: 292-26 = 266; sgd 576 B: 388-10 = 378   -> 986
   **   all-reduce: 2*(4-1) hops of (288/4 = 72 + 100) cycles     -> 1032 */
@@ -281,11 +285,11 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   fe_step_timing t;
   ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, &t, err, sizeof err), TPU_OK);
   TU_EQ_U64(52, (uint64_t)t.mxu_busy);
-  TU_EQ_U64(46, (uint64_t)t.vpu_busy);
+  TU_EQ_U64(126, (uint64_t)t.vpu_busy);
   TU_EQ_U64(986, (uint64_t)t.memory_wait);
   TU_EQ_U64(1032, (uint64_t)t.collective_wait);
   TU_EQ_U64(0, (uint64_t)t.infeed_wait);
-  TU_EQ_U64(52 + 46 + 986 + 1032, t.step_cycles);
+  TU_EQ_U64(52 + 126 + 986 + 1032, t.step_cycles);
   /* an infeed that is late by 500 cycles adds exactly 500 */
   fe_step_timing late;
   ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, &late, err, sizeof err), TPU_OK);
