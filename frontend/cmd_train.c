@@ -10,6 +10,7 @@
 */
 #include <errno.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -212,6 +213,10 @@ int fe_cmd_train(int argc, char **argv) {
 
   tpu_chip_config chip;
   if ((rc = fe_load_chip(CMD, &com, &chip))) return rc;
+  /* The GEMM driver allocates its bf16 operand copies per call; keep glibc
+  ** from mmap-ing (and page-faulting) them afresh every time. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   char err[1024];
   fe_model model;
   tpu_status st = fe_model_load(o.model, &model, err, sizeof err);

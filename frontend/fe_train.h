@@ -115,6 +115,10 @@ void fe_scratch_free(fe_scratch *s);
 /* C[M x N] = op(A) . op(B) (+ C when 'acc'), row-major; op transposes when
 ** the flag is set (A is then K x M, B is N x K). Returns TPU_OK or
 ** TPU_ERR_NOMEM. Deterministic for a given backend and shape. */
+/* True when the sim backend computes op(A).op(B) as (op(B)^T.op(A)^T)^T
+** because that moves less data into MXU layout; the MXU then streams N rows
+** of K against an M-wide result. The timing model asks the same question. */
+bool fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K);
 tpu_status fe_gemm(const fe_backend *be, fe_scratch *s, bool ta, bool tb,
                    int M, int N, int K, const float *A, const float *B, float *C, bool acc);
 /* }================================================================== */

@@ -50,10 +50,23 @@ static float *scratch_get(fe_scratch *s, size_t n) {
   }
   return s->buf;
 }
-/* dst[c x r] = src[r x c]^T */
+/* dst[c x r] = src[r x c]^T, in 32x32 blocks to stay in cache */
 static void transpose(const float *src, int r, int c, float *dst) {
-  for (int i = 0; i < r; i++)
-    for (int j = 0; j < c; j++) dst[(size_t)j * (size_t)r + (size_t)i] = src[(size_t)i * (size_t)c + (size_t)j];
+  for (int i0 = 0; i0 < r; i0 += 32)
+    for (int j0 = 0; j0 < c; j0 += 32) {
+      int i1 = i0 + 32 < r ? i0 + 32 : r, j1 = j0 + 32 < c ? j0 + 32 : c;
+      for (int i = i0; i < i1; i++)
+        for (int j = j0; j < j1; j++) dst[(size_t)j * (size_t)r + (size_t)i] = src[(size_t)i * (size_t)c + (size_t)j];
+    }
+}
+
+bool fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K) {
+  /* with several bf16 passes the pass order would change with the roles
+  ** of A and B (mxu_gemm.c), and with it the bits: swap only for bf16 */
+  if (prec != TPU_PREC_BF16) return false;
+  const double mk = (double)M * K, kn = (double)K * N, mn = (double)M * N;
+  double direct = (ta ? mk : 0) + (tb ? kn : 0), swapped = (tb ? 0 : kn) + (ta ? 0 : mk) + mn;
+  return swapped < direct;
 }
 
 tpu_status fe_gemm(const fe_backend *be, fe_scratch *s, bool ta, bool tb,
@@ -63,20 +76,33 @@ tpu_status fe_gemm(const fe_backend *be, fe_scratch *s, bool ta, bool tb,
                 M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, acc ? 1.0f : 0.0f, C, N);
     return TPU_OK;
   }
-  /* The MXU takes row-major A (M x K) and B (K x N): transposed operands are
-  ** laid out in scratch first (the lowering charges that as VPU/DMA work). */
-  size_t na = ta ? (size_t)M * (size_t)K : 0, nb = tb ? (size_t)K * (size_t)N : 0;
-  size_t nc = acc ? (size_t)M * (size_t)N : 0;
-  float *buf = scratch_get(s, na + nb + nc);
-  if (!buf && na + nb + nc) return TPU_ERR_NOMEM;
-  const float *a = A, *b = B;
-  if (ta) { transpose(A, K, M, buf); a = buf; }
-  if (tb) { transpose(B, N, K, buf + na); b = buf + na; }
-  float *c = acc ? buf + na + nb : C;
-  tpu_status st = tpu_mxu_gemm(&be->mxu, be->mxus, TPU_FIDELITY_TILE, be->prec, M, N, K, a, b, c, NULL);
+  /* The MXU takes row-major A (M x K) and B (K x N). Transposed operands
+  ** are laid out in scratch first -- or, when that is less data, the
+  ** product is computed as C^T = op(B)^T . op(A)^T and transposed back.
+  ** Both give the same bits: each result is the same exact bf16 products
+  ** summed in the same K order. */
+  const bool sw = fe_gemm_swapped(be->prec, ta, tb, M, N, K);
+  const float *x = sw ? B : A, *y = sw ? A : B;       /* first and second operand */
+  const bool tx = sw ? !tb : ta, ty = sw ? !ta : tb;  /* do they need a transpose? */
+  const int R = sw ? N : M, Q = sw ? M : N;           /* result rows x cols */
+  size_t nx = tx ? (size_t)R * (size_t)K : 0, ny = ty ? (size_t)K * (size_t)Q : 0;
+  size_t nc = (sw || acc) ? (size_t)M * (size_t)N : 0;
+  float *buf = scratch_get(s, nx + ny + nc);
+  if (!buf && nx + ny + nc) return TPU_ERR_NOMEM;
+  /* x is stored R x K when not transposed, else K x R (so is y: K x Q / Q x K) */
+  if (tx) { transpose(x, K, R, buf); x = buf; }
+  if (ty) { transpose(y, Q, K, buf + nx); y = buf + nx; }
+  float *c = nc ? buf + nx + ny : C;
+  tpu_status st = tpu_mxu_gemm(&be->mxu, be->mxus, TPU_FIDELITY_TILE, be->prec, R, Q, K, x, y, c, NULL);
   if (st != TPU_OK) return st;
-  if (acc)
+  if (sw && acc) {
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) C[(size_t)i * (size_t)N + (size_t)j] += c[(size_t)j * (size_t)M + (size_t)i];
+  } else if (sw) {
+    transpose(c, N, M, C);
+  } else if (acc) {
     for (size_t i = 0; i < nc; i++) C[i] += c[i];
+  }
   return TPU_OK;
 }
 /* }================================================================== */

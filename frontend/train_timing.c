@@ -71,10 +71,13 @@ static void charge(tctx *c, uint64_t mxu, uint64_t vpu, uint64_t bytes) {
   c->t->hbm_bytes += bytes;
 }
 
-static void gemm(tctx *c, int M, int N, int K, uint64_t bytes) {
+/* A GEMM op(A).op(B) of M x K by K x N, in the orientation the sim backend
+** runs it (fe_gemm_swapped). */
+static void gemm(tctx *c, bool ta, bool tb, int M, int N, int K, uint64_t bytes) {
   tpu_mxu_gemm_result r;
+  bool sw = fe_gemm_swapped(c->prec, ta, tb, M, N, K);
   if (tpu_mxu_gemm(&c->chip->mxu, c->chip->mxus_per_core, TPU_FIDELITY_TIMING, c->prec,
-                   M, N, K, NULL, NULL, NULL, &r) != TPU_OK) {
+                   sw ? N : M, sw ? M : N, K, NULL, NULL, NULL, &r) != TPU_OK) {
     c->st = TPU_ERR_CONFIG;
     return;
   }
@@ -116,14 +119,14 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
     const int orows = rows * L->out.h * L->out.w, oc = L->out.c;   /* pixels x channels */
     switch (L->kind) {
     case FE_DENSE:
-      gemm(&c, rows, L->units, L->in.c, (L->nw + L->nb) * 2 + n_in * 2 + n_out * 2);
+      gemm(&c, false, false, rows, L->units, L->in.c, (L->nw + L->nb) * 2 + n_in * 2 + n_out * 2);
       charge(&c, 0, vop(&c, TPU_VPU_BIAS_ADD, rows, L->units), 0);
       break;
     case FE_CONV2D: {
       int M = orows, K = L->kh * L->kw * L->in.c;
       /* im2col is address generation of the DMA: the input is read once
       ** per kernel tap */
-      gemm(&c, M, L->filters, K, (L->nw + L->nb) * 2 + n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2);
+      gemm(&c, false, false, M, L->filters, K, (L->nw + L->nb) * 2 + n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2);
       charge(&c, 0, vop(&c, TPU_VPU_BIAS_ADD, M, L->filters), 0);
       break;
     }
@@ -155,16 +158,16 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
       const int irows = rows * L->in.h * L->in.w, ic = L->in.c;
       switch (L->kind) {
       case FE_DENSE:
-        gemm(&c, L->in.c, L->units, rows, n_in * 2 + n_out * 2 + L->nw * 4);                 /* dW */
+        gemm(&c, true, false, L->in.c, L->units, rows, n_in * 2 + n_out * 2 + L->nw * 4);                 /* dW */
         charge(&c, 0, vop(&c, TPU_VPU_COL_SUM, rows, L->units), 0);                          /* db */
-        if (i > 0) gemm(&c, rows, L->in.c, L->units, L->nw * 2 + n_in * 2);                  /* dX */
+        if (i > 0) gemm(&c, false, true, rows, L->in.c, L->units, L->nw * 2 + n_in * 2);                  /* dX */
         break;
       case FE_CONV2D: {
         int M = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
-        gemm(&c, K, L->filters, M, n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2 + L->nw * 4);
+        gemm(&c, true, false, K, L->filters, M, n_in * 2 * (size_t)L->kh * (size_t)L->kw + n_out * 2 + L->nw * 4);
         charge(&c, 0, vop(&c, TPU_VPU_COL_SUM, M, L->filters), 0);
         if (i > 0) {
-          gemm(&c, M, K, L->filters, L->nw * 2 + n_out * 2);
+          gemm(&c, false, true, M, K, L->filters, L->nw * 2 + n_out * 2);
           charge(&c, 0, vop(&c, TPU_VPU_ADD, M, K), n_in * 4);                               /* col2im */
         }
         break;

@@ -216,6 +216,42 @@ START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
 }
 END_TEST
 
+START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
+  /* every transpose flag, with shapes on both sides of the swap rule */
+  static const int shapes[][3] = { { 300, 20, 50 }, { 16, 300, 40 }, { 37, 130, 200 }, { 5, 7, 3 }, { 129, 1, 257 } };
+  fe_scratch s = { 0 };
+  tu_rng r = { 9 };
+  int swaps = 0;
+  for (int pr = 0; pr < 3; pr++)
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
+    for (int f = 0; f < 8; f++) {
+      fe_backend sim = { .kind = FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                         .prec = (tpu_precision)pr };
+      const int M = shapes[q][0], N = shapes[q][1], K = shapes[q][2];
+      const bool ta = f & 1, tb = f & 2, acc = f & 4;
+      swaps += fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
+      float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+      float *Ap = malloc(sizeof(float) * M * K), *Bp = malloc(sizeof(float) * K * N);
+      float *C = malloc(sizeof(float) * M * N), *W = malloc(sizeof(float) * M * N);
+      tu_fill(&r, A, (size_t)M * K, 0);
+      tu_fill(&r, B, (size_t)K * N, 0);
+      tu_fill(&r, C, (size_t)M * N, 0);
+      memcpy(W, C, sizeof(float) * M * N);
+      /* plain row-major operands for the reference call */
+      for (int i = 0; i < M; i++) for (int k = 0; k < K; k++) Ap[i * K + k] = ta ? A[k * M + i] : A[i * K + k];
+      for (int k = 0; k < K; k++) for (int j = 0; j < N; j++) Bp[k * N + j] = tb ? B[j * K + k] : B[k * N + j];
+      float *R = malloc(sizeof(float) * M * N);
+      ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, sim.prec, M, N, K, Ap, Bp, R, NULL), TPU_OK);
+      if (acc) for (int k = 0; k < M * N; k++) R[k] = W[k] + R[k];
+      ck_assert_int_eq(fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
+      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "fe_gemm vs tpu_mxu_gemm");
+      free(A); free(B); free(Ap); free(Bp); free(C); free(W); free(R);
+    }
+  ck_assert_msg(swaps >= 4, "the shapes exercise the swap only %d times", swaps);
+  fe_scratch_free(&s);
+}
+END_TEST
+
 START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
   fe_model m = parse_ok(SMALL_CNN);
   fe_backend be = { .kind = FE_BACKEND_REFERENCE };
@@ -337,6 +373,7 @@ static Suite *train_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, Results_are_identical_for_1_2_and_8_threads);
   tcase_add_test(tc, The_sim_backend_differs_from_f32_only_by_bf16_rounding);
+  tcase_add_test(tc, Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm);
   tcase_add_test(tc, A_checkpoint_restores_parameters_and_optimizer_state_exactly);
   suite_add_tcase(s, tc);
   tc = tcase_create("timing");
