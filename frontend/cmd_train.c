@@ -173,8 +173,13 @@ static void progress(bool tty, bool final, long step, long total, double sim_ste
   if (w >= 30) bar[29] = '=';
   bar[30] = 0;
   int dig = snprintf(NULL, 0, "%ld", total);
-  printf("%s%*ld/%ld [%s] - %.4gms/step - loss: %.4f - accuracy: %.4f", tty ? "\r" : "", dig, step, total,
-         bar, sim_step_s * 1e3, loss, acc);
+  /* simulated time per step, in Keras' units */
+  char t[32];
+  if (sim_step_s >= 1.0) snprintf(t, sizeof t, "%.2fs", sim_step_s);
+  else if (sim_step_s >= 1e-3) snprintf(t, sizeof t, "%.1fms", sim_step_s * 1e3);
+  else snprintf(t, sizeof t, "%.1fus", sim_step_s * 1e6);
+  printf("%s%*ld/%ld [%s] - %s/step - loss: %.4f - accuracy: %.4f", tty ? "\r" : "", dig, step, total,
+         bar, t, loss, acc);
   if (!final) fflush(stdout);
 }
 
@@ -430,7 +435,7 @@ int fe_cmd_train(int argc, char **argv) {
     free(s);
   } else {
     printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", model.name, chip.name,
-           cores, o.batch, o.batch / cores, o.backend == FE_BACKEND_SIM ? tpu_precision_name(o.prec) : "reference f32");
+           cores, o.batch, o.batch / cores, o.backend == FE_BACKEND_SIM ? (o.prec == TPU_PREC_BF16 ? "sim bf16" : o.prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
     if (numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", test_acc, test_loss);
     printf("  simulated step    %.4g us (%llu cycles at %g MHz), %.4g images/s\n", step_s * 1e6,
            (unsigned long long)tm.step_cycles, chip.clock_mhz, ips);

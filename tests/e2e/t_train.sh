@@ -30,7 +30,7 @@ head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,sim_time_s$' |
 # text output when stdout is not a terminal: progress lines, no control characters
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
 expect_out_contains "4/4 [==============================]"
-expect_out_contains "ms/step - loss: "
+expect_out_contains "us/step - loss: "
 expect_out_contains "test_accuracy: "
 expect_out_contains "collective_wait"
 ! grep -q $'[\r\x1b]' "$T/out.txt" || die "control characters in non-tty output"
