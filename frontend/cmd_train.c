@@ -190,22 +190,26 @@ static const char *verdict(double input_frac) {
 }
 /* }================================================================== */
 
-/* Trace of the first steps: one process per core, a thread per unit. The
-** per-step timeline is laid out in program order from fe_step_timing's parts. */
-static void trace_step(sbuf *tb, int cores, double t0_us, const fe_step_timing *st, double us_per_cycle) {
-  static const char *names[6] = { "infeed_wait", "mxu_busy", "vpu_busy", "memory_wait", "collective_wait", "idle" };
-  static const int tid[6] = { 4, 1, 2, 3, 5, 0 };
-  double parts[6] = { st->infeed_wait, st->mxu_busy, st->vpu_busy, st->memory_wait, st->collective_wait, st->idle };
+/* Trace of the first steps: one process per core, one thread per unit
+** (core stalls, MXU, VPU, DMA, ICI), the step's timeline repeated per step
+** (every step has the same timing; see the top of this file). */
+static void trace_meta(sbuf *tb, int cores, const char *chip) {
+  static const char *const units[FE_NUNITS] = { "core (stalls)", "MXU", "VPU", "DMA", "ICI" };
   for (int c = 0; c < cores; c++) {
-    double t = t0_us;
-    for (int k = 0; k < 6; k++) {
-      if (parts[k] <= 0) continue;
-      double d = parts[k] * us_per_cycle;
-      sb_printf(tb, "%s{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f}",
-                tb->n > 2 ? ",\n" : "", names[k], c, tid[k], t, d);
-      t += d;
-    }
+    sb_printf(tb, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s core %d\"}}",
+              tb->n > 2 ? ",\n" : "", c, chip, c);
+    for (int u = 0; u < FE_NUNITS; u++)
+      sb_printf(tb, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                c, u, units[u]);
   }
+}
+static void trace_step(sbuf *tb, int cores, long step, double t0_us, const fe_trace_event *ev, int nev,
+                       double us_per_cycle) {
+  for (int c = 0; c < cores; c++)
+    for (int k = 0; k < nev; k++)
+      sb_printf(tb, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,"
+                "\"args\":{\"step\":%ld}}", ev[k].name, c, ev[k].unit, t0_us + ev[k].start * us_per_cycle,
+                ev[k].dur * us_per_cycle, step);
 }
 
 int fe_cmd_train(int argc, char **argv) {
@@ -264,7 +268,11 @@ int fe_cmd_train(int argc, char **argv) {
 
   /* timing of one step (values never enter it): computed once, reused */
   fe_step_timing tm;
-  if ((st = fe_time_step(&model, &chip, o.prec, (int)(o.batch / cores), true, 0, &tm, err, sizeof err))) {
+  enum { EVCAP = 4096 };
+  static fe_trace_event ev[EVCAP];
+  int nev = 0;
+  if ((st = fe_time_step(&model, &chip, o.prec, (int)(o.batch / cores), true, 0, &tm, ev, EVCAP, &nev,
+                         err, sizeof err))) {
     fe_dataset_free(&train); fe_dataset_free(&test);
     return fe_usage_error(CMD, "%s: %s", o.model, err);
   }
@@ -308,7 +316,7 @@ int fe_cmd_train(int argc, char **argv) {
   }
 
   if (o.csv) sb_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,sim_time_s\n");
-  if (o.trace) sb_printf(&tb, "[\n");
+  if (o.trace) { sb_printf(&tb, "[\n"); trace_meta(&tb, cores, chip.name); }
   const double us_per_cycle = 1e6 / hz;
   double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
   double sim_time = 0;
@@ -341,7 +349,7 @@ int fe_cmd_train(int argc, char **argv) {
         csum += cor;
       }
       if (o.trace && gstep - (uint64_t)first_epoch * (uint64_t)steps < 20)
-        trace_step(&tb, cores, sim_time * 1e6, &tm, us_per_cycle);
+        trace_step(&tb, cores, (long)gstep, sim_time * 1e6, ev, nev, us_per_cycle);
       sim_time += step_s;
       last_loss = lsum / (double)(s + 1);
       last_acc = (double)csum / (double)((s + 1) * o.batch);

@@ -189,12 +189,24 @@ typedef struct fe_step_timing {
   uint64_t allreduce_bytes;    /* gradient bytes per core */
 } fe_step_timing;
 
+/* One interval of the step's timeline (for traces), in cycles from the
+** step's start, on one unit of a core. */
+enum { FE_UNIT_CORE = 0, FE_UNIT_MXU, FE_UNIT_VPU, FE_UNIT_DMA, FE_UNIT_ICI, FE_NUNITS };
+typedef struct fe_trace_event {
+  char name[80];
+  int unit;
+  double start, dur;
+} fe_trace_event;
+
 /* Times one step (or one inference pass when !train). 'infeed_ready_cycles'
 ** is how long after the step's start the batch is ready (0: already there).
-** Returns TPU_ERR_CONFIG if a shape cannot be tiled into VMEM. */
+** When 'ev' is not NULL, up to 'evcap' timeline intervals go there and
+** *nev gets their count. Returns TPU_ERR_CONFIG if a shape cannot be tiled
+** into VMEM. */
 tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles,
-                        fe_step_timing *out, char *err, size_t errcap);
+                        fe_step_timing *out, fe_trace_event *ev, int evcap, int *nev,
+                        char *err, size_t errcap);
 /* }================================================================== */
 
 /* {==================================================================

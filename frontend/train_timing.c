@@ -49,7 +49,20 @@ typedef struct tctx {
   uint64_t lat_cycles;         /* HBM latency */
   fe_step_timing *t;
   tpu_status st;
+  double now;                  /* cycles since the step began */
+  char label[64];              /* what the next ops belong to */
+  fe_trace_event *ev;          /* optional timeline */
+  int evcap, nev;
 } tctx;
+
+static void event(tctx *c, int unit, const char *what, double start, double dur) {
+  if (!c->ev || dur <= 0 || c->nev >= c->evcap) return;
+  fe_trace_event *e = &c->ev[c->nev++];
+  snprintf(e->name, sizeof e->name, "%s%s%s", c->label, *what ? " " : "", what);
+  e->unit = unit;
+  e->start = start;
+  e->dur = dur;
+}
 
 /* One VPU op on a rows x cols operand (vpu.h's formula). */
 static uint64_t vop(tctx *c, tpu_vpu_op op, int rows, int cols) {
@@ -60,7 +73,9 @@ static int vec_rows(tctx *c, size_t n) {
   return (int)((n + (size_t)c->chip->vpu.lanes - 1) / (size_t)c->chip->vpu.lanes);
 }
 
-/* Charges one op: MXU and VPU work back to back, its DMA overlapped. */
+/* Charges one op: MXU and VPU work back to back, its DMA overlapped: the
+** transfer starts with the op, the core waits for what compute does not
+** cover, then computes. */
 static void charge(tctx *c, uint64_t mxu, uint64_t vpu, uint64_t bytes) {
   double dma = bytes ? (double)bytes * c->cycles_per_byte + (double)c->lat_cycles : 0.0;
   double compute = (double)(mxu + vpu);
@@ -69,6 +84,11 @@ static void charge(tctx *c, uint64_t mxu, uint64_t vpu, uint64_t bytes) {
   c->t->vpu_busy += (double)vpu;
   c->t->memory_wait += wait;
   c->t->hbm_bytes += bytes;
+  event(c, FE_UNIT_DMA, "dma", c->now, dma);
+  event(c, FE_UNIT_CORE, "memory_wait", c->now, wait);
+  event(c, FE_UNIT_MXU, "matmul", c->now + wait, (double)mxu);
+  event(c, FE_UNIT_VPU, "vpu", c->now + wait + (double)mxu, (double)vpu);
+  c->now += wait + compute;
 }
 
 /* A GEMM op(A).op(B) of M x K by K x N, in the orientation the sim backend
@@ -87,13 +107,15 @@ static void gemm(tctx *c, bool ta, bool tb, int M, int N, int K, uint64_t bytes)
 
 tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles,
-                        fe_step_timing *out, char *err, size_t errcap) {
+                        fe_step_timing *out, fe_trace_event *ev, int evcap, int *nev,
+                        char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   const tpu_vpu_config *v = &chip->vpu;
   double hz = chip->clock_mhz * 1e6;
   double core_bw = chip->hbm_bandwidth_gb_per_s * 1e9 / chip->cores_per_chip;
   tctx c = { .chip = chip, .prec = prec, .cycles_per_byte = hz / core_bw,
-             .lat_cycles = (uint64_t)ceil_cycles(chip->hbm_latency_ns * 1e-9 * hz), .t = out };
+             .lat_cycles = (uint64_t)ceil_cycles(chip->hbm_latency_ns * 1e-9 * hz), .t = out,
+             .ev = ev, .evcap = evcap };
   const int64_t vmem = chip->vmem_capacity_kib * 1024;
   const int R = chip->mxu.rows, Cc = chip->mxu.cols;
   const size_t B = (size_t)rows;
@@ -111,12 +133,16 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
 
   /* infeed: the shard (bf16) is DMA'd in once it is ready */
   out->infeed_wait = (double)infeed_ready_cycles;
+  snprintf(c.label, sizeof c.label, "infeed");
+  event(&c, FE_UNIT_CORE, "wait", 0, out->infeed_wait);
+  c.now = out->infeed_wait;
   charge(&c, 0, 0, B * fe_shape_size(m->input) * 2);
 
   for (int i = 0; i < m->nlayers; i++) {
     const fe_layer *L = &m->layers[i];
     size_t n_in = B * fe_shape_size(L->in), n_out = B * fe_shape_size(L->out);
     const int orows = rows * L->out.h * L->out.w, oc = L->out.c;   /* pixels x channels */
+    snprintf(c.label, sizeof c.label, "fwd %d %s", i, fe_layer_kind_name(L->kind));
     switch (L->kind) {
     case FE_DENSE:
       gemm(&c, false, false, rows, L->units, L->in.c, (L->nw + L->nb) * 2 + n_in * 2 + n_out * 2);
@@ -149,6 +175,7 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
   }
   /* softmax cross-entropy (loss and its gradient in one op) and accuracy */
   int ncls = m->layers[m->nlayers - 1].out.c;
+  snprintf(c.label, sizeof c.label, "softmax_xent");
   charge(&c, 0, vop(&c, TPU_VPU_SOFTMAX_XENT, rows, ncls) + vop(&c, TPU_VPU_ACCURACY, rows, ncls), 0);
 
   if (train) {
@@ -156,6 +183,7 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
       const fe_layer *L = &m->layers[i];
       size_t n_in = B * fe_shape_size(L->in), n_out = B * fe_shape_size(L->out);
       const int irows = rows * L->in.h * L->in.w, ic = L->in.c;
+      snprintf(c.label, sizeof c.label, "bwd %d %s", i, fe_layer_kind_name(L->kind));
       switch (L->kind) {
       case FE_DENSE:
         gemm(&c, true, false, L->in.c, L->units, rows, n_in * 2 + n_out * 2 + L->nw * 4);                 /* dW */
@@ -201,8 +229,15 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
       double hop = ceil_cycles((double)bytes / C / link * hz) + ceil_cycles(chip->ici_latency_ns * 1e-9 * hz);
       out->collective_wait = 2.0 * (C - 1) * hop;
       size_t chunk = (m->nparams + (size_t)C - 1) / (size_t)C;
-      out->vpu_busy += (double)((uint64_t)(C - 1) * vop(&c, TPU_VPU_ADD, vec_rows(&c, chunk), v->lanes));
+      double adds = (double)((uint64_t)(C - 1) * vop(&c, TPU_VPU_ADD, vec_rows(&c, chunk), v->lanes));
+      snprintf(c.label, sizeof c.label, "all_reduce");
+      event(&c, FE_UNIT_ICI, "ring", c.now, out->collective_wait);
+      event(&c, FE_UNIT_CORE, "collective_wait", c.now, out->collective_wait);
+      event(&c, FE_UNIT_VPU, "adds", c.now + out->collective_wait, adds);
+      c.now += out->collective_wait + adds;
+      out->vpu_busy += adds;
     }
+    snprintf(c.label, sizeof c.label, "optimizer");
     /* optimizer: params, grads and state in f32 through VMEM */
     int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
     tpu_vpu_op op = m->opt.kind == FE_ADAM ? TPU_VPU_ADAM : m->opt.kind == FE_MOMENTUM ? TPU_VPU_MOMENTUM : TPU_VPU_SGD;
@@ -217,5 +252,6 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
   out->idle = (double)out->step_cycles - total;
   uint64_t cap = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core;
   out->mxu_cycles_capacity = cap * out->step_cycles;
+  if (nev) *nev = c.nev;
   return TPU_OK;
 }

@@ -319,20 +319,32 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 8 } ],"
                         " \"optimizer\": { \"type\": \"sgd\" } }");
   fe_step_timing t;
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, &t, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(52, (uint64_t)t.mxu_busy);
   TU_EQ_U64(126, (uint64_t)t.vpu_busy);
   TU_EQ_U64(986, (uint64_t)t.memory_wait);
   TU_EQ_U64(1032, (uint64_t)t.collective_wait);
   TU_EQ_U64(0, (uint64_t)t.infeed_wait);
   TU_EQ_U64(52 + 126 + 986 + 1032, t.step_cycles);
+  /* the timeline covers the step exactly: per unit no overlap, and the
+  ** core's stalls plus MXU and VPU work add up to the step */
+  fe_trace_event ev[64];
+  int nev = 0;
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, &t, ev, 64, &nev, err, sizeof err), TPU_OK);
+  double end = 0, accounted = 0;
+  for (int k = 0; k < nev; k++) {
+    if (ev[k].start + ev[k].dur > end) end = ev[k].start + ev[k].dur;
+    if (ev[k].unit == FE_UNIT_CORE || ev[k].unit == FE_UNIT_MXU || ev[k].unit == FE_UNIT_VPU) accounted += ev[k].dur;
+  }
+  TU_EQ_U64(t.step_cycles, (uint64_t)end);
+  TU_EQ_U64(t.step_cycles, (uint64_t)accounted);
   /* an infeed that is late by 500 cycles adds exactly 500 */
   fe_step_timing late;
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, &late, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(t.step_cycles + 500, late.step_cycles);
   /* bf16x3 streams each GEMM's tile three times, weights double-buffered:
   ** fwd s = 8, 16, 24 -> 24+3+7+7+1 = 42; dW s = 4, 12, 20 -> 20+7+7+7+1 = 42 */
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, &late, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(84, (uint64_t)late.mxu_busy);
 }
 END_TEST
@@ -348,7 +360,7 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
       fe_model m;
       ck_assert_int_eq(fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
       fe_step_timing t;
-      ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 0, &t, err, sizeof err), TPU_OK);
+      ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 0, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
       double sum = t.mxu_busy + t.vpu_busy + t.memory_wait + t.infeed_wait + t.collective_wait + t.idle;
       ck_assert_msg(fabs(sum - (double)t.step_cycles) < 1.0, "%s/%s: %g vs %llu", chips[c], models[k], sum,
                     (unsigned long long)t.step_cycles);

@@ -25,7 +25,7 @@ assert len(d["history"]) == 2 and d["steps_per_epoch"] == 4
 PY
 [ "$(wc -l < steps.csv)" = 9 ] || die "csv rows: $(wc -l < steps.csv)"
 head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,sim_time_s$' || die "csv header"
-/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); assert len(t) > 8 and all(e["ph"]=="X" for e in t)' || die "trace"
+/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce ring" for e in x)' || die "trace"
 
 # text output when stdout is not a terminal: progress lines, no control characters
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
