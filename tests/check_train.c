@@ -370,6 +370,47 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
 END_TEST
 /* }================================================================== */
 
+/* {==================================================================
+** Out of memory: every allocation fails in turn
+** ================================================================== */
+static int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (++calls == fail_at) return NULL;
+  return realloc(p, n);
+}
+
+START_TEST(Parsing_and_training_survive_every_allocation_failure) {
+  for (int kind = 0; kind < 2; kind++) {
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_set_alloc(failing_alloc, NULL);
+    fe_model m;
+    char err[512];
+    tpu_status st = fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
+    fe_trainer t;
+    double loss = 0;
+    int cor;
+    float x[2 * 784] = { 0 };
+    uint8_t y[2] = { 1, 2 };
+    fe_backend be = { .kind = (fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1 };
+    if (st == TPU_OK) st = fe_trainer_create(&m, &be, 2, 2, 1, &t);
+    if (st == TPU_OK) {
+      st = fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
+      fe_trainer_destroy(&t);
+    }
+    tpu_set_alloc(NULL, NULL);
+    if (st == TPU_OK) ok_seen = 1;
+    else ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s", fail_at, tpu_status_str(st));
+  }
+  ck_assert_msg(ok_seen && fail_at > 20, "backend %d: %d allocations", kind, fail_at);
+  }
+}
+END_TEST
+/* }================================================================== */
+
 static Suite *train_suite(void) {
   Suite *s = suite_create("train");
   TCase *tc = tcase_create("models");
@@ -387,6 +428,10 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, The_sim_backend_differs_from_f32_only_by_bf16_rounding);
   tcase_add_test(tc, Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm);
   tcase_add_test(tc, A_checkpoint_restores_parameters_and_optimizer_state_exactly);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Parsing_and_training_survive_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("timing");
   tcase_add_test(tc, A_tiny_step_takes_the_hand_counted_cycles);
