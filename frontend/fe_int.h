@@ -24,6 +24,7 @@ int fe_cmd_info(int argc, char **argv);
 int fe_cmd_matmul(int argc, char **argv);
 int fe_cmd_pipeline(int argc, char **argv);
 int fe_cmd_run(int argc, char **argv);
+int fe_cmd_train(int argc, char **argv);
 
 /* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
 int fe_usage_error(const char *cmd, const char *fmt, ...)
@@ -48,8 +49,7 @@ int fe_write_atomic(const char *path, const void *data, size_t n);
 ** NULL with errno set on failure; *len gets the byte count when non-NULL. */
 char *fe_read_file(const char *path, size_t *len);
 
-/* {==================================================================
-** Argument parsing. Commands walk argv themselves:
+/* {===========================================================** Argument parsing. Commands walk argv themselves:
 **   for (int i = 1; i < argc; i++) {
 **     const char *v;
 **     int r = fe_opt(argc, argv, &i, "--m", &v);   // "--m 8" or "--m=8"

@@ -12,6 +12,7 @@ static const cmd CMDS[] = {
   { "matmul",   fe_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
   { "pipeline", fe_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "run",      fe_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
+  { "train",    fe_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

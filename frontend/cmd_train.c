@@ -1,0 +1,467 @@
+/*
+** cmd_train.c -- `tpusim train`: train a model on the simulated chip,
+** data-parallel across its cores, and report accuracy, simulated speed and
+** where the cores' time went.
+**
+** Numerics run through the chosen backend (fe_gemm). The step's simulated
+** time does not depend on values, so it is computed once per distinct
+** situation (shard size, infeed ready time) by fe_time_step() and reused for
+** every step in that situation; docs/TRAINING.md says so.
+*/
+#include <errno.h>
+#include <jansson.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frontend/fe_int.h"
+#include "frontend/fe_train.h"
+#include "sim/sim.h"
+
+#define CMD "train"
+
+static const char HELP[] =
+  "usage: tpusim train --model NAME|FILE [options]\n\n"
+  "Trains a model on the simulated chip, data-parallel across its cores (the\n"
+  "global batch is split evenly), and reports test accuracy, simulated time per\n"
+  "step, MXU utilization and the stall breakdown of the cores.\n\n"
+  "  --model NAME|FILE      built-in model (mlp, cnn) or a JSON model file (docs/MODELS.md)\n"
+  "  --data D               fashion-mnist (default), mnist, synthetic, or a directory\n"
+  "                         holding the four IDX files\n"
+  "  --epochs E             epochs (default 1)\n"
+  "  --steps-per-epoch S    stop each epoch after S steps (default: the whole training set)\n"
+  "  --batch B              global batch (default 128); must divide by the cores\n"
+  "  --cores C              cores to use (default: the chip's)\n"
+  "  --backend sim|reference  sim (default): matmuls on the MXU model in the chosen\n"
+  "                         precision; reference: OpenBLAS f32, no simulation\n"
+  "  --level tile|timing    tile (default): values and time; timing: time only\n"
+  "  --precision P          bf16 (default), bf16x3, bf16x6\n"
+  "  --seed S               seed for initialization, dropout and shuffling (default:\n"
+  "                         the model's \"seed\")\n"
+  "  --threads T            host threads running the cores (default: CPUs online);\n"
+  "                         results are identical for every T\n"
+  "  --synthetic-n N        samples of the synthetic training set (default 2048; test: N/4)\n"
+  "  --trace FILE           Chrome/Perfetto trace of the first steps (one track per core and unit)\n"
+  "  --csv FILE             one row per step\n"
+  "  --checkpoint DIR       write weights, optimizer state and data position after each epoch\n"
+  "  --resume               continue from DIR's checkpoint (results identical to an\n"
+  "                         uninterrupted run)\n";
+
+typedef struct opts {
+  const char *model, *data, *trace, *csv, *ckpt;
+  long epochs, steps, batch, cores, threads, synth_n;
+  long long seed;              /* -1: the model's */
+  fe_backend_kind backend;
+  tpu_fidelity level;
+  tpu_precision prec;
+  bool resume;
+} opts;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A growable text buffer for CSV and trace output (written atomically). */
+typedef struct sbuf { char *p; size_t n, cap; bool oom; } sbuf;
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) { b->oom = true; return; }
+    if (b->p && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
+    size_t cap = (b->cap ? b->cap * 2 : 65536) + (size_t)k;
+    char *q = tpu_realloc(b->p, cap);
+    if (!q) { b->oom = true; return; }
+    b->p = q;
+    b->cap = cap;
+  }
+}
+
+static int parse_args(int argc, char **argv, opts *o, fe_common *com) {
+  char err[256];
+  memset(o, 0, sizeof *o);
+  o->data = "fashion-mnist";
+  o->epochs = 1; o->batch = 128; o->seed = -1; o->synth_n = 2048;
+  o->backend = FE_BACKEND_SIM; o->level = TPU_FIDELITY_TILE; o->prec = TPU_PREC_BF16;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  o->threads = n > 0 ? n : 1;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    int r;
+    struct { const char *name; const char **dst; } strs[] = {
+      { "--model", &o->model }, { "--data", &o->data }, { "--trace", &o->trace },
+      { "--csv", &o->csv }, { "--checkpoint", &o->ckpt },
+    };
+    bool done = false;
+    for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !done; k++)
+      if ((r = fe_opt(argc, argv, &i, strs[k].name, &v))) {
+        if (r < 0) return fe_usage_error(CMD, "%s needs a value", strs[k].name);
+        *strs[k].dst = v;
+        done = true;
+      }
+    if (done) continue;
+    struct { const char *name; long lo, hi; long *dst; } ints[] = {
+      { "--epochs", 1, 100000, &o->epochs }, { "--steps-per-epoch", 1, 100000000, &o->steps },
+      { "--batch", 1, 1 << 20, &o->batch }, { "--cores", 1, TPU_MAX_CORES, &o->cores },
+      { "--threads", 1, 256, &o->threads }, { "--synthetic-n", 1, 1 << 22, &o->synth_n },
+    };
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !done; k++)
+      if ((r = fe_opt(argc, argv, &i, ints[k].name, &v))) {
+        if (r < 0) return fe_usage_error(CMD, "%s needs a value", ints[k].name);
+        if (!fe_parse_long(v, ints[k].lo, ints[k].hi, ints[k].dst, ints[k].name, err, sizeof err))
+          return fe_usage_error(CMD, "%s", err);
+        done = true;
+      }
+    if (done) continue;
+    if ((r = fe_opt(argc, argv, &i, "--seed", &v))) {
+      long s;
+      if (r < 0 || !fe_parse_long(v, 0, 2147483647L, &s, "--seed", err, sizeof err))
+        return fe_usage_error(CMD, "%s", r < 0 ? "--seed needs a value" : err);
+      o->seed = s;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--backend", &v))) {
+      if (r < 0 || (strcmp(v, "sim") && strcmp(v, "reference")))
+        return fe_usage_error(CMD, "--backend: expected sim or reference, got '%s'", r < 0 ? "" : v);
+      o->backend = strcmp(v, "sim") ? FE_BACKEND_REFERENCE : FE_BACKEND_SIM;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--level", &v))) {
+      if (r < 0 || (strcmp(v, "tile") && strcmp(v, "timing")))
+        return fe_usage_error(CMD, "--level: expected tile or timing, got '%s'", r < 0 ? "" : v);
+      o->level = strcmp(v, "tile") ? TPU_FIDELITY_TIMING : TPU_FIDELITY_TILE;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
+      if (r < 0 || !tpu_precision_parse(v, &o->prec))
+        return fe_usage_error(CMD, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+      continue;
+    }
+    if (fe_opt(argc, argv, &i, "--resume", NULL) == 1) { o->resume = true; continue; }
+    r = fe_common_opt(argc, argv, &i, com, CMD);
+    if (r == 1) continue;
+    if (r > 1) return r;
+    return fe_usage_error(CMD, "unknown option '%s' (tpusim train --help)", argv[i]);
+  }
+  if (com->help) return 0;
+  if (!o->model) return fe_usage_error(CMD, "--model is required: a built-in name (mlp, cnn) or a JSON file");
+  if (o->resume && !o->ckpt) return fe_usage_error(CMD, "--resume needs --checkpoint DIR");
+  if (o->backend == FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
+    return fe_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");
+  return 0;
+}
+
+/* {==================================================================
+** Progress (Keras style) and the report
+** ================================================================== */
+static void progress(bool tty, bool final, long step, long total, double sim_step_s,
+                     double loss, double acc) {
+  if (!tty && !final) return;
+  char bar[31];
+  int w = total ? (int)(30 * step / total) : 30;
+  for (int k = 0; k < 30; k++) bar[k] = k < w ? '=' : k == w ? '>' : '.';
+  if (w >= 30) bar[29] = '=';
+  bar[30] = 0;
+  int dig = snprintf(NULL, 0, "%ld", total);
+  /* simulated time per step, in Keras' units */
+  char t[32];
+  if (sim_step_s >= 1.0) snprintf(t, sizeof t, "%.2fs", sim_step_s);
+  else if (sim_step_s >= 1e-3) snprintf(t, sizeof t, "%.1fms", sim_step_s * 1e3);
+  else snprintf(t, sizeof t, "%.1fus", sim_step_s * 1e6);
+  printf("%s%*ld/%ld [%s] - %s/step - loss: %.4f - accuracy: %.4f", tty ? "\r" : "", dig, step, total,
+         bar, t, loss, acc);
+  if (!final) fflush(stdout);
+}
+
+static const char *verdict(double input_frac) {
+  if (input_frac >= 0.20) return "highly input-bound: the cores wait for the host pipeline for much of each step";
+  if (input_frac >= 0.05) return "moderately input-bound: improving the input pipeline would pay a little";
+  return "not input-bound: the host pipeline keeps up with the cores";
+}
+/* }================================================================== */
+
+/* Trace of the first steps: one process per core, one thread per unit
+** (core stalls, MXU, VPU, DMA, ICI), the step's timeline repeated per step
+** (every step has the same timing; see the top of this file). */
+static void trace_meta(sbuf *tb, int cores, const char *chip) {
+  static const char *const units[FE_NUNITS] = { "core (stalls)", "MXU", "VPU", "DMA", "ICI" };
+  for (int c = 0; c < cores; c++) {
+    sb_printf(tb, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s core %d\"}}",
+              tb->n > 2 ? ",\n" : "", c, chip, c);
+    for (int u = 0; u < FE_NUNITS; u++)
+      sb_printf(tb, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                c, u, units[u]);
+  }
+}
+static void trace_step(sbuf *tb, int cores, long step, double t0_us, const fe_trace_event *ev, int nev,
+                       double us_per_cycle) {
+  for (int c = 0; c < cores; c++)
+    for (int k = 0; k < nev; k++)
+      sb_printf(tb, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,"
+                "\"args\":{\"step\":%ld}}", ev[k].name, c, ev[k].unit, t0_us + ev[k].start * us_per_cycle,
+                ev[k].dur * us_per_cycle, step);
+}
+
+int fe_cmd_train(int argc, char **argv) {
+  opts o;
+  fe_common com;
+  fe_common_init(&com);
+  int rc = parse_args(argc, argv, &o, &com);
+  if (rc) return rc;
+  if (com.help) { fputs(HELP, stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
+
+  tpu_chip_config chip;
+  if ((rc = fe_load_chip(CMD, &com, &chip))) return rc;
+  /* The GEMM driver allocates its bf16 operand copies per call; keep glibc
+  ** from mmap-ing (and page-faulting) them afresh every time. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  char err[1024];
+  fe_model model;
+  tpu_status st = fe_model_load(o.model, &model, err, sizeof err);
+  if (st) return fe_usage_error(CMD, "%s", err);
+  if (o.seed >= 0) model.seed = (uint64_t)o.seed;
+  int cores = o.cores ? (int)o.cores : chip.cores;
+  if (cores > chip.cores)
+    return fe_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, chip.name, chip.cores);
+  if (o.batch % cores)
+    return fe_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
+                          "(the global batch is split evenly, as TPUStrategy does)", o.batch, cores, cores);
+  const bool numerics = o.level != TPU_FIDELITY_TIMING;
+
+  fe_dataset train = { 0 }, test = { 0 };
+  if (numerics) {
+    if ((st = fe_dataset_load(o.data, false, (int)o.synth_n, model.seed, &train, err, sizeof err)) ||
+        (st = fe_dataset_load(o.data, true, (int)(o.synth_n / 4 > 0 ? o.synth_n / 4 : 1), model.seed, &test,
+                              err, sizeof err))) {
+      fe_dataset_free(&train);
+      return fe_usage_error(CMD, "--data %s: %s", o.data, err);
+    }
+  } else {
+    train.n = !strcmp(o.data, "synthetic") ? (int)o.synth_n : 60000;   /* shapes only */
+  }
+  char a[48], b[48];
+  int ncls = model.layers[model.nlayers - 1].out.c;
+  if (numerics && (fe_shape_size(train.shape) != fe_shape_size(model.input) || ncls != train.classes)) {
+    fe_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
+                   "and %d classes", o.model, fe_shape_str(model.input, a, sizeof a), ncls,
+                   fe_shape_str(train.shape, b, sizeof b), train.classes);
+    fe_dataset_free(&train); fe_dataset_free(&test);
+    return 2;
+  }
+  long steps_avail = train.n / o.batch;
+  if (steps_avail < 1) {
+    fe_dataset_free(&train); fe_dataset_free(&test);
+    return fe_usage_error(CMD, "--batch %ld is larger than the training set (%d samples)", o.batch, train.n);
+  }
+  long steps = o.steps && o.steps < steps_avail ? o.steps : steps_avail;
+
+  /* timing of one step (values never enter it): computed once, reused */
+  fe_step_timing tm;
+  enum { EVCAP = 4096 };
+  static fe_trace_event ev[EVCAP];
+  int nev = 0;
+  if ((st = fe_time_step(&model, &chip, o.prec, (int)(o.batch / cores), true, 0, &tm, ev, EVCAP, &nev,
+                         err, sizeof err))) {
+    fe_dataset_free(&train); fe_dataset_free(&test);
+    return fe_usage_error(CMD, "%s: %s", o.model, err);
+  }
+  const double hz = chip.clock_mhz * 1e6;
+  const double step_s = (double)tm.step_cycles / hz;
+
+  fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
+  fe_trainer tr;
+  int *order = NULL;
+  float *xb = NULL;
+  uint8_t *yb = NULL;
+  sbuf csv = { 0 }, tb = { 0 };
+  json_t *hist = json_array();
+  int status = 0;
+  const bool tty = !com.json && fe_stdout_is_tty();
+  const bool text = !com.json;
+  const size_t in = fe_shape_size(model.input);
+  if (numerics) {
+    if (fe_trainer_create(&model, &be, cores, (int)o.batch, (int)o.threads, &tr) != TPU_OK) {
+      status = fe_runtime_error(CMD, "out of memory creating the trainer");
+      goto out;
+    }
+  } else memset(&tr, 0, sizeof tr);
+  order = tpu_malloc((size_t)train.n * sizeof *order);
+  xb = tpu_malloc((size_t)o.batch * in * sizeof *xb);
+  yb = tpu_malloc((size_t)o.batch);
+  if (!order || !xb || !yb || !hist) { status = fe_runtime_error(CMD, "out of memory"); goto out; }
+
+  fe_ckpt_info ck = { .seed = model.seed, .global_batch = (int)o.batch };
+  int first_epoch = 0;
+  uint64_t gstep = 0;
+  if (o.resume) {
+    if (!numerics) { status = fe_usage_error(CMD, "--resume needs --level tile"); goto out; }
+    fe_ckpt_info got;
+    if ((st = fe_ckpt_load(o.ckpt, &tr, &ck, &got, err, sizeof err))) {
+      status = fe_usage_error(CMD, "--resume: %s", err);
+      goto out;
+    }
+    first_epoch = got.epochs_done;
+    gstep = got.step;
+  }
+
+  if (o.csv) sb_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,sim_time_s\n");
+  if (o.trace) { sb_printf(&tb, "[\n"); trace_meta(&tb, cores, chip.name); }
+  const double us_per_cycle = 1e6 / hz;
+  double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
+  double sim_time = 0;
+  if (text)
+    printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s\n",
+           model.name, model.nparams, chip.name, cores, o.batch / cores, o.batch,
+           o.backend == FE_BACKEND_SIM ? "sim " : "reference",
+           o.backend == FE_BACKEND_SIM ? tpu_precision_name(o.prec) : "",
+           numerics ? "" : " (timing level: no values)", o.data);
+  for (int ep = first_epoch; ep < o.epochs; ep++) {
+    double ew0 = now_s(), lsum = 0;
+    long csum = 0;
+    if (text) printf("Epoch %d/%ld\n", ep + 1, o.epochs);
+    if (numerics) fe_epoch_order(model.seed, ep, train.n, order);
+    double last_draw = 0;
+    for (long s = 0; s < steps; s++, gstep++) {
+      double loss = NAN;
+      int cor = 0;
+      if (numerics) {
+        for (long k = 0; k < o.batch; k++) {
+          int idx = order[s * o.batch + k];
+          memcpy(xb + (size_t)k * in, train.x + (size_t)idx * in, in * sizeof *xb);
+          yb[k] = train.y[idx];
+        }
+        if ((st = fe_trainer_step(&tr, xb, yb, gstep, (uint64_t)(s * o.batch), &loss, &cor))) {
+          status = fe_runtime_error(CMD, "step %ld: %s", s, tpu_status_str(st));
+          goto out;
+        }
+        lsum += loss;
+        csum += cor;
+      }
+      if (o.trace && gstep - (uint64_t)first_epoch * (uint64_t)steps < 20)
+        trace_step(&tb, cores, (long)gstep, sim_time * 1e6, ev, nev, us_per_cycle);
+      sim_time += step_s;
+      last_loss = lsum / (double)(s + 1);
+      last_acc = (double)csum / (double)((s + 1) * o.batch);
+      if (o.csv)
+        sb_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,
+                  numerics ? loss : NAN, numerics ? (double)cor / (double)o.batch : NAN, step_s, sim_time);
+      double t = now_s();
+      if (tty && (t - last_draw > 0.05 || s + 1 == steps)) {
+        progress(true, false, s + 1, steps, step_s, last_loss, last_acc);
+        last_draw = t;
+      }
+    }
+    double ewall = now_s() - ew0;
+    if (numerics && (st = fe_trainer_eval(&tr, &test, &test_loss, &test_acc))) {
+      status = fe_runtime_error(CMD, "evaluation: %s", tpu_status_str(st));
+      goto out;
+    }
+    if (text) {
+      progress(tty, true, steps, steps, step_s, last_loss, last_acc);
+      printf(" - wall %.1fs - test_loss: %.4f - test_accuracy: %.4f\n", ewall, test_loss, test_acc);
+      fflush(stdout);
+    }
+    json_array_append_new(hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
+                                          "loss", numerics ? last_loss : 0.0, "accuracy", numerics ? last_acc : 0.0,
+                                          "test_loss", numerics ? test_loss : 0.0,
+                                          "test_accuracy", numerics ? test_acc : 0.0, "wall_s", ewall));
+    if (o.ckpt && numerics) {
+      ck.epochs_done = ep + 1;
+      ck.step = gstep;
+      if ((st = fe_ckpt_save(o.ckpt, &tr, &ck, err, sizeof err))) {
+        status = fe_runtime_error(CMD, "%s", err);
+        goto out;
+      }
+    }
+  }
+  double wall = now_s() - wall0;
+
+  if (o.csv) {
+    if (csv.oom || fe_write_atomic(o.csv, csv.p, csv.n)) {
+      status = fe_runtime_error(CMD, "--csv %s: cannot write: %s", o.csv, csv.oom ? "out of memory" : strerror(errno));
+      goto out;
+    }
+  }
+  if (o.trace) {
+    sb_printf(&tb, "\n]\n");
+    if (tb.oom || fe_write_atomic(o.trace, tb.p, tb.n)) {
+      status = fe_runtime_error(CMD, "--trace %s: cannot write: %s", o.trace, tb.oom ? "out of memory" : strerror(errno));
+      goto out;
+    }
+  }
+
+  double sc = (double)tm.step_cycles;
+  double fr[6] = { tm.mxu_busy / sc, tm.vpu_busy / sc, tm.memory_wait / sc, tm.infeed_wait / sc,
+                   tm.collective_wait / sc, tm.idle / sc };
+  static const char *const SN[6] = { "mxu_busy", "vpu_busy", "memory_wait", "infeed_wait", "collective_wait", "idle" };
+  /* useful MACs only: extra bf16 passes cost time but are not model work */
+  double util = (double)tm.macs / (double)tpu_precision_passes(o.prec) / (double)tm.mxu_cycles_capacity;
+  double ips = (double)o.batch / step_s;
+  uint64_t phash = numerics ? fe_params_hash(tr.params, model.nparams) : 0;
+  if (com.json) {
+    json_t *stall = json_object();
+    for (int k = 0; k < 6; k++) json_object_set_new(stall, SN[k], json_real(fr[k]));
+    char hs[32];
+    snprintf(hs, sizeof hs, "%016llx", (unsigned long long)phash);
+    json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
+                          "model", model.name, "chip", chip.name, "cores", cores, "global_batch", (int)o.batch,
+                          "per_core_batch", (int)(o.batch / cores),
+                          "backend", o.backend == FE_BACKEND_SIM ? "sim" : "reference",
+                          "level", tpu_fidelity_name(o.level), "precision", tpu_precision_name(o.prec),
+                          "data", o.data, "epochs", (int)o.epochs, "steps_per_epoch", (int)steps,
+                          "parameters", (json_int_t)model.nparams);
+    json_object_set_new(j, "test_loss", numerics ? json_real(test_loss) : json_null());
+    json_object_set_new(j, "test_accuracy", numerics ? json_real(test_acc) : json_null());
+    json_object_set_new(j, "train_loss", numerics ? json_real(last_loss) : json_null());
+    json_object_set_new(j, "train_accuracy", numerics ? json_real(last_acc) : json_null());
+    json_object_set_new(j, "sim_step_s", json_real(step_s));
+    json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)tm.step_cycles));
+    json_object_set_new(j, "images_per_s", json_real(ips));
+    json_object_set_new(j, "mxu_utilization", json_real(util));
+    json_object_set_new(j, "stall", stall);
+    json_object_set_new(j, "input_wait_fraction", json_real(fr[3]));
+    json_object_set_new(j, "input_verdict", json_string(verdict(fr[3])));
+    json_object_set_new(j, "wall_s", json_real(wall));
+    json_object_set_new(j, "params_hash", numerics ? json_string(hs) : json_null());
+    json_object_set_new(j, "history", hist);
+    hist = NULL;
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(j);
+    if (!s) { status = fe_runtime_error(CMD, "out of memory"); goto out; }
+    puts(s);
+    free(s);
+  } else {
+    printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", model.name, chip.name,
+           cores, o.batch, o.batch / cores, o.backend == FE_BACKEND_SIM ? (o.prec == TPU_PREC_BF16 ? "sim bf16" : o.prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
+    if (numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", test_acc, test_loss);
+    printf("  simulated step    %.4g us (%llu cycles at %g MHz), %.4g images/s\n", step_s * 1e6,
+           (unsigned long long)tm.step_cycles, chip.clock_mhz, ips);
+    printf("  MXU utilization   %.2f%%\n", util * 100);
+    printf("  step time         ");
+    for (int k = 0; k < 6; k++) printf("%s %.1f%%%s", SN[k], fr[k] * 100, k < 5 ? "  " : "\n");
+    printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", fr[3] * 100, verdict(fr[3]));
+    printf("  wall time         %.2f s\n", wall);
+  }
+out:
+  json_decref(hist);
+  if (numerics) fe_trainer_destroy(&tr);
+  tpu_free(order);
+  tpu_free(xb);
+  tpu_free(yb);
+  tpu_free(csv.p);
+  tpu_free(tb.p);
+  fe_dataset_free(&train);
+  fe_dataset_free(&test);
+  return status;
+}

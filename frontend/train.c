@@ -1,0 +1,269 @@
+/*
+** train.c -- the data-parallel training step over the cores, evaluation,
+** epoch order and checkpoints.
+**
+** Cores run on host threads (core k on thread k mod T); each core only
+** touches its own workspace, and the gradient sum runs afterwards in core
+** order, so the results are bit-identical for any thread count.
+*/
+#include <cblas.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "frontend/fe_int.h"
+#include "frontend/fe_train.h"
+
+tpu_status fe_trainer_create(const fe_model *m, const fe_backend *be, int cores, int global_batch,
+                             int threads, fe_trainer *t) {
+  memset(t, 0, sizeof *t);
+  if (cores < 1 || global_batch % cores) return TPU_ERR_CONFIG;
+  t->model = m;
+  t->be = *be;
+  /* the cores are our threads; OpenBLAS threads inside them would only
+  ** oversubscribe the host (and make timing noisy) */
+  if (be->kind == FE_BACKEND_REFERENCE) openblas_set_num_threads(1);
+  t->cores = cores;
+  t->rows = global_batch / cores;
+  t->threads = threads < 1 ? 1 : threads > cores ? cores : threads;
+  t->ws = tpu_calloc((size_t)cores, sizeof *t->ws);
+  t->params = tpu_malloc(m->nparams * sizeof(float) + 1);
+  t->grad = tpu_malloc(m->nparams * sizeof(float) + 1);
+  if (!t->ws || !t->params || !t->grad) goto fail;
+  for (int c = 0; c < cores; c++)
+    if (fe_ws_create(m, t->rows, &t->ws[c]) != TPU_OK) goto fail;
+  if (fe_opt_create(m, &t->opt) != TPU_OK) goto fail;
+  fe_params_init(m, t->params);
+  return TPU_OK;
+fail:
+  fe_trainer_destroy(t);
+  return TPU_ERR_NOMEM;
+}
+
+void fe_trainer_destroy(fe_trainer *t) {
+  if (t->ws)
+    for (int c = 0; c < t->cores; c++) fe_ws_destroy(t->model, &t->ws[c]);
+  tpu_free(t->ws);
+  tpu_free(t->params);
+  tpu_free(t->grad);
+  fe_opt_destroy(&t->opt);
+  memset(t, 0, sizeof *t);
+}
+
+/* {==================================================================
+** Running the cores on threads
+** ================================================================== */
+typedef struct job {
+  fe_trainer *t;
+  int first, stride;           /* cores first, first+stride, ... */
+  const float *x;              /* per core: x + core*rows*insize */
+  const uint8_t *y;
+  uint64_t step, first_sample;
+  bool train;
+  int rows_last;               /* eval: rows of each core (<= t->rows) */
+  int active;                  /* cores with work */
+  tpu_status st;
+} job;
+
+static void *run_cores(void *arg) {
+  job *j = arg;
+  fe_trainer *t = j->t;
+  const fe_model *m = t->model;
+  const size_t in = fe_shape_size(m->input);
+  for (int c = j->first; c < j->active; c += j->stride) {
+    fe_core_ws *ws = &t->ws[c];
+    size_t off = (size_t)c * (size_t)t->rows;
+    ws->rows = j->train ? t->rows : j->rows_last;
+    tpu_status st = fe_forward(m, &t->be, t->params, ws, j->x + off * in, j->y + off, j->train, j->step,
+                               j->first_sample + off);
+    if (!st && j->train) st = fe_backward(m, &t->be, t->params, ws, j->y + off, t->rows * t->cores);
+    if (st) { j->st = st; return NULL; }
+  }
+  return NULL;
+}
+
+static tpu_status run_all(fe_trainer *t, job *proto) {
+  job jobs[TPU_MAX_CORES];
+  pthread_t th[TPU_MAX_CORES];
+  int T = t->threads < proto->active ? t->threads : proto->active;
+  bool started[TPU_MAX_CORES] = { false };
+  for (int k = 0; k < T; k++) {
+    jobs[k] = *proto;
+    jobs[k].first = k;
+    jobs[k].stride = T;
+    jobs[k].st = TPU_OK;
+    if (k > 0) started[k] = pthread_create(&th[k], NULL, run_cores, &jobs[k]) == 0;
+    if (k > 0 && !started[k]) run_cores(&jobs[k]);   /* no thread: run it here */
+  }
+  run_cores(&jobs[0]);
+  tpu_status st = TPU_OK;
+  for (int k = 0; k < T; k++) {
+    if (started[k]) pthread_join(th[k], NULL);
+    if (jobs[k].st && !st) st = jobs[k].st;
+  }
+  return st;
+}
+/* }================================================================== */
+
+tpu_status fe_trainer_step(fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
+                           uint64_t first_sample, double *loss, int *correct) {
+  job j = { .t = t, .x = x, .y = y, .step = step, .first_sample = first_sample, .train = true,
+            .rows_last = t->rows, .active = t->cores };
+  tpu_status st = run_all(t, &j);
+  if (st) return st;
+  /* all-reduce: sum in core order */
+  const size_t n = t->model->nparams;
+  memcpy(t->grad, t->ws[0].grad, n * sizeof(float));
+  double ls = t->ws[0].loss_sum;
+  int cor = t->ws[0].correct;
+  for (int c = 1; c < t->cores; c++) {
+    const float *g = t->ws[c].grad;
+    for (size_t k = 0; k < n; k++) t->grad[k] += g[k];
+    ls += t->ws[c].loss_sum;
+    cor += t->ws[c].correct;
+  }
+  fe_opt_apply(t->model, &t->opt, t->params, t->grad);
+  *loss = ls / (double)(t->rows * t->cores);
+  *correct = cor;
+  return TPU_OK;
+}
+
+tpu_status fe_trainer_eval(fe_trainer *t, const fe_dataset *d, double *loss, double *acc) {
+  const int gb = t->rows * t->cores;
+  const size_t in = fe_shape_size(t->model->input);
+  double ls = 0.0;
+  long cor = 0;
+  for (int s = 0; s < d->n; s += gb) {
+    int left = d->n - s < gb ? d->n - s : gb;
+    /* a short last batch is spread over as many cores as it fills */
+    int rows = left < t->rows ? left : t->rows;
+    int active = (left + rows - 1) / rows;
+    job j = { .t = t, .x = d->x + (size_t)s * in, .y = d->y + s, .train = false,
+              .rows_last = rows, .active = active };
+    if (left % rows) {
+      /* the cores must see whole shards: run the ragged tail on one core */
+      j.active = left / rows;
+      tpu_status st = j.active ? run_all(t, &j) : TPU_OK;
+      if (st) return st;
+      for (int c = 0; c < j.active; c++) { ls += t->ws[c].loss_sum; cor += t->ws[c].correct; }
+      int done = j.active * rows;
+      job k = { .t = t, .x = d->x + (size_t)(s + done) * in, .y = d->y + s + done, .train = false,
+                .rows_last = left - done, .active = 1 };
+      if ((st = run_all(t, &k))) return st;
+      ls += t->ws[0].loss_sum;
+      cor += t->ws[0].correct;
+    } else {
+      tpu_status st = run_all(t, &j);
+      if (st) return st;
+      for (int c = 0; c < active; c++) { ls += t->ws[c].loss_sum; cor += t->ws[c].correct; }
+    }
+  }
+  for (int c = 0; c < t->cores; c++) t->ws[c].rows = t->rows;
+  *loss = ls / (double)d->n;
+  *acc = (double)cor / (double)d->n;
+  return TPU_OK;
+}
+
+void fe_epoch_order(uint64_t seed, int epoch, int n, int *order) {
+  for (int i = 0; i < n; i++) order[i] = i;
+  uint64_t key = fe_mix64(fe_mix64(seed ^ 0x5eedu) + (uint64_t)epoch);
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)(fe_mix64(key + (uint64_t)i) % (uint64_t)(i + 1));
+    int tmp = order[i]; order[i] = order[j]; order[j] = tmp;
+  }
+}
+
+uint64_t fe_params_hash(const float *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n * sizeof(float); i++) { h ^= b[i]; h *= 0x100000001b3ull; }
+  return h;
+}
+
+/* {==================================================================
+** Checkpoints: "TPUSIMCK" v1, a header of u64 fields, the f32 arrays, and
+** the CRC-32 of everything before it. Little-endian host layout.
+** ================================================================== */
+#define CK_MAGIC "TPUSIMCK"
+enum { CK_NPARAMS, CK_OPT, CK_SEED, CK_BATCH, CK_EPOCHS, CK_STEP, CK_T, CK_NFIELDS };
+
+static size_t ck_arrays(const fe_trainer *t) {
+  return 1 + (t->opt.m != NULL) + (t->opt.v != NULL);
+}
+
+tpu_status fe_ckpt_save(const char *dir, const fe_trainer *t, const fe_ckpt_info *info,
+                        char *err, size_t errcap) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    snprintf(err, errcap, "--checkpoint %s: cannot create the directory: %s", dir, strerror(errno));
+    return TPU_ERR_IO;
+  }
+  const size_t n = t->model->nparams, na = ck_arrays(t);
+  const size_t size = 8 + CK_NFIELDS * 8 + na * n * 4 + 4;
+  unsigned char *buf = tpu_malloc(size);
+  if (!buf) { snprintf(err, errcap, "checkpoint: out of memory"); return TPU_ERR_NOMEM; }
+  uint64_t f[CK_NFIELDS] = { n, (uint64_t)t->model->opt.kind, info->seed, (uint64_t)info->global_batch,
+                             (uint64_t)info->epochs_done, info->step, t->opt.t };
+  unsigned char *p = buf;
+  memcpy(p, CK_MAGIC, 8); p += 8;
+  memcpy(p, f, sizeof f); p += sizeof f;
+  memcpy(p, t->params, n * 4); p += n * 4;
+  if (t->opt.m) { memcpy(p, t->opt.m, n * 4); p += n * 4; }
+  if (t->opt.v) { memcpy(p, t->opt.v, n * 4); p += n * 4; }
+  uint32_t crc = (uint32_t)crc32(0L, buf, (uInt)(p - buf));
+  memcpy(p, &crc, 4);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+  int r = fe_write_atomic(path, buf, size);
+  tpu_free(buf);
+  if (r) { snprintf(err, errcap, "%s: cannot write: %s", path, strerror(errno)); return TPU_ERR_IO; }
+  return TPU_OK;
+}
+
+tpu_status fe_ckpt_load(const char *dir, fe_trainer *t, const fe_ckpt_info *want, fe_ckpt_info *info,
+                        char *err, size_t errcap) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+  size_t len = 0;
+  unsigned char *buf = (unsigned char *)fe_read_file(path, &len);
+  if (!buf) { snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno)); return TPU_ERR_IO; }
+  tpu_status st = TPU_ERR_INPUT;
+  const size_t n = t->model->nparams, na = ck_arrays(t);
+  uint64_t f[CK_NFIELDS];
+  uint32_t crc;
+  if (len < 8 + sizeof f + 4 || memcmp(buf, CK_MAGIC, 8)) {
+    snprintf(err, errcap, "%s: not a tpusim checkpoint", path); goto done;
+  }
+  memcpy(f, buf + 8, sizeof f);
+  memcpy(&crc, buf + len - 4, 4);
+  if (crc != (uint32_t)crc32(0L, buf, (uInt)(len - 4))) {
+    snprintf(err, errcap, "%s: corrupt (CRC mismatch)", path); goto done;
+  }
+  if (f[CK_NPARAMS] != n || f[CK_OPT] != (uint64_t)t->model->opt.kind || len != 8 + sizeof f + na * n * 4 + 4) {
+    snprintf(err, errcap, "%s: written for another model (%llu parameters, optimizer %llu); this one has %zu",
+             path, (unsigned long long)f[CK_NPARAMS], (unsigned long long)f[CK_OPT], n);
+    goto done;
+  }
+  if (f[CK_SEED] != want->seed || f[CK_BATCH] != (uint64_t)want->global_batch) {
+    snprintf(err, errcap, "%s: written with --seed %llu --batch %llu; resume with the same (got --seed %llu --batch %d)",
+             path, (unsigned long long)f[CK_SEED], (unsigned long long)f[CK_BATCH],
+             (unsigned long long)want->seed, want->global_batch);
+    goto done;
+  }
+  const unsigned char *p = buf + 8 + sizeof f;
+  memcpy(t->params, p, n * 4); p += n * 4;
+  if (t->opt.m) { memcpy(t->opt.m, p, n * 4); p += n * 4; }
+  if (t->opt.v) { memcpy(t->opt.v, p, n * 4); p += n * 4; }
+  t->opt.t = f[CK_T];
+  info->seed = f[CK_SEED];
+  info->global_batch = (int)f[CK_BATCH];
+  info->epochs_done = (int)f[CK_EPOCHS];
+  info->step = f[CK_STEP];
+  st = TPU_OK;
+done:
+  tpu_free(buf);
+  return st;
+}
+/* }================================================================== */

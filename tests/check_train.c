@@ -1,0 +1,443 @@
+/*
+** check_train.c -- the training front-end: model parsing and its errors,
+** gradients of every layer against finite differences, bit-identity across
+** thread counts, checkpoint round trips, and the step timing against a hand
+** count.
+**
+** The front-end lives in the tpusim binary, not in libtpusim.a, so this
+** suite compiles its files in directly (they share no static names).
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frontend/cli.c"
+#include "frontend/layers.c"
+#include "frontend/model.c"
+#include "frontend/train.c"
+#include "frontend/train_data.c"
+#include "frontend/train_timing.c"
+#include "tests/test_util.h"
+
+static fe_model parse_ok(const char *json) {
+  fe_model m;
+  char err[1024];
+  tpu_status st = fe_model_parse(json, "t.json", &m, err, sizeof err);
+  ck_assert_msg(st == TPU_OK, "parse failed: %s", err);
+  return m;
+}
+static void parse_err(const char *json, const char *want) {
+  fe_model m;
+  char err[1024] = "";
+  tpu_status st = fe_model_parse(json, "t.json", &m, err, sizeof err);
+  ck_assert_msg(st == TPU_ERR_CONFIG, "expected an error containing '%s'", want);
+  ck_assert_msg(strstr(err, want) != NULL, "\n  Expected: ...%s...\n  Actual:   %s", want, err);
+}
+
+/* {==================================================================
+** Models
+** ================================================================== */
+START_TEST(Builtin_models_have_the_published_shapes) {
+  fe_model m;
+  char err[512];
+  ck_assert_int_eq(fe_model_load("mlp", &m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10, m.nparams);
+  ck_assert_int_eq(fe_model_load("cnn", &m, err, sizeof err), TPU_OK);
+  /* conv 5x5x1x32, conv 5x5x32x64, 7*7*64 -> 1024, 1024 -> 10 */
+  TU_EQ_U64(25 * 32 + 32 + 25 * 32 * 64 + 64 + 3136 * 1024 + 1024 + 1024 * 10 + 10, m.nparams);
+  ck_assert_int_eq(m.layers[5].out.h, 7);
+  ck_assert_int_eq(m.layers[5].out.c, 64);
+}
+END_TEST
+
+START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
+  parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 },\n"
+            "  { \"type\": \"dense2\" } ] }", "t.json:2:13: layers[1]: field 'type': unknown layer 'dense2'");
+  parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\" } ] }",
+            "layers[0] (dense): field 'units': missing");
+  parse_err("{ \"input\": [8, 8, 1], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }",
+            "layers[0] (dense): input shape 8x8x1 is not flat");
+  parse_err("{ \"input\": [4, 4, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 5 },"
+            " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }",
+            "layers[0] (conv2d): field 'kernel': 5x5 does not fit the input shape 4x4x1 with padding \"valid\"");
+  parse_err("{ \"input\": [16], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 } ] }",
+            "layers[0] (conv2d): input shape 16 is flat");
+  parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": -1 } ] }",
+            "t.json:1:57: layers[0] (dense): field 'units': expected an integer in 1..1048576");
+  parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2, \"unit\": 3 } ] }",
+            "layers[0] (dense): unknown field 'unit'");
+  parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dropout\", \"rate\": 1.0 } ] }",
+            "layers[0] (dropout): field 'rate': expected a number in [0, 1)");
+  parse_err("{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"maxpool\", \"size\": 2 } ] }",
+            "the last layer's output 2x2x2 is not flat");
+  parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2 } ], \"optimizer\": { \"type\": \"rmsprop\" } }",
+            "optimizer: field 'type': expected \"sgd\", \"momentum\" or \"adam\"");
+  parse_err("{ \"input\": [4], \"layers\": [ ", "t.json:1:");
+  parse_err("{ \"layers\": [ { \"type\": \"dense\", \"units\": 2 } ] }", "field 'input': missing");
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
+** Gradients: analytic (backward) against central differences of the
+** f64-accumulated loss, on small models that chain every layer kind.
+** ================================================================== */
+static const char *const GRAD_MODELS[] = {
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"tanh\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"sigmoid\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"units\": 7 }, { \"type\": \"relu\" },"
+  " { \"type\": \"dropout\", \"rate\": 0.3 }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [6, 6, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"relu\" }, { \"type\": \"maxpool\", \"size\": 2 }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [7, 7, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": [3, 2], \"stride\": 2 },"
+  " { \"type\": \"tanh\" }, { \"type\": \"avgpool\", \"size\": 2, \"stride\": 1 }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [5, 5, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2, \"padding\": \"same\" },"
+  " { \"type\": \"sigmoid\" }, { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+};
+
+static double loss_at(const fe_model *m, const fe_backend *be, const float *p, fe_core_ws *ws,
+                      const float *x, const uint8_t *y) {
+  ck_assert_int_eq(fe_forward(m, be, p, ws, x, y, true, 7, 0), TPU_OK);
+  return ws->loss_sum;
+}
+
+START_TEST(Every_layer_gradient_matches_finite_differences) {
+  const char *json = GRAD_MODELS[_i];
+  fe_model m = parse_ok(json);
+  fe_backend be = { .kind = FE_BACKEND_REFERENCE };
+  const int B = 3;
+  fe_core_ws ws;
+  ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+  float *p = malloc(m.nparams * sizeof *p);
+  size_t in = fe_shape_size(m.input);
+  float *x = malloc((size_t)B * in * sizeof *x);
+  uint8_t y[3] = { 0, 2, 1 };
+  tu_rng r = { 42 + (uint64_t)_i };
+  for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
+  for (size_t k = 0; k < (size_t)B * in; k++) x[k] = tu_normal(&r);
+  loss_at(&m, &be, p, &ws, x, y);
+  ck_assert_int_eq(fe_backward(&m, &be, p, &ws, y, B), TPU_OK);
+  float *g = malloc(m.nparams * sizeof *g);
+  memcpy(g, ws.grad, m.nparams * sizeof *g);
+  double worst = 0;
+  for (size_t k = 0; k < m.nparams; k++) {
+    const float h = 1e-3f, p0 = p[k];
+    p[k] = p0 + h;
+    double up = loss_at(&m, &be, p, &ws, x, y);
+    double hu = (double)p[k] - p0;
+    p[k] = p0 - h;
+    double dn = loss_at(&m, &be, p, &ws, x, y);
+    double hd = p0 - (double)p[k];
+    p[k] = p0;
+    double num = (up - dn) / (hu + hd) / B;
+    double err = fabs(num - g[k]) / (fabs(num) + fabs((double)g[k]) + 1e-2);
+    if (err > worst) worst = err;
+    ck_assert_msg(err < 2e-2, "model %d param %zu\n  Expected (finite difference): %.8g\n  Actual (backward): %.8g",
+                  _i, k, num, (double)g[k]);
+  }
+  free(p); free(x); free(g);
+  fe_ws_destroy(&m, &ws);
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
+** Data parallelism and determinism
+** ================================================================== */
+static uint64_t train_steps(const fe_model *m, fe_backend_kind kind, int cores, int threads, int steps) {
+  fe_backend be = { .kind = kind, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
+  fe_trainer t;
+  const int gb = 16;
+  ck_assert_int_eq(fe_trainer_create(m, &be, cores, gb, threads, &t), TPU_OK);
+  fe_dataset d;
+  char err[256];
+  ck_assert_int_eq(fe_dataset_load("synthetic", false, gb * steps, 3, &d, err, sizeof err), TPU_OK);
+  size_t in = fe_shape_size(m->input);
+  for (int s = 0; s < steps; s++) {
+    double loss;
+    int cor;
+    ck_assert_int_eq(fe_trainer_step(&t, d.x + (size_t)s * gb * in, d.y + s * gb, (uint64_t)s,
+                                     (uint64_t)s * gb, &loss, &cor), TPU_OK);
+    ck_assert(isfinite(loss));
+  }
+  uint64_t h = fe_params_hash(t.params, m->nparams);
+  fe_trainer_destroy(&t);
+  fe_dataset_free(&d);
+  return h;
+}
+
+static const char SMALL_CNN[] =
+  "{ \"input\": [28, 28, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"stride\": 2 },"
+  " { \"type\": \"relu\" }, { \"type\": \"maxpool\", \"size\": 2 }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dropout\", \"rate\": 0.25 }, { \"type\": \"dense\", \"units\": 10 } ] }";
+
+START_TEST(Results_are_identical_for_1_2_and_8_threads) {
+  fe_model m = parse_ok(SMALL_CNN);
+  for (int kind = 0; kind < 2; kind++) {
+    uint64_t h1 = train_steps(&m, (fe_backend_kind)kind, 8, 1, 3);
+    TU_EQ_U64(h1, train_steps(&m, (fe_backend_kind)kind, 8, 2, 3));
+    TU_EQ_U64(h1, train_steps(&m, (fe_backend_kind)kind, 8, 8, 3));
+  }
+}
+END_TEST
+
+START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
+  /* one GEMM: the sim backend equals tpu_mxu_gemm on the same operands,
+  ** transposes included, and stays within bf16 error of OpenBLAS */
+  fe_backend ref = { .kind = FE_BACKEND_REFERENCE };
+  fe_backend sim = { .kind = FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
+  fe_scratch s = { 0 };
+  tu_rng r = { 5 };
+  const int M = 37, N = 130, K = 200;
+  float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+  float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N), *C3 = malloc(sizeof(float) * M * N);
+  tu_fill(&r, A, (size_t)M * K, 0);
+  tu_fill(&r, B, (size_t)K * N, 0);
+  ck_assert_int_eq(fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
+  ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, TPU_PREC_BF16, M, N, K, A, B, C3, NULL), TPU_OK);
+  for (int k = 0; k < M * N; k++) {
+    TU_EQ_BITS(C3[k], C2[k], "sim backend vs tpu_mxu_gemm");
+    ck_assert_msg(fabsf(C1[k] - C2[k]) < 0.15f, "bf16 error too large at %d: %g vs %g", k, C1[k], C2[k]);
+  }
+  /* transposed A: same bits as the explicit transpose */
+  float *At = malloc(sizeof(float) * M * K);
+  for (int i = 0; i < M; i++) for (int k = 0; k < K; k++) At[k * M + i] = A[i * K + k];
+  ck_assert_int_eq(fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
+  for (int k = 0; k < M * N; k++) TU_EQ_BITS(C2[k], C1[k], "transposed A");
+  free(A); free(B); free(C1); free(C2); free(C3); free(At);
+  fe_scratch_free(&s);
+}
+END_TEST
+
+START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
+  /* every transpose flag, with shapes on both sides of the swap rule */
+  static const int shapes[][3] = { { 300, 20, 50 }, { 16, 300, 40 }, { 37, 130, 200 }, { 5, 7, 3 }, { 129, 1, 257 } };
+  fe_scratch s = { 0 };
+  tu_rng r = { 9 };
+  int swaps = 0;
+  for (int pr = 0; pr < 3; pr++)
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
+    for (int f = 0; f < 8; f++) {
+      fe_backend sim = { .kind = FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                         .prec = (tpu_precision)pr };
+      const int M = shapes[q][0], N = shapes[q][1], K = shapes[q][2];
+      const bool ta = f & 1, tb = f & 2, acc = f & 4;
+      swaps += fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
+      float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+      float *Ap = malloc(sizeof(float) * M * K), *Bp = malloc(sizeof(float) * K * N);
+      float *C = malloc(sizeof(float) * M * N), *W = malloc(sizeof(float) * M * N);
+      tu_fill(&r, A, (size_t)M * K, 0);
+      tu_fill(&r, B, (size_t)K * N, 0);
+      tu_fill(&r, C, (size_t)M * N, 0);
+      memcpy(W, C, sizeof(float) * M * N);
+      /* plain row-major operands for the reference call */
+      for (int i = 0; i < M; i++) for (int k = 0; k < K; k++) Ap[i * K + k] = ta ? A[k * M + i] : A[i * K + k];
+      for (int k = 0; k < K; k++) for (int j = 0; j < N; j++) Bp[k * N + j] = tb ? B[j * K + k] : B[k * N + j];
+      float *R = malloc(sizeof(float) * M * N);
+      ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, sim.prec, M, N, K, Ap, Bp, R, NULL), TPU_OK);
+      if (acc) for (int k = 0; k < M * N; k++) R[k] = W[k] + R[k];
+      ck_assert_int_eq(fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
+      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "fe_gemm vs tpu_mxu_gemm");
+      free(A); free(B); free(Ap); free(Bp); free(C); free(W); free(R);
+    }
+  ck_assert_msg(swaps >= 4, "the shapes exercise the swap only %d times", swaps);
+  fe_scratch_free(&s);
+}
+END_TEST
+
+START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
+  fe_model m = parse_ok(SMALL_CNN);
+  fe_backend be = { .kind = FE_BACKEND_REFERENCE };
+  fe_trainer a, b;
+  ck_assert_int_eq(fe_trainer_create(&m, &be, 2, 8, 1, &a), TPU_OK);
+  ck_assert_int_eq(fe_trainer_create(&m, &be, 2, 8, 1, &b), TPU_OK);
+  fe_dataset d;
+  char err[512], dir[] = "/tmp/tpusim_ckXXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(fe_dataset_load("synthetic", false, 8, 1, &d, err, sizeof err), TPU_OK);
+  double loss;
+  int cor;
+  ck_assert_int_eq(fe_trainer_step(&a, d.x, d.y, 0, 0, &loss, &cor), TPU_OK);
+  fe_ckpt_info info = { .seed = 1, .global_batch = 8, .epochs_done = 1, .step = 1 }, got;
+  ck_assert_int_eq(fe_ckpt_save(dir, &a, &info, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(got.epochs_done, 1);
+  TU_EQ_U64(fe_params_hash(a.params, m.nparams), fe_params_hash(b.params, m.nparams));
+  TU_EQ_U64(fe_params_hash(a.opt.v, m.nparams), fe_params_hash(b.opt.v, m.nparams));
+  TU_EQ_U64(a.opt.t, b.opt.t);
+  /* a different batch is refused with a message */
+  fe_ckpt_info other = info;
+  other.global_batch = 16;
+  ck_assert_int_eq(fe_ckpt_load(dir, &b, &other, &got, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(err, "--batch 8"));
+  char path[600];
+  snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+  /* a flipped byte is caught by the CRC */
+  FILE *f = fopen(path, "r+b");
+  fseek(f, 100, SEEK_SET);
+  fputc(0x55, f);
+  fclose(f);
+  ck_assert_int_eq(fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(err, "CRC"));
+  remove(path);
+  rmdir(dir);
+  fe_dataset_free(&d);
+  fe_trainer_destroy(&a);
+  fe_trainer_destroy(&b);
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
+** Timing
+** ================================================================== */
+START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
+  /* teach chip: 4 cores, 8x8 MXU, 1 GHz, HBM 8 GB/s shared by 4 cores
+  ** (0.5 cycle per byte each), latency 100 cycles, VPU register 2x8 (costs
+  ** ew 1, div 4, tr 4, cross-lane 2, cross-sublane 1), ICI 1 byte per cycle,
+  ** 100 cycles per hop. Model: 8 -> dense 8, SGD. Batch 16 = 4 cores x 4.
+  ** Counting by hand (formulas of mxu.h and vpu.h):
+  **   MXU: fwd 4x8x8 tile: s = 8, done = 8+3+7+7+1 = 26; dW 8x8x4: 4+7+7+7+1 = 26
+  **   VPU (4x8 operand: rb 2, cb 1, 2 registers; lg S = 1, lg L = 3):
+  **     bias_add 2; softmax_xent 2*(5+4+4) + 3*2*(3*2) + 2*(2+4) = 74;
+  **     accuracy 2*2 + 2*2*6 + 2*1 + (1+1) = 32; col_sum 1*(1+1) = 2;
+  **     all-reduce adds 3 x add on 3x8 (18 values) = 3*2 = 6;
+  **     sgd on 9x8 (72 values): 5 registers * 2 = 10        -> 126
+  **   memory: infeed 64 B: 32+100 = 132; fwd 272 B: 236-26 = 210;
+  **           dW 384 B: 292-26 = 266; sgd 576 B: 388-10 = 378   -> 986
+  **   all-reduce: 2*(4-1) hops of (288/4 = 72 + 100) cycles     -> 1032 */
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("teach", &chip, err, sizeof err), TPU_OK);
+  fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 8 } ],"
+                        " \"optimizer\": { \"type\": \"sgd\" } }");
+  fe_step_timing t;
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  TU_EQ_U64(52, (uint64_t)t.mxu_busy);
+  TU_EQ_U64(126, (uint64_t)t.vpu_busy);
+  TU_EQ_U64(986, (uint64_t)t.memory_wait);
+  TU_EQ_U64(1032, (uint64_t)t.collective_wait);
+  TU_EQ_U64(0, (uint64_t)t.infeed_wait);
+  TU_EQ_U64(52 + 126 + 986 + 1032, t.step_cycles);
+  /* the timeline covers the step exactly: per unit no overlap, and the
+  ** core's stalls plus MXU and VPU work add up to the step */
+  fe_trace_event ev[64];
+  int nev = 0;
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, &t, ev, 64, &nev, err, sizeof err), TPU_OK);
+  double end = 0, accounted = 0;
+  for (int k = 0; k < nev; k++) {
+    if (ev[k].start + ev[k].dur > end) end = ev[k].start + ev[k].dur;
+    if (ev[k].unit == FE_UNIT_CORE || ev[k].unit == FE_UNIT_MXU || ev[k].unit == FE_UNIT_VPU) accounted += ev[k].dur;
+  }
+  TU_EQ_U64(t.step_cycles, (uint64_t)end);
+  TU_EQ_U64(t.step_cycles, (uint64_t)accounted);
+  /* an infeed that is late by 500 cycles adds exactly 500 */
+  fe_step_timing late;
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  TU_EQ_U64(t.step_cycles + 500, late.step_cycles);
+  /* bf16x3 streams each GEMM's tile three times, weights double-buffered:
+  ** fwd s = 8, 16, 24 -> 24+3+7+7+1 = 42; dW s = 4, 12, 20 -> 20+7+7+7+1 = 42 */
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  TU_EQ_U64(84, (uint64_t)late.mxu_busy);
+}
+END_TEST
+
+START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
+  tpu_chip_config chip;
+  char err[512];
+  static const char *const chips[] = { "tpu-v2-8", "tpu-v3-8", "teach" };
+  static const char *const models[] = { "mlp", "cnn" };
+  for (int c = 0; c < 3; c++)
+    for (int k = 0; k < 2; k++) {
+      ck_assert_int_eq(tpu_chip_config_load(chips[c], &chip, err, sizeof err), TPU_OK);
+      fe_model m;
+      ck_assert_int_eq(fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
+      fe_step_timing t;
+      ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 0, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
+      double sum = t.mxu_busy + t.vpu_busy + t.memory_wait + t.infeed_wait + t.collective_wait + t.idle;
+      ck_assert_msg(fabs(sum - (double)t.step_cycles) < 1.0, "%s/%s: %g vs %llu", chips[c], models[k], sum,
+                    (unsigned long long)t.step_cycles);
+      ck_assert(t.macs > 0 && t.macs <= t.mxu_cycles_capacity);
+    }
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
+** Out of memory: every allocation fails in turn
+** ================================================================== */
+static int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (++calls == fail_at) return NULL;
+  return realloc(p, n);
+}
+
+START_TEST(Parsing_and_training_survive_every_allocation_failure) {
+  for (int kind = 0; kind < 2; kind++) {
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_set_alloc(failing_alloc, NULL);
+    fe_model m;
+    char err[512];
+    tpu_status st = fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
+    fe_trainer t;
+    double loss = 0;
+    int cor;
+    float x[2 * 784] = { 0 };
+    uint8_t y[2] = { 1, 2 };
+    fe_backend be = { .kind = (fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1 };
+    if (st == TPU_OK) st = fe_trainer_create(&m, &be, 2, 2, 1, &t);
+    if (st == TPU_OK) {
+      st = fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
+      fe_trainer_destroy(&t);
+    }
+    tpu_set_alloc(NULL, NULL);
+    if (st == TPU_OK) ok_seen = 1;
+    else ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s", fail_at, tpu_status_str(st));
+  }
+  ck_assert_msg(ok_seen && fail_at > 20, "backend %d: %d allocations", kind, fail_at);
+  }
+}
+END_TEST
+/* }================================================================== */
+
+static Suite *train_suite(void) {
+  Suite *s = suite_create("train");
+  TCase *tc = tcase_create("models");
+  tcase_add_test(tc, Builtin_models_have_the_published_shapes);
+  tcase_add_test(tc, Bad_models_name_the_layer_the_field_and_the_shapes);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("gradients");
+  tcase_set_timeout(tc, 60);
+  tcase_add_loop_test(tc, Every_layer_gradient_matches_finite_differences, 0,
+                      (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
+  suite_add_tcase(s, tc);
+  tc = tcase_create("determinism");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Results_are_identical_for_1_2_and_8_threads);
+  tcase_add_test(tc, The_sim_backend_differs_from_f32_only_by_bf16_rounding);
+  tcase_add_test(tc, Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm);
+  tcase_add_test(tc, A_checkpoint_restores_parameters_and_optimizer_state_exactly);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("oom");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Parsing_and_training_survive_every_allocation_failure);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("timing");
+  tcase_add_test(tc, A_tiny_step_takes_the_hand_counted_cycles);
+  tcase_add_test(tc, Stall_parts_sum_to_the_step_for_the_builtin_models);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return tu_run_suite(train_suite()) ? EXIT_FAILURE : EXIT_SUCCESS; }

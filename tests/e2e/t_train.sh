@@ -1,0 +1,90 @@
+# tpusim train on small synthetic runs: JSON keys, CSV rows, trace, resume
+# bit-identity, thread-count identity, and bad input (exit 2 with the layer,
+# field and shapes named).
+S="--data synthetic --synthetic-n 256 --batch 64"
+TINY='{ "input": [28, 28, 1], "layers": [ { "type": "conv2d", "filters": 4, "kernel": 3, "stride": 2 },
+  { "type": "relu" }, { "type": "maxpool", "size": 2 }, { "type": "flatten" },
+  { "type": "dropout", "rate": 0.2 }, { "type": "dense", "units": 10 } ],
+  "optimizer": { "type": "momentum", "learning_rate": 0.05, "momentum": 0.9 }, "seed": 3 }'
+echo "$TINY" > tiny.json
+
+# JSON report: keys, stall parts summing to 1, learnt something
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 2 --json --csv steps.csv --trace tr.json
+echo "$OUT" > r.json
+/usr/bin/python3 - r.json <<'PY' || die "json report"
+import json,sys
+d=json.load(open(sys.argv[1]))
+for k in ["test_accuracy","test_loss","sim_step_s","sim_step_cycles","images_per_s","mxu_utilization","stall","wall_s","history","params_hash","input_verdict"]:
+    assert k in d, k
+st=d["stall"]
+assert sorted(st)==sorted(["mxu_busy","vpu_busy","memory_wait","infeed_wait","collective_wait","idle"]), st
+assert abs(sum(st.values())-1) < 1e-6, st
+assert d["test_accuracy"] > 0.5, d["test_accuracy"]
+assert 0 < d["mxu_utilization"] <= 1 and d["sim_step_s"] > 0
+assert len(d["history"]) == 2 and d["steps_per_epoch"] == 4
+PY
+[ "$(wc -l < steps.csv)" = 9 ] || die "csv rows: $(wc -l < steps.csv)"
+head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,sim_time_s$' || die "csv header"
+/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce ring" for e in x)' || die "trace"
+
+# text output when stdout is not a terminal: progress lines, no control characters
+expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
+expect_out_contains "4/4 [==============================]"
+expect_out_contains "us/step - loss: "
+expect_out_contains "test_accuracy: "
+expect_out_contains "collective_wait"
+! grep -q $'[\r\x1b]' "$T/out.txt" || die "control characters in non-tty output"
+
+# resume is bit-identical to an uninterrupted run (both backends)
+for be in reference sim; do
+  expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --backend $be --json
+  echo "$OUT" > full.json
+  rm -rf ck
+  expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend $be --checkpoint ck --json
+  [ -f ck/checkpoint.bin ] || die "no checkpoint written"
+  expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --backend $be --checkpoint ck --resume --json
+  echo "$OUT" > resumed.json
+  [ "$(json_get params_hash full.json)" = "$(json_get params_hash resumed.json)" ] || die "$be: resume differs"
+  [ "$(json_get test_loss full.json)" = "$(json_get test_loss resumed.json)" ] || die "$be: resume test_loss differs"
+done
+# a resume with another batch is refused
+expect_status 2 "$TPUSIM" train --model tiny.json --data synthetic --synthetic-n 256 --batch 32 --epochs 3 --checkpoint ck --resume
+expect_err_contains "--batch 64"
+
+# thread count does not change results
+expect_status 0 "$TPUSIM" train --model tiny.json $S --threads 1 --json
+echo "$OUT" > t1.json
+expect_status 0 "$TPUSIM" train --model tiny.json $S --threads 8 --json
+echo "$OUT" > t8.json
+[ "$(json_get params_hash t1.json)" = "$(json_get params_hash t8.json)" ] || die "threads change results"
+
+# timing level: no values, same step time
+expect_status 0 "$TPUSIM" train --model tiny.json $S --level timing --json
+echo "$OUT" > tm.json
+[ "$(json_get test_accuracy tm.json)" = None ] || die "timing level has accuracy"
+[ "$(json_get sim_step_cycles tm.json)" = "$(json_get sim_step_cycles t1.json)" ] || die "timing level step differs"
+
+# bad input
+expect_status 2 "$TPUSIM" train --model mlp $S --batch 100
+expect_err_contains "--batch 100 does not divide across 8 cores"
+expect_status 2 "$TPUSIM" train --model nosuch.json $S
+expect_err_contains "nosuch.json: not a built-in model"
+printf '{ "input": [28, 28, 1],\n  "layers": [ { "type": "dense", "units": 10 } ] }' > flat.json
+expect_status 2 "$TPUSIM" train --model flat.json $S
+expect_err_contains "flat.json:2:15: layers[0] (dense): input shape 28x28x1 is not flat"
+printf '{ "input": [28, 28, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense" } ] }' > miss.json
+expect_status 2 "$TPUSIM" train --model miss.json $S
+expect_err_contains "layers[1] (dense): field 'units': missing"
+printf '{ "input": [28, 28, 1],\n  "layers": [ { "type": "flatten" }, { "type": "densse", "units": 3 } ] }' > unk.json
+expect_status 2 "$TPUSIM" train --model unk.json $S
+expect_err_contains "layers[1]: field 'type': unknown layer 'densse'"
+printf '{ "input": [16, 16, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense", "units": 10 } ] }' > wrong.json
+expect_status 2 "$TPUSIM" train --model wrong.json $S
+expect_err_contains "the model takes input 16x16x1 and gives 10 classes; the data has samples of 28x28x1"
+expect_status 2 "$TPUSIM" train --model mlp --data /nonexistent
+expect_err_contains "/nonexistent: no train-images-idx3-ubyte"
+expect_status 2 "$TPUSIM" train --model mlp --backend gpu
+expect_status 2 "$TPUSIM" train --model mlp --resume
+expect_status 2 "$TPUSIM" train
+expect_status 0 "$TPUSIM" train --help
+expect_out_contains "--checkpoint DIR"
