@@ -27,6 +27,11 @@ PY
 head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s$' || die "csv header"
 /usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce ring" for e in x)' || die "trace"
 
+# --steps-per-epoch cuts each epoch short and the next starts at its own first batch
+expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --steps-per-epoch 2 --csv short.csv --json
+[ "$(wc -l < short.csv)" = 7 ] || die "steps-per-epoch rows: $(wc -l < short.csv)"
+[ "$(cut -d, -f1 short.csv | tail -n +2 | tr '\n' ' ')" = "1 1 2 2 3 3 " ] || die "epochs in csv"
+
 # text output when stdout is not a terminal: progress lines, no control characters
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
 expect_out_contains "4/4 [==============================]"
