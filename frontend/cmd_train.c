@@ -241,6 +241,10 @@ int fe_cmd_train(int argc, char **argv) {
     return fe_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
                           "(the global batch is split evenly, as TPUStrategy does)", o.batch, cores, cores);
   const bool numerics = o.level != TPU_FIDELITY_TIMING;
+  /* the cores in use take part in the all-reduce; the others idle (they
+  ** still share their chip's HBM bandwidth evenly: not modelled otherwise) */
+  tpu_chip_config tchip = chip;
+  tchip.cores = cores;
 
   /* the input: datafeed's pipeline (values) and host-time model (ready times) */
   fe_feed *feed = NULL;
@@ -280,7 +284,7 @@ int fe_cmd_train(int argc, char **argv) {
   static fe_trace_event ev[EVCAP];
   int nev = 0;
   uint64_t tm_wait = 0;
-  if ((st = fe_time_step(&model, &chip, o.prec, (int)(o.batch / cores), true, 0, &tm0, ev, EVCAP, &nev,
+  if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, &tm0, ev, EVCAP, &nev,
                          err, sizeof err))) {
     fe_feed_close(feed); fe_dataset_free(&test);
     return fe_usage_error(CMD, "%s: %s", o.model, err);
@@ -350,7 +354,7 @@ int fe_cmd_train(int argc, char **argv) {
       }
       uint64_t wait = (uint64_t)llround((ready_s - sim_time) * hz);
       if (wait != tm_wait || (o.trace && nsteps < 20)) {
-        if ((st = fe_time_step(&model, &chip, o.prec, (int)(o.batch / cores), true, wait, &tm,
+        if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, &tm,
                                o.trace && nsteps < 20 ? ev : NULL, EVCAP, &nev, err, sizeof err))) {
           status = fe_runtime_error(CMD, "%s", err);
           goto out;

@@ -98,6 +98,11 @@ printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "class
 expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_bad.json --batch 64
 expect_err_contains "p_bad.json:2:"
 
+# one core: no all-reduce to wait for
+expect_status 0 "$TPUSIM" train --model tiny.json $S --cores 1 --level timing --json
+echo "$OUT" > one.json
+[ "$(json_get stall.collective_wait one.json)" = 0.0 ] || die "1 core waits on a collective"
+
 # bad input
 expect_status 2 "$TPUSIM" train --model mlp $S --batch 100
 expect_err_contains "--batch 100 does not divide across 8 cores"
