@@ -33,6 +33,9 @@ static const char HELP[] =
   "  --data D               fashion-mnist (default), mnist, synthetic, or a directory\n"
   "                         holding the four IDX files\n"
   "  --epochs E             epochs (default 1)\n"
+  "  --pipeline FILE        the input pipeline, a datafeed JSON (docs/DATAFEED.md): its\n"
+  "                         batches feed the cores and its host-time model says when each\n"
+  "                         is ready (default: shuffle, normalize, batch, prefetch, no costs)\n"
   "  --steps-per-epoch S    stop each epoch after S steps (default: the whole training set)\n"
   "  --batch B              global batch (default 128); must divide by the cores\n"
   "  --cores C              cores to use (default: the chip's)\n"
@@ -52,7 +55,7 @@ static const char HELP[] =
   "                         uninterrupted run)\n";
 
 typedef struct opts {
-  const char *model, *data, *trace, *csv, *ckpt;
+  const char *model, *data, *trace, *csv, *ckpt, *pipeline;
   long epochs, steps, batch, cores, threads, synth_n;
   long long seed;              /* -1: the model's */
   fe_backend_kind backend;
@@ -100,7 +103,7 @@ static int parse_args(int argc, char **argv, opts *o, fe_common *com) {
     int r;
     struct { const char *name; const char **dst; } strs[] = {
       { "--model", &o->model }, { "--data", &o->data }, { "--trace", &o->trace },
-      { "--csv", &o->csv }, { "--checkpoint", &o->ckpt },
+      { "--csv", &o->csv }, { "--checkpoint", &o->ckpt }, { "--pipeline", &o->pipeline },
     };
     bool done = false;
     for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !done; k++)
@@ -238,68 +241,72 @@ int fe_cmd_train(int argc, char **argv) {
     return fe_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
                           "(the global batch is split evenly, as TPUStrategy does)", o.batch, cores, cores);
   const bool numerics = o.level != TPU_FIDELITY_TIMING;
+  /* the cores in use take part in the all-reduce; the others idle (they
+  ** still share their chip's HBM bandwidth evenly: not modelled otherwise) */
+  tpu_chip_config tchip = chip;
+  tchip.cores = cores;
 
-  fe_dataset train = { 0 }, test = { 0 };
-  if (numerics) {
-    if ((st = fe_dataset_load(o.data, false, (int)o.synth_n, model.seed, &train, err, sizeof err)) ||
-        (st = fe_dataset_load(o.data, true, (int)(o.synth_n / 4 > 0 ? o.synth_n / 4 : 1), model.seed, &test,
-                              err, sizeof err))) {
-      fe_dataset_free(&train);
-      return fe_usage_error(CMD, "--data %s: %s", o.data, err);
-    }
-  } else {
-    train.n = !strcmp(o.data, "synthetic") ? (int)o.synth_n : 60000;   /* shapes only */
+  /* the input: datafeed's pipeline (values) and host-time model (ready times) */
+  fe_feed *feed = NULL;
+  fe_feed_info fi;
+  fe_feed_opts fo = { .data = o.data, .pipeline = o.pipeline, .global_batch = (int)o.batch,
+                      .epochs = (int)o.epochs, .synthetic_n = (int)o.synth_n, .seed = model.seed };
+  if ((st = fe_feed_open(&fo, &feed, &fi, err, sizeof err))) {
+    if (st == TPU_ERR_NOMEM) return fe_runtime_error(CMD, "%s", err);
+    if (o.pipeline) return fe_usage_error(CMD, "--pipeline: %s", err);
+    return fe_usage_error(CMD, "--data %s: %s", o.data, err);
   }
+  fe_dataset test = { 0 };
   char a[48], b[48];
   int ncls = model.layers[model.nlayers - 1].out.c;
-  if (numerics && (fe_shape_size(train.shape) != fe_shape_size(model.input) || ncls != train.classes)) {
+  if (fe_shape_size(fi.shape) != fe_shape_size(model.input) || ncls != fi.classes) {
     fe_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
                    "and %d classes", o.model, fe_shape_str(model.input, a, sizeof a), ncls,
-                   fe_shape_str(train.shape, b, sizeof b), train.classes);
-    fe_dataset_free(&train); fe_dataset_free(&test);
+                   fe_shape_str(fi.shape, b, sizeof b), fi.classes);
+    fe_feed_close(feed);
     return 2;
   }
-  long steps_avail = train.n / o.batch;
+  if (numerics && (st = fe_feed_test_set(o.data, (int)o.synth_n, model.seed, &test, err, sizeof err))) {
+    fe_feed_close(feed);
+    return fe_usage_error(CMD, "--data %s (test split): %s", o.data, err);
+  }
+  long steps_avail = (long)fi.batches_per_epoch;
   if (steps_avail < 1) {
-    fe_dataset_free(&train); fe_dataset_free(&test);
-    return fe_usage_error(CMD, "--batch %ld is larger than the training set (%d samples)", o.batch, train.n);
+    fe_feed_close(feed); fe_dataset_free(&test);
+    return fe_usage_error(CMD, "--batch %ld is larger than the training set", o.batch);
   }
   long steps = o.steps && o.steps < steps_avail ? o.steps : steps_avail;
 
-  /* timing of one step (values never enter it): computed once, reused */
-  fe_step_timing tm;
+  /* Timing: values never enter it, so a step is timed once per distinct
+  ** infeed wait and reused (see the top of this file). */
+  fe_step_timing tm, tm0;
   enum { EVCAP = 4096 };
   static fe_trace_event ev[EVCAP];
   int nev = 0;
-  if ((st = fe_time_step(&model, &chip, o.prec, (int)(o.batch / cores), true, 0, &tm, ev, EVCAP, &nev,
+  uint64_t tm_wait = 0;
+  if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, &tm0, ev, EVCAP, &nev,
                          err, sizeof err))) {
-    fe_dataset_free(&train); fe_dataset_free(&test);
+    fe_feed_close(feed); fe_dataset_free(&test);
     return fe_usage_error(CMD, "%s: %s", o.model, err);
   }
+  tm = tm0;
   const double hz = chip.clock_mhz * 1e6;
-  const double step_s = (double)tm.step_cycles / hz;
+  double sum[6] = { 0 }, sum_cycles = 0, sum_macs = 0, sum_cap = 0;
+  long nsteps = 0;
 
   fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
   fe_trainer tr;
-  int *order = NULL;
-  float *xb = NULL;
-  uint8_t *yb = NULL;
   sbuf csv = { 0 }, tb = { 0 };
   json_t *hist = json_array();
   int status = 0;
   const bool tty = !com.json && fe_stdout_is_tty();
   const bool text = !com.json;
-  const size_t in = fe_shape_size(model.input);
-  if (numerics) {
-    if (fe_trainer_create(&model, &be, cores, (int)o.batch, (int)o.threads, &tr) != TPU_OK) {
-      status = fe_runtime_error(CMD, "out of memory creating the trainer");
-      goto out;
-    }
-  } else memset(&tr, 0, sizeof tr);
-  order = tpu_malloc((size_t)train.n * sizeof *order);
-  xb = tpu_malloc((size_t)o.batch * in * sizeof *xb);
-  yb = tpu_malloc((size_t)o.batch);
-  if (!order || !xb || !yb || !hist) { status = fe_runtime_error(CMD, "out of memory"); goto out; }
+  memset(&tr, 0, sizeof tr);
+  if (!hist) { status = fe_runtime_error(CMD, "out of memory"); goto out; }
+  if (numerics && fe_trainer_create(&model, &be, cores, (int)o.batch, (int)o.threads, &tr) != TPU_OK) {
+    status = fe_runtime_error(CMD, "out of memory creating the trainer");
+    goto out;
+  }
 
   fe_ckpt_info ck = { .seed = model.seed, .global_batch = (int)o.batch };
   int first_epoch = 0;
@@ -313,34 +320,49 @@ int fe_cmd_train(int argc, char **argv) {
     }
     first_epoch = got.epochs_done;
     gstep = got.step;
+    if (first_epoch < o.epochs && (st = fe_feed_seek(feed, first_epoch, err, sizeof err))) {
+      status = fe_runtime_error(CMD, "%s", err);
+      goto out;
+    }
   }
 
-  if (o.csv) sb_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,sim_time_s\n");
+  if (o.csv) sb_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s\n");
   if (o.trace) { sb_printf(&tb, "[\n"); trace_meta(&tb, cores, chip.name); }
   const double us_per_cycle = 1e6 / hz;
   double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
   double sim_time = 0;
   if (text)
-    printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s\n",
+    printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s%s%s\n",
            model.name, model.nparams, chip.name, cores, o.batch / cores, o.batch,
            o.backend == FE_BACKEND_SIM ? "sim " : "reference",
            o.backend == FE_BACKEND_SIM ? tpu_precision_name(o.prec) : "",
-           numerics ? "" : " (timing level: no values)", o.data);
+           numerics ? "" : " (timing level: no values)", o.pipeline ? "pipeline " : "",
+           o.pipeline ? o.pipeline : o.data, "");
   for (int ep = first_epoch; ep < o.epochs; ep++) {
     double ew0 = now_s(), lsum = 0;
     long csum = 0;
     if (text) printf("Epoch %d/%ld\n", ep + 1, o.epochs);
-    if (numerics) fe_epoch_order(model.seed, ep, train.n, order);
-    double last_draw = 0;
+    double last_draw = 0, ep_sim = 0;
     for (long s = 0; s < steps; s++, gstep++) {
-      double loss = NAN;
+      double loss = NAN, ready_s;
       int cor = 0;
-      if (numerics) {
-        for (long k = 0; k < o.batch; k++) {
-          int idx = order[s * o.batch + k];
-          memcpy(xb + (size_t)k * in, train.x + (size_t)idx * in, in * sizeof *xb);
-          yb[k] = train.y[idx];
+      const float *xb;
+      const uint8_t *yb;
+      if ((st = fe_feed_next(feed, sim_time, &xb, &yb, &ready_s, err, sizeof err))) {
+        status = fe_runtime_error(CMD, "step %ld: %s", s, err);
+        goto out;
+      }
+      uint64_t wait = (uint64_t)llround((ready_s - sim_time) * hz);
+      if (wait != tm_wait || (o.trace && nsteps < 20)) {
+        if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, &tm,
+                               o.trace && nsteps < 20 ? ev : NULL, EVCAP, &nev, err, sizeof err))) {
+          status = fe_runtime_error(CMD, "%s", err);
+          goto out;
         }
+        tm_wait = wait;
+      }
+      const double step_s = (double)tm.step_cycles / hz;
+      if (numerics) {
         if ((st = fe_trainer_step(&tr, xb, yb, gstep, (uint64_t)(s * o.batch), &loss, &cor))) {
           status = fe_runtime_error(CMD, "step %ld: %s", s, tpu_status_str(st));
           goto out;
@@ -348,19 +370,30 @@ int fe_cmd_train(int argc, char **argv) {
         lsum += loss;
         csum += cor;
       }
-      if (o.trace && gstep - (uint64_t)first_epoch * (uint64_t)steps < 20)
-        trace_step(&tb, cores, (long)gstep, sim_time * 1e6, ev, nev, us_per_cycle);
+      if (o.trace && nsteps < 20) trace_step(&tb, cores, (long)gstep, sim_time * 1e6, ev, nev, us_per_cycle);
+      double parts[6] = { tm.mxu_busy, tm.vpu_busy, tm.memory_wait, tm.infeed_wait, tm.collective_wait, tm.idle };
+      for (int k = 0; k < 6; k++) sum[k] += parts[k];
+      sum_cycles += (double)tm.step_cycles;
+      sum_macs += (double)tm.macs;
+      sum_cap += (double)tm.mxu_cycles_capacity;
+      nsteps++;
       sim_time += step_s;
+      ep_sim += step_s;
       last_loss = lsum / (double)(s + 1);
       last_acc = (double)csum / (double)((s + 1) * o.batch);
       if (o.csv)
-        sb_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,
-                  numerics ? loss : NAN, numerics ? (double)cor / (double)o.batch : NAN, step_s, sim_time);
+        sb_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,
+                  numerics ? loss : NAN, numerics ? (double)cor / (double)o.batch : NAN, step_s,
+                  (double)wait / hz, sim_time);
       double t = now_s();
       if (tty && (t - last_draw > 0.05 || s + 1 == steps)) {
-        progress(true, false, s + 1, steps, step_s, last_loss, last_acc);
+        progress(true, false, s + 1, steps, ep_sim / (double)(s + 1), last_loss, last_acc);
         last_draw = t;
       }
+    }
+    if (steps < steps_avail && ep + 1 < o.epochs && (st = fe_feed_seek(feed, ep + 1, err, sizeof err))) {
+      status = fe_runtime_error(CMD, "%s", err);
+      goto out;
     }
     double ewall = now_s() - ew0;
     if (numerics && (st = fe_trainer_eval(&tr, &test, &test_loss, &test_acc))) {
@@ -368,14 +401,16 @@ int fe_cmd_train(int argc, char **argv) {
       goto out;
     }
     if (text) {
-      progress(tty, true, steps, steps, step_s, last_loss, last_acc);
-      printf(" - wall %.1fs - test_loss: %.4f - test_accuracy: %.4f\n", ewall, test_loss, test_acc);
+      progress(tty, true, steps, steps, ep_sim / (double)steps, last_loss, last_acc);
+      if (numerics) printf(" - wall %.1fs - test_loss: %.4f - test_accuracy: %.4f\n", ewall, test_loss, test_acc);
+      else printf(" - wall %.1fs\n", ewall);
       fflush(stdout);
     }
-    json_array_append_new(hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
+    json_array_append_new(hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
                                           "loss", numerics ? last_loss : 0.0, "accuracy", numerics ? last_acc : 0.0,
                                           "test_loss", numerics ? test_loss : 0.0,
-                                          "test_accuracy", numerics ? test_acc : 0.0, "wall_s", ewall));
+                                          "test_accuracy", numerics ? test_acc : 0.0, "wall_s", ewall,
+                                          "sim_s", ep_sim));
     if (o.ckpt && numerics) {
       ck.epochs_done = ep + 1;
       ck.step = gstep;
@@ -401,12 +436,19 @@ int fe_cmd_train(int argc, char **argv) {
     }
   }
 
-  double sc = (double)tm.step_cycles;
-  double fr[6] = { tm.mxu_busy / sc, tm.vpu_busy / sc, tm.memory_wait / sc, tm.infeed_wait / sc,
-                   tm.collective_wait / sc, tm.idle / sc };
+  if (nsteps == 0) {   /* resumed after the last epoch: nothing ran, time one step for the report */
+    for (int k = 0; k < 6; k++) sum[k] = (double[]){ tm0.mxu_busy, tm0.vpu_busy, tm0.memory_wait, tm0.infeed_wait,
+                                                      tm0.collective_wait, tm0.idle }[k];
+    sum_cycles = (double)tm0.step_cycles; sum_macs = (double)tm0.macs; sum_cap = (double)tm0.mxu_cycles_capacity;
+    nsteps = 1;
+  }
+  double sc = sum_cycles;
+  double fr[6];
+  for (int k = 0; k < 6; k++) fr[k] = sum[k] / sc;
   static const char *const SN[6] = { "mxu_busy", "vpu_busy", "memory_wait", "infeed_wait", "collective_wait", "idle" };
   /* useful MACs only: extra bf16 passes cost time but are not model work */
-  double util = (double)tm.macs / (double)tpu_precision_passes(o.prec) / (double)tm.mxu_cycles_capacity;
+  double util = sum_macs / (double)tpu_precision_passes(o.prec) / sum_cap;
+  const double step_s = sum_cycles / (double)nsteps / hz;
   double ips = (double)o.batch / step_s;
   uint64_t phash = numerics ? fe_params_hash(tr.params, model.nparams) : 0;
   if (com.json) {
@@ -426,7 +468,8 @@ int fe_cmd_train(int argc, char **argv) {
     json_object_set_new(j, "train_loss", numerics ? json_real(last_loss) : json_null());
     json_object_set_new(j, "train_accuracy", numerics ? json_real(last_acc) : json_null());
     json_object_set_new(j, "sim_step_s", json_real(step_s));
-    json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)tm.step_cycles));
+    json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(sum_cycles / (double)nsteps)));
+    json_object_set_new(j, "sim_time_s", json_real(sim_time));
     json_object_set_new(j, "images_per_s", json_real(ips));
     json_object_set_new(j, "mxu_utilization", json_real(util));
     json_object_set_new(j, "stall", stall);
@@ -445,8 +488,8 @@ int fe_cmd_train(int argc, char **argv) {
     printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", model.name, chip.name,
            cores, o.batch, o.batch / cores, o.backend == FE_BACKEND_SIM ? (o.prec == TPU_PREC_BF16 ? "sim bf16" : o.prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
     if (numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", test_acc, test_loss);
-    printf("  simulated step    %.4g us (%llu cycles at %g MHz), %.4g images/s\n", step_s * 1e6,
-           (unsigned long long)tm.step_cycles, chip.clock_mhz, ips);
+    printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %ld steps), %.4g images/s\n", step_s * 1e6,
+           sum_cycles / (double)nsteps, chip.clock_mhz, nsteps, ips);
     printf("  MXU utilization   %.2f%%\n", util * 100);
     printf("  step time         ");
     for (int k = 0; k < 6; k++) printf("%s %.1f%%%s", SN[k], fr[k] * 100, k < 5 ? "  " : "\n");
@@ -456,12 +499,9 @@ int fe_cmd_train(int argc, char **argv) {
 out:
   json_decref(hist);
   if (numerics) fe_trainer_destroy(&tr);
-  tpu_free(order);
-  tpu_free(xb);
-  tpu_free(yb);
   tpu_free(csv.p);
   tpu_free(tb.p);
-  fe_dataset_free(&train);
+  fe_feed_close(feed);
   fe_dataset_free(&test);
   return status;
 }

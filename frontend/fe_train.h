@@ -210,21 +210,43 @@ tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_prec
 /* }================================================================== */
 
 /* {==================================================================
-** Data (a minimal IDX loader until datafeed's readers land; see train_data.c)
+** Data: datafeed's pipeline and host-time model (train_feed.c)
 ** ================================================================== */
-typedef struct fe_dataset {
+typedef struct fe_dataset {    /* a whole split in memory (the test set) */
   int n;                       /* samples */
   fe_shape shape;              /* per sample */
   int classes;
   float *x;                    /* n x size, scaled to [0, 1] */
   uint8_t *y;                  /* n labels */
 } fe_dataset;
-/* 'what': "fashion-mnist", "mnist", "synthetic" or a directory holding the
-** four IDX files (gzip or raw). 'test' picks the test split. Synthetic: a
-** seeded, learnable 28x28x1, 10-class set of 'synthetic_n' samples. */
-tpu_status fe_dataset_load(const char *what, bool test, int synthetic_n, uint64_t seed,
-                           fe_dataset *out, char *err, size_t errcap);
 void fe_dataset_free(fe_dataset *d);
+
+typedef struct fe_feed fe_feed;
+typedef struct fe_feed_opts {
+  const char *data;            /* fashion-mnist, mnist, synthetic or an IDX directory */
+  const char *pipeline;        /* a datafeed JSON file, or NULL for the built-in one */
+  int global_batch, epochs, synthetic_n;
+  uint64_t seed;               /* shuffle and synthetic data */
+} fe_feed_opts;
+typedef struct fe_feed_info {
+  fe_shape shape;
+  int classes;
+  int64_t batches_per_epoch;
+} fe_feed_info;
+/* Opens the training pipeline and its host-time model. On failure *out is
+** NULL and err names the file and field (TPU_ERR_CONFIG / INPUT / IO). */
+tpu_status fe_feed_open(const fe_feed_opts *o, fe_feed **out, fe_feed_info *info, char *err, size_t errcap);
+void fe_feed_close(fe_feed *f);                                  /* NULL is a no-op */
+/* Positions the pipeline at the first batch of 'epoch'. */
+tpu_status fe_feed_seek(fe_feed *f, int epoch, char *err, size_t errcap);
+/* The next global batch (borrowed until the next call) and the simulated
+** host time it is ready, for a consumer asking at 'request_s'. */
+tpu_status fe_feed_next(fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
+                        char *err, size_t errcap);
+/* The test split of 'data' (synthetic: synthetic_n/4 samples after the
+** training ones), whole, scaled to [0, 1]. */
+tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe_dataset *out,
+                            char *err, size_t errcap);
 /* }================================================================== */
 
 
@@ -251,8 +273,6 @@ tpu_status fe_trainer_step(fe_trainer *t, const float *x, const uint8_t *y, uint
                            uint64_t first_sample, double *loss, int *correct);
 /* Mean loss and accuracy over a whole dataset (forward only, all cores). */
 tpu_status fe_trainer_eval(fe_trainer *t, const fe_dataset *d, double *loss, double *acc);
-/* Sample order of an epoch: a seeded Fisher-Yates permutation of 0..n-1. */
-void fe_epoch_order(uint64_t seed, int epoch, int n, int *order);
 /* FNV-1a of the parameters' bits: a fingerprint for bit-identity checks. */
 uint64_t fe_params_hash(const float *p, size_t n);
 

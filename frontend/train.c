@@ -167,15 +167,6 @@ tpu_status fe_trainer_eval(fe_trainer *t, const fe_dataset *d, double *loss, dou
   return TPU_OK;
 }
 
-void fe_epoch_order(uint64_t seed, int epoch, int n, int *order) {
-  for (int i = 0; i < n; i++) order[i] = i;
-  uint64_t key = fe_mix64(fe_mix64(seed ^ 0x5eedu) + (uint64_t)epoch);
-  for (int i = n - 1; i > 0; i--) {
-    int j = (int)(fe_mix64(key + (uint64_t)i) % (uint64_t)(i + 1));
-    int tmp = order[i]; order[i] = order[j]; order[j] = tmp;
-  }
-}
-
 uint64_t fe_params_hash(const float *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   const unsigned char *b = (const unsigned char *)p;

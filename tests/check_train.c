@@ -16,7 +16,7 @@
 #include "frontend/layers.c"
 #include "frontend/model.c"
 #include "frontend/train.c"
-#include "frontend/train_data.c"
+#include "frontend/train_feed.c"
 #include "frontend/train_timing.c"
 #include "tests/test_util.h"
 
@@ -157,7 +157,8 @@ static uint64_t train_steps(const fe_model *m, fe_backend_kind kind, int cores, 
   ck_assert_int_eq(fe_trainer_create(m, &be, cores, gb, threads, &t), TPU_OK);
   fe_dataset d;
   char err[256];
-  ck_assert_int_eq(fe_dataset_load("synthetic", false, gb * steps, 3, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(fe_feed_test_set("synthetic", 4 * gb * steps, 3, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(d.n, gb * steps);
   size_t in = fe_shape_size(m->input);
   for (int s = 0; s < steps; s++) {
     double loss;
@@ -261,7 +262,7 @@ START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
   fe_dataset d;
   char err[512], dir[] = "/tmp/tpusim_ckXXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  ck_assert_int_eq(fe_dataset_load("synthetic", false, 8, 1, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(fe_feed_test_set("synthetic", 32, 1, &d, err, sizeof err), TPU_OK);
   double loss;
   int cor;
   ck_assert_int_eq(fe_trainer_step(&a, d.x, d.y, 0, 0, &loss, &cor), TPU_OK);

@@ -24,8 +24,13 @@ assert 0 < d["mxu_utilization"] <= 1 and d["sim_step_s"] > 0
 assert len(d["history"]) == 2 and d["steps_per_epoch"] == 4
 PY
 [ "$(wc -l < steps.csv)" = 9 ] || die "csv rows: $(wc -l < steps.csv)"
-head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,sim_time_s$' || die "csv header"
+head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s$' || die "csv header"
 /usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce ring" for e in x)' || die "trace"
+
+# --steps-per-epoch cuts each epoch short and the next starts at its own first batch
+expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --steps-per-epoch 2 --csv short.csv --json
+[ "$(wc -l < short.csv)" = 7 ] || die "steps-per-epoch rows: $(wc -l < short.csv)"
+[ "$(cut -d, -f1 short.csv | tail -n +2 | tr '\n' ' ')" = "1 1 2 2 3 3 " ] || die "epochs in csv"
 
 # text output when stdout is not a terminal: progress lines, no control characters
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
@@ -64,6 +69,40 @@ echo "$OUT" > tm.json
 [ "$(json_get test_accuracy tm.json)" = None ] || die "timing level has accuracy"
 [ "$(json_get sim_step_cycles tm.json)" = "$(json_get sim_step_cycles t1.json)" ] || die "timing level step differs"
 
+# a datafeed pipeline feeds the cores; its host-time model decides the infeed waits:
+# the naive pipeline waits more than the prefetching one, and both report it
+for kind in naive prefetch; do
+  pf=""; [ $kind = prefetch ] && pf=', { "op": "prefetch", "buffer_size": 2 }'; par=1; [ $kind = prefetch ] && par=2
+  cat > p_$kind.json <<JSON
+{ "source": { "kind": "synthetic", "n": 1024, "shape": [28, 28, 1], "classes": 10, "seed": 1,
+              "files": 1, "open_latency_s": 0.001, "read_latency_s": 2e-7 },
+  "stages": [ { "op": "batch", "batch_size": 64, "drop_remainder": true },
+              { "op": "map", "fn": "normalize", "num_parallel_calls": $par, "cost_per_element_s": 2e-7 },
+              { "op": "repeat", "count": -1 } $pf ] }
+JSON
+  expect_status 0 "$TPUSIM" train --model tiny.json --pipeline p_$kind.json --batch 64 --data synthetic --synthetic-n 256 --epochs 2 --json --csv c_$kind.csv
+  echo "$OUT" > r_$kind.json
+done
+/usr/bin/python3 - r_naive.json r_prefetch.json <<'PY' || die "pipeline infeed waits"
+import json,sys
+n=json.load(open(sys.argv[1])); p=json.load(open(sys.argv[2]))
+assert n["stall"]["infeed_wait"] > p["stall"]["infeed_wait"] > 0, (n["stall"], p["stall"])
+assert n["sim_step_s"] > p["sim_step_s"]
+assert n["test_accuracy"] == p["test_accuracy"]          # same batches, same values
+assert n["steps_per_epoch"] == 16
+PY
+awk -F, 'NR>1 && $6 > 0 {w++} END {exit !(w > 0)}' c_naive.csv || die "csv has no infeed waits"
+expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_naive.json --batch 32 --data synthetic
+expect_err_contains "the pipeline's batch stage gives batches of 64; training needs the global batch (32, --batch)"
+printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "classes": 10 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }' > p_bad.json
+expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_bad.json --batch 64
+expect_err_contains "p_bad.json:2:"
+
+# one core: no all-reduce to wait for
+expect_status 0 "$TPUSIM" train --model tiny.json $S --cores 1 --level timing --json
+echo "$OUT" > one.json
+[ "$(json_get stall.collective_wait one.json)" = 0.0 ] || die "1 core waits on a collective"
+
 # bad input
 expect_status 2 "$TPUSIM" train --model mlp $S --batch 100
 expect_err_contains "--batch 100 does not divide across 8 cores"
@@ -82,7 +121,7 @@ printf '{ "input": [16, 16, 1],\n  "layers": [ { "type": "flatten" }, { "type": 
 expect_status 2 "$TPUSIM" train --model wrong.json $S
 expect_err_contains "the model takes input 16x16x1 and gives 10 classes; the data has samples of 28x28x1"
 expect_status 2 "$TPUSIM" train --model mlp --data /nonexistent
-expect_err_contains "/nonexistent: no train-images-idx3-ubyte"
+expect_err_contains "--data /nonexistent: /nonexistent/train-"
 expect_status 2 "$TPUSIM" train --model mlp --backend gpu
 expect_status 2 "$TPUSIM" train --model mlp --resume
 expect_status 2 "$TPUSIM" train

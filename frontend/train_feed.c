@@ -1,0 +1,192 @@
+/*
+** train_feed.c -- the training input through datafeed: the real pipeline
+** (tpu_df) gives each step's global batch, its host-time model
+** (tpu_df_model) says when that batch reaches the cores' infeed.
+**
+** Without --pipeline the description is built here from --data: source,
+** shuffle over the whole set (seeded), normalize to [0, 1], batch (global,
+** drop_remainder), repeat(epochs), prefetch(2), with no modeled costs (so
+** the input is free: infeed waits are zero). With --pipeline FILE it is the
+** user's datafeed JSON (docs/DATAFEED.md); its batch stage must give the
+** global batch, and a repeat is added when it has none. The test set is
+** always the --data source's test split (synthetic: the elements after the
+** training ones, so they share the class prototypes), read whole.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "datafeed/df.h"
+#include "frontend/fe_train.h"
+
+struct fe_feed {
+  tpu_df *df;
+  tpu_df_model *model;
+  int batch, classes;
+  int64_t per_epoch;           /* batches per epoch */
+  int epoch, index;            /* position of the next batch */
+  uint8_t *y;                  /* labels of the current batch */
+};
+
+void fe_dataset_free(fe_dataset *d) {
+  tpu_free(d->x);
+  tpu_free(d->y);
+  memset(d, 0, sizeof *d);
+}
+
+static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64_t seed,
+                            tpu_df_source *src, char *err, size_t errcap) {
+  *src = tpu_df_source_default();
+  src->test_split = test;
+  if (!strcmp(data, "fashion-mnist")) return TPU_OK;
+  if (!strcmp(data, "mnist")) { src->kind = TPU_DF_SRC_MNIST; src->dir = "/usr/share/datasets/mnist"; return TPU_OK; }
+  if (!strcmp(data, "synthetic")) {
+    src->kind = TPU_DF_SRC_SYNTHETIC;
+    src->n = test ? synthetic_n + synthetic_n / 4 : synthetic_n;
+    src->height = 28; src->width = 28; src->channels = 1; src->classes = 10;
+    src->seed = seed;
+    return TPU_OK;
+  }
+  src->kind = TPU_DF_SRC_MNIST;      /* a directory of the four IDX files */
+  src->dir = data;
+  (void)err; (void)errcap;
+  return TPU_OK;
+}
+
+#define TRY(x) do { if ((st = (x)) != TPU_OK) goto fail; } while (0)
+
+tpu_status fe_feed_open(const fe_feed_opts *o, fe_feed **out, fe_feed_info *info, char *err, size_t errcap) {
+  *out = NULL;
+  tpu_df_spec *spec = NULL;
+  tpu_status st;
+  fe_feed *f = tpu_calloc(1, sizeof *f);
+  if (!f) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  if (o->pipeline) {
+    if ((st = tpu_df_spec_load(o->pipeline, &spec, err, errcap)) != TPU_OK) goto out;
+    int b = tpu_df_spec_batch_size(spec);
+    if (b != o->global_batch) {
+      snprintf(err, errcap, "%s: the pipeline's batch stage gives batches of %d; training needs the global batch "
+               "(%d, --batch) from a batch stage with drop_remainder", o->pipeline, b, o->global_batch);
+      st = TPU_ERR_CONFIG;
+      goto out;
+    }
+  } else {
+    tpu_df_source src;
+    if ((st = source_of(o->data, false, o->synthetic_n, o->seed, &src, err, errcap))) goto out;
+    if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); goto out; }
+    TRY(tpu_df_spec_set_source(spec, &src));
+    TRY(tpu_df_spec_shuffle(spec, src.kind == TPU_DF_SRC_SYNTHETIC ? src.n : 60000, o->seed));
+    TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 1));
+    TRY(tpu_df_spec_batch(spec, o->global_batch, true));
+    TRY(tpu_df_spec_repeat(spec, o->epochs));
+    TRY(tpu_df_spec_prefetch(spec, 2));
+  }
+  if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
+  tpu_df_info di;
+  tpu_df_get_info(f->df, &di);
+  if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
+    snprintf(err, errcap, "%s: the pipeline repeats %lld times; training for %d epochs needs a repeat stage of at "
+             "least that count", o->pipeline ? o->pipeline : "pipeline", (long long)di.epochs, o->epochs);
+    st = TPU_ERR_CONFIG;
+    goto out;
+  }
+  if (di.classes > 256) {
+    snprintf(err, errcap, "the data has %d classes; at most 256 are supported", di.classes);
+    st = TPU_ERR_CONFIG;
+    goto out;
+  }
+  tpu_df_model_options mo = tpu_df_model_options_default();
+  if ((st = tpu_df_model_create(spec, &mo, &f->model, err, errcap)) != TPU_OK) goto out;
+  f->batch = o->global_batch;
+  f->classes = di.classes;
+  f->per_epoch = di.batches_per_epoch;
+  if (!(f->y = tpu_malloc((size_t)f->batch))) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
+  info->shape = (fe_shape){ di.height, di.width, di.channels };
+  info->classes = di.classes;
+  info->batches_per_epoch = di.batches_per_epoch;
+  *out = f;
+  f = NULL;
+  goto out;
+fail:
+  snprintf(err, errcap, "%s", spec ? tpu_df_spec_errmsg(spec) : "out of memory");
+out:
+  tpu_df_spec_destroy(spec);
+  fe_feed_close(f);
+  return st;
+}
+
+void fe_feed_close(fe_feed *f) {
+  if (!f) return;
+  tpu_df_close(f->df);
+  tpu_df_model_destroy(f->model);
+  tpu_free(f->y);
+  tpu_free(f);
+}
+
+tpu_status fe_feed_seek(fe_feed *f, int epoch, char *err, size_t errcap) {
+  tpu_status st = tpu_df_seek(f->df, epoch, 0);
+  if (st != TPU_OK) snprintf(err, errcap, "cannot seek the pipeline to epoch %d: %s", epoch, tpu_df_errmsg(f->df));
+  f->epoch = epoch;
+  f->index = 0;
+  return st;
+}
+
+tpu_status fe_feed_next(fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
+                        char *err, size_t errcap) {
+  tpu_df_batch b;
+  tpu_status st = tpu_df_next(f->df, &b);
+  if (st != TPU_OK || b.size != f->batch) {
+    snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
+    return st != TPU_OK ? st : TPU_ERR_INPUT;
+  }
+  for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
+  *x = b.x;
+  *y = f->y;
+  double r = tpu_df_model_next(f->model, request_s);
+  *ready_s = r < request_s ? request_s : r;
+  f->index++;
+  return TPU_OK;
+}
+
+tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe_dataset *out,
+                            char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  tpu_df_source src;
+  tpu_df_spec *spec = NULL;
+  tpu_df *df = NULL;
+  tpu_status st = source_of(data, true, synthetic_n, seed, &src, err, errcap);
+  if (st) return st;
+  const int chunk = 1000;
+  if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); return st; }
+  if ((st = tpu_df_spec_set_source(spec, &src)) || (st = tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 1)) ||
+      (st = tpu_df_spec_batch(spec, chunk, false))) {
+    snprintf(err, errcap, "%s", tpu_df_spec_errmsg(spec));
+    goto out;
+  }
+  if ((st = tpu_df_open(spec, NULL, &df, err, errcap)) != TPU_OK) goto out;
+  tpu_df_info di;
+  tpu_df_get_info(df, &di);
+  int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? synthetic_n : 0;  /* synthetic: the tail */
+  int64_t n = di.elements - first;
+  out->n = (int)n;
+  out->shape = (fe_shape){ di.height, di.width, di.channels };
+  out->classes = di.classes;
+  out->x = tpu_malloc((size_t)n * (size_t)di.features * sizeof(float) + 1);
+  out->y = tpu_malloc((size_t)n + 1);
+  if (!out->x || !out->y) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
+  for (int64_t at = 0;;) {
+    tpu_df_batch b;
+    if ((st = tpu_df_next(df, &b)) != TPU_OK) { snprintf(err, errcap, "%s", tpu_df_errmsg(df)); goto out; }
+    if (b.size == 0) break;
+    for (int i = 0; i < b.size; i++, at++) {
+      if (at < first) continue;
+      memcpy(out->x + (size_t)(at - first) * (size_t)di.features, b.x + (size_t)i * (size_t)b.features,
+             (size_t)b.features * sizeof(float));
+      out->y[at - first] = (uint8_t)b.y[i];
+    }
+  }
+out:
+  if (st) fe_dataset_free(out);
+  tpu_df_close(df);
+  tpu_df_spec_destroy(spec);
+  return st;
+}
