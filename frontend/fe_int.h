@@ -23,6 +23,7 @@ typedef int (*fe_cmd_fn)(int argc, char **argv);
 int fe_cmd_info(int argc, char **argv);
 int fe_cmd_matmul(int argc, char **argv);
 int fe_cmd_pipeline(int argc, char **argv);
+int fe_cmd_viz(int argc, char **argv);
 
 /* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
 int fe_usage_error(const char *cmd, const char *fmt, ...)

@@ -10,6 +10,7 @@ typedef struct cmd { const char *name; fe_cmd_fn fn; const char *summary; } cmd;
 static const cmd CMDS[] = {
   { "info",     fe_cmd_info,     "print a chip configuration and its peak figures" },
   { "matmul",   fe_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
+  { "viz",      fe_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 
