@@ -165,6 +165,21 @@ int fe_cmd_viz(int argc, char **argv) {
         "n", tl[j].n, "load_start", (json_int_t)tt[j].load_start, "stream_start", (json_int_t)tt[j].stream_start,
         "last_result", (json_int_t)tt[j].last_result));
     json_object_set_new(o_, "core", json_integer(tpu_viz_core(v) + 1));
+    /* where things are in the frames, for scripts that read the PNGs */
+    tpu_viz_layout l;
+    tpu_viz_layout_of(v, width, height, &l);
+    json_t *cy = json_array(), *colors = json_object();
+    for (int p = 0; p < chip.cores; p++) json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
+    for (int j = 0; j < TPU_VIZ_NCAT; j++) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_cat_color((tpu_viz_cat)j) & 0xffffffu));
+      json_object_set_new(colors, tpu_viz_cat_name((tpu_viz_cat)j), json_string(hex));
+    }
+    json_object_set_new(o_, "colors", colors);
+    json_object_set_new(o_, "layout", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",
+      "width", l.width, "height", l.height, "array_x", l.array.x, "array_y", l.array.y, "cell", l.cell,
+      "timeline_x", l.timeline.x, "timeline_w", l.timeline.w, "core_y", cy));
+    json_object_set_new(json_object_get(o_, "layout"), "strip_h", json_integer(l.strip_h));
     json_object_set_new(o_, "tiles", ta);
     json_dumpf(o_, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');

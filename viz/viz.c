@@ -352,7 +352,7 @@ uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
   if (px >= l->timeline.w) px = l->timeline.w - 1;
-  uint64_t c = (uint64_t)(((double)px + 0.5) * (double)v->total / (double)l->timeline.w);
+  uint64_t c = (uint64_t)((double)px * (double)v->total / (double)l->timeline.w);
   return c < v->total ? c : v->total - 1;
 }
 
