@@ -46,7 +46,7 @@ typedef struct ui {
   tpu_viz *v;
   tpu_viz_layout l;
   SDL_Surface *frame;
-  TTF_Font *font, *small;
+  TTF_Font *font, *small, *mono;
   bool running, help, quit;
   double speed, carry;             /* cycles per second; fractional cycles pending */
   int hover_r, hover_c;
@@ -164,7 +164,7 @@ static void compose(ui *u) {
       const char *e = strchr(s, '\n');
       size_t n = e ? (size_t)(e - s) : strlen(s);
       snprintf(b, sizeof b, "%.*s", (int)n, s);
-      text(u, u->small, l->info.x, y, 0xffe0e0e0u, b);
+      text(u, u->mono, l->info.x, y, 0xffe0e0e0u, b);
       y += 14;
       s += n + (e ? 1 : 0);
     }
@@ -200,7 +200,8 @@ static int ui_open(ui *u, tpu_viz *v, int w, int h, char *err, size_t errcap) {
   if (!TTF_WasInit() && TTF_Init() != 0) { snprintf(err, errcap, "SDL_ttf: %s", TTF_GetError()); return -1; }
   u->font = TTF_OpenFont(FONT_PATH, 13);
   u->small = TTF_OpenFont(FONT_PATH, 10);
-  if (!u->font || !u->small) {
+  u->mono = TTF_OpenFont(MONO_PATH, 11);
+  if (!u->font || !u->small || !u->mono) {
     snprintf(err, errcap, "cannot open the font %s (Debian package fonts-dejavu-core): %s", FONT_PATH, TTF_GetError());
     return -1;
   }
@@ -213,6 +214,7 @@ static void ui_close(ui *u) {
   if (u->frame) SDL_FreeSurface(u->frame);
   if (u->font) TTF_CloseFont(u->font);
   if (u->small) TTF_CloseFont(u->small);
+  if (u->mono) TTF_CloseFont(u->mono);
 }
 
 int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *err, size_t errcap) {

@@ -37,7 +37,7 @@ s0 = tiles[0]["stream_start"]
 IDLE, LOADING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00)
 for f in range(4):
     t = s0 + 2 + 3 * f
-    img = png_read.read("fr/frame_%06d.png" % f)
+    img = png_read.read("fr/frame_%06d.png" % f, L["array_y"] + 8 * L["cell"])
     assert img[0] == L["width"] and img[1] == L["height"]
     for r in range(8):
         for c in range(8):
@@ -47,7 +47,7 @@ for f in range(4):
             got = px not in (IDLE, LOADING)
             assert got == comp, "cycle %d cell (%d,%d): pixel %s, computing expected: %s" % (t, r, c, px, comp)
 # the stall strip of each core: band lengths proportional to the reported totals
-img = png_read.read("fr/frame_000000.png")
+img = png_read.read("fr/frame_000000.png", max(L["core_y"]) + L["strip_h"])
 T = d["total_cycles"]; w = L["timeline_w"]
 col = {k: tuple(int(v[i:i + 2], 16) for i in (1, 3, 5)) for k, v in d["colors"].items()}
 for p, tot in enumerate(d["stall_cycles_per_core"]):
