@@ -165,6 +165,19 @@ int tpu_viz_app_run(tpu_viz *v, const tpu_viz_app_opts *o);
 /* Renders the current frame with text to a PNG file (software, no window).
 ** Needs SDL video initialised (any driver) and TTF. 0 or -1 (err set). */
 int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *err, size_t errcap);
+/* A canvas: one software frame (ARGB8888) with its fonts, composed as the
+** window shows it (shapes, then text). Needs SDL initialised (any video
+** driver, e.g. dummy); TTF is initialised on first use. On failure *out is
+** NULL and err says why (e.g. the font is missing). 'v' must outlive it. */
+typedef struct tpu_viz_canvas tpu_viz_canvas;
+tpu_status tpu_viz_canvas_create(tpu_viz *v, int width, int height, tpu_viz_canvas **out,
+                                 char *err, size_t errcap);
+void tpu_viz_canvas_destroy(tpu_viz_canvas *c);             /* NULL is a no-op */
+void tpu_viz_canvas_draw(tpu_viz_canvas *c);                /* this function can't fail */
+/* The composed pixels (owned by the canvas), 'pitch' pixels per row. */
+const uint32_t *tpu_viz_canvas_pixels(const tpu_viz_canvas *c, int *pitch);
+/* Writes the frame whole or not at all; 0, or -1 with err set. */
+int tpu_viz_canvas_save_png(tpu_viz_canvas *c, const char *path, char *err, size_t errcap);
 /* The key help text (for --help and the on-screen help). */
 extern const char TPU_VIZ_KEYS_HELP[];
 /* }================================================================== */

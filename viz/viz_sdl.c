@@ -42,7 +42,7 @@ const char TPU_VIZ_KEYS_HELP[] =
   "  h or ?       show / hide this help\n"
   "  q or Esc     quit\n";
 
-typedef struct ui {
+struct tpu_viz_canvas {
   tpu_viz *v;
   tpu_viz_layout l;
   SDL_Surface *frame;
@@ -52,7 +52,8 @@ typedef struct ui {
   int hover_r, hover_c;
   int shots;
   const char *out_dir;
-} ui;
+};
+typedef struct tpu_viz_canvas ui;
 
 static void text(ui *u, TTF_Font *f, int x, int y, uint32_t argb, const char *s) {
   if (!s[0]) return;
@@ -215,6 +216,33 @@ static void ui_close(ui *u) {
   if (u->font) TTF_CloseFont(u->font);
   if (u->small) TTF_CloseFont(u->small);
   if (u->mono) TTF_CloseFont(u->mono);
+}
+
+tpu_status tpu_viz_canvas_create(tpu_viz *v, int width, int height, tpu_viz_canvas **out,
+                                 char *err, size_t errcap) {
+  *out = NULL;
+  ui *u = tpu_malloc(sizeof *u);
+  if (!u) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  if (ui_open(u, v, width, height, err, errcap) != 0) {
+    ui_close(u);
+    tpu_free(u);
+    return TPU_ERR_RUNTIME;
+  }
+  *out = u;
+  return TPU_OK;
+}
+void tpu_viz_canvas_destroy(tpu_viz_canvas *c) {
+  if (!c) return;
+  ui_close(c);
+  tpu_free(c);
+}
+void tpu_viz_canvas_draw(tpu_viz_canvas *c) { compose(c); }
+const uint32_t *tpu_viz_canvas_pixels(const tpu_viz_canvas *c, int *pitch) {
+  *pitch = c->frame->pitch / 4;
+  return c->frame->pixels;
+}
+int tpu_viz_canvas_save_png(tpu_viz_canvas *c, const char *path, char *err, size_t errcap) {
+  return save_surface(c->frame, path, err, errcap);
 }
 
 int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *err, size_t errcap) {
