@@ -83,7 +83,11 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
   walk w = { .cfg = cfg, .level = level, .mxus = mxus };
   tpu_status st = TPU_OK;
 
-  if (level != TPU_FIDELITY_TIMING) {
+  /* A bf16 GEMM at the tile level needs no rounded copies: the fast kernel
+  ** rounds its operands as it packs them (mxu.h), so A and B go in as they
+  ** are (saving two M*K + K*N copies, which cost as much as the kernel). */
+  const bool direct = level == TPU_FIDELITY_TILE && prec == TPU_PREC_BF16;
+  if (level != TPU_FIDELITY_TIMING && !direct) {
     Ap = tpu_malloc(nA * (size_t)parts * sizeof *Ap);
     Bp = tpu_malloc(nB * (size_t)parts * sizeof *Bp);
     if (!Ap || !Bp) { st = TPU_ERR_NOMEM; goto done; }
@@ -100,8 +104,8 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
     const int nn = N - n0 < cols ? N - n0 : cols;
     bool first = true;
     for (int p = 0; p < npass; p++) {
-      const float *Aq = Ap ? Ap + (size_t)passes[p].a * nA : NULL;
-      const float *Bq = Bp ? Bp + (size_t)passes[p].b * nB : NULL;
+      const float *Aq = direct ? A : Ap ? Ap + (size_t)passes[p].a * nA : NULL;
+      const float *Bq = direct ? B : Bp ? Bp + (size_t)passes[p].b * nB : NULL;
       for (int k0 = 0; k0 < K; k0 += rows) {
         const int kk = K - k0 < rows ? K - k0 : rows;
         tpu_mxu_tile t = {

@@ -80,4 +80,159 @@ void tpu_chip_peaks_of(const tpu_chip_config *cfg, tpu_chip_peaks *out);
 const char *tpu_ici_topology_name(tpu_ici_topology t);
 /* The topology actually used (AUTO resolved by core count). */
 tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
+/* {==================================================================
+** The chip engine (sim/engine.c; design in sim/sim_int.h; the JSON program
+** format in docs/PROGRAMS.md).
+**
+** A program holds one instruction stream per core: operations on named
+** buffers, each buffer living in the chip's HBM or in the core's VMEM.
+** Dependencies are derived from the buffers an op reads and writes (read
+** after write, write after read, write after write, in program order). Each
+** core has five units that run their queues in program order: DMA, MXU, VPU,
+** INFEED and COLLECTIVE; an op starts when its inputs are ready and its unit
+** is free, and lasts as long as the unit's model says:
+**   dma        HBM latency, then its bytes at a fair share of the chip's HBM
+**              bandwidth (shared by the concurrent transfers of its cores)
+**   matmul     tiles through tpu_mxu_sched (the core's arrays keep their
+**              state between ops, so weight loads overlap the previous op)
+**   vpu        the VPU's cycle cost for the op and shape
+**   infeed     dequeues the next batch of the core's infeed queue; waits
+**              until the batch's ready cycle (an infeed stall)
+**   collective waits for every core to arrive (the slowest), then ring or
+**              torus timing over the ICI links; real numerics in a fixed
+**              summation order
+** Every cycle of every core is classified, in this priority, as mxu_busy,
+** vpu_busy, infeed_wait, memory_wait, collective_wait or idle; the six sum
+** to the run's cycles on every core and every step (checked on every run).
+** Results and cycles do not depend on the number of host threads.
+** ================================================================== */
+typedef enum tpu_sim_space { TPU_SIM_HBM = 0, TPU_SIM_VMEM } tpu_sim_space;
+typedef enum tpu_sim_dtype { TPU_SIM_F32 = 0, TPU_SIM_BF16 } tpu_sim_dtype;
+typedef enum tpu_sim_kind {
+  TPU_SIM_DMA = 0,             /* dst = src; one of them in HBM, the other in VMEM */
+  TPU_SIM_MATMUL,              /* dst (+)= op(a) . op(b); all three in VMEM */
+  TPU_SIM_VPU,                 /* vpu_op on in[] into out[]; all in VMEM */
+  TPU_SIM_INFEED,              /* dst = the next infeed batch */
+  TPU_SIM_COLLECTIVE           /* coll over every core: src -> dst */
+} tpu_sim_kind;
+typedef enum tpu_sim_coll {
+  TPU_SIM_ALL_REDUCE = 0,      /* dst = sum over cores of src (same shape) */
+  TPU_SIM_ALL_GATHER,          /* dst = the cores' src, concatenated by core (n x size) */
+  TPU_SIM_REDUCE_SCATTER,      /* dst = core i's 1/n slice of the sum (size/n) */
+  TPU_SIM_BROADCAST            /* dst = src of core 'root' */
+} tpu_sim_coll;
+enum {                         /* the stall taxonomy, in priority order */
+  TPU_SIM_MXU_BUSY = 0, TPU_SIM_VPU_BUSY, TPU_SIM_INFEED_WAIT, TPU_SIM_MEMORY_WAIT,
+  TPU_SIM_COLLECTIVE_WAIT, TPU_SIM_IDLE, TPU_SIM_NSTALL
+};
+/* "mxu_busy", "vpu_busy", ... ; "?" out of range. This function can't fail. */
+const char *tpu_sim_stall_name(int s);
+const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... */
+const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
+
+#define TPU_SIM_MAX_IN 4
+#define TPU_SIM_MAX_OUT 2
+#define TPU_SIM_MAX_SCALARS 6
+/* One operation. Buffers are handles from tpu_sim_buffer (>= 1); 0 means
+** none, so designated initializers leave unused operands empty. */
+typedef struct tpu_sim_op {
+  tpu_sim_kind kind;
+  const char *name;            /* label in traces and errors (copied); NULL: "<kind>#<index>" */
+  int step;                    /* training step (>= 0, nondecreasing along a core's program) */
+  int src, dst;                /* DMA, INFEED (dst only), COLLECTIVE; MATMUL, dst only */
+  int a, b;                    /* MATMUL: a is M x K (K x M if trans_a), b is K x N (N x K if trans_b) */
+  bool trans_a, trans_b;
+  bool accumulate;             /* MATMUL: dst += product (else dst = product) */
+  tpu_precision precision;     /* MATMUL: bf16 (default), bf16x3, bf16x6 */
+  const char *vpu_op;          /* VPU: an op name of vpu/vpu.h ("add", "relu", ...) */
+  int in[TPU_SIM_MAX_IN];      /* VPU inputs, in the VPU op's order */
+  int out[TPU_SIM_MAX_OUT];    /* VPU outputs */
+  float scalars[TPU_SIM_MAX_SCALARS]; /* VPU scalar operands (learning rate, ...) */
+  tpu_sim_coll coll;           /* COLLECTIVE */
+  int root;                    /* BROADCAST: the source core */
+} tpu_sim_op;
+
+typedef struct tpu_sim_program tpu_sim_program;   /* opaque */
+
+/* A program for 'cores' cores (1..TPU_MAX_CORES), empty. On success *out
+** owns it (tpu_sim_program_destroy); on failure *out is NULL. */
+tpu_status tpu_sim_program_create(int cores, tpu_sim_program **out);
+void tpu_sim_program_destroy(tpu_sim_program *p);             /* NULL is a no-op */
+int  tpu_sim_program_cores(const tpu_sim_program *p);
+int  tpu_sim_program_ops(const tpu_sim_program *p, int core);  /* ops on that core */
+/* The message of the last failed call on p (or of tpu_sim_run with p):
+** names the core, the op (index and name) or buffer, and what was wrong. */
+const char *tpu_sim_program_error(const tpu_sim_program *p);
+
+/* Adds a rows x cols buffer named 'name' (copied; unique within the core)
+** to one core. Returns its handle (>= 1) or 0 on error (bad shape, duplicate
+** name, out of memory; see tpu_sim_program_error). Values start at zero. */
+int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space space,
+                   tpu_sim_dtype dtype, int64_t rows, int64_t cols);
+/* The handle of 'name' on 'core', or 0. */
+int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name);
+/* Sets a buffer's initial values: rows*cols floats, copied (rounded to bf16
+** for a bf16 buffer). Used at the tile level; ignored at the timing level. */
+tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values);
+/* Appends an op to a core's program, after checking its operands exist and
+** their shapes agree (TPU_ERR_INPUT with a message otherwise). Returns the
+** op's index in the core's program through *index when non-NULL. */
+tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index);
+/* The core's infeed queue: n batches with the cycle at which each is ready
+** (copied; nondecreasing). Replaces any earlier queue. Batch values come
+** from 'fill' when set (called at the tile level with the batch index and
+** the destination buffer's floats), else batch b of core c is filled with
+** the value c * 1000 + b (a test source). */
+typedef void (*tpu_sim_infeed_fill)(void *ud, int core, int64_t batch, float *dst, size_t n);
+tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_t *ready_cycles);
+void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void *ud);
+
+/* Reads a JSON program (docs/PROGRAMS.md) for a chip of 'cores' cores.
+** 'file' names the source in messages. On error returns TPU_ERR_INPUT (or
+** TPU_ERR_NOMEM) and writes "FILE:LINE:COL: field 'ops[3].src': ..." into
+** err; *out is NULL. */
+tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores,
+                                 tpu_sim_program **out, char *err, size_t errcap);
+
+typedef struct tpu_sim_options {
+  tpu_fidelity level;          /* TILE: values and cycles; TIMING: cycles only (PE runs as TILE) */
+  int threads;                 /* host threads; 0: the host's cores */
+  bool trace;                  /* keep every op's interval for the trace */
+} tpu_sim_options;
+
+typedef struct tpu_sim_stalls { uint64_t cycles[TPU_SIM_NSTALL]; } tpu_sim_stalls;
+typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
+
+/* Runs program p on chip cfg (cfg->cores must equal the program's cores).
+** Errors: TPU_ERR_RANGE (VMEM or HBM capacity exceeded: the message names
+** the core, the op and the bytes), TPU_ERR_INPUT (mismatched collectives,
+** too few infeed batches), TPU_ERR_NOMEM; message in
+** tpu_sim_program_error(p). On success *out owns the result
+** (tpu_sim_result_destroy). p is not changed and may be run again. */
+tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p,
+                       const tpu_sim_options *opt, tpu_sim_result **out);
+void     tpu_sim_result_destroy(tpu_sim_result *r);                /* NULL is a no-op */
+uint64_t tpu_sim_result_cycles(const tpu_sim_result *r);           /* the run's length */
+int      tpu_sim_result_cores(const tpu_sim_result *r);
+int      tpu_sim_result_steps(const tpu_sim_result *r);            /* 1 + the largest step */
+/* Stall breakdown of one core (core -1: summed over cores), over the whole
+** run (step -1) or one step. A core's step s spans from the end of its
+** step s-1 ops to the end of its step s ops (the last step to the end of
+** the run). This function can't fail; out of range gives zeros. */
+void tpu_sim_result_stalls(const tpu_sim_result *r, int core, int step, tpu_sim_stalls *out);
+/* The cycle at which a core's step ends (its last op of that step is done). */
+uint64_t tpu_sim_result_step_end(const tpu_sim_result *r, int core, int step);
+/* Start and end (exclusive) cycle of op 'index' of 'core'. */
+void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index,
+                             uint64_t *start, uint64_t *end);
+/* A buffer's final values (rows*cols floats, owned by r), or NULL at the
+** timing level or for a bad handle. */
+const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf);
+/* The Chrome/Perfetto trace-event JSON of the run (needs options.trace),
+** newly allocated: tpu_free() it. NULL on out-of-memory or without trace. */
+char *tpu_sim_result_trace_json(const tpu_sim_result *r);
+/* The closed-form cycles of one collective of 'bytes' per core over all the
+** chip's cores (what the engine charges once every core has arrived). */
+uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes);
+/* }================================================================== */
 #endif /* TPU_SIM_H */

@@ -1,0 +1,232 @@
+/*
+** df.h -- the host input pipeline (datafeed): a real, threaded pipeline that
+** produces batches of f32 images and int32 labels, and a host-time model
+** that says when each batch of the same pipeline would be ready.
+**
+** A pipeline is described once (tpu_df_spec): a source, then stages named
+** and meaning as in tf.data -- shuffle(buffer_size, seed), map(fn,
+** num_parallel_calls), batch(batch_size, drop_remainder), cache(),
+** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
+** shard(num_shards, index), repeat(count). The description comes from JSON
+** (tpu_df_spec_load) or is built in code (tpu_df_spec_create + the
+** tpu_df_spec_* stage functions). Every stage may carry modeled costs used
+** only by the host-time model (tpu_df_model_*); the real pipeline ignores them.
+**
+** Determinism: the bytes of every batch depend only on the description and
+** its seeds -- never on thread counts, buffer sizes or timing. The order of
+** elements in epoch e is a pure function of (seeds, e); random map functions
+** draw from a generator keyed by (seed, epoch, position in the epoch).
+**
+** Not modelled by the real pipeline: reading files lazily per epoch (each
+** file is decoded once and held in memory; cache() stores the output of the
+** map stages before it so later epochs skip them). The model charges the
+** reads of every epoch unless the stages are cached.
+*/
+#ifndef TPU_DF_H
+#define TPU_DF_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "sim/base.h"
+
+/* Any parallelism or buffer size may be TPU_DF_AUTOTUNE: the real pipeline
+** then uses tpu_df_options.autotune_threads / a buffer of 2; the model picks
+** the value (tpu_df_model_autotune). */
+#define TPU_DF_AUTOTUNE (-1)
+/* repeat(count) with count TPU_DF_FOREVER repeats without end. */
+#define TPU_DF_FOREVER (-1)
+
+typedef struct tpu_df_spec tpu_df_spec;     /* a pipeline description (opaque) */
+typedef struct tpu_df tpu_df;               /* a running real pipeline (opaque) */
+typedef struct tpu_df_model tpu_df_model;   /* a host-time model run (opaque) */
+
+/* {==================================================================
+** Sources
+** ================================================================== */
+typedef enum tpu_df_source_kind {
+  TPU_DF_SRC_FASHION_MNIST = 0, /* IDX files in dir (default /usr/share/datasets/fashion-mnist) */
+  TPU_DF_SRC_MNIST,             /* IDX files in dir (no default directory: set dir) */
+  TPU_DF_SRC_IDX,               /* explicit images + labels IDX paths (.gz or plain) */
+  TPU_DF_SRC_CSV,               /* path: a .csv file or a directory of *.csv (one file each) */
+  TPU_DF_SRC_NPY,               /* images .npy (u1 or f4, N x ...) + labels .npy (integer, N) */
+  TPU_DF_SRC_SYNTHETIC          /* seeded random images and labels */
+} tpu_df_source_kind;
+
+typedef struct tpu_df_source {
+  tpu_df_source_kind kind;
+  const char *dir;              /* MNIST-style directory (NULL = default) */
+  bool test_split;              /* MNIST-style: t10k-* instead of train-* */
+  const char *images, *labels;  /* IDX / NPY paths */
+  const char *path;             /* CSV file or directory: label,f1,f2,... per line */
+  int64_t n;                    /* synthetic: number of elements */
+  int height, width, channels;  /* synthetic (and CSV: shape of the features; 0 = flat) */
+  int classes;                  /* synthetic: labels in [0, classes); others: 0 = infer (max+1, >= 2) */
+  uint64_t seed;                /* synthetic */
+} tpu_df_source;
+/* Fashion-MNIST train split, the default source. This function can't fail. */
+tpu_df_source tpu_df_source_default(void);
+/* }================================================================== */
+
+/* {==================================================================
+** Descriptions
+** ================================================================== */
+typedef enum tpu_df_map_fn {
+  TPU_DF_MAP_NORMALIZE = 0,     /* x = (x - mean) / std; defaults mean 0, std 255 => [0,1] */
+  TPU_DF_MAP_ONE_HOT,           /* labels -> one-hot f32 rows of 'classes' (tpu_df_batch.y_onehot) */
+  TPU_DF_MAP_RANDOM_FLIP,       /* mirror left-right with probability 1/2 */
+  TPU_DF_MAP_RANDOM_CROP,       /* zero-pad by 'padding' on each side, crop HxW at a random offset */
+  TPU_DF_MAP_NONE               /* identity (costs only; for the model) */
+} tpu_df_map_fn;
+
+typedef struct tpu_df_map_args {
+  double mean, std;             /* NORMALIZE */
+  int padding;                  /* RANDOM_CROP */
+} tpu_df_map_args;
+
+/* On success *out owns a new description with the default source and no
+** stages; free with tpu_df_spec_destroy. TPU_ERR_NOMEM otherwise. */
+tpu_status tpu_df_spec_create(tpu_df_spec **out);
+void       tpu_df_spec_destroy(tpu_df_spec *s);            /* NULL is a no-op */
+/* Parses a JSON description (docs/DATAFEED.md). 'name' is used in messages
+** (usually the file name). On failure *out is NULL and err holds
+** "NAME:LINE:COL: field 'stages[2].buffer_size': what was wrong; what is
+** allowed" (TPU_ERR_CONFIG, or TPU_ERR_IO / TPU_ERR_NOMEM). */
+tpu_status tpu_df_spec_parse(const char *json_text, const char *name, tpu_df_spec **out,
+                             char *err, size_t errcap);
+tpu_status tpu_df_spec_load(const char *path, tpu_df_spec **out, char *err, size_t errcap);
+
+/* Builders: each appends one stage and returns TPU_ERR_CONFIG for a value out
+** of range (message in tpu_df_spec_errmsg) or TPU_ERR_NOMEM. Strings are copied. */
+tpu_status tpu_df_spec_set_source(tpu_df_spec *s, const tpu_df_source *src);
+tpu_status tpu_df_spec_shard(tpu_df_spec *s, int num_shards, int index);
+tpu_status tpu_df_spec_shuffle(tpu_df_spec *s, int64_t buffer_size, uint64_t seed);
+tpu_status tpu_df_spec_map(tpu_df_spec *s, tpu_df_map_fn fn, const tpu_df_map_args *args,
+                           int num_parallel_calls);     /* args NULL = defaults */
+tpu_status tpu_df_spec_batch(tpu_df_spec *s, int batch_size, bool drop_remainder);
+tpu_status tpu_df_spec_cache(tpu_df_spec *s);
+tpu_status tpu_df_spec_prefetch(tpu_df_spec *s, int buffer_size);
+tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_parallel_calls);
+tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count);   /* TPU_DF_FOREVER or >= 1 */
+/* Sets a modeled cost on the last stage added (or on the source when no stage
+** was added), e.g. "cost_per_element_s", "open_latency_s" (docs/DATAFEED.md
+** lists them). TPU_ERR_CONFIG for an unknown key or a bad value. */
+tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double value);
+const char *tpu_df_spec_errmsg(const tpu_df_spec *s);   /* last builder error; "" if none */
+/* The seed of every shuffle and random map stage is replaced by a value
+** derived from 'seed' (for runs that vary only the seed). Can't fail. */
+void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed);
+/* Batch size of the spec's batch stage, 0 if none. Can't fail. */
+int tpu_df_spec_batch_size(const tpu_df_spec *s);
+/* }================================================================== */
+
+/* {==================================================================
+** The real pipeline
+** ================================================================== */
+typedef struct tpu_df_options {
+  int threads;                  /* -1: from the spec (map num_parallel_calls); 0: no
+                                   threads (batches made in the caller); >= 1 workers */
+  int prefetch;                 /* -1: from the spec; else ready batches held ahead (>= 1) */
+  int autotune_threads;         /* workers for num_parallel_calls = AUTOTUNE (default 2) */
+} tpu_df_options;
+tpu_df_options tpu_df_options_default(void);   /* all -1 / 2; can't fail */
+
+typedef struct tpu_df_info {
+  int64_t elements;             /* per epoch, after shard */
+  int64_t batches_per_epoch;
+  int64_t epochs;               /* from repeat: 1, count, or TPU_DF_FOREVER */
+  int features;                 /* floats per image row = height*width*channels */
+  int height, width, channels;
+  int classes;
+  int batch_size;
+} tpu_df_info;
+
+typedef struct tpu_df_batch {
+  int64_t step;                 /* batches returned before this one since open/seek origin */
+  int64_t epoch, index;         /* epoch and batch index within the epoch */
+  int size;                     /* rows; 0 at end of data */
+  int features, classes;
+  const float *x;               /* size x features f32, row-major; borrowed */
+  const int32_t *y;             /* size labels in [0, classes); borrowed */
+  const float *y_onehot;        /* size x classes when one_hot was mapped, else NULL */
+} tpu_df_batch;
+
+/* Opens the source files (validating them) and starts the workers. On
+** failure *out is NULL, nothing is left running, and err names the file and
+** what is wrong (TPU_ERR_IO: cannot open/read; TPU_ERR_INPUT: malformed,
+** truncated, bad magic, label out of range; TPU_ERR_CONFIG; TPU_ERR_NOMEM).
+** The spec is copied; opt NULL = defaults. */
+tpu_status tpu_df_open(const tpu_df_spec *spec, const tpu_df_options *opt, tpu_df **out,
+                       char *err, size_t errcap);
+/* Stops the workers and frees everything; NULL is a no-op. */
+void       tpu_df_close(tpu_df *df);
+void       tpu_df_get_info(const tpu_df *df, tpu_df_info *out);   /* can't fail */
+/* The next batch, in order. The arrays stay valid until the next call of
+** tpu_df_next, tpu_df_seek or tpu_df_close on df. At the end of the data
+** (repeat count reached) returns TPU_OK with out->size == 0. */
+tpu_status tpu_df_next(tpu_df *df, tpu_df_batch *out);
+/* Restarts at batch 'index' of epoch 'epoch' (checkpoint/resume): the batches
+** that follow are byte-identical to those an uninterrupted run gives there.
+** TPU_ERR_CONFIG if the position is past the end. */
+tpu_status tpu_df_seek(tpu_df *df, int64_t epoch, int64_t index);
+const char *tpu_df_errmsg(const tpu_df *df);
+/* }================================================================== */
+
+/* {==================================================================
+** The host-time model (discrete-event simulation of the same description
+** with its modeled costs; seconds of simulated host time from 0).
+** ================================================================== */
+/* Consumer step time for step 'step' (seconds), e.g. the engine's simulated
+** step. */
+typedef double (*tpu_df_step_fn)(void *ud, int64_t step);
+
+typedef struct tpu_df_model_options {
+  int host_cores;               /* budget for AUTOTUNE (threads + processes); default 8 */
+  int64_t timeline_steps;       /* record timeline intervals for this many first steps */
+} tpu_df_model_options;
+tpu_df_model_options tpu_df_model_options_default(void);
+
+/* Creates a model of 'spec' (copied). AUTOTUNE values must have been
+** resolved (tpu_df_model_autotune) or they are taken as 1. */
+tpu_status tpu_df_model_create(const tpu_df_spec *spec, const tpu_df_model_options *opt,
+                               tpu_df_model **out, char *err, size_t errcap);
+void       tpu_df_model_destroy(tpu_df_model *m);       /* NULL is a no-op */
+/* The consumer asks for its next batch at simulated time 'request_s' (>= the
+** previous return value): returns the time the batch is in the consumer's
+** hands (>= request_s), including consumer-side deserialization. Returns a
+** negative value when the data is exhausted. This function can't fail. */
+double tpu_df_model_next(tpu_df_model *m, double request_s);
+
+typedef struct tpu_df_model_result {
+  double total_s;               /* end of the last step */
+  double wait_mean_s, wait_max_s; /* consumer wait per step */
+  double input_bound_share;     /* total wait / total time */
+  int64_t steps;
+} tpu_df_model_result;
+/* Runs 'steps' steps of a consumer whose step s takes step_fn(ud, s) seconds
+** (or the constant step_s when step_fn is NULL). When ready_s is non-NULL it
+** receives the time each batch was ready (steps entries, caller-owned). */
+tpu_status tpu_df_model_run(const tpu_df_spec *spec, const tpu_df_model_options *opt,
+                            double step_s, tpu_df_step_fn step_fn, void *ud, int64_t steps,
+                            double *ready_s, tpu_df_model_result *res, char *err, size_t errcap);
+
+/* Resolves every AUTOTUNE value of 'spec' in place: tries values within
+** opt->host_cores and keeps those with the least total consumer wait over
+** 'steps' steps (ties: fewer cores, then smaller buffers). 'report' gets one
+** line per choice ("stages[1].num_parallel_calls = 4"). */
+tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *opt,
+                                 double step_s, int64_t steps, char *report, size_t reportcap,
+                                 char *err, size_t errcap);
+
+/* Timeline rows recorded by a model (tpu_df_model_create's timeline_steps). */
+typedef struct tpu_df_interval {
+  int row;                      /* index into the row names */
+  double start_s, end_s;
+  char kind;                    /* 'O' open, 'R' read, 'M' map, 'B' batch, 'S' serialize,
+                                   'D' deserialize, 'T' consumer step, 'W' consumer wait */
+} tpu_df_interval;
+int tpu_df_model_rows(const tpu_df_model *m);                  /* can't fail */
+const char *tpu_df_model_row_name(const tpu_df_model *m, int row);
+/* Borrowed array of intervals, valid until the next model call. */
+const tpu_df_interval *tpu_df_model_intervals(const tpu_df_model *m, size_t *n);
+/* }================================================================== */
+#endif /* TPU_DF_H */
