@@ -11,9 +11,11 @@
 #include "viz/viz_int.h"
 
 static const char *const CAT_NAMES[TPU_VIZ_NCAT] = {
-  "mxu_busy", "vpu_busy", "memory_wait", "infeed_wait", "collective_wait", "idle" };
+  [TPU_VIZ_MXU_BUSY] = "mxu_busy", [TPU_VIZ_VPU_BUSY] = "vpu_busy", [TPU_VIZ_INFEED_WAIT] = "infeed_wait",
+  [TPU_VIZ_MEMORY_WAIT] = "memory_wait", [TPU_VIZ_COLLECTIVE_WAIT] = "collective_wait", [TPU_VIZ_IDLE] = "idle" };
 static const uint32_t CAT_COLORS[TPU_VIZ_NCAT] = {
-  0xff2ca02cu, 0xff1f77b4u, 0xffff7f0eu, 0xffd62728u, 0xff9467bdu, 0xff505050u };
+  [TPU_VIZ_MXU_BUSY] = 0xff2ca02cu, [TPU_VIZ_VPU_BUSY] = 0xff1f77b4u, [TPU_VIZ_INFEED_WAIT] = 0xffd62728u,
+  [TPU_VIZ_MEMORY_WAIT] = 0xffff7f0eu, [TPU_VIZ_COLLECTIVE_WAIT] = 0xff9467bdu, [TPU_VIZ_IDLE] = 0xff505050u };
 static const char *const UNIT_NAMES[TPU_VIZ_NUNIT] = { "MXU", "VPU", "DMA", "ICI" };
 
 const char *tpu_viz_cat_name(tpu_viz_cat c) { return (unsigned)c < TPU_VIZ_NCAT ? CAT_NAMES[c] : "?"; }

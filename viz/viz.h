@@ -38,9 +38,13 @@
 #include <stdint.h>
 #include "sim/sim.h"
 
+/* The stall taxonomy, in the engine's order and priority (sim.h): the
+** values equal TPU_SIM_MXU_BUSY ... TPU_SIM_IDLE. */
 typedef enum tpu_viz_cat {
-  TPU_VIZ_MXU_BUSY = 0, TPU_VIZ_VPU_BUSY, TPU_VIZ_MEMORY_WAIT, TPU_VIZ_INFEED_WAIT,
-  TPU_VIZ_COLLECTIVE_WAIT, TPU_VIZ_IDLE, TPU_VIZ_NCAT
+  TPU_VIZ_MXU_BUSY = TPU_SIM_MXU_BUSY, TPU_VIZ_VPU_BUSY = TPU_SIM_VPU_BUSY,
+  TPU_VIZ_INFEED_WAIT = TPU_SIM_INFEED_WAIT, TPU_VIZ_MEMORY_WAIT = TPU_SIM_MEMORY_WAIT,
+  TPU_VIZ_COLLECTIVE_WAIT = TPU_SIM_COLLECTIVE_WAIT, TPU_VIZ_IDLE = TPU_SIM_IDLE,
+  TPU_VIZ_NCAT = TPU_SIM_NSTALL
 } tpu_viz_cat;
 /* "mxu_busy", ... (the words of reports). */
 const char *tpu_viz_cat_name(tpu_viz_cat c);
