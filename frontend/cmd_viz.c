@@ -34,6 +34,7 @@ static const char HELP[] =
   "  --frames N             headless: number of frames (default 1)\n"
   "  --every CYCLES         headless: cycles between frames (default 1)\n"
   "  --out DIR              where frames and screenshots go (default .; created)\n"
+  "  --png FILE             headless: write one frame to FILE instead\n"
   "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
   "                         per frame (space, right, shift+right, left, plus, minus,\n"
   "                         1..8, a, h, s, q, esc, wait:FRAMES, click:X:Y, hover:X:Y);\n"
@@ -55,7 +56,7 @@ int fe_cmd_viz(int argc, char **argv) {
   double speed = 0;
   int width = 1280, height = 800;
   bool headless = false, frames_given = false;
-  const char *out_dir = NULL, *script = NULL;
+  const char *out_dir = NULL, *script = NULL, *png = NULL;
   char err[1024];
   for (int i = 1; i < argc; i++) {
     int r = fe_common_opt(argc, argv, &i, &c, cmd);
@@ -96,6 +97,11 @@ int fe_cmd_viz(int argc, char **argv) {
       out_dir = v;
       continue;
     }
+    if ((r = fe_opt(argc, argv, &i, "--png", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--png needs a file name");
+      png = v;
+      continue;
+    }
     if ((r = fe_opt(argc, argv, &i, "--script", &v))) {
       if (r < 0) return fe_usage_error(cmd, "--script needs a list of actions");
       script = v;
@@ -113,7 +119,9 @@ int fe_cmd_viz(int argc, char **argv) {
   if (core > chip.cores) return fe_usage_error(cmd, "--core %ld: the chip '%s' has %d cores", core, chip.name, chip.cores);
   if (!headless && (frames_given || c.json)) return fe_usage_error(cmd, "--frames and --json go with --headless");
   if (headless && script) return fe_usage_error(cmd, "--script drives the window; it does not go with --headless");
-  if (headless && !out_dir) return fe_usage_error(cmd, "--headless needs --out DIR for the PNG frames");
+  if (png && (!headless || out_dir || frames_given))
+    return fe_usage_error(cmd, "--png FILE writes one headless frame: use it with --headless, without --out and --frames");
+  if (headless && !out_dir && !png) return fe_usage_error(cmd, "--headless needs --out DIR for the PNG frames (or --png FILE for one)");
   if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
     return fe_usage_error(cmd, "--out %s: cannot create the directory: %s", out_dir, strerror(errno));
   struct stat sb;
@@ -139,7 +147,7 @@ int fe_cmd_viz(int argc, char **argv) {
   }
   tpu_viz_app_opts o = {
     .headless = headless, .frames = (int)frames, .every = (uint64_t)every, .start = (uint64_t)cycle,
-    .out_dir = out_dir, .script = script, .width = width, .height = height,
+    .out_dir = out_dir, .png = png, .script = script, .width = width, .height = height,
     .speed = speed > 0 ? speed : (chip.mxu.rows <= 16 ? 4 : 64), .quiet = c.json };
   rc = tpu_viz_app_run(v, &o);
   if (rc == 0 && c.json) {

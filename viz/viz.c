@@ -328,11 +328,11 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
   l->header = (tpu_viz_rect){ 0, 0, width, 28 };
   const int lw = width / 2, acc_h = 40, top = 40;
   l->queue_cols = v->rows < 16 ? v->rows : 16;
-  int cw = (lw - 20) / (v->cols + l->queue_cols), chh = (height - top - acc_h - 30) / v->rows;
+  int cw = (lw - 24) / (v->cols + l->queue_cols), chh = (height - top - acc_h - 30) / v->rows;
   l->cell = cw < chh ? cw : chh;
   if (l->cell < 1) l->cell = 1;
   l->queue = (tpu_viz_rect){ 10, top, l->queue_cols * l->cell, v->rows * l->cell };
-  l->array = (tpu_viz_rect){ 10 + l->queue.w, top, v->cols * l->cell, v->rows * l->cell };
+  l->array = (tpu_viz_rect){ 10 + l->queue.w + 4, top, v->cols * l->cell, v->rows * l->cell };
   l->acc = (tpu_viz_rect){ l->array.x, top + l->array.h + 6, l->array.w, acc_h };
   const int tx = lw + 110;
   const int avail = height * 55 / 100;
@@ -410,7 +410,7 @@ static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pi
   /* skewed input queue: column q (1 = next to the array) holds what enters row r at cycle t+q */
   const viz_core *vc = &v->core[v->sel];
   for (int q = 1; q <= l->queue_cols; q++) {
-    const int x = l->array.x - q * cell;
+    const int x = l->queue.x + l->queue.w - q * cell;
     for (int r = 0; r < v->rows; r++) {
       int64_t d = (int64_t)v->shown + q - r;
       long ti = tile_on_diag(vc, d);

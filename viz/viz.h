@@ -156,6 +156,7 @@ typedef struct tpu_viz_app_opts {
   uint64_t every;              /* headless: cycles between frames (>= 1) */
   uint64_t start;              /* first cycle shown */
   const char *out_dir;         /* headless frames and 's' screenshots ("." when NULL) */
+  const char *png;             /* headless: write the one frame to this file instead */
   const char *script;          /* interactive test mode: comma-separated actions */
   int width, height;           /* frame size */
   double speed;                /* cycles per second when running */

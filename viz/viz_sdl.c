@@ -86,7 +86,7 @@ static void compose(ui *u) {
   /* MXU panel captions */
   snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0)", v->rows, v->cols, v->sel + 1);
   text(u, u->small, l->array.x, l->array.y - 13, 0xffc0c0c0u, b);
-  text(u, u->small, l->queue.x, l->queue.y - 13, 0xffc0c0c0u, "input queue");
+  text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
   text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators (results written of the current tile)");
   /* cell numbers when cells are big enough (the teach preset) */
   if (l->cell >= 32) {
@@ -449,7 +449,8 @@ static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
     uint64_t c = o->start + (uint64_t)f * o->every;
     if (tpu_viz_seek(v, c) != TPU_OK) { fprintf(stderr, "tpusim viz: out of memory\n"); goto out; }
     char path[4096];
-    snprintf(path, sizeof path, "%s/frame_%06d.png", o->out_dir ? o->out_dir : ".", f);
+    if (o->png) snprintf(path, sizeof path, "%s", o->png);
+    else snprintf(path, sizeof path, "%s/frame_%06d.png", o->out_dir ? o->out_dir : ".", f);
     compose(&u);
     if (save_surface(u.frame, path, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
     if (!o->quiet) printf("wrote %s (cycle %llu)\n", path, (unsigned long long)v->shown);
