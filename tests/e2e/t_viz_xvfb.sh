@@ -8,7 +8,7 @@ fi
 expect_status 0 "$TPUSIM" viz --chip teach --headless --json --out run0
 echo "$OUT" > run.json
 read -r s0 s1 < <(/usr/bin/python3 -c 'import json; t=json.load(open("run.json"))["tiles"]; print(t[0]["stream_start"], t[1]["stream_start"])')
-expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER "$TPUSIM" viz --chip teach \
+expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,q"
 echo "$OUT" > states.txt
