@@ -7,10 +7,12 @@ if ! command -v xvfb-run >/dev/null || ! command -v Xvfb >/dev/null; then
 fi
 expect_status 0 "$TPUSIM" viz --chip teach --headless --json --out run0
 echo "$OUT" > run.json
-read -r s0 s1 < <(/usr/bin/python3 -c 'import json; t=json.load(open("run.json"))["tiles"]; print(t[0]["stream_start"], t[1]["stream_start"])')
+read -r s0 s1 cx cy cc < <(/usr/bin/python3 -c 'import json; d=json.load(open("run.json")); t=d["tiles"]; L=d["layout"]
+px = L["timeline_w"] // 3
+print(t[0]["stream_start"], t[1]["stream_start"], L["timeline_x"] + px, L["core_y"][0] + 2, int(px * d["total_cycles"] / L["timeline_w"]))')
 expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
-  --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,q"
+  --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
 st() { sed -n "$1p" states.txt | grep -v '^saved' || true; }
 grep -v '^saved' states.txt > s.txt
@@ -20,9 +22,10 @@ line() { sed -n "$1p" s.txt; }
 [ "$(line 6)" = "cycle $s1 core 1 paused speed 30" ] || die "shift+right did not go to the next tile ($s1): $(line 6)"
 [ "$(line 8)" = "cycle $s1 core 2 paused speed 30" ] || die "2 did not select core 2: $(line 8)"
 [ "$(line 10)" = "cycle $s1 core 2 running speed 30" ] || die "space did not resume: $(line 10)"
-c=$(line 12 | cut -d' ' -f2)
+c=$(line 11 | cut -d' ' -f2)
 # 30 wait frames plus the frames of the two actions, at 30 cycles/s and 1/30 s per frame
 [ "$c" -ge $((s1 + 30)) ] && [ "$c" -le $((s1 + 33)) ] || die "running 32 frames at 30 cycles/s moved from $s1 to $c"
+[ "$(line 12)" = "cycle $cc core 2 paused speed 30" ] || die "a click on the timeline did not jump to cycle $cc: $(line 12)"
 for n in 1 2 3 4 5; do [ -s shots/tpusim-viz-00$n.png ] || die "screenshot $n missing"; done
 /usr/bin/python3 - "$here" run.json <<'PY' || die "screenshots did not change as the keys say"
 import json, sys
