@@ -5,7 +5,10 @@
 **
 ** It can never be linked together with the real model: the whole body is
 ** compiled only while mxu/mxu_array.c does not exist. (It replaced the
-** placeholder mxu/mxu_array_TEMPORARY.c, which only returned errors.)
+** placeholder mxu/mxu_array_TEMPORARY.c, which only returned errors.) An
+** incremental build does not notice the file appearing (the .d file cannot
+** list a file that did not exist): `touch viz/mxu_stub_TEMPORARY.c` or
+** delete this file; clean builds (CI) are always right.
 **
 ** What it does: steps every cell every cycle with real values, following the
 ** timing and numerics contract of mxu.h. Tile times come from the tile-level
