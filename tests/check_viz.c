@@ -115,6 +115,47 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
 }
 END_TEST
 
+/* Hover data: a computing cell's weight is the tile's B value at (r, c), its
+** activation the A value the formula puts there, and its partial sum the
+** fmaf chain of the column above it for that activation (bf16 products are
+** exact, one rounding per add). Shading by partial sum colors the cell by it. */
+START_TEST(Hover_shows_the_cell_weight_activation_and_partial_sum) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  const tpu_mxu_tile *tl;
+  const tpu_mxu_tile_times *tt;
+  tpu_viz_tiles(v, &tl, &tt);
+  const uint64_t t = tt[0].stream_start + 9;
+  ck_assert(tpu_viz_seek(v, t) == TPU_OK);
+  tpu_viz_set_shade_psum(v, true);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  tpu_viz_render(v, &l, px, W);
+  int checked = 0;
+  for (int r = 0; r < 8; r++)
+    for (int c = 0; c < 8; c++) {
+      tpu_viz_cell cell;
+      ck_assert(tpu_viz_cell_info(v, r, c, &cell));
+      int64_t m = (int64_t)t - r - c - (int64_t)tt[0].stream_start;
+      if (m < 0 || m >= tl[0].m || r >= tl[0].k || c >= tl[0].n) continue;
+      ck_assert_int_eq(cell.state, TPU_MXU_CELL_COMPUTING);
+      TU_EQ_BITS(tl[0].w[(size_t)r * (size_t)tl[0].ldw + (size_t)c], cell.weight, "weight");
+      TU_EQ_BITS(tl[0].act[(size_t)m * (size_t)tl[0].lda + (size_t)r], cell.act, "activation");
+      float ps = 0.0f;
+      for (int j = 0; j <= r; j++)
+        ps = fmaf(tl[0].act[(size_t)m * (size_t)tl[0].lda + (size_t)j], tl[0].w[(size_t)j * (size_t)tl[0].ldw + (size_t)c], ps);
+      TU_EQ_BITS(ps, cell.psum, "partial sum");
+      uint32_t got = px_at(px, l.array.x + c * l.cell + l.cell / 2, l.array.y + r * l.cell + l.cell / 2);
+      ck_assert_uint_eq(got, tpu_viz_value_color(cell.psum, tpu_viz_shade_scale(v)));
+      checked++;
+    }
+  ck_assert_int_ge(checked, 20);
+  ck_assert(!tpu_viz_cell_info(v, 8, 0, &(tpu_viz_cell){ 0 }));
+  free(px);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
 /* Going back in time replays the PE model from cycle 0: the frame is the
 ** same bytes as when we first passed that cycle. */
 START_TEST(Seeking_backwards_gives_the_same_frame) {
@@ -316,6 +357,7 @@ static Suite *viz_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, Wavefront_cells_are_where_the_PE_model_puts_them);
   tcase_add_test(tc, Seeking_backwards_gives_the_same_frame);
+  tcase_add_test(tc, Hover_shows_the_cell_weight_activation_and_partial_sum);
   tcase_add_test(tc, Layout_maps_pixels_to_cells_and_cycles_and_back);
   suite_add_tcase(s, tc);
   tc = tcase_create("timeline");
