@@ -25,6 +25,7 @@ static const char HELP[] =
   "infeed_wait, collective_wait and idle. The M rows are split across the cores.\n\n"
   "  --m, --n, --k N        GEMM shape (1..65536 each)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
+  "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
   "  --core C               core shown first (1-based, default 1)\n"
   "  --cycle C              first cycle shown (default 0)\n"
   "  --speed X              cycles per second when running (default 4 on arrays\n"
@@ -54,6 +55,7 @@ int fe_cmd_viz(int argc, char **argv) {
   fe_common_init(&c);
   long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1;
   double speed = 0;
+  tpu_precision prec = TPU_PREC_BF16;
   int width = 1280, height = 800;
   bool headless = false, frames_given = false;
   const char *out_dir = NULL, *script = NULL, *png = NULL;
@@ -78,6 +80,11 @@ int fe_cmd_viz(int argc, char **argv) {
       done = true;
     }
     if (done) continue;
+    if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
+      if (r < 0 || !tpu_precision_parse(v, &prec))
+        return fe_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+      continue;
+    }
     if ((r = fe_opt(argc, argv, &i, "--speed", &v))) {
       if (r < 0) return fe_usage_error(cmd, "--speed needs a value");
       if (!fe_parse_double(v, 0.25, 65536, &speed, "--speed", err, sizeof err)) return fe_usage_error(cmd, "%s", err);
@@ -131,7 +138,7 @@ int fe_cmd_viz(int argc, char **argv) {
   long dm = 4L * chip.mxu.rows * chip.cores;
   tpu_viz_workload w = { .m = m ? (int)m : (int)(dm < 65536 ? dm : 65536),
                          .n = n ? (int)n : 2 * side, .k = k ? (int)k : 2 * side,
-                         .seed = (uint64_t)seed };
+                         .seed = (uint64_t)seed, .precision = prec };
   tpu_viz *v;
   tpu_status st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
   if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
@@ -163,6 +170,7 @@ int fe_cmd_viz(int argc, char **argv) {
         json_object_set_new(cc, tpu_viz_cat_name((tpu_viz_cat)j), json_integer((json_int_t)t[j]));
       json_array_append_new(per, cc);
     }
+    json_object_set_new(json_object_get(o_, "gemm"), "precision", json_string(tpu_precision_name(prec)));
     json_object_set_new(o_, "stall_cycles_per_core", per);
     const tpu_mxu_tile *tl;
     const tpu_mxu_tile_times *tt;

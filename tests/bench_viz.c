@@ -27,7 +27,7 @@ static tpu_viz *setup(uint64_t *start) {
   char err[512];
   if (tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
   /* 4096 rows per core: each tile streams 4096 cycles, more than any loop below steps */
-  tpu_viz_workload w = { 32768, 256, 256, 1 };
+  tpu_viz_workload w = { 32768, 256, 256, 1, TPU_PREC_BF16 };
   tpu_viz *v;
   if (tpu_viz_create(&chip, &w, &v, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
   const tpu_mxu_tile_times *tt;

@@ -33,7 +33,7 @@ static tpu_viz *make(const char *preset, int cores, int m, int n, int k) {
     snprintf(a, sizeof a, "cores_per_chip=%d", cores);
     ck_assert_msg(tpu_chip_config_set(&chip, a, err, sizeof err) == TPU_OK, "%s", err);
   }
-  tpu_viz_workload w = { m, n, k, 7 };
+  tpu_viz_workload w = { m, n, k, 7, TPU_PREC_BF16 };
   tpu_viz *v;
   ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
   return v;
@@ -251,6 +251,28 @@ START_TEST(Totals_follow_the_tile_formula) {
 }
 END_TEST
 
+/* bf16x3 and bf16x6 walk the tiles of mxu_gemm.c: per N-tile, each pass's
+** K-tiles, accumulating after the first; the PE model runs them all. */
+START_TEST(Precision_passes_multiply_the_tiles) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3, TPU_PREC_BF16X6 };
+  for (int i = 0; i < 3; i++) {
+    tpu_viz_workload w = { 16, 20, 12, 3, precs[i] };      /* 3 N-tiles (cores 1 arrays), 2 K-tiles */
+    tpu_viz *v;
+    ck_assert(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK);
+    const tpu_mxu_tile *tl;
+    size_t nt = tpu_viz_tiles(v, &tl, NULL);
+    const int passes = tpu_precision_passes(precs[i]);
+    TU_EQ_U64(3 * 2 * passes, nt);
+    for (size_t j = 0; j < nt; j++) ck_assert(tl[j].accumulate == (j % (size_t)(2 * passes) != 0));
+    ck_assert(tpu_viz_seek(v, tpu_viz_total_cycles(v) - 1) == TPU_OK);
+    tpu_viz_destroy(v);
+  }
+}
+END_TEST
+
 START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
   tpu_viz *v = make("tpu-v2-8", 0, 512, 256, 256);
   tpu_viz_layout l;
@@ -286,7 +308,7 @@ START_TEST(Create_survives_every_allocation_failure) {
   tpu_chip_config chip;
   char err[512];
   ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_viz_workload w = { 20, 12, 10, 1 };
+  tpu_viz_workload w = { 20, 12, 10, 1, TPU_PREC_BF16 };
   int ok_seen = 0;
   for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
     calls = 0;
@@ -305,7 +327,7 @@ START_TEST(Bad_shapes_are_rejected_with_a_message) {
   tpu_chip_config chip;
   char err[512];
   ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_viz_workload w = { 0, 8, 8, 1 };
+  tpu_viz_workload w = { 0, 8, 8, 1, TPU_PREC_BF16 };
   tpu_viz *v;
   ck_assert_int_eq(tpu_viz_create(&chip, &w, &v, err, sizeof err), TPU_ERR_CONFIG);
   ck_assert_ptr_null(v);
@@ -364,6 +386,7 @@ static Suite *viz_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, Stall_bands_are_as_long_as_the_totals_say);
   tcase_add_test(tc, Totals_follow_the_tile_formula);
+  tcase_add_test(tc, Precision_passes_multiply_the_tiles);
   suite_add_tcase(s, tc);
   tc = tcase_create("limits");
   tcase_set_timeout(tc, 120);

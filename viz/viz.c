@@ -47,6 +47,17 @@ static float normal(uint64_t *s) {
   return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
+/* Partial products (part of A, part of B), smallest first: the walk of
+** mxu/mxu_gemm.c, so the tiles are the ones `tpusim matmul` runs. */
+typedef struct pass { int a, b; } pass;
+static const pass PASSES_1[] = { { 0, 0 } };
+static const pass PASSES_3[] = { { 1, 0 }, { 0, 1 }, { 0, 0 } };
+static const pass PASSES_6[] = { { 2, 0 }, { 1, 1 }, { 0, 2 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
+static const pass *passes_of(tpu_precision p) {
+  return p == TPU_PREC_BF16X6 ? PASSES_6 : p == TPU_PREC_BF16X3 ? PASSES_3 : PASSES_1;
+}
+static int parts_of(tpu_precision p) { return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1; }
+
 /* {==================================================================
 ** Laying the GEMM out on the cores
 ** ================================================================== */
@@ -68,12 +79,16 @@ static tpu_status build_core(tpu_viz *v, int p) {
   const double bpc = ch->hbm_bandwidth_gb_per_s * 1e9 / (ch->clock_mhz * 1e6) / ch->cores_per_chip;
   const uint64_t lat = (uint64_t)ceil(ch->hbm_latency_ns * ch->clock_mhz / 1000.0);
   const int ntn = (N + cols - 1) / cols, ntk = (K + rows - 1) / rows;
-  const size_t ntiles = (size_t)ntn * (size_t)ntk;
-  /* events: each tile's MXU interval, each transfer, the writeback: 2 per interval */
-  ev *evs = tpu_malloc((ntiles * 3 + ntk + 2) * 2 * sizeof *evs);
-  bool *a_loaded = tpu_calloc((size_t)ntk, sizeof *a_loaded);
+  const int npass = tpu_precision_passes(v->w.precision), parts = parts_of(v->w.precision);
+  const size_t ntiles = (size_t)ntn * (size_t)ntk * (size_t)npass;
+  /* events, 2 per interval: each tile's MXU interval and its B transfer, the
+  ** A transfers (one per part and K-tile), the writeback */
+  ev *evs = tpu_malloc((ntiles * 2 + (size_t)ntk * (size_t)parts + 1) * 2 * sizeof *evs);
+  const pass *passes = passes_of(v->w.precision);
+  const size_t nA = (size_t)M * (size_t)K, nB = (size_t)K * (size_t)N;
+  bool *a_loaded = tpu_calloc((size_t)ntk * (size_t)parts, sizeof *a_loaded);
   size_t n0 = 0;
-  for (int nt = 0; nt < ntn; nt++) if (nt % mxus == 0) n0 += (size_t)ntk;
+  for (int nt = 0; nt < ntn; nt++) if (nt % mxus == 0) n0 += (size_t)ntk * (size_t)npass;
   vc->tiles = tpu_malloc(n0 * sizeof *vc->tiles);
   vc->times = tpu_malloc(n0 * sizeof *vc->times);
   if (!evs || !a_loaded || !vc->tiles || !vc->times) {
@@ -82,6 +97,7 @@ static tpu_status build_core(tpu_viz *v, int p) {
   }
   size_t ne = 0;
   tpu_mxu_sched sched[8];
+  (void)nB;
   for (int a = 0; a < mxus; a++) tpu_mxu_sched_init(&sched[a], &ch->mxu);
   uint64_t dma_free = 0, done = 0;
   /* one transfer: the queue is busy for bytes/bandwidth, the data lands 'lat' later
@@ -92,9 +108,11 @@ static tpu_status build_core(tpu_viz *v, int p) {
     dma_free = s_ + x_; } while (0)
   for (int nt = 0; nt < ntn; nt++) {
     const int n0c = nt * cols, nn = N - n0c < cols ? N - n0c : cols;
+    for (int pi = 0; pi < npass; pi++)
     for (int kt = 0; kt < ntk; kt++) {
       const int k0 = kt * rows, kk = K - k0 < rows ? K - k0 : rows;
-      if (!a_loaded[kt]) { XFER((double)vc->mrows * kk * 2); a_loaded[kt] = true; }
+      const size_t ai = (size_t)passes[pi].a * (size_t)ntk + (size_t)kt;
+      if (!a_loaded[ai]) { XFER((double)vc->mrows * kk * 2); a_loaded[ai] = true; }
       XFER((double)kk * nn * 2);
       const uint64_t earliest = arrived;
       const int arr = nt % mxus;
@@ -106,10 +124,10 @@ static tpu_status build_core(tpu_viz *v, int p) {
       if (arr == 0) {
         vc->tiles[vc->ntiles] = (tpu_mxu_tile){
           .m = vc->mrows, .k = kk, .n = nn,
-          .act = v->A + (size_t)vc->m0 * (size_t)K + (size_t)k0, .lda = K,
-          .w = v->B + (size_t)k0 * (size_t)N + (size_t)n0c, .ldw = N,
+          .act = v->A + (size_t)passes[pi].a * nA + (size_t)vc->m0 * (size_t)K + (size_t)k0, .lda = K,
+          .w = v->B + (size_t)passes[pi].b * nB + (size_t)k0 * (size_t)N + (size_t)n0c, .ldw = N,
           .out = v->C + (size_t)vc->m0 * (size_t)N + (size_t)n0c, .ldo = N,
-          .accumulate = kt > 0, .earliest = earliest };
+          .accumulate = kt > 0 || pi > 0, .earliest = earliest };
         vc->times[vc->ntiles++] = tt;
       }
     }
@@ -194,8 +212,14 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
   const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
   const size_t cells = (size_t)v->rows * (size_t)v->cols;
-  v->A = tpu_malloc(mk * sizeof(float));
-  v->B = tpu_malloc(kn * sizeof(float));
+  if ((unsigned)w->precision > TPU_PREC_BF16X6) {
+    snprintf(err, errcap, "unknown precision %d", (int)w->precision);
+    tpu_free(v);
+    return TPU_ERR_CONFIG;
+  }
+  const int parts = parts_of(w->precision);
+  v->A = tpu_malloc(mk * (size_t)parts * sizeof(float));
+  v->B = tpu_malloc(kn * (size_t)parts * sizeof(float));
   v->C = tpu_calloc((size_t)w->m * (size_t)w->n, sizeof(float));
   v->state = tpu_calloc(cells, 1);
   v->weight = tpu_calloc(cells, sizeof(float));
@@ -204,8 +228,18 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   if (!v->A || !v->B || !v->C || !v->state || !v->weight || !v->act || !v->psum) goto nomem;
   uint64_t s = w->seed;
   float amax = 0, bmax = 0;
-  for (size_t i = 0; i < mk; i++) { v->A[i] = tpu_bf16_round(normal(&s)); amax = fmaxf(amax, fabsf(v->A[i])); }
-  for (size_t i = 0; i < kn; i++) { v->B[i] = tpu_bf16_round(normal(&s)); bmax = fmaxf(bmax, fabsf(v->B[i])); }
+  /* the inputs of `tpusim matmul --seed S`, split into bf16 parts as mxu_gemm.c does */
+  for (size_t i = 0; i < mk + kn; i++) {
+    float *dst = i < mk ? v->A + i : v->B + (i - mk);
+    const size_t stride = i < mk ? mk : kn;
+    float rest = normal(&s);
+    for (int p = 0; p < parts; p++) {
+      float part = tpu_bf16_round(rest);
+      dst[(size_t)p * stride] = part;
+      rest = isfinite(part) ? rest - part : 0.0f;
+    }
+    if (i < mk) amax = fmaxf(amax, fabsf(dst[0])); else bmax = fmaxf(bmax, fabsf(dst[0]));
+  }
   v->act_scale = amax > 0 ? amax : 1;
   /* partial sums of N(0,1) products grow like sqrt(k): shade by 2 sigma */
   int kk = w->k < v->rows ? w->k : v->rows;

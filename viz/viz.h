@@ -17,7 +17,7 @@
 ** Workload model for a GEMM C = A.B (M x N x K) on a chip of P cores (until
 ** the chip engine gives per-core programs): the M rows are split across the
 ** cores (data parallel, core p gets rows [p*M/P, (p+1)*M/P)); each core
-** walks its tiles like tpusim matmul (N-tiles outer, K-tiles inner, N-tiles
+** walks its tiles like tpusim matmul (N-tiles outer, bf16 passes, K-tiles inner, N-tiles
 ** dealt round-robin to the core's arrays). Each tile's operands (its K-block
 ** of the core's A rows once, its k x n block of B) are DMA'd from HBM in tile
 ** order by one DMA queue per core, at the chip's HBM bandwidth shared evenly
@@ -64,7 +64,8 @@ uint32_t tpu_viz_value_color(float value, float scale);
 
 typedef struct tpu_viz_workload {
   int m, n, k;                 /* GEMM shape, 1..65536 each */
-  uint64_t seed;               /* N(0,1) inputs, rounded to bf16 */
+  uint64_t seed;               /* N(0,1) inputs, as tpusim matmul --seed */
+  tpu_precision precision;     /* bf16 (1 pass), bf16x3, bf16x6: as tpusim matmul */
 } tpu_viz_workload;
 
 typedef struct tpu_viz tpu_viz;   /* opaque */

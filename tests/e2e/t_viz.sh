@@ -12,6 +12,7 @@ expect_status 2 "$TPUSIM" viz --chip teach --core 5 --headless --out o; expect_e
 expect_status 2 "$TPUSIM" viz --chip teach --cycle 99999999 --headless --out o; expect_err_contains "the run lasts"
 expect_status 2 "$TPUSIM" viz --size 10x10 --headless --out o; expect_err_contains "--size"
 expect_status 2 "$TPUSIM" viz --bogus;                       expect_err_contains "unknown option"
+expect_status 2 "$TPUSIM" viz --precision f64 --headless --out o; expect_err_contains "bf16x3"
 expect_status 2 "$TPUSIM" viz --chip nosuch --headless --out o
 touch afile
 expect_status 2 "$TPUSIM" viz --chip teach --headless --out afile; expect_err_contains "not a directory"
