@@ -5,8 +5,8 @@
 ** SDL_RenderFillRect per cell. Each frame steps the PE model one cycle in
 ** the middle of a tile (so every cell changes), composes the whole window
 ** (cells, queue, accumulators, 8 cores' timelines, text) and presents it.
-** Goal (issue 7): >= 30 frames/s for the viz frame. Also reported: the
-** headless PNG writer's frames/s (encoding dominates there).
+** Goal (issue 7): >= 30 frames/s, for the window's frame and for headless
+** PNG frames (step, compose, encode, write).
 */
 #include <SDL.h>
 #include <stdio.h>
@@ -65,6 +65,27 @@ int main(void) {
     frames++;
   }
   const double fps_viz = frames / (t - t0);
+
+  /* 1b. shapes only (no text): the pixel path the naive renderer is compared with */
+  tpu_viz_canvas_destroy(cv);
+  tpu_viz_destroy(v);
+  v = setup(&start);
+  if (tpu_viz_canvas_create(v, W, H, &cv, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); return 1; }
+  uint32_t *shapes = malloc((size_t)W * H * 4);
+  tpu_viz_layout ls;
+  tpu_viz_layout_of(v, W, H, &ls);
+  frames = 0;
+  t0 = tu_now();
+  while ((t = tu_now()) - t0 < SECONDS && frames < MAX_FRAMES) {
+    tpu_viz_seek(v, start + (uint64_t)frames);
+    tpu_viz_render(v, &ls, shapes, W);
+    SDL_UpdateTexture(tex, NULL, shapes, W * 4);
+    SDL_RenderCopy(ren, tex, NULL, NULL);
+    SDL_RenderPresent(ren);
+    frames++;
+  }
+  const double fps_shapes = frames / (t - t0);
+  free(shapes);
 
   /* 2. naive: the same cells, one SDL_RenderFillRect each (no text, no timeline) */
   tpu_viz_canvas_destroy(cv);
@@ -129,14 +150,16 @@ int main(void) {
   remove(path);
 
   printf("\n## viz: frames per second, tpu-v2-8 (8 cores, 128x128 MXU), %dx%d, software renderer, headless\n\n", W, H);
-  printf("| frame | frames/s | vs naive |\n| --- | ---: | ---: |\n");
-  printf("| viz: step 1 cycle, whole window (cells, queue, 8-core timeline, text) | %.1f | %.1fx |\n", fps_viz, fps_viz / fps_naive);
+  printf("| frame | frames/s | vs naive cells |\n| --- | ---: | ---: |\n");
+  printf("| viz: step 1 cycle, whole window (cells, queue, 8-core timeline, text) | %.1f | |\n", fps_viz);
+  printf("| viz shapes only: step, every cell + queue + timeline into the pixels, upload | %.1f | %.2fx |\n", fps_shapes, fps_shapes / fps_naive);
   printf("| naive: step 1 cycle, one SDL_RenderFillRect per cell (cells only) | %.1f | 1.0x |\n", fps_naive);
   printf("| part: stepping the 128x128 PE model one cycle | %.1f | |\n", fps_step);
   printf("| part: composing the whole window (no step, no present) | %.1f | |\n", fps_compose);
   printf("| headless PNG: step, compose, encode and write | %.1f | |\n", fps_png);
-  const int ok = fps_viz >= 30.0;
-  printf("\ngoal: viz frame >= 30 frames/s: %s\n", ok ? "met" : "NOT MET");
+  const int ok = fps_viz >= 30.0 && fps_png >= 30.0;
+  printf("\ngoal: viz frame >= 30 frames/s: %s; headless PNG frames >= 30 frames/s: %s\n",
+         fps_viz >= 30.0 ? "met" : "NOT MET", fps_png >= 30.0 ? "met" : "NOT MET");
   tpu_viz_canvas_destroy(cv);
   tpu_viz_destroy(v);
   SDL_DestroyTexture(tex);

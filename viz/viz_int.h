@@ -43,4 +43,7 @@ struct tpu_viz {
   float act_scale, psum_scale;
   uint8_t *tl_cache; int tl_w; uint64_t tl_total; /* per timeline x: core cat + unit cats */
 };
+/* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all (temp
+** file, then rename). 0, or -1 with err set. (viz_png.c) */
+int viz_png_write(const char *path, const uint32_t *px, int w, int h, int pitch, char *err, size_t errcap);
 #endif

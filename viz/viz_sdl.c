@@ -1,13 +1,14 @@
 /*
 ** viz_sdl.c -- the SDL side of the visualizer: text (SDL2_ttf, DejaVu Sans
 ** from Debian's fonts-dejavu-core), the window and its controls, the
-** headless renderer and PNG output (SDL2_image).
+** headless renderer and PNG output (viz_png.c; SDL2_image reads them back in tests).
 **
 ** Every frame is composed in one software surface: tpu_viz_render() writes
 ** the shapes straight into its pixels (one pass over the cells, no
 ** SDL_RenderFillRect per cell), text is blitted on top, and the window shows
 ** the surface through one streaming texture. Screenshots and headless
-** frames save that same surface, so a PNG is exactly what the window showed.
+** frames save that same surface (viz_png.c), so a PNG is exactly what the
+** window showed.
 **
 ** Test mode (--script): actions are pushed as real SDL events, one per
 ** frame, through the same handler as the keyboard and mouse; time then
@@ -15,7 +16,6 @@
 ** line is printed after each action.
 */
 #include <SDL.h>
-#include <SDL_image.h>
 #include <SDL_ttf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -176,19 +176,7 @@ static void compose(ui *u) {
 }
 
 static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errcap) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  if (IMG_SavePNG(s, tmp) != 0) {
-    snprintf(err, errcap, "%s: cannot write PNG: %s", path, IMG_GetError());
-    unlink(tmp);
-    return -1;
-  }
-  if (rename(tmp, path) != 0) {
-    snprintf(err, errcap, "%s: %s", path, strerror(errno));
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
+  return viz_png_write(path, s->pixels, s->w, s->h, s->pitch / 4, err, errcap);
 }
 
 static int ui_open(ui *u, tpu_viz *v, int w, int h, char *err, size_t errcap) {
