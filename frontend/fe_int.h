@@ -25,6 +25,7 @@ int fe_cmd_matmul(int argc, char **argv);
 int fe_cmd_pipeline(int argc, char **argv);
 int fe_cmd_run(int argc, char **argv);
 int fe_cmd_train(int argc, char **argv);
+int fe_cmd_viz(int argc, char **argv);
 
 /* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
 int fe_usage_error(const char *cmd, const char *fmt, ...)

@@ -13,6 +13,7 @@ static const cmd CMDS[] = {
   { "pipeline", fe_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "run",      fe_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
   { "train",    fe_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
+  { "viz",      fe_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

@@ -1,0 +1,206 @@
+/*
+** cmd_viz.c -- `tpusim viz`: the SDL2 window (or headless PNG frames) showing
+** the selected core's systolic array cell by cell and every core's timeline
+** in the stall taxonomy. The drawing is in viz/; this file parses flags.
+*/
+#include <jansson.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "frontend/fe_int.h"
+#include "sim/sim.h"
+#include "viz/viz.h"
+
+static const char HELP[] =
+  "usage: tpusim viz [--m M --n N --k K] [--seed S] [options]\n"
+  "       tpusim viz --headless --frames N [--every CYCLES] --out DIR [options]\n\n"
+  "Opens a window showing one GEMM C = A.B (A is M x K, B is K x N; default\n"
+  "M = 4 x rows x cores, N = K = 2 x the array side) on the chip: the selected core's MXU cell by\n"
+  "cell from the PE-level model (idle, loading weights, computing shaded by\n"
+  "activation or partial sum), the skewed input queue, the accumulators, and a\n"
+  "timeline per core and unit colored by mxu_busy, vpu_busy, memory_wait,\n"
+  "infeed_wait, collective_wait and idle. The M rows are split across the cores.\n\n"
+  "  --m, --n, --k N        GEMM shape (1..65536 each)\n"
+  "  --seed S               seed for random N(0,1) inputs (default 1)\n"
+  "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
+  "  --core C               core shown first (1-based, default 1)\n"
+  "  --cycle C              first cycle shown (default 0)\n"
+  "  --speed X              cycles per second when running (default 4 on arrays\n"
+  "                         up to 16x16, else 64)\n"
+  "  --size WxH             frame size in pixels (default 1280x800, at least 640x480)\n"
+  "  --headless             no window: render offscreen and write PNG frames\n"
+  "  --frames N             headless: number of frames (default 1)\n"
+  "  --every CYCLES         headless: cycles between frames (default 1)\n"
+  "  --out DIR              where frames and screenshots go (default .; created)\n"
+  "  --png FILE             headless: write one frame to FILE instead\n"
+  "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
+  "                         per frame (space, right, shift+right, left, plus, minus,\n"
+  "                         1..8, a, h, s, q, esc, wait:FRAMES, click:X:Y, hover:X:Y);\n"
+  "                         prints the state after each; the session ends with them\n"
+  "  --json                 headless: print one JSON object (run, totals, frames)\n\n"
+  "keys in the window:\n";
+
+static int parse_u64(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {
+  char err[256];
+  if (!fe_parse_long(v, lo, hi, out, flag, err, sizeof err)) return fe_usage_error(cmd, "%s", err);
+  return 0;
+}
+
+int fe_cmd_viz(int argc, char **argv) {
+  const char *cmd = "viz";
+  fe_common c;
+  fe_common_init(&c);
+  long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1;
+  double speed = 0;
+  tpu_precision prec = TPU_PREC_BF16;
+  int width = 1280, height = 800;
+  bool headless = false, frames_given = false;
+  const char *out_dir = NULL, *script = NULL, *png = NULL;
+  char err[1024];
+  for (int i = 1; i < argc; i++) {
+    int r = fe_common_opt(argc, argv, &i, &c, cmd);
+    if (r > 1) return r;
+    if (r == 1) continue;
+    const char *v;
+    struct { const char *name; long *dst; long lo, hi; } nums[] = {
+      { "--m", &m, 1, 65536 }, { "--n", &n, 1, 65536 }, { "--k", &k, 1, 65536 },
+      { "--seed", &seed, 0, LONG_MAX }, { "--core", &core, 1, TPU_MAX_CORES },
+      { "--cycle", &cycle, 0, LONG_MAX }, { "--frames", &frames, 1, 100000 },
+      { "--every", &every, 1, LONG_MAX } };
+    bool done = false;
+    for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
+      r = fe_opt(argc, argv, &i, nums[j].name, &v);
+      if (r < 0) return fe_usage_error(cmd, "%s needs a value", nums[j].name);
+      if (r == 0) continue;
+      if ((r = parse_u64(cmd, nums[j].name, v, nums[j].lo, nums[j].hi, nums[j].dst))) return r;
+      if (nums[j].dst == &frames) frames_given = true;
+      done = true;
+    }
+    if (done) continue;
+    if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
+      if (r < 0 || !tpu_precision_parse(v, &prec))
+        return fe_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--speed", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--speed needs a value");
+      if (!fe_parse_double(v, 0.25, 65536, &speed, "--speed", err, sizeof err)) return fe_usage_error(cmd, "%s", err);
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--size", &v))) {
+      char *e;
+      long w = 0, h = 0;
+      if (r > 0) { errno = 0; w = strtol(v, &e, 10); if (*e == 'x') h = strtol(e + 1, &e, 10); else e = (char *)"?"; }
+      if (r < 0 || *e || errno || w < 640 || h < 480 || w > 8192 || h > 8192)
+        return fe_usage_error(cmd, "--size: expected WIDTHxHEIGHT with 640..8192 x 480..8192, got '%s'", r < 0 ? "" : v);
+      width = (int)w; height = (int)h;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--out", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--out needs a directory");
+      out_dir = v;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--png", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--png needs a file name");
+      png = v;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--script", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--script needs a list of actions");
+      script = v;
+      continue;
+    }
+    if (fe_opt(argc, argv, &i, "--headless", NULL) == 1) { headless = true; continue; }
+    if (!strcmp(argv[i], "--program") || !strncmp(argv[i], "--program=", 10))
+      return fe_usage_error(cmd, "--program: per-core programs need the chip engine, which tpusim viz does not use yet; give a GEMM with --m --n --k");
+    return fe_usage_error(cmd, "unknown option '%s' (tpusim viz --help)", argv[i]);
+  }
+  if (c.help) { fputs(HELP, stdout); fputs(TPU_VIZ_KEYS_HELP, stdout); fputs("\n", stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
+  tpu_chip_config chip;
+  int rc = fe_load_chip(cmd, &c, &chip);
+  if (rc) return rc;
+  if (core > chip.cores) return fe_usage_error(cmd, "--core %ld: the chip '%s' has %d cores", core, chip.name, chip.cores);
+  if (!headless && (frames_given || c.json)) return fe_usage_error(cmd, "--frames and --json go with --headless");
+  if (headless && script) return fe_usage_error(cmd, "--script drives the window; it does not go with --headless");
+  if (png && (!headless || out_dir || frames_given))
+    return fe_usage_error(cmd, "--png FILE writes one headless frame: use it with --headless, without --out and --frames");
+  if (headless && !out_dir && !png) return fe_usage_error(cmd, "--headless needs --out DIR for the PNG frames (or --png FILE for one)");
+  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+    return fe_usage_error(cmd, "--out %s: cannot create the directory: %s", out_dir, strerror(errno));
+  struct stat sb;
+  if (out_dir && (stat(out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+    return fe_usage_error(cmd, "--out %s: not a directory", out_dir);
+  int side = chip.mxu.rows > chip.mxu.cols ? chip.mxu.rows : chip.mxu.cols;
+  long dm = 4L * chip.mxu.rows * chip.cores;
+  tpu_viz_workload w = { .m = m ? (int)m : (int)(dm < 65536 ? dm : 65536),
+                         .n = n ? (int)n : 2 * side, .k = k ? (int)k : 2 * side,
+                         .seed = (uint64_t)seed, .precision = prec };
+  tpu_viz *v;
+  tpu_status st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
+  if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+  if ((uint64_t)cycle >= tpu_viz_total_cycles(v)) {
+    fe_usage_error(cmd, "--cycle %ld: the run lasts %llu cycles (0..%llu)", cycle,
+                   (unsigned long long)tpu_viz_total_cycles(v), (unsigned long long)tpu_viz_total_cycles(v) - 1);
+    tpu_viz_destroy(v);
+    return 2;
+  }
+  if (tpu_viz_select_core(v, (int)core - 1) != TPU_OK) {
+    tpu_viz_destroy(v);
+    return fe_runtime_error(cmd, "out of memory");
+  }
+  tpu_viz_app_opts o = {
+    .headless = headless, .frames = (int)frames, .every = (uint64_t)every, .start = (uint64_t)cycle,
+    .out_dir = out_dir, .png = png, .script = script, .width = width, .height = height,
+    .speed = speed > 0 ? speed : (chip.mxu.rows <= 16 ? 4 : 64), .quiet = c.json };
+  rc = tpu_viz_app_run(v, &o);
+  if (rc == 0 && c.json) {
+    json_t *o_ = json_pack("{s:s, s:i, s:{s:i, s:i, s:i, s:I}, s:I, s:i, s:I}",
+      "chip", chip.name, "cores", chip.cores, "gemm", "m", w.m, "n", w.n, "k", w.k, "seed", (json_int_t)seed,
+      "total_cycles", (json_int_t)tpu_viz_total_cycles(v), "frames", (int)frames, "every", (json_int_t)every);
+    json_t *per = json_array();
+    for (int p = 0; p < chip.cores; p++) {
+      uint64_t t[TPU_VIZ_NCAT];
+      tpu_viz_totals(v, p, t);
+      json_t *cc = json_object();
+      for (int j = 0; j < TPU_VIZ_NCAT; j++)
+        json_object_set_new(cc, tpu_viz_cat_name((tpu_viz_cat)j), json_integer((json_int_t)t[j]));
+      json_array_append_new(per, cc);
+    }
+    json_object_set_new(json_object_get(o_, "gemm"), "precision", json_string(tpu_precision_name(prec)));
+    json_object_set_new(o_, "stall_cycles_per_core", per);
+    const tpu_mxu_tile *tl;
+    const tpu_mxu_tile_times *tt;
+    size_t nt = tpu_viz_tiles(v, &tl, &tt);
+    json_t *ta = json_array();
+    for (size_t j = 0; j < nt; j++)
+      json_array_append_new(ta, json_pack("{s:i, s:i, s:i, s:I, s:I, s:I}", "m", tl[j].m, "k", tl[j].k,
+        "n", tl[j].n, "load_start", (json_int_t)tt[j].load_start, "stream_start", (json_int_t)tt[j].stream_start,
+        "last_result", (json_int_t)tt[j].last_result));
+    json_object_set_new(o_, "core", json_integer(tpu_viz_core(v) + 1));
+    /* where things are in the frames, for scripts that read the PNGs */
+    tpu_viz_layout l;
+    tpu_viz_layout_of(v, width, height, &l);
+    json_t *cy = json_array(), *colors = json_object();
+    for (int p = 0; p < chip.cores; p++) json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
+    for (int j = 0; j < TPU_VIZ_NCAT; j++) {
+      char hex[8];
+      snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_cat_color((tpu_viz_cat)j) & 0xffffffu));
+      json_object_set_new(colors, tpu_viz_cat_name((tpu_viz_cat)j), json_string(hex));
+    }
+    json_object_set_new(o_, "colors", colors);
+    json_object_set_new(o_, "layout", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",
+      "width", l.width, "height", l.height, "array_x", l.array.x, "array_y", l.array.y, "cell", l.cell,
+      "timeline_x", l.timeline.x, "timeline_w", l.timeline.w, "core_y", cy));
+    json_object_set_new(json_object_get(o_, "layout"), "strip_h", json_integer(l.strip_h));
+    json_object_set_new(o_, "tiles", ta);
+    json_dumpf(o_, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(o_);
+  }
+  tpu_viz_destroy(v);
+  return rc;
+}

@@ -1,0 +1,403 @@
+/*
+** check_viz.c -- the visualizer's data path, checked without a window: the
+** frame's cells are exactly where the PE-level model and the timing formula
+** of mxu.h put the wavefront, the timeline's bands are as long as the
+** totals say, seeking backwards replays exactly, allocation failures are
+** survived; and the PNG the SDL layer writes holds the same pixels.
+*/
+#include <SDL.h>
+#include <SDL_image.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mxu/mxu.h"
+#include "sim/sim.h"
+#include "tests/test_util.h"
+#include "viz/viz.h"
+
+#define W 1280
+#define H 800
+
+static tpu_viz *make(const char *preset, int cores, int m, int n, int k) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_msg(tpu_chip_config_load(preset, &chip, err, sizeof err) == TPU_OK, "%s", err);
+  if (cores) {
+    char a[64];
+    /* cores must stay a multiple of cores_per_chip at every step */
+    ck_assert(tpu_chip_config_set(&chip, "cores_per_chip=1", err, sizeof err) == TPU_OK);
+    snprintf(a, sizeof a, "cores=%d", cores);
+    ck_assert_msg(tpu_chip_config_set(&chip, a, err, sizeof err) == TPU_OK, "%s", err);
+    snprintf(a, sizeof a, "cores_per_chip=%d", cores);
+    ck_assert_msg(tpu_chip_config_set(&chip, a, err, sizeof err) == TPU_OK, "%s", err);
+  }
+  tpu_viz_workload w = { m, n, k, 7, TPU_PREC_BF16 };
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+  return v;
+}
+
+static uint32_t px_at(const uint32_t *px, int x, int y) { return px[(size_t)y * W + (size_t)x]; }
+
+/* For a GEMM on the 8x8 teach array, at cycles across the first tiles'
+** fill, steady state and drain: every cell's center has the computing color
+** of the activation the formula says (activation m = t - s_i - r - c of the
+** tile streaming on that diagonal, inside its K x N block), and every other
+** cell is idle or loading. An independent PE model ticked t+1 times agrees
+** on the state of every cell. */
+START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  const tpu_mxu_tile *tl;
+  const tpu_mxu_tile_times *tt;
+  size_t nt = tpu_viz_tiles(v, &tl, &tt);
+  ck_assert_uint_ge(nt, 3);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  ck_assert_int_ge(l.cell, 8);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  const tpu_chip_config *ch = tpu_viz_chip(v);
+  const int R = ch->mxu.rows, C = ch->mxu.cols;
+  const float scale = tpu_viz_shade_scale(v);
+  uint64_t cycles[] = { tt[0].stream_start, tt[0].stream_start + 3, tt[0].stream_start + 9,
+                        tt[1].stream_start - 1, tt[1].stream_start + 2, tt[2].stream_start + 5,
+                        tt[nt - 1].last_result, tt[0].load_start + 2 };
+  int computing_seen = 0;
+  for (size_t ci = 0; ci < sizeof cycles / sizeof cycles[0]; ci++) {
+    const uint64_t t = cycles[ci];
+    ck_assert(tpu_viz_seek(v, t) == TPU_OK);
+    TU_EQ_U64(t, tpu_viz_cycle(v));
+    tpu_viz_render(v, &l, px, W);
+    /* the reference PE model, stepped on its own */
+    tpu_mxu *pe;
+    ck_assert(tpu_mxu_create(&ch->mxu, &pe) == TPU_OK);
+    float *scratch = calloc((size_t)24 * 12, sizeof(float));
+    for (size_t i = 0; i < nt; i++) {
+      tpu_mxu_tile x = tl[i];
+      x.out = scratch + (x.out - tl[0].out);     /* same layout, private accumulators */
+      ck_assert(tpu_mxu_push(pe, &x) == TPU_OK);
+    }
+    for (uint64_t i = 0; i <= t; i++) tpu_mxu_tick(pe);
+    uint8_t st[64];
+    tpu_mxu_view view = { .state = st };
+    tpu_mxu_view_cells(pe, &view);
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) {
+        int64_t d = (int64_t)t - r - c;
+        long on = -1;
+        for (size_t i = 0; i < nt; i++)
+          if (d >= (int64_t)tt[i].stream_start && d < (int64_t)tt[i].stream_start + tl[i].m) on = (long)i;
+        bool comp = on >= 0 && r < tl[on].k && c < tl[on].n;
+        ck_assert_msg(comp == (st[r * C + c] == TPU_MXU_CELL_COMPUTING),
+                      "cycle %llu cell (%d,%d): formula says %s, PE model says state %d",
+                      (unsigned long long)t, r, c, comp ? "computing" : "not computing", st[r * C + c]);
+        uint32_t got = px_at(px, l.array.x + c * l.cell + l.cell / 2, l.array.y + r * l.cell + l.cell / 2);
+        if (comp) {
+          int64_t m = d - (int64_t)tt[on].stream_start;
+          float a = tl[on].act[(size_t)m * (size_t)tl[on].lda + (size_t)r];
+          uint32_t want = tpu_viz_value_color(a, scale);
+          ck_assert_msg(got == want, "cycle %llu cell (%d,%d): pixel 0x%08x, expected computing 0x%08x",
+                        (unsigned long long)t, r, c, got, want);
+          computing_seen++;
+        } else {
+          uint32_t want = st[r * C + c] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING : TPU_VIZ_COLOR_IDLE;
+          ck_assert_msg(got == want, "cycle %llu cell (%d,%d): pixel 0x%08x, expected 0x%08x",
+                        (unsigned long long)t, r, c, got, want);
+        }
+      }
+    tpu_mxu_destroy(pe);
+    free(scratch);
+  }
+  ck_assert_int_gt(computing_seen, 50);
+  free(px);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
+/* Hover data: a computing cell's weight is the tile's B value at (r, c), its
+** activation the A value the formula puts there, and its partial sum the
+** fmaf chain of the column above it for that activation (bf16 products are
+** exact, one rounding per add). Shading by partial sum colors the cell by it. */
+START_TEST(Hover_shows_the_cell_weight_activation_and_partial_sum) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  const tpu_mxu_tile *tl;
+  const tpu_mxu_tile_times *tt;
+  tpu_viz_tiles(v, &tl, &tt);
+  const uint64_t t = tt[0].stream_start + 9;
+  ck_assert(tpu_viz_seek(v, t) == TPU_OK);
+  tpu_viz_set_shade_psum(v, true);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  tpu_viz_render(v, &l, px, W);
+  int checked = 0;
+  for (int r = 0; r < 8; r++)
+    for (int c = 0; c < 8; c++) {
+      tpu_viz_cell cell;
+      ck_assert(tpu_viz_cell_info(v, r, c, &cell));
+      int64_t m = (int64_t)t - r - c - (int64_t)tt[0].stream_start;
+      if (m < 0 || m >= tl[0].m || r >= tl[0].k || c >= tl[0].n) continue;
+      ck_assert_int_eq(cell.state, TPU_MXU_CELL_COMPUTING);
+      TU_EQ_BITS(tl[0].w[(size_t)r * (size_t)tl[0].ldw + (size_t)c], cell.weight, "weight");
+      TU_EQ_BITS(tl[0].act[(size_t)m * (size_t)tl[0].lda + (size_t)r], cell.act, "activation");
+      float ps = 0.0f;
+      for (int j = 0; j <= r; j++)
+        ps = fmaf(tl[0].act[(size_t)m * (size_t)tl[0].lda + (size_t)j], tl[0].w[(size_t)j * (size_t)tl[0].ldw + (size_t)c], ps);
+      TU_EQ_BITS(ps, cell.psum, "partial sum");
+      uint32_t got = px_at(px, l.array.x + c * l.cell + l.cell / 2, l.array.y + r * l.cell + l.cell / 2);
+      ck_assert_uint_eq(got, tpu_viz_value_color(cell.psum, tpu_viz_shade_scale(v)));
+      checked++;
+    }
+  ck_assert_int_ge(checked, 20);
+  ck_assert(!tpu_viz_cell_info(v, 8, 0, &(tpu_viz_cell){ 0 }));
+  free(px);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
+/* Going back in time replays the PE model from cycle 0: the frame is the
+** same bytes as when we first passed that cycle. */
+START_TEST(Seeking_backwards_gives_the_same_frame) {
+  tpu_viz *v = make("teach", 0, 32, 16, 16);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *a = malloc((size_t)W * H * 4), *b = malloc((size_t)W * H * 4);
+  const tpu_mxu_tile_times *tt;
+  tpu_viz_tiles(v, NULL, &tt);
+  uint64_t t = tt[0].stream_start + 11;
+  ck_assert(tpu_viz_seek(v, t) == TPU_OK);
+  tpu_viz_render(v, &l, a, W);
+  ck_assert(tpu_viz_seek(v, t + 40) == TPU_OK);
+  ck_assert(tpu_viz_seek(v, 3) == TPU_OK);
+  ck_assert(tpu_viz_seek(v, t) == TPU_OK);
+  tpu_viz_render(v, &l, b, W);
+  ck_assert(memcmp(a, b, (size_t)W * H * 4) == 0);
+  /* another core, then back: the same again */
+  ck_assert(tpu_viz_select_core(v, 2) == TPU_OK);
+  ck_assert(tpu_viz_select_core(v, 0) == TPU_OK);
+  tpu_viz_render(v, &l, b, W);
+  ck_assert(memcmp(a, b, (size_t)W * H * 4) == 0);
+  ck_assert(tpu_viz_select_core(v, 4) == TPU_ERR_INPUT);     /* teach has 4 cores */
+  free(a); free(b);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
+/* Each core's strip in the timeline: the pixels of each category's color
+** number totals[cat] * width / total_cycles, within one pixel per band edge;
+** and the totals add up to the run's length. Checked on an 8-core 128x128
+** chip and on teach. */
+static void check_bands(const char *preset, int m, int n, int k) {
+  tpu_viz *v = make(preset, 0, m, n, k);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  tpu_viz_render(v, &l, px, W);
+  const uint64_t total = tpu_viz_total_cycles(v);
+  int busy_seen = 0, wait_seen = 0;
+  for (int p = 0; p < tpu_viz_chip(v)->cores; p++) {
+    uint64_t tot[TPU_VIZ_NCAT], sum = 0;
+    tpu_viz_totals(v, p, tot);
+    for (int c = 0; c < TPU_VIZ_NCAT; c++) sum += tot[c];
+    TU_EQ_U64(total, sum);
+    const int y = tpu_viz_core_y(&l, p) + l.strip_h / 2;
+    int count[TPU_VIZ_NCAT] = { 0 }, edges = 0;
+    uint32_t prev = 0;
+    for (int x = 0; x < l.timeline.w; x++) {
+      uint32_t col = px_at(px, l.timeline.x + x, y);
+      if (x && col != prev) edges++;
+      prev = col;
+      for (int c = 0; c < TPU_VIZ_NCAT; c++) if (col == tpu_viz_cat_color((tpu_viz_cat)c)) count[c]++;
+    }
+    for (int c = 0; c < TPU_VIZ_NCAT; c++) {
+      double want = (double)tot[c] * l.timeline.w / (double)total;
+      /* the cursor (1 px) may cover one pixel of some band */
+      ck_assert_msg(fabs(count[c] - want) <= edges + 2, "%s core %d %s: %d px, expected %.1f (+-%d)", preset, p,
+                    tpu_viz_cat_name((tpu_viz_cat)c), count[c], want, edges + 2);
+    }
+    busy_seen += tot[TPU_VIZ_MXU_BUSY] > 0;
+    wait_seen += tot[TPU_VIZ_MEMORY_WAIT] > 0;
+  }
+  ck_assert_int_gt(busy_seen, 0);
+  ck_assert_int_gt(wait_seen, 0);
+  free(px);
+  tpu_viz_destroy(v);
+}
+START_TEST(Stall_bands_are_as_long_as_the_totals_say) {
+  check_bands("tpu-v2-8", 1024, 256, 256);
+  check_bands("teach", 128, 16, 16);
+  check_bands("teach", 3, 40, 8);               /* fewer rows than cores: idle cores */
+}
+END_TEST
+
+/* One core, one tile, operands in HBM: the core waits on memory until the
+** operands land, then the MXU is busy from the weight load to the last
+** result, then the result goes back; nothing else. */
+START_TEST(Totals_follow_the_tile_formula) {
+  tpu_viz *v = make("teach", 1, 8, 8, 8);
+  const tpu_mxu_tile_times *tt;
+  ck_assert_uint_eq(tpu_viz_tiles(v, NULL, &tt), 1);
+  uint64_t tot[TPU_VIZ_NCAT];
+  tpu_viz_totals(v, 0, tot);
+  TU_EQ_U64(tt[0].last_result + 1 - tt[0].load_start, tot[TPU_VIZ_MXU_BUSY]);
+  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_VIZ_MXU_BUSY], tot[TPU_VIZ_MEMORY_WAIT]);
+  TU_EQ_U64(0, tot[TPU_VIZ_IDLE] + tot[TPU_VIZ_VPU_BUSY] + tot[TPU_VIZ_INFEED_WAIT] + tot[TPU_VIZ_COLLECTIVE_WAIT]);
+  /* the cycle before the load waits on memory, the load cycle is MXU work */
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_VIZ_MEMORY_WAIT);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_VIZ_MXU_BUSY);
+  ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_VIZ_IDLE);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
+/* bf16x3 and bf16x6 walk the tiles of mxu_gemm.c: per N-tile, each pass's
+** K-tiles, accumulating after the first; the PE model runs them all. */
+START_TEST(Precision_passes_multiply_the_tiles) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3, TPU_PREC_BF16X6 };
+  for (int i = 0; i < 3; i++) {
+    tpu_viz_workload w = { 16, 20, 12, 3, precs[i] };      /* 3 N-tiles (cores 1 arrays), 2 K-tiles */
+    tpu_viz *v;
+    ck_assert(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK);
+    const tpu_mxu_tile *tl;
+    size_t nt = tpu_viz_tiles(v, &tl, NULL);
+    const int passes = tpu_precision_passes(precs[i]);
+    TU_EQ_U64(3 * 2 * passes, nt);
+    for (size_t j = 0; j < nt; j++) ck_assert(tl[j].accumulate == (j % (size_t)(2 * passes) != 0));
+    ck_assert(tpu_viz_seek(v, tpu_viz_total_cycles(v) - 1) == TPU_OK);
+    tpu_viz_destroy(v);
+  }
+}
+END_TEST
+
+START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
+  tpu_viz *v = make("tpu-v2-8", 0, 512, 256, 256);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  ck_assert_int_ge(l.cell, 3);                  /* every one of 128x128 cells visible */
+  ck_assert_int_le(l.array.x + l.array.w, W / 2);
+  ck_assert_int_le(l.array.y + l.array.h, H);
+  int r, c;
+  ck_assert(tpu_viz_cell_at(v, &l, l.array.x + 5 * l.cell + 1, l.array.y + 127 * l.cell + 1, &r, &c));
+  ck_assert_int_eq(r, 127); ck_assert_int_eq(c, 5);
+  ck_assert(!tpu_viz_cell_at(v, &l, l.array.x - 1, l.array.y, &r, &c));
+  TU_EQ_U64(0, tpu_viz_cycle_at_x(v, &l, l.timeline.x));
+  uint64_t T = tpu_viz_total_cycles(v), last = tpu_viz_cycle_at_x(v, &l, l.timeline.x + l.timeline.w - 1);
+  ck_assert(last < T && last + T / (uint64_t)l.timeline.w + 1 >= T - 1);
+  for (uint64_t cy = 0; cy < T; cy += T / 37 + 1) {     /* the cursor's x maps back to its cycle */
+    int x = l.timeline.x + (int)((double)cy * l.timeline.w / (double)T);
+    uint64_t back = tpu_viz_cycle_at_x(v, &l, x);
+    ck_assert(back <= cy && cy - back <= T / (uint64_t)l.timeline.w + 1);
+  }
+  ck_assert_int_le(tpu_viz_core_y(&l, 7) + l.core_h, l.infeed.y);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
+static int fail_at, calls;
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (++calls == fail_at) return NULL;
+  return realloc(p, n);
+}
+START_TEST(Create_survives_every_allocation_failure) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_viz_workload w = { 20, 12, 10, 1, TPU_PREC_BF16 };
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_viz *v;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
+    if (st == TPU_OK) { ok_seen = 1; tpu_viz_destroy(v); }
+    tpu_set_alloc(NULL, NULL);
+    if (!ok_seen) { ck_assert_int_eq(st, TPU_ERR_NOMEM); ck_assert_ptr_null(v); }
+  }
+  ck_assert(ok_seen);
+}
+END_TEST
+
+START_TEST(Bad_shapes_are_rejected_with_a_message) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_viz_workload w = { 0, 8, 8, 1, TPU_PREC_BF16 };
+  tpu_viz *v;
+  ck_assert_int_eq(tpu_viz_create(&chip, &w, &v, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_ptr_null(v);
+  ck_assert(strstr(err, "1..65536"));
+}
+END_TEST
+
+/* The PNG written through SDL (dummy video driver, software surface) holds
+** the rendered cells: same color at every cell center as the pixel buffer. */
+START_TEST(Png_frame_matches_the_rendered_buffer) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  const tpu_mxu_tile_times *tt;
+  tpu_viz_tiles(v, NULL, &tt);
+  ck_assert(tpu_viz_seek(v, tt[0].stream_start + 6) == TPU_OK);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  tpu_viz_render(v, &l, px, W);
+  ck_assert(SDL_Init(SDL_INIT_VIDEO) == 0);
+  char path[] = "/tmp/tpusim_vizXXXXXX.png", err[512];
+  int fd = mkstemps(path, 4);
+  close(fd);
+  ck_assert_msg(tpu_viz_save_png(v, W, H, path, err, sizeof err) == 0, "%s", err);
+  SDL_Surface *s = IMG_Load(path);
+  ck_assert_ptr_nonnull(s);
+  SDL_Surface *c = SDL_ConvertSurfaceFormat(s, SDL_PIXELFORMAT_ARGB8888, 0);
+  ck_assert_int_eq(c->w, W);
+  ck_assert_int_eq(c->h, H);
+  const uint32_t *p = c->pixels;
+  for (int r = 0; r < 8; r++)
+    for (int col = 0; col < 8; col++) {
+      int x = l.array.x + col * l.cell + l.cell / 2, y = l.array.y + r * l.cell + l.cell / 2;
+      ck_assert_msg(p[(size_t)y * (size_t)(c->pitch / 4) + (size_t)x] == px_at(px, x, y),
+                    "cell (%d,%d): png 0x%08x, buffer 0x%08x", r, col,
+                    p[(size_t)y * (size_t)(c->pitch / 4) + (size_t)x], px_at(px, x, y));
+    }
+  SDL_FreeSurface(c);
+  SDL_FreeSurface(s);
+  remove(path);
+  SDL_Quit();
+  free(px);
+  tpu_viz_destroy(v);
+}
+END_TEST
+
+static Suite *viz_suite(void) {
+  Suite *s = suite_create("viz");
+  TCase *tc = tcase_create("render");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Wavefront_cells_are_where_the_PE_model_puts_them);
+  tcase_add_test(tc, Seeking_backwards_gives_the_same_frame);
+  tcase_add_test(tc, Hover_shows_the_cell_weight_activation_and_partial_sum);
+  tcase_add_test(tc, Layout_maps_pixels_to_cells_and_cycles_and_back);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("timeline");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Stall_bands_are_as_long_as_the_totals_say);
+  tcase_add_test(tc, Totals_follow_the_tile_formula);
+  tcase_add_test(tc, Precision_passes_multiply_the_tiles);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("limits");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Bad_shapes_are_rejected_with_a_message);
+  tcase_add_test(tc, Create_survives_every_allocation_failure);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("sdl");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Png_frame_matches_the_rendered_buffer);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return tu_run_suite(viz_suite()) ? 1 : 0; }

@@ -1,0 +1,62 @@
+# tpusim viz: help, bad input, no display, and headless frames checked pixel
+# by pixel against the tile times and stall totals the same run reports.
+here=$(dirname "$(readlink -f "$1")")
+expect_status 0 "$TPUSIM" viz --help
+expect_out_contains "--headless"
+expect_out_contains "shift+right"
+# bad input: exit 2 with a message
+expect_status 2 "$TPUSIM" viz --m 0 --headless --out o;      expect_err_contains "--m"
+expect_status 2 "$TPUSIM" viz --frames 3;                    expect_err_contains "go with --headless"
+expect_status 2 "$TPUSIM" viz --headless;                    expect_err_contains "needs --out"
+expect_status 2 "$TPUSIM" viz --chip teach --core 5 --headless --out o; expect_err_contains "has 4 cores"
+expect_status 2 "$TPUSIM" viz --chip teach --cycle 99999999 --headless --out o; expect_err_contains "the run lasts"
+expect_status 2 "$TPUSIM" viz --size 10x10 --headless --out o; expect_err_contains "--size"
+expect_status 2 "$TPUSIM" viz --bogus;                       expect_err_contains "unknown option"
+expect_status 2 "$TPUSIM" viz --precision f64 --headless --out o; expect_err_contains "bf16x3"
+expect_status 2 "$TPUSIM" viz --chip nosuch --headless --out o
+touch afile
+expect_status 2 "$TPUSIM" viz --chip teach --headless --out afile; expect_err_contains "not a directory"
+# no display: a clear message suggesting --headless, exit 2
+expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY SDL_VIDEODRIVER=dummy "$TPUSIM" viz --chip teach
+expect_err_contains "no display"; expect_err_contains "--headless"
+expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$TPUSIM" viz --chip teach
+expect_err_contains "--headless"
+
+# the run's tile times and layout, then frames across the first tile
+expect_status 0 "$TPUSIM" viz --chip teach --m 40 --n 12 --k 20 --headless --json --out run0
+echo "$OUT" > run.json
+s0=$(/usr/bin/python3 -c 'import json; print(json.load(open("run.json"))["tiles"][0]["stream_start"])')
+expect_status 0 "$TPUSIM" viz --chip teach --m 40 --n 12 --k 20 --headless --json --cycle $((s0 + 2)) --frames 4 --every 3 --out fr
+echo "$OUT" > fr.json
+for f in 0 1 2 3; do [ -s fr/frame_00000$f.png ] || die "frame $f missing"; done
+[ ! -e fr/frame_000004.png ] || die "too many frames"
+/usr/bin/python3 - "$here" fr.json <<'PY' || die "frames do not match the PE model's wavefront or the stall totals"
+import json, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+d = json.load(open(sys.argv[2])); L = d["layout"]; tiles = d["tiles"]
+s0 = tiles[0]["stream_start"]
+IDLE, LOADING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00)
+for f in range(4):
+    t = s0 + 2 + 3 * f
+    img = png_read.read("fr/frame_%06d.png" % f, L["array_y"] + 8 * L["cell"])
+    assert img[0] == L["width"] and img[1] == L["height"]
+    for r in range(8):
+        for c in range(8):
+            dd = t - r - c
+            comp = any(x["stream_start"] <= dd < x["stream_start"] + x["m"] and r < x["k"] and c < x["n"] for x in tiles)
+            px = png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] // 2, L["array_y"] + r * L["cell"] + L["cell"] // 2)
+            got = px not in (IDLE, LOADING)
+            assert got == comp, "cycle %d cell (%d,%d): pixel %s, computing expected: %s" % (t, r, c, px, comp)
+# the stall strip of each core: band lengths proportional to the reported totals
+img = png_read.read("fr/frame_000000.png", max(L["core_y"]) + L["strip_h"])
+T = d["total_cycles"]; w = L["timeline_w"]
+col = {k: tuple(int(v[i:i + 2], 16) for i in (1, 3, 5)) for k, v in d["colors"].items()}
+for p, tot in enumerate(d["stall_cycles_per_core"]):
+    assert sum(tot.values()) == T
+    y = L["core_y"][p] + L["strip_h"] // 2
+    row = [png_read.pixel(img, L["timeline_x"] + x, y) for x in range(w)]
+    edges = sum(1 for x in range(1, w) if row[x] != row[x - 1])
+    for k, cyc in tot.items():
+        n = sum(1 for px in row if px == col[k])
+        assert abs(n - cyc * w / T) <= edges + 2, (p, k, n, cyc * w / T)
+PY

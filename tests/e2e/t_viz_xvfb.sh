@@ -1,0 +1,44 @@
+# tpusim viz in a real window under Xvfb: key presses (pause, step, tile step,
+# core select, run) are sent as SDL events by --script; the state lines and
+# the screenshots must change exactly as the keys say.
+here=$(dirname "$(readlink -f "$1")")
+if ! command -v xvfb-run >/dev/null || ! command -v Xvfb >/dev/null; then
+  echo "t_viz_xvfb: SKIP: Xvfb is not installed (make deps installs xvfb and xauth)"; exit 0
+fi
+expect_status 0 "$TPUSIM" viz --chip teach --headless --json --out run0
+echo "$OUT" > run.json
+read -r s0 s1 cx cy cc < <(/usr/bin/python3 -c 'import json; d=json.load(open("run.json")); t=d["tiles"]; L=d["layout"]
+px = L["timeline_w"] // 3
+print(t[0]["stream_start"], t[1]["stream_start"], L["timeline_x"] + px, L["core_y"][0] + 2, int(px * d["total_cycles"] / L["timeline_w"]))')
+expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+  --cycle $((s0 + 2)) --speed 30 --out shots \
+  --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
+echo "$OUT" > states.txt
+st() { sed -n "$1p" states.txt | grep -v '^saved' || true; }
+grep -v '^saved' states.txt > s.txt
+line() { sed -n "$1p" s.txt; }
+[ "$(line 1)" = "cycle $((s0 + 2)) core 1 paused speed 30" ] || die "space did not pause at the start cycle: $(line 1)"
+[ "$(line 4)" = "cycle $((s0 + 3)) core 1 paused speed 30" ] || die "right did not step one cycle: $(line 4)"
+[ "$(line 6)" = "cycle $s1 core 1 paused speed 30" ] || die "shift+right did not go to the next tile ($s1): $(line 6)"
+[ "$(line 8)" = "cycle $s1 core 2 paused speed 30" ] || die "2 did not select core 2: $(line 8)"
+[ "$(line 10)" = "cycle $s1 core 2 running speed 30" ] || die "space did not resume: $(line 10)"
+c=$(line 11 | cut -d' ' -f2)
+# 30 wait frames plus the frames of the two actions, at 30 cycles/s and 1/30 s per frame
+[ "$c" -ge $((s1 + 30)) ] && [ "$c" -le $((s1 + 33)) ] || die "running 32 frames at 30 cycles/s moved from $s1 to $c"
+[ "$(line 12)" = "cycle $cc core 2 paused speed 30" ] || die "a click on the timeline did not jump to cycle $cc: $(line 12)"
+for n in 1 2 3 4 5; do [ -s shots/tpusim-viz-00$n.png ] || die "screenshot $n missing"; done
+/usr/bin/python3 - "$here" run.json <<'PY' || die "screenshots did not change as the keys say"
+import json, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+L = json.load(open(sys.argv[2]))["layout"]
+shots = [png_read.read("shots/tpusim-viz-%03d.png" % n, L["array_y"] + 8 * L["cell"]) for n in range(1, 6)]
+assert all(s[0] == L["width"] and s[1] == L["height"] for s in shots)
+def cells(img):   # the colors at the 8x8 cell centers
+    return [png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] // 2,
+                           L["array_y"] + r * L["cell"] + L["cell"] // 2) for r in range(8) for c in range(8)]
+raw = [open("shots/tpusim-viz-%03d.png" % n, "rb").read() for n in (1, 2)]
+assert raw[0] == raw[1], "paused, yet the window changed"
+assert cells(shots[1]) != cells(shots[2]), "right (one cycle) did not change the array"
+assert cells(shots[2]) != cells(shots[3]), "shift+right did not change the array"
+assert cells(shots[3]) != cells(shots[4]), "core 2 shows the same array as core 1"
+PY

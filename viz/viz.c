@@ -1,0 +1,538 @@
+/*
+** viz.c -- the visualizer's session: the workload laid out on the chip, the
+** per-core timelines, the PE model of the selected core, and the drawing of
+** every shape into a pixel buffer (no SDL here; see viz.h for the model).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viz/viz_int.h"
+
+static const char *const CAT_NAMES[TPU_VIZ_NCAT] = {
+  [TPU_VIZ_MXU_BUSY] = "mxu_busy", [TPU_VIZ_VPU_BUSY] = "vpu_busy", [TPU_VIZ_INFEED_WAIT] = "infeed_wait",
+  [TPU_VIZ_MEMORY_WAIT] = "memory_wait", [TPU_VIZ_COLLECTIVE_WAIT] = "collective_wait", [TPU_VIZ_IDLE] = "idle" };
+static const uint32_t CAT_COLORS[TPU_VIZ_NCAT] = {
+  [TPU_VIZ_MXU_BUSY] = 0xff2ca02cu, [TPU_VIZ_VPU_BUSY] = 0xff1f77b4u, [TPU_VIZ_INFEED_WAIT] = 0xffd62728u,
+  [TPU_VIZ_MEMORY_WAIT] = 0xffff7f0eu, [TPU_VIZ_COLLECTIVE_WAIT] = 0xff9467bdu, [TPU_VIZ_IDLE] = 0xff505050u };
+static const char *const UNIT_NAMES[TPU_VIZ_NUNIT] = { "MXU", "VPU", "DMA", "ICI" };
+
+const char *tpu_viz_cat_name(tpu_viz_cat c) { return (unsigned)c < TPU_VIZ_NCAT ? CAT_NAMES[c] : "?"; }
+uint32_t tpu_viz_cat_color(tpu_viz_cat c) { return (unsigned)c < TPU_VIZ_NCAT ? CAT_COLORS[c] : 0xff000000u; }
+const char *tpu_viz_unit_name(tpu_viz_unit u) { return (unsigned)u < TPU_VIZ_NUNIT ? UNIT_NAMES[u] : "?"; }
+
+uint32_t tpu_viz_value_color(float value, float scale) {
+  float x = scale > 0 ? value / scale : 0.0f;
+  if (!(x == x)) x = 0;                                /* NaN: neutral */
+  x = x > 1 ? 1 : x < -1 ? -1 : x;
+  /* near-white at 0 (so a computing cell never looks idle), red or blue at +-1 */
+  const float base = 236.0f;
+  float r, g, b;
+  if (x >= 0) { r = base + (200 - base) * x; g = base + (30 - base) * x; b = base + (30 - base) * x; }
+  else { x = -x; r = base + (30 - base) * x; g = base + (70 - base) * x; b = base + (210 - base) * x; }
+  return 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
+}
+
+/* splitmix64 + Box-Muller: the inputs of `tpusim matmul --seed S` */
+static uint64_t next_u64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static float normal(uint64_t *s) {
+  double u1 = (double)((next_u64(s) >> 11) + 1) * (1.0 / 9007199254740993.0);
+  double u2 = (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0);
+  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* Partial products (part of A, part of B), smallest first: the walk of
+** mxu/mxu_gemm.c, so the tiles are the ones `tpusim matmul` runs. */
+typedef struct pass { int a, b; } pass;
+static const pass PASSES_1[] = { { 0, 0 } };
+static const pass PASSES_3[] = { { 1, 0 }, { 0, 1 }, { 0, 0 } };
+static const pass PASSES_6[] = { { 2, 0 }, { 1, 1 }, { 0, 2 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
+static const pass *passes_of(tpu_precision p) {
+  return p == TPU_PREC_BF16X6 ? PASSES_6 : p == TPU_PREC_BF16X3 ? PASSES_3 : PASSES_1;
+}
+static int parts_of(tpu_precision p) { return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1; }
+
+/* {==================================================================
+** Laying the GEMM out on the cores
+** ================================================================== */
+typedef struct ev { uint64_t t; int8_t mxu, dma; } ev;
+static int ev_cmp(const void *a, const void *b) {
+  const ev *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+static uint64_t ceil_div_d(double a, double b) { return (uint64_t)ceil(a / b - 1e-9); }
+
+static tpu_status build_core(tpu_viz *v, int p) {
+  viz_core *vc = &v->core[p];
+  const tpu_chip_config *ch = &v->chip;
+  const int M = v->w.m, N = v->w.n, K = v->w.k, rows = v->rows, cols = v->cols;
+  vc->m0 = (int)((int64_t)M * p / v->ncores);
+  vc->mrows = (int)((int64_t)M * (p + 1) / v->ncores) - vc->m0;
+  if (vc->mrows == 0) return TPU_OK;
+  const int mxus = ch->mxus_per_core;
+  const double bpc = ch->hbm_bandwidth_gb_per_s * 1e9 / (ch->clock_mhz * 1e6) / ch->cores_per_chip;
+  const uint64_t lat = (uint64_t)ceil(ch->hbm_latency_ns * ch->clock_mhz / 1000.0);
+  const int ntn = (N + cols - 1) / cols, ntk = (K + rows - 1) / rows;
+  const int npass = tpu_precision_passes(v->w.precision), parts = parts_of(v->w.precision);
+  const size_t ntiles = (size_t)ntn * (size_t)ntk * (size_t)npass;
+  /* events, 2 per interval: each tile's MXU interval and its B transfer, the
+  ** A transfers (one per part and K-tile), the writeback */
+  ev *evs = tpu_malloc((ntiles * 2 + (size_t)ntk * (size_t)parts + 1) * 2 * sizeof *evs);
+  const pass *passes = passes_of(v->w.precision);
+  const size_t nA = (size_t)M * (size_t)K, nB = (size_t)K * (size_t)N;
+  bool *a_loaded = tpu_calloc((size_t)ntk * (size_t)parts, sizeof *a_loaded);
+  size_t n0 = 0;
+  for (int nt = 0; nt < ntn; nt++) if (nt % mxus == 0) n0 += (size_t)ntk * (size_t)npass;
+  vc->tiles = tpu_malloc(n0 * sizeof *vc->tiles);
+  vc->times = tpu_malloc(n0 * sizeof *vc->times);
+  if (!evs || !a_loaded || !vc->tiles || !vc->times) {
+    tpu_free(evs); tpu_free(a_loaded);
+    return TPU_ERR_NOMEM;
+  }
+  size_t ne = 0;
+  tpu_mxu_sched sched[8];
+  (void)nB;
+  for (int a = 0; a < mxus; a++) tpu_mxu_sched_init(&sched[a], &ch->mxu);
+  uint64_t dma_free = 0, done = 0;
+  /* one transfer: the queue is busy for bytes/bandwidth, the data lands 'lat' later
+  ** (latency overlaps the next transfer); the DMA unit is active while any is in flight */
+  uint64_t arrived = 0;
+#define XFER(bytes) do { uint64_t s_ = dma_free, x_ = ceil_div_d((double)(bytes), bpc); \
+    arrived = s_ + x_ + lat; evs[ne++] = (ev){ s_, 0, 1 }; evs[ne++] = (ev){ arrived, 0, -1 }; \
+    dma_free = s_ + x_; } while (0)
+  for (int nt = 0; nt < ntn; nt++) {
+    const int n0c = nt * cols, nn = N - n0c < cols ? N - n0c : cols;
+    for (int pi = 0; pi < npass; pi++)
+    for (int kt = 0; kt < ntk; kt++) {
+      const int k0 = kt * rows, kk = K - k0 < rows ? K - k0 : rows;
+      const size_t ai = (size_t)passes[pi].a * (size_t)ntk + (size_t)kt;
+      if (!a_loaded[ai]) { XFER((double)vc->mrows * kk * 2); a_loaded[ai] = true; }
+      XFER((double)kk * nn * 2);
+      const uint64_t earliest = arrived;
+      const int arr = nt % mxus;
+      tpu_mxu_tile_times tt;
+      tpu_mxu_sched_tile(&sched[arr], vc->mrows, kk, nn, earliest, &tt);
+      evs[ne++] = (ev){ tt.load_start, 1, 0 };
+      evs[ne++] = (ev){ tt.last_result + 1, -1, 0 };
+      if (tt.last_result + 1 > done) done = tt.last_result + 1;
+      if (arr == 0) {
+        vc->tiles[vc->ntiles] = (tpu_mxu_tile){
+          .m = vc->mrows, .k = kk, .n = nn,
+          .act = v->A + (size_t)passes[pi].a * nA + (size_t)vc->m0 * (size_t)K + (size_t)k0, .lda = K,
+          .w = v->B + (size_t)passes[pi].b * nB + (size_t)k0 * (size_t)N + (size_t)n0c, .ldw = N,
+          .out = v->C + (size_t)vc->m0 * (size_t)N + (size_t)n0c, .ldo = N,
+          .accumulate = kt > 0 || pi > 0, .earliest = earliest };
+        vc->times[vc->ntiles++] = tt;
+      }
+    }
+  }
+  if (dma_free < done) dma_free = done;     /* the writeback waits for the last result */
+  XFER((double)vc->mrows * N * 4);
+#undef XFER
+  vc->end = arrived;
+  tpu_free(a_loaded);
+  qsort(evs, ne, sizeof *evs, ev_cmp);
+  vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
+  if (!vc->seg) { tpu_free(evs); return TPU_ERR_NOMEM; }
+  int mxu = 0, dma = 0;
+  for (size_t i = 0; i < ne;) {
+    uint64_t t = evs[i].t;
+    while (i < ne && evs[i].t == t) { mxu += evs[i].mxu; dma += evs[i].dma; i++; }
+    viz_seg s = { .at = t };
+    s.core = mxu > 0 ? TPU_VIZ_MXU_BUSY : dma > 0 ? TPU_VIZ_MEMORY_WAIT : TPU_VIZ_IDLE;
+    for (int u = 0; u < TPU_VIZ_NUNIT; u++) s.unit[u] = TPU_VIZ_IDLE;
+    if (mxu > 0) s.unit[TPU_VIZ_UNIT_MXU] = TPU_VIZ_MXU_BUSY;
+    if (dma > 0) s.unit[TPU_VIZ_UNIT_DMA] = TPU_VIZ_MEMORY_WAIT;
+    if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &s.core, 1 + TPU_VIZ_NUNIT)) continue;
+    vc->seg[vc->nseg++] = s;
+  }
+  tpu_free(evs);
+  return TPU_OK;
+}
+
+static size_t seg_index(const viz_core *vc, uint64_t c) {
+  size_t lo = 0, hi = vc->nseg;                  /* last seg with at <= c */
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (vc->seg[mid].at <= c) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+tpu_viz_cat tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c) {
+  const viz_core *vc = &v->core[core];
+  if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_VIZ_IDLE;
+  return (tpu_viz_cat)vc->seg[seg_index(vc, c)].core;
+}
+tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c) {
+  const viz_core *vc = &v->core[core];
+  if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_VIZ_IDLE;
+  return (tpu_viz_cat)vc->seg[seg_index(vc, c)].unit[u];
+}
+int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c) { (void)v; (void)core; (void)c; return 0; }
+
+void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]) {
+  memcpy(out, v->core[core].totals, sizeof v->core[core].totals);
+}
+
+static void compute_totals(tpu_viz *v) {
+  for (int p = 0; p < v->ncores; p++) {
+    viz_core *vc = &v->core[p];
+    memset(vc->totals, 0, sizeof vc->totals);
+    uint64_t covered = 0;
+    for (size_t i = 0; i < vc->nseg; i++) {
+      uint64_t b = i + 1 < vc->nseg ? vc->seg[i + 1].at : vc->end;
+      vc->totals[vc->seg[i].core] += b - vc->seg[i].at;
+      covered += b - vc->seg[i].at;
+    }
+    vc->totals[TPU_VIZ_IDLE] += v->total - covered;
+  }
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Session
+** ================================================================== */
+tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
+                          tpu_viz **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (w->m < 1 || w->n < 1 || w->k < 1 || w->m > 65536 || w->n > 65536 || w->k > 65536) {
+    snprintf(err, errcap, "GEMM shape %d x %d x %d out of range (1..65536 each)", w->m, w->n, w->k);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_viz *v = tpu_calloc(1, sizeof *v);
+  if (!v) goto nomem;
+  v->chip = *chip;
+  v->w = *w;
+  v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
+  const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
+  const size_t cells = (size_t)v->rows * (size_t)v->cols;
+  if ((unsigned)w->precision > TPU_PREC_BF16X6) {
+    snprintf(err, errcap, "unknown precision %d", (int)w->precision);
+    tpu_free(v);
+    return TPU_ERR_CONFIG;
+  }
+  const int parts = parts_of(w->precision);
+  v->A = tpu_malloc(mk * (size_t)parts * sizeof(float));
+  v->B = tpu_malloc(kn * (size_t)parts * sizeof(float));
+  v->C = tpu_calloc((size_t)w->m * (size_t)w->n, sizeof(float));
+  v->state = tpu_calloc(cells, 1);
+  v->weight = tpu_calloc(cells, sizeof(float));
+  v->act = tpu_calloc(cells, sizeof(float));
+  v->psum = tpu_calloc(cells, sizeof(float));
+  if (!v->A || !v->B || !v->C || !v->state || !v->weight || !v->act || !v->psum) goto nomem;
+  uint64_t s = w->seed;
+  float amax = 0, bmax = 0;
+  /* the inputs of `tpusim matmul --seed S`, split into bf16 parts as mxu_gemm.c does */
+  for (size_t i = 0; i < mk + kn; i++) {
+    float *dst = i < mk ? v->A + i : v->B + (i - mk);
+    const size_t stride = i < mk ? mk : kn;
+    float rest = normal(&s);
+    for (int p = 0; p < parts; p++) {
+      float part = tpu_bf16_round(rest);
+      dst[(size_t)p * stride] = part;
+      rest = isfinite(part) ? rest - part : 0.0f;
+    }
+    if (i < mk) amax = fmaxf(amax, fabsf(dst[0])); else bmax = fmaxf(bmax, fabsf(dst[0]));
+  }
+  v->act_scale = amax > 0 ? amax : 1;
+  /* partial sums of N(0,1) products grow like sqrt(k): shade by 2 sigma */
+  int kk = w->k < v->rows ? w->k : v->rows;
+  v->psum_scale = 2.0f * sqrtf((float)kk);
+  for (int p = 0; p < v->ncores; p++) {
+    if (build_core(v, p) != TPU_OK) goto nomem;
+    if (v->core[p].end > v->total) v->total = v->core[p].end;
+  }
+  if (v->total == 0) v->total = 1;
+  compute_totals(v);
+  v->sel = -1;
+  tpu_status st = tpu_viz_select_core(v, 0);
+  if (st != TPU_OK) { tpu_viz_destroy(v); snprintf(err, errcap, "%s", tpu_status_str(st)); return st; }
+  *out = v;
+  return TPU_OK;
+nomem:
+  tpu_viz_destroy(v);
+  snprintf(err, errcap, "out of memory for a %d x %d x %d GEMM", w->m, w->n, w->k);
+  return TPU_ERR_NOMEM;
+}
+
+void tpu_viz_destroy(tpu_viz *v) {
+  if (!v) return;
+  for (int p = 0; p < TPU_MAX_CORES; p++) {
+    tpu_free(v->core[p].seg); tpu_free(v->core[p].tiles); tpu_free(v->core[p].times);
+  }
+  tpu_mxu_destroy(v->pe);
+  tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
+  tpu_free(v->state); tpu_free(v->weight); tpu_free(v->act); tpu_free(v->psum);
+  tpu_free(v->tl_cache);
+  tpu_free(v);
+}
+
+const tpu_chip_config *tpu_viz_chip(const tpu_viz *v) { return &v->chip; }
+int tpu_viz_core(const tpu_viz *v) { return v->sel; }
+uint64_t tpu_viz_cycle(const tpu_viz *v) { return v->shown; }
+uint64_t tpu_viz_total_cycles(const tpu_viz *v) { return v->total; }
+void tpu_viz_set_shade_psum(tpu_viz *v, bool psum) { v->shade_psum = psum; }
+bool tpu_viz_shade_psum(const tpu_viz *v) { return v->shade_psum; }
+float tpu_viz_shade_scale(const tpu_viz *v) { return v->shade_psum ? v->psum_scale : v->act_scale; }
+
+static void refresh_view(tpu_viz *v) {
+  tpu_mxu_view view = { .state = v->state, .weight = v->weight, .act = v->act, .psum = v->psum };
+  if (v->pe && v->ticks > 0) { tpu_mxu_view_cells(v->pe, &view); return; }
+  size_t n = (size_t)v->rows * (size_t)v->cols;
+  memset(v->state, 0, n);
+  memset(v->weight, 0, n * sizeof(float));
+  memset(v->act, 0, n * sizeof(float));
+  memset(v->psum, 0, n * sizeof(float));
+}
+
+/* A fresh PE model of the selected core's array 0 with all its tiles queued. */
+static tpu_status restart_pe(tpu_viz *v, int core) {
+  tpu_mxu *pe;
+  tpu_status st = tpu_mxu_create(&v->chip.mxu, &pe);
+  if (st != TPU_OK) return st;
+  const viz_core *vc = &v->core[core];
+  for (size_t i = 0; i < vc->ntiles; i++)
+    if ((st = tpu_mxu_push(pe, &vc->tiles[i])) != TPU_OK) { tpu_mxu_destroy(pe); return st; }
+  tpu_mxu_destroy(v->pe);
+  v->pe = pe;
+  v->ticks = 0;
+  return TPU_OK;
+}
+
+/* The view shows cycle c after c + 1 ticks. */
+static void advance_to(tpu_viz *v, uint64_t c) {
+  while (v->ticks < c + 1) { tpu_mxu_tick(v->pe); v->ticks++; }
+  v->shown = c;
+  refresh_view(v);
+}
+
+tpu_status tpu_viz_select_core(tpu_viz *v, int core) {
+  if (core < 0 || core >= v->ncores) return TPU_ERR_INPUT;
+  tpu_status st = restart_pe(v, core);
+  if (st != TPU_OK) return st;
+  v->sel = core;
+  advance_to(v, v->shown);
+  return TPU_OK;
+}
+
+tpu_status tpu_viz_seek(tpu_viz *v, uint64_t c) {
+  if (c >= v->total) c = v->total - 1;
+  if (c + 1 < v->ticks) {
+    tpu_status st = restart_pe(v, v->sel);
+    if (st != TPU_OK) return st;
+  }
+  advance_to(v, c);
+  return TPU_OK;
+}
+
+uint64_t tpu_viz_next_tile_cycle(const tpu_viz *v) {
+  const viz_core *vc = &v->core[v->sel];
+  for (size_t i = 0; i < vc->ntiles; i++)
+    if (vc->times[i].stream_start > v->shown) return vc->times[i].stream_start;
+  return v->total - 1;
+}
+
+size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times) {
+  const viz_core *vc = &v->core[v->sel];
+  if (tiles) *tiles = vc->tiles;
+  if (times) *times = vc->times;
+  return vc->ntiles;
+}
+
+bool tpu_viz_cell_info(const tpu_viz *v, int r, int c, tpu_viz_cell *out) {
+  if (r < 0 || c < 0 || r >= v->rows || c >= v->cols) return false;
+  size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+  *out = (tpu_viz_cell){ v->state[x], v->weight[x], v->act[x], v->psum[x] };
+  return true;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Layout
+** ================================================================== */
+void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *l) {
+  memset(l, 0, sizeof *l);
+  l->width = width; l->height = height;
+  l->header = (tpu_viz_rect){ 0, 0, width, 28 };
+  const int lw = width / 2, acc_h = 40, top = 40;
+  l->queue_cols = v->rows < 16 ? v->rows : 16;
+  int cw = (lw - 24) / (v->cols + l->queue_cols), chh = (height - top - acc_h - 30) / v->rows;
+  l->cell = cw < chh ? cw : chh;
+  if (l->cell < 1) l->cell = 1;
+  l->queue = (tpu_viz_rect){ 10, top, l->queue_cols * l->cell, v->rows * l->cell };
+  l->array = (tpu_viz_rect){ 10 + l->queue.w + 4, top, v->cols * l->cell, v->rows * l->cell };
+  l->acc = (tpu_viz_rect){ l->array.x, top + l->array.h + 6, l->array.w, acc_h };
+  const int tx = lw + 110;
+  const int avail = height * 55 / 100;
+  l->row_h = (avail / v->ncores - 4) / 5;
+  if (l->row_h > 12) l->row_h = 12;
+  if (l->row_h < 2) l->row_h = 2;
+  l->strip_h = l->row_h;
+  l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
+  l->timeline = (tpu_viz_rect){ tx, top, width - tx - 12, v->ncores * l->core_h };
+  l->infeed = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 10, l->timeline.w, 30 };
+  l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 12, width - lw - 22, 7 * 17 };
+  l->info = (tpu_viz_rect){ lw + 10, l->legend.y + l->legend.h + 8, width - lw - 22,
+                            height - (l->legend.y + l->legend.h + 8) };
+}
+
+int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
+
+uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
+  int px = x - l->timeline.x;
+  if (px < 0) px = 0;
+  if (px >= l->timeline.w) px = l->timeline.w - 1;
+  uint64_t c = (uint64_t)((double)px * (double)v->total / (double)l->timeline.w);
+  return c < v->total ? c : v->total - 1;
+}
+
+bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c) {
+  if (x < l->array.x || y < l->array.y || x >= l->array.x + l->array.w || y >= l->array.y + l->array.h)
+    return false;
+  *r = (y - l->array.y) / l->cell;
+  *c = (x - l->array.x) / l->cell;
+  return *r < v->rows && *c < v->cols;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Drawing (every pixel write is clipped to the frame)
+** ================================================================== */
+static void fill(uint32_t *px, int pitch, const tpu_viz_layout *l, int x, int y, int w, int h, uint32_t col) {
+  if (x < 0) { w += x; x = 0; }
+  if (y < 0) { h += y; y = 0; }
+  if (x + w > l->width) w = l->width - x;
+  if (y + h > l->height) h = l->height - y;
+  for (int j = 0; j < h; j++) {
+    uint32_t *row = px + (size_t)(y + j) * (size_t)pitch + x;
+    for (int i = 0; i < w; i++) row[i] = col;
+  }
+}
+
+/* The tile streaming on diagonal d of the selected core's array 0, or -1. */
+static long tile_on_diag(const viz_core *vc, int64_t d) {
+  size_t lo = 0, hi = vc->ntiles;
+  while (lo < hi) {                              /* first tile with stream_start > d */
+    size_t mid = (lo + hi) / 2;
+    if ((int64_t)vc->times[mid].stream_start <= d) lo = mid + 1; else hi = mid;
+  }
+  if (lo == 0) return -1;
+  const size_t i = lo - 1;
+  return d < (int64_t)vc->times[i].stream_start + vc->tiles[i].m ? (long)i : -1;
+}
+
+static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
+  const int cell = l->cell, inner = cell >= 6 ? cell - 1 : cell;
+  const float scale = tpu_viz_shade_scale(v);
+  const float *val = v->shade_psum ? v->psum : v->act;
+  for (int r = 0; r < v->rows; r++) {
+    const int y = l->array.y + r * cell;
+    if (y >= l->height) break;
+    for (int c = 0; c < v->cols; c++) {
+      const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+      uint32_t col = v->state[x] == TPU_MXU_CELL_COMPUTING ? tpu_viz_value_color(val[x], scale)
+                   : v->state[x] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING : TPU_VIZ_COLOR_IDLE;
+      fill(px, pitch, l, l->array.x + c * cell, y, inner, inner, col);
+    }
+  }
+  /* skewed input queue: column q (1 = next to the array) holds what enters row r at cycle t+q */
+  const viz_core *vc = &v->core[v->sel];
+  for (int q = 1; q <= l->queue_cols; q++) {
+    const int x = l->queue.x + l->queue.w - q * cell;
+    for (int r = 0; r < v->rows; r++) {
+      int64_t d = (int64_t)v->shown + q - r;
+      long ti = tile_on_diag(vc, d);
+      uint32_t col = TPU_VIZ_COLOR_BG;
+      if (ti >= 0) {
+        const tpu_mxu_tile *t = &vc->tiles[ti];
+        int64_t m = d - (int64_t)vc->times[ti].stream_start;
+        col = r < t->k ? tpu_viz_value_color(t->act[(size_t)m * (size_t)t->lda + (size_t)r], v->act_scale)
+                       : TPU_VIZ_COLOR_IDLE;
+      }
+      fill(px, pitch, l, x, l->array.y + r * cell, inner, inner, col);
+    }
+  }
+  /* accumulators: per column, the share of the current tile's M results written */
+  fill(px, pitch, l, l->acc.x, l->acc.y, l->acc.w, l->acc.h, 0xff202020u);
+  for (int c = 0; c < v->cols; c++) {
+    int64_t d = (int64_t)v->shown - (v->rows - 1) - c;
+    size_t lo = 0, hi = vc->ntiles;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if ((int64_t)vc->times[mid].stream_start <= d) lo = mid + 1; else hi = mid;
+    }
+    if (lo == 0) continue;
+    const size_t i = lo - 1;
+    if (c >= vc->tiles[i].n) continue;
+    int64_t done = d - (int64_t)vc->times[i].stream_start + 1, m = vc->tiles[i].m;
+    if (done > m) done = m;
+    int h = (int)((double)l->acc.h * (double)done / (double)m + 0.5);
+    fill(px, pitch, l, l->acc.x + c * cell, l->acc.y + l->acc.h - h, inner, h, 0xff3cb371u);
+  }
+}
+
+static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
+  const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
+  if (v->tl_cache && v->tl_w == w && v->tl_total == v->total) return;
+  tpu_free(v->tl_cache);
+  v->tl_cache = tpu_malloc((size_t)w * (size_t)v->ncores * (size_t)per);
+  v->tl_w = w; v->tl_total = v->total;
+  if (!v->tl_cache) return;                      /* drawn without the cache */
+  for (int p = 0; p < v->ncores; p++)
+    for (int x = 0; x < w; x++) {
+      uint64_t c = tpu_viz_cycle_at_x(v, l, l->timeline.x + x);
+      uint8_t *o = v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per;
+      o[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
+      for (int u = 0; u < TPU_VIZ_NUNIT; u++) o[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
+    }
+}
+
+static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
+  const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
+  build_tl_cache(v, l);
+  for (int p = 0; p < v->ncores; p++) {
+    const int y0 = tpu_viz_core_y(l, p);
+    if (p == v->sel) fill(px, pitch, l, l->timeline.x - 106, y0, 4, l->core_h - 4, 0xffffffffu);
+    for (int x = 0; x < w; x++) {
+      uint8_t cats[1 + TPU_VIZ_NUNIT];
+      if (v->tl_cache) memcpy(cats, v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per, (size_t)per);
+      else {
+        uint64_t c = tpu_viz_cycle_at_x(v, l, l->timeline.x + x);
+        cats[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
+        for (int u = 0; u < TPU_VIZ_NUNIT; u++) cats[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
+      }
+      fill(px, pitch, l, l->timeline.x + x, y0, 1, l->strip_h, tpu_viz_cat_color(cats[0]));
+      for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
+        uint32_t col = cats[1 + u] == TPU_VIZ_IDLE ? 0xff262626u : tpu_viz_cat_color(cats[1 + u]);
+        fill(px, pitch, l, l->timeline.x + x, y0 + l->strip_h + u * l->row_h, 1, l->row_h - 1, col);
+      }
+    }
+  }
+  /* infeed occupancy (batches queued at the selected core) */
+  fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
+  for (int x = 0; x < l->infeed.w; x++) {
+    int occ = tpu_viz_infeed_at(v, v->sel, tpu_viz_cycle_at_x(v, l, l->timeline.x + x));
+    int h = occ * 6 > l->infeed.h ? l->infeed.h : occ * 6;
+    if (h) fill(px, pitch, l, l->infeed.x + x, l->infeed.y + l->infeed.h - h, 1, h, tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT));
+  }
+  /* cursor at the shown cycle */
+  int cx = l->timeline.x + (int)((double)v->shown * (double)w / (double)v->total);
+  fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
+  /* legend swatches (the text is drawn by the SDL layer) */
+  for (int k = 0; k < TPU_VIZ_NCAT; k++)
+    fill(px, pitch, l, l->legend.x, l->legend.y + 17 + k * 17 + 3, 12, 11, tpu_viz_cat_color((tpu_viz_cat)k));
+}
+
+void tpu_viz_render(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
+  fill(px, pitch, l, 0, 0, l->width, l->height, TPU_VIZ_COLOR_BG);
+  fill(px, pitch, l, 0, 0, l->width, l->header.h, 0xff000000u);
+  draw_cells(v, l, px, pitch);
+  draw_timeline(v, l, px, pitch);
+}
+/* }================================================================== */

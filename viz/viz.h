@@ -1,0 +1,190 @@
+/*
+** viz.h -- the visualizer: watch the wavefront cross one core's systolic
+** array and see where each core's time goes.
+**
+** A session (tpu_viz) holds a workload laid out on a chip: per core, the
+** tiles its MXU runs, the DMA transfers that feed them and the resulting
+** timeline, classified cycle by cycle in the stall taxonomy of reports
+** (mxu_busy, vpu_busy, memory_wait, infeed_wait, collective_wait, idle).
+** The selected core's array is a real PE-level model (tpu_mxu) stepped cycle
+** by cycle; seeking backwards replays it from cycle 0.
+**
+** Rendering is split like Peanut-GB: tpu_viz_render() draws every shape into
+** a caller-owned 32-bit pixel buffer (0xAARRGGBB) and knows nothing of SDL;
+** viz_sdl.c adds text (SDL2_ttf), the window, events and PNG output. Tests
+** check frames without a window.
+**
+** Workload model for a GEMM C = A.B (M x N x K) on a chip of P cores (until
+** the chip engine gives per-core programs): the M rows are split across the
+** cores (data parallel, core p gets rows [p*M/P, (p+1)*M/P)); each core
+** walks its tiles like tpusim matmul (N-tiles outer, bf16 passes, K-tiles inner, N-tiles
+** dealt round-robin to the core's arrays). Each tile's operands (its K-block
+** of the core's A rows once, its k x n block of B) are DMA'd from HBM in tile
+** order by one DMA queue per core, at the chip's HBM bandwidth shared evenly
+** by the cores of a chip; each transfer holds the queue for bytes/bandwidth
+** and lands the HBM latency later (latency overlaps the next transfer); a tile
+** may not start loading weights before its operands landed. After the last tile the
+** core writes its C rows back (f32). Not modelled here: VMEM capacity (the
+** DMA runs ahead without bound), VPU work, ICI traffic and infeed (a GEMM
+** has none: those rows stay idle).
+** Core accounting per cycle: mxu_busy if any array of the core is loading
+** weights or computing, else memory_wait if a DMA is in flight or pending,
+** else idle. The totals sum to the run's cycle count for every core.
+*/
+#ifndef TPU_VIZ_H
+#define TPU_VIZ_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "sim/sim.h"
+
+/* The stall taxonomy, in the engine's order and priority (sim.h): the
+** values equal TPU_SIM_MXU_BUSY ... TPU_SIM_IDLE. */
+typedef enum tpu_viz_cat {
+  TPU_VIZ_MXU_BUSY = TPU_SIM_MXU_BUSY, TPU_VIZ_VPU_BUSY = TPU_SIM_VPU_BUSY,
+  TPU_VIZ_INFEED_WAIT = TPU_SIM_INFEED_WAIT, TPU_VIZ_MEMORY_WAIT = TPU_SIM_MEMORY_WAIT,
+  TPU_VIZ_COLLECTIVE_WAIT = TPU_SIM_COLLECTIVE_WAIT, TPU_VIZ_IDLE = TPU_SIM_IDLE,
+  TPU_VIZ_NCAT = TPU_SIM_NSTALL
+} tpu_viz_cat;
+/* "mxu_busy", ... (the words of reports). */
+const char *tpu_viz_cat_name(tpu_viz_cat c);
+uint32_t    tpu_viz_cat_color(tpu_viz_cat c);       /* 0xAARRGGBB */
+
+typedef enum tpu_viz_unit { TPU_VIZ_UNIT_MXU = 0, TPU_VIZ_UNIT_VPU, TPU_VIZ_UNIT_DMA,
+                            TPU_VIZ_UNIT_ICI, TPU_VIZ_NUNIT } tpu_viz_unit;
+const char *tpu_viz_unit_name(tpu_viz_unit u);      /* "MXU", ... */
+
+/* Cell colors (0xAARRGGBB). Computing cells are shaded by a value: x in
+** [-1, 1] (value / scale, clamped) from blue (-1) through near-white (0) to
+** red (+1). This function can't fail. */
+#define TPU_VIZ_COLOR_IDLE    0xff2a2a2au
+#define TPU_VIZ_COLOR_LOADING 0xffe0b000u
+#define TPU_VIZ_COLOR_BG      0xff141414u
+uint32_t tpu_viz_value_color(float value, float scale);
+
+typedef struct tpu_viz_workload {
+  int m, n, k;                 /* GEMM shape, 1..65536 each */
+  uint64_t seed;               /* N(0,1) inputs, as tpusim matmul --seed */
+  tpu_precision precision;     /* bf16 (1 pass), bf16x3, bf16x6: as tpusim matmul */
+} tpu_viz_workload;
+
+typedef struct tpu_viz tpu_viz;   /* opaque */
+
+/* On success *out owns a new session (core 0 selected, cycle 0); free with
+** tpu_viz_destroy(). On failure *out is NULL, nothing is allocated and err
+** says why (TPU_ERR_CONFIG for bad shapes, TPU_ERR_NOMEM). 'chip' is copied. */
+tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
+                          tpu_viz **out, char *err, size_t errcap);
+void tpu_viz_destroy(tpu_viz *v);                   /* NULL is a no-op */
+
+const tpu_chip_config *tpu_viz_chip(const tpu_viz *v);
+int      tpu_viz_core(const tpu_viz *v);            /* the selected core */
+uint64_t tpu_viz_cycle(const tpu_viz *v);           /* the cycle shown */
+uint64_t tpu_viz_total_cycles(const tpu_viz *v);    /* the run's length (all cores) */
+/* Selects a core (0-based) and shows it at the current cycle. TPU_ERR_INPUT
+** if out of range, TPU_ERR_NOMEM (then the previous core stays selected). */
+tpu_status tpu_viz_select_core(tpu_viz *v, int core);
+/* Shows cycle 'c' (clamped to the run): forward steps the PE model, backward
+** replays it from cycle 0. TPU_ERR_NOMEM only when replaying. */
+tpu_status tpu_viz_seek(tpu_viz *v, uint64_t c);
+/* The cycle at which the selected core's next tile (after the current
+** cycle) starts streaming, or the run's last cycle if none. */
+uint64_t tpu_viz_next_tile_cycle(const tpu_viz *v);
+/* The selected core's array-0 tiles in order and their times (borrowed,
+** valid until the session is destroyed); returns their count. */
+size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);
+/* Cycles the core spent in each category over the whole run (they sum to
+** tpu_viz_total_cycles), and up to a cycle (exclusive). */
+void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]);
+/* The core's category and the unit's state at cycle c (TPU_VIZ_IDLE when
+** the unit does nothing). This function can't fail. */
+tpu_viz_cat tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c);
+tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
+/* Infeed queue occupancy (batches) of the core at cycle c: 0 for a GEMM. */
+int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c);
+
+/* The selected core's cell (r, c) at the cycle shown. false if out of range. */
+typedef struct tpu_viz_cell {
+  int state;                   /* tpu_mxu_cell_state */
+  float weight, act, psum;
+} tpu_viz_cell;
+bool tpu_viz_cell_info(const tpu_viz *v, int r, int c, tpu_viz_cell *out);
+/* What computing cells are shaded by: false = activation, true = psum. */
+void tpu_viz_set_shade_psum(tpu_viz *v, bool psum);
+bool tpu_viz_shade_psum(const tpu_viz *v);
+float tpu_viz_shade_scale(const tpu_viz *v);        /* the 'scale' for tpu_viz_value_color */
+
+/* {==================================================================
+** Layout and rendering (no SDL). All coordinates are pixels of a frame.
+** ================================================================== */
+typedef struct tpu_viz_rect { int x, y, w, h; } tpu_viz_rect;
+typedef struct tpu_viz_layout {
+  int width, height;
+  tpu_viz_rect header;         /* title line */
+  tpu_viz_rect array;          /* the rows x cols cells */
+  int cell;                    /* cell pitch; cells are cell x cell (gap of 1 when cell >= 6) */
+  tpu_viz_rect queue;          /* skewed input queue, left of the array (queue_cols x rows) */
+  int queue_cols;
+  tpu_viz_rect acc;            /* accumulators, below the array */
+  tpu_viz_rect timeline;       /* the band area (labels are left of it) */
+  int core_h, row_h, strip_h;  /* per-core block height; unit row and core strip heights */
+  tpu_viz_rect infeed;         /* infeed occupancy graph */
+  tpu_viz_rect legend;         /* legend and totals */
+  tpu_viz_rect info;           /* hover and help text */
+} tpu_viz_layout;
+
+/* Computes the layout of a width x height frame (at least 640 x 480). */
+void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *out);
+/* Top y of core p's block in the timeline; its strip is [y, y+strip_h),
+** unit u's row [y + strip_h + u*row_h, + row_h). */
+int tpu_viz_core_y(const tpu_viz_layout *l, int core);
+/* Cycle under timeline x (clamped), and the cell under (x, y) (false if none). */
+uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x);
+bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c);
+
+/* Draws the frame (every shape; text is drawn on top by the SDL layer) into
+** 'pixels' (width x height of the layout, 'pitch' pixels per row, caller-
+** owned). This function can't fail. */
+void tpu_viz_render(tpu_viz *v, const tpu_viz_layout *l, uint32_t *pixels, int pitch);
+/* }================================================================== */
+
+/* {==================================================================
+** The SDL front end (viz_sdl.c).
+** ================================================================== */
+typedef struct tpu_viz_app_opts {
+  bool headless;               /* render offscreen, write PNG frames */
+  int frames;                  /* headless: frames to write (>= 1) */
+  uint64_t every;              /* headless: cycles between frames (>= 1) */
+  uint64_t start;              /* first cycle shown */
+  const char *out_dir;         /* headless frames and 's' screenshots ("." when NULL) */
+  const char *png;             /* headless: write the one frame to this file instead */
+  const char *script;          /* interactive test mode: comma-separated actions */
+  int width, height;           /* frame size */
+  double speed;                /* cycles per second when running */
+  bool quiet;                  /* no stdout lines */
+} tpu_viz_app_opts;
+
+/* Runs the window (or the headless renderer). Returns 0, 1 on a runtime
+** failure (message on stderr), 2 when no display can be opened (message
+** suggests --headless). */
+int tpu_viz_app_run(tpu_viz *v, const tpu_viz_app_opts *o);
+/* Renders the current frame with text to a PNG file (software, no window).
+** Needs SDL video initialised (any driver) and TTF. 0 or -1 (err set). */
+int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *err, size_t errcap);
+/* A canvas: one software frame (ARGB8888) with its fonts, composed as the
+** window shows it (shapes, then text). Needs SDL initialised (any video
+** driver, e.g. dummy); TTF is initialised on first use. On failure *out is
+** NULL and err says why (e.g. the font is missing). 'v' must outlive it. */
+typedef struct tpu_viz_canvas tpu_viz_canvas;
+tpu_status tpu_viz_canvas_create(tpu_viz *v, int width, int height, tpu_viz_canvas **out,
+                                 char *err, size_t errcap);
+void tpu_viz_canvas_destroy(tpu_viz_canvas *c);             /* NULL is a no-op */
+void tpu_viz_canvas_draw(tpu_viz_canvas *c);                /* this function can't fail */
+/* The composed pixels (owned by the canvas), 'pitch' pixels per row. */
+const uint32_t *tpu_viz_canvas_pixels(const tpu_viz_canvas *c, int *pitch);
+/* Writes the frame whole or not at all; 0, or -1 with err set. */
+int tpu_viz_canvas_save_png(tpu_viz_canvas *c, const char *path, char *err, size_t errcap);
+/* The key help text (for --help and the on-screen help). */
+extern const char TPU_VIZ_KEYS_HELP[];
+/* }================================================================== */
+#endif /* TPU_VIZ_H */

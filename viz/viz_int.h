@@ -1,0 +1,49 @@
+/*
+** viz_int.h -- the session's insides, shared by viz.c (model, layout,
+** shapes) and viz_sdl.c (text, window, events). Not a public header.
+**
+** Timeline storage: per core, its cycles are cut into segments of constant
+** state [seg_at[i], seg_at[i+1]); each segment records the core's category
+** and each unit's category, so any cycle is classified by one binary search
+** and totals are sums of segment lengths.
+*/
+#ifndef TPU_VIZ_INT_H
+#define TPU_VIZ_INT_H
+#include "viz/viz.h"
+
+typedef struct viz_seg {
+  uint64_t at;                       /* first cycle of the segment */
+  uint8_t core;                      /* tpu_viz_cat of the core */
+  uint8_t unit[TPU_VIZ_NUNIT];       /* tpu_viz_cat per unit (IDLE when doing nothing) */
+} viz_seg;
+
+typedef struct viz_core {
+  int m0, mrows;                     /* the core's rows of A and C */
+  viz_seg *seg; size_t nseg;         /* last segment is idle up to the run's end */
+  uint64_t end;                      /* 1 + the core's last busy cycle */
+  uint64_t totals[TPU_VIZ_NCAT];
+  tpu_mxu_tile *tiles;               /* array 0's tiles (the one the PE model shows) */
+  tpu_mxu_tile_times *times;
+  size_t ntiles;
+} viz_core;
+
+struct tpu_viz {
+  tpu_chip_config chip;
+  tpu_viz_workload w;
+  int rows, cols, ncores;
+  float *A, *B, *C;                  /* bf16-valued inputs, f32 result (all cores' rows) */
+  viz_core core[TPU_MAX_CORES];
+  uint64_t total;                    /* run length: max over cores */
+  int sel;                           /* selected core */
+  uint64_t shown;                    /* cycle shown */
+  tpu_mxu *pe;                       /* PE model of the selected core's array 0 */
+  uint64_t ticks;                    /* ticks done on pe */
+  uint8_t *state; float *weight, *act, *psum;   /* the view, rows*cols each */
+  bool shade_psum;
+  float act_scale, psum_scale;
+  uint8_t *tl_cache; int tl_w; uint64_t tl_total; /* per timeline x: core cat + unit cats */
+};
+/* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all (temp
+** file, then rename). 0, or -1 with err set. (viz_png.c) */
+int viz_png_write(const char *path, const uint32_t *px, int w, int h, int pitch, char *err, size_t errcap);
+#endif

@@ -1,0 +1,466 @@
+/*
+** viz_sdl.c -- the SDL side of the visualizer: text (SDL2_ttf, DejaVu Sans
+** from Debian's fonts-dejavu-core), the window and its controls, the
+** headless renderer and PNG output (viz_png.c; SDL2_image reads them back in tests).
+**
+** Every frame is composed in one software surface: tpu_viz_render() writes
+** the shapes straight into its pixels (one pass over the cells, no
+** SDL_RenderFillRect per cell), text is blitted on top, and the window shows
+** the surface through one streaming texture. Screenshots and headless
+** frames save that same surface (viz_png.c), so a PNG is exactly what the
+** window showed.
+**
+** Test mode (--script): actions are pushed as real SDL events, one per
+** frame, through the same handler as the keyboard and mouse; time then
+** advances by exactly 1/30 s per frame so runs are reproducible, and a state
+** line is printed after each action.
+*/
+#include <SDL.h>
+#include <SDL_ttf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "viz/viz_int.h"
+
+#define FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+#define MONO_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
+
+const char TPU_VIZ_KEYS_HELP[] =
+  "  space        pause / resume\n"
+  "  right        one cycle forward (pauses)\n"
+  "  shift+right  to the next tile's first cycle (pauses)\n"
+  "  left         one cycle back (pauses)\n"
+  "  + / -        run faster / slower (cycles per second, x2)\n"
+  "  1..8         select the core shown in the MXU panel\n"
+  "  a            shade computing cells by activation or by partial sum\n"
+  "  click        on the timeline: jump to that cycle\n"
+  "  hover        over a cell: its weight, activation and partial sum\n"
+  "  s            save a PNG screenshot\n"
+  "  h or ?       show / hide this help\n"
+  "  q or Esc     quit\n";
+
+struct tpu_viz_canvas {
+  tpu_viz *v;
+  tpu_viz_layout l;
+  SDL_Surface *frame;
+  TTF_Font *font, *small, *mono;
+  bool running, help, quit;
+  double speed, carry;             /* cycles per second; fractional cycles pending */
+  int hover_r, hover_c;
+  int shots;
+  const char *out_dir;
+};
+typedef struct tpu_viz_canvas ui;
+
+static void text(ui *u, TTF_Font *f, int x, int y, uint32_t argb, const char *s) {
+  if (!s[0]) return;
+  SDL_Color col = { (Uint8)(argb >> 16), (Uint8)(argb >> 8), (Uint8)argb, 255 };
+  SDL_Surface *t = TTF_RenderUTF8_Blended(f, s, col);
+  if (!t) return;                  /* text is decoration: a failed line is skipped */
+  SDL_Rect dst = { x, y, t->w, t->h };
+  SDL_BlitSurface(t, NULL, u->frame, &dst);
+  SDL_FreeSurface(t);
+}
+
+static void fmt_val(char *b, size_t n, float x) {
+  if (x == 0) snprintf(b, n, "0");
+  else snprintf(b, n, "%.2g", (double)x);
+}
+
+static void compose(ui *u) {
+  tpu_viz *v = u->v;
+  const tpu_viz_layout *l = &u->l;
+  if (SDL_MUSTLOCK(u->frame)) SDL_LockSurface(u->frame);
+  tpu_viz_render(v, l, u->frame->pixels, u->frame->pitch / 4);
+  if (SDL_MUSTLOCK(u->frame)) SDL_UnlockSurface(u->frame);
+  const tpu_chip_config *ch = tpu_viz_chip(v);
+  char b[512];
+  snprintf(b, sizeof b, "tpusim viz   %s   core %d of %d   GEMM %d x %d x %d   cycle %llu / %llu   %s %.4g cycles/s   shade: %s",
+           ch->name, v->sel + 1, v->ncores, v->w.m, v->w.n, v->w.k, (unsigned long long)v->shown,
+           (unsigned long long)v->total, u->running ? "running" : "paused", u->speed,
+           v->shade_psum ? "partial sum" : "activation");
+  text(u, u->font, 8, 5, 0xffffffffu, b);
+  /* MXU panel captions */
+  snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0)", v->rows, v->cols, v->sel + 1);
+  text(u, u->small, l->array.x, l->array.y - 13, 0xffc0c0c0u, b);
+  text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
+  text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators (results written of the current tile)");
+  /* cell numbers when cells are big enough (the teach preset) */
+  if (l->cell >= 32) {
+    const float *val = v->shade_psum ? v->psum : v->act;
+    for (int r = 0; r < v->rows; r++)
+      for (int c = 0; c < v->cols; c++) {
+        size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+        int px = l->array.x + c * l->cell + 2, py = l->array.y + r * l->cell;
+        uint32_t tc = v->state[x] == TPU_MXU_CELL_COMPUTING || v->state[x] == TPU_MXU_CELL_LOADING
+                      ? 0xff000000u : 0xffa0a0a0u;
+        char n[32], s[40];
+        if (v->weight[x] != 0 || v->state[x] != TPU_MXU_CELL_IDLE) {
+          fmt_val(n, sizeof n, v->weight[x]);
+          snprintf(s, sizeof s, "w %s", n);
+          text(u, u->small, px, py + 1, tc, s);
+        }
+        if (v->state[x] == TPU_MXU_CELL_COMPUTING) {
+          fmt_val(n, sizeof n, val[x]);
+          snprintf(s, sizeof s, "%s %s", v->shade_psum ? "p" : "a", n);
+          text(u, u->small, px, py + l->cell - 13, tc, s);
+        }
+      }
+  }
+  /* timeline labels */
+  text(u, u->small, l->timeline.x, l->timeline.y - 16, 0xffc0c0c0u, "timeline (click to jump)");
+  for (int p = 0; p < v->ncores; p++) {
+    int y = tpu_viz_core_y(l, p);
+    snprintf(b, sizeof b, "core %d", p + 1);
+    if (l->row_h >= 8) {
+      text(u, u->small, l->timeline.x - 100, y - 2, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+      for (int un = 0; un < TPU_VIZ_NUNIT; un++)
+        text(u, u->small, l->timeline.x - 40, y + l->strip_h + un * l->row_h - 2, 0xff909090u,
+             tpu_viz_unit_name((tpu_viz_unit)un));
+    } else if (l->core_h >= 10) {
+      text(u, u->small, l->timeline.x - 100, y, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    }
+  }
+  text(u, u->small, l->infeed.x - 100, l->infeed.y + 8, 0xffa0a0a0u, "infeed queue");
+  /* legend and totals */
+  uint64_t tot[TPU_VIZ_NCAT], all[TPU_VIZ_NCAT] = { 0 };
+  tpu_viz_totals(v, v->sel, tot);
+  for (int p = 0; p < v->ncores; p++) {
+    uint64_t t[TPU_VIZ_NCAT];
+    tpu_viz_totals(v, p, t);
+    for (int k = 0; k < TPU_VIZ_NCAT; k++) all[k] += t[k];
+  }
+  snprintf(b, sizeof b, "%-16s %12s %7s %14s", "category", "core cycles", "share", "all cores");
+  text(u, u->small, l->legend.x + 18, l->legend.y, 0xffc0c0c0u, "category");
+  text(u, u->small, l->legend.x + 150, l->legend.y, 0xffc0c0c0u, "core cycles");
+  text(u, u->small, l->legend.x + 260, l->legend.y, 0xffc0c0c0u, "share");
+  text(u, u->small, l->legend.x + 330, l->legend.y, 0xffc0c0c0u, "all cores");
+  for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+    int y = l->legend.y + 17 + k * 17;
+    text(u, u->small, l->legend.x + 18, y, 0xffffffffu, tpu_viz_cat_name((tpu_viz_cat)k));
+    snprintf(b, sizeof b, "%llu", (unsigned long long)tot[k]);
+    text(u, u->small, l->legend.x + 150, y, 0xffffffffu, b);
+    snprintf(b, sizeof b, "%.1f%%", 100.0 * (double)tot[k] / (double)v->total);
+    text(u, u->small, l->legend.x + 260, y, 0xffffffffu, b);
+    snprintf(b, sizeof b, "%llu", (unsigned long long)all[k]);
+    text(u, u->small, l->legend.x + 330, y, 0xffffffffu, b);
+  }
+  /* hover info, help */
+  int y = l->info.y;
+  tpu_viz_cell cell;
+  if (u->hover_r >= 0 && tpu_viz_cell_info(v, u->hover_r, u->hover_c, &cell)) {
+    static const char *const st[] = { "idle", "loading", "computing" };
+    snprintf(b, sizeof b, "cell (%d, %d) %s: weight %.6g  activation %.6g  partial sum %.6g",
+             u->hover_r, u->hover_c, st[cell.state <= 2 ? cell.state : 0], (double)cell.weight,
+             (double)cell.act, (double)cell.psum);
+    text(u, u->small, l->info.x, y, 0xffffffffu, b);
+  }
+  y += 18;
+  if (u->help) {
+    const char *s = TPU_VIZ_KEYS_HELP;
+    while (*s && y < l->height - 14) {
+      const char *e = strchr(s, '\n');
+      size_t n = e ? (size_t)(e - s) : strlen(s);
+      snprintf(b, sizeof b, "%.*s", (int)n, s);
+      text(u, u->mono, l->info.x, y, 0xffe0e0e0u, b);
+      y += 14;
+      s += n + (e ? 1 : 0);
+    }
+  } else {
+    text(u, u->small, l->info.x, y, 0xff909090u,
+         "h: help   space: pause   right: step   1-8: core   s: screenshot   q: quit");
+  }
+}
+
+static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errcap) {
+  return viz_png_write(path, s->pixels, s->w, s->h, s->pitch / 4, err, errcap);
+}
+
+static int ui_open(ui *u, tpu_viz *v, int w, int h, char *err, size_t errcap) {
+  memset(u, 0, sizeof *u);
+  u->v = v;
+  u->hover_r = -1;
+  if (w < 640) w = 640;
+  if (h < 480) h = 480;
+  tpu_viz_layout_of(v, w, h, &u->l);
+  if (!TTF_WasInit() && TTF_Init() != 0) { snprintf(err, errcap, "SDL_ttf: %s", TTF_GetError()); return -1; }
+  u->font = TTF_OpenFont(FONT_PATH, 13);
+  u->small = TTF_OpenFont(FONT_PATH, 10);
+  u->mono = TTF_OpenFont(MONO_PATH, 11);
+  if (!u->font || !u->small || !u->mono) {
+    snprintf(err, errcap, "cannot open the font %s (Debian package fonts-dejavu-core): %s", FONT_PATH, TTF_GetError());
+    return -1;
+  }
+  u->frame = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_ARGB8888);
+  if (!u->frame) { snprintf(err, errcap, "SDL: %s", SDL_GetError()); return -1; }
+  return 0;
+}
+
+static void ui_close(ui *u) {
+  if (u->frame) SDL_FreeSurface(u->frame);
+  if (u->font) TTF_CloseFont(u->font);
+  if (u->small) TTF_CloseFont(u->small);
+  if (u->mono) TTF_CloseFont(u->mono);
+}
+
+tpu_status tpu_viz_canvas_create(tpu_viz *v, int width, int height, tpu_viz_canvas **out,
+                                 char *err, size_t errcap) {
+  *out = NULL;
+  ui *u = tpu_malloc(sizeof *u);
+  if (!u) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  if (ui_open(u, v, width, height, err, errcap) != 0) {
+    ui_close(u);
+    tpu_free(u);
+    return TPU_ERR_RUNTIME;
+  }
+  *out = u;
+  return TPU_OK;
+}
+void tpu_viz_canvas_destroy(tpu_viz_canvas *c) {
+  if (!c) return;
+  ui_close(c);
+  tpu_free(c);
+}
+void tpu_viz_canvas_draw(tpu_viz_canvas *c) { compose(c); }
+const uint32_t *tpu_viz_canvas_pixels(const tpu_viz_canvas *c, int *pitch) {
+  *pitch = c->frame->pitch / 4;
+  return c->frame->pixels;
+}
+int tpu_viz_canvas_save_png(tpu_viz_canvas *c, const char *path, char *err, size_t errcap) {
+  return save_surface(c->frame, path, err, errcap);
+}
+
+int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *err, size_t errcap) {
+  ui u;
+  int rc = ui_open(&u, v, width, height, err, errcap);
+  if (rc == 0) {
+    compose(&u);
+    rc = save_surface(u.frame, path, err, errcap);
+  }
+  ui_close(&u);
+  return rc;
+}
+
+/* {==================================================================
+** Events
+** ================================================================== */
+static void say_state(const ui *u) {
+  printf("cycle %llu core %d %s speed %.4g\n", (unsigned long long)u->v->shown, u->v->sel + 1,
+         u->running ? "running" : "paused", u->speed);
+  fflush(stdout);
+}
+
+static void screenshot(ui *u) {
+  char path[4096], err[4300];
+  snprintf(path, sizeof path, "%s/tpusim-viz-%03d.png", u->out_dir, ++u->shots);
+  compose(u);
+  if (save_surface(u->frame, path, err, sizeof err) == 0) printf("saved %s\n", path);
+  else fprintf(stderr, "tpusim viz: %s\n", err);
+  fflush(stdout);
+}
+
+static void handle(ui *u, const SDL_Event *e) {
+  tpu_viz *v = u->v;
+  if (e->type == SDL_QUIT) { u->quit = true; return; }
+  if (e->type == SDL_MOUSEMOTION) {
+    int r, c;
+    if (tpu_viz_cell_at(v, &u->l, e->motion.x, e->motion.y, &r, &c)) { u->hover_r = r; u->hover_c = c; }
+    else u->hover_r = -1;
+    return;
+  }
+  if (e->type == SDL_MOUSEBUTTONDOWN && e->button.button == SDL_BUTTON_LEFT) {
+    const tpu_viz_rect *t = &u->l.timeline;
+    int x = e->button.x, y = e->button.y;
+    if (x >= t->x && x < t->x + t->w && y >= t->y - 4 && y < u->l.infeed.y + u->l.infeed.h) {
+      tpu_viz_seek(v, tpu_viz_cycle_at_x(v, &u->l, x));
+      u->running = false;
+    }
+    return;
+  }
+  if (e->type != SDL_KEYDOWN) return;
+  const SDL_Keycode k = e->key.keysym.sym;
+  const bool shift = (e->key.keysym.mod & KMOD_SHIFT) != 0;
+  switch (k) {
+  case SDLK_q: case SDLK_ESCAPE: u->quit = true; break;
+  case SDLK_SPACE: u->running = !u->running; u->carry = 0; break;
+  case SDLK_RIGHT:
+    u->running = false;
+    tpu_viz_seek(v, shift ? tpu_viz_next_tile_cycle(v) : v->shown + 1);
+    break;
+  case SDLK_LEFT:
+    u->running = false;
+    if (v->shown > 0) tpu_viz_seek(v, v->shown - 1);
+    break;
+  case SDLK_PLUS: case SDLK_EQUALS: case SDLK_KP_PLUS: if (u->speed < 65536) u->speed *= 2; break;
+  case SDLK_MINUS: case SDLK_KP_MINUS: if (u->speed > 0.25) u->speed /= 2; break;
+  case SDLK_a: v->shade_psum = !v->shade_psum; break;
+  case SDLK_h: case SDLK_QUESTION: case SDLK_SLASH: u->help = !u->help; break;
+  case SDLK_s: screenshot(u); break;
+  default:
+    if (k >= SDLK_1 && k <= SDLK_8 && k - SDLK_1 < v->ncores) tpu_viz_select_core(v, (int)(k - SDLK_1));
+    break;
+  }
+}
+
+/* Turns one script action into an SDL event; false if it is not one. */
+static bool script_event(const char *a, SDL_Event *e, int *wait) {
+  memset(e, 0, sizeof *e);
+  *wait = 0;
+  int x, y;
+  if (sscanf(a, "wait:%d", wait) == 1) return *wait >= 0;
+  if (sscanf(a, "click:%d:%d", &x, &y) == 2) {
+    e->type = SDL_MOUSEBUTTONDOWN; e->button.button = SDL_BUTTON_LEFT; e->button.x = x; e->button.y = y;
+    return true;
+  }
+  if (sscanf(a, "hover:%d:%d", &x, &y) == 2) {
+    e->type = SDL_MOUSEMOTION; e->motion.x = x; e->motion.y = y;
+    return true;
+  }
+  static const struct { const char *name; SDL_Keycode k; Uint16 mod; } keys[] = {
+    { "space", SDLK_SPACE, 0 }, { "right", SDLK_RIGHT, 0 }, { "shift+right", SDLK_RIGHT, KMOD_LSHIFT },
+    { "left", SDLK_LEFT, 0 }, { "plus", SDLK_PLUS, 0 }, { "minus", SDLK_MINUS, 0 },
+    { "s", SDLK_s, 0 }, { "q", SDLK_q, 0 }, { "esc", SDLK_ESCAPE, 0 }, { "h", SDLK_h, 0 },
+    { "a", SDLK_a, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
+    { "5", SDLK_5, 0 }, { "6", SDLK_6, 0 }, { "7", SDLK_7, 0 }, { "8", SDLK_8, 0 } };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strcmp(a, keys[i].name)) {
+      e->type = SDL_KEYDOWN;
+      e->key.keysym.sym = keys[i].k;
+      e->key.keysym.mod = keys[i].mod;
+      return true;
+    }
+  return false;
+}
+
+static bool is_headless_driver(const char *d) {
+  return !d || !strcmp(d, "dummy") || !strcmp(d, "offscreen") || !strcmp(d, "evdev");
+}
+
+/* The window loop. 'script' is a private copy (tokens are cut in place). */
+static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
+  char err[4300];
+  if (SDL_Init(SDL_INIT_VIDEO) != 0) {
+    fprintf(stderr, "tpusim viz: no display (%s); run with --headless --frames N --out DIR to write PNG frames instead\n",
+            SDL_GetError());
+    return 2;
+  }
+  const char *drv = SDL_GetCurrentVideoDriver();
+  if (is_headless_driver(drv) && !script) {
+    fprintf(stderr, "tpusim viz: no display (SDL video driver '%s' shows nothing); run with --headless "
+                    "--frames N --out DIR to write PNG frames instead\n", drv ? drv : "none");
+    SDL_Quit();
+    return 2;
+  }
+  ui u;
+  int rc = 1;
+  SDL_Window *win = NULL;
+  SDL_Renderer *ren = NULL;
+  SDL_Texture *tex = NULL;
+  if (ui_open(&u, v, o->width, o->height, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
+  u.out_dir = o->out_dir ? o->out_dir : ".";
+  u.speed = o->speed;
+  u.running = true;
+  win = SDL_CreateWindow("tpusim viz", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, u.l.width, u.l.height, 0);
+  if (!win) {
+    fprintf(stderr, "tpusim viz: no display (cannot open a window: %s); run with --headless --frames N --out DIR\n",
+            SDL_GetError());
+    rc = 2;
+    goto out;
+  }
+  ren = SDL_CreateRenderer(win, -1, 0);
+  if (!ren) ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE);
+  if (ren) tex = SDL_CreateTexture(ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, u.l.width, u.l.height);
+  if (!ren || !tex) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); goto out; }
+  char *save = NULL, *next = script ? strtok_r(script, ",", &save) : NULL;
+  int wait = 0;
+  Uint64 last = SDL_GetPerformanceCounter();
+  while (!u.quit) {
+    SDL_Event e;
+    while (SDL_PollEvent(&e)) handle(&u, &e);
+    if (script) {
+      if (wait > 0) wait--;
+      else if (next) {
+        SDL_Event se;
+        if (!script_event(next, &se, &wait)) {
+          fprintf(stderr, "tpusim viz: --script: unknown action '%s'\n", next);
+          rc = 2;
+          goto out;
+        }
+        if (se.type) { handle(&u, &se); say_state(&u); }
+        next = strtok_r(NULL, ",", &save);
+      } else if (!u.quit) u.quit = true;    /* a script ends the session */
+    }
+    /* advance the simulation */
+    Uint64 now = SDL_GetPerformanceCounter();
+    double dt = script ? 1.0 / 30 : (double)(now - last) / (double)SDL_GetPerformanceFrequency();
+    last = now;
+    if (u.running) {
+      u.carry += u.speed * dt;
+      uint64_t n = (uint64_t)u.carry;
+      u.carry -= (double)n;
+      if (n) {
+        uint64_t to = v->shown + n;
+        if (to >= v->total - 1) { to = v->total - 1; u.running = false; }
+        tpu_viz_seek(v, to);
+      }
+    }
+    compose(&u);
+    SDL_UpdateTexture(tex, NULL, u.frame->pixels, u.frame->pitch);
+    SDL_RenderClear(ren);
+    SDL_RenderCopy(ren, tex, NULL, NULL);
+    SDL_RenderPresent(ren);
+    if (!script) SDL_Delay(15);
+  }
+  rc = 0;
+out:
+  if (tex) SDL_DestroyTexture(tex);
+  if (ren) SDL_DestroyRenderer(ren);
+  if (win) SDL_DestroyWindow(win);
+  ui_close(&u);
+  TTF_Quit();
+  SDL_Quit();
+  return rc;
+}
+
+static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
+  char err[4300];
+  SDL_SetHint(SDL_HINT_VIDEODRIVER, "offscreen,dummy");
+  if (SDL_Init(SDL_INIT_VIDEO) != 0) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); return 1; }
+  ui u;
+  int rc = 1;
+  if (ui_open(&u, v, o->width, o->height, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
+  u.speed = o->speed;
+  for (int f = 0; f < o->frames; f++) {
+    uint64_t c = o->start + (uint64_t)f * o->every;
+    if (tpu_viz_seek(v, c) != TPU_OK) { fprintf(stderr, "tpusim viz: out of memory\n"); goto out; }
+    char path[4096];
+    if (o->png) snprintf(path, sizeof path, "%s", o->png);
+    else snprintf(path, sizeof path, "%s/frame_%06d.png", o->out_dir ? o->out_dir : ".", f);
+    compose(&u);
+    if (save_surface(u.frame, path, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
+    if (!o->quiet) printf("wrote %s (cycle %llu)\n", path, (unsigned long long)v->shown);
+  }
+  rc = 0;
+out:
+  ui_close(&u);
+  TTF_Quit();
+  SDL_Quit();
+  return rc;
+}
+/* }================================================================== */
+
+int tpu_viz_app_run(tpu_viz *v, const tpu_viz_app_opts *o) {
+  if (o->start) tpu_viz_seek(v, o->start);
+  if (o->headless) return run_headless(v, o);
+  char *script = NULL;
+  if (o->script) {
+    script = tpu_strdup(o->script);
+    if (!script) { fprintf(stderr, "tpusim viz: out of memory\n"); return 1; }
+  }
+  int rc = run_window(v, o, script);
+  tpu_free(script);
+  return rc;
+}
