@@ -47,8 +47,9 @@ BIN        = $(B)/tpusim
 .PHONY: all deps test test-all asan valgrind bench demo headers perf clean echo FORCE
 all: tpusim
 
+# ./tpusim points at the release build; other modes (asan, debug) leave it alone.
 tpusim: $(BIN) $(LIB)
-	@ln -sf $(BIN) tpusim
+	@if [ "$(MODE)" = release ]; then ln -sf $(BIN) tpusim; fi
 
 # V=1 shows the full commands
 Q = $(if $(V),,@)
@@ -101,8 +102,11 @@ valgrind: $(TESTS)
 	  --leak-check=full --errors-for-leak-kinds=definite $$t || fail=1; done; exit $$fail
 bench: $(BENCHES) tpusim
 	@OPENBLAS_NUM_THREADS=1 TPUSIM=$(BIN) BENCHES="$(BENCHES)" bash tests/bench/run.sh
+# The main job: mlp on Fashion-MNIST on a simulated tpu-v2-8, 2 epochs, fed by
+# a prefetching pipeline; writes a Perfetto trace to build/train-trace.json.
 demo: tpusim
-	$(BIN) matmul --m 1024 --n 1024 --k 1024
+	$(BIN) train --model mlp --data fashion-mnist --chip tpu-v2-8 --epochs 2 \
+	  --pipeline docs/examples/train-prefetch.json --trace build/train-trace.json
 headers: | deps
 	@for h in */*.h; do echo "#include \"$$h\"" | $(CC) $(filter-out -MMD -MP,$(CFLAGS)) -x c -fsyntax-only - || exit 1; done; echo "headers: ok"
 perf:

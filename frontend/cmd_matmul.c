@@ -36,7 +36,12 @@ static const char HELP[] =
   "                         formula, bits by the fast kernel) or timing (cycles only)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --a FILE, --b FILE     inputs as .npy (float32, C order, 2-D)\n"
-  "  --out FILE             write C as .npy (float32)\n";
+  "  --out FILE             write C as .npy (float32)\n"
+  "  --cores C              split along M over C cores (1..16), operands starting in HBM;\n"
+  "                         reports the stall breakdown and the roofline position\n"
+  "                         (docs/PROGRAMS.md)\n"
+  "  --threads N            host threads with --cores (default: the host's cores)\n"
+  "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n";
 
 typedef struct rng { uint64_t s; } rng;
 static uint64_t next_u64(rng *r) {
@@ -62,8 +67,8 @@ int fe_cmd_matmul(int argc, char **argv) {
   const char *cmd = "matmul";
   fe_common c;
   fe_common_init(&c);
-  long m = 0, n = 0, k = 0, seed = 1;
-  const char *a_path = NULL, *b_path = NULL, *out_path = NULL;
+  long m = 0, n = 0, k = 0, seed = 1, cores = 0, threads = 0;
+  const char *a_path = NULL, *b_path = NULL, *out_path = NULL, *trace_path = NULL;
   tpu_precision prec = TPU_PREC_BF16;
   tpu_fidelity level = TPU_FIDELITY_TILE;
   char err[1024];
@@ -74,7 +79,8 @@ int fe_cmd_matmul(int argc, char **argv) {
     const char *v;
     struct { const char *name; long *dst; long lo, hi; } nums[] = {
       { "--m", &m, 1, 65536 }, { "--n", &n, 1, 65536 }, { "--k", &k, 1, 65536 },
-      { "--seed", &seed, 0, INT64_MAX > LONG_MAX ? LONG_MAX : INT64_MAX } };
+      { "--seed", &seed, 0, INT64_MAX > LONG_MAX ? LONG_MAX : INT64_MAX },
+      { "--cores", &cores, 1, 16 }, { "--threads", &threads, 1, 1024 } };
     bool done = false;
     for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
       r = fe_opt(argc, argv, &i, nums[j].name, &v);
@@ -95,9 +101,9 @@ int fe_cmd_matmul(int argc, char **argv) {
         return fe_usage_error(cmd, "--level: expected pe, tile or timing, got '%s'", r < 0 ? "" : v);
       continue;
     }
-    const char **paths[] = { &a_path, &b_path, &out_path };
-    const char *pnames[] = { "--a", "--b", "--out" };
-    for (int j = 0; j < 3 && !done; j++) {
+    const char **paths[] = { &a_path, &b_path, &out_path, &trace_path };
+    const char *pnames[] = { "--a", "--b", "--out", "--trace" };
+    for (int j = 0; j < 4 && !done; j++) {
       r = fe_opt(argc, argv, &i, pnames[j], &v);
       if (r < 0) return fe_usage_error(cmd, "%s needs a file name", pnames[j]);
       if (r) { *paths[j] = v; done = true; }
@@ -112,6 +118,15 @@ int fe_cmd_matmul(int argc, char **argv) {
   if (!a_path != !b_path) return fe_usage_error(cmd, "--a and --b go together");
   if (out_path && level == TPU_FIDELITY_TIMING)
     return fe_usage_error(cmd, "--out: the timing level computes no values; use --level tile or pe");
+  if (cores) {
+    if (!m || !n || !k) return fe_usage_error(cmd, "--cores needs --m, --n and --k");
+    if (a_path || out_path)
+      return fe_usage_error(cmd, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
+    return fe_matmul_cores(&chip, (int)cores, m, n, k, (int)prec, (int)level, seed, (int)threads,
+                           c.json, trace_path);
+  }
+  if (trace_path || threads)
+    return fe_usage_error(cmd, "--trace and --threads go with --cores (one core runs no engine)");
 
   fe_npy A = { 0 }, B = { 0 };
   float *a = NULL, *b = NULL, *cm = NULL, *ref = NULL;

@@ -6,6 +6,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${TPUSIM:?set TPUSIM to the tpusim binary}"
 export TPUSIM=$(cd "$(dirname "$TPUSIM")" && pwd)/$(basename "$TPUSIM")
+# The repository root, for tests that read shipped files (examples, docs).
+export TPU_ROOT=$(cd "$here/../.." && pwd)
 pass=0; fail=0
 for t in "$here"/t_*.sh; do
   [ -e "$t" ] || continue

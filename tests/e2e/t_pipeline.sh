@@ -1,9 +1,8 @@
 # tpusim pipeline: every shipped example runs, the model's figures for the
 # hand-checkable cases, the Ray ordering, autotune reporting, --real, and bad
 # configurations (exit 2 naming file, field and line:col).
-EX=$(cd "$(dirname "$TPUSIM")" && cd ../.. && pwd)/datafeed/examples
-[ -d "$EX" ] || EX=$(pwd)/../datafeed/examples
-[ -d "$EX" ] || die "examples not found"
+EX=$TPU_ROOT/datafeed/examples
+[ -d "$EX" ] || die "examples not found under $EX"
 n=0
 for f in "$EX"/*.json; do
   expect_status 0 "$TPUSIM" pipeline --config "$f" --json

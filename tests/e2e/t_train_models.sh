@@ -1,6 +1,6 @@
 # The worked example of docs/MODELS.md parses, has the documented parameter
 # count, and trains a few steps; the built-in cnn's shapes hold.
-EX="$(cd "$(dirname "$1")/../.." && pwd)/docs/examples/small-cnn.json"
+EX="$TPU_ROOT/docs/examples/small-cnn.json"
 expect_status 0 "$TPUSIM" train --model "$EX" --data synthetic --synthetic-n 128 --batch 32 --backend reference --json
 echo "$OUT" > r.json
 [ "$(json_get parameters r.json)" = 79242 ] || die "small-cnn parameters: $(json_get parameters r.json)"
