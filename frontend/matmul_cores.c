@@ -88,6 +88,10 @@ static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, lo
       snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
       if (!tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, minl(T, mi - mb * T), minl(T, N - nb * T))) return -1;
     }
+  /* The C tile's write-back is queued on the (in-order) DMA unit after the
+  ** next block's first loads, not before them: otherwise it would wait for
+  ** the block's last matmul and hold back the prefetch behind it. */
+  int wb_src = 0, wb_dst = 0;
   long slot = 0, cslot = 0;
   for (long mb = 0; mb < MB; mb++)
     for (long nb = 0; nb < NB; nb++, cslot ^= 1) {
@@ -104,16 +108,22 @@ static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, lo
         snprintf(name, sizeof name, "B_%ld_%ld", kb, nb);
         op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = tpu_sim_buffer_find(p, core, name), .dst = vb };
         if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
+        if (wb_src) {
+          op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
+          if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
+          wb_src = 0;
+        }
         op = (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = va, .b = vb, .dst = vc, .accumulate = kb > 0, .precision = prec };
         if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
         *bytes += 4.0 * (double)(r * kk + kk * c);
       }
       snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-      tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = vc, .dst = tpu_sim_buffer_find(p, core, name) };
-      if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
+      wb_src = vc;
+      wb_dst = tpu_sim_buffer_find(p, core, name);
       *bytes += 4.0 * (double)(r * c);
     }
-  return 0;
+  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
+  return tpu_sim_add_op(p, core, &op, NULL) == TPU_OK ? 0 : -1;
 }
 
 int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, long N, long K, int precision,
