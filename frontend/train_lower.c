@@ -303,9 +303,13 @@ static void run_gemm(lower *L, const gemm *g) {
                           .trans_b = g->tb, .accumulate = kb > 0, .precision = L->prec };
         add(L, &op, g->what);
         if (g->colsum_b && mb == 0) {   /* db: column sums of dY, accumulated over its row tiles */
+          /* a one-row tile is its own column sum (and sim_vpu.c refuses a
+          ** col_sum of one row: its check costs it at 0 cycles) */
           if (kb == 0) {
             db = vbuf(L, R_DB, (int)(nb & 1), 1, ni);
-            lw_vpu(L, "col_sum", b, 0, 0, db, 0, 0, NULL);
+            lw_vpu(L, ki > 1 ? "col_sum" : "copy", b, 0, 0, db, 0, 0, NULL);
+          } else if (ki == 1) {
+            lw_vpu(L, "add", db, b, 0, db, 0, 0, NULL);
           } else {
             int part = vbuf(L, R_PART, 0, 1, ni);
             lw_vpu(L, "col_sum", b, 0, 0, part, 0, 0, NULL);

@@ -456,6 +456,11 @@ START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
   ck_assert_int_eq(tpu_sim_result_cores(r), 4);
   tpu_sim_result_destroy(r);
   tpu_sim_program_destroy(p);
+  /* one sample per core: one-row tiles everywhere (db is then a copy) */
+  fe_step_timing t;
+  ck_assert_msg(fe_time_step(&m, &chip, TPU_PREC_BF16, 1, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err) == TPU_OK,
+                "%s", err);
+  ck_assert(t.step_cycles > 0);
   /* 1000 classes need a row of logits in one tile: 256 values on teach */
   m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 1000 } ] }");
   ck_assert_int_eq(fe_step_program(&m, &chip, TPU_PREC_BF16, 4, true, 0, &p, err, sizeof err), TPU_ERR_CONFIG);
