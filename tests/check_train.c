@@ -513,6 +513,32 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
   }
 }
 END_TEST
+START_TEST(Step_timing_survives_every_allocation_failure) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("teach", &chip, err, sizeof err), TPU_OK);
+  fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"relu\" },"
+                        " { \"type\": \"dense\", \"units\": 4 } ] }");
+  fe_step_timing want, t;
+  fe_trace_event ev[256];
+  int nev = 0;
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, ev, 256, &nev, err, sizeof err), TPU_OK);
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 20000 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 256, &nev, err, sizeof err);
+    tpu_set_alloc(NULL, NULL);
+    if (st == TPU_OK) {
+      ok_seen = 1;
+      ck_assert(!memcmp(&want, &t, sizeof t));
+    } else {
+      ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s: %s", fail_at, tpu_status_str(st), err);
+    }
+  }
+  ck_assert_msg(ok_seen && fail_at > 50, "%d allocations", fail_at);
+}
+END_TEST
 /* }================================================================== */
 
 static Suite *train_suite(void) {
@@ -536,6 +562,7 @@ static Suite *train_suite(void) {
   tc = tcase_create("oom");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, Parsing_and_training_survive_every_allocation_failure);
+  tcase_add_test(tc, Step_timing_survives_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("timing");
   tcase_set_timeout(tc, 120);
