@@ -43,13 +43,15 @@
 ** reused across output tiles and small enough (<= VMEM/8) is kept in VMEM
 ** for the GEMM (loaded once) instead of being fetched again per tile.
 **
-** Tiles. One streamed tile holds at most Q = VMEM/256 f32 values: a
-** section of the program (one op of the model) uses at most 8 streamed
-** operand slots (the optimizer: param, grad, m, v, twice), each with up to
-** 4 edge shapes, so 8 * 4 * 4 Q bytes = VMEM/2; the two reuse caches take
-** at most VMEM/4; the rest is for bias and label tiles. VMEM buffers are
-** named per section, so each is live only within its section (the engine
-** checks liveness and would refuse a program that overflows).
+** Tiles. A GEMM's streamed tile holds at most Q = VMEM/256 f32 values: its
+** a, b and c operands have two slots each, and each slot may meet up to 4
+** edge shapes, so 6 * 4 * 4 Q bytes < VMEM/2; the two reuse caches take at
+** most VMEM/4; the rest is for bias and db tiles. Element-wise passes (up
+** to 6 slots of 4 shapes) use tiles of 2Q values (3/4 of VMEM at most); the
+** optimizer (8 slots: param, grad, m, v, twice; only the row count varies,
+** so 2 shapes each) tiles of 3Q (3/4 of VMEM); the loss, tiles of Q. VMEM
+** buffers are named per section, so each is live only within its section
+** (the engine checks liveness and would refuse a program that overflows).
 **
 ** HBM views. At the timing level a buffer is only a size, so HBM tiles are
 ** buffers named by their shape ("hbm 16x256"), shared by every tile of that
@@ -347,7 +349,7 @@ static void ew_tile(int64_t R, int64_t C, int64_t Q, int64_t *rt, int64_t *ct) {
 
 static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
   int64_t rt, ct;
-  ew_tile(R, C, L->Q, &rt, &ct);
+  ew_tile(R, C, 2 * L->Q, &rt, &ct);
   int slot = 0;
   for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
     for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, slot ^= 1) {
@@ -367,7 +369,7 @@ static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
 ** multiplies by prm->alpha. */
 static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
   int64_t rt, ct;
-  ew_tile(R, C, L->Q, &rt, &ct);
+  ew_tile(R, C, 2 * L->Q, &rt, &ct);
   int slot = 0, oslot = 0;
   for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
     for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, oslot ^= 1) {
@@ -390,7 +392,7 @@ static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, c
 ** scaled dY; each result goes to its tap of dX. */
 static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
   int64_t rt, ct;
-  ew_tile(R, C, L->Q, &rt, &ct);
+  ew_tile(R, C, 2 * L->Q, &rt, &ct);
   int slot = 0, yslot = 0;
   for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
     for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, yslot ^= 1) {
@@ -566,8 +568,9 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
 
   /* optimizer over the flat parameter vector, 'lanes' wide */
   section(L, "optimizer", -1, NULL);
-  const int64_t ct = min64(L->chip->vpu.lanes, L->Q);
-  const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, L->Q / ct);
+  const int64_t Qo = 3 * L->Q;   /* 8 slots, 2 shapes each (see the top of this file) */
+  const int64_t ct = min64(L->chip->vpu.lanes, Qo);
+  const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, Qo / ct);
   const int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
   const char *fn = m->opt.kind == FE_ADAM ? "adam" : m->opt.kind == FE_MOMENTUM ? "momentum" : "sgd";
   tpu_vpu_params op = tpu_vpu_params_default();
