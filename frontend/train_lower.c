@@ -57,7 +57,9 @@
 ** buffers named by their shape ("hbm 16x256"), shared by every tile of that
 ** shape: dependencies between DMAs through them are harmless, since a
 ** core's DMA unit runs its transfers in program order anyway (which is also
-** what orders a tile's write before a later read of it). Whole tensors are
+** what orders a tile's write before a later read of it). Labels get views
+** of their own, never written, so that the program also runs at the tile
+** level (values are then meaningless but valid). Whole tensors are
 ** declared too, so that HBM capacity is checked. The three links the DMA
 ** order cannot give -- infeed before the first read of the shard, the last
 ** gradient write before the all-reduce, the all-reduce before the first
@@ -93,7 +95,7 @@ static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "
 
 typedef struct fe_op_rec { tpu_sim_kind kind; char name[112]; } fe_op_rec;
 typedef struct vslot { int role, slot; int64_t r, c; int h; } vslot;
-typedef struct hview { int64_t r, c; int h; } hview;
+typedef struct hview { int tag; int64_t r, c; int h; } hview;
 
 typedef struct lower {
   tpu_sim_program *p;
@@ -163,11 +165,13 @@ static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
   return h;
 }
 
-/* The HBM tile buffer of shape r x c (shared by every tile of that shape). */
-static int hbuf(lower *L, int64_t r, int64_t c) {
+/* The HBM tile buffer of shape r x c (shared by every tile of that shape).
+** Labels (tag 1) get their own: nothing writes them, so when the program
+** is run at the tile level they stay valid class indices (zeros). */
+static int hbuf(lower *L, int tag, int64_t r, int64_t c) {
   if (L->st) return 0;
   for (int i = 0; i < L->nhv; i++)
-    if (L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
+    if (L->hv[i].tag == tag && L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
   if (L->nhv == L->caphv) {
     int cap = L->caphv ? 2 * L->caphv : 32;
     hview *n = tpu_realloc(L->hv, (size_t)cap * sizeof *n);
@@ -176,10 +180,10 @@ static int hbuf(lower *L, int64_t r, int64_t c) {
     L->caphv = cap;
   }
   char name[64];
-  snprintf(name, sizeof name, "hbm %lldx%lld", (long long)r, (long long)c);
+  snprintf(name, sizeof name, "%s %lldx%lld", tag ? "labels" : "hbm", (long long)r, (long long)c);
   int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
   if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  L->hv[L->nhv++] = (hview){ r, c, h };
+  L->hv[L->nhv++] = (hview){ tag, r, c, h };
   return h;
 }
 
@@ -225,12 +229,12 @@ static int dma(lower *L, int src, int dst, int64_t bytes, const char *what) {
 }
 /* DMA of an r x c tile from HBM into (role, slot); returns the VMEM buffer. */
 static int load(lower *L, int role, int slot, int64_t r, int64_t c, const char *what) {
-  int v = vbuf(L, role, slot, r, c), h = hbuf(L, r, c);
+  int v = vbuf(L, role, slot, r, c), h = hbuf(L, role == R_LAB, r, c);
   if (!L->st) dma(L, h, v, r * c * 4, what);
   return v;
 }
 static void store(lower *L, int v, int64_t r, int64_t c, const char *what) {
-  int h = hbuf(L, r, c);
+  int h = hbuf(L, 0, r, c);
   if (!L->st) dma(L, v, h, r * c * 4, what);
 }
 /* A store issued after the next tile's loads (flush), so that the DMA unit

@@ -448,13 +448,26 @@ START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
                " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 10 } ],"
                " \"optimizer\": { \"type\": \"momentum\", \"momentum\": 0.9 } }");
   tpu_sim_program *p = NULL;
-  ck_assert_msg(fe_step_program(&m, &chip, TPU_PREC_BF16, 8, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_msg(fe_step_program(&m, &chip, TPU_PREC_BF16, 40, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
   ck_assert(tpu_sim_program_ops(p, 0) > 100);
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
-  tpu_sim_result *r = NULL;
+  tpu_sim_result *r = NULL, *r2 = NULL;
   ck_assert_msg(tpu_sim_run(&chip, p, &o, &r) == TPU_OK, "%s", tpu_sim_program_error(p));
   ck_assert_int_eq(tpu_sim_result_cores(r), 4);
+  /* the program also runs with values (the tile level: several row tiles
+  ** of labels, which stay valid classes), in the same cycles */
+  o.level = TPU_FIDELITY_TILE;
+  ck_assert_msg(tpu_sim_run(&chip, p, &o, &r2) == TPU_OK, "%s", tpu_sim_program_error(p));
+  TU_EQ_U64(tpu_sim_result_cycles(r), tpu_sim_result_cycles(r2));
+  tpu_sim_result_destroy(r2);
   tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+  /* three loss tiles of 24 rows: the third reads its labels after the
+  ** first tile's loss went to HBM */
+  fe_model d = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 10 } ] }");
+  ck_assert_msg(fe_step_program(&d, &chip, TPU_PREC_BF16, 72, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_msg(tpu_sim_run(&chip, p, &o, &r2) == TPU_OK, "%s", tpu_sim_program_error(p));
+  tpu_sim_result_destroy(r2);
   tpu_sim_program_destroy(p);
   /* one sample per core: one-row tiles everywhere (db is then a copy) */
   fe_step_timing t;
