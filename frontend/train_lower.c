@@ -268,6 +268,11 @@ typedef struct gemm {
   bool colsum_b;               /* also db = col_sum of B (stored K x N) */
 } gemm;
 
+/* The DMA label of a GEMM's transfers (a literal: deferred stores keep it). */
+static const char *dma_label(const char *what) {
+  return !strcmp(what, "dW") ? "dW dma" : !strcmp(what, "dX") ? "dX dma" : "matmul dma";
+}
+
 static void run_gemm(lower *L, const gemm *g) {
   const int64_t M = g->M, N = g->N, K = g->K, Q = L->Q;
   int64_t nt = min64(N, L->S), kt = min64(K, L->S);
@@ -277,7 +282,7 @@ static void run_gemm(lower *L, const gemm *g) {
   const bool cache_a = NB > 1 && M * K * 4 <= L->vmem / 8;
   const bool cache_b = MB > 1 && K * N * 4 <= L->vmem / 8;
   const int passes = tpu_precision_passes(L->prec);
-  char w[48];
+  const char *w = dma_label(g->what);
   int slot = 0, cslot = 0;
   L->macs += (uint64_t)M * (uint64_t)N * (uint64_t)K * (uint64_t)passes;
   for (int64_t mb = 0; mb < MB && !L->st; mb++)
@@ -290,7 +295,6 @@ static void run_gemm(lower *L, const gemm *g) {
         const int64_t ar = g->ta ? ki : mi, ac = g->ta ? mi : ki;
         const int64_t br = g->tb ? ni : ki, bc = g->tb ? ki : ni;
         int a, b;
-        snprintf(w, sizeof w, "%s dma", g->what);
         if (cache_a) {
           /* one buffer per block, loaded at its first use (nb == 0) */
           a = vbuf(L, R_CA, (int)(mb * KB + kb), ar, ac);
@@ -330,7 +334,7 @@ static void run_gemm(lower *L, const gemm *g) {
         lw_vpu(L, "bias_add", c, bias, 0, c, 0, 0, NULL);
       }
       if (g->act) lw_vpu(L, g->act, c, 0, 0, c, 0, 0, NULL);
-      defer(L, c, mi, ni, g->what[0] == 'm' ? "matmul dma" : g->what[0] == 'd' && g->what[1] == 'W' ? "dW dma" : "dX dma");
+      defer(L, c, mi, ni, w);
     }
   flush(L);
 }
