@@ -66,13 +66,14 @@
 ** optimizer read -- are explicit (tpu_sim_op.after).
 **
 ** Why one all-reduce. The engine charges each collective the ring's hop
-** latency 2(n-1)h; on tpu-v2-8 that is 9800 cycles, more than the whole
-** backward pass of the built-in mlp, so per-layer buckets (which overlap
-** the reduction with the remaining backward work) would cost several
-** latencies and win nothing back. XLA's all-reduce combiner makes the same
-** choice for small models. Not modelled: overlapping the reduction with the
-** backward pass (buckets), and the HBM traffic of the collective itself
-** (the engine does not model it).
+** latency 2(n-1)h: 9800 cycles on tpu-v2-8. There the built-in mlp's
+** backward pass takes about 14000 cycles and its one all-reduce 28400;
+** one bucket per dense layer (issued as each layer's gradient is done)
+** would pay the latency three times on the core's one collective queue and
+** end about 8000 cycles later by the same formula. XLA's all-reduce
+** combiner makes the same choice for small models. Not modelled:
+** overlapping the reduction with the backward pass (buckets), and the HBM
+** traffic of the collective itself (the engine does not model it).
 **
 ** Not modelled: bf16 storage of activations (everything is f32 in HBM),
 ** layout changes beyond free views (flatten, im2col's gather is charged as
