@@ -16,14 +16,21 @@
 
 static const char HELP[] =
   "usage: tpusim viz [--m M --n N --k K] [--seed S] [options]\n"
+  "       tpusim viz --program FILE.json [options]\n"
   "       tpusim viz --headless --frames N [--every CYCLES] --out DIR [options]\n\n"
   "Opens a window showing one GEMM C = A.B (A is M x K, B is K x N; default\n"
   "M = 4 x rows x cores, N = K = 2 x the array side) on the chip: the selected core's MXU cell by\n"
   "cell from the PE-level model (idle, loading weights, computing shaded by\n"
   "activation or partial sum), the skewed input queue, the accumulators, and a\n"
   "timeline per core and unit colored by mxu_busy, vpu_busy, memory_wait,\n"
-  "infeed_wait, collective_wait and idle. The M rows are split across the cores.\n\n"
+  "infeed_wait, collective_wait and idle. The M rows are split across the cores.\n"
+  "With --program, the workload is a program (docs/PROGRAMS.md, as tpusim run):\n"
+  "it runs on the chip engine and the timeline, the infeed queue and the totals\n"
+  "are the engine's (the totals equal tpusim run --json's 'stall'); the MXU panel\n"
+  "replays the selected core's matmul ops on array 0 at the engine's tile times,\n"
+  "with synthetic operand values (see docs/VIZ.md).\n\n"
   "  --m, --n, --k N        GEMM shape (1..65536 each)\n"
+  "  --program FILE         a JSON program instead of the GEMM\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
   "  --core C               core shown first (1-based, default 1)\n"
@@ -58,7 +65,8 @@ int fe_cmd_viz(int argc, char **argv) {
   tpu_precision prec = TPU_PREC_BF16;
   int width = 1280, height = 800;
   bool headless = false, frames_given = false;
-  const char *out_dir = NULL, *script = NULL, *png = NULL;
+  const char *out_dir = NULL, *script = NULL, *png = NULL, *prog_path = NULL;
+  bool gemm_flags = false;
   char err[1024];
   for (int i = 1; i < argc; i++) {
     int r = fe_common_opt(argc, argv, &i, &c, cmd);
@@ -77,12 +85,19 @@ int fe_cmd_viz(int argc, char **argv) {
       if (r == 0) continue;
       if ((r = parse_u64(cmd, nums[j].name, v, nums[j].lo, nums[j].hi, nums[j].dst))) return r;
       if (nums[j].dst == &frames) frames_given = true;
+      if (nums[j].dst == &m || nums[j].dst == &n || nums[j].dst == &k) gemm_flags = true;
       done = true;
     }
     if (done) continue;
     if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
       if (r < 0 || !tpu_precision_parse(v, &prec))
         return fe_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+      gemm_flags = true;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--program", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--program needs a file name");
+      prog_path = v;
       continue;
     }
     if ((r = fe_opt(argc, argv, &i, "--speed", &v))) {
@@ -115,8 +130,6 @@ int fe_cmd_viz(int argc, char **argv) {
       continue;
     }
     if (fe_opt(argc, argv, &i, "--headless", NULL) == 1) { headless = true; continue; }
-    if (!strcmp(argv[i], "--program") || !strncmp(argv[i], "--program=", 10))
-      return fe_usage_error(cmd, "--program: per-core programs need the chip engine, which tpusim viz does not use yet; give a GEMM with --m --n --k");
     return fe_usage_error(cmd, "unknown option '%s' (tpusim viz --help)", argv[i]);
   }
   if (c.help) { fputs(HELP, stdout); fputs(TPU_VIZ_KEYS_HELP, stdout); fputs("\n", stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
@@ -134,14 +147,32 @@ int fe_cmd_viz(int argc, char **argv) {
   struct stat sb;
   if (out_dir && (stat(out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
     return fe_usage_error(cmd, "--out %s: not a directory", out_dir);
+  if (prog_path && gemm_flags)
+    return fe_usage_error(cmd, "--program runs a program; --m, --n, --k and --precision describe a GEMM: give one or the other");
   int side = chip.mxu.rows > chip.mxu.cols ? chip.mxu.rows : chip.mxu.cols;
   long dm = 4L * chip.mxu.rows * chip.cores;
   tpu_viz_workload w = { .m = m ? (int)m : (int)(dm < 65536 ? dm : 65536),
                          .n = n ? (int)n : 2 * side, .k = k ? (int)k : 2 * side,
                          .seed = (uint64_t)seed, .precision = prec };
   tpu_viz *v;
-  tpu_status st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
-  if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+  tpu_status st;
+  if (prog_path) {
+    char *text = fe_read_file(prog_path, NULL);
+    if (!text) return fe_usage_error(cmd, "%s: cannot read: %s", prog_path, strerror(errno));
+    tpu_sim_program *p = NULL;
+    st = tpu_sim_program_parse(text, prog_path, chip.cores, &p, err, sizeof err);
+    tpu_free(text);
+    if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+    st = tpu_viz_create_program(&chip, p, prog_path, (uint64_t)seed, &v, err, sizeof err);
+    tpu_sim_program_destroy(p);
+    /* as tpusim run: a program that does not fit the chip is bad input */
+    if (st != TPU_OK)
+      return st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? fe_runtime_error(cmd, "%s: %s", prog_path, err)
+                                                          : fe_usage_error(cmd, "%s: %s", prog_path, err);
+  } else {
+    st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
+    if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+  }
   if ((uint64_t)cycle >= tpu_viz_total_cycles(v)) {
     fe_usage_error(cmd, "--cycle %ld: the run lasts %llu cycles (0..%llu)", cycle,
                    (unsigned long long)tpu_viz_total_cycles(v), (unsigned long long)tpu_viz_total_cycles(v) - 1);
@@ -158,28 +189,45 @@ int fe_cmd_viz(int argc, char **argv) {
     .speed = speed > 0 ? speed : (chip.mxu.rows <= 16 ? 4 : 64), .quiet = c.json };
   rc = tpu_viz_app_run(v, &o);
   if (rc == 0 && c.json) {
-    json_t *o_ = json_pack("{s:s, s:i, s:{s:i, s:i, s:i, s:I}, s:I, s:i, s:I}",
-      "chip", chip.name, "cores", chip.cores, "gemm", "m", w.m, "n", w.n, "k", w.k, "seed", (json_int_t)seed,
-      "total_cycles", (json_int_t)tpu_viz_total_cycles(v), "frames", (int)frames, "every", (json_int_t)every);
-    json_t *per = json_array();
+    json_t *o_ = json_pack("{s:s, s:i}", "chip", chip.name, "cores", chip.cores);
+    if (prog_path) {
+      json_object_set_new(o_, "program", json_string(prog_path));
+      json_object_set_new(o_, "seed", json_integer((json_int_t)seed));
+    } else {
+      json_object_set_new(o_, "gemm", json_pack("{s:i, s:i, s:i, s:I, s:s}", "m", w.m, "n", w.n, "k", w.k,
+                                                "seed", (json_int_t)seed, "precision", tpu_precision_name(prec)));
+    }
+    json_object_set_new(o_, "total_cycles", json_integer((json_int_t)tpu_viz_total_cycles(v)));
+    json_object_set_new(o_, "frames", json_integer(frames));
+    json_object_set_new(o_, "every", json_integer((json_int_t)every));
+    json_t *per = json_array(), *sum = json_object();
+    uint64_t all[TPU_VIZ_NCAT] = { 0 };
     for (int p = 0; p < chip.cores; p++) {
       uint64_t t[TPU_VIZ_NCAT];
       tpu_viz_totals(v, p, t);
       json_t *cc = json_object();
-      for (int j = 0; j < TPU_VIZ_NCAT; j++)
+      for (int j = 0; j < TPU_VIZ_NCAT; j++) {
         json_object_set_new(cc, tpu_viz_cat_name((tpu_viz_cat)j), json_integer((json_int_t)t[j]));
+        all[j] += t[j];
+      }
       json_array_append_new(per, cc);
     }
-    json_object_set_new(json_object_get(o_, "gemm"), "precision", json_string(tpu_precision_name(prec)));
+    for (int j = 0; j < TPU_VIZ_NCAT; j++)
+      json_object_set_new(sum, tpu_viz_cat_name((tpu_viz_cat)j), json_integer((json_int_t)all[j]));
+    json_object_set_new(o_, "stall", sum);      /* summed over cores, as tpusim run --json */
     json_object_set_new(o_, "stall_cycles_per_core", per);
     const tpu_mxu_tile *tl;
     const tpu_mxu_tile_times *tt;
     size_t nt = tpu_viz_tiles(v, &tl, &tt);
     json_t *ta = json_array();
     for (size_t j = 0; j < nt; j++)
-      json_array_append_new(ta, json_pack("{s:i, s:i, s:i, s:I, s:I, s:I}", "m", tl[j].m, "k", tl[j].k,
+    {
+      json_t *t = json_pack("{s:i, s:i, s:i, s:I, s:I, s:I}", "m", tl[j].m, "k", tl[j].k,
         "n", tl[j].n, "load_start", (json_int_t)tt[j].load_start, "stream_start", (json_int_t)tt[j].stream_start,
-        "last_result", (json_int_t)tt[j].last_result));
+        "last_result", (json_int_t)tt[j].last_result);
+      if (tpu_viz_tile_op(v, j)) json_object_set_new(t, "op", json_string(tpu_viz_tile_op(v, j)));
+      json_array_append_new(ta, t);
+    }
     json_object_set_new(o_, "core", json_integer(tpu_viz_core(v) + 1));
     /* where things are in the frames, for scripts that read the PNGs */
     tpu_viz_layout l;
@@ -196,6 +244,9 @@ int fe_cmd_viz(int argc, char **argv) {
       "width", l.width, "height", l.height, "array_x", l.array.x, "array_y", l.array.y, "cell", l.cell,
       "timeline_x", l.timeline.x, "timeline_w", l.timeline.w, "core_y", cy));
     json_object_set_new(json_object_get(o_, "layout"), "strip_h", json_integer(l.strip_h));
+    json_object_set_new(json_object_get(o_, "layout"), "infeed_x", json_integer(l.infeed.x));
+    json_object_set_new(json_object_get(o_, "layout"), "infeed_y", json_integer(l.infeed.y));
+    json_object_set_new(json_object_get(o_, "layout"), "infeed_h", json_integer(l.infeed.h));
     json_object_set_new(o_, "tiles", ta);
     json_dumpf(o_, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');

@@ -169,6 +169,14 @@ int  tpu_sim_program_ops(const tpu_sim_program *p, int core);  /* ops on that co
 ** names the core, the op (index and name) or buffer, and what was wrong. */
 const char *tpu_sim_program_error(const tpu_sim_program *p);
 
+/* Op 'index' of 'core' as added (kind, step, operands, flags); name and
+** vpu_op point into p (valid while p lives), params is NULL. false (and
+** *out zeroed) when out of range. */
+bool tpu_sim_program_op(const tpu_sim_program *p, int core, int index, tpu_sim_op *out);
+/* The core's infeed queue: its batch count, and their ready cycles through
+** *ready_cycles (borrowed from p; NULL when empty). */
+int64_t tpu_sim_program_infeed(const tpu_sim_program *p, int core, const uint64_t **ready_cycles);
+
 /* Adds a rows x cols buffer named 'name' (copied; unique within the core)
 ** to one core. Returns its handle (>= 1) or 0 on error (bad shape, duplicate
 ** name, out of memory; see tpu_sim_program_error). Values start at zero. */
@@ -178,6 +186,8 @@ int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space
 int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name);
 /* rows * cols of a buffer, or 0 for a bad handle. */
 int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf);
+/* A buffer's shape; false (and zeros) for a bad handle. */
+bool tpu_sim_buffer_shape(const tpu_sim_program *p, int core, int buf, int64_t *rows, int64_t *cols);
 /* Sets a buffer's initial values: rows*cols floats, copied (rounded to bf16
 ** for a bf16 buffer). Used at the tile level; ignored at the timing level. */
 tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values);
@@ -234,6 +244,10 @@ uint64_t tpu_sim_result_step_end(const tpu_sim_result *r, int core, int step);
 /* Start and end (exclusive) cycle of op 'index' of 'core'. */
 void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index,
                              uint64_t *start, uint64_t *end);
+/* When op 'index' of 'core' makes its unit busy: a matmul's first weight
+** load (the stall accounting's mxu_busy interval is [busy, end)); the
+** start for the other kinds. 0 out of range. */
+uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index);
 /* A buffer's final values (rows*cols floats, owned by r), or NULL at the
 ** timing level or for a bad handle. */
 const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf);

@@ -174,7 +174,24 @@ tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint
   if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_VIZ_IDLE;
   return (tpu_viz_cat)vc->seg[seg_index(vc, c)].unit[u];
 }
-int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c) { (void)v; (void)core; (void)c; return 0; }
+/* Entries of a nondecreasing array that are <= c. */
+static int64_t count_le(const uint64_t *a, int64_t n, uint64_t c) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= c) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c) {
+  if (core < 0 || core >= v->ncores) return 0;
+  const viz_core *vc = &v->core[core];
+  int64_t q = count_le(vc->inf_ready, vc->ninf, c) - count_le(vc->inf_deq, vc->ndeq, c);
+  return q > 0 ? (q > 1000000 ? 1000000 : (int)q) : 0;
+}
+int tpu_viz_infeed_max(const tpu_viz *v, int core) {
+  return core >= 0 && core < v->ncores ? v->core[core].inf_max : 0;
+}
 
 void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]) {
   memcpy(out, v->core[core].totals, sizeof v->core[core].totals);
@@ -196,6 +213,210 @@ static void compute_totals(tpu_viz *v) {
 /* }================================================================== */
 
 /* {==================================================================
+** Laying a program's run out (the engine's times)
+** ================================================================== */
+typedef struct pev { uint64_t t; int8_t cat, d; } pev;
+static int pev_cmp(const void *a, const void *b) {
+  const pev *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The stall category whose interval an op of this kind fills (as
+** sim/stats.c counts it). */
+static int cat_of_kind(tpu_sim_kind k) {
+  switch (k) {
+  case TPU_SIM_MATMUL: return TPU_VIZ_MXU_BUSY;
+  case TPU_SIM_VPU: return TPU_VIZ_VPU_BUSY;
+  case TPU_SIM_INFEED: return TPU_VIZ_INFEED_WAIT;
+  case TPU_SIM_DMA: return TPU_VIZ_MEMORY_WAIT;
+  case TPU_SIM_COLLECTIVE: return TPU_VIZ_COLLECTIVE_WAIT;
+  }
+  return TPU_VIZ_IDLE;
+}
+
+/* Core p's segments, infeed queue and array-0 tiles from the run. Tiles'
+** value pointers are left as offsets (act, w, out set by place_tiles). */
+static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog, const tpu_sim_result *res,
+                                  int *max_m, int *max_k) {
+  viz_core *vc = &v->core[p];
+  const int nops = tpu_sim_program_ops(prog, p);
+  const int rows = v->rows, cols = v->cols, mx = v->chip.mxus_per_core;
+  vc->end = v->total;
+  /* infeed queue */
+  const uint64_t *ready;
+  vc->ninf = tpu_sim_program_infeed(prog, p, &ready);
+  if (vc->ninf > 0) {
+    if (!(vc->inf_ready = tpu_malloc((size_t)vc->ninf * sizeof *vc->inf_ready))) return TPU_ERR_NOMEM;
+    memcpy(vc->inf_ready, ready, (size_t)vc->ninf * sizeof *ready);
+  }
+  /* count what to allocate: events, matmul ops, array-0 tiles */
+  size_t nmm = 0, nt0 = 0, ninf_ops = 0;
+  for (int i = 0; i < nops; i++) {
+    tpu_sim_op o;
+    tpu_sim_program_op(prog, p, i, &o);
+    if (o.kind == TPU_SIM_INFEED) ninf_ops++;
+    if (o.kind != TPU_SIM_MATMUL) continue;
+    int64_t dr, dc;
+    tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
+    int64_t ar, ac;
+    tpu_sim_buffer_shape(prog, p, o.a, &ar, &ac);
+    const int64_t K = o.trans_a ? ar : ac, ntn = (dc + cols - 1) / cols, ntk = (K + rows - 1) / rows;
+    nmm++;
+    nt0 += (size_t)((ntn + mx - 1) / mx * ntk * tpu_precision_passes(o.precision));
+  }
+  pev *evs = tpu_malloc(((size_t)nops * 2 + 1) * sizeof *evs);
+  vc->inf_deq = tpu_malloc((ninf_ops + 1) * sizeof *vc->inf_deq);
+  vc->opname = tpu_calloc(nmm + 1, sizeof *vc->opname);
+  vc->tiles = tpu_malloc((nt0 + 1) * sizeof *vc->tiles);
+  vc->times = tpu_malloc((nt0 + 1) * sizeof *vc->times);
+  vc->tile_op = tpu_malloc((nt0 + 1) * sizeof *vc->tile_op);
+  if (!evs || !vc->inf_deq || !vc->opname || !vc->tiles || !vc->times || !vc->tile_op) goto nomem;
+  tpu_mxu_sched sched[8];
+  for (int a = 0; a < mx; a++) tpu_mxu_sched_init(&sched[a], &v->chip.mxu);
+  size_t ne = 0;
+  for (int i = 0; i < nops; i++) {
+    tpu_sim_op o;
+    tpu_sim_program_op(prog, p, i, &o);
+    uint64_t a, b;
+    tpu_sim_result_op_times(res, p, i, &a, &b);
+    const uint64_t start = a;
+    if (o.kind == TPU_SIM_MATMUL) a = tpu_sim_result_op_busy(res, p, i);
+    if (o.kind == TPU_SIM_INFEED) vc->inf_deq[vc->ndeq++] = b;
+    if (b > a) {
+      const int8_t cat = (int8_t)cat_of_kind(o.kind);
+      evs[ne++] = (pev){ a, cat, 1 };
+      evs[ne++] = (pev){ b, cat, -1 };
+    }
+    if (o.kind != TPU_SIM_MATMUL) continue;
+    /* the engine's tiles of this op (sim/engine.c), held back to its start */
+    const int opi = vc->nopname;
+    if (!(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : "matmul"))) goto nomem;
+    int64_t dr, dc, ar, ac;
+    tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
+    tpu_sim_buffer_shape(prog, p, o.a, &ar, &ac);
+    const int M = (int)dr, N = (int)dc, K = (int)(o.trans_a ? ar : ac);
+    const int passes = tpu_precision_passes(o.precision);
+    for (int n0 = 0, nt = 0; n0 < N; n0 += cols, nt++) {
+      const int nn = N - n0 < cols ? N - n0 : cols;
+      for (int ps = 0; ps < passes; ps++)
+        for (int k0 = 0; k0 < K; k0 += rows) {
+          const int kk = K - k0 < rows ? K - k0 : rows;
+          tpu_mxu_tile_times tt;
+          tpu_mxu_sched_tile(&sched[nt % mx], M, kk, nn, start, &tt);
+          if (nt % mx) continue;
+          vc->tiles[vc->ntiles] = (tpu_mxu_tile){ .m = M, .k = kk, .n = nn, .lda = rows, .ldw = cols, .ldo = cols,
+                                                  .accumulate = o.accumulate || k0 > 0 || ps > 0, .earliest = start };
+          vc->times[vc->ntiles] = tt;
+          vc->tile_op[vc->ntiles++] = opi;
+          if (M > *max_m) *max_m = M;
+          if (kk > *max_k) *max_k = kk;
+        }
+    }
+  }
+  qsort(evs, ne, sizeof *evs, pev_cmp);
+  vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
+  if (!vc->seg) goto nomem;
+  int cnt[TPU_VIZ_NCAT] = { 0 };
+  for (size_t i = 0; i < ne;) {
+    const uint64_t t = evs[i].t;
+    while (i < ne && evs[i].t == t) { cnt[evs[i].cat] += evs[i].d; i++; }
+    viz_seg sg = { .at = t, .core = TPU_VIZ_IDLE };
+    for (int c = 0; c < TPU_VIZ_IDLE; c++) if (cnt[c] > 0) { sg.core = (uint8_t)c; break; }   /* engine priority */
+    sg.unit[TPU_VIZ_UNIT_MXU] = cnt[TPU_VIZ_MXU_BUSY] > 0 ? TPU_VIZ_MXU_BUSY : TPU_VIZ_IDLE;
+    sg.unit[TPU_VIZ_UNIT_VPU] = cnt[TPU_VIZ_VPU_BUSY] > 0 ? TPU_VIZ_VPU_BUSY : TPU_VIZ_IDLE;
+    sg.unit[TPU_VIZ_UNIT_DMA] = cnt[TPU_VIZ_MEMORY_WAIT] > 0 ? TPU_VIZ_MEMORY_WAIT : TPU_VIZ_IDLE;
+    sg.unit[TPU_VIZ_UNIT_ICI] = cnt[TPU_VIZ_COLLECTIVE_WAIT] > 0 ? TPU_VIZ_COLLECTIVE_WAIT : TPU_VIZ_IDLE;
+    if (t >= v->total) break;
+    if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &sg.core, 1 + TPU_VIZ_NUNIT)) continue;
+    vc->seg[vc->nseg++] = sg;
+  }
+  tpu_free(evs);
+  /* the largest infeed occupancy: it only rises at a ready cycle */
+  for (int64_t b = 0; b < vc->ninf; b++) {
+    int q = tpu_viz_infeed_at(v, p, vc->inf_ready[b]);
+    if (q > vc->inf_max) vc->inf_max = q;
+  }
+  return TPU_OK;
+nomem:
+  tpu_free(evs);
+  return TPU_ERR_NOMEM;
+}
+
+tpu_status tpu_viz_create_program(const tpu_chip_config *chip, tpu_sim_program *prog, const char *title,
+                                  uint64_t seed, tpu_viz **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (tpu_sim_program_cores(prog) != chip->cores) {
+    snprintf(err, errcap, "the program is for %d cores, the chip '%s' has %d", tpu_sim_program_cores(prog),
+             chip->name, chip->cores);
+    return TPU_ERR_INPUT;
+  }
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *res = NULL;
+  tpu_status st = tpu_sim_run(chip, prog, &opt, &res);
+  if (st != TPU_OK) {
+    snprintf(err, errcap, "%s", tpu_sim_program_error(prog));
+    return st;
+  }
+  tpu_viz *v = NULL;
+  if (tpu_sim_result_cycles(res) == 0) {
+    snprintf(err, errcap, "nothing to show: the program runs for 0 cycles");
+    st = TPU_ERR_INPUT;
+    goto fail;
+  }
+  st = TPU_ERR_NOMEM;
+  if (!(v = tpu_calloc(1, sizeof *v))) goto fail;
+  v->chip = *chip;
+  v->prog = true;
+  snprintf(v->title, sizeof v->title, "program %s", title ? title : "");
+  v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
+  v->total = tpu_sim_result_cycles(res);
+  const size_t cells = (size_t)v->rows * (size_t)v->cols;
+  v->state = tpu_calloc(cells, 1);
+  v->weight = tpu_calloc(cells, sizeof(float));
+  v->act = tpu_calloc(cells, sizeof(float));
+  v->psum = tpu_calloc(cells, sizeof(float));
+  if (!v->state || !v->weight || !v->act || !v->psum) goto fail;
+  int max_m = 1, max_k = 1;
+  for (int p = 0; p < v->ncores; p++)
+    if ((st = build_prog_core(v, p, prog, res, &max_m, &max_k)) != TPU_OK) goto fail;
+  tpu_sim_result_destroy(res);
+  res = NULL;
+  compute_totals(v);
+  /* replayed operands: N(0,1) bf16 pools; tile j reads them at an offset of
+  ** a few rows so that consecutive tiles differ */
+  enum { SHIFT = 61 };
+  const size_t na = ((size_t)max_m + SHIFT) * (size_t)v->rows, nw = ((size_t)v->rows + SHIFT) * (size_t)v->cols;
+  v->A = tpu_malloc(na * sizeof(float));
+  v->B = tpu_malloc(nw * sizeof(float));
+  v->C = tpu_calloc((size_t)max_m * (size_t)v->cols, sizeof(float));
+  st = TPU_ERR_NOMEM;
+  if (!v->A || !v->B || !v->C) goto fail;
+  uint64_t sd = seed;
+  float amax = 0;
+  for (size_t i = 0; i < na; i++) { v->A[i] = tpu_bf16_round(normal(&sd)); amax = fmaxf(amax, fabsf(v->A[i])); }
+  for (size_t i = 0; i < nw; i++) v->B[i] = tpu_bf16_round(normal(&sd));
+  for (int p = 0; p < v->ncores; p++)
+    for (size_t j = 0; j < v->core[p].ntiles; j++) {
+      tpu_mxu_tile *t = &v->core[p].tiles[j];
+      t->act = v->A + (j * 17 % SHIFT) * (size_t)v->rows;
+      t->w = v->B + (j * 29 % SHIFT) * (size_t)v->cols;
+      t->out = v->C;
+    }
+  v->act_scale = amax > 0 ? amax : 1;
+  v->psum_scale = 2.0f * sqrtf((float)max_k);
+  v->sel = -1;
+  if ((st = tpu_viz_select_core(v, 0)) != TPU_OK) goto fail;
+  *out = v;
+  return TPU_OK;
+fail:
+  tpu_sim_result_destroy(res);
+  tpu_viz_destroy(v);
+  if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "out of memory for the visualizer's timeline of the program");
+  return st;
+}
+/* }================================================================== */
+
+/* {==================================================================
 ** Session
 ** ================================================================== */
 tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
@@ -209,6 +430,7 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   if (!v) goto nomem;
   v->chip = *chip;
   v->w = *w;
+  snprintf(v->title, sizeof v->title, "GEMM %d x %d x %d", w->m, w->n, w->k);
   v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
   const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
   const size_t cells = (size_t)v->rows * (size_t)v->cols;
@@ -264,7 +486,10 @@ nomem:
 void tpu_viz_destroy(tpu_viz *v) {
   if (!v) return;
   for (int p = 0; p < TPU_MAX_CORES; p++) {
-    tpu_free(v->core[p].seg); tpu_free(v->core[p].tiles); tpu_free(v->core[p].times);
+    viz_core *vc = &v->core[p];
+    tpu_free(vc->seg); tpu_free(vc->tiles); tpu_free(vc->times); tpu_free(vc->tile_op);
+    for (int i = 0; vc->opname && i < vc->nopname; i++) tpu_free(vc->opname[i]);
+    tpu_free(vc->opname); tpu_free(vc->inf_ready); tpu_free(vc->inf_deq);
   }
   tpu_mxu_destroy(v->pe);
   tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
@@ -274,6 +499,22 @@ void tpu_viz_destroy(tpu_viz *v) {
 }
 
 const tpu_chip_config *tpu_viz_chip(const tpu_viz *v) { return &v->chip; }
+bool tpu_viz_is_program(const tpu_viz *v) { return v->prog; }
+const char *tpu_viz_title(const tpu_viz *v) { return v->title; }
+const char *tpu_viz_tile_op(const tpu_viz *v, size_t i) {
+  const viz_core *vc = &v->core[v->sel];
+  return v->prog && i < vc->ntiles ? vc->opname[vc->tile_op[i]] : NULL;
+}
+const char *tpu_viz_mxu_op(const tpu_viz *v) {
+  const viz_core *vc = &v->core[v->sel];
+  if (!v->prog) return NULL;
+  size_t lo = 0, hi = vc->ntiles;                /* first tile with load_start > shown */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (vc->times[mid].load_start <= v->shown) lo = mid + 1; else hi = mid;
+  }
+  return lo ? vc->opname[vc->tile_op[lo - 1]] : NULL;
+}
 int tpu_viz_core(const tpu_viz *v) { return v->sel; }
 uint64_t tpu_viz_cycle(const tpu_viz *v) { return v->shown; }
 uint64_t tpu_viz_total_cycles(const tpu_viz *v) { return v->total; }
@@ -514,12 +755,20 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
       }
     }
   }
-  /* infeed occupancy (batches queued at the selected core) */
+  /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
   fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
-  for (int x = 0; x < l->infeed.w; x++) {
+  const int qmax = tpu_viz_infeed_max(v, v->sel);
+  for (int x = 0; qmax > 0 && x < l->infeed.w; x++) {
     int occ = tpu_viz_infeed_at(v, v->sel, tpu_viz_cycle_at_x(v, l, l->timeline.x + x));
-    int h = occ * 6 > l->infeed.h ? l->infeed.h : occ * 6;
+    int h = (int)((int64_t)occ * l->infeed.h / qmax);
     if (h) fill(px, pitch, l, l->infeed.x + x, l->infeed.y + l->infeed.h - h, 1, h, tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT));
+  }
+  /* a tick where each batch becomes ready (so an always-empty queue still shows its arrivals) */
+  const viz_core *sc = &v->core[v->sel];
+  for (int64_t b = 0; b < sc->ninf; b++) {
+    if (sc->inf_ready[b] >= v->total) break;
+    int x = l->infeed.x + (int)((double)sc->inf_ready[b] * (double)w / (double)v->total);
+    fill(px, pitch, l, x, l->infeed.y, 1, 4, 0xffc0c0c0u);
   }
   /* cursor at the shown cycle */
   int cx = l->timeline.x + (int)((double)v->shown * (double)w / (double)v->total);

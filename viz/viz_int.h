@@ -25,11 +25,19 @@ typedef struct viz_core {
   tpu_mxu_tile *tiles;               /* array 0's tiles (the one the PE model shows) */
   tpu_mxu_tile_times *times;
   size_t ntiles;
+  /* program sessions only */
+  int *tile_op;                      /* per tile: index into opname */
+  char **opname; int nopname;        /* the core's matmul ops' names, in program order */
+  uint64_t *inf_ready; int64_t ninf; /* infeed batches' ready cycles */
+  uint64_t *inf_deq; int64_t ndeq;   /* the infeed ops' end cycles (a batch leaves the queue) */
+  int inf_max;                       /* largest occupancy over the run */
 } viz_core;
 
 struct tpu_viz {
   tpu_chip_config chip;
-  tpu_viz_workload w;
+  tpu_viz_workload w;                /* GEMM sessions */
+  bool prog;                         /* a program run on the chip engine */
+  char title[160];                   /* "GEMM M x N x K" or "program NAME" */
   int rows, cols, ncores;
   float *A, *B, *C;                  /* bf16-valued inputs, f32 result (all cores' rows) */
   viz_core core[TPU_MAX_CORES];
