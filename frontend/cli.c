@@ -153,3 +153,18 @@ int fe_load_chip(const char *cmd, const fe_common *c, tpu_chip_config *out) {
       return fe_usage_error(cmd, "%s", err);
   return 0;
 }
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void fe_normal_fill(uint64_t *state, float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const double u1 = (double)((splitmix64(state) >> 11) + 1) * (1.0 / 9007199254740993.0);
+    const double u2 = (double)(splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
+    x[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}

@@ -43,19 +43,6 @@ static const char HELP[] =
   "  --threads N            host threads with --cores (default: the host's cores)\n"
   "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n";
 
-typedef struct rng { uint64_t s; } rng;
-static uint64_t next_u64(rng *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-/* N(0,1) by Box-Muller; identical on every platform with IEEE doubles. */
-static float normal(rng *r) {
-  double u1 = (double)((next_u64(r) >> 11) + 1) * (1.0 / 9007199254740993.0);
-  double u2 = (double)(next_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -173,9 +160,9 @@ int fe_cmd_matmul(int argc, char **argv) {
       a = tpu_malloc(mk * sizeof *a);
       b = tpu_malloc(kn * sizeof *b);
       if (!a || !b) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
-      rng r = { (uint64_t)seed };
-      for (size_t j = 0; j < mk; j++) a[j] = normal(&r);
-      for (size_t j = 0; j < kn; j++) b[j] = normal(&r);
+      uint64_t r = (uint64_t)seed;
+      fe_normal_fill(&r, a, mk);
+      fe_normal_fill(&r, b, kn);
     }
     cm = tpu_malloc(mn * sizeof *cm);
     ref = tpu_malloc(mn * sizeof *ref);

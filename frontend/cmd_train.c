@@ -181,8 +181,9 @@ static void progress(bool tty, bool final, long step, long total, double sim_ste
   if (sim_step_s >= 1.0) snprintf(t, sizeof t, "%.2fs", sim_step_s);
   else if (sim_step_s >= 1e-3) snprintf(t, sizeof t, "%.1fms", sim_step_s * 1e3);
   else snprintf(t, sizeof t, "%.1fus", sim_step_s * 1e6);
-  printf("%s%*ld/%ld [%s] - %s/step - loss: %.4f - accuracy: %.4f", tty ? "\r" : "", dig, step, total,
-         bar, t, loss, acc);
+  printf("%s%*ld/%ld [%s] - %s/step", tty ? "\r" : "", dig, step, total, bar, t);
+  /* --level timing computes no values: no loss to show (NaN) */
+  if (!isnan(loss)) printf(" - loss: %.4f - accuracy: %.4f", loss, acc);
   if (!final) fflush(stdout);
 }
 
@@ -379,7 +380,7 @@ int fe_cmd_train(int argc, char **argv) {
       nsteps++;
       sim_time += step_s;
       ep_sim += step_s;
-      last_loss = lsum / (double)(s + 1);
+      last_loss = numerics ? lsum / (double)(s + 1) : NAN;
       last_acc = (double)csum / (double)((s + 1) * o.batch);
       if (o.csv)
         sb_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,

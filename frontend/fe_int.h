@@ -16,6 +16,7 @@
 #define TPU_FE_INT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* A subcommand: argv[0] is the subcommand name; returns the exit status. */
@@ -84,6 +85,11 @@ struct tpu_chip_config;
 int fe_load_chip(const char *cmd, const fe_common *c, struct tpu_chip_config *out);
 int fe_matmul_cores(const struct tpu_chip_config *chip, int cores, long m, long n, long k, int precision, int level, long seed, int threads, bool json, const char *trace_path);
 /* }================================================================== */
+
+/* Fills x[0..n) with N(0,1) samples (Box-Muller on splitmix64), continuing
+** the stream in *state (start it at the seed); the same bits on every
+** platform with IEEE doubles. */
+void fe_normal_fill(uint64_t *state, float *x, size_t n);
 
 /* True when stdout is a terminal (progress bars, colors). */
 bool fe_stdout_is_tty(void);

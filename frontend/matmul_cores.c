@@ -31,19 +31,6 @@
 #include "frontend/sim_report.h"
 #include "sim/sim.h"
 
-typedef struct rng { uint64_t s; } rng;
-static uint64_t next_u64(rng *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static float normal(rng *r) {
-  double u1 = (double)((next_u64(r) >> 11) + 1) * (1.0 / 9007199254740993.0);
-  double u2 = (double)(next_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
 /* A VMEM tile buffer of shape r x c for slot s, created on first use. */
 static int vtile(tpu_sim_program *p, int core, const char *what, long r, long c, int s) {
   char name[64];
@@ -88,6 +75,10 @@ static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, lo
       snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
       if (!tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, minl(T, mi - mb * T), minl(T, N - nb * T))) return -1;
     }
+  /* The C tile's write-back is queued on the (in-order) DMA unit after the
+  ** next block's first loads, not before them: otherwise it would wait for
+  ** the block's last matmul and hold back the prefetch behind it. */
+  int wb_src = 0, wb_dst = 0;
   long slot = 0, cslot = 0;
   for (long mb = 0; mb < MB; mb++)
     for (long nb = 0; nb < NB; nb++, cslot ^= 1) {
@@ -104,16 +95,22 @@ static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, lo
         snprintf(name, sizeof name, "B_%ld_%ld", kb, nb);
         op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = tpu_sim_buffer_find(p, core, name), .dst = vb };
         if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
+        if (wb_src) {
+          op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
+          if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
+          wb_src = 0;
+        }
         op = (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = va, .b = vb, .dst = vc, .accumulate = kb > 0, .precision = prec };
         if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
         *bytes += 4.0 * (double)(r * kk + kk * c);
       }
       snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-      tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = vc, .dst = tpu_sim_buffer_find(p, core, name) };
-      if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
+      wb_src = vc;
+      wb_dst = tpu_sim_buffer_find(p, core, name);
       *bytes += 4.0 * (double)(r * c);
     }
-  return 0;
+  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
+  return tpu_sim_add_op(p, core, &op, NULL) == TPU_OK ? 0 : -1;
 }
 
 int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, long N, long K, int precision,
@@ -145,9 +142,9 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
     ref = tpu_malloc((size_t)(M * N) * sizeof *ref);
     scratch = tpu_malloc((size_t)(T * T) * sizeof *scratch);
     if (!A || !B || !Cm || !ref || !scratch) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", M, N, K); goto out; }
-    rng r = { (uint64_t)seed };
-    for (long i = 0; i < M * K; i++) A[i] = normal(&r);
-    for (long i = 0; i < K * N; i++) B[i] = normal(&r);
+    uint64_t r = (uint64_t)seed;   /* the same inputs as the one-core matmul */
+    fe_normal_fill(&r, A, (size_t)(M * K));
+    fe_normal_fill(&r, B, (size_t)(K * N));
   }
   if (tpu_sim_program_create(cores, &p) != TPU_OK) { rc = fe_runtime_error(cmd, "out of memory"); goto out; }
   double bytes = 0;
