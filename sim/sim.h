@@ -254,6 +254,25 @@ const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf);
 /* The Chrome/Perfetto trace-event JSON of the run (needs options.trace),
 ** newly allocated: tpu_free() it. NULL on out-of-memory or without trace. */
 char *tpu_sim_result_trace_json(const tpu_sim_result *r);
+/* The program of one GEMM C = A.B (M x K times K x N, each 1..65536) split
+** along M over 'cores' cores, as `tpusim matmul --cores` and `tpusim viz`
+** run it. Core c gets rows [m0, m0+mi) with m0 = M*c/cores. HBM holds A's
+** rows, B and C in T x T blocks (T = tpu_sim_gemm_block(cfg)), buffers
+** "A_mb_kb", "B_kb_nb", "C_mb_nb" (block indices within the core's rows). Per
+** core, for each block row mb, each block column nb, each kb: DMA A and B
+** blocks into one of two VMEM slots, then a matmul (accumulating from kb 1);
+** the C tile's write-back DMA is queued after the next block's first loads.
+** So the core's j-th matmul op is block (mb, nb, kb) in that loop order.
+** A and B (row-major, f32) are copied into the blocks when non-NULL (tile
+** level); NULL gives a timing-level program. *hbm_bytes (may be NULL) gets
+** the bytes the program moves. On failure *out is NULL, err says why
+** (TPU_ERR_CONFIG bad shape, TPU_ERR_NOMEM). */
+tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+                                tpu_precision prec, const float *A, const float *B, tpu_sim_program **out,
+                                double *hbm_bytes, char *err, size_t errcap);
+/* The block side T of tpu_sim_gemm_program: the largest power of two (up
+** to 1024) whose worst-case working set fits the core's VMEM. */
+int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);
 /* The closed-form cycles of one collective of 'bytes' per core over all the
 ** chip's cores (what the engine charges once every core has arrived). */
 uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes);

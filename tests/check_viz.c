@@ -231,9 +231,9 @@ START_TEST(Stall_bands_are_as_long_as_the_totals_say) {
 }
 END_TEST
 
-/* One core, one tile, operands in HBM: the core waits on memory until the
-** operands land, then the MXU is busy from the weight load to the last
-** result, then the result goes back; nothing else. */
+/* One core, one tile, operands in HBM (the engine's GEMM program): the core
+** waits on memory until the operands land, then the MXU is busy from the
+** weight load to the last result, then the result goes back; nothing else. */
 START_TEST(Totals_follow_the_tile_formula) {
   tpu_viz *v = make("teach", 1, 8, 8, 8);
   const tpu_mxu_tile_times *tt;
@@ -310,7 +310,7 @@ START_TEST(Create_survives_every_allocation_failure) {
   ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
   tpu_viz_workload w = { 20, 12, 10, 1, TPU_PREC_BF16 };
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
+  for (fail_at = 1; fail_at < 4000 && !ok_seen; fail_at++) {
     calls = 0;
     tpu_viz *v;
     tpu_set_alloc(failing_alloc, NULL);
@@ -597,6 +597,46 @@ START_TEST(Program_mxu_replay_runs_at_the_engine_tile_times) {
 }
 END_TEST
 
+/* A GEMM session is the engine's run of tpu_sim_gemm_program (what tpusim
+** matmul --cores runs): the same cycles and, per core, the same stalls. */
+START_TEST(Gemm_totals_equal_the_engine_run_of_the_matmul_program) {
+  static const struct { const char *chip; int m, n, k; tpu_precision prec; } cases[] = {
+    { "teach", 40, 12, 20, TPU_PREC_BF16 }, { "teach", 3, 40, 8, TPU_PREC_BF16X3 },
+    { "tpu-v2-8", 1024, 256, 256, TPU_PREC_BF16 } };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tpu_chip_config chip;
+    char err[1024];
+    ck_assert(tpu_chip_config_load(cases[i].chip, &chip, err, sizeof err) == TPU_OK);
+    tpu_viz_workload w = { cases[i].m, cases[i].n, cases[i].k, 5, cases[i].prec };
+    tpu_viz *v;
+    ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+    ck_assert(!tpu_viz_is_program(v));
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_gemm_program(&chip, chip.cores, w.m, w.n, w.k, w.precision, NULL, NULL, &p, NULL, err,
+                                   sizeof err) == TPU_OK);
+    tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+    tpu_sim_result *r;
+    ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+    TU_EQ_U64(tpu_sim_result_cycles(r), tpu_viz_total_cycles(v));
+    for (int c = 0; c < chip.cores; c++) {
+      tpu_sim_stalls s;
+      tpu_sim_result_stalls(r, c, -1, &s);
+      uint64_t t[TPU_VIZ_NCAT];
+      tpu_viz_totals(v, c, t);
+      for (int k = 0; k < TPU_VIZ_NCAT; k++)
+        ck_assert_msg(t[k] == s.cycles[k], "%s core %d %s: viz %llu, engine %llu", cases[i].chip, c,
+                      tpu_sim_stall_name(k), (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
+    }
+    ck_assert(tpu_viz_select_core(v, chip.cores - 1) == TPU_OK);   /* the last core always has rows */
+    ck_assert_ptr_nonnull(tpu_viz_tile_op(v, 0));
+    ck_assert(strstr(tpu_viz_tile_op(v, 0), "C_0_0"));
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+    tpu_viz_destroy(v);
+  }
+}
+END_TEST
+
 /* A program the chip cannot run is refused with the engine's message. */
 START_TEST(Program_the_chip_cannot_run_is_refused) {
   tpu_chip_config chip;
@@ -657,6 +697,7 @@ static Suite *viz_suite(void) {
   tcase_add_test(tc, Program_infeed_queue_follows_ready_cycles_and_dequeues);
   tcase_add_test(tc, Program_mxu_replay_runs_at_the_engine_tile_times);
   tcase_add_test(tc, Program_the_chip_cannot_run_is_refused);
+  tcase_add_test(tc, Gemm_totals_equal_the_engine_run_of_the_matmul_program);
   tcase_add_test(tc, Program_create_survives_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("limits");

@@ -29,23 +29,11 @@
 **     not the program's (the timing level has none, and a buffer's values
 **     at the time of an op are not kept): they are N(0,1) bf16 values drawn
 **     from the seed, the same for a given seed and shape.
-**   - A GEMM (tpu_viz_create), laid out by the model below.
-**
-** Workload model for a GEMM C = A.B (M x N x K) on a chip of P cores: the M rows are split across the
-** cores (data parallel, core p gets rows [p*M/P, (p+1)*M/P)); each core
-** walks its tiles like tpusim matmul (N-tiles outer, bf16 passes, K-tiles inner, N-tiles
-** dealt round-robin to the core's arrays). Each tile's operands (its K-block
-** of the core's A rows once, its k x n block of B) are DMA'd from HBM in tile
-** order by one DMA queue per core, at the chip's HBM bandwidth shared evenly
-** by the cores of a chip; each transfer holds the queue for bytes/bandwidth
-** and lands the HBM latency later (latency overlaps the next transfer); a tile
-** may not start loading weights before its operands landed. After the last tile the
-** core writes its C rows back (f32). Not modelled here: VMEM capacity (the
-** DMA runs ahead without bound), VPU work, ICI traffic and infeed (a GEMM
-** has none: those rows stay idle).
-** Core accounting per cycle: mxu_busy if any array of the core is loading
-** weights or computing, else memory_wait if a DMA is in flight or pending,
-** else idle. The totals sum to the run's cycle count for every core.
+**   - A GEMM (tpu_viz_create): the program `tpusim matmul --cores` runs
+**     (tpu_sim_gemm_program) on every core of the chip, shown the same way,
+**     but the replayed tiles read the real operands (N(0,1) inputs of
+**     `tpusim matmul --seed`, split into the pass's bf16 parts).
+** A core's categories sum to the run's cycles; totals equal the engine's.
 */
 #ifndef TPU_VIZ_H
 #define TPU_VIZ_H
@@ -104,12 +92,13 @@ void tpu_viz_destroy(tpu_viz *v);                   /* NULL is a no-op */
 bool tpu_viz_is_program(const tpu_viz *v);
 /* The header's workload text ("GEMM 24 x 12 x 20", "program FILE"). */
 const char *tpu_viz_title(const tpu_viz *v);
-/* A program session: the name of the matmul op whose tile array 0 of the
-** selected core streams at the cycle shown (or streamed last), or NULL
-** (none yet, or a GEMM session). Valid until the session is destroyed. */
+/* The name of the matmul op whose tile array 0 of the selected core is
+** working on at the cycle shown (the last to start loading), or NULL if
+** none has yet. A GEMM's ops are named after their blocks. Valid until the
+** session is destroyed. */
 const char *tpu_viz_mxu_op(const tpu_viz *v);
 /* Tile i of the selected core's array 0 belongs to the matmul op of this
-** name (program sessions; NULL otherwise or out of range). */
+** name (NULL out of range). */
 const char *tpu_viz_tile_op(const tpu_viz *v, size_t i);
 
 const tpu_chip_config *tpu_viz_chip(const tpu_viz *v);

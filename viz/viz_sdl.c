@@ -85,8 +85,8 @@ static void compose(ui *u) {
   text(u, u->font, 8, 5, 0xffffffffu, b);
   /* MXU panel captions */
   const char *mop = tpu_viz_mxu_op(v);
-  if (mop) snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0): op '%.40s' (replayed, synthetic values)", v->rows,
-                    v->cols, v->sel + 1, mop);
+  if (mop) snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0): %.40s%s", v->rows, v->cols, v->sel + 1, mop,
+                    v->prog ? " (synthetic values)" : "");
   else snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0)", v->rows, v->cols, v->sel + 1);
   text(u, u->small, l->array.x, l->array.y - 13, 0xffc0c0c0u, b);
   text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
