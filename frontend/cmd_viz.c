@@ -31,6 +31,8 @@ static const char HELP[] =
   "tile times (a program's operand values are synthetic; see docs/VIZ.md).\n\n"
   "  --m, --n, --k N        GEMM shape (1..65536 each)\n"
   "  --program FILE         a JSON program instead of the GEMM\n"
+  "  --cores C              run the GEMM on C cores (1..the chip's), as tpusim matmul\n"
+  "                         --cores C (default: every core of the chip)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
   "  --core C               core shown first (1-based, default 1)\n"
@@ -60,7 +62,7 @@ int fe_cmd_viz(int argc, char **argv) {
   const char *cmd = "viz";
   fe_common c;
   fe_common_init(&c);
-  long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1;
+  long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1, cores = 0;
   double speed = 0;
   tpu_precision prec = TPU_PREC_BF16;
   int width = 1280, height = 800;
@@ -77,7 +79,7 @@ int fe_cmd_viz(int argc, char **argv) {
       { "--m", &m, 1, 65536 }, { "--n", &n, 1, 65536 }, { "--k", &k, 1, 65536 },
       { "--seed", &seed, 0, LONG_MAX }, { "--core", &core, 1, TPU_MAX_CORES },
       { "--cycle", &cycle, 0, LONG_MAX }, { "--frames", &frames, 1, 100000 },
-      { "--every", &every, 1, LONG_MAX } };
+      { "--every", &every, 1, LONG_MAX }, { "--cores", &cores, 1, TPU_MAX_CORES } };
     bool done = false;
     for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
       r = fe_opt(argc, argv, &i, nums[j].name, &v);
@@ -136,6 +138,17 @@ int fe_cmd_viz(int argc, char **argv) {
   tpu_chip_config chip;
   int rc = fe_load_chip(cmd, &c, &chip);
   if (rc) return rc;
+  if (cores && prog_path)
+    return fe_usage_error(cmd, "--cores: a program is written for the chip's cores (%d on %s); --cores goes with a GEMM",
+                          chip.cores, chip.name);
+  if (cores) {                     /* as tpusim matmul --cores: the chip cut to C cores */
+    if (cores > chip.cores)
+      return fe_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %ld", chip.cores, chip.name, cores);
+    int cpc = chip.cores_per_chip < cores ? chip.cores_per_chip : (int)cores;
+    while (cores % cpc) cpc--;
+    chip.cores = (int)cores;
+    chip.cores_per_chip = cpc;
+  }
   if (core > chip.cores) return fe_usage_error(cmd, "--core %ld: the chip '%s' has %d cores", core, chip.name, chip.cores);
   if (!headless && (frames_given || c.json)) return fe_usage_error(cmd, "--frames and --json go with --headless");
   if (headless && script) return fe_usage_error(cmd, "--script drives the window; it does not go with --headless");

@@ -444,9 +444,17 @@ START_TEST(Program_totals_equal_the_engine_stalls) {
       ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_VIZ_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_VIZ_IDLE,
                     "core %d op %d ('%s'): its unit row is idle inside [%llu, %llu)", c, i, o.name,
                     (unsigned long long)a, (unsigned long long)b);
+      /* units other than the MXU run one op at a time: the op at any of its cycles is itself */
+      if (u != TPU_VIZ_UNIT_MXU) {
+        ck_assert_ptr_nonnull(tpu_viz_op_at(v, c, u, (a + b) / 2));
+        ck_assert_str_eq(tpu_viz_op_at(v, c, u, (a + b) / 2), o.name);
+      } else {
+        ck_assert_ptr_nonnull(tpu_viz_op_at(v, c, u, b - 1));
+      }
     }
   }
   ck_assert_int_ge(kinds_seen, 5);             /* mxu, vpu, infeed, memory, collective */
+  ck_assert_ptr_null(tpu_viz_op_at(v, 0, TPU_VIZ_UNIT_VPU, 0));   /* nothing on the VPU at cycle 0 */
   tpu_sim_result_destroy(r);
   tpu_viz_destroy(v);
   tpu_sim_program_destroy(p);

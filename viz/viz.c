@@ -169,6 +169,8 @@ static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog
     nmm++;
     nt0 += (size_t)((ntn + mx - 1) / mx * ntk * tpu_precision_passes(o.precision));
   }
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++)
+    if (!(vc->opiv[u] = tpu_calloc((size_t)nops + 1, sizeof *vc->opiv[u]))) return TPU_ERR_NOMEM;
   pev *evs = tpu_malloc(((size_t)nops * 2 + 1) * sizeof *evs);
   vc->inf_deq = tpu_malloc((ninf_ops + 1) * sizeof *vc->inf_deq);
   vc->opname = tpu_calloc(nmm + 1, sizeof *vc->opname);
@@ -192,16 +194,23 @@ static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog
       evs[ne++] = (pev){ a, cat, 1 };
       evs[ne++] = (pev){ b, cat, -1 };
     }
-    if (o.kind != TPU_SIM_MATMUL) continue;
-    /* the engine's tiles of this op (sim/engine.c), held back to its start */
-    const int opi = vc->nopname;
     char gname[96];
-    if (!v->prog) {                              /* tpu_sim_gemm_program's j-th matmul: block (mb, nb, kb) */
-      const long nb_ = v->gemm_nb, kb_ = v->gemm_kb, j = opi;
+    if (o.kind == TPU_SIM_MATMUL && !v->prog) {  /* tpu_sim_gemm_program's j-th matmul: block (mb, nb, kb) */
+      const long nb_ = v->gemm_nb, kb_ = v->gemm_kb, j = vc->nopname;
       snprintf(gname, sizeof gname, "C_%ld_%ld += A_%ld_%ld . B_%ld_%ld", j / (nb_ * kb_), j / kb_ % nb_,
                j / (nb_ * kb_), j % kb_, j % kb_, j / kb_ % nb_);
       o.name = gname;
     }
+    const int unit = o.kind == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : o.kind == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
+                   : o.kind == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : o.kind == TPU_SIM_COLLECTIVE ? TPU_VIZ_UNIT_ICI : -1;
+    if (unit >= 0) {
+      char *nm = tpu_strdup(o.name ? o.name : tpu_sim_kind_name(o.kind));
+      if (!nm) goto nomem;
+      vc->opiv[unit][vc->nopiv[unit]++] = (viz_opiv){ a, b, nm };
+    }
+    if (o.kind != TPU_SIM_MATMUL) continue;
+    /* the engine's tiles of this op (sim/engine.c), held back to its start */
+    const int opi = vc->nopname;
     if (!(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : "matmul"))) goto nomem;
     int64_t dr, dc, ar, ac;
     tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
@@ -431,6 +440,10 @@ void tpu_viz_destroy(tpu_viz *v) {
     tpu_free(vc->seg); tpu_free(vc->tiles); tpu_free(vc->times); tpu_free(vc->tsrc);
     for (int i = 0; vc->opname && i < vc->nopname; i++) tpu_free(vc->opname[i]);
     tpu_free(vc->opname); tpu_free(vc->inf_ready); tpu_free(vc->inf_deq);
+    for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
+      for (size_t i = 0; i < vc->nopiv[u]; i++) tpu_free(vc->opiv[u][i].name);
+      tpu_free(vc->opiv[u]);
+    }
   }
   tpu_mxu_destroy(v->pe);
   tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
@@ -446,6 +459,22 @@ const char *tpu_viz_tile_op(const tpu_viz *v, size_t i) {
   const viz_core *vc = &v->core[v->sel];
   return i < vc->ntiles ? vc->opname[vc->tsrc[i].op] : NULL;
 }
+const char *tpu_viz_op_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c) {
+  if (core < 0 || core >= v->ncores || (unsigned)u >= TPU_VIZ_NUNIT) return NULL;
+  const viz_core *vc = &v->core[core];
+  const viz_opiv *iv = vc->opiv[u];
+  size_t lo = 0, hi = vc->nopiv[u];              /* first op with a > c */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (iv[mid].a <= c) lo = mid + 1; else hi = mid;
+  }
+  /* intervals of one unit overlap only a little (the MXU loads the next
+  ** op's weights while the last streams): look back a few ops */
+  for (size_t i = lo, n = 0; i > 0 && n < 16; i--, n++)
+    if (iv[i - 1].b > c && iv[i - 1].b > iv[i - 1].a) return iv[i - 1].name;
+  return NULL;
+}
+
 const char *tpu_viz_mxu_op(const tpu_viz *v) {
   const viz_core *vc = &v->core[v->sel];
   size_t lo = 0, hi = vc->ntiles;                /* first tile with load_start > shown */

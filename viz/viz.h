@@ -97,6 +97,9 @@ const char *tpu_viz_title(const tpu_viz *v);
 ** none has yet. A GEMM's ops are named after their blocks. Valid until the
 ** session is destroyed. */
 const char *tpu_viz_mxu_op(const tpu_viz *v);
+/* The name of the op busy on unit u of the core at cycle c (the latest
+** started, when two overlap), or NULL when the unit is idle. */
+const char *tpu_viz_op_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
 /* Tile i of the selected core's array 0 belongs to the matmul op of this
 ** name (NULL out of range). */
 const char *tpu_viz_tile_op(const tpu_viz *v, size_t i);

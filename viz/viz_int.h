@@ -21,6 +21,9 @@ typedef struct viz_seg {
 ** K and N offsets in the op, its bf16 pass. */
 typedef struct viz_tsrc { int op, k0, n0, pass; } viz_tsrc;
 
+/* One op's interval on a unit (for the "what runs now" line). */
+typedef struct viz_opiv { uint64_t a, b; char *name; } viz_opiv;
+
 typedef struct viz_core {
   int m0, mrows;                     /* GEMM: the core's rows of A and C */
   viz_seg *seg; size_t nseg;         /* last segment is idle up to the run's end */
@@ -30,6 +33,8 @@ typedef struct viz_core {
   tpu_mxu_tile_times *times;
   size_t ntiles;
   viz_tsrc *tsrc;                     /* per tile */
+  viz_opiv *opiv[TPU_VIZ_NUNIT];     /* per unit, its ops in program order (starts nondecreasing) */
+  size_t nopiv[TPU_VIZ_NUNIT];
   char **opname; int nopname;        /* the core's matmul ops' names, in program order */
   uint64_t *inf_ready; int64_t ninf; /* infeed batches' ready cycles */
   uint64_t *inf_deq; int64_t ndeq;   /* the infeed ops' end cycles (a batch leaves the queue) */

@@ -153,8 +153,17 @@ static void compose(ui *u) {
     snprintf(b, sizeof b, "%llu", (unsigned long long)all[k]);
     text(u, u->small, l->legend.x + 330, y, 0xffffffffu, b);
   }
+  /* what each unit of the selected core runs at the cycle shown */
+  {
+    int n = snprintf(b, sizeof b, "now on core %d:", v->sel + 1);
+    for (int un = 0; un < TPU_VIZ_NUNIT && n > 0 && (size_t)n < sizeof b; un++) {
+      const char *op = tpu_viz_op_at(v, v->sel, (tpu_viz_unit)un, v->shown);
+      n += snprintf(b + n, sizeof b - (size_t)n, "   %s %.28s", tpu_viz_unit_name((tpu_viz_unit)un), op ? op : "-");
+    }
+    text(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b);
+  }
   /* hover info, help */
-  int y = l->info.y;
+  int y = l->info.y + 16;
   tpu_viz_cell cell;
   if (u->hover_r >= 0 && tpu_viz_cell_info(v, u->hover_r, u->hover_c, &cell)) {
     static const char *const st[] = { "idle", "loading", "computing" };

@@ -104,15 +104,21 @@ expect_err_contains "p6.json: "
 expect_status 2 "$TPUSIM" viz --chip teach --program nosuch.json --headless --out o; expect_err_contains "cannot read"
 expect_status 2 "$TPUSIM" viz --chip teach --program ex.json --m 8 --headless --out o; expect_err_contains "one or the other"
 expect_status 2 "$TPUSIM" viz --chip teach --program; expect_err_contains "needs a file name"
-# the GEMM is the engine's run of tpusim matmul --cores's program: the same figures
-expect_status 0 "$TPUSIM" viz --chip teach --m 40 --n 12 --k 20 --precision bf16x3 --headless --json --png g.png
-echo "$OUT" > vg.json
-expect_status 0 "$TPUSIM" matmul --chip teach --cores 4 --m 40 --n 12 --k 20 --precision bf16x3 --level timing --json
-echo "$OUT" > mg.json
-/usr/bin/python3 - vg.json mg.json <<'PY' || die "viz's GEMM figures differ from tpusim matmul --cores"
+# the GEMM is the engine's run of tpusim matmul --cores's program: the same
+# figures, on all the chip's cores (default) and with --cores
+for c in "" 2; do
+  expect_status 0 "$TPUSIM" viz --chip teach ${c:+--cores $c} --m 40 --n 12 --k 20 --precision bf16x3 --headless --json --png g.png
+  echo "$OUT" > vg.json
+  expect_status 0 "$TPUSIM" matmul --chip teach --cores ${c:-4} --m 40 --n 12 --k 20 --precision bf16x3 --level timing --json
+  echo "$OUT" > mg.json
+  /usr/bin/python3 - vg.json mg.json <<'PY' || die "viz's GEMM figures differ from tpusim matmul --cores ${c:-4}"
 import json, sys
 v = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+assert v["cores"] == m["cores"], (v["cores"], m["cores"])
 assert v["total_cycles"] == m["cycles"] and v["stall"] == m["stall"], (v["total_cycles"], v["stall"], m["cycles"], m["stall"])
 for p, pc in enumerate(m["per_core"]):
     assert v["stall_cycles_per_core"][p] == {k: pc[k] for k in v["stall"]}, p
 PY
+done
+expect_status 2 "$TPUSIM" viz --chip teach --cores 5 --headless --out o; expect_err_contains "--cores"
+expect_status 2 "$TPUSIM" viz --chip teach --cores 2 --program ex.json --headless --out o; expect_err_contains "goes with a GEMM"
