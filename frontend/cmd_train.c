@@ -5,8 +5,10 @@
 **
 ** Numerics run through the chosen backend (fe_gemm). The step's simulated
 ** time does not depend on values, so it is computed once per distinct
-** situation (shard size, infeed ready time) by fe_time_step() and reused for
-** every step in that situation; docs/TRAINING.md says so.
+** situation (shard size, infeed ready time) by fe_time_step() -- the step
+** lowered into per-core programs and run on the chip engine at the timing
+** level -- and reused for every step in that situation; docs/TRAINING.md
+** says so.
 */
 #include <errno.h>
 #include <jansson.h>
@@ -242,10 +244,14 @@ int fe_cmd_train(int argc, char **argv) {
     return fe_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
                           "(the global batch is split evenly, as TPUStrategy does)", o.batch, cores, cores);
   const bool numerics = o.level != TPU_FIDELITY_TIMING;
-  /* the cores in use take part in the all-reduce; the others idle (they
-  ** still share their chip's HBM bandwidth evenly: not modelled otherwise) */
+  /* the cores in use take part in the all-reduce; the chip is cut to them
+  ** (chips of min(cores_per_chip, cores) cores, the largest divisor of
+  ** 'cores' that fits, as matmul --cores does), so idle cores neither share
+  ** HBM bandwidth nor dilute the stall report */
   tpu_chip_config tchip = chip;
   tchip.cores = cores;
+  tchip.cores_per_chip = chip.cores_per_chip < cores ? chip.cores_per_chip : cores;
+  while (cores % tchip.cores_per_chip) tchip.cores_per_chip--;
 
   /* the input: datafeed's pipeline (values) and host-time model (ready times) */
   fe_feed *feed = NULL;
@@ -285,7 +291,7 @@ int fe_cmd_train(int argc, char **argv) {
   static fe_trace_event ev[EVCAP];
   int nev = 0;
   uint64_t tm_wait = 0;
-  if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, &tm0, ev, EVCAP, &nev,
+  if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, (int)o.threads, &tm0, ev, EVCAP, &nev,
                          err, sizeof err))) {
     fe_feed_close(feed); fe_dataset_free(&test);
     return fe_usage_error(CMD, "%s: %s", o.model, err);
@@ -355,7 +361,7 @@ int fe_cmd_train(int argc, char **argv) {
       }
       uint64_t wait = (uint64_t)llround((ready_s - sim_time) * hz);
       if (wait != tm_wait || (o.trace && nsteps < 20)) {
-        if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, &tm,
+        if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, (int)o.threads, &tm,
                                o.trace && nsteps < 20 ? ev : NULL, EVCAP, &nev, err, sizeof err))) {
           status = fe_runtime_error(CMD, "%s", err);
           goto out;

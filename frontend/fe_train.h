@@ -174,23 +174,35 @@ void fe_opt_apply(const fe_model *m, fe_opt_state *s, float *params, const float
 /* }================================================================== */
 
 /* {==================================================================
-** Step timing (the interface the engine will sit behind)
+** Step timing on the chip engine (train_lower.c)
 **
 ** One training step on 'cores' cores with a per-core shard of 'rows'
-** samples, lowered into each core's program, timed from shapes alone.
-** Stall parts sum to step_cycles on every core; reported averaged.
+** samples is lowered into each core's engine program and run at the timing
+** level. Stall parts sum to step_cycles on every core; reported averaged.
 ** ================================================================== */
+/* The engine program of one training step (train) or inference pass (!train)
+** of model m, data-parallel over chip->cores cores with 'rows' samples per core,
+** shapes only (run it at TPU_FIDELITY_TIMING). Every core's batch is ready at
+** infeed_ready_cycles (one infeed entry per core). On success *out is the
+** caller's (tpu_sim_program_destroy); on failure err says why (layer index,
+** op, bytes when VMEM cannot hold a tile). */
+tpu_status fe_step_program(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                           int rows, bool train, uint64_t infeed_ready_cycles,
+                           tpu_sim_program **out, char *err, size_t errcap);
+
 typedef struct fe_step_timing {
-  uint64_t step_cycles;        /* the step's length (all cores end together) */
+  uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
   double mxu_busy, vpu_busy, memory_wait, infeed_wait, collective_wait, idle; /* cycles, mean over cores */
-  uint64_t macs;               /* useful multiply-adds per core (all passes) */
+  uint64_t macs;               /* multiply-adds per core (all bf16 passes) */
   uint64_t mxu_cycles_capacity;/* rows*cols*mxus*step_cycles */
-  uint64_t hbm_bytes;          /* per core */
+  uint64_t hbm_bytes;          /* per core, moved by its DMAs */
   uint64_t allreduce_bytes;    /* gradient bytes per core */
 } fe_step_timing;
 
 /* One interval of the step's timeline (for traces), in cycles from the
-** step's start, on one unit of a core. */
+** step's start, on one unit of core 0 (the cores run the same program).
+** FE_UNIT_CORE holds the core's waiting segments, named as the stall
+** taxonomy ("infeed_wait", "memory_wait", "collective_wait", "idle"). */
 enum { FE_UNIT_CORE = 0, FE_UNIT_MXU, FE_UNIT_VPU, FE_UNIT_DMA, FE_UNIT_ICI, FE_NUNITS };
 typedef struct fe_trace_event {
   char name[80];
@@ -198,13 +210,15 @@ typedef struct fe_trace_event {
   double start, dur;
 } fe_trace_event;
 
-/* Times one step (or one inference pass when !train). 'infeed_ready_cycles'
-** is how long after the step's start the batch is ready (0: already there).
-** When 'ev' is not NULL, up to 'evcap' timeline intervals go there and
-** *nev gets their count. Returns TPU_ERR_CONFIG if a shape cannot be tiled
-** into VMEM. */
+/* Times one step (or one inference pass when !train): fe_step_program, then
+** tpu_sim_run at the timing level on 'threads' host threads (results do not
+** depend on it). 'infeed_ready_cycles' is how long after the step's start
+** the batch is ready (0: already there). When 'ev' is not NULL, up to
+** 'evcap' timeline intervals go there (ops first, in program order, then
+** the core's waits) and *nev gets their count. Errors: those of
+** fe_step_program, and TPU_ERR_RANGE when the engine refuses the program. */
 tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
-                        int rows, bool train, uint64_t infeed_ready_cycles,
+                        int rows, bool train, uint64_t infeed_ready_cycles, int threads,
                         fe_step_timing *out, fe_trace_event *ev, int evcap, int *nev,
                         char *err, size_t errcap);
 /* }================================================================== */

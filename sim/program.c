@@ -382,6 +382,11 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
     sim_seterr(p, "core %d: op %d ('%s'): unknown kind %d", core, idx, nm, (int)op->kind);
     return TPU_ERR_INPUT;
   }
+  if (op->after < 0 || op->after > idx) {
+    sim_seterr(p, "core %d: op %d ('%s'): field 'after': %d; expected 0 (none) or 1 + the index of an earlier "
+               "op (1..%d)", core, idx, nm, op->after, idx);
+    return TPU_ERR_INPUT;
+  }
 
   if (grow((void **)&cp->ops, &cp->capops, idx + 1, sizeof *cp->ops)) goto nomem;
   sim_op *so = &cp->ops[idx];
@@ -417,6 +422,7 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
     for (int j = 0; j < b->nreaders; j++)
       if (!has_dep(cp, so->dep0, b->readers[j]) && add_dep(cp, b->readers[j])) goto nomem_op;
   }
+  if (op->after && !has_dep(cp, so->dep0, op->after - 1) && add_dep(cp, op->after - 1)) goto nomem_op;
   /* commit */
   for (int i = 0; i < nr; i++) {
     sim_buf *b = &cp->bufs[reads[i] - 1];

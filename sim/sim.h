@@ -155,6 +155,12 @@ typedef struct tpu_sim_op {
   const tpu_vpu_params *params; /* VPU scalars (copied); NULL: tpu_vpu_params_default() */
   tpu_sim_coll coll;           /* COLLECTIVE */
   int root;                    /* BROADCAST: the source core */
+  /* An ordering the buffers cannot express: 1 + the index of an earlier op
+  ** of the same core that must end before this one starts (0: none). For
+  ** programs that reach one HBM region through several buffers (a tensor
+  ** written tile by tile, then all-reduced whole), where dependencies by
+  ** buffer identity would miss the link. */
+  int after;
 } tpu_sim_op;
 
 typedef struct tpu_sim_program tpu_sim_program;   /* opaque */

@@ -25,7 +25,7 @@ assert len(d["history"]) == 2 and d["steps_per_epoch"] == 4
 PY
 [ "$(wc -l < steps.csv)" = 9 ] || die "csv rows: $(wc -l < steps.csv)"
 head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s$' || die "csv header"
-/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce ring" for e in x)' || die "trace"
+/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce gradients" and e["tid"]==4 for e in x); assert any(e["name"]=="fwd 1 dense matmul" and e["tid"]==1 for e in x)' || die "trace"
 
 # --steps-per-epoch cuts each epoch short and the next starts at its own first batch
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --steps-per-epoch 2 --csv short.csv --json
@@ -56,12 +56,21 @@ done
 expect_status 2 "$TPUSIM" train --model tiny.json --data synthetic --synthetic-n 256 --batch 32 --epochs 3 --checkpoint ck --resume
 expect_err_contains "--batch 64"
 
-# thread count does not change results
-expect_status 0 "$TPUSIM" train --model tiny.json $S --threads 1 --json
-echo "$OUT" > t1.json
-expect_status 0 "$TPUSIM" train --model tiny.json $S --threads 8 --json
-echo "$OUT" > t8.json
+# thread count does not change results: the whole report but wall times is identical
+for t in 1 2 8; do
+  expect_status 0 "$TPUSIM" train --model tiny.json $S --threads $t --json
+  echo "$OUT" > t$t.json
+done
 [ "$(json_get params_hash t1.json)" = "$(json_get params_hash t8.json)" ] || die "threads change results"
+/usr/bin/python3 - t1.json t2.json t8.json <<'PY' || die "train --json differs between --threads 1, 2 and 8"
+import json,sys
+def strip(d):
+    if isinstance(d, dict): return {k: strip(v) for k, v in d.items() if k != "wall_s"}
+    if isinstance(d, list): return [strip(v) for v in d]
+    return d
+a=[strip(json.load(open(f))) for f in sys.argv[1:]]
+assert a[0]==a[1]==a[2], "differ"
+PY
 
 # timing level: no values, same step time
 expect_status 0 "$TPUSIM" train --model tiny.json $S --level timing --json

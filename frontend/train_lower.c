@@ -1,0 +1,771 @@
+/*
+** train_lower.c -- lowering of a model's training step (or inference pass)
+** into one chip-engine program per core (fe_step_program), and the step
+** timing on top of it (fe_time_step). Shapes only: the program is meant for
+** TPU_FIDELITY_TIMING; values never enter the timing.
+**
+** Every core runs the same program on its shard of 'rows' samples:
+**
+**   infeed      the shard (and its labels) lands in HBM when the host-time
+**               model says it is ready (one infeed entry per core)
+**   forward     per layer, in order:
+**                 dense   Y = X.W on the MXU, tiled; bias_add and a directly
+**                         following relu/tanh/sigmoid fused on the result
+**                         tile before it goes back to HBM
+**                 conv2d  the same GEMM on the im2col matrix
+**                         [rows*OH*OW x KH*KW*C]: the DMA gathers each
+**                         receptive field, so the input is read once per tap
+**                 pools   P*P-1 'max' (avgpool: 'add', then 'scale') over
+**                         output-shaped tiles, one per window tap
+**                 relu/tanh/sigmoid (unfused), dropout ('mul' by a mask
+**                         made on chip; its generation is not modelled)
+**                 flatten nothing (a different view of the same bytes)
+**   loss        softmax_xent (loss and gradient) and accuracy per row tile
+**   backward    per layer in reverse (stopping at the first layer with
+**               parameters): dW = X^T.dY and dX = dY.W^T on the MXU (dX
+**               skipped where nothing upstream needs it), db = col_sum of dY
+**               fused into the dW loop; relu_grad / tanh_grad /
+**               sigmoid_grad / 'mul' by the dropout mask on the VPU; maxpool
+**               routes the gradient with a select per input (relu_grad's
+**               cost), avgpool scales it; conv2d's dcols = dY.W^T is summed
+**               back into dX (col2im) by KH*KW tap-wise 'add's
+**   all-reduce  ONE all-reduce of every f32 gradient at the end of the
+**               backward pass (see below why one)
+**   optimizer   sgd / momentum / adam on the VPU over the parameters as one
+**               flat f32 vector, with their state, streamed through VMEM
+**
+** Memory. Every tensor (activations, parameters, gradients, optimizer
+** state) lives in HBM in f32; each op streams tiles into VMEM by DMA and
+** its results back, with two VMEM slots per operand so that the next tile's
+** DMA overlaps this tile's compute (double buffering: the engine's
+** write-after-read dependencies on a slot hold a DMA back until the op that
+** read the slot's previous tile is done). An operand of a GEMM that is
+** reused across output tiles and small enough (<= VMEM/8) is kept in VMEM
+** for the GEMM (loaded once) instead of being fetched again per tile.
+**
+** Tiles. One streamed tile holds at most Q = VMEM/256 f32 values: a
+** section of the program (one op of the model) uses at most 8 streamed
+** operand slots (the optimizer: param, grad, m, v, twice), each with up to
+** 4 edge shapes, so 8 * 4 * 4 Q bytes = VMEM/2; the two reuse caches take
+** at most VMEM/4; the rest is for bias and label tiles. VMEM buffers are
+** named per section, so each is live only within its section (the engine
+** checks liveness and would refuse a program that overflows).
+**
+** HBM views. At the timing level a buffer is only a size, so HBM tiles are
+** buffers named by their shape ("hbm 16x256"), shared by every tile of that
+** shape: dependencies between DMAs through them are harmless, since a
+** core's DMA unit runs its transfers in program order anyway (which is also
+** what orders a tile's write before a later read of it). Whole tensors are
+** declared too, so that HBM capacity is checked. The three links the DMA
+** order cannot give -- infeed before the first read of the shard, the last
+** gradient write before the all-reduce, the all-reduce before the first
+** optimizer read -- are explicit (tpu_sim_op.after).
+**
+** Why one all-reduce. The engine charges each collective the ring's hop
+** latency 2(n-1)h; on tpu-v2-8 that is 9800 cycles, more than the whole
+** backward pass of the built-in mlp, so per-layer buckets (which overlap
+** the reduction with the remaining backward work) would cost several
+** latencies and win nothing back. XLA's all-reduce combiner makes the same
+** choice for small models. Not modelled: overlapping the reduction with the
+** backward pass (buckets), and the HBM traffic of the collective itself
+** (the engine does not model it).
+**
+** Not modelled: bf16 storage of activations (everything is f32 in HBM),
+** layout changes beyond free views (flatten, im2col's gather is charged as
+** the bytes it reads), the RNG of dropout masks, exact col2im bytes for
+** strided or 'valid' convolutions (the tap-wise sum is over dX-shaped tiles,
+** exact for stride 1 'same'), padding of the flat optimizer vector to whole
+** rows of lanes (at most lanes-1 values).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/fe_train.h"
+#include "vpu/vpu.h"
+
+enum { R_A = 0, R_B, R_C, R_CA, R_CB, R_BIAS, R_DB, R_PART, R_X, R_Y, R_O, R_MASK, R_LAB, R_LOSS, R_ACC,
+       R_P, R_G, R_M, R_V, R_NROLES };
+static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "db", "part", "x", "y", "o",
+                                            "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
+
+typedef struct fe_op_rec { tpu_sim_kind kind; char name[112]; } fe_op_rec;
+typedef struct vslot { int role, slot; int64_t r, c; int h; } vslot;
+typedef struct hview { int64_t r, c; int h; } hview;
+
+typedef struct lower {
+  tpu_sim_program *p;
+  int core;
+  const tpu_chip_config *chip;
+  tpu_precision prec;
+  int64_t vmem;                /* bytes */
+  int64_t Q;                   /* values in one streamed tile */
+  int64_t S;                   /* square tile edge, S*S <= Q */
+  int sec;                     /* section number (VMEM names) */
+  char label[64];              /* section label: "fwd 1 dense" */
+  vslot *vs; int nvs, capvs;   /* this section's VMEM buffers */
+  hview *hv; int nhv, caphv;   /* HBM tiles by shape */
+  int after;                   /* 1 + op the next DMA must wait for, or 0 */
+  int last_dma;                /* index of the last DMA added */
+  uint64_t hbm_bytes, macs;
+  struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
+  int npend;
+  bool rec;                    /* keep each op's kind and name (for traces) */
+  fe_op_rec *ops; int nops, capops;
+  tpu_status st;
+  char *err; size_t errcap;
+} lower;
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* a tile extent: at most 'lim', whole sublane groups when it splits 'n' */
+static int64_t extent(int64_t n, int64_t lim) {
+  int64_t e = min64(n, max64(1, lim));
+  if (e < n && e > 8) e -= e % 8;
+  return e;
+}
+
+static void lw_fail(lower *L, tpu_status st, const char *msg) {
+  if (L->st) return;
+  L->st = st;
+  snprintf(L->err, L->errcap, "%s: %s", L->label, msg);
+}
+
+/* Starts a section: "what" alone, or "what I KIND" for layer i >= 0. */
+static void section(lower *L, const char *what, int i, const char *kind) {
+  L->sec++;
+  L->nvs = 0;
+  if (i >= 0) snprintf(L->label, sizeof L->label, "%s %d %s", what, i, kind);
+  else snprintf(L->label, sizeof L->label, "%s", what);
+}
+
+/* The VMEM buffer of this section for (role, slot) with shape r x c. */
+static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
+  if (L->st) return 0;
+  for (int i = 0; i < L->nvs; i++) {
+    const vslot *v = &L->vs[i];
+    if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
+  }
+  if (L->nvs == L->capvs) {
+    int cap = L->capvs ? 2 * L->capvs : 32;
+    vslot *n = tpu_realloc(L->vs, (size_t)cap * sizeof *n);
+    if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return 0; }
+    L->vs = n;
+    L->capvs = cap;
+  }
+  char name[80];
+  snprintf(name, sizeof name, "s%d %s%d %lldx%lld", L->sec, ROLE[role], slot, (long long)r, (long long)c);
+  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_VMEM, TPU_SIM_F32, r, c);
+  if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
+  L->vs[L->nvs++] = (vslot){ role, slot, r, c, h };
+  return h;
+}
+
+/* The HBM tile buffer of shape r x c (shared by every tile of that shape). */
+static int hbuf(lower *L, int64_t r, int64_t c) {
+  if (L->st) return 0;
+  for (int i = 0; i < L->nhv; i++)
+    if (L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
+  if (L->nhv == L->caphv) {
+    int cap = L->caphv ? 2 * L->caphv : 32;
+    hview *n = tpu_realloc(L->hv, (size_t)cap * sizeof *n);
+    if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return 0; }
+    L->hv = n;
+    L->caphv = cap;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "hbm %lldx%lld", (long long)r, (long long)c);
+  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
+  L->hv[L->nhv++] = (hview){ r, c, h };
+  return h;
+}
+
+/* A whole tensor in HBM (for the capacity check; 'what' names it). */
+static int tensor(lower *L, const char *what, int i, int64_t r, int64_t c) {
+  if (L->st) return 0;
+  char name[64];
+  snprintf(name, sizeof name, "%s%d", what, i);
+  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  if (!h) lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p));
+  return h;
+}
+
+/* Appends op with the name "<section> <what>"; returns its index or -1. */
+static int add(lower *L, tpu_sim_op *op, const char *what) {
+  if (L->st) return -1;
+  char nm[112];
+  snprintf(nm, sizeof nm, "%s %s", L->label, what);
+  op->name = nm;
+  int idx = -1;
+  tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
+  if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
+  if (L->rec) {
+    if (L->nops == L->capops) {
+      int cap = L->capops ? 2 * L->capops : 256;
+      fe_op_rec *n = tpu_realloc(L->ops, (size_t)cap * sizeof *n);
+      if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return -1; }
+      L->ops = n;
+      L->capops = cap;
+    }
+    L->ops[L->nops].kind = op->kind;
+    snprintf(L->ops[L->nops].name, sizeof L->ops[L->nops].name, "%s", nm);
+    L->nops++;
+  }
+  return idx;
+}
+
+static int dma(lower *L, int src, int dst, int64_t bytes, const char *what) {
+  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = src, .dst = dst, .after = L->after };
+  int idx = add(L, &op, what);
+  if (idx >= 0) { L->after = 0; L->last_dma = idx; L->hbm_bytes += (uint64_t)bytes; }
+  return idx;
+}
+/* DMA of an r x c tile from HBM into (role, slot); returns the VMEM buffer. */
+static int load(lower *L, int role, int slot, int64_t r, int64_t c, const char *what) {
+  int v = vbuf(L, role, slot, r, c), h = hbuf(L, r, c);
+  if (!L->st) dma(L, h, v, r * c * 4, what);
+  return v;
+}
+static void store(lower *L, int v, int64_t r, int64_t c, const char *what) {
+  int h = hbuf(L, r, c);
+  if (!L->st) dma(L, v, h, r * c * 4, what);
+}
+/* A store issued after the next tile's loads (flush), so that the DMA unit
+** fetches ahead instead of waiting behind a store for the op it drains. */
+static void flush(lower *L) {
+  for (int i = 0; i < L->npend; i++) store(L, L->pend[i].v, L->pend[i].r, L->pend[i].c, L->pend[i].what);
+  L->npend = 0;
+}
+static void defer(lower *L, int v, int64_t r, int64_t c, const char *what) {
+  if (L->npend == 4) flush(L);
+  L->pend[L->npend].v = v;
+  L->pend[L->npend].r = r;
+  L->pend[L->npend].c = c;
+  L->pend[L->npend].what = what;
+  L->npend++;
+}
+static void lw_vpu(lower *L, const char *fn, int x, int y, int z, int o0, int o1, int o2, const tpu_vpu_params *prm) {
+  tpu_sim_op op = { .kind = TPU_SIM_VPU, .vpu_op = fn, .in = { x, y, z }, .out = { o0, o1, o2 }, .params = prm };
+  add(L, &op, fn);
+}
+
+/* {==================================================================
+** GEMM: C[M x N] = op(A) . op(B), operands and result in HBM, tiled.
+** ================================================================== */
+typedef struct gemm {
+  const char *what;            /* op name: "matmul", "dW", "dX" */
+  int64_t M, N, K;
+  bool ta, tb;                 /* A stored K x M, B stored N x K */
+  bool bias;                   /* epilogue: bias_add of a 1 x N bias */
+  const char *act;             /* epilogue: an activation, or NULL */
+  bool colsum_b;               /* also db = col_sum of B (stored K x N) */
+} gemm;
+
+static void run_gemm(lower *L, const gemm *g) {
+  const int64_t M = g->M, N = g->N, K = g->K, Q = L->Q;
+  int64_t nt = min64(N, L->S), kt = min64(K, L->S);
+  int64_t mt = extent(M, Q / max64(nt, kt));
+  kt = extent(K, Q / max64(mt, nt));
+  const int64_t MB = (M + mt - 1) / mt, NB = (N + nt - 1) / nt, KB = (K + kt - 1) / kt;
+  const bool cache_a = NB > 1 && M * K * 4 <= L->vmem / 8;
+  const bool cache_b = MB > 1 && K * N * 4 <= L->vmem / 8;
+  const int passes = tpu_precision_passes(L->prec);
+  char w[48];
+  int slot = 0, cslot = 0;
+  L->macs += (uint64_t)M * (uint64_t)N * (uint64_t)K * (uint64_t)passes;
+  for (int64_t mb = 0; mb < MB && !L->st; mb++)
+    for (int64_t nb = 0; nb < NB && !L->st; nb++, cslot ^= 1) {
+      const int64_t mi = min64(mt, M - mb * mt), ni = min64(nt, N - nb * nt);
+      const int c = vbuf(L, R_C, cslot, mi, ni);
+      int db = 0;
+      for (int64_t kb = 0; kb < KB && !L->st; kb++, slot ^= 1) {
+        const int64_t ki = min64(kt, K - kb * kt);
+        const int64_t ar = g->ta ? ki : mi, ac = g->ta ? mi : ki;
+        const int64_t br = g->tb ? ni : ki, bc = g->tb ? ki : ni;
+        int a, b;
+        snprintf(w, sizeof w, "%s dma", g->what);
+        if (cache_a) {
+          /* one buffer per block, loaded at its first use (nb == 0) */
+          a = vbuf(L, R_CA, (int)(mb * KB + kb), ar, ac);
+          if (nb == 0) load(L, R_CA, (int)(mb * KB + kb), ar, ac, w);
+        } else {
+          a = load(L, R_A, slot, ar, ac, w);
+        }
+        if (cache_b) {
+          b = vbuf(L, R_CB, (int)(kb * NB + nb), br, bc);
+          if (mb == 0) load(L, R_CB, (int)(kb * NB + nb), br, bc, w);
+        } else {
+          b = load(L, R_B, slot, br, bc, w);
+        }
+        if (kb == 0) flush(L);
+        tpu_sim_op op = { .kind = TPU_SIM_MATMUL, .a = a, .b = b, .dst = c, .trans_a = g->ta,
+                          .trans_b = g->tb, .accumulate = kb > 0, .precision = L->prec };
+        add(L, &op, g->what);
+        if (g->colsum_b && mb == 0) {   /* db: column sums of dY, accumulated over its row tiles */
+          if (kb == 0) {
+            db = vbuf(L, R_DB, (int)(nb & 1), 1, ni);
+            lw_vpu(L, "col_sum", b, 0, 0, db, 0, 0, NULL);
+          } else {
+            int part = vbuf(L, R_PART, 0, 1, ni);
+            lw_vpu(L, "col_sum", b, 0, 0, part, 0, 0, NULL);
+            lw_vpu(L, "add", db, part, 0, db, 0, 0, NULL);
+          }
+        }
+      }
+      if (db) defer(L, db, 1, ni, "db dma");
+      if (g->bias) {
+        int bias = vbuf(L, R_BIAS, (int)nb, 1, ni);
+        if (mb == 0) load(L, R_BIAS, (int)nb, 1, ni, "bias dma");
+        lw_vpu(L, "bias_add", c, bias, 0, c, 0, 0, NULL);
+      }
+      if (g->act) lw_vpu(L, g->act, c, 0, 0, c, 0, 0, NULL);
+      defer(L, c, mi, ni, g->what[0] == 'm' ? "matmul dma" : g->what[0] == 'd' && g->what[1] == 'W' ? "dW dma" : "dX dma");
+    }
+  flush(L);
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Element-wise passes over an R x C tensor in HBM
+** ================================================================== */
+typedef struct ewise {
+  const char *fn;              /* the VPU op */
+  int nin;                     /* inputs read from HBM (1 or 2) */
+  bool mask;                   /* second operand: the on-chip dropout mask */
+  const tpu_vpu_params *prm;
+} ewise;
+
+static void ew_tile(int64_t R, int64_t C, int64_t Q, int64_t *rt, int64_t *ct) {
+  *ct = min64(C, Q);
+  *rt = extent(R, Q / *ct);
+}
+
+static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
+  int64_t rt, ct;
+  ew_tile(R, C, L->Q, &rt, &ct);
+  int slot = 0;
+  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
+    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, slot ^= 1) {
+      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
+      int x = load(L, R_X, slot, ri, ci, "dma");
+      int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, ri, ci) : 0;
+      flush(L);
+      int o = vbuf(L, R_O, slot, ri, ci);
+      lw_vpu(L, e->fn, x, y, 0, o, 0, 0, e->prm);
+      defer(L, o, ri, ci, "dma");
+    }
+  flush(L);
+}
+
+/* out = fn(tap 0, tap 1, ..., tap n-1) folded left, over R x C tiles, each
+** tap a view of the same shape (pool windows, col2im taps); 'scale' then
+** multiplies by prm->alpha. */
+static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
+  int64_t rt, ct;
+  ew_tile(R, C, L->Q, &rt, &ct);
+  int slot = 0, oslot = 0;
+  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
+    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, oslot ^= 1) {
+      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
+      int acc = load(L, R_O, oslot, ri, ci, "dma");
+      for (int j = 1; j < taps; j++, slot ^= 1) {
+        int x = load(L, R_X, slot, ri, ci, "dma");
+        if (j == 1) flush(L);
+        lw_vpu(L, fn, acc, x, 0, acc, 0, 0, NULL);
+      }
+      flush(L);
+      if (scale) lw_vpu(L, "scale", acc, 0, 0, acc, 0, 0, scale);
+      defer(L, acc, ri, ci, "dma");
+    }
+  flush(L);
+}
+
+/* Pool backward: for each output tile, dY once, then per tap: maxpool a
+** select against the forward input's tap (relu_grad's cost), avgpool the
+** scaled dY; each result goes to its tap of dX. */
+static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
+  int64_t rt, ct;
+  ew_tile(R, C, L->Q, &rt, &ct);
+  int slot = 0, yslot = 0;
+  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
+    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, yslot ^= 1) {
+      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
+      int dy = load(L, R_Y, yslot, ri, ci, "dma");
+      flush(L);
+      if (!maxpool) {
+        lw_vpu(L, "scale", dy, 0, 0, dy, 0, 0, scale);
+        for (int j = 0; j < taps; j++) store(L, dy, ri, ci, "dma");
+        continue;
+      }
+      for (int j = 0; j < taps; j++, slot ^= 1) {
+        int x = load(L, R_X, slot, ri, ci, "dma");
+        flush(L);
+        int o = vbuf(L, R_O, slot, ri, ci);
+        lw_vpu(L, "relu_grad", x, dy, 0, o, 0, 0, NULL);
+        defer(L, o, ri, ci, "dma");
+      }
+    }
+  flush(L);
+}
+/* }================================================================== */
+
+static bool has_params(const fe_layer *l) { return l->kind == FE_DENSE || l->kind == FE_CONV2D; }
+static const char *act_fn(fe_layer_kind k) {
+  return k == FE_RELU ? "relu" : k == FE_TANH ? "tanh" : k == FE_SIGMOID ? "sigmoid" : NULL;
+}
+/* rows of a layer's input or output as pixels x channels */
+static int64_t pix(int rows, fe_shape s) { return (int64_t)rows * s.h * s.w; }
+
+/* The whole per-core program. */
+static void lower_core(lower *L, const fe_model *m, int rows, bool train, int global_batch) {
+  const int n = m->nlayers;
+  const fe_layer *last = &m->layers[n - 1];
+  const int64_t ncls = last->out.c;
+  tpu_vpu_params xent = tpu_vpu_params_default();
+  xent.alpha = (float)(1.0 / global_batch);
+
+  /* whole tensors, for HBM capacity: the shard, activations, parameters,
+  ** gradients, optimizer state */
+  section(L, "infeed", -1, NULL);
+  int x0 = tensor(L, "x", 0, rows, (int64_t)fe_shape_size(m->input) + 1);   /* + the label */
+  for (int i = 0; i < n; i++) tensor(L, "x", i + 1, rows, (int64_t)fe_shape_size(m->layers[i].out));
+  int grads = 0;
+  if (train) {
+    for (int i = 0; i < n; i++) tensor(L, "g", i + 1, rows, (int64_t)fe_shape_size(m->layers[i].out));
+    tensor(L, "params", 0, (int64_t)m->nparams, 1);
+    grads = tensor(L, "grads", 0, (int64_t)m->nparams, 1);
+    int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
+    for (int k = 0; k < state; k++) tensor(L, "opt_state", k, (int64_t)m->nparams, 1);
+  } else {
+    tensor(L, "params", 0, (int64_t)m->nparams, 1);
+  }
+  tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0 };
+  int ii = add(L, &inf, "dequeue");
+  L->after = ii + 1;
+
+  /* forward */
+  for (int i = 0; i < n && !L->st; i++) {
+    const fe_layer *l = &m->layers[i];
+    const int64_t R = pix(rows, l->out), C = l->out.c;
+    const fe_layer *nx = i + 1 < n ? &m->layers[i + 1] : NULL;
+    section(L, "fwd", i, fe_layer_kind_name(l->kind));
+    switch (l->kind) {
+    case FE_DENSE: case FE_CONV2D: {
+      const char *act = nx ? act_fn(nx->kind) : NULL;
+      gemm g = { .what = "matmul", .bias = true, .act = act };
+      if (l->kind == FE_DENSE) { g.M = rows; g.K = (int64_t)fe_shape_size(l->in); g.N = l->units; }
+      else { g.M = R; g.K = (int64_t)l->kh * l->kw * l->in.c; g.N = l->filters; }
+      run_gemm(L, &g);
+      if (act) i++;   /* the activation layer is done */
+      break;
+    }
+    case FE_MAXPOOL: case FE_AVGPOOL: {
+      tpu_vpu_params sc = tpu_vpu_params_default();
+      sc.alpha = (float)(1.0 / (l->pool * l->pool));
+      run_fold(L, l->kind == FE_MAXPOOL ? "max" : "add", l->pool * l->pool, R, C,
+               l->kind == FE_AVGPOOL ? &sc : NULL);
+      break;
+    }
+    case FE_RELU: case FE_TANH: case FE_SIGMOID:
+      run_ewise(L, &(ewise){ .fn = act_fn(l->kind), .nin = 1 }, R, C);
+      break;
+    case FE_DROPOUT:
+      if (train && l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, R, C);
+      break;
+    default:
+      break;
+    }
+  }
+
+  /* loss and accuracy, per row tile of the logits */
+  section(L, "softmax_xent", -1, NULL);
+  if (!L->st && ncls > L->Q) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "layer %d (%s): a row of %lld logits does not fit one VMEM tile of %lld values "
+             "(%lld bytes of VMEM)", n - 1, fe_layer_kind_name(last->kind), (long long)ncls, (long long)L->Q,
+             (long long)L->vmem);
+    lw_fail(L, TPU_ERR_CONFIG, msg);
+  }
+  {
+    const int64_t rt = extent(rows, L->Q / ncls);
+    int slot = 0;
+    for (int64_t r0 = 0; r0 < rows && !L->st; r0 += rt, slot ^= 1) {
+      const int64_t ri = min64(rt, rows - r0);
+      int x = load(L, R_X, slot, ri, ncls, "dma");
+      int lab = load(L, R_LAB, slot, ri, 1, "labels dma");
+      flush(L);
+      int loss = vbuf(L, R_LOSS, slot, ri, 1), acc = vbuf(L, R_ACC, slot, 1, 1);
+      int grad = train ? vbuf(L, R_O, slot, ri, ncls) : 0;
+      lw_vpu(L, "softmax_xent", x, lab, 0, loss, grad, 0, &xent);
+      lw_vpu(L, "accuracy", x, lab, 0, acc, 0, 0, NULL);
+      if (train) defer(L, grad, ri, ncls, "dma");
+      defer(L, loss, ri, 1, "loss dma");
+      defer(L, acc, 1, 1, "accuracy dma");
+    }
+    flush(L);
+  }
+  if (!train || L->st) return;
+
+  /* backward */
+  int first = 0;
+  while (first < n && !has_params(&m->layers[first])) first++;
+  for (int i = n - 1; i >= first && !L->st; i--) {
+    const fe_layer *l = &m->layers[i];
+    const int64_t Rin = pix(rows, l->in), Cin = l->in.c, Rout = pix(rows, l->out), Cout = l->out.c;
+    section(L, "bwd", i, fe_layer_kind_name(l->kind));
+    switch (l->kind) {
+    case FE_DENSE: {
+      const int64_t K = (int64_t)fe_shape_size(l->in);
+      run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->units, .K = rows, .ta = true, .colsum_b = true });
+      if (i > first) run_gemm(L, &(gemm){ .what = "dX", .M = rows, .N = K, .K = l->units, .tb = true });
+      break;
+    }
+    case FE_CONV2D: {
+      const int64_t K = (int64_t)l->kh * l->kw * l->in.c;
+      run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->filters, .K = Rout, .ta = true, .colsum_b = true });
+      if (i > first) {
+        run_gemm(L, &(gemm){ .what = "dX", .M = Rout, .N = K, .K = l->filters, .tb = true });
+        section(L, "bwd", i, "conv2d col2im");
+        run_fold(L, "add", l->kh * l->kw, Rin, Cin, NULL);
+      }
+      break;
+    }
+    case FE_MAXPOOL: case FE_AVGPOOL: {
+      tpu_vpu_params sc = tpu_vpu_params_default();
+      sc.alpha = (float)(1.0 / (l->pool * l->pool));
+      run_pool_bwd(L, l->kind == FE_MAXPOOL, l->pool * l->pool, Rout, Cout, &sc);
+      break;
+    }
+    case FE_RELU: case FE_TANH: case FE_SIGMOID: {
+      /* the gradient ops take the forward output: relu'(x) > 0 exactly where
+      ** relu(x) > 0, so relu_grad masks with it as well */
+      const char *fn = l->kind == FE_RELU ? "relu_grad" : l->kind == FE_TANH ? "tanh_grad" : "sigmoid_grad";
+      run_ewise(L, &(ewise){ .fn = fn, .nin = 2 }, Rout, Cout);
+      break;
+    }
+    case FE_DROPOUT:
+      if (l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, Rout, Cout);
+      break;
+    default:
+      break;
+    }
+  }
+  if (L->st) return;
+
+  /* one all-reduce of every gradient, once the last one is in HBM */
+  section(L, "all_reduce", -1, NULL);
+  tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = grads, .dst = grads,
+                    .after = L->last_dma + 1 };
+  int ai = add(L, &ar, "gradients");
+  L->after = ai + 1;
+
+  /* optimizer over the flat parameter vector, 'lanes' wide */
+  section(L, "optimizer", -1, NULL);
+  const int64_t ct = min64(L->chip->vpu.lanes, L->Q);
+  const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, L->Q / ct);
+  const int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
+  const char *fn = m->opt.kind == FE_ADAM ? "adam" : m->opt.kind == FE_MOMENTUM ? "momentum" : "sgd";
+  tpu_vpu_params op = tpu_vpu_params_default();
+  op.lr = (float)m->opt.lr;
+  op.momentum = (float)m->opt.momentum;
+  op.beta1 = (float)m->opt.beta1;
+  op.beta2 = (float)m->opt.beta2;
+  op.eps = (float)m->opt.eps;
+  op.step = 1;
+  int slot = 0;
+  for (int64_t r0 = 0; r0 < totrows && !L->st; r0 += rt, slot ^= 1) {
+    const int64_t ri = min64(rt, totrows - r0);
+    int pp = load(L, R_P, slot, ri, ct, "params dma");
+    int gg = load(L, R_G, slot, ri, ct, "grads dma");
+    int mm = state >= 1 ? load(L, R_M, slot, ri, ct, "state dma") : 0;
+    int vv = state >= 2 ? load(L, R_V, slot, ri, ct, "state dma") : 0;
+    flush(L);
+    lw_vpu(L, fn, gg, 0, 0, pp, mm, vv, &op);
+    defer(L, pp, ri, ct, "params dma");
+    if (mm) defer(L, mm, ri, ct, "state dma");
+    if (vv) defer(L, vv, ri, ct, "state dma");
+  }
+  flush(L);
+}
+
+/* The tile budget of a chip (see the top of this file). */
+static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64_t *S) {
+  *vmem = chip->vmem_capacity_kib * 1024;
+  *Q = *vmem / 256;
+  int64_t s = 1;
+  while ((2 * s) * (2 * s) <= *Q) s *= 2;
+  *S = s;
+}
+
+/* Builds the program into *out; core 0's per-core figures and (when
+** L->rec) its ops go to L. */
+static tpu_status build(lower *L, const fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                        bool train, uint64_t infeed_ready_cycles, tpu_sim_program **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (!m || !chip || rows < 1 || m->nlayers < 1 || chip->cores < 1 || chip->cores > TPU_MAX_CORES) {
+    snprintf(err, errcap, "the step program needs a model, a chip of 1..%d cores and rows >= 1 (got %d)",
+             TPU_MAX_CORES, rows);
+    return TPU_ERR_INPUT;
+  }
+  L->chip = chip;
+  L->prec = prec;
+  L->err = err;
+  L->errcap = errcap;
+  budget(chip, &L->vmem, &L->Q, &L->S);
+  if (L->Q < 8) {
+    snprintf(err, errcap, "VMEM of %lld bytes cannot hold the lowering's tiles: it needs at least %d bytes "
+             "(8 values per streamed tile)", (long long)L->vmem, 8 * 256);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_status st = tpu_sim_program_create(chip->cores, &L->p);
+  if (st) { snprintf(err, errcap, "out of memory"); return st; }
+  const bool rec = L->rec;
+  uint64_t bytes0 = 0, macs0 = 0;
+  for (int c = 0; c < chip->cores && !L->st; c++) {
+    L->core = c;
+    L->nhv = 0;
+    L->sec = 0;
+    L->after = 0;
+    L->last_dma = -1;
+    L->hbm_bytes = L->macs = 0;
+    L->rec = rec && c == 0;
+    lower_core(L, m, rows, train, rows * chip->cores);
+    if (!L->st && (st = tpu_sim_infeed(L->p, c, 1, &infeed_ready_cycles)))
+      lw_fail(L, st, tpu_sim_program_error(L->p));
+    if (c == 0) { bytes0 = L->hbm_bytes; macs0 = L->macs; }
+  }
+  L->hbm_bytes = bytes0;
+  L->macs = macs0;
+  L->rec = rec;
+  tpu_free(L->vs);
+  tpu_free(L->hv);
+  L->vs = NULL;
+  L->hv = NULL;
+  if (L->st) {
+    tpu_sim_program_destroy(L->p);
+    L->p = NULL;
+    return L->st;
+  }
+  *out = L->p;
+  return TPU_OK;
+}
+
+tpu_status fe_step_program(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                           int rows, bool train, uint64_t infeed_ready_cycles,
+                           tpu_sim_program **out, char *err, size_t errcap) {
+  lower L = { 0 };
+  return build(&L, m, chip, prec, rows, train, infeed_ready_cycles, out, err, errcap);
+}
+
+/* {==================================================================
+** Step timing on the engine
+** ================================================================== */
+static int unit_of(tpu_sim_kind k) {
+  switch (k) {
+  case TPU_SIM_DMA: return FE_UNIT_DMA;
+  case TPU_SIM_MATMUL: return FE_UNIT_MXU;
+  case TPU_SIM_VPU: return FE_UNIT_VPU;
+  case TPU_SIM_COLLECTIVE: return FE_UNIT_ICI;
+  default: return FE_UNIT_CORE;   /* the infeed dequeue: its interval is the wait */
+  }
+}
+
+typedef struct ivl { uint64_t t; int cls, d; } ivl;   /* an interval's edge: class cls starts (+1) or ends (-1) */
+static int ivl_cmp(const void *a, const void *b) {
+  const ivl *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static void put_event(fe_trace_event *ev, int evcap, int *nev, const char *name, int unit, uint64_t s, uint64_t e) {
+  if (*nev >= evcap || e <= s) return;
+  fe_trace_event *x = &ev[(*nev)++];
+  size_t k = strlen(name);
+  if (k >= sizeof x->name) k = sizeof x->name - 1;   /* labels are short; cut if not */
+  memcpy(x->name, name, k);
+  x->name[k] = 0;
+  x->unit = unit;
+  x->start = (double)s;
+  x->dur = (double)(e - s);
+}
+
+/* Core 0's timeline: every op on its unit, then the core's stall track (the
+** engine's priority: mxu, vpu, infeed, memory, collective, else idle), whose
+** waiting segments go to FE_UNIT_CORE. */
+static tpu_status timeline(const lower *L, const tpu_sim_result *r, uint64_t cycles, fe_trace_event *ev, int evcap,
+                           int *nev) {
+  *nev = 0;
+  ivl *e = tpu_malloc(((size_t)L->nops * 2 + 1) * sizeof *e);
+  if (!e) return TPU_ERR_NOMEM;
+  int ne = 0;
+  for (int i = 0; i < L->nops; i++) {
+    uint64_t s, t;
+    tpu_sim_result_op_times(r, 0, i, &s, &t);
+    if (L->ops[i].kind != TPU_SIM_INFEED) put_event(ev, evcap, nev, L->ops[i].name, unit_of(L->ops[i].kind), s, t);
+    if (t <= s) continue;
+    int cls = L->ops[i].kind == TPU_SIM_MATMUL ? TPU_SIM_MXU_BUSY : L->ops[i].kind == TPU_SIM_VPU ? TPU_SIM_VPU_BUSY
+            : L->ops[i].kind == TPU_SIM_INFEED ? TPU_SIM_INFEED_WAIT : L->ops[i].kind == TPU_SIM_DMA
+            ? TPU_SIM_MEMORY_WAIT : TPU_SIM_COLLECTIVE_WAIT;
+    e[ne++] = (ivl){ s, cls, 1 };
+    e[ne++] = (ivl){ t, cls, -1 };
+  }
+  qsort(e, (size_t)ne, sizeof *e, ivl_cmp);
+  int active[TPU_SIM_NSTALL] = { 0 };
+  uint64_t seg0 = 0;
+  int cur = TPU_SIM_IDLE;
+  for (int k = 0; k < ne;) {
+    const uint64_t t = e[k].t;
+    while (k < ne && e[k].t == t) { active[e[k].cls] += e[k].d; k++; }
+    int next = TPU_SIM_IDLE;
+    for (int c = 0; c < TPU_SIM_IDLE; c++)
+      if (active[c] > 0) { next = c; break; }
+    if (next != cur) {
+      if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), FE_UNIT_CORE, seg0, t);
+      seg0 = t;
+      cur = next;
+    }
+  }
+  if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), FE_UNIT_CORE, seg0, cycles);
+  tpu_free(e);
+  return TPU_OK;
+}
+
+tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                        int rows, bool train, uint64_t infeed_ready_cycles, int threads,
+                        fe_step_timing *out, fe_trace_event *ev, int evcap, int *nev,
+                        char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  if (nev) *nev = 0;
+  lower L = { .rec = ev != NULL && nev != NULL && evcap > 0 };
+  tpu_sim_program *p = NULL;
+  tpu_sim_result *r = NULL;
+  tpu_status st = build(&L, m, chip, prec, rows, train, infeed_ready_cycles, &p, err, errcap);
+  if (st) goto out;
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads };
+  if ((st = tpu_sim_run(chip, p, &o, &r))) {
+    snprintf(err, errcap, "%s", tpu_sim_program_error(p));
+    goto out;
+  }
+  const uint64_t cyc = tpu_sim_result_cycles(r);
+  tpu_sim_stalls s;
+  tpu_sim_result_stalls(r, -1, -1, &s);
+  const double n = (double)chip->cores;
+  out->step_cycles = cyc;
+  out->mxu_busy = (double)s.cycles[TPU_SIM_MXU_BUSY] / n;
+  out->vpu_busy = (double)s.cycles[TPU_SIM_VPU_BUSY] / n;
+  out->infeed_wait = (double)s.cycles[TPU_SIM_INFEED_WAIT] / n;
+  out->memory_wait = (double)s.cycles[TPU_SIM_MEMORY_WAIT] / n;
+  out->collective_wait = (double)s.cycles[TPU_SIM_COLLECTIVE_WAIT] / n;
+  out->idle = (double)s.cycles[TPU_SIM_IDLE] / n;
+  out->macs = L.macs;
+  out->mxu_cycles_capacity = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core * cyc;
+  out->hbm_bytes = L.hbm_bytes;
+  out->allreduce_bytes = train ? (uint64_t)m->nparams * 4 : 0;
+  if (L.rec && (st = timeline(&L, r, cyc, ev, evcap, nev))) snprintf(err, errcap, "out of memory");
+out:
+  tpu_free(L.ops);
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+  return st;
+}
+/* }================================================================== */
