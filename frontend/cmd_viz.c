@@ -11,12 +11,14 @@
 #include <sys/stat.h>
 
 #include "frontend/fe_int.h"
+#include "frontend/fe_train.h"
 #include "sim/sim.h"
 #include "viz/viz.h"
 
 static const char HELP[] =
   "usage: tpusim viz [--m M --n N --k K] [--seed S] [options]\n"
   "       tpusim viz --program FILE.json [options]\n"
+  "       tpusim viz --model NAME|FILE [--batch B] [--cores C] [options]\n"
   "       tpusim viz --headless --frames N [--every CYCLES] --out DIR [options]\n\n"
   "Opens a window showing one GEMM C = A.B (A is M x K, B is K x N; default\n"
   "M = 4 x rows x cores, N = K = 2 x the array side) on the chip: the selected core's MXU cell by\n"
@@ -26,13 +28,20 @@ static const char HELP[] =
   "infeed_wait, collective_wait and idle. Everything in the timeline is the chip\n"
   "engine's: the GEMM runs as tpusim matmul --cores runs it on all the chip's\n"
   "cores (the same cycles and stalls). With --program, the workload is a program\n"
-  "(docs/PROGRAMS.md, as tpusim run; the totals equal run --json's 'stall'). The\n"
+  "(docs/PROGRAMS.md, as tpusim run; the totals equal run --json's 'stall');\n"
+  "with --model, one training step of a model, lowered as tpusim train lowers it. The\n"
   "MXU panel replays the selected core's matmul ops on array 0 at the engine's\n"
   "tile times (a program's operand values are synthetic; see docs/VIZ.md).\n\n"
   "  --m, --n, --k N        GEMM shape (1..65536 each)\n"
   "  --program FILE         a JSON program instead of the GEMM\n"
-  "  --cores C              run the GEMM on C cores (1..the chip's), as tpusim matmul\n"
-  "                         --cores C (default: every core of the chip)\n"
+  "  --model NAME|FILE      one training step of a model (mlp, cnn or a JSON file,\n"
+  "                         docs/MODELS.md) instead of the GEMM\n"
+  "  --batch B              with --model: the global batch (default 128), split evenly\n"
+  "                         over the cores as tpusim train splits it\n"
+  "  --infeed-ready CYCLES  with --model: the batch reaches the cores' infeed this many\n"
+  "                         cycles after the step starts (default 0: already there)\n"
+  "  --cores C              run the GEMM or the model on C cores (1..the chip's), the\n"
+  "                         chip cut as tpusim matmul and train cut it (default: all)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
   "  --core C               core shown first (1-based, default 1)\n"
@@ -62,12 +71,14 @@ int fe_cmd_viz(int argc, char **argv) {
   const char *cmd = "viz";
   fe_common c;
   fe_common_init(&c);
-  long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1, cores = 0;
+  long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1, cores = 0, batch = 0,
+       infeed_ready = 0;
   double speed = 0;
   tpu_precision prec = TPU_PREC_BF16;
   int width = 1280, height = 800;
   bool headless = false, frames_given = false;
-  const char *out_dir = NULL, *script = NULL, *png = NULL, *prog_path = NULL;
+  const char *out_dir = NULL, *script = NULL, *png = NULL, *prog_path = NULL, *model_name = NULL;
+  bool prec_given = false;
   bool gemm_flags = false;
   char err[1024];
   for (int i = 1; i < argc; i++) {
@@ -79,7 +90,8 @@ int fe_cmd_viz(int argc, char **argv) {
       { "--m", &m, 1, 65536 }, { "--n", &n, 1, 65536 }, { "--k", &k, 1, 65536 },
       { "--seed", &seed, 0, LONG_MAX }, { "--core", &core, 1, TPU_MAX_CORES },
       { "--cycle", &cycle, 0, LONG_MAX }, { "--frames", &frames, 1, 100000 },
-      { "--every", &every, 1, LONG_MAX }, { "--cores", &cores, 1, TPU_MAX_CORES } };
+      { "--every", &every, 1, LONG_MAX }, { "--cores", &cores, 1, TPU_MAX_CORES },
+      { "--batch", &batch, 1, 1 << 20 }, { "--infeed-ready", &infeed_ready, 0, LONG_MAX } };
     bool done = false;
     for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
       r = fe_opt(argc, argv, &i, nums[j].name, &v);
@@ -94,7 +106,12 @@ int fe_cmd_viz(int argc, char **argv) {
     if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
       if (r < 0 || !tpu_precision_parse(v, &prec))
         return fe_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
-      gemm_flags = true;
+      prec_given = true;
+      continue;
+    }
+    if ((r = fe_opt(argc, argv, &i, "--model", &v))) {
+      if (r < 0) return fe_usage_error(cmd, "--model needs a name or a file");
+      model_name = v;
       continue;
     }
     if ((r = fe_opt(argc, argv, &i, "--program", &v))) {
@@ -138,9 +155,18 @@ int fe_cmd_viz(int argc, char **argv) {
   tpu_chip_config chip;
   int rc = fe_load_chip(cmd, &c, &chip);
   if (rc) return rc;
+  if ((prog_path != NULL) + (model_name != NULL) > 1)
+    return fe_usage_error(cmd, "--program and --model are two workloads: give one");
+  if ((prog_path || model_name) && gemm_flags)
+    return fe_usage_error(cmd, "--%s runs %s; --m, --n and --k describe a GEMM: give one or the other",
+                          prog_path ? "program" : "model", prog_path ? "a program" : "a model's training step");
+  if (prog_path && prec_given)
+    return fe_usage_error(cmd, "--precision: a program gives each matmul's precision itself");
+  if (!model_name && (batch || infeed_ready))
+    return fe_usage_error(cmd, "--batch and --infeed-ready go with --model");
   if (cores && prog_path)
-    return fe_usage_error(cmd, "--cores: a program is written for the chip's cores (%d on %s); --cores goes with a GEMM",
-                          chip.cores, chip.name);
+    return fe_usage_error(cmd, "--cores: a program is written for the chip's cores (%d on %s); --cores goes with "
+                          "a GEMM or a model", chip.cores, chip.name);
   if (cores) {                     /* as tpusim matmul --cores: the chip cut to C cores */
     if (cores > chip.cores)
       return fe_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %ld", chip.cores, chip.name, cores);
@@ -169,14 +195,36 @@ int fe_cmd_viz(int argc, char **argv) {
                          .seed = (uint64_t)seed, .precision = prec };
   tpu_viz *v;
   tpu_status st;
-  if (prog_path) {
+  if (model_name) {
+    fe_model model;
+    if (!batch) batch = 128;                       /* tpusim train's default */
+    if (batch % chip.cores)
+      return fe_usage_error(cmd, "--batch %ld does not divide across %d cores; use a multiple of %d (the global "
+                            "batch is split evenly, as tpusim train splits it)", batch, chip.cores, chip.cores);
+    if ((st = fe_model_load(model_name, &model, err, sizeof err)) != TPU_OK)
+      return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+    tpu_sim_program *p = NULL;
+    if ((st = fe_step_program(&model, &chip, prec, (int)(batch / chip.cores), true, (uint64_t)infeed_ready, &p,
+                              err, sizeof err)) != TPU_OK)
+      return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "--model %s: %s", model_name, err)
+                                 : fe_usage_error(cmd, "--model %s: %s", model_name, err);
+    char title[128];
+    snprintf(title, sizeof title, "%.40s, batch %ld (%ld per core)", model.name, batch, batch / chip.cores);
+    st = tpu_viz_create_program(&chip, p, title, (uint64_t)seed, &v, err, sizeof err);
+    tpu_sim_program_destroy(p);
+    if (st != TPU_OK)
+      return st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? fe_runtime_error(cmd, "--model %s: %s", model_name, err)
+                                                          : fe_usage_error(cmd, "--model %s: %s", model_name, err);
+  } else if (prog_path) {
     char *text = fe_read_file(prog_path, NULL);
     if (!text) return fe_usage_error(cmd, "%s: cannot read: %s", prog_path, strerror(errno));
     tpu_sim_program *p = NULL;
     st = tpu_sim_program_parse(text, prog_path, chip.cores, &p, err, sizeof err);
     tpu_free(text);
     if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
-    st = tpu_viz_create_program(&chip, p, prog_path, (uint64_t)seed, &v, err, sizeof err);
+    char title[160];
+    snprintf(title, sizeof title, "program %.140s", prog_path);
+    st = tpu_viz_create_program(&chip, p, title, (uint64_t)seed, &v, err, sizeof err);
     tpu_sim_program_destroy(p);
     /* as tpusim run: a program that does not fit the chip is bad input */
     if (st != TPU_OK)
@@ -203,7 +251,12 @@ int fe_cmd_viz(int argc, char **argv) {
   rc = tpu_viz_app_run(v, &o);
   if (rc == 0 && c.json) {
     json_t *o_ = json_pack("{s:s, s:i}", "chip", chip.name, "cores", chip.cores);
-    if (prog_path) {
+    if (model_name) {
+      json_object_set_new(o_, "model", json_pack("{s:s, s:I, s:I, s:s, s:I}", "name", model_name,
+                          "global_batch", (json_int_t)batch, "per_core_batch", (json_int_t)(batch / chip.cores),
+                          "precision", tpu_precision_name(prec), "infeed_ready", (json_int_t)infeed_ready));
+      json_object_set_new(o_, "seed", json_integer((json_int_t)seed));
+    } else if (prog_path) {
       json_object_set_new(o_, "program", json_string(prog_path));
       json_object_set_new(o_, "seed", json_integer((json_int_t)seed));
     } else {

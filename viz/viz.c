@@ -315,7 +315,7 @@ tpu_status tpu_viz_create_program(const tpu_chip_config *chip, tpu_sim_program *
   tpu_status st = TPU_ERR_NOMEM;
   if (!v) goto fail;
   v->prog = true;
-  snprintf(v->title, sizeof v->title, "program %s", title ? title : "");
+  snprintf(v->title, sizeof v->title, "%s", title ? title : "program");
   int max_m = 1, max_k = 1;
   if ((st = run_program(v, prog, &max_m, &max_k, err, errcap)) != TPU_OK) goto fail;
   /* replayed operands: N(0,1) bf16 pools; tile j reads them at an offset of

@@ -80,8 +80,8 @@ typedef struct tpu_viz tpu_viz;   /* opaque */
 tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
                           tpu_viz **out, char *err, size_t errcap);
 /* A session over program 'p' run on the chip engine (chip->cores must be
-** the program's cores). 'p' is borrowed for the call; 'title' (copied)
-** names it in the header; 'seed' draws the replayed operand values. On
+** the program's cores). 'p' is borrowed for the call; 'title' (copied,
+** e.g. "program FILE") names the workload in the header; 'seed' draws the replayed operand values. On
 ** failure *out is NULL and err says why, with the engine's status:
 ** TPU_ERR_INPUT or TPU_ERR_RANGE for a program the chip cannot run (the
 ** engine's message), TPU_ERR_NOMEM, TPU_ERR_RUNTIME. */

@@ -122,3 +122,27 @@ PY
 done
 expect_status 2 "$TPUSIM" viz --chip teach --cores 5 --headless --out o; expect_err_contains "--cores"
 expect_status 2 "$TPUSIM" viz --chip teach --cores 2 --program ex.json --headless --out o; expect_err_contains "goes with a GEMM"
+# --model: one training step, lowered as tpusim train lowers it; the same
+# step cycles and stall shares as train --json (batch ready at once)
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --json --png m.png
+echo "$OUT" > vm.json
+expect_status 0 "$TPUSIM" train --chip teach --model mlp --batch 64 --data synthetic --synthetic-n 64 --level timing --steps-per-epoch 1 --json
+echo "$OUT" > tm.json
+/usr/bin/python3 - vm.json tm.json <<'PY' || die "viz --model disagrees with tpusim train"
+import json, sys
+v = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+assert v["total_cycles"] == t["sim_step_cycles"], (v["total_cycles"], t["sim_step_cycles"])
+n = v["cores"] * v["total_cycles"]
+for k, share in t["stall"].items():
+    assert abs(v["stall"][k] / n - share) < 1e-9, (k, v["stall"][k] / n, share)
+assert v["stall"]["mxu_busy"] > 0 and v["stall"]["collective_wait"] > 0, v["stall"]
+PY
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --json --png m2.png
+[ "$(echo "$OUT" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["stall"]["infeed_wait"])')" = 200000 ] \
+  || die "--infeed-ready 50000 should make each of the 4 cores wait 50000 cycles on infeed"
+printf '{ "name": "bad", "input": [4],\n  "layers": [ { "type": "dense", "units": 0 } ] }' > bad_model.json
+expect_status 2 "$TPUSIM" viz --chip teach --model bad_model.json --headless --out o; expect_err_contains "bad_model.json"
+expect_status 2 "$TPUSIM" viz --chip teach --model nosuch --headless --out o
+expect_status 2 "$TPUSIM" viz --chip teach --model mlp --batch 6 --headless --out o; expect_err_contains "does not divide"
+expect_status 2 "$TPUSIM" viz --chip teach --batch 64 --headless --out o; expect_err_contains "go with --model"
+expect_status 2 "$TPUSIM" viz --chip teach --model mlp --program ex.json --headless --out o; expect_err_contains "give one"
