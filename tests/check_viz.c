@@ -1,8 +1,9 @@
 /*
 ** check_viz.c -- the visualizer's data path, checked without a window: the
 ** frame's cells are exactly where the PE-level model and the timing formula
-** of mxu.h put the wavefront, the timeline's bands are as long as the
-** totals say, seeking backwards replays exactly, allocation failures are
+** of mxu.h put the wavefront, the timeline's totals are the chip engine's
+** stall figures (for a GEMM and for a program) and its bands as long as
+** they say, seeking backwards replays exactly, allocation failures are
 ** survived; and the PNG the SDL layer writes holds the same pixels.
 */
 #include <SDL.h>

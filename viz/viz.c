@@ -139,6 +139,12 @@ static int cat_of_kind(tpu_sim_kind k) {
   return TPU_VIZ_IDLE;
 }
 
+/* The timeline row of an op's unit; -1 for the infeed (no row of its own). */
+static int unit_of_kind(tpu_sim_kind k) {
+  return k == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : k == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
+       : k == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : k == TPU_SIM_COLLECTIVE ? TPU_VIZ_UNIT_ICI : -1;
+}
+
 /* Core p's segments, infeed queue and array-0 tiles from the run. Tiles'
 ** value pointers are left as offsets (act, w, out set by place_tiles). */
 static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog, const tpu_sim_result *res,
@@ -155,11 +161,13 @@ static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog
     memcpy(vc->inf_ready, ready, (size_t)vc->ninf * sizeof *ready);
   }
   /* count what to allocate: events, matmul ops, array-0 tiles */
-  size_t nmm = 0, nt0 = 0, ninf_ops = 0;
+  size_t nmm = 0, nt0 = 0, ninf_ops = 0, nunit[TPU_VIZ_NUNIT] = { 0 };
   for (int i = 0; i < nops; i++) {
     tpu_sim_op o;
     tpu_sim_program_op(prog, p, i, &o);
     if (o.kind == TPU_SIM_INFEED) ninf_ops++;
+    const int un = unit_of_kind(o.kind);
+    if (un >= 0) nunit[un]++;
     if (o.kind != TPU_SIM_MATMUL) continue;
     int64_t dr, dc;
     tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
@@ -170,7 +178,7 @@ static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog
     nt0 += (size_t)((ntn + mx - 1) / mx * ntk * tpu_precision_passes(o.precision));
   }
   for (int u = 0; u < TPU_VIZ_NUNIT; u++)
-    if (!(vc->opiv[u] = tpu_calloc((size_t)nops + 1, sizeof *vc->opiv[u]))) return TPU_ERR_NOMEM;
+    if (!(vc->opiv[u] = tpu_malloc((nunit[u] + 1) * sizeof *vc->opiv[u]))) return TPU_ERR_NOMEM;
   pev *evs = tpu_malloc(((size_t)nops * 2 + 1) * sizeof *evs);
   vc->inf_deq = tpu_malloc((ninf_ops + 1) * sizeof *vc->inf_deq);
   vc->opname = tpu_calloc(nmm + 1, sizeof *vc->opname);
@@ -201,8 +209,7 @@ static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog
                j / (nb_ * kb_), j % kb_, j % kb_, j / kb_ % nb_);
       o.name = gname;
     }
-    const int unit = o.kind == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : o.kind == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
-                   : o.kind == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : o.kind == TPU_SIM_COLLECTIVE ? TPU_VIZ_UNIT_ICI : -1;
+    const int unit = unit_of_kind(o.kind);
     if (unit >= 0) {
       char *nm = tpu_strdup(o.name ? o.name : tpu_sim_kind_name(o.kind));
       if (!nm) goto nomem;
@@ -266,7 +273,7 @@ nomem:
 /* Runs prog on the engine and lays the run out on v's cores (v->chip,
 ** rows, cols, ncores set). err is set on failure. */
 static tpu_status run_program(tpu_viz *v, tpu_sim_program *prog, int *max_m, int *max_k, char *err, size_t errcap) {
-  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 0 };   /* results do not depend on it */
   tpu_sim_result *res = NULL;
   tpu_status st = tpu_sim_run(&v->chip, prog, &opt, &res);
   if (st != TPU_OK) {

@@ -27,7 +27,7 @@ typedef struct viz_opiv { uint64_t a, b; char *name; } viz_opiv;
 typedef struct viz_core {
   int m0, mrows;                     /* GEMM: the core's rows of A and C */
   viz_seg *seg; size_t nseg;         /* last segment is idle up to the run's end */
-  uint64_t end;                      /* 1 + the core's last busy cycle */
+  uint64_t end;                      /* the run's length (segments end there) */
   uint64_t totals[TPU_VIZ_NCAT];
   tpu_mxu_tile *tiles;               /* array 0's tiles (the one the PE model shows) */
   tpu_mxu_tile_times *times;
