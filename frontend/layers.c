@@ -6,7 +6,8 @@
 ** Every matmul goes through fe_gemm(); everything else is plain f32 C in a
 ** fixed order (so results do not depend on threads). Conv2d is im2col +
 ** GEMM; its backward recomputes the im2col buffer instead of keeping one per
-** layer (memory over time; the MXU timing is charged by train_timing.c).
+** layer (memory over time). The step's timing is not here: train_lower.c lowers
+** the step into chip-engine programs (fe_time_step).
 */
 #include <assert.h>
 #include <cblas.h>

@@ -43,19 +43,23 @@
 ** reused across output tiles and small enough (<= VMEM/8) is kept in VMEM
 ** for the GEMM (loaded once) instead of being fetched again per tile.
 **
-** Tiles. One streamed tile holds at most Q = VMEM/256 f32 values: a
-** section of the program (one op of the model) uses at most 8 streamed
-** operand slots (the optimizer: param, grad, m, v, twice), each with up to
-** 4 edge shapes, so 8 * 4 * 4 Q bytes = VMEM/2; the two reuse caches take
-** at most VMEM/4; the rest is for bias and label tiles. VMEM buffers are
-** named per section, so each is live only within its section (the engine
-** checks liveness and would refuse a program that overflows).
+** Tiles. A GEMM's streamed tile holds at most Q = VMEM/256 f32 values: its
+** a, b and c operands have two slots each, and each slot may meet up to 4
+** edge shapes, so 6 * 4 * 4 Q bytes < VMEM/2; the two reuse caches take at
+** most VMEM/4; the rest is for bias and db tiles. Element-wise passes (up
+** to 6 slots of 4 shapes) use tiles of 2Q values (3/4 of VMEM at most); the
+** optimizer (8 slots: param, grad, m, v, twice; only the row count varies,
+** so 2 shapes each) tiles of 3Q (3/4 of VMEM); the loss, tiles of Q. VMEM
+** buffers are named per section, so each is live only within its section
+** (the engine checks liveness and would refuse a program that overflows).
 **
 ** HBM views. At the timing level a buffer is only a size, so HBM tiles are
 ** buffers named by their shape ("hbm 16x256"), shared by every tile of that
 ** shape: dependencies between DMAs through them are harmless, since a
 ** core's DMA unit runs its transfers in program order anyway (which is also
-** what orders a tile's write before a later read of it). Whole tensors are
+** what orders a tile's write before a later read of it). Labels get views
+** of their own, never written, so that the program also runs at the tile
+** level (values are then meaningless but valid). Whole tensors are
 ** declared too, so that HBM capacity is checked. The three links the DMA
 ** order cannot give -- infeed before the first read of the shard, the last
 ** gradient write before the all-reduce, the all-reduce before the first
@@ -91,7 +95,7 @@ static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "
 
 typedef struct fe_op_rec { tpu_sim_kind kind; char name[112]; } fe_op_rec;
 typedef struct vslot { int role, slot; int64_t r, c; int h; } vslot;
-typedef struct hview { int64_t r, c; int h; } hview;
+typedef struct hview { int tag; int64_t r, c; int h; } hview;
 
 typedef struct lower {
   tpu_sim_program *p;
@@ -161,11 +165,13 @@ static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
   return h;
 }
 
-/* The HBM tile buffer of shape r x c (shared by every tile of that shape). */
-static int hbuf(lower *L, int64_t r, int64_t c) {
+/* The HBM tile buffer of shape r x c (shared by every tile of that shape).
+** Labels (tag 1) get their own: nothing writes them, so when the program
+** is run at the tile level they stay valid class indices (zeros). */
+static int hbuf(lower *L, int tag, int64_t r, int64_t c) {
   if (L->st) return 0;
   for (int i = 0; i < L->nhv; i++)
-    if (L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
+    if (L->hv[i].tag == tag && L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
   if (L->nhv == L->caphv) {
     int cap = L->caphv ? 2 * L->caphv : 32;
     hview *n = tpu_realloc(L->hv, (size_t)cap * sizeof *n);
@@ -174,10 +180,10 @@ static int hbuf(lower *L, int64_t r, int64_t c) {
     L->caphv = cap;
   }
   char name[64];
-  snprintf(name, sizeof name, "hbm %lldx%lld", (long long)r, (long long)c);
+  snprintf(name, sizeof name, "%s %lldx%lld", tag ? "labels" : "hbm", (long long)r, (long long)c);
   int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
   if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  L->hv[L->nhv++] = (hview){ r, c, h };
+  L->hv[L->nhv++] = (hview){ tag, r, c, h };
   return h;
 }
 
@@ -223,12 +229,12 @@ static int dma(lower *L, int src, int dst, int64_t bytes, const char *what) {
 }
 /* DMA of an r x c tile from HBM into (role, slot); returns the VMEM buffer. */
 static int load(lower *L, int role, int slot, int64_t r, int64_t c, const char *what) {
-  int v = vbuf(L, role, slot, r, c), h = hbuf(L, r, c);
+  int v = vbuf(L, role, slot, r, c), h = hbuf(L, role == R_LAB, r, c);
   if (!L->st) dma(L, h, v, r * c * 4, what);
   return v;
 }
 static void store(lower *L, int v, int64_t r, int64_t c, const char *what) {
-  int h = hbuf(L, r, c);
+  int h = hbuf(L, 0, r, c);
   if (!L->st) dma(L, v, h, r * c * 4, what);
 }
 /* A store issued after the next tile's loads (flush), so that the DMA unit
@@ -303,9 +309,13 @@ static void run_gemm(lower *L, const gemm *g) {
                           .trans_b = g->tb, .accumulate = kb > 0, .precision = L->prec };
         add(L, &op, g->what);
         if (g->colsum_b && mb == 0) {   /* db: column sums of dY, accumulated over its row tiles */
+          /* a one-row tile is its own column sum (and sim_vpu.c refuses a
+          ** col_sum of one row: its check costs it at 0 cycles) */
           if (kb == 0) {
             db = vbuf(L, R_DB, (int)(nb & 1), 1, ni);
-            lw_vpu(L, "col_sum", b, 0, 0, db, 0, 0, NULL);
+            lw_vpu(L, ki > 1 ? "col_sum" : "copy", b, 0, 0, db, 0, 0, NULL);
+          } else if (ki == 1) {
+            lw_vpu(L, "add", db, b, 0, db, 0, 0, NULL);
           } else {
             int part = vbuf(L, R_PART, 0, 1, ni);
             lw_vpu(L, "col_sum", b, 0, 0, part, 0, 0, NULL);
@@ -343,7 +353,7 @@ static void ew_tile(int64_t R, int64_t C, int64_t Q, int64_t *rt, int64_t *ct) {
 
 static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
   int64_t rt, ct;
-  ew_tile(R, C, L->Q, &rt, &ct);
+  ew_tile(R, C, 2 * L->Q, &rt, &ct);
   int slot = 0;
   for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
     for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, slot ^= 1) {
@@ -363,7 +373,7 @@ static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
 ** multiplies by prm->alpha. */
 static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
   int64_t rt, ct;
-  ew_tile(R, C, L->Q, &rt, &ct);
+  ew_tile(R, C, 2 * L->Q, &rt, &ct);
   int slot = 0, oslot = 0;
   for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
     for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, oslot ^= 1) {
@@ -386,7 +396,7 @@ static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, c
 ** scaled dY; each result goes to its tap of dX. */
 static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
   int64_t rt, ct;
-  ew_tile(R, C, L->Q, &rt, &ct);
+  ew_tile(R, C, 2 * L->Q, &rt, &ct);
   int slot = 0, yslot = 0;
   for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
     for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, yslot ^= 1) {
@@ -562,8 +572,9 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
 
   /* optimizer over the flat parameter vector, 'lanes' wide */
   section(L, "optimizer", -1, NULL);
-  const int64_t ct = min64(L->chip->vpu.lanes, L->Q);
-  const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, L->Q / ct);
+  const int64_t Qo = 3 * L->Q;   /* 8 slots, 2 shapes each (see the top of this file) */
+  const int64_t ct = min64(L->chip->vpu.lanes, Qo);
+  const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, Qo / ct);
   const int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
   const char *fn = m->opt.kind == FE_ADAM ? "adam" : m->opt.kind == FE_MOMENTUM ? "momentum" : "sgd";
   tpu_vpu_params op = tpu_vpu_params_default();

@@ -93,6 +93,32 @@ START_TEST(A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles) {
 }
 END_TEST
 
+START_TEST(An_op_waits_for_the_op_named_by_after) {
+  tpu_chip_config cfg = teach(1);
+  tpu_sim_program *p;
+  ck_assert(tpu_sim_program_create(1, &p) == TPU_OK);
+  int a = buf(p, 0, "a", TPU_SIM_HBM, 8, 8), va = buf(p, 0, "va", TPU_SIM_VMEM, 8, 8);
+  int x = buf(p, 0, "x", TPU_SIM_VMEM, 8, 8), y = buf(p, 0, "y", TPU_SIM_VMEM, 8, 8);
+  int d0 = add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = a, .dst = va });
+  /* shares no buffer with the DMA: without 'after' it would start at 0 */
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y }, .after = d0 + 1 });
+  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y }, .after = 3 };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "field 'after': 3"), "%s", tpu_sim_program_error(p));
+  bad.after = -1;
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
+  tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+  /* DMA [0, 132) (100 latency + 256 B at 8 B/cycle); relu of 64 values:
+  ** 4 registers: [132, 136) */
+  uint64_t s, e;
+  tpu_sim_result_op_times(r, 0, 1, &s, &e);
+  TU_EQ_U64(132, s);
+  TU_EQ_U64(136, e);
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
 START_TEST(An_all_reduce_waits_for_the_slower_core) {
   tpu_chip_config cfg = teach(2);
   tpu_sim_program *p;
@@ -643,6 +669,7 @@ static Suite *sim_suite(void) {
   TCase *tc = tcase_create("schedules");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles);
+  tcase_add_test(tc, An_op_waits_for_the_op_named_by_after);
   tcase_add_test(tc, An_all_reduce_waits_for_the_slower_core);
   tcase_add_test(tc, An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length);
   tcase_add_test(tc, Concurrent_dmas_of_one_chip_share_its_hbm_fairly);

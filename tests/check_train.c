@@ -448,14 +448,32 @@ START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
                " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 10 } ],"
                " \"optimizer\": { \"type\": \"momentum\", \"momentum\": 0.9 } }");
   tpu_sim_program *p = NULL;
-  ck_assert_msg(fe_step_program(&m, &chip, TPU_PREC_BF16, 8, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_msg(fe_step_program(&m, &chip, TPU_PREC_BF16, 40, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
   ck_assert(tpu_sim_program_ops(p, 0) > 100);
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
-  tpu_sim_result *r = NULL;
+  tpu_sim_result *r = NULL, *r2 = NULL;
   ck_assert_msg(tpu_sim_run(&chip, p, &o, &r) == TPU_OK, "%s", tpu_sim_program_error(p));
   ck_assert_int_eq(tpu_sim_result_cores(r), 4);
+  /* the program also runs with values (the tile level: several row tiles
+  ** of labels, which stay valid classes), in the same cycles */
+  o.level = TPU_FIDELITY_TILE;
+  ck_assert_msg(tpu_sim_run(&chip, p, &o, &r2) == TPU_OK, "%s", tpu_sim_program_error(p));
+  TU_EQ_U64(tpu_sim_result_cycles(r), tpu_sim_result_cycles(r2));
+  tpu_sim_result_destroy(r2);
   tpu_sim_result_destroy(r);
   tpu_sim_program_destroy(p);
+  /* three loss tiles of 24 rows: the third reads its labels after the
+  ** first tile's loss went to HBM */
+  fe_model d = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 10 } ] }");
+  ck_assert_msg(fe_step_program(&d, &chip, TPU_PREC_BF16, 72, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_msg(tpu_sim_run(&chip, p, &o, &r2) == TPU_OK, "%s", tpu_sim_program_error(p));
+  tpu_sim_result_destroy(r2);
+  tpu_sim_program_destroy(p);
+  /* one sample per core: one-row tiles everywhere (db is then a copy) */
+  fe_step_timing t;
+  ck_assert_msg(fe_time_step(&m, &chip, TPU_PREC_BF16, 1, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err) == TPU_OK,
+                "%s", err);
+  ck_assert(t.step_cycles > 0);
   /* 1000 classes need a row of logits in one tile: 256 values on teach */
   m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 1000 } ] }");
   ck_assert_int_eq(fe_step_program(&m, &chip, TPU_PREC_BF16, 4, true, 0, &p, err, sizeof err), TPU_ERR_CONFIG);
@@ -508,6 +526,32 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
   }
 }
 END_TEST
+START_TEST(Step_timing_survives_every_allocation_failure) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("teach", &chip, err, sizeof err), TPU_OK);
+  fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"relu\" },"
+                        " { \"type\": \"dense\", \"units\": 4 } ] }");
+  fe_step_timing want, t;
+  fe_trace_event ev[256];
+  int nev = 0;
+  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, ev, 256, &nev, err, sizeof err), TPU_OK);
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 20000 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 256, &nev, err, sizeof err);
+    tpu_set_alloc(NULL, NULL);
+    if (st == TPU_OK) {
+      ok_seen = 1;
+      ck_assert(!memcmp(&want, &t, sizeof t));
+    } else {
+      ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s: %s", fail_at, tpu_status_str(st), err);
+    }
+  }
+  ck_assert_msg(ok_seen && fail_at > 50, "%d allocations", fail_at);
+}
+END_TEST
 /* }================================================================== */
 
 static Suite *train_suite(void) {
@@ -531,6 +575,7 @@ static Suite *train_suite(void) {
   tc = tcase_create("oom");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, Parsing_and_training_survive_every_allocation_failure);
+  tcase_add_test(tc, Step_timing_survives_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("timing");
   tcase_set_timeout(tc, 120);

@@ -72,6 +72,12 @@ a=[strip(json.load(open(f))) for f in sys.argv[1:]]
 assert a[0]==a[1]==a[2], "differ"
 PY
 
+# a VMEM too small for the lowering's tiles is bad input, named with the bytes
+expect_status 2 "$TPUSIM" train --model tiny.json $S --chip teach --set vmem.capacity_kib=2 --level timing
+expect_err_contains "a row of 10 logits does not fit one VMEM tile of 8 values (2048 bytes of VMEM)"
+expect_status 2 "$TPUSIM" train --model tiny.json $S --chip teach --set vmem.capacity_kib=1 --level timing
+expect_err_contains "VMEM of 1024 bytes cannot hold the lowering's tiles"
+
 # timing level: no values, same step time
 expect_status 0 "$TPUSIM" train --model tiny.json $S --level timing --json
 echo "$OUT" > tm.json
