@@ -2,7 +2,8 @@
 ** matmul_cores.c -- `tpusim matmul --cores C`: one GEMM split across C cores
 ** along M, with the operands starting in HBM, run on the chip engine.
 **
-** Each core gets rows [i*M/C, (i+1)*M/C) of A and C and all of B. HBM holds
+** The program is built by tpu_sim_gemm_program (sim/gemm.c; tpusim viz shows
+** the same one). Each core gets rows [i*M/C, (i+1)*M/C) of A and C and all of B. HBM holds
 ** the operands in a blocked layout (one buffer per T x T block, as a TPU
 ** compiler would lay them out), so every DMA moves one block. Per core:
 **
@@ -31,87 +32,7 @@
 #include "frontend/sim_report.h"
 #include "sim/sim.h"
 
-/* A VMEM tile buffer of shape r x c for slot s, created on first use. */
-static int vtile(tpu_sim_program *p, int core, const char *what, long r, long c, int s) {
-  char name[64];
-  snprintf(name, sizeof name, "%s_%ldx%ld_%d", what, r, c, s);
-  int h = tpu_sim_buffer_find(p, core, name);
-  return h ? h : tpu_sim_buffer(p, core, name, TPU_SIM_VMEM, TPU_SIM_F32, r, c);
-}
-
 static long minl(long a, long b) { return a < b ? a : b; }
-
-/* Builds core 'core's program for rows [m0, m0+mi); adds its HBM traffic to
-** *bytes. A, B hold values (or NULL at the timing level). Returns 0 or -1. */
-static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, long K, long T,
-                      tpu_precision prec, const float *A, const float *B, float *scratch, double *bytes) {
-  const long MB = (mi + T - 1) / T, NB = (N + T - 1) / T, KB = (K + T - 1) / T;
-  char name[64];
-  /* HBM blocks */
-  for (long mb = 0; mb < MB; mb++)
-    for (long kb = 0; kb < KB; kb++) {
-      const long r = minl(T, mi - mb * T), c = minl(T, K - kb * T);
-      snprintf(name, sizeof name, "A_%ld_%ld", mb, kb);
-      int h = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
-      if (!h) return -1;
-      if (A) {
-        for (long i = 0; i < r; i++) memcpy(scratch + i * c, A + (m0 + mb * T + i) * K + kb * T, (size_t)c * sizeof *A);
-        if (tpu_sim_buffer_init(p, core, h, scratch) != TPU_OK) return -1;
-      }
-    }
-  for (long kb = 0; kb < KB; kb++)
-    for (long nb = 0; nb < NB; nb++) {
-      const long r = minl(T, K - kb * T), c = minl(T, N - nb * T);
-      snprintf(name, sizeof name, "B_%ld_%ld", kb, nb);
-      int h = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
-      if (!h) return -1;
-      if (B) {
-        for (long i = 0; i < r; i++) memcpy(scratch + i * c, B + (kb * T + i) * N + nb * T, (size_t)c * sizeof *B);
-        if (tpu_sim_buffer_init(p, core, h, scratch) != TPU_OK) return -1;
-      }
-    }
-  for (long mb = 0; mb < MB; mb++)
-    for (long nb = 0; nb < NB; nb++) {
-      snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-      if (!tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, minl(T, mi - mb * T), minl(T, N - nb * T))) return -1;
-    }
-  /* The C tile's write-back is queued on the (in-order) DMA unit after the
-  ** next block's first loads, not before them: otherwise it would wait for
-  ** the block's last matmul and hold back the prefetch behind it. */
-  int wb_src = 0, wb_dst = 0;
-  long slot = 0, cslot = 0;
-  for (long mb = 0; mb < MB; mb++)
-    for (long nb = 0; nb < NB; nb++, cslot ^= 1) {
-      const long r = minl(T, mi - mb * T), c = minl(T, N - nb * T);
-      const int vc = vtile(p, core, "c", r, c, (int)cslot);
-      if (!vc) return -1;
-      for (long kb = 0; kb < KB; kb++, slot ^= 1) {
-        const long kk = minl(T, K - kb * T);
-        const int va = vtile(p, core, "a", r, kk, (int)slot), vb = vtile(p, core, "b", kk, c, (int)slot);
-        if (!va || !vb) return -1;
-        snprintf(name, sizeof name, "A_%ld_%ld", mb, kb);
-        tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = tpu_sim_buffer_find(p, core, name), .dst = va };
-        if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-        snprintf(name, sizeof name, "B_%ld_%ld", kb, nb);
-        op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = tpu_sim_buffer_find(p, core, name), .dst = vb };
-        if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-        if (wb_src) {
-          op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
-          if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-          wb_src = 0;
-        }
-        op = (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = va, .b = vb, .dst = vc, .accumulate = kb > 0, .precision = prec };
-        if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-        *bytes += 4.0 * (double)(r * kk + kk * c);
-      }
-      snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-      wb_src = vc;
-      wb_dst = tpu_sim_buffer_find(p, core, name);
-      *bytes += 4.0 * (double)(r * c);
-    }
-  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
-  return tpu_sim_add_op(p, core, &op, NULL) == TPU_OK ? 0 : -1;
-}
 
 int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, long N, long K, int precision,
                     int level, long seed, int threads, bool json, const char *trace_path) {
@@ -127,10 +48,9 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
   tpu_fidelity lv = (tpu_fidelity)level;
   if (lv == TPU_FIDELITY_PE) lv = TPU_FIDELITY_TILE;
   const bool values = lv != TPU_FIDELITY_TIMING;
-  long T = 1;
-  while (T < 1024 && 12.0 * (double)(2 * T) * (double)(2 * T) * 4.0 <= (double)chip.vmem_capacity_kib * 1024.0) T *= 2;
+  const long T = (long)tpu_sim_gemm_block(&chip);
 
-  float *A = NULL, *B = NULL, *Cm = NULL, *ref = NULL, *scratch = NULL;
+  float *A = NULL, *B = NULL, *Cm = NULL, *ref = NULL;
   tpu_sim_program *p = NULL;
   tpu_sim_result *res = NULL;
   json_t *o = NULL;
@@ -140,20 +60,16 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
     B = tpu_malloc((size_t)(K * N) * sizeof *B);
     Cm = tpu_malloc((size_t)(M * N) * sizeof *Cm);
     ref = tpu_malloc((size_t)(M * N) * sizeof *ref);
-    scratch = tpu_malloc((size_t)(T * T) * sizeof *scratch);
-    if (!A || !B || !Cm || !ref || !scratch) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", M, N, K); goto out; }
+    if (!A || !B || !Cm || !ref) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", M, N, K); goto out; }
     uint64_t r = (uint64_t)seed;   /* the same inputs as the one-core matmul */
     fe_normal_fill(&r, A, (size_t)(M * K));
     fe_normal_fill(&r, B, (size_t)(K * N));
   }
-  if (tpu_sim_program_create(cores, &p) != TPU_OK) { rc = fe_runtime_error(cmd, "out of memory"); goto out; }
   double bytes = 0;
-  for (int c = 0; c < cores; c++) {
-    const long m0 = M * c / cores, mi = M * (c + 1) / cores - m0;
-    if (mi > 0 && build_core(p, c, m0, mi, N, K, T, prec, A, B, scratch, &bytes)) {
-      rc = fe_runtime_error(cmd, "cannot build core %d's program: %s", c, tpu_sim_program_error(p));
-      goto out;
-    }
+  char err[512];
+  if (tpu_sim_gemm_program(&chip, cores, M, N, K, prec, A, B, &p, &bytes, err, sizeof err) != TPU_OK) {
+    rc = fe_runtime_error(cmd, "%s", err);
+    goto out;
   }
   tpu_sim_options opt = { .level = lv, .threads = threads, .trace = trace_path != NULL };
   tpu_status st = tpu_sim_run(&chip, p, &opt, &res);
@@ -239,6 +155,6 @@ out:
   json_decref(o);
   tpu_sim_result_destroy(res);
   tpu_sim_program_destroy(p);
-  tpu_free(A); tpu_free(B); tpu_free(Cm); tpu_free(ref); tpu_free(scratch);
+  tpu_free(A); tpu_free(B); tpu_free(Cm); tpu_free(ref);
   return rc;
 }

@@ -82,6 +82,32 @@ int tpu_sim_program_ops(const tpu_sim_program *p, int core) {
 }
 const char *tpu_sim_program_error(const tpu_sim_program *p) { return p->err; }
 
+bool tpu_sim_program_op(const tpu_sim_program *p, int core, int index, tpu_sim_op *out) {
+  memset(out, 0, sizeof *out);
+  if (core < 0 || core >= p->cores || index < 0 || index >= p->core[core].nops) return false;
+  const sim_op *so = &p->core[core].ops[index];
+  *out = so->o;
+  out->name = so->name;
+  out->vpu_op = so->vpu_op;
+  out->params = NULL;
+  return true;
+}
+
+bool tpu_sim_buffer_shape(const tpu_sim_program *p, int core, int buf, int64_t *rows, int64_t *cols) {
+  *rows = *cols = 0;
+  if (core < 0 || core >= p->cores || buf < 1 || buf > p->core[core].nbufs) return false;
+  *rows = p->core[core].bufs[buf - 1].rows;
+  *cols = p->core[core].bufs[buf - 1].cols;
+  return true;
+}
+
+int64_t tpu_sim_program_infeed(const tpu_sim_program *p, int core, const uint64_t **ready_cycles) {
+  *ready_cycles = NULL;
+  if (core < 0 || core >= p->cores) return 0;
+  *ready_cycles = p->core[core].infeed_ready;
+  return p->core[core].ninfeed;
+}
+
 /* Grows *arr (of elements 'size') so it holds at least need; 0 or -1 (NOMEM). */
 static int grow(void **arr, int *cap, int need, size_t size) {
   if (need <= *cap) return 0;

@@ -175,6 +175,14 @@ int  tpu_sim_program_ops(const tpu_sim_program *p, int core);  /* ops on that co
 ** names the core, the op (index and name) or buffer, and what was wrong. */
 const char *tpu_sim_program_error(const tpu_sim_program *p);
 
+/* Op 'index' of 'core' as added (kind, step, operands, flags); name and
+** vpu_op point into p (valid while p lives), params is NULL. false (and
+** *out zeroed) when out of range. */
+bool tpu_sim_program_op(const tpu_sim_program *p, int core, int index, tpu_sim_op *out);
+/* The core's infeed queue: its batch count, and their ready cycles through
+** *ready_cycles (borrowed from p; NULL when empty). */
+int64_t tpu_sim_program_infeed(const tpu_sim_program *p, int core, const uint64_t **ready_cycles);
+
 /* Adds a rows x cols buffer named 'name' (copied; unique within the core)
 ** to one core. Returns its handle (>= 1) or 0 on error (bad shape, duplicate
 ** name, out of memory; see tpu_sim_program_error). Values start at zero. */
@@ -184,6 +192,8 @@ int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space
 int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name);
 /* rows * cols of a buffer, or 0 for a bad handle. */
 int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf);
+/* A buffer's shape; false (and zeros) for a bad handle. */
+bool tpu_sim_buffer_shape(const tpu_sim_program *p, int core, int buf, int64_t *rows, int64_t *cols);
 /* Sets a buffer's initial values: rows*cols floats, copied (rounded to bf16
 ** for a bf16 buffer). Used at the tile level; ignored at the timing level. */
 tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values);
@@ -240,12 +250,35 @@ uint64_t tpu_sim_result_step_end(const tpu_sim_result *r, int core, int step);
 /* Start and end (exclusive) cycle of op 'index' of 'core'. */
 void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index,
                              uint64_t *start, uint64_t *end);
+/* When op 'index' of 'core' makes its unit busy: a matmul's first weight
+** load (the stall accounting's mxu_busy interval is [busy, end)); the
+** start for the other kinds. 0 out of range. */
+uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index);
 /* A buffer's final values (rows*cols floats, owned by r), or NULL at the
 ** timing level or for a bad handle. */
 const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf);
 /* The Chrome/Perfetto trace-event JSON of the run (needs options.trace),
 ** newly allocated: tpu_free() it. NULL on out-of-memory or without trace. */
 char *tpu_sim_result_trace_json(const tpu_sim_result *r);
+/* The program of one GEMM C = A.B (M x K times K x N, each 1..65536) split
+** along M over 'cores' cores, as `tpusim matmul --cores` and `tpusim viz`
+** run it. Core c gets rows [m0, m0+mi) with m0 = M*c/cores. HBM holds A's
+** rows, B and C in T x T blocks (T = tpu_sim_gemm_block(cfg)), buffers
+** "A_mb_kb", "B_kb_nb", "C_mb_nb" (block indices within the core's rows). Per
+** core, for each block row mb, each block column nb, each kb: DMA A and B
+** blocks into one of two VMEM slots, then a matmul (accumulating from kb 1);
+** the C tile's write-back DMA is queued after the next block's first loads.
+** So the core's j-th matmul op is block (mb, nb, kb) in that loop order.
+** A and B (row-major, f32) are copied into the blocks when non-NULL (tile
+** level); NULL gives a timing-level program. *hbm_bytes (may be NULL) gets
+** the bytes the program moves. On failure *out is NULL, err says why
+** (TPU_ERR_CONFIG bad shape, TPU_ERR_NOMEM). */
+tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+                                tpu_precision prec, const float *A, const float *B, tpu_sim_program **out,
+                                double *hbm_bytes, char *err, size_t errcap);
+/* The block side T of tpu_sim_gemm_program: the largest power of two (up
+** to 1024) whose worst-case working set fits the core's VMEM. */
+int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);
 /* The closed-form cycles of one collective of 'bytes' per core over all the
 ** chip's cores (what the engine charges once every core has arrived). */
 uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes);

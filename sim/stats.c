@@ -136,6 +136,11 @@ void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index, uint6
   *end = r->core[core].end[index];
 }
 
+uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index) {
+  if (core < 0 || core >= r->cores || index < 0 || index >= r->core[core].cp->nops) return 0;
+  return r->core[core].busy[index];
+}
+
 const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf) {
   if (core < 0 || core >= r->cores || !r->core[core].val) return NULL;
   if (buf < 1 || buf > r->core[core].cp->nbufs) return NULL;

@@ -26,10 +26,21 @@ static tpu_viz *setup(uint64_t *start) {
   tpu_chip_config chip;
   char err[512];
   if (tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
-  /* 4096 rows per core: each tile streams 4096 cycles, more than any loop below steps */
-  tpu_viz_workload w = { 32768, 256, 256, 1, TPU_PREC_BF16 };
+  /* one 4096 x 256 x 256 matmul per core, operands already in VMEM: each
+  ** tile streams 4096 cycles, more than any loop below steps (a GEMM from
+  ** HBM is cut into VMEM-sized blocks, whose tiles are shorter) */
+  tpu_sim_program *p;
+  if (tpu_sim_program_create(chip.cores, &p) != TPU_OK) exit(1);
+  for (int c = 0; c < chip.cores; c++) {
+    int a = tpu_sim_buffer(p, c, "a", TPU_SIM_VMEM, TPU_SIM_F32, 4096, 256);
+    int b = tpu_sim_buffer(p, c, "b", TPU_SIM_VMEM, TPU_SIM_F32, 256, 256);
+    int d = tpu_sim_buffer(p, c, "c", TPU_SIM_VMEM, TPU_SIM_F32, 4096, 256);
+    tpu_sim_op op = { .kind = TPU_SIM_MATMUL, .a = a, .b = b, .dst = d };
+    if (!a || !b || !d || tpu_sim_add_op(p, c, &op, NULL) != TPU_OK) { fprintf(stderr, "%s\n", tpu_sim_program_error(p)); exit(1); }
+  }
   tpu_viz *v;
-  if (tpu_viz_create(&chip, &w, &v, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
+  if (tpu_viz_create_program(&chip, p, "bench", 1, &v, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
+  tpu_sim_program_destroy(p);
   const tpu_mxu_tile_times *tt;
   tpu_viz_tiles(v, NULL, &tt);
   *start = tt[0].stream_start + 200;            /* the whole array is computing */

@@ -1,8 +1,9 @@
 /*
 ** check_viz.c -- the visualizer's data path, checked without a window: the
 ** frame's cells are exactly where the PE-level model and the timing formula
-** of mxu.h put the wavefront, the timeline's bands are as long as the
-** totals say, seeking backwards replays exactly, allocation failures are
+** of mxu.h put the wavefront, the timeline's totals are the chip engine's
+** stall figures (for a GEMM and for a program) and its bands as long as
+** they say, seeking backwards replays exactly, allocation failures are
 ** survived; and the PNG the SDL layer writes holds the same pixels.
 */
 #include <SDL.h>
@@ -231,9 +232,9 @@ START_TEST(Stall_bands_are_as_long_as_the_totals_say) {
 }
 END_TEST
 
-/* One core, one tile, operands in HBM: the core waits on memory until the
-** operands land, then the MXU is busy from the weight load to the last
-** result, then the result goes back; nothing else. */
+/* One core, one tile, operands in HBM (the engine's GEMM program): the core
+** waits on memory until the operands land, then the MXU is busy from the
+** weight load to the last result, then the result goes back; nothing else. */
 START_TEST(Totals_follow_the_tile_formula) {
   tpu_viz *v = make("teach", 1, 8, 8, 8);
   const tpu_mxu_tile_times *tt;
@@ -310,7 +311,7 @@ START_TEST(Create_survives_every_allocation_failure) {
   ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
   tpu_viz_workload w = { 20, 12, 10, 1, TPU_PREC_BF16 };
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
+  for (fail_at = 1; fail_at < 4000 && !ok_seen; fail_at++) {
     calls = 0;
     tpu_viz *v;
     tpu_set_alloc(failing_alloc, NULL);
@@ -373,6 +374,316 @@ START_TEST(Png_frame_matches_the_rendered_buffer) {
 }
 END_TEST
 
+/* {==================================================================
+** Program sessions: the timeline is the chip engine's
+** ================================================================== */
+/* docs/examples/train_step.json with a host fast enough that batches queue
+** up on the first steps (and arrive late on the last). */
+static const char STEP_PROG[] =
+  "{ \"cores\": 4, \"repeat\": 3,\n"
+  "  \"infeed\": { \"first\": 0, \"interval\": 9000, \"batches\": 3 },\n"
+  "  \"buffers\": [\n"
+  "    { \"name\": \"w_hbm\", \"space\": \"hbm\",  \"shape\": [64, 32] },\n"
+  "    { \"name\": \"x\", \"space\": \"vmem\", \"shape\": [32, 64] },\n"
+  "    { \"name\": \"w\", \"space\": \"vmem\", \"shape\": [64, 32] },\n"
+  "    { \"name\": \"y\", \"space\": \"vmem\", \"shape\": [32, 32] },\n"
+  "    { \"name\": \"h\", \"space\": \"vmem\", \"shape\": [32, 32] },\n"
+  "    { \"name\": \"g\", \"space\": \"vmem\", \"shape\": [64, 32] } ],\n"
+  "  \"ops\": [\n"
+  "    { \"op\": \"infeed\", \"dst\": \"x\", \"name\": \"batch\" },\n"
+  "    { \"op\": \"dma\", \"src\": \"w_hbm\", \"dst\": \"w\", \"name\": \"fetch w\" },\n"
+  "    { \"op\": \"matmul\", \"a\": \"x\", \"b\": \"w\", \"dst\": \"y\", \"name\": \"forward\" },\n"
+  "    { \"op\": \"vpu\", \"fn\": \"relu\", \"in\": [\"y\"], \"out\": [\"h\"] },\n"
+  "    { \"op\": \"matmul\", \"a\": \"x\", \"b\": \"h\", \"trans_a\": true, \"dst\": \"g\", \"name\": \"dW\" },\n"
+  "    { \"op\": \"all_reduce\", \"src\": \"g\", \"dst\": \"g\", \"name\": \"allreduce dW\" },\n"
+  "    { \"op\": \"vpu\", \"fn\": \"sub\", \"in\": [\"w\", \"g\"], \"out\": [\"w\"], \"name\": \"update\" },\n"
+  "    { \"op\": \"dma\", \"src\": \"w\", \"dst\": \"w_hbm\", \"name\": \"store w\" } ] }\n";
+
+static tpu_sim_program *parse_prog(const tpu_chip_config *chip, const char *text) {
+  tpu_sim_program *p;
+  char err[1024];
+  ck_assert_msg(tpu_sim_program_parse(text, "step.json", chip->cores, &p, err, sizeof err) == TPU_OK, "%s", err);
+  return p;
+}
+
+/* The totals the visualizer shows per core are the engine's stall
+** breakdown, category by category, and each op's unit row is busy exactly
+** over the op's interval in the engine's result. */
+START_TEST(Program_totals_equal_the_engine_stalls) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(tpu_viz_is_program(v));
+  ck_assert(strstr(tpu_viz_title(v), "step.json"));
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 2 };
+  tpu_sim_result *r;
+  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+  TU_EQ_U64(tpu_sim_result_cycles(r), tpu_viz_total_cycles(v));
+  int kinds_seen = 0;
+  for (int c = 0; c < chip.cores; c++) {
+    tpu_sim_stalls s;
+    tpu_sim_result_stalls(r, c, -1, &s);
+    uint64_t t[TPU_VIZ_NCAT];
+    tpu_viz_totals(v, c, t);
+    for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+      ck_assert_msg(t[k] == s.cycles[k], "core %d %s: viz %llu, engine %llu", c, tpu_sim_stall_name(k),
+                    (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
+      kinds_seen += c == 0 && t[k] > 0;
+    }
+    for (int i = 0; i < tpu_sim_program_ops(p, c); i++) {
+      tpu_sim_op o;
+      ck_assert(tpu_sim_program_op(p, c, i, &o));
+      uint64_t a, b;
+      tpu_sim_result_op_times(r, c, i, &a, &b);
+      if (o.kind == TPU_SIM_MATMUL) a = tpu_sim_result_op_busy(r, c, i);
+      const tpu_viz_unit u = o.kind == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : o.kind == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
+                           : o.kind == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : TPU_VIZ_UNIT_ICI;
+      if (o.kind == TPU_SIM_INFEED || b == a) continue;
+      ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_VIZ_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_VIZ_IDLE,
+                    "core %d op %d ('%s'): its unit row is idle inside [%llu, %llu)", c, i, o.name,
+                    (unsigned long long)a, (unsigned long long)b);
+      /* units other than the MXU run one op at a time: the op at any of its cycles is itself */
+      if (u != TPU_VIZ_UNIT_MXU) {
+        ck_assert_ptr_nonnull(tpu_viz_op_at(v, c, u, (a + b) / 2));
+        ck_assert_str_eq(tpu_viz_op_at(v, c, u, (a + b) / 2), o.name);
+      } else {
+        ck_assert_ptr_nonnull(tpu_viz_op_at(v, c, u, b - 1));
+      }
+    }
+  }
+  ck_assert_int_ge(kinds_seen, 5);             /* mxu, vpu, infeed, memory, collective */
+  ck_assert_ptr_null(tpu_viz_op_at(v, 0, TPU_VIZ_UNIT_VPU, 0));   /* nothing on the VPU at cycle 0 */
+  tpu_sim_result_destroy(r);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+/* The headless frame's stall strips: every pixel has the color of the
+** category of the cycle it stands for, and each category's pixels number
+** its engine total x width / cycles within one pixel per band (rounding
+** at each band's two ends) plus the cursor's pixel. */
+START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r;
+  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  tpu_viz_render(v, &l, px, W);
+  const uint64_t T = tpu_viz_total_cycles(v);
+  for (int c = 0; c < chip.cores; c++) {
+    tpu_sim_stalls s;
+    tpu_sim_result_stalls(r, c, -1, &s);
+    int bands[TPU_VIZ_NCAT] = { 0 }, count[TPU_VIZ_NCAT] = { 0 };
+    for (uint64_t t = 0; t < T; t++)
+      if (t == 0 || tpu_viz_core_cat_at(v, c, t) != tpu_viz_core_cat_at(v, c, t - 1)) bands[tpu_viz_core_cat_at(v, c, t)]++;
+    const int y = tpu_viz_core_y(&l, c) + l.strip_h / 2;
+    for (int x = 1; x < l.timeline.w; x++) {       /* x = 0 is under the cursor (cycle 0) */
+      const tpu_viz_cat want = tpu_viz_core_cat_at(v, c, tpu_viz_cycle_at_x(v, &l, l.timeline.x + x));
+      const uint32_t got = px_at(px, l.timeline.x + x, y);
+      ck_assert_msg(got == tpu_viz_cat_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_viz_cat_name(want));
+      count[want]++;
+    }
+    for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+      const double want = (double)s.cycles[k] * l.timeline.w / (double)T;
+      ck_assert_msg(fabs(count[k] - want) <= bands[k] + 1, "core %d %s: %d px for %llu of %llu cycles (%.2f px), "
+                    "%d band(s)", c, tpu_sim_stall_name(k), count[k], (unsigned long long)s.cycles[k],
+                    (unsigned long long)T, want, bands[k]);
+    }
+  }
+  free(px);
+  tpu_sim_result_destroy(r);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+/* The infeed queue: batches ready at 0, 9000, 18000 (every core); a batch
+** leaves when its infeed op ends. Occupancy is never negative, reaches 2
+** (the second batch arrives while the first step runs), and the graph
+** under the timeline is drawn in the infeed color where it is not empty. */
+START_TEST(Program_infeed_queue_follows_ready_cycles_and_dequeues) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r;
+  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+  /* op 8 is step 1's infeed (8 ops per step) */
+  uint64_t a, b;
+  tpu_sim_result_op_times(r, 0, 8, &a, &b);
+  ck_assert_int_eq(tpu_viz_infeed_at(v, 0, 0), 0);          /* batch 0 dequeued at once */
+  ck_assert_int_eq(tpu_viz_infeed_at(v, 0, 9000), b <= 9000 ? 0 : 1);
+  ck_assert_int_eq(tpu_viz_infeed_at(v, 0, b - 1), b > 9000 ? 1 : 0);
+  int mx = 0;
+  for (uint64_t t = 0; t < tpu_viz_total_cycles(v); t += 7) {
+    int q = tpu_viz_infeed_at(v, 0, t);
+    ck_assert_int_ge(q, 0);
+    if (q > mx) mx = q;
+  }
+  ck_assert_int_ge(tpu_viz_infeed_max(v, 0), mx);
+  ck_assert_int_ge(mx, 1);
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  tpu_viz_render(v, &l, px, W);
+  int drawn = 0;
+  for (int x = 1; x < l.infeed.w; x++) {
+    bool full = tpu_viz_infeed_at(v, 0, tpu_viz_cycle_at_x(v, &l, l.infeed.x + x)) > 0;
+    bool red = px_at(px, l.infeed.x + x, l.infeed.y + l.infeed.h - 1) == tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT);
+    ck_assert_msg(full == red, "infeed graph x %d: %s drawn", x, red ? "a batch" : "nothing");
+    drawn += red;
+  }
+  ck_assert_int_gt(drawn, 0);
+  free(px);
+  tpu_sim_result_destroy(r);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+/* The MXU panel replays the engine's tiles: on array 0 of each core, the
+** first tile of every matmul op starts loading at the op's busy cycle in
+** the engine's result, and at every tile's stream start + r + c the PE
+** model has cell (r, c) computing (inside the tile's K x N block). */
+START_TEST(Program_mxu_replay_runs_at_the_engine_tile_times) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r;
+  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+  ck_assert(tpu_viz_select_core(v, 1) == TPU_OK);
+  const tpu_mxu_tile *tl;
+  const tpu_mxu_tile_times *tt;
+  const size_t nt = tpu_viz_tiles(v, &tl, &tt);
+  size_t j = 0, ops = 0;
+  for (int i = 0; i < tpu_sim_program_ops(p, 1); i++) {
+    tpu_sim_op o;
+    tpu_sim_program_op(p, 1, i, &o);
+    if (o.kind != TPU_SIM_MATMUL) continue;
+    while (j < nt && strcmp(tpu_viz_tile_op(v, j), o.name)) j++;
+    ck_assert_msg(j < nt, "no tile for op %d ('%s')", i, o.name);
+    TU_EQ_U64(tpu_sim_result_op_busy(r, 1, i), tt[j].load_start);
+    uint64_t a, b;
+    tpu_sim_result_op_times(r, 1, i, &a, &b);
+    size_t last = j;
+    while (last + 1 < nt && tt[last + 1].load_start < b && !strcmp(tpu_viz_tile_op(v, last + 1), o.name)) last++;
+    TU_EQ_U64(b, tt[last].last_result + 1);      /* one array on teach: its last tile ends the op */
+    j = last + 1;
+    ops++;
+  }
+  ck_assert_uint_eq(ops, 6);
+  ck_assert_uint_eq(j, nt);
+  for (size_t i = 0; i < nt; i += 5) {
+    const int rr = tl[i].k - 1, cc = tl[i].n - 1;
+    ck_assert(tpu_viz_seek(v, tt[i].stream_start + (uint64_t)rr + (uint64_t)cc) == TPU_OK);
+    tpu_viz_cell cell;
+    ck_assert(tpu_viz_cell_info(v, rr, cc, &cell));
+    ck_assert_msg(cell.state == TPU_MXU_CELL_COMPUTING, "tile %zu: cell (%d,%d) state %d at its first activation",
+                  i, rr, cc, cell.state);
+    ck_assert_str_eq(tpu_viz_mxu_op(v), tpu_viz_tile_op(v, i));
+  }
+  tpu_sim_result_destroy(r);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+/* A GEMM session is the engine's run of tpu_sim_gemm_program (what tpusim
+** matmul --cores runs): the same cycles and, per core, the same stalls. */
+START_TEST(Gemm_totals_equal_the_engine_run_of_the_matmul_program) {
+  static const struct { const char *chip; int m, n, k; tpu_precision prec; } cases[] = {
+    { "teach", 40, 12, 20, TPU_PREC_BF16 }, { "teach", 3, 40, 8, TPU_PREC_BF16X3 },
+    { "tpu-v2-8", 1024, 256, 256, TPU_PREC_BF16 } };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tpu_chip_config chip;
+    char err[1024];
+    ck_assert(tpu_chip_config_load(cases[i].chip, &chip, err, sizeof err) == TPU_OK);
+    tpu_viz_workload w = { cases[i].m, cases[i].n, cases[i].k, 5, cases[i].prec };
+    tpu_viz *v;
+    ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+    ck_assert(!tpu_viz_is_program(v));
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_gemm_program(&chip, chip.cores, w.m, w.n, w.k, w.precision, NULL, NULL, &p, NULL, err,
+                                   sizeof err) == TPU_OK);
+    tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+    tpu_sim_result *r;
+    ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+    TU_EQ_U64(tpu_sim_result_cycles(r), tpu_viz_total_cycles(v));
+    for (int c = 0; c < chip.cores; c++) {
+      tpu_sim_stalls s;
+      tpu_sim_result_stalls(r, c, -1, &s);
+      uint64_t t[TPU_VIZ_NCAT];
+      tpu_viz_totals(v, c, t);
+      for (int k = 0; k < TPU_VIZ_NCAT; k++)
+        ck_assert_msg(t[k] == s.cycles[k], "%s core %d %s: viz %llu, engine %llu", cases[i].chip, c,
+                      tpu_sim_stall_name(k), (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
+    }
+    ck_assert(tpu_viz_select_core(v, chip.cores - 1) == TPU_OK);   /* the last core always has rows */
+    ck_assert_ptr_nonnull(tpu_viz_tile_op(v, 0));
+    ck_assert(strstr(tpu_viz_tile_op(v, 0), "C_0_0"));
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(p);
+    tpu_viz_destroy(v);
+  }
+}
+END_TEST
+
+/* A program the chip cannot run is refused with the engine's message. */
+START_TEST(Program_the_chip_cannot_run_is_refused) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip,
+    "{ \"cores\": 4, \"buffers\": [ { \"name\": \"big\", \"space\": \"vmem\", \"shape\": [1024, 1024] } ],\n"
+    "  \"ops\": [ { \"op\": \"vpu\", \"fn\": \"relu\", \"in\": [\"big\"], \"out\": [\"big\"] } ] }");
+  tpu_viz *v;
+  tpu_status st = tpu_viz_create_program(&chip, p, "big.json", 1, &v, err, sizeof err);
+  ck_assert_int_eq(st, TPU_ERR_RANGE);
+  ck_assert_ptr_null(v);
+  ck_assert_msg(strstr(err, "VMEM") || strstr(err, "vmem"), "%s", err);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
+START_TEST(Program_create_survives_every_allocation_failure) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  int ok_seen = 0;
+  for (fail_at = 1; fail_at < 2000 && !ok_seen; fail_at++) {
+    calls = 0;
+    tpu_viz *v;
+    tpu_set_alloc(failing_alloc, NULL);
+    tpu_status st = tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err);
+    tpu_set_alloc(NULL, NULL);
+    if (st == TPU_OK) { ok_seen = 1; tpu_viz_destroy(v); }
+    else { ck_assert_msg(st == TPU_ERR_NOMEM, "fail_at %d: %s (%s)", fail_at, tpu_status_str(st), err); ck_assert_ptr_null(v); }
+  }
+  ck_assert(ok_seen);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+/* }================================================================== */
+
 static Suite *viz_suite(void) {
   Suite *s = suite_create("viz");
   TCase *tc = tcase_create("render");
@@ -387,6 +698,16 @@ static Suite *viz_suite(void) {
   tcase_add_test(tc, Stall_bands_are_as_long_as_the_totals_say);
   tcase_add_test(tc, Totals_follow_the_tile_formula);
   tcase_add_test(tc, Precision_passes_multiply_the_tiles);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("program");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, Program_totals_equal_the_engine_stalls);
+  tcase_add_test(tc, Program_stall_bands_are_proportional_to_the_engine_figures);
+  tcase_add_test(tc, Program_infeed_queue_follows_ready_cycles_and_dequeues);
+  tcase_add_test(tc, Program_mxu_replay_runs_at_the_engine_tile_times);
+  tcase_add_test(tc, Program_the_chip_cannot_run_is_refused);
+  tcase_add_test(tc, Gemm_totals_equal_the_engine_run_of_the_matmul_program);
+  tcase_add_test(tc, Program_create_survives_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("limits");
   tcase_set_timeout(tc, 120);

@@ -59,103 +59,8 @@ static const pass *passes_of(tpu_precision p) {
 static int parts_of(tpu_precision p) { return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1; }
 
 /* {==================================================================
-** Laying the GEMM out on the cores
+** Classifying cycles
 ** ================================================================== */
-typedef struct ev { uint64_t t; int8_t mxu, dma; } ev;
-static int ev_cmp(const void *a, const void *b) {
-  const ev *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t;
-}
-static uint64_t ceil_div_d(double a, double b) { return (uint64_t)ceil(a / b - 1e-9); }
-
-static tpu_status build_core(tpu_viz *v, int p) {
-  viz_core *vc = &v->core[p];
-  const tpu_chip_config *ch = &v->chip;
-  const int M = v->w.m, N = v->w.n, K = v->w.k, rows = v->rows, cols = v->cols;
-  vc->m0 = (int)((int64_t)M * p / v->ncores);
-  vc->mrows = (int)((int64_t)M * (p + 1) / v->ncores) - vc->m0;
-  if (vc->mrows == 0) return TPU_OK;
-  const int mxus = ch->mxus_per_core;
-  const double bpc = ch->hbm_bandwidth_gb_per_s * 1e9 / (ch->clock_mhz * 1e6) / ch->cores_per_chip;
-  const uint64_t lat = (uint64_t)ceil(ch->hbm_latency_ns * ch->clock_mhz / 1000.0);
-  const int ntn = (N + cols - 1) / cols, ntk = (K + rows - 1) / rows;
-  const int npass = tpu_precision_passes(v->w.precision), parts = parts_of(v->w.precision);
-  const size_t ntiles = (size_t)ntn * (size_t)ntk * (size_t)npass;
-  /* events, 2 per interval: each tile's MXU interval and its B transfer, the
-  ** A transfers (one per part and K-tile), the writeback */
-  ev *evs = tpu_malloc((ntiles * 2 + (size_t)ntk * (size_t)parts + 1) * 2 * sizeof *evs);
-  const pass *passes = passes_of(v->w.precision);
-  const size_t nA = (size_t)M * (size_t)K, nB = (size_t)K * (size_t)N;
-  bool *a_loaded = tpu_calloc((size_t)ntk * (size_t)parts, sizeof *a_loaded);
-  size_t n0 = 0;
-  for (int nt = 0; nt < ntn; nt++) if (nt % mxus == 0) n0 += (size_t)ntk * (size_t)npass;
-  vc->tiles = tpu_malloc(n0 * sizeof *vc->tiles);
-  vc->times = tpu_malloc(n0 * sizeof *vc->times);
-  if (!evs || !a_loaded || !vc->tiles || !vc->times) {
-    tpu_free(evs); tpu_free(a_loaded);
-    return TPU_ERR_NOMEM;
-  }
-  size_t ne = 0;
-  tpu_mxu_sched sched[8];
-  (void)nB;
-  for (int a = 0; a < mxus; a++) tpu_mxu_sched_init(&sched[a], &ch->mxu);
-  uint64_t dma_free = 0, done = 0;
-  /* one transfer: the queue is busy for bytes/bandwidth, the data lands 'lat' later
-  ** (latency overlaps the next transfer); the DMA unit is active while any is in flight */
-  uint64_t arrived = 0;
-#define XFER(bytes) do { uint64_t s_ = dma_free, x_ = ceil_div_d((double)(bytes), bpc); \
-    arrived = s_ + x_ + lat; evs[ne++] = (ev){ s_, 0, 1 }; evs[ne++] = (ev){ arrived, 0, -1 }; \
-    dma_free = s_ + x_; } while (0)
-  for (int nt = 0; nt < ntn; nt++) {
-    const int n0c = nt * cols, nn = N - n0c < cols ? N - n0c : cols;
-    for (int pi = 0; pi < npass; pi++)
-    for (int kt = 0; kt < ntk; kt++) {
-      const int k0 = kt * rows, kk = K - k0 < rows ? K - k0 : rows;
-      const size_t ai = (size_t)passes[pi].a * (size_t)ntk + (size_t)kt;
-      if (!a_loaded[ai]) { XFER((double)vc->mrows * kk * 2); a_loaded[ai] = true; }
-      XFER((double)kk * nn * 2);
-      const uint64_t earliest = arrived;
-      const int arr = nt % mxus;
-      tpu_mxu_tile_times tt;
-      tpu_mxu_sched_tile(&sched[arr], vc->mrows, kk, nn, earliest, &tt);
-      evs[ne++] = (ev){ tt.load_start, 1, 0 };
-      evs[ne++] = (ev){ tt.last_result + 1, -1, 0 };
-      if (tt.last_result + 1 > done) done = tt.last_result + 1;
-      if (arr == 0) {
-        vc->tiles[vc->ntiles] = (tpu_mxu_tile){
-          .m = vc->mrows, .k = kk, .n = nn,
-          .act = v->A + (size_t)passes[pi].a * nA + (size_t)vc->m0 * (size_t)K + (size_t)k0, .lda = K,
-          .w = v->B + (size_t)passes[pi].b * nB + (size_t)k0 * (size_t)N + (size_t)n0c, .ldw = N,
-          .out = v->C + (size_t)vc->m0 * (size_t)N + (size_t)n0c, .ldo = N,
-          .accumulate = kt > 0 || pi > 0, .earliest = earliest };
-        vc->times[vc->ntiles++] = tt;
-      }
-    }
-  }
-  if (dma_free < done) dma_free = done;     /* the writeback waits for the last result */
-  XFER((double)vc->mrows * N * 4);
-#undef XFER
-  vc->end = arrived;
-  tpu_free(a_loaded);
-  qsort(evs, ne, sizeof *evs, ev_cmp);
-  vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
-  if (!vc->seg) { tpu_free(evs); return TPU_ERR_NOMEM; }
-  int mxu = 0, dma = 0;
-  for (size_t i = 0; i < ne;) {
-    uint64_t t = evs[i].t;
-    while (i < ne && evs[i].t == t) { mxu += evs[i].mxu; dma += evs[i].dma; i++; }
-    viz_seg s = { .at = t };
-    s.core = mxu > 0 ? TPU_VIZ_MXU_BUSY : dma > 0 ? TPU_VIZ_MEMORY_WAIT : TPU_VIZ_IDLE;
-    for (int u = 0; u < TPU_VIZ_NUNIT; u++) s.unit[u] = TPU_VIZ_IDLE;
-    if (mxu > 0) s.unit[TPU_VIZ_UNIT_MXU] = TPU_VIZ_MXU_BUSY;
-    if (dma > 0) s.unit[TPU_VIZ_UNIT_DMA] = TPU_VIZ_MEMORY_WAIT;
-    if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &s.core, 1 + TPU_VIZ_NUNIT)) continue;
-    vc->seg[vc->nseg++] = s;
-  }
-  tpu_free(evs);
-  return TPU_OK;
-}
-
 static size_t seg_index(const viz_core *vc, uint64_t c) {
   size_t lo = 0, hi = vc->nseg;                  /* last seg with at <= c */
   while (hi - lo > 1) {
@@ -174,7 +79,24 @@ tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint
   if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_VIZ_IDLE;
   return (tpu_viz_cat)vc->seg[seg_index(vc, c)].unit[u];
 }
-int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c) { (void)v; (void)core; (void)c; return 0; }
+/* Entries of a nondecreasing array that are <= c. */
+static int64_t count_le(const uint64_t *a, int64_t n, uint64_t c) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= c) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c) {
+  if (core < 0 || core >= v->ncores) return 0;
+  const viz_core *vc = &v->core[core];
+  int64_t q = count_le(vc->inf_ready, vc->ninf, c) - count_le(vc->inf_deq, vc->ndeq, c);
+  return q > 0 ? (q > 1000000 ? 1000000 : (int)q) : 0;
+}
+int tpu_viz_infeed_max(const tpu_viz *v, int core) {
+  return core >= 0 && core < v->ncores ? v->core[core].inf_max : 0;
+}
 
 void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]) {
   memcpy(out, v->core[core].totals, sizeof v->core[core].totals);
@@ -196,6 +118,246 @@ static void compute_totals(tpu_viz *v) {
 /* }================================================================== */
 
 /* {==================================================================
+** Laying a program's run out (the engine's times)
+** ================================================================== */
+typedef struct pev { uint64_t t; int8_t cat, d; } pev;
+static int pev_cmp(const void *a, const void *b) {
+  const pev *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The stall category whose interval an op of this kind fills (as
+** sim/stats.c counts it). */
+static int cat_of_kind(tpu_sim_kind k) {
+  switch (k) {
+  case TPU_SIM_MATMUL: return TPU_VIZ_MXU_BUSY;
+  case TPU_SIM_VPU: return TPU_VIZ_VPU_BUSY;
+  case TPU_SIM_INFEED: return TPU_VIZ_INFEED_WAIT;
+  case TPU_SIM_DMA: return TPU_VIZ_MEMORY_WAIT;
+  case TPU_SIM_COLLECTIVE: return TPU_VIZ_COLLECTIVE_WAIT;
+  }
+  return TPU_VIZ_IDLE;
+}
+
+/* The timeline row of an op's unit; -1 for the infeed (no row of its own). */
+static int unit_of_kind(tpu_sim_kind k) {
+  return k == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : k == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
+       : k == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : k == TPU_SIM_COLLECTIVE ? TPU_VIZ_UNIT_ICI : -1;
+}
+
+/* Core p's segments, infeed queue and array-0 tiles from the run. Tiles'
+** value pointers are left as offsets (act, w, out set by place_tiles). */
+static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog, const tpu_sim_result *res,
+                                  int *max_m, int *max_k) {
+  viz_core *vc = &v->core[p];
+  const int nops = tpu_sim_program_ops(prog, p);
+  const int rows = v->rows, cols = v->cols, mx = v->chip.mxus_per_core;
+  vc->end = v->total;
+  /* infeed queue */
+  const uint64_t *ready;
+  vc->ninf = tpu_sim_program_infeed(prog, p, &ready);
+  if (vc->ninf > 0) {
+    if (!(vc->inf_ready = tpu_malloc((size_t)vc->ninf * sizeof *vc->inf_ready))) return TPU_ERR_NOMEM;
+    memcpy(vc->inf_ready, ready, (size_t)vc->ninf * sizeof *ready);
+  }
+  /* count what to allocate: events, matmul ops, array-0 tiles */
+  size_t nmm = 0, nt0 = 0, ninf_ops = 0, nunit[TPU_VIZ_NUNIT] = { 0 };
+  for (int i = 0; i < nops; i++) {
+    tpu_sim_op o;
+    tpu_sim_program_op(prog, p, i, &o);
+    if (o.kind == TPU_SIM_INFEED) ninf_ops++;
+    const int un = unit_of_kind(o.kind);
+    if (un >= 0) nunit[un]++;
+    if (o.kind != TPU_SIM_MATMUL) continue;
+    int64_t dr, dc;
+    tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
+    int64_t ar, ac;
+    tpu_sim_buffer_shape(prog, p, o.a, &ar, &ac);
+    const int64_t K = o.trans_a ? ar : ac, ntn = (dc + cols - 1) / cols, ntk = (K + rows - 1) / rows;
+    nmm++;
+    nt0 += (size_t)((ntn + mx - 1) / mx * ntk * tpu_precision_passes(o.precision));
+  }
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++)
+    if (!(vc->opiv[u] = tpu_malloc((nunit[u] + 1) * sizeof *vc->opiv[u]))) return TPU_ERR_NOMEM;
+  pev *evs = tpu_malloc(((size_t)nops * 2 + 1) * sizeof *evs);
+  vc->inf_deq = tpu_malloc((ninf_ops + 1) * sizeof *vc->inf_deq);
+  vc->opname = tpu_calloc(nmm + 1, sizeof *vc->opname);
+  vc->tiles = tpu_malloc((nt0 + 1) * sizeof *vc->tiles);
+  vc->times = tpu_malloc((nt0 + 1) * sizeof *vc->times);
+  vc->tsrc = tpu_malloc((nt0 + 1) * sizeof *vc->tsrc);
+  if (!evs || !vc->inf_deq || !vc->opname || !vc->tiles || !vc->times || !vc->tsrc) goto nomem;
+  tpu_mxu_sched sched[8];
+  for (int a = 0; a < mx; a++) tpu_mxu_sched_init(&sched[a], &v->chip.mxu);
+  size_t ne = 0;
+  for (int i = 0; i < nops; i++) {
+    tpu_sim_op o;
+    tpu_sim_program_op(prog, p, i, &o);
+    uint64_t a, b;
+    tpu_sim_result_op_times(res, p, i, &a, &b);
+    const uint64_t start = a;
+    if (o.kind == TPU_SIM_MATMUL) a = tpu_sim_result_op_busy(res, p, i);
+    if (o.kind == TPU_SIM_INFEED) vc->inf_deq[vc->ndeq++] = b;
+    if (b > a) {
+      const int8_t cat = (int8_t)cat_of_kind(o.kind);
+      evs[ne++] = (pev){ a, cat, 1 };
+      evs[ne++] = (pev){ b, cat, -1 };
+    }
+    char gname[96];
+    if (o.kind == TPU_SIM_MATMUL && !v->prog) {  /* tpu_sim_gemm_program's j-th matmul: block (mb, nb, kb) */
+      const long nb_ = v->gemm_nb, kb_ = v->gemm_kb, j = vc->nopname;
+      snprintf(gname, sizeof gname, "C_%ld_%ld += A_%ld_%ld . B_%ld_%ld", j / (nb_ * kb_), j / kb_ % nb_,
+               j / (nb_ * kb_), j % kb_, j % kb_, j / kb_ % nb_);
+      o.name = gname;
+    }
+    const int unit = unit_of_kind(o.kind);
+    if (unit >= 0) {
+      char *nm = tpu_strdup(o.name ? o.name : tpu_sim_kind_name(o.kind));
+      if (!nm) goto nomem;
+      vc->opiv[unit][vc->nopiv[unit]++] = (viz_opiv){ a, b, nm };
+    }
+    if (o.kind != TPU_SIM_MATMUL) continue;
+    /* the engine's tiles of this op (sim/engine.c), held back to its start */
+    const int opi = vc->nopname;
+    if (!(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : "matmul"))) goto nomem;
+    int64_t dr, dc, ar, ac;
+    tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
+    tpu_sim_buffer_shape(prog, p, o.a, &ar, &ac);
+    const int M = (int)dr, N = (int)dc, K = (int)(o.trans_a ? ar : ac);
+    const int passes = tpu_precision_passes(o.precision);
+    for (int n0 = 0, nt = 0; n0 < N; n0 += cols, nt++) {
+      const int nn = N - n0 < cols ? N - n0 : cols;
+      for (int ps = 0; ps < passes; ps++)
+        for (int k0 = 0; k0 < K; k0 += rows) {
+          const int kk = K - k0 < rows ? K - k0 : rows;
+          tpu_mxu_tile_times tt;
+          tpu_mxu_sched_tile(&sched[nt % mx], M, kk, nn, start, &tt);
+          if (nt % mx) continue;
+          vc->tiles[vc->ntiles] = (tpu_mxu_tile){ .m = M, .k = kk, .n = nn, .lda = rows, .ldw = cols, .ldo = cols,
+                                                  .accumulate = o.accumulate || k0 > 0 || ps > 0, .earliest = start };
+          vc->times[vc->ntiles] = tt;
+          vc->tsrc[vc->ntiles++] = (viz_tsrc){ opi, k0, n0, ps };
+          if (M > *max_m) *max_m = M;
+          if (kk > *max_k) *max_k = kk;
+        }
+    }
+  }
+  qsort(evs, ne, sizeof *evs, pev_cmp);
+  vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
+  if (!vc->seg) goto nomem;
+  int cnt[TPU_VIZ_NCAT] = { 0 };
+  for (size_t i = 0; i < ne;) {
+    const uint64_t t = evs[i].t;
+    while (i < ne && evs[i].t == t) { cnt[evs[i].cat] += evs[i].d; i++; }
+    viz_seg sg = { .at = t, .core = TPU_VIZ_IDLE };
+    for (int c = 0; c < TPU_VIZ_IDLE; c++) if (cnt[c] > 0) { sg.core = (uint8_t)c; break; }   /* engine priority */
+    sg.unit[TPU_VIZ_UNIT_MXU] = cnt[TPU_VIZ_MXU_BUSY] > 0 ? TPU_VIZ_MXU_BUSY : TPU_VIZ_IDLE;
+    sg.unit[TPU_VIZ_UNIT_VPU] = cnt[TPU_VIZ_VPU_BUSY] > 0 ? TPU_VIZ_VPU_BUSY : TPU_VIZ_IDLE;
+    sg.unit[TPU_VIZ_UNIT_DMA] = cnt[TPU_VIZ_MEMORY_WAIT] > 0 ? TPU_VIZ_MEMORY_WAIT : TPU_VIZ_IDLE;
+    sg.unit[TPU_VIZ_UNIT_ICI] = cnt[TPU_VIZ_COLLECTIVE_WAIT] > 0 ? TPU_VIZ_COLLECTIVE_WAIT : TPU_VIZ_IDLE;
+    if (t >= v->total) break;
+    if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &sg.core, 1 + TPU_VIZ_NUNIT)) continue;
+    vc->seg[vc->nseg++] = sg;
+  }
+  tpu_free(evs);
+  /* the largest infeed occupancy: it only rises at a ready cycle */
+  for (int64_t b = 0; b < vc->ninf; b++) {
+    int q = tpu_viz_infeed_at(v, p, vc->inf_ready[b]);
+    if (q > vc->inf_max) vc->inf_max = q;
+  }
+  return TPU_OK;
+nomem:
+  tpu_free(evs);
+  return TPU_ERR_NOMEM;
+}
+
+/* Runs prog on the engine and lays the run out on v's cores (v->chip,
+** rows, cols, ncores set). err is set on failure. */
+static tpu_status run_program(tpu_viz *v, tpu_sim_program *prog, int *max_m, int *max_k, char *err, size_t errcap) {
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 0 };   /* results do not depend on it */
+  tpu_sim_result *res = NULL;
+  tpu_status st = tpu_sim_run(&v->chip, prog, &opt, &res);
+  if (st != TPU_OK) {
+    snprintf(err, errcap, "%s", tpu_sim_program_error(prog));
+    return st;
+  }
+  v->total = tpu_sim_result_cycles(res);
+  if (v->total == 0) {
+    snprintf(err, errcap, "nothing to show: the program runs for 0 cycles");
+    tpu_sim_result_destroy(res);
+    return TPU_ERR_INPUT;
+  }
+  for (int p = 0; p < v->ncores; p++)
+    if ((st = build_prog_core(v, p, prog, res, max_m, max_k)) != TPU_OK) break;
+  tpu_sim_result_destroy(res);
+  if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "out of memory for the visualizer's timeline");
+  if (st == TPU_OK) compute_totals(v);
+  return st;
+}
+
+/* A session with the chip set and the cell views allocated, or NULL. */
+static tpu_viz *new_session(const tpu_chip_config *chip) {
+  tpu_viz *v = tpu_calloc(1, sizeof *v);
+  if (!v) return NULL;
+  v->chip = *chip;
+  v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
+  v->sel = -1;
+  const size_t cells = (size_t)v->rows * (size_t)v->cols;
+  v->state = tpu_calloc(cells, 1);
+  v->weight = tpu_calloc(cells, sizeof(float));
+  v->act = tpu_calloc(cells, sizeof(float));
+  v->psum = tpu_calloc(cells, sizeof(float));
+  if (!v->state || !v->weight || !v->act || !v->psum) { tpu_viz_destroy(v); return NULL; }
+  return v;
+}
+
+tpu_status tpu_viz_create_program(const tpu_chip_config *chip, tpu_sim_program *prog, const char *title,
+                                  uint64_t seed, tpu_viz **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (tpu_sim_program_cores(prog) != chip->cores) {
+    snprintf(err, errcap, "the program is for %d cores, the chip '%s' has %d", tpu_sim_program_cores(prog),
+             chip->name, chip->cores);
+    return TPU_ERR_INPUT;
+  }
+  tpu_viz *v = new_session(chip);
+  tpu_status st = TPU_ERR_NOMEM;
+  if (!v) goto fail;
+  v->prog = true;
+  snprintf(v->title, sizeof v->title, "%s", title ? title : "program");
+  int max_m = 1, max_k = 1;
+  if ((st = run_program(v, prog, &max_m, &max_k, err, errcap)) != TPU_OK) goto fail;
+  /* replayed operands: N(0,1) bf16 pools; tile j reads them at an offset of
+  ** a few rows so that consecutive tiles differ */
+  enum { SHIFT = 61 };
+  const size_t na = ((size_t)max_m + SHIFT) * (size_t)v->rows, nw = ((size_t)v->rows + SHIFT) * (size_t)v->cols;
+  v->A = tpu_malloc(na * sizeof(float));
+  v->B = tpu_malloc(nw * sizeof(float));
+  v->C = tpu_calloc((size_t)max_m * (size_t)v->cols, sizeof(float));
+  st = TPU_ERR_NOMEM;
+  if (!v->A || !v->B || !v->C) goto fail;
+  uint64_t sd = seed;
+  float amax = 0;
+  for (size_t i = 0; i < na; i++) { v->A[i] = tpu_bf16_round(normal(&sd)); amax = fmaxf(amax, fabsf(v->A[i])); }
+  for (size_t i = 0; i < nw; i++) v->B[i] = tpu_bf16_round(normal(&sd));
+  for (int p = 0; p < v->ncores; p++)
+    for (size_t j = 0; j < v->core[p].ntiles; j++) {
+      tpu_mxu_tile *t = &v->core[p].tiles[j];
+      t->act = v->A + (j * 17 % SHIFT) * (size_t)v->rows; t->lda = v->rows;
+      t->w = v->B + (j * 29 % SHIFT) * (size_t)v->cols; t->ldw = v->cols;
+      t->out = v->C; t->ldo = v->cols;
+    }
+  v->act_scale = amax > 0 ? amax : 1;
+  v->psum_scale = 2.0f * sqrtf((float)max_k);
+  if ((st = tpu_viz_select_core(v, 0)) != TPU_OK) goto fail;
+  *out = v;
+  return TPU_OK;
+fail:
+  tpu_viz_destroy(v);
+  if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "out of memory for the visualizer's timeline of the program");
+  return st;
+}
+/* }================================================================== */
+
+/* {==================================================================
 ** Session
 ** ================================================================== */
 tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
@@ -205,29 +367,24 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
     snprintf(err, errcap, "GEMM shape %d x %d x %d out of range (1..65536 each)", w->m, w->n, w->k);
     return TPU_ERR_CONFIG;
   }
-  tpu_viz *v = tpu_calloc(1, sizeof *v);
-  if (!v) goto nomem;
-  v->chip = *chip;
-  v->w = *w;
-  v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
-  const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
-  const size_t cells = (size_t)v->rows * (size_t)v->cols;
   if ((unsigned)w->precision > TPU_PREC_BF16X6) {
     snprintf(err, errcap, "unknown precision %d", (int)w->precision);
-    tpu_free(v);
     return TPU_ERR_CONFIG;
   }
+  tpu_sim_program *prog = NULL;
+  tpu_viz *v = new_session(chip);
+  tpu_status st = TPU_ERR_NOMEM;
+  if (!v) goto fail;
+  v->w = *w;
+  snprintf(v->title, sizeof v->title, "GEMM %d x %d x %d", w->m, w->n, w->k);
+  const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
   const int parts = parts_of(w->precision);
   v->A = tpu_malloc(mk * (size_t)parts * sizeof(float));
   v->B = tpu_malloc(kn * (size_t)parts * sizeof(float));
   v->C = tpu_calloc((size_t)w->m * (size_t)w->n, sizeof(float));
-  v->state = tpu_calloc(cells, 1);
-  v->weight = tpu_calloc(cells, sizeof(float));
-  v->act = tpu_calloc(cells, sizeof(float));
-  v->psum = tpu_calloc(cells, sizeof(float));
-  if (!v->A || !v->B || !v->C || !v->state || !v->weight || !v->act || !v->psum) goto nomem;
+  if (!v->A || !v->B || !v->C) goto fail;
   uint64_t s = w->seed;
-  float amax = 0, bmax = 0;
+  float amax = 0;
   /* the inputs of `tpusim matmul --seed S`, split into bf16 parts as mxu_gemm.c does */
   for (size_t i = 0; i < mk + kn; i++) {
     float *dst = i < mk ? v->A + i : v->B + (i - mk);
@@ -238,33 +395,62 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
       dst[(size_t)p * stride] = part;
       rest = isfinite(part) ? rest - part : 0.0f;
     }
-    if (i < mk) amax = fmaxf(amax, fabsf(dst[0])); else bmax = fmaxf(bmax, fabsf(dst[0]));
+    if (i < mk) amax = fmaxf(amax, fabsf(dst[0]));
   }
   v->act_scale = amax > 0 ? amax : 1;
   /* partial sums of N(0,1) products grow like sqrt(k): shade by 2 sigma */
   int kk = w->k < v->rows ? w->k : v->rows;
   v->psum_scale = 2.0f * sqrtf((float)kk);
+  /* the program tpusim matmul --cores runs, on every core of the chip */
+  if ((st = tpu_sim_gemm_program(chip, chip->cores, w->m, w->n, w->k, w->precision, NULL, NULL, &prog, NULL,
+                                 err, errcap)) != TPU_OK) goto fail;
+  const int64_t T = tpu_sim_gemm_block(chip);
+  v->gemm_block = (long)T;
+  v->gemm_nb = (long)((w->n + T - 1) / T);
+  v->gemm_kb = (long)((w->k + T - 1) / T);
+  int max_m = 1, max_k = 1;
+  if ((st = run_program(v, prog, &max_m, &max_k, err, errcap)) != TPU_OK) goto fail;
+  tpu_sim_program_destroy(prog);
+  prog = NULL;
+  /* each array-0 tile reads its block of the real operands (the pass's bf16 parts) */
+  const pass *passes = passes_of(w->precision);
   for (int p = 0; p < v->ncores; p++) {
-    if (build_core(v, p) != TPU_OK) goto nomem;
-    if (v->core[p].end > v->total) v->total = v->core[p].end;
+    viz_core *vc = &v->core[p];
+    vc->m0 = (int)((int64_t)w->m * p / v->ncores);
+    vc->mrows = (int)((int64_t)w->m * (p + 1) / v->ncores) - vc->m0;
+    for (size_t j = 0; j < vc->ntiles; j++) {
+      const viz_tsrc *ts = &vc->tsrc[j];
+      const long mb = ts->op / (v->gemm_nb * v->gemm_kb), nb = ts->op / v->gemm_kb % v->gemm_nb,
+                 kb = ts->op % v->gemm_kb;
+      const size_t row = (size_t)vc->m0 + (size_t)(mb * T), k0 = (size_t)(kb * T) + (size_t)ts->k0,
+                   n0 = (size_t)(nb * T) + (size_t)ts->n0;
+      tpu_mxu_tile *t = &vc->tiles[j];
+      t->act = v->A + (size_t)passes[ts->pass].a * mk + row * (size_t)w->k + k0; t->lda = w->k;
+      t->w = v->B + (size_t)passes[ts->pass].b * kn + k0 * (size_t)w->n + n0; t->ldw = w->n;
+      t->out = v->C + row * (size_t)w->n + n0; t->ldo = w->n;
+    }
   }
-  if (v->total == 0) v->total = 1;
-  compute_totals(v);
-  v->sel = -1;
-  tpu_status st = tpu_viz_select_core(v, 0);
-  if (st != TPU_OK) { tpu_viz_destroy(v); snprintf(err, errcap, "%s", tpu_status_str(st)); return st; }
+  if ((st = tpu_viz_select_core(v, 0)) != TPU_OK) goto fail;
   *out = v;
   return TPU_OK;
-nomem:
+fail:
+  tpu_sim_program_destroy(prog);
   tpu_viz_destroy(v);
-  snprintf(err, errcap, "out of memory for a %d x %d x %d GEMM", w->m, w->n, w->k);
-  return TPU_ERR_NOMEM;
+  if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "out of memory for a %d x %d x %d GEMM", w->m, w->n, w->k);
+  return st;
 }
 
 void tpu_viz_destroy(tpu_viz *v) {
   if (!v) return;
   for (int p = 0; p < TPU_MAX_CORES; p++) {
-    tpu_free(v->core[p].seg); tpu_free(v->core[p].tiles); tpu_free(v->core[p].times);
+    viz_core *vc = &v->core[p];
+    tpu_free(vc->seg); tpu_free(vc->tiles); tpu_free(vc->times); tpu_free(vc->tsrc);
+    for (int i = 0; vc->opname && i < vc->nopname; i++) tpu_free(vc->opname[i]);
+    tpu_free(vc->opname); tpu_free(vc->inf_ready); tpu_free(vc->inf_deq);
+    for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
+      for (size_t i = 0; i < vc->nopiv[u]; i++) tpu_free(vc->opiv[u][i].name);
+      tpu_free(vc->opiv[u]);
+    }
   }
   tpu_mxu_destroy(v->pe);
   tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
@@ -274,6 +460,37 @@ void tpu_viz_destroy(tpu_viz *v) {
 }
 
 const tpu_chip_config *tpu_viz_chip(const tpu_viz *v) { return &v->chip; }
+bool tpu_viz_is_program(const tpu_viz *v) { return v->prog; }
+const char *tpu_viz_title(const tpu_viz *v) { return v->title; }
+const char *tpu_viz_tile_op(const tpu_viz *v, size_t i) {
+  const viz_core *vc = &v->core[v->sel];
+  return i < vc->ntiles ? vc->opname[vc->tsrc[i].op] : NULL;
+}
+const char *tpu_viz_op_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c) {
+  if (core < 0 || core >= v->ncores || (unsigned)u >= TPU_VIZ_NUNIT) return NULL;
+  const viz_core *vc = &v->core[core];
+  const viz_opiv *iv = vc->opiv[u];
+  size_t lo = 0, hi = vc->nopiv[u];              /* first op with a > c */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (iv[mid].a <= c) lo = mid + 1; else hi = mid;
+  }
+  /* intervals of one unit overlap only a little (the MXU loads the next
+  ** op's weights while the last streams): look back a few ops */
+  for (size_t i = lo, n = 0; i > 0 && n < 16; i--, n++)
+    if (iv[i - 1].b > c && iv[i - 1].b > iv[i - 1].a) return iv[i - 1].name;
+  return NULL;
+}
+
+const char *tpu_viz_mxu_op(const tpu_viz *v) {
+  const viz_core *vc = &v->core[v->sel];
+  size_t lo = 0, hi = vc->ntiles;                /* first tile with load_start > shown */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (vc->times[mid].load_start <= v->shown) lo = mid + 1; else hi = mid;
+  }
+  return lo ? vc->opname[vc->tsrc[lo - 1].op] : NULL;
+}
 int tpu_viz_core(const tpu_viz *v) { return v->sel; }
 uint64_t tpu_viz_cycle(const tpu_viz *v) { return v->shown; }
 uint64_t tpu_viz_total_cycles(const tpu_viz *v) { return v->total; }
@@ -514,12 +731,20 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
       }
     }
   }
-  /* infeed occupancy (batches queued at the selected core) */
+  /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
   fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
-  for (int x = 0; x < l->infeed.w; x++) {
+  const int qmax = tpu_viz_infeed_max(v, v->sel);
+  for (int x = 0; qmax > 0 && x < l->infeed.w; x++) {
     int occ = tpu_viz_infeed_at(v, v->sel, tpu_viz_cycle_at_x(v, l, l->timeline.x + x));
-    int h = occ * 6 > l->infeed.h ? l->infeed.h : occ * 6;
+    int h = (int)((int64_t)occ * l->infeed.h / qmax);
     if (h) fill(px, pitch, l, l->infeed.x + x, l->infeed.y + l->infeed.h - h, 1, h, tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT));
+  }
+  /* a tick where each batch becomes ready (so an always-empty queue still shows its arrivals) */
+  const viz_core *sc = &v->core[v->sel];
+  for (int64_t b = 0; b < sc->ninf; b++) {
+    if (sc->inf_ready[b] >= v->total) break;
+    int x = l->infeed.x + (int)((double)sc->inf_ready[b] * (double)w / (double)v->total);
+    fill(px, pitch, l, x, l->infeed.y, 1, 4, 0xffc0c0c0u);
   }
   /* cursor at the shown cycle */
   int cx = l->timeline.x + (int)((double)v->shown * (double)w / (double)v->total);

@@ -14,22 +14,26 @@
 ** viz_sdl.c adds text (SDL2_ttf), the window, events and PNG output. Tests
 ** check frames without a window.
 **
-** Workload model for a GEMM C = A.B (M x N x K) on a chip of P cores (until
-** the chip engine gives per-core programs): the M rows are split across the
-** cores (data parallel, core p gets rows [p*M/P, (p+1)*M/P)); each core
-** walks its tiles like tpusim matmul (N-tiles outer, bf16 passes, K-tiles inner, N-tiles
-** dealt round-robin to the core's arrays). Each tile's operands (its K-block
-** of the core's A rows once, its k x n block of B) are DMA'd from HBM in tile
-** order by one DMA queue per core, at the chip's HBM bandwidth shared evenly
-** by the cores of a chip; each transfer holds the queue for bytes/bandwidth
-** and lands the HBM latency later (latency overlaps the next transfer); a tile
-** may not start loading weights before its operands landed. After the last tile the
-** core writes its C rows back (f32). Not modelled here: VMEM capacity (the
-** DMA runs ahead without bound), VPU work, ICI traffic and infeed (a GEMM
-** has none: those rows stay idle).
-** Core accounting per cycle: mxu_busy if any array of the core is loading
-** weights or computing, else memory_wait if a DMA is in flight or pending,
-** else idle. The totals sum to the run's cycle count for every core.
+** Two kinds of session:
+**   - A program (tpu_viz_create_program): the program is run on the chip
+**     engine (sim.h, timing level) and everything in the timeline is the
+**     engine's: each op's interval on its unit (a matmul from its first
+**     weight load, as the stall accounting counts it), each core's category
+**     per cycle by the engine's priority over the same intervals (so the
+**     totals equal tpu_sim_result_stalls), the infeed queue from the
+**     program's ready cycles and the infeed ops' ends. The PE model replays
+**     array 0 of the selected core: every tile the engine scheduled on that
+**     array, for every matmul op of the core in program order, each held
+**     back to its op's start cycle as the engine holds it, so the wavefront
+**     is where the engine's tile formula puts it. The operand *values* are
+**     not the program's (the timing level has none, and a buffer's values
+**     at the time of an op are not kept): they are N(0,1) bf16 values drawn
+**     from the seed, the same for a given seed and shape.
+**   - A GEMM (tpu_viz_create): the program `tpusim matmul --cores` runs
+**     (tpu_sim_gemm_program) on every core of the chip, shown the same way,
+**     but the replayed tiles read the real operands (N(0,1) inputs of
+**     `tpusim matmul --seed`, split into the pass's bf16 parts).
+** A core's categories sum to the run's cycles; totals equal the engine's.
 */
 #ifndef TPU_VIZ_H
 #define TPU_VIZ_H
@@ -75,7 +79,30 @@ typedef struct tpu_viz tpu_viz;   /* opaque */
 ** says why (TPU_ERR_CONFIG for bad shapes, TPU_ERR_NOMEM). 'chip' is copied. */
 tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
                           tpu_viz **out, char *err, size_t errcap);
+/* A session over program 'p' run on the chip engine (chip->cores must be
+** the program's cores). 'p' is borrowed for the call; 'title' (copied,
+** e.g. "program FILE") names the workload in the header; 'seed' draws the replayed operand values. On
+** failure *out is NULL and err says why, with the engine's status:
+** TPU_ERR_INPUT or TPU_ERR_RANGE for a program the chip cannot run (the
+** engine's message), TPU_ERR_NOMEM, TPU_ERR_RUNTIME. */
+tpu_status tpu_viz_create_program(const tpu_chip_config *chip, tpu_sim_program *p, const char *title,
+                                  uint64_t seed, tpu_viz **out, char *err, size_t errcap);
 void tpu_viz_destroy(tpu_viz *v);                   /* NULL is a no-op */
+/* true for a program session. */
+bool tpu_viz_is_program(const tpu_viz *v);
+/* The header's workload text ("GEMM 24 x 12 x 20", "program FILE"). */
+const char *tpu_viz_title(const tpu_viz *v);
+/* The name of the matmul op whose tile array 0 of the selected core is
+** working on at the cycle shown (the last to start loading), or NULL if
+** none has yet. A GEMM's ops are named after their blocks. Valid until the
+** session is destroyed. */
+const char *tpu_viz_mxu_op(const tpu_viz *v);
+/* The name of the op busy on unit u of the core at cycle c (the latest
+** started, when two overlap), or NULL when the unit is idle. */
+const char *tpu_viz_op_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
+/* Tile i of the selected core's array 0 belongs to the matmul op of this
+** name (NULL out of range). */
+const char *tpu_viz_tile_op(const tpu_viz *v, size_t i);
 
 const tpu_chip_config *tpu_viz_chip(const tpu_viz *v);
 int      tpu_viz_core(const tpu_viz *v);            /* the selected core */
@@ -100,8 +127,11 @@ void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]);
 ** the unit does nothing). This function can't fail. */
 tpu_viz_cat tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c);
 tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
-/* Infeed queue occupancy (batches) of the core at cycle c: 0 for a GEMM. */
+/* Infeed queue occupancy (batches) of the core at cycle c: batches ready
+** by c that no infeed op has dequeued by c; 0 for a GEMM. The largest over
+** the run is tpu_viz_infeed_max. */
 int tpu_viz_infeed_at(const tpu_viz *v, int core, uint64_t c);
+int tpu_viz_infeed_max(const tpu_viz *v, int core);
 
 /* The selected core's cell (r, c) at the cycle shown. false if out of range. */
 typedef struct tpu_viz_cell {

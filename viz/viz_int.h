@@ -17,19 +17,36 @@ typedef struct viz_seg {
   uint8_t unit[TPU_VIZ_NUNIT];       /* tpu_viz_cat per unit (IDLE when doing nothing) */
 } viz_seg;
 
+/* Where a replayed tile comes from: the core's matmul op (ordinal), its
+** K and N offsets in the op, its bf16 pass. */
+typedef struct viz_tsrc { int op, k0, n0, pass; } viz_tsrc;
+
+/* One op's interval on a unit (for the "what runs now" line). */
+typedef struct viz_opiv { uint64_t a, b; char *name; } viz_opiv;
+
 typedef struct viz_core {
-  int m0, mrows;                     /* the core's rows of A and C */
+  int m0, mrows;                     /* GEMM: the core's rows of A and C */
   viz_seg *seg; size_t nseg;         /* last segment is idle up to the run's end */
-  uint64_t end;                      /* 1 + the core's last busy cycle */
+  uint64_t end;                      /* the run's length (segments end there) */
   uint64_t totals[TPU_VIZ_NCAT];
   tpu_mxu_tile *tiles;               /* array 0's tiles (the one the PE model shows) */
   tpu_mxu_tile_times *times;
   size_t ntiles;
+  viz_tsrc *tsrc;                     /* per tile */
+  viz_opiv *opiv[TPU_VIZ_NUNIT];     /* per unit, its ops in program order (starts nondecreasing) */
+  size_t nopiv[TPU_VIZ_NUNIT];
+  char **opname; int nopname;        /* the core's matmul ops' names, in program order */
+  uint64_t *inf_ready; int64_t ninf; /* infeed batches' ready cycles */
+  uint64_t *inf_deq; int64_t ndeq;   /* the infeed ops' end cycles (a batch leaves the queue) */
+  int inf_max;                       /* largest occupancy over the run */
 } viz_core;
 
 struct tpu_viz {
   tpu_chip_config chip;
-  tpu_viz_workload w;
+  tpu_viz_workload w;                /* GEMM sessions */
+  bool prog;                         /* a program given by the caller (synthetic values) */
+  long gemm_block, gemm_nb, gemm_kb; /* GEMM: tpu_sim_gemm_program's block side and counts */
+  char title[160];                   /* "GEMM M x N x K" or "program NAME" */
   int rows, cols, ncores;
   float *A, *B, *C;                  /* bf16-valued inputs, f32 result (all cores' rows) */
   viz_core core[TPU_MAX_CORES];

@@ -78,13 +78,16 @@ static void compose(ui *u) {
   if (SDL_MUSTLOCK(u->frame)) SDL_UnlockSurface(u->frame);
   const tpu_chip_config *ch = tpu_viz_chip(v);
   char b[512];
-  snprintf(b, sizeof b, "tpusim viz   %s   core %d of %d   GEMM %d x %d x %d   cycle %llu / %llu   %s %.4g cycles/s   shade: %s",
-           ch->name, v->sel + 1, v->ncores, v->w.m, v->w.n, v->w.k, (unsigned long long)v->shown,
+  snprintf(b, sizeof b, "tpusim viz   %s   core %d of %d   %.60s   cycle %llu / %llu   %s %.4g cycles/s   shade: %s",
+           ch->name, v->sel + 1, v->ncores, v->title, (unsigned long long)v->shown,
            (unsigned long long)v->total, u->running ? "running" : "paused", u->speed,
            v->shade_psum ? "partial sum" : "activation");
   text(u, u->font, 8, 5, 0xffffffffu, b);
   /* MXU panel captions */
-  snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0)", v->rows, v->cols, v->sel + 1);
+  const char *mop = tpu_viz_mxu_op(v);
+  if (mop) snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0): %.40s%s", v->rows, v->cols, v->sel + 1, mop,
+                    v->prog ? " (synthetic values)" : "");
+  else snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0)", v->rows, v->cols, v->sel + 1);
   text(u, u->small, l->array.x, l->array.y - 13, 0xffc0c0c0u, b);
   text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
   text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators (results written of the current tile)");
@@ -125,6 +128,8 @@ static void compose(ui *u) {
     }
   }
   text(u, u->small, l->infeed.x - 100, l->infeed.y + 8, 0xffa0a0a0u, "infeed queue");
+  snprintf(b, sizeof b, "max %d", tpu_viz_infeed_max(v, v->sel));
+  text(u, u->small, l->infeed.x - 100, l->infeed.y + 20, 0xff808080u, b);
   /* legend and totals */
   uint64_t tot[TPU_VIZ_NCAT], all[TPU_VIZ_NCAT] = { 0 };
   tpu_viz_totals(v, v->sel, tot);
@@ -148,8 +153,17 @@ static void compose(ui *u) {
     snprintf(b, sizeof b, "%llu", (unsigned long long)all[k]);
     text(u, u->small, l->legend.x + 330, y, 0xffffffffu, b);
   }
+  /* what each unit of the selected core runs at the cycle shown */
+  {
+    int n = snprintf(b, sizeof b, "now on core %d:", v->sel + 1);
+    for (int un = 0; un < TPU_VIZ_NUNIT && n > 0 && (size_t)n < sizeof b; un++) {
+      const char *op = tpu_viz_op_at(v, v->sel, (tpu_viz_unit)un, v->shown);
+      n += snprintf(b + n, sizeof b - (size_t)n, "   %s %.28s", tpu_viz_unit_name((tpu_viz_unit)un), op ? op : "-");
+    }
+    text(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b);
+  }
   /* hover info, help */
-  int y = l->info.y;
+  int y = l->info.y + 16;
   tpu_viz_cell cell;
   if (u->hover_r >= 0 && tpu_viz_cell_info(v, u->hover_r, u->hover_c, &cell)) {
     static const char *const st[] = { "idle", "loading", "computing" };

@@ -60,3 +60,89 @@ for p, tot in enumerate(d["stall_cycles_per_core"]):
         n = sum(1 for px in row if px == col[k])
         assert abs(n - cyc * w / T) <= edges + 2, (p, k, n, cyc * w / T)
 PY
+
+# --program: the timeline is the chip engine's. viz's totals equal tpusim
+# run --json's 'stall' (per core and summed), and the headless frame's stall
+# strips have pixel runs proportional to those figures, within a pixel of
+# rounding per band (plus the cursor's pixel).
+cp "$TPU_ROOT/docs/examples/train_step.json" ex.json
+expect_status 0 "$TPUSIM" run --chip teach --program ex.json --json
+echo "$OUT" > run.json
+expect_status 0 "$TPUSIM" viz --chip teach --program ex.json --headless --json --png prog.png
+echo "$OUT" > vp.json
+/usr/bin/python3 - "$here" run.json vp.json prog.png <<'PY' || die "viz --program disagrees with tpusim run or its bands are off"
+import json, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+r = json.load(open(sys.argv[2])); d = json.load(open(sys.argv[3])); L = d["layout"]
+assert d["total_cycles"] == r["cycles"], (d["total_cycles"], r["cycles"])
+assert d["stall"] == r["stall"], (d["stall"], r["stall"])
+for p, pc in enumerate(r["per_core"]):
+    assert d["stall_cycles_per_core"][p] == {k: pc[k] for k in d["stall"]}, (p, d["stall_cycles_per_core"][p], pc)
+assert {t["op"] for t in d["tiles"]} == {"forward", "dW"}, {t["op"] for t in d["tiles"]}
+img = png_read.read(sys.argv[4], max(L["core_y"]) + L["strip_h"])
+T = d["total_cycles"]; w = L["timeline_w"]
+col = {k: tuple(int(v[i:i + 2], 16) for i in (1, 3, 5)) for k, v in d["colors"].items()}
+for p, tot in enumerate(d["stall_cycles_per_core"]):
+    y = L["core_y"][p] + L["strip_h"] // 2
+    row = [png_read.pixel(img, L["timeline_x"] + x, y) for x in range(w)]
+    for k, cyc in tot.items():
+        n = sum(1 for px in row if px == col[k])
+        runs = sum(1 for x in range(w) if row[x] == col[k] and (x == 0 or row[x - 1] != col[k]))
+        assert abs(n - cyc * w / T) <= runs + 1, (p, k, n, cyc * w / T, runs)
+PY
+# bad programs: exit 2 with the file, line:column and field, as tpusim run
+printf '{ "cores": 4,\n  "buffers": [ { "name": "a", "space": "hbm", "shape": [4, 4] } ],\n  "ops": [ { "op": "dma", "src": "a", "dst": "b" } ] }' > p1.json
+expect_status 2 "$TPUSIM" viz --chip teach --program p1.json --headless --out o
+expect_err_contains "p1.json:3:"
+expect_err_contains "field 'ops[0].dst': no buffer named 'b' on core 0"
+printf '{ "ops": [ ' > p4.json
+expect_status 2 "$TPUSIM" viz --chip teach --program p4.json --headless --out o
+expect_err_contains "p4.json:1:"
+printf '{ "buffers": [ { "name": "a", "space": "vmem", "shape": [2000, 1000] } ],\n "ops": [ { "op": "vpu", "fn": "relu", "in": ["a"], "out": ["a"], "name": "big" } ] }' > p6.json
+expect_status 2 "$TPUSIM" viz --chip teach --program p6.json --headless --out o
+expect_err_contains "p6.json: "
+expect_status 2 "$TPUSIM" viz --chip teach --program nosuch.json --headless --out o; expect_err_contains "cannot read"
+expect_status 2 "$TPUSIM" viz --chip teach --program ex.json --m 8 --headless --out o; expect_err_contains "one or the other"
+expect_status 2 "$TPUSIM" viz --chip teach --program; expect_err_contains "needs a file name"
+# the GEMM is the engine's run of tpusim matmul --cores's program: the same
+# figures, on all the chip's cores (default) and with --cores
+for c in "" 2; do
+  expect_status 0 "$TPUSIM" viz --chip teach ${c:+--cores $c} --m 40 --n 12 --k 20 --precision bf16x3 --headless --json --png g.png
+  echo "$OUT" > vg.json
+  expect_status 0 "$TPUSIM" matmul --chip teach --cores ${c:-4} --m 40 --n 12 --k 20 --precision bf16x3 --level timing --json
+  echo "$OUT" > mg.json
+  /usr/bin/python3 - vg.json mg.json <<'PY' || die "viz's GEMM figures differ from tpusim matmul --cores ${c:-4}"
+import json, sys
+v = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+assert v["cores"] == m["cores"], (v["cores"], m["cores"])
+assert v["total_cycles"] == m["cycles"] and v["stall"] == m["stall"], (v["total_cycles"], v["stall"], m["cycles"], m["stall"])
+for p, pc in enumerate(m["per_core"]):
+    assert v["stall_cycles_per_core"][p] == {k: pc[k] for k in v["stall"]}, p
+PY
+done
+expect_status 2 "$TPUSIM" viz --chip teach --cores 5 --headless --out o; expect_err_contains "--cores"
+expect_status 2 "$TPUSIM" viz --chip teach --cores 2 --program ex.json --headless --out o; expect_err_contains "goes with a GEMM"
+# --model: one training step, lowered as tpusim train lowers it; the same
+# step cycles and stall shares as train --json (batch ready at once)
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --json --png m.png
+echo "$OUT" > vm.json
+expect_status 0 "$TPUSIM" train --chip teach --model mlp --batch 64 --data synthetic --synthetic-n 64 --level timing --steps-per-epoch 1 --json
+echo "$OUT" > tm.json
+/usr/bin/python3 - vm.json tm.json <<'PY' || die "viz --model disagrees with tpusim train"
+import json, sys
+v = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+assert v["total_cycles"] == t["sim_step_cycles"], (v["total_cycles"], t["sim_step_cycles"])
+n = v["cores"] * v["total_cycles"]
+for k, share in t["stall"].items():
+    assert abs(v["stall"][k] / n - share) < 1e-9, (k, v["stall"][k] / n, share)
+assert v["stall"]["mxu_busy"] > 0 and v["stall"]["collective_wait"] > 0, v["stall"]
+PY
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --json --png m2.png
+[ "$(echo "$OUT" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["stall"]["infeed_wait"])')" = 200000 ] \
+  || die "--infeed-ready 50000 should make each of the 4 cores wait 50000 cycles on infeed"
+printf '{ "name": "bad", "input": [4],\n  "layers": [ { "type": "dense", "units": 0 } ] }' > bad_model.json
+expect_status 2 "$TPUSIM" viz --chip teach --model bad_model.json --headless --out o; expect_err_contains "bad_model.json"
+expect_status 2 "$TPUSIM" viz --chip teach --model nosuch --headless --out o
+expect_status 2 "$TPUSIM" viz --chip teach --model mlp --batch 6 --headless --out o; expect_err_contains "does not divide"
+expect_status 2 "$TPUSIM" viz --chip teach --batch 64 --headless --out o; expect_err_contains "go with --model"
+expect_status 2 "$TPUSIM" viz --chip teach --model mlp --program ex.json --headless --out o; expect_err_contains "give one"
