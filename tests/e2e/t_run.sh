@@ -110,3 +110,11 @@ PY
 /usr/bin/python3 -c 'import json; d=json.load(open("pc.json")); d["per_core"][2]["ops"]=[]; json.dump(d, open("pc2.json","w"))'
 expect_status 2 "$TPUSIM" run --chip teach --program pc2.json
 expect_err_contains "core 2 issues 0 collective(s) and core 0 issues 1"
+# a column sum over one row is a legal VPU op (it was once refused because
+# its cost on a 1-sublane validation VPU is 0 cycles)
+cat > cs.json <<'JSON'
+{"cores": 1, "buffers": [{"name": "x", "space": "vmem", "shape": [1, 16], "init": {"normal": 1}},
+                         {"name": "y", "space": "vmem", "shape": [1, 16]}],
+ "ops": [{"op": "vpu", "fn": "col_sum", "in": ["x"], "out": ["y"]}]}
+JSON
+expect_status 0 "$TPUSIM" run --set cores_per_chip=1 --set cores=1 --program cs.json --json
