@@ -515,61 +515,66 @@ static void chip_advance(void *ctx, int chip) {
 ** Checks before running: capacities and collective agreement
 ** ================================================================== */
 /* Core c issues the same collectives (kind, bytes, root) as core 0, in the
-** same order. Runs per core on the pool. */
+** same order. Walks the programs' collective queues only (cheap: runs on
+** the calling thread). */
 static tpu_status check_colls(const tpu_sim_program *p, int c, char *err, size_t cap) {
   char lab[160];
   if (c == 0) return TPU_OK;
-  /* every core issues the same collectives in the same order */
-  int ncoll0 = 0;
-  for (int i = 0; i < p->core[0].nops; i++) ncoll0 += p->core[0].ops[i].unit == SIM_U_COLL;
-  {
-    int k = 0, i0 = 0;
-    const sim_core_prog *cp = &p->core[c], *c0 = &p->core[0];
-    for (int i = 0; i < cp->nops; i++) {
-      if (cp->ops[i].unit != SIM_U_COLL) continue;
-      while (i0 < c0->nops && c0->ops[i0].unit != SIM_U_COLL) i0++;
-      if (i0 >= c0->nops) {
-        snprintf(err, cap, "core %d: %s: collective #%d has no counterpart on core 0 (which issues %d); every core "
-                   "must issue the same collectives in the same order", c, sim_op_label(cp, i, lab, sizeof lab), k, ncoll0);
-        return TPU_ERR_INPUT;
-      }
-      const sim_op *a = &cp->ops[i], *b = &c0->ops[i0];
-      if (a->o.coll != b->o.coll || a->bytes != b->bytes || a->o.root != b->o.root) {
-        snprintf(err, cap, "core %d: %s: collective #%d is %s of %lld bytes (root %d), but core 0's is %s of %lld "
-                   "bytes (root %d); every core must issue the same collectives in the same order", c,
-                   sim_op_label(cp, i, lab, sizeof lab), k, tpu_sim_coll_name(a->o.coll), (long long)a->bytes,
-                   a->o.root, tpu_sim_coll_name(b->o.coll), (long long)b->bytes, b->o.root);
-        return TPU_ERR_INPUT;
-      }
-      k++; i0++;
-    }
-    if (k != ncoll0) {
-      snprintf(err, cap, "core %d issues %d collective(s) and core 0 issues %d; every core must issue the same "
-                 "collectives in the same order", c, k, ncoll0);
+  const sim_core_prog *cp = &p->core[c], *c0 = &p->core[0];
+  const int n = cp->uqn[SIM_U_COLL], ncoll0 = c0->uqn[SIM_U_COLL];
+  for (int k = 0; k < n; k++) {
+    const int i = cp->uq[SIM_U_COLL][k];
+    if (k >= ncoll0) {
+      snprintf(err, cap, "core %d: %s: collective #%d has no counterpart on core 0 (which issues %d); every core "
+                 "must issue the same collectives in the same order", c, sim_op_label(cp, i, lab, sizeof lab), k, ncoll0);
       return TPU_ERR_INPUT;
     }
+    const sim_op *a = &cp->ops[i], *b = &c0->ops[c0->uq[SIM_U_COLL][k]];
+    if (a->o.coll != b->o.coll || a->bytes != b->bytes || a->o.root != b->o.root) {
+      snprintf(err, cap, "core %d: %s: collective #%d is %s of %lld bytes (root %d), but core 0's is %s of %lld "
+                 "bytes (root %d); every core must issue the same collectives in the same order", c,
+                 sim_op_label(cp, i, lab, sizeof lab), k, tpu_sim_coll_name(a->o.coll), (long long)a->bytes,
+                 a->o.root, tpu_sim_coll_name(b->o.coll), (long long)b->bytes, b->o.root);
+      return TPU_ERR_INPUT;
+    }
+  }
+  if (n != ncoll0) {
+    snprintf(err, cap, "core %d issues %d collective(s) and core 0 issues %d; every core must issue the same "
+               "collectives in the same order", c, n, ncoll0);
+    return TPU_ERR_INPUT;
   }
   return TPU_OK;
 }
 
 /* VMEM liveness of one core: a buffer is live from its first to its last
-** use in program order. Writes its message into 'err'. */
+** use in program order. Live bytes change only where a buffer's life starts
+** or ends, so the sweep visits those points (sorted) instead of every op.
+** Writes its message into 'err'. */
+typedef struct vmem_ev { int op; int64_t d; } vmem_ev;
+static int vmem_ev_cmp(const void *x, const void *y) {
+  const vmem_ev *a = x, *b = y;
+  return (a->op > b->op) - (a->op < b->op);
+}
+
 static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp, int c, char *err, size_t cap) {
   char lab[160];
   const int64_t vcap = cfg->vmem_capacity_kib * 1024;
-  int64_t *delta = tpu_calloc((size_t)cp->nops + 1, sizeof *delta);
-  if (!delta) { snprintf(err, cap, "out of memory"); return TPU_ERR_NOMEM; }
+  vmem_ev *ev = tpu_malloc(2 * ((size_t)cp->nbufs + 1) * sizeof *ev);
+  if (!ev) { snprintf(err, cap, "out of memory"); return TPU_ERR_NOMEM; }
+  int nev = 0;
   for (int b = 0; b < cp->nbufs; b++) {
     const sim_buf *B = &cp->bufs[b];
     if (B->space != TPU_SIM_VMEM || B->first_use < 0) continue;
-    delta[B->first_use] += sim_buf_bytes(B);
-    delta[B->last_use + 1] -= sim_buf_bytes(B);
+    ev[nev++] = (vmem_ev){ B->first_use, sim_buf_bytes(B) };
+    ev[nev++] = (vmem_ev){ B->last_use + 1, -sim_buf_bytes(B) };
   }
+  qsort(ev, (size_t)nev, sizeof *ev, vmem_ev_cmp);
   int64_t live = 0;
-  for (int i = 0; i < cp->nops; i++) {
-    live += delta[i];
+  for (int e = 0; e < nev && ev[e].op < cp->nops;) {
+    const int i = ev[e].op;
+    for (; e < nev && ev[e].op == i; e++) live += ev[e].d;
     if (live > vcap) {
-      tpu_free(delta);
+      tpu_free(ev);
       snprintf(err, cap, "core %d: %s: needs %lld bytes of VMEM live at once (the buffers used from their first "
                "to their last op), more than the core's %lld bytes (vmem.capacity_kib %lld); split the "
                "work into smaller tiles or reuse buffers", c, sim_op_label(cp, i, lab, sizeof lab),
@@ -577,7 +582,7 @@ static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp
       return TPU_ERR_RANGE;
     }
   }
-  tpu_free(delta);
+  tpu_free(ev);
   return TPU_OK;
 }
 
@@ -606,10 +611,6 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
   if (!r) return;
   for (int c = 0; r->core && c < r->cores; c++) {
     sim_core_rt *k = &r->core[c];
-    for (int u = 0; u < SIM_NUNITS; u++) tpu_free(k->q[u]);
-    tpu_free(k->start);
-    tpu_free(k->end);
-    tpu_free(k->busy);
     if (k->val)
       for (int b = 0; b < k->cp->nbufs; b++) tpu_free(k->val[b]);
     tpu_free(k->val);
@@ -617,11 +618,35 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
     tpu_free(k->step_end);
     tpu_free(k->slices);
   }
-  tpu_free(r->core);
-  tpu_free(r->chip);
+  tpu_free_aligned(r->opmem);
+  tpu_free_aligned(r->core);
+  tpu_free_aligned(r->chip);
   tpu_free(r);
 }
 
+/* The per-op arrays (start, end, busy) of every core are one block,
+** allocated by the calling thread, each core's part on its own cache lines.
+** One large block is reused by malloc from run to run, where many smaller
+** ones (or ones allocated in a pool thread's arena) go back to the system
+** when freed and each run pays ~2,400 page faults again (about 10 ms on a
+** virtual machine, as long as the rest of the run). The pages are first
+** touched by the pool (setup_core). False when out of memory. */
+static bool alloc_ops(tpu_sim_result *r) {
+  size_t total = 0;
+  for (int c = 0; c < r->cores; c++) total += 3 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
+  if (!(r->opmem = tpu_malloc_aligned(total * sizeof *r->opmem))) return false;
+  uint64_t *m = r->opmem;
+  for (int c = 0; c < r->cores; c++) {
+    const size_t n = ((size_t)r->p->core[c].nops + 8) & ~(size_t)7;   /* nops + 1, rounded up to 64 bytes */
+    r->core[c].start = m;
+    r->core[c].end = m + n;
+    r->core[c].busy = m + 2 * n;
+    m += 3 * n;
+  }
+  return true;
+}
+
+/* Runs on the pool. */
 static tpu_status setup_core(tpu_sim_result *r, int id) {
   sim_core_rt *c = &r->core[id];
   const sim_core_prog *cp = &r->p->core[id];
@@ -630,20 +655,11 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
   c->cp = cp;
   c->dma_op = -1;
   c->coll_arrived = -1;
-  const size_t n = (size_t)cp->nops + 1;
-  c->start = tpu_malloc(n * sizeof *c->start);
-  c->end = tpu_malloc(n * sizeof *c->end);
-  c->busy = tpu_malloc(n * sizeof *c->busy);
   c->steps = tpu_calloc((size_t)r->nsteps, sizeof *c->steps);
   c->step_end = tpu_calloc((size_t)r->nsteps, sizeof *c->step_end);
-  if (!c->start || !c->end || !c->busy || !c->steps || !c->step_end) return TPU_ERR_NOMEM;
-  for (int i = 0; i < cp->nops; i++) { c->end[i] = SIM_UNRESOLVED; c->start[i] = c->busy[i] = 0; }
-  for (int i = 0; i < cp->nops; i++) c->qn[cp->ops[i].unit]++;
-  for (int u = 0; u < SIM_NUNITS; u++) {
-    if (!(c->q[u] = tpu_malloc(((size_t)c->qn[u] + 1) * sizeof *c->q[u]))) return TPU_ERR_NOMEM;
-    c->qn[u] = 0;
-  }
-  for (int i = 0; i < cp->nops; i++) c->q[cp->ops[i].unit][c->qn[cp->ops[i].unit]++] = i;
+  if (!c->start || !c->steps || !c->step_end) return TPU_ERR_NOMEM;
+  for (int i = 0; i < cp->nops; i++) c->end[i] = SIM_UNRESOLVED;
+  for (int u = 0; u < SIM_NUNITS; u++) { c->q[u] = cp->uq[u]; c->qn[u] = cp->uqn[u]; }
   for (int a = 0; a < r->cfg.mxus_per_core; a++) tpu_mxu_sched_init(&c->mxu[a], &r->cfg.mxu);
   if (r->opt.level != TPU_FIDELITY_TIMING) {
     if (!(c->val = tpu_calloc((size_t)cp->nbufs + 1, sizeof *c->val))) return TPU_ERR_NOMEM;
@@ -660,9 +676,7 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
 static void setup_task(void *ctx, int core) {
   tpu_sim_result *r = ctx;
   sim_core_rt *c = &r->core[core];
-  c->setup_st = check_colls(r->p, core, c->setup_err, sizeof c->setup_err);
-  if (c->setup_st == TPU_OK)
-    c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
+  c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
   if (c->setup_st == TPU_OK && setup_core(r, core) != TPU_OK) {
     c->setup_st = TPU_ERR_NOMEM;
     snprintf(c->setup_err, sizeof c->setup_err, "out of memory");
@@ -710,8 +724,11 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   r->nsteps = 1;
   for (int c = 0; c < p->cores; c++)
     if (p->core[c].maxstep + 1 > r->nsteps) r->nsteps = p->core[c].maxstep + 1;
-  r->core = tpu_calloc((size_t)r->cores, sizeof *r->core);
-  r->chip = tpu_calloc((size_t)r->chips, sizeof *r->chip);
+  /* cache-line aligned: neighbours are written by different threads */
+  r->core = tpu_malloc_aligned((size_t)r->cores * sizeof *r->core);
+  r->chip = tpu_malloc_aligned((size_t)r->chips * sizeof *r->chip);
+  if (r->core) memset(r->core, 0, (size_t)r->cores * sizeof *r->core);
+  if (r->chip) memset(r->chip, 0, (size_t)r->chips * sizeof *r->chip);
   if (!r->core || !r->chip) { st = TPU_ERR_NOMEM; goto fail; }
   for (int k = 0; k < r->chips; k++)
     r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip,
@@ -722,9 +739,12 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (nthreads > 64) nthreads = 64;
   pool pl;
   pool_start(&pl, nthreads);
+  alloc_ops(r);                          /* a failure is reported by setup_core */
   pool_run(&pl, r->cores, setup_task, r);
-  for (int c = 0; c < r->cores; c++)          /* the lowest core's error, whatever the threads */
+  for (int c = 0; c < r->cores; c++) {       /* the lowest core's error, whatever the threads */
+    if ((st = check_colls(p, c, e, sizeof e)) != TPU_OK) { sim_seterr(p, "%s", e); goto stop; }
     if ((st = r->core[c].setup_st) != TPU_OK) { sim_seterr(p, "%s", r->core[c].setup_err); goto stop; }
+  }
 
   uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
   for (;;) {

@@ -70,6 +70,7 @@ void tpu_sim_program_destroy(tpu_sim_program *p) {
     tpu_free(cp->bufs);
     tpu_free(cp->ops);
     tpu_free(cp->deps);
+    for (int u = 0; u < SIM_NUNITS; u++) tpu_free(cp->uq[u]);
     tpu_free(cp->infeed_ready);
   }
   tpu_free(p->core);
@@ -407,7 +408,9 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
   so->o.params = NULL;
   so->dep0 = cp->ndeps;
   /* dependencies: RAW on the last writer of every read; WAW and WAR for
-  ** every write. Readers lists are grown before anything is committed. */
+  ** every write. Readers lists (and the unit's queue) are grown before
+  ** anything is committed. */
+  if (grow((void **)&cp->uq[unit], &cp->uqcap[unit], cp->uqn[unit] + 1, sizeof *cp->uq[unit])) goto nomem_op;
   for (int i = 0; i < nr; i++) {
     sim_buf *b = &cp->bufs[reads[i] - 1];
     if (grow((void **)&b->readers, &b->capreaders, b->nreaders + 1, sizeof *b->readers)) goto nomem_op;
@@ -439,6 +442,7 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
     b->last_use = idx;
   }
   so->ndeps = cp->ndeps - so->dep0;
+  cp->uq[unit][cp->uqn[unit]++] = idx;
   cp->maxstep = op->step;
   cp->nops++;
   if (index) *index = idx;

@@ -79,6 +79,7 @@ typedef struct sim_core_prog {
   sim_buf *bufs; int nbufs, capbufs;   /* handle h is bufs[h - 1] */
   sim_op *ops; int nops, capops;
   int *deps; int ndeps, capdeps;
+  int *uq[SIM_NUNITS]; int uqn[SIM_NUNITS], uqcap[SIM_NUNITS];   /* each unit's ops in program order */
   uint64_t *infeed_ready; int64_t ninfeed;
   int maxstep;
 } sim_core_prog;
@@ -118,12 +119,16 @@ tpu_status sim_vpu_exec(const sim_op *so, const sim_core_prog *cp, float *const 
 typedef struct sim_iv { uint64_t a, b; } sim_iv;       /* [a, b) cycles */
 typedef struct sim_slice { uint64_t a, b; int cat; } sim_slice;
 
+/* sim_core_rt and sim_chip_rt start on a cache line and fill whole lines
+** (the arrays are allocated aligned): a chip's thread writes its own chip's
+** and cores' fields only, and must not share a line with another chip's. */
 typedef struct sim_core_rt {
-  int id, chip;
+  _Alignas(64) int id;
+  int chip;
   const sim_core_prog *cp;
-  int *q[SIM_NUNITS]; int qn[SIM_NUNITS]; int head[SIM_NUNITS];
+  const int *q[SIM_NUNITS]; int qn[SIM_NUNITS]; int head[SIM_NUNITS];   /* q, qn: cp->uq, cp->uqn */
   uint64_t unit_free[SIM_NUNITS];
-  uint64_t *start, *end;       /* per op; end SIM_UNRESOLVED until resolved */
+  uint64_t *start, *end;       /* per op (in r->opmem); end SIM_UNRESOLVED until resolved */
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
   tpu_mxu_sched mxu[8];
   float **val;                 /* per buffer values (tile level), else NULL */
@@ -147,7 +152,8 @@ typedef struct sim_core_rt {
 } sim_core_rt;
 
 typedef struct sim_chip_rt {
-  int first, n;                /* its cores */
+  _Alignas(64) int first;      /* its cores: first .. first + n - 1 */
+  int n;
   double V;                    /* HBM virtual time: bytes each active transfer has received */
   uint64_t tlast;
   int nactive;
@@ -168,6 +174,7 @@ struct tpu_sim_result {
   uint64_t cycles;
   double bytes_per_cycle, hbm_lat;
   int coll_index;              /* collectives resolved so far */
+  uint64_t *opmem;             /* every core's start, end and busy (alloc_ops) */
 };
 
 /* stats.c: the sweep; fills core->total, steps, step_end, slices. */

@@ -335,6 +335,44 @@ START_TEST(Bad_ops_are_rejected_with_a_message) {
 }
 END_TEST
 
+/* Setup errors (collectives that do not match core 0's, VMEM that does not
+** fit) are checked per core on the pool; the lowest core's is reported,
+** whatever the thread count. */
+START_TEST(Setup_errors_name_the_lowest_core_whatever_the_threads) {
+  tpu_chip_config cfg = teach(4);
+  char err[512];
+  ck_assert_msg(tpu_chip_config_set(&cfg, "cores_per_chip=1", err, sizeof err) == TPU_OK, "%s", err);
+  for (int hog = 1; hog >= 0; hog--) {
+    tpu_sim_program *p;
+    ck_assert(tpu_sim_program_create(4, &p) == TPU_OK);
+    for (int c = 0; c < 4; c++) {
+      int s = buf(p, c, "s", TPU_SIM_VMEM, 4, c == 2 ? 8 : 4);   /* core 2 reduces twice the bytes */
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = s, .dst = s });
+      if (c == 3 || (c == 1 && hog)) {   /* 129 x 128 f32 is more than teach's 64 KiB of VMEM */
+        int h = buf(p, c, "hog", TPU_SIM_VMEM, 129, 128);
+        add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { h }, .out = { h } });
+      }
+    }
+    for (int threads = 1; threads <= 4; threads *= 2) {
+      tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads };
+      tpu_sim_result *r = NULL;
+      const tpu_status st = tpu_sim_run(&cfg, p, &o, &r);
+      ck_assert_ptr_null(r);
+      const char *e = tpu_sim_program_error(p);
+      if (hog) {
+        ck_assert_int_eq(st, TPU_ERR_RANGE);
+        ck_assert_msg(strncmp(e, "core 1: op 1 ('vpu#1', vpu): needs 66048 bytes of VMEM", 52) == 0, "%s", e);
+      } else {
+        ck_assert_int_eq(st, TPU_ERR_INPUT);
+        ck_assert_msg(strstr(e, "core 2: op 0 ('collective#0', collective): collective #0 is all_reduce of 128 "
+                                "bytes (root 0), but core 0's is all_reduce of 64 bytes"), "%s", e);
+      }
+    }
+    tpu_sim_program_destroy(p);
+  }
+}
+END_TEST
+
 /* A random data-parallel program: per step, infeed, DMAs in and out,
 ** matmuls, VPU ops, an all-reduce; shapes vary by core so cores differ. */
 static tpu_sim_program *random_program(int cores, int steps, uint64_t seed) {
@@ -688,6 +726,7 @@ static Suite *sim_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes);
   tcase_add_test(tc, Bad_ops_are_rejected_with_a_message);
+  tcase_add_test(tc, Setup_errors_name_the_lowest_core_whatever_the_threads);
   tcase_add_test(tc, Reading_and_running_survive_every_allocation_failure);
   suite_add_tcase(s, tc);
   tc = tcase_create("engine");
