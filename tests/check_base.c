@@ -87,17 +87,10 @@ START_TEST(Nan_inf_and_signed_zero_are_kept) {
 }
 END_TEST
 
-static int fail_at, calls;
-static void *failing_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (++calls == fail_at) return NULL;
-  return realloc(p, n);
-}
 
 START_TEST(Allocation_goes_through_the_hook) {
-  calls = 0; fail_at = 2;
-  tpu_set_alloc(failing_alloc, NULL);
+  tu_alloc_calls = 0; tu_fail_at = 2;
+  tpu_set_alloc(tu_failing_alloc, NULL);
   void *a = tpu_malloc(10);
   void *b = tpu_malloc_aligned(100);
   void *c = tpu_calloc(SIZE_MAX / 2, 4);

@@ -79,13 +79,6 @@ START_TEST(Set_rejects_bad_values_and_leaves_the_config_unchanged) {
 }
 END_TEST
 
-static int fail_at, calls;
-static void *failing_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (++calls == fail_at) return NULL;
-  return realloc(p, n);
-}
 
 /* Every allocation made while loading a file fails in turn: the loader must
 ** return an error, never crash or leak (ASan/valgrind check the leak). */
@@ -97,10 +90,10 @@ START_TEST(Loading_survives_every_allocation_failure) {
   fclose(f);
   char err[512];
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 200 && !ok_seen; fail_at++) {
-    calls = 0;
+  for (tu_fail_at = 1; tu_fail_at < 200 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
     tpu_chip_config c;
-    tpu_set_alloc(failing_alloc, NULL);
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_status st = tpu_chip_config_load(path, &c, err, sizeof err);
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) { ok_seen = 1; ck_assert_int_eq(c.mxu.rows, 16); }

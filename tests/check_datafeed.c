@@ -819,22 +819,14 @@ END_TEST
 ** Allocation failures: every allocation of open/next/close and of the model
 ** fails in turn; each must give an error (never a crash, hang or leak).
 ** ================================================================== */
-#include <stdatomic.h>
-static atomic_int fail_at, calls;
-static void *failing_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (atomic_fetch_add(&calls, 1) + 1 == atomic_load(&fail_at)) return NULL;
-  return realloc(p, n);
-}
 
 START_TEST(Open_next_and_model_survive_every_allocation_failure) {
   tpu_df_spec *s = busy_spec();
   bool ok_seen = false;
   for (int k = 1; k < 2000 && !ok_seen; k++) {
-    atomic_store(&fail_at, k);
-    atomic_store(&calls, 0);
-    tpu_set_alloc(failing_alloc, NULL);
+    atomic_store(&tu_fail_at, k);
+    atomic_store(&tu_alloc_calls, 0);
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_df *df = NULL;
     tpu_status st = tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf);
     if (st == TPU_OK) {
@@ -847,7 +839,7 @@ START_TEST(Open_next_and_model_survive_every_allocation_failure) {
     tpu_set_alloc(NULL, NULL);
     ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
     ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
-    ok_seen = st == TPU_OK && st2 == TPU_OK && atomic_load(&calls) < k;
+    ok_seen = st == TPU_OK && st2 == TPU_OK && atomic_load(&tu_alloc_calls) < k;
   }
   ck_assert(ok_seen);
   tpu_df_spec_destroy(s);

@@ -516,19 +516,12 @@ START_TEST(Create_rejects_impossible_geometry) {
 }
 END_TEST
 
-static int calls, fail_at;
-static void *counting_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (++calls == fail_at) return NULL;
-  return realloc(p, n);
-}
 
 START_TEST(Create_and_push_survive_every_allocation_failure) {
   bool ok_seen = false;
-  for (fail_at = 1; fail_at < 50 && !ok_seen; fail_at++) {
-    calls = 0;
-    tpu_set_alloc(counting_alloc, NULL);
+  for (tu_fail_at = 1; tu_fail_at < 50 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_mxu_config c = cfg_of(8, 8, true);
     tpu_mxu *m = (tpu_mxu *)&c;
     tpu_status st = tpu_mxu_create(&c, &m);
@@ -560,13 +553,13 @@ START_TEST(Ticks_allocate_nothing) {
     tpu_mxu_tile t = tile_of(5, 16, 16, 0);
     ck_assert_int_eq(tpu_mxu_push(m, &t), TPU_OK);
   }
-  calls = 0;
-  fail_at = -1;
-  tpu_set_alloc(counting_alloc, NULL);
+  tu_alloc_calls = 0;
+  tu_fail_at = -1;
+  tpu_set_alloc(tu_failing_alloc, NULL);
   for (int i = 0; i < 10000; i++) tpu_mxu_tick(m);
   tpu_mxu_view_cells(m, &(tpu_mxu_view){ 0 });
   tpu_set_alloc(NULL, NULL);
-  ck_assert_int_eq(calls, 0);
+  ck_assert_int_eq(tu_alloc_calls, 0);
   tpu_mxu_destroy(m);
 }
 END_TEST

@@ -568,13 +568,6 @@ START_TEST(Vpu_ops_run_through_vpu_h_with_their_operands_in_order) {
 }
 END_TEST
 
-static int fail_at, calls;
-static void *failing_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (++calls == fail_at) return NULL;
-  return realloc(p, n);
-}
 
 /* Every allocation made while reading and running a program fails in turn:
 ** the engine must report out-of-memory, never crash or leak (ASan and
@@ -592,11 +585,11 @@ START_TEST(Reading_and_running_survive_every_allocation_failure) {
   tpu_chip_config cfg = teach(2);
   char err[512];
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 2000 && !ok_seen; fail_at++) {
-    calls = 0;
+  for (tu_fail_at = 1; tu_fail_at < 2000 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
     tpu_sim_program *p = NULL;
     tpu_sim_result *r = NULL;
-    tpu_set_alloc(failing_alloc, NULL);
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_status st = tpu_sim_program_parse(PROG, "prog.json", 2, &p, err, sizeof err);
     if (st == TPU_OK) {
       tpu_sim_options o = { .level = TPU_FIDELITY_TILE, .threads = 1, .trace = true };
@@ -607,10 +600,10 @@ START_TEST(Reading_and_running_survive_every_allocation_failure) {
         tpu_free(t);
       } else {
         ck_assert_msg(st == TPU_ERR_NOMEM && strstr(tpu_sim_program_error(p), "out of memory"), "%d: %s",
-                      fail_at, tpu_sim_program_error(p));
+                      tu_fail_at, tpu_sim_program_error(p));
       }
     } else {
-      ck_assert_msg(strstr(err, "out of memory"), "%d: %s", fail_at, err);
+      ck_assert_msg(strstr(err, "out of memory"), "%d: %s", tu_fail_at, err);
       ck_assert_ptr_null(p);
     }
     tpu_set_alloc(NULL, NULL);
@@ -618,7 +611,7 @@ START_TEST(Reading_and_running_survive_every_allocation_failure) {
     tpu_sim_program_destroy(p);
   }
   ck_assert(ok_seen);
-  ck_assert_int_gt(fail_at, 40);   /* the sweep did fail many allocations */
+  ck_assert_int_gt(tu_fail_at, 40);   /* the sweep did fail many allocations */
 }
 END_TEST
 

@@ -490,20 +490,13 @@ END_TEST
 /* {==================================================================
 ** Out of memory: every allocation fails in turn
 ** ================================================================== */
-static int fail_at, calls;
-static void *failing_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (++calls == fail_at) return NULL;
-  return realloc(p, n);
-}
 
 START_TEST(Parsing_and_training_survive_every_allocation_failure) {
   for (int kind = 0; kind < 2; kind++) {
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 400 && !ok_seen; fail_at++) {
-    calls = 0;
-    tpu_set_alloc(failing_alloc, NULL);
+  for (tu_fail_at = 1; tu_fail_at < 400 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
+    tpu_set_alloc(tu_failing_alloc, NULL);
     fe_model m;
     char err[512];
     tpu_status st = fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
@@ -520,9 +513,9 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
     }
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) ok_seen = 1;
-    else ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s", fail_at, tpu_status_str(st));
+    else ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s", tu_fail_at, tpu_status_str(st));
   }
-  ck_assert_msg(ok_seen && fail_at > 20, "backend %d: %d allocations", kind, fail_at);
+  ck_assert_msg(ok_seen && tu_fail_at > 20, "backend %d: %d allocations", kind, tu_fail_at);
   }
 }
 END_TEST
@@ -537,19 +530,19 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
   int nev = 0;
   ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, ev, 256, &nev, err, sizeof err), TPU_OK);
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 20000 && !ok_seen; fail_at++) {
-    calls = 0;
-    tpu_set_alloc(failing_alloc, NULL);
+  for (tu_fail_at = 1; tu_fail_at < 20000 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_status st = fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 256, &nev, err, sizeof err);
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) {
       ok_seen = 1;
       ck_assert(!memcmp(&want, &t, sizeof t));
     } else {
-      ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s: %s", fail_at, tpu_status_str(st), err);
+      ck_assert_msg(st == TPU_ERR_NOMEM, "allocation %d: status %s: %s", tu_fail_at, tpu_status_str(st), err);
     }
   }
-  ck_assert_msg(ok_seen && fail_at > 50, "%d allocations", fail_at);
+  ck_assert_msg(ok_seen && tu_fail_at > 50, "%d allocations", tu_fail_at);
 }
 END_TEST
 /* }================================================================== */

@@ -298,23 +298,16 @@ START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
 }
 END_TEST
 
-static int fail_at, calls;
-static void *failing_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  if (n == 0) { free(p); return NULL; }
-  if (++calls == fail_at) return NULL;
-  return realloc(p, n);
-}
 START_TEST(Create_survives_every_allocation_failure) {
   tpu_chip_config chip;
   char err[512];
   ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
   tpu_viz_workload w = { 20, 12, 10, 1, TPU_PREC_BF16 };
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 4000 && !ok_seen; fail_at++) {
-    calls = 0;
+  for (tu_fail_at = 1; tu_fail_at < 4000 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
     tpu_viz *v;
-    tpu_set_alloc(failing_alloc, NULL);
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_status st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
     if (st == TPU_OK) { ok_seen = 1; tpu_viz_destroy(v); }
     tpu_set_alloc(NULL, NULL);
@@ -669,14 +662,14 @@ START_TEST(Program_create_survives_every_allocation_failure) {
   ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
   tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
   int ok_seen = 0;
-  for (fail_at = 1; fail_at < 2000 && !ok_seen; fail_at++) {
-    calls = 0;
+  for (tu_fail_at = 1; tu_fail_at < 2000 && !ok_seen; tu_fail_at++) {
+    tu_alloc_calls = 0;
     tpu_viz *v;
-    tpu_set_alloc(failing_alloc, NULL);
+    tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_status st = tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err);
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) { ok_seen = 1; tpu_viz_destroy(v); }
-    else { ck_assert_msg(st == TPU_ERR_NOMEM, "fail_at %d: %s (%s)", fail_at, tpu_status_str(st), err); ck_assert_ptr_null(v); }
+    else { ck_assert_msg(st == TPU_ERR_NOMEM, "tu_fail_at %d: %s (%s)", tu_fail_at, tpu_status_str(st), err); ck_assert_ptr_null(v); }
   }
   ck_assert(ok_seen);
   tpu_sim_program_destroy(p);

@@ -2,6 +2,8 @@
 #include "tests/test_util.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,4 +38,13 @@ int tu_run_suite(Suite *s) {
   int nf = srunner_ntests_failed(sr);
   srunner_free(sr);
   return nf;
+}
+
+_Atomic int tu_fail_at, tu_alloc_calls;
+
+void *tu_failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) { free(p); return NULL; }
+  if (atomic_fetch_add(&tu_alloc_calls, 1) + 1 == atomic_load(&tu_fail_at)) return NULL;
+  return realloc(p, n);
 }

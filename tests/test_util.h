@@ -4,6 +4,8 @@
 #ifndef TPU_TEST_UTIL_H
 #define TPU_TEST_UTIL_H
 #include <check.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -26,6 +28,13 @@ int      tu_range(tu_rng *r, int lo, int hi);   /* [lo, hi] */
 float    tu_normal(tu_rng *r);                  /* N(0,1), Box-Muller */
 /* Fills x with N(0,1) values rounded to bf16 when 'bf16' is set. */
 void     tu_fill(tu_rng *r, float *x, size_t n, int bf16);
+
+/* An allocator for tpu_set_alloc() that fails its tu_fail_at-th call
+** (counting from 1 in tu_alloc_calls; any other value never fails), for
+** sweeps that make every allocation fail in turn. Atomic, so pipelines
+** with worker threads count every call. */
+extern _Atomic int tu_fail_at, tu_alloc_calls;
+void *tu_failing_alloc(void *ud, void *p, size_t n);
 
 /* Wall-clock seconds (monotonic). */
 double tu_now(void);
