@@ -72,26 +72,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* A growable text buffer for CSV and trace output (written atomically). */
-typedef struct sbuf { char *p; size_t n, cap; bool oom; } sbuf;
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->oom = true; return; }
-    if (b->p && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
-    size_t cap = (b->cap ? b->cap * 2 : 65536) + (size_t)k;
-    char *q = tpu_realloc(b->p, cap);
-    if (!q) { b->oom = true; return; }
-    b->p = q;
-    b->cap = cap;
-  }
-}
-
 static int parse_args(int argc, char **argv, opts *o, fe_common *com) {
   char err[256];
   memset(o, 0, sizeof *o);
@@ -199,21 +179,21 @@ static const char *verdict(double input_frac) {
 /* Trace of the first steps: one process per core, one thread per unit
 ** (core stalls, MXU, VPU, DMA, ICI), the step's timeline repeated per step
 ** (every step has the same timing; see the top of this file). */
-static void trace_meta(sbuf *tb, int cores, const char *chip) {
+static void trace_meta(tpu_text *tb, int cores, const char *chip) {
   static const char *const units[FE_NUNITS] = { "core (stalls)", "MXU", "VPU", "DMA", "ICI" };
   for (int c = 0; c < cores; c++) {
-    sb_printf(tb, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s core %d\"}}",
+    tpu_text_printf(tb, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s core %d\"}}",
               tb->n > 2 ? ",\n" : "", c, chip, c);
     for (int u = 0; u < FE_NUNITS; u++)
-      sb_printf(tb, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+      tpu_text_printf(tb, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                 c, u, units[u]);
   }
 }
-static void trace_step(sbuf *tb, int cores, long step, double t0_us, const fe_trace_event *ev, int nev,
+static void trace_step(tpu_text *tb, int cores, long step, double t0_us, const fe_trace_event *ev, int nev,
                        double us_per_cycle) {
   for (int c = 0; c < cores; c++)
     for (int k = 0; k < nev; k++)
-      sb_printf(tb, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,"
+      tpu_text_printf(tb, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,"
                 "\"args\":{\"step\":%ld}}", ev[k].name, c, ev[k].unit, t0_us + ev[k].start * us_per_cycle,
                 ev[k].dur * us_per_cycle, step);
 }
@@ -303,7 +283,7 @@ int fe_cmd_train(int argc, char **argv) {
 
   fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
   fe_trainer tr;
-  sbuf csv = { 0 }, tb = { 0 };
+  tpu_text csv = { 0 }, tb = { 0 };
   json_t *hist = json_array();
   int status = 0;
   const bool tty = !com.json && fe_stdout_is_tty();
@@ -333,8 +313,8 @@ int fe_cmd_train(int argc, char **argv) {
     }
   }
 
-  if (o.csv) sb_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s\n");
-  if (o.trace) { sb_printf(&tb, "[\n"); trace_meta(&tb, cores, chip.name); }
+  if (o.csv) tpu_text_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s\n");
+  if (o.trace) { tpu_text_printf(&tb, "[\n"); trace_meta(&tb, cores, chip.name); }
   const double us_per_cycle = 1e6 / hz;
   double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
   double sim_time = 0;
@@ -389,7 +369,7 @@ int fe_cmd_train(int argc, char **argv) {
       last_loss = numerics ? lsum / (double)(s + 1) : NAN;
       last_acc = (double)csum / (double)((s + 1) * o.batch);
       if (o.csv)
-        sb_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,
+        tpu_text_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,
                   numerics ? loss : NAN, numerics ? (double)cor / (double)o.batch : NAN, step_s,
                   (double)wait / hz, sim_time);
       double t = now_s();
@@ -430,14 +410,14 @@ int fe_cmd_train(int argc, char **argv) {
   double wall = now_s() - wall0;
 
   if (o.csv) {
-    if (csv.oom || fe_write_atomic(o.csv, csv.p, csv.n)) {
+    if (csv.oom || fe_write_atomic(o.csv, csv.s, csv.n)) {
       status = fe_runtime_error(CMD, "--csv %s: cannot write: %s", o.csv, csv.oom ? "out of memory" : strerror(errno));
       goto out;
     }
   }
   if (o.trace) {
-    sb_printf(&tb, "\n]\n");
-    if (tb.oom || fe_write_atomic(o.trace, tb.p, tb.n)) {
+    tpu_text_printf(&tb, "\n]\n");
+    if (tb.oom || fe_write_atomic(o.trace, tb.s, tb.n)) {
       status = fe_runtime_error(CMD, "--trace %s: cannot write: %s", o.trace, tb.oom ? "out of memory" : strerror(errno));
       goto out;
     }
@@ -506,8 +486,8 @@ int fe_cmd_train(int argc, char **argv) {
 out:
   json_decref(hist);
   if (numerics) fe_trainer_destroy(&tr);
-  tpu_free(csv.p);
-  tpu_free(tb.p);
+  tpu_free(csv.s);
+  tpu_free(tb.s);
   fe_feed_close(feed);
   fe_dataset_free(&test);
   return status;

@@ -5,6 +5,7 @@
 #include "sim/base.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -190,3 +191,21 @@ int tpu_json_locate(const char *text, const char *path, int *line, int *col) {
   return 1;
 }
 /* }================================================================== */
+
+void tpu_text_printf(tpu_text *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) { b->oom = 1; return; }
+    if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
+    size_t nc = b->cap ? b->cap * 2 : 65536;
+    while (nc < b->n + (size_t)k + 1) nc *= 2;
+    char *q = tpu_realloc(b->s, nc);
+    if (!q) { b->oom = 1; return; }
+    b->s = q;
+    b->cap = nc;
+  }
+}

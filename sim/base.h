@@ -52,6 +52,12 @@ char *tpu_strdup(const char *s);                       /* NULL on failure; tpu_f
 /* Aligned buffers for SIMD kernels (64-byte). Free with tpu_free_aligned. */
 void *tpu_malloc_aligned(size_t n);
 void  tpu_free_aligned(void *p);
+/* A growing text buffer (traces, CSV). Start it zeroed; tpu_text_printf
+** appends. On allocation failure 'oom' is set and later appends do
+** nothing. s is NUL-terminated once anything was appended; the caller
+** frees it with tpu_free(b.s). */
+typedef struct tpu_text { char *s; size_t n, cap; int oom; } tpu_text;
+void tpu_text_printf(tpu_text *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* }================================================================== */
 
 /* {==================================================================

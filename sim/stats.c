@@ -153,58 +153,37 @@ const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf) {
 ** unit plus a "stalls" thread whose slices are named after the stall kind.
 ** Timestamps are microseconds of simulated time (cycles / clock MHz).
 ** ================================================================== */
-typedef struct sbuf { char *s; size_t n, cap; bool oom; } sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->oom = true; return; }
-    if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
-    size_t nc = b->cap ? b->cap * 2 : 65536;
-    while (nc < b->n + (size_t)k + 1) nc *= 2;
-    char *s = tpu_realloc(b->s, nc);
-    if (!s) { b->oom = true; return; }
-    b->s = s;
-    b->cap = nc;
-  }
-}
-
 /* op names are user text: escape what JSON needs */
-static void sb_str(sbuf *b, const char *s) {
-  sb_printf(b, "\"");
+static void sb_str(tpu_text *b, const char *s) {
+  tpu_text_printf(b, "\"");
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') sb_printf(b, "\\%c", ch);
-    else if (ch < 0x20) sb_printf(b, "\\u%04x", ch);
-    else sb_printf(b, "%c", ch);
+    if (ch == '"' || ch == '\\') tpu_text_printf(b, "\\%c", ch);
+    else if (ch < 0x20) tpu_text_printf(b, "\\u%04x", ch);
+    else tpu_text_printf(b, "%c", ch);
   }
-  sb_printf(b, "\"");
+  tpu_text_printf(b, "\"");
 }
 
 static const char *const UNIT_NAMES[SIM_NUNITS] = { "DMA", "MXU", "VPU", "infeed", "collective" };
 
 char *tpu_sim_result_trace_json(const tpu_sim_result *r) {
   if (!r->opt.trace) return NULL;
-  sbuf b = { 0 };
+  tpu_text b = { 0 };
   const double us = 1.0 / r->cfg.clock_mhz;
-  sb_printf(&b, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"chip\":");
+  tpu_text_printf(&b, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"chip\":");
   sb_str(&b, r->cfg.name);
-  sb_printf(&b, ",\"cycles\":%llu,\"clock_mhz\":%g},\"traceEvents\":[\n", (unsigned long long)r->cycles,
+  tpu_text_printf(&b, ",\"cycles\":%llu,\"clock_mhz\":%g},\"traceEvents\":[\n", (unsigned long long)r->cycles,
             r->cfg.clock_mhz);
   bool first = true;
   for (int c = 0; c < r->cores; c++) {
     const sim_core_rt *k = &r->core[c];
-    sb_printf(&b, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"core %d (chip %d)\"}}",
+    tpu_text_printf(&b, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"core %d (chip %d)\"}}",
               first ? "" : ",\n", c, c, k->chip);
     first = false;
-    sb_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", c, c);
+    tpu_text_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", c, c);
     for (int u = 0; u <= SIM_NUNITS; u++)
-      sb_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", c, u,
+      tpu_text_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", c, u,
                 u < SIM_NUNITS ? UNIT_NAMES[u] : "stalls");
     for (int u = 0; u < SIM_NUNITS; u++) {
       uint64_t shown = 0;        /* consecutive matmuls overlap (the next one's weights load while
@@ -216,26 +195,26 @@ char *tpu_sim_result_trace_json(const tpu_sim_result *r) {
         const uint64_t a = k->busy[i], e = k->end[i];
         const uint64_t da = a > shown ? a : shown, de = e > da ? e : da;
         shown = de;
-        sb_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":", c, u,
+        tpu_text_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":", c, u,
                   (double)da * us, (double)(de - da) * us);
         sb_str(&b, so->name);
-        sb_printf(&b, ",\"args\":{\"op\":%d,\"kind\":\"%s\",\"step\":%d,\"start_cycle\":%llu,\"end_cycle\":%llu",
+        tpu_text_printf(&b, ",\"args\":{\"op\":%d,\"kind\":\"%s\",\"step\":%d,\"start_cycle\":%llu,\"end_cycle\":%llu",
                   i, tpu_sim_kind_name(so->o.kind), so->o.step, (unsigned long long)a, (unsigned long long)e);
-        if (so->o.kind == TPU_SIM_VPU) { sb_printf(&b, ",\"vpu_op\":"); sb_str(&b, so->vpu_op); }
-        if (so->o.kind == TPU_SIM_COLLECTIVE) sb_printf(&b, ",\"collective\":\"%s\"", tpu_sim_coll_name(so->o.coll));
-        if (so->bytes) sb_printf(&b, ",\"bytes\":%lld", (long long)so->bytes);
-        sb_printf(&b, "}}");
+        if (so->o.kind == TPU_SIM_VPU) { tpu_text_printf(&b, ",\"vpu_op\":"); sb_str(&b, so->vpu_op); }
+        if (so->o.kind == TPU_SIM_COLLECTIVE) tpu_text_printf(&b, ",\"collective\":\"%s\"", tpu_sim_coll_name(so->o.coll));
+        if (so->bytes) tpu_text_printf(&b, ",\"bytes\":%lld", (long long)so->bytes);
+        tpu_text_printf(&b, "}}");
       }
     }
     for (int j = 0; j < k->nslices; j++) {
       const sim_slice *s = &k->slices[j];
-      sb_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"%s\","
+      tpu_text_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"%s\","
                 "\"args\":{\"start_cycle\":%llu,\"end_cycle\":%llu}}", c, SIM_NUNITS, (double)s->a * us,
                 (double)(s->b - s->a) * us, tpu_sim_stall_name(s->cat), (unsigned long long)s->a,
                 (unsigned long long)s->b);
     }
   }
-  sb_printf(&b, "\n]}\n");
+  tpu_text_printf(&b, "\n]}\n");
   if (b.oom) { tpu_free(b.s); return NULL; }
   return b.s;
 }

@@ -87,6 +87,25 @@ START_TEST(Nan_inf_and_signed_zero_are_kept) {
 }
 END_TEST
 
+/* tpu_text grows past its first 64 KiB exactly, and an allocation failure
+** sets oom, keeps what was there and drops later appends. */
+START_TEST(Text_buffer_grows_and_reports_running_out_of_memory) {
+  tpu_text b = { 0 };
+  for (int i = 0; i < 20000; i++) tpu_text_printf(&b, "%05d,", i);
+  ck_assert_int_eq(b.oom, 0);
+  ck_assert_uint_eq(b.n, 20000u * 6);
+  ck_assert_uint_eq(strlen(b.s), b.n);
+  ck_assert_int_eq(strncmp(b.s + 6 * 12345, "12345,", 6), 0);
+  tu_alloc_calls = 0; tu_fail_at = 1;
+  tpu_set_alloc(tu_failing_alloc, NULL);
+  for (int i = 0; i < 20000; i++) tpu_text_printf(&b, "%05d,", i);   /* needs to grow: fails */
+  tpu_set_alloc(NULL, NULL);
+  ck_assert_int_eq(b.oom, 1);
+  ck_assert_uint_le(b.n, b.cap);
+  ck_assert_int_eq(strncmp(b.s + 6 * 19999, "19999,", 6), 0);         /* the first pass is intact */
+  tpu_free(b.s);
+}
+END_TEST
 
 START_TEST(Allocation_goes_through_the_hook) {
   tu_alloc_calls = 0; tu_fail_at = 2;
@@ -125,6 +144,7 @@ static Suite *base_suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("alloc_json");
   tcase_add_test(tc, Allocation_goes_through_the_hook);
+  tcase_add_test(tc, Text_buffer_grows_and_reports_running_out_of_memory);
   tcase_add_test(tc, Json_locator_finds_nested_values);
   suite_add_tcase(s, tc);
   return s;
