@@ -174,6 +174,11 @@ typedef enum tpu_precision { TPU_PREC_BF16 = 0, TPU_PREC_BF16X3, TPU_PREC_BF16X6
 const char *tpu_precision_name(tpu_precision p);            /* "bf16", ... */
 int  tpu_precision_parse(const char *s, tpu_precision *out); /* 1 if known */
 int  tpu_precision_passes(tpu_precision p);                  /* 1, 3, 6 */
+/* Pass i (0-based) of p in the order the MXU runs them, smallest products
+** first: which bf16 part of A (*a_part) meets which part of B (*b_part),
+** 0 being the high part. bf16x3 drops lo x lo and bf16x6 the terms below
+** 2^-24 relative, as TPUs do. Returns 0, or -1 if i is out of range. */
+int  tpu_precision_pass(tpu_precision p, int i, int *a_part, int *b_part);
 
 typedef struct tpu_mxu_gemm_result {
   uint64_t cycles;             /* identical at every fidelity */

@@ -30,3 +30,14 @@ int tpu_precision_parse(const char *s, tpu_precision *out) {
 int tpu_precision_passes(tpu_precision p) {
   return p == TPU_PREC_BF16X6 ? 6 : p == TPU_PREC_BF16X3 ? 3 : 1;
 }
+
+int tpu_precision_pass(tpu_precision p, int i, int *a_part, int *b_part) {
+  static const signed char P1[][2] = { { 0, 0 } };
+  static const signed char P3[][2] = { { 1, 0 }, { 0, 1 }, { 0, 0 } };
+  static const signed char P6[][2] = { { 2, 0 }, { 1, 1 }, { 0, 2 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
+  const signed char (*t)[2] = p == TPU_PREC_BF16X6 ? P6 : p == TPU_PREC_BF16X3 ? P3 : P1;
+  if (i < 0 || i >= tpu_precision_passes(p)) return -1;
+  *a_part = t[i][0];
+  *b_part = t[i][1];
+  return 0;
+}

@@ -21,16 +21,9 @@
 
 #include "mxu/mxu.h"
 
-/* Partial products (part of A, part of B), smallest first. bf16x3 drops the
-** lo x lo term and bf16x6 the terms below 2^-24 relative, as TPUs do. */
+/* Partial products (part of A, part of B), smallest first, from
+** tpu_precision_pass(). */
 typedef struct pass { int a, b; } pass;
-static const pass PASSES_1[] = { { 0, 0 } };
-static const pass PASSES_3[] = { { 1, 0 }, { 0, 1 }, { 0, 0 } };
-static const pass PASSES_6[] = { { 2, 0 }, { 1, 1 }, { 0, 2 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
-
-static const pass *passes_of(tpu_precision p) {
-  return p == TPU_PREC_BF16X6 ? PASSES_6 : p == TPU_PREC_BF16X3 ? PASSES_3 : PASSES_1;
-}
 static int parts_of(tpu_precision p) {
   return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1;
 }
@@ -77,7 +70,9 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
   if (level != TPU_FIDELITY_TIMING && (!A || !B || !C)) return TPU_ERR_CONFIG;
 
   const int parts = parts_of(prec), npass = tpu_precision_passes(prec);
-  const pass *passes = passes_of(prec);
+  pass passes[6];
+  for (int i_ = 0; i_ < tpu_precision_passes(prec); i_++)
+    tpu_precision_pass(prec, i_, &passes[i_].a, &passes[i_].b);
   const size_t nA = (size_t)M * (size_t)K, nB = (size_t)K * (size_t)N;
   float *Ap = NULL, *Bp = NULL;
   walk w = { .cfg = cfg, .level = level, .mxus = mxus };

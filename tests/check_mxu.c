@@ -69,6 +69,29 @@ static void cycles_are(int rows, int cols, bool dbl, const int (*shapes)[4], int
 ** timing: hand-computed cycle counts
 ** ================================================================== */
 
+/* The passes of each precision: every product of parts whose exponent sum
+** is within the kept range, each once, in non-increasing order of part sum
+** (smallest products first). */
+START_TEST(Precision_passes_are_the_kept_products_smallest_first) {
+  const tpu_precision ps[3] = { TPU_PREC_BF16, TPU_PREC_BF16X3, TPU_PREC_BF16X6 };
+  const int keep[3] = { 0, 1, 2 };            /* largest a+b kept */
+  for (int q = 0; q < 3; q++) {
+    int seen[3][3] = { { 0 } }, a, b, prev = 99;
+    const int n = tpu_precision_passes(ps[q]);
+    for (int i = 0; i < n; i++) {
+      ck_assert_int_eq(tpu_precision_pass(ps[q], i, &a, &b), 0);
+      ck_assert_int_le(a + b, keep[q]);
+      ck_assert_int_le(a + b, prev);
+      prev = a + b;
+      ck_assert_int_eq(seen[a][b]++, 0);
+    }
+    ck_assert_int_eq(n, (keep[q] + 1) * (keep[q] + 2) / 2);
+    ck_assert_int_eq(tpu_precision_pass(ps[q], n, &a, &b), -1);
+    ck_assert_int_eq(tpu_precision_pass(ps[q], -1, &a, &b), -1);
+  }
+}
+END_TEST
+
 START_TEST(One_by_one_array_takes_load_plus_stream_cycles) {
   /* L=0 (1 cycle), s=1, last result at s+(M-1) */
   static const int a[][4] = { { 1, 1, 1, 0 } };
@@ -569,6 +592,7 @@ static Suite *mxu_suite(void) {
   Suite *s = suite_create("mxu");
   TCase *tc = tcase_create("timing");
   tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, Precision_passes_are_the_kept_products_smallest_first);
   tcase_add_test(tc, One_by_one_array_takes_load_plus_stream_cycles);
   tcase_add_test(tc, Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain);
   tcase_add_test(tc, Double_buffering_hides_the_next_load_single_does_not);

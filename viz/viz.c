@@ -47,15 +47,10 @@ static float normal(uint64_t *s) {
   return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-/* Partial products (part of A, part of B), smallest first: the walk of
-** mxu/mxu_gemm.c, so the tiles are the ones `tpusim matmul` runs. */
+/* Partial products (part of A, part of B), smallest first, from
+** tpu_precision_pass(): the walk of mxu/mxu_gemm.c, so the tiles are the
+** ones `tpusim matmul` runs. */
 typedef struct pass { int a, b; } pass;
-static const pass PASSES_1[] = { { 0, 0 } };
-static const pass PASSES_3[] = { { 1, 0 }, { 0, 1 }, { 0, 0 } };
-static const pass PASSES_6[] = { { 2, 0 }, { 1, 1 }, { 0, 2 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
-static const pass *passes_of(tpu_precision p) {
-  return p == TPU_PREC_BF16X6 ? PASSES_6 : p == TPU_PREC_BF16X3 ? PASSES_3 : PASSES_1;
-}
 static int parts_of(tpu_precision p) { return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1; }
 
 /* {==================================================================
@@ -413,7 +408,9 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   tpu_sim_program_destroy(prog);
   prog = NULL;
   /* each array-0 tile reads its block of the real operands (the pass's bf16 parts) */
-  const pass *passes = passes_of(w->precision);
+  pass passes[6];
+  for (int i_ = 0; i_ < tpu_precision_passes(w->precision); i_++)
+    tpu_precision_pass(w->precision, i_, &passes[i_].a, &passes[i_].b);
   for (int p = 0; p < v->ncores; p++) {
     viz_core *vc = &v->core[p];
     vc->m0 = (int)((int64_t)w->m * p / v->ncores);
