@@ -3,7 +3,9 @@
 **   1. ops per second of host time at the timing level (goal >= 10^6);
 **   2. 8 cores (tpu-v2-8: 4 chips of 2) on 2 host threads vs 1 thread
 **      (goal >= 1.7x), the same program, checked to give identical cycles.
-** Best of 5 runs each, 1 and 2 threads alternating, so that a change in
+** Best of 15 runs each (a run is 0.05 s; on a shared 2-core host one of
+** the two threads is often preempted for part of a run), 1 and 2 threads
+** alternating, so that a change in
 ** the host's load (a shared machine) hits both alike.
 ** The workload is a data-parallel loop per core: DMA a tile in, matmul,
 ** relu, DMA out, double-buffered, with an all-reduce every 256 iterations (one training step).
@@ -80,7 +82,7 @@ int main(void) {
   for (int c = 0; c < cfg.cores; c++) ops += tpu_sim_program_ops(p, c);
   /* best wall time of REPS runs each; 1 and 2 threads alternate so that both
   ** see the same host load (other processes on a shared host) */
-  enum { REPS = 5 };
+  enum { REPS = 15 };
   uint64_t c1 = 0, c2 = 0, cy;           /* cycles of the first run; 0 if a later run differs */
   double cpu1 = 0, cpu2 = 0, t1 = 1e30, t2 = 1e30, c;
   for (int rep = 0; rep < REPS; rep++) {
