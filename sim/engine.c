@@ -96,6 +96,7 @@ uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, i
 ** shorter than a futex wake-up.
 ** ================================================================== */
 #define SPIN_NS 200000
+#define POOL_CLOSED 0x7fffffffu   /* a task index past every batch */
 
 typedef struct pool {
   int nthreads;
@@ -157,12 +158,21 @@ static void *worker(void *arg) {
 }
 
 static void pool_run(pool *p, int ntasks, void (*fn)(void *, int), void *ctx) {
-  /* the previous batch is finished: nobody reads fn, ctx or ntasks now */
+  /* The previous batch is finished, but a worker may still hold a ticket
+  ** of it (all of its tasks taken) and be about to compare it with ntasks.
+  ** Were ntasks raised first, that worker's compare-exchange on the stale
+  ** ticket could succeed and run a task of this batch under the old
+  ** generation (twice, and counted once too often: the caller then went on
+  ** while a task still ran). So first close the old generation: a ticket
+  ** of a new generation whose index is past any batch; then set up the
+  ** batch; then open it under a generation of its own. */
+  const uint64_t g0 = atomic_load(&p->ticket) >> 32;
+  atomic_store(&p->ticket, ((g0 + 1) << 32) | POOL_CLOSED);
   p->fn = fn;
   p->ctx = ctx;
   atomic_store(&p->ntasks, ntasks);
   atomic_store(&p->finished, 0);
-  const uint64_t gen = (atomic_load(&p->ticket) >> 32) + 1;
+  const uint64_t gen = g0 + 2;
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->ticket, gen << 32);
   pthread_cond_broadcast(&p->go);
