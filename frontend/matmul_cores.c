@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #include "frontend/fe_int.h"
@@ -79,7 +80,7 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
     goto out;
   }
   if (trace_path && fe_sim_write_trace(res, trace_path)) {
-    rc = fe_runtime_error(cmd, "--trace %s: cannot write", trace_path);
+    rc = fe_runtime_error(cmd, "--trace %s: cannot write: %s", trace_path, strerror(errno));
     goto out;
   }
   double max_abs = 0, max_ref = 0;

@@ -29,3 +29,25 @@ expect_status 0 "$TPUSIM" matmul --chip teach --cores 4 --m 64 --n 32 --k 32
 expect_out_contains "roofline"
 expect_status 2 "$TPUSIM" matmul --chip teach --cores 9 --m 64 --n 32 --k 32
 expect_err_contains "--cores: expected 1..4"
+# flags that go with --cores, refused with a reason when misused
+expect_status 2 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8
+expect_err_contains "--cores needs --m, --n and --k"
+expect_status 2 "$TPUSIM" matmul --chip teach --cores 0 --m 8 --n 8 --k 8
+expect_err_contains "--cores: expected an integer in 1..16, got '0'"
+expect_status 2 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8 --k 8 --threads 0
+expect_err_contains "--threads: expected an integer in 1..1024"
+expect_status 2 "$TPUSIM" matmul --chip teach --threads 2 --m 8 --n 8 --k 8
+expect_err_contains "--trace and --threads go with --cores"
+expect_status 2 "$TPUSIM" matmul --chip teach --trace t.json --m 8 --n 8 --k 8
+expect_err_contains "--trace and --threads go with --cores"
+expect_status 2 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8 --k 8 --out c.npy
+expect_err_contains "--a, --b and --out are for one core"
+[ ! -e c.npy ] && [ ! -e t.json ] || die "a refused run wrote a file"
+# the same seed gives the same report on 1 and 2 host threads
+expect_status 0 "$TPUSIM" matmul --chip teach --cores 4 --m 40 --n 24 --k 50 --threads 1 --json
+echo "$OUT" | grep -v wall_s > t1.json
+expect_status 0 "$TPUSIM" matmul --chip teach --cores 4 --m 40 --n 24 --k 50 --threads 2 --json
+echo "$OUT" | grep -v wall_s > t2.json
+cmp -s t1.json t2.json || die "matmul --cores differs between 1 and 2 threads: $(diff t1.json t2.json | head)"
+expect_status 1 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8 --k 8 --trace "$T/no/such/dir/t.json"
+expect_err_contains "cannot write: No such file or directory"
