@@ -34,7 +34,7 @@ LIB_SRCS   :=
 CLI_SRCS   :=
 TEST_SRCS  :=
 BENCH_SRCS :=
-include sim/sim.mk mxu/mxu.mk vpu/vpu.mk datafeed/datafeed.mk frontend/frontend.mk \
+include base/base.mk sim/sim.mk mxu/mxu.mk vpu/vpu.mk datafeed/datafeed.mk frontend/frontend.mk cli/cli.mk \
         viz/viz.mk tests/tests.mk
 
 LIB_OBJS   = $(LIB_SRCS:%.c=$(B)/%.o)

@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "sim/base.h"
+#include "base/base.h"
 
 /* Any parallelism or buffer size may be TPU_DF_AUTOTUNE: the real pipeline
 ** then uses tpu_df_options.autotune_threads / a buffer of 2; the model picks

@@ -1,2 +1,3 @@
-# frontend/: the tpusim command line (every frontend/*.c; one file per command).
-CLI_SRCS += $(sort $(wildcard frontend/*.c))
+# frontend/: the training front-end library (model description, layers,
+# lowering, training loop, input feed). Goes into libtpusim.a.
+LIB_SRCS  += $(sort $(wildcard frontend/*.c))

@@ -11,14 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/fe_train.h"
+#include "cli/cli_int.h"
+#include "frontend/fe.h"
 
-static const char *const KIND_NAMES[FE_NKINDS] = {
+static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout"
 };
-const char *fe_layer_kind_name(fe_layer_kind k) {
-  return (unsigned)k < FE_NKINDS ? KIND_NAMES[k] : "?";
+const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
+  return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
 }
 
 static const char MLP_JSON[] =
@@ -60,15 +60,15 @@ static const char CNN_JSON[] =
   "}\n";
 
 static const char *const BUILTIN_NAMES[] = { "mlp", "cnn", NULL };
-const char *const *fe_model_builtin_names(void) { return BUILTIN_NAMES; }
-const char *fe_model_builtin_json(const char *name) {
+const char *const *tpu_fe_model_builtin_names(void) { return BUILTIN_NAMES; }
+const char *tpu_fe_model_builtin_json(const char *name) {
   if (!strcmp(name, "mlp")) return MLP_JSON;
   if (!strcmp(name, "cnn")) return CNN_JSON;
   return NULL;
 }
 
-size_t fe_shape_size(fe_shape s) { return (size_t)s.h * (size_t)s.w * (size_t)s.c; }
-const char *fe_shape_str(fe_shape s, char *buf, size_t cap) {
+size_t tpu_fe_shape_size(tpu_fe_shape s) { return (size_t)s.h * (size_t)s.w * (size_t)s.c; }
+const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap) {
   if (s.h == 1 && s.w == 1) snprintf(buf, cap, "%d", s.c);
   else snprintf(buf, cap, "%dx%dx%d", s.h, s.w, s.c);
   return buf;
@@ -156,7 +156,7 @@ static tpu_status check_keys(pctx *c, json_t *obj, const char *path, const char 
 }
 /* }================================================================== */
 
-static tpu_status parse_layer(pctx *c, json_t *jl, int i, fe_layer *L) {
+static tpu_status parse_layer(pctx *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
   if (!json_is_object(jl)) return fail(c, path, "layers[%d]: expected an object with a \"type\"", i);
@@ -165,7 +165,7 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, fe_layer *L) {
                        "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout", i);
   const char *t = json_is_string(jt) ? json_string_value(jt) : "";
   int kind = -1;
-  for (int k = 0; k < FE_NKINDS; k++) if (!strcmp(t, KIND_NAMES[k])) kind = k;
+  for (int k = 0; k < TPU_FE_NKINDS; k++) if (!strcmp(t, KIND_NAMES[k])) kind = k;
   if (kind < 0) {
     char p[64];
     snprintf(p, sizeof p, "%s.type", path);
@@ -173,16 +173,16 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, fe_layer *L) {
                 "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout", i, json_is_string(jt) ? t : "(not a string)");
   }
   memset(L, 0, sizeof *L);
-  L->kind = (fe_layer_kind)kind;
+  L->kind = (tpu_fe_layer_kind)kind;
   snprintf(what, sizeof what, "layers[%d] (%s): ", i, t);
   tpu_status st;
   switch (L->kind) {
-  case FE_DENSE: {
+  case TPU_FE_DENSE: {
     static const char *const ks[] = { "type", "units", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     return get_int(c, jl, path, what, "units", 1, 1 << 20, 0, &L->units);
   }
-  case FE_CONV2D: {
+  case TPU_FE_CONV2D: {
     static const char *const ks[] = { "type", "filters", "kernel", "stride", "padding", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
@@ -207,13 +207,13 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, fe_layer *L) {
     L->same = !strcmp(ps, "same");
     return TPU_OK;
   }
-  case FE_MAXPOOL: case FE_AVGPOOL: {
+  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
     static const char *const ks[] = { "type", "size", "stride", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "size", 1, 64, 2, &L->pool))) return st;
     return get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride);
   }
-  case FE_DROPOUT: {
+  case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "rate", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     return get_num(c, jl, path, what, "rate", 0.0, 1.0, true, 0, true, &L->rate);
@@ -226,30 +226,30 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, fe_layer *L) {
 }
 
 /* Shape inference: sets in/out of every layer and the parameter layout. */
-static tpu_status infer(pctx *c, fe_model *m) {
-  fe_shape s = m->input;
-  size_t off = 0, max_act = fe_shape_size(s), max_cols = 0;
+static tpu_status infer(pctx *c, tpu_fe_model *m) {
+  tpu_fe_shape s = m->input;
+  size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0;
   char a[48], b[48];
   for (int i = 0; i < m->nlayers; i++) {
-    fe_layer *L = &m->layers[i];
+    tpu_fe_layer *L = &m->layers[i];
     char path[48];
     snprintf(path, sizeof path, "layers[%d]", i);
     const char *kn = KIND_NAMES[L->kind];
     L->in = s;
     bool flat = s.h == 1 && s.w == 1;
     switch (L->kind) {
-    case FE_DENSE:
+    case TPU_FE_DENSE:
       if (!flat)
         return fail(c, path, "layers[%d] (dense): input shape %s is not flat; dense needs a vector "
-                    "(put a flatten layer before it)", i, fe_shape_str(s, a, sizeof a));
-      L->out = (fe_shape){ 1, 1, L->units };
+                    "(put a flatten layer before it)", i, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = (tpu_fe_shape){ 1, 1, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
       L->nb = (size_t)L->units;
       break;
-    case FE_CONV2D: {
+    case TPU_FE_CONV2D: {
       if (flat)
         return fail(c, path, "layers[%d] (conv2d): input shape %s is flat; conv2d needs height x width x "
-                    "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, fe_shape_str(s, a, sizeof a));
+                    "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, tpu_fe_shape_str(s, a, sizeof a));
       int oh, ow;
       if (L->same) {
         oh = (s.h + L->stride - 1) / L->stride;
@@ -260,41 +260,41 @@ static tpu_status infer(pctx *c, fe_model *m) {
       } else {
         if (L->kh > s.h || L->kw > s.w)
           return fail(c, path, "layers[%d] (conv2d): field 'kernel': %dx%d does not fit the input shape %s "
-                      "with padding \"valid\"", i, L->kh, L->kw, fe_shape_str(s, a, sizeof a));
+                      "with padding \"valid\"", i, L->kh, L->kw, tpu_fe_shape_str(s, a, sizeof a));
         oh = (s.h - L->kh) / L->stride + 1;
         ow = (s.w - L->kw) / L->stride + 1;
       }
-      L->out = (fe_shape){ oh, ow, L->filters };
+      L->out = (tpu_fe_shape){ oh, ow, L->filters };
       L->nw = (size_t)L->kh * (size_t)L->kw * (size_t)s.c * (size_t)L->filters;
       L->nb = (size_t)L->filters;
       size_t cols = (size_t)oh * (size_t)ow * (size_t)L->kh * (size_t)L->kw * (size_t)s.c;
       if (cols > max_cols) max_cols = cols;
       break;
     }
-    case FE_MAXPOOL: case FE_AVGPOOL:
+    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
       if (L->pool > s.h || L->pool > s.w)
         return fail(c, path, "layers[%d] (%s): field 'size': window %dx%d does not fit the input shape %s",
-                    i, kn, L->pool, L->pool, fe_shape_str(s, a, sizeof a));
-      L->out = (fe_shape){ (s.h - L->pool) / L->stride + 1, (s.w - L->pool) / L->stride + 1, s.c };
+                    i, kn, L->pool, L->pool, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = (tpu_fe_shape){ (s.h - L->pool) / L->stride + 1, (s.w - L->pool) / L->stride + 1, s.c };
       break;
-    case FE_FLATTEN:
-      L->out = (fe_shape){ 1, 1, (int)fe_shape_size(s) };
+    case TPU_FE_FLATTEN:
+      L->out = (tpu_fe_shape){ 1, 1, (int)tpu_fe_shape_size(s) };
       break;
     default:
       L->out = s;
       break;
     }
-    if (fe_shape_size(L->out) > ((size_t)1 << 26))
+    if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
       return fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
-                  i, kn, fe_shape_str(L->out, b, sizeof b));
+                  i, kn, tpu_fe_shape_str(L->out, b, sizeof b));
     L->woff = off; off += L->nw;
     L->boff = off; off += L->nb;
-    if (fe_shape_size(L->out) > max_act) max_act = fe_shape_size(L->out);
+    if (tpu_fe_shape_size(L->out) > max_act) max_act = tpu_fe_shape_size(L->out);
     s = L->out;
   }
   if (!(s.h == 1 && s.w == 1))
     return fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
-                "of class scores (end with flatten and dense)", fe_shape_str(s, a, sizeof a));
+                "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
   if (s.c < 2)
     return fail(c, "layers", "the last layer's output has %d value; softmax_cross_entropy needs one per "
                 "class (at least 2)", s.c);
@@ -306,30 +306,30 @@ static tpu_status infer(pctx *c, fe_model *m) {
   return TPU_OK;
 }
 
-static tpu_status parse_optimizer(pctx *c, json_t *jo, fe_optimizer *o) {
+static tpu_status parse_optimizer(pctx *c, json_t *jo, tpu_fe_optimizer *o) {
   const char *what = "optimizer: ";
   memset(o, 0, sizeof *o);
-  if (!jo) { o->kind = FE_ADAM; o->lr = 0.001; o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-7; return TPU_OK; }
+  if (!jo) { o->kind = TPU_FE_ADAM; o->lr = 0.001; o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-7; return TPU_OK; }
   if (!json_is_object(jo)) return fail(c, "optimizer", "field 'optimizer': expected an object with a \"type\"");
   json_t *jt = json_object_get(jo, "type");
   const char *t = jt && json_is_string(jt) ? json_string_value(jt) : "";
   tpu_status st;
   if (!strcmp(t, "sgd")) {
     static const char *const ks[] = { "type", "learning_rate", NULL };
-    o->kind = FE_SGD;
+    o->kind = TPU_FE_SGD;
     if ((st = check_keys(c, jo, "optimizer", what, ks))) return st;
     return get_num(c, jo, "optimizer", what, "learning_rate", 0, 100, false, 0.01, false, &o->lr);
   }
   if (!strcmp(t, "momentum")) {
     static const char *const ks[] = { "type", "learning_rate", "momentum", NULL };
-    o->kind = FE_MOMENTUM;
+    o->kind = TPU_FE_MOMENTUM;
     if ((st = check_keys(c, jo, "optimizer", what, ks))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "learning_rate", 0, 100, false, 0.01, false, &o->lr))) return st;
     return get_num(c, jo, "optimizer", what, "momentum", 0, 1, true, 0.9, false, &o->momentum);
   }
   if (!strcmp(t, "adam")) {
     static const char *const ks[] = { "type", "learning_rate", "beta1", "beta2", "epsilon", NULL };
-    o->kind = FE_ADAM;
+    o->kind = TPU_FE_ADAM;
     if ((st = check_keys(c, jo, "optimizer", what, ks))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "learning_rate", 0, 100, false, 0.001, false, &o->lr))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "beta1", 0, 1, true, 0.9, false, &o->beta1))) return st;
@@ -343,7 +343,7 @@ static tpu_status parse_optimizer(pctx *c, json_t *jo, fe_optimizer *o) {
               "optimizer: field 'type': expected \"sgd\", \"momentum\" or \"adam\"");
 }
 
-tpu_status fe_model_parse(const char *text, const char *where, fe_model *out, char *err, size_t errcap) {
+tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out, char *err, size_t errcap) {
   pctx c = { text, where, err, errcap };
   json_error_t je;
   json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
@@ -351,7 +351,7 @@ tpu_status fe_model_parse(const char *text, const char *where, fe_model *out, ch
     snprintf(err, errcap, "%s:%d:%d: malformed JSON: %s", where, je.line, je.column, je.text);
     return TPU_ERR_CONFIG;
   }
-  fe_model *m = tpu_calloc(1, sizeof *m);
+  tpu_fe_model *m = tpu_calloc(1, sizeof *m);
   tpu_status st = TPU_OK;
   if (!m) { snprintf(err, errcap, "%s: out of memory", where); json_decref(root); return TPU_ERR_NOMEM; }
   if (!json_is_object(root)) { st = fail(&c, NULL, "expected a JSON object (see docs/MODELS.md)"); goto done; }
@@ -372,12 +372,12 @@ tpu_status fe_model_parse(const char *text, const char *where, fe_model *out, ch
     if (ok) dims[3 - ni + k] = (int)json_integer_value(d);
   }
   if (!ok) { st = fail(&c, "input", "field 'input': expected [height, width, channels] or [size], integers in 1..65536"); goto done; }
-  m->input = (fe_shape){ dims[0], dims[1], dims[2] };
+  m->input = (tpu_fe_shape){ dims[0], dims[1], dims[2] };
 
   json_t *jl = json_object_get(root, "layers");
-  if (!jl || !json_is_array(jl) || json_array_size(jl) == 0 || json_array_size(jl) > FE_MAX_LAYERS) {
+  if (!jl || !json_is_array(jl) || json_array_size(jl) == 0 || json_array_size(jl) > TPU_FE_MAX_LAYERS) {
     st = fail(&c, jl ? "layers" : NULL, "field 'layers': %s; expected an array of 1..%d layer objects",
-              jl ? "bad value" : "missing", FE_MAX_LAYERS);
+              jl ? "bad value" : "missing", TPU_FE_MAX_LAYERS);
     goto done;
   }
   m->nlayers = (int)json_array_size(jl);
@@ -404,16 +404,16 @@ done:
   return st;
 }
 
-tpu_status fe_model_load(const char *name_or_file, fe_model *out, char *err, size_t errcap) {
-  const char *b = fe_model_builtin_json(name_or_file);
-  if (b) return fe_model_parse(b, name_or_file, out, err, errcap);
-  char *text = fe_read_file(name_or_file, NULL);
+tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *err, size_t errcap) {
+  const char *b = tpu_fe_model_builtin_json(name_or_file);
+  if (b) return tpu_fe_model_parse(b, name_or_file, out, err, errcap);
+  char *text = tpu_read_file(name_or_file, NULL);
   if (!text) {
     snprintf(err, errcap, "%s: not a built-in model (mlp, cnn) and cannot be read: %s", name_or_file,
              strerror(errno));
     return TPU_ERR_IO;
   }
-  tpu_status st = fe_model_parse(text, name_or_file, out, err, errcap);
+  tpu_status st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
   tpu_free(text);
   return st;
 }

@@ -14,18 +14,18 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/fe_train.h"
+#include "cli/cli_int.h"
+#include "frontend/fe.h"
 
-tpu_status fe_trainer_create(const fe_model *m, const fe_backend *be, int cores, int global_batch,
-                             int threads, fe_trainer *t) {
+tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be, int cores, int global_batch,
+                             int threads, tpu_fe_trainer *t) {
   memset(t, 0, sizeof *t);
   if (cores < 1 || global_batch % cores) return TPU_ERR_CONFIG;
   t->model = m;
   t->be = *be;
   /* the cores are our threads; OpenBLAS threads inside them would only
   ** oversubscribe the host (and make timing noisy) */
-  if (be->kind == FE_BACKEND_REFERENCE) openblas_set_num_threads(1);
+  if (be->kind == TPU_FE_BACKEND_REFERENCE) openblas_set_num_threads(1);
   t->cores = cores;
   t->rows = global_batch / cores;
   t->threads = threads < 1 ? 1 : threads > cores ? cores : threads;
@@ -34,22 +34,22 @@ tpu_status fe_trainer_create(const fe_model *m, const fe_backend *be, int cores,
   t->grad = tpu_malloc(m->nparams * sizeof(float) + 1);
   if (!t->ws || !t->params || !t->grad) goto fail;
   for (int c = 0; c < cores; c++)
-    if (fe_ws_create(m, t->rows, &t->ws[c]) != TPU_OK) goto fail;
-  if (fe_opt_create(m, &t->opt) != TPU_OK) goto fail;
-  fe_params_init(m, t->params);
+    if (tpu_fe_ws_create(m, t->rows, &t->ws[c]) != TPU_OK) goto fail;
+  if (tpu_fe_opt_create(m, &t->opt) != TPU_OK) goto fail;
+  tpu_fe_params_init(m, t->params);
   return TPU_OK;
 fail:
-  fe_trainer_destroy(t);
+  tpu_fe_trainer_destroy(t);
   return TPU_ERR_NOMEM;
 }
 
-void fe_trainer_destroy(fe_trainer *t) {
+void tpu_fe_trainer_destroy(tpu_fe_trainer *t) {
   if (t->ws)
-    for (int c = 0; c < t->cores; c++) fe_ws_destroy(t->model, &t->ws[c]);
+    for (int c = 0; c < t->cores; c++) tpu_fe_ws_destroy(t->model, &t->ws[c]);
   tpu_free(t->ws);
   tpu_free(t->params);
   tpu_free(t->grad);
-  fe_opt_destroy(&t->opt);
+  tpu_fe_opt_destroy(&t->opt);
   memset(t, 0, sizeof *t);
 }
 
@@ -57,7 +57,7 @@ void fe_trainer_destroy(fe_trainer *t) {
 ** Running the cores on threads
 ** ================================================================== */
 typedef struct job {
-  fe_trainer *t;
+  tpu_fe_trainer *t;
   int first, stride;           /* cores first, first+stride, ... */
   const float *x;              /* per core: x + core*rows*insize */
   const uint8_t *y;
@@ -70,22 +70,22 @@ typedef struct job {
 
 static void *run_cores(void *arg) {
   job *j = arg;
-  fe_trainer *t = j->t;
-  const fe_model *m = t->model;
-  const size_t in = fe_shape_size(m->input);
+  tpu_fe_trainer *t = j->t;
+  const tpu_fe_model *m = t->model;
+  const size_t in = tpu_fe_shape_size(m->input);
   for (int c = j->first; c < j->active; c += j->stride) {
-    fe_core_ws *ws = &t->ws[c];
+    tpu_fe_core_ws *ws = &t->ws[c];
     size_t off = (size_t)c * (size_t)t->rows;
     ws->rows = j->train ? t->rows : j->rows_last;
-    tpu_status st = fe_forward(m, &t->be, t->params, ws, j->x + off * in, j->y + off, j->train, j->step,
+    tpu_status st = tpu_fe_forward(m, &t->be, t->params, ws, j->x + off * in, j->y + off, j->train, j->step,
                                j->first_sample + off);
-    if (!st && j->train) st = fe_backward(m, &t->be, t->params, ws, j->y + off, t->rows * t->cores);
+    if (!st && j->train) st = tpu_fe_backward(m, &t->be, t->params, ws, j->y + off, t->rows * t->cores);
     if (st) { j->st = st; return NULL; }
   }
   return NULL;
 }
 
-static tpu_status run_all(fe_trainer *t, job *proto) {
+static tpu_status run_all(tpu_fe_trainer *t, job *proto) {
   job jobs[TPU_MAX_CORES];
   pthread_t th[TPU_MAX_CORES];
   int T = t->threads < proto->active ? t->threads : proto->active;
@@ -108,7 +108,7 @@ static tpu_status run_all(fe_trainer *t, job *proto) {
 }
 /* }================================================================== */
 
-tpu_status fe_trainer_step(fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
+tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct) {
   job j = { .t = t, .x = x, .y = y, .step = step, .first_sample = first_sample, .train = true,
             .rows_last = t->rows, .active = t->cores };
@@ -125,15 +125,15 @@ tpu_status fe_trainer_step(fe_trainer *t, const float *x, const uint8_t *y, uint
     ls += t->ws[c].loss_sum;
     cor += t->ws[c].correct;
   }
-  fe_opt_apply(t->model, &t->opt, t->params, t->grad);
+  tpu_fe_opt_apply(t->model, &t->opt, t->params, t->grad);
   *loss = ls / (double)(t->rows * t->cores);
   *correct = cor;
   return TPU_OK;
 }
 
-tpu_status fe_trainer_eval(fe_trainer *t, const fe_dataset *d, double *loss, double *acc) {
+tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, double *loss, double *acc) {
   const int gb = t->rows * t->cores;
-  const size_t in = fe_shape_size(t->model->input);
+  const size_t in = tpu_fe_shape_size(t->model->input);
   double ls = 0.0;
   long cor = 0;
   for (int s = 0; s < d->n; s += gb) {
@@ -167,7 +167,7 @@ tpu_status fe_trainer_eval(fe_trainer *t, const fe_dataset *d, double *loss, dou
   return TPU_OK;
 }
 
-uint64_t fe_params_hash(const float *p, size_t n) {
+uint64_t tpu_fe_params_hash(const float *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   const unsigned char *b = (const unsigned char *)p;
   for (size_t i = 0; i < n * sizeof(float); i++) { h ^= b[i]; h *= 0x100000001b3ull; }
@@ -181,11 +181,11 @@ uint64_t fe_params_hash(const float *p, size_t n) {
 #define CK_MAGIC "TPUSIMCK"
 enum { CK_NPARAMS, CK_OPT, CK_SEED, CK_BATCH, CK_EPOCHS, CK_STEP, CK_T, CK_NFIELDS };
 
-static size_t ck_arrays(const fe_trainer *t) {
+static size_t ck_arrays(const tpu_fe_trainer *t) {
   return 1 + (t->opt.m != NULL) + (t->opt.v != NULL);
 }
 
-tpu_status fe_ckpt_save(const char *dir, const fe_trainer *t, const fe_ckpt_info *info,
+tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_fe_ckpt_info *info,
                         char *err, size_t errcap) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     snprintf(err, errcap, "--checkpoint %s: cannot create the directory: %s", dir, strerror(errno));
@@ -207,18 +207,18 @@ tpu_status fe_ckpt_save(const char *dir, const fe_trainer *t, const fe_ckpt_info
   memcpy(p, &crc, 4);
   char path[4096];
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
-  int r = fe_write_atomic(path, buf, size);
+  int r = tpu_write_atomic(path, buf, size);
   tpu_free(buf);
   if (r) { snprintf(err, errcap, "%s: cannot write: %s", path, strerror(errno)); return TPU_ERR_IO; }
   return TPU_OK;
 }
 
-tpu_status fe_ckpt_load(const char *dir, fe_trainer *t, const fe_ckpt_info *want, fe_ckpt_info *info,
+tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
                         char *err, size_t errcap) {
   char path[4096];
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
   size_t len = 0;
-  unsigned char *buf = (unsigned char *)fe_read_file(path, &len);
+  unsigned char *buf = (unsigned char *)tpu_read_file(path, &len);
   if (!buf) { snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno)); return TPU_ERR_IO; }
   tpu_status st = TPU_ERR_INPUT;
   const size_t n = t->model->nparams, na = ck_arrays(t);

@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "datafeed/df.h"
-#include "frontend/fe_train.h"
+#include "frontend/fe.h"
 
-struct fe_feed {
+struct tpu_fe_feed {
   tpu_df *df;
   tpu_df_model *model;
   int batch, classes;
@@ -27,7 +27,7 @@ struct fe_feed {
   uint8_t *y;                  /* labels of the current batch */
 };
 
-void fe_dataset_free(fe_dataset *d) {
+void tpu_fe_dataset_free(tpu_fe_dataset *d) {
   tpu_free(d->x);
   tpu_free(d->y);
   memset(d, 0, sizeof *d);
@@ -54,11 +54,11 @@ static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64
 
 #define TRY(x) do { if ((st = (x)) != TPU_OK) goto fail; } while (0)
 
-tpu_status fe_feed_open(const fe_feed_opts *o, fe_feed **out, fe_feed_info *info, char *err, size_t errcap) {
+tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe_feed_info *info, char *err, size_t errcap) {
   *out = NULL;
   tpu_df_spec *spec = NULL;
   tpu_status st;
-  fe_feed *f = tpu_calloc(1, sizeof *f);
+  tpu_fe_feed *f = tpu_calloc(1, sizeof *f);
   if (!f) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   if (o->pipeline) {
     if ((st = tpu_df_spec_load(o->pipeline, &spec, err, errcap)) != TPU_OK) goto out;
@@ -100,7 +100,7 @@ tpu_status fe_feed_open(const fe_feed_opts *o, fe_feed **out, fe_feed_info *info
   f->classes = di.classes;
   f->per_epoch = di.batches_per_epoch;
   if (!(f->y = tpu_malloc((size_t)f->batch))) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
-  info->shape = (fe_shape){ di.height, di.width, di.channels };
+  info->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   info->classes = di.classes;
   info->batches_per_epoch = di.batches_per_epoch;
   *out = f;
@@ -110,11 +110,11 @@ fail:
   snprintf(err, errcap, "%s", spec ? tpu_df_spec_errmsg(spec) : "out of memory");
 out:
   tpu_df_spec_destroy(spec);
-  fe_feed_close(f);
+  tpu_fe_feed_close(f);
   return st;
 }
 
-void fe_feed_close(fe_feed *f) {
+void tpu_fe_feed_close(tpu_fe_feed *f) {
   if (!f) return;
   tpu_df_close(f->df);
   tpu_df_model_destroy(f->model);
@@ -122,7 +122,7 @@ void fe_feed_close(fe_feed *f) {
   tpu_free(f);
 }
 
-tpu_status fe_feed_seek(fe_feed *f, int epoch, char *err, size_t errcap) {
+tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap) {
   tpu_status st = tpu_df_seek(f->df, epoch, 0);
   if (st != TPU_OK) snprintf(err, errcap, "cannot seek the pipeline to epoch %d: %s", epoch, tpu_df_errmsg(f->df));
   f->epoch = epoch;
@@ -130,7 +130,7 @@ tpu_status fe_feed_seek(fe_feed *f, int epoch, char *err, size_t errcap) {
   return st;
 }
 
-tpu_status fe_feed_next(fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap) {
   tpu_df_batch b;
   tpu_status st = tpu_df_next(f->df, &b);
@@ -147,7 +147,7 @@ tpu_status fe_feed_next(fe_feed *f, double request_s, const float **x, const uin
   return TPU_OK;
 }
 
-tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe_dataset *out,
+tpu_status tpu_fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, tpu_fe_dataset *out,
                             char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   tpu_df_source src;
@@ -168,7 +168,7 @@ tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe
   int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? synthetic_n : 0;  /* synthetic: the tail */
   int64_t n = di.elements - first;
   out->n = (int)n;
-  out->shape = (fe_shape){ di.height, di.width, di.channels };
+  out->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   out->classes = di.classes;
   out->x = tpu_malloc((size_t)n * (size_t)di.features * sizeof(float) + 1);
   out->y = tpu_malloc((size_t)n + 1);
@@ -185,7 +185,7 @@ tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe
     }
   }
 out:
-  if (st) fe_dataset_free(out);
+  if (st) tpu_fe_dataset_free(out);
   tpu_df_close(df);
   tpu_df_spec_destroy(spec);
   return st;

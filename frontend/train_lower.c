@@ -1,7 +1,7 @@
 /*
 ** train_lower.c -- lowering of a model's training step (or inference pass)
-** into one chip-engine program per core (fe_step_program), and the step
-** timing on top of it (fe_time_step). Shapes only: the program is meant for
+** into one chip-engine program per core (tpu_fe_step_program), and the step
+** timing on top of it (tpu_fe_time_step). Shapes only: the program is meant for
 ** TPU_FIDELITY_TIMING; values never enter the timing.
 **
 ** Every core runs the same program on its shard of 'rows' samples:
@@ -86,7 +86,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/fe_train.h"
+#include "frontend/fe.h"
 #include "vpu/vpu.h"
 
 enum { R_A = 0, R_B, R_C, R_CA, R_CB, R_BIAS, R_DB, R_PART, R_X, R_Y, R_O, R_MASK, R_LAB, R_LOSS, R_ACC,
@@ -94,7 +94,7 @@ enum { R_A = 0, R_B, R_C, R_CA, R_CB, R_BIAS, R_DB, R_PART, R_X, R_Y, R_O, R_MAS
 static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "db", "part", "x", "y", "o",
                                             "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
 
-typedef struct fe_op_rec { tpu_sim_kind kind; char name[112]; } fe_op_rec;
+typedef struct tpu_fe_op_rec { tpu_sim_kind kind; char name[112]; } tpu_fe_op_rec;
 typedef struct vslot { int role, slot; int64_t r, c; int h; } vslot;
 typedef struct hview { int tag; int64_t r, c; int h; } hview;
 
@@ -116,7 +116,7 @@ typedef struct lower {
   struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
   int npend;
   bool rec;                    /* keep each op's kind and name (for traces) */
-  fe_op_rec *ops; int nops, capops;
+  tpu_fe_op_rec *ops; int nops, capops;
   tpu_status st;
   char *err; size_t errcap;
 } lower;
@@ -210,7 +210,7 @@ static int add(lower *L, tpu_sim_op *op, const char *what) {
   if (L->rec) {
     if (L->nops == L->capops) {
       int cap = L->capops ? 2 * L->capops : 256;
-      fe_op_rec *n = tpu_realloc(L->ops, (size_t)cap * sizeof *n);
+      tpu_fe_op_rec *n = tpu_realloc(L->ops, (size_t)cap * sizeof *n);
       if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return -1; }
       L->ops = n;
       L->capops = cap;
@@ -425,17 +425,17 @@ static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C,
 }
 /* }================================================================== */
 
-static bool has_params(const fe_layer *l) { return l->kind == FE_DENSE || l->kind == FE_CONV2D; }
-static const char *act_fn(fe_layer_kind k) {
-  return k == FE_RELU ? "relu" : k == FE_TANH ? "tanh" : k == FE_SIGMOID ? "sigmoid" : NULL;
+static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D; }
+static const char *act_fn(tpu_fe_layer_kind k) {
+  return k == TPU_FE_RELU ? "relu" : k == TPU_FE_TANH ? "tanh" : k == TPU_FE_SIGMOID ? "sigmoid" : NULL;
 }
 /* rows of a layer's input or output as pixels x channels */
-static int64_t pix(int rows, fe_shape s) { return (int64_t)rows * s.h * s.w; }
+static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w; }
 
 /* The whole per-core program. */
-static void lower_core(lower *L, const fe_model *m, int rows, bool train, int global_batch) {
+static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, int global_batch) {
   const int n = m->nlayers;
-  const fe_layer *last = &m->layers[n - 1];
+  const tpu_fe_layer *last = &m->layers[n - 1];
   const int64_t ncls = last->out.c;
   tpu_vpu_params xent = tpu_vpu_params_default();
   xent.alpha = (float)(1.0 / global_batch);
@@ -443,14 +443,14 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
   /* whole tensors, for HBM capacity: the shard, activations, parameters,
   ** gradients, optimizer state */
   section(L, "infeed", -1, NULL);
-  int x0 = tensor(L, "x", 0, rows, (int64_t)fe_shape_size(m->input) + 1);   /* + the label */
-  for (int i = 0; i < n; i++) tensor(L, "x", i + 1, rows, (int64_t)fe_shape_size(m->layers[i].out));
+  int x0 = tensor(L, "x", 0, rows, (int64_t)tpu_fe_shape_size(m->input) + 1);   /* + the label */
+  for (int i = 0; i < n; i++) tensor(L, "x", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
   int grads = 0;
   if (train) {
-    for (int i = 0; i < n; i++) tensor(L, "g", i + 1, rows, (int64_t)fe_shape_size(m->layers[i].out));
+    for (int i = 0; i < n; i++) tensor(L, "g", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
     tensor(L, "params", 0, (int64_t)m->nparams, 1);
     grads = tensor(L, "grads", 0, (int64_t)m->nparams, 1);
-    int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
+    int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
     for (int k = 0; k < state; k++) tensor(L, "opt_state", k, (int64_t)m->nparams, 1);
   } else {
     tensor(L, "params", 0, (int64_t)m->nparams, 1);
@@ -461,31 +461,31 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
 
   /* forward */
   for (int i = 0; i < n && !L->st; i++) {
-    const fe_layer *l = &m->layers[i];
+    const tpu_fe_layer *l = &m->layers[i];
     const int64_t R = pix(rows, l->out), C = l->out.c;
-    const fe_layer *nx = i + 1 < n ? &m->layers[i + 1] : NULL;
-    section(L, "fwd", i, fe_layer_kind_name(l->kind));
+    const tpu_fe_layer *nx = i + 1 < n ? &m->layers[i + 1] : NULL;
+    section(L, "fwd", i, tpu_fe_layer_kind_name(l->kind));
     switch (l->kind) {
-    case FE_DENSE: case FE_CONV2D: {
+    case TPU_FE_DENSE: case TPU_FE_CONV2D: {
       const char *act = nx ? act_fn(nx->kind) : NULL;
       gemm g = { .what = "matmul", .bias = true, .act = act };
-      if (l->kind == FE_DENSE) { g.M = rows; g.K = (int64_t)fe_shape_size(l->in); g.N = l->units; }
+      if (l->kind == TPU_FE_DENSE) { g.M = rows; g.K = (int64_t)tpu_fe_shape_size(l->in); g.N = l->units; }
       else { g.M = R; g.K = (int64_t)l->kh * l->kw * l->in.c; g.N = l->filters; }
       run_gemm(L, &g);
       if (act) i++;   /* the activation layer is done */
       break;
     }
-    case FE_MAXPOOL: case FE_AVGPOOL: {
+    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
       tpu_vpu_params sc = tpu_vpu_params_default();
       sc.alpha = (float)(1.0 / (l->pool * l->pool));
-      run_fold(L, l->kind == FE_MAXPOOL ? "max" : "add", l->pool * l->pool, R, C,
-               l->kind == FE_AVGPOOL ? &sc : NULL);
+      run_fold(L, l->kind == TPU_FE_MAXPOOL ? "max" : "add", l->pool * l->pool, R, C,
+               l->kind == TPU_FE_AVGPOOL ? &sc : NULL);
       break;
     }
-    case FE_RELU: case FE_TANH: case FE_SIGMOID:
+    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID:
       run_ewise(L, &(ewise){ .fn = act_fn(l->kind), .nin = 1 }, R, C);
       break;
-    case FE_DROPOUT:
+    case TPU_FE_DROPOUT:
       if (train && l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, R, C);
       break;
     default:
@@ -498,7 +498,7 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
   if (!L->st && ncls > L->Q) {
     char msg[256];
     snprintf(msg, sizeof msg, "layer %d (%s): a row of %lld logits does not fit one VMEM tile of %lld values "
-             "(%lld bytes of VMEM)", n - 1, fe_layer_kind_name(last->kind), (long long)ncls, (long long)L->Q,
+             "(%lld bytes of VMEM)", n - 1, tpu_fe_layer_kind_name(last->kind), (long long)ncls, (long long)L->Q,
              (long long)L->vmem);
     lw_fail(L, TPU_ERR_CONFIG, msg);
   }
@@ -526,17 +526,17 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
   int first = 0;
   while (first < n && !has_params(&m->layers[first])) first++;
   for (int i = n - 1; i >= first && !L->st; i--) {
-    const fe_layer *l = &m->layers[i];
+    const tpu_fe_layer *l = &m->layers[i];
     const int64_t Rin = pix(rows, l->in), Cin = l->in.c, Rout = pix(rows, l->out), Cout = l->out.c;
-    section(L, "bwd", i, fe_layer_kind_name(l->kind));
+    section(L, "bwd", i, tpu_fe_layer_kind_name(l->kind));
     switch (l->kind) {
-    case FE_DENSE: {
-      const int64_t K = (int64_t)fe_shape_size(l->in);
+    case TPU_FE_DENSE: {
+      const int64_t K = (int64_t)tpu_fe_shape_size(l->in);
       run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->units, .K = rows, .ta = true, .colsum_b = true });
       if (i > first) run_gemm(L, &(gemm){ .what = "dX", .M = rows, .N = K, .K = l->units, .tb = true });
       break;
     }
-    case FE_CONV2D: {
+    case TPU_FE_CONV2D: {
       const int64_t K = (int64_t)l->kh * l->kw * l->in.c;
       run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->filters, .K = Rout, .ta = true, .colsum_b = true });
       if (i > first) {
@@ -546,20 +546,20 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
       }
       break;
     }
-    case FE_MAXPOOL: case FE_AVGPOOL: {
+    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
       tpu_vpu_params sc = tpu_vpu_params_default();
       sc.alpha = (float)(1.0 / (l->pool * l->pool));
-      run_pool_bwd(L, l->kind == FE_MAXPOOL, l->pool * l->pool, Rout, Cout, &sc);
+      run_pool_bwd(L, l->kind == TPU_FE_MAXPOOL, l->pool * l->pool, Rout, Cout, &sc);
       break;
     }
-    case FE_RELU: case FE_TANH: case FE_SIGMOID: {
+    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
       /* the gradient ops take the forward output: relu'(x) > 0 exactly where
       ** relu(x) > 0, so relu_grad masks with it as well */
-      const char *fn = l->kind == FE_RELU ? "relu_grad" : l->kind == FE_TANH ? "tanh_grad" : "sigmoid_grad";
+      const char *fn = l->kind == TPU_FE_RELU ? "relu_grad" : l->kind == TPU_FE_TANH ? "tanh_grad" : "sigmoid_grad";
       run_ewise(L, &(ewise){ .fn = fn, .nin = 2 }, Rout, Cout);
       break;
     }
-    case FE_DROPOUT:
+    case TPU_FE_DROPOUT:
       if (l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, Rout, Cout);
       break;
     default:
@@ -580,8 +580,8 @@ static void lower_core(lower *L, const fe_model *m, int rows, bool train, int gl
   const int64_t Qo = 3 * L->Q;   /* 8 slots, 2 shapes each (see the top of this file) */
   const int64_t ct = min64(L->chip->vpu.lanes, Qo);
   const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, Qo / ct);
-  const int state = m->opt.kind == FE_ADAM ? 2 : m->opt.kind == FE_MOMENTUM ? 1 : 0;
-  const char *fn = m->opt.kind == FE_ADAM ? "adam" : m->opt.kind == FE_MOMENTUM ? "momentum" : "sgd";
+  const int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
+  const char *fn = m->opt.kind == TPU_FE_ADAM ? "adam" : m->opt.kind == TPU_FE_MOMENTUM ? "momentum" : "sgd";
   tpu_vpu_params op = tpu_vpu_params_default();
   op.lr = (float)m->opt.lr;
   op.momentum = (float)m->opt.momentum;
@@ -616,7 +616,7 @@ static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64
 
 /* Builds the program into *out; core 0's per-core figures and (when
 ** L->rec) its ops go to L. */
-static tpu_status build(lower *L, const fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                         bool train, uint64_t infeed_ready_cycles, tpu_sim_program **out, char *err, size_t errcap) {
   *out = NULL;
   if (!m || !chip || rows < 1 || m->nlayers < 1 || chip->cores < 1 || chip->cores > TPU_MAX_CORES) {
@@ -667,7 +667,7 @@ static tpu_status build(lower *L, const fe_model *m, const tpu_chip_config *chip
   return TPU_OK;
 }
 
-tpu_status fe_step_program(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap) {
   lower L = { 0 };
@@ -679,11 +679,11 @@ tpu_status fe_step_program(const fe_model *m, const tpu_chip_config *chip, tpu_p
 ** ================================================================== */
 static int unit_of(tpu_sim_kind k) {
   switch (k) {
-  case TPU_SIM_DMA: return FE_UNIT_DMA;
-  case TPU_SIM_MATMUL: return FE_UNIT_MXU;
-  case TPU_SIM_VPU: return FE_UNIT_VPU;
-  case TPU_SIM_COLLECTIVE: return FE_UNIT_ICI;
-  default: return FE_UNIT_CORE;   /* the infeed dequeue: its interval is the wait */
+  case TPU_SIM_DMA: return TPU_FE_UNIT_DMA;
+  case TPU_SIM_MATMUL: return TPU_FE_UNIT_MXU;
+  case TPU_SIM_VPU: return TPU_FE_UNIT_VPU;
+  case TPU_SIM_COLLECTIVE: return TPU_FE_UNIT_ICI;
+  default: return TPU_FE_UNIT_CORE;   /* the infeed dequeue: its interval is the wait */
   }
 }
 
@@ -693,9 +693,9 @@ static int ivl_cmp(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static void put_event(fe_trace_event *ev, int evcap, int *nev, const char *name, int unit, uint64_t s, uint64_t e) {
+static void put_event(tpu_fe_trace_event *ev, int evcap, int *nev, const char *name, int unit, uint64_t s, uint64_t e) {
   if (*nev >= evcap || e <= s) return;
-  fe_trace_event *x = &ev[(*nev)++];
+  tpu_fe_trace_event *x = &ev[(*nev)++];
   size_t k = strlen(name);
   if (k >= sizeof x->name) k = sizeof x->name - 1;   /* labels are short; cut if not */
   memcpy(x->name, name, k);
@@ -707,8 +707,8 @@ static void put_event(fe_trace_event *ev, int evcap, int *nev, const char *name,
 
 /* Core 0's timeline: every op on its unit, then the core's stall track (the
 ** engine's priority: mxu, vpu, infeed, memory, collective, else idle), whose
-** waiting segments go to FE_UNIT_CORE. */
-static tpu_status timeline(const lower *L, const tpu_sim_result *r, uint64_t cycles, fe_trace_event *ev, int evcap,
+** waiting segments go to TPU_FE_UNIT_CORE. */
+static tpu_status timeline(const lower *L, const tpu_sim_result *r, uint64_t cycles, tpu_fe_trace_event *ev, int evcap,
                            int *nev) {
   *nev = 0;
   ivl *e = tpu_malloc(((size_t)L->nops * 2 + 1) * sizeof *e);
@@ -736,19 +736,19 @@ static tpu_status timeline(const lower *L, const tpu_sim_result *r, uint64_t cyc
     for (int c = 0; c < TPU_SIM_IDLE; c++)
       if (active[c] > 0) { next = c; break; }
     if (next != cur) {
-      if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), FE_UNIT_CORE, seg0, t);
+      if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), TPU_FE_UNIT_CORE, seg0, t);
       seg0 = t;
       cur = next;
     }
   }
-  if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), FE_UNIT_CORE, seg0, cycles);
+  if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), TPU_FE_UNIT_CORE, seg0, cycles);
   tpu_free(e);
   return TPU_OK;
 }
 
-tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
-                        fe_step_timing *out, fe_trace_event *ev, int evcap, int *nev,
+                        tpu_fe_step_timing *out, tpu_fe_trace_event *ev, int evcap, int *nev,
                         char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   if (nev) *nev = 0;

@@ -54,7 +54,7 @@
 #define TPU_MXU_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "sim/base.h"
+#include "base/base.h"
 
 #define TPU_MXU_DIM 128
 #define TPU_MXU_MAX_DIM 1024

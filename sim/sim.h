@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "sim/base.h"
+#include "base/base.h"
 #include "mxu/mxu.h"
 #include "vpu/vpu.h"
 

@@ -1,4 +1,4 @@
-# sim/: the chip (config, presets, engine) and the shared base.
+# sim/: the chip (config, presets, engine).
 LIB_SRCS  += $(sort $(wildcard sim/*.c))
 PRESETS    = sim/presets/tpu-v2-8.json sim/presets/tpu-v3-8.json sim/presets/teach.json
 # The presets are embedded in the binary; the header is generated into the

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/base.h"
+#include "base/base.h"
 #include "tests/test_util.h"
 
 /* An independent bf16 reference: pick the nearer of the two bf16 neighbours

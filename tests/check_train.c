@@ -12,25 +12,20 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frontend/cli.c"
-#include "frontend/layers.c"
-#include "frontend/model.c"
-#include "frontend/train.c"
-#include "frontend/train_feed.c"
-#include "frontend/train_lower.c"
+#include "frontend/fe.h"
 #include "tests/test_util.h"
 
-static fe_model parse_ok(const char *json) {
-  fe_model m;
+static tpu_fe_model parse_ok(const char *json) {
+  tpu_fe_model m;
   char err[1024];
-  tpu_status st = fe_model_parse(json, "t.json", &m, err, sizeof err);
+  tpu_status st = tpu_fe_model_parse(json, "t.json", &m, err, sizeof err);
   ck_assert_msg(st == TPU_OK, "parse failed: %s", err);
   return m;
 }
 static void parse_err(const char *json, const char *want) {
-  fe_model m;
+  tpu_fe_model m;
   char err[1024] = "";
-  tpu_status st = fe_model_parse(json, "t.json", &m, err, sizeof err);
+  tpu_status st = tpu_fe_model_parse(json, "t.json", &m, err, sizeof err);
   ck_assert_msg(st == TPU_ERR_CONFIG, "expected an error containing '%s'", want);
   ck_assert_msg(strstr(err, want) != NULL, "\n  Expected: ...%s...\n  Actual:   %s", want, err);
 }
@@ -39,11 +34,11 @@ static void parse_err(const char *json, const char *want) {
 ** Models
 ** ================================================================== */
 START_TEST(Builtin_models_have_the_published_shapes) {
-  fe_model m;
+  tpu_fe_model m;
   char err[512];
-  ck_assert_int_eq(fe_model_load("mlp", &m, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_model_load("mlp", &m, err, sizeof err), TPU_OK);
   TU_EQ_U64(784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10, m.nparams);
-  ck_assert_int_eq(fe_model_load("cnn", &m, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_model_load("cnn", &m, err, sizeof err), TPU_OK);
   /* conv 5x5x1x32, conv 5x5x32x64, 7*7*64 -> 1024, 1024 -> 10 */
   TU_EQ_U64(25 * 32 + 32 + 25 * 32 * 64 + 64 + 3136 * 1024 + 1024 + 1024 * 10 + 10, m.nparams);
   ck_assert_int_eq(m.layers[5].out.h, 7);
@@ -101,28 +96,28 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
 };
 
-static double loss_at(const fe_model *m, const fe_backend *be, const float *p, fe_core_ws *ws,
+static double loss_at(const tpu_fe_model *m, const tpu_fe_backend *be, const float *p, tpu_fe_core_ws *ws,
                       const float *x, const uint8_t *y) {
-  ck_assert_int_eq(fe_forward(m, be, p, ws, x, y, true, 7, 0), TPU_OK);
+  ck_assert_int_eq(tpu_fe_forward(m, be, p, ws, x, y, true, 7, 0), TPU_OK);
   return ws->loss_sum;
 }
 
 START_TEST(Every_layer_gradient_matches_finite_differences) {
   const char *json = GRAD_MODELS[_i];
-  fe_model m = parse_ok(json);
-  fe_backend be = { .kind = FE_BACKEND_REFERENCE };
+  tpu_fe_model m = parse_ok(json);
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
   const int B = 3;
-  fe_core_ws ws;
-  ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+  tpu_fe_core_ws ws;
+  ck_assert_int_eq(tpu_fe_ws_create(&m, B, &ws), TPU_OK);
   float *p = malloc(m.nparams * sizeof *p);
-  size_t in = fe_shape_size(m.input);
+  size_t in = tpu_fe_shape_size(m.input);
   float *x = malloc((size_t)B * in * sizeof *x);
   uint8_t y[3] = { 0, 2, 1 };
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
   for (size_t k = 0; k < (size_t)B * in; k++) x[k] = tu_normal(&r);
   loss_at(&m, &be, p, &ws, x, y);
-  ck_assert_int_eq(fe_backward(&m, &be, p, &ws, y, B), TPU_OK);
+  ck_assert_int_eq(tpu_fe_backward(&m, &be, p, &ws, y, B), TPU_OK);
   float *g = malloc(m.nparams * sizeof *g);
   memcpy(g, ws.grad, m.nparams * sizeof *g);
   double worst = 0;
@@ -142,7 +137,7 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
                   _i, k, num, (double)g[k]);
   }
   free(p); free(x); free(g);
-  fe_ws_destroy(&m, &ws);
+  tpu_fe_ws_destroy(&m, &ws);
 }
 END_TEST
 /* }================================================================== */
@@ -150,26 +145,26 @@ END_TEST
 /* {==================================================================
 ** Data parallelism and determinism
 ** ================================================================== */
-static uint64_t train_steps(const fe_model *m, fe_backend_kind kind, int cores, int threads, int steps) {
-  fe_backend be = { .kind = kind, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
-  fe_trainer t;
+static uint64_t train_steps(const tpu_fe_model *m, tpu_fe_backend_kind kind, int cores, int threads, int steps) {
+  tpu_fe_backend be = { .kind = kind, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
+  tpu_fe_trainer t;
   const int gb = 16;
-  ck_assert_int_eq(fe_trainer_create(m, &be, cores, gb, threads, &t), TPU_OK);
-  fe_dataset d;
+  ck_assert_int_eq(tpu_fe_trainer_create(m, &be, cores, gb, threads, &t), TPU_OK);
+  tpu_fe_dataset d;
   char err[256];
-  ck_assert_int_eq(fe_feed_test_set("synthetic", 4 * gb * steps, 3, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_feed_test_set("synthetic", 4 * gb * steps, 3, &d, err, sizeof err), TPU_OK);
   ck_assert_int_eq(d.n, gb * steps);
-  size_t in = fe_shape_size(m->input);
+  size_t in = tpu_fe_shape_size(m->input);
   for (int s = 0; s < steps; s++) {
     double loss;
     int cor;
-    ck_assert_int_eq(fe_trainer_step(&t, d.x + (size_t)s * gb * in, d.y + s * gb, (uint64_t)s,
+    ck_assert_int_eq(tpu_fe_trainer_step(&t, d.x + (size_t)s * gb * in, d.y + s * gb, (uint64_t)s,
                                      (uint64_t)s * gb, &loss, &cor), TPU_OK);
     ck_assert(isfinite(loss));
   }
-  uint64_t h = fe_params_hash(t.params, m->nparams);
-  fe_trainer_destroy(&t);
-  fe_dataset_free(&d);
+  uint64_t h = tpu_fe_params_hash(t.params, m->nparams);
+  tpu_fe_trainer_destroy(&t);
+  tpu_fe_dataset_free(&d);
   return h;
 }
 
@@ -179,11 +174,11 @@ static const char SMALL_CNN[] =
   " { \"type\": \"dropout\", \"rate\": 0.25 }, { \"type\": \"dense\", \"units\": 10 } ] }";
 
 START_TEST(Results_are_identical_for_1_2_and_8_threads) {
-  fe_model m = parse_ok(SMALL_CNN);
+  tpu_fe_model m = parse_ok(SMALL_CNN);
   for (int kind = 0; kind < 2; kind++) {
-    uint64_t h1 = train_steps(&m, (fe_backend_kind)kind, 8, 1, 3);
-    TU_EQ_U64(h1, train_steps(&m, (fe_backend_kind)kind, 8, 2, 3));
-    TU_EQ_U64(h1, train_steps(&m, (fe_backend_kind)kind, 8, 8, 3));
+    uint64_t h1 = train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 3);
+    TU_EQ_U64(h1, train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 3));
+    TU_EQ_U64(h1, train_steps(&m, (tpu_fe_backend_kind)kind, 8, 8, 3));
   }
 }
 END_TEST
@@ -191,17 +186,17 @@ END_TEST
 START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
   /* one GEMM: the sim backend equals tpu_mxu_gemm on the same operands,
   ** transposes included, and stays within bf16 error of OpenBLAS */
-  fe_backend ref = { .kind = FE_BACKEND_REFERENCE };
-  fe_backend sim = { .kind = FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
-  fe_scratch s = { 0 };
+  tpu_fe_backend ref = { .kind = TPU_FE_BACKEND_REFERENCE };
+  tpu_fe_backend sim = { .kind = TPU_FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
+  tpu_fe_scratch s = { 0 };
   tu_rng r = { 5 };
   const int M = 37, N = 130, K = 200;
   float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
   float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N), *C3 = malloc(sizeof(float) * M * N);
   tu_fill(&r, A, (size_t)M * K, 0);
   tu_fill(&r, B, (size_t)K * N, 0);
-  ck_assert_int_eq(fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
-  ck_assert_int_eq(fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
+  ck_assert_int_eq(tpu_fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
+  ck_assert_int_eq(tpu_fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
   ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, TPU_PREC_BF16, M, N, K, A, B, C3, NULL), TPU_OK);
   for (int k = 0; k < M * N; k++) {
     TU_EQ_BITS(C3[k], C2[k], "sim backend vs tpu_mxu_gemm");
@@ -210,27 +205,27 @@ START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
   /* transposed A: same bits as the explicit transpose */
   float *At = malloc(sizeof(float) * M * K);
   for (int i = 0; i < M; i++) for (int k = 0; k < K; k++) At[k * M + i] = A[i * K + k];
-  ck_assert_int_eq(fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
+  ck_assert_int_eq(tpu_fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
   for (int k = 0; k < M * N; k++) TU_EQ_BITS(C2[k], C1[k], "transposed A");
   free(A); free(B); free(C1); free(C2); free(C3); free(At);
-  fe_scratch_free(&s);
+  tpu_fe_scratch_free(&s);
 }
 END_TEST
 
 START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
   /* every transpose flag, with shapes on both sides of the swap rule */
   static const int shapes[][3] = { { 300, 20, 50 }, { 16, 300, 40 }, { 37, 130, 200 }, { 5, 7, 3 }, { 129, 1, 257 } };
-  fe_scratch s = { 0 };
+  tpu_fe_scratch s = { 0 };
   tu_rng r = { 9 };
   int swaps = 0;
   for (int pr = 0; pr < 3; pr++)
   for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
     for (int f = 0; f < 8; f++) {
-      fe_backend sim = { .kind = FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1,
+      tpu_fe_backend sim = { .kind = TPU_FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1,
                          .prec = (tpu_precision)pr };
       const int M = shapes[q][0], N = shapes[q][1], K = shapes[q][2];
       const bool ta = f & 1, tb = f & 2, acc = f & 4;
-      swaps += fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
+      swaps += tpu_fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
       float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
       float *Ap = malloc(sizeof(float) * M * K), *Bp = malloc(sizeof(float) * K * N);
       float *C = malloc(sizeof(float) * M * N), *W = malloc(sizeof(float) * M * N);
@@ -244,39 +239,39 @@ START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
       float *R = malloc(sizeof(float) * M * N);
       ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, sim.prec, M, N, K, Ap, Bp, R, NULL), TPU_OK);
       if (acc) for (int k = 0; k < M * N; k++) R[k] = W[k] + R[k];
-      ck_assert_int_eq(fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
-      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "fe_gemm vs tpu_mxu_gemm");
+      ck_assert_int_eq(tpu_fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
+      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "tpu_fe_gemm vs tpu_mxu_gemm");
       free(A); free(B); free(Ap); free(Bp); free(C); free(W); free(R);
     }
   ck_assert_msg(swaps >= 4, "the shapes exercise the swap only %d times", swaps);
-  fe_scratch_free(&s);
+  tpu_fe_scratch_free(&s);
 }
 END_TEST
 
 START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
-  fe_model m = parse_ok(SMALL_CNN);
-  fe_backend be = { .kind = FE_BACKEND_REFERENCE };
-  fe_trainer a, b;
-  ck_assert_int_eq(fe_trainer_create(&m, &be, 2, 8, 1, &a), TPU_OK);
-  ck_assert_int_eq(fe_trainer_create(&m, &be, 2, 8, 1, &b), TPU_OK);
-  fe_dataset d;
+  tpu_fe_model m = parse_ok(SMALL_CNN);
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  tpu_fe_trainer a, b;
+  ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, 2, 8, 1, &a), TPU_OK);
+  ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, 2, 8, 1, &b), TPU_OK);
+  tpu_fe_dataset d;
   char err[512], dir[] = "/tmp/tpusim_ckXXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  ck_assert_int_eq(fe_feed_test_set("synthetic", 32, 1, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_feed_test_set("synthetic", 32, 1, &d, err, sizeof err), TPU_OK);
   double loss;
   int cor;
-  ck_assert_int_eq(fe_trainer_step(&a, d.x, d.y, 0, 0, &loss, &cor), TPU_OK);
-  fe_ckpt_info info = { .seed = 1, .global_batch = 8, .epochs_done = 1, .step = 1 }, got;
-  ck_assert_int_eq(fe_ckpt_save(dir, &a, &info, err, sizeof err), TPU_OK);
-  ck_assert_int_eq(fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_trainer_step(&a, d.x, d.y, 0, 0, &loss, &cor), TPU_OK);
+  tpu_fe_ckpt_info info = { .seed = 1, .global_batch = 8, .epochs_done = 1, .step = 1 }, got;
+  ck_assert_int_eq(tpu_fe_ckpt_save(dir, &a, &info, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_OK);
   ck_assert_int_eq(got.epochs_done, 1);
-  TU_EQ_U64(fe_params_hash(a.params, m.nparams), fe_params_hash(b.params, m.nparams));
-  TU_EQ_U64(fe_params_hash(a.opt.v, m.nparams), fe_params_hash(b.opt.v, m.nparams));
+  TU_EQ_U64(tpu_fe_params_hash(a.params, m.nparams), tpu_fe_params_hash(b.params, m.nparams));
+  TU_EQ_U64(tpu_fe_params_hash(a.opt.v, m.nparams), tpu_fe_params_hash(b.opt.v, m.nparams));
   TU_EQ_U64(a.opt.t, b.opt.t);
   /* a different batch is refused with a message */
-  fe_ckpt_info other = info;
+  tpu_fe_ckpt_info other = info;
   other.global_batch = 16;
-  ck_assert_int_eq(fe_ckpt_load(dir, &b, &other, &got, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_fe_ckpt_load(dir, &b, &other, &got, err, sizeof err), TPU_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(err, "--batch 8"));
   char path[600];
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
@@ -285,13 +280,13 @@ START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
   fseek(f, 100, SEEK_SET);
   fputc(0x55, f);
   fclose(f);
-  ck_assert_int_eq(fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(err, "CRC"));
   remove(path);
   rmdir(dir);
-  fe_dataset_free(&d);
-  fe_trainer_destroy(&a);
-  fe_trainer_destroy(&b);
+  tpu_fe_dataset_free(&d);
+  tpu_fe_trainer_destroy(&a);
+  tpu_fe_trainer_destroy(&b);
 }
 END_TEST
 /* }================================================================== */
@@ -340,10 +335,10 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   tpu_chip_config chip;
   char err[512];
   ck_assert_int_eq(tpu_chip_config_load("teach", &chip, err, sizeof err), TPU_OK);
-  fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 } ],"
+  tpu_fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 } ],"
                         " \"optimizer\": { \"type\": \"sgd\" } }");
-  fe_step_timing t;
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  tpu_fe_step_timing t;
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(3158, t.step_cycles);
   TU_EQ_U64(44, (uint64_t)t.mxu_busy);
   TU_EQ_U64(114, (uint64_t)t.vpu_busy);
@@ -355,22 +350,22 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   TU_EQ_U64(144, t.allreduce_bytes);
   /* the timeline: ops on their units, waits on the core track; the core's
   ** track plus the MXU and VPU work not under the MXU covers the step */
-  fe_trace_event ev[64];
+  tpu_fe_trace_event ev[64];
   int nev = 0;
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 64, &nev, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 64, &nev, err, sizeof err), TPU_OK);
   double core = 0, end = 0;
   int dmas = 0;
   for (int k = 0; k < nev; k++) {
     if (ev[k].start + ev[k].dur > end) end = ev[k].start + ev[k].dur;
-    if (ev[k].unit == FE_UNIT_CORE) core += ev[k].dur;
-    if (ev[k].unit == FE_UNIT_DMA) dmas++;
+    if (ev[k].unit == TPU_FE_UNIT_CORE) core += ev[k].dur;
+    if (ev[k].unit == TPU_FE_UNIT_DMA) dmas++;
   }
   TU_EQ_U64(16, (uint64_t)dmas);
   TU_EQ_U64(3158, (uint64_t)end);
   TU_EQ_U64(2184 + 816, (uint64_t)core);
   /* an infeed that is late by 500 cycles adds exactly 500, as infeed_wait */
-  fe_step_timing late;
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, 1, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  tpu_fe_step_timing late;
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, 1, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(t.step_cycles + 500, late.step_cycles);
   TU_EQ_U64(500, (uint64_t)late.infeed_wait);
   /* bf16x3: three passes per tile, each loading its weights while the
@@ -380,7 +375,7 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   ** 1559 -> [1522,1560) = 38. Both end before the DMAs that wait for them
   ** could start anyway, so the step does not change: MXU time hides under
   ** memory time. */
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, 1, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, 1, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(38 + 38, (uint64_t)late.mxu_busy);
   TU_EQ_U64(3158, late.step_cycles);
   TU_EQ_U64(2184 - 32, (uint64_t)late.memory_wait);
@@ -393,12 +388,12 @@ START_TEST(Step_timing_is_identical_for_1_2_and_8_threads) {
   static const char *const models[] = { "mlp", "cnn" };
   ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
   for (int k = 0; k < 2; k++) {
-    fe_model m;
-    ck_assert_int_eq(fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
-    fe_step_timing t[3];
+    tpu_fe_model m;
+    ck_assert_int_eq(tpu_fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
+    tpu_fe_step_timing t[3];
     static const int threads[3] = { 1, 2, 8 };
     for (int i = 0; i < 3; i++)
-      ck_assert_msg(fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 1234, threads[i], &t[i], NULL, 0, NULL, err,
+      ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 1234, threads[i], &t[i], NULL, 0, NULL, err,
                                  sizeof err) == TPU_OK, "%s", err);
     for (int i = 1; i < 3; i++)
       ck_assert_msg(!memcmp(&t[0], &t[i], sizeof t[0]), "%s: %d threads differ from 1 (%llu vs %llu cycles)",
@@ -417,11 +412,11 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
     for (int k = 0; k < 2; k++) {
       if (c == 2 && k == 1) continue;   /* cnn on teach's 64 KiB VMEM: millions of ops, see below */
       ck_assert_int_eq(tpu_chip_config_load(chips[c], &chip, err, sizeof err), TPU_OK);
-      fe_model m;
-      ck_assert_int_eq(fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
+      tpu_fe_model m;
+      ck_assert_int_eq(tpu_fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
       for (int train = 0; train < 2; train++) {
-        fe_step_timing t;
-        ck_assert_msg(fe_time_step(&m, &chip, TPU_PREC_BF16, 16, train, 0, 2, &t, NULL, 0, NULL, err, sizeof err)
+        tpu_fe_step_timing t;
+        ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, train, 0, 2, &t, NULL, 0, NULL, err, sizeof err)
                       == TPU_OK, "%s/%s: %s", chips[c], models[k], err);
         double sum = t.mxu_busy + t.vpu_busy + t.memory_wait + t.infeed_wait + t.collective_wait + t.idle;
         ck_assert_msg(fabs(sum - (double)t.step_cycles) < 1e-6 * (double)t.step_cycles, "%s/%s: %g vs %llu",
@@ -437,7 +432,7 @@ END_TEST
 START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
   tpu_chip_config chip;
   char err[512];
-  fe_model m;
+  tpu_fe_model m;
   ck_assert_int_eq(tpu_chip_config_load("teach", &chip, err, sizeof err), TPU_OK);
   /* a small conv net on teach's 64 KiB: activations and im2col do not fit
   ** VMEM whole, so they stream through it in tiles; the engine accepts it */
@@ -448,7 +443,7 @@ START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
                " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 10 } ],"
                " \"optimizer\": { \"type\": \"momentum\", \"momentum\": 0.9 } }");
   tpu_sim_program *p = NULL;
-  ck_assert_msg(fe_step_program(&m, &chip, TPU_PREC_BF16, 40, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_msg(tpu_fe_step_program(&m, &chip, TPU_PREC_BF16, 40, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
   ck_assert(tpu_sim_program_ops(p, 0) > 100);
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
   tpu_sim_result *r = NULL, *r2 = NULL;
@@ -464,24 +459,24 @@ START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
   tpu_sim_program_destroy(p);
   /* three loss tiles of 24 rows: the third reads its labels after the
   ** first tile's loss went to HBM */
-  fe_model d = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 10 } ] }");
-  ck_assert_msg(fe_step_program(&d, &chip, TPU_PREC_BF16, 72, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_fe_model d = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 10 } ] }");
+  ck_assert_msg(tpu_fe_step_program(&d, &chip, TPU_PREC_BF16, 72, true, 0, &p, err, sizeof err) == TPU_OK, "%s", err);
   ck_assert_msg(tpu_sim_run(&chip, p, &o, &r2) == TPU_OK, "%s", tpu_sim_program_error(p));
   tpu_sim_result_destroy(r2);
   tpu_sim_program_destroy(p);
   /* one sample per core: one-row tiles everywhere (db is then a copy) */
-  fe_step_timing t;
-  ck_assert_msg(fe_time_step(&m, &chip, TPU_PREC_BF16, 1, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err) == TPU_OK,
+  tpu_fe_step_timing t;
+  ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 1, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err) == TPU_OK,
                 "%s", err);
   ck_assert(t.step_cycles > 0);
   /* 1000 classes need a row of logits in one tile: 256 values on teach */
   m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 1000 } ] }");
-  ck_assert_int_eq(fe_step_program(&m, &chip, TPU_PREC_BF16, 4, true, 0, &p, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_int_eq(tpu_fe_step_program(&m, &chip, TPU_PREC_BF16, 4, true, 0, &p, err, sizeof err), TPU_ERR_CONFIG);
   ck_assert(p == NULL);
   ck_assert_msg(strstr(err, "layer 0 (dense)") && strstr(err, "1000 logits") && strstr(err, "65536 bytes"), "%s", err);
   /* a VMEM too small for any tile */
   ck_assert_int_eq(tpu_chip_config_set(&chip, "vmem.capacity_kib=1", err, sizeof err), TPU_OK);
-  ck_assert_int_eq(fe_step_program(&m, &chip, TPU_PREC_BF16, 4, true, 0, &p, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_int_eq(tpu_fe_step_program(&m, &chip, TPU_PREC_BF16, 4, true, 0, &p, err, sizeof err), TPU_ERR_CONFIG);
   ck_assert_msg(strstr(err, "1024 bytes"), "%s", err);
 }
 END_TEST
@@ -497,19 +492,19 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
   for (tu_fail_at = 1; tu_fail_at < 400 && !ok_seen; tu_fail_at++) {
     tu_alloc_calls = 0;
     tpu_set_alloc(tu_failing_alloc, NULL);
-    fe_model m;
+    tpu_fe_model m;
     char err[512];
-    tpu_status st = fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
-    fe_trainer t;
+    tpu_status st = tpu_fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
+    tpu_fe_trainer t;
     double loss = 0;
     int cor;
     float x[2 * 784] = { 0 };
     uint8_t y[2] = { 1, 2 };
-    fe_backend be = { .kind = (fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1 };
-    if (st == TPU_OK) st = fe_trainer_create(&m, &be, 2, 2, 1, &t);
+    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1 };
+    if (st == TPU_OK) st = tpu_fe_trainer_create(&m, &be, 2, 2, 1, &t);
     if (st == TPU_OK) {
-      st = fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
-      fe_trainer_destroy(&t);
+      st = tpu_fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
+      tpu_fe_trainer_destroy(&t);
     }
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) ok_seen = 1;
@@ -523,17 +518,17 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
   tpu_chip_config chip;
   char err[512];
   ck_assert_int_eq(tpu_chip_config_load("teach", &chip, err, sizeof err), TPU_OK);
-  fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"relu\" },"
+  tpu_fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"relu\" },"
                         " { \"type\": \"dense\", \"units\": 4 } ] }");
-  fe_step_timing want, t;
-  fe_trace_event ev[256];
+  tpu_fe_step_timing want, t;
+  tpu_fe_trace_event ev[256];
   int nev = 0;
-  ck_assert_int_eq(fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, ev, 256, &nev, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, ev, 256, &nev, err, sizeof err), TPU_OK);
   int ok_seen = 0;
   for (tu_fail_at = 1; tu_fail_at < 20000 && !ok_seen; tu_fail_at++) {
     tu_alloc_calls = 0;
     tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_status st = fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 256, &nev, err, sizeof err);
+    tpu_status st = tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 256, &nev, err, sizeof err);
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) {
       ok_seen = 1;

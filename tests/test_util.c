@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/base.h"
+#include "base/base.h"
 
 uint64_t tu_next(tu_rng *r) {
   uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);

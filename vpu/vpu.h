@@ -39,7 +39,7 @@
 ** to right; col_sum adds x[0][c], x[1][c], ... top to bottom; softmax and
 ** softmax_xent sum their exponentials left to right; accuracy counts exactly.
 ** With args.round_bf16 set, every float the op writes to out, out2 and param
-** is rounded to the nearest bf16 (sim/base.h) after the f32 computation;
+** is rounded to the nearest bf16 (base/base.h) after the f32 computation;
 ** optimizer state m and v always stay f32.
 **
 ** Error bounds against a double-precision evaluation of the same formula
@@ -76,7 +76,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "sim/base.h"
+#include "base/base.h"
 
 /* Register shape and per-op cycle costs, per register of work (one register
 ** is sublanes x lanes f32). Values come from the chip configuration. */

@@ -3,17 +3,17 @@
 ** a Python dict literal; we parse the three keys NumPy writes ('descr',
 ** 'fortran_order', 'shape') and reject anything else we cannot honour.
 */
-#include "frontend/npy.h"
+#include "cli/npy.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/fe_int.h"
-#include "sim/base.h"
+#include "cli/cli_int.h"
+#include "base/base.h"
 
-void fe_npy_free(fe_npy *a) {
+void cli_npy_free(cli_npy *a) {
   if (!a) return;
   tpu_free(a->data);
   a->data = NULL;
@@ -33,10 +33,10 @@ static const char *dict_value(const char *hdr, const char *key) {
   return p;
 }
 
-int fe_npy_read_f32(const char *path, fe_npy *out, char *err, size_t errcap) {
+int cli_npy_read_f32(const char *path, cli_npy *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   size_t len;
-  char *buf = fe_read_file(path, &len);
+  char *buf = tpu_read_file(path, &len);
   if (!buf) { snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno)); return -1; }
   const unsigned char *u = (const unsigned char *)buf;
   size_t hl, off;
@@ -83,8 +83,8 @@ int fe_npy_read_f32(const char *path, fe_npy *out, char *err, size_t errcap) {
       snprintf(err, errcap, "%s: header field 'shape' has a bad dimension", path);
       goto fail;
     }
-    if (out->ndim == FE_NPY_MAX_DIMS) {
-      snprintf(err, errcap, "%s: header field 'shape' has more than %d dimensions", path, FE_NPY_MAX_DIMS);
+    if (out->ndim == TPU_FE_NPY_MAX_DIMS) {
+      snprintf(err, errcap, "%s: header field 'shape' has more than %d dimensions", path, TPU_FE_NPY_MAX_DIMS);
       goto fail;
     }
     out->shape[out->ndim++] = v;
@@ -111,7 +111,7 @@ fail:
   return -1;
 }
 
-int fe_npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape) {
+int cli_npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape) {
   char dict[256];
   int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
   int64_t count = 1;
@@ -133,7 +133,7 @@ int fe_npy_write_f32(const char *path, const float *data, int ndim, const int64_
   memset(buf + 10 + n, ' ', pad);
   buf[10 + hl - 1] = '\n';
   memcpy(buf + 10 + hl, data, (size_t)count * 4);
-  int rc = fe_write_atomic(path, buf, bytes);
+  int rc = tpu_write_atomic(path, buf, bytes);
   int e = errno;
   tpu_free(buf);
   errno = e;

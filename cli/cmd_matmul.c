@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/npy.h"
+#include "cli/cli_int.h"
+#include "cli/npy.h"
 #include "mxu/mxu.h"
 #include "sim/sim.h"
 
@@ -50,17 +50,17 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int fe_cmd_matmul(int argc, char **argv) {
+int cli_cmd_matmul(int argc, char **argv) {
   const char *cmd = "matmul";
-  fe_common c;
-  fe_common_init(&c);
+  cli_common c;
+  cli_common_init(&c);
   long m = 0, n = 0, k = 0, seed = 1, cores = 0, threads = 0;
   const char *a_path = NULL, *b_path = NULL, *out_path = NULL, *trace_path = NULL;
   tpu_precision prec = TPU_PREC_BF16;
   tpu_fidelity level = TPU_FIDELITY_TILE;
   char err[1024];
   for (int i = 1; i < argc; i++) {
-    int r = fe_common_opt(argc, argv, &i, &c, cmd);
+    int r = cli_common_opt(argc, argv, &i, &c, cmd);
     if (r > 1) return r;
     if (r == 1) continue;
     const char *v;
@@ -70,66 +70,66 @@ int fe_cmd_matmul(int argc, char **argv) {
       { "--cores", &cores, 1, 16 }, { "--threads", &threads, 1, 1024 } };
     bool done = false;
     for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
-      r = fe_opt(argc, argv, &i, nums[j].name, &v);
-      if (r < 0) return fe_usage_error(cmd, "%s needs a value", nums[j].name);
+      r = cli_opt(argc, argv, &i, nums[j].name, &v);
+      if (r < 0) return cli_usage_error(cmd, "%s needs a value", nums[j].name);
       if (r == 0) continue;
-      if (!fe_parse_long(v, nums[j].lo, nums[j].hi, nums[j].dst, nums[j].name, err, sizeof err))
-        return fe_usage_error(cmd, "%s", err);
+      if (!cli_parse_long(v, nums[j].lo, nums[j].hi, nums[j].dst, nums[j].name, err, sizeof err))
+        return cli_usage_error(cmd, "%s", err);
       done = true;
     }
     if (done) continue;
-    if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--precision", &v))) {
       if (r < 0 || !tpu_precision_parse(v, &prec))
-        return fe_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--level", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--level", &v))) {
       if (r < 0 || !tpu_fidelity_parse(v, &level))
-        return fe_usage_error(cmd, "--level: expected pe, tile or timing, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(cmd, "--level: expected pe, tile or timing, got '%s'", r < 0 ? "" : v);
       continue;
     }
     const char **paths[] = { &a_path, &b_path, &out_path, &trace_path };
     const char *pnames[] = { "--a", "--b", "--out", "--trace" };
     for (int j = 0; j < 4 && !done; j++) {
-      r = fe_opt(argc, argv, &i, pnames[j], &v);
-      if (r < 0) return fe_usage_error(cmd, "%s needs a file name", pnames[j]);
+      r = cli_opt(argc, argv, &i, pnames[j], &v);
+      if (r < 0) return cli_usage_error(cmd, "%s needs a file name", pnames[j]);
       if (r) { *paths[j] = v; done = true; }
     }
     if (done) continue;
-    return fe_usage_error(cmd, "unknown option '%s' (tpusim matmul --help)", argv[i]);
+    return cli_usage_error(cmd, "unknown option '%s' (tpusim matmul --help)", argv[i]);
   }
-  if (c.help) { fputs(HELP, stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
+  if (c.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
   tpu_chip_config chip;
-  int rc = fe_load_chip(cmd, &c, &chip);
+  int rc = cli_load_chip(cmd, &c, &chip);
   if (rc) return rc;
-  if (!a_path != !b_path) return fe_usage_error(cmd, "--a and --b go together");
+  if (!a_path != !b_path) return cli_usage_error(cmd, "--a and --b go together");
   if (out_path && level == TPU_FIDELITY_TIMING)
-    return fe_usage_error(cmd, "--out: the timing level computes no values; use --level tile or pe");
+    return cli_usage_error(cmd, "--out: the timing level computes no values; use --level tile or pe");
   if (cores) {
-    if (!m || !n || !k) return fe_usage_error(cmd, "--cores needs --m, --n and --k");
+    if (!m || !n || !k) return cli_usage_error(cmd, "--cores needs --m, --n and --k");
     if (a_path || out_path)
-      return fe_usage_error(cmd, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
-    return fe_matmul_cores(&chip, (int)cores, m, n, k, (int)prec, (int)level, seed, (int)threads,
+      return cli_usage_error(cmd, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
+    return cli_matmul_cores(&chip, (int)cores, m, n, k, (int)prec, (int)level, seed, (int)threads,
                            c.json, trace_path);
   }
   if (trace_path || threads)
-    return fe_usage_error(cmd, "--trace and --threads go with --cores (one core runs no engine)");
+    return cli_usage_error(cmd, "--trace and --threads go with --cores (one core runs no engine)");
 
-  fe_npy A = { 0 }, B = { 0 };
+  cli_npy A = { 0 }, B = { 0 };
   float *a = NULL, *b = NULL, *cm = NULL, *ref = NULL;
   rc = 2;
   if (a_path) {
-    if (fe_npy_read_f32(a_path, &A, err, sizeof err) || fe_npy_read_f32(b_path, &B, err, sizeof err)) {
-      fe_usage_error(cmd, "%s", err);
+    if (cli_npy_read_f32(a_path, &A, err, sizeof err) || cli_npy_read_f32(b_path, &B, err, sizeof err)) {
+      cli_usage_error(cmd, "%s", err);
       goto out;
     }
     if (A.ndim != 2 || B.ndim != 2) {
-      fe_usage_error(cmd, "%s: expected 2-D arrays, got %d-D", A.ndim != 2 ? a_path : b_path,
+      cli_usage_error(cmd, "%s: expected 2-D arrays, got %d-D", A.ndim != 2 ? a_path : b_path,
                      A.ndim != 2 ? A.ndim : B.ndim);
       goto out;
     }
     if (A.shape[1] != B.shape[0]) {
-      fe_usage_error(cmd, "inner dimensions differ: %s is %lld x %lld, %s is %lld x %lld", a_path,
+      cli_usage_error(cmd, "inner dimensions differ: %s is %lld x %lld, %s is %lld x %lld", a_path,
                      (long long)A.shape[0], (long long)A.shape[1], b_path, (long long)B.shape[0],
                      (long long)B.shape[1]);
       goto out;
@@ -139,18 +139,18 @@ int fe_cmd_matmul(int argc, char **argv) {
     const char *gn[3] = { "--m", "--n", "--k" };
     for (int j = 0; j < 3; j++) {
       if (dims[j] < 1 || dims[j] > 65536) {
-        fe_usage_error(cmd, "%s: dimension %ld out of range 1..65536", j == 1 ? b_path : a_path, dims[j]);
+        cli_usage_error(cmd, "%s: dimension %ld out of range 1..65536", j == 1 ? b_path : a_path, dims[j]);
         goto out;
       }
       if (*given[j] && *given[j] != dims[j]) {
-        fe_usage_error(cmd, "%s %ld disagrees with the input files (%ld)", gn[j], *given[j], dims[j]);
+        cli_usage_error(cmd, "%s %ld disagrees with the input files (%ld)", gn[j], *given[j], dims[j]);
         goto out;
       }
       *given[j] = dims[j];
     }
     a = A.data; b = B.data;
   } else if (!m || !n || !k) {
-    fe_usage_error(cmd, "give --m, --n and --k, or --a and --b (tpusim matmul --help)");
+    cli_usage_error(cmd, "give --m, --n and --k, or --a and --b (tpusim matmul --help)");
     goto out;
   }
   size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n, mn = (size_t)m * (size_t)n;
@@ -159,21 +159,21 @@ int fe_cmd_matmul(int argc, char **argv) {
     if (!a) {
       a = tpu_malloc(mk * sizeof *a);
       b = tpu_malloc(kn * sizeof *b);
-      if (!a || !b) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
+      if (!a || !b) { rc = cli_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
       uint64_t r = (uint64_t)seed;
-      fe_normal_fill(&r, a, mk);
-      fe_normal_fill(&r, b, kn);
+      tpu_normal_fill(&r, a, mk);
+      tpu_normal_fill(&r, b, kn);
     }
     cm = tpu_malloc(mn * sizeof *cm);
     ref = tpu_malloc(mn * sizeof *ref);
-    if (!cm || !ref) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
+    if (!cm || !ref) { rc = cli_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
   }
   tpu_mxu_gemm_result res;
   double t0 = now_s();
   tpu_status st = tpu_mxu_gemm(&chip.mxu, chip.mxus_per_core, level, prec, (int)m, (int)n, (int)k,
                                a, b, cm, &res);
   double wall = now_s() - t0;
-  if (st != TPU_OK) { rc = fe_runtime_error(cmd, "gemm failed: %s", tpu_status_str(st)); goto out; }
+  if (st != TPU_OK) { rc = cli_runtime_error(cmd, "gemm failed: %s", tpu_status_str(st)); goto out; }
   double max_abs = 0, max_ref = 0;
   if (values) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k,
@@ -187,8 +187,8 @@ int fe_cmd_matmul(int argc, char **argv) {
   double max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
   if (out_path) {
     int64_t shape[2] = { m, n };
-    if (fe_npy_write_f32(out_path, cm, 2, shape)) {
-      rc = fe_usage_error(cmd, "--out %s: cannot write: %s", out_path, strerror(errno));
+    if (cli_npy_write_f32(out_path, cm, 2, shape)) {
+      rc = cli_usage_error(cmd, "--out %s: cannot write: %s", out_path, strerror(errno));
       goto out;
     }
   }
@@ -232,8 +232,8 @@ int fe_cmd_matmul(int argc, char **argv) {
 out:
   if (a != A.data) tpu_free(a);
   if (b != B.data) tpu_free(b);
-  fe_npy_free(&A);
-  fe_npy_free(&B);
+  cli_npy_free(&A);
+  cli_npy_free(&B);
   tpu_free(cm);
   tpu_free(ref);
   return rc;

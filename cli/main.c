@@ -4,16 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frontend/fe_int.h"
+#include "cli/cli_int.h"
 
-typedef struct cmd { const char *name; fe_cmd_fn fn; const char *summary; } cmd;
+typedef struct cmd { const char *name; cli_cmd_fn fn; const char *summary; } cmd;
 static const cmd CMDS[] = {
-  { "info",     fe_cmd_info,     "print a chip configuration and its peak figures" },
-  { "matmul",   fe_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
-  { "pipeline", fe_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
-  { "run",      fe_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
-  { "train",    fe_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
-  { "viz",      fe_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
+  { "info",     cli_cmd_info,     "print a chip configuration and its peak figures" },
+  { "matmul",   cli_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
+  { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
+  { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
+  { "train",    cli_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
+  { "viz",      cli_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
 };
 #define NCMDS (sizeof CMDS / sizeof CMDS[0])
 

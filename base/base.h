@@ -2,8 +2,9 @@
 ** base.h -- the foundation every tpusim module may include: status codes,
 ** the allocation hook, bf16 conversion and JSON error positions.
 **
-** It is part of the sim module's public surface but depends on nothing, so
-** mxu/, vpu/ and datafeed/ can use it without importing the chip (sim.h).
+** The bottom floor of the include graph: it depends on nothing of tpusim,
+** and every module (mxu, vpu, datafeed, sim, frontend, viz, the command
+** line) may include it. Nothing here knows of chips, models or pipelines.
 **
 ** bf16 is the top 16 bits of an IEEE-754 binary32. Conversion from f32
 ** rounds to nearest, ties to even. NaN stays NaN (quiet, sign kept), +-inf and
@@ -98,5 +99,31 @@ int tpu_fidelity_parse(const char *s, tpu_fidelity *out); /* 1 if known */
 ** sets the position of the deepest enclosing value found, if any). Used to
 ** point error messages at the offending value; never fails otherwise. */
 int tpu_json_locate(const char *text, const char *path, int *line, int *col);
+
+/* {==================================================================
+** Seeded generators (one family for the whole project: splitmix64)
+** ================================================================== */
+/* The splitmix64 finalizer of x + golden gamma: a stateless hash, used to key
+** initializers and dropout masks by (seed, step, index). Can't fail. */
+uint64_t tpu_mix64(uint64_t x);
+/* The splitmix64 stream: advances *state and returns the next value. */
+uint64_t tpu_splitmix64(uint64_t *state);
+/* Fills x[0..n) with N(0,1) samples (Box-Muller on splitmix64), continuing
+** the stream in *state (start it at the seed); the same bits on every
+** platform with IEEE doubles. Can't fail. */
+void tpu_normal_fill(uint64_t *state, float *x, size_t n);
+/* }================================================================== */
+
+/* {==================================================================
+** Files
+** ================================================================== */
+/* Writes 'n' bytes to 'path' through a temporary file in the same directory
+** and rename(2), so readers see the old file or the whole new one. Returns 0,
+** or -1 with errno set (nothing left behind). */
+int tpu_write_atomic(const char *path, const void *data, size_t n);
+/* Reads a whole file into a NUL-terminated buffer (tpu_free it). Returns
+** NULL with errno set on failure; *len gets the byte count when non-NULL. */
+char *tpu_read_file(const char *path, size_t *len);
+/* }================================================================== */
 
 #endif /* TPU_BASE_H */

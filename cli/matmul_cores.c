@@ -29,17 +29,17 @@
 #include <errno.h>
 #include <string.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/sim_report.h"
+#include "cli/cli_int.h"
+#include "cli/sim_report.h"
 #include "sim/sim.h"
 
 static long minl(long a, long b) { return a < b ? a : b; }
 
-int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, long N, long K, int precision,
+int cli_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, long N, long K, int precision,
                     int level, long seed, int threads, bool json, const char *trace_path) {
   const char *cmd = "matmul";
   if (cores < 1 || cores > chip_in->cores)
-    return fe_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %d", chip_in->cores, chip_in->name, cores);
+    return cli_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %d", chip_in->cores, chip_in->name, cores);
   tpu_chip_config chip = *chip_in;
   int cpc = chip.cores_per_chip < cores ? chip.cores_per_chip : cores;
   while (cores % cpc) cpc--;
@@ -61,26 +61,26 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
     B = tpu_malloc((size_t)(K * N) * sizeof *B);
     Cm = tpu_malloc((size_t)(M * N) * sizeof *Cm);
     ref = tpu_malloc((size_t)(M * N) * sizeof *ref);
-    if (!A || !B || !Cm || !ref) { rc = fe_runtime_error(cmd, "out of memory for %ld x %ld x %ld", M, N, K); goto out; }
+    if (!A || !B || !Cm || !ref) { rc = cli_runtime_error(cmd, "out of memory for %ld x %ld x %ld", M, N, K); goto out; }
     uint64_t r = (uint64_t)seed;   /* the same inputs as the one-core matmul */
-    fe_normal_fill(&r, A, (size_t)(M * K));
-    fe_normal_fill(&r, B, (size_t)(K * N));
+    tpu_normal_fill(&r, A, (size_t)(M * K));
+    tpu_normal_fill(&r, B, (size_t)(K * N));
   }
   double bytes = 0;
   char err[512];
   if (tpu_sim_gemm_program(&chip, cores, M, N, K, prec, A, B, &p, &bytes, err, sizeof err) != TPU_OK) {
-    rc = fe_runtime_error(cmd, "%s", err);
+    rc = cli_runtime_error(cmd, "%s", err);
     goto out;
   }
   tpu_sim_options opt = { .level = lv, .threads = threads, .trace = trace_path != NULL };
   tpu_status st = tpu_sim_run(&chip, p, &opt, &res);
   if (st != TPU_OK) {
-    rc = st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? fe_runtime_error(cmd, "%s", tpu_sim_program_error(p))
-                                                      : fe_usage_error(cmd, "%s", tpu_sim_program_error(p));
+    rc = st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? cli_runtime_error(cmd, "%s", tpu_sim_program_error(p))
+                                                      : cli_usage_error(cmd, "%s", tpu_sim_program_error(p));
     goto out;
   }
-  if (trace_path && fe_sim_write_trace(res, trace_path)) {
-    rc = fe_runtime_error(cmd, "--trace %s: cannot write: %s", trace_path, strerror(errno));
+  if (trace_path && cli_sim_write_trace(res, trace_path)) {
+    rc = cli_runtime_error(cmd, "--trace %s: cannot write: %s", trace_path, strerror(errno));
     goto out;
   }
   double max_abs = 0, max_ref = 0;
@@ -120,7 +120,7 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
     o = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I}", "chip", chip.name, "cores", cores, "m", (json_int_t)M,
                   "n", (json_int_t)N, "k", (json_int_t)K, "precision", tpu_precision_name(prec), "level",
                   tpu_fidelity_name(lv), "block", (json_int_t)T);
-    if (!o || fe_sim_report_json(o, res, &chip)) { rc = fe_runtime_error(cmd, "out of memory"); goto out; }
+    if (!o || cli_sim_report_json(o, res, &chip)) { rc = cli_runtime_error(cmd, "out of memory"); goto out; }
     json_object_set_new(o, "flops", json_real(flops));
     json_object_set_new(o, "hbm_bytes", json_real(bytes));
     json_object_set_new(o, "arithmetic_intensity", json_real(intensity));
@@ -138,7 +138,7 @@ int fe_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, lo
     printf("matmul %ld x %ld x %ld (M x N x K) split along M over %d core%s of %s, %s, level %s\n", M, N, K, cores,
            cores > 1 ? "s" : "", chip.name, tpu_precision_name(prec), tpu_fidelity_name(lv));
     printf("  operands start in HBM in %ld x %ld blocks, double-buffered into VMEM\n", T, T);
-    fe_sim_report_text(stdout, res, &chip);
+    cli_sim_report_text(stdout, res, &chip);
     printf("  HBM traffic       %.0f bytes\n", bytes);
     printf("  intensity         %.2f FLOP/byte vs ridge point %.2f FLOP/byte: %s-bound on the roofline\n",
            intensity, ridge, roof);

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/sim_report.h"
+#include "cli/cli_int.h"
+#include "cli/sim_report.h"
 #include "sim/sim.h"
 
 static const char HELP[] =
@@ -31,62 +31,62 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int fe_cmd_run(int argc, char **argv) {
+int cli_cmd_run(int argc, char **argv) {
   const char *cmd = "run";
-  fe_common c;
-  fe_common_init(&c);
+  cli_common c;
+  cli_common_init(&c);
   const char *prog_path = NULL, *trace_path = NULL, *prints[MAX_PRINT];
   int nprint = 0;
   long threads = 0;
   tpu_fidelity level = TPU_FIDELITY_TILE;
   char err[2048];
   for (int i = 1; i < argc; i++) {
-    int r = fe_common_opt(argc, argv, &i, &c, cmd);
+    int r = cli_common_opt(argc, argv, &i, &c, cmd);
     if (r > 1) return r;
     if (r == 1) continue;
     const char *v;
-    if ((r = fe_opt(argc, argv, &i, "--program", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--program needs a file name");
+    if ((r = cli_opt(argc, argv, &i, "--program", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--program needs a file name");
       prog_path = v;
-    } else if ((r = fe_opt(argc, argv, &i, "--trace", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--trace needs a file name");
+    } else if ((r = cli_opt(argc, argv, &i, "--trace", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--trace needs a file name");
       trace_path = v;
-    } else if ((r = fe_opt(argc, argv, &i, "--print", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--print needs a buffer name");
-      if (nprint == MAX_PRINT) return fe_usage_error(cmd, "--print: at most %d buffers", MAX_PRINT);
+    } else if ((r = cli_opt(argc, argv, &i, "--print", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--print needs a buffer name");
+      if (nprint == MAX_PRINT) return cli_usage_error(cmd, "--print: at most %d buffers", MAX_PRINT);
       prints[nprint++] = v;
-    } else if ((r = fe_opt(argc, argv, &i, "--threads", &v))) {
-      if (r < 0 || !fe_parse_long(v, 1, 1024, &threads, "--threads", err, sizeof err))
-        return fe_usage_error(cmd, "%s", r < 0 ? "--threads needs a value" : err);
-    } else if ((r = fe_opt(argc, argv, &i, "--level", &v))) {
+    } else if ((r = cli_opt(argc, argv, &i, "--threads", &v))) {
+      if (r < 0 || !cli_parse_long(v, 1, 1024, &threads, "--threads", err, sizeof err))
+        return cli_usage_error(cmd, "%s", r < 0 ? "--threads needs a value" : err);
+    } else if ((r = cli_opt(argc, argv, &i, "--level", &v))) {
       if (r < 0 || !tpu_fidelity_parse(v, &level) || level == TPU_FIDELITY_PE)
-        return fe_usage_error(cmd, "--level: expected tile or timing, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(cmd, "--level: expected tile or timing, got '%s'", r < 0 ? "" : v);
     } else {
-      return fe_usage_error(cmd, "unknown option '%s' (tpusim run --help)", argv[i]);
+      return cli_usage_error(cmd, "unknown option '%s' (tpusim run --help)", argv[i]);
     }
   }
-  if (c.help) { fputs(HELP, stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
-  if (!prog_path) return fe_usage_error(cmd, "--program FILE.json is required (tpusim run --help)");
+  if (c.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
+  if (!prog_path) return cli_usage_error(cmd, "--program FILE.json is required (tpusim run --help)");
   if (nprint && level == TPU_FIDELITY_TIMING)
-    return fe_usage_error(cmd, "--print: the timing level computes no values; use --level tile");
+    return cli_usage_error(cmd, "--print: the timing level computes no values; use --level tile");
   tpu_chip_config chip;
-  int rc = fe_load_chip(cmd, &c, &chip);
+  int rc = cli_load_chip(cmd, &c, &chip);
   if (rc) return rc;
-  char *text = fe_read_file(prog_path, NULL);
-  if (!text) return fe_usage_error(cmd, "%s: cannot read: %s", prog_path, strerror(errno));
+  char *text = tpu_read_file(prog_path, NULL);
+  if (!text) return cli_usage_error(cmd, "%s: cannot read: %s", prog_path, strerror(errno));
   tpu_sim_program *p = NULL;
   tpu_sim_result *res = NULL;
   json_t *o = NULL;
   tpu_status st = tpu_sim_program_parse(text, prog_path, chip.cores, &p, err, sizeof err);
   tpu_free(text);
   if (st != TPU_OK) {
-    rc = st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+    rc = st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
     goto out;
   }
   for (int k = 0; k < nprint; k++)
     for (int core = 0; core < chip.cores; core++)
       if (!tpu_sim_buffer_find(p, core, prints[k])) {
-        rc = fe_usage_error(cmd, "--print %s: no buffer of that name on core %d of %s", prints[k], core, prog_path);
+        rc = cli_usage_error(cmd, "--print %s: no buffer of that name on core %d of %s", prints[k], core, prog_path);
         goto out;
       }
   tpu_sim_options opt = { .level = level, .threads = (int)threads, .trace = trace_path != NULL };
@@ -96,13 +96,13 @@ int fe_cmd_run(int argc, char **argv) {
   if (st != TPU_OK) {
     /* a program that does not fit the chip or is inconsistent is bad input */
     if (st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME)
-      rc = fe_runtime_error(cmd, "%s: %s", prog_path, tpu_sim_program_error(p));
+      rc = cli_runtime_error(cmd, "%s: %s", prog_path, tpu_sim_program_error(p));
     else
-      rc = fe_usage_error(cmd, "%s: %s", prog_path, tpu_sim_program_error(p));
+      rc = cli_usage_error(cmd, "%s: %s", prog_path, tpu_sim_program_error(p));
     goto out;
   }
-  if (trace_path && fe_sim_write_trace(res, trace_path)) {
-    rc = fe_runtime_error(cmd, "--trace %s: cannot write: %s", trace_path, strerror(errno));
+  if (trace_path && cli_sim_write_trace(res, trace_path)) {
+    rc = cli_runtime_error(cmd, "--trace %s: cannot write: %s", trace_path, strerror(errno));
     goto out;
   }
   int ops = 0;
@@ -110,7 +110,7 @@ int fe_cmd_run(int argc, char **argv) {
   if (c.json) {
     o = json_pack("{s:s, s:s, s:s, s:i, s:i}", "chip", chip.name, "program", prog_path, "level",
                   tpu_fidelity_name(level), "cores", chip.cores, "ops", ops);
-    if (!o || fe_sim_report_json(o, res, &chip)) { rc = fe_runtime_error(cmd, "out of memory"); goto out; }
+    if (!o || cli_sim_report_json(o, res, &chip)) { rc = cli_runtime_error(cmd, "out of memory"); goto out; }
     json_object_set_new(o, "wall_s", json_real(wall));
     if (nprint) {
       json_t *bufs = json_object();
@@ -134,7 +134,7 @@ int fe_cmd_run(int argc, char **argv) {
   } else {
     printf("run %s on %s (%d core%s, level %s, %d ops)\n", prog_path, chip.name, chip.cores,
            chip.cores > 1 ? "s" : "", tpu_fidelity_name(level), ops);
-    fe_sim_report_text(stdout, res, &chip);
+    cli_sim_report_text(stdout, res, &chip);
     for (int k = 0; k < nprint; k++)
       for (int core = 0; core < chip.cores; core++) {
         int h = tpu_sim_buffer_find(p, core, prints[k]);

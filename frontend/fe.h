@@ -1,5 +1,5 @@
 /*
-** fe_train.h -- the training front-end's internals: model description,
+** fe.h -- the training front-end's internals: model description,
 ** layers (forward and backward), the matmul backend, the training loop and
 ** the step-timing model. Internal to frontend/ (tests include the .c files).
 **
@@ -10,7 +10,7 @@
 ** row of KH*KW*C values (zero where padding), so the layer is one GEMM
 ** [B*OH*OW x KH*KW*C] . [KH*KW*C x F], whose result is already NHWC.
 ** Every matmul of forward and backward (dX = dY . W^T, dW = X^T . dY) goes
-** through fe_gemm(), so the backend decides how it is computed: OpenBLAS f32
+** through tpu_fe_gemm(), so the backend decides how it is computed: OpenBLAS f32
 ** (reference) or the MXU's tile-level model with bf16 operands (sim).
 **
 ** Data parallelism. The global batch is split into 'cores' equal shards in
@@ -27,8 +27,8 @@
 ** backends, so the backends differ only in their matmuls. Pooling, im2col,
 ** col2im and the dropout mask are plain C (data movement and a hash).
 */
-#ifndef TPU_FE_TRAIN_H
-#define TPU_FE_TRAIN_H
+#ifndef TPU_FE_H
+#define TPU_FE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,16 +39,16 @@
 /* {==================================================================
 ** Model description
 ** ================================================================== */
-typedef enum fe_layer_kind {
-  FE_DENSE = 0, FE_CONV2D, FE_MAXPOOL, FE_AVGPOOL, FE_FLATTEN,
-  FE_RELU, FE_TANH, FE_SIGMOID, FE_DROPOUT, FE_NKINDS
-} fe_layer_kind;
-const char *fe_layer_kind_name(fe_layer_kind k);   /* "dense", ... */
+typedef enum tpu_fe_layer_kind {
+  TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
+  TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_NKINDS
+} tpu_fe_layer_kind;
+const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
-typedef struct fe_shape { int h, w, c; } fe_shape;  /* flat: h = w = 1 */
+typedef struct tpu_fe_shape { int h, w, c; } tpu_fe_shape;  /* flat: h = w = 1 */
 
-typedef struct fe_layer {
-  fe_layer_kind kind;
+typedef struct tpu_fe_layer {
+  tpu_fe_layer_kind kind;
   int units;                   /* dense: output width */
   int filters, kh, kw;         /* conv2d */
   int stride;                  /* conv2d, pools */
@@ -56,61 +56,61 @@ typedef struct fe_layer {
   int pad_top, pad_left;       /* conv2d, derived */
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout: fraction dropped, [0, 1) */
-  fe_shape in, out;            /* derived by shape inference */
+  tpu_fe_shape in, out;            /* derived by shape inference */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector */
-} fe_layer;
+} tpu_fe_layer;
 
-typedef enum fe_opt_kind { FE_SGD = 0, FE_MOMENTUM, FE_ADAM } fe_opt_kind;
-typedef struct fe_optimizer {
-  fe_opt_kind kind;
+typedef enum tpu_fe_opt_kind { TPU_FE_SGD = 0, TPU_FE_MOMENTUM, TPU_FE_ADAM } tpu_fe_opt_kind;
+typedef struct tpu_fe_optimizer {
+  tpu_fe_opt_kind kind;
   double lr;                   /* learning_rate */
   double momentum;             /* momentum (momentum) */
   double beta1, beta2, eps;    /* adam */
-} fe_optimizer;
+} tpu_fe_optimizer;
 
-#define FE_MAX_LAYERS 64
-typedef struct fe_model {
+#define TPU_FE_MAX_LAYERS 64
+typedef struct tpu_fe_model {
   char name[64];
-  fe_shape input;
+  tpu_fe_shape input;
   int nlayers;
-  fe_layer layers[FE_MAX_LAYERS];
-  fe_optimizer opt;
+  tpu_fe_layer layers[TPU_FE_MAX_LAYERS];
+  tpu_fe_optimizer opt;
   uint64_t seed;               /* initializer (and dropout) seed */
   size_t nparams;              /* total weights + biases */
   size_t max_act;              /* largest per-sample activation (floats) */
   size_t max_cols;             /* largest per-sample im2col buffer (floats) */
-} fe_model;
+} tpu_fe_model;
 
 /* Names of the built-in models, NULL-terminated. */
-const char *const *fe_model_builtin_names(void);
-const char *fe_model_builtin_json(const char *name);  /* NULL if none */
+const char *const *tpu_fe_model_builtin_names(void);
+const char *tpu_fe_model_builtin_json(const char *name);  /* NULL if none */
 /* Loads a model: a built-in name, else a JSON file. Parses, checks every
 ** field and infers every shape. On failure returns TPU_ERR_CONFIG (or
 ** TPU_ERR_IO) with a message naming the file, line:column, the layer index,
 ** the field and the shapes involved. 'out' is written only on success. */
-tpu_status fe_model_load(const char *name_or_file, fe_model *out, char *err, size_t errcap);
+tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *err, size_t errcap);
 /* Same, from JSON text; 'where' names it in messages. */
-tpu_status fe_model_parse(const char *text, const char *where, fe_model *out,
+tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out,
                           char *err, size_t errcap);
-size_t fe_shape_size(fe_shape s);
+size_t tpu_fe_shape_size(tpu_fe_shape s);
 /* "28x28x1" or "784". */
-const char *fe_shape_str(fe_shape s, char *buf, size_t cap);
+const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap);
 /* }================================================================== */
 
 /* {==================================================================
 ** Backend: every matmul goes through one function.
 ** ================================================================== */
-typedef enum fe_backend_kind { FE_BACKEND_REFERENCE = 0, FE_BACKEND_SIM } fe_backend_kind;
-typedef struct fe_backend {
-  fe_backend_kind kind;
+typedef enum tpu_fe_backend_kind { TPU_FE_BACKEND_REFERENCE = 0, TPU_FE_BACKEND_SIM } tpu_fe_backend_kind;
+typedef struct tpu_fe_backend {
+  tpu_fe_backend_kind kind;
   tpu_mxu_config mxu;          /* sim */
   int mxus;                    /* sim: arrays per core */
   tpu_precision prec;          /* sim */
-} fe_backend;
+} tpu_fe_backend;
 
 /* Per-core scratch of the sim backend (transposed / packed operands). */
-typedef struct fe_scratch { float *buf; size_t cap; } fe_scratch;
-void fe_scratch_free(fe_scratch *s);
+typedef struct tpu_fe_scratch { float *buf; size_t cap; } tpu_fe_scratch;
+void tpu_fe_scratch_free(tpu_fe_scratch *s);
 
 /* C[M x N] = op(A) . op(B) (+ C when 'acc'), row-major; op transposes when
 ** the flag is set (A is then K x M, B is N x K). Returns TPU_OK or
@@ -118,15 +118,15 @@ void fe_scratch_free(fe_scratch *s);
 /* True when the sim backend computes op(A).op(B) as (op(B)^T.op(A)^T)^T
 ** because that moves less data into MXU layout; the MXU then streams N rows
 ** of K against an M-wide result. The timing model asks the same question. */
-bool fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K);
-tpu_status fe_gemm(const fe_backend *be, fe_scratch *s, bool ta, bool tb,
+bool tpu_fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K);
+tpu_status tpu_fe_gemm(const tpu_fe_backend *be, tpu_fe_scratch *s, bool ta, bool tb,
                    int M, int N, int K, const float *A, const float *B, float *C, bool acc);
 /* }================================================================== */
 
 /* {==================================================================
 ** Network state: parameters, per-core workspaces, forward and backward.
 ** ================================================================== */
-typedef struct fe_core_ws {    /* one core's buffers for a shard of 'rows' samples */
+typedef struct tpu_fe_core_ws {    /* one core's buffers for a shard of 'rows' samples */
   int rows;
   float **act;                 /* act[i]: input of layer i (act[nlayers]: logits) */
   float **mask;                /* dropout masks (per layer, or NULL) */
@@ -136,41 +136,41 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of 'rows' sampl
   float *grad;                 /* this core's parameter gradient */
   int32_t *lab;                /* labels as the VPU takes them */
   float *rowloss;              /* per-sample loss */
-  fe_scratch scratch;
+  tpu_fe_scratch scratch;
   double loss_sum;             /* sum over the shard of the per-sample loss */
   int correct;                 /* argmax(logits) == label count */
-} fe_core_ws;
+} tpu_fe_core_ws;
 
-tpu_status fe_ws_create(const fe_model *m, int rows, fe_core_ws *ws);
-void fe_ws_destroy(const fe_model *m, fe_core_ws *ws);
+tpu_status tpu_fe_ws_create(const tpu_fe_model *m, int rows, tpu_fe_core_ws *ws);
+void tpu_fe_ws_destroy(const tpu_fe_model *m, tpu_fe_core_ws *ws);
 
 /* Fills params with the seeded initializer (Glorot uniform weights, zero
 ** biases). Deterministic. This function can't fail. */
-void fe_params_init(const fe_model *m, float *params);
+void tpu_fe_params_init(const tpu_fe_model *m, float *params);
 
 /* Forward on ws->rows samples x (rows x input size); fills logits, loss_sum
 ** (mean-free, summed) and correct when labels are given. 'train' turns
 ** dropout on; 'step' and 'first_sample' key the dropout masks. */
-tpu_status fe_forward(const fe_model *m, const fe_backend *be, const float *params,
-                      fe_core_ws *ws, const float *x, const uint8_t *labels,
+tpu_status tpu_fe_forward(const tpu_fe_model *m, const tpu_fe_backend *be, const float *params,
+                      tpu_fe_core_ws *ws, const float *x, const uint8_t *labels,
                       bool train, uint64_t step, uint64_t first_sample);
-/* Backward after fe_forward(train): writes ws->grad, the gradient of
+/* Backward after tpu_fe_forward(train): writes ws->grad, the gradient of
 ** (sum of the shard's losses) / 'global_batch'. */
-tpu_status fe_backward(const fe_model *m, const fe_backend *be, const float *params,
-                       fe_core_ws *ws, const uint8_t *labels, int global_batch);
+tpu_status tpu_fe_backward(const tpu_fe_model *m, const tpu_fe_backend *be, const float *params,
+                       tpu_fe_core_ws *ws, const uint8_t *labels, int global_batch);
 /* }================================================================== */
 
 /* {==================================================================
 ** Optimizer
 ** ================================================================== */
-typedef struct fe_opt_state {
+typedef struct tpu_fe_opt_state {
   float *m, *v;                /* first / second moments (v: adam only), or NULL */
   uint64_t t;                  /* updates done */
-} fe_opt_state;
-tpu_status fe_opt_create(const fe_model *m, fe_opt_state *s);
-void fe_opt_destroy(fe_opt_state *s);
+} tpu_fe_opt_state;
+tpu_status tpu_fe_opt_create(const tpu_fe_model *m, tpu_fe_opt_state *s);
+void tpu_fe_opt_destroy(tpu_fe_opt_state *s);
 /* params -= update(grad); deterministic elementwise f32. Can't fail. */
-void fe_opt_apply(const fe_model *m, fe_opt_state *s, float *params, const float *grad);
+void tpu_fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *params, const float *grad);
 /* }================================================================== */
 
 /* {==================================================================
@@ -186,80 +186,80 @@ void fe_opt_apply(const fe_model *m, fe_opt_state *s, float *params, const float
 ** infeed_ready_cycles (one infeed entry per core). On success *out is the
 ** caller's (tpu_sim_program_destroy); on failure err says why (layer index,
 ** op, bytes when VMEM cannot hold a tile). */
-tpu_status fe_step_program(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap);
 
-typedef struct fe_step_timing {
+typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
   double mxu_busy, vpu_busy, memory_wait, infeed_wait, collective_wait, idle; /* cycles, mean over cores */
   uint64_t macs;               /* multiply-adds per core (all bf16 passes) */
   uint64_t mxu_cycles_capacity;/* rows*cols*mxus*step_cycles */
   uint64_t hbm_bytes;          /* per core, moved by its DMAs */
   uint64_t allreduce_bytes;    /* gradient bytes per core */
-} fe_step_timing;
+} tpu_fe_step_timing;
 
 /* One interval of the step's timeline (for traces), in cycles from the
 ** step's start, on one unit of core 0 (the cores run the same program).
-** FE_UNIT_CORE holds the core's waiting segments, named as the stall
+** TPU_FE_UNIT_CORE holds the core's waiting segments, named as the stall
 ** taxonomy ("infeed_wait", "memory_wait", "collective_wait", "idle"). */
-enum { FE_UNIT_CORE = 0, FE_UNIT_MXU, FE_UNIT_VPU, FE_UNIT_DMA, FE_UNIT_ICI, FE_NUNITS };
-typedef struct fe_trace_event {
+enum { TPU_FE_UNIT_CORE = 0, TPU_FE_UNIT_MXU, TPU_FE_UNIT_VPU, TPU_FE_UNIT_DMA, TPU_FE_UNIT_ICI, TPU_FE_NUNITS };
+typedef struct tpu_fe_trace_event {
   char name[80];
   int unit;
   double start, dur;
-} fe_trace_event;
+} tpu_fe_trace_event;
 
-/* Times one step (or one inference pass when !train): fe_step_program, then
+/* Times one step (or one inference pass when !train): tpu_fe_step_program, then
 ** tpu_sim_run at the timing level on 'threads' host threads (results do not
 ** depend on it). 'infeed_ready_cycles' is how long after the step's start
 ** the batch is ready (0: already there). When 'ev' is not NULL, up to
 ** 'evcap' timeline intervals go there (ops first, in program order, then
 ** the core's waits) and *nev gets their count. Errors: those of
-** fe_step_program, and TPU_ERR_RANGE when the engine refuses the program. */
-tpu_status fe_time_step(const fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+** tpu_fe_step_program, and TPU_ERR_RANGE when the engine refuses the program. */
+tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
-                        fe_step_timing *out, fe_trace_event *ev, int evcap, int *nev,
+                        tpu_fe_step_timing *out, tpu_fe_trace_event *ev, int evcap, int *nev,
                         char *err, size_t errcap);
 /* }================================================================== */
 
 /* {==================================================================
 ** Data: datafeed's pipeline and host-time model (train_feed.c)
 ** ================================================================== */
-typedef struct fe_dataset {    /* a whole split in memory (the test set) */
+typedef struct tpu_fe_dataset {    /* a whole split in memory (the test set) */
   int n;                       /* samples */
-  fe_shape shape;              /* per sample */
+  tpu_fe_shape shape;              /* per sample */
   int classes;
   float *x;                    /* n x size, scaled to [0, 1] */
   uint8_t *y;                  /* n labels */
-} fe_dataset;
-void fe_dataset_free(fe_dataset *d);
+} tpu_fe_dataset;
+void tpu_fe_dataset_free(tpu_fe_dataset *d);
 
-typedef struct fe_feed fe_feed;
-typedef struct fe_feed_opts {
+typedef struct tpu_fe_feed tpu_fe_feed;
+typedef struct tpu_fe_feed_opts {
   const char *data;            /* fashion-mnist, mnist, synthetic or an IDX directory */
   const char *pipeline;        /* a datafeed JSON file, or NULL for the built-in one */
   int global_batch, epochs, synthetic_n;
   uint64_t seed;               /* shuffle and synthetic data */
-} fe_feed_opts;
-typedef struct fe_feed_info {
-  fe_shape shape;
+} tpu_fe_feed_opts;
+typedef struct tpu_fe_feed_info {
+  tpu_fe_shape shape;
   int classes;
   int64_t batches_per_epoch;
-} fe_feed_info;
+} tpu_fe_feed_info;
 /* Opens the training pipeline and its host-time model. On failure *out is
 ** NULL and err names the file and field (TPU_ERR_CONFIG / INPUT / IO). */
-tpu_status fe_feed_open(const fe_feed_opts *o, fe_feed **out, fe_feed_info *info, char *err, size_t errcap);
-void fe_feed_close(fe_feed *f);                                  /* NULL is a no-op */
+tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe_feed_info *info, char *err, size_t errcap);
+void tpu_fe_feed_close(tpu_fe_feed *f);                                  /* NULL is a no-op */
 /* Positions the pipeline at the first batch of 'epoch'. */
-tpu_status fe_feed_seek(fe_feed *f, int epoch, char *err, size_t errcap);
+tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap);
 /* The next global batch (borrowed until the next call) and the simulated
 ** host time it is ready, for a consumer asking at 'request_s'. */
-tpu_status fe_feed_next(fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap);
 /* The test split of 'data' (synthetic: synthetic_n/4 samples after the
 ** training ones), whole, scaled to [0, 1]. */
-tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe_dataset *out,
+tpu_status tpu_fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, tpu_fe_dataset *out,
                             char *err, size_t errcap);
 /* }================================================================== */
 
@@ -267,45 +267,43 @@ tpu_status fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, fe
 /* {==================================================================
 ** Trainer: the data-parallel step over the cores (train.c)
 ** ================================================================== */
-typedef struct fe_trainer {
-  const fe_model *model;       /* borrowed; must outlive the trainer */
-  fe_backend be;
+typedef struct tpu_fe_trainer {
+  const tpu_fe_model *model;       /* borrowed; must outlive the trainer */
+  tpu_fe_backend be;
   int cores, rows;             /* rows per core = global batch / cores */
   int threads;                 /* host threads running the cores (1..cores) */
-  fe_core_ws *ws;              /* [cores] */
+  tpu_fe_core_ws *ws;              /* [cores] */
   float *params, *grad;        /* nparams each */
-  fe_opt_state opt;
-} fe_trainer;
+  tpu_fe_opt_state opt;
+} tpu_fe_trainer;
 
-tpu_status fe_trainer_create(const fe_model *m, const fe_backend *be, int cores, int global_batch,
-                             int threads, fe_trainer *t);
-void fe_trainer_destroy(fe_trainer *t);
+tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be, int cores, int global_batch,
+                             int threads, tpu_fe_trainer *t);
+void tpu_fe_trainer_destroy(tpu_fe_trainer *t);
 /* One step on global batch x (global_batch x input size) with labels y:
 ** forward and backward on every core, gradient sum in core order, update.
 ** *loss and *correct get the batch's mean loss and number right. */
-tpu_status fe_trainer_step(fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
+tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct);
 /* Mean loss and accuracy over a whole dataset (forward only, all cores). */
-tpu_status fe_trainer_eval(fe_trainer *t, const fe_dataset *d, double *loss, double *acc);
+tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, double *loss, double *acc);
 /* FNV-1a of the parameters' bits: a fingerprint for bit-identity checks. */
-uint64_t fe_params_hash(const float *p, size_t n);
+uint64_t tpu_fe_params_hash(const float *p, size_t n);
 
 /* Checkpoint: DIR/checkpoint.bin, written atomically, with the model's
 ** parameter count, seed, batch and optimizer kind to check on resume. */
-typedef struct fe_ckpt_info {
+typedef struct tpu_fe_ckpt_info {
   uint64_t seed;
   int global_batch;
   int epochs_done;             /* data position: next epoch to run */
   uint64_t step;               /* global step count so far */
-} fe_ckpt_info;
-tpu_status fe_ckpt_save(const char *dir, const fe_trainer *t, const fe_ckpt_info *info,
+} tpu_fe_ckpt_info;
+tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_fe_ckpt_info *info,
                         char *err, size_t errcap);
 /* Restores params and optimizer state; checks that 'want' (seed, batch)
 ** and the model match; fills info. TPU_ERR_INPUT with a message otherwise. */
-tpu_status fe_ckpt_load(const char *dir, fe_trainer *t, const fe_ckpt_info *want, fe_ckpt_info *info,
+tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
                         char *err, size_t errcap);
 /* }================================================================== */
 
-/* splitmix64: the seeded generator of the front-end. */
-uint64_t fe_mix64(uint64_t x);
 #endif

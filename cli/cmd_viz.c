@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/fe_train.h"
+#include "cli/cli_int.h"
+#include "frontend/fe.h"
 #include "sim/sim.h"
 #include "viz/viz.h"
 
@@ -65,14 +65,14 @@ static const char HELP[] =
 
 static int parse_u64(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out) {
   char err[256];
-  if (!fe_parse_long(v, lo, hi, out, flag, err, sizeof err)) return fe_usage_error(cmd, "%s", err);
+  if (!cli_parse_long(v, lo, hi, out, flag, err, sizeof err)) return cli_usage_error(cmd, "%s", err);
   return 0;
 }
 
-int fe_cmd_viz(int argc, char **argv) {
+int cli_cmd_viz(int argc, char **argv) {
   const char *cmd = "viz";
-  fe_common c;
-  fe_common_init(&c);
+  cli_common c;
+  cli_common_init(&c);
   long m = 0, n = 0, k = 0, seed = 1, core = 1, cycle = 0, frames = 1, every = 1, cores = 0, batch = 0,
        infeed_ready = 0;
   double speed = 0;
@@ -84,7 +84,7 @@ int fe_cmd_viz(int argc, char **argv) {
   bool gemm_flags = false;
   char err[1024];
   for (int i = 1; i < argc; i++) {
-    int r = fe_common_opt(argc, argv, &i, &c, cmd);
+    int r = cli_common_opt(argc, argv, &i, &c, cmd);
     if (r > 1) return r;
     if (r == 1) continue;
     const char *v;
@@ -96,8 +96,8 @@ int fe_cmd_viz(int argc, char **argv) {
       { "--batch", &batch, 1, 1 << 20 }, { "--infeed-ready", &infeed_ready, 0, LONG_MAX } };
     bool done = false;
     for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
-      r = fe_opt(argc, argv, &i, nums[j].name, &v);
-      if (r < 0) return fe_usage_error(cmd, "%s needs a value", nums[j].name);
+      r = cli_opt(argc, argv, &i, nums[j].name, &v);
+      if (r < 0) return cli_usage_error(cmd, "%s needs a value", nums[j].name);
       if (r == 0) continue;
       if ((r = parse_u64(cmd, nums[j].name, v, nums[j].lo, nums[j].hi, nums[j].dst))) return r;
       if (nums[j].dst == &frames) frames_given = true;
@@ -105,91 +105,91 @@ int fe_cmd_viz(int argc, char **argv) {
       done = true;
     }
     if (done) continue;
-    if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--precision", &v))) {
       if (r < 0 || !tpu_precision_parse(v, &prec))
-        return fe_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
       prec_given = true;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--model", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--model needs a name or a file");
+    if ((r = cli_opt(argc, argv, &i, "--model", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--model needs a name or a file");
       model_name = v;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--program", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--program needs a file name");
+    if ((r = cli_opt(argc, argv, &i, "--program", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--program needs a file name");
       prog_path = v;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--speed", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--speed needs a value");
-      if (!fe_parse_double(v, 0.25, 65536, &speed, "--speed", err, sizeof err)) return fe_usage_error(cmd, "%s", err);
+    if ((r = cli_opt(argc, argv, &i, "--speed", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--speed needs a value");
+      if (!cli_parse_double(v, 0.25, 65536, &speed, "--speed", err, sizeof err)) return cli_usage_error(cmd, "%s", err);
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--size", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--size", &v))) {
       char *e;
       long w = 0, h = 0;
       if (r > 0) { errno = 0; w = strtol(v, &e, 10); if (*e == 'x') h = strtol(e + 1, &e, 10); else e = (char *)"?"; }
       if (r < 0 || *e || errno || w < 640 || h < 480 || w > 8192 || h > 8192)
-        return fe_usage_error(cmd, "--size: expected WIDTHxHEIGHT with 640..8192 x 480..8192, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(cmd, "--size: expected WIDTHxHEIGHT with 640..8192 x 480..8192, got '%s'", r < 0 ? "" : v);
       width = (int)w; height = (int)h;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--out", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--out needs a directory");
+    if ((r = cli_opt(argc, argv, &i, "--out", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--out needs a directory");
       out_dir = v;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--png", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--png needs a file name");
+    if ((r = cli_opt(argc, argv, &i, "--png", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--png needs a file name");
       png = v;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--script", &v))) {
-      if (r < 0) return fe_usage_error(cmd, "--script needs a list of actions");
+    if ((r = cli_opt(argc, argv, &i, "--script", &v))) {
+      if (r < 0) return cli_usage_error(cmd, "--script needs a list of actions");
       script = v;
       continue;
     }
-    if (fe_opt(argc, argv, &i, "--headless", NULL) == 1) { headless = true; continue; }
-    return fe_usage_error(cmd, "unknown option '%s' (tpusim viz --help)", argv[i]);
+    if (cli_opt(argc, argv, &i, "--headless", NULL) == 1) { headless = true; continue; }
+    return cli_usage_error(cmd, "unknown option '%s' (tpusim viz --help)", argv[i]);
   }
-  if (c.help) { fputs(HELP, stdout); fputs(TPU_VIZ_KEYS_HELP, stdout); fputs("\n", stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
+  if (c.help) { fputs(HELP, stdout); fputs(TPU_VIZ_KEYS_HELP, stdout); fputs("\n", stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
   tpu_chip_config chip;
-  int rc = fe_load_chip(cmd, &c, &chip);
+  int rc = cli_load_chip(cmd, &c, &chip);
   if (rc) return rc;
   if ((prog_path != NULL) + (model_name != NULL) > 1)
-    return fe_usage_error(cmd, "--program and --model are two workloads: give one");
+    return cli_usage_error(cmd, "--program and --model are two workloads: give one");
   if ((prog_path || model_name) && gemm_flags)
-    return fe_usage_error(cmd, "--%s runs %s; --m, --n and --k describe a GEMM: give one or the other",
+    return cli_usage_error(cmd, "--%s runs %s; --m, --n and --k describe a GEMM: give one or the other",
                           prog_path ? "program" : "model", prog_path ? "a program" : "a model's training step");
   if (prog_path && prec_given)
-    return fe_usage_error(cmd, "--precision: a program gives each matmul's precision itself");
+    return cli_usage_error(cmd, "--precision: a program gives each matmul's precision itself");
   if (!model_name && (batch || infeed_ready))
-    return fe_usage_error(cmd, "--batch and --infeed-ready go with --model");
+    return cli_usage_error(cmd, "--batch and --infeed-ready go with --model");
   if (cores && prog_path)
-    return fe_usage_error(cmd, "--cores: a program is written for the chip's cores (%d on %s); --cores goes with "
+    return cli_usage_error(cmd, "--cores: a program is written for the chip's cores (%d on %s); --cores goes with "
                           "a GEMM or a model", chip.cores, chip.name);
   if (cores) {                     /* as tpusim matmul --cores: the chip cut to C cores */
     if (cores > chip.cores)
-      return fe_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %ld", chip.cores, chip.name, cores);
+      return cli_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %ld", chip.cores, chip.name, cores);
     int cpc = chip.cores_per_chip < cores ? chip.cores_per_chip : (int)cores;
     while (cores % cpc) cpc--;
     chip.cores = (int)cores;
     chip.cores_per_chip = cpc;
   }
-  if (core > chip.cores) return fe_usage_error(cmd, "--core %ld: the chip '%s' has %d cores", core, chip.name, chip.cores);
-  if (!headless && (frames_given || c.json)) return fe_usage_error(cmd, "--frames and --json go with --headless");
-  if (headless && script) return fe_usage_error(cmd, "--script drives the window; it does not go with --headless");
+  if (core > chip.cores) return cli_usage_error(cmd, "--core %ld: the chip '%s' has %d cores", core, chip.name, chip.cores);
+  if (!headless && (frames_given || c.json)) return cli_usage_error(cmd, "--frames and --json go with --headless");
+  if (headless && script) return cli_usage_error(cmd, "--script drives the window; it does not go with --headless");
   if (png && (!headless || out_dir || frames_given))
-    return fe_usage_error(cmd, "--png FILE writes one headless frame: use it with --headless, without --out and --frames");
-  if (headless && !out_dir && !png) return fe_usage_error(cmd, "--headless needs --out DIR for the PNG frames (or --png FILE for one)");
+    return cli_usage_error(cmd, "--png FILE writes one headless frame: use it with --headless, without --out and --frames");
+  if (headless && !out_dir && !png) return cli_usage_error(cmd, "--headless needs --out DIR for the PNG frames (or --png FILE for one)");
   if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
-    return fe_usage_error(cmd, "--out %s: cannot create the directory: %s", out_dir, strerror(errno));
+    return cli_usage_error(cmd, "--out %s: cannot create the directory: %s", out_dir, strerror(errno));
   struct stat sb;
   if (out_dir && (stat(out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-    return fe_usage_error(cmd, "--out %s: not a directory", out_dir);
+    return cli_usage_error(cmd, "--out %s: not a directory", out_dir);
   if (prog_path && gemm_flags)
-    return fe_usage_error(cmd, "--program runs a program; --m, --n, --k and --precision describe a GEMM: give one or the other");
+    return cli_usage_error(cmd, "--program runs a program; --m, --n, --k and --precision describe a GEMM: give one or the other");
   int side = chip.mxu.rows > chip.mxu.cols ? chip.mxu.rows : chip.mxu.cols;
   long dm = 4L * chip.mxu.rows * chip.cores;
   tpu_viz_workload w = { .m = m ? (int)m : (int)(dm < 65536 ? dm : 65536),
@@ -198,53 +198,53 @@ int fe_cmd_viz(int argc, char **argv) {
   tpu_viz *v;
   tpu_status st;
   if (model_name) {
-    fe_model model;
+    tpu_fe_model model;
     if (!batch) batch = 128;                       /* tpusim train's default */
     if (batch % chip.cores)
-      return fe_usage_error(cmd, "--batch %ld does not divide across %d cores; use a multiple of %d (the global "
+      return cli_usage_error(cmd, "--batch %ld does not divide across %d cores; use a multiple of %d (the global "
                             "batch is split evenly, as tpusim train splits it)", batch, chip.cores, chip.cores);
-    if ((st = fe_model_load(model_name, &model, err, sizeof err)) != TPU_OK)
-      return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+    if ((st = tpu_fe_model_load(model_name, &model, err, sizeof err)) != TPU_OK)
+      return st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
     tpu_sim_program *p = NULL;
-    if ((st = fe_step_program(&model, &chip, prec, (int)(batch / chip.cores), true, (uint64_t)infeed_ready, &p,
+    if ((st = tpu_fe_step_program(&model, &chip, prec, (int)(batch / chip.cores), true, (uint64_t)infeed_ready, &p,
                               err, sizeof err)) != TPU_OK)
-      return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "--model %s: %s", model_name, err)
-                                 : fe_usage_error(cmd, "--model %s: %s", model_name, err);
+      return st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "--model %s: %s", model_name, err)
+                                 : cli_usage_error(cmd, "--model %s: %s", model_name, err);
     char title[128];
     snprintf(title, sizeof title, "%.40s, batch %ld (%ld per core)", model.name, batch, batch / chip.cores);
     st = tpu_viz_create_program(&chip, p, title, (uint64_t)seed, &v, err, sizeof err);
     tpu_sim_program_destroy(p);
     if (st != TPU_OK)
-      return st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? fe_runtime_error(cmd, "--model %s: %s", model_name, err)
-                                                          : fe_usage_error(cmd, "--model %s: %s", model_name, err);
+      return st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? cli_runtime_error(cmd, "--model %s: %s", model_name, err)
+                                                          : cli_usage_error(cmd, "--model %s: %s", model_name, err);
   } else if (prog_path) {
-    char *text = fe_read_file(prog_path, NULL);
-    if (!text) return fe_usage_error(cmd, "%s: cannot read: %s", prog_path, strerror(errno));
+    char *text = tpu_read_file(prog_path, NULL);
+    if (!text) return cli_usage_error(cmd, "%s: cannot read: %s", prog_path, strerror(errno));
     tpu_sim_program *p = NULL;
     st = tpu_sim_program_parse(text, prog_path, chip.cores, &p, err, sizeof err);
     tpu_free(text);
-    if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+    if (st != TPU_OK) return st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
     char title[160];
     snprintf(title, sizeof title, "program %.140s", prog_path);
     st = tpu_viz_create_program(&chip, p, title, (uint64_t)seed, &v, err, sizeof err);
     tpu_sim_program_destroy(p);
     /* as tpusim run: a program that does not fit the chip is bad input */
     if (st != TPU_OK)
-      return st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? fe_runtime_error(cmd, "%s: %s", prog_path, err)
-                                                          : fe_usage_error(cmd, "%s: %s", prog_path, err);
+      return st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? cli_runtime_error(cmd, "%s: %s", prog_path, err)
+                                                          : cli_usage_error(cmd, "%s: %s", prog_path, err);
   } else {
     st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
-    if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+    if (st != TPU_OK) return st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
   }
   if ((uint64_t)cycle >= tpu_viz_total_cycles(v)) {
-    fe_usage_error(cmd, "--cycle %ld: the run lasts %llu cycles (0..%llu)", cycle,
+    cli_usage_error(cmd, "--cycle %ld: the run lasts %llu cycles (0..%llu)", cycle,
                    (unsigned long long)tpu_viz_total_cycles(v), (unsigned long long)tpu_viz_total_cycles(v) - 1);
     tpu_viz_destroy(v);
     return 2;
   }
   if (tpu_viz_select_core(v, (int)core - 1) != TPU_OK) {
     tpu_viz_destroy(v);
-    return fe_runtime_error(cmd, "out of memory");
+    return cli_runtime_error(cmd, "out of memory");
   }
   tpu_viz_app_opts o = {
     .headless = headless, .frames = (int)frames, .every = (uint64_t)every, .start = (uint64_t)cycle,

@@ -3,9 +3,9 @@
 ** data-parallel across its cores, and report accuracy, simulated speed and
 ** where the cores' time went.
 **
-** Numerics run through the chosen backend (fe_gemm). The step's simulated
+** Numerics run through the chosen backend (tpu_fe_gemm). The step's simulated
 ** time does not depend on values, so it is computed once per distinct
-** situation (shard size, infeed ready time) by fe_time_step() -- the step
+** situation (shard size, infeed ready time) by tpu_fe_time_step() -- the step
 ** lowered into per-core programs and run on the chip engine at the timing
 ** level -- and reused for every step in that situation; docs/TRAINING.md
 ** says so.
@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frontend/fe_int.h"
-#include "frontend/fe_train.h"
+#include "cli/cli_int.h"
+#include "frontend/fe.h"
 #include "sim/sim.h"
 
 #define CMD "train"
@@ -60,7 +60,7 @@ typedef struct opts {
   const char *model, *data, *trace, *csv, *ckpt, *pipeline;
   long epochs, steps, batch, cores, threads, synth_n;
   long long seed;              /* -1: the model's */
-  fe_backend_kind backend;
+  tpu_fe_backend_kind backend;
   tpu_fidelity level;
   tpu_precision prec;
   bool resume;
@@ -72,12 +72,12 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int parse_args(int argc, char **argv, opts *o, fe_common *com) {
+static int parse_args(int argc, char **argv, opts *o, cli_common *com) {
   char err[256];
   memset(o, 0, sizeof *o);
   o->data = "fashion-mnist";
   o->epochs = 1; o->batch = 128; o->seed = -1; o->synth_n = 2048;
-  o->backend = FE_BACKEND_SIM; o->level = TPU_FIDELITY_TILE; o->prec = TPU_PREC_BF16;
+  o->backend = TPU_FE_BACKEND_SIM; o->level = TPU_FIDELITY_TILE; o->prec = TPU_PREC_BF16;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   o->threads = n > 0 ? n : 1;
   for (int i = 1; i < argc; i++) {
@@ -89,8 +89,8 @@ static int parse_args(int argc, char **argv, opts *o, fe_common *com) {
     };
     bool done = false;
     for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !done; k++)
-      if ((r = fe_opt(argc, argv, &i, strs[k].name, &v))) {
-        if (r < 0) return fe_usage_error(CMD, "%s needs a value", strs[k].name);
+      if ((r = cli_opt(argc, argv, &i, strs[k].name, &v))) {
+        if (r < 0) return cli_usage_error(CMD, "%s needs a value", strs[k].name);
         *strs[k].dst = v;
         done = true;
       }
@@ -101,48 +101,48 @@ static int parse_args(int argc, char **argv, opts *o, fe_common *com) {
       { "--threads", 1, 256, &o->threads }, { "--synthetic-n", 1, 1 << 22, &o->synth_n },
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !done; k++)
-      if ((r = fe_opt(argc, argv, &i, ints[k].name, &v))) {
-        if (r < 0) return fe_usage_error(CMD, "%s needs a value", ints[k].name);
-        if (!fe_parse_long(v, ints[k].lo, ints[k].hi, ints[k].dst, ints[k].name, err, sizeof err))
-          return fe_usage_error(CMD, "%s", err);
+      if ((r = cli_opt(argc, argv, &i, ints[k].name, &v))) {
+        if (r < 0) return cli_usage_error(CMD, "%s needs a value", ints[k].name);
+        if (!cli_parse_long(v, ints[k].lo, ints[k].hi, ints[k].dst, ints[k].name, err, sizeof err))
+          return cli_usage_error(CMD, "%s", err);
         done = true;
       }
     if (done) continue;
-    if ((r = fe_opt(argc, argv, &i, "--seed", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--seed", &v))) {
       long s;
-      if (r < 0 || !fe_parse_long(v, 0, 2147483647L, &s, "--seed", err, sizeof err))
-        return fe_usage_error(CMD, "%s", r < 0 ? "--seed needs a value" : err);
+      if (r < 0 || !cli_parse_long(v, 0, 2147483647L, &s, "--seed", err, sizeof err))
+        return cli_usage_error(CMD, "%s", r < 0 ? "--seed needs a value" : err);
       o->seed = s;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--backend", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--backend", &v))) {
       if (r < 0 || (strcmp(v, "sim") && strcmp(v, "reference")))
-        return fe_usage_error(CMD, "--backend: expected sim or reference, got '%s'", r < 0 ? "" : v);
-      o->backend = strcmp(v, "sim") ? FE_BACKEND_REFERENCE : FE_BACKEND_SIM;
+        return cli_usage_error(CMD, "--backend: expected sim or reference, got '%s'", r < 0 ? "" : v);
+      o->backend = strcmp(v, "sim") ? TPU_FE_BACKEND_REFERENCE : TPU_FE_BACKEND_SIM;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--level", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--level", &v))) {
       if (r < 0 || (strcmp(v, "tile") && strcmp(v, "timing")))
-        return fe_usage_error(CMD, "--level: expected tile or timing, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(CMD, "--level: expected tile or timing, got '%s'", r < 0 ? "" : v);
       o->level = strcmp(v, "tile") ? TPU_FIDELITY_TIMING : TPU_FIDELITY_TILE;
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--precision", &v))) {
+    if ((r = cli_opt(argc, argv, &i, "--precision", &v))) {
       if (r < 0 || !tpu_precision_parse(v, &o->prec))
-        return fe_usage_error(CMD, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
+        return cli_usage_error(CMD, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
       continue;
     }
-    if (fe_opt(argc, argv, &i, "--resume", NULL) == 1) { o->resume = true; continue; }
-    r = fe_common_opt(argc, argv, &i, com, CMD);
+    if (cli_opt(argc, argv, &i, "--resume", NULL) == 1) { o->resume = true; continue; }
+    r = cli_common_opt(argc, argv, &i, com, CMD);
     if (r == 1) continue;
     if (r > 1) return r;
-    return fe_usage_error(CMD, "unknown option '%s' (tpusim train --help)", argv[i]);
+    return cli_usage_error(CMD, "unknown option '%s' (tpusim train --help)", argv[i]);
   }
   if (com->help) return 0;
-  if (!o->model) return fe_usage_error(CMD, "--model is required: a built-in name (mlp, cnn) or a JSON file");
-  if (o->resume && !o->ckpt) return fe_usage_error(CMD, "--resume needs --checkpoint DIR");
-  if (o->backend == FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
-    return fe_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");
+  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in name (mlp, cnn) or a JSON file");
+  if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
+  if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
+    return cli_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");
   return 0;
 }
 
@@ -180,16 +180,16 @@ static const char *verdict(double input_frac) {
 ** (core stalls, MXU, VPU, DMA, ICI), the step's timeline repeated per step
 ** (every step has the same timing; see the top of this file). */
 static void trace_meta(tpu_text *tb, int cores, const char *chip) {
-  static const char *const units[FE_NUNITS] = { "core (stalls)", "MXU", "VPU", "DMA", "ICI" };
+  static const char *const units[TPU_FE_NUNITS] = { "core (stalls)", "MXU", "VPU", "DMA", "ICI" };
   for (int c = 0; c < cores; c++) {
     tpu_text_printf(tb, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s core %d\"}}",
               tb->n > 2 ? ",\n" : "", c, chip, c);
-    for (int u = 0; u < FE_NUNITS; u++)
+    for (int u = 0; u < TPU_FE_NUNITS; u++)
       tpu_text_printf(tb, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                 c, u, units[u]);
   }
 }
-static void trace_step(tpu_text *tb, int cores, long step, double t0_us, const fe_trace_event *ev, int nev,
+static void trace_step(tpu_text *tb, int cores, long step, double t0_us, const tpu_fe_trace_event *ev, int nev,
                        double us_per_cycle) {
   for (int c = 0; c < cores; c++)
     for (int k = 0; k < nev; k++)
@@ -198,30 +198,30 @@ static void trace_step(tpu_text *tb, int cores, long step, double t0_us, const f
                 ev[k].dur * us_per_cycle, step);
 }
 
-int fe_cmd_train(int argc, char **argv) {
+int cli_cmd_train(int argc, char **argv) {
   opts o;
-  fe_common com;
-  fe_common_init(&com);
+  cli_common com;
+  cli_common_init(&com);
   int rc = parse_args(argc, argv, &o, &com);
   if (rc) return rc;
-  if (com.help) { fputs(HELP, stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
+  if (com.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
 
   tpu_chip_config chip;
-  if ((rc = fe_load_chip(CMD, &com, &chip))) return rc;
+  if ((rc = cli_load_chip(CMD, &com, &chip))) return rc;
   /* The GEMM driver allocates its bf16 operand copies per call; keep glibc
   ** from mmap-ing (and page-faulting) them afresh every time. */
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   char err[1024];
-  fe_model model;
-  tpu_status st = fe_model_load(o.model, &model, err, sizeof err);
-  if (st) return fe_usage_error(CMD, "%s", err);
+  tpu_fe_model model;
+  tpu_status st = tpu_fe_model_load(o.model, &model, err, sizeof err);
+  if (st) return cli_usage_error(CMD, "%s", err);
   if (o.seed >= 0) model.seed = (uint64_t)o.seed;
   int cores = o.cores ? (int)o.cores : chip.cores;
   if (cores > chip.cores)
-    return fe_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, chip.name, chip.cores);
+    return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, chip.name, chip.cores);
   if (o.batch % cores)
-    return fe_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
+    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
                           "(the global batch is split evenly, as TPUStrategy does)", o.batch, cores, cores);
   const bool numerics = o.level != TPU_FIDELITY_TIMING;
   /* the cores in use take part in the all-reduce; the chip is cut to them
@@ -234,81 +234,81 @@ int fe_cmd_train(int argc, char **argv) {
   while (cores % tchip.cores_per_chip) tchip.cores_per_chip--;
 
   /* the input: datafeed's pipeline (values) and host-time model (ready times) */
-  fe_feed *feed = NULL;
-  fe_feed_info fi;
-  fe_feed_opts fo = { .data = o.data, .pipeline = o.pipeline, .global_batch = (int)o.batch,
+  tpu_fe_feed *feed = NULL;
+  tpu_fe_feed_info fi;
+  tpu_fe_feed_opts fo = { .data = o.data, .pipeline = o.pipeline, .global_batch = (int)o.batch,
                       .epochs = (int)o.epochs, .synthetic_n = (int)o.synth_n, .seed = model.seed };
-  if ((st = fe_feed_open(&fo, &feed, &fi, err, sizeof err))) {
-    if (st == TPU_ERR_NOMEM) return fe_runtime_error(CMD, "%s", err);
-    if (o.pipeline) return fe_usage_error(CMD, "--pipeline: %s", err);
-    return fe_usage_error(CMD, "--data %s: %s", o.data, err);
+  if ((st = tpu_fe_feed_open(&fo, &feed, &fi, err, sizeof err))) {
+    if (st == TPU_ERR_NOMEM) return cli_runtime_error(CMD, "%s", err);
+    if (o.pipeline) return cli_usage_error(CMD, "--pipeline: %s", err);
+    return cli_usage_error(CMD, "--data %s: %s", o.data, err);
   }
-  fe_dataset test = { 0 };
+  tpu_fe_dataset test = { 0 };
   char a[48], b[48];
   int ncls = model.layers[model.nlayers - 1].out.c;
-  if (fe_shape_size(fi.shape) != fe_shape_size(model.input) || ncls != fi.classes) {
-    fe_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
-                   "and %d classes", o.model, fe_shape_str(model.input, a, sizeof a), ncls,
-                   fe_shape_str(fi.shape, b, sizeof b), fi.classes);
-    fe_feed_close(feed);
+  if (tpu_fe_shape_size(fi.shape) != tpu_fe_shape_size(model.input) || ncls != fi.classes) {
+    cli_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
+                   "and %d classes", o.model, tpu_fe_shape_str(model.input, a, sizeof a), ncls,
+                   tpu_fe_shape_str(fi.shape, b, sizeof b), fi.classes);
+    tpu_fe_feed_close(feed);
     return 2;
   }
-  if (numerics && (st = fe_feed_test_set(o.data, (int)o.synth_n, model.seed, &test, err, sizeof err))) {
-    fe_feed_close(feed);
-    return fe_usage_error(CMD, "--data %s (test split): %s", o.data, err);
+  if (numerics && (st = tpu_fe_feed_test_set(o.data, (int)o.synth_n, model.seed, &test, err, sizeof err))) {
+    tpu_fe_feed_close(feed);
+    return cli_usage_error(CMD, "--data %s (test split): %s", o.data, err);
   }
   long steps_avail = (long)fi.batches_per_epoch;
   if (steps_avail < 1) {
-    fe_feed_close(feed); fe_dataset_free(&test);
-    return fe_usage_error(CMD, "--batch %ld is larger than the training set", o.batch);
+    tpu_fe_feed_close(feed); tpu_fe_dataset_free(&test);
+    return cli_usage_error(CMD, "--batch %ld is larger than the training set", o.batch);
   }
   long steps = o.steps && o.steps < steps_avail ? o.steps : steps_avail;
 
   /* Timing: values never enter it, so a step is timed once per distinct
   ** infeed wait and reused (see the top of this file). */
-  fe_step_timing tm, tm0;
+  tpu_fe_step_timing tm, tm0;
   enum { EVCAP = 4096 };
-  static fe_trace_event ev[EVCAP];
+  static tpu_fe_trace_event ev[EVCAP];
   int nev = 0;
   uint64_t tm_wait = 0;
-  if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, (int)o.threads, &tm0, ev, EVCAP, &nev,
+  if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, (int)o.threads, &tm0, ev, EVCAP, &nev,
                          err, sizeof err))) {
-    fe_feed_close(feed); fe_dataset_free(&test);
-    return fe_usage_error(CMD, "%s: %s", o.model, err);
+    tpu_fe_feed_close(feed); tpu_fe_dataset_free(&test);
+    return cli_usage_error(CMD, "%s: %s", o.model, err);
   }
   tm = tm0;
   const double hz = chip.clock_mhz * 1e6;
   double sum[6] = { 0 }, sum_cycles = 0, sum_macs = 0, sum_cap = 0;
   long nsteps = 0;
 
-  fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
-  fe_trainer tr;
+  tpu_fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
+  tpu_fe_trainer tr;
   tpu_text csv = { 0 }, tb = { 0 };
   json_t *hist = json_array();
   int status = 0;
-  const bool tty = !com.json && fe_stdout_is_tty();
+  const bool tty = !com.json && cli_stdout_is_tty();
   const bool text = !com.json;
   memset(&tr, 0, sizeof tr);
-  if (!hist) { status = fe_runtime_error(CMD, "out of memory"); goto out; }
-  if (numerics && fe_trainer_create(&model, &be, cores, (int)o.batch, (int)o.threads, &tr) != TPU_OK) {
-    status = fe_runtime_error(CMD, "out of memory creating the trainer");
+  if (!hist) { status = cli_runtime_error(CMD, "out of memory"); goto out; }
+  if (numerics && tpu_fe_trainer_create(&model, &be, cores, (int)o.batch, (int)o.threads, &tr) != TPU_OK) {
+    status = cli_runtime_error(CMD, "out of memory creating the trainer");
     goto out;
   }
 
-  fe_ckpt_info ck = { .seed = model.seed, .global_batch = (int)o.batch };
+  tpu_fe_ckpt_info ck = { .seed = model.seed, .global_batch = (int)o.batch };
   int first_epoch = 0;
   uint64_t gstep = 0;
   if (o.resume) {
-    if (!numerics) { status = fe_usage_error(CMD, "--resume needs --level tile"); goto out; }
-    fe_ckpt_info got;
-    if ((st = fe_ckpt_load(o.ckpt, &tr, &ck, &got, err, sizeof err))) {
-      status = fe_usage_error(CMD, "--resume: %s", err);
+    if (!numerics) { status = cli_usage_error(CMD, "--resume needs --level tile"); goto out; }
+    tpu_fe_ckpt_info got;
+    if ((st = tpu_fe_ckpt_load(o.ckpt, &tr, &ck, &got, err, sizeof err))) {
+      status = cli_usage_error(CMD, "--resume: %s", err);
       goto out;
     }
     first_epoch = got.epochs_done;
     gstep = got.step;
-    if (first_epoch < o.epochs && (st = fe_feed_seek(feed, first_epoch, err, sizeof err))) {
-      status = fe_runtime_error(CMD, "%s", err);
+    if (first_epoch < o.epochs && (st = tpu_fe_feed_seek(feed, first_epoch, err, sizeof err))) {
+      status = cli_runtime_error(CMD, "%s", err);
       goto out;
     }
   }
@@ -321,8 +321,8 @@ int fe_cmd_train(int argc, char **argv) {
   if (text)
     printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s%s%s\n",
            model.name, model.nparams, chip.name, cores, o.batch / cores, o.batch,
-           o.backend == FE_BACKEND_SIM ? "sim " : "reference",
-           o.backend == FE_BACKEND_SIM ? tpu_precision_name(o.prec) : "",
+           o.backend == TPU_FE_BACKEND_SIM ? "sim " : "reference",
+           o.backend == TPU_FE_BACKEND_SIM ? tpu_precision_name(o.prec) : "",
            numerics ? "" : " (timing level: no values)", o.pipeline ? "pipeline " : "",
            o.pipeline ? o.pipeline : o.data, "");
   for (int ep = first_epoch; ep < o.epochs; ep++) {
@@ -335,23 +335,23 @@ int fe_cmd_train(int argc, char **argv) {
       int cor = 0;
       const float *xb;
       const uint8_t *yb;
-      if ((st = fe_feed_next(feed, sim_time, &xb, &yb, &ready_s, err, sizeof err))) {
-        status = fe_runtime_error(CMD, "step %ld: %s", s, err);
+      if ((st = tpu_fe_feed_next(feed, sim_time, &xb, &yb, &ready_s, err, sizeof err))) {
+        status = cli_runtime_error(CMD, "step %ld: %s", s, err);
         goto out;
       }
       uint64_t wait = (uint64_t)llround((ready_s - sim_time) * hz);
       if (wait != tm_wait || (o.trace && nsteps < 20)) {
-        if ((st = fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, (int)o.threads, &tm,
+        if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, (int)o.threads, &tm,
                                o.trace && nsteps < 20 ? ev : NULL, EVCAP, &nev, err, sizeof err))) {
-          status = fe_runtime_error(CMD, "%s", err);
+          status = cli_runtime_error(CMD, "%s", err);
           goto out;
         }
         tm_wait = wait;
       }
       const double step_s = (double)tm.step_cycles / hz;
       if (numerics) {
-        if ((st = fe_trainer_step(&tr, xb, yb, gstep, (uint64_t)(s * o.batch), &loss, &cor))) {
-          status = fe_runtime_error(CMD, "step %ld: %s", s, tpu_status_str(st));
+        if ((st = tpu_fe_trainer_step(&tr, xb, yb, gstep, (uint64_t)(s * o.batch), &loss, &cor))) {
+          status = cli_runtime_error(CMD, "step %ld: %s", s, tpu_status_str(st));
           goto out;
         }
         lsum += loss;
@@ -378,13 +378,13 @@ int fe_cmd_train(int argc, char **argv) {
         last_draw = t;
       }
     }
-    if (steps < steps_avail && ep + 1 < o.epochs && (st = fe_feed_seek(feed, ep + 1, err, sizeof err))) {
-      status = fe_runtime_error(CMD, "%s", err);
+    if (steps < steps_avail && ep + 1 < o.epochs && (st = tpu_fe_feed_seek(feed, ep + 1, err, sizeof err))) {
+      status = cli_runtime_error(CMD, "%s", err);
       goto out;
     }
     double ewall = now_s() - ew0;
-    if (numerics && (st = fe_trainer_eval(&tr, &test, &test_loss, &test_acc))) {
-      status = fe_runtime_error(CMD, "evaluation: %s", tpu_status_str(st));
+    if (numerics && (st = tpu_fe_trainer_eval(&tr, &test, &test_loss, &test_acc))) {
+      status = cli_runtime_error(CMD, "evaluation: %s", tpu_status_str(st));
       goto out;
     }
     if (text) {
@@ -401,8 +401,8 @@ int fe_cmd_train(int argc, char **argv) {
     if (o.ckpt && numerics) {
       ck.epochs_done = ep + 1;
       ck.step = gstep;
-      if ((st = fe_ckpt_save(o.ckpt, &tr, &ck, err, sizeof err))) {
-        status = fe_runtime_error(CMD, "%s", err);
+      if ((st = tpu_fe_ckpt_save(o.ckpt, &tr, &ck, err, sizeof err))) {
+        status = cli_runtime_error(CMD, "%s", err);
         goto out;
       }
     }
@@ -410,15 +410,15 @@ int fe_cmd_train(int argc, char **argv) {
   double wall = now_s() - wall0;
 
   if (o.csv) {
-    if (csv.oom || fe_write_atomic(o.csv, csv.s, csv.n)) {
-      status = fe_runtime_error(CMD, "--csv %s: cannot write: %s", o.csv, csv.oom ? "out of memory" : strerror(errno));
+    if (csv.oom || tpu_write_atomic(o.csv, csv.s, csv.n)) {
+      status = cli_runtime_error(CMD, "--csv %s: cannot write: %s", o.csv, csv.oom ? "out of memory" : strerror(errno));
       goto out;
     }
   }
   if (o.trace) {
     tpu_text_printf(&tb, "\n]\n");
-    if (tb.oom || fe_write_atomic(o.trace, tb.s, tb.n)) {
-      status = fe_runtime_error(CMD, "--trace %s: cannot write: %s", o.trace, tb.oom ? "out of memory" : strerror(errno));
+    if (tb.oom || tpu_write_atomic(o.trace, tb.s, tb.n)) {
+      status = cli_runtime_error(CMD, "--trace %s: cannot write: %s", o.trace, tb.oom ? "out of memory" : strerror(errno));
       goto out;
     }
   }
@@ -437,7 +437,7 @@ int fe_cmd_train(int argc, char **argv) {
   double util = sum_macs / (double)tpu_precision_passes(o.prec) / sum_cap;
   const double step_s = sum_cycles / (double)nsteps / hz;
   double ips = (double)o.batch / step_s;
-  uint64_t phash = numerics ? fe_params_hash(tr.params, model.nparams) : 0;
+  uint64_t phash = numerics ? tpu_fe_params_hash(tr.params, model.nparams) : 0;
   if (com.json) {
     json_t *stall = json_object();
     for (int k = 0; k < 6; k++) json_object_set_new(stall, SN[k], json_real(fr[k]));
@@ -446,7 +446,7 @@ int fe_cmd_train(int argc, char **argv) {
     json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
                           "model", model.name, "chip", chip.name, "cores", cores, "global_batch", (int)o.batch,
                           "per_core_batch", (int)(o.batch / cores),
-                          "backend", o.backend == FE_BACKEND_SIM ? "sim" : "reference",
+                          "backend", o.backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
                           "level", tpu_fidelity_name(o.level), "precision", tpu_precision_name(o.prec),
                           "data", o.data, "epochs", (int)o.epochs, "steps_per_epoch", (int)steps,
                           "parameters", (json_int_t)model.nparams);
@@ -468,12 +468,12 @@ int fe_cmd_train(int argc, char **argv) {
     hist = NULL;
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(j);
-    if (!s) { status = fe_runtime_error(CMD, "out of memory"); goto out; }
+    if (!s) { status = cli_runtime_error(CMD, "out of memory"); goto out; }
     puts(s);
     free(s);
   } else {
     printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", model.name, chip.name,
-           cores, o.batch, o.batch / cores, o.backend == FE_BACKEND_SIM ? (o.prec == TPU_PREC_BF16 ? "sim bf16" : o.prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
+           cores, o.batch, o.batch / cores, o.backend == TPU_FE_BACKEND_SIM ? (o.prec == TPU_PREC_BF16 ? "sim bf16" : o.prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
     if (numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", test_acc, test_loss);
     printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %ld steps), %.4g images/s\n", step_s * 1e6,
            sum_cycles / (double)nsteps, chip.clock_mhz, nsteps, ips);
@@ -485,10 +485,10 @@ int fe_cmd_train(int argc, char **argv) {
   }
 out:
   json_decref(hist);
-  if (numerics) fe_trainer_destroy(&tr);
+  if (numerics) tpu_fe_trainer_destroy(&tr);
   tpu_free(csv.s);
   tpu_free(tb.s);
-  fe_feed_close(feed);
-  fe_dataset_free(&test);
+  tpu_fe_feed_close(feed);
+  tpu_fe_dataset_free(&test);
   return status;
 }

@@ -2,12 +2,16 @@
 ** base.c -- status strings, the allocation hook, bf16 arrays and the JSON
 ** value locator used to put line:column into error messages.
 */
-#include "sim/base.h"
+#include "base/base.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 const char *tpu_status_str(tpu_status s) {
   switch (s) {
@@ -209,3 +213,69 @@ void tpu_text_printf(tpu_text *b, const char *fmt, ...) {
     b->cap = nc;
   }
 }
+
+/* {==================================================================
+** Seeded generators and files
+** ================================================================== */
+uint64_t tpu_mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t tpu_splitmix64(uint64_t *state) {
+  *state += 0x9e3779b97f4a7c15ull;
+  return tpu_mix64(*state - 0x9e3779b97f4a7c15ull);
+}
+
+void tpu_normal_fill(uint64_t *state, float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const double u1 = (double)((tpu_splitmix64(state) >> 11) + 1) * (1.0 / 9007199254740993.0);
+    const double u2 = (double)(tpu_splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
+    x[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}
+
+int tpu_write_atomic(const char *path, const void *data, size_t n) {
+  size_t len = strlen(path);
+  char *tmp = tpu_malloc(len + 32);
+  if (!tmp) { errno = ENOMEM; return -1; }
+  snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) { int e = errno; tpu_free(tmp); errno = e; return -1; }
+  bool ok = fwrite(data, 1, n, f) == n;
+  ok = (fflush(f) == 0) && ok;
+  ok = (fsync(fileno(f)) == 0 || errno == EINVAL) && ok;
+  int e = errno;
+  ok = (fclose(f) == 0) && ok;
+  if (ok && rename(tmp, path) != 0) { e = errno; ok = false; }
+  if (!ok) { remove(tmp); tpu_free(tmp); errno = e ? e : EIO; return -1; }
+  tpu_free(tmp);
+  return 0;
+}
+
+char *tpu_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 65536, n = 0;
+  char *buf = tpu_malloc(cap);
+  while (buf) {
+    if (cap - n < 2) {
+      char *b = cap > SIZE_MAX / 2 ? NULL : tpu_realloc(buf, cap * 2);
+      if (!b) { tpu_free(buf); buf = NULL; break; }
+      buf = b; cap *= 2;
+    }
+    size_t r = fread(buf + n, 1, cap - n - 1, f);
+    n += r;
+    if (r == 0) break;
+  }
+  int e = ferror(f) ? EIO : 0;
+  fclose(f);
+  if (!buf) { errno = ENOMEM; return NULL; }
+  if (e) { tpu_free(buf); errno = e; return NULL; }
+  buf[n] = 0;
+  if (len) *len = n;
+  return buf;
+}
+/* }================================================================== */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/fe_int.h"
+#include "cli/cli_int.h"
 #include "sim/sim.h"
 
 static const char HELP[] =
@@ -15,19 +15,19 @@ static const char HELP[] =
   "Prints the resolved chip configuration (preset or file, then overrides)\n"
   "and the peaks it implies. --list prints the preset names.\n\n";
 
-int fe_cmd_info(int argc, char **argv) {
+int cli_cmd_info(int argc, char **argv) {
   const char *cmd = "info";
-  fe_common c;
-  fe_common_init(&c);
+  cli_common c;
+  cli_common_init(&c);
   bool list = false;
   for (int i = 1; i < argc; i++) {
-    int r = fe_common_opt(argc, argv, &i, &c, cmd);
+    int r = cli_common_opt(argc, argv, &i, &c, cmd);
     if (r > 1) return r;
     if (r == 1) continue;
-    if (fe_opt(argc, argv, &i, "--list", NULL) == 1) { list = true; continue; }
-    return fe_usage_error(cmd, "unknown option '%s' (tpusim info --help)", argv[i]);
+    if (cli_opt(argc, argv, &i, "--list", NULL) == 1) { list = true; continue; }
+    return cli_usage_error(cmd, "unknown option '%s' (tpusim info --help)", argv[i]);
   }
-  if (c.help) { fputs(HELP, stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
+  if (c.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
   if (list) {
     json_t *arr = json_array();
     for (const char *const *n = tpu_chip_preset_names(); *n; n++) {
@@ -45,7 +45,7 @@ int fe_cmd_info(int argc, char **argv) {
     return 0;
   }
   tpu_chip_config cfg;
-  int rc = fe_load_chip(cmd, &c, &cfg);
+  int rc = cli_load_chip(cmd, &c, &cfg);
   if (rc) return rc;
   tpu_chip_peaks pk;
   tpu_chip_peaks_of(&cfg, &pk);
@@ -53,7 +53,7 @@ int fe_cmd_info(int argc, char **argv) {
     char *cj = tpu_chip_config_to_json(&cfg);
     json_t *chip = cj ? json_loads(cj, 0, NULL) : NULL;
     tpu_free(cj);
-    if (!chip) return fe_runtime_error(cmd, "out of memory");
+    if (!chip) return cli_runtime_error(cmd, "out of memory");
     json_t *o = json_pack("{s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:s}}",
       "chip", chip, "peaks",
       "clock_hz", pk.clock_hz,

@@ -1,12 +1,12 @@
 /*
 ** sim_report.c -- the stall report of an engine run as JSON and as text.
 */
-#include "frontend/sim_report.h"
+#include "cli/sim_report.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "frontend/fe_int.h"
+#include "cli/cli_int.h"
 
 static json_t *stalls_obj(const tpu_sim_stalls *s) {
   json_t *o = json_object();
@@ -18,7 +18,7 @@ static json_t *stalls_obj(const tpu_sim_stalls *s) {
   return o;
 }
 
-int fe_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_config *chip) {
+int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_config *chip) {
   const uint64_t cyc = tpu_sim_result_cycles(r);
   tpu_sim_stalls s;
   tpu_sim_result_stalls(r, -1, -1, &s);
@@ -47,7 +47,7 @@ int fe_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_config
   return bad ? -1 : 0;
 }
 
-void fe_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip) {
+void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip) {
   const uint64_t cyc = tpu_sim_result_cycles(r);
   fprintf(to, "  cycles            %llu (%.3f us at %.0f MHz)\n", (unsigned long long)cyc,
           (double)cyc / chip->clock_mhz, chip->clock_mhz);
@@ -71,10 +71,10 @@ void fe_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config
   fputc('\n', to);
 }
 
-int fe_sim_write_trace(const tpu_sim_result *r, const char *path) {
+int cli_sim_write_trace(const tpu_sim_result *r, const char *path) {
   char *t = tpu_sim_result_trace_json(r);
   if (!t) { errno = ENOMEM; return -1; }
-  int rc = fe_write_atomic(path, t, strlen(t));
+  int rc = tpu_write_atomic(path, t, strlen(t));
   int e = errno;
   tpu_free(t);
   errno = e;

@@ -12,10 +12,10 @@
 /* Adds "cycles", "time_s", "stall" (the six parts in cycles, summed over
 ** cores), "per_core" (the same per core, with "core") and "steps" (per step,
 ** summed over cores) to 'o'. Returns 0, or -1 on out-of-memory. */
-int fe_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_config *chip);
+int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_config *chip);
 /* The text table: one row per core and a total row, percentages of the
 ** core's cycles. This function can't fail. */
-void fe_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip);
+void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip);
 /* Writes the trace to 'path' atomically; 0 or -1 with errno set. */
-int fe_sim_write_trace(const tpu_sim_result *r, const char *path);
+int cli_sim_write_trace(const tpu_sim_result *r, const char *path);
 #endif

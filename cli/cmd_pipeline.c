@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "datafeed/df.h"
-#include "frontend/fe_int.h"
+#include "cli/cli_int.h"
 
 static const char HELP[] =
   "usage: tpusim pipeline --config FILE.json [--steps N] [--step-time S] [--host-cores N]\n"
@@ -74,50 +74,50 @@ static void draw(const tpu_df_model *m, const tpu_df_interval *extra, size_t nex
   tpu_free(cov);
 }
 
-int fe_cmd_pipeline(int argc, char **argv) {
+int cli_cmd_pipeline(int argc, char **argv) {
   const char *cmd = "pipeline";
-  fe_common c;
-  fe_common_init(&c);
+  cli_common c;
+  cli_common_init(&c);
   const char *config = NULL;
   long steps = -1, host_cores = -1, tl_steps = 4, width = 72;
   double step_time = -1;
   bool real = false;
   char e[256];
   for (int i = 1; i < argc; i++) {
-    int r = fe_common_opt(argc, argv, &i, &c, cmd);
+    int r = cli_common_opt(argc, argv, &i, &c, cmd);
     if (r > 1) return r;
     if (r == 1) continue;
     const char *v;
-    if ((r = fe_opt(argc, argv, &i, "--config", &v))) { if (r < 0) return fe_usage_error(cmd, "--config: missing value (a JSON file)"); config = v; continue; }
-    if ((r = fe_opt(argc, argv, &i, "--steps", &v))) {
-      if (r < 0 || !fe_parse_long(v, 1, 10000000, &steps, "--steps", e, sizeof e)) return fe_usage_error(cmd, "%s", r < 0 ? "--steps: missing value" : e);
+    if ((r = cli_opt(argc, argv, &i, "--config", &v))) { if (r < 0) return cli_usage_error(cmd, "--config: missing value (a JSON file)"); config = v; continue; }
+    if ((r = cli_opt(argc, argv, &i, "--steps", &v))) {
+      if (r < 0 || !cli_parse_long(v, 1, 10000000, &steps, "--steps", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--steps: missing value" : e);
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--host-cores", &v))) {
-      if (r < 0 || !fe_parse_long(v, 1, 1024, &host_cores, "--host-cores", e, sizeof e)) return fe_usage_error(cmd, "%s", r < 0 ? "--host-cores: missing value" : e);
+    if ((r = cli_opt(argc, argv, &i, "--host-cores", &v))) {
+      if (r < 0 || !cli_parse_long(v, 1, 1024, &host_cores, "--host-cores", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--host-cores: missing value" : e);
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--timeline-steps", &v))) {
-      if (r < 0 || !fe_parse_long(v, 0, 1000, &tl_steps, "--timeline-steps", e, sizeof e)) return fe_usage_error(cmd, "%s", r < 0 ? "--timeline-steps: missing value" : e);
+    if ((r = cli_opt(argc, argv, &i, "--timeline-steps", &v))) {
+      if (r < 0 || !cli_parse_long(v, 0, 1000, &tl_steps, "--timeline-steps", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--timeline-steps: missing value" : e);
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--width", &v))) {
-      if (r < 0 || !fe_parse_long(v, 10, 1000, &width, "--width", e, sizeof e)) return fe_usage_error(cmd, "%s", r < 0 ? "--width: missing value" : e);
+    if ((r = cli_opt(argc, argv, &i, "--width", &v))) {
+      if (r < 0 || !cli_parse_long(v, 10, 1000, &width, "--width", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--width: missing value" : e);
       continue;
     }
-    if ((r = fe_opt(argc, argv, &i, "--step-time", &v))) {
-      if (r < 0 || !fe_parse_double(v, 0, 1e6, &step_time, "--step-time", e, sizeof e)) return fe_usage_error(cmd, "%s", r < 0 ? "--step-time: missing value" : e);
+    if ((r = cli_opt(argc, argv, &i, "--step-time", &v))) {
+      if (r < 0 || !cli_parse_double(v, 0, 1e6, &step_time, "--step-time", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--step-time: missing value" : e);
       continue;
     }
-    if (fe_opt(argc, argv, &i, "--real", NULL) == 1) { real = true; continue; }
-    return fe_usage_error(cmd, "unknown option '%s' (tpusim pipeline --help)", argv[i]);
+    if (cli_opt(argc, argv, &i, "--real", NULL) == 1) { real = true; continue; }
+    return cli_usage_error(cmd, "unknown option '%s' (tpusim pipeline --help)", argv[i]);
   }
-  if (c.help) { fputs(HELP, stdout); fputs(FE_COMMON_HELP, stdout); return 0; }
-  if (!config) return fe_usage_error(cmd, "--config FILE.json is required (tpusim pipeline --help)");
+  if (c.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
+  if (!config) return cli_usage_error(cmd, "--config FILE.json is required (tpusim pipeline --help)");
   char err[1024];
   tpu_df_spec *spec;
   tpu_status st = tpu_df_spec_load(config, &spec, err, sizeof err);
-  if (st != TPU_OK) return st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+  if (st != TPU_OK) return st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
   /* the file's consumer and host blocks, overridden by the flags */
   tpu_df_model_options mo = tpu_df_model_options_default();
   tpu_df_model_result res;
@@ -136,7 +136,7 @@ int fe_cmd_pipeline(int argc, char **argv) {
   json_t *o = NULL;
   if ((st = tpu_df_model_autotune(spec, &mo, step_s, nsteps, report, sizeof report, err, sizeof err)) != TPU_OK ||
       (st = tpu_df_model_create(spec, &mo, &m, err, sizeof err)) != TPU_OK) {
-    rc = st == TPU_ERR_NOMEM ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s: %s", config, err);
+    rc = st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s: %s", config, err);
     goto out;
   }
   /* the same run as tpu_df_model_run, kept here to draw the timeline */
@@ -163,13 +163,13 @@ int fe_cmd_pipeline(int argc, char **argv) {
     tpu_df *df;
     double t0 = now_s();
     if ((st = tpu_df_open(spec, NULL, &df, err, sizeof err)) != TPU_OK) {
-      rc = st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? fe_runtime_error(cmd, "%s", err) : fe_usage_error(cmd, "%s", err);
+      rc = st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
       goto out;
     }
     tpu_df_batch b;
     for (int64_t j = 0; j < nsteps; j++) {
       if ((st = tpu_df_next(df, &b)) != TPU_OK) {
-        rc = fe_usage_error(cmd, "%s", tpu_df_errmsg(df));
+        rc = cli_usage_error(cmd, "%s", tpu_df_errmsg(df));
         tpu_df_close(df);
         goto out;
       }
