@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli_int.h"
 #include "frontend/fe.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "cli/cli_int.h"
 #include "frontend/fe.h"
 
 tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be, int cores, int global_batch,
