@@ -86,8 +86,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/fe.h"
-#include "vpu/vpu.h"
+#include "frontend/fe_int.h"
 
 enum { R_A = 0, R_B, R_C, R_CA, R_CB, R_BIAS, R_DB, R_PART, R_X, R_Y, R_O, R_MASK, R_LAB, R_LOSS, R_ACC,
        R_P, R_G, R_M, R_V, R_NROLES };
@@ -113,6 +112,7 @@ typedef struct lower {
   int after;                   /* 1 + op the next DMA must wait for, or 0 */
   int last_dma;                /* index of the last DMA added */
   uint64_t hbm_bytes, macs;
+  int grads;                   /* the gradients' HBM tensor (the all-reduce's operand) */
   struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
   int npend;
   bool rec;                    /* keep each op's kind and name (for traces) */
@@ -425,31 +425,21 @@ static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C,
 }
 /* }================================================================== */
 
-static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D; }
-static const char *act_fn(tpu_fe_layer_kind k) {
-  return k == TPU_FE_RELU ? "relu" : k == TPU_FE_TANH ? "tanh" : k == TPU_FE_SIGMOID ? "sigmoid" : NULL;
-}
-/* rows of a layer's input or output as pixels x channels */
-static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w; }
-
-/* The whole per-core program. */
-static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, int global_batch) {
-  const int n = m->nlayers;
-  const tpu_fe_layer *last = &m->layers[n - 1];
-  const int64_t ncls = last->out.c;
-  tpu_vpu_params xent = tpu_vpu_params_default();
-  xent.alpha = (float)(1.0 / global_batch);
-
-  /* whole tensors, for HBM capacity: the shard, activations, parameters,
-  ** gradients, optimizer state */
-  section(L, "infeed", -1, NULL);
+/* {==================================================================
+** The plan's steps, lowered one by one
+** ================================================================== */
+/* Whole tensors, for the HBM capacity check (the shard, activations,
+** parameters, gradients, optimizer state), then the infeed's dequeue. */
+static void lower_infeed(lower *L, const fe_plan *p) {
+  const tpu_fe_model *m = p->model;
+  const int n = m->nlayers, rows = p->rows;
   int x0 = tensor(L, "x", 0, rows, (int64_t)tpu_fe_shape_size(m->input) + 1);   /* + the label */
   for (int i = 0; i < n; i++) tensor(L, "x", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
-  int grads = 0;
-  if (train) {
+  L->grads = 0;
+  if (p->train) {
     for (int i = 0; i < n; i++) tensor(L, "g", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
     tensor(L, "params", 0, (int64_t)m->nparams, 1);
-    grads = tensor(L, "grads", 0, (int64_t)m->nparams, 1);
+    L->grads = tensor(L, "grads", 0, (int64_t)m->nparams, 1);
     int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
     for (int k = 0; k < state; k++) tensor(L, "opt_state", k, (int64_t)m->nparams, 1);
   } else {
@@ -458,125 +448,65 @@ static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, in
   tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0 };
   int ii = add(L, &inf, "dequeue");
   L->after = ii + 1;
+}
 
-  /* forward */
-  for (int i = 0; i < n && !L->st; i++) {
-    const tpu_fe_layer *l = &m->layers[i];
-    const int64_t R = pix(rows, l->out), C = l->out.c;
-    const tpu_fe_layer *nx = i + 1 < n ? &m->layers[i + 1] : NULL;
-    section(L, "fwd", i, tpu_fe_layer_kind_name(l->kind));
-    switch (l->kind) {
-    case TPU_FE_DENSE: case TPU_FE_CONV2D: {
-      const char *act = nx ? act_fn(nx->kind) : NULL;
-      gemm g = { .what = "matmul", .bias = true, .act = act };
-      if (l->kind == TPU_FE_DENSE) { g.M = rows; g.K = (int64_t)tpu_fe_shape_size(l->in); g.N = l->units; }
-      else { g.M = R; g.K = (int64_t)l->kh * l->kw * l->in.c; g.N = l->filters; }
-      run_gemm(L, &g);
-      if (act) i++;   /* the activation layer is done */
-      break;
-    }
-    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-      tpu_vpu_params sc = tpu_vpu_params_default();
-      sc.alpha = (float)(1.0 / (l->pool * l->pool));
-      run_fold(L, l->kind == TPU_FE_MAXPOOL ? "max" : "add", l->pool * l->pool, R, C,
-               l->kind == TPU_FE_AVGPOOL ? &sc : NULL);
-      break;
-    }
-    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID:
-      run_ewise(L, &(ewise){ .fn = act_fn(l->kind), .nin = 1 }, R, C);
-      break;
-    case TPU_FE_DROPOUT:
-      if (train && l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, R, C);
-      break;
-    default:
-      break;
-    }
+/* A GEMM step with its fused followers as the epilogue: bias_add and an
+** activation on the result tile (forward), db = col_sum of dY (dW). */
+static void lower_gemm(lower *L, const fe_plan *p, int k) {
+  const fe_gemm_step *s = &p->steps[k].gemm;
+  gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb };
+  for (int j = k + 1; j < p->nsteps && p->steps[j].fused && p->steps[j].kind == FE_STEP_VPU; j++) {
+    const tpu_vpu_op op = p->steps[j].vpu.op;
+    if (op == TPU_VPU_BIAS_ADD) g.bias = true;
+    else if (op == TPU_VPU_COL_SUM) g.colsum_b = true;
+    else g.act = tpu_vpu_op_name(op);
   }
+  run_gemm(L, &g);
+}
 
-  /* loss and accuracy, per row tile of the logits */
-  section(L, "softmax_xent", -1, NULL);
-  if (!L->st && ncls > L->Q) {
+/* softmax_xent (loss, and the gradient in training) and accuracy, per row
+** tile of the logits. */
+static void lower_loss(lower *L, const fe_plan *p, const fe_vpu_step *v) {
+  const int64_t rows = v->rows, ncls = v->cols;
+  const int n = p->model->nlayers;
+  if (ncls > L->Q) {
     char msg[256];
     snprintf(msg, sizeof msg, "layer %d (%s): a row of %lld logits does not fit one VMEM tile of %lld values "
-             "(%lld bytes of VMEM)", n - 1, tpu_fe_layer_kind_name(last->kind), (long long)ncls, (long long)L->Q,
-             (long long)L->vmem);
+             "(%lld bytes of VMEM)", n - 1, tpu_fe_layer_kind_name(p->model->layers[n - 1].kind), (long long)ncls,
+             (long long)L->Q, (long long)L->vmem);
     lw_fail(L, TPU_ERR_CONFIG, msg);
+    return;
   }
-  {
-    const int64_t rt = extent(rows, L->Q / ncls);
-    int slot = 0;
-    for (int64_t r0 = 0; r0 < rows && !L->st; r0 += rt, slot ^= 1) {
-      const int64_t ri = min64(rt, rows - r0);
-      int x = load(L, R_X, slot, ri, ncls, "dma");
-      int lab = load(L, R_LAB, slot, ri, 1, "labels dma");
-      flush(L);
-      int loss = vbuf(L, R_LOSS, slot, ri, 1), acc = vbuf(L, R_ACC, slot, 1, 1);
-      int grad = train ? vbuf(L, R_O, slot, ri, ncls) : 0;
-      lw_vpu(L, "softmax_xent", x, lab, 0, loss, grad, 0, &xent);
-      lw_vpu(L, "accuracy", x, lab, 0, acc, 0, 0, NULL);
-      if (train) defer(L, grad, ri, ncls, "dma");
-      defer(L, loss, ri, 1, "loss dma");
-      defer(L, acc, 1, 1, "accuracy dma");
-    }
+  tpu_vpu_params xent = tpu_vpu_params_default();
+  xent.alpha = v->alpha;
+  const int64_t rt = extent(rows, L->Q / ncls);
+  int slot = 0;
+  for (int64_t r0 = 0; r0 < rows && !L->st; r0 += rt, slot ^= 1) {
+    const int64_t ri = min64(rt, rows - r0);
+    int x = load(L, R_X, slot, ri, ncls, "dma");
+    int lab = load(L, R_LAB, slot, ri, 1, "labels dma");
     flush(L);
+    int loss = vbuf(L, R_LOSS, slot, ri, 1), acc = vbuf(L, R_ACC, slot, 1, 1);
+    int grad = p->train ? vbuf(L, R_O, slot, ri, ncls) : 0;
+    lw_vpu(L, "softmax_xent", x, lab, 0, loss, grad, 0, &xent);
+    lw_vpu(L, "accuracy", x, lab, 0, acc, 0, 0, NULL);
+    if (p->train) defer(L, grad, ri, ncls, "dma");
+    defer(L, loss, ri, 1, "loss dma");
+    defer(L, acc, 1, 1, "accuracy dma");
   }
-  if (!train || L->st) return;
+  flush(L);
+}
 
-  /* backward */
-  int first = 0;
-  while (first < n && !has_params(&m->layers[first])) first++;
-  for (int i = n - 1; i >= first && !L->st; i--) {
-    const tpu_fe_layer *l = &m->layers[i];
-    const int64_t Rin = pix(rows, l->in), Cin = l->in.c, Rout = pix(rows, l->out), Cout = l->out.c;
-    section(L, "bwd", i, tpu_fe_layer_kind_name(l->kind));
-    switch (l->kind) {
-    case TPU_FE_DENSE: {
-      const int64_t K = (int64_t)tpu_fe_shape_size(l->in);
-      run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->units, .K = rows, .ta = true, .colsum_b = true });
-      if (i > first) run_gemm(L, &(gemm){ .what = "dX", .M = rows, .N = K, .K = l->units, .tb = true });
-      break;
-    }
-    case TPU_FE_CONV2D: {
-      const int64_t K = (int64_t)l->kh * l->kw * l->in.c;
-      run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->filters, .K = Rout, .ta = true, .colsum_b = true });
-      if (i > first) {
-        run_gemm(L, &(gemm){ .what = "dX", .M = Rout, .N = K, .K = l->filters, .tb = true });
-        section(L, "bwd", i, "conv2d col2im");
-        run_fold(L, "add", l->kh * l->kw, Rin, Cin, NULL);
-      }
-      break;
-    }
-    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-      tpu_vpu_params sc = tpu_vpu_params_default();
-      sc.alpha = (float)(1.0 / (l->pool * l->pool));
-      run_pool_bwd(L, l->kind == TPU_FE_MAXPOOL, l->pool * l->pool, Rout, Cout, &sc);
-      break;
-    }
-    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
-      /* the gradient ops take the forward output: relu'(x) > 0 exactly where
-      ** relu(x) > 0, so relu_grad masks with it as well */
-      const char *fn = l->kind == TPU_FE_RELU ? "relu_grad" : l->kind == TPU_FE_TANH ? "tanh_grad" : "sigmoid_grad";
-      run_ewise(L, &(ewise){ .fn = fn, .nin = 2 }, Rout, Cout);
-      break;
-    }
-    case TPU_FE_DROPOUT:
-      if (l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, Rout, Cout);
-      break;
-    default:
-      break;
-    }
-  }
-  if (L->st) return;
-
-  /* one all-reduce of every gradient, once the last one is in HBM */
-  section(L, "all_reduce", -1, NULL);
-  tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = grads, .dst = grads,
+/* One all-reduce of every gradient, once the last one is in HBM. */
+static void lower_allreduce(lower *L) {
+  tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = L->grads, .dst = L->grads,
                     .after = L->last_dma + 1 };
   int ai = add(L, &ar, "gradients");
   L->after = ai + 1;
+}
 
-  /* optimizer over the flat parameter vector, 'lanes' wide */
-  section(L, "optimizer", -1, NULL);
+/* The optimizer over the flat parameter vector, 'lanes' wide. */
+static void lower_update(lower *L, const tpu_fe_model *m) {
   const int64_t Qo = 3 * L->Q;   /* 8 slots, 2 shapes each (see the top of this file) */
   const int64_t ct = min64(L->chip->vpu.lanes, Qo);
   const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, Qo / ct);
@@ -604,6 +534,53 @@ static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, in
   }
   flush(L);
 }
+
+/* Pools: P*P-1 'max' (avgpool: 'add', then 'scale') forward; backward, a
+** select per tap (maxpool) or the scaled dY to every tap (avgpool). */
+static void lower_pool(lower *L, const fe_step *s) {
+  const int taps = s->win.kh * s->win.kw;
+  const bool max = s->pool == TPU_FE_MAXPOOL;
+  tpu_vpu_params sc = tpu_vpu_params_default();
+  sc.alpha = (float)(1.0 / taps);
+  if (s->kind == FE_STEP_POOL) run_fold(L, max ? "max" : "add", taps, s->rows, s->cols, max ? NULL : &sc);
+  else run_pool_bwd(L, max, taps, s->rows, s->cols, &sc);
+}
+
+/* Starts a section where a step begins a new part of the program: a layer
+** of a phase (fused steps stay in their GEMM's or the loss's), col2im, or a
+** phase without layers. The labels name the trace's intervals. */
+static void step_section(lower *L, const fe_plan *p, const fe_step *s, const fe_step *prev) {
+  if (s->fused || (prev && prev->phase == s->phase && prev->layer == s->layer && s->kind != FE_STEP_COL2IM)) return;
+  static const char *const LABEL[] = { "infeed", "fwd", "softmax_xent", "bwd", "all_reduce", "optimizer" };
+  if (s->layer < 0) { section(L, LABEL[s->phase], -1, NULL); return; }
+  const char *kind = tpu_fe_layer_kind_name(p->model->layers[s->layer].kind);
+  section(L, LABEL[s->phase], s->layer, s->kind == FE_STEP_COL2IM ? "conv2d col2im" : kind);
+}
+
+/* Step k of the plan into engine ops. Views, im2col (the GEMM's DMAs
+** gather the receptive fields) and the dropout mask cost nothing here. */
+static void lower_step(lower *L, const fe_plan *p, int k) {
+  const fe_step *s = &p->steps[k];
+  step_section(L, p, s, k > 0 ? &p->steps[k - 1] : NULL);
+  switch (s->kind) {
+  case FE_STEP_INFEED: lower_infeed(L, p); break;
+  case FE_STEP_GEMM: lower_gemm(L, p, k); break;
+  case FE_STEP_VPU:
+    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(L, p, &s->vpu);
+    else if (!s->fused)
+      run_ewise(L, &(ewise){ .fn = tpu_vpu_op_name(s->vpu.op), .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
+                             .mask = s->vpu.y.kind == FE_T_MASK }, s->vpu.rows, s->vpu.cols);
+    break;
+  case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(L, s); break;
+  case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
+    run_fold(L, "add", s->win.kh * s->win.kw, s->rows, s->cols, NULL);
+    break;
+  case FE_STEP_ALLREDUCE: lower_allreduce(L); break;
+  case FE_STEP_UPDATE: lower_update(L, p->model); break;
+  default: break;
+  }
+}
+/* }================================================================== */
 
 /* The tile budget of a chip (see the top of this file). */
 static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64_t *S) {
@@ -634,8 +611,10 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
              "(8 values per streamed tile)", (long long)L->vmem, 8 * 256);
     return TPU_ERR_CONFIG;
   }
-  tpu_status st = tpu_sim_program_create(chip->cores, &L->p);
-  if (st) { snprintf(err, errcap, "out of memory"); return st; }
+  fe_plan *plan = NULL;
+  tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
+  if (!st) st = tpu_sim_program_create(chip->cores, &L->p);
+  if (st) { fe_plan_destroy(plan); snprintf(err, errcap, "out of memory"); return st; }
   const bool rec = L->rec;
   uint64_t bytes0 = 0, macs0 = 0;
   for (int c = 0; c < chip->cores && !L->st; c++) {
@@ -646,7 +625,7 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
     L->last_dma = -1;
     L->hbm_bytes = L->macs = 0;
     L->rec = rec && c == 0;
-    lower_core(L, m, rows, train, rows * chip->cores);
+    for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
     if (!L->st && (st = tpu_sim_infeed(L->p, c, 1, &infeed_ready_cycles)))
       lw_fail(L, st, tpu_sim_program_error(L->p));
     if (c == 0) { bytes0 = L->hbm_bytes; macs0 = L->macs; }
@@ -654,6 +633,7 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   L->hbm_bytes = bytes0;
   L->macs = macs0;
   L->rec = rec;
+  fe_plan_destroy(plan);
   tpu_free(L->vs);
   tpu_free(L->hv);
   L->vs = NULL;

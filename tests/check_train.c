@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frontend/fe.h"
+#include "frontend/fe_int.h"
 #include "tests/test_util.h"
 
 static tpu_fe_model parse_ok(const char *json) {
@@ -96,9 +96,9 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
 };
 
-static double loss_at(const tpu_fe_model *m, const tpu_fe_backend *be, const float *p, tpu_fe_core_ws *ws,
+static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
                       const float *x, const uint8_t *y) {
-  ck_assert_int_eq(tpu_fe_forward(m, be, p, ws, x, y, true, 7, 0), TPU_OK);
+  ck_assert_int_eq(fe_forward(pl, be, p, ws, x, y, 7, 0), TPU_OK);
   return ws->loss_sum;
 }
 
@@ -107,8 +107,10 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
   tpu_fe_model m = parse_ok(json);
   tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
   const int B = 3;
-  tpu_fe_core_ws ws;
-  ck_assert_int_eq(tpu_fe_ws_create(&m, B, &ws), TPU_OK);
+  fe_core_ws ws;
+  fe_plan *pl;
+  ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+  ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
   float *p = malloc(m.nparams * sizeof *p);
   size_t in = tpu_fe_shape_size(m.input);
   float *x = malloc((size_t)B * in * sizeof *x);
@@ -116,18 +118,18 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
   for (size_t k = 0; k < (size_t)B * in; k++) x[k] = tu_normal(&r);
-  loss_at(&m, &be, p, &ws, x, y);
-  ck_assert_int_eq(tpu_fe_backward(&m, &be, p, &ws, y, B), TPU_OK);
+  loss_at(pl, &be, p, &ws, x, y);
+  ck_assert_int_eq(fe_backward(pl, &be, p, &ws), TPU_OK);
   float *g = malloc(m.nparams * sizeof *g);
   memcpy(g, ws.grad, m.nparams * sizeof *g);
   double worst = 0;
   for (size_t k = 0; k < m.nparams; k++) {
     const float h = 1e-3f, p0 = p[k];
     p[k] = p0 + h;
-    double up = loss_at(&m, &be, p, &ws, x, y);
+    double up = loss_at(pl, &be, p, &ws, x, y);
     double hu = (double)p[k] - p0;
     p[k] = p0 - h;
-    double dn = loss_at(&m, &be, p, &ws, x, y);
+    double dn = loss_at(pl, &be, p, &ws, x, y);
     double hd = p0 - (double)p[k];
     p[k] = p0;
     double num = (up - dn) / (hu + hd) / B;
@@ -137,7 +139,8 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
                   _i, k, num, (double)g[k]);
   }
   free(p); free(x); free(g);
-  tpu_fe_ws_destroy(&m, &ws);
+  fe_plan_destroy(pl);
+  fe_ws_destroy(&m, &ws);
 }
 END_TEST
 /* }================================================================== */
@@ -188,15 +191,15 @@ START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
   ** transposes included, and stays within bf16 error of OpenBLAS */
   tpu_fe_backend ref = { .kind = TPU_FE_BACKEND_REFERENCE };
   tpu_fe_backend sim = { .kind = TPU_FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
-  tpu_fe_scratch s = { 0 };
+  fe_scratch s = { 0 };
   tu_rng r = { 5 };
   const int M = 37, N = 130, K = 200;
   float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
   float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N), *C3 = malloc(sizeof(float) * M * N);
   tu_fill(&r, A, (size_t)M * K, 0);
   tu_fill(&r, B, (size_t)K * N, 0);
-  ck_assert_int_eq(tpu_fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
-  ck_assert_int_eq(tpu_fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
   ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, TPU_PREC_BF16, M, N, K, A, B, C3, NULL), TPU_OK);
   for (int k = 0; k < M * N; k++) {
     TU_EQ_BITS(C3[k], C2[k], "sim backend vs tpu_mxu_gemm");
@@ -205,17 +208,17 @@ START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
   /* transposed A: same bits as the explicit transpose */
   float *At = malloc(sizeof(float) * M * K);
   for (int i = 0; i < M; i++) for (int k = 0; k < K; k++) At[k * M + i] = A[i * K + k];
-  ck_assert_int_eq(tpu_fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
   for (int k = 0; k < M * N; k++) TU_EQ_BITS(C2[k], C1[k], "transposed A");
   free(A); free(B); free(C1); free(C2); free(C3); free(At);
-  tpu_fe_scratch_free(&s);
+  fe_scratch_free(&s);
 }
 END_TEST
 
 START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
   /* every transpose flag, with shapes on both sides of the swap rule */
   static const int shapes[][3] = { { 300, 20, 50 }, { 16, 300, 40 }, { 37, 130, 200 }, { 5, 7, 3 }, { 129, 1, 257 } };
-  tpu_fe_scratch s = { 0 };
+  fe_scratch s = { 0 };
   tu_rng r = { 9 };
   int swaps = 0;
   for (int pr = 0; pr < 3; pr++)
@@ -225,7 +228,7 @@ START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
                          .prec = (tpu_precision)pr };
       const int M = shapes[q][0], N = shapes[q][1], K = shapes[q][2];
       const bool ta = f & 1, tb = f & 2, acc = f & 4;
-      swaps += tpu_fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
+      swaps += fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
       float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
       float *Ap = malloc(sizeof(float) * M * K), *Bp = malloc(sizeof(float) * K * N);
       float *C = malloc(sizeof(float) * M * N), *W = malloc(sizeof(float) * M * N);
@@ -239,12 +242,12 @@ START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
       float *R = malloc(sizeof(float) * M * N);
       ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, sim.prec, M, N, K, Ap, Bp, R, NULL), TPU_OK);
       if (acc) for (int k = 0; k < M * N; k++) R[k] = W[k] + R[k];
-      ck_assert_int_eq(tpu_fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
-      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "tpu_fe_gemm vs tpu_mxu_gemm");
+      ck_assert_int_eq(fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
+      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "fe_gemm vs tpu_mxu_gemm");
       free(A); free(B); free(Ap); free(Bp); free(C); free(W); free(R);
     }
   ck_assert_msg(swaps >= 4, "the shapes exercise the swap only %d times", swaps);
-  tpu_fe_scratch_free(&s);
+  fe_scratch_free(&s);
 }
 END_TEST
 
