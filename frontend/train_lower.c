@@ -94,8 +94,8 @@ static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "
                                             "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
 
 typedef struct tpu_fe_op_rec { tpu_sim_kind kind; char name[112]; } tpu_fe_op_rec;
-typedef struct vslot { int role, slot; int64_t r, c; int h; } vslot;
-typedef struct hview { int tag; int64_t r, c; int h; } hview;
+typedef struct cbuf { int role, slot; int64_t r, c; int h; } cbuf;   /* a buffer by role, slot and shape */
+typedef struct bufcache { cbuf *v; int n, cap; } bufcache;
 
 typedef struct lower {
   tpu_sim_program *p;
@@ -107,8 +107,8 @@ typedef struct lower {
   int64_t S;                   /* square tile edge, S*S <= Q */
   int sec;                     /* section number (VMEM names) */
   char label[64];              /* section label: "fwd 1 dense" */
-  vslot *vs; int nvs, capvs;   /* this section's VMEM buffers */
-  hview *hv; int nhv, caphv;   /* HBM tiles by shape */
+  bufcache vmem_bufs;          /* this section's VMEM buffers */
+  bufcache hbm_views;          /* HBM tiles by shape */
   int after;                   /* 1 + op the next DMA must wait for, or 0 */
   int last_dma;                /* index of the last DMA added */
   uint64_t hbm_bytes, macs;
@@ -139,53 +139,51 @@ static void lw_fail(lower *L, tpu_status st, const char *msg) {
 /* Starts a section: "what" alone, or "what I KIND" for layer i >= 0. */
 static void section(lower *L, const char *what, int i, const char *kind) {
   L->sec++;
-  L->nvs = 0;
+  L->vmem_bufs.n = 0;
   if (i >= 0) snprintf(L->label, sizeof L->label, "%s %d %s", what, i, kind);
   else snprintf(L->label, sizeof L->label, "%s", what);
 }
 
-/* The VMEM buffer of this section for (role, slot) with shape r x c. */
-static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
-  if (L->st) return 0;
-  for (int i = 0; i < L->nvs; i++) {
-    const vslot *v = &L->vs[i];
-    if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
-  }
-  if (L->nvs == L->capvs) {
-    int cap = L->capvs ? 2 * L->capvs : 32;
-    vslot *n = tpu_realloc(L->vs, (size_t)cap * sizeof *n);
-    if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return 0; }
-    L->vs = n;
-    L->capvs = cap;
-  }
-  char name[80];
-  snprintf(name, sizeof name, "s%d %s%d %lldx%lld", L->sec, ROLE[role], slot, (long long)r, (long long)c);
-  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_VMEM, TPU_SIM_F32, r, c);
-  if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  L->vs[L->nvs++] = (vslot){ role, slot, r, c, h };
-  return h;
+/* Room for element n of arr (capacity *cap, doubled from 'first'): the
+** array, moved or not, or NULL (and L failed) when out of memory. */
+static void *grow(lower *L, void *arr, int n, int *cap, int first, size_t size) {
+  if (n < *cap) return arr;
+  int c = *cap ? 2 * *cap : first;
+  void *p = tpu_realloc(arr, (size_t)c * size);
+  if (!p) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return NULL; }
+  *cap = c;
+  return p;
 }
 
-/* The HBM tile buffer of shape r x c (shared by every tile of that shape).
-** Labels (tag 1) get their own: nothing writes them, so when the program
-** is run at the tile level they stay valid class indices (zeros). */
-static int hbuf(lower *L, int tag, int64_t r, int64_t c) {
+/* The buffer of cache bc for (role, slot) with shape r x c, added to the
+** program at its first use: in VMEM, this section's "s3 a0 16x256"; in
+** HBM, the view "hbm 16x256" shared by every tile of that shape. Labels
+** (R_LAB) get HBM views of their own: nothing writes them, so when the
+** program is run at the tile level they stay valid class indices (zeros). */
+static int cached(lower *L, bufcache *bc, tpu_sim_space space, int role, int slot, int64_t r, int64_t c) {
   if (L->st) return 0;
-  for (int i = 0; i < L->nhv; i++)
-    if (L->hv[i].tag == tag && L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
-  if (L->nhv == L->caphv) {
-    int cap = L->caphv ? 2 * L->caphv : 32;
-    hview *n = tpu_realloc(L->hv, (size_t)cap * sizeof *n);
-    if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return 0; }
-    L->hv = n;
-    L->caphv = cap;
+  for (int i = 0; i < bc->n; i++) {
+    const cbuf *v = &bc->v[i];
+    if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
   }
-  char name[64];
-  snprintf(name, sizeof name, "%s %lldx%lld", tag ? "labels" : "hbm", (long long)r, (long long)c);
-  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  cbuf *v = grow(L, bc->v, bc->n, &bc->cap, 32, sizeof *v);
+  if (!v) return 0;
+  bc->v = v;
+  char name[80];
+  if (space == TPU_SIM_VMEM)
+    snprintf(name, sizeof name, "s%d %s%d %lldx%lld", L->sec, ROLE[role], slot, (long long)r, (long long)c);
+  else
+    snprintf(name, sizeof name, "%s %lldx%lld", role == R_LAB ? "labels" : "hbm", (long long)r, (long long)c);
+  int h = tpu_sim_buffer(L->p, L->core, name, space, TPU_SIM_F32, r, c);
   if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  L->hv[L->nhv++] = (hview){ tag, r, c, h };
+  bc->v[bc->n++] = (cbuf){ role, slot, r, c, h };
   return h;
+}
+static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
+  return cached(L, &L->vmem_bufs, TPU_SIM_VMEM, role, slot, r, c);
+}
+static int hbuf(lower *L, int role, int64_t r, int64_t c) {
+  return cached(L, &L->hbm_views, TPU_SIM_HBM, role == R_LAB ? R_LAB : 0, 0, r, c);
 }
 
 /* A whole tensor in HBM (for the capacity check; 'what' names it). */
@@ -208,13 +206,9 @@ static int add(lower *L, tpu_sim_op *op, const char *what) {
   tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
   if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
   if (L->rec) {
-    if (L->nops == L->capops) {
-      int cap = L->capops ? 2 * L->capops : 256;
-      tpu_fe_op_rec *n = tpu_realloc(L->ops, (size_t)cap * sizeof *n);
-      if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return -1; }
-      L->ops = n;
-      L->capops = cap;
-    }
+    tpu_fe_op_rec *n = grow(L, L->ops, L->nops, &L->capops, 256, sizeof *n);
+    if (!n) return -1;
+    L->ops = n;
     L->ops[L->nops].kind = op->kind;
     snprintf(L->ops[L->nops].name, sizeof L->ops[L->nops].name, "%s", nm);
     L->nops++;
@@ -230,12 +224,12 @@ static int dma(lower *L, int src, int dst, int64_t bytes, const char *what) {
 }
 /* DMA of an r x c tile from HBM into (role, slot); returns the VMEM buffer. */
 static int load(lower *L, int role, int slot, int64_t r, int64_t c, const char *what) {
-  int v = vbuf(L, role, slot, r, c), h = hbuf(L, role == R_LAB, r, c);
+  int v = vbuf(L, role, slot, r, c), h = hbuf(L, role, r, c);
   if (!L->st) dma(L, h, v, r * c * 4, what);
   return v;
 }
 static void store(lower *L, int v, int64_t r, int64_t c, const char *what) {
-  int h = hbuf(L, 0, r, c);
+  int h = hbuf(L, R_O, r, c);
   if (!L->st) dma(L, v, h, r * c * 4, what);
 }
 /* A store issued after the next tile's loads (flush), so that the DMA unit
@@ -351,25 +345,35 @@ typedef struct ewise {
   const tpu_vpu_params *prm;
 } ewise;
 
-static void ew_tile(int64_t R, int64_t C, int64_t Q, int64_t *rt, int64_t *ct) {
-  *ct = min64(C, Q);
-  *rt = extent(R, Q / *ct);
+/* A row-major walk over the tiles of an R x C tensor, 2Q values a tile:
+** tile n is rows [r0, r0+ri) x columns [c0, c0+ci). Stops when L fails. */
+typedef struct ew_walk { int64_t R, C, rt, ct, r0, c0, ri, ci; int n; } ew_walk;
+static ew_walk ew_walk_of(const lower *L, int64_t R, int64_t C) {
+  ew_walk w = { .R = R, .C = C, .n = -1 };
+  w.ct = min64(C, 2 * L->Q);
+  w.rt = extent(R, 2 * L->Q / w.ct);
+  return w;
+}
+static bool ew_next(const lower *L, ew_walk *w) {
+  if (w->n >= 0 && (w->c0 += w->ct) >= w->C) { w->c0 = 0; w->r0 += w->rt; }
+  w->n++;
+  if (L->st || w->r0 >= w->R) return false;
+  w->ri = min64(w->rt, w->R - w->r0);
+  w->ci = min64(w->ct, w->C - w->c0);
+  return true;
 }
 
 static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
-  int64_t rt, ct;
-  ew_tile(R, C, 2 * L->Q, &rt, &ct);
-  int slot = 0;
-  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
-    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, slot ^= 1) {
-      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
-      int x = load(L, R_X, slot, ri, ci, "dma");
-      int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, ri, ci) : 0;
-      flush(L);
-      int o = vbuf(L, R_O, slot, ri, ci);
-      lw_vpu(L, e->fn, x, y, 0, o, 0, 0, e->prm);
-      defer(L, o, ri, ci, "dma");
-    }
+  for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
+    const int slot = w.n & 1;
+    const int64_t ri = w.ri, ci = w.ci;
+    int x = load(L, R_X, slot, ri, ci, "dma");
+    int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, ri, ci) : 0;
+    flush(L);
+    int o = vbuf(L, R_O, slot, ri, ci);
+    lw_vpu(L, e->fn, x, y, 0, o, 0, 0, e->prm);
+    defer(L, o, ri, ci, "dma");
+  }
   flush(L);
 }
 
@@ -377,22 +381,19 @@ static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
 ** tap a view of the same shape (pool windows, col2im taps); 'scale' then
 ** multiplies by prm->alpha. */
 static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
-  int64_t rt, ct;
-  ew_tile(R, C, 2 * L->Q, &rt, &ct);
-  int slot = 0, oslot = 0;
-  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
-    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, oslot ^= 1) {
-      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
-      int acc = load(L, R_O, oslot, ri, ci, "dma");
-      for (int j = 1; j < taps; j++, slot ^= 1) {
-        int x = load(L, R_X, slot, ri, ci, "dma");
-        if (j == 1) flush(L);
-        lw_vpu(L, fn, acc, x, 0, acc, 0, 0, NULL);
-      }
-      flush(L);
-      if (scale) lw_vpu(L, "scale", acc, 0, 0, acc, 0, 0, scale);
-      defer(L, acc, ri, ci, "dma");
+  int slot = 0;
+  for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
+    const int64_t ri = w.ri, ci = w.ci;
+    int acc = load(L, R_O, w.n & 1, ri, ci, "dma");
+    for (int j = 1; j < taps; j++, slot ^= 1) {
+      int x = load(L, R_X, slot, ri, ci, "dma");
+      if (j == 1) flush(L);
+      lw_vpu(L, fn, acc, x, 0, acc, 0, 0, NULL);
     }
+    flush(L);
+    if (scale) lw_vpu(L, "scale", acc, 0, 0, acc, 0, 0, scale);
+    defer(L, acc, ri, ci, "dma");
+  }
   flush(L);
 }
 
@@ -400,27 +401,24 @@ static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, c
 ** select against the forward input's tap (relu_grad's cost), avgpool the
 ** scaled dY; each result goes to its tap of dX. */
 static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
-  int64_t rt, ct;
-  ew_tile(R, C, 2 * L->Q, &rt, &ct);
-  int slot = 0, yslot = 0;
-  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
-    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, yslot ^= 1) {
-      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
-      int dy = load(L, R_Y, yslot, ri, ci, "dma");
-      flush(L);
-      if (!maxpool) {
-        lw_vpu(L, "scale", dy, 0, 0, dy, 0, 0, scale);
-        for (int j = 0; j < taps; j++) store(L, dy, ri, ci, "dma");
-        continue;
-      }
-      for (int j = 0; j < taps; j++, slot ^= 1) {
-        int x = load(L, R_X, slot, ri, ci, "dma");
-        flush(L);
-        int o = vbuf(L, R_O, slot, ri, ci);
-        lw_vpu(L, "relu_grad", x, dy, 0, o, 0, 0, NULL);
-        defer(L, o, ri, ci, "dma");
-      }
+  int slot = 0;
+  for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
+    const int64_t ri = w.ri, ci = w.ci;
+    int dy = load(L, R_Y, w.n & 1, ri, ci, "dma");
+    flush(L);
+    if (!maxpool) {
+      lw_vpu(L, "scale", dy, 0, 0, dy, 0, 0, scale);
+      for (int j = 0; j < taps; j++) store(L, dy, ri, ci, "dma");
+      continue;
     }
+    for (int j = 0; j < taps; j++, slot ^= 1) {
+      int x = load(L, R_X, slot, ri, ci, "dma");
+      flush(L);
+      int o = vbuf(L, R_O, slot, ri, ci);
+      lw_vpu(L, "relu_grad", x, dy, 0, o, 0, 0, NULL);
+      defer(L, o, ri, ci, "dma");
+    }
+  }
   flush(L);
 }
 /* }================================================================== */
@@ -619,7 +617,7 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   uint64_t bytes0 = 0, macs0 = 0;
   for (int c = 0; c < chip->cores && !L->st; c++) {
     L->core = c;
-    L->nhv = 0;
+    L->hbm_views.n = 0;
     L->sec = 0;
     L->after = 0;
     L->last_dma = -1;
@@ -634,10 +632,9 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   L->macs = macs0;
   L->rec = rec;
   fe_plan_destroy(plan);
-  tpu_free(L->vs);
-  tpu_free(L->hv);
-  L->vs = NULL;
-  L->hv = NULL;
+  tpu_free(L->vmem_bufs.v);
+  tpu_free(L->hbm_views.v);
+  L->vmem_bufs = L->hbm_views = (bufcache){ 0 };
   if (L->st) {
     tpu_sim_program_destroy(L->p);
     L->p = NULL;
