@@ -144,15 +144,8 @@ void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->act) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->act[i]);
   if (ws->mask) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mask[i]);
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
-  tpu_free(ws->act);
-  tpu_free(ws->mask);
-  tpu_free(ws->argmax);
-  tpu_free(ws->cols);
-  tpu_free(ws->g0);
-  tpu_free(ws->g1);
-  tpu_free(ws->grad);
-  tpu_free(ws->lab);
-  tpu_free(ws->rowloss);
+  void *bufs[] = { ws->act, ws->mask, ws->argmax, ws->cols, ws->g0, ws->g1, ws->grad, ws->lab, ws->rowloss };
+  for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
   fe_scratch_free(&ws->scratch);
   memset(ws, 0, sizeof *ws);
 }

@@ -117,8 +117,7 @@ static void forward_layer(builder *b, int i) {
       vpu(b, TPU_VPU_MUL, R, C, T(FE_T_ACT, i), T(FE_T_MASK, i), T(FE_T_ACT, i + 1), false);
       break;
     }
-    move(b, FE_STEP_VIEW, R, C);
-    break;
+    /* fall through */   /* inactive: a view */
   default:   /* flatten */
     move(b, FE_STEP_VIEW, R, C);
     break;
@@ -166,8 +165,7 @@ static void backward_layer(builder *b, int i) {
       vpu(b, TPU_VPU_MUL, Rout, Cout, dy, T(FE_T_MASK, i), dx, false);
       break;
     }
-    move(b, FE_STEP_VIEW, Rout, Cout);
-    break;
+    /* fall through */   /* inactive: a view */
   default:   /* flatten */
     move(b, FE_STEP_VIEW, Rout, Cout);
     break;
