@@ -1,38 +1,42 @@
 /*
-** train_lower.c -- lowering of a model's training step (or inference pass)
-** into one chip-engine program per core (tpu_fe_step_program), and the step
-** timing on top of it (tpu_fe_time_step). Shapes only: the program is meant for
+** train_lower.c -- the timing path: the step plan of a model's training
+** step (or inference pass; fe_int.h, frontend/plan.c) lowered into one
+** chip-engine program per core (tpu_fe_step_program), and the step timing
+** on top of it (tpu_fe_time_step). Shapes only: the program is meant for
 ** TPU_FIDELITY_TIMING; values never enter the timing.
 **
-** Every core runs the same program on its shard of 'rows' samples:
+** Every core runs the same program on its shard of 'rows' samples;
+** lower_step() turns each plan step into ops, in the plan's order:
 **
-**   infeed      the shard (and its labels) lands in HBM when the host-time
+**   INFEED      the shard (and its labels) lands in HBM when the host-time
 **               model says it is ready (one infeed entry per core)
-**   forward     per layer, in order:
-**                 dense   Y = X.W on the MXU, tiled; bias_add and a directly
-**                         following relu/tanh/sigmoid fused on the result
-**                         tile before it goes back to HBM
-**                 conv2d  the same GEMM on the im2col matrix
-**                         [rows*OH*OW x KH*KW*C]: the DMA gathers each
-**                         receptive field, so the input is read once per tap
-**                 pools   P*P-1 'max' (avgpool: 'add', then 'scale') over
-**                         output-shaped tiles, one per window tap
-**                 relu/tanh/sigmoid (unfused), dropout ('mul' by a mask
-**                         made on chip; its generation is not modelled)
-**                 flatten nothing (a different view of the same bytes)
+**   GEMM        tiled on the MXU (run_gemm); the steps the plan marks
+**               'fused' after it form its epilogue on the result tile
+**               before it goes back to HBM: bias_add and a directly
+**               following relu/tanh/sigmoid (forward), db = col_sum of dY
+**               (dW). Conv2d's GEMM reads the im2col matrix
+**               [rows*OH*OW x KH*KW*C]: the DMA gathers each receptive
+**               field, so the input is read once per tap and IM2COL costs
+**               nothing of its own
+**   VPU         unfused relu/tanh/sigmoid, their gradients (nin 2), dropout
+**               'mul' by a mask made on chip (its generation, the plan's
+**               DROPOUT_MASK step, is not modelled), element-wise over tiles
+**   POOL        P*P-1 'max' (avgpool: 'add', then 'scale') over
+**               output-shaped tiles, one per window tap; POOL_BWD routes dY
+**               with a select per input (relu_grad's cost), avgpool scales it
+**   COL2IM      conv2d's dcols = dY.W^T summed back into dX by KH*KW
+**               tap-wise 'add's
+**   VIEW        nothing (flatten, inactive dropout: the same bytes)
 **   loss        softmax_xent (loss and gradient) and accuracy per row tile
-**   backward    per layer in reverse (stopping at the first layer with
-**               parameters): dW = X^T.dY and dX = dY.W^T on the MXU (dX
-**               skipped where nothing upstream needs it), db = col_sum of dY
-**               fused into the dW loop; relu_grad / tanh_grad /
-**               sigmoid_grad / 'mul' by the dropout mask on the VPU; maxpool
-**               routes the gradient with a select per input (relu_grad's
-**               cost), avgpool scales it; conv2d's dcols = dY.W^T is summed
-**               back into dX (col2im) by KH*KW tap-wise 'add's
-**   all-reduce  ONE all-reduce of every f32 gradient at the end of the
+**   ALLREDUCE   ONE all-reduce of every f32 gradient at the end of the
 **               backward pass (see below why one)
-**   optimizer   sgd / momentum / adam on the VPU over the parameters as one
+**   UPDATE      sgd / momentum / adam on the VPU over the parameters as one
 **               flat f32 vector, with their state, streamed through VMEM
+**
+** Sections. A step that starts a layer of a phase (or col2im, or a phase
+** without layers) starts a section: its label names the ops in traces
+** ("fwd 1 dense matmul", "bwd 0 conv2d dW dma", "all_reduce gradients")
+** and its VMEM buffers live only within it.
 **
 ** Memory. Every tensor (activations, parameters, gradients, optimizer
 ** state) lives in HBM in f32; each op streams tiles into VMEM by DMA and
