@@ -1,9 +1,10 @@
 /*
 ** fe.h -- the training front-end: a model description becomes one step
 ** plan, which both computes a data-parallel training step's values and
-** lowers it into chip-engine programs for its timing. This is the library's
-** one public header (what cli/ uses); frontend/fe_int.h holds the plan, the
-** layers and the matmul backend for the front-end's .c files and white-box tests.
+** lowers it into chip-engine programs for its timing. This is the
+** library's one public header (what cli/ uses); frontend/fe_int.h holds
+** the plan, the layers and the matmul backend for the front-end's .c files
+** and white-box tests.
 **
 ** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
 ** chain of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
@@ -28,8 +29,9 @@
 **           tpu_vpu_exec() for each VPU step, on both backends;
 **   timing  frontend/train_lower.c (tpu_fe_step_program) lowers each step
 **           into DMAs and engine ops on every core, shapes only.
-** tests/check_train.c checks, for every built-in model, that the GEMMs the
-** value path executes and the engine's matmuls are exactly the plan's.
+** tests/check_train.c checks, for every built-in model and the shipped
+** small-cnn, that the GEMMs the value path executes and the engine's
+** matmuls are exactly the plan's.
 **
 ** Data parallelism. The global batch is split into 'cores' equal shards in
 ** order; each core runs forward and backward on its shard with its own

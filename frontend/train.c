@@ -142,15 +142,20 @@ tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t 
   return TPU_OK;
 }
 
-/* Forward (with the loss) of 'rows' samples on each of 'active' cores. */
-static tpu_status eval_cores(tpu_fe_trainer *t, const float *x, const uint8_t *y, int rows, int active,
+/* Forward (with the loss) of plan->rows samples on each of 'active' cores. */
+static tpu_status eval_cores(tpu_fe_trainer *t, const fe_plan *p, const float *x, const uint8_t *y, int active,
+                             double *ls, long *cor) {
+  job j = { .t = t, .plan = p, .x = x, .y = y, .active = active };
+  tpu_status st = run_all(t, &j);
+  for (int c = 0; c < active && !st; c++) { *ls += t->ws[c].loss_sum; *cor += t->ws[c].correct; }
+  return st;
+}
+/* The same for a shard size of its own (a short last batch). */
+static tpu_status eval_short(tpu_fe_trainer *t, const float *x, const uint8_t *y, int rows, int active,
                              double *ls, long *cor) {
   fe_plan *p = NULL;
   tpu_status st = fe_plan_create(t->model, rows, rows * active, t->be.prec, false, &p);
-  if (st) return st;
-  job j = { .t = t, .plan = p, .x = x, .y = y, .active = active };
-  st = run_all(t, &j);
-  for (int c = 0; c < active && !st; c++) { *ls += t->ws[c].loss_sum; *cor += t->ws[c].correct; }
+  if (!st) st = eval_cores(t, p, x, y, active, ls, cor);
   fe_plan_destroy(p);
   return st;
 }
@@ -160,17 +165,22 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
   const size_t in = tpu_fe_shape_size(t->model->input);
   double ls = 0.0;
   long cor = 0;
-  for (int s = 0; s < d->n; s += gb) {
+  fe_plan *full = NULL;   /* inference on whole shards */
+  tpu_status st = fe_plan_create(t->model, t->rows, gb, t->be.prec, false, &full);
+  for (int s = 0; s < d->n && !st; s += gb) {
+    const float *x = d->x + (size_t)s * in;
+    const uint8_t *y = d->y + s;
     int left = d->n - s < gb ? d->n - s : gb;
+    if (left == gb) { st = eval_cores(t, full, x, y, t->cores, &ls, &cor); continue; }
     /* a short last batch is spread over as many cores as it fills; the
     ** cores must see whole shards: a ragged tail runs on one core */
     int rows = left < t->rows ? left : t->rows;
     int whole = left / rows, done = whole * rows;
-    tpu_status st = eval_cores(t, d->x + (size_t)s * in, d->y + s, rows, whole, &ls, &cor);
-    if (!st && done < left)
-      st = eval_cores(t, d->x + (size_t)(s + done) * in, d->y + s + done, left - done, 1, &ls, &cor);
-    if (st) return st;
+    st = eval_short(t, x, y, rows, whole, &ls, &cor);
+    if (!st && done < left) st = eval_short(t, x + (size_t)done * in, y + done, left - done, 1, &ls, &cor);
   }
+  fe_plan_destroy(full);
+  if (st) return st;
   *loss = ls / (double)d->n;
   *acc = (double)cor / (double)d->n;
   return TPU_OK;
