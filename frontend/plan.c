@@ -11,6 +11,7 @@
 ** receptive fields in (ky, kx, c) order -- the one place conv lowering is
 ** written down (conv_window, and the IM2COL/COL2IM steps that carry it).
 */
+#include <assert.h>
 #include <string.h>
 
 #include "frontend/fe_int.h"
@@ -38,11 +39,13 @@ static fe_window window_of(const tpu_fe_layer *l) {
 
 typedef struct builder {
   fe_plan *p;
+  int cap;                     /* steps allocated */
   fe_phase phase;
   int layer;
 } builder;
 
 static fe_step *push(builder *b, fe_step_kind kind) {
+  assert(b->p->nsteps < b->cap);   /* STEPS_PER_LAYER bounds every layer's steps */
   fe_step *s = &b->p->steps[b->p->nsteps++];
   memset(s, 0, sizeof *s);
   s->kind = kind;
@@ -188,12 +191,13 @@ tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu
   *out = NULL;
   fe_plan *p = tpu_calloc(1, sizeof *p);
   if (!p) return TPU_ERR_NOMEM;
-  p->steps = tpu_calloc((size_t)m->nlayers * STEPS_PER_LAYER + STEPS_FIXED, sizeof *p->steps);
+  const int cap = m->nlayers * STEPS_PER_LAYER + STEPS_FIXED;
+  p->steps = tpu_calloc((size_t)cap, sizeof *p->steps);
   if (!p->steps) { tpu_free(p); return TPU_ERR_NOMEM; }
   *p = (fe_plan){ .model = m, .rows = rows, .global_batch = global_batch, .prec = prec, .train = train,
                   .steps = p->steps };
   while (p->first_param < m->nlayers && !has_params(&m->layers[p->first_param])) p->first_param++;
-  builder b = { .p = p, .phase = FE_INFEED, .layer = -1 };
+  builder b = { .p = p, .cap = cap, .phase = FE_INFEED, .layer = -1 };
   move(&b, FE_STEP_INFEED, rows, (int64_t)tpu_fe_shape_size(m->input));
   b.phase = FE_FORWARD;
   for (int i = 0; i < m->nlayers; i++) forward_layer(&b, i);
