@@ -1,31 +1,53 @@
 /*
-** fe.h -- the training front-end's internals: model description,
-** layers (forward and backward), the matmul backend, the training loop and
-** the step-timing model. Internal to frontend/ (tests include the .c files).
+** fe.h -- the training front-end: a model description becomes one step
+** plan, which both computes a data-parallel training step's values and
+** lowers it into chip-engine programs for its timing. This is the
+** library's one public header (what cli/ uses); frontend/fe_int.h holds
+** the plan, the layers and the matmul backend for the front-end's .c files
+** and white-box tests.
 **
-** Data layout. A sample's activation is an H x W x C array stored row-major
-** (NHWC, channels last); a flat vector is 1 x 1 x N. A batch of B samples is
-** B rows of H*W*C floats. Dense: Y[B x N] = X[B x K] . W[K x N] + b.
-** Conv2d is lowered by im2col: each output pixel's receptive field becomes a
-** row of KH*KW*C values (zero where padding), so the layer is one GEMM
-** [B*OH*OW x KH*KW*C] . [KH*KW*C x F], whose result is already NHWC.
-** Every matmul of forward and backward (dX = dY . W^T, dW = X^T . dY) goes
-** through tpu_fe_gemm(), so the backend decides how it is computed: OpenBLAS f32
-** (reference) or the MXU's tile-level model with bf16 operands (sim).
+** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
+** chain of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
+** sigmoid, dropout -- ending in softmax cross-entropy, with an sgd,
+** momentum or adam optimizer. Loading checks every field and infers every
+** shape once; nothing later re-validates. A sample is H x W x C row-major
+** (NHWC); a flat vector is 1 x 1 x N; all parameters are one flat f32
+** vector (tpu_fe_layer.woff/boff).
+**
+** The step plan (fe_int.h, frontend/plan.c). One training step of a
+** core's shard of 'rows' samples is described once, as a list of steps in
+** execution order: the GEMMs (M, N, K, transposes, whether the sim backend
+** swaps the operands, precision passes, the tensors read and written), the
+** VPU ops (name and shape), the data movement (im2col, col2im, pooling,
+** views), the softmax cross-entropy, ONE all-reduce of every gradient and
+** the optimizer update. Conv2d is lowered there, by im2col, to one GEMM
+** [rows*OH*OW x KH*KW*C] . [KH*KW*C x F]. Two consumers walk the same plan,
+** so they cannot drift apart:
+**   values  frontend/layers.c (fe_forward, fe_backward) calls fe_gemm() for
+**           each GEMM step -- the backend: OpenBLAS f32 (reference) or the
+**           MXU's tile-level model with bf16 operands (sim) -- and
+**           tpu_vpu_exec() for each VPU step, on both backends;
+**   timing  frontend/train_lower.c (tpu_fe_step_program) lowers each step
+**           into DMAs and engine ops on every core, shapes only.
+** tests/check_train.c checks, for every built-in model and the shipped
+** small-cnn, that the GEMMs the value path executes and the engine's
+** matmuls are exactly the plan's.
 **
 ** Data parallelism. The global batch is split into 'cores' equal shards in
 ** order; each core runs forward and backward on its shard with its own
-** scratch, producing a gradient of the *global* mean loss restricted to its
-** samples. Gradients are then summed over cores in core order 0..C-1 (the
-** all-reduce), so the result does not depend on how many threads ran the
-** cores. Dropout masks are a hash of (seed, step, layer, global sample,
-** element), so they do not depend on the split either.
+** buffers, producing the gradient of the *global* mean loss restricted to
+** its samples. The all-reduce then sums the cores' gradients in core order
+** 0..C-1 -- tpu_sim_sum_cores(), the one order shared with the engine's
+** all_reduce -- and the optimizer updates the one copy of the parameters.
+** No core reads another's buffers and dropout masks are a hash of (seed,
+** step, layer, global sample, element), so the bits do not depend on the
+** host thread count.
 **
-** Element-wise ops, bias add and its gradient, activations and their
-** gradients, softmax cross-entropy, accuracy and the optimizer update run
-** through the VPU's numerics (tpu_vpu_exec, f32, fixed order) on both
-** backends, so the backends differ only in their matmuls. Pooling, im2col,
-** col2im and the dropout mask are plain C (data movement and a hash).
+** Not modelled: bf16 storage of activations (f32 everywhere), the dropout
+** mask's generation on chip, overlapping the all-reduce with the backward
+** pass (one bucket), the operand swap of the sim backend in the timing (the
+** engine takes transposed operands at no cost); train_lower.c lists the
+** lowering's own limits.
 */
 #ifndef TPU_FE_H
 #define TPU_FE_H
@@ -98,7 +120,7 @@ const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap);
 /* }================================================================== */
 
 /* {==================================================================
-** Backend: every matmul goes through one function.
+** Backend: where the matmuls run (the value path; see fe_int.h)
 ** ================================================================== */
 typedef enum tpu_fe_backend_kind { TPU_FE_BACKEND_REFERENCE = 0, TPU_FE_BACKEND_SIM } tpu_fe_backend_kind;
 typedef struct tpu_fe_backend {
@@ -108,69 +130,11 @@ typedef struct tpu_fe_backend {
   tpu_precision prec;          /* sim */
 } tpu_fe_backend;
 
-/* Per-core scratch of the sim backend (transposed / packed operands). */
-typedef struct tpu_fe_scratch { float *buf; size_t cap; } tpu_fe_scratch;
-void tpu_fe_scratch_free(tpu_fe_scratch *s);
-
-/* C[M x N] = op(A) . op(B) (+ C when 'acc'), row-major; op transposes when
-** the flag is set (A is then K x M, B is N x K). Returns TPU_OK or
-** TPU_ERR_NOMEM. Deterministic for a given backend and shape. */
-/* True when the sim backend computes op(A).op(B) as (op(B)^T.op(A)^T)^T
-** because that moves less data into MXU layout; the MXU then streams N rows
-** of K against an M-wide result. The timing model asks the same question. */
-bool tpu_fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K);
-tpu_status tpu_fe_gemm(const tpu_fe_backend *be, tpu_fe_scratch *s, bool ta, bool tb,
-                   int M, int N, int K, const float *A, const float *B, float *C, bool acc);
-/* }================================================================== */
-
-/* {==================================================================
-** Network state: parameters, per-core workspaces, forward and backward.
-** ================================================================== */
-typedef struct tpu_fe_core_ws {    /* one core's buffers for a shard of 'rows' samples */
-  int rows;
-  float **act;                 /* act[i]: input of layer i (act[nlayers]: logits) */
-  float **mask;                /* dropout masks (per layer, or NULL) */
-  int **argmax;                /* maxpool: index of the winner per output (or NULL) */
-  float *cols;                 /* im2col buffer */
-  float *g0, *g1;              /* gradient ping-pong */
-  float *grad;                 /* this core's parameter gradient */
-  int32_t *lab;                /* labels as the VPU takes them */
-  float *rowloss;              /* per-sample loss */
-  tpu_fe_scratch scratch;
-  double loss_sum;             /* sum over the shard of the per-sample loss */
-  int correct;                 /* argmax(logits) == label count */
-} tpu_fe_core_ws;
-
-tpu_status tpu_fe_ws_create(const tpu_fe_model *m, int rows, tpu_fe_core_ws *ws);
-void tpu_fe_ws_destroy(const tpu_fe_model *m, tpu_fe_core_ws *ws);
-
-/* Fills params with the seeded initializer (Glorot uniform weights, zero
-** biases). Deterministic. This function can't fail. */
-void tpu_fe_params_init(const tpu_fe_model *m, float *params);
-
-/* Forward on ws->rows samples x (rows x input size); fills logits, loss_sum
-** (mean-free, summed) and correct when labels are given. 'train' turns
-** dropout on; 'step' and 'first_sample' key the dropout masks. */
-tpu_status tpu_fe_forward(const tpu_fe_model *m, const tpu_fe_backend *be, const float *params,
-                      tpu_fe_core_ws *ws, const float *x, const uint8_t *labels,
-                      bool train, uint64_t step, uint64_t first_sample);
-/* Backward after tpu_fe_forward(train): writes ws->grad, the gradient of
-** (sum of the shard's losses) / 'global_batch'. */
-tpu_status tpu_fe_backward(const tpu_fe_model *m, const tpu_fe_backend *be, const float *params,
-                       tpu_fe_core_ws *ws, const uint8_t *labels, int global_batch);
-/* }================================================================== */
-
-/* {==================================================================
-** Optimizer
-** ================================================================== */
+/* Optimizer state (part of a trainer and of its checkpoints). */
 typedef struct tpu_fe_opt_state {
   float *m, *v;                /* first / second moments (v: adam only), or NULL */
   uint64_t t;                  /* updates done */
 } tpu_fe_opt_state;
-tpu_status tpu_fe_opt_create(const tpu_fe_model *m, tpu_fe_opt_state *s);
-void tpu_fe_opt_destroy(tpu_fe_opt_state *s);
-/* params -= update(grad); deterministic elementwise f32. Can't fail. */
-void tpu_fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *params, const float *grad);
 /* }================================================================== */
 
 /* {==================================================================
@@ -272,7 +236,8 @@ typedef struct tpu_fe_trainer {
   tpu_fe_backend be;
   int cores, rows;             /* rows per core = global batch / cores */
   int threads;                 /* host threads running the cores (1..cores) */
-  tpu_fe_core_ws *ws;              /* [cores] */
+  struct fe_core_ws *ws;       /* [cores]; fe_int.h */
+  struct fe_plan *plan;        /* the training step's plan; fe_int.h */
   float *params, *grad;        /* nparams each */
   tpu_fe_opt_state opt;
 } tpu_fe_trainer;

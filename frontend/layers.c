@@ -1,29 +1,21 @@
 /*
-** layers.c -- the numerics of training: the matmul backend, initializer,
-** forward and backward of every layer, softmax cross-entropy and the
-** optimizers. See fe.h for the layout and the data-parallel contract.
+** layers.c -- the value path of training: the matmul backend (fe_gemm),
+** the initializer, the executor that runs a step plan's forward, loss and
+** backward steps on one core's workspace, the data movement (im2col,
+** col2im, pools, dropout masks) and the optimizers. fe_int.h describes the
+** plan (frontend/plan.c builds it); fe.h the data-parallel contract.
 **
-** Every matmul goes through tpu_fe_gemm(); everything else is plain f32 C in a
-** fixed order (so results do not depend on threads). Conv2d is im2col +
-** GEMM; its backward recomputes the im2col buffer instead of keeping one per
-** layer (memory over time). The step's timing is not here: train_lower.c lowers
-** the step into chip-engine programs (tpu_fe_time_step).
+** Every GEMM step goes through fe_gemm(), every VPU step through
+** tpu_vpu_exec(); data movement is plain C in a fixed order (so results do
+** not depend on threads). The step's timing is not here: train_lower.c
+** lowers the same plan into chip-engine programs (tpu_fe_time_step).
 */
 #include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
-#include "frontend/fe.h"
-#include "vpu/vpu.h"
-
-/* Runs one VPU op (numerics only; the timing model charges its cycles). A
-** failure means a shape or hyper-parameter the model checks already
-** excluded, or a label out of range. */
-static tpu_status vpu(tpu_vpu_op op, int rows, int cols, const float *x, const float *y, float *out) {
-  tpu_vpu_args a = { .rows = rows, .cols = cols, .x = x, .y = y, .out = out, .p = tpu_vpu_params_default() };
-  return tpu_vpu_exec(op, &a);
-}
+#include "frontend/fe_int.h"
 
 /* [0, 1) with 24 bits, exact in f32. */
 static float unit_f32(uint64_t h) { return (float)(h >> 40) * (1.0f / 16777216.0f); }
@@ -31,12 +23,12 @@ static float unit_f32(uint64_t h) { return (float)(h >> 40) * (1.0f / 16777216.0
 /* {==================================================================
 ** Backend
 ** ================================================================== */
-void tpu_fe_scratch_free(tpu_fe_scratch *s) {
+void fe_scratch_free(fe_scratch *s) {
   tpu_free(s->buf);
   s->buf = NULL;
   s->cap = 0;
 }
-static float *scratch_get(tpu_fe_scratch *s, size_t n) {
+static float *scratch_get(fe_scratch *s, size_t n) {
   if (n > s->cap) {
     float *b = tpu_realloc(s->buf, n * sizeof *b);
     if (!b) return NULL;
@@ -55,7 +47,7 @@ static void transpose(const float *src, int r, int c, float *dst) {
     }
 }
 
-bool tpu_fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K) {
+bool fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int K) {
   /* with several bf16 passes the pass order would change with the roles
   ** of A and B (mxu_gemm.c), and with it the bits: swap only for bf16 */
   if (prec != TPU_PREC_BF16) return false;
@@ -64,8 +56,20 @@ bool tpu_fe_gemm_swapped(tpu_precision prec, bool ta, bool tb, int M, int N, int
   return swapped < direct;
 }
 
-tpu_status tpu_fe_gemm(const tpu_fe_backend *be, tpu_fe_scratch *s, bool ta, bool tb,
+static fe_gemm_observer gemm_observer;
+static void *gemm_observer_ud;
+void fe_gemm_observe(fe_gemm_observer fn, void *ud) {
+  gemm_observer = fn;
+  gemm_observer_ud = ud;
+}
+
+tpu_status fe_gemm(const tpu_fe_backend *be, fe_scratch *s, bool ta, bool tb,
                    int M, int N, int K, const float *A, const float *B, float *C, bool acc) {
+  if (gemm_observer) {
+    const bool sw = be->kind == TPU_FE_BACKEND_SIM && fe_gemm_swapped(be->prec, ta, tb, M, N, K);
+    gemm_observer(gemm_observer_ud, &(fe_gemm_call){ .M = M, .N = N, .K = K, .ta = ta, .tb = tb, .acc = acc,
+                                                     .swapped = sw, .prec = be->prec });
+  }
   if (be->kind == TPU_FE_BACKEND_REFERENCE) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, acc ? 1.0f : 0.0f, C, N);
@@ -76,7 +80,7 @@ tpu_status tpu_fe_gemm(const tpu_fe_backend *be, tpu_fe_scratch *s, bool ta, boo
   ** product is computed as C^T = op(B)^T . op(A)^T and transposed back.
   ** Both give the same bits: each result is the same exact bf16 products
   ** summed in the same K order. */
-  const bool sw = tpu_fe_gemm_swapped(be->prec, ta, tb, M, N, K);
+  const bool sw = fe_gemm_swapped(be->prec, ta, tb, M, N, K);
   const float *x = sw ? B : A, *y = sw ? A : B;       /* first and second operand */
   const bool tx = sw ? !tb : ta, ty = sw ? !ta : tb;  /* do they need a transpose? */
   const int R = sw ? N : M, Q = sw ? M : N;           /* result rows x cols */
@@ -105,7 +109,7 @@ tpu_status tpu_fe_gemm(const tpu_fe_backend *be, tpu_fe_scratch *s, bool ta, boo
 /* {==================================================================
 ** Workspace and initializer
 ** ================================================================== */
-tpu_status tpu_fe_ws_create(const tpu_fe_model *m, int rows, tpu_fe_core_ws *ws) {
+tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   memset(ws, 0, sizeof *ws);
   ws->rows = rows;
   size_t r = (size_t)rows;
@@ -132,28 +136,21 @@ tpu_status tpu_fe_ws_create(const tpu_fe_model *m, int rows, tpu_fe_core_ws *ws)
   if (!ws->cols || !ws->g0 || !ws->g1 || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
   return TPU_OK;
 fail:
-  tpu_fe_ws_destroy(m, ws);
+  fe_ws_destroy(m, ws);
   return TPU_ERR_NOMEM;
 }
 
-void tpu_fe_ws_destroy(const tpu_fe_model *m, tpu_fe_core_ws *ws) {
+void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->act) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->act[i]);
   if (ws->mask) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mask[i]);
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
-  tpu_free(ws->act);
-  tpu_free(ws->mask);
-  tpu_free(ws->argmax);
-  tpu_free(ws->cols);
-  tpu_free(ws->g0);
-  tpu_free(ws->g1);
-  tpu_free(ws->grad);
-  tpu_free(ws->lab);
-  tpu_free(ws->rowloss);
-  tpu_fe_scratch_free(&ws->scratch);
+  void *bufs[] = { ws->act, ws->mask, ws->argmax, ws->cols, ws->g0, ws->g1, ws->grad, ws->lab, ws->rowloss };
+  for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
+  fe_scratch_free(&ws->scratch);
   memset(ws, 0, sizeof *ws);
 }
 
-void tpu_fe_params_init(const tpu_fe_model *m, float *params) {
+void fe_params_init(const tpu_fe_model *m, float *params) {
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *L = &m->layers[i];
     if (!L->nw) continue;
@@ -170,23 +167,23 @@ void tpu_fe_params_init(const tpu_fe_model *m, float *params) {
 /* }================================================================== */
 
 /* {==================================================================
-** Forward
+** Data movement: im2col, col2im, pooling, dropout masks
 ** ================================================================== */
 /* Builds the im2col rows of 'rows' samples: row (b, oy, ox) holds the
 ** receptive field in (ky, kx, c) order, zero where it falls in the padding. */
-static void im2col(const tpu_fe_layer *L, int rows, const float *x, float *cols) {
-  const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w;
-  const size_t kkc = (size_t)L->kh * (size_t)L->kw * (size_t)C;
+static void im2col(const fe_window *w, int rows, const float *x, float *cols) {
+  const int H = w->h, W = w->w, C = w->c, OH = w->oh, OW = w->ow;
+  const size_t kkc = (size_t)w->kh * (size_t)w->kw * (size_t)C;
   for (int b = 0; b < rows; b++) {
     const float *xb = x + (size_t)b * (size_t)H * (size_t)W * (size_t)C;
     for (int oy = 0; oy < OH; oy++)
       for (int ox = 0; ox < OW; ox++) {
         float *row = cols + (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * kkc;
-        for (int ky = 0; ky < L->kh; ky++) {
-          int iy = oy * L->stride + ky - L->pad_top;
-          for (int kx = 0; kx < L->kw; kx++) {
-            int ix = ox * L->stride + kx - L->pad_left;
-            float *dst = row + ((size_t)ky * (size_t)L->kw + (size_t)kx) * (size_t)C;
+        for (int ky = 0; ky < w->kh; ky++) {
+          int iy = oy * w->stride + ky - w->pad_top;
+          for (int kx = 0; kx < w->kw; kx++) {
+            int ix = ox * w->stride + kx - w->pad_left;
+            float *dst = row + ((size_t)ky * (size_t)w->kw + (size_t)kx) * (size_t)C;
             if (iy < 0 || iy >= H || ix < 0 || ix >= W) memset(dst, 0, (size_t)C * sizeof(float));
             else memcpy(dst, xb + ((size_t)iy * (size_t)W + (size_t)ix) * (size_t)C, (size_t)C * sizeof(float));
           }
@@ -195,22 +192,22 @@ static void im2col(const tpu_fe_layer *L, int rows, const float *x, float *cols)
   }
 }
 /* The adjoint of im2col: adds each column entry back to its input pixel. */
-static void col2im(const tpu_fe_layer *L, int rows, const float *cols, float *dx) {
-  const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w;
-  const size_t kkc = (size_t)L->kh * (size_t)L->kw * (size_t)C;
+static void col2im(const fe_window *w, int rows, const float *cols, float *dx) {
+  const int H = w->h, W = w->w, C = w->c, OH = w->oh, OW = w->ow;
+  const size_t kkc = (size_t)w->kh * (size_t)w->kw * (size_t)C;
   memset(dx, 0, (size_t)rows * (size_t)H * (size_t)W * (size_t)C * sizeof(float));
   for (int b = 0; b < rows; b++) {
     float *xb = dx + (size_t)b * (size_t)H * (size_t)W * (size_t)C;
     for (int oy = 0; oy < OH; oy++)
       for (int ox = 0; ox < OW; ox++) {
         const float *row = cols + (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * kkc;
-        for (int ky = 0; ky < L->kh; ky++) {
-          int iy = oy * L->stride + ky - L->pad_top;
+        for (int ky = 0; ky < w->kh; ky++) {
+          int iy = oy * w->stride + ky - w->pad_top;
           if (iy < 0 || iy >= H) continue;
-          for (int kx = 0; kx < L->kw; kx++) {
-            int ix = ox * L->stride + kx - L->pad_left;
+          for (int kx = 0; kx < w->kw; kx++) {
+            int ix = ox * w->stride + kx - w->pad_left;
             if (ix < 0 || ix >= W) continue;
-            const float *src = row + ((size_t)ky * (size_t)L->kw + (size_t)kx) * (size_t)C;
+            const float *src = row + ((size_t)ky * (size_t)w->kw + (size_t)kx) * (size_t)C;
             float *d = xb + ((size_t)iy * (size_t)W + (size_t)ix) * (size_t)C;
             for (int c = 0; c < C; c++) d[c] += src[c];
           }
@@ -219,8 +216,13 @@ static void col2im(const tpu_fe_layer *L, int rows, const float *cols, float *dx
   }
 }
 
-static void pool_forward(const tpu_fe_layer *L, int rows, const float *x, float *y, int *arg) {
-  const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w, P = L->pool;
+/* Pools (square windows, no padding): the flat input index of tap (py, px)
+** of output (b, oy, ox, c). */
+static int pool_tap(const fe_window *w, int b, int oy, int ox, int py, int px, int c) {
+  return (((b * w->h) + oy * w->stride + py) * w->w + ox * w->stride + px) * w->c + c;
+}
+static void pool_forward(const fe_window *w, bool max, int rows, const float *x, float *y, int *arg) {
+  const int OH = w->oh, OW = w->ow, C = w->c, P = w->kh;
   const float inv = 1.0f / (float)(P * P);
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
@@ -231,191 +233,185 @@ static void pool_forward(const tpu_fe_layer *L, int rows, const float *x, float 
           int bi = -1;
           for (int py = 0; py < P; py++)
             for (int px = 0; px < P; px++) {
-              int idx = (((b * H) + oy * L->stride + py) * W + ox * L->stride + px) * C + c;
+              int idx = pool_tap(w, b, oy, ox, py, px, c);
               float v = x[idx];
               if (bi < 0 || v > best) { best = v; bi = idx; }
               sum += v;
             }
-          if (L->kind == TPU_FE_MAXPOOL) { y[o] = best; arg[o] = bi; }
+          if (max) { y[o] = best; arg[o] = bi; }
           else y[o] = sum * inv;
         }
 }
-
-tpu_status tpu_fe_forward(const tpu_fe_model *m, const tpu_fe_backend *be, const float *params,
-                      tpu_fe_core_ws *ws, const float *x, const uint8_t *labels,
-                      bool train, uint64_t step, uint64_t first_sample) {
-  const int rows = ws->rows;
-  tpu_status st;
-  memcpy(ws->act[0], x, (size_t)rows * tpu_fe_shape_size(m->input) * sizeof(float));
-  for (int i = 0; i < m->nlayers; i++) {
-    const tpu_fe_layer *L = &m->layers[i];
-    const float *in = ws->act[i];
-    float *out = ws->act[i + 1];
-    const size_t n_in = (size_t)rows * tpu_fe_shape_size(L->in);
-    switch (L->kind) {
-    case TPU_FE_DENSE:
-      if ((st = tpu_fe_gemm(be, &ws->scratch, false, false, rows, L->units, L->in.c, in,
-                        params + L->woff, out, false))) return st;
-      if ((st = vpu(TPU_VPU_BIAS_ADD, rows, L->units, out, params + L->boff, out))) return st;
-      break;
-    case TPU_FE_CONV2D: {
-      int Mrows = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
-      im2col(L, rows, in, ws->cols);
-      if ((st = tpu_fe_gemm(be, &ws->scratch, false, false, Mrows, L->filters, K, ws->cols,
-                        params + L->woff, out, false))) return st;
-      if ((st = vpu(TPU_VPU_BIAS_ADD, Mrows, L->filters, out, params + L->boff, out))) return st;
-      break;
-    }
-    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
-      pool_forward(L, rows, in, out, ws->argmax[i]);
-      break;
-    case TPU_FE_FLATTEN:
-      memcpy(out, in, n_in * sizeof(float));
-      break;
-    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
-      tpu_vpu_op op = L->kind == TPU_FE_RELU ? TPU_VPU_RELU : L->kind == TPU_FE_TANH ? TPU_VPU_TANH : TPU_VPU_SIGMOID;
-      if ((st = vpu(op, rows, (int)tpu_fe_shape_size(L->out), in, NULL, out))) return st;
-      break;
-    }
-    case TPU_FE_DROPOUT:
-      if (!train || L->rate == 0.0) { memcpy(out, in, n_in * sizeof(float)); break; }
-      {
-        const float keep = (float)(1.0 - L->rate), scale = 1.0f / keep;
-        const size_t per = tpu_fe_shape_size(L->in);
-        for (int b = 0; b < rows; b++) {
-          uint64_t key = tpu_mix64(tpu_mix64(tpu_mix64(m->seed ^ 0xd50u) + step) ^
-                                  tpu_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)i));
-          for (size_t e = 0; e < per; e++)
-            ws->mask[i][(size_t)b * per + e] = unit_f32(tpu_mix64(key + e)) < keep ? scale : 0.0f;
-        }
-        if ((st = vpu(TPU_VPU_MUL, rows, (int)per, in, ws->mask[i], out))) return st;
-      }
-      break;
-    default:
-      return TPU_ERR_CONFIG;
-    }
+/* Max: the gradient goes to each window's winner; avg: spread evenly. */
+static void pool_backward(const fe_window *w, bool max, int rows, const float *g, const int *arg, float *gn) {
+  const int OH = w->oh, OW = w->ow, C = w->c, P = w->kh;
+  const size_t n_out = (size_t)rows * (size_t)OH * (size_t)OW * (size_t)C;
+  memset(gn, 0, (size_t)rows * (size_t)w->h * (size_t)w->w * (size_t)C * sizeof(float));
+  if (max) {
+    for (size_t k = 0; k < n_out; k++) gn[arg[k]] += g[k];
+    return;
   }
-  /* softmax cross-entropy and accuracy on the VPU, summed in row order */
-  ws->loss_sum = 0.0;
-  ws->correct = 0;
-  if (!labels) return TPU_OK;
-  const int ncls = m->layers[m->nlayers - 1].out.c;
-  for (int b = 0; b < rows; b++) ws->lab[b] = labels[b];
-  float hits = 0.0f;
-  tpu_vpu_args a = { .rows = rows, .cols = ncls, .x = ws->act[m->nlayers], .labels = ws->lab,
-                     .out = ws->rowloss, .p = tpu_vpu_params_default() };
-  if ((st = tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &a))) return st;
-  for (int b = 0; b < rows; b++) ws->loss_sum += (double)ws->rowloss[b];
-  a.out = &hits;
-  if ((st = tpu_vpu_exec(TPU_VPU_ACCURACY, &a))) return st;
-  ws->correct = (int)hits;
-  return TPU_OK;
+  const float inv_area = 1.0f / (float)(P * P);
+  for (int b = 0; b < rows; b++)
+    for (int oy = 0; oy < OH; oy++)
+      for (int ox = 0; ox < OW; ox++)
+        for (int c = 0; c < C; c++) {
+          float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * inv_area;
+          for (int py = 0; py < P; py++)
+            for (int px = 0; px < P; px++) gn[pool_tap(w, b, oy, ox, py, px, c)] += v;
+        }
+}
+
+/* Dropout keeps an element with probability 1 - rate and scales it by
+** 1/(1 - rate); the mask is a hash of (seed, step, layer, global sample,
+** element), so it does not depend on how the batch is split. */
+static void dropout_mask(const tpu_fe_model *m, int layer, int rows, uint64_t step, uint64_t first_sample,
+                         float *mask) {
+  const tpu_fe_layer *L = &m->layers[layer];
+  const float keep = (float)(1.0 - L->rate), scale = 1.0f / keep;
+  const size_t per = tpu_fe_shape_size(L->in);
+  for (int b = 0; b < rows; b++) {
+    uint64_t key = tpu_mix64(tpu_mix64(tpu_mix64(m->seed ^ 0xd50u) + step) ^
+                            tpu_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)layer));
+    for (size_t e = 0; e < per; e++)
+      mask[(size_t)b * per + e] = unit_f32(tpu_mix64(key + e)) < keep ? scale : 0.0f;
+  }
 }
 /* }================================================================== */
 
 /* {==================================================================
-** Backward
+** The plan's executor: forward and backward of one core
 ** ================================================================== */
-tpu_status tpu_fe_backward(const tpu_fe_model *m, const tpu_fe_backend *be, const float *params,
-                       tpu_fe_core_ws *ws, const uint8_t *labels, int global_batch) {
-  const int rows = ws->rows;
-  const int ncls = m->layers[m->nlayers - 1].out.c;
-  const float inv = 1.0f / (float)global_batch;
-  float *g = ws->g0, *gn = ws->g1;
-  tpu_status st;
-  for (int b = 0; b < rows; b++) ws->lab[b] = labels[b];
-  tpu_vpu_args a = { .rows = rows, .cols = ncls, .x = ws->act[m->nlayers], .labels = ws->lab,
-                     .out = ws->rowloss, .out2 = g, .p = tpu_vpu_params_default() };
-  a.p.alpha = inv;
-  if ((st = tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &a))) return st;
-  for (int i = m->nlayers - 1; i >= 0; i--) {
-    const tpu_fe_layer *L = &m->layers[i];
-    const float *in = ws->act[i], *out = ws->act[i + 1];
-    const size_t n_in = (size_t)rows * tpu_fe_shape_size(L->in), n_out = (size_t)rows * tpu_fe_shape_size(L->out);
-    const bool need_dx = i > 0;
-    switch (L->kind) {
-    case TPU_FE_DENSE:
-      if ((st = tpu_fe_gemm(be, &ws->scratch, true, false, L->in.c, L->units, rows, in, g,
-                        ws->grad + L->woff, false))) return st;
-      if ((st = vpu(TPU_VPU_COL_SUM, rows, L->units, g, NULL, ws->grad + L->boff))) return st;
-      if (need_dx && (st = tpu_fe_gemm(be, &ws->scratch, false, true, rows, L->in.c, L->units, g,
-                                   params + L->woff, gn, false))) return st;
-      break;
-    case TPU_FE_CONV2D: {
-      int Mrows = rows * L->out.h * L->out.w, K = L->kh * L->kw * L->in.c;
-      im2col(L, rows, in, ws->cols);
-      if ((st = tpu_fe_gemm(be, &ws->scratch, true, false, K, L->filters, Mrows, ws->cols, g,
-                        ws->grad + L->woff, false))) return st;
-      if ((st = vpu(TPU_VPU_COL_SUM, Mrows, L->filters, g, NULL, ws->grad + L->boff))) return st;
-      if (need_dx) {
-        if ((st = tpu_fe_gemm(be, &ws->scratch, false, true, Mrows, K, L->filters, g,
-                          params + L->woff, ws->cols, false))) return st;
-        col2im(L, rows, ws->cols, gn);
-      }
-      break;
-    }
-    case TPU_FE_MAXPOOL:
-      memset(gn, 0, n_in * sizeof(float));
-      for (size_t k = 0; k < n_out; k++) gn[ws->argmax[i][k]] += g[k];
-      break;
-    case TPU_FE_AVGPOOL: {
-      const int H = L->in.h, W = L->in.w, C = L->in.c, OH = L->out.h, OW = L->out.w, P = L->pool;
-      const float inv_area = 1.0f / (float)(P * P);
-      memset(gn, 0, n_in * sizeof(float));
-      for (int b = 0; b < rows; b++)
-        for (int oy = 0; oy < OH; oy++)
-          for (int ox = 0; ox < OW; ox++)
-            for (int c = 0; c < C; c++) {
-              float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * inv_area;
-              for (int py = 0; py < P; py++)
-                for (int px = 0; px < P; px++)
-                  gn[(((b * H) + oy * L->stride + py) * W + ox * L->stride + px) * C + c] += v;
-            }
-      break;
-    }
-    case TPU_FE_FLATTEN:
-      memcpy(gn, g, n_in * sizeof(float));
-      break;
-    case TPU_FE_RELU:     /* relu_grad looks at the forward input */
-      if ((st = vpu(TPU_VPU_RELU_GRAD, rows, (int)tpu_fe_shape_size(L->in), in, g, gn))) return st;
-      break;
-    case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
-      if ((st = vpu(L->kind == TPU_FE_TANH ? TPU_VPU_TANH_GRAD : TPU_VPU_SIGMOID_GRAD, rows,
-                    (int)tpu_fe_shape_size(L->in), out, g, gn))) return st;
-      break;
-    case TPU_FE_DROPOUT:
-      if (L->rate == 0.0) memcpy(gn, g, n_in * sizeof(float));
-      else if ((st = vpu(TPU_VPU_MUL, rows, (int)tpu_fe_shape_size(L->in), g, ws->mask[i], gn))) return st;
-      break;
-    default:
-      return TPU_ERR_CONFIG;
-    }
-    float *t = g; g = gn; gn = t;
+typedef struct exec {
+  const fe_plan *p;
+  const tpu_fe_backend *be;
+  const float *params;
+  fe_core_ws *ws;
+  const float *x;              /* the shard */
+  const uint8_t *labels;
+  uint64_t step, first_sample; /* dropout keys */
+  float hits;                  /* accuracy's result */
+} exec;
+
+/* Where a tensor of the plan lives in this core's workspace. */
+static float *tensor_of(exec *e, fe_tensor t) {
+  const tpu_fe_model *m = e->p->model;
+  fe_core_ws *ws = e->ws;
+  const tpu_fe_layer *L = t.layer >= 0 && t.layer < m->nlayers ? &m->layers[t.layer] : NULL;
+  switch (t.kind) {
+  case FE_T_ACT: return ws->act[t.layer];
+  case FE_T_DACT: return (m->nlayers - t.layer) % 2 == 0 ? ws->g0 : ws->g1;
+  case FE_T_W: return (float *)e->params + L->woff;
+  case FE_T_B: return (float *)e->params + L->boff;
+  case FE_T_DW: return ws->grad + L->woff;
+  case FE_T_DB: return ws->grad + L->boff;
+  case FE_T_COLS: return ws->cols;
+  case FE_T_MASK: return ws->mask[t.layer];
+  case FE_T_LOSS: return ws->rowloss;
+  case FE_T_HITS: return &e->hits;
+  default: return NULL;
+  }
+}
+
+static tpu_status run_gemm(exec *e, const fe_gemm_step *g) {
+  return fe_gemm(e->be, &e->ws->scratch, g->ta, g->tb, g->M, g->N, g->K, tensor_of(e, g->a), tensor_of(e, g->b),
+                 tensor_of(e, g->c), g->acc);
+}
+
+/* One VPU op on f32 (numerics only; the timing path charges its cycles). A
+** failure means a shape or hyper-parameter the model checks already
+** excluded, or a label out of range. */
+static tpu_status run_vpu(exec *e, const fe_vpu_step *v) {
+  fe_core_ws *ws = e->ws;
+  const int rows = (int)v->rows;
+  tpu_vpu_args a = { .rows = rows, .cols = (int)v->cols, .x = tensor_of(e, v->x), .out = tensor_of(e, v->out),
+                     .out2 = tensor_of(e, v->out2), .p = tpu_vpu_params_default() };
+  if (v->y.kind == FE_T_LABELS) {
+    for (int b = 0; b < rows; b++) ws->lab[b] = e->labels[b];
+    a.labels = ws->lab;
+  } else {
+    a.y = tensor_of(e, v->y);
+  }
+  a.p.alpha = v->alpha;
+  tpu_status st = tpu_vpu_exec(v->op, &a);
+  if (st) return st;
+  if (v->op == TPU_VPU_SOFTMAX_XENT)   /* summed in row order */
+    for (int b = 0; b < rows; b++) ws->loss_sum += (double)ws->rowloss[b];
+  if (v->op == TPU_VPU_ACCURACY) ws->correct = (int)e->hits;
+  return TPU_OK;
+}
+
+static tpu_status run_step(exec *e, const fe_step *s) {
+  const int rows = e->p->rows, L = s->layer;
+  fe_core_ws *ws = e->ws;
+  const bool fwd = s->phase == FE_FORWARD;
+  /* the tensors a data-movement step reads and writes */
+  const float *in = fwd ? ws->act[L >= 0 ? L : 0] : tensor_of(e, (fe_tensor){ FE_T_DACT, L + 1 });
+  float *out = fwd ? ws->act[L + 1] : tensor_of(e, (fe_tensor){ FE_T_DACT, L });
+  switch (s->kind) {
+  case FE_STEP_INFEED:
+    memcpy(ws->act[0], e->x, (size_t)(s->rows * s->cols) * sizeof(float));
+    return TPU_OK;
+  case FE_STEP_GEMM: return run_gemm(e, &s->gemm);
+  case FE_STEP_VPU: return run_vpu(e, &s->vpu);
+  case FE_STEP_IM2COL: im2col(&s->win, rows, ws->act[L], ws->cols); return TPU_OK;
+  case FE_STEP_COL2IM: col2im(&s->win, rows, ws->cols, out); return TPU_OK;
+  case FE_STEP_POOL: pool_forward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, out, ws->argmax[L]); return TPU_OK;
+  case FE_STEP_POOL_BWD: pool_backward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, ws->argmax[L], out); return TPU_OK;
+  case FE_STEP_VIEW: memcpy(out, in, (size_t)(s->rows * s->cols) * sizeof(float)); return TPU_OK;
+  case FE_STEP_DROPOUT_MASK:
+    dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
+    return TPU_OK;
+  default:
+    return TPU_ERR_CONFIG;   /* the all-reduce and the update belong to the trainer */
+  }
+}
+
+static tpu_status run_phases(exec *e, fe_phase from, fe_phase to) {
+  for (int k = 0; k < e->p->nsteps; k++) {
+    const fe_step *s = &e->p->steps[k];
+    if (s->phase < from || s->phase > to) continue;
+    tpu_status st = run_step(e, s);
+    if (st) return st;
   }
   return TPU_OK;
+}
+
+tpu_status fe_forward(const fe_plan *p, const tpu_fe_backend *be, const float *params, fe_core_ws *ws,
+                      const float *x, const uint8_t *labels, uint64_t step, uint64_t first_sample) {
+  exec e = { .p = p, .be = be, .params = params, .ws = ws, .x = x, .labels = labels, .step = step,
+             .first_sample = first_sample };
+  ws->loss_sum = 0.0;
+  ws->correct = 0;
+  return run_phases(&e, FE_INFEED, labels ? FE_LOSS : FE_FORWARD);
+}
+
+tpu_status fe_backward(const fe_plan *p, const tpu_fe_backend *be, const float *params, fe_core_ws *ws) {
+  exec e = { .p = p, .be = be, .params = params, .ws = ws };
+  return run_phases(&e, FE_BACKWARD, FE_BACKWARD);
 }
 /* }================================================================== */
 
 /* {==================================================================
 ** Optimizers (Keras' update rules)
 ** ================================================================== */
-tpu_status tpu_fe_opt_create(const tpu_fe_model *m, tpu_fe_opt_state *s) {
+tpu_status fe_opt_create(const tpu_fe_model *m, tpu_fe_opt_state *s) {
   memset(s, 0, sizeof *s);
   size_t n = m->nparams ? m->nparams : 1;
   if (m->opt.kind != TPU_FE_SGD && !(s->m = tpu_calloc(n, sizeof(float)))) return TPU_ERR_NOMEM;
   if (m->opt.kind == TPU_FE_ADAM && !(s->v = tpu_calloc(n, sizeof(float)))) {
-    tpu_fe_opt_destroy(s);
+    fe_opt_destroy(s);
     return TPU_ERR_NOMEM;
   }
   return TPU_OK;
 }
-void tpu_fe_opt_destroy(tpu_fe_opt_state *s) {
+void fe_opt_destroy(tpu_fe_opt_state *s) {
   tpu_free(s->m);
   tpu_free(s->v);
   memset(s, 0, sizeof *s);
 }
 
-void tpu_fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *p, const float *g) {
+void fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *p, const float *g) {
   const tpu_fe_optimizer *o = &m->opt;
   s->t++;
   tpu_vpu_args a = { .rows = 1, .cols = (int)m->nparams, .param = p, .grad = g, .m = s->m, .v = s->v,

@@ -20,28 +20,27 @@ const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
 }
 
-static const char MLP_JSON[] =
-  "{\n"
-  "  \"name\": \"mlp\",\n"
-  "  \"input\": [28, 28, 1],\n"
-  "  \"layers\": [\n"
+/* The built-in models share their frame: a 28x28x1 input, softmax
+** cross-entropy, adam at 0.001, seed 1. */
+#define BUILTIN_JSON(name, layers)                                                     \
+  "{\n"                                                                                \
+  "  \"name\": \"" name "\",\n"                                                        \
+  "  \"input\": [28, 28, 1],\n"                                                        \
+  "  \"layers\": [\n" layers "  ],\n"                                                  \
+  "  \"loss\": \"softmax_cross_entropy\",\n"                                           \
+  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.001 },\n"               \
+  "  \"seed\": 1\n"                                                                    \
+  "}\n"
+
+static const char MLP_JSON[] = BUILTIN_JSON("mlp",
   "    { \"type\": \"flatten\" },\n"
   "    { \"type\": \"dense\", \"units\": 256 },\n"
   "    { \"type\": \"relu\" },\n"
   "    { \"type\": \"dense\", \"units\": 128 },\n"
   "    { \"type\": \"relu\" },\n"
-  "    { \"type\": \"dense\", \"units\": 10 }\n"
-  "  ],\n"
-  "  \"loss\": \"softmax_cross_entropy\",\n"
-  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.001 },\n"
-  "  \"seed\": 1\n"
-  "}\n";
+  "    { \"type\": \"dense\", \"units\": 10 }\n");
 
-static const char CNN_JSON[] =
-  "{\n"
-  "  \"name\": \"cnn\",\n"
-  "  \"input\": [28, 28, 1],\n"
-  "  \"layers\": [\n"
+static const char CNN_JSON[] = BUILTIN_JSON("cnn",
   "    { \"type\": \"conv2d\", \"filters\": 32, \"kernel\": 5, \"padding\": \"same\" },\n"
   "    { \"type\": \"relu\" },\n"
   "    { \"type\": \"maxpool\", \"size\": 2 },\n"
@@ -51,12 +50,7 @@ static const char CNN_JSON[] =
   "    { \"type\": \"flatten\" },\n"
   "    { \"type\": \"dense\", \"units\": 1024 },\n"
   "    { \"type\": \"relu\" },\n"
-  "    { \"type\": \"dense\", \"units\": 10 }\n"
-  "  ],\n"
-  "  \"loss\": \"softmax_cross_entropy\",\n"
-  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.001 },\n"
-  "  \"seed\": 1\n"
-  "}\n";
+  "    { \"type\": \"dense\", \"units\": 10 }\n");
 
 static const char *const BUILTIN_NAMES[] = { "mlp", "cnn", NULL };
 const char *const *tpu_fe_model_builtin_names(void) { return BUILTIN_NAMES; }

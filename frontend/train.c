@@ -2,9 +2,13 @@
 ** train.c -- the data-parallel training step over the cores, evaluation,
 ** epoch order and checkpoints.
 **
-** Cores run on host threads (core k on thread k mod T); each core only
-** touches its own workspace, and the gradient sum runs afterwards in core
-** order, so the results are bit-identical for any thread count.
+** The trainer runs one step plan (fe_int.h): every core executes its
+** forward, loss and backward steps (layers.c) on its own shard and
+** workspace, on host threads (core k on thread k mod T); then the plan's
+** all-reduce step sums the cores' gradients with tpu_sim_sum_cores() (core
+** order, the engine's order too) and its update step runs the optimizer.
+** No core reads another's buffers and the sum order is fixed, so the
+** results are bit-identical for any thread count.
 */
 #include <cblas.h>
 #include <errno.h>
@@ -14,7 +18,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "frontend/fe.h"
+#include "frontend/fe_int.h"
 
 tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be, int cores, int global_batch,
                              int threads, tpu_fe_trainer *t) {
@@ -33,9 +37,10 @@ tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be
   t->grad = tpu_malloc(m->nparams * sizeof(float) + 1);
   if (!t->ws || !t->params || !t->grad) goto fail;
   for (int c = 0; c < cores; c++)
-    if (tpu_fe_ws_create(m, t->rows, &t->ws[c]) != TPU_OK) goto fail;
-  if (tpu_fe_opt_create(m, &t->opt) != TPU_OK) goto fail;
-  tpu_fe_params_init(m, t->params);
+    if (fe_ws_create(m, t->rows, &t->ws[c]) != TPU_OK) goto fail;
+  if (fe_plan_create(m, t->rows, global_batch, be->prec, true, &t->plan) != TPU_OK) goto fail;
+  if (fe_opt_create(m, &t->opt) != TPU_OK) goto fail;
+  fe_params_init(m, t->params);
   return TPU_OK;
 fail:
   tpu_fe_trainer_destroy(t);
@@ -44,11 +49,12 @@ fail:
 
 void tpu_fe_trainer_destroy(tpu_fe_trainer *t) {
   if (t->ws)
-    for (int c = 0; c < t->cores; c++) tpu_fe_ws_destroy(t->model, &t->ws[c]);
+    for (int c = 0; c < t->cores; c++) fe_ws_destroy(t->model, &t->ws[c]);
   tpu_free(t->ws);
+  fe_plan_destroy(t->plan);
   tpu_free(t->params);
   tpu_free(t->grad);
-  tpu_fe_opt_destroy(&t->opt);
+  fe_opt_destroy(&t->opt);
   memset(t, 0, sizeof *t);
 }
 
@@ -57,12 +63,11 @@ void tpu_fe_trainer_destroy(tpu_fe_trainer *t) {
 ** ================================================================== */
 typedef struct job {
   tpu_fe_trainer *t;
+  const fe_plan *plan;         /* of this batch's shards */
   int first, stride;           /* cores first, first+stride, ... */
   const float *x;              /* per core: x + core*rows*insize */
   const uint8_t *y;
   uint64_t step, first_sample;
-  bool train;
-  int rows_last;               /* eval: rows of each core (<= t->rows) */
   int active;                  /* cores with work */
   tpu_status st;
 } job;
@@ -73,12 +78,11 @@ static void *run_cores(void *arg) {
   const tpu_fe_model *m = t->model;
   const size_t in = tpu_fe_shape_size(m->input);
   for (int c = j->first; c < j->active; c += j->stride) {
-    tpu_fe_core_ws *ws = &t->ws[c];
-    size_t off = (size_t)c * (size_t)t->rows;
-    ws->rows = j->train ? t->rows : j->rows_last;
-    tpu_status st = tpu_fe_forward(m, &t->be, t->params, ws, j->x + off * in, j->y + off, j->train, j->step,
+    fe_core_ws *ws = &t->ws[c];
+    size_t off = (size_t)c * (size_t)j->plan->rows;
+    tpu_status st = fe_forward(j->plan, &t->be, t->params, ws, j->x + off * in, j->y + off, j->step,
                                j->first_sample + off);
-    if (!st && j->train) st = tpu_fe_backward(m, &t->be, t->params, ws, j->y + off, t->rows * t->cores);
+    if (!st && j->plan->train) st = fe_backward(j->plan, &t->be, t->params, ws);
     if (st) { j->st = st; return NULL; }
   }
   return NULL;
@@ -107,27 +111,53 @@ static tpu_status run_all(tpu_fe_trainer *t, job *proto) {
 }
 /* }================================================================== */
 
+/* The plan's all-reduce and update steps, after every core's backward. */
+static tpu_status reduce_and_update(tpu_fe_trainer *t) {
+  const fe_plan *p = t->plan;
+  const float *grads[TPU_MAX_CORES];
+  for (int c = 0; c < t->cores; c++) grads[c] = t->ws[c].grad;
+  for (int k = 0; k < p->nsteps; k++) {
+    const fe_step *s = &p->steps[k];
+    if (s->kind == FE_STEP_ALLREDUCE) tpu_sim_sum_cores(t->cores, grads, s->rows, t->grad);
+    else if (s->kind == FE_STEP_UPDATE) fe_opt_apply(t->model, &t->opt, t->params, t->grad);
+  }
+  return TPU_OK;
+}
+
 tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct) {
-  job j = { .t = t, .x = x, .y = y, .step = step, .first_sample = first_sample, .train = true,
-            .rows_last = t->rows, .active = t->cores };
+  job j = { .t = t, .plan = t->plan, .x = x, .y = y, .step = step, .first_sample = first_sample,
+            .active = t->cores };
   tpu_status st = run_all(t, &j);
   if (st) return st;
-  /* all-reduce: sum in core order */
-  const size_t n = t->model->nparams;
-  memcpy(t->grad, t->ws[0].grad, n * sizeof(float));
-  double ls = t->ws[0].loss_sum;
-  int cor = t->ws[0].correct;
-  for (int c = 1; c < t->cores; c++) {
-    const float *g = t->ws[c].grad;
-    for (size_t k = 0; k < n; k++) t->grad[k] += g[k];
+  double ls = 0.0;
+  int cor = 0;
+  for (int c = 0; c < t->cores; c++) {
     ls += t->ws[c].loss_sum;
     cor += t->ws[c].correct;
   }
-  tpu_fe_opt_apply(t->model, &t->opt, t->params, t->grad);
+  if ((st = reduce_and_update(t))) return st;
   *loss = ls / (double)(t->rows * t->cores);
   *correct = cor;
   return TPU_OK;
+}
+
+/* Forward (with the loss) of plan->rows samples on each of 'active' cores. */
+static tpu_status eval_cores(tpu_fe_trainer *t, const fe_plan *p, const float *x, const uint8_t *y, int active,
+                             double *ls, long *cor) {
+  job j = { .t = t, .plan = p, .x = x, .y = y, .active = active };
+  tpu_status st = run_all(t, &j);
+  for (int c = 0; c < active && !st; c++) { *ls += t->ws[c].loss_sum; *cor += t->ws[c].correct; }
+  return st;
+}
+/* The same for a shard size of its own (a short last batch). */
+static tpu_status eval_short(tpu_fe_trainer *t, const float *x, const uint8_t *y, int rows, int active,
+                             double *ls, long *cor) {
+  fe_plan *p = NULL;
+  tpu_status st = fe_plan_create(t->model, rows, rows * active, t->be.prec, false, &p);
+  if (!st) st = eval_cores(t, p, x, y, active, ls, cor);
+  fe_plan_destroy(p);
+  return st;
 }
 
 tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, double *loss, double *acc) {
@@ -135,32 +165,22 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
   const size_t in = tpu_fe_shape_size(t->model->input);
   double ls = 0.0;
   long cor = 0;
-  for (int s = 0; s < d->n; s += gb) {
+  fe_plan *full = NULL;   /* inference on whole shards */
+  tpu_status st = fe_plan_create(t->model, t->rows, gb, t->be.prec, false, &full);
+  for (int s = 0; s < d->n && !st; s += gb) {
+    const float *x = d->x + (size_t)s * in;
+    const uint8_t *y = d->y + s;
     int left = d->n - s < gb ? d->n - s : gb;
-    /* a short last batch is spread over as many cores as it fills */
+    if (left == gb) { st = eval_cores(t, full, x, y, t->cores, &ls, &cor); continue; }
+    /* a short last batch is spread over as many cores as it fills; the
+    ** cores must see whole shards: a ragged tail runs on one core */
     int rows = left < t->rows ? left : t->rows;
-    int active = (left + rows - 1) / rows;
-    job j = { .t = t, .x = d->x + (size_t)s * in, .y = d->y + s, .train = false,
-              .rows_last = rows, .active = active };
-    if (left % rows) {
-      /* the cores must see whole shards: run the ragged tail on one core */
-      j.active = left / rows;
-      tpu_status st = j.active ? run_all(t, &j) : TPU_OK;
-      if (st) return st;
-      for (int c = 0; c < j.active; c++) { ls += t->ws[c].loss_sum; cor += t->ws[c].correct; }
-      int done = j.active * rows;
-      job k = { .t = t, .x = d->x + (size_t)(s + done) * in, .y = d->y + s + done, .train = false,
-                .rows_last = left - done, .active = 1 };
-      if ((st = run_all(t, &k))) return st;
-      ls += t->ws[0].loss_sum;
-      cor += t->ws[0].correct;
-    } else {
-      tpu_status st = run_all(t, &j);
-      if (st) return st;
-      for (int c = 0; c < active; c++) { ls += t->ws[c].loss_sum; cor += t->ws[c].correct; }
-    }
+    int whole = left / rows, done = whole * rows;
+    st = eval_short(t, x, y, rows, whole, &ls, &cor);
+    if (!st && done < left) st = eval_short(t, x + (size_t)done * in, y + done, left - done, 1, &ls, &cor);
   }
-  for (int c = 0; c < t->cores; c++) t->ws[c].rows = t->rows;
+  fe_plan_destroy(full);
+  if (st) return st;
   *loss = ls / (double)d->n;
   *acc = (double)cor / (double)d->n;
   return TPU_OK;

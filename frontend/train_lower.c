@@ -1,38 +1,42 @@
 /*
-** train_lower.c -- lowering of a model's training step (or inference pass)
-** into one chip-engine program per core (tpu_fe_step_program), and the step
-** timing on top of it (tpu_fe_time_step). Shapes only: the program is meant for
+** train_lower.c -- the timing path: the step plan of a model's training
+** step (or inference pass; fe_int.h, frontend/plan.c) lowered into one
+** chip-engine program per core (tpu_fe_step_program), and the step timing
+** on top of it (tpu_fe_time_step). Shapes only: the program is meant for
 ** TPU_FIDELITY_TIMING; values never enter the timing.
 **
-** Every core runs the same program on its shard of 'rows' samples:
+** Every core runs the same program on its shard of 'rows' samples;
+** lower_step() turns each plan step into ops, in the plan's order:
 **
-**   infeed      the shard (and its labels) lands in HBM when the host-time
+**   INFEED      the shard (and its labels) lands in HBM when the host-time
 **               model says it is ready (one infeed entry per core)
-**   forward     per layer, in order:
-**                 dense   Y = X.W on the MXU, tiled; bias_add and a directly
-**                         following relu/tanh/sigmoid fused on the result
-**                         tile before it goes back to HBM
-**                 conv2d  the same GEMM on the im2col matrix
-**                         [rows*OH*OW x KH*KW*C]: the DMA gathers each
-**                         receptive field, so the input is read once per tap
-**                 pools   P*P-1 'max' (avgpool: 'add', then 'scale') over
-**                         output-shaped tiles, one per window tap
-**                 relu/tanh/sigmoid (unfused), dropout ('mul' by a mask
-**                         made on chip; its generation is not modelled)
-**                 flatten nothing (a different view of the same bytes)
+**   GEMM        tiled on the MXU (run_gemm); the steps the plan marks
+**               'fused' after it form its epilogue on the result tile
+**               before it goes back to HBM: bias_add and a directly
+**               following relu/tanh/sigmoid (forward), db = col_sum of dY
+**               (dW). Conv2d's GEMM reads the im2col matrix
+**               [rows*OH*OW x KH*KW*C]: the DMA gathers each receptive
+**               field, so the input is read once per tap and IM2COL costs
+**               nothing of its own
+**   VPU         unfused relu/tanh/sigmoid, their gradients (nin 2), dropout
+**               'mul' by a mask made on chip (its generation, the plan's
+**               DROPOUT_MASK step, is not modelled), element-wise over tiles
+**   POOL        P*P-1 'max' (avgpool: 'add', then 'scale') over
+**               output-shaped tiles, one per window tap; POOL_BWD routes dY
+**               with a select per input (relu_grad's cost), avgpool scales it
+**   COL2IM      conv2d's dcols = dY.W^T summed back into dX by KH*KW
+**               tap-wise 'add's
+**   VIEW        nothing (flatten, inactive dropout: the same bytes)
 **   loss        softmax_xent (loss and gradient) and accuracy per row tile
-**   backward    per layer in reverse (stopping at the first layer with
-**               parameters): dW = X^T.dY and dX = dY.W^T on the MXU (dX
-**               skipped where nothing upstream needs it), db = col_sum of dY
-**               fused into the dW loop; relu_grad / tanh_grad /
-**               sigmoid_grad / 'mul' by the dropout mask on the VPU; maxpool
-**               routes the gradient with a select per input (relu_grad's
-**               cost), avgpool scales it; conv2d's dcols = dY.W^T is summed
-**               back into dX (col2im) by KH*KW tap-wise 'add's
-**   all-reduce  ONE all-reduce of every f32 gradient at the end of the
+**   ALLREDUCE   ONE all-reduce of every f32 gradient at the end of the
 **               backward pass (see below why one)
-**   optimizer   sgd / momentum / adam on the VPU over the parameters as one
+**   UPDATE      sgd / momentum / adam on the VPU over the parameters as one
 **               flat f32 vector, with their state, streamed through VMEM
+**
+** Sections. A step that starts a layer of a phase (or col2im, or a phase
+** without layers) starts a section: its label names the ops in traces
+** ("fwd 1 dense matmul", "bwd 0 conv2d dW dma", "all_reduce gradients")
+** and its VMEM buffers live only within it.
 **
 ** Memory. Every tensor (activations, parameters, gradients, optimizer
 ** state) lives in HBM in f32; each op streams tiles into VMEM by DMA and
@@ -86,8 +90,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/fe.h"
-#include "vpu/vpu.h"
+#include "frontend/fe_int.h"
 
 enum { R_A = 0, R_B, R_C, R_CA, R_CB, R_BIAS, R_DB, R_PART, R_X, R_Y, R_O, R_MASK, R_LAB, R_LOSS, R_ACC,
        R_P, R_G, R_M, R_V, R_NROLES };
@@ -95,8 +98,8 @@ static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "
                                             "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
 
 typedef struct tpu_fe_op_rec { tpu_sim_kind kind; char name[112]; } tpu_fe_op_rec;
-typedef struct vslot { int role, slot; int64_t r, c; int h; } vslot;
-typedef struct hview { int tag; int64_t r, c; int h; } hview;
+typedef struct cbuf { int role, slot; int64_t r, c; int h; } cbuf;   /* a buffer by role, slot and shape */
+typedef struct bufcache { cbuf *v; int n, cap; } bufcache;
 
 typedef struct lower {
   tpu_sim_program *p;
@@ -108,11 +111,12 @@ typedef struct lower {
   int64_t S;                   /* square tile edge, S*S <= Q */
   int sec;                     /* section number (VMEM names) */
   char label[64];              /* section label: "fwd 1 dense" */
-  vslot *vs; int nvs, capvs;   /* this section's VMEM buffers */
-  hview *hv; int nhv, caphv;   /* HBM tiles by shape */
+  bufcache vmem_bufs;          /* this section's VMEM buffers */
+  bufcache hbm_views;          /* HBM tiles by shape */
   int after;                   /* 1 + op the next DMA must wait for, or 0 */
   int last_dma;                /* index of the last DMA added */
   uint64_t hbm_bytes, macs;
+  int grads;                   /* the gradients' HBM tensor (the all-reduce's operand) */
   struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
   int npend;
   bool rec;                    /* keep each op's kind and name (for traces) */
@@ -139,53 +143,51 @@ static void lw_fail(lower *L, tpu_status st, const char *msg) {
 /* Starts a section: "what" alone, or "what I KIND" for layer i >= 0. */
 static void section(lower *L, const char *what, int i, const char *kind) {
   L->sec++;
-  L->nvs = 0;
+  L->vmem_bufs.n = 0;
   if (i >= 0) snprintf(L->label, sizeof L->label, "%s %d %s", what, i, kind);
   else snprintf(L->label, sizeof L->label, "%s", what);
 }
 
-/* The VMEM buffer of this section for (role, slot) with shape r x c. */
-static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
-  if (L->st) return 0;
-  for (int i = 0; i < L->nvs; i++) {
-    const vslot *v = &L->vs[i];
-    if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
-  }
-  if (L->nvs == L->capvs) {
-    int cap = L->capvs ? 2 * L->capvs : 32;
-    vslot *n = tpu_realloc(L->vs, (size_t)cap * sizeof *n);
-    if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return 0; }
-    L->vs = n;
-    L->capvs = cap;
-  }
-  char name[80];
-  snprintf(name, sizeof name, "s%d %s%d %lldx%lld", L->sec, ROLE[role], slot, (long long)r, (long long)c);
-  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_VMEM, TPU_SIM_F32, r, c);
-  if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  L->vs[L->nvs++] = (vslot){ role, slot, r, c, h };
-  return h;
+/* Room for element n of arr (capacity *cap, doubled from 'first'): the
+** array, moved or not, or NULL (and L failed) when out of memory. */
+static void *grow(lower *L, void *arr, int n, int *cap, int first, size_t size) {
+  if (n < *cap) return arr;
+  int c = *cap ? 2 * *cap : first;
+  void *p = tpu_realloc(arr, (size_t)c * size);
+  if (!p) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return NULL; }
+  *cap = c;
+  return p;
 }
 
-/* The HBM tile buffer of shape r x c (shared by every tile of that shape).
-** Labels (tag 1) get their own: nothing writes them, so when the program
-** is run at the tile level they stay valid class indices (zeros). */
-static int hbuf(lower *L, int tag, int64_t r, int64_t c) {
+/* The buffer of cache bc for (role, slot) with shape r x c, added to the
+** program at its first use: in VMEM, this section's "s3 a0 16x256"; in
+** HBM, the view "hbm 16x256" shared by every tile of that shape. Labels
+** (R_LAB) get HBM views of their own: nothing writes them, so when the
+** program is run at the tile level they stay valid class indices (zeros). */
+static int cached(lower *L, bufcache *bc, tpu_sim_space space, int role, int slot, int64_t r, int64_t c) {
   if (L->st) return 0;
-  for (int i = 0; i < L->nhv; i++)
-    if (L->hv[i].tag == tag && L->hv[i].r == r && L->hv[i].c == c) return L->hv[i].h;
-  if (L->nhv == L->caphv) {
-    int cap = L->caphv ? 2 * L->caphv : 32;
-    hview *n = tpu_realloc(L->hv, (size_t)cap * sizeof *n);
-    if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return 0; }
-    L->hv = n;
-    L->caphv = cap;
+  for (int i = 0; i < bc->n; i++) {
+    const cbuf *v = &bc->v[i];
+    if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
   }
-  char name[64];
-  snprintf(name, sizeof name, "%s %lldx%lld", tag ? "labels" : "hbm", (long long)r, (long long)c);
-  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  cbuf *v = grow(L, bc->v, bc->n, &bc->cap, 32, sizeof *v);
+  if (!v) return 0;
+  bc->v = v;
+  char name[80];
+  if (space == TPU_SIM_VMEM)
+    snprintf(name, sizeof name, "s%d %s%d %lldx%lld", L->sec, ROLE[role], slot, (long long)r, (long long)c);
+  else
+    snprintf(name, sizeof name, "%s %lldx%lld", role == R_LAB ? "labels" : "hbm", (long long)r, (long long)c);
+  int h = tpu_sim_buffer(L->p, L->core, name, space, TPU_SIM_F32, r, c);
   if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  L->hv[L->nhv++] = (hview){ tag, r, c, h };
+  bc->v[bc->n++] = (cbuf){ role, slot, r, c, h };
   return h;
+}
+static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
+  return cached(L, &L->vmem_bufs, TPU_SIM_VMEM, role, slot, r, c);
+}
+static int hbuf(lower *L, int role, int64_t r, int64_t c) {
+  return cached(L, &L->hbm_views, TPU_SIM_HBM, role == R_LAB ? R_LAB : 0, 0, r, c);
 }
 
 /* A whole tensor in HBM (for the capacity check; 'what' names it). */
@@ -208,13 +210,9 @@ static int add(lower *L, tpu_sim_op *op, const char *what) {
   tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
   if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
   if (L->rec) {
-    if (L->nops == L->capops) {
-      int cap = L->capops ? 2 * L->capops : 256;
-      tpu_fe_op_rec *n = tpu_realloc(L->ops, (size_t)cap * sizeof *n);
-      if (!n) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return -1; }
-      L->ops = n;
-      L->capops = cap;
-    }
+    tpu_fe_op_rec *n = grow(L, L->ops, L->nops, &L->capops, 256, sizeof *n);
+    if (!n) return -1;
+    L->ops = n;
     L->ops[L->nops].kind = op->kind;
     snprintf(L->ops[L->nops].name, sizeof L->ops[L->nops].name, "%s", nm);
     L->nops++;
@@ -230,12 +228,12 @@ static int dma(lower *L, int src, int dst, int64_t bytes, const char *what) {
 }
 /* DMA of an r x c tile from HBM into (role, slot); returns the VMEM buffer. */
 static int load(lower *L, int role, int slot, int64_t r, int64_t c, const char *what) {
-  int v = vbuf(L, role, slot, r, c), h = hbuf(L, role == R_LAB, r, c);
+  int v = vbuf(L, role, slot, r, c), h = hbuf(L, role, r, c);
   if (!L->st) dma(L, h, v, r * c * 4, what);
   return v;
 }
 static void store(lower *L, int v, int64_t r, int64_t c, const char *what) {
-  int h = hbuf(L, 0, r, c);
+  int h = hbuf(L, R_O, r, c);
   if (!L->st) dma(L, v, h, r * c * 4, what);
 }
 /* A store issued after the next tile's loads (flush), so that the DMA unit
@@ -351,25 +349,35 @@ typedef struct ewise {
   const tpu_vpu_params *prm;
 } ewise;
 
-static void ew_tile(int64_t R, int64_t C, int64_t Q, int64_t *rt, int64_t *ct) {
-  *ct = min64(C, Q);
-  *rt = extent(R, Q / *ct);
+/* A row-major walk over the tiles of an R x C tensor, 2Q values a tile:
+** tile n is rows [r0, r0+ri) x columns [c0, c0+ci). Stops when L fails. */
+typedef struct ew_walk { int64_t R, C, rt, ct, r0, c0, ri, ci; int n; } ew_walk;
+static ew_walk ew_walk_of(const lower *L, int64_t R, int64_t C) {
+  ew_walk w = { .R = R, .C = C, .n = -1 };
+  w.ct = min64(C, 2 * L->Q);
+  w.rt = extent(R, 2 * L->Q / w.ct);
+  return w;
+}
+static bool ew_next(const lower *L, ew_walk *w) {
+  if (w->n >= 0 && (w->c0 += w->ct) >= w->C) { w->c0 = 0; w->r0 += w->rt; }
+  w->n++;
+  if (L->st || w->r0 >= w->R) return false;
+  w->ri = min64(w->rt, w->R - w->r0);
+  w->ci = min64(w->ct, w->C - w->c0);
+  return true;
 }
 
 static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
-  int64_t rt, ct;
-  ew_tile(R, C, 2 * L->Q, &rt, &ct);
-  int slot = 0;
-  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
-    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, slot ^= 1) {
-      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
-      int x = load(L, R_X, slot, ri, ci, "dma");
-      int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, ri, ci) : 0;
-      flush(L);
-      int o = vbuf(L, R_O, slot, ri, ci);
-      lw_vpu(L, e->fn, x, y, 0, o, 0, 0, e->prm);
-      defer(L, o, ri, ci, "dma");
-    }
+  for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
+    const int slot = w.n & 1;
+    const int64_t ri = w.ri, ci = w.ci;
+    int x = load(L, R_X, slot, ri, ci, "dma");
+    int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, ri, ci) : 0;
+    flush(L);
+    int o = vbuf(L, R_O, slot, ri, ci);
+    lw_vpu(L, e->fn, x, y, 0, o, 0, 0, e->prm);
+    defer(L, o, ri, ci, "dma");
+  }
   flush(L);
 }
 
@@ -377,22 +385,19 @@ static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
 ** tap a view of the same shape (pool windows, col2im taps); 'scale' then
 ** multiplies by prm->alpha. */
 static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
-  int64_t rt, ct;
-  ew_tile(R, C, 2 * L->Q, &rt, &ct);
-  int slot = 0, oslot = 0;
-  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
-    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, oslot ^= 1) {
-      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
-      int acc = load(L, R_O, oslot, ri, ci, "dma");
-      for (int j = 1; j < taps; j++, slot ^= 1) {
-        int x = load(L, R_X, slot, ri, ci, "dma");
-        if (j == 1) flush(L);
-        lw_vpu(L, fn, acc, x, 0, acc, 0, 0, NULL);
-      }
-      flush(L);
-      if (scale) lw_vpu(L, "scale", acc, 0, 0, acc, 0, 0, scale);
-      defer(L, acc, ri, ci, "dma");
+  int slot = 0;
+  for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
+    const int64_t ri = w.ri, ci = w.ci;
+    int acc = load(L, R_O, w.n & 1, ri, ci, "dma");
+    for (int j = 1; j < taps; j++, slot ^= 1) {
+      int x = load(L, R_X, slot, ri, ci, "dma");
+      if (j == 1) flush(L);
+      lw_vpu(L, fn, acc, x, 0, acc, 0, 0, NULL);
     }
+    flush(L);
+    if (scale) lw_vpu(L, "scale", acc, 0, 0, acc, 0, 0, scale);
+    defer(L, acc, ri, ci, "dma");
+  }
   flush(L);
 }
 
@@ -400,56 +405,43 @@ static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, c
 ** select against the forward input's tap (relu_grad's cost), avgpool the
 ** scaled dY; each result goes to its tap of dX. */
 static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
-  int64_t rt, ct;
-  ew_tile(R, C, 2 * L->Q, &rt, &ct);
-  int slot = 0, yslot = 0;
-  for (int64_t r0 = 0; r0 < R && !L->st; r0 += rt)
-    for (int64_t c0 = 0; c0 < C && !L->st; c0 += ct, yslot ^= 1) {
-      const int64_t ri = min64(rt, R - r0), ci = min64(ct, C - c0);
-      int dy = load(L, R_Y, yslot, ri, ci, "dma");
-      flush(L);
-      if (!maxpool) {
-        lw_vpu(L, "scale", dy, 0, 0, dy, 0, 0, scale);
-        for (int j = 0; j < taps; j++) store(L, dy, ri, ci, "dma");
-        continue;
-      }
-      for (int j = 0; j < taps; j++, slot ^= 1) {
-        int x = load(L, R_X, slot, ri, ci, "dma");
-        flush(L);
-        int o = vbuf(L, R_O, slot, ri, ci);
-        lw_vpu(L, "relu_grad", x, dy, 0, o, 0, 0, NULL);
-        defer(L, o, ri, ci, "dma");
-      }
+  int slot = 0;
+  for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
+    const int64_t ri = w.ri, ci = w.ci;
+    int dy = load(L, R_Y, w.n & 1, ri, ci, "dma");
+    flush(L);
+    if (!maxpool) {
+      lw_vpu(L, "scale", dy, 0, 0, dy, 0, 0, scale);
+      for (int j = 0; j < taps; j++) store(L, dy, ri, ci, "dma");
+      continue;
     }
+    for (int j = 0; j < taps; j++, slot ^= 1) {
+      int x = load(L, R_X, slot, ri, ci, "dma");
+      flush(L);
+      int o = vbuf(L, R_O, slot, ri, ci);
+      lw_vpu(L, "relu_grad", x, dy, 0, o, 0, 0, NULL);
+      defer(L, o, ri, ci, "dma");
+    }
+  }
   flush(L);
 }
 /* }================================================================== */
 
-static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D; }
-static const char *act_fn(tpu_fe_layer_kind k) {
-  return k == TPU_FE_RELU ? "relu" : k == TPU_FE_TANH ? "tanh" : k == TPU_FE_SIGMOID ? "sigmoid" : NULL;
-}
-/* rows of a layer's input or output as pixels x channels */
-static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w; }
-
-/* The whole per-core program. */
-static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, int global_batch) {
-  const int n = m->nlayers;
-  const tpu_fe_layer *last = &m->layers[n - 1];
-  const int64_t ncls = last->out.c;
-  tpu_vpu_params xent = tpu_vpu_params_default();
-  xent.alpha = (float)(1.0 / global_batch);
-
-  /* whole tensors, for HBM capacity: the shard, activations, parameters,
-  ** gradients, optimizer state */
-  section(L, "infeed", -1, NULL);
+/* {==================================================================
+** The plan's steps, lowered one by one
+** ================================================================== */
+/* Whole tensors, for the HBM capacity check (the shard, activations,
+** parameters, gradients, optimizer state), then the infeed's dequeue. */
+static void lower_infeed(lower *L, const fe_plan *p) {
+  const tpu_fe_model *m = p->model;
+  const int n = m->nlayers, rows = p->rows;
   int x0 = tensor(L, "x", 0, rows, (int64_t)tpu_fe_shape_size(m->input) + 1);   /* + the label */
   for (int i = 0; i < n; i++) tensor(L, "x", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
-  int grads = 0;
-  if (train) {
+  L->grads = 0;
+  if (p->train) {
     for (int i = 0; i < n; i++) tensor(L, "g", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
     tensor(L, "params", 0, (int64_t)m->nparams, 1);
-    grads = tensor(L, "grads", 0, (int64_t)m->nparams, 1);
+    L->grads = tensor(L, "grads", 0, (int64_t)m->nparams, 1);
     int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
     for (int k = 0; k < state; k++) tensor(L, "opt_state", k, (int64_t)m->nparams, 1);
   } else {
@@ -458,125 +450,65 @@ static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, in
   tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0 };
   int ii = add(L, &inf, "dequeue");
   L->after = ii + 1;
+}
 
-  /* forward */
-  for (int i = 0; i < n && !L->st; i++) {
-    const tpu_fe_layer *l = &m->layers[i];
-    const int64_t R = pix(rows, l->out), C = l->out.c;
-    const tpu_fe_layer *nx = i + 1 < n ? &m->layers[i + 1] : NULL;
-    section(L, "fwd", i, tpu_fe_layer_kind_name(l->kind));
-    switch (l->kind) {
-    case TPU_FE_DENSE: case TPU_FE_CONV2D: {
-      const char *act = nx ? act_fn(nx->kind) : NULL;
-      gemm g = { .what = "matmul", .bias = true, .act = act };
-      if (l->kind == TPU_FE_DENSE) { g.M = rows; g.K = (int64_t)tpu_fe_shape_size(l->in); g.N = l->units; }
-      else { g.M = R; g.K = (int64_t)l->kh * l->kw * l->in.c; g.N = l->filters; }
-      run_gemm(L, &g);
-      if (act) i++;   /* the activation layer is done */
-      break;
-    }
-    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-      tpu_vpu_params sc = tpu_vpu_params_default();
-      sc.alpha = (float)(1.0 / (l->pool * l->pool));
-      run_fold(L, l->kind == TPU_FE_MAXPOOL ? "max" : "add", l->pool * l->pool, R, C,
-               l->kind == TPU_FE_AVGPOOL ? &sc : NULL);
-      break;
-    }
-    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID:
-      run_ewise(L, &(ewise){ .fn = act_fn(l->kind), .nin = 1 }, R, C);
-      break;
-    case TPU_FE_DROPOUT:
-      if (train && l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, R, C);
-      break;
-    default:
-      break;
-    }
+/* A GEMM step with its fused followers as the epilogue: bias_add and an
+** activation on the result tile (forward), db = col_sum of dY (dW). */
+static void lower_gemm(lower *L, const fe_plan *p, int k) {
+  const fe_gemm_step *s = &p->steps[k].gemm;
+  gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb };
+  for (int j = k + 1; j < p->nsteps && p->steps[j].fused && p->steps[j].kind == FE_STEP_VPU; j++) {
+    const tpu_vpu_op op = p->steps[j].vpu.op;
+    if (op == TPU_VPU_BIAS_ADD) g.bias = true;
+    else if (op == TPU_VPU_COL_SUM) g.colsum_b = true;
+    else g.act = tpu_vpu_op_name(op);
   }
+  run_gemm(L, &g);
+}
 
-  /* loss and accuracy, per row tile of the logits */
-  section(L, "softmax_xent", -1, NULL);
-  if (!L->st && ncls > L->Q) {
+/* softmax_xent (loss, and the gradient in training) and accuracy, per row
+** tile of the logits. */
+static void lower_loss(lower *L, const fe_plan *p, const fe_vpu_step *v) {
+  const int64_t rows = v->rows, ncls = v->cols;
+  const int n = p->model->nlayers;
+  if (ncls > L->Q) {
     char msg[256];
     snprintf(msg, sizeof msg, "layer %d (%s): a row of %lld logits does not fit one VMEM tile of %lld values "
-             "(%lld bytes of VMEM)", n - 1, tpu_fe_layer_kind_name(last->kind), (long long)ncls, (long long)L->Q,
-             (long long)L->vmem);
+             "(%lld bytes of VMEM)", n - 1, tpu_fe_layer_kind_name(p->model->layers[n - 1].kind), (long long)ncls,
+             (long long)L->Q, (long long)L->vmem);
     lw_fail(L, TPU_ERR_CONFIG, msg);
+    return;
   }
-  {
-    const int64_t rt = extent(rows, L->Q / ncls);
-    int slot = 0;
-    for (int64_t r0 = 0; r0 < rows && !L->st; r0 += rt, slot ^= 1) {
-      const int64_t ri = min64(rt, rows - r0);
-      int x = load(L, R_X, slot, ri, ncls, "dma");
-      int lab = load(L, R_LAB, slot, ri, 1, "labels dma");
-      flush(L);
-      int loss = vbuf(L, R_LOSS, slot, ri, 1), acc = vbuf(L, R_ACC, slot, 1, 1);
-      int grad = train ? vbuf(L, R_O, slot, ri, ncls) : 0;
-      lw_vpu(L, "softmax_xent", x, lab, 0, loss, grad, 0, &xent);
-      lw_vpu(L, "accuracy", x, lab, 0, acc, 0, 0, NULL);
-      if (train) defer(L, grad, ri, ncls, "dma");
-      defer(L, loss, ri, 1, "loss dma");
-      defer(L, acc, 1, 1, "accuracy dma");
-    }
+  tpu_vpu_params xent = tpu_vpu_params_default();
+  xent.alpha = v->alpha;
+  const int64_t rt = extent(rows, L->Q / ncls);
+  int slot = 0;
+  for (int64_t r0 = 0; r0 < rows && !L->st; r0 += rt, slot ^= 1) {
+    const int64_t ri = min64(rt, rows - r0);
+    int x = load(L, R_X, slot, ri, ncls, "dma");
+    int lab = load(L, R_LAB, slot, ri, 1, "labels dma");
     flush(L);
+    int loss = vbuf(L, R_LOSS, slot, ri, 1), acc = vbuf(L, R_ACC, slot, 1, 1);
+    int grad = p->train ? vbuf(L, R_O, slot, ri, ncls) : 0;
+    lw_vpu(L, "softmax_xent", x, lab, 0, loss, grad, 0, &xent);
+    lw_vpu(L, "accuracy", x, lab, 0, acc, 0, 0, NULL);
+    if (p->train) defer(L, grad, ri, ncls, "dma");
+    defer(L, loss, ri, 1, "loss dma");
+    defer(L, acc, 1, 1, "accuracy dma");
   }
-  if (!train || L->st) return;
+  flush(L);
+}
 
-  /* backward */
-  int first = 0;
-  while (first < n && !has_params(&m->layers[first])) first++;
-  for (int i = n - 1; i >= first && !L->st; i--) {
-    const tpu_fe_layer *l = &m->layers[i];
-    const int64_t Rin = pix(rows, l->in), Cin = l->in.c, Rout = pix(rows, l->out), Cout = l->out.c;
-    section(L, "bwd", i, tpu_fe_layer_kind_name(l->kind));
-    switch (l->kind) {
-    case TPU_FE_DENSE: {
-      const int64_t K = (int64_t)tpu_fe_shape_size(l->in);
-      run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->units, .K = rows, .ta = true, .colsum_b = true });
-      if (i > first) run_gemm(L, &(gemm){ .what = "dX", .M = rows, .N = K, .K = l->units, .tb = true });
-      break;
-    }
-    case TPU_FE_CONV2D: {
-      const int64_t K = (int64_t)l->kh * l->kw * l->in.c;
-      run_gemm(L, &(gemm){ .what = "dW", .M = K, .N = l->filters, .K = Rout, .ta = true, .colsum_b = true });
-      if (i > first) {
-        run_gemm(L, &(gemm){ .what = "dX", .M = Rout, .N = K, .K = l->filters, .tb = true });
-        section(L, "bwd", i, "conv2d col2im");
-        run_fold(L, "add", l->kh * l->kw, Rin, Cin, NULL);
-      }
-      break;
-    }
-    case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-      tpu_vpu_params sc = tpu_vpu_params_default();
-      sc.alpha = (float)(1.0 / (l->pool * l->pool));
-      run_pool_bwd(L, l->kind == TPU_FE_MAXPOOL, l->pool * l->pool, Rout, Cout, &sc);
-      break;
-    }
-    case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
-      /* the gradient ops take the forward output: relu'(x) > 0 exactly where
-      ** relu(x) > 0, so relu_grad masks with it as well */
-      const char *fn = l->kind == TPU_FE_RELU ? "relu_grad" : l->kind == TPU_FE_TANH ? "tanh_grad" : "sigmoid_grad";
-      run_ewise(L, &(ewise){ .fn = fn, .nin = 2 }, Rout, Cout);
-      break;
-    }
-    case TPU_FE_DROPOUT:
-      if (l->rate > 0) run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, Rout, Cout);
-      break;
-    default:
-      break;
-    }
-  }
-  if (L->st) return;
-
-  /* one all-reduce of every gradient, once the last one is in HBM */
-  section(L, "all_reduce", -1, NULL);
-  tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = grads, .dst = grads,
+/* One all-reduce of every gradient, once the last one is in HBM. */
+static void lower_allreduce(lower *L) {
+  tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = L->grads, .dst = L->grads,
                     .after = L->last_dma + 1 };
   int ai = add(L, &ar, "gradients");
   L->after = ai + 1;
+}
 
-  /* optimizer over the flat parameter vector, 'lanes' wide */
-  section(L, "optimizer", -1, NULL);
+/* The optimizer over the flat parameter vector, 'lanes' wide. */
+static void lower_update(lower *L, const tpu_fe_model *m) {
   const int64_t Qo = 3 * L->Q;   /* 8 slots, 2 shapes each (see the top of this file) */
   const int64_t ct = min64(L->chip->vpu.lanes, Qo);
   const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, Qo / ct);
@@ -604,6 +536,53 @@ static void lower_core(lower *L, const tpu_fe_model *m, int rows, bool train, in
   }
   flush(L);
 }
+
+/* Pools: P*P-1 'max' (avgpool: 'add', then 'scale') forward; backward, a
+** select per tap (maxpool) or the scaled dY to every tap (avgpool). */
+static void lower_pool(lower *L, const fe_step *s) {
+  const int taps = s->win.kh * s->win.kw;
+  const bool max = s->pool == TPU_FE_MAXPOOL;
+  tpu_vpu_params sc = tpu_vpu_params_default();
+  sc.alpha = (float)(1.0 / taps);
+  if (s->kind == FE_STEP_POOL) run_fold(L, max ? "max" : "add", taps, s->rows, s->cols, max ? NULL : &sc);
+  else run_pool_bwd(L, max, taps, s->rows, s->cols, &sc);
+}
+
+/* Starts a section where a step begins a new part of the program: a layer
+** of a phase (fused steps stay in their GEMM's or the loss's), col2im, or a
+** phase without layers. The labels name the trace's intervals. */
+static void step_section(lower *L, const fe_plan *p, const fe_step *s, const fe_step *prev) {
+  if (s->fused || (prev && prev->phase == s->phase && prev->layer == s->layer && s->kind != FE_STEP_COL2IM)) return;
+  static const char *const LABEL[] = { "infeed", "fwd", "softmax_xent", "bwd", "all_reduce", "optimizer" };
+  if (s->layer < 0) { section(L, LABEL[s->phase], -1, NULL); return; }
+  const char *kind = tpu_fe_layer_kind_name(p->model->layers[s->layer].kind);
+  section(L, LABEL[s->phase], s->layer, s->kind == FE_STEP_COL2IM ? "conv2d col2im" : kind);
+}
+
+/* Step k of the plan into engine ops. Views, im2col (the GEMM's DMAs
+** gather the receptive fields) and the dropout mask cost nothing here. */
+static void lower_step(lower *L, const fe_plan *p, int k) {
+  const fe_step *s = &p->steps[k];
+  step_section(L, p, s, k > 0 ? &p->steps[k - 1] : NULL);
+  switch (s->kind) {
+  case FE_STEP_INFEED: lower_infeed(L, p); break;
+  case FE_STEP_GEMM: lower_gemm(L, p, k); break;
+  case FE_STEP_VPU:
+    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(L, p, &s->vpu);
+    else if (!s->fused)
+      run_ewise(L, &(ewise){ .fn = tpu_vpu_op_name(s->vpu.op), .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
+                             .mask = s->vpu.y.kind == FE_T_MASK }, s->vpu.rows, s->vpu.cols);
+    break;
+  case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(L, s); break;
+  case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
+    run_fold(L, "add", s->win.kh * s->win.kw, s->rows, s->cols, NULL);
+    break;
+  case FE_STEP_ALLREDUCE: lower_allreduce(L); break;
+  case FE_STEP_UPDATE: lower_update(L, p->model); break;
+  default: break;
+  }
+}
+/* }================================================================== */
 
 /* The tile budget of a chip (see the top of this file). */
 static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64_t *S) {
@@ -634,19 +613,21 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
              "(8 values per streamed tile)", (long long)L->vmem, 8 * 256);
     return TPU_ERR_CONFIG;
   }
-  tpu_status st = tpu_sim_program_create(chip->cores, &L->p);
-  if (st) { snprintf(err, errcap, "out of memory"); return st; }
+  fe_plan *plan = NULL;
+  tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
+  if (!st) st = tpu_sim_program_create(chip->cores, &L->p);
+  if (st) { fe_plan_destroy(plan); snprintf(err, errcap, "out of memory"); return st; }
   const bool rec = L->rec;
   uint64_t bytes0 = 0, macs0 = 0;
   for (int c = 0; c < chip->cores && !L->st; c++) {
     L->core = c;
-    L->nhv = 0;
+    L->hbm_views.n = 0;
     L->sec = 0;
     L->after = 0;
     L->last_dma = -1;
     L->hbm_bytes = L->macs = 0;
     L->rec = rec && c == 0;
-    lower_core(L, m, rows, train, rows * chip->cores);
+    for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
     if (!L->st && (st = tpu_sim_infeed(L->p, c, 1, &infeed_ready_cycles)))
       lw_fail(L, st, tpu_sim_program_error(L->p));
     if (c == 0) { bytes0 = L->hbm_bytes; macs0 = L->macs; }
@@ -654,10 +635,10 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   L->hbm_bytes = bytes0;
   L->macs = macs0;
   L->rec = rec;
-  tpu_free(L->vs);
-  tpu_free(L->hv);
-  L->vs = NULL;
-  L->hv = NULL;
+  fe_plan_destroy(plan);
+  tpu_free(L->vmem_bufs.v);
+  tpu_free(L->hbm_views.v);
+  L->vmem_bufs = L->hbm_views = (bufcache){ 0 };
   if (L->st) {
     tpu_sim_program_destroy(L->p);
     L->p = NULL;

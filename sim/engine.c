@@ -272,9 +272,9 @@ static void dma_values(sim_core_rt *c, const sim_op *so) {
   store(D, c->val[so->o.dst - 1], c->val[so->o.src - 1], (size_t)(S->rows * S->cols));
 }
 
-/* Collective values over every core, in the fixed order of the ring: chunk j
-** of an all-reduce is summed starting at core j, then j+1, ... (the order in
-** which the ring's reduce-scatter accumulates it), in f32. */
+/* Collective values over every core. Sums run in core order 0..n-1
+** (tpu_sim_sum_cores, the trainer's order too), whatever the ring's chunk
+** schedule: the timing is the ring's, the bits are the one data-parallel sum. */
 static tpu_status coll_values(tpu_sim_result *r, const int *ops) {
   const int n = r->cores;
   const sim_op *so0 = &r->core[0].cp->ops[ops[0]];
@@ -284,17 +284,9 @@ static tpu_status coll_values(tpu_sim_result *r, const int *ops) {
   float *sum = NULL;
   if (o->coll == TPU_SIM_ALL_REDUCE || o->coll == TPU_SIM_REDUCE_SCATTER) {
     if (!(sum = tpu_malloc((size_t)E * sizeof *sum))) return TPU_ERR_NOMEM;
-    for (int j = 0; j < n; j++) {
-      const int64_t lo = E * j / n, hi = E * (j + 1) / n;
-      for (int64_t e = lo; e < hi; e++) {
-        float acc = r->core[j].val[r->core[j].cp->ops[ops[j]].o.src - 1][e];
-        for (int i = 1; i < n; i++) {
-          const int q = (j + i) % n;
-          acc += r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1][e];
-        }
-        sum[e] = acc;
-      }
-    }
+    const float *src[TPU_MAX_CORES];
+    for (int q = 0; q < n; q++) src[q] = r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1];
+    tpu_sim_sum_cores(n, src, E, sum);
   }
   if (o->coll == TPU_SIM_ALL_GATHER) {
     /* dst may alias nobody's src (shapes differ), so write in place */

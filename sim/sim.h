@@ -129,6 +129,11 @@ enum {                         /* the stall taxonomy, in priority order */
 const char *tpu_sim_stall_name(int s);
 const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... */
 const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
+/* The one order of every data-parallel sum: dst[e] = src[0][e] + src[1][e]
+** + ... + src[n-1][e] in f32, core by core (the engine's all_reduce and
+** reduce_scatter values, the front-end trainer's gradients). dst may alias
+** any src. This function can't fail. */
+void tpu_sim_sum_cores(int n, const float *const *src, int64_t count, float *dst);
 
 #define TPU_SIM_MAX_IN 4
 #define TPU_SIM_MAX_OUT 3

@@ -235,11 +235,8 @@ START_TEST(Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order) {
             w = all[(n - 1) * E + e];
           } else {
             int ge = k == TPU_SIM_REDUCE_SCATTER ? core * (E / n) + e : e;
-            int j = (int)((int64_t)ge * n / E);   /* the chunk: summed from core j around the ring */
-            while ((int64_t)E * (j + 1) / n <= ge) j++;
-            while ((int64_t)E * j / n > ge) j--;
-            w = all[j * E + ge];
-            for (int i = 1; i < n; i++) w += all[((j + i) % n) * E + ge];
+            w = all[ge];   /* summed in core order 0..n-1, as the trainer sums gradients */
+            for (int i = 1; i < n; i++) w += all[i * E + ge];
           }
           TU_EQ_BITS(w, d[e], tpu_sim_coll_name((tpu_sim_coll)k));
         }

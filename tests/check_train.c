@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frontend/fe.h"
+#include "frontend/fe_int.h"
 #include "tests/test_util.h"
 
 static tpu_fe_model parse_ok(const char *json) {
@@ -96,9 +96,9 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
 };
 
-static double loss_at(const tpu_fe_model *m, const tpu_fe_backend *be, const float *p, tpu_fe_core_ws *ws,
+static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
                       const float *x, const uint8_t *y) {
-  ck_assert_int_eq(tpu_fe_forward(m, be, p, ws, x, y, true, 7, 0), TPU_OK);
+  ck_assert_int_eq(fe_forward(pl, be, p, ws, x, y, 7, 0), TPU_OK);
   return ws->loss_sum;
 }
 
@@ -107,8 +107,10 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
   tpu_fe_model m = parse_ok(json);
   tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
   const int B = 3;
-  tpu_fe_core_ws ws;
-  ck_assert_int_eq(tpu_fe_ws_create(&m, B, &ws), TPU_OK);
+  fe_core_ws ws;
+  fe_plan *pl;
+  ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+  ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
   float *p = malloc(m.nparams * sizeof *p);
   size_t in = tpu_fe_shape_size(m.input);
   float *x = malloc((size_t)B * in * sizeof *x);
@@ -116,18 +118,18 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
   for (size_t k = 0; k < (size_t)B * in; k++) x[k] = tu_normal(&r);
-  loss_at(&m, &be, p, &ws, x, y);
-  ck_assert_int_eq(tpu_fe_backward(&m, &be, p, &ws, y, B), TPU_OK);
+  loss_at(pl, &be, p, &ws, x, y);
+  ck_assert_int_eq(fe_backward(pl, &be, p, &ws), TPU_OK);
   float *g = malloc(m.nparams * sizeof *g);
   memcpy(g, ws.grad, m.nparams * sizeof *g);
   double worst = 0;
   for (size_t k = 0; k < m.nparams; k++) {
     const float h = 1e-3f, p0 = p[k];
     p[k] = p0 + h;
-    double up = loss_at(&m, &be, p, &ws, x, y);
+    double up = loss_at(pl, &be, p, &ws, x, y);
     double hu = (double)p[k] - p0;
     p[k] = p0 - h;
-    double dn = loss_at(&m, &be, p, &ws, x, y);
+    double dn = loss_at(pl, &be, p, &ws, x, y);
     double hd = p0 - (double)p[k];
     p[k] = p0;
     double num = (up - dn) / (hu + hd) / B;
@@ -137,7 +139,8 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
                   _i, k, num, (double)g[k]);
   }
   free(p); free(x); free(g);
-  tpu_fe_ws_destroy(&m, &ws);
+  fe_plan_destroy(pl);
+  fe_ws_destroy(&m, &ws);
 }
 END_TEST
 /* }================================================================== */
@@ -188,15 +191,15 @@ START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
   ** transposes included, and stays within bf16 error of OpenBLAS */
   tpu_fe_backend ref = { .kind = TPU_FE_BACKEND_REFERENCE };
   tpu_fe_backend sim = { .kind = TPU_FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
-  tpu_fe_scratch s = { 0 };
+  fe_scratch s = { 0 };
   tu_rng r = { 5 };
   const int M = 37, N = 130, K = 200;
   float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
   float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N), *C3 = malloc(sizeof(float) * M * N);
   tu_fill(&r, A, (size_t)M * K, 0);
   tu_fill(&r, B, (size_t)K * N, 0);
-  ck_assert_int_eq(tpu_fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
-  ck_assert_int_eq(tpu_fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&ref, &s, false, false, M, N, K, A, B, C1, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&sim, &s, false, false, M, N, K, A, B, C2, false), TPU_OK);
   ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, TPU_PREC_BF16, M, N, K, A, B, C3, NULL), TPU_OK);
   for (int k = 0; k < M * N; k++) {
     TU_EQ_BITS(C3[k], C2[k], "sim backend vs tpu_mxu_gemm");
@@ -205,17 +208,17 @@ START_TEST(The_sim_backend_differs_from_f32_only_by_bf16_rounding) {
   /* transposed A: same bits as the explicit transpose */
   float *At = malloc(sizeof(float) * M * K);
   for (int i = 0; i < M; i++) for (int k = 0; k < K; k++) At[k * M + i] = A[i * K + k];
-  ck_assert_int_eq(tpu_fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
+  ck_assert_int_eq(fe_gemm(&sim, &s, true, false, M, N, K, At, B, C1, false), TPU_OK);
   for (int k = 0; k < M * N; k++) TU_EQ_BITS(C2[k], C1[k], "transposed A");
   free(A); free(B); free(C1); free(C2); free(C3); free(At);
-  tpu_fe_scratch_free(&s);
+  fe_scratch_free(&s);
 }
 END_TEST
 
 START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
   /* every transpose flag, with shapes on both sides of the swap rule */
   static const int shapes[][3] = { { 300, 20, 50 }, { 16, 300, 40 }, { 37, 130, 200 }, { 5, 7, 3 }, { 129, 1, 257 } };
-  tpu_fe_scratch s = { 0 };
+  fe_scratch s = { 0 };
   tu_rng r = { 9 };
   int swaps = 0;
   for (int pr = 0; pr < 3; pr++)
@@ -225,7 +228,7 @@ START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
                          .prec = (tpu_precision)pr };
       const int M = shapes[q][0], N = shapes[q][1], K = shapes[q][2];
       const bool ta = f & 1, tb = f & 2, acc = f & 4;
-      swaps += tpu_fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
+      swaps += fe_gemm_swapped(sim.prec, ta, tb, M, N, K);
       float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
       float *Ap = malloc(sizeof(float) * M * K), *Bp = malloc(sizeof(float) * K * N);
       float *C = malloc(sizeof(float) * M * N), *W = malloc(sizeof(float) * M * N);
@@ -239,12 +242,12 @@ START_TEST(Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm) {
       float *R = malloc(sizeof(float) * M * N);
       ck_assert_int_eq(tpu_mxu_gemm(&sim.mxu, 1, TPU_FIDELITY_TILE, sim.prec, M, N, K, Ap, Bp, R, NULL), TPU_OK);
       if (acc) for (int k = 0; k < M * N; k++) R[k] = W[k] + R[k];
-      ck_assert_int_eq(tpu_fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
-      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "tpu_fe_gemm vs tpu_mxu_gemm");
+      ck_assert_int_eq(fe_gemm(&sim, &s, ta, tb, M, N, K, A, B, C, acc), TPU_OK);
+      for (int k = 0; k < M * N; k++) TU_EQ_BITS(R[k], C[k], "fe_gemm vs tpu_mxu_gemm");
       free(A); free(B); free(Ap); free(Bp); free(C); free(W); free(R);
     }
   ck_assert_msg(swaps >= 4, "the shapes exercise the swap only %d times", swaps);
-  tpu_fe_scratch_free(&s);
+  fe_scratch_free(&s);
 }
 END_TEST
 
@@ -483,6 +486,156 @@ END_TEST
 /* }================================================================== */
 
 /* {==================================================================
+** The step plan: the value path and the timing path run its GEMMs
+** ================================================================== */
+typedef struct gemm_log { fe_gemm_call calls[1024]; int n; } gemm_log;
+static void record_gemm(void *ud, const fe_gemm_call *c) {
+  gemm_log *l = ud;
+  if (l->n < (int)(sizeof l->calls / sizeof l->calls[0])) l->calls[l->n] = *c;
+  l->n++;
+}
+
+/* Every built-in model and the shipped small-cnn example. */
+static int plan_models(tpu_fe_model *out, int cap) {
+  char err[512];
+  int n = 0;
+  for (const char *const *b = tpu_fe_model_builtin_names(); *b && n < cap; b++, n++)
+    ck_assert_msg(tpu_fe_model_load(*b, &out[n], err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-cnn.json", &out[n], err, sizeof err) == TPU_OK, "%s", err);
+  return n + 1;
+}
+
+static int plan_gemms(const fe_plan *p) {
+  int g = 0;
+  for (int k = 0; k < p->nsteps; k++) g += p->steps[k].kind == FE_STEP_GEMM;
+  return g;
+}
+
+START_TEST(The_value_path_runs_exactly_the_plans_gemms) {
+  /* one training step on 2 cores (1 host thread, so core 0's GEMMs come
+  ** first), recorded at fe_gemm, against the plan's GEMM steps for each core */
+  tpu_fe_model models[8];
+  const int nm = plan_models(models, 7);
+  static const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3 };
+  for (int k = 0; k < nm; k++)
+    for (int q = 0; q < 2; q++) {
+      const tpu_fe_model *m = &models[k];
+      tpu_fe_backend be = { .kind = TPU_FE_BACKEND_SIM, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = precs[q] };
+      tpu_fe_trainer t;
+      const int cores = 2, rows = 2;
+      ck_assert_int_eq(tpu_fe_trainer_create(m, &be, cores, cores * rows, 1, &t), TPU_OK);
+      float *x = calloc((size_t)(cores * rows) * tpu_fe_shape_size(m->input), sizeof *x);
+      uint8_t y[4] = { 1, 2, 3, 4 };
+      static gemm_log log;
+      log.n = 0;
+      fe_gemm_observe(record_gemm, &log);
+      double loss;
+      int cor;
+      tpu_status st = tpu_fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
+      fe_gemm_observe(NULL, NULL);
+      ck_assert_int_eq(st, TPU_OK);
+      const fe_plan *p = t.plan;
+      const int per = plan_gemms(p);
+      ck_assert_msg(per >= 2 && log.n == cores * per, "%s: %d GEMMs run, the plan has %d per core", m->name, log.n, per);
+      int i = 0;
+      for (int c = 0; c < cores; c++)
+        for (int s = 0; s < p->nsteps; s++) {
+          if (p->steps[s].kind != FE_STEP_GEMM) continue;
+          const fe_gemm_step *g = &p->steps[s].gemm;
+          const fe_gemm_call *r = &log.calls[i++];
+          ck_assert_msg(r->M == g->M && r->N == g->N && r->K == g->K && r->ta == g->ta && r->tb == g->tb &&
+                        r->acc == g->acc && r->swapped == g->swapped && r->prec == p->prec &&
+                        tpu_precision_passes(r->prec) == g->passes,
+                        "%s, core %d, plan step %d (layer %d %s):\n  Expected: %dx%dx%d ta %d tb %d acc %d swapped %d\n"
+                        "  Actual:   %dx%dx%d ta %d tb %d acc %d swapped %d", m->name, c, s, p->steps[s].layer, g->what,
+                        g->M, g->N, g->K, g->ta, g->tb, g->acc, g->swapped, r->M, r->N, r->K, r->ta, r->tb, r->acc,
+                        r->swapped);
+        }
+      free(x);
+      tpu_fe_trainer_destroy(&t);
+    }
+}
+END_TEST
+
+/* The shapes of a matmul op of the lowered program: its tile's m x n x k. */
+static void op_tile(const tpu_sim_program *prog, const tpu_sim_op *op, int64_t *mi, int64_t *ni, int64_t *ki) {
+  int64_t ar, ac, br, bc, cr, cc;
+  ck_assert(tpu_sim_buffer_shape(prog, 0, op->a, &ar, &ac) && tpu_sim_buffer_shape(prog, 0, op->b, &br, &bc));
+  ck_assert(tpu_sim_buffer_shape(prog, 0, op->dst, &cr, &cc));
+  *mi = op->trans_a ? ac : ar;
+  *ki = op->trans_a ? ar : ac;
+  *ni = op->trans_b ? br : bc;
+  ck_assert(cr == *mi && cc == *ni);
+}
+
+START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
+  /* core 0's matmul ops, in program order, grouped by name: each group is
+  ** one plan GEMM tiled (its tiles cover M x N x K exactly, one K run per
+  ** output tile), with the plan's transposes and precision */
+  tpu_fe_model models[8];
+  const int nm = plan_models(models, 7);
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
+  static const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3 };
+  for (int k = 0; k < nm; k++)
+    for (int q = 0; q < 2; q++)
+      for (int train = 0; train < 2; train++) {
+        const tpu_fe_model *m = &models[k];
+        const int rows = 4;
+        tpu_sim_program *prog = NULL;
+        ck_assert_msg(tpu_fe_step_program(m, &chip, precs[q], rows, train, 0, &prog, err, sizeof err) == TPU_OK, "%s", err);
+        fe_plan *p = NULL;
+        ck_assert_int_eq(fe_plan_create(m, rows, rows * chip.cores, precs[q], train, &p), TPU_OK);
+        const int nops = tpu_sim_program_ops(prog, 0);
+        int o = 0, groups = 0;
+        for (int s = 0; s < p->nsteps; s++) {
+          if (p->steps[s].kind != FE_STEP_GEMM) continue;
+          const fe_gemm_step *g = &p->steps[s].gemm;
+          const fe_step *st = &p->steps[s];
+          char want[160];
+          snprintf(want, sizeof want, "%s %d %s %s", fe_phase_name(st->phase), st->layer,
+                   tpu_fe_layer_kind_name(m->layers[st->layer].kind), g->what);
+          tpu_sim_op op;
+          while (o < nops && tpu_sim_program_op(prog, 0, o, &op) && op.kind != TPU_SIM_MATMUL) o++;
+          ck_assert_msg(o < nops, "%s: no matmul op for plan GEMM '%s'", m->name, want);
+          int64_t mnk = 0, mn = 0, K = 0;   /* K: the first output tile's run over K */
+          bool first_run = true;
+          int tiles = 0;
+          for (; o < nops; o++) {
+            ck_assert(tpu_sim_program_op(prog, 0, o, &op));
+            if (op.kind != TPU_SIM_MATMUL) continue;
+            if (strcmp(op.name, want)) break;
+            int64_t mi, ni, ki;
+            op_tile(prog, &op, &mi, &ni, &ki);
+            ck_assert_msg(op.trans_a == g->ta && op.trans_b == g->tb && op.precision == p->prec,
+                          "%s: '%s' tile %d has ta %d tb %d precision %d", m->name, want, tiles, op.trans_a, op.trans_b,
+                          (int)op.precision);
+            ck_assert_msg(tiles > 0 || !op.accumulate, "%s: '%s' starts with an accumulating tile", m->name, want);
+            if (!op.accumulate) mn += mi * ni;
+            if (tiles > 0 && !op.accumulate) first_run = false;
+            if (first_run) K += ki;
+            mnk += mi * ni * ki;
+            tiles++;
+          }
+          ck_assert_msg(tiles > 0 && K == g->K && mn == (int64_t)g->M * g->N && mnk == (int64_t)g->M * g->N * g->K,
+                        "%s: '%s'\n  Expected: %d x %d x %d\n  Actual:   %d tiles, K %lld, M*N %lld, M*N*K %lld",
+                        m->name, want, g->M, g->N, g->K, tiles, (long long)K, (long long)mn, (long long)mnk);
+          groups++;
+        }
+        /* and no matmul op outside the plan's GEMMs */
+        for (tpu_sim_op op; o < nops; o++)
+          ck_assert_msg(!tpu_sim_program_op(prog, 0, o, &op) || op.kind != TPU_SIM_MATMUL,
+                        "%s: matmul op %d ('%s') is none of the plan's GEMMs", m->name, o, op.name);
+        ck_assert_int_eq(groups, plan_gemms(p));
+        fe_plan_destroy(p);
+        tpu_sim_program_destroy(prog);
+      }
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
 ** Out of memory: every allocation fails in turn
 ** ================================================================== */
 
@@ -559,6 +712,11 @@ static Suite *train_suite(void) {
   tcase_add_test(tc, The_sim_backend_differs_from_f32_only_by_bf16_rounding);
   tcase_add_test(tc, Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm);
   tcase_add_test(tc, A_checkpoint_restores_parameters_and_optimizer_state_exactly);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("plan");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, The_value_path_runs_exactly_the_plans_gemms);
+  tcase_add_test(tc, The_timing_path_lowers_exactly_the_plans_gemms);
   suite_add_tcase(s, tc);
   tc = tcase_create("oom");
   tcase_set_timeout(tc, 120);
