@@ -23,8 +23,6 @@ int64_t sim_buf_bytes(const sim_buf *b) {
 
 static const char *const KIND_NAMES[] = { "dma", "matmul", "vpu", "infeed", "collective" };
 static const char *const COLL_NAMES[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
-static const char *const STALL_NAMES[] = { "mxu_busy", "vpu_busy", "infeed_wait", "memory_wait",
-                                           "collective_wait", "idle" };
 
 const char *tpu_sim_kind_name(tpu_sim_kind k) {
   return (unsigned)k < 5 ? KIND_NAMES[k] : "?";
@@ -32,9 +30,51 @@ const char *tpu_sim_kind_name(tpu_sim_kind k) {
 const char *tpu_sim_coll_name(tpu_sim_coll c) {
   return (unsigned)c < 4 ? COLL_NAMES[c] : "?";
 }
+
+/* {==================================================================
+** The stall table's columns (sim/stall.def)
+** ================================================================== */
+#define X(id, name, kind, busy, color, report) name,
+static const char *const STALL_NAMES[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+#define X(id, name, kind, busy, color, report) kind,
+static const int STALL_KIND[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+#define X(id, name, kind, busy, color, report) busy,
+static const bool STALL_BUSY[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+#define X(id, name, kind, busy, color, report) report,
+static const int STALL_REPORT[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+
 const char *tpu_sim_stall_name(int s) {
   return s >= 0 && s < TPU_SIM_NSTALL ? STALL_NAMES[s] : "?";
 }
+int tpu_sim_stall_of_kind(tpu_sim_kind k) {
+  for (int s = 0; s < TPU_SIM_NSTALL; s++)
+    if (STALL_KIND[s] == (int)k) return s;
+  return TPU_SIM_IDLE;
+}
+int sim_stall_unit(int s) {
+  return s >= 0 && s < TPU_SIM_NSTALL ? STALL_KIND[s] : -1;
+}
+bool tpu_sim_stall_busy(int s) {
+  return s >= 0 && s < TPU_SIM_NSTALL && STALL_BUSY[s];
+}
+int tpu_sim_stall_in_report_order(int i) {
+  for (int s = 0; s < TPU_SIM_NSTALL; s++)
+    if (STALL_REPORT[s] == i) return s;
+  return -1;
+}
+/* }================================================================== */
 
 const char *sim_op_label(const sim_core_prog *cp, int op, char *buf, size_t cap) {
   const sim_op *o = &cp->ops[op];

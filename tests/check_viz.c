@@ -198,27 +198,27 @@ static void check_bands(const char *preset, int m, int n, int k) {
   const uint64_t total = tpu_viz_total_cycles(v);
   int busy_seen = 0, wait_seen = 0;
   for (int p = 0; p < tpu_viz_chip(v)->cores; p++) {
-    uint64_t tot[TPU_VIZ_NCAT], sum = 0;
+    uint64_t tot[TPU_SIM_NSTALL], sum = 0;
     tpu_viz_totals(v, p, tot);
-    for (int c = 0; c < TPU_VIZ_NCAT; c++) sum += tot[c];
+    for (int c = 0; c < TPU_SIM_NSTALL; c++) sum += tot[c];
     TU_EQ_U64(total, sum);
     const int y = tpu_viz_core_y(&l, p) + l.strip_h / 2;
-    int count[TPU_VIZ_NCAT] = { 0 }, edges = 0;
+    int count[TPU_SIM_NSTALL] = { 0 }, edges = 0;
     uint32_t prev = 0;
     for (int x = 0; x < l.timeline.w; x++) {
       uint32_t col = px_at(px, l.timeline.x + x, y);
       if (x && col != prev) edges++;
       prev = col;
-      for (int c = 0; c < TPU_VIZ_NCAT; c++) if (col == tpu_viz_cat_color((tpu_viz_cat)c)) count[c]++;
+      for (int c = 0; c < TPU_SIM_NSTALL; c++) if (col == tpu_viz_stall_color(c)) count[c]++;
     }
-    for (int c = 0; c < TPU_VIZ_NCAT; c++) {
+    for (int c = 0; c < TPU_SIM_NSTALL; c++) {
       double want = (double)tot[c] * l.timeline.w / (double)total;
       /* the cursor (1 px) may cover one pixel of some band */
       ck_assert_msg(fabs(count[c] - want) <= edges + 2, "%s core %d %s: %d px, expected %.1f (+-%d)", preset, p,
-                    tpu_viz_cat_name((tpu_viz_cat)c), count[c], want, edges + 2);
+                    tpu_sim_stall_name(c), count[c], want, edges + 2);
     }
-    busy_seen += tot[TPU_VIZ_MXU_BUSY] > 0;
-    wait_seen += tot[TPU_VIZ_MEMORY_WAIT] > 0;
+    busy_seen += tot[TPU_SIM_MXU_BUSY] > 0;
+    wait_seen += tot[TPU_SIM_MEMORY_WAIT] > 0;
   }
   ck_assert_int_gt(busy_seen, 0);
   ck_assert_int_gt(wait_seen, 0);
@@ -239,15 +239,15 @@ START_TEST(Totals_follow_the_tile_formula) {
   tpu_viz *v = make("teach", 1, 8, 8, 8);
   const tpu_mxu_tile_times *tt;
   ck_assert_uint_eq(tpu_viz_tiles(v, NULL, &tt), 1);
-  uint64_t tot[TPU_VIZ_NCAT];
+  uint64_t tot[TPU_SIM_NSTALL];
   tpu_viz_totals(v, 0, tot);
-  TU_EQ_U64(tt[0].last_result + 1 - tt[0].load_start, tot[TPU_VIZ_MXU_BUSY]);
-  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_VIZ_MXU_BUSY], tot[TPU_VIZ_MEMORY_WAIT]);
-  TU_EQ_U64(0, tot[TPU_VIZ_IDLE] + tot[TPU_VIZ_VPU_BUSY] + tot[TPU_VIZ_INFEED_WAIT] + tot[TPU_VIZ_COLLECTIVE_WAIT]);
+  TU_EQ_U64(tt[0].last_result + 1 - tt[0].load_start, tot[TPU_SIM_MXU_BUSY]);
+  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_SIM_MXU_BUSY], tot[TPU_SIM_MEMORY_WAIT]);
+  TU_EQ_U64(0, tot[TPU_SIM_IDLE] + tot[TPU_SIM_VPU_BUSY] + tot[TPU_SIM_INFEED_WAIT] + tot[TPU_SIM_COLLECTIVE_WAIT]);
   /* the cycle before the load waits on memory, the load cycle is MXU work */
-  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_VIZ_MEMORY_WAIT);
-  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_VIZ_MXU_BUSY);
-  ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_VIZ_IDLE);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_SIM_MEMORY_WAIT);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_SIM_MXU_BUSY);
+  ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_SIM_IDLE);
   tpu_viz_destroy(v);
 }
 END_TEST
@@ -419,9 +419,9 @@ START_TEST(Program_totals_equal_the_engine_stalls) {
   for (int c = 0; c < chip.cores; c++) {
     tpu_sim_stalls s;
     tpu_sim_result_stalls(r, c, -1, &s);
-    uint64_t t[TPU_VIZ_NCAT];
+    uint64_t t[TPU_SIM_NSTALL];
     tpu_viz_totals(v, c, t);
-    for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) {
       ck_assert_msg(t[k] == s.cycles[k], "core %d %s: viz %llu, engine %llu", c, tpu_sim_stall_name(k),
                     (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
       kinds_seen += c == 0 && t[k] > 0;
@@ -435,7 +435,7 @@ START_TEST(Program_totals_equal_the_engine_stalls) {
       const tpu_viz_unit u = o.kind == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : o.kind == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
                            : o.kind == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : TPU_VIZ_UNIT_ICI;
       if (o.kind == TPU_SIM_INFEED || b == a) continue;
-      ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_VIZ_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_VIZ_IDLE,
+      ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_SIM_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_SIM_IDLE,
                     "core %d op %d ('%s'): its unit row is idle inside [%llu, %llu)", c, i, o.name,
                     (unsigned long long)a, (unsigned long long)b);
       /* units other than the MXU run one op at a time: the op at any of its cycles is itself */
@@ -477,17 +477,17 @@ START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
   for (int c = 0; c < chip.cores; c++) {
     tpu_sim_stalls s;
     tpu_sim_result_stalls(r, c, -1, &s);
-    int bands[TPU_VIZ_NCAT] = { 0 }, count[TPU_VIZ_NCAT] = { 0 };
+    int bands[TPU_SIM_NSTALL] = { 0 }, count[TPU_SIM_NSTALL] = { 0 };
     for (uint64_t t = 0; t < T; t++)
       if (t == 0 || tpu_viz_core_cat_at(v, c, t) != tpu_viz_core_cat_at(v, c, t - 1)) bands[tpu_viz_core_cat_at(v, c, t)]++;
     const int y = tpu_viz_core_y(&l, c) + l.strip_h / 2;
     for (int x = 1; x < l.timeline.w; x++) {       /* x = 0 is under the cursor (cycle 0) */
-      const tpu_viz_cat want = tpu_viz_core_cat_at(v, c, tpu_viz_cycle_at_x(v, &l, l.timeline.x + x));
+      const int want = tpu_viz_core_cat_at(v, c, tpu_viz_cycle_at_x(v, &l, l.timeline.x + x));
       const uint32_t got = px_at(px, l.timeline.x + x, y);
-      ck_assert_msg(got == tpu_viz_cat_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_viz_cat_name(want));
+      ck_assert_msg(got == tpu_viz_stall_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_sim_stall_name(want));
       count[want]++;
     }
-    for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) {
       const double want = (double)s.cycles[k] * l.timeline.w / (double)T;
       ck_assert_msg(fabs(count[k] - want) <= bands[k] + 1, "core %d %s: %d px for %llu of %llu cycles (%.2f px), "
                     "%d band(s)", c, tpu_sim_stall_name(k), count[k], (unsigned long long)s.cycles[k],
@@ -536,7 +536,7 @@ START_TEST(Program_infeed_queue_follows_ready_cycles_and_dequeues) {
   int drawn = 0;
   for (int x = 1; x < l.infeed.w; x++) {
     bool full = tpu_viz_infeed_at(v, 0, tpu_viz_cycle_at_x(v, &l, l.infeed.x + x)) > 0;
-    bool red = px_at(px, l.infeed.x + x, l.infeed.y + l.infeed.h - 1) == tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT);
+    bool red = px_at(px, l.infeed.x + x, l.infeed.y + l.infeed.h - 1) == tpu_viz_stall_color(TPU_SIM_INFEED_WAIT);
     ck_assert_msg(full == red, "infeed graph x %d: %s drawn", x, red ? "a batch" : "nothing");
     drawn += red;
   }
@@ -623,9 +623,9 @@ START_TEST(Gemm_totals_equal_the_engine_run_of_the_matmul_program) {
     for (int c = 0; c < chip.cores; c++) {
       tpu_sim_stalls s;
       tpu_sim_result_stalls(r, c, -1, &s);
-      uint64_t t[TPU_VIZ_NCAT];
+      uint64_t t[TPU_SIM_NSTALL];
       tpu_viz_totals(v, c, t);
-      for (int k = 0; k < TPU_VIZ_NCAT; k++)
+      for (int k = 0; k < TPU_SIM_NSTALL; k++)
         ck_assert_msg(t[k] == s.cycles[k], "%s core %d %s: viz %llu, engine %llu", cases[i].chip, c,
                       tpu_sim_stall_name(k), (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
     }

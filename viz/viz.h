@@ -42,17 +42,10 @@
 #include <stdint.h>
 #include "sim/sim.h"
 
-/* The stall taxonomy, in the engine's order and priority (sim.h): the
-** values equal TPU_SIM_MXU_BUSY ... TPU_SIM_IDLE. */
-typedef enum tpu_viz_cat {
-  TPU_VIZ_MXU_BUSY = TPU_SIM_MXU_BUSY, TPU_VIZ_VPU_BUSY = TPU_SIM_VPU_BUSY,
-  TPU_VIZ_INFEED_WAIT = TPU_SIM_INFEED_WAIT, TPU_VIZ_MEMORY_WAIT = TPU_SIM_MEMORY_WAIT,
-  TPU_VIZ_COLLECTIVE_WAIT = TPU_SIM_COLLECTIVE_WAIT, TPU_VIZ_IDLE = TPU_SIM_IDLE,
-  TPU_VIZ_NCAT = TPU_SIM_NSTALL
-} tpu_viz_cat;
-/* "mxu_busy", ... (the words of reports). */
-const char *tpu_viz_cat_name(tpu_viz_cat c);
-uint32_t    tpu_viz_cat_color(tpu_viz_cat c);       /* 0xAARRGGBB */
+/* Timelines are coloured by the engine's stall kinds (TPU_SIM_MXU_BUSY ...
+** TPU_SIM_IDLE, named by tpu_sim_stall_name): the colour column of the
+** stall table (sim/stall.def), 0xAARRGGBB; opaque black out of range. */
+uint32_t tpu_viz_stall_color(int stall);
 
 typedef enum tpu_viz_unit { TPU_VIZ_UNIT_MXU = 0, TPU_VIZ_UNIT_VPU, TPU_VIZ_UNIT_DMA,
                             TPU_VIZ_UNIT_ICI, TPU_VIZ_NUNIT } tpu_viz_unit;
@@ -122,11 +115,11 @@ uint64_t tpu_viz_next_tile_cycle(const tpu_viz *v);
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);
 /* Cycles the core spent in each category over the whole run (they sum to
 ** tpu_viz_total_cycles), and up to a cycle (exclusive). */
-void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]);
-/* The core's category and the unit's state at cycle c (TPU_VIZ_IDLE when
-** the unit does nothing). This function can't fail. */
-tpu_viz_cat tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c);
-tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
+void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_SIM_NSTALL]);
+/* The core's stall kind and the unit's state at cycle c (TPU_SIM_IDLE when
+** the unit does nothing). These functions can't fail. */
+int tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c);
+int tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
 /* Infeed queue occupancy (batches) of the core at cycle c: batches ready
 ** by c that no infeed op has dequeued by c; 0 for a GEMM. The largest over
 ** the run is tpu_viz_infeed_max. */

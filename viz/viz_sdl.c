@@ -131,21 +131,21 @@ static void compose(ui *u) {
   snprintf(b, sizeof b, "max %d", tpu_viz_infeed_max(v, v->sel));
   text(u, u->small, l->infeed.x - 100, l->infeed.y + 20, 0xff808080u, b);
   /* legend and totals */
-  uint64_t tot[TPU_VIZ_NCAT], all[TPU_VIZ_NCAT] = { 0 };
+  uint64_t tot[TPU_SIM_NSTALL], all[TPU_SIM_NSTALL] = { 0 };
   tpu_viz_totals(v, v->sel, tot);
   for (int p = 0; p < v->ncores; p++) {
-    uint64_t t[TPU_VIZ_NCAT];
+    uint64_t t[TPU_SIM_NSTALL];
     tpu_viz_totals(v, p, t);
-    for (int k = 0; k < TPU_VIZ_NCAT; k++) all[k] += t[k];
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) all[k] += t[k];
   }
   snprintf(b, sizeof b, "%-16s %12s %7s %14s", "category", "core cycles", "share", "all cores");
   text(u, u->small, l->legend.x + 18, l->legend.y, 0xffc0c0c0u, "category");
   text(u, u->small, l->legend.x + 150, l->legend.y, 0xffc0c0c0u, "core cycles");
   text(u, u->small, l->legend.x + 260, l->legend.y, 0xffc0c0c0u, "share");
   text(u, u->small, l->legend.x + 330, l->legend.y, 0xffc0c0c0u, "all cores");
-  for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) {
     int y = l->legend.y + 17 + k * 17;
-    text(u, u->small, l->legend.x + 18, y, 0xffffffffu, tpu_viz_cat_name((tpu_viz_cat)k));
+    text(u, u->small, l->legend.x + 18, y, 0xffffffffu, tpu_sim_stall_name(k));
     snprintf(b, sizeof b, "%llu", (unsigned long long)tot[k]);
     text(u, u->small, l->legend.x + 150, y, 0xffffffffu, b);
     snprintf(b, sizeof b, "%.1f%%", 100.0 * (double)tot[k] / (double)v->total);
