@@ -599,6 +599,65 @@ START_TEST(Program_mxu_replay_runs_at_the_engine_tile_times) {
 }
 END_TEST
 
+/* The tiles the MXU panel replays are the engine's: for every core, the
+** session's tile timeline is the run's array-0 tile events, in order, with
+** their shapes and times, each held back to its op's start. On two arrays
+** per core, for a program and for a GEMM. */
+static void expect_engine_tiles(tpu_viz *v, const tpu_chip_config *chip, tpu_sim_program *p) {
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 2, .events = true };
+  tpu_sim_result *r;
+  ck_assert(tpu_sim_run(chip, p, &opt, &r) == TPU_OK);
+  for (int c = 0; c < chip->cores; c++) {
+    ck_assert(tpu_viz_select_core(v, c) == TPU_OK);
+    const tpu_mxu_tile *tl;
+    const tpu_mxu_tile_times *tt;
+    const size_t nt = tpu_viz_tiles(v, &tl, &tt);
+    const tpu_sim_event *ev;
+    const size_t n = tpu_sim_result_events(r, c, &ev);
+    size_t j = 0, other = 0;
+    uint64_t op_start = 0;
+    tpu_sim_op o = { 0 };
+    for (size_t i = 0; i < n; i++) {
+      if (ev[i].type == TPU_SIM_EV_MATMUL) { op_start = ev[i].start; tpu_sim_program_op(p, c, ev[i].op, &o); }
+      if (ev[i].type != TPU_SIM_EV_TILE) continue;
+      if (ev[i].tile.array != 0) { other++; continue; }
+      ck_assert_msg(j < nt, "core %d: the viz has %zu tiles, the engine more", c, nt);
+      ck_assert(tl[j].m == ev[i].tile.m && tl[j].k == ev[i].tile.k && tl[j].n == ev[i].tile.n);
+      TU_EQ_U64(ev[i].start, tt[j].load_start);
+      TU_EQ_U64(ev[i].mid, tt[j].stream_start);
+      TU_EQ_U64(ev[i].end - 1, tt[j].last_result);
+      TU_EQ_U64(op_start, tl[j].earliest);
+      ck_assert(tl[j].accumulate == (o.accumulate || !ev[i].tile.first));
+      if (tpu_viz_is_program(v)) ck_assert_str_eq(tpu_viz_tile_op(v, j), o.name);
+      j++;
+    }
+    TU_EQ_U64(nt, j);
+    ck_assert_msg(other > 0 || j == 0, "core %d: array 1 runs nothing; the case shows no filtering", c);
+  }
+  tpu_sim_result_destroy(r);
+}
+
+START_TEST(The_replayed_tiles_are_the_engine_tile_events) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  ck_assert(tpu_chip_config_set(&chip, "mxu.per_core=2", err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
+  expect_engine_tiles(v, &chip, p);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+  tpu_viz_workload w = { 40, 24, 20, 5, TPU_PREC_BF16X3 };
+  ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(tpu_sim_gemm_program(&chip, chip.cores, w.m, w.n, w.k, w.precision, NULL, NULL, &p, NULL, err,
+                                 sizeof err) == TPU_OK);
+  expect_engine_tiles(v, &chip, p);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
 /* A GEMM session is the engine's run of tpu_sim_gemm_program (what tpusim
 ** matmul --cores runs): the same cycles and, per core, the same stalls. */
 START_TEST(Gemm_totals_equal_the_engine_run_of_the_matmul_program) {
@@ -698,6 +757,7 @@ static Suite *viz_suite(void) {
   tcase_add_test(tc, Program_stall_bands_are_proportional_to_the_engine_figures);
   tcase_add_test(tc, Program_infeed_queue_follows_ready_cycles_and_dequeues);
   tcase_add_test(tc, Program_mxu_replay_runs_at_the_engine_tile_times);
+  tcase_add_test(tc, The_replayed_tiles_are_the_engine_tile_events);
   tcase_add_test(tc, Program_the_chip_cannot_run_is_refused);
   tcase_add_test(tc, Gemm_totals_equal_the_engine_run_of_the_matmul_program);
   tcase_add_test(tc, Program_create_survives_every_allocation_failure);
