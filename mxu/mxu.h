@@ -47,6 +47,16 @@
 ** gives the same cycles by formula (tpu_mxu_sched) and the same bits by a
 ** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree.
 **
+** The tile walk. A GEMM larger than one tile is folded into tiles in one
+** order, written once (tpu_mxu_walk): N-tiles dealt round-robin to the
+** core's arrays, within each the bf16 passes, within each the K-tiles in K
+** order; M is never cut. The first tile of an N-tile overwrites the
+** accumulators, the rest add, so every result element is summed in one
+** fixed order. tpu_mxu_gemm (every fidelity) and the chip engine walk it;
+** the visualizer gets the engine's tiles from its events. Invariant: each
+** (N-tile, pass, K-tile) is visited exactly once, and an array's tiles come
+** in walk order (its schedule sees them so).
+**
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
 ** accumulators hold any M), weight FIFO depth beyond double buffering.
 */

@@ -1,13 +1,41 @@
 /*
-** sim.h -- the chip: configuration, presets and derived peaks.
+** sim.h -- the chip: its configuration, and the engine that runs programs
+** on it cycle by cycle.
 **
-** A chip configuration describes a TPU-like board: `cores` TensorCores,
-** grouped `cores_per_chip` to a chip that shares one HBM; each core holds
-** `mxu.per_core` systolic arrays of mxu.rows x mxu.cols, a vector unit and a
-** VMEM scratchpad; cores talk over ICI links. Configurations come from the
-** presets embedded in the binary (the JSON files in sim/presets) or from a JSON file,
-** then `--set key=value` overrides; every value is validated once, here.
-** The JSON format and every key are documented in docs/CHIPS.md.
+** What it models. A chip configuration describes a TPU-like board:
+** `cores` TensorCores, grouped `cores_per_chip` to a chip that shares one
+** HBM; each core holds `mxu.per_core` systolic arrays of mxu.rows x
+** mxu.cols (mxu/mxu.h), a vector unit (vpu/vpu.h) and a VMEM scratchpad;
+** cores talk over ICI links. Configurations come from the presets embedded
+** in the binary (sim/presets) or a JSON file, then `--set key=value`
+** overrides; every value is validated once, here (docs/CHIPS.md). The
+** engine runs a program (one instruction stream per core, ops on named
+** buffers; docs/PROGRAMS.md) on five in-order units per core (DMA, MXU,
+** VPU, INFEED, COLLECTIVE), with HBM bandwidth shared by a chip's
+** transfers and collectives timed in closed form over the ICI ring or
+** torus. A matmul's tiles follow the MXU's tile walk (tpu_mxu_walk) through
+** each array's schedule.
+**
+** Invariants.
+**   - Every cycle of every core is in exactly one stall kind of the stall
+**     table (sim/stall.def: mxu_busy, vpu_busy, infeed_wait, memory_wait,
+**     collective_wait, idle, in that priority); per core and per step the
+**     kinds sum to the run's cycles (checked on every run).
+**   - Results, cycles and the event log do not depend on the number of host
+**     threads: chips advance in parallel between collectives and share
+**     nothing else; collective values are summed in a fixed order.
+**   - The tile and timing levels give the same cycles; the tile level's
+**     values are those of tpu_mxu_gemm and tpu_vpu_exec.
+**
+** The observer. With options.events (or trace) a run keeps, per core, an
+** event log (tpu_sim_result_events): each op with its cycle stamps in
+** program order (a DMA's issue, pool entry and completion; a collective's
+** arrival, start and end; ...), each matmul's tiles in walk order (array,
+** shape, weight load, stream start, end), then the core's states as stall
+** intervals. It is assembled after the run from per-core records, so its
+** order is fixed. Consumers read it instead of re-deriving what the engine
+** knows: the trace writer (sim/trace.c, every trace of the tree), the
+** training trace (frontend), the visualizer's timeline and tile replay.
 */
 #ifndef TPU_SIM_H
 #define TPU_SIM_H
@@ -93,18 +121,20 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** is free, and lasts as long as the unit's model says:
 **   dma        HBM latency, then its bytes at a fair share of the chip's HBM
 **              bandwidth (shared by the concurrent transfers of its cores)
-**   matmul     tiles through tpu_mxu_sched (the core's arrays keep their
-**              state between ops, so weight loads overlap the previous op)
+**   matmul     its tiles in walk order (tpu_mxu_walk) through their arrays'
+**              tpu_mxu_sched (the core's arrays keep their state between
+**              ops, so weight loads overlap the previous op)
 **   vpu        the VPU's cycle cost for the op and shape
 **   infeed     dequeues the next batch of the core's infeed queue; waits
 **              until the batch's ready cycle (an infeed stall)
 **   collective waits for every core to arrive (the slowest), then ring or
 **              torus timing over the ICI links; real numerics in a fixed
 **              summation order
-** Every cycle of every core is classified, in this priority, as mxu_busy,
-** vpu_busy, infeed_wait, memory_wait, collective_wait or idle; the six sum
-** to the run's cycles on every core and every step (checked on every run).
-** Results and cycles do not depend on the number of host threads.
+** Every cycle of every core is classified by the stall table
+** (sim/stall.def), in its priority: mxu_busy, vpu_busy, infeed_wait,
+** memory_wait, collective_wait or idle; the kinds sum to the run's cycles
+** on every core and every step (checked on every run). Results, cycles and
+** event logs do not depend on the number of host threads.
 ** ================================================================== */
 typedef enum tpu_sim_space { TPU_SIM_HBM = 0, TPU_SIM_VMEM } tpu_sim_space;
 typedef enum tpu_sim_dtype { TPU_SIM_F32 = 0, TPU_SIM_BF16 } tpu_sim_dtype;
