@@ -288,7 +288,8 @@ int cli_cmd_train(int argc, char **argv) {
     }
   }
 
-  if (o.csv) tpu_text_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s\n");
+  if (o.csv)
+    tpu_text_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n", tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
   if (o.trace) tpu_sim_trace_steps_begin(&tb, chip.name, cores);
   double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
   double sim_time = 0;
