@@ -176,28 +176,6 @@ static const char *verdict(double input_frac) {
 }
 /* }================================================================== */
 
-/* Trace of the first steps: one process per core, one thread per unit
-** (core stalls, MXU, VPU, DMA, ICI), the step's timeline repeated per step
-** (every step has the same timing; see the top of this file). */
-static void trace_meta(tpu_text *tb, int cores, const char *chip) {
-  static const char *const units[TPU_FE_NUNITS] = { "core (stalls)", "MXU", "VPU", "DMA", "ICI" };
-  for (int c = 0; c < cores; c++) {
-    tpu_text_printf(tb, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s core %d\"}}",
-              tb->n > 2 ? ",\n" : "", c, chip, c);
-    for (int u = 0; u < TPU_FE_NUNITS; u++)
-      tpu_text_printf(tb, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-                c, u, units[u]);
-  }
-}
-static void trace_step(tpu_text *tb, int cores, long step, double t0_us, const tpu_fe_trace_event *ev, int nev,
-                       double us_per_cycle) {
-  for (int c = 0; c < cores; c++)
-    for (int k = 0; k < nev; k++)
-      tpu_text_printf(tb, ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,"
-                "\"args\":{\"step\":%ld}}", ev[k].name, c, ev[k].unit, t0_us + ev[k].start * us_per_cycle,
-                ev[k].dur * us_per_cycle, step);
-}
-
 int cli_cmd_train(int argc, char **argv) {
   opts o;
   cli_common com;
@@ -267,18 +245,15 @@ int cli_cmd_train(int argc, char **argv) {
   /* Timing: values never enter it, so a step is timed once per distinct
   ** infeed wait and reused (see the top of this file). */
   tpu_fe_step_timing tm, tm0;
-  enum { EVCAP = 4096 };
-  static tpu_fe_trace_event ev[EVCAP];
-  int nev = 0;
   uint64_t tm_wait = 0;
-  if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, (int)o.threads, &tm0, ev, EVCAP, &nev,
+  if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, (int)o.threads, &tm0, NULL,
                          err, sizeof err))) {
     tpu_fe_feed_close(feed); tpu_fe_dataset_free(&test);
     return cli_usage_error(CMD, "%s: %s", o.model, err);
   }
   tm = tm0;
   const double hz = chip.clock_mhz * 1e6;
-  double sum[6] = { 0 }, sum_cycles = 0, sum_macs = 0, sum_cap = 0;
+  double sum[TPU_SIM_NSTALL] = { 0 }, sum_cycles = 0, sum_macs = 0, sum_cap = 0;   /* sum: per stall kind */
   long nsteps = 0;
 
   tpu_fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
@@ -313,9 +288,9 @@ int cli_cmd_train(int argc, char **argv) {
     }
   }
 
-  if (o.csv) tpu_text_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s\n");
-  if (o.trace) { tpu_text_printf(&tb, "[\n"); trace_meta(&tb, cores, chip.name); }
-  const double us_per_cycle = 1e6 / hz;
+  if (o.csv)
+    tpu_text_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n", tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
+  if (o.trace) tpu_sim_trace_steps_begin(&tb, chip.name, cores);
   double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
   double sim_time = 0;
   if (text)
@@ -340,9 +315,11 @@ int cli_cmd_train(int argc, char **argv) {
         goto out;
       }
       uint64_t wait = (uint64_t)llround((ready_s - sim_time) * hz);
+      /* the trace shows the first steps (every step has the same timing; see the top of this file) */
+      const tpu_fe_step_trace strace = { .out = &tb, .step = (long)gstep, .t0_us = sim_time * 1e6 };
       if (wait != tm_wait || (o.trace && nsteps < 20)) {
         if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, (int)o.threads, &tm,
-                               o.trace && nsteps < 20 ? ev : NULL, EVCAP, &nev, err, sizeof err))) {
+                               o.trace && nsteps < 20 ? &strace : NULL, err, sizeof err))) {
           status = cli_runtime_error(CMD, "%s", err);
           goto out;
         }
@@ -357,9 +334,7 @@ int cli_cmd_train(int argc, char **argv) {
         lsum += loss;
         csum += cor;
       }
-      if (o.trace && nsteps < 20) trace_step(&tb, cores, (long)gstep, sim_time * 1e6, ev, nev, us_per_cycle);
-      double parts[6] = { tm.mxu_busy, tm.vpu_busy, tm.memory_wait, tm.infeed_wait, tm.collective_wait, tm.idle };
-      for (int k = 0; k < 6; k++) sum[k] += parts[k];
+      for (int k = 0; k < TPU_SIM_NSTALL; k++) sum[k] += tm.stall[k];
       sum_cycles += (double)tm.step_cycles;
       sum_macs += (double)tm.macs;
       sum_cap += (double)tm.mxu_cycles_capacity;
@@ -416,7 +391,7 @@ int cli_cmd_train(int argc, char **argv) {
     }
   }
   if (o.trace) {
-    tpu_text_printf(&tb, "\n]\n");
+    tpu_sim_trace_steps_end(&tb);
     if (tb.oom || tpu_write_atomic(o.trace, tb.s, tb.n)) {
       status = cli_runtime_error(CMD, "--trace %s: cannot write: %s", o.trace, tb.oom ? "out of memory" : strerror(errno));
       goto out;
@@ -424,15 +399,14 @@ int cli_cmd_train(int argc, char **argv) {
   }
 
   if (nsteps == 0) {   /* resumed after the last epoch: nothing ran, time one step for the report */
-    for (int k = 0; k < 6; k++) sum[k] = (double[]){ tm0.mxu_busy, tm0.vpu_busy, tm0.memory_wait, tm0.infeed_wait,
-                                                      tm0.collective_wait, tm0.idle }[k];
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) sum[k] = tm0.stall[k];
     sum_cycles = (double)tm0.step_cycles; sum_macs = (double)tm0.macs; sum_cap = (double)tm0.mxu_cycles_capacity;
     nsteps = 1;
   }
   double sc = sum_cycles;
-  double fr[6];
-  for (int k = 0; k < 6; k++) fr[k] = sum[k] / sc;
-  static const char *const SN[6] = { "mxu_busy", "vpu_busy", "memory_wait", "infeed_wait", "collective_wait", "idle" };
+  double fr[TPU_SIM_NSTALL];   /* per stall kind; reported in the training report's order */
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) fr[k] = sum[k] / sc;
+  const double input_frac = fr[TPU_SIM_INFEED_WAIT];
   /* useful MACs only: extra bf16 passes cost time but are not model work */
   double util = sum_macs / (double)tpu_precision_passes(o.prec) / sum_cap;
   const double step_s = sum_cycles / (double)nsteps / hz;
@@ -440,7 +414,10 @@ int cli_cmd_train(int argc, char **argv) {
   uint64_t phash = numerics ? tpu_fe_params_hash(tr.params, model.nparams) : 0;
   if (com.json) {
     json_t *stall = json_object();
-    for (int k = 0; k < 6; k++) json_object_set_new(stall, SN[k], json_real(fr[k]));
+    for (int i = 0; i < TPU_SIM_NSTALL; i++) {
+      const int k = tpu_sim_stall_in_report_order(i);
+      json_object_set_new(stall, tpu_sim_stall_name(k), json_real(fr[k]));
+    }
     char hs[32];
     snprintf(hs, sizeof hs, "%016llx", (unsigned long long)phash);
     json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
@@ -460,8 +437,8 @@ int cli_cmd_train(int argc, char **argv) {
     json_object_set_new(j, "images_per_s", json_real(ips));
     json_object_set_new(j, "mxu_utilization", json_real(util));
     json_object_set_new(j, "stall", stall);
-    json_object_set_new(j, "input_wait_fraction", json_real(fr[3]));
-    json_object_set_new(j, "input_verdict", json_string(verdict(fr[3])));
+    json_object_set_new(j, "input_wait_fraction", json_real(input_frac));
+    json_object_set_new(j, "input_verdict", json_string(verdict(input_frac)));
     json_object_set_new(j, "wall_s", json_real(wall));
     json_object_set_new(j, "params_hash", numerics ? json_string(hs) : json_null());
     json_object_set_new(j, "history", hist);
@@ -479,8 +456,11 @@ int cli_cmd_train(int argc, char **argv) {
            sum_cycles / (double)nsteps, chip.clock_mhz, nsteps, ips);
     printf("  MXU utilization   %.2f%%\n", util * 100);
     printf("  step time         ");
-    for (int k = 0; k < 6; k++) printf("%s %.1f%%%s", SN[k], fr[k] * 100, k < 5 ? "  " : "\n");
-    printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", fr[3] * 100, verdict(fr[3]));
+    for (int i = 0; i < TPU_SIM_NSTALL; i++) {
+      const int k = tpu_sim_stall_in_report_order(i);
+      printf("%s %.1f%%%s", tpu_sim_stall_name(k), fr[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
+    }
+    printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", input_frac * 100, verdict(input_frac));
     printf("  wall time         %.2f s\n", wall);
   }
 out:

@@ -269,19 +269,19 @@ int cli_cmd_viz(int argc, char **argv) {
     json_object_set_new(o_, "frames", json_integer(frames));
     json_object_set_new(o_, "every", json_integer((json_int_t)every));
     json_t *per = json_array(), *sum = json_object();
-    uint64_t all[TPU_VIZ_NCAT] = { 0 };
+    uint64_t all[TPU_SIM_NSTALL] = { 0 };
     for (int p = 0; p < chip.cores; p++) {
-      uint64_t t[TPU_VIZ_NCAT];
+      uint64_t t[TPU_SIM_NSTALL];
       tpu_viz_totals(v, p, t);
       json_t *cc = json_object();
-      for (int j = 0; j < TPU_VIZ_NCAT; j++) {
-        json_object_set_new(cc, tpu_viz_cat_name((tpu_viz_cat)j), json_integer((json_int_t)t[j]));
+      for (int j = 0; j < TPU_SIM_NSTALL; j++) {
+        json_object_set_new(cc, tpu_sim_stall_name(j), json_integer((json_int_t)t[j]));
         all[j] += t[j];
       }
       json_array_append_new(per, cc);
     }
-    for (int j = 0; j < TPU_VIZ_NCAT; j++)
-      json_object_set_new(sum, tpu_viz_cat_name((tpu_viz_cat)j), json_integer((json_int_t)all[j]));
+    for (int j = 0; j < TPU_SIM_NSTALL; j++)
+      json_object_set_new(sum, tpu_sim_stall_name(j), json_integer((json_int_t)all[j]));
     json_object_set_new(o_, "stall", sum);      /* summed over cores, as tpusim run --json */
     json_object_set_new(o_, "stall_cycles_per_core", per);
     const tpu_mxu_tile *tl;
@@ -302,10 +302,10 @@ int cli_cmd_viz(int argc, char **argv) {
     tpu_viz_layout_of(v, width, height, &l);
     json_t *cy = json_array(), *colors = json_object();
     for (int p = 0; p < chip.cores; p++) json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
-    for (int j = 0; j < TPU_VIZ_NCAT; j++) {
+    for (int j = 0; j < TPU_SIM_NSTALL; j++) {
       char hex[8];
-      snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_cat_color((tpu_viz_cat)j) & 0xffffffu));
-      json_object_set_new(colors, tpu_viz_cat_name((tpu_viz_cat)j), json_string(hex));
+      snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_stall_color(j) & 0xffffffu));
+      json_object_set_new(colors, tpu_sim_stall_name(j), json_string(hex));
     }
     json_object_set_new(o_, "colors", colors);
     json_object_set_new(o_, "layout", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",

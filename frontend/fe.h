@@ -156,34 +156,31 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
 
 typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
-  double mxu_busy, vpu_busy, memory_wait, infeed_wait, collective_wait, idle; /* cycles, mean over cores */
+  double stall[TPU_SIM_NSTALL];/* cycles per stall kind (TPU_SIM_MXU_BUSY ...), mean over cores */
   uint64_t macs;               /* multiply-adds per core (all bf16 passes) */
   uint64_t mxu_cycles_capacity;/* rows*cols*mxus*step_cycles */
   uint64_t hbm_bytes;          /* per core, moved by its DMAs */
   uint64_t allreduce_bytes;    /* gradient bytes per core */
 } tpu_fe_step_timing;
 
-/* One interval of the step's timeline (for traces), in cycles from the
-** step's start, on one unit of core 0 (the cores run the same program).
-** TPU_FE_UNIT_CORE holds the core's waiting segments, named as the stall
-** taxonomy ("infeed_wait", "memory_wait", "collective_wait", "idle"). */
-enum { TPU_FE_UNIT_CORE = 0, TPU_FE_UNIT_MXU, TPU_FE_UNIT_VPU, TPU_FE_UNIT_DMA, TPU_FE_UNIT_ICI, TPU_FE_NUNITS };
-typedef struct tpu_fe_trace_event {
-  char name[80];
-  int unit;
-  double start, dur;
-} tpu_fe_trace_event;
+/* Where a timed step's trace goes: appended to 'out' (a trace begun with
+** tpu_sim_trace_steps_begin) as step 'step', 't0_us' microseconds of
+** simulated time into the trace. */
+typedef struct tpu_fe_step_trace {
+  tpu_text *out;
+  long step;
+  double t0_us;
+} tpu_fe_step_trace;
 
 /* Times one step (or one inference pass when !train): tpu_fe_step_program, then
 ** tpu_sim_run at the timing level on 'threads' host threads (results do not
 ** depend on it). 'infeed_ready_cycles' is how long after the step's start
-** the batch is ready (0: already there). When 'ev' is not NULL, up to
-** 'evcap' timeline intervals go there (ops first, in program order, then
-** the core's waits) and *nev gets their count. Errors: those of
+** the batch is ready (0: already there). When 'trace' is not NULL the run's
+** events go to the trace (tpu_sim_trace_steps_add). Errors: those of
 ** tpu_fe_step_program, and TPU_ERR_RANGE when the engine refuses the program. */
 tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
-                        tpu_fe_step_timing *out, tpu_fe_trace_event *ev, int evcap, int *nev,
+                        tpu_fe_step_timing *out, const tpu_fe_step_trace *trace,
                         char *err, size_t errcap);
 /* }================================================================== */
 

@@ -97,7 +97,6 @@ enum { R_A = 0, R_B, R_C, R_CA, R_CB, R_BIAS, R_DB, R_PART, R_X, R_Y, R_O, R_MAS
 static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "db", "part", "x", "y", "o",
                                             "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
 
-typedef struct tpu_fe_op_rec { tpu_sim_kind kind; char name[112]; } tpu_fe_op_rec;
 typedef struct cbuf { int role, slot; int64_t r, c; int h; } cbuf;   /* a buffer by role, slot and shape */
 typedef struct bufcache { cbuf *v; int n, cap; } bufcache;
 
@@ -119,8 +118,6 @@ typedef struct lower {
   int grads;                   /* the gradients' HBM tensor (the all-reduce's operand) */
   struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
   int npend;
-  bool rec;                    /* keep each op's kind and name (for traces) */
-  tpu_fe_op_rec *ops; int nops, capops;
   tpu_status st;
   char *err; size_t errcap;
 } lower;
@@ -209,14 +206,6 @@ static int add(lower *L, tpu_sim_op *op, const char *what) {
   int idx = -1;
   tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
   if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
-  if (L->rec) {
-    tpu_fe_op_rec *n = grow(L, L->ops, L->nops, &L->capops, 256, sizeof *n);
-    if (!n) return -1;
-    L->ops = n;
-    L->ops[L->nops].kind = op->kind;
-    snprintf(L->ops[L->nops].name, sizeof L->ops[L->nops].name, "%s", nm);
-    L->nops++;
-  }
   return idx;
 }
 
@@ -593,8 +582,7 @@ static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64
   *S = s;
 }
 
-/* Builds the program into *out; core 0's per-core figures and (when
-** L->rec) its ops go to L. */
+/* Builds the program into *out; core 0's per-core figures go to L. */
 static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                         bool train, uint64_t infeed_ready_cycles, tpu_sim_program **out, char *err, size_t errcap) {
   *out = NULL;
@@ -617,7 +605,6 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
   if (!st) st = tpu_sim_program_create(chip->cores, &L->p);
   if (st) { fe_plan_destroy(plan); snprintf(err, errcap, "out of memory"); return st; }
-  const bool rec = L->rec;
   uint64_t bytes0 = 0, macs0 = 0;
   for (int c = 0; c < chip->cores && !L->st; c++) {
     L->core = c;
@@ -626,7 +613,6 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
     L->after = 0;
     L->last_dma = -1;
     L->hbm_bytes = L->macs = 0;
-    L->rec = rec && c == 0;
     for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
     if (!L->st && (st = tpu_sim_infeed(L->p, c, 1, &infeed_ready_cycles)))
       lw_fail(L, st, tpu_sim_program_error(L->p));
@@ -634,7 +620,6 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   }
   L->hbm_bytes = bytes0;
   L->macs = macs0;
-  L->rec = rec;
   fe_plan_destroy(plan);
   tpu_free(L->vmem_bufs.v);
   tpu_free(L->hbm_views.v);
@@ -658,87 +643,17 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
 /* {==================================================================
 ** Step timing on the engine
 ** ================================================================== */
-static int unit_of(tpu_sim_kind k) {
-  switch (k) {
-  case TPU_SIM_DMA: return TPU_FE_UNIT_DMA;
-  case TPU_SIM_MATMUL: return TPU_FE_UNIT_MXU;
-  case TPU_SIM_VPU: return TPU_FE_UNIT_VPU;
-  case TPU_SIM_COLLECTIVE: return TPU_FE_UNIT_ICI;
-  default: return TPU_FE_UNIT_CORE;   /* the infeed dequeue: its interval is the wait */
-  }
-}
-
-typedef struct ivl { uint64_t t; int cls, d; } ivl;   /* an interval's edge: class cls starts (+1) or ends (-1) */
-static int ivl_cmp(const void *a, const void *b) {
-  const ivl *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t;
-}
-
-static void put_event(tpu_fe_trace_event *ev, int evcap, int *nev, const char *name, int unit, uint64_t s, uint64_t e) {
-  if (*nev >= evcap || e <= s) return;
-  tpu_fe_trace_event *x = &ev[(*nev)++];
-  size_t k = strlen(name);
-  if (k >= sizeof x->name) k = sizeof x->name - 1;   /* labels are short; cut if not */
-  memcpy(x->name, name, k);
-  x->name[k] = 0;
-  x->unit = unit;
-  x->start = (double)s;
-  x->dur = (double)(e - s);
-}
-
-/* Core 0's timeline: every op on its unit, then the core's stall track (the
-** engine's priority: mxu, vpu, infeed, memory, collective, else idle), whose
-** waiting segments go to TPU_FE_UNIT_CORE. */
-static tpu_status timeline(const lower *L, const tpu_sim_result *r, uint64_t cycles, tpu_fe_trace_event *ev, int evcap,
-                           int *nev) {
-  *nev = 0;
-  ivl *e = tpu_malloc(((size_t)L->nops * 2 + 1) * sizeof *e);
-  if (!e) return TPU_ERR_NOMEM;
-  int ne = 0;
-  for (int i = 0; i < L->nops; i++) {
-    uint64_t s, t;
-    tpu_sim_result_op_times(r, 0, i, &s, &t);
-    if (L->ops[i].kind != TPU_SIM_INFEED) put_event(ev, evcap, nev, L->ops[i].name, unit_of(L->ops[i].kind), s, t);
-    if (t <= s) continue;
-    int cls = L->ops[i].kind == TPU_SIM_MATMUL ? TPU_SIM_MXU_BUSY : L->ops[i].kind == TPU_SIM_VPU ? TPU_SIM_VPU_BUSY
-            : L->ops[i].kind == TPU_SIM_INFEED ? TPU_SIM_INFEED_WAIT : L->ops[i].kind == TPU_SIM_DMA
-            ? TPU_SIM_MEMORY_WAIT : TPU_SIM_COLLECTIVE_WAIT;
-    e[ne++] = (ivl){ s, cls, 1 };
-    e[ne++] = (ivl){ t, cls, -1 };
-  }
-  qsort(e, (size_t)ne, sizeof *e, ivl_cmp);
-  int active[TPU_SIM_NSTALL] = { 0 };
-  uint64_t seg0 = 0;
-  int cur = TPU_SIM_IDLE;
-  for (int k = 0; k < ne;) {
-    const uint64_t t = e[k].t;
-    while (k < ne && e[k].t == t) { active[e[k].cls] += e[k].d; k++; }
-    int next = TPU_SIM_IDLE;
-    for (int c = 0; c < TPU_SIM_IDLE; c++)
-      if (active[c] > 0) { next = c; break; }
-    if (next != cur) {
-      if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), TPU_FE_UNIT_CORE, seg0, t);
-      seg0 = t;
-      cur = next;
-    }
-  }
-  if (cur >= TPU_SIM_INFEED_WAIT) put_event(ev, evcap, nev, tpu_sim_stall_name(cur), TPU_FE_UNIT_CORE, seg0, cycles);
-  tpu_free(e);
-  return TPU_OK;
-}
-
 tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
-                        tpu_fe_step_timing *out, tpu_fe_trace_event *ev, int evcap, int *nev,
+                        tpu_fe_step_timing *out, const tpu_fe_step_trace *trace,
                         char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
-  if (nev) *nev = 0;
-  lower L = { .rec = ev != NULL && nev != NULL && evcap > 0 };
+  lower L = { 0 };
   tpu_sim_program *p = NULL;
   tpu_sim_result *r = NULL;
   tpu_status st = build(&L, m, chip, prec, rows, train, infeed_ready_cycles, &p, err, errcap);
   if (st) goto out;
-  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads };
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads, .trace = trace != NULL };
   if ((st = tpu_sim_run(chip, p, &o, &r))) {
     snprintf(err, errcap, "%s", tpu_sim_program_error(p));
     goto out;
@@ -746,21 +661,14 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
   const uint64_t cyc = tpu_sim_result_cycles(r);
   tpu_sim_stalls s;
   tpu_sim_result_stalls(r, -1, -1, &s);
-  const double n = (double)chip->cores;
   out->step_cycles = cyc;
-  out->mxu_busy = (double)s.cycles[TPU_SIM_MXU_BUSY] / n;
-  out->vpu_busy = (double)s.cycles[TPU_SIM_VPU_BUSY] / n;
-  out->infeed_wait = (double)s.cycles[TPU_SIM_INFEED_WAIT] / n;
-  out->memory_wait = (double)s.cycles[TPU_SIM_MEMORY_WAIT] / n;
-  out->collective_wait = (double)s.cycles[TPU_SIM_COLLECTIVE_WAIT] / n;
-  out->idle = (double)s.cycles[TPU_SIM_IDLE] / n;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) out->stall[k] = (double)s.cycles[k] / (double)chip->cores;
   out->macs = L.macs;
   out->mxu_cycles_capacity = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core * cyc;
   out->hbm_bytes = L.hbm_bytes;
   out->allreduce_bytes = train ? (uint64_t)m->nparams * 4 : 0;
-  if (L.rec && (st = timeline(&L, r, cyc, ev, evcap, nev))) snprintf(err, errcap, "out of memory");
+  if (trace) tpu_sim_trace_steps_add(trace->out, r, trace->step, trace->t0_us);
 out:
-  tpu_free(L.ops);
   tpu_sim_result_destroy(r);
   tpu_sim_program_destroy(p);
   return st;

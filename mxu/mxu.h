@@ -47,12 +47,23 @@
 ** gives the same cycles by formula (tpu_mxu_sched) and the same bits by a
 ** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree.
 **
+** The tile walk. A GEMM larger than one tile is folded into tiles in one
+** order, written once (tpu_mxu_walk): N-tiles dealt round-robin to the
+** core's arrays, within each the bf16 passes, within each the K-tiles in K
+** order; M is never cut. The first tile of an N-tile overwrites the
+** accumulators, the rest add, so every result element is summed in one
+** fixed order. tpu_mxu_gemm (every fidelity) and the chip engine walk it;
+** the visualizer gets the engine's tiles from its events. Invariant: each
+** (N-tile, pass, K-tile) is visited exactly once, and an array's tiles come
+** in walk order (its schedule sees them so).
+**
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
 ** accumulators hold any M), weight FIFO depth beyond double buffering.
 */
 #ifndef TPU_MXU_H
 #define TPU_MXU_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "base/base.h"
 
@@ -179,6 +190,49 @@ int  tpu_precision_passes(tpu_precision p);                  /* 1, 3, 6 */
 ** 0 being the high part. bf16x3 drops lo x lo and bf16x6 the terms below
 ** 2^-24 relative, as TPUs do. Returns 0, or -1 if i is out of range. */
 int  tpu_precision_pass(tpu_precision p, int i, int *a_part, int *b_part);
+int  tpu_precision_parts(tpu_precision p);                  /* bf16 parts of an operand: 1, 2, 3 */
+/* Splits x[0..n) into p's bf16 parts, part j of x[i] at out[j*n + i]: each
+** part the bf16 rounding of what the previous parts left. A non-finite
+** value goes whole into the first part (the rest are zero), so inf stays
+** inf. This function can't fail. */
+void tpu_precision_split(tpu_precision p, const float *x, size_t n, float *out);
+
+/* The tile walk: how a GEMM of M x N x K in a precision folds into tiles,
+** the one order every user of a GEMM's tiles follows (tpu_mxu_gemm at every
+** fidelity, the chip engine's matmul timing, the visualizer through the
+** engine's events):
+**
+**   for each N-tile nt (n0 = nt * cols), dealt to array nt % arrays
+**     for each pass p (tpu_precision_pass order, smallest products first)
+**       for each K-tile (k0 = 0, rows, 2 rows, ...)
+**         tile M x min(rows, K - k0) x min(cols, N - n0); it overwrites the
+**         accumulators when it is the first of its N-tile, else adds
+**
+** M is never cut: a tile streams all M rows of activations. So an N-tile's
+** results are summed in one fixed order (the passes' K-tiles one after
+** another), and the tiles of one array come in walk order. */
+typedef struct tpu_mxu_walk_tile {
+  int m, k, n;                 /* the tile's shape */
+  int k0, n0;                  /* where it starts in K and N */
+  int pass;                    /* 0 .. tpu_precision_passes - 1 */
+  int a_part, b_part;          /* the pass's bf16 parts of A and B (tpu_precision_pass) */
+  int array;                   /* the array that runs it: its N-tile index mod arrays */
+  bool first;                  /* first of its N-tile: overwrite (the others accumulate) */
+} tpu_mxu_walk_tile;
+
+typedef struct tpu_mxu_walk {  /* the walk's state; read it only through tpu_mxu_walk_next */
+  int M, N, K, rows, cols, arrays, passes;
+  int8_t a_part[6], b_part[6];
+  int nt, pass, k0;            /* the next tile's N-tile, pass and K offset */
+} tpu_mxu_walk;
+
+/* Starts the walk of an M x N x K GEMM (each >= 1) in precision prec over
+** 'arrays' arrays (>= 1) of cfg's geometry. This function can't fail. */
+void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, tpu_precision prec,
+                       int M, int N, int K);
+/* Writes the next tile into *t and returns true, or returns false when the
+** walk is done (t untouched). */
+bool tpu_mxu_walk_next(tpu_mxu_walk *w, tpu_mxu_walk_tile *t);
 
 typedef struct tpu_mxu_gemm_result {
   uint64_t cycles;             /* identical at every fidelity */

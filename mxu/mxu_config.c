@@ -31,6 +31,10 @@ int tpu_precision_passes(tpu_precision p) {
   return p == TPU_PREC_BF16X6 ? 6 : p == TPU_PREC_BF16X3 ? 3 : 1;
 }
 
+int tpu_precision_parts(tpu_precision p) {
+  return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1;
+}
+
 int tpu_precision_pass(tpu_precision p, int i, int *a_part, int *b_part) {
   static const signed char P1[][2] = { { 0, 0 } };
   static const signed char P3[][2] = { { 1, 0 }, { 0, 1 }, { 0, 0 } };

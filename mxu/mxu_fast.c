@@ -103,6 +103,30 @@ static void tile_generic(int rows, const tpu_mxu_tile *t) {
 /* dst[0..n) = the bf16 rounding of src[0..n) (tpu_bf16_round, lane by lane). */
 typedef void (*round_fn)(float *dst, const float *src, int n);
 
+/* Defines 'name', which runs the blocks of one chunk of rows (ac: mc x K,
+** row stride lds) against every packed panel of bp: whole MR-row blocks
+** through the path's micro-kernel, the rest through its block switch; the
+** panel's columns are masked by MASK0(nr) and MASK1(nr). One frame for
+** every SIMD path (each gives its target, widths, mask type and kernels). */
+#define CHUNK(name, target, NR, MR, mask_t, MASK0, MASK1, ukr, block)                                    \
+  static target void name(const tpu_mxu_tile *t, int mc, const float *ac, size_t lds, const float *bp,   \
+                          float *o, bool pass) {                                                         \
+    const size_t ldo = (size_t)t->ldo;                                                                   \
+    const int K = t->k;                                                                                  \
+    const bool acc = t->accumulate;                                                                      \
+    for (int n0 = 0; n0 < t->n; n0 += NR, bp += (size_t)K * NR) {                                        \
+      const int nr = t->n - n0 < NR ? t->n - n0 : NR;                                                    \
+      const mask_t k0 = MASK0(nr), k1 = MASK1(nr);                                                       \
+      int m0 = 0;                                                                                        \
+      for (; m0 + MR <= mc; m0 += MR)                                                                    \
+        ukr(MR, K, ac + (size_t)m0 * lds, lds, bp, o + (size_t)m0 * ldo + (size_t)n0, ldo, k0, k1, pass, \
+            acc);                                                                                        \
+      if (m0 < mc)                                                                                       \
+        block(mc - m0, K, ac + (size_t)m0 * lds, lds, bp, o + (size_t)m0 * ldo + (size_t)n0, ldo, k0, k1, \
+              pass, acc);                                                                                \
+    }                                                                                                    \
+  }
+
 /* {==================================================================
 ** AVX-512F path: 12 x 32 block, 24 zmm accumulators.
 ** ================================================================== */
@@ -171,26 +195,9 @@ static T512 void block_avx512(int mr, int K, const float *a, size_t lda, const f
   }
 }
 
-/* Runs the blocks of one chunk of rows (ac: MC x K, row stride lds) against
-** every packed panel of bp. */
-static T512 void chunk_avx512(const tpu_mxu_tile *t, int mc, const float *ac, size_t lds,
-                              const float *bp, float *o, bool pass) {
-  const size_t ldo = (size_t)t->ldo;
-  const int K = t->k;
-  const bool acc = t->accumulate;
-  for (int n0 = 0; n0 < t->n; n0 += Z_NR, bp += (size_t)K * Z_NR) {
-    const int nr = t->n - n0 < Z_NR ? t->n - n0 : Z_NR;
-    const __mmask16 k0 = (__mmask16)(nr >= 16 ? 0xffffu : (1u << nr) - 1u);
-    const __mmask16 k1 = (__mmask16)(nr >= 32 ? 0xffffu : nr <= 16 ? 0u : (1u << (nr - 16)) - 1u);
-    int m0 = 0;
-    for (; m0 + Z_MR <= mc; m0 += Z_MR)
-      ukr_avx512(Z_MR, K, ac + (size_t)m0 * lds, lds, bp, o + (size_t)m0 * ldo + (size_t)n0,
-                 ldo, k0, k1, pass, acc);
-    if (m0 < mc)
-      block_avx512(mc - m0, K, ac + (size_t)m0 * lds, lds, bp,
-                   o + (size_t)m0 * ldo + (size_t)n0, ldo, k0, k1, pass, acc);
-  }
-}
+#define Z_MASK0(nr) ((__mmask16)((nr) >= 16 ? 0xffffu : (1u << (nr)) - 1u))
+#define Z_MASK1(nr) ((__mmask16)((nr) >= 32 ? 0xffffu : (nr) <= 16 ? 0u : (1u << ((nr) - 16)) - 1u))
+CHUNK(chunk_avx512, T512, Z_NR, Z_MR, __mmask16, Z_MASK0, Z_MASK1, ukr_avx512, block_avx512)
 /* }================================================================== */
 
 /* {==================================================================
@@ -263,23 +270,9 @@ static T256 void block_avx2(int mr, int K, const float *a, size_t lda, const flo
   }
 }
 
-static T256 void chunk_avx2(const tpu_mxu_tile *t, int mc, const float *ac, size_t lds,
-                            const float *bp, float *o, bool pass) {
-  const size_t ldo = (size_t)t->ldo;
-  const int K = t->k;
-  const bool acc = t->accumulate;
-  for (int n0 = 0; n0 < t->n; n0 += Y_NR, bp += (size_t)K * Y_NR) {
-    const int nr = t->n - n0 < Y_NR ? t->n - n0 : Y_NR;
-    const __m256i k0 = lanes_below(nr), k1 = lanes_below(nr - 8);
-    int m0 = 0;
-    for (; m0 + Y_MR <= mc; m0 += Y_MR)
-      ukr_avx2(Y_MR, K, ac + (size_t)m0 * lds, lds, bp, o + (size_t)m0 * ldo + (size_t)n0,
-               ldo, k0, k1, pass, acc);
-    if (m0 < mc)
-      block_avx2(mc - m0, K, ac + (size_t)m0 * lds, lds, bp,
-                 o + (size_t)m0 * ldo + (size_t)n0, ldo, k0, k1, pass, acc);
-  }
-}
+#define Y_MASK0(nr) lanes_below(nr)
+#define Y_MASK1(nr) lanes_below((nr) - 8)
+CHUNK(chunk_avx2, T256, Y_NR, Y_MR, __m256i, Y_MASK0, Y_MASK1, ukr_avx2, block_avx2)
 /* }================================================================== */
 
 typedef void (*chunk_fn)(const tpu_mxu_tile *t, int mc, const float *ac, size_t lds,

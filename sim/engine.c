@@ -9,11 +9,11 @@
 **              transfers are in the pool each receives bandwidth/n bytes per
 **              cycle; it ends at the first whole cycle by which it has all
 **              its bytes.
-**   MXU        each tile of the op's walk (the order of tpu_mxu_gemm: N-tiles
-**              dealt round-robin to the core's arrays, passes, K-tiles) goes
-**              through that array's tpu_mxu_sched with 'earliest' = inputs
-**              ready; the op is busy from its first weight load to one past
-**              its last result.
+**   MXU        each tile of the op's walk (tpu_mxu_walk, as tpu_mxu_gemm:
+**              N-tiles dealt round-robin to the core's arrays, passes,
+**              K-tiles) goes through that array's tpu_mxu_sched with
+**              'earliest' = inputs ready; the op is busy from its first
+**              weight load to one past its last result.
 **   VPU        start = max(inputs ready, unit free); cycles from the VPU.
 **   INFEED     start = max(inputs ready, unit free); ends at max(start, the
 **              batch's ready cycle); [start, end) is an infeed stall.
@@ -350,6 +350,49 @@ static void chip_fail(sim_chip_rt *ch, tpu_status st, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Records a tile of op i for the event log; false when out of memory. */
+static bool record_tile(sim_core_rt *c, int i, const tpu_mxu_walk_tile *t, const tpu_mxu_tile_times *tt) {
+  if (c->ntiles == c->captiles) {
+    const size_t nc = c->captiles ? 2 * c->captiles : 256;
+    tpu_sim_event *a = tpu_realloc(c->tiles, nc * sizeof *a);
+    if (!a) return false;
+    c->tiles = a;
+    c->captiles = nc;
+  }
+  c->tiles[c->ntiles++] = (tpu_sim_event){ .type = TPU_SIM_EV_TILE, .core = c->id, .op = i,
+                                           .start = tt->load_start, .mid = tt->stream_start,
+                                           .end = tt->last_result + 1, .tile = *t };
+  return true;
+}
+
+/* Resolves matmul op i, whose inputs are ready at 'start': its tiles in
+** walk order through their arrays' schedules (the arrays keep their state
+** from op to op), then its values. */
+static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i, uint64_t start) {
+  const sim_op *so = &c->cp->ops[i];
+  const tpu_sim_op *o = &so->o;
+  const sim_buf *A = &c->cp->bufs[o->a - 1], *D = &c->cp->bufs[o->dst - 1];
+  tpu_mxu_walk w;
+  tpu_mxu_walk_tile t;
+  tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, (int)D->rows, (int)D->cols,
+                    (int)(o->trans_a ? A->rows : A->cols));
+  uint64_t first = UINT64_MAX, last = 0;
+  while (tpu_mxu_walk_next(&w, &t)) {
+    tpu_mxu_tile_times tt;
+    tpu_mxu_sched_tile(&c->mxu[t.array], t.m, t.k, t.n, start, &tt);
+    first = min_u64(first, tt.load_start);
+    last = max_u64(last, tt.last_result + 1);
+    if (r->events && !record_tile(c, i, &t, &tt))
+      chip_fail(ch, TPU_ERR_NOMEM, "core %d: op %d ('%s'): out of memory for the event log", c->id, i, so->name);
+  }
+  c->busy[i] = c->mid[i] = first;
+  c->end[i] = last;
+  if (r->opt.level != TPU_FIDELITY_TIMING) {
+    tpu_status st = matmul_values(&r->cfg, c, so);
+    if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
+  }
+}
+
 /* Tries to start the head op of unit u; true if it resolved or started. */
 static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u) {
   if (c->head[u] >= c->qn[u]) return false;
@@ -367,36 +410,13 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   const bool values = r->opt.level != TPU_FIDELITY_TIMING;
   uint64_t start = max_u64(ready, c->unit_free[u]);
   c->head[u]++;
+  c->start[i] = c->busy[i] = c->mid[i] = start;
   switch (u) {
-  case SIM_U_MXU: {
-    const tpu_sim_op *o = &so->o;
-    const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
-    const int M = (int)D->rows, N = (int)D->cols, K = (int)(o->trans_a ? A->rows : A->cols);
-    const int rows = r->cfg.mxu.rows, cols = r->cfg.mxu.cols, mx = r->cfg.mxus_per_core;
-    const int passes = tpu_precision_passes(o->precision);
-    uint64_t first = UINT64_MAX, last = 0;
-    for (int n0 = 0, nt = 0; n0 < N; n0 += cols, nt++) {
-      const int nn = N - n0 < cols ? N - n0 : cols;
-      for (int p = 0; p < passes; p++)
-        for (int k0 = 0; k0 < K; k0 += rows) {
-          tpu_mxu_tile_times tt;
-          tpu_mxu_sched_tile(&c->mxu[nt % mx], M, K - k0 < rows ? K - k0 : rows, nn, start, &tt);
-          first = min_u64(first, tt.load_start);
-          last = max_u64(last, tt.last_result + 1);
-        }
-    }
-    c->start[i] = start;
-    c->busy[i] = first;
-    c->end[i] = last;
-    if (values) {
-      tpu_status st = matmul_values(&r->cfg, c, so);
-      if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
-    }
+  case SIM_U_MXU:
+    mxu_start(r, ch, c, i, start);
     break;
-  }
   case SIM_U_VPU: {
     const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
-    c->start[i] = c->busy[i] = start;
     c->end[i] = c->unit_free[u] = start + cyc;
     if (values) {
       float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
@@ -414,24 +434,22 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
     if (b >= cp->ninfeed) {
       chip_fail(ch, TPU_ERR_INPUT, "core %d: op %d ('%s'): infeed dequeue of batch %lld, but core %d's infeed "
                 "queue holds %lld batch(es)", c->id, i, so->name, (long long)b, c->id, (long long)cp->ninfeed);
-      c->start[i] = c->busy[i] = c->end[i] = start;
+      c->end[i] = start;
       break;
     }
-    c->start[i] = c->busy[i] = start;
     c->end[i] = c->unit_free[u] = max_u64(start, cp->infeed_ready[b]);
     if (values) infeed_values(r, c, so, b);
     break;
   }
   case SIM_U_DMA:
-    c->start[i] = c->busy[i] = start;
     c->dma_op = i;
     c->dma_enter = start + (uint64_t)ceil(r->hbm_lat - 1e-9);
     if (c->dma_enter < ch->tlast) c->dma_enter = ch->tlast;   /* proven not to happen; stay safe */
+    c->mid[i] = c->dma_enter;
     c->dma_in_pool = false;
     if (values) dma_values(c, so);
     break;
   case SIM_U_COLL:
-    c->start[i] = c->busy[i] = start;
     if (r->cores == 1) {                 /* nothing to wait for or move */
       c->end[i] = c->unit_free[u] = start;
       if (values) {
@@ -619,6 +637,8 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
     tpu_free(k->steps);
     tpu_free(k->step_end);
     tpu_free(k->slices);
+    tpu_free(k->tiles);
+    tpu_free(k->log);
   }
   tpu_free_aligned(r->opmem);
   tpu_free_aligned(r->core);
@@ -626,7 +646,7 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
   tpu_free(r);
 }
 
-/* The per-op arrays (start, end, busy) of every core are one block,
+/* The per-op arrays (start, end, busy, mid) of every core are one block,
 ** allocated by the calling thread, each core's part on its own cache lines.
 ** One large block is reused by malloc from run to run, where many smaller
 ** ones (or ones allocated in a pool thread's arena) go back to the system
@@ -635,7 +655,7 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
 ** touched by the pool (setup_core). False when out of memory. */
 static bool alloc_ops(tpu_sim_result *r) {
   size_t total = 0;
-  for (int c = 0; c < r->cores; c++) total += 3 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
+  for (int c = 0; c < r->cores; c++) total += 4 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
   if (!(r->opmem = tpu_malloc_aligned(total * sizeof *r->opmem))) return false;
   uint64_t *m = r->opmem;
   for (int c = 0; c < r->cores; c++) {
@@ -643,7 +663,8 @@ static bool alloc_ops(tpu_sim_result *r) {
     r->core[c].start = m;
     r->core[c].end = m + n;
     r->core[c].busy = m + 2 * n;
-    m += 3 * n;
+    r->core[c].mid = m + 3 * n;
+    m += 4 * n;
   }
   return true;
 }
@@ -694,12 +715,159 @@ static void maxend_task(void *ctx, int core) {
 
 static void account_task(void *ctx, int core) {
   tpu_sim_result *r = ctx;
-  r->core[core].oom = sim_account(r, core) != TPU_OK;
+  r->core[core].oom = sim_account(r, core) != TPU_OK || (r->events && sim_build_log(r, core) != TPU_OK);
 }
 
 static int host_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* {==================================================================
+** The run
+** ================================================================== */
+/* A result for p on cfg with its cores and chips allocated (not yet set
+** up), or NULL (out of memory; nothing left allocated). */
+static tpu_sim_result *new_result(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu_sim_options *opt) {
+  tpu_sim_result *r = tpu_calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->cfg = *cfg;
+  r->p = p;
+  r->opt = *opt;
+  if (r->opt.level == TPU_FIDELITY_PE) r->opt.level = TPU_FIDELITY_TILE;
+  r->events = opt->events || opt->trace;
+  r->cores = cfg->cores;
+  r->chips = cfg->cores / cfg->cores_per_chip;
+  r->bytes_per_cycle = cfg->hbm_bandwidth_gb_per_s * 1e9 / (cfg->clock_mhz * 1e6);
+  r->hbm_lat = cfg->hbm_latency_ns * cfg->clock_mhz / 1000.0;
+  r->nsteps = 1;
+  for (int c = 0; c < p->cores; c++)
+    if (p->core[c].maxstep + 1 > r->nsteps) r->nsteps = p->core[c].maxstep + 1;
+  /* cache-line aligned: neighbours are written by different threads */
+  r->core = tpu_malloc_aligned((size_t)r->cores * sizeof *r->core);
+  r->chip = tpu_malloc_aligned((size_t)r->chips * sizeof *r->chip);
+  if (r->core) memset(r->core, 0, (size_t)r->cores * sizeof *r->core);
+  if (r->chip) memset(r->chip, 0, (size_t)r->chips * sizeof *r->chip);
+  if (!r->core || !r->chip) { tpu_sim_result_destroy(r); return NULL; }
+  for (int k = 0; k < r->chips; k++)
+    r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip,
+                                .horizon = SIM_UNRESOLVED };
+  return r;
+}
+
+/* Every core has arrived at its collective ops[c]; the last at 'last'. Ends
+** it on every core, with its values, and opens the next round. */
+static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t last) {
+  const sim_op *so = &r->core[0].cp->ops[ops[0]];
+  const uint64_t end = last + tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes);
+  if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
+    sim_seterr(r->p, "out of memory in a collective");
+    return TPU_ERR_NOMEM;
+  }
+  for (int c = 0; c < r->cores; c++) {
+    sim_core_rt *k = &r->core[c];
+    k->mid[ops[c]] = last;
+    k->end[ops[c]] = k->unit_free[SIM_U_COLL] = end;
+    k->head[SIM_U_COLL]++;
+    k->coll_arrived = -1;
+  }
+  for (int k = 0; k < r->chips; k++) r->chip[k].horizon = SIM_UNRESOLVED;
+  r->coll_index++;
+  return TPU_OK;
+}
+
+/* Some cores wait at a collective (the last arrival so far at 'last'): one
+** that has not arrived waits on its chip's next transfer event, so it
+** arrives no earlier than that. Raises *glb, the global lower bound on the
+** collective's end, and the horizons of the chips waiting; true if *glb
+** rose. */
+static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
+  const sim_op *so = NULL;
+  for (int c = 0; c < r->cores && !so; c++)
+    if (r->core[c].coll_arrived >= 0) so = &r->core[c].cp->ops[r->core[c].coll_arrived];
+  uint64_t lb = last;
+  for (int k = 0; k < r->chips; k++) {
+    bool missing = false;
+    for (int j = 0; j < r->chip[k].n; j++) missing |= r->core[r->chip[k].first + j].coll_arrived < 0;
+    if (missing) {
+      const uint64_t t = next_pool_event(r, &r->chip[k]);
+      if (t != SIM_UNRESOLVED) lb = max_u64(lb, t);
+    }
+  }
+  lb += tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes);
+  const bool raised = lb > *glb;
+  *glb = max_u64(*glb, lb);
+  for (int k = 0; k < r->chips; k++) {
+    bool any = false;
+    for (int j = 0; j < r->chip[k].n; j++) any |= r->core[r->chip[k].first + j].coll_arrived >= 0;
+    if (any) r->chip[k].horizon = max_u64(r->chip[k].horizon == SIM_UNRESOLVED ? 0 : r->chip[k].horizon, *glb);
+  }
+  return raised;
+}
+
+/* Rounds: every chip advances until blocked, then the collective at the
+** barrier is resolved or bounded, until nothing moves. */
+static tpu_status run_rounds(tpu_sim_result *r, pool *pl) {
+  uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
+  for (;;) {
+    pool_run(pl, r->chips, chip_advance, r);
+    bool progressed = false;
+    for (int k = 0; k < r->chips; k++) {
+      if (r->chip[k].st != TPU_OK) { sim_seterr(r->p, "%s", r->chip[k].err); return r->chip[k].st; }
+      progressed |= r->chip[k].progressed;
+    }
+    int arrived = 0, ops[TPU_MAX_CORES];
+    uint64_t last = 0;
+    for (int c = 0; c < r->cores; c++) {
+      ops[c] = r->core[c].coll_arrived;
+      if (ops[c] >= 0) { arrived++; last = max_u64(last, r->core[c].coll_arrival); }
+    }
+    if (arrived == r->cores) {
+      tpu_status st = resolve_collective(r, ops, last);
+      if (st != TPU_OK) return st;
+      glb = 0;
+    } else if (!(arrived > 0 ? bound_collective(r, last, &glb) || progressed : progressed)) {
+      return TPU_OK;
+    }
+  }
+}
+
+/* Everything must have resolved; else the program deadlocks. */
+static tpu_status check_resolved(tpu_sim_result *r) {
+  for (int c = 0; c < r->cores; c++) {
+    const sim_core_rt *k = &r->core[c];
+    for (int u = 0; u < SIM_NUNITS; u++)
+      if (k->head[u] < k->qn[u] || k->dma_op >= 0) {
+        char lab[160];
+        int i = k->dma_op >= 0 ? k->dma_op : k->q[u][k->head[u]];
+        sim_seterr(r->p, "core %d: %s never started: the program deadlocks (a collective that some core "
+                   "cannot reach?)", c, sim_op_label(k->cp, i, lab, sizeof lab));
+        return TPU_ERR_RUNTIME;
+      }
+  }
+  return TPU_OK;
+}
+
+/* The run's length, the stall accounting and the event logs; checks that
+** the stall parts sum to the run's cycles on every core and step. */
+static tpu_status account(tpu_sim_result *r, pool *pl) {
+  pool_run(pl, r->cores, maxend_task, r);
+  for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
+  pool_run(pl, r->cores, account_task, r);
+  for (int c = 0; c < r->cores; c++)
+    if (r->core[c].oom) { sim_seterr(r->p, "out of memory in the stall accounting"); return TPU_ERR_NOMEM; }
+  for (int c = 0; c < r->cores; c++) {
+    uint64_t sum = 0, stepsum = 0;
+    for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += r->core[c].total.cycles[s];
+    for (int t = 0; t < r->nsteps; t++)
+      for (int s = 0; s < TPU_SIM_NSTALL; s++) stepsum += r->core[c].steps[t].cycles[s];
+    if (sum != r->cycles || stepsum != r->cycles) {
+      sim_seterr(r->p, "internal error: core %d's stall parts sum to %llu (steps %llu), not %llu cycles", c,
+                 (unsigned long long)sum, (unsigned long long)stepsum, (unsigned long long)r->cycles);
+      return TPU_ERR_RUNTIME;
+    }
+  }
+  return TPU_OK;
 }
 
 tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu_sim_options *opt,
@@ -713,29 +881,8 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   }
   tpu_status st = check_program(cfg, p);
   if (st != TPU_OK) return st;
-  tpu_sim_result *r = tpu_calloc(1, sizeof *r);
+  tpu_sim_result *r = new_result(cfg, p, opt);
   if (!r) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
-  r->cfg = *cfg;
-  r->p = p;
-  r->opt = *opt;
-  if (r->opt.level == TPU_FIDELITY_PE) r->opt.level = TPU_FIDELITY_TILE;
-  r->cores = cfg->cores;
-  r->chips = cfg->cores / cfg->cores_per_chip;
-  r->bytes_per_cycle = cfg->hbm_bandwidth_gb_per_s * 1e9 / (cfg->clock_mhz * 1e6);
-  r->hbm_lat = cfg->hbm_latency_ns * cfg->clock_mhz / 1000.0;
-  r->nsteps = 1;
-  for (int c = 0; c < p->cores; c++)
-    if (p->core[c].maxstep + 1 > r->nsteps) r->nsteps = p->core[c].maxstep + 1;
-  /* cache-line aligned: neighbours are written by different threads */
-  r->core = tpu_malloc_aligned((size_t)r->cores * sizeof *r->core);
-  r->chip = tpu_malloc_aligned((size_t)r->chips * sizeof *r->chip);
-  if (r->core) memset(r->core, 0, (size_t)r->cores * sizeof *r->core);
-  if (r->chip) memset(r->chip, 0, (size_t)r->chips * sizeof *r->chip);
-  if (!r->core || !r->chip) { st = TPU_ERR_NOMEM; goto fail; }
-  for (int k = 0; k < r->chips; k++)
-    r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip,
-                                .horizon = SIM_UNRESOLVED };
-
   int nthreads = opt->threads > 0 ? opt->threads : host_cores();
   if (nthreads > r->chips) nthreads = r->chips;
   if (nthreads > 64) nthreads = 64;
@@ -743,112 +890,16 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   pool_start(&pl, nthreads);
   alloc_ops(r);                          /* a failure is reported by setup_core */
   pool_run(&pl, r->cores, setup_task, r);
-  for (int c = 0; c < r->cores; c++) {       /* the lowest core's error, whatever the threads */
-    if ((st = check_colls(p, c, e, sizeof e)) != TPU_OK) { sim_seterr(p, "%s", e); goto stop; }
-    if ((st = r->core[c].setup_st) != TPU_OK) { sim_seterr(p, "%s", r->core[c].setup_err); goto stop; }
+  for (int c = 0; c < r->cores && st == TPU_OK; c++) {   /* the lowest core's error, whatever the threads */
+    if ((st = check_colls(p, c, e, sizeof e)) != TPU_OK) sim_seterr(p, "%s", e);
+    else if ((st = r->core[c].setup_st) != TPU_OK) sim_seterr(p, "%s", r->core[c].setup_err);
   }
-
-  uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
-  for (;;) {
-    pool_run(&pl, r->chips, chip_advance, r);
-    bool progressed = false;
-    for (int k = 0; k < r->chips; k++) {
-      if (r->chip[k].st != TPU_OK) { st = r->chip[k].st; sim_seterr(p, "%s", r->chip[k].err); goto stop; }
-      progressed |= r->chip[k].progressed;
-    }
-    /* the collective at the barrier */
-    int arrived = 0;
-    uint64_t last = 0;
-    for (int c = 0; c < r->cores; c++)
-      if (r->core[c].coll_arrived >= 0) { arrived++; last = max_u64(last, r->core[c].coll_arrival); }
-    if (arrived == r->cores) {
-      int ops[TPU_MAX_CORES];
-      for (int c = 0; c < r->cores; c++) ops[c] = r->core[c].coll_arrived;
-      const sim_op *so = &r->core[0].cp->ops[ops[0]];
-      const uint64_t end = last + tpu_sim_collective_cycles(cfg, so->o.coll, so->bytes);
-      if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
-        st = TPU_ERR_NOMEM; sim_seterr(p, "out of memory in a collective"); goto stop;
-      }
-      for (int c = 0; c < r->cores; c++) {
-        sim_core_rt *k = &r->core[c];
-        k->end[ops[c]] = k->unit_free[SIM_U_COLL] = end;
-        k->head[SIM_U_COLL]++;
-        k->coll_arrived = -1;
-      }
-      for (int k = 0; k < r->chips; k++) r->chip[k].horizon = SIM_UNRESOLVED;
-      r->coll_index++;
-      glb = 0;
-      continue;
-    }
-    if (arrived > 0) {
-      /* Not everyone is there: a core that has not arrived waits on its
-      ** chip's next transfer event, so it arrives no earlier than that. */
-      const sim_op *so = NULL;
-      for (int c = 0; c < r->cores && !so; c++)
-        if (r->core[c].coll_arrived >= 0) so = &r->core[c].cp->ops[r->core[c].coll_arrived];
-      uint64_t lb = last;
-      for (int k = 0; k < r->chips; k++) {
-        bool missing = false;
-        for (int j = 0; j < r->chip[k].n; j++) missing |= r->core[r->chip[k].first + j].coll_arrived < 0;
-        if (missing) {
-          const uint64_t t = next_pool_event(r, &r->chip[k]);
-          if (t != SIM_UNRESOLVED) lb = max_u64(lb, t);
-        }
-      }
-      lb += tpu_sim_collective_cycles(cfg, so->o.coll, so->bytes);
-      bool raised = lb > glb;
-      glb = max_u64(glb, lb);
-      for (int k = 0; k < r->chips; k++) {
-        bool any = false;
-        for (int j = 0; j < r->chip[k].n; j++) any |= r->core[r->chip[k].first + j].coll_arrived >= 0;
-        if (any) r->chip[k].horizon = max_u64(r->chip[k].horizon == SIM_UNRESOLVED ? 0 : r->chip[k].horizon, glb);
-      }
-      if (progressed || raised) continue;
-    } else if (progressed) {
-      continue;
-    }
-    break;
-  }
-  /* everything must have resolved */
-  for (int c = 0; c < r->cores; c++) {
-    const sim_core_rt *k = &r->core[c];
-    for (int u = 0; u < SIM_NUNITS; u++)
-      if (k->head[u] < k->qn[u] || k->dma_op >= 0) {
-        char lab[160];
-        int i = k->dma_op >= 0 ? k->dma_op : k->q[u][k->head[u]];
-        sim_seterr(p, "core %d: %s never started: the program deadlocks (a collective that some core "
-                   "cannot reach?)", c, sim_op_label(k->cp, i, lab, sizeof lab));
-        st = TPU_ERR_RUNTIME;
-        goto stop;
-      }
-  }
-  pool_run(&pl, r->cores, maxend_task, r);
-  for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
-  pool_run(&pl, r->cores, account_task, r);
-  for (int c = 0; c < r->cores; c++)
-    if (r->core[c].oom) { st = TPU_ERR_NOMEM; sim_seterr(p, "out of memory in the stall accounting"); goto stop; }
-  /* the stall parts sum to the run's cycles on every core and step */
-  for (int c = 0; c < r->cores; c++) {
-    uint64_t sum = 0, stepsum = 0;
-    for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += r->core[c].total.cycles[s];
-    for (int t = 0; t < r->nsteps; t++)
-      for (int s = 0; s < TPU_SIM_NSTALL; s++) stepsum += r->core[c].steps[t].cycles[s];
-    if (sum != r->cycles || stepsum != r->cycles) {
-      sim_seterr(p, "internal error: core %d's stall parts sum to %llu (steps %llu), not %llu cycles", c,
-                 (unsigned long long)sum, (unsigned long long)stepsum, (unsigned long long)r->cycles);
-      st = TPU_ERR_RUNTIME;
-      goto stop;
-    }
-  }
+  if (st == TPU_OK) st = run_rounds(r, &pl);
+  if (st == TPU_OK) st = check_resolved(r);
+  if (st == TPU_OK) st = account(r, &pl);
   pool_stop(&pl);
+  if (st != TPU_OK) { tpu_sim_result_destroy(r); return st; }
   *out = r;
   return TPU_OK;
-stop:
-  pool_stop(&pl);
-  tpu_sim_result_destroy(r);
-  return st;
-fail:
-  sim_seterr(p, "out of memory");
-  tpu_sim_result_destroy(r);
-  return st;
 }
+/* }================================================================== */

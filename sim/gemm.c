@@ -19,6 +19,19 @@ static int vtile(tpu_sim_program *p, int core, const char *what, long r, long c,
 
 static long minl(long a, long b) { return a < b ? a : b; }
 
+/* The HBM block "WHAT_I_J" of r x c, holding the r x c values at src (row
+** stride ld) when src is set (copied through scratch). 0 or -1. */
+static int hbm_block(tpu_sim_program *p, int core, const char *what, long i, long j, long r, long c,
+                     const float *src, long ld, float *scratch) {
+  char name[64];
+  snprintf(name, sizeof name, "%s_%ld_%ld", what, i, j);
+  int h = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  if (!h) return -1;
+  if (!src) return 0;
+  for (long k = 0; k < r; k++) memcpy(scratch + k * c, src + k * ld, (size_t)c * sizeof *src);
+  return tpu_sim_buffer_init(p, core, h, scratch) == TPU_OK ? 0 : -1;
+}
+
 /* Builds core 'core's program for rows [m0, m0+mi); adds its HBM traffic to
 ** *bytes. A, B hold values (or NULL at the timing level). Returns 0 or -1
 ** (message in tpu_sim_program_error). */
@@ -28,27 +41,13 @@ static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, lo
   char name[64];
   /* HBM blocks */
   for (long mb = 0; mb < MB; mb++)
-    for (long kb = 0; kb < KB; kb++) {
-      const long r = minl(T, mi - mb * T), c = minl(T, K - kb * T);
-      snprintf(name, sizeof name, "A_%ld_%ld", mb, kb);
-      int h = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
-      if (!h) return -1;
-      if (A) {
-        for (long i = 0; i < r; i++) memcpy(scratch + i * c, A + (m0 + mb * T + i) * K + kb * T, (size_t)c * sizeof *A);
-        if (tpu_sim_buffer_init(p, core, h, scratch) != TPU_OK) return -1;
-      }
-    }
+    for (long kb = 0; kb < KB; kb++)
+      if (hbm_block(p, core, "A", mb, kb, minl(T, mi - mb * T), minl(T, K - kb * T),
+                    A ? A + (m0 + mb * T) * K + kb * T : NULL, K, scratch)) return -1;
   for (long kb = 0; kb < KB; kb++)
-    for (long nb = 0; nb < NB; nb++) {
-      const long r = minl(T, K - kb * T), c = minl(T, N - nb * T);
-      snprintf(name, sizeof name, "B_%ld_%ld", kb, nb);
-      int h = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
-      if (!h) return -1;
-      if (B) {
-        for (long i = 0; i < r; i++) memcpy(scratch + i * c, B + (kb * T + i) * N + nb * T, (size_t)c * sizeof *B);
-        if (tpu_sim_buffer_init(p, core, h, scratch) != TPU_OK) return -1;
-      }
-    }
+    for (long nb = 0; nb < NB; nb++)
+      if (hbm_block(p, core, "B", kb, nb, minl(T, K - kb * T), minl(T, N - nb * T),
+                    B ? B + (kb * T) * N + nb * T : NULL, N, scratch)) return -1;
   for (long mb = 0; mb < MB; mb++)
     for (long nb = 0; nb < NB; nb++) {
       snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);

@@ -23,8 +23,6 @@ int64_t sim_buf_bytes(const sim_buf *b) {
 
 static const char *const KIND_NAMES[] = { "dma", "matmul", "vpu", "infeed", "collective" };
 static const char *const COLL_NAMES[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
-static const char *const STALL_NAMES[] = { "mxu_busy", "vpu_busy", "infeed_wait", "memory_wait",
-                                           "collective_wait", "idle" };
 
 const char *tpu_sim_kind_name(tpu_sim_kind k) {
   return (unsigned)k < 5 ? KIND_NAMES[k] : "?";
@@ -32,9 +30,51 @@ const char *tpu_sim_kind_name(tpu_sim_kind k) {
 const char *tpu_sim_coll_name(tpu_sim_coll c) {
   return (unsigned)c < 4 ? COLL_NAMES[c] : "?";
 }
+
+/* {==================================================================
+** The stall table's columns (sim/stall.def)
+** ================================================================== */
+#define X(id, name, kind, busy, color, report) name,
+static const char *const STALL_NAMES[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+#define X(id, name, kind, busy, color, report) kind,
+static const int STALL_KIND[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+#define X(id, name, kind, busy, color, report) busy,
+static const bool STALL_BUSY[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+#define X(id, name, kind, busy, color, report) report,
+static const int STALL_REPORT[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
+
 const char *tpu_sim_stall_name(int s) {
   return s >= 0 && s < TPU_SIM_NSTALL ? STALL_NAMES[s] : "?";
 }
+int tpu_sim_stall_of_kind(tpu_sim_kind k) {
+  for (int s = 0; s < TPU_SIM_NSTALL; s++)
+    if (STALL_KIND[s] == (int)k) return s;
+  return TPU_SIM_IDLE;
+}
+int sim_stall_unit(int s) {
+  return s >= 0 && s < TPU_SIM_NSTALL ? STALL_KIND[s] : -1;
+}
+bool tpu_sim_stall_busy(int s) {
+  return s >= 0 && s < TPU_SIM_NSTALL && STALL_BUSY[s];
+}
+int tpu_sim_stall_in_report_order(int i) {
+  for (int s = 0; s < TPU_SIM_NSTALL; s++)
+    if (STALL_REPORT[s] == i) return s;
+  return -1;
+}
+/* }================================================================== */
 
 const char *sim_op_label(const sim_core_prog *cp, int op, char *buf, size_t cap) {
   const sim_op *o = &cp->ops[op];
@@ -216,26 +256,158 @@ void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void 
 }
 
 /* {==================================================================
-** Adding an op: operand checks, then dependencies.
+** Adding an op: operand checks (a plan of what it reads and writes),
+** then dependencies.
 ** ================================================================== */
-typedef struct opnd { const char *field; int h; } opnd;
+/* The op being added and what its checks found. */
+typedef struct op_plan {
+  tpu_sim_program *p;
+  sim_core_prog *cp;
+  int core, idx;
+  const char *nm;              /* its name (or "<kind>#<index>") */
+  int reads[TPU_SIM_MAX_IN + 3], writes[TPU_SIM_MAX_OUT + 1], nr, nw;
+  int64_t bytes;               /* DMA and COLL: bytes per core */
+  int unit, vcode;
+  tpu_vpu_params prm;
+} op_plan;
+
+/* Sets the program's message, "core C: op I ('NAME'): " then fmt; returns
+** TPU_ERR_INPUT. */
+static tpu_status op_err(const op_plan *pl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tpu_status op_err(const op_plan *pl, const char *fmt, ...) {
+  char m[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  sim_seterr(pl->p, "core %d: op %d ('%s'): %s", pl->core, pl->idx, pl->nm, m);
+  return TPU_ERR_INPUT;
+}
+
+static const char *space_name(int s) { return s == TPU_SIM_HBM ? "hbm" : "vmem"; }
 
 /* Checks one operand handle; requires a space unless want < 0. */
-static sim_buf *opnd_buf(tpu_sim_program *p, int core, int idx, const char *opname, const char *field,
-                         int h, int want) {
-  sim_buf *b = buf_of(p, core, h);
+static sim_buf *opnd_buf(const op_plan *pl, const char *field, int h, int want) {
+  sim_buf *b = buf_of(pl->p, pl->core, h);
   if (!b) {
-    sim_seterr(p, "core %d: op %d ('%s'): field '%s': %s", core, idx, opname, field,
-               h ? "no such buffer" : "missing (a buffer is required)");
+    op_err(pl, "field '%s': %s", field, h ? "no such buffer" : "missing (a buffer is required)");
     return NULL;
   }
   if (want >= 0 && (int)b->space != want) {
-    sim_seterr(p, "core %d: op %d ('%s'): field '%s': buffer '%s' is in %s; it must be in %s", core, idx,
-               opname, field, b->name, b->space == TPU_SIM_HBM ? "hbm" : "vmem",
-               want == TPU_SIM_HBM ? "hbm" : "vmem");
+    op_err(pl, "field '%s': buffer '%s' is in %s; it must be in %s", field, b->name, space_name(b->space),
+           space_name(want));
     return NULL;
   }
   return b;
+}
+
+static tpu_status plan_dma(op_plan *pl, const tpu_sim_op *op) {
+  sim_buf *s = opnd_buf(pl, "src", op->src, -1);
+  sim_buf *d = s ? opnd_buf(pl, "dst", op->dst, -1) : NULL;
+  if (!d) return TPU_ERR_INPUT;
+  if (s->space == d->space)
+    return op_err(pl, "a dma moves between hbm and vmem; '%s' and '%s' are both in %s", s->name, d->name,
+                  space_name(s->space));
+  if (s->rows * s->cols != d->rows * d->cols)
+    return op_err(pl, "src '%s' has %lld elements, dst '%s' %lld; they must be equal", s->name,
+                  (long long)(s->rows * s->cols), d->name, (long long)(d->rows * d->cols));
+  pl->bytes = sim_buf_bytes(s->space == TPU_SIM_HBM ? s : d);
+  pl->reads[pl->nr++] = op->src;
+  pl->writes[pl->nw++] = op->dst;
+  return TPU_OK;
+}
+
+static tpu_status plan_matmul(op_plan *pl, const tpu_sim_op *op) {
+  sim_buf *a = opnd_buf(pl, "a", op->a, TPU_SIM_VMEM);
+  sim_buf *b = a ? opnd_buf(pl, "b", op->b, TPU_SIM_VMEM) : NULL;
+  sim_buf *d = b ? opnd_buf(pl, "dst", op->dst, TPU_SIM_VMEM) : NULL;
+  if (!d) return TPU_ERR_INPUT;
+  int64_t M = op->trans_a ? a->cols : a->rows, K = op->trans_a ? a->rows : a->cols;
+  int64_t K2 = op->trans_b ? b->cols : b->rows, N = op->trans_b ? b->rows : b->cols;
+  if (K != K2 || d->rows != M || d->cols != N)
+    return op_err(pl, "shapes do not agree: a%s is %lld x %lld, b%s is %lld x %lld, dst is %lld x %lld (need a: "
+                  "M x K, b: K x N, dst: M x N)", op->trans_a ? "^T" : "", (long long)M, (long long)K,
+                  op->trans_b ? "^T" : "", (long long)K2, (long long)N, (long long)d->rows, (long long)d->cols);
+  if (M > 65536 * 16 || N > 65536 * 16 || K > 65536 * 16)
+    return op_err(pl, "matmul dimension out of range (at most 1048576)");
+  if ((unsigned)op->precision > TPU_PREC_BF16X6) return op_err(pl, "field 'precision': unknown");
+  pl->reads[pl->nr++] = op->a;
+  pl->reads[pl->nr++] = op->b;
+  if (op->accumulate) pl->reads[pl->nr++] = op->dst;
+  pl->writes[pl->nw++] = op->dst;
+  return TPU_OK;
+}
+
+static tpu_status plan_vpu(op_plan *pl, const tpu_sim_op *op) {
+  pl->vcode = op->vpu_op ? sim_vpu_lookup(op->vpu_op) : -1;
+  if (pl->vcode < 0)
+    return op_err(pl, "field 'vpu_op': unknown op '%s'; the VPU knows %s", op->vpu_op ? op->vpu_op : "(none)",
+                  sim_vpu_names());
+  char field[32];
+  for (int i = 0; i < TPU_SIM_MAX_IN && op->in[i]; i++) {
+    snprintf(field, sizeof field, "in[%d]", i);
+    if (!opnd_buf(pl, field, op->in[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
+    pl->reads[pl->nr++] = op->in[i];
+  }
+  for (int i = 0; i < TPU_SIM_MAX_OUT && op->out[i]; i++) {
+    snprintf(field, sizeof field, "out[%d]", i);
+    if (!opnd_buf(pl, field, op->out[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
+    pl->writes[pl->nw++] = op->out[i];
+  }
+  char e[512];
+  pl->prm = op->params ? *op->params : tpu_vpu_params_default();
+  if (!sim_vpu_check(pl->vcode, op, &pl->prm, pl->cp, e, sizeof e)) return op_err(pl, "%s", e);
+  return TPU_OK;
+}
+
+static tpu_status plan_infeed(op_plan *pl, const tpu_sim_op *op) {
+  if (!opnd_buf(pl, "dst", op->dst, -1)) return TPU_ERR_INPUT;
+  pl->writes[pl->nw++] = op->dst;
+  return TPU_OK;
+}
+
+static tpu_status plan_collective(op_plan *pl, const tpu_sim_op *op) {
+  sim_buf *s = opnd_buf(pl, "src", op->src, -1);
+  sim_buf *d = s ? opnd_buf(pl, "dst", op->dst, -1) : NULL;
+  if (!d) return TPU_ERR_INPUT;
+  int64_t ns = s->rows * s->cols, nd = d->rows * d->cols, n = pl->p->cores;
+  int64_t want = op->coll == TPU_SIM_ALL_GATHER ? ns * n : op->coll == TPU_SIM_REDUCE_SCATTER ? ns / n : ns;
+  if ((unsigned)op->coll > TPU_SIM_BROADCAST) return op_err(pl, "field 'collective': unknown");
+  if (op->coll == TPU_SIM_REDUCE_SCATTER && ns % n)
+    return op_err(pl, "reduce_scatter of '%s' (%lld elements) over %lld cores: the size must be a multiple of the "
+                  "core count", s->name, (long long)ns, (long long)n);
+  if (nd != want)
+    return op_err(pl, "%s of '%s' (%lld elements) over %lld cores needs a dst of %lld elements; '%s' has %lld",
+                  tpu_sim_coll_name(op->coll), s->name, (long long)ns, (long long)n, (long long)want, d->name,
+                  (long long)nd);
+  if (op->coll == TPU_SIM_BROADCAST && (op->root < 0 || op->root >= pl->p->cores))
+    return op_err(pl, "field 'root': %d out of range 0..%d", op->root, pl->p->cores - 1);
+  pl->reads[pl->nr++] = op->src;
+  pl->writes[pl->nw++] = op->dst;
+  pl->bytes = sim_buf_bytes(s);
+  return TPU_OK;
+}
+
+/* Checks op (step, operands by kind, 'after') into pl. */
+static tpu_status plan_op(op_plan *pl, const tpu_sim_op *op) {
+  if (op->step < 0 || op->step < pl->cp->maxstep)
+    return op_err(pl, "field 'step': %d; steps must be >= 0 and must not decrease along a core's program (the "
+                  "previous op has step %d)", op->step, pl->cp->maxstep);
+  tpu_status st;
+  switch (op->kind) {
+  case TPU_SIM_DMA: st = plan_dma(pl, op); break;
+  case TPU_SIM_MATMUL: st = plan_matmul(pl, op); break;
+  case TPU_SIM_VPU: st = plan_vpu(pl, op); break;
+  case TPU_SIM_INFEED: st = plan_infeed(pl, op); break;
+  case TPU_SIM_COLLECTIVE: st = plan_collective(pl, op); break;
+  default: return op_err(pl, "unknown kind %d", (int)op->kind);
+  }
+  if (st != TPU_OK) return st;
+  pl->unit = (int)op->kind;                      /* a unit's number is its ops' kind (sim_int.h) */
+  if (op->after < 0 || op->after > pl->idx)
+    return op_err(pl, "field 'after': %d; expected 0 (none) or 1 + the index of an earlier op (1..%d)", op->after,
+                  pl->idx);
+  return TPU_OK;
 }
 
 static int add_dep(sim_core_prog *cp, int dep) {
@@ -254,201 +426,84 @@ static bool has_dep(const sim_core_prog *cp, int from, int dep) {
   return false;
 }
 
-tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index) {
-  if (!core_ok(p, core)) return TPU_ERR_INPUT;
-  sim_core_prog *cp = &p->core[core];
-  const int idx = cp->nops;
-  char defname[48];
-  snprintf(defname, sizeof defname, "%s#%d", tpu_sim_kind_name(op->kind), idx);
-  const char *nm = op->name && *op->name ? op->name : defname;
-  const int V = TPU_SIM_VMEM, H = TPU_SIM_HBM;
-  int reads[TPU_SIM_MAX_IN + 3], writes[TPU_SIM_MAX_OUT + 1], nr = 0, nw = 0;
-  int64_t bytes = 0;
-  int unit = 0, vcode = -1;
-  tpu_vpu_params prm = tpu_vpu_params_default();
-  if (op->step < 0 || op->step < cp->maxstep) {
-    sim_seterr(p, "core %d: op %d ('%s'): field 'step': %d; steps must be >= 0 and must not decrease "
-               "along a core's program (the previous op has step %d)", core, idx, nm, op->step, cp->maxstep);
-    return TPU_ERR_INPUT;
-  }
-  switch (op->kind) {
-  case TPU_SIM_DMA: {
-    sim_buf *s = opnd_buf(p, core, idx, nm, "src", op->src, -1);
-    sim_buf *d = s ? opnd_buf(p, core, idx, nm, "dst", op->dst, -1) : NULL;
-    if (!d) return TPU_ERR_INPUT;
-    if (s->space == d->space) {
-      sim_seterr(p, "core %d: op %d ('%s'): a dma moves between hbm and vmem; '%s' and '%s' are both in %s",
-                 core, idx, nm, s->name, d->name, s->space == H ? "hbm" : "vmem");
-      return TPU_ERR_INPUT;
-    }
-    if (s->rows * s->cols != d->rows * d->cols) {
-      sim_seterr(p, "core %d: op %d ('%s'): src '%s' has %lld elements, dst '%s' %lld; they must be equal",
-                 core, idx, nm, s->name, (long long)(s->rows * s->cols), d->name, (long long)(d->rows * d->cols));
-      return TPU_ERR_INPUT;
-    }
-    bytes = sim_buf_bytes(s->space == H ? s : d);
-    reads[nr++] = op->src; writes[nw++] = op->dst; unit = SIM_U_DMA;
-    break;
-  }
-  case TPU_SIM_MATMUL: {
-    sim_buf *a = opnd_buf(p, core, idx, nm, "a", op->a, V);
-    sim_buf *b = a ? opnd_buf(p, core, idx, nm, "b", op->b, V) : NULL;
-    sim_buf *d = b ? opnd_buf(p, core, idx, nm, "dst", op->dst, V) : NULL;
-    if (!d) return TPU_ERR_INPUT;
-    int64_t M = op->trans_a ? a->cols : a->rows, K = op->trans_a ? a->rows : a->cols;
-    int64_t K2 = op->trans_b ? b->cols : b->rows, N = op->trans_b ? b->rows : b->cols;
-    if (K != K2 || d->rows != M || d->cols != N) {
-      sim_seterr(p, "core %d: op %d ('%s'): shapes do not agree: a%s is %lld x %lld, b%s is %lld x %lld, "
-                 "dst is %lld x %lld (need a: M x K, b: K x N, dst: M x N)", core, idx, nm,
-                 op->trans_a ? "^T" : "", (long long)M, (long long)K, op->trans_b ? "^T" : "",
-                 (long long)K2, (long long)N, (long long)d->rows, (long long)d->cols);
-      return TPU_ERR_INPUT;
-    }
-    if (M > 65536 * 16 || N > 65536 * 16 || K > 65536 * 16) {
-      sim_seterr(p, "core %d: op %d ('%s'): matmul dimension out of range (at most 1048576)", core, idx, nm);
-      return TPU_ERR_INPUT;
-    }
-    if ((unsigned)op->precision > TPU_PREC_BF16X6) {
-      sim_seterr(p, "core %d: op %d ('%s'): field 'precision': unknown", core, idx, nm);
-      return TPU_ERR_INPUT;
-    }
-    reads[nr++] = op->a; reads[nr++] = op->b;
-    if (op->accumulate) reads[nr++] = op->dst;
-    writes[nw++] = op->dst; unit = SIM_U_MXU;
-    break;
-  }
-  case TPU_SIM_VPU: {
-    vcode = op->vpu_op ? sim_vpu_lookup(op->vpu_op) : -1;
-    if (vcode < 0) {
-      sim_seterr(p, "core %d: op %d ('%s'): field 'vpu_op': unknown op '%s'; the VPU knows %s", core, idx, nm,
-                 op->vpu_op ? op->vpu_op : "(none)", sim_vpu_names());
-      return TPU_ERR_INPUT;
-    }
-    char field[32];
-    for (int i = 0; i < TPU_SIM_MAX_IN && op->in[i]; i++) {
-      snprintf(field, sizeof field, "in[%d]", i);
-      if (!opnd_buf(p, core, idx, nm, field, op->in[i], V)) return TPU_ERR_INPUT;
-      reads[nr++] = op->in[i];
-    }
-    for (int i = 0; i < TPU_SIM_MAX_OUT && op->out[i]; i++) {
-      snprintf(field, sizeof field, "out[%d]", i);
-      if (!opnd_buf(p, core, idx, nm, field, op->out[i], V)) return TPU_ERR_INPUT;
-      writes[nw++] = op->out[i];
-    }
-    char e[512];
-    prm = op->params ? *op->params : tpu_vpu_params_default();
-    if (!sim_vpu_check(vcode, op, &prm, cp, e, sizeof e)) {
-      sim_seterr(p, "core %d: op %d ('%s'): %s", core, idx, nm, e);
-      return TPU_ERR_INPUT;
-    }
-    unit = SIM_U_VPU;
-    break;
-  }
-  case TPU_SIM_INFEED:
-    if (!opnd_buf(p, core, idx, nm, "dst", op->dst, -1)) return TPU_ERR_INPUT;
-    writes[nw++] = op->dst; unit = SIM_U_INFEED;
-    break;
-  case TPU_SIM_COLLECTIVE: {
-    sim_buf *s = opnd_buf(p, core, idx, nm, "src", op->src, -1);
-    sim_buf *d = s ? opnd_buf(p, core, idx, nm, "dst", op->dst, -1) : NULL;
-    if (!d) return TPU_ERR_INPUT;
-    int64_t ns = s->rows * s->cols, nd = d->rows * d->cols, n = p->cores;
-    int64_t want = op->coll == TPU_SIM_ALL_GATHER ? ns * n : op->coll == TPU_SIM_REDUCE_SCATTER ? ns / n : ns;
-    if ((unsigned)op->coll > TPU_SIM_BROADCAST) {
-      sim_seterr(p, "core %d: op %d ('%s'): field 'collective': unknown", core, idx, nm);
-      return TPU_ERR_INPUT;
-    }
-    if (op->coll == TPU_SIM_REDUCE_SCATTER && ns % n) {
-      sim_seterr(p, "core %d: op %d ('%s'): reduce_scatter of '%s' (%lld elements) over %lld cores: "
-                 "the size must be a multiple of the core count", core, idx, nm, s->name, (long long)ns, (long long)n);
-      return TPU_ERR_INPUT;
-    }
-    if (nd != want) {
-      sim_seterr(p, "core %d: op %d ('%s'): %s of '%s' (%lld elements) over %lld cores needs a dst of %lld "
-                 "elements; '%s' has %lld", core, idx, nm, tpu_sim_coll_name(op->coll), s->name, (long long)ns,
-                 (long long)n, (long long)want, d->name, (long long)nd);
-      return TPU_ERR_INPUT;
-    }
-    if (op->coll == TPU_SIM_BROADCAST && (op->root < 0 || op->root >= p->cores)) {
-      sim_seterr(p, "core %d: op %d ('%s'): field 'root': %d out of range 0..%d", core, idx, nm, op->root,
-                 p->cores - 1);
-      return TPU_ERR_INPUT;
-    }
-    reads[nr++] = op->src;
-    writes[nw++] = op->dst; unit = SIM_U_COLL;
-    bytes = sim_buf_bytes(s);
-    break;
-  }
-  default:
-    sim_seterr(p, "core %d: op %d ('%s'): unknown kind %d", core, idx, nm, (int)op->kind);
-    return TPU_ERR_INPUT;
-  }
-  if (op->after < 0 || op->after > idx) {
-    sim_seterr(p, "core %d: op %d ('%s'): field 'after': %d; expected 0 (none) or 1 + the index of an earlier "
-               "op (1..%d)", core, idx, nm, op->after, idx);
-    return TPU_ERR_INPUT;
-  }
+/* Adds dep to the op whose deps start at dep0 unless it is there; -1 on
+** out-of-memory. */
+static int need(sim_core_prog *cp, int dep0, int dep) {
+  return has_dep(cp, dep0, dep) ? 0 : add_dep(cp, dep);
+}
 
-  if (grow((void **)&cp->ops, &cp->capops, idx + 1, sizeof *cp->ops)) goto nomem;
-  sim_op *so = &cp->ops[idx];
-  memset(so, 0, sizeof *so);
-  so->o = *op;
-  so->name = tpu_strdup(nm);
-  so->vpu_op = op->vpu_op ? tpu_strdup(op->vpu_op) : NULL;
-  if (!so->name || (op->vpu_op && !so->vpu_op)) {
-    tpu_free(so->name); tpu_free(so->vpu_op);
-    goto nomem;
+/* The dependencies of the planned op: RAW on the last writer of every
+** read; WAW and WAR for every write; its 'after'. Readers lists (and the
+** unit's queue) are grown before anything is committed, so on failure
+** (-1, out of memory) only cp->ndeps needs rolling back. */
+static int plan_deps(const op_plan *pl, int after, int dep0) {
+  sim_core_prog *cp = pl->cp;
+  if (grow((void **)&cp->uq[pl->unit], &cp->uqcap[pl->unit], cp->uqn[pl->unit] + 1, sizeof *cp->uq[pl->unit]))
+    return -1;
+  for (int i = 0; i < pl->nr; i++) {
+    sim_buf *b = &cp->bufs[pl->reads[i] - 1];
+    if (grow((void **)&b->readers, &b->capreaders, b->nreaders + 1, sizeof *b->readers)) return -1;
   }
-  so->o.name = so->name;
-  so->o.vpu_op = so->vpu_op;
-  so->unit = unit;
-  so->bytes = bytes;
-  so->vpu_code = vcode;
-  so->params = prm;
-  so->o.params = NULL;
-  so->dep0 = cp->ndeps;
-  /* dependencies: RAW on the last writer of every read; WAW and WAR for
-  ** every write. Readers lists (and the unit's queue) are grown before
-  ** anything is committed. */
-  if (grow((void **)&cp->uq[unit], &cp->uqcap[unit], cp->uqn[unit] + 1, sizeof *cp->uq[unit])) goto nomem_op;
-  for (int i = 0; i < nr; i++) {
-    sim_buf *b = &cp->bufs[reads[i] - 1];
-    if (grow((void **)&b->readers, &b->capreaders, b->nreaders + 1, sizeof *b->readers)) goto nomem_op;
+  for (int i = 0; i < pl->nr; i++) {
+    const sim_buf *b = &cp->bufs[pl->reads[i] - 1];
+    if (b->last_writer >= 0 && need(cp, dep0, b->last_writer)) return -1;
   }
-  for (int i = 0; i < nr; i++) {
-    sim_buf *b = &cp->bufs[reads[i] - 1];
-    if (b->last_writer >= 0 && !has_dep(cp, so->dep0, b->last_writer) && add_dep(cp, b->last_writer)) goto nomem_op;
-  }
-  for (int i = 0; i < nw; i++) {
-    sim_buf *b = &cp->bufs[writes[i] - 1];
-    if (b->last_writer >= 0 && !has_dep(cp, so->dep0, b->last_writer) && add_dep(cp, b->last_writer)) goto nomem_op;
+  for (int i = 0; i < pl->nw; i++) {
+    const sim_buf *b = &cp->bufs[pl->writes[i] - 1];
+    if (b->last_writer >= 0 && need(cp, dep0, b->last_writer)) return -1;
     for (int j = 0; j < b->nreaders; j++)
-      if (!has_dep(cp, so->dep0, b->readers[j]) && add_dep(cp, b->readers[j])) goto nomem_op;
+      if (need(cp, dep0, b->readers[j])) return -1;
   }
-  if (op->after && !has_dep(cp, so->dep0, op->after - 1) && add_dep(cp, op->after - 1)) goto nomem_op;
-  /* commit */
-  for (int i = 0; i < nr; i++) {
-    sim_buf *b = &cp->bufs[reads[i] - 1];
+  return after && need(cp, dep0, after - 1) ? -1 : 0;
+}
+
+/* Commits the planned op 'so': buffers' readers, writers and liveness, the
+** unit's queue, the core's step. */
+static void commit_op(const op_plan *pl, sim_op *so) {
+  sim_core_prog *cp = pl->cp;
+  const int idx = pl->idx;
+  for (int i = 0; i < pl->nr; i++) {
+    sim_buf *b = &cp->bufs[pl->reads[i] - 1];
     if (b->nreaders == 0 || b->readers[b->nreaders - 1] != idx) b->readers[b->nreaders++] = idx;
   }
-  for (int i = 0; i < nw; i++) {
-    sim_buf *b = &cp->bufs[writes[i] - 1];
+  for (int i = 0; i < pl->nw; i++) {
+    sim_buf *b = &cp->bufs[pl->writes[i] - 1];
     b->last_writer = idx;
     b->nreaders = 0;
   }
-  for (int i = 0; i < nr + nw; i++) {
-    sim_buf *b = &cp->bufs[(i < nr ? reads[i] : writes[i - nr]) - 1];
+  for (int i = 0; i < pl->nr + pl->nw; i++) {
+    sim_buf *b = &cp->bufs[(i < pl->nr ? pl->reads[i] : pl->writes[i - pl->nr]) - 1];
     if (b->first_use < 0) b->first_use = idx;
     b->last_use = idx;
   }
   so->ndeps = cp->ndeps - so->dep0;
-  cp->uq[unit][cp->uqn[unit]++] = idx;
-  cp->maxstep = op->step;
+  cp->uq[pl->unit][cp->uqn[pl->unit]++] = idx;
+  cp->maxstep = so->o.step;
   cp->nops++;
-  if (index) *index = idx;
+}
+
+tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index) {
+  if (!core_ok(p, core)) return TPU_ERR_INPUT;
+  sim_core_prog *cp = &p->core[core];
+  char defname[48];
+  snprintf(defname, sizeof defname, "%s#%d", tpu_sim_kind_name(op->kind), cp->nops);
+  op_plan pl = { .p = p, .cp = cp, .core = core, .idx = cp->nops, .nm = op->name && *op->name ? op->name : defname,
+                 .vcode = -1, .prm = tpu_vpu_params_default() };
+  tpu_status st = plan_op(&pl, op);
+  if (st != TPU_OK) return st;
+  if (grow((void **)&cp->ops, &cp->capops, pl.idx + 1, sizeof *cp->ops)) goto nomem;
+  sim_op *so = &cp->ops[pl.idx];
+  *so = (sim_op){ .o = *op, .name = tpu_strdup(pl.nm), .vpu_op = op->vpu_op ? tpu_strdup(op->vpu_op) : NULL,
+                  .unit = pl.unit, .bytes = pl.bytes, .vpu_code = pl.vcode, .params = pl.prm, .dep0 = cp->ndeps };
+  if (!so->name || (op->vpu_op && !so->vpu_op)) goto nomem_op;
+  so->o.name = so->name;
+  so->o.vpu_op = so->vpu_op;
+  so->o.params = NULL;
+  if (plan_deps(&pl, op->after, so->dep0)) { cp->ndeps = so->dep0; goto nomem_op; }
+  commit_op(&pl, so);
+  if (index) *index = pl.idx;
   return TPU_OK;
 nomem_op:
-  cp->ndeps = so->dep0;
   tpu_free(so->name); tpu_free(so->vpu_op);
 nomem:
   sim_seterr(p, "out of memory");

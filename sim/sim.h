@@ -1,13 +1,41 @@
 /*
-** sim.h -- the chip: configuration, presets and derived peaks.
+** sim.h -- the chip: its configuration, and the engine that runs programs
+** on it cycle by cycle.
 **
-** A chip configuration describes a TPU-like board: `cores` TensorCores,
-** grouped `cores_per_chip` to a chip that shares one HBM; each core holds
-** `mxu.per_core` systolic arrays of mxu.rows x mxu.cols, a vector unit and a
-** VMEM scratchpad; cores talk over ICI links. Configurations come from the
-** presets embedded in the binary (the JSON files in sim/presets) or from a JSON file,
-** then `--set key=value` overrides; every value is validated once, here.
-** The JSON format and every key are documented in docs/CHIPS.md.
+** What it models. A chip configuration describes a TPU-like board:
+** `cores` TensorCores, grouped `cores_per_chip` to a chip that shares one
+** HBM; each core holds `mxu.per_core` systolic arrays of mxu.rows x
+** mxu.cols (mxu/mxu.h), a vector unit (vpu/vpu.h) and a VMEM scratchpad;
+** cores talk over ICI links. Configurations come from the presets embedded
+** in the binary (sim/presets) or a JSON file, then `--set key=value`
+** overrides; every value is validated once, here (docs/CHIPS.md). The
+** engine runs a program (one instruction stream per core, ops on named
+** buffers; docs/PROGRAMS.md) on five in-order units per core (DMA, MXU,
+** VPU, INFEED, COLLECTIVE), with HBM bandwidth shared by a chip's
+** transfers and collectives timed in closed form over the ICI ring or
+** torus. A matmul's tiles follow the MXU's tile walk (tpu_mxu_walk) through
+** each array's schedule.
+**
+** Invariants.
+**   - Every cycle of every core is in exactly one stall kind of the stall
+**     table (sim/stall.def: mxu_busy, vpu_busy, infeed_wait, memory_wait,
+**     collective_wait, idle, in that priority); per core and per step the
+**     kinds sum to the run's cycles (checked on every run).
+**   - Results, cycles and the event log do not depend on the number of host
+**     threads: chips advance in parallel between collectives and share
+**     nothing else; collective values are summed in a fixed order.
+**   - The tile and timing levels give the same cycles; the tile level's
+**     values are those of tpu_mxu_gemm and tpu_vpu_exec.
+**
+** The observer. With options.events (or trace) a run keeps, per core, an
+** event log (tpu_sim_result_events): each op with its cycle stamps in
+** program order (a DMA's issue, pool entry and completion; a collective's
+** arrival, start and end; ...), each matmul's tiles in walk order (array,
+** shape, weight load, stream start, end), then the core's states as stall
+** intervals. It is assembled after the run from per-core records, so its
+** order is fixed. Consumers read it instead of re-deriving what the engine
+** knows: the trace writer (sim/trace.c, every trace of the tree), the
+** training trace (frontend), the visualizer's timeline and tile replay.
 */
 #ifndef TPU_SIM_H
 #define TPU_SIM_H
@@ -93,18 +121,20 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** is free, and lasts as long as the unit's model says:
 **   dma        HBM latency, then its bytes at a fair share of the chip's HBM
 **              bandwidth (shared by the concurrent transfers of its cores)
-**   matmul     tiles through tpu_mxu_sched (the core's arrays keep their
-**              state between ops, so weight loads overlap the previous op)
+**   matmul     its tiles in walk order (tpu_mxu_walk) through their arrays'
+**              tpu_mxu_sched (the core's arrays keep their state between
+**              ops, so weight loads overlap the previous op)
 **   vpu        the VPU's cycle cost for the op and shape
 **   infeed     dequeues the next batch of the core's infeed queue; waits
 **              until the batch's ready cycle (an infeed stall)
 **   collective waits for every core to arrive (the slowest), then ring or
 **              torus timing over the ICI links; real numerics in a fixed
 **              summation order
-** Every cycle of every core is classified, in this priority, as mxu_busy,
-** vpu_busy, infeed_wait, memory_wait, collective_wait or idle; the six sum
-** to the run's cycles on every core and every step (checked on every run).
-** Results and cycles do not depend on the number of host threads.
+** Every cycle of every core is classified by the stall table
+** (sim/stall.def), in its priority: mxu_busy, vpu_busy, infeed_wait,
+** memory_wait, collective_wait or idle; the kinds sum to the run's cycles
+** on every core and every step (checked on every run). Results, cycles and
+** event logs do not depend on the number of host threads.
 ** ================================================================== */
 typedef enum tpu_sim_space { TPU_SIM_HBM = 0, TPU_SIM_VMEM } tpu_sim_space;
 typedef enum tpu_sim_dtype { TPU_SIM_F32 = 0, TPU_SIM_BF16 } tpu_sim_dtype;
@@ -121,12 +151,24 @@ typedef enum tpu_sim_coll {
   TPU_SIM_REDUCE_SCATTER,      /* dst = core i's 1/n slice of the sum (size/n) */
   TPU_SIM_BROADCAST            /* dst = src of core 'root' */
 } tpu_sim_coll;
-enum {                         /* the stall taxonomy, in priority order */
-  TPU_SIM_MXU_BUSY = 0, TPU_SIM_VPU_BUSY, TPU_SIM_INFEED_WAIT, TPU_SIM_MEMORY_WAIT,
-  TPU_SIM_COLLECTIVE_WAIT, TPU_SIM_IDLE, TPU_SIM_NSTALL
+enum {                         /* the stall taxonomy (sim/stall.def), in priority order */
+#define X(id, name, kind, busy, color, report) TPU_SIM_##id,
+#include "sim/stall.def"
+#undef X
+  TPU_SIM_NSTALL
 };
-/* "mxu_busy", "vpu_busy", ... ; "?" out of range. This function can't fail. */
-const char *tpu_sim_stall_name(int s);
+/* The stall table's columns (sim/stall.def). These functions can't fail. */
+const char *tpu_sim_stall_name(int s);                  /* "mxu_busy", ...; "?" out of range */
+/* The kind an op of kind k makes true over its interval (TPU_SIM_MXU_BUSY
+** for a matmul, ...); TPU_SIM_IDLE for an unknown kind. */
+int tpu_sim_stall_of_kind(tpu_sim_kind k);
+/* true for the kinds in which a unit computes (mxu_busy, vpu_busy); the
+** others are the core waiting (or idle), the ones traces draw on a core's
+** stall track. false out of range. */
+bool tpu_sim_stall_busy(int s);
+/* The kind at position i (0..TPU_SIM_NSTALL-1) of the training report's
+** order (the table's 'report' column); -1 out of range. */
+int tpu_sim_stall_in_report_order(int i);
 const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... */
 const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
 /* The one order of every data-parallel sum: dst[e] = src[0][e] + src[1][e]
@@ -226,8 +268,47 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores,
 typedef struct tpu_sim_options {
   tpu_fidelity level;          /* TILE: values and cycles; TIMING: cycles only (PE runs as TILE) */
   int threads;                 /* host threads; 0: the host's cores */
-  bool trace;                  /* keep every op's interval for the trace */
+  bool events;                 /* keep the event log (tpu_sim_result_events) */
+  bool trace;                  /* for the trace writers; implies events */
 } tpu_sim_options;
+
+/* The observer: what the engine saw, as events with cycle stamps, one log
+** per core (tpu_sim_result_events). Each core's log lists, in this order:
+**   - every op in program order, each as one event of its kind (type ==
+**     its tpu_sim_kind), a matmul's followed by its tiles in walk order
+**     (tpu_mxu_walk, all arrays);
+**   - then the core's states over the run as TPU_SIM_EV_STALL intervals in
+**     time order: maximal runs of one stall kind, covering [0, the run's
+**     cycles) without gap or overlap, so per kind they sum to
+**     tpu_sim_result_stalls(r, core, -1).
+** Times per type (all cycles; intervals are [start, end)):
+**   type        start                   mid                       end
+**   MATMUL      inputs ready            first weight load (busy)  one past its last result
+**   TILE        weight load starts      streaming starts          one past its last result
+**   DMA         issued                  joins the HBM pool        complete
+**   VPU         starts                  = start                   done
+**   INFEED      asks for batch 'batch'  = start                   the batch is there
+**   COLLECTIVE  this core arrives       all have arrived: the     done
+**                                       transfer starts
+**   STALL       the state 'stall' ...   = start                   ... until here
+** The log is built after the run from per-core records, so it is the same
+** for any number of host threads. */
+typedef enum tpu_sim_event_type {
+  TPU_SIM_EV_DMA = TPU_SIM_DMA, TPU_SIM_EV_MATMUL = TPU_SIM_MATMUL, TPU_SIM_EV_VPU = TPU_SIM_VPU,
+  TPU_SIM_EV_INFEED = TPU_SIM_INFEED, TPU_SIM_EV_COLLECTIVE = TPU_SIM_COLLECTIVE,
+  TPU_SIM_EV_TILE,             /* one tile of the matmul 'op' */
+  TPU_SIM_EV_STALL             /* one state of the core */
+} tpu_sim_event_type;
+
+typedef struct tpu_sim_event {
+  tpu_sim_event_type type;
+  int core;
+  int op;                      /* the op's index in the core's program; -1 for STALL */
+  uint64_t start, mid, end;    /* see the table above */
+  int stall;                   /* STALL: the kind (TPU_SIM_MXU_BUSY ...) */
+  int64_t batch;               /* INFEED: the batch dequeued (0, 1, ... along the core) */
+  tpu_mxu_walk_tile tile;      /* TILE: its place in the walk (shape, offsets, pass, array) */
+} tpu_sim_event;
 
 typedef struct tpu_sim_stalls { uint64_t cycles[TPU_SIM_NSTALL]; } tpu_sim_stalls;
 typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
@@ -262,9 +343,33 @@ uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index);
 /* A buffer's final values (rows*cols floats, owned by r), or NULL at the
 ** timing level or for a bad handle. */
 const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf);
-/* The Chrome/Perfetto trace-event JSON of the run (needs options.trace),
-** newly allocated: tpu_free() it. NULL on out-of-memory or without trace. */
+/* The event log of one core (needs options.events or options.trace):
+** *ev gets the array (owned by r), the count is returned; 0 (and NULL)
+** without a log or out of range. */
+size_t tpu_sim_result_events(const tpu_sim_result *r, int core, const tpu_sim_event **ev);
+
+/* {==================================================================
+** Traces (sim/trace.c): Chrome/Perfetto trace-event JSON, written from
+** the runs' event logs (they need options.trace). Timestamps are
+** microseconds of simulated time (cycles / clock MHz).
+** ================================================================== */
+/* One run, one process per core: a thread per unit (DMA, MXU, VPU, infeed,
+** collective) showing its ops, a matmul from its first weight load and
+** each op drawn from the previous one's end at the earliest (slices on one
+** track must not overlap; args keep the true cycles), and a "stalls"
+** thread with the core's waiting states (the kinds not busy). Newly
+** allocated: tpu_free() it. NULL on out-of-memory or without trace. */
 char *tpu_sim_result_trace_json(const tpu_sim_result *r);
+/* Training steps, one run per step, appended to 'out': one process per
+** core named "CHIP core N", threads "core (stalls)", MXU, VPU, DMA, ICI.
+** begin writes the header and the names; add appends run r's ops (each
+** over [start, end)) and waiting states, every core's from its own log,
+** shifted by t0_us and tagged with 'step' (TPU_ERR_INPUT without trace);
+** end closes the array. Out of memory shows in out->oom. */
+void tpu_sim_trace_steps_begin(tpu_text *out, const char *chip, int cores);
+tpu_status tpu_sim_trace_steps_add(tpu_text *out, const tpu_sim_result *r, long step, double t0_us);
+void tpu_sim_trace_steps_end(tpu_text *out);
+/* }================================================================== */
 /* The program of one GEMM C = A.B (M x K times K x N, each 1..65536) split
 ** along M over 'cores' cores, as `tpusim matmul --cores` and `tpusim viz`
 ** run it. Core c gets rows [m0, m0+mi) with m0 = M*c/cores. HBM holds A's

@@ -36,6 +36,12 @@
 **     outputs has resolved (write-after-read dependencies).
 **   - Stall accounting is a sweep after the run over each core's busy and
 **     wait intervals (sim/stats.c).
+**   - The event log (options.events): while running, a core records only
+**     its matmuls' tiles (in resolution order, which for the in-order MXU
+**     queue is program order); per op it keeps start, mid, busy and end.
+**     After the run each core's log is assembled on the pool from those and
+**     the sweep's states (sim_build_log), so its order is fixed whatever
+**     the threads did.
 **
 ** Not modelled: bank conflicts and addresses inside HBM or VMEM (a buffer is
 ** a size), more than one outstanding DMA per core (the DMA unit is in
@@ -49,7 +55,12 @@
 
 #include "sim/sim.h"
 
-enum { SIM_U_DMA = 0, SIM_U_MXU, SIM_U_VPU, SIM_U_INFEED, SIM_U_COLL, SIM_NUNITS };
+/* The units; each runs the ops of one kind, and its number is that kind. */
+enum { SIM_U_DMA = TPU_SIM_DMA, SIM_U_MXU = TPU_SIM_MATMUL, SIM_U_VPU = TPU_SIM_VPU, SIM_U_INFEED = TPU_SIM_INFEED,
+       SIM_U_COLL = TPU_SIM_COLLECTIVE, SIM_NUNITS };
+/* The unit whose busy intervals make stall kind s true (the table's 'kind'
+** column), or -1 (idle). */
+int sim_stall_unit(int s);
 #define SIM_UNRESOLVED UINT64_MAX
 
 typedef struct sim_buf {
@@ -130,6 +141,7 @@ typedef struct sim_core_rt {
   uint64_t unit_free[SIM_NUNITS];
   uint64_t *start, *end;       /* per op (in r->opmem); end SIM_UNRESOLVED until resolved */
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
+  uint64_t *mid;               /* per op: tpu_sim_event.mid (DMA: joins the pool; COLL: all arrived) */
   tpu_mxu_sched mxu[8];
   float **val;                 /* per buffer values (tile level), else NULL */
   int64_t infeed_next;
@@ -144,7 +156,9 @@ typedef struct sim_core_rt {
   tpu_sim_stalls total;
   tpu_sim_stalls *steps;       /* [nsteps] */
   uint64_t *step_end;          /* [nsteps] */
-  sim_slice *slices; int nslices, capslices;   /* stall slices for the trace */
+  sim_slice *slices; int nslices, capslices;   /* the sweep's states (with the log) */
+  tpu_sim_event *tiles; size_t ntiles, captiles; /* tiles recorded while running (with the log) */
+  tpu_sim_event *log; size_t nlog;             /* the event log, built after the run */
   bool oom;
   uint64_t maxend;             /* its last op's end */
   tpu_status setup_st;
@@ -174,10 +188,13 @@ struct tpu_sim_result {
   uint64_t cycles;
   double bytes_per_cycle, hbm_lat;
   int coll_index;              /* collectives resolved so far */
-  uint64_t *opmem;             /* every core's start, end and busy (alloc_ops) */
+  bool events;                 /* keep the event log */
+  uint64_t *opmem;             /* every core's start, end, busy and mid (alloc_ops) */
 };
 
-/* stats.c: the sweep; fills core->total, steps, step_end, slices. */
+/* stats.c: the sweep; fills core->total, steps, step_end and (with the
+** log) slices. Then the core's event log from its ops, tiles and slices. */
 tpu_status sim_account(tpu_sim_result *r, int core);
+tpu_status sim_build_log(tpu_sim_result *r, int core);
 /* }================================================================== */
 #endif

@@ -1,17 +1,17 @@
 /*
-** stats.c -- stall accounting, result accessors and the trace.
+** stats.c -- stall accounting, the event log and the result accessors.
 **
-** Accounting is a sweep over five interval lists per core, one per busy or
-** waiting state, each sorted by start because its unit runs in order:
-** MXU busy (first weight load to last result of each matmul), VPU busy,
-** infeed wait, DMA in flight, collective (arrival to end). Every cycle gets
-** the first state that covers it in that priority; a cycle covered by none
-** is idle. The sweep is linear in the number of ops and splits at step
-** boundaries, so the per-step parts and the whole-run parts are the same
-** count split differently.
+** Accounting is a sweep over one interval list per busy or waiting kind of
+** the stall table (sim/stall.def), each the busy intervals of the kind's
+** unit, sorted by start because the unit runs in order: MXU busy (first
+** weight load to last result of each matmul), VPU busy, infeed wait, DMA in
+** flight, collective (arrival to end). Every cycle gets the first kind
+** that covers it in the table's priority; a cycle covered by none is idle.
+** The sweep is linear in the number of ops and splits at step boundaries,
+** so the per-step parts and the whole-run parts are the same count split
+** differently. With the event log it also keeps the states, merged into
+** maximal runs of one kind.
 */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "sim/sim_int.h"
@@ -25,7 +25,7 @@ typedef struct cursor {
 
 static void iv_of(const cursor *k, int j, uint64_t *a, uint64_t *b) {
   const int op = k->q[j];
-  *a = k->cat == TPU_SIM_MXU_BUSY ? k->c->busy[op] : k->c->start[op];
+  *a = k->c->busy[op];
   *b = k->c->end[op];
 }
 
@@ -65,15 +65,8 @@ static int add_slice(sim_core_rt *c, uint64_t a, uint64_t b, int cat) {
   return 0;
 }
 
-tpu_status sim_account(tpu_sim_result *r, int core) {
-  sim_core_rt *c = &r->core[core];
-  static const int UNIT_OF[5] = { SIM_U_MXU, SIM_U_VPU, SIM_U_INFEED, SIM_U_DMA, SIM_U_COLL };
-  cursor k[5];
-  for (int j = 0; j < 5; j++) {
-    k[j] = (cursor){ .c = c, .q = c->q[UNIT_OF[j]], .n = c->qn[UNIT_OF[j]], .cat = j };
-    next_merged(&k[j]);
-  }
-  /* step ends: a prefix maximum of op ends by step */
+/* Step ends: a prefix maximum of op ends by step. */
+static void step_ends(const tpu_sim_result *r, sim_core_rt *c) {
   for (int s = 0; s < r->nsteps; s++) c->step_end[s] = 0;
   for (int i = 0; i < c->cp->nops; i++) {
     const int s = c->cp->ops[i].o.step;
@@ -81,6 +74,19 @@ tpu_status sim_account(tpu_sim_result *r, int core) {
   }
   for (int s = 1; s < r->nsteps; s++)
     if (c->step_end[s - 1] > c->step_end[s]) c->step_end[s] = c->step_end[s - 1];
+}
+
+tpu_status sim_account(tpu_sim_result *r, int core) {
+  sim_core_rt *c = &r->core[core];
+  cursor k[TPU_SIM_NSTALL];    /* the kinds a unit makes true, in priority order */
+  int nk = 0;
+  for (int s = 0; s < TPU_SIM_NSTALL; s++) {
+    const int u = sim_stall_unit(s);
+    if (u < 0) continue;
+    k[nk] = (cursor){ .c = c, .q = c->q[u], .n = c->qn[u], .cat = s };
+    next_merged(&k[nk++]);
+  }
+  step_ends(r, c);
   memset(&c->total, 0, sizeof c->total);
   c->nslices = 0;
   uint64_t t = 0;
@@ -90,10 +96,12 @@ tpu_status sim_account(tpu_sim_result *r, int core) {
     while (t < hi) {
       int cat = TPU_SIM_IDLE;
       uint64_t next = hi;
-      for (int j = 0; j < 5; j++) {
+      bool covered = false;
+      for (int j = 0; j < nk; j++) {
         while (k[j].b <= t) next_merged(&k[j]);
         if (k[j].a <= t) {                       /* covers t */
-          if (cat == TPU_SIM_IDLE) cat = j;
+          if (!covered) cat = k[j].cat;
+          covered = true;
           if (k[j].b < next) next = k[j].b;
         } else if (k[j].a < next) {
           next = k[j].a;
@@ -101,10 +109,40 @@ tpu_status sim_account(tpu_sim_result *r, int core) {
       }
       c->steps[s].cycles[cat] += next - t;
       c->total.cycles[cat] += next - t;
-      if (r->opt.trace && cat >= TPU_SIM_INFEED_WAIT && add_slice(c, t, next, cat)) return TPU_ERR_NOMEM;
+      if (r->events && add_slice(c, t, next, cat)) return TPU_ERR_NOMEM;
       t = next;
     }
   }
+  return TPU_OK;
+}
+
+tpu_status sim_build_log(tpu_sim_result *r, int core) {
+  sim_core_rt *c = &r->core[core];
+  const sim_core_prog *cp = c->cp;
+  c->log = tpu_malloc(((size_t)cp->nops + c->ntiles + (size_t)c->nslices + 1) * sizeof *c->log);
+  if (!c->log) return TPU_ERR_NOMEM;
+  size_t e = 0, t = 0;
+  int64_t batch = 0;
+  for (int i = 0; i < cp->nops; i++) {
+    const tpu_sim_kind kind = cp->ops[i].o.kind;
+    c->log[e++] = (tpu_sim_event){ .type = (tpu_sim_event_type)kind, .core = core, .op = i, .start = c->start[i],
+                                   .mid = c->mid[i], .end = c->end[i], .stall = -1,
+                                   .batch = kind == TPU_SIM_INFEED ? batch++ : -1 };
+    while (t < c->ntiles && c->tiles[t].op == i) {   /* recorded in program order, walk order within an op */
+      c->log[e] = c->tiles[t++];
+      c->log[e].stall = -1;
+      c->log[e++].batch = -1;
+    }
+  }
+  for (int j = 0; j < c->nslices; j++) {
+    const sim_slice *sl = &c->slices[j];
+    c->log[e++] = (tpu_sim_event){ .type = TPU_SIM_EV_STALL, .core = core, .op = -1, .start = sl->a, .mid = sl->a,
+                                   .end = sl->b, .stall = sl->cat, .batch = -1 };
+  }
+  c->nlog = e;
+  tpu_free(c->tiles);
+  c->tiles = NULL;
+  c->ntiles = c->captiles = 0;
   return TPU_OK;
 }
 
@@ -146,76 +184,11 @@ const float *tpu_sim_result_buffer(const tpu_sim_result *r, int core, int buf) {
   if (buf < 1 || buf > r->core[core].cp->nbufs) return NULL;
   return r->core[core].val[buf - 1];
 }
-/* }================================================================== */
 
-/* {==================================================================
-** Trace: Chrome trace-event JSON. One process per core, one thread per
-** unit plus a "stalls" thread whose slices are named after the stall kind.
-** Timestamps are microseconds of simulated time (cycles / clock MHz).
-** ================================================================== */
-/* op names are user text: escape what JSON needs */
-static void sb_str(tpu_text *b, const char *s) {
-  tpu_text_printf(b, "\"");
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') tpu_text_printf(b, "\\%c", ch);
-    else if (ch < 0x20) tpu_text_printf(b, "\\u%04x", ch);
-    else tpu_text_printf(b, "%c", ch);
-  }
-  tpu_text_printf(b, "\"");
-}
-
-static const char *const UNIT_NAMES[SIM_NUNITS] = { "DMA", "MXU", "VPU", "infeed", "collective" };
-
-char *tpu_sim_result_trace_json(const tpu_sim_result *r) {
-  if (!r->opt.trace) return NULL;
-  tpu_text b = { 0 };
-  const double us = 1.0 / r->cfg.clock_mhz;
-  tpu_text_printf(&b, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"chip\":");
-  sb_str(&b, r->cfg.name);
-  tpu_text_printf(&b, ",\"cycles\":%llu,\"clock_mhz\":%g},\"traceEvents\":[\n", (unsigned long long)r->cycles,
-            r->cfg.clock_mhz);
-  bool first = true;
-  for (int c = 0; c < r->cores; c++) {
-    const sim_core_rt *k = &r->core[c];
-    tpu_text_printf(&b, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"core %d (chip %d)\"}}",
-              first ? "" : ",\n", c, c, k->chip);
-    first = false;
-    tpu_text_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", c, c);
-    for (int u = 0; u <= SIM_NUNITS; u++)
-      tpu_text_printf(&b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", c, u,
-                u < SIM_NUNITS ? UNIT_NAMES[u] : "stalls");
-    for (int u = 0; u < SIM_NUNITS; u++) {
-      uint64_t shown = 0;        /* consecutive matmuls overlap (the next one's weights load while
-                                 ** this one streams); slices on one track must not, so each is
-                                 ** drawn from the previous one's end; args keep the true cycles */
-      for (int j = 0; j < k->qn[u]; j++) {
-        const int i = k->q[u][j];
-        const sim_op *so = &k->cp->ops[i];
-        const uint64_t a = k->busy[i], e = k->end[i];
-        const uint64_t da = a > shown ? a : shown, de = e > da ? e : da;
-        shown = de;
-        tpu_text_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":", c, u,
-                  (double)da * us, (double)(de - da) * us);
-        sb_str(&b, so->name);
-        tpu_text_printf(&b, ",\"args\":{\"op\":%d,\"kind\":\"%s\",\"step\":%d,\"start_cycle\":%llu,\"end_cycle\":%llu",
-                  i, tpu_sim_kind_name(so->o.kind), so->o.step, (unsigned long long)a, (unsigned long long)e);
-        if (so->o.kind == TPU_SIM_VPU) { tpu_text_printf(&b, ",\"vpu_op\":"); sb_str(&b, so->vpu_op); }
-        if (so->o.kind == TPU_SIM_COLLECTIVE) tpu_text_printf(&b, ",\"collective\":\"%s\"", tpu_sim_coll_name(so->o.coll));
-        if (so->bytes) tpu_text_printf(&b, ",\"bytes\":%lld", (long long)so->bytes);
-        tpu_text_printf(&b, "}}");
-      }
-    }
-    for (int j = 0; j < k->nslices; j++) {
-      const sim_slice *s = &k->slices[j];
-      tpu_text_printf(&b, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"%s\","
-                "\"args\":{\"start_cycle\":%llu,\"end_cycle\":%llu}}", c, SIM_NUNITS, (double)s->a * us,
-                (double)(s->b - s->a) * us, tpu_sim_stall_name(s->cat), (unsigned long long)s->a,
-                (unsigned long long)s->b);
-    }
-  }
-  tpu_text_printf(&b, "\n]}\n");
-  if (b.oom) { tpu_free(b.s); return NULL; }
-  return b.s;
+size_t tpu_sim_result_events(const tpu_sim_result *r, int core, const tpu_sim_event **ev) {
+  *ev = NULL;
+  if (core < 0 || core >= r->cores || !r->core[core].log) return 0;
+  *ev = r->core[core].log;
+  return r->core[core].nlog;
 }
 /* }================================================================== */

@@ -588,11 +588,57 @@ START_TEST(Ticks_allocate_nothing) {
 END_TEST
 /* }================================================================== */
 
+/* The tile walk visits every (N-tile, pass, K-tile) of a GEMM exactly once,
+** in mxu.h's order (N-tiles outer, then passes, then K-tiles), each tile
+** the whole of M, edge tiles cut to what is left, N-tiles dealt round-robin
+** to the arrays. */
+START_TEST(The_tile_walk_visits_every_tile_once_in_the_documented_order) {
+  tu_rng rng = { 77 };
+  for (int trial = 0; trial < 300; trial++) {
+    const tpu_mxu_config cfg = { .rows = tu_range(&rng, 1, 9), .cols = tu_range(&rng, 1, 9), .double_buffer = true };
+    const int M = tu_range(&rng, 1, 40), N = tu_range(&rng, 1, 60), K = tu_range(&rng, 1, 60);
+    const int arrays = tu_range(&rng, 1, 8);
+    const tpu_precision prec = (tpu_precision)tu_range(&rng, 0, 2);
+    const int passes = tpu_precision_passes(prec);
+    const int ntn = (N + cfg.cols - 1) / cfg.cols, ntk = (K + cfg.rows - 1) / cfg.rows;
+    char *seen = calloc((size_t)(ntn * passes * ntk), 1);
+    tpu_mxu_walk w;
+    tpu_mxu_walk_tile t;
+    tpu_mxu_walk_init(&w, &cfg, arrays, prec, M, N, K);
+    int count = 0;
+    for (int nt = 0; nt < ntn; nt++)
+      for (int p = 0; p < passes; p++)
+        for (int kt = 0; kt < ntk; kt++, count++) {
+          ck_assert_msg(tpu_mxu_walk_next(&w, &t), "trial %d: the walk stops after %d tiles", trial, count);
+          int ap, bp;
+          tpu_precision_pass(prec, p, &ap, &bp);
+          const int n0 = nt * cfg.cols, k0 = kt * cfg.rows;
+          ck_assert_msg(t.n0 == n0 && t.k0 == k0 && t.pass == p, "trial %d tile %d: (n0 %d, pass %d, k0 %d), "
+                        "expected (%d, %d, %d)", trial, count, t.n0, t.pass, t.k0, n0, p, k0);
+          ck_assert_int_eq(t.m, M);
+          ck_assert_int_eq(t.n, N - n0 < cfg.cols ? N - n0 : cfg.cols);
+          ck_assert_int_eq(t.k, K - k0 < cfg.rows ? K - k0 : cfg.rows);
+          ck_assert_int_eq(t.array, nt % arrays);
+          ck_assert_int_eq(t.a_part, ap);
+          ck_assert_int_eq(t.b_part, bp);
+          ck_assert(t.first == (p == 0 && kt == 0));
+          char *s = &seen[(t.n0 / cfg.cols * passes + t.pass) * ntk + t.k0 / cfg.rows];
+          ck_assert_msg(!*s, "trial %d: tile (n0 %d, pass %d, k0 %d) twice", trial, t.n0, t.pass, t.k0);
+          *s = 1;
+        }
+    ck_assert_msg(!tpu_mxu_walk_next(&w, &t), "trial %d: the walk goes on after %d tiles", trial, count);
+    ck_assert(!tpu_mxu_walk_next(&w, &t));                 /* and stays done */
+    free(seen);
+  }
+}
+END_TEST
+
 static Suite *mxu_suite(void) {
   Suite *s = suite_create("mxu");
   TCase *tc = tcase_create("timing");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, Precision_passes_are_the_kept_products_smallest_first);
+  tcase_add_test(tc, The_tile_walk_visits_every_tile_once_in_the_documented_order);
   tcase_add_test(tc, One_by_one_array_takes_load_plus_stream_cycles);
   tcase_add_test(tc, Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain);
   tcase_add_test(tc, Double_buffering_hides_the_next_load_single_does_not);

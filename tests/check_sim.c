@@ -760,6 +760,138 @@ START_TEST(Beyond_eight_cores_a_2d_torus_runs_rows_then_columns) {
 }
 END_TEST
 
+/* {==================================================================
+** The event log (the observer)
+** ================================================================== */
+static bool tiles_equal(const tpu_mxu_walk_tile *a, const tpu_mxu_walk_tile *b) {
+  return a->m == b->m && a->k == b->k && a->n == b->n && a->k0 == b->k0 && a->n0 == b->n0 && a->pass == b->pass &&
+         a->a_part == b->a_part && a->b_part == b->b_part && a->array == b->array && a->first == b->first;
+}
+static bool events_equal(const tpu_sim_event *a, const tpu_sim_event *b) {
+  return a->type == b->type && a->core == b->core && a->op == b->op && a->start == b->start && a->mid == b->mid &&
+         a->end == b->end && a->stall == b->stall && a->batch == b->batch &&
+         (a->type != TPU_SIM_EV_TILE || tiles_equal(&a->tile, &b->tile));
+}
+
+/* Matmul op i's tiles ev[0..): the op's walk, in order, within the op's
+** times; the first weight load is the op's busy cycle, the last result its
+** end. Returns how many events they take. */
+static size_t check_tiles(const tpu_chip_config *cfg, const tpu_sim_program *p, const tpu_sim_event *op,
+                          const tpu_sim_event *ev, size_t n) {
+  tpu_sim_op o;
+  int64_t ar, ac, br, bc;
+  ck_assert(tpu_sim_program_op(p, op->core, op->op, &o));
+  tpu_sim_buffer_shape(p, op->core, o.a, &ar, &ac);
+  tpu_sim_buffer_shape(p, op->core, o.b, &br, &bc);
+  tpu_mxu_walk w;
+  tpu_mxu_walk_tile t;
+  tpu_mxu_walk_init(&w, &cfg->mxu, cfg->mxus_per_core, o.precision, (int)(o.trans_a ? ac : ar),
+                    (int)(o.trans_b ? br : bc), (int)(o.trans_a ? ar : ac));
+  size_t j = 0;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (; tpu_mxu_walk_next(&w, &t); j++) {
+    ck_assert_msg(j < n && ev[j].type == TPU_SIM_EV_TILE && ev[j].op == op->op, "core %d op %d: tile %zu missing",
+                  op->core, op->op, j);
+    ck_assert_msg(tiles_equal(&ev[j].tile, &t), "core %d op %d: tile %zu is not the walk's", op->core, op->op, j);
+    ck_assert(ev[j].start >= op->start && ev[j].start + (uint64_t)t.k <= ev[j].mid && ev[j].mid < ev[j].end &&
+              ev[j].end <= op->end);
+    if (ev[j].start < first) first = ev[j].start;
+    if (ev[j].end > last) last = ev[j].end;
+  }
+  TU_EQ_U64(op->mid, first);
+  TU_EQ_U64(op->end, last);
+  return j;
+}
+
+/* Core c's log against the result: every op once, in program order, with
+** the result's times; matmuls followed by their tiles; then states that
+** tile [0, cycles) and sum per kind to the core's stall parts. */
+static void check_log(const tpu_chip_config *cfg, const tpu_sim_program *p, const tpu_sim_result *r, int c) {
+  const tpu_sim_event *ev;
+  const size_t n = tpu_sim_result_events(r, c, &ev);
+  size_t j = 0;
+  int64_t batch = 0;
+  for (int i = 0; i < tpu_sim_program_ops(p, c); i++, j++) {
+    uint64_t s, e;
+    tpu_sim_result_op_times(r, c, i, &s, &e);
+    ck_assert_msg(j < n && ev[j].op == i && ev[j].core == c, "core %d: op %d missing", c, i);
+    tpu_sim_op o;
+    tpu_sim_program_op(p, c, i, &o);
+    ck_assert_int_eq(ev[j].type, (int)o.kind);
+    TU_EQ_U64(s, ev[j].start);
+    TU_EQ_U64(e, ev[j].end);
+    ck_assert(ev[j].start <= ev[j].mid && ev[j].mid <= ev[j].end);
+    if (o.kind != TPU_SIM_DMA && o.kind != TPU_SIM_COLLECTIVE) TU_EQ_U64(tpu_sim_result_op_busy(r, c, i), ev[j].mid);
+    if (o.kind == TPU_SIM_INFEED) ck_assert_int_eq(ev[j].batch, batch++);
+    if (o.kind == TPU_SIM_MATMUL) j += check_tiles(cfg, p, &ev[j], ev + j + 1, n - j - 1);
+  }
+  uint64_t sum[TPU_SIM_NSTALL] = { 0 }, t = 0;
+  for (; j < n; j++) {
+    ck_assert_int_eq(ev[j].type, TPU_SIM_EV_STALL);
+    ck_assert(ev[j].start == t && ev[j].end > t && ev[j].stall >= 0 && ev[j].stall < TPU_SIM_NSTALL);
+    sum[ev[j].stall] += ev[j].end - ev[j].start;
+    t = ev[j].end;
+  }
+  TU_EQ_U64(tpu_sim_result_cycles(r), t);
+  tpu_sim_stalls want;
+  tpu_sim_result_stalls(r, c, -1, &want);
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) TU_EQ_U64(want.cycles[k], sum[k]);
+}
+
+START_TEST(The_event_log_agrees_with_the_result_on_every_thread_count) {
+  tpu_chip_config cfg;
+  char err[256];
+  ck_assert(tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err) == TPU_OK);
+  /* small arrays, two per core: matmuls of several N-tiles, K-tiles and passes */
+  ck_assert(tpu_chip_config_set(&cfg, "mxu.rows=32", err, sizeof err) == TPU_OK);
+  ck_assert(tpu_chip_config_set(&cfg, "mxu.cols=16", err, sizeof err) == TPU_OK);
+  ck_assert(tpu_chip_config_set(&cfg, "mxu.per_core=2", err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = random_program(8, 4, 11);
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1, .events = true };
+  tpu_sim_result *r1;
+  ck_assert_msg(tpu_sim_run(&cfg, p, &o, &r1) == TPU_OK, "%s", tpu_sim_program_error(p));
+  for (int c = 0; c < 8; c++) check_log(&cfg, p, r1, c);
+  const int threads[] = { 2, 8 };
+  for (int ti = 0; ti < 2; ti++) {
+    tpu_sim_result *r;
+    o.threads = threads[ti];
+    ck_assert(tpu_sim_run(&cfg, p, &o, &r) == TPU_OK);
+    for (int c = 0; c < 8; c++) {
+      const tpu_sim_event *a, *b;
+      const size_t na = tpu_sim_result_events(r1, c, &a), nb = tpu_sim_result_events(r, c, &b);
+      TU_EQ_U64(na, nb);
+      for (size_t j = 0; j < na; j++)
+        ck_assert_msg(events_equal(&a[j], &b[j]), "core %d event %zu differs on %d threads", c, j, threads[ti]);
+    }
+    tpu_sim_result_destroy(r);
+  }
+  /* a collective starts on every core at once, when the last one arrives */
+  const tpu_sim_event *e0;
+  tpu_sim_result_events(r1, 0, &e0);
+  for (int c = 1; c < 8; c++) {
+    const tpu_sim_event *ec;
+    tpu_sim_result_events(r1, c, &ec);
+    for (int i = 0, j0 = 0, jc = 0; i < 4; i++) {
+      while (e0[j0].type != TPU_SIM_EV_COLLECTIVE) j0++;
+      while (ec[jc].type != TPU_SIM_EV_COLLECTIVE) jc++;
+      TU_EQ_U64(e0[j0].mid, ec[jc].mid);
+      TU_EQ_U64(e0[j0++].end, ec[jc++].end);
+    }
+  }
+  /* without the option there is no log */
+  tpu_sim_result *rn;
+  o.events = false;
+  ck_assert(tpu_sim_run(&cfg, p, &o, &rn) == TPU_OK);
+  const tpu_sim_event *none;
+  TU_EQ_U64(0, tpu_sim_result_events(rn, 0, &none));
+  ck_assert_ptr_null(none);
+  tpu_sim_result_destroy(rn);
+  tpu_sim_result_destroy(r1);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+/* }================================================================== */
+
 static Suite *sim_suite(void) {
   Suite *s = suite_create("sim");
   TCase *tc = tcase_create("schedules");
@@ -792,6 +924,7 @@ static Suite *sim_suite(void) {
   tcase_add_test(tc, Results_and_cycles_do_not_depend_on_the_thread_count);
   tcase_add_test(tc, Random_programs_give_the_same_result_on_every_thread_count);
   tcase_add_test(tc, The_trace_is_chrome_trace_json_with_stall_slices);
+  tcase_add_test(tc, The_event_log_agrees_with_the_result_on_every_thread_count);
   suite_add_tcase(s, tc);
   return s;
 }

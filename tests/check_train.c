@@ -7,6 +7,7 @@
 ** The front-end lives in the tpusim binary, not in libtpusim.a, so this
 ** suite compiles its files in directly (they share no static names).
 */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,36 +342,52 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   tpu_fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 } ],"
                         " \"optimizer\": { \"type\": \"sgd\" } }");
   tpu_fe_step_timing t;
-  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(3158, t.step_cycles);
-  TU_EQ_U64(44, (uint64_t)t.mxu_busy);
-  TU_EQ_U64(114, (uint64_t)t.vpu_busy);
-  TU_EQ_U64(2184, (uint64_t)t.memory_wait);
-  TU_EQ_U64(816, (uint64_t)t.collective_wait);
-  TU_EQ_U64(0, (uint64_t)t.infeed_wait);
-  TU_EQ_U64(0, (uint64_t)t.idle);
+  TU_EQ_U64(44, (uint64_t)t.stall[TPU_SIM_MXU_BUSY]);
+  TU_EQ_U64(114, (uint64_t)t.stall[TPU_SIM_VPU_BUSY]);
+  TU_EQ_U64(2184, (uint64_t)t.stall[TPU_SIM_MEMORY_WAIT]);
+  TU_EQ_U64(816, (uint64_t)t.stall[TPU_SIM_COLLECTIVE_WAIT]);
+  TU_EQ_U64(0, (uint64_t)t.stall[TPU_SIM_INFEED_WAIT]);
+  TU_EQ_U64(0, (uint64_t)t.stall[TPU_SIM_IDLE]);
   TU_EQ_U64(4 * 8 * 4 + 8 * 4 * 4, t.macs);
   TU_EQ_U64(144, t.allreduce_bytes);
-  /* the timeline: ops on their units, waits on the core track; the core's
-  ** track plus the MXU and VPU work not under the MXU covers the step */
-  tpu_fe_trace_event ev[64];
-  int nev = 0;
-  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 64, &nev, err, sizeof err), TPU_OK);
+  /* the trace (core 0 of teach's 4, 1 cycle = 0.001 us): ops on their
+  ** tracks, waits on the stall track (tid 0); the waits plus the MXU and
+  ** VPU work not under the MXU cover the step */
+  tpu_text tb = { 0 };
+  tpu_sim_trace_steps_begin(&tb, chip.name, chip.cores);
+  const tpu_fe_step_trace tr = { .out = &tb, .step = 7, .t0_us = 0 };
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, &tr, err, sizeof err), TPU_OK);
+  tpu_sim_trace_steps_end(&tb);
+  ck_assert(!tb.oom);
+  json_error_t je;
+  json_t *doc = json_loads(tb.s, 0, &je);
+  ck_assert_msg(doc != NULL, "trace: %s", je.text);
   double core = 0, end = 0;
   int dmas = 0;
-  for (int k = 0; k < nev; k++) {
-    if (ev[k].start + ev[k].dur > end) end = ev[k].start + ev[k].dur;
-    if (ev[k].unit == TPU_FE_UNIT_CORE) core += ev[k].dur;
-    if (ev[k].unit == TPU_FE_UNIT_DMA) dmas++;
+  size_t k;
+  json_t *x;
+  json_array_foreach(doc, k, x) {
+    if (strcmp(json_string_value(json_object_get(x, "ph")), "X") || json_integer_value(json_object_get(x, "pid")))
+      continue;
+    const double a = json_number_value(json_object_get(x, "ts")) * 1000, d = json_number_value(json_object_get(x, "dur")) * 1000;
+    const json_int_t tid = json_integer_value(json_object_get(x, "tid"));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x, "args"), "step")), 7);
+    if (a + d > end) end = a + d;
+    if (tid == 0) core += d;
+    if (tid == 3) dmas++;
   }
+  json_decref(doc);
+  tpu_free(tb.s);
   TU_EQ_U64(16, (uint64_t)dmas);
-  TU_EQ_U64(3158, (uint64_t)end);
-  TU_EQ_U64(2184 + 816, (uint64_t)core);
+  TU_EQ_U64(3158, (uint64_t)llround(end));
+  TU_EQ_U64(2184 + 816, (uint64_t)llround(core));
   /* an infeed that is late by 500 cycles adds exactly 500, as infeed_wait */
   tpu_fe_step_timing late;
-  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, 1, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 500, 1, &late, NULL, err, sizeof err), TPU_OK);
   TU_EQ_U64(t.step_cycles + 500, late.step_cycles);
-  TU_EQ_U64(500, (uint64_t)late.infeed_wait);
+  TU_EQ_U64(500, (uint64_t)late.stall[TPU_SIM_INFEED_WAIT]);
   /* bf16x3: three passes per tile, each loading its weights while the
   ** previous one streams (L_i >= max(L_{i-1}+K, s_{i-1}), s_i >= max(L_i+K,
   ** s_{i-1}+M)). fwd (M 4, K 8): s = 336, 344, 352, done 352+13 = 365 ->
@@ -378,10 +395,10 @@ START_TEST(A_tiny_step_takes_the_hand_counted_cycles) {
   ** 1559 -> [1522,1560) = 38. Both end before the DMAs that wait for them
   ** could start anyway, so the step does not change: MXU time hides under
   ** memory time. */
-  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, 1, &late, NULL, 0, NULL, err, sizeof err), TPU_OK);
-  TU_EQ_U64(38 + 38, (uint64_t)late.mxu_busy);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16X3, 4, true, 0, 1, &late, NULL, err, sizeof err), TPU_OK);
+  TU_EQ_U64(38 + 38, (uint64_t)late.stall[TPU_SIM_MXU_BUSY]);
   TU_EQ_U64(3158, late.step_cycles);
-  TU_EQ_U64(2184 - 32, (uint64_t)late.memory_wait);
+  TU_EQ_U64(2184 - 32, (uint64_t)late.stall[TPU_SIM_MEMORY_WAIT]);
 }
 END_TEST
 
@@ -396,7 +413,7 @@ START_TEST(Step_timing_is_identical_for_1_2_and_8_threads) {
     tpu_fe_step_timing t[3];
     static const int threads[3] = { 1, 2, 8 };
     for (int i = 0; i < 3; i++)
-      ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 1234, threads[i], &t[i], NULL, 0, NULL, err,
+      ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 1234, threads[i], &t[i], NULL, err,
                                  sizeof err) == TPU_OK, "%s", err);
     for (int i = 1; i < 3; i++)
       ck_assert_msg(!memcmp(&t[0], &t[i], sizeof t[0]), "%s: %d threads differ from 1 (%llu vs %llu cycles)",
@@ -419,14 +436,15 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
       ck_assert_int_eq(tpu_fe_model_load(models[k], &m, err, sizeof err), TPU_OK);
       for (int train = 0; train < 2; train++) {
         tpu_fe_step_timing t;
-        ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, train, 0, 2, &t, NULL, 0, NULL, err, sizeof err)
+        ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, train, 0, 2, &t, NULL, err, sizeof err)
                       == TPU_OK, "%s/%s: %s", chips[c], models[k], err);
-        double sum = t.mxu_busy + t.vpu_busy + t.memory_wait + t.infeed_wait + t.collective_wait + t.idle;
+        double sum = 0;
+        for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += t.stall[s];
         ck_assert_msg(fabs(sum - (double)t.step_cycles) < 1e-6 * (double)t.step_cycles, "%s/%s: %g vs %llu",
                       chips[c], models[k], sum, (unsigned long long)t.step_cycles);
         ck_assert(t.macs > 0 && t.macs <= t.mxu_cycles_capacity);
         ck_assert(t.hbm_bytes > 0);
-        ck_assert(train ? t.collective_wait > 0 : t.collective_wait == 0);
+        ck_assert(train ? t.stall[TPU_SIM_COLLECTIVE_WAIT] > 0 : t.stall[TPU_SIM_COLLECTIVE_WAIT] == 0);
       }
     }
 }
@@ -469,7 +487,7 @@ START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
   tpu_sim_program_destroy(p);
   /* one sample per core: one-row tiles everywhere (db is then a copy) */
   tpu_fe_step_timing t;
-  ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 1, true, 0, 1, &t, NULL, 0, NULL, err, sizeof err) == TPU_OK,
+  ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 1, true, 0, 1, &t, NULL, err, sizeof err) == TPU_OK,
                 "%s", err);
   ck_assert(t.step_cycles > 0);
   /* 1000 classes need a row of logits in one tile: 256 values on teach */
@@ -674,14 +692,14 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
   tpu_fe_model m = parse_ok("{ \"input\": [8], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"relu\" },"
                         " { \"type\": \"dense\", \"units\": 4 } ] }");
   tpu_fe_step_timing want, t;
-  tpu_fe_trace_event ev[256];
-  int nev = 0;
-  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, ev, 256, &nev, err, sizeof err), TPU_OK);
+  tpu_text tb = { 0 };
+  const tpu_fe_step_trace tr = { .out = &tb };
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &want, &tr, err, sizeof err), TPU_OK);
   int ok_seen = 0;
   for (tu_fail_at = 1; tu_fail_at < 20000 && !ok_seen; tu_fail_at++) {
     tu_alloc_calls = 0;
     tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_status st = tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, ev, 256, &nev, err, sizeof err);
+    tpu_status st = tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 0, 1, &t, &tr, err, sizeof err);
     tpu_set_alloc(NULL, NULL);
     if (st == TPU_OK) {
       ok_seen = 1;
@@ -691,6 +709,7 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
     }
   }
   ck_assert_msg(ok_seen && tu_fail_at > 50, "%d allocations", tu_fail_at);
+  tpu_free(tb.s);
 }
 END_TEST
 /* }================================================================== */

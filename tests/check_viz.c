@@ -198,27 +198,27 @@ static void check_bands(const char *preset, int m, int n, int k) {
   const uint64_t total = tpu_viz_total_cycles(v);
   int busy_seen = 0, wait_seen = 0;
   for (int p = 0; p < tpu_viz_chip(v)->cores; p++) {
-    uint64_t tot[TPU_VIZ_NCAT], sum = 0;
+    uint64_t tot[TPU_SIM_NSTALL], sum = 0;
     tpu_viz_totals(v, p, tot);
-    for (int c = 0; c < TPU_VIZ_NCAT; c++) sum += tot[c];
+    for (int c = 0; c < TPU_SIM_NSTALL; c++) sum += tot[c];
     TU_EQ_U64(total, sum);
     const int y = tpu_viz_core_y(&l, p) + l.strip_h / 2;
-    int count[TPU_VIZ_NCAT] = { 0 }, edges = 0;
+    int count[TPU_SIM_NSTALL] = { 0 }, edges = 0;
     uint32_t prev = 0;
     for (int x = 0; x < l.timeline.w; x++) {
       uint32_t col = px_at(px, l.timeline.x + x, y);
       if (x && col != prev) edges++;
       prev = col;
-      for (int c = 0; c < TPU_VIZ_NCAT; c++) if (col == tpu_viz_cat_color((tpu_viz_cat)c)) count[c]++;
+      for (int c = 0; c < TPU_SIM_NSTALL; c++) if (col == tpu_viz_stall_color(c)) count[c]++;
     }
-    for (int c = 0; c < TPU_VIZ_NCAT; c++) {
+    for (int c = 0; c < TPU_SIM_NSTALL; c++) {
       double want = (double)tot[c] * l.timeline.w / (double)total;
       /* the cursor (1 px) may cover one pixel of some band */
       ck_assert_msg(fabs(count[c] - want) <= edges + 2, "%s core %d %s: %d px, expected %.1f (+-%d)", preset, p,
-                    tpu_viz_cat_name((tpu_viz_cat)c), count[c], want, edges + 2);
+                    tpu_sim_stall_name(c), count[c], want, edges + 2);
     }
-    busy_seen += tot[TPU_VIZ_MXU_BUSY] > 0;
-    wait_seen += tot[TPU_VIZ_MEMORY_WAIT] > 0;
+    busy_seen += tot[TPU_SIM_MXU_BUSY] > 0;
+    wait_seen += tot[TPU_SIM_MEMORY_WAIT] > 0;
   }
   ck_assert_int_gt(busy_seen, 0);
   ck_assert_int_gt(wait_seen, 0);
@@ -239,15 +239,15 @@ START_TEST(Totals_follow_the_tile_formula) {
   tpu_viz *v = make("teach", 1, 8, 8, 8);
   const tpu_mxu_tile_times *tt;
   ck_assert_uint_eq(tpu_viz_tiles(v, NULL, &tt), 1);
-  uint64_t tot[TPU_VIZ_NCAT];
+  uint64_t tot[TPU_SIM_NSTALL];
   tpu_viz_totals(v, 0, tot);
-  TU_EQ_U64(tt[0].last_result + 1 - tt[0].load_start, tot[TPU_VIZ_MXU_BUSY]);
-  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_VIZ_MXU_BUSY], tot[TPU_VIZ_MEMORY_WAIT]);
-  TU_EQ_U64(0, tot[TPU_VIZ_IDLE] + tot[TPU_VIZ_VPU_BUSY] + tot[TPU_VIZ_INFEED_WAIT] + tot[TPU_VIZ_COLLECTIVE_WAIT]);
+  TU_EQ_U64(tt[0].last_result + 1 - tt[0].load_start, tot[TPU_SIM_MXU_BUSY]);
+  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_SIM_MXU_BUSY], tot[TPU_SIM_MEMORY_WAIT]);
+  TU_EQ_U64(0, tot[TPU_SIM_IDLE] + tot[TPU_SIM_VPU_BUSY] + tot[TPU_SIM_INFEED_WAIT] + tot[TPU_SIM_COLLECTIVE_WAIT]);
   /* the cycle before the load waits on memory, the load cycle is MXU work */
-  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_VIZ_MEMORY_WAIT);
-  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_VIZ_MXU_BUSY);
-  ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_VIZ_IDLE);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_SIM_MEMORY_WAIT);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_SIM_MXU_BUSY);
+  ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_SIM_IDLE);
   tpu_viz_destroy(v);
 }
 END_TEST
@@ -419,9 +419,9 @@ START_TEST(Program_totals_equal_the_engine_stalls) {
   for (int c = 0; c < chip.cores; c++) {
     tpu_sim_stalls s;
     tpu_sim_result_stalls(r, c, -1, &s);
-    uint64_t t[TPU_VIZ_NCAT];
+    uint64_t t[TPU_SIM_NSTALL];
     tpu_viz_totals(v, c, t);
-    for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) {
       ck_assert_msg(t[k] == s.cycles[k], "core %d %s: viz %llu, engine %llu", c, tpu_sim_stall_name(k),
                     (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
       kinds_seen += c == 0 && t[k] > 0;
@@ -435,7 +435,7 @@ START_TEST(Program_totals_equal_the_engine_stalls) {
       const tpu_viz_unit u = o.kind == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : o.kind == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
                            : o.kind == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : TPU_VIZ_UNIT_ICI;
       if (o.kind == TPU_SIM_INFEED || b == a) continue;
-      ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_VIZ_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_VIZ_IDLE,
+      ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_SIM_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_SIM_IDLE,
                     "core %d op %d ('%s'): its unit row is idle inside [%llu, %llu)", c, i, o.name,
                     (unsigned long long)a, (unsigned long long)b);
       /* units other than the MXU run one op at a time: the op at any of its cycles is itself */
@@ -477,17 +477,17 @@ START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
   for (int c = 0; c < chip.cores; c++) {
     tpu_sim_stalls s;
     tpu_sim_result_stalls(r, c, -1, &s);
-    int bands[TPU_VIZ_NCAT] = { 0 }, count[TPU_VIZ_NCAT] = { 0 };
+    int bands[TPU_SIM_NSTALL] = { 0 }, count[TPU_SIM_NSTALL] = { 0 };
     for (uint64_t t = 0; t < T; t++)
       if (t == 0 || tpu_viz_core_cat_at(v, c, t) != tpu_viz_core_cat_at(v, c, t - 1)) bands[tpu_viz_core_cat_at(v, c, t)]++;
     const int y = tpu_viz_core_y(&l, c) + l.strip_h / 2;
     for (int x = 1; x < l.timeline.w; x++) {       /* x = 0 is under the cursor (cycle 0) */
-      const tpu_viz_cat want = tpu_viz_core_cat_at(v, c, tpu_viz_cycle_at_x(v, &l, l.timeline.x + x));
+      const int want = tpu_viz_core_cat_at(v, c, tpu_viz_cycle_at_x(v, &l, l.timeline.x + x));
       const uint32_t got = px_at(px, l.timeline.x + x, y);
-      ck_assert_msg(got == tpu_viz_cat_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_viz_cat_name(want));
+      ck_assert_msg(got == tpu_viz_stall_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_sim_stall_name(want));
       count[want]++;
     }
-    for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) {
       const double want = (double)s.cycles[k] * l.timeline.w / (double)T;
       ck_assert_msg(fabs(count[k] - want) <= bands[k] + 1, "core %d %s: %d px for %llu of %llu cycles (%.2f px), "
                     "%d band(s)", c, tpu_sim_stall_name(k), count[k], (unsigned long long)s.cycles[k],
@@ -536,7 +536,7 @@ START_TEST(Program_infeed_queue_follows_ready_cycles_and_dequeues) {
   int drawn = 0;
   for (int x = 1; x < l.infeed.w; x++) {
     bool full = tpu_viz_infeed_at(v, 0, tpu_viz_cycle_at_x(v, &l, l.infeed.x + x)) > 0;
-    bool red = px_at(px, l.infeed.x + x, l.infeed.y + l.infeed.h - 1) == tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT);
+    bool red = px_at(px, l.infeed.x + x, l.infeed.y + l.infeed.h - 1) == tpu_viz_stall_color(TPU_SIM_INFEED_WAIT);
     ck_assert_msg(full == red, "infeed graph x %d: %s drawn", x, red ? "a batch" : "nothing");
     drawn += red;
   }
@@ -599,6 +599,65 @@ START_TEST(Program_mxu_replay_runs_at_the_engine_tile_times) {
 }
 END_TEST
 
+/* The tiles the MXU panel replays are the engine's: for every core, the
+** session's tile timeline is the run's array-0 tile events, in order, with
+** their shapes and times, each held back to its op's start. On two arrays
+** per core, for a program and for a GEMM. */
+static void expect_engine_tiles(tpu_viz *v, const tpu_chip_config *chip, tpu_sim_program *p) {
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 2, .events = true };
+  tpu_sim_result *r;
+  ck_assert(tpu_sim_run(chip, p, &opt, &r) == TPU_OK);
+  for (int c = 0; c < chip->cores; c++) {
+    ck_assert(tpu_viz_select_core(v, c) == TPU_OK);
+    const tpu_mxu_tile *tl;
+    const tpu_mxu_tile_times *tt;
+    const size_t nt = tpu_viz_tiles(v, &tl, &tt);
+    const tpu_sim_event *ev;
+    const size_t n = tpu_sim_result_events(r, c, &ev);
+    size_t j = 0, other = 0;
+    uint64_t op_start = 0;
+    tpu_sim_op o = { 0 };
+    for (size_t i = 0; i < n; i++) {
+      if (ev[i].type == TPU_SIM_EV_MATMUL) { op_start = ev[i].start; tpu_sim_program_op(p, c, ev[i].op, &o); }
+      if (ev[i].type != TPU_SIM_EV_TILE) continue;
+      if (ev[i].tile.array != 0) { other++; continue; }
+      ck_assert_msg(j < nt, "core %d: the viz has %zu tiles, the engine more", c, nt);
+      ck_assert(tl[j].m == ev[i].tile.m && tl[j].k == ev[i].tile.k && tl[j].n == ev[i].tile.n);
+      TU_EQ_U64(ev[i].start, tt[j].load_start);
+      TU_EQ_U64(ev[i].mid, tt[j].stream_start);
+      TU_EQ_U64(ev[i].end - 1, tt[j].last_result);
+      TU_EQ_U64(op_start, tl[j].earliest);
+      ck_assert(tl[j].accumulate == (o.accumulate || !ev[i].tile.first));
+      if (tpu_viz_is_program(v)) ck_assert_str_eq(tpu_viz_tile_op(v, j), o.name);
+      j++;
+    }
+    TU_EQ_U64(nt, j);
+    ck_assert_msg(other > 0 || j == 0, "core %d: array 1 runs nothing; the case shows no filtering", c);
+  }
+  tpu_sim_result_destroy(r);
+}
+
+START_TEST(The_replayed_tiles_are_the_engine_tile_events) {
+  tpu_chip_config chip;
+  char err[1024];
+  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+  ck_assert(tpu_chip_config_set(&chip, "mxu.per_core=2", err, sizeof err) == TPU_OK);
+  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
+  tpu_viz *v;
+  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
+  expect_engine_tiles(v, &chip, p);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+  tpu_viz_workload w = { 40, 24, 20, 5, TPU_PREC_BF16X3 };
+  ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(tpu_sim_gemm_program(&chip, chip.cores, w.m, w.n, w.k, w.precision, NULL, NULL, &p, NULL, err,
+                                 sizeof err) == TPU_OK);
+  expect_engine_tiles(v, &chip, p);
+  tpu_viz_destroy(v);
+  tpu_sim_program_destroy(p);
+}
+END_TEST
+
 /* A GEMM session is the engine's run of tpu_sim_gemm_program (what tpusim
 ** matmul --cores runs): the same cycles and, per core, the same stalls. */
 START_TEST(Gemm_totals_equal_the_engine_run_of_the_matmul_program) {
@@ -623,9 +682,9 @@ START_TEST(Gemm_totals_equal_the_engine_run_of_the_matmul_program) {
     for (int c = 0; c < chip.cores; c++) {
       tpu_sim_stalls s;
       tpu_sim_result_stalls(r, c, -1, &s);
-      uint64_t t[TPU_VIZ_NCAT];
+      uint64_t t[TPU_SIM_NSTALL];
       tpu_viz_totals(v, c, t);
-      for (int k = 0; k < TPU_VIZ_NCAT; k++)
+      for (int k = 0; k < TPU_SIM_NSTALL; k++)
         ck_assert_msg(t[k] == s.cycles[k], "%s core %d %s: viz %llu, engine %llu", cases[i].chip, c,
                       tpu_sim_stall_name(k), (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
     }
@@ -698,6 +757,7 @@ static Suite *viz_suite(void) {
   tcase_add_test(tc, Program_stall_bands_are_proportional_to_the_engine_figures);
   tcase_add_test(tc, Program_infeed_queue_follows_ready_cycles_and_dequeues);
   tcase_add_test(tc, Program_mxu_replay_runs_at_the_engine_tile_times);
+  tcase_add_test(tc, The_replayed_tiles_are_the_engine_tile_events);
   tcase_add_test(tc, Program_the_chip_cannot_run_is_refused);
   tcase_add_test(tc, Gemm_totals_equal_the_engine_run_of_the_matmul_program);
   tcase_add_test(tc, Program_create_survives_every_allocation_failure);

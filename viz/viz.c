@@ -10,16 +10,18 @@
 
 #include "viz/viz_int.h"
 
-static const char *const CAT_NAMES[TPU_VIZ_NCAT] = {
-  [TPU_VIZ_MXU_BUSY] = "mxu_busy", [TPU_VIZ_VPU_BUSY] = "vpu_busy", [TPU_VIZ_INFEED_WAIT] = "infeed_wait",
-  [TPU_VIZ_MEMORY_WAIT] = "memory_wait", [TPU_VIZ_COLLECTIVE_WAIT] = "collective_wait", [TPU_VIZ_IDLE] = "idle" };
-static const uint32_t CAT_COLORS[TPU_VIZ_NCAT] = {
-  [TPU_VIZ_MXU_BUSY] = 0xff2ca02cu, [TPU_VIZ_VPU_BUSY] = 0xff1f77b4u, [TPU_VIZ_INFEED_WAIT] = 0xffd62728u,
-  [TPU_VIZ_MEMORY_WAIT] = 0xffff7f0eu, [TPU_VIZ_COLLECTIVE_WAIT] = 0xff9467bdu, [TPU_VIZ_IDLE] = 0xff505050u };
+#define X(id, name, kind, busy, color, report) color,
+static const uint32_t STALL_COLORS[TPU_SIM_NSTALL] = {
+#include "sim/stall.def"
+};
+#undef X
 static const char *const UNIT_NAMES[TPU_VIZ_NUNIT] = { "MXU", "VPU", "DMA", "ICI" };
+/* The op kind each unit row shows. */
+static const tpu_sim_kind UNIT_KIND[TPU_VIZ_NUNIT] = { TPU_SIM_MATMUL, TPU_SIM_VPU, TPU_SIM_DMA, TPU_SIM_COLLECTIVE };
 
-const char *tpu_viz_cat_name(tpu_viz_cat c) { return (unsigned)c < TPU_VIZ_NCAT ? CAT_NAMES[c] : "?"; }
-uint32_t tpu_viz_cat_color(tpu_viz_cat c) { return (unsigned)c < TPU_VIZ_NCAT ? CAT_COLORS[c] : 0xff000000u; }
+uint32_t tpu_viz_stall_color(int stall) {
+  return stall >= 0 && stall < TPU_SIM_NSTALL ? STALL_COLORS[stall] : 0xff000000u;
+}
 const char *tpu_viz_unit_name(tpu_viz_unit u) { return (unsigned)u < TPU_VIZ_NUNIT ? UNIT_NAMES[u] : "?"; }
 
 uint32_t tpu_viz_value_color(float value, float scale) {
@@ -34,25 +36,6 @@ uint32_t tpu_viz_value_color(float value, float scale) {
   return 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
 }
 
-/* splitmix64 + Box-Muller: the inputs of `tpusim matmul --seed S` */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static float normal(uint64_t *s) {
-  double u1 = (double)((next_u64(s) >> 11) + 1) * (1.0 / 9007199254740993.0);
-  double u2 = (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0);
-  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-/* Partial products (part of A, part of B), smallest first, from
-** tpu_precision_pass(): the walk of mxu/mxu_gemm.c, so the tiles are the
-** ones `tpusim matmul` runs. */
-typedef struct pass { int a, b; } pass;
-static int parts_of(tpu_precision p) { return p == TPU_PREC_BF16X6 ? 3 : p == TPU_PREC_BF16X3 ? 2 : 1; }
-
 /* {==================================================================
 ** Classifying cycles
 ** ================================================================== */
@@ -64,15 +47,15 @@ static size_t seg_index(const viz_core *vc, uint64_t c) {
   }
   return lo;
 }
-tpu_viz_cat tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c) {
+int tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c) {
   const viz_core *vc = &v->core[core];
-  if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_VIZ_IDLE;
-  return (tpu_viz_cat)vc->seg[seg_index(vc, c)].core;
+  if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_SIM_IDLE;
+  return vc->seg[seg_index(vc, c)].core;
 }
-tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c) {
+int tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c) {
   const viz_core *vc = &v->core[core];
-  if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_VIZ_IDLE;
-  return (tpu_viz_cat)vc->seg[seg_index(vc, c)].unit[u];
+  if (!vc->nseg || c < vc->seg[0].at || c >= vc->end) return TPU_SIM_IDLE;
+  return vc->seg[seg_index(vc, c)].unit[u];
 }
 /* Entries of a nondecreasing array that are <= c. */
 static int64_t count_le(const uint64_t *a, int64_t n, uint64_t c) {
@@ -93,182 +76,175 @@ int tpu_viz_infeed_max(const tpu_viz *v, int core) {
   return core >= 0 && core < v->ncores ? v->core[core].inf_max : 0;
 }
 
-void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]) {
+void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_SIM_NSTALL]) {
   memcpy(out, v->core[core].totals, sizeof v->core[core].totals);
-}
-
-static void compute_totals(tpu_viz *v) {
-  for (int p = 0; p < v->ncores; p++) {
-    viz_core *vc = &v->core[p];
-    memset(vc->totals, 0, sizeof vc->totals);
-    uint64_t covered = 0;
-    for (size_t i = 0; i < vc->nseg; i++) {
-      uint64_t b = i + 1 < vc->nseg ? vc->seg[i + 1].at : vc->end;
-      vc->totals[vc->seg[i].core] += b - vc->seg[i].at;
-      covered += b - vc->seg[i].at;
-    }
-    vc->totals[TPU_VIZ_IDLE] += v->total - covered;
-  }
 }
 /* }================================================================== */
 
 /* {==================================================================
-** Laying a program's run out (the engine's times)
+** Laying a program's run out (the engine's events)
 ** ================================================================== */
-typedef struct pev { uint64_t t; int8_t cat, d; } pev;
-static int pev_cmp(const void *a, const void *b) {
-  const pev *x = a, *y = b;
+/* The timeline row of an op kind; -1 for the infeed (no row of its own). */
+static int unit_of_kind(tpu_sim_kind k) {
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++)
+    if (UNIT_KIND[u] == k) return u;
+  return -1;
+}
+static bool is_op(const tpu_sim_event *e) { return e->type != TPU_SIM_EV_TILE && e->type != TPU_SIM_EV_STALL; }
+/* Where an op keeps its unit busy: a matmul from its first weight load. */
+static uint64_t busy_start(const tpu_sim_event *e) { return e->type == TPU_SIM_EV_MATMUL ? e->mid : e->start; }
+
+/* Allocates a core's per-unit op lists, matmul names, infeed dequeues and
+** array-0 tiles for its events ev[0..n). */
+static tpu_status alloc_ops(viz_core *vc, const tpu_sim_event *ev, size_t n) {
+  size_t nmm = 0, nt0 = 0, ninf = 0, nunit[TPU_VIZ_NUNIT] = { 0 };
+  for (size_t j = 0; j < n; j++) {
+    const tpu_sim_event *e = &ev[j];
+    if (e->type == TPU_SIM_EV_TILE) { nt0 += e->tile.array == 0; continue; }
+    if (!is_op(e)) continue;
+    const int u = unit_of_kind((tpu_sim_kind)e->type);
+    if (u >= 0) nunit[u]++;
+    nmm += e->type == TPU_SIM_EV_MATMUL;
+    ninf += e->type == TPU_SIM_EV_INFEED;
+  }
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++)
+    if (!(vc->opiv[u] = tpu_malloc((nunit[u] + 1) * sizeof *vc->opiv[u]))) return TPU_ERR_NOMEM;
+  vc->inf_deq = tpu_malloc((ninf + 1) * sizeof *vc->inf_deq);
+  vc->opname = tpu_calloc(nmm + 1, sizeof *vc->opname);
+  vc->tiles = tpu_malloc((nt0 + 1) * sizeof *vc->tiles);
+  vc->times = tpu_malloc((nt0 + 1) * sizeof *vc->times);
+  vc->tsrc = tpu_malloc((nt0 + 1) * sizeof *vc->tsrc);
+  return vc->inf_deq && vc->opname && vc->tiles && vc->times && vc->tsrc ? TPU_OK : TPU_ERR_NOMEM;
+}
+
+/* Array-0 tile event e of the current matmul (o, which started at
+** op_start) joins core vc's replay, held back to the op's start as the
+** engine held it. Its value pointers are left for the caller (by tsrc). */
+static void add_tile(tpu_viz *v, viz_core *vc, const tpu_sim_event *e, const tpu_sim_op *o, uint64_t op_start,
+                     int *max_m, int *max_k) {
+  const tpu_mxu_walk_tile *w = &e->tile;
+  vc->tiles[vc->ntiles] = (tpu_mxu_tile){ .m = w->m, .k = w->k, .n = w->n, .lda = v->rows, .ldw = v->cols,
+                                          .ldo = v->cols, .accumulate = o->accumulate || !w->first,
+                                          .earliest = op_start };
+  vc->times[vc->ntiles] = (tpu_mxu_tile_times){ e->start, e->mid, e->end - 1 };
+  vc->tsrc[vc->ntiles++] = (viz_tsrc){ vc->nopname - 1, *w };
+  if (w->m > *max_m) *max_m = w->m;
+  if (w->k > *max_k) *max_k = w->k;
+}
+
+/* Core p's ops from its events: each op's interval on its unit's row, the
+** infeed dequeues, the matmuls' names and the tiles the engine ran on
+** array 0. */
+static tpu_status collect_ops(tpu_viz *v, int p, const tpu_sim_program *prog, const tpu_sim_event *ev, size_t n,
+                              int *max_m, int *max_k) {
+  viz_core *vc = &v->core[p];
+  tpu_status st = alloc_ops(vc, ev, n);
+  if (st != TPU_OK) return st;
+  tpu_sim_op o = { 0 };                          /* the last op seen: a tile's matmul */
+  uint64_t op_start = 0;
+  for (size_t j = 0; j < n; j++) {
+    const tpu_sim_event *e = &ev[j];
+    if (e->type == TPU_SIM_EV_TILE && e->tile.array == 0) add_tile(v, vc, e, &o, op_start, max_m, max_k);
+    if (!is_op(e)) continue;
+    tpu_sim_program_op(prog, p, e->op, &o);
+    op_start = e->start;
+    if (e->type == TPU_SIM_EV_INFEED) vc->inf_deq[vc->ndeq++] = e->end;
+    char gname[96];
+    if (e->type == TPU_SIM_EV_MATMUL && !v->prog) {  /* tpu_sim_gemm_program's j-th matmul: block (mb, nb, kb) */
+      const long nb_ = v->gemm_nb, kb_ = v->gemm_kb, i = vc->nopname;
+      snprintf(gname, sizeof gname, "C_%ld_%ld += A_%ld_%ld . B_%ld_%ld", i / (nb_ * kb_), i / kb_ % nb_,
+               i / (nb_ * kb_), i % kb_, i % kb_, i / kb_ % nb_);
+      o.name = gname;
+    }
+    const int unit = unit_of_kind(o.kind);
+    if (unit >= 0) {
+      char *nm = tpu_strdup(o.name ? o.name : tpu_sim_kind_name(o.kind));
+      if (!nm) return TPU_ERR_NOMEM;
+      vc->opiv[unit][vc->nopiv[unit]++] = (viz_opiv){ busy_start(e), e->end, nm };
+    }
+    if (e->type == TPU_SIM_EV_MATMUL && !(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : "matmul")))
+      return TPU_ERR_NOMEM;
+  }
+  return TPU_OK;
+}
+
+/* An edge of the timeline: at cycle t, unit row 'row' gets one busy op more
+** or less (d = +1, -1), or (row -1) the core enters state d. */
+typedef struct edge { uint64_t t; int8_t row, d; } edge;
+static int edge_cmp(const void *a, const void *b) {
+  const edge *x = a, *y = b;
   return x->t < y->t ? -1 : x->t > y->t;
 }
 
-/* The stall category whose interval an op of this kind fills (as
-** sim/stats.c counts it). */
-static int cat_of_kind(tpu_sim_kind k) {
-  switch (k) {
-  case TPU_SIM_MATMUL: return TPU_VIZ_MXU_BUSY;
-  case TPU_SIM_VPU: return TPU_VIZ_VPU_BUSY;
-  case TPU_SIM_INFEED: return TPU_VIZ_INFEED_WAIT;
-  case TPU_SIM_DMA: return TPU_VIZ_MEMORY_WAIT;
-  case TPU_SIM_COLLECTIVE: return TPU_VIZ_COLLECTIVE_WAIT;
+/* Core p's segments: its strip shows the engine's states (the STALL
+** events), each unit's row whether an op of its kind is busy. */
+static tpu_status build_segments(tpu_viz *v, int p, const tpu_sim_event *ev, size_t n) {
+  viz_core *vc = &v->core[p];
+  edge *eg = tpu_malloc((2 * n + 1) * sizeof *eg);
+  if (!eg) return TPU_ERR_NOMEM;
+  size_t ne = 0;
+  for (size_t j = 0; j < n; j++) {
+    const tpu_sim_event *e = &ev[j];
+    const int row = is_op(e) ? unit_of_kind((tpu_sim_kind)e->type) : -1;
+    if (e->type == TPU_SIM_EV_STALL) {
+      eg[ne++] = (edge){ e->start, -1, (int8_t)e->stall };
+    } else if (row >= 0 && e->end > busy_start(e)) {
+      eg[ne++] = (edge){ busy_start(e), (int8_t)row, 1 };
+      eg[ne++] = (edge){ e->end, (int8_t)row, -1 };
+    }
   }
-  return TPU_VIZ_IDLE;
+  qsort(eg, ne, sizeof *eg, edge_cmp);
+  vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
+  if (!vc->seg) { tpu_free(eg); return TPU_ERR_NOMEM; }
+  int cnt[TPU_VIZ_NUNIT] = { 0 }, core = TPU_SIM_IDLE;
+  for (size_t i = 0; i < ne;) {
+    const uint64_t t = eg[i].t;
+    for (; i < ne && eg[i].t == t; i++) {
+      if (eg[i].row < 0) core = eg[i].d;
+      else cnt[eg[i].row] += eg[i].d;
+    }
+    if (t >= v->total) break;
+    viz_seg sg = { .at = t, .core = (uint8_t)core };
+    for (int u = 0; u < TPU_VIZ_NUNIT; u++)
+      sg.unit[u] = (uint8_t)(cnt[u] > 0 ? tpu_sim_stall_of_kind(UNIT_KIND[u]) : TPU_SIM_IDLE);
+    if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &sg.core, 1 + TPU_VIZ_NUNIT)) continue;
+    vc->seg[vc->nseg++] = sg;
+  }
+  tpu_free(eg);
+  return TPU_OK;
 }
 
-/* The timeline row of an op's unit; -1 for the infeed (no row of its own). */
-static int unit_of_kind(tpu_sim_kind k) {
-  return k == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : k == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
-       : k == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : k == TPU_SIM_COLLECTIVE ? TPU_VIZ_UNIT_ICI : -1;
-}
-
-/* Core p's segments, infeed queue and array-0 tiles from the run. Tiles'
-** value pointers are left as offsets (act, w, out set by place_tiles). */
+/* Core p's timeline, totals, infeed queue and array-0 tiles from the run. */
 static tpu_status build_prog_core(tpu_viz *v, int p, const tpu_sim_program *prog, const tpu_sim_result *res,
                                   int *max_m, int *max_k) {
   viz_core *vc = &v->core[p];
-  const int nops = tpu_sim_program_ops(prog, p);
-  const int rows = v->rows, cols = v->cols, mx = v->chip.mxus_per_core;
   vc->end = v->total;
-  /* infeed queue */
+  tpu_sim_stalls tot;
+  tpu_sim_result_stalls(res, p, -1, &tot);
+  memcpy(vc->totals, tot.cycles, sizeof vc->totals);
   const uint64_t *ready;
   vc->ninf = tpu_sim_program_infeed(prog, p, &ready);
   if (vc->ninf > 0) {
     if (!(vc->inf_ready = tpu_malloc((size_t)vc->ninf * sizeof *vc->inf_ready))) return TPU_ERR_NOMEM;
     memcpy(vc->inf_ready, ready, (size_t)vc->ninf * sizeof *ready);
   }
-  /* count what to allocate: events, matmul ops, array-0 tiles */
-  size_t nmm = 0, nt0 = 0, ninf_ops = 0, nunit[TPU_VIZ_NUNIT] = { 0 };
-  for (int i = 0; i < nops; i++) {
-    tpu_sim_op o;
-    tpu_sim_program_op(prog, p, i, &o);
-    if (o.kind == TPU_SIM_INFEED) ninf_ops++;
-    const int un = unit_of_kind(o.kind);
-    if (un >= 0) nunit[un]++;
-    if (o.kind != TPU_SIM_MATMUL) continue;
-    int64_t dr, dc;
-    tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
-    int64_t ar, ac;
-    tpu_sim_buffer_shape(prog, p, o.a, &ar, &ac);
-    const int64_t K = o.trans_a ? ar : ac, ntn = (dc + cols - 1) / cols, ntk = (K + rows - 1) / rows;
-    nmm++;
-    nt0 += (size_t)((ntn + mx - 1) / mx * ntk * tpu_precision_passes(o.precision));
-  }
-  for (int u = 0; u < TPU_VIZ_NUNIT; u++)
-    if (!(vc->opiv[u] = tpu_malloc((nunit[u] + 1) * sizeof *vc->opiv[u]))) return TPU_ERR_NOMEM;
-  pev *evs = tpu_malloc(((size_t)nops * 2 + 1) * sizeof *evs);
-  vc->inf_deq = tpu_malloc((ninf_ops + 1) * sizeof *vc->inf_deq);
-  vc->opname = tpu_calloc(nmm + 1, sizeof *vc->opname);
-  vc->tiles = tpu_malloc((nt0 + 1) * sizeof *vc->tiles);
-  vc->times = tpu_malloc((nt0 + 1) * sizeof *vc->times);
-  vc->tsrc = tpu_malloc((nt0 + 1) * sizeof *vc->tsrc);
-  if (!evs || !vc->inf_deq || !vc->opname || !vc->tiles || !vc->times || !vc->tsrc) goto nomem;
-  tpu_mxu_sched sched[8];
-  for (int a = 0; a < mx; a++) tpu_mxu_sched_init(&sched[a], &v->chip.mxu);
-  size_t ne = 0;
-  for (int i = 0; i < nops; i++) {
-    tpu_sim_op o;
-    tpu_sim_program_op(prog, p, i, &o);
-    uint64_t a, b;
-    tpu_sim_result_op_times(res, p, i, &a, &b);
-    const uint64_t start = a;
-    if (o.kind == TPU_SIM_MATMUL) a = tpu_sim_result_op_busy(res, p, i);
-    if (o.kind == TPU_SIM_INFEED) vc->inf_deq[vc->ndeq++] = b;
-    if (b > a) {
-      const int8_t cat = (int8_t)cat_of_kind(o.kind);
-      evs[ne++] = (pev){ a, cat, 1 };
-      evs[ne++] = (pev){ b, cat, -1 };
-    }
-    char gname[96];
-    if (o.kind == TPU_SIM_MATMUL && !v->prog) {  /* tpu_sim_gemm_program's j-th matmul: block (mb, nb, kb) */
-      const long nb_ = v->gemm_nb, kb_ = v->gemm_kb, j = vc->nopname;
-      snprintf(gname, sizeof gname, "C_%ld_%ld += A_%ld_%ld . B_%ld_%ld", j / (nb_ * kb_), j / kb_ % nb_,
-               j / (nb_ * kb_), j % kb_, j % kb_, j / kb_ % nb_);
-      o.name = gname;
-    }
-    const int unit = unit_of_kind(o.kind);
-    if (unit >= 0) {
-      char *nm = tpu_strdup(o.name ? o.name : tpu_sim_kind_name(o.kind));
-      if (!nm) goto nomem;
-      vc->opiv[unit][vc->nopiv[unit]++] = (viz_opiv){ a, b, nm };
-    }
-    if (o.kind != TPU_SIM_MATMUL) continue;
-    /* the engine's tiles of this op (sim/engine.c), held back to its start */
-    const int opi = vc->nopname;
-    if (!(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : "matmul"))) goto nomem;
-    int64_t dr, dc, ar, ac;
-    tpu_sim_buffer_shape(prog, p, o.dst, &dr, &dc);
-    tpu_sim_buffer_shape(prog, p, o.a, &ar, &ac);
-    const int M = (int)dr, N = (int)dc, K = (int)(o.trans_a ? ar : ac);
-    const int passes = tpu_precision_passes(o.precision);
-    for (int n0 = 0, nt = 0; n0 < N; n0 += cols, nt++) {
-      const int nn = N - n0 < cols ? N - n0 : cols;
-      for (int ps = 0; ps < passes; ps++)
-        for (int k0 = 0; k0 < K; k0 += rows) {
-          const int kk = K - k0 < rows ? K - k0 : rows;
-          tpu_mxu_tile_times tt;
-          tpu_mxu_sched_tile(&sched[nt % mx], M, kk, nn, start, &tt);
-          if (nt % mx) continue;
-          vc->tiles[vc->ntiles] = (tpu_mxu_tile){ .m = M, .k = kk, .n = nn, .lda = rows, .ldw = cols, .ldo = cols,
-                                                  .accumulate = o.accumulate || k0 > 0 || ps > 0, .earliest = start };
-          vc->times[vc->ntiles] = tt;
-          vc->tsrc[vc->ntiles++] = (viz_tsrc){ opi, k0, n0, ps };
-          if (M > *max_m) *max_m = M;
-          if (kk > *max_k) *max_k = kk;
-        }
-    }
-  }
-  qsort(evs, ne, sizeof *evs, pev_cmp);
-  vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
-  if (!vc->seg) goto nomem;
-  int cnt[TPU_VIZ_NCAT] = { 0 };
-  for (size_t i = 0; i < ne;) {
-    const uint64_t t = evs[i].t;
-    while (i < ne && evs[i].t == t) { cnt[evs[i].cat] += evs[i].d; i++; }
-    viz_seg sg = { .at = t, .core = TPU_VIZ_IDLE };
-    for (int c = 0; c < TPU_VIZ_IDLE; c++) if (cnt[c] > 0) { sg.core = (uint8_t)c; break; }   /* engine priority */
-    sg.unit[TPU_VIZ_UNIT_MXU] = cnt[TPU_VIZ_MXU_BUSY] > 0 ? TPU_VIZ_MXU_BUSY : TPU_VIZ_IDLE;
-    sg.unit[TPU_VIZ_UNIT_VPU] = cnt[TPU_VIZ_VPU_BUSY] > 0 ? TPU_VIZ_VPU_BUSY : TPU_VIZ_IDLE;
-    sg.unit[TPU_VIZ_UNIT_DMA] = cnt[TPU_VIZ_MEMORY_WAIT] > 0 ? TPU_VIZ_MEMORY_WAIT : TPU_VIZ_IDLE;
-    sg.unit[TPU_VIZ_UNIT_ICI] = cnt[TPU_VIZ_COLLECTIVE_WAIT] > 0 ? TPU_VIZ_COLLECTIVE_WAIT : TPU_VIZ_IDLE;
-    if (t >= v->total) break;
-    if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &sg.core, 1 + TPU_VIZ_NUNIT)) continue;
-    vc->seg[vc->nseg++] = sg;
-  }
-  tpu_free(evs);
+  const tpu_sim_event *ev;
+  const size_t n = tpu_sim_result_events(res, p, &ev);
+  tpu_status st = collect_ops(v, p, prog, ev, n, max_m, max_k);
+  if (st == TPU_OK) st = build_segments(v, p, ev, n);
+  if (st != TPU_OK) return st;
   /* the largest infeed occupancy: it only rises at a ready cycle */
   for (int64_t b = 0; b < vc->ninf; b++) {
     int q = tpu_viz_infeed_at(v, p, vc->inf_ready[b]);
     if (q > vc->inf_max) vc->inf_max = q;
   }
   return TPU_OK;
-nomem:
-  tpu_free(evs);
-  return TPU_ERR_NOMEM;
 }
 
 /* Runs prog on the engine and lays the run out on v's cores (v->chip,
 ** rows, cols, ncores set). err is set on failure. */
 static tpu_status run_program(tpu_viz *v, tpu_sim_program *prog, int *max_m, int *max_k, char *err, size_t errcap) {
-  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 0 };   /* results do not depend on it */
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 0, .events = true };   /* threads: results do not depend on it */
   tpu_sim_result *res = NULL;
   tpu_status st = tpu_sim_run(&v->chip, prog, &opt, &res);
   if (st != TPU_OK) {
@@ -285,7 +261,6 @@ static tpu_status run_program(tpu_viz *v, tpu_sim_program *prog, int *max_m, int
     if ((st = build_prog_core(v, p, prog, res, max_m, max_k)) != TPU_OK) break;
   tpu_sim_result_destroy(res);
   if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "out of memory for the visualizer's timeline");
-  if (st == TPU_OK) compute_totals(v);
   return st;
 }
 
@@ -331,8 +306,11 @@ tpu_status tpu_viz_create_program(const tpu_chip_config *chip, tpu_sim_program *
   if (!v->A || !v->B || !v->C) goto fail;
   uint64_t sd = seed;
   float amax = 0;
-  for (size_t i = 0; i < na; i++) { v->A[i] = tpu_bf16_round(normal(&sd)); amax = fmaxf(amax, fabsf(v->A[i])); }
-  for (size_t i = 0; i < nw; i++) v->B[i] = tpu_bf16_round(normal(&sd));
+  tpu_normal_fill(&sd, v->A, na);
+  tpu_normal_fill(&sd, v->B, nw);
+  tpu_bf16_round_array(v->A, na);
+  tpu_bf16_round_array(v->B, nw);
+  for (size_t i = 0; i < na; i++) amax = fmaxf(amax, fabsf(v->A[i]));
   for (int p = 0; p < v->ncores; p++)
     for (size_t j = 0; j < v->core[p].ntiles; j++) {
       tpu_mxu_tile *t = &v->core[p].tiles[j];
@@ -355,6 +333,54 @@ fail:
 /* {==================================================================
 ** Session
 ** ================================================================== */
+/* The inputs of `tpusim matmul --seed S` (N(0,1), A then B), split into
+** the precision's bf16 parts as tpu_mxu_gemm splits them. false when out of
+** memory. */
+static bool gemm_inputs(tpu_viz *v, const tpu_viz_workload *w) {
+  const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
+  const int parts = tpu_precision_parts(w->precision);
+  float *x = tpu_malloc((mk + kn) * sizeof *x);
+  v->A = tpu_malloc(mk * (size_t)parts * sizeof(float));
+  v->B = tpu_malloc(kn * (size_t)parts * sizeof(float));
+  v->C = tpu_calloc((size_t)w->m * (size_t)w->n, sizeof(float));
+  if (!x || !v->A || !v->B || !v->C) { tpu_free(x); return false; }
+  uint64_t s = w->seed;
+  tpu_normal_fill(&s, x, mk + kn);
+  tpu_precision_split(w->precision, x, mk, v->A);
+  tpu_precision_split(w->precision, x + mk, kn, v->B);
+  tpu_free(x);
+  float amax = 0;
+  for (size_t i = 0; i < mk; i++) amax = fmaxf(amax, fabsf(v->A[i]));
+  v->act_scale = amax > 0 ? amax : 1;
+  /* partial sums of N(0,1) products grow like sqrt(k): shade by 2 sigma */
+  v->psum_scale = 2.0f * sqrtf((float)(w->k < v->rows ? w->k : v->rows));
+  return true;
+}
+
+/* Each array-0 tile reads its block of the real operands: tile j of core p
+** belongs to the core's matmul op tsrc.op, block (mb, nb, kb) of
+** tpu_sim_gemm_program, at its walk's offsets and bf16 parts. */
+static void place_gemm_tiles(tpu_viz *v, const tpu_viz_workload *w) {
+  const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
+  const long T = v->gemm_block;
+  for (int p = 0; p < v->ncores; p++) {
+    viz_core *vc = &v->core[p];
+    vc->m0 = (int)((int64_t)w->m * p / v->ncores);
+    vc->mrows = (int)((int64_t)w->m * (p + 1) / v->ncores) - vc->m0;
+    for (size_t j = 0; j < vc->ntiles; j++) {
+      const viz_tsrc *ts = &vc->tsrc[j];
+      const long mb = ts->op / (v->gemm_nb * v->gemm_kb), nb = ts->op / v->gemm_kb % v->gemm_nb,
+                 kb = ts->op % v->gemm_kb;
+      const size_t row = (size_t)vc->m0 + (size_t)(mb * T), k0 = (size_t)(kb * T) + (size_t)ts->walk.k0,
+                   n0 = (size_t)(nb * T) + (size_t)ts->walk.n0;
+      tpu_mxu_tile *t = &vc->tiles[j];
+      t->act = v->A + (size_t)ts->walk.a_part * mk + row * (size_t)w->k + k0; t->lda = w->k;
+      t->w = v->B + (size_t)ts->walk.b_part * kn + k0 * (size_t)w->n + n0; t->ldw = w->n;
+      t->out = v->C + row * (size_t)w->n + n0; t->ldo = w->n;
+    }
+  }
+}
+
 tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w,
                           tpu_viz **out, char *err, size_t errcap) {
   *out = NULL;
@@ -369,33 +395,9 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   tpu_sim_program *prog = NULL;
   tpu_viz *v = new_session(chip);
   tpu_status st = TPU_ERR_NOMEM;
-  if (!v) goto fail;
+  if (!v || !gemm_inputs(v, w)) goto fail;
   v->w = *w;
   snprintf(v->title, sizeof v->title, "GEMM %d x %d x %d", w->m, w->n, w->k);
-  const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
-  const int parts = parts_of(w->precision);
-  v->A = tpu_malloc(mk * (size_t)parts * sizeof(float));
-  v->B = tpu_malloc(kn * (size_t)parts * sizeof(float));
-  v->C = tpu_calloc((size_t)w->m * (size_t)w->n, sizeof(float));
-  if (!v->A || !v->B || !v->C) goto fail;
-  uint64_t s = w->seed;
-  float amax = 0;
-  /* the inputs of `tpusim matmul --seed S`, split into bf16 parts as mxu_gemm.c does */
-  for (size_t i = 0; i < mk + kn; i++) {
-    float *dst = i < mk ? v->A + i : v->B + (i - mk);
-    const size_t stride = i < mk ? mk : kn;
-    float rest = normal(&s);
-    for (int p = 0; p < parts; p++) {
-      float part = tpu_bf16_round(rest);
-      dst[(size_t)p * stride] = part;
-      rest = isfinite(part) ? rest - part : 0.0f;
-    }
-    if (i < mk) amax = fmaxf(amax, fabsf(dst[0]));
-  }
-  v->act_scale = amax > 0 ? amax : 1;
-  /* partial sums of N(0,1) products grow like sqrt(k): shade by 2 sigma */
-  int kk = w->k < v->rows ? w->k : v->rows;
-  v->psum_scale = 2.0f * sqrtf((float)kk);
   /* the program tpusim matmul --cores runs, on every core of the chip */
   if ((st = tpu_sim_gemm_program(chip, chip->cores, w->m, w->n, w->k, w->precision, NULL, NULL, &prog, NULL,
                                  err, errcap)) != TPU_OK) goto fail;
@@ -405,29 +407,9 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   v->gemm_kb = (long)((w->k + T - 1) / T);
   int max_m = 1, max_k = 1;
   if ((st = run_program(v, prog, &max_m, &max_k, err, errcap)) != TPU_OK) goto fail;
-  tpu_sim_program_destroy(prog);
-  prog = NULL;
-  /* each array-0 tile reads its block of the real operands (the pass's bf16 parts) */
-  pass passes[6];
-  for (int i_ = 0; i_ < tpu_precision_passes(w->precision); i_++)
-    tpu_precision_pass(w->precision, i_, &passes[i_].a, &passes[i_].b);
-  for (int p = 0; p < v->ncores; p++) {
-    viz_core *vc = &v->core[p];
-    vc->m0 = (int)((int64_t)w->m * p / v->ncores);
-    vc->mrows = (int)((int64_t)w->m * (p + 1) / v->ncores) - vc->m0;
-    for (size_t j = 0; j < vc->ntiles; j++) {
-      const viz_tsrc *ts = &vc->tsrc[j];
-      const long mb = ts->op / (v->gemm_nb * v->gemm_kb), nb = ts->op / v->gemm_kb % v->gemm_nb,
-                 kb = ts->op % v->gemm_kb;
-      const size_t row = (size_t)vc->m0 + (size_t)(mb * T), k0 = (size_t)(kb * T) + (size_t)ts->k0,
-                   n0 = (size_t)(nb * T) + (size_t)ts->n0;
-      tpu_mxu_tile *t = &vc->tiles[j];
-      t->act = v->A + (size_t)passes[ts->pass].a * mk + row * (size_t)w->k + k0; t->lda = w->k;
-      t->w = v->B + (size_t)passes[ts->pass].b * kn + k0 * (size_t)w->n + n0; t->ldw = w->n;
-      t->out = v->C + row * (size_t)w->n + n0; t->ldo = w->n;
-    }
-  }
+  place_gemm_tiles(v, w);
   if ((st = tpu_viz_select_core(v, 0)) != TPU_OK) goto fail;
+  tpu_sim_program_destroy(prog);
   *out = v;
   return TPU_OK;
 fail:
@@ -721,9 +703,9 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
         cats[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
         for (int u = 0; u < TPU_VIZ_NUNIT; u++) cats[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
       }
-      fill(px, pitch, l, l->timeline.x + x, y0, 1, l->strip_h, tpu_viz_cat_color(cats[0]));
+      fill(px, pitch, l, l->timeline.x + x, y0, 1, l->strip_h, tpu_viz_stall_color(cats[0]));
       for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
-        uint32_t col = cats[1 + u] == TPU_VIZ_IDLE ? 0xff262626u : tpu_viz_cat_color(cats[1 + u]);
+        uint32_t col = cats[1 + u] == TPU_SIM_IDLE ? 0xff262626u : tpu_viz_stall_color(cats[1 + u]);
         fill(px, pitch, l, l->timeline.x + x, y0 + l->strip_h + u * l->row_h, 1, l->row_h - 1, col);
       }
     }
@@ -734,7 +716,7 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   for (int x = 0; qmax > 0 && x < l->infeed.w; x++) {
     int occ = tpu_viz_infeed_at(v, v->sel, tpu_viz_cycle_at_x(v, l, l->timeline.x + x));
     int h = (int)((int64_t)occ * l->infeed.h / qmax);
-    if (h) fill(px, pitch, l, l->infeed.x + x, l->infeed.y + l->infeed.h - h, 1, h, tpu_viz_cat_color(TPU_VIZ_INFEED_WAIT));
+    if (h) fill(px, pitch, l, l->infeed.x + x, l->infeed.y + l->infeed.h - h, 1, h, tpu_viz_stall_color(TPU_SIM_INFEED_WAIT));
   }
   /* a tick where each batch becomes ready (so an always-empty queue still shows its arrivals) */
   const viz_core *sc = &v->core[v->sel];
@@ -747,8 +729,8 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   int cx = l->timeline.x + (int)((double)v->shown * (double)w / (double)v->total);
   fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
   /* legend swatches (the text is drawn by the SDL layer) */
-  for (int k = 0; k < TPU_VIZ_NCAT; k++)
-    fill(px, pitch, l, l->legend.x, l->legend.y + 17 + k * 17 + 3, 12, 11, tpu_viz_cat_color((tpu_viz_cat)k));
+  for (int k = 0; k < TPU_SIM_NSTALL; k++)
+    fill(px, pitch, l, l->legend.x, l->legend.y + 17 + k * 17 + 3, 12, 11, tpu_viz_stall_color(k));
 }
 
 void tpu_viz_render(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {

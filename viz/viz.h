@@ -2,12 +2,28 @@
 ** viz.h -- the visualizer: watch the wavefront cross one core's systolic
 ** array and see where each core's time goes.
 **
-** A session (tpu_viz) holds a workload laid out on a chip: per core, the
-** tiles its MXU runs, the DMA transfers that feed them and the resulting
-** timeline, classified cycle by cycle in the stall taxonomy of reports
-** (mxu_busy, vpu_busy, memory_wait, infeed_wait, collective_wait, idle).
-** The selected core's array is a real PE-level model (tpu_mxu) stepped cycle
-** by cycle; seeking backwards replays it from cycle 0.
+** What it shows. A session (tpu_viz) holds a run of the chip engine
+** (sim.h, timing level) laid out per core: a strip of the core's stall
+** kind per cycle, a row per unit (MXU, VPU, DMA, ICI) lit while an op of
+** its kind is busy, the infeed queue, the totals, and the selected core's
+** array 0 as a real PE-level model (tpu_mxu) stepped cycle by cycle;
+** seeking backwards replays it from cycle 0.
+**
+** Where it comes from. Nothing is recomputed here: everything is the
+** engine's event log (tpu_sim_result_events) and stall breakdown.
+**   - The core strip is the log's stall intervals; the totals are
+**     tpu_sim_result_stalls; the names and colours are the stall table's
+**     (sim/stall.def: tpu_sim_stall_name, tpu_viz_stall_color).
+**   - A unit's row is its ops' intervals (a matmul from its first weight
+**     load, as the stall accounting counts it).
+**   - The infeed queue is the program's ready cycles against the infeed
+**     ops' ends.
+**   - The PE model replays the log's array-0 tile events of the selected
+**     core, in order, each held back to its op's start as the engine held
+**     it, so the wavefront is where the engine's tile formula puts it.
+** Invariants: a core's kinds sum to the run's cycles and equal the
+** engine's per kind; the replayed tiles are exactly the engine's array-0
+** tiles with their times (tests/check_viz.c proves both).
 **
 ** Rendering is split like Peanut-GB: tpu_viz_render() draws every shape into
 ** a caller-owned 32-bit pixel buffer (0xAARRGGBB) and knows nothing of SDL;
@@ -15,25 +31,15 @@
 ** check frames without a window.
 **
 ** Two kinds of session:
-**   - A program (tpu_viz_create_program): the program is run on the chip
-**     engine (sim.h, timing level) and everything in the timeline is the
-**     engine's: each op's interval on its unit (a matmul from its first
-**     weight load, as the stall accounting counts it), each core's category
-**     per cycle by the engine's priority over the same intervals (so the
-**     totals equal tpu_sim_result_stalls), the infeed queue from the
-**     program's ready cycles and the infeed ops' ends. The PE model replays
-**     array 0 of the selected core: every tile the engine scheduled on that
-**     array, for every matmul op of the core in program order, each held
-**     back to its op's start cycle as the engine holds it, so the wavefront
-**     is where the engine's tile formula puts it. The operand *values* are
-**     not the program's (the timing level has none, and a buffer's values
-**     at the time of an op are not kept): they are N(0,1) bf16 values drawn
-**     from the seed, the same for a given seed and shape.
+**   - A program (tpu_viz_create_program), run as given. The replayed
+**     operand *values* are not the program's (the timing level has none,
+**     and a buffer's values at the time of an op are not kept): they are
+**     N(0,1) bf16 values drawn from the seed, the same for a given seed and
+**     shape.
 **   - A GEMM (tpu_viz_create): the program `tpusim matmul --cores` runs
 **     (tpu_sim_gemm_program) on every core of the chip, shown the same way,
 **     but the replayed tiles read the real operands (N(0,1) inputs of
 **     `tpusim matmul --seed`, split into the pass's bf16 parts).
-** A core's categories sum to the run's cycles; totals equal the engine's.
 */
 #ifndef TPU_VIZ_H
 #define TPU_VIZ_H
@@ -42,17 +48,10 @@
 #include <stdint.h>
 #include "sim/sim.h"
 
-/* The stall taxonomy, in the engine's order and priority (sim.h): the
-** values equal TPU_SIM_MXU_BUSY ... TPU_SIM_IDLE. */
-typedef enum tpu_viz_cat {
-  TPU_VIZ_MXU_BUSY = TPU_SIM_MXU_BUSY, TPU_VIZ_VPU_BUSY = TPU_SIM_VPU_BUSY,
-  TPU_VIZ_INFEED_WAIT = TPU_SIM_INFEED_WAIT, TPU_VIZ_MEMORY_WAIT = TPU_SIM_MEMORY_WAIT,
-  TPU_VIZ_COLLECTIVE_WAIT = TPU_SIM_COLLECTIVE_WAIT, TPU_VIZ_IDLE = TPU_SIM_IDLE,
-  TPU_VIZ_NCAT = TPU_SIM_NSTALL
-} tpu_viz_cat;
-/* "mxu_busy", ... (the words of reports). */
-const char *tpu_viz_cat_name(tpu_viz_cat c);
-uint32_t    tpu_viz_cat_color(tpu_viz_cat c);       /* 0xAARRGGBB */
+/* Timelines are coloured by the engine's stall kinds (TPU_SIM_MXU_BUSY ...
+** TPU_SIM_IDLE, named by tpu_sim_stall_name): the colour column of the
+** stall table (sim/stall.def), 0xAARRGGBB; opaque black out of range. */
+uint32_t tpu_viz_stall_color(int stall);
 
 typedef enum tpu_viz_unit { TPU_VIZ_UNIT_MXU = 0, TPU_VIZ_UNIT_VPU, TPU_VIZ_UNIT_DMA,
                             TPU_VIZ_UNIT_ICI, TPU_VIZ_NUNIT } tpu_viz_unit;
@@ -120,13 +119,13 @@ uint64_t tpu_viz_next_tile_cycle(const tpu_viz *v);
 /* The selected core's array-0 tiles in order and their times (borrowed,
 ** valid until the session is destroyed); returns their count. */
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);
-/* Cycles the core spent in each category over the whole run (they sum to
-** tpu_viz_total_cycles), and up to a cycle (exclusive). */
-void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_VIZ_NCAT]);
-/* The core's category and the unit's state at cycle c (TPU_VIZ_IDLE when
-** the unit does nothing). This function can't fail. */
-tpu_viz_cat tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c);
-tpu_viz_cat tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
+/* Cycles the core spent in each stall kind over the whole run: the
+** engine's tpu_sim_result_stalls (they sum to tpu_viz_total_cycles). */
+void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_SIM_NSTALL]);
+/* The core's stall kind and the unit's state at cycle c (TPU_SIM_IDLE when
+** the unit does nothing). These functions can't fail. */
+int tpu_viz_core_cat_at(const tpu_viz *v, int core, uint64_t c);
+int tpu_viz_unit_cat_at(const tpu_viz *v, int core, tpu_viz_unit u, uint64_t c);
 /* Infeed queue occupancy (batches) of the core at cycle c: batches ready
 ** by c that no infeed op has dequeued by c; 0 for a GEMM. The largest over
 ** the run is tpu_viz_infeed_max. */

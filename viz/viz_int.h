@@ -3,9 +3,8 @@
 ** shapes) and viz_sdl.c (text, window, events). Not a public header.
 **
 ** Timeline storage: per core, its cycles are cut into segments of constant
-** state [seg_at[i], seg_at[i+1]); each segment records the core's category
-** and each unit's category, so any cycle is classified by one binary search
-** and totals are sums of segment lengths.
+** state [seg_at[i], seg_at[i+1]); each segment records the core's stall
+** kind and each unit's, so any cycle is classified by one binary search.
 */
 #ifndef TPU_VIZ_INT_H
 #define TPU_VIZ_INT_H
@@ -13,13 +12,13 @@
 
 typedef struct viz_seg {
   uint64_t at;                       /* first cycle of the segment */
-  uint8_t core;                      /* tpu_viz_cat of the core */
-  uint8_t unit[TPU_VIZ_NUNIT];       /* tpu_viz_cat per unit (IDLE when doing nothing) */
+  uint8_t core;                      /* the core's stall kind (TPU_SIM_*) */
+  uint8_t unit[TPU_VIZ_NUNIT];       /* per unit, its stall kind when busy, else TPU_SIM_IDLE */
 } viz_seg;
 
-/* Where a replayed tile comes from: the core's matmul op (ordinal), its
-** K and N offsets in the op, its bf16 pass. */
-typedef struct viz_tsrc { int op, k0, n0, pass; } viz_tsrc;
+/* Where a replayed tile comes from: the core's matmul op (ordinal) and the
+** tile's place in that op's walk (offsets, bf16 parts). */
+typedef struct viz_tsrc { int op; tpu_mxu_walk_tile walk; } viz_tsrc;
 
 /* One op's interval on a unit (for the "what runs now" line). */
 typedef struct viz_opiv { uint64_t a, b; char *name; } viz_opiv;
@@ -28,7 +27,7 @@ typedef struct viz_core {
   int m0, mrows;                     /* GEMM: the core's rows of A and C */
   viz_seg *seg; size_t nseg;         /* last segment is idle up to the run's end */
   uint64_t end;                      /* the run's length (segments end there) */
-  uint64_t totals[TPU_VIZ_NCAT];
+  uint64_t totals[TPU_SIM_NSTALL];   /* the engine's (tpu_sim_result_stalls) */
   tpu_mxu_tile *tiles;               /* array 0's tiles (the one the PE model shows) */
   tpu_mxu_tile_times *times;
   size_t ntiles;

@@ -70,14 +70,12 @@ static void fmt_val(char *b, size_t n, float x) {
   else snprintf(b, n, "%.2g", (double)x);
 }
 
-static void compose(ui *u) {
-  tpu_viz *v = u->v;
+/* The title line and the MXU panel's captions. */
+static void compose_header(ui *u) {
+  const tpu_viz *v = u->v;
   const tpu_viz_layout *l = &u->l;
-  if (SDL_MUSTLOCK(u->frame)) SDL_LockSurface(u->frame);
-  tpu_viz_render(v, l, u->frame->pixels, u->frame->pitch / 4);
-  if (SDL_MUSTLOCK(u->frame)) SDL_UnlockSurface(u->frame);
-  const tpu_chip_config *ch = tpu_viz_chip(v);
   char b[512];
+  const tpu_chip_config *ch = tpu_viz_chip(v);
   snprintf(b, sizeof b, "tpusim viz   %s   core %d of %d   %.60s   cycle %llu / %llu   %s %.4g cycles/s   shade: %s",
            ch->name, v->sel + 1, v->ncores, v->title, (unsigned long long)v->shown,
            (unsigned long long)v->total, u->running ? "running" : "paused", u->speed,
@@ -91,7 +89,13 @@ static void compose(ui *u) {
   text(u, u->small, l->array.x, l->array.y - 13, 0xffc0c0c0u, b);
   text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
   text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators (results written of the current tile)");
-  /* cell numbers when cells are big enough (the teach preset) */
+}
+
+/* Each cell's weight and value, when cells are big enough (the teach
+** preset). */
+static void compose_cell_numbers(ui *u) {
+  const tpu_viz *v = u->v;
+  const tpu_viz_layout *l = &u->l;
   if (l->cell >= 32) {
     const float *val = v->shade_psum ? v->psum : v->act;
     for (int r = 0; r < v->rows; r++)
@@ -113,7 +117,14 @@ static void compose(ui *u) {
         }
       }
   }
-  /* timeline labels */
+}
+
+/* The timeline's labels: per core its name and its units' rows, the
+** infeed queue's. */
+static void compose_timeline_labels(ui *u) {
+  const tpu_viz *v = u->v;
+  const tpu_viz_layout *l = &u->l;
+  char b[512];
   text(u, u->small, l->timeline.x, l->timeline.y - 16, 0xffc0c0c0u, "timeline (click to jump)");
   for (int p = 0; p < v->ncores; p++) {
     int y = tpu_viz_core_y(l, p);
@@ -130,22 +141,28 @@ static void compose(ui *u) {
   text(u, u->small, l->infeed.x - 100, l->infeed.y + 8, 0xffa0a0a0u, "infeed queue");
   snprintf(b, sizeof b, "max %d", tpu_viz_infeed_max(v, v->sel));
   text(u, u->small, l->infeed.x - 100, l->infeed.y + 20, 0xff808080u, b);
-  /* legend and totals */
-  uint64_t tot[TPU_VIZ_NCAT], all[TPU_VIZ_NCAT] = { 0 };
+}
+
+/* The legend: per stall kind its name, the selected core's cycles and
+** share, and all cores' cycles. */
+static void compose_legend(ui *u) {
+  const tpu_viz *v = u->v;
+  const tpu_viz_layout *l = &u->l;
+  char b[512];
+  uint64_t tot[TPU_SIM_NSTALL], all[TPU_SIM_NSTALL] = { 0 };
   tpu_viz_totals(v, v->sel, tot);
   for (int p = 0; p < v->ncores; p++) {
-    uint64_t t[TPU_VIZ_NCAT];
+    uint64_t t[TPU_SIM_NSTALL];
     tpu_viz_totals(v, p, t);
-    for (int k = 0; k < TPU_VIZ_NCAT; k++) all[k] += t[k];
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) all[k] += t[k];
   }
-  snprintf(b, sizeof b, "%-16s %12s %7s %14s", "category", "core cycles", "share", "all cores");
   text(u, u->small, l->legend.x + 18, l->legend.y, 0xffc0c0c0u, "category");
   text(u, u->small, l->legend.x + 150, l->legend.y, 0xffc0c0c0u, "core cycles");
   text(u, u->small, l->legend.x + 260, l->legend.y, 0xffc0c0c0u, "share");
   text(u, u->small, l->legend.x + 330, l->legend.y, 0xffc0c0c0u, "all cores");
-  for (int k = 0; k < TPU_VIZ_NCAT; k++) {
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) {
     int y = l->legend.y + 17 + k * 17;
-    text(u, u->small, l->legend.x + 18, y, 0xffffffffu, tpu_viz_cat_name((tpu_viz_cat)k));
+    text(u, u->small, l->legend.x + 18, y, 0xffffffffu, tpu_sim_stall_name(k));
     snprintf(b, sizeof b, "%llu", (unsigned long long)tot[k]);
     text(u, u->small, l->legend.x + 150, y, 0xffffffffu, b);
     snprintf(b, sizeof b, "%.1f%%", 100.0 * (double)tot[k] / (double)v->total);
@@ -153,6 +170,13 @@ static void compose(ui *u) {
     snprintf(b, sizeof b, "%llu", (unsigned long long)all[k]);
     text(u, u->small, l->legend.x + 330, y, 0xffffffffu, b);
   }
+}
+
+/* What each unit runs at the cycle shown, the hovered cell, the help. */
+static void compose_info(ui *u) {
+  const tpu_viz *v = u->v;
+  const tpu_viz_layout *l = &u->l;
+  char b[512];
   /* what each unit of the selected core runs at the cycle shown */
   {
     int n = snprintf(b, sizeof b, "now on core %d:", v->sel + 1);
@@ -187,6 +211,17 @@ static void compose(ui *u) {
     text(u, u->small, l->info.x, y, 0xff909090u,
          "h: help   space: pause   right: step   1-8: core   s: screenshot   q: quit");
   }
+}
+
+static void compose(ui *u) {
+  if (SDL_MUSTLOCK(u->frame)) SDL_LockSurface(u->frame);
+  tpu_viz_render(u->v, &u->l, u->frame->pixels, u->frame->pitch / 4);
+  if (SDL_MUSTLOCK(u->frame)) SDL_UnlockSurface(u->frame);
+  compose_header(u);
+  compose_cell_numbers(u);
+  compose_timeline_labels(u);
+  compose_legend(u);
+  compose_info(u);
 }
 
 static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errcap) {

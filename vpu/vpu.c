@@ -334,16 +334,12 @@ tpu_vpu_params tpu_vpu_params_default(void) {
   return p;
 }
 
-tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
-  tpu_status st = check_args(op, a);
-  if (st != TPU_OK) return st;
-  const int rows = a->rows, cols = a->cols;
-  const size_t n = (size_t)rows * (size_t)cols;
+/* The element-wise ops (out[i] from x[i], y[i] or a scalar); false for
+** any other op. */
+static bool exec_elementwise(tpu_vpu_op op, const tpu_vpu_args *a, size_t n) {
   const float *x = a->x, *y = a->y;
   float *o = a->out;
   const float al = a->p.alpha;
-  size_t nout = tpu_vpu_operand_elems(op, TPU_VPU_O_OUT, rows, cols);
-
   switch (op) {
     case TPU_VPU_ADD: for (size_t i = 0; i < n; i++) o[i] = x[i] + y[i]; break;
     case TPU_VPU_SUB: for (size_t i = 0; i < n; i++) o[i] = x[i] - y[i]; break;
@@ -372,6 +368,26 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
     case TPU_VPU_LOG: for (size_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
     case TPU_VPU_RECIPROCAL: for (size_t i = 0; i < n; i++) o[i] = 1.0f / x[i]; break;
     case TPU_VPU_RSQRT: for (size_t i = 0; i < n; i++) o[i] = 1.0f / sqrtf(x[i]); break;
+    case TPU_VPU_SCALE: for (size_t i = 0; i < n; i++) o[i] = al * x[i]; break;
+    case TPU_VPU_ADD_SCALAR: for (size_t i = 0; i < n; i++) o[i] = x[i] + al; break;
+    case TPU_VPU_COPY: if (o != x) memcpy(o, x, n * sizeof *o); break;
+    case TPU_VPU_CAST_BF16: for (size_t i = 0; i < n; i++) o[i] = tpu_bf16_round(x[i]); break;
+    case TPU_VPU_CAST_F32:    /* bf16 values held in f32 widen exactly: a copy */
+      if (o != x) memcpy(o, x, n * sizeof *o);
+      break;
+    default: return false;
+  }
+  return true;
+}
+
+/* The ops along rows or columns (bias add, reductions, softmax, argmax,
+** accuracy); false for any other op. */
+static bool exec_rowwise(tpu_vpu_op op, const tpu_vpu_args *a) {
+  const int rows = a->rows, cols = a->cols;
+  const float *x = a->x, *y = a->y;
+  float *o = a->out;
+  const float al = a->p.alpha;
+  switch (op) {
     case TPU_VPU_BIAS_ADD:
       for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * cols;
@@ -379,8 +395,6 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
         for (int c = 0; c < cols; c++) orow[c] = xr[c] + y[c];
       }
       break;
-    case TPU_VPU_SCALE: for (size_t i = 0; i < n; i++) o[i] = al * x[i]; break;
-    case TPU_VPU_ADD_SCALAR: for (size_t i = 0; i < n; i++) o[i] = x[i] + al; break;
     case TPU_VPU_ROW_SUM:
       for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * cols;
@@ -417,11 +431,14 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
       o[0] = (float)hits;
       break;
     }
-    case TPU_VPU_COPY: if (o != x) memcpy(o, x, n * sizeof *o); break;
-    case TPU_VPU_CAST_BF16: for (size_t i = 0; i < n; i++) o[i] = tpu_bf16_round(x[i]); break;
-    case TPU_VPU_CAST_F32:    /* bf16 values held in f32 widen exactly: a copy */
-      if (o != x) memcpy(o, x, n * sizeof *o);
-      break;
+    default: return false;
+  }
+  return true;
+}
+
+/* The optimizer updates of param (and its moments) in place. */
+static void exec_optimizer(tpu_vpu_op op, const tpu_vpu_args *a, size_t n) {
+  switch (op) {
     case TPU_VPU_SGD: {
       float *w = a->param;
       const float *g = a->grad, lr = a->p.lr;
@@ -456,11 +473,17 @@ tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
       }
       break;
     }
-    case TPU_VPU_OP_COUNT: return TPU_ERR_CONFIG;   /* unreachable: checked above */
+    default: break;
   }
+}
 
+tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a) {
+  tpu_status st = check_args(op, a);
+  if (st != TPU_OK) return st;
+  const size_t n = (size_t)a->rows * (size_t)a->cols;
+  if (!exec_elementwise(op, a, n) && !exec_rowwise(op, a)) exec_optimizer(op, a, n);
   if (a->round_bf16) {
-    if (OPS[op].writes & O_OUT) tpu_bf16_round_array(o, nout);
+    if (OPS[op].writes & O_OUT) tpu_bf16_round_array(a->out, tpu_vpu_operand_elems(op, TPU_VPU_O_OUT, a->rows, a->cols));
     if ((OPS[op].writes & O_OUT2) && a->out2) tpu_bf16_round_array(a->out2, n);
     if (OPS[op].writes & O_P) tpu_bf16_round_array(a->param, n);
   }
