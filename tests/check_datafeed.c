@@ -820,75 +820,47 @@ END_TEST
 ** fails in turn; each must give an error (never a crash, hang or leak).
 ** ================================================================== */
 
+static tpu_status open_next_and_model(void *spec) {
+  tpu_df *df = NULL;
+  tpu_status st = tpu_df_open(spec, NULL, &df, errbuf, sizeof errbuf);
+  if (st == TPU_OK) {
+    tpu_df_batch b;
+    for (int i = 0; i < 3 && st == TPU_OK; i++) st = tpu_df_next(df, &b);
+    tpu_df_close(df);
+  }
+  tpu_df_model_result r;
+  tpu_status st2 = tpu_df_model_run(spec, NULL, 0.01, NULL, NULL, 30, NULL, &r, errbuf, sizeof errbuf);
+  ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
+  ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
+  return st == TPU_OK ? st2 : st;
+}
 START_TEST(Open_next_and_model_survive_every_allocation_failure) {
   tpu_df_spec *s = busy_spec();
-  bool ok_seen = false;
-  for (int k = 1; k < 2000 && !ok_seen; k++) {
-    atomic_store(&tu_fail_at, k);
-    atomic_store(&tu_alloc_calls, 0);
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_df *df = NULL;
-    tpu_status st = tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf);
-    if (st == TPU_OK) {
-      tpu_df_batch b;
-      for (int i = 0; i < 3 && st == TPU_OK; i++) st = tpu_df_next(df, &b);
-      tpu_df_close(df);
-    }
-    tpu_df_model_result r;
-    tpu_status st2 = tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 30, NULL, &r, errbuf, sizeof errbuf);
-    tpu_set_alloc(NULL, NULL);
-    ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
-    ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
-    ok_seen = st == TPU_OK && st2 == TPU_OK && atomic_load(&tu_alloc_calls) < k;
-  }
-  ck_assert(ok_seen);
+  tu_oom_sweep(2000, open_next_and_model, s);
   tpu_df_spec_destroy(s);
 }
 END_TEST
 
-static Suite *datafeed_suite(void) {
+int main(void) {
   Suite *s = suite_create("datafeed");
-  TCase *tc = tcase_create("readers");
+  TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
+          Truncated_plain_idx_is_an_input_error_naming_the_file, Truncated_gzip_idx_is_an_input_error_naming_the_file,
+          Corrupt_gzip_data_is_reported_naming_the_file, Bad_magic_is_an_input_error_naming_the_file,
+          Labels_out_of_range_and_missing_files_are_errors, Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers,
+          Npy_images_and_labels_load_and_bad_magic_is_named,
+          Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels);
-  tcase_add_test(tc, Truncated_plain_idx_is_an_input_error_naming_the_file);
-  tcase_add_test(tc, Truncated_gzip_idx_is_an_input_error_naming_the_file);
-  tcase_add_test(tc, Corrupt_gzip_data_is_reported_naming_the_file);
-  tcase_add_test(tc, Bad_magic_is_an_input_error_naming_the_file);
-  tcase_add_test(tc, Labels_out_of_range_and_missing_files_are_errors);
-  tcase_add_test(tc, Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers);
-  tcase_add_test(tc, Npy_images_and_labels_load_and_bad_magic_is_named);
-  tcase_add_test(tc, Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes);
-  tcase_add_test(tc, Without_cache_each_epoch_reads_the_files_again);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("stages");
+  tc = TU_CASE(s, "stages", 60, Shuffle_is_a_buffered_shuffle_like_tf_data,
+               Batch_drop_remainder_keeps_or_drops_the_partial_batch, Shard_keeps_every_nth_element_from_index,
+               Interleave_takes_elements_in_turn_from_cycle_length_files,
+               Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached, Cache_freezes_random_maps_before_it_not_after,
+               Map_functions_normalize_one_hot_flip_and_crop, Bytes_do_not_depend_on_threads_or_buffer_sizes,
+               Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run, Json_errors_name_the_file_field_and_line_column);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Shuffle_is_a_buffered_shuffle_like_tf_data);
-  tcase_add_test(tc, Batch_drop_remainder_keeps_or_drops_the_partial_batch);
-  tcase_add_test(tc, Shard_keeps_every_nth_element_from_index);
-  tcase_add_test(tc, Interleave_takes_elements_in_turn_from_cycle_length_files);
-  tcase_add_test(tc, Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached);
-  tcase_add_test(tc, Cache_freezes_random_maps_before_it_not_after);
-  tcase_add_test(tc, Map_functions_normalize_one_hot_flip_and_crop);
-  tcase_add_test(tc, Bytes_do_not_depend_on_threads_or_buffer_sizes);
-  tcase_add_test(tc, Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run);
-  tcase_add_test(tc, Json_errors_name_the_file_field_and_line_column);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("model");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Naive_model_alternates_open_read_and_train);
-  tcase_add_test(tc, Prefetch_model_overlaps_reading_with_training);
-  tcase_add_test(tc, Model_next_follows_a_consumer_with_varying_step_times);
-  tcase_add_test(tc, Autotune_picks_enough_parallel_map_calls_within_the_core_budget);
-  tcase_add_test(tc, Ray_examples_order_threads_then_processes_then_shared_memory);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Open_next_and_model_survive_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "model", 60, Naive_model_alternates_open_read_and_train,
+          Prefetch_model_overlaps_reading_with_training, Model_next_follows_a_consumer_with_varying_step_times,
+          Autotune_picks_enough_parallel_map_calls_within_the_core_budget,
+          Ray_examples_order_threads_then_processes_then_shared_memory);
+  TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(datafeed_suite()) ? 1 : 0; }

@@ -540,33 +540,26 @@ START_TEST(Create_rejects_impossible_geometry) {
 END_TEST
 
 
-START_TEST(Create_and_push_survive_every_allocation_failure) {
-  bool ok_seen = false;
-  for (tu_fail_at = 1; tu_fail_at < 50 && !ok_seen; tu_fail_at++) {
-    tu_alloc_calls = 0;
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_mxu_config c = cfg_of(8, 8, true);
-    tpu_mxu *m = (tpu_mxu *)&c;
-    tpu_status st = tpu_mxu_create(&c, &m);
-    tpu_status pst = TPU_OK;
-    if (st == TPU_OK)      /* the queue grows past its first block */
-      for (int i = 0; i < 40 && pst == TPU_OK; i++) {
-        tpu_mxu_tile t = tile_of(1, 1, 1, 0);
-        pst = tpu_mxu_push(m, &t);
-      }
-    tpu_set_alloc(NULL, NULL);
-    if (st != TPU_OK) {
-      ck_assert_int_eq(st, TPU_ERR_NOMEM);
-      ck_assert_ptr_null(m);
-      continue;
-    }
-    if (pst != TPU_OK) ck_assert_int_eq(pst, TPU_ERR_NOMEM);
-    else ok_seen = true;
-    tpu_mxu_run(m);                      /* what was queued still runs */
-    ck_assert(tpu_mxu_idle(m));
-    tpu_mxu_destroy(m);
+static tpu_status create_and_push(void *unused) {
+  (void)unused;
+  tpu_mxu_config c = cfg_of(8, 8, true);
+  tpu_mxu *m = (tpu_mxu *)&c;
+  tpu_status st = tpu_mxu_create(&c, &m);
+  if (st != TPU_OK) {
+    ck_assert_ptr_null(m);
+    return st;
   }
-  ck_assert(ok_seen);
+  for (int i = 0; i < 40 && st == TPU_OK; i++) {    /* the queue grows past its first block */
+    tpu_mxu_tile t = tile_of(1, 1, 1, 0);
+    st = tpu_mxu_push(m, &t);
+  }
+  tpu_mxu_run(m);                      /* what was queued still runs */
+  ck_assert(tpu_mxu_idle(m));
+  tpu_mxu_destroy(m);
+  return st;
+}
+START_TEST(Create_and_push_survive_every_allocation_failure) {
+  tu_oom_sweep(50, create_and_push, NULL);
 }
 END_TEST
 
@@ -576,59 +569,30 @@ START_TEST(Ticks_allocate_nothing) {
     tpu_mxu_tile t = tile_of(5, 16, 16, 0);
     ck_assert_int_eq(tpu_mxu_push(m, &t), TPU_OK);
   }
-  tu_alloc_calls = 0;
-  tu_fail_at = -1;
-  tpu_set_alloc(tu_failing_alloc, NULL);
+  tu_alloc_fail(0);
   for (int i = 0; i < 10000; i++) tpu_mxu_tick(m);
   tpu_mxu_view_cells(m, &(tpu_mxu_view){ 0 });
-  tpu_set_alloc(NULL, NULL);
-  ck_assert_int_eq(tu_alloc_calls, 0);
+  ck_assert_int_eq(tu_alloc_restore(), 0);
   tpu_mxu_destroy(m);
 }
 END_TEST
 /* }================================================================== */
 
-static Suite *mxu_suite(void) {
+int main(void) {
   Suite *s = suite_create("mxu");
-  TCase *tc = tcase_create("timing");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Precision_passes_are_the_kept_products_smallest_first);
-  tcase_add_test(tc, One_by_one_array_takes_load_plus_stream_cycles);
-  tcase_add_test(tc, Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain);
-  tcase_add_test(tc, Double_buffering_hides_the_next_load_single_does_not);
-  tcase_add_test(tc, Earliest_delays_the_load_and_nothing_else);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("view");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Computing_cells_form_the_diagonal_band_of_the_formula);
-  tcase_add_test(tc, Single_tile_view_at_chosen_cycles_matches_hand_figures);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("functional");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Pe_and_tile_models_agree_on_random_sequences);
-  tcase_add_test(tc, Special_values_give_the_same_bits_in_both_models);
-  tcase_add_test(tc, Every_kernel_build_gives_the_same_bits);
-  tcase_add_test(tc, Skipping_idle_cycles_changes_neither_view_nor_results);
-  tcase_add_test(tc, Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("limits");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Push_rejects_bad_shapes_and_leaves_the_queue_alone);
-  tcase_add_test(tc, Create_rejects_impossible_geometry);
-  tcase_add_test(tc, Ticks_allocate_nothing);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Create_and_push_survive_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  if (getenv("TPU_SLOW")) {       /* make test-all */
-    tc = tcase_create("full_size");
-    tcase_set_tags(tc, "slow");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, Pe_and_tile_models_agree_on_many_full_size_sequences);
-    suite_add_tcase(s, tc);
-  }
-  return s;
+  TU_CASE(s, "timing", 60, Precision_passes_are_the_kept_products_smallest_first,
+          One_by_one_array_takes_load_plus_stream_cycles,
+          Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain,
+          Double_buffering_hides_the_next_load_single_does_not, Earliest_delays_the_load_and_nothing_else);
+  TU_CASE(s, "view", 60, Computing_cells_form_the_diagonal_band_of_the_formula,
+          Single_tile_view_at_chosen_cycles_matches_hand_figures);
+  TU_CASE(s, "functional", 120, Pe_and_tile_models_agree_on_random_sequences,
+          Special_values_give_the_same_bits_in_both_models, Every_kernel_build_gives_the_same_bits,
+          Skipping_idle_cycles_changes_neither_view_nor_results,
+          Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits);
+  TU_CASE(s, "limits", 60, Push_rejects_bad_shapes_and_leaves_the_queue_alone,
+          Create_rejects_impossible_geometry, Ticks_allocate_nothing);
+  TU_CASE(s, "oom", 60, Create_and_push_survive_every_allocation_failure);
+  TU_SLOW_CASE(s, "full_size", 600, Pe_and_tile_models_agree_on_many_full_size_sequences);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(mxu_suite()) ? 1 : 0; }

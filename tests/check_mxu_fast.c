@@ -292,23 +292,16 @@ static void report(void) {
   fprintf(stderr, " (active %s)\n", mxu_simd_name(mxu_simd_active()));
 }
 
-static Suite *mxu_fast_suite(void) {
-  Suite *s = suite_create("mxu_fast");
-  TCase *tc = tcase_create("paths_vs_reference");
-  tcase_set_timeout(tc, 300);
-  tcase_add_checked_fixture(tc, counts_reset, counts_print);
-  tcase_add_test(tc, Every_path_matches_the_reference_on_random_bf16_tiles);
-  tcase_add_test(tc, Every_path_rounds_f32_operands_to_bf16_first);
-  tcase_add_test(tc, Every_path_matches_on_nan_inf_signed_zero_and_subnormals);
-  tcase_add_test(tc, Underflowing_products_leave_minus_zero_only_when_k_equals_rows);
-  tcase_add_test(tc, Tall_tiles_and_tall_arrays_span_several_row_chunks);
-  tcase_add_test(tc, Gemm_at_the_tile_level_matches_tiles_of_the_reference);
-  tcase_add_test(tc, Simd_names_parse_and_unsupported_paths_are_refused);
-  suite_add_tcase(s, tc);
-  return s;
-}
-
 int main(void) {
   report();
-  return tu_run_suite(mxu_fast_suite()) ? 1 : 0;
+  Suite *s = suite_create("mxu_fast");
+  TCase *tc = TU_CASE(s, "paths_vs_reference", 300, Every_path_matches_the_reference_on_random_bf16_tiles,
+                      Every_path_rounds_f32_operands_to_bf16_first,
+                      Every_path_matches_on_nan_inf_signed_zero_and_subnormals,
+                      Underflowing_products_leave_minus_zero_only_when_k_equals_rows,
+                      Tall_tiles_and_tall_arrays_span_several_row_chunks,
+                      Gemm_at_the_tile_level_matches_tiles_of_the_reference,
+                      Simd_names_parse_and_unsupported_paths_are_refused);
+  tcase_add_checked_fixture(tc, counts_reset, counts_print);
+  return tu_main(s);
 }

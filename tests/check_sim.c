@@ -15,18 +15,7 @@
 #include "sim/sim.h"
 #include "tests/test_util.h"
 
-static tpu_chip_config teach(int cores) {
-  tpu_chip_config c;
-  char err[512], set[64];
-  ck_assert(tpu_chip_config_load("teach", &c, err, sizeof err) == TPU_OK);
-  snprintf(set, sizeof set, "cores_per_chip=%d", 1);
-  ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
-  snprintf(set, sizeof set, "cores=%d", cores);
-  ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
-  snprintf(set, sizeof set, "cores_per_chip=%d", cores);
-  ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
-  return c;
-}
+static tpu_chip_config teach(int cores) { return tu_chip("teach", cores); }
 
 static tpu_sim_result *run(const tpu_chip_config *cfg, tpu_sim_program *p, tpu_fidelity level, int threads) {
   tpu_sim_options o = { .level = level, .threads = threads, .trace = true };
@@ -640,7 +629,7 @@ END_TEST
 /* Every allocation made while reading and running a program fails in turn:
 ** the engine must report out-of-memory, never crash or leak (ASan and
 ** valgrind check the leaks). One thread, so the failing call is the same. */
-START_TEST(Reading_and_running_survive_every_allocation_failure) {
+static tpu_status read_and_run(void *cfg) {
   static const char PROG[] =
     "{ \"repeat\": 2, \"infeed\": { \"batches\": 2, \"interval\": 10 },\n"
     "  \"buffers\": [ { \"name\": \"h\", \"space\": \"hbm\", \"shape\": [8, 8], \"init\": { \"iota\": 1 } },\n"
@@ -650,36 +639,32 @@ START_TEST(Reading_and_running_survive_every_allocation_failure) {
     "           { \"op\": \"matmul\", \"a\": \"x\", \"b\": \"y\", \"dst\": \"y\", \"accumulate\": true },\n"
     "           { \"op\": \"vpu\", \"fn\": \"relu\", \"in\": [\"y\"], \"out\": [\"y\"] },\n"
     "           { \"op\": \"all_reduce\", \"src\": \"y\", \"dst\": \"y\" } ] }";
-  tpu_chip_config cfg = teach(2);
   char err[512];
-  int ok_seen = 0;
-  for (tu_fail_at = 1; tu_fail_at < 2000 && !ok_seen; tu_fail_at++) {
-    tu_alloc_calls = 0;
-    tpu_sim_program *p = NULL;
-    tpu_sim_result *r = NULL;
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_status st = tpu_sim_program_parse(PROG, "prog.json", 2, &p, err, sizeof err);
-    if (st == TPU_OK) {
-      tpu_sim_options o = { .level = TPU_FIDELITY_TILE, .threads = 1, .trace = true };
-      st = tpu_sim_run(&cfg, p, &o, &r);
-      if (st == TPU_OK) {
-        char *t = tpu_sim_result_trace_json(r);
-        ok_seen = t != NULL;
-        tpu_free(t);
-      } else {
-        ck_assert_msg(st == TPU_ERR_NOMEM && strstr(tpu_sim_program_error(p), "out of memory"), "%d: %s",
-                      tu_fail_at, tpu_sim_program_error(p));
-      }
-    } else {
-      ck_assert_msg(strstr(err, "out of memory"), "%d: %s", tu_fail_at, err);
-      ck_assert_ptr_null(p);
-    }
-    tpu_set_alloc(NULL, NULL);
-    tpu_sim_result_destroy(r);
-    tpu_sim_program_destroy(p);
+  tpu_sim_program *p = NULL;
+  tpu_status st = tpu_sim_program_parse(PROG, "prog.json", 2, &p, err, sizeof err);
+  if (st != TPU_OK) {      /* the JSON reader's running out may come back as bad input: it says why */
+    ck_assert_msg(strstr(err, "out of memory"), "%d: %s", tu_fail_at, err);
+    ck_assert_ptr_null(p);
+    return TPU_ERR_NOMEM;
   }
-  ck_assert(ok_seen);
-  ck_assert_int_gt(tu_fail_at, 40);   /* the sweep did fail many allocations */
+  tpu_sim_options o = { .level = TPU_FIDELITY_TILE, .threads = 1, .trace = true };
+  tpu_sim_result *r = NULL;
+  st = tpu_sim_run(cfg, p, &o, &r);
+  if (st == TPU_OK) {
+    char *t = tpu_sim_result_trace_json(r);
+    if (!t) st = TPU_ERR_NOMEM;
+    tpu_free(t);
+  } else {
+    ck_assert_msg(st == TPU_ERR_NOMEM && strstr(tpu_sim_program_error(p), "out of memory"), "%d: %s",
+                  tu_fail_at, tpu_sim_program_error(p));
+  }
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+  return st;
+}
+START_TEST(Reading_and_running_survive_every_allocation_failure) {
+  tpu_chip_config cfg = teach(2);
+  ck_assert_int_ge(tu_oom_sweep(2000, read_and_run, &cfg), 40);   /* the sweep did fail many allocations */
 }
 END_TEST
 
@@ -763,40 +748,23 @@ START_TEST(Beyond_eight_cores_a_2d_torus_runs_rows_then_columns) {
 }
 END_TEST
 
-static Suite *sim_suite(void) {
+int main(void) {
   Suite *s = suite_create("sim");
-  TCase *tc = tcase_create("schedules");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles);
-  tcase_add_test(tc, An_op_waits_for_the_op_named_by_after);
-  tcase_add_test(tc, An_all_reduce_waits_for_the_slower_core);
-  tcase_add_test(tc, An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length);
-  tcase_add_test(tc, Concurrent_dmas_of_one_chip_share_its_hbm_fairly);
-  tcase_add_test(tc, A_dma_after_a_collective_shares_hbm_with_one_already_in_flight);
-  tcase_add_test(tc, A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for);
-  tcase_add_test(tc, A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm);
-  tcase_add_test(tc, Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("collectives");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order);
-  tcase_add_test(tc, The_closed_form_holds_on_the_tpu_v2_8_ring);
-  tcase_add_test(tc, Beyond_eight_cores_a_2d_torus_runs_rows_then_columns);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("limits");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes);
-  tcase_add_test(tc, Bad_ops_are_rejected_with_a_message);
-  tcase_add_test(tc, Setup_errors_name_the_lowest_core_whatever_the_threads);
-  tcase_add_test(tc, Reading_and_running_survive_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("engine");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Results_and_cycles_do_not_depend_on_the_thread_count);
-  tcase_add_test(tc, Random_programs_give_the_same_result_on_every_thread_count);
-  tcase_add_test(tc, The_trace_is_chrome_trace_json_with_stall_slices);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "schedules", 60, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles,
+          An_op_waits_for_the_op_named_by_after, An_all_reduce_waits_for_the_slower_core,
+          An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length,
+          Concurrent_dmas_of_one_chip_share_its_hbm_fairly,
+          A_dma_after_a_collective_shares_hbm_with_one_already_in_flight,
+          A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for,
+          A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm,
+          Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
+  TU_CASE(s, "collectives", 60, Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order,
+          The_closed_form_holds_on_the_tpu_v2_8_ring, Beyond_eight_cores_a_2d_torus_runs_rows_then_columns);
+  TU_CASE(s, "limits", 60, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes,
+          Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
+          Reading_and_running_survive_every_allocation_failure);
+  TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,
+          Random_programs_give_the_same_result_on_every_thread_count,
+          The_trace_is_chrome_trace_json_with_stall_slices);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(sim_suite()) ? 1 : 0; }

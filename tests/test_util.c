@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,13 +33,6 @@ double tu_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-int tu_run_suite(Suite *s) {
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_ENV);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf;
-}
 
 _Atomic int tu_fail_at, tu_alloc_calls;
 
@@ -47,4 +41,60 @@ void *tu_failing_alloc(void *ud, void *p, size_t n) {
   if (n == 0) { free(p); return NULL; }
   if (atomic_fetch_add(&tu_alloc_calls, 1) + 1 == atomic_load(&tu_fail_at)) return NULL;
   return realloc(p, n);
+}
+void tu_alloc_fail(int k) {
+  atomic_store(&tu_fail_at, k);
+  atomic_store(&tu_alloc_calls, 0);
+  tpu_set_alloc(tu_failing_alloc, NULL);
+}
+int tu_alloc_restore(void) {
+  tpu_set_alloc(NULL, NULL);
+  return atomic_load(&tu_alloc_calls);
+}
+
+int tu_oom_sweep(int limit, tpu_status (*run)(void *ctx), void *ctx) {
+  for (int k = 1; k < limit; k++) {
+    tu_alloc_fail(k);
+    tpu_status st = run(ctx);
+    const int calls = tu_alloc_restore();
+    ck_assert_msg(st == TPU_OK || st == TPU_ERR_NOMEM, "allocation %d failing: status %s", k, tpu_status_str(st));
+    if (st == TPU_OK && calls < k) return k;
+  }
+  ck_abort_msg("no run succeeded in %d runs, each with one allocation failing", limit - 1);
+  return limit;
+}
+
+tpu_chip_config tu_chip(const char *preset, int cores) {
+  tpu_chip_config c;
+  char err[512], set[64];
+  ck_assert_msg(tpu_chip_config_load(preset, &c, err, sizeof err) == TPU_OK, "%s: %s", preset, err);
+  if (cores > 0) {        /* cores must stay a multiple of cores_per_chip at every step */
+    const char *key[] = { "cores_per_chip", "cores", "cores_per_chip" };
+    for (int i = 0; i < 3; i++) {
+      snprintf(set, sizeof set, "%s=%d", key[i], i ? cores : 1);
+      ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s: %s", set, err);
+    }
+  }
+  return c;
+}
+
+static void alloc_reset(void) { tpu_set_alloc(NULL, NULL); }
+
+TCase *tu_case(Suite *s, const char *name, int timeout, bool slow, const TTest *const *tests) {
+  if (slow && !getenv("TPU_SLOW")) return NULL;
+  TCase *tc = tcase_create(name);
+  if (slow) tcase_set_tags(tc, "slow");
+  if (timeout > 0) tcase_set_timeout(tc, timeout);
+  tcase_add_checked_fixture(tc, NULL, alloc_reset);     /* a failed sweep leaves no hook behind */
+  for (; *tests; tests++) tcase_add_test(tc, *tests);
+  suite_add_tcase(s, tc);
+  return tc;
+}
+
+int tu_main(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_ENV);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
 }

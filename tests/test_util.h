@@ -5,9 +5,13 @@
 #define TPU_TEST_UTIL_H
 #include <check.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "base/base.h"
+#include "sim/sim.h"
 
 /* Expected/Actual failure messages (Kunquat's KT_VALUES). */
 #define TU_EQ_U64(expected, actual) do { \
@@ -35,9 +39,37 @@ void     tu_fill(tu_rng *r, float *x, size_t n, int bf16);
 ** with worker threads count every call. */
 extern _Atomic int tu_fail_at, tu_alloc_calls;
 void *tu_failing_alloc(void *ud, void *p, size_t n);
+/* Installs tu_failing_alloc with the count at 0 and allocation k failing
+** (k <= 0: none fails, the calls are only counted). */
+void tu_alloc_fail(int k);
+/* Back to the default allocator; returns the allocations made since
+** tu_alloc_fail. */
+int  tu_alloc_restore(void);
+/* The out-of-memory sweep: calls run(ctx) with allocation 1, then 2, 3, ...
+** failing, until a run returns TPU_OK without having reached the failing
+** allocation (limit - 1 runs at most, then the test fails). Every run must
+** return TPU_OK or TPU_ERR_NOMEM, never crash or leak (ASan and valgrind
+** check the leaks); run releases what it made and may check more. Returns
+** the number of runs, the last one included. */
+int  tu_oom_sweep(int limit, tpu_status (*run)(void *ctx), void *ctx);
+
+/* A preset chip ("teach", "tpu-v2-8", ...); with cores > 0, that many
+** cores, all on one chip. Fails the test if either is refused. */
+tpu_chip_config tu_chip(const char *preset, int cores);
 
 /* Wall-clock seconds (monotonic). */
 double tu_now(void);
-/* Runs a suite with CK_ENV verbosity; returns the number of failures. */
-int tu_run_suite(Suite *s);
+
+/* Suites. TU_CASE adds a test case of the given tests to s, with a timeout
+** in seconds (0: check's default), and returns it (for fixtures and loop
+** tests); every test starts on the default allocator. TU_SLOW_CASE adds
+** one tagged "slow" only under TPU_SLOW=1 (make test-all) and returns NULL
+** otherwise. tu_main runs s with CK_ENV verbosity and gives main's exit
+** status: 0 when every test passed, 1 otherwise. */
+#define TU_CASE(s, name, timeout, ...) \
+  tu_case((s), (name), (timeout), false, (const TTest *const[]){ __VA_ARGS__, NULL })
+#define TU_SLOW_CASE(s, name, timeout, ...) \
+  tu_case((s), (name), (timeout), true, (const TTest *const[]){ __VA_ARGS__, NULL })
+TCase *tu_case(Suite *s, const char *name, int timeout, bool slow, const TTest *const *tests);
+int tu_main(Suite *s);
 #endif
