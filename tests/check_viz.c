@@ -21,16 +21,38 @@
 #define W 1280
 #define H 800
 
-static tpu_viz *make(const char *preset, int cores, int m, int n, int k) {
+static void destroy_viz(void *v) { tpu_viz_destroy(v); }
+
+/* A GEMM session on a preset chip, destroyed after the test; make's has
+** seed 7 and bf16 precision. */
+static tpu_viz *session(const char *preset, int cores, tpu_viz_workload w) {
   const tpu_chip_config chip = tu_chip(preset, cores);
-  tpu_viz_workload w = { m, n, k, 7, TPU_PREC_BF16 };
   tpu_viz *v;
   char err[512];
   ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+  tu_defer(destroy_viz, v);
   return v;
+}
+static tpu_viz *make(const char *preset, int cores, int m, int n, int k) {
+  return session(preset, cores, (tpu_viz_workload){ m, n, k, 7, TPU_PREC_BF16 });
+}
+/* v's layout at W x H. */
+static tpu_viz_layout layout(const tpu_viz *v) {
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  return l;
 }
 
 static uint32_t px_at(const uint32_t *px, int x, int y) { return px[(size_t)y * W + (size_t)x]; }
+
+/* v's frame at W x H as it stands: its layout in *l, its pixels in a buffer to free. */
+static uint32_t *frame(tpu_viz *v, tpu_viz_layout *l) {
+  tpu_viz_layout_of(v, W, H, l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  ck_assert_ptr_nonnull(px);
+  tpu_viz_render(v, l, px, W);
+  return px;
+}
 
 /* For a GEMM on the 8x8 teach array, at cycles across the first tiles'
 ** fill, steady state and drain: every cell's center has the computing color
@@ -44,8 +66,7 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
   const tpu_mxu_tile_times *tt;
   size_t nt = tpu_viz_tiles(v, &tl, &tt);
   ck_assert_uint_ge(nt, 3);
-  tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
+  const tpu_viz_layout l = layout(v);
   ck_assert_int_ge(l.cell, 8);
   uint32_t *px = malloc((size_t)W * H * 4);
   const tpu_chip_config *ch = tpu_viz_chip(v);
@@ -102,7 +123,6 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
   }
   ck_assert_int_gt(computing_seen, 50);
   free(px);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -119,9 +139,7 @@ START_TEST(Hover_shows_the_cell_weight_activation_and_partial_sum) {
   ck_assert(tpu_viz_seek(v, t) == TPU_OK);
   tpu_viz_set_shade_psum(v, true);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(v, &l);
   int checked = 0;
   for (int r = 0; r < 8; r++)
     for (int c = 0; c < 8; c++) {
@@ -143,7 +161,6 @@ START_TEST(Hover_shows_the_cell_weight_activation_and_partial_sum) {
   ck_assert_int_ge(checked, 20);
   ck_assert(!tpu_viz_cell_info(v, 8, 0, &(tpu_viz_cell){ 0 }));
   free(px);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -151,8 +168,7 @@ END_TEST
 ** same bytes as when we first passed that cycle. */
 START_TEST(Seeking_backwards_gives_the_same_frame) {
   tpu_viz *v = make("teach", 0, 32, 16, 16);
-  tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
+  const tpu_viz_layout l = layout(v);
   uint32_t *a = malloc((size_t)W * H * 4), *b = malloc((size_t)W * H * 4);
   const tpu_mxu_tile_times *tt;
   tpu_viz_tiles(v, NULL, &tt);
@@ -171,7 +187,6 @@ START_TEST(Seeking_backwards_gives_the_same_frame) {
   ck_assert(memcmp(a, b, (size_t)W * H * 4) == 0);
   ck_assert(tpu_viz_select_core(v, 4) == TPU_ERR_INPUT);     /* teach has 4 cores */
   free(a); free(b);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -182,9 +197,7 @@ END_TEST
 static void check_bands(const char *preset, int m, int n, int k) {
   tpu_viz *v = make(preset, 0, m, n, k);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(v, &l);
   const uint64_t total = tpu_viz_total_cycles(v);
   int busy_seen = 0, wait_seen = 0;
   for (int p = 0; p < tpu_viz_chip(v)->cores; p++) {
@@ -213,7 +226,6 @@ static void check_bands(const char *preset, int m, int n, int k) {
   ck_assert_int_gt(busy_seen, 0);
   ck_assert_int_gt(wait_seen, 0);
   free(px);
-  tpu_viz_destroy(v);
 }
 START_TEST(Stall_bands_are_as_long_as_the_totals_say) {
   check_bands("tpu-v2-8", 1024, 256, 256);
@@ -238,36 +250,29 @@ START_TEST(Totals_follow_the_tile_formula) {
   ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_VIZ_MEMORY_WAIT);
   ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_VIZ_MXU_BUSY);
   ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_VIZ_IDLE);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
 /* bf16x3 and bf16x6 walk the tiles of mxu_gemm.c: per N-tile, each pass's
 ** K-tiles, accumulating after the first; the PE model runs them all. */
 START_TEST(Precision_passes_multiply_the_tiles) {
-  tpu_chip_config chip;
-  char err[512];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
   const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3, TPU_PREC_BF16X6 };
   for (int i = 0; i < 3; i++) {
-    tpu_viz_workload w = { 16, 20, 12, 3, precs[i] };      /* 3 N-tiles (cores 1 arrays), 2 K-tiles */
-    tpu_viz *v;
-    ck_assert(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK);
+    /* 3 N-tiles (cores 1 arrays), 2 K-tiles */
+    tpu_viz *v = session("teach", 0, (tpu_viz_workload){ 16, 20, 12, 3, precs[i] });
     const tpu_mxu_tile *tl;
     size_t nt = tpu_viz_tiles(v, &tl, NULL);
     const int passes = tpu_precision_passes(precs[i]);
     TU_EQ_U64(3 * 2 * passes, nt);
     for (size_t j = 0; j < nt; j++) ck_assert(tl[j].accumulate == (j % (size_t)(2 * passes) != 0));
     ck_assert(tpu_viz_seek(v, tpu_viz_total_cycles(v) - 1) == TPU_OK);
-    tpu_viz_destroy(v);
   }
 }
 END_TEST
 
 START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
   tpu_viz *v = make("tpu-v2-8", 0, 512, 256, 256);
-  tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
+  const tpu_viz_layout l = layout(v);
   ck_assert_int_ge(l.cell, 3);                  /* every one of 128x128 cells visible */
   ck_assert_int_le(l.array.x + l.array.w, W / 2);
   ck_assert_int_le(l.array.y + l.array.h, H);
@@ -284,7 +289,6 @@ START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
     ck_assert(back <= cy && cy - back <= T / (uint64_t)l.timeline.w + 1);
   }
   ck_assert_int_le(tpu_viz_core_y(&l, 7) + l.core_h, l.infeed.y);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -328,9 +332,7 @@ START_TEST(Png_frame_matches_the_rendered_buffer) {
   tpu_viz_tiles(v, NULL, &tt);
   ck_assert(tpu_viz_seek(v, tt[0].stream_start + 6) == TPU_OK);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(v, &l);
   ck_assert(SDL_Init(SDL_INIT_VIDEO) == 0);
   char path[] = "/tmp/tpusim_vizXXXXXX.png", err[512];
   int fd = mkstemps(path, 4);
@@ -354,7 +356,6 @@ START_TEST(Png_frame_matches_the_rendered_buffer) {
   remove(path);
   SDL_Quit();
   free(px);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -461,9 +462,7 @@ END_TEST
 START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
   step_run sr = step_open(1);
   tpu_viz_layout l;
-  tpu_viz_layout_of(sr.v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(sr.v, &l, px, W);
+  uint32_t *px = frame(sr.v, &l);
   const uint64_t T = tpu_viz_total_cycles(sr.v);
   for (int c = 0; c < sr.chip.cores; c++) {
     tpu_sim_stalls s;
@@ -511,9 +510,7 @@ START_TEST(Program_infeed_queue_follows_ready_cycles_and_dequeues) {
   ck_assert_int_ge(tpu_viz_infeed_max(sr.v, 0), mx);
   ck_assert_int_ge(mx, 1);
   tpu_viz_layout l;
-  tpu_viz_layout_of(sr.v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(sr.v, &l, px, W);
+  uint32_t *px = frame(sr.v, &l);
   int drawn = 0;
   for (int x = 1; x < l.infeed.w; x++) {
     bool full = tpu_viz_infeed_at(sr.v, 0, tpu_viz_cycle_at_x(sr.v, &l, l.infeed.x + x)) > 0;

@@ -57,12 +57,26 @@ int  tu_oom_sweep(int limit, tpu_status (*run)(void *ctx), void *ctx);
 ** cores, all on one chip. Fails the test if either is refused. */
 tpu_chip_config tu_chip(const char *preset, int cores);
 
+/* The data-parallel loop of bench_sim and check_sim: per core c, 'iters'
+** times, DMA a (rows + 8c) x 128 bf16 tile in from HBM, multiply it by a
+** 128 x 128 weight, relu, DMA the result out, double-buffered, with an
+** all-reduce every 'allreduce_every' iterations. With after_seed, each op
+** also waits, one time in two, for a random earlier op of its core
+** ('after'), drawn from a generator seeded with *after_seed + c % 3 (cores
+** differ, collectives agree). NULL if the program cannot be made. */
+tpu_sim_program *tu_dp_program(int cores, int rows, int iters, int allreduce_every, const uint64_t *after_seed);
+
+/* fn(p) runs after the test, in its teardown, last deferred first: for what
+** a test's helpers make and the test need not free by hand. */
+void tu_defer(void (*fn)(void *), void *p);
+
 /* Wall-clock seconds (monotonic). */
 double tu_now(void);
 
 /* Suites. TU_CASE adds a test case of the given tests to s, with a timeout
 ** in seconds (0: check's default), and returns it (for fixtures and loop
-** tests); every test starts on the default allocator. TU_SLOW_CASE adds
+** tests); every test starts on the default allocator, and what it deferred
+** runs after it. TU_SLOW_CASE adds
 ** one tagged "slow" only under TPU_SLOW=1 (make test-all) and returns NULL
 ** otherwise. tu_main runs s with CK_ENV verbosity and gives main's exit
 ** status: 0 when every test passed, 1 otherwise. */
