@@ -41,7 +41,7 @@ static tpu_mxu_tile tile_of(int m, int k, int n, uint64_t earliest) {
 }
 
 /* Pushes shapes[i] = {m, k, n, earliest} to a PE model and a scheduler;
-** both cycle counts must equal 'expected'. */
+** both cycle counts must equal 'expected'. CYCLES_ARE lists the shapes. */
 static void cycles_are(int rows, int cols, bool dbl, const int (*shapes)[4], int count,
                        uint64_t expected) {
   tpu_mxu *m = make(rows, cols, dbl);
@@ -64,6 +64,9 @@ static void cycles_are(int rows, int cols, bool dbl, const int (*shapes)[4], int
   TU_EQ_U64((uint64_t)count, st.weight_loads);
   tpu_mxu_destroy(m);
 }
+#define CYCLES_ARE(rows, cols, dbl, expected, ...) \
+  cycles_are((rows), (cols), (dbl), (const int[][4]){ __VA_ARGS__ }, \
+             (int)(sizeof((const int[][4]){ __VA_ARGS__ }) / sizeof(int[4])), (expected))
 
 /* {==================================================================
 ** timing: hand-computed cycle counts
@@ -94,51 +97,41 @@ END_TEST
 
 START_TEST(One_by_one_array_takes_load_plus_stream_cycles) {
   /* L=0 (1 cycle), s=1, last result at s+(M-1) */
-  static const int a[][4] = { { 1, 1, 1, 0 } };
-  cycles_are(1, 1, true, a, 1, 2);
-  static const int b[][4] = { { 5, 1, 1, 0 } };
-  cycles_are(1, 1, true, b, 1, 6);
+  CYCLES_ARE(1, 1, true, 2, { 1, 1, 1, 0 });
+  CYCLES_ARE(1, 1, true, 6, { 5, 1, 1, 0 });
   /* two tiles, double-buffered: L1 = max(1, s0=1) = 1, s1 = max(2, 1+5) = 6, last 6+2 */
-  static const int c[][4] = { { 5, 1, 1, 0 }, { 3, 1, 1, 0 } };
-  cycles_are(1, 1, true, c, 2, 9);
+  CYCLES_ARE(1, 1, true, 9, { 5, 1, 1, 0 }, { 3, 1, 1, 0 });
   /* single: L1 >= s0+M0 = 6, s1 = 7, last 7+2 */
-  cycles_are(1, 1, false, c, 2, 10);
+  CYCLES_ARE(1, 1, false, 10, { 5, 1, 1, 0 }, { 3, 1, 1, 0 });
 }
 END_TEST
 
 START_TEST(Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain) {
   /* s = K = 8, last = 8 + 0 + 7 + 7 = 22 */
-  static const int a[][4] = { { 1, 8, 8, 0 } };
-  cycles_are(8, 8, true, a, 1, 23);
+  CYCLES_ARE(8, 8, true, 23, { 1, 8, 8, 0 });
   /* K=3, N=2: s = 3, last = 3 + 0 + 7 + 1 = 11 (rows-1 always: psums pass all rows) */
-  static const int b[][4] = { { 1, 3, 2, 0 } };
-  cycles_are(8, 8, true, b, 1, 12);
+  CYCLES_ARE(8, 8, true, 12, { 1, 3, 2, 0 });
 }
 END_TEST
 
 START_TEST(Double_buffering_hides_the_next_load_single_does_not) {
   /* M=4, K=8: double: L1 = 8, s1 = 16, last = 16+3+7+7 = 33;
   ** single: L1 = s0+M0 = 12, s1 = 20, last = 37 */
-  static const int a[][4] = { { 4, 8, 8, 0 }, { 4, 8, 8, 0 } };
-  cycles_are(8, 8, true, a, 2, 34);
-  cycles_are(8, 8, false, a, 2, 38);
+  CYCLES_ARE(8, 8, true, 34, { 4, 8, 8, 0 }, { 4, 8, 8, 0 });
+  CYCLES_ARE(8, 8, false, 38, { 4, 8, 8, 0 }, { 4, 8, 8, 0 });
   /* M=16 >= K: back to back with no bubble when double-buffered: s1 = s0+16 = 24 */
-  static const int b[][4] = { { 16, 8, 8, 0 }, { 16, 8, 8, 0 }, { 16, 8, 8, 0 } };
-  cycles_are(8, 8, true, b, 3, 8 + 48 + 14);
+  CYCLES_ARE(8, 8, true, 8 + 48 + 14, { 16, 8, 8, 0 }, { 16, 8, 8, 0 }, { 16, 8, 8, 0 });
   /* single: each tile waits M+K: s = 8, 32, 56; last = 56+15+14 */
-  cycles_are(8, 8, false, b, 3, 86);
+  CYCLES_ARE(8, 8, false, 86, { 16, 8, 8, 0 }, { 16, 8, 8, 0 }, { 16, 8, 8, 0 });
 }
 END_TEST
 
 START_TEST(Earliest_delays_the_load_and_nothing_else) {
-  static const int a[][4] = { { 2, 8, 8, 100 } };
-  cycles_are(8, 8, true, a, 1, 100 + 8 + 1 + 14 + 1);
+  CYCLES_ARE(8, 8, true, 100 + 8 + 1 + 14 + 1, { 2, 8, 8, 100 });
   /* the second tile's earliest is already past: no effect */
-  static const int b[][4] = { { 2, 8, 8, 100 }, { 2, 8, 8, 5 } };
-  cycles_are(8, 8, true, b, 2, 108 + 8 + 1 + 14 + 1);
+  CYCLES_ARE(8, 8, true, 108 + 8 + 1 + 14 + 1, { 2, 8, 8, 100 }, { 2, 8, 8, 5 });
   /* a far 'earliest' on a big array: the idle gap is skipped, same count */
-  static const int c[][4] = { { 3, 128, 128, 0 }, { 1, 1, 1, 1000000000 } };
-  cycles_are(128, 128, true, c, 2, 1000000000ull + 1 + 0 + 127 + 0 + 1);
+  CYCLES_ARE(128, 128, true, 1000000000ull + 1 + 0 + 127 + 0 + 1, { 3, 128, 128, 0 }, { 1, 1, 1, 1000000000 });
 }
 END_TEST
 

@@ -108,20 +108,19 @@ END_TEST
 
 START_TEST(Operand_sizes_follow_the_table) {
   const int R = 5, C = 7;
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADD, TPU_VPU_O_Y, R, C), 35);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_BIAS_ADD, TPU_VPU_O_Y, R, C), 7);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ROW_SUM, TPU_VPU_O_OUT, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_COL_MAX, TPU_VPU_O_OUT, R, C), 7);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT2, R, C), 35);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_LABELS, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ACCURACY, TPU_VPU_O_OUT, R, C), 1);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ARGMAX, TPU_VPU_O_IDX, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADAM, TPU_VPU_O_V, R, C), 35);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_MOMENTUM, TPU_VPU_O_V, R, C), 0);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_RELU, TPU_VPU_O_Y, R, C), 0);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADD, TPU_VPU_O_X, 0, C), 0);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADD, TPU_VPU_O_X | TPU_VPU_O_Y, R, C), 0);
+  static const struct { tpu_vpu_op op; unsigned operand; int rows; size_t elems; } SIZE[] = {
+    { TPU_VPU_ADD, TPU_VPU_O_Y, 5, 35 },              { TPU_VPU_BIAS_ADD, TPU_VPU_O_Y, 5, 7 },
+    { TPU_VPU_ROW_SUM, TPU_VPU_O_OUT, 5, 5 },         { TPU_VPU_COL_MAX, TPU_VPU_O_OUT, 5, 7 },
+    { TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT, 5, 5 },    { TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT2, 5, 35 },
+    { TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_LABELS, 5, 5 }, { TPU_VPU_ACCURACY, TPU_VPU_O_OUT, 5, 1 },
+    { TPU_VPU_ARGMAX, TPU_VPU_O_IDX, 5, 5 },          { TPU_VPU_ADAM, TPU_VPU_O_V, 5, 35 },
+    { TPU_VPU_MOMENTUM, TPU_VPU_O_V, 5, 0 },          { TPU_VPU_RELU, TPU_VPU_O_Y, 5, 0 },
+    { TPU_VPU_ADD, TPU_VPU_O_X, 0, 0 },               { TPU_VPU_ADD, TPU_VPU_O_X | TPU_VPU_O_Y, 5, 0 },
+  };
+  for (size_t i = 0; i < sizeof SIZE / sizeof SIZE[0]; i++)
+    ck_assert_msg(tpu_vpu_operand_elems(SIZE[i].op, SIZE[i].operand, SIZE[i].rows, C) == SIZE[i].elems,
+                  "%s operand 0x%x of %dx%d: %zu elements, expected %zu", tpu_vpu_op_name(SIZE[i].op), SIZE[i].operand,
+                  SIZE[i].rows, C, tpu_vpu_operand_elems(SIZE[i].op, SIZE[i].operand, SIZE[i].rows, C), SIZE[i].elems);
   /* the optimizer state is read and written; the inputs are only read */
   ck_assert_uint_eq(tpu_vpu_op_reads(TPU_VPU_ADAM) & tpu_vpu_op_writes(TPU_VPU_ADAM),
                     TPU_VPU_O_PARAM | TPU_VPU_O_M | TPU_VPU_O_V);
