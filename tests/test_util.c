@@ -28,11 +28,13 @@ float tu_normal(tu_rng *r) {
 void tu_fill(tu_rng *r, float *x, size_t n, int bf16) {
   for (size_t i = 0; i < n; i++) x[i] = bf16 ? tpu_bf16_round(tu_normal(r)) : tu_normal(r);
 }
-double tu_now(void) {
+static double seconds_on(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+double tu_now(void) { return seconds_on(CLOCK_MONOTONIC); }
+double tu_cpu_now(void) { return seconds_on(CLOCK_THREAD_CPUTIME_ID); }
 
 _Atomic int tu_fail_at, tu_alloc_calls;
 

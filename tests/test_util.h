@@ -70,8 +70,10 @@ tpu_sim_program *tu_dp_program(int cores, int rows, int iters, int allreduce_eve
 ** a test's helpers make and the test need not free by hand. */
 void tu_defer(void (*fn)(void *), void *p);
 
-/* Wall-clock seconds (monotonic). */
+/* Wall-clock seconds (monotonic); tu_cpu_now: CPU seconds of this thread,
+** for goals per host core on a machine other processes share. */
 double tu_now(void);
+double tu_cpu_now(void);
 
 /* Suites. TU_CASE adds a test case of the given tests to s, with a timeout
 ** in seconds (0: check's default), and returns it (for fixtures and loop
