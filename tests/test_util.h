@@ -75,12 +75,12 @@ void tu_defer(void (*fn)(void *), void *p);
 double tu_now(void);
 double tu_cpu_now(void);
 
-/* Suites. TU_CASE adds a test case of the given tests to s, with a timeout
-** in seconds (0: check's default), and returns it (for fixtures and loop
-** tests); every test starts on the default allocator, and what it deferred
-** runs after it. TU_SLOW_CASE adds
-** one tagged "slow" only under TPU_SLOW=1 (make test-all) and returns NULL
-** otherwise. tu_main runs s with CK_ENV verbosity and gives main's exit
+/* Suites. TU_CASE adds to s a test case of the given tests (NULL: none, for
+** a case of loop tests), with a timeout in seconds (0: check's default), and
+** returns it, for fixtures and loop tests. After every test the default
+** allocator is back and what the test deferred has run. TU_SLOW_CASE adds a
+** case tagged "slow" only when TPU_SLOW is set (make test-all) and returns
+** NULL otherwise. tu_main runs s with CK_ENV verbosity and gives main's exit
 ** status: 0 when every test passed, 1 otherwise. */
 #define TU_CASE(s, name, timeout, ...) \
   tu_case((s), (name), (timeout), false, (const TTest *const[]){ __VA_ARGS__, NULL })
