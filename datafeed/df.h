@@ -1,25 +1,48 @@
 /*
-** df.h -- the host input pipeline (datafeed): a real, threaded pipeline that
-** produces batches of f32 images and int32 labels, and a host-time model
-** that says when each batch of the same pipeline would be ready.
+** df.h -- the host input pipeline (datafeed): what feeds a training job its
+** batches, in two halves that share one description.
 **
-** A pipeline is described once (tpu_df_spec): a source, then stages named
-** and meaning as in tf.data -- shuffle(buffer_size, seed), map(fn,
-** num_parallel_calls), batch(batch_size, drop_remainder), cache(),
+** Description. A pipeline is described once (tpu_df_spec): a source (IDX,
+** MNIST-style directories, CSV, .npy or seeded synthetic images), then
+** stages named and meaning as in tf.data -- shuffle(buffer_size, seed),
+** map(fn, num_parallel_calls), batch(batch_size, drop_remainder), cache(),
 ** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
-** shard(num_shards, index), repeat(count). The description comes from JSON
-** (tpu_df_spec_load) or is built in code (tpu_df_spec_create + the
-** tpu_df_spec_* stage functions). Every stage may carry modeled costs used
-** only by the host-time model (tpu_df_model_*); the real pipeline ignores them.
+** shard(num_shards, index), repeat(count) -- and workers(kind, count) for
+** Ray-style thread, process or shared-memory workers. It comes from JSON
+** (tpu_df_spec_load; errors name file, line:column and field) or is built in
+** code (tpu_df_spec_create and the tpu_df_spec_* stage functions). Every
+** stage may carry modeled costs (seconds, bytes), used only by the model.
 **
-** Determinism: the bytes of every batch depend only on the description and
-** its seeds -- never on thread counts, buffer sizes or timing. The order of
-** elements in epoch e is a pure function of (seeds, e); random map functions
-** draw from a generator keyed by (seed, epoch, position in the epoch).
+** The two halves.
+**   - The real pipeline (tpu_df_open/next/seek/close) reads the files and
+**     produces batches of f32 images and int32 labels (optionally one-hot),
+**     made by worker threads in a ring of slots and handed out in order.
+**     Every epoch reads the source again, except what stands before cache():
+**     the decoded source and the maps before it run once and stay in memory.
+**   - The host-time model (tpu_df_model_*) is a discrete-event simulation of
+**     the same description with its costs: when each batch would be in the
+**     consumer's hands, how long the consumer waited, a per-worker timeline,
+**     and AUTOTUNE's choices. It reads no data (sources whose size is not
+**     known from the description need source.elements). The trainer asks it
+**     once per step, at the engine's simulated time.
 **
-** Reading: every epoch reads the source files again, except the stages
-** before cache(), which run once (the decoded source and the maps before it
-** are kept in memory).
+** Invariants.
+**   - Output order and bytes depend only on the description and its seeds:
+**     never on thread counts, buffer sizes, prefetch depth or timing. The
+**     order of the elements in epoch e is a pure function of (seeds, e);
+**     random maps draw from a generator keyed by (seed, epoch, position in
+**     the epoch). Batches come out in order, as tf.data's deterministic mode.
+**   - tpu_df_seek(epoch, index) resumes with the bytes an uninterrupted run
+**     gives from there (checkpoints).
+**   - The model is deterministic too: the same description, costs and
+**     consumer give the same times.
+**
+** Not modelled. The real pipeline runs workers of every kind as threads of
+** its own pool (no processes, no serialization) and ignores the costs. The
+** model leaves out contention for host cores beyond the stated parallelism
+** (the AUTOTUNE budget bounds it), memory bandwidth shared between stages,
+** variance of costs, and the reading a shard skips (a shard is taken to read
+** only its own elements).
 */
 #ifndef TPU_DF_H
 #define TPU_DF_H

@@ -261,6 +261,135 @@ void tpu_df_model_destroy(tpu_df_model *m) {
 
 static int resolved(int64_t v) { return v == TPU_DF_AUTOTUNE ? 1 : (int)v; }
 
+/* {==================================================================
+** Building the model: the steps of tpu_df_model_create
+** ================================================================== */
+/* Elements, files and bytes per element of the source. */
+static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
+  const tpu_df_spec *spec = m->spec;
+  const df_source_costs *c = &spec->cost;
+  int64_t n = c->elements ? c->elements : df_source_known_elements(&spec->src);
+  if (n < 1) {
+    snprintf(err, errcap, "source.elements: the model needs the number of elements for a %s source; set source.elements",
+             spec->src.kind == TPU_DF_SRC_CSV ? "csv" : spec->src.kind == TPU_DF_SRC_NPY ? "npy" : "idx");
+    return TPU_ERR_CONFIG;
+  }
+  int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
+               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784 : 0;
+  m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
+  m->files = c->files > 0 ? c->files : 1;
+  if (m->files > n) m->files = n;
+  m->per_file = (n + m->files - 1) / m->files;
+  m->epoch_len = n;
+  return TPU_OK;
+}
+
+/* An epoch's elements after the shards, the batches it gives and in all;
+** the interleave; *iworkers, the index of the workers stage (-1: none). */
+static tpu_status count_batches(tpu_df_model *m, int *iworkers, char *err, size_t errcap) {
+  const tpu_df_spec *spec = m->spec;
+  int64_t epochs = 1;
+  bool drop = false;
+  *iworkers = -1;
+  for (int i = 0; i < spec->nst; i++) {
+    const df_stage *t = &spec->st[i];
+    if (t->op == DF_SHARD) m->epoch_len = (m->epoch_len - t->index + t->n - 1) / t->n;
+    if (t->op == DF_BATCH) { m->B = t->n; drop = t->drop_remainder; }
+    if (t->op == DF_REPEAT) epochs = t->n;
+    if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->par_il = resolved(t->par); }
+    if (t->op == DF_WORKERS) *iworkers = i;
+  }
+  if (m->epoch_len < 1) { snprintf(err, errcap, "shard leaves no elements"); return TPU_ERR_CONFIG; }
+  m->bpe = drop ? m->epoch_len / m->B : (m->epoch_len + m->B - 1) / m->B;
+  if (m->bpe < 1) {
+    snprintf(err, errcap, "batch: batch_size %lld with drop_remainder leaves no batch (an epoch has %lld elements)",
+             (long long)m->B, (long long)m->epoch_len);
+    return TPU_ERR_CONFIG;
+  }
+  m->total_batches = epochs == TPU_DF_FOREVER ? INT64_MAX : epochs * m->bpe;
+  return TPU_OK;
+}
+
+/* The node of stage t (not shard, repeat or interleave, which shape the
+** source and the counts): synchronous by default; parallel maps, prefetch
+** and workers are asynchronous with k servers and room for L elements,
+** unless they run inside workers (replicated). */
+static void stage_node(tpu_df_model *m, node *nd, const df_stage *t) {
+  nd->st = t;
+  nd->kind = N_SYNC;
+  nd->k = 1;
+  switch (t->op) {
+  case DF_MAP: {
+    int p = resolved(t->par);
+    if (p > 1 && !nd->replicated) { nd->kind = N_ASYNC; nd->k = p; nd->L = p; }
+    nd->kind_ch = 'M';
+    snprintf(nd->name, sizeof nd->name, nd->batch_level ? "map(batch)" : "map");
+    break;
+  }
+  case DF_BATCH: nd->kind = N_BATCH; snprintf(nd->name, sizeof nd->name, "batch"); break;
+  case DF_CACHE: nd->kind = N_CACHE; snprintf(nd->name, sizeof nd->name, "cache"); break;
+  case DF_SHUFFLE: nd->kind_ch = 'X'; snprintf(nd->name, sizeof nd->name, "shuffle"); break;
+  case DF_PREFETCH:
+    if (!nd->replicated) { nd->kind = N_ASYNC; nd->k = 1; nd->L = resolved(t->n); }
+    nd->kind_ch = 'P';
+    snprintf(nd->name, sizeof nd->name, "prefetch");
+    break;
+  case DF_WORKERS:
+    nd->kind = N_ASYNC; nd->k = resolved(t->n); nd->L = nd->k + resolved(t->queue_size);
+    nd->gil = t->wkind == DF_WK_THREAD && t->gil;
+    nd->kind_ch = 'S';
+    snprintf(nd->name, sizeof nd->name, "%s", t->wkind == DF_WK_THREAD ? "thread" : t->wkind == DF_WK_PROCESS ? "process" : "shm-proc");
+    if (t->wkind == DF_WK_PROCESS) m->deser_s_per_byte = t->deserialize_s_per_byte;
+    if (t->wkind == DF_WK_SHM) m->shm_get_s = t->shm_get_s;
+    break;
+  default: break;
+  }
+}
+
+/* The nodes: the source ("read", as parallel as the interleave), then one
+** per stage in order. */
+static void build_nodes(tpu_df_model *m, int iworkers) {
+  node *src = &m->nd[m->nn++];
+  src->kind = N_SRC;
+  src->k = m->cycle > 1 && m->par_il > 1 ? (m->par_il < m->cycle ? m->par_il : m->cycle) : 1;
+  src->L = 2 * (m->cycle > 0 ? m->cycle : 1);
+  snprintf(src->name, sizeof src->name, "read");
+  src->replicated = iworkers >= 0;
+  bool batch_level = false;
+  for (int i = 0; i < m->spec->nst; i++) {
+    const df_stage *t = &m->spec->st[i];
+    if (t->op == DF_SHARD || t->op == DF_REPEAT || t->op == DF_INTERLEAVE) continue;
+    node *nd = &m->nd[m->nn++];
+    nd->batch_level = batch_level;
+    nd->replicated = i < iworkers;
+    stage_node(m, nd, t);
+    if (t->op == DF_BATCH) batch_level = true;
+  }
+}
+
+/* The timeline's rows: one per sync node, one per worker of an async node,
+** none for nodes that run inside the workers (drawn on their rows), and the
+** consumer's. Sets m->oom if a node's server times cannot be allocated. */
+static void lay_out_rows(tpu_df_model *m) {
+  for (int i = 0; i < m->nn; i++) {
+    node *nd = &m->nd[i];
+    nd->row0 = nd->replicated ? -1 : m->nrows;
+    nd->free_t = tpu_calloc((size_t)nd->k, sizeof *nd->free_t);
+    if (!nd->free_t) m->oom = true;
+    if (nd->replicated) continue;
+    if (nd->k > 1) {
+      for (int w = 0; w < nd->k; w++) {
+        char nm[40];
+        snprintf(nm, sizeof nm, "%s #%d", nd->name, w + 1);
+        add_row(m, nm);
+      }
+    } else {
+      add_row(m, nd->name);
+    }
+  }
+  m->consumer_row = add_row(m, "train (consumer)");
+}
+
 tpu_status tpu_df_model_create(const tpu_df_spec *spec, const tpu_df_model_options *opt, tpu_df_model **out,
                                char *err, size_t errcap) {
   *out = NULL;
@@ -273,100 +402,13 @@ tpu_status tpu_df_model_create(const tpu_df_spec *spec, const tpu_df_model_optio
   if (!m->spec) { tpu_free(m); snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   m->timeline_steps = o.timeline_steps;
   m->row_override = -1;
-  const df_source_costs *c = &spec->cost;
-  int64_t n = c->elements ? c->elements : df_source_known_elements(&spec->src);
-  if (n < 1) {
-    snprintf(err, errcap, "source.elements: the model needs the number of elements for a %s source; set source.elements",
-             spec->src.kind == TPU_DF_SRC_CSV ? "csv" : spec->src.kind == TPU_DF_SRC_NPY ? "npy" : "idx");
+  int iworkers;
+  if ((st = size_source(m, err, errcap)) != TPU_OK || (st = count_batches(m, &iworkers, err, errcap)) != TPU_OK) {
     tpu_df_model_destroy(m);
-    return TPU_ERR_CONFIG;
+    return st;
   }
-  int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
-               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784 : 0;
-  m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
-  m->files = c->files > 0 ? c->files : 1;
-  if (m->files > n) m->files = n;
-  m->per_file = (n + m->files - 1) / m->files;
-  m->epoch_len = n;
-  int64_t epochs = 1;
-  bool drop = false;
-  int iworkers = -1;
-  for (int i = 0; i < spec->nst; i++) {
-    const df_stage *t = &spec->st[i];
-    if (t->op == DF_SHARD) m->epoch_len = (m->epoch_len - t->index + t->n - 1) / t->n;
-    if (t->op == DF_BATCH) { m->B = t->n; drop = t->drop_remainder; }
-    if (t->op == DF_REPEAT) epochs = t->n;
-    if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->par_il = resolved(t->par); }
-    if (t->op == DF_WORKERS) iworkers = i;
-  }
-  if (m->epoch_len < 1) { snprintf(err, errcap, "shard leaves no elements"); tpu_df_model_destroy(m); return TPU_ERR_CONFIG; }
-  m->bpe = drop ? m->epoch_len / m->B : (m->epoch_len + m->B - 1) / m->B;
-  if (m->bpe < 1) { snprintf(err, errcap, "batch: batch_size %lld with drop_remainder leaves no batch (an epoch has %lld elements)", (long long)m->B, (long long)m->epoch_len); tpu_df_model_destroy(m); return TPU_ERR_CONFIG; }
-  m->total_batches = epochs == TPU_DF_FOREVER ? INT64_MAX : epochs * m->bpe;
-  /* nodes */
-  node *src = &m->nd[m->nn++];
-  src->kind = N_SRC;
-  src->k = m->cycle > 1 && m->par_il > 1 ? (m->par_il < m->cycle ? m->par_il : m->cycle) : 1;
-  src->L = 2 * (m->cycle > 0 ? m->cycle : 1);
-  snprintf(src->name, sizeof src->name, "read");
-  src->replicated = iworkers >= 0;
-  bool batch_level = false;
-  for (int i = 0; i < spec->nst; i++) {
-    const df_stage *t = &m->spec->st[i];
-    if (t->op == DF_SHARD || t->op == DF_REPEAT || t->op == DF_INTERLEAVE) continue;
-    node *nd = &m->nd[m->nn++];
-    nd->st = t;
-    nd->batch_level = batch_level;
-    nd->kind = N_SYNC;
-    nd->k = 1;
-    nd->replicated = i < iworkers;
-    switch (t->op) {
-    case DF_MAP: {
-      int p = resolved(t->par);
-      if (p > 1 && !nd->replicated) { nd->kind = N_ASYNC; nd->k = p; nd->L = p; }
-      nd->kind_ch = 'M';
-      snprintf(nd->name, sizeof nd->name, batch_level ? "map(batch)" : "map");
-      break;
-    }
-    case DF_BATCH: nd->kind = N_BATCH; batch_level = true; snprintf(nd->name, sizeof nd->name, "batch"); break;
-    case DF_CACHE: nd->kind = N_CACHE; snprintf(nd->name, sizeof nd->name, "cache"); break;
-    case DF_SHUFFLE: nd->kind_ch = 'X'; snprintf(nd->name, sizeof nd->name, "shuffle"); break;
-    case DF_PREFETCH:
-      if (!nd->replicated) { nd->kind = N_ASYNC; nd->k = 1; nd->L = resolved(t->n); }
-      nd->kind_ch = 'P';
-      snprintf(nd->name, sizeof nd->name, "prefetch");
-      break;
-    case DF_WORKERS:
-      nd->kind = N_ASYNC; nd->k = resolved(t->n); nd->L = nd->k + resolved(t->queue_size);
-      nd->gil = t->wkind == DF_WK_THREAD && t->gil;
-      nd->kind_ch = 'S';
-      snprintf(nd->name, sizeof nd->name, "%s", t->wkind == DF_WK_THREAD ? "thread" : t->wkind == DF_WK_PROCESS ? "process" : "shm-proc");
-      if (t->wkind == DF_WK_PROCESS) m->deser_s_per_byte = t->deserialize_s_per_byte;
-      if (t->wkind == DF_WK_SHM) m->shm_get_s = t->shm_get_s;
-      break;
-    default: break;
-    }
-  }
-  /* rows: one per sync node, one per worker of an async node */
-  for (int i = 0; i < m->nn; i++) {
-    node *nd = &m->nd[i];
-    nd->row0 = m->nrows;
-    if (nd->replicated) nd->row0 = -1;
-    nd->free_t = tpu_calloc((size_t)nd->k, sizeof *nd->free_t);
-    if (!nd->free_t) m->oom = true;
-    if (nd->replicated) {
-      /* runs inside the workers: drawn on their rows */
-    } else if (nd->k > 1) {
-      for (int w = 0; w < nd->k; w++) {
-        char nm[40];
-        snprintf(nm, sizeof nm, "%s #%d", nd->name, w + 1);
-        add_row(m, nm);
-      }
-    } else {
-      add_row(m, nd->name);
-    }
-  }
-  m->consumer_row = add_row(m, "train (consumer)");
+  build_nodes(m, iworkers);
+  lay_out_rows(m);
   if (m->oom) { tpu_df_model_destroy(m); snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   *out = m;
   return TPU_OK;

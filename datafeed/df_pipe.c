@@ -324,6 +324,132 @@ static tpu_status start_threads(tpu_df *df) {
 }
 
 /* {==================================================================
+** Opening: the steps of tpu_df_open
+** ================================================================== */
+static tpu_status out_of_memory(char *err, size_t errcap) {
+  snprintf(err, errcap, "out of memory");
+  return TPU_ERR_NOMEM;
+}
+
+/* Opens the source (generation 0) and takes its shape and file bounds. */
+static tpu_status open_source(tpu_df *df, char *err, size_t errcap) {
+  tpu_status st = df_data_open(&df->spec->src, &df->gens[0], err, errcap);
+  if (st != TPU_OK) return st;
+  const df_data *d = df->gens[0];
+  df->gen_epoch[0] = 0;
+  df->gen_epoch[1] = -1;
+  df->H = d->h; df->W = d->w; df->C = d->c; df->D = d->d; df->K = d->classes; df->n = d->n;
+  df->nfiles = d->nfiles;
+  df->file_start = tpu_malloc(((size_t)d->nfiles + 1) * sizeof *df->file_start);
+  if (!df->file_start) return out_of_memory(err, errcap);
+  memcpy(df->file_start, d->file_start, ((size_t)d->nfiles + 1) * sizeof *df->file_start);
+  return TPU_OK;
+}
+
+/* Compiles the stage list: maps before a cache() into pre[] (run once),
+** after it into post[] (every epoch); shards and shuffles into the index
+** stages, frozen when before the cache; the batch size, interleave cycle and
+** repeat count; and what the stages ask of the host: *threads (the widest
+** map or workers stage) and *prefetch (the sum of the prefetch buffers). */
+static tpu_status compile_stages(tpu_df *df, const tpu_df_options *o, int *threads, int *prefetch, int64_t *epochs,
+                                 char *err, size_t errcap) {
+  const tpu_df_spec *spec = df->spec;
+  const df_data *d = df->gens[0];
+  int icache = -1;
+  for (int i = 0; i < spec->nst; i++) if (spec->st[i].op == DF_CACHE) icache = i;
+  df->has_cache = icache >= 0;
+  df->reread = !df->has_cache;
+  for (int i = 0; i < spec->nst; i++) {
+    const df_stage *t = &spec->st[i];
+    switch (t->op) {
+    case DF_MAP:
+      if (i < icache) df->pre[df->npre++] = t; else df->post[df->npost++] = t;
+      if (t->fn == TPU_DF_MAP_ONE_HOT) df->onehot = true;
+      if ((t->fn == TPU_DF_MAP_RANDOM_CROP || t->fn == TPU_DF_MAP_RANDOM_FLIP) && (d->h < 1 || d->w < 1)) {
+        snprintf(err, errcap, "stages[%d]: %s needs images with a height and width", i, df_map_name(t->fn));
+        return TPU_ERR_CONFIG;
+      }
+      { int p = t->par == TPU_DF_AUTOTUNE ? o->autotune_threads : t->par; if (p > *threads) *threads = p; }
+      break;
+    case DF_WORKERS: { int p = t->n == TPU_DF_AUTOTUNE ? o->autotune_threads : (int)t->n; if (p > *threads) *threads = p; break; }
+    case DF_SHARD: case DF_SHUFFLE:
+      df->idx_stage[df->nidx] = t;
+      df->idx_frozen[df->nidx++] = i < icache;
+      break;
+    case DF_BATCH: df->B = (int)t->n; break;
+    case DF_PREFETCH: *prefetch += t->n == TPU_DF_AUTOTUNE ? 2 : (int)t->n; break;
+    case DF_INTERLEAVE: df->cycle = (int)t->n; break;
+    case DF_REPEAT: *epochs = t->n; break;
+    default: break;
+    }
+  }
+  return TPU_OK;
+}
+
+/* A normalize first on 8-bit pixels becomes a 256-entry table, applied as the
+** pixels are read. */
+static void fuse_normalize(tpu_df *df) {
+  const df_stage *first = df->npre > 0 ? df->pre[0] : df->npost > 0 ? df->post[0] : NULL;
+  df->fuse_lut = df->gens[0]->u8 && first && first->fn == TPU_DF_MAP_NORMALIZE;
+  if (df->fuse_lut) {
+    const float m = (float)first->args.mean, s = (float)first->args.std;
+    for (int v = 0; v < 256; v++) df->lut[v] = ((float)v - m) / s;
+  }
+}
+
+/* The first epoch's element order (remembered with room for later ones) and
+** the batches an epoch gives; a shard or a batch that leaves nothing is an
+** error. */
+static tpu_status first_epoch(tpu_df *df, char *err, size_t errcap) {
+  const int64_t n = df->gens[0]->n;
+  for (int i = 0; i < MAX_EPOCH_MEMO; i++) {
+    df->memo_ids[i] = tpu_malloc((size_t)n * sizeof(int64_t));
+    if (!df->memo_ids[i]) return out_of_memory(err, errcap);
+    df->memo_epoch[i] = -1;
+  }
+  df->shuf_tmp = tpu_malloc((size_t)n * sizeof(int64_t));
+  if (!df->shuf_tmp) return out_of_memory(err, errcap);
+  df->epoch_len = build_order(df, 0, df->memo_ids[0]);
+  df->memo_epoch[0] = 0;
+  df->memo_next = 1;
+  if (df->epoch_len < 1) {
+    snprintf(err, errcap, "shard leaves no elements (the source has %lld)", (long long)n);
+    return TPU_ERR_CONFIG;
+  }
+  bool drop = false;
+  for (int i = 0; i < df->spec->nst; i++) if (df->spec->st[i].op == DF_BATCH) drop = df->spec->st[i].drop_remainder;
+  df->bpe = drop ? df->epoch_len / df->B : (df->epoch_len + df->B - 1) / df->B;
+  if (df->bpe < 1) {
+    snprintf(err, errcap, "batch: batch_size %d with drop_remainder leaves no batch (an epoch has %lld elements)", df->B,
+             (long long)df->epoch_len);
+    return TPU_ERR_CONFIG;
+  }
+  return TPU_OK;
+}
+
+/* The cache of the pre-cache maps' output, the batch slots, the thread handles. */
+static tpu_status alloc_buffers(tpu_df *df, char *err, size_t errcap) {
+  const df_data *d = df->gens[0];
+  if (df->has_cache && df->npre > 0) {
+    df->cache = tpu_malloc((size_t)d->n * (size_t)d->d * sizeof(float));
+    df->cache_state = tpu_calloc((size_t)d->n, 1);
+    if (!df->cache || !df->cache_state) return out_of_memory(err, errcap);
+  }
+  df->slots = tpu_calloc((size_t)df->nslots, sizeof *df->slots);
+  if (!df->slots) return out_of_memory(err, errcap);
+  for (int i = 0; i < df->nslots; i++) {
+    slot *s = &df->slots[i];
+    s->g = -1;
+    s->x = tpu_malloc((size_t)df->B * (size_t)d->d * sizeof(float));
+    s->y = tpu_malloc((size_t)df->B * sizeof(int32_t));
+    s->oh = df->onehot ? tpu_malloc((size_t)df->B * (size_t)d->classes * sizeof(float)) : NULL;
+    if (!s->x || !s->y || (df->onehot && !s->oh)) return out_of_memory(err, errcap);
+  }
+  df->th = tpu_calloc((size_t)(df->threads ? df->threads : 1), sizeof *df->th);
+  return df->th ? TPU_OK : out_of_memory(err, errcap);
+}
+
+/* {==================================================================
 ** Public API
 ** ================================================================== */
 void tpu_df_close(tpu_df *df) {
@@ -353,110 +479,35 @@ tpu_status tpu_df_open(const tpu_df_spec *spec, const tpu_df_options *opt, tpu_d
   tpu_status st = df_spec_validate(spec, err, errcap);
   if (st != TPU_OK) return st;
   tpu_df *df = tpu_calloc(1, sizeof *df);
-  if (!df) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  if (!df) return out_of_memory(err, errcap);
   pthread_mutex_init(&df->mu, NULL);
   pthread_cond_init(&df->cv_work, NULL);
   pthread_cond_init(&df->cv_done, NULL);
   df->spec = df_spec_clone(spec);
-  if (!df->spec) { st = TPU_ERR_NOMEM; snprintf(err, errcap, "out of memory"); goto fail; }
-  if ((st = df_data_open(&df->spec->src, &df->gens[0], err, errcap)) != TPU_OK) goto fail;
-  df_data *d = df->gens[0];
-  df->gen_epoch[0] = 0;
-  df->gen_epoch[1] = -1;
-  df->H = d->h; df->W = d->w; df->C = d->c; df->D = d->d; df->K = d->classes; df->n = d->n;
-  df->nfiles = d->nfiles;
-  df->file_start = tpu_malloc(((size_t)d->nfiles + 1) * sizeof *df->file_start);
-  if (!df->file_start) { st = TPU_ERR_NOMEM; goto oom; }
-  memcpy(df->file_start, d->file_start, ((size_t)d->nfiles + 1) * sizeof *df->file_start);
-  /* compile the stage list */
-  int icache = -1, threads = 0, pf = 0;
+  if (!df->spec) { st = out_of_memory(err, errcap); goto fail; }
+  int threads = 0, pf = 0;
   int64_t epochs = 1;
-  for (int i = 0; i < spec->nst; i++) if (spec->st[i].op == DF_CACHE) icache = i;
-  df->has_cache = icache >= 0;
-  df->reread = !df->has_cache;
-  for (int i = 0; i < spec->nst; i++) {
-    const df_stage *t = &df->spec->st[i];
-    switch (t->op) {
-    case DF_MAP:
-      if (i < icache) df->pre[df->npre++] = t; else df->post[df->npost++] = t;
-      if (t->fn == TPU_DF_MAP_ONE_HOT) df->onehot = true;
-      if ((t->fn == TPU_DF_MAP_RANDOM_CROP || t->fn == TPU_DF_MAP_RANDOM_FLIP) && (d->h < 1 || d->w < 1)) {
-        st = TPU_ERR_CONFIG; snprintf(err, errcap, "stages[%d]: %s needs images with a height and width", i, df_map_name(t->fn)); goto fail;
-      }
-      { int p = t->par == TPU_DF_AUTOTUNE ? o.autotune_threads : t->par; if (p > threads) threads = p; }
-      break;
-    case DF_WORKERS: { int p = t->n == TPU_DF_AUTOTUNE ? o.autotune_threads : (int)t->n; if (p > threads) threads = p; break; }
-    case DF_SHARD: case DF_SHUFFLE:
-      df->idx_stage[df->nidx] = t;
-      df->idx_frozen[df->nidx++] = i < icache;
-      break;
-    case DF_BATCH: df->B = (int)t->n; break;
-    case DF_PREFETCH: pf += t->n == TPU_DF_AUTOTUNE ? 2 : (int)t->n; break;
-    case DF_INTERLEAVE: df->cycle = (int)t->n; break;
-    case DF_REPEAT: epochs = t->n; break;
-    default: break;
-    }
-  }
-  {
-    const df_stage *first = df->npre > 0 ? df->pre[0] : df->npost > 0 ? df->post[0] : NULL;
-    df->fuse_lut = d->u8 && first && first->fn == TPU_DF_MAP_NORMALIZE;
-    if (df->fuse_lut) {
-      const float m = (float)first->args.mean, s = (float)first->args.std;
-      for (int v = 0; v < 256; v++) df->lut[v] = ((float)v - m) / s;
-    }
-  }
+  if ((st = open_source(df, err, errcap)) != TPU_OK) goto fail;
+  if ((st = compile_stages(df, &o, &threads, &pf, &epochs, err, errcap)) != TPU_OK) goto fail;
+  fuse_normalize(df);
   df->threads = o.threads >= 0 ? o.threads : threads;
   df->prefetch = o.prefetch >= 0 ? o.prefetch : pf;
-  if (df->threads > 256 || df->prefetch > 4096) { st = TPU_ERR_CONFIG; snprintf(err, errcap, "threads (max 256) or prefetch (max 4096) out of range"); goto fail; }
-  df->nslots = df->threads > 0 ? df->threads + df->prefetch + 1 : 1;
-  for (int i = 0; i < MAX_EPOCH_MEMO; i++) {
-    df->memo_ids[i] = tpu_malloc((size_t)d->n * sizeof(int64_t));
-    if (!df->memo_ids[i]) { st = TPU_ERR_NOMEM; goto oom; }
-    df->memo_epoch[i] = -1;
-  }
-  df->shuf_tmp = tpu_malloc((size_t)d->n * sizeof(int64_t));
-  if (!df->shuf_tmp) { st = TPU_ERR_NOMEM; goto oom; }
-  df->epoch_len = build_order(df, 0, df->memo_ids[0]);
-  df->memo_epoch[0] = 0;
-  df->memo_next = 1;
-  if (df->epoch_len < 1) { st = TPU_ERR_CONFIG; snprintf(err, errcap, "shard leaves no elements (the source has %lld)", (long long)d->n); goto fail; }
-  {
-    bool drop = false;
-    for (int i = 0; i < spec->nst; i++) if (spec->st[i].op == DF_BATCH) drop = spec->st[i].drop_remainder;
-    df->bpe = drop ? df->epoch_len / df->B : (df->epoch_len + df->B - 1) / df->B;
-  }
-  if (df->bpe < 1) {
+  if (df->threads > 256 || df->prefetch > 4096) {
     st = TPU_ERR_CONFIG;
-    snprintf(err, errcap, "batch: batch_size %d with drop_remainder leaves no batch (an epoch has %lld elements)", df->B, (long long)df->epoch_len);
+    snprintf(err, errcap, "threads (max 256) or prefetch (max 4096) out of range");
     goto fail;
   }
+  df->nslots = df->threads > 0 ? df->threads + df->prefetch + 1 : 1;
+  if ((st = first_epoch(df, err, errcap)) != TPU_OK) goto fail;
   df->total = epochs == TPU_DF_FOREVER ? INT64_MAX : (epochs > INT64_MAX / df->bpe ? INT64_MAX : epochs * df->bpe);
-  if (df->has_cache && df->npre > 0) {
-    df->cache = tpu_malloc((size_t)d->n * (size_t)d->d * sizeof(float));
-    df->cache_state = tpu_calloc((size_t)d->n, 1);
-    if (!df->cache || !df->cache_state) { st = TPU_ERR_NOMEM; goto oom; }
-  }
-  df->slots = tpu_calloc((size_t)df->nslots, sizeof *df->slots);
-  if (!df->slots) { st = TPU_ERR_NOMEM; goto oom; }
-  for (int i = 0; i < df->nslots; i++) {
-    slot *s = &df->slots[i];
-    s->g = -1;
-    s->x = tpu_malloc((size_t)df->B * (size_t)d->d * sizeof(float));
-    s->y = tpu_malloc((size_t)df->B * sizeof(int32_t));
-    s->oh = df->onehot ? tpu_malloc((size_t)df->B * (size_t)d->classes * sizeof(float)) : NULL;
-    if (!s->x || !s->y || (df->onehot && !s->oh)) { st = TPU_ERR_NOMEM; goto oom; }
-  }
-  df->th = tpu_calloc((size_t)(df->threads ? df->threads : 1), sizeof *df->th);
-  if (!df->th) { st = TPU_ERR_NOMEM; goto oom; }
-  tpu_df_info *in = &df->info;
-  in->elements = df->epoch_len; in->batches_per_epoch = df->bpe; in->epochs = epochs;
-  in->features = d->d; in->height = d->h; in->width = d->w; in->channels = d->c;
-  in->classes = d->classes; in->batch_size = df->B;
+  if ((st = alloc_buffers(df, err, errcap)) != TPU_OK) goto fail;
+  const df_data *d = df->gens[0];
+  df->info = (tpu_df_info){ .elements = df->epoch_len, .batches_per_epoch = df->bpe, .epochs = epochs,
+                            .features = d->d, .height = d->h, .width = d->w, .channels = d->c,
+                            .classes = d->classes, .batch_size = df->B };
   if ((st = start_threads(df)) != TPU_OK) { snprintf(err, errcap, "%s", df->err); goto fail; }
   *out = df;
   return TPU_OK;
-oom:
-  snprintf(err, errcap, "out of memory");
 fail:
   tpu_df_close(df);
   return st;

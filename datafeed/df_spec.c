@@ -426,123 +426,175 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   return TPU_OK;
 }
 
+/* Stages of the JSON description. Each parser reads its stage's keys (the
+** caller has checked that no other key is there) and adds the stage to s;
+** the caller then reads the costs every stage may carry. */
+typedef tpu_status (*stage_parser)(const jctx *c, json_t *o, const char *path, tpu_df_spec *s);
+
+/* "path.key", for an error about one key. */
+static const char *subpath(char p[64], const char *path, const char *key) {
+  snprintf(p, 64, "%s.%s", path, key);
+  return p;
+}
+
+/* What a tpu_df_spec_* builder returned: its own errors name the stage. */
+static tpu_status added(const jctx *c, const char *path, const tpu_df_spec *s, tpu_status st) {
+  return st == TPU_ERR_CONFIG ? jerr(c, path, "%s", s->err) : st;
+}
+
+static tpu_status parse_shuffle(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t size = 0, seed = 0;
+  TRY(get_int(c, o, path, "buffer_size", 1, (int64_t)1 << 31, false, true, &size));
+  TRY(get_int(c, o, path, "seed", 0, INT64_MAX, false, false, &seed));
+  return added(c, path, s, tpu_df_spec_shuffle(s, size, (uint64_t)seed));
+}
+
+/* A map's function, and the arguments normalize and random_crop take. */
+static tpu_status map_args(const jctx *c, json_t *o, const char *path, int *fn, tpu_df_map_args *args) {
+  const char *name = NULL;
+  char p[64];
+  TRY(get_str(c, o, path, "fn", &name));
+  if (!name) return jerr(c, path, "missing key 'fn' (normalize, one_hot, random_flip, random_crop, none)");
+  *fn = -1;
+  for (int j = 0; j <= TPU_DF_MAP_NONE; j++) if (!strcmp(name, df_map_name((tpu_df_map_fn)j))) *fn = j;
+  if (*fn < 0)
+    return jerr(c, subpath(p, path, "fn"), "expected one of normalize, one_hot, random_flip, random_crop, none, got '%s'",
+                name);
+  json_t *m = json_object_get(o, "mean"), *sd = json_object_get(o, "std");
+  if (m) { if (!json_is_number(m)) return jerr(c, path, "mean: expected a number"); args->mean = json_number_value(m); }
+  if (sd) {
+    if (!json_is_number(sd) || json_number_value(sd) == 0) return jerr(c, subpath(p, path, "std"), "expected a non-zero number");
+    args->std = json_number_value(sd);
+  }
+  int64_t pad = 0;
+  TRY(get_int(c, o, path, "padding", 0, 1024, false, *fn == TPU_DF_MAP_RANDOM_CROP, &pad));
+  args->padding = (int)pad;
+  return TPU_OK;
+}
+
+static tpu_status parse_map(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int fn = TPU_DF_MAP_NONE;
+  tpu_df_map_args args = { 0.0, 255.0, 0 };
+  int64_t par = 1, seed = 0;
+  TRY(map_args(c, o, path, &fn, &args));
+  TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
+  TRY(added(c, path, s, tpu_df_spec_map(s, (tpu_df_map_fn)fn, &args, (int)par)));
+  if (json_object_get(o, "seed")) {
+    TRY(get_int(c, o, path, "seed", 0, INT64_MAX, false, false, &seed));
+    s->st[s->nst - 1].seed = (uint64_t)seed;
+  }
+  return TPU_OK;
+}
+
+static tpu_status parse_batch(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t size = 0;
+  bool drop = false;
+  TRY(get_int(c, o, path, "batch_size", 1, 1 << 20, false, true, &size));
+  TRY(get_bool(c, o, path, "drop_remainder", &drop));
+  return added(c, path, s, tpu_df_spec_batch(s, (int)size, drop));
+}
+
+static tpu_status parse_cache(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  (void)o;
+  return added(c, path, s, tpu_df_spec_cache(s));
+}
+
+static tpu_status parse_prefetch(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t size = 0;
+  TRY(get_int(c, o, path, "buffer_size", 1, 256, true, true, &size));
+  return added(c, path, s, tpu_df_spec_prefetch(s, (int)size));
+}
+
+static tpu_status parse_interleave(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t cycle = 0, par = 1;
+  TRY(get_int(c, o, path, "cycle_length", 1, 4096, false, true, &cycle));
+  TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
+  return added(c, path, s, tpu_df_spec_interleave(s, (int)cycle, (int)par));
+}
+
+static tpu_status parse_shard(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t shards = 0, index = 0;
+  TRY(get_int(c, o, path, "num_shards", 1, 65536, false, true, &shards));
+  TRY(get_int(c, o, path, "index", 0, shards - 1, false, true, &index));
+  return added(c, path, s, tpu_df_spec_shard(s, (int)shards, (int)index));
+}
+
+static tpu_status parse_repeat(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t count = TPU_DF_FOREVER;
+  char p[64];
+  TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, false, &count));
+  if (count == 0) return jerr(c, subpath(p, path, "count"), "expected -1 (forever) or >= 1, got 0");
+  return added(c, path, s, tpu_df_spec_repeat(s, count));
+}
+
+/* Workers (threads, processes or shared-memory processes) have no builder
+** of their own: the stage is filled in here. */
+static tpu_status parse_workers(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  const char *wk = NULL;
+  char p[64];
+  TRY(get_str(c, o, path, "kind", &wk));
+  if (!wk) return jerr(c, path, "missing key 'kind' (thread, process, shared_memory)");
+  df_worker_kind w = !strcmp(wk, "thread") ? DF_WK_THREAD : !strcmp(wk, "process") ? DF_WK_PROCESS
+                   : !strcmp(wk, "shared_memory") ? DF_WK_SHM : (df_worker_kind)-1;
+  if ((int)w < 0) return jerr(c, subpath(p, path, "kind"), "expected thread, process or shared_memory, got '%s'", wk);
+  int64_t cnt = 1, q = 1;
+  TRY(get_int(c, o, path, "count", 1, 256, true, true, &cnt));
+  TRY(get_int(c, o, path, "queue_size", 1, 256, true, false, &q));
+  df_stage *t = push(s, DF_WORKERS);
+  if (!t) return jerr(c, path, "%s", s->err);
+  t->wkind = w; t->n = cnt; t->queue_size = q; t->par = (int)cnt;
+  TRY(get_bool(c, o, path, "gil", &t->gil));
+  if (t->gil && w != DF_WK_THREAD) return jerr(c, path, "gil applies to thread workers only");
+  TRY(get_num(c, o, path, "serialize_s_per_byte", &t->serialize_s_per_byte));
+  TRY(get_num(c, o, path, "deserialize_s_per_byte", &t->deserialize_s_per_byte));
+  TRY(get_num(c, o, path, "shm_s_per_byte", &t->shm_s_per_byte));
+  TRY(get_num(c, o, path, "shm_get_s", &t->shm_get_s));
+  s->nst++;
+  return TPU_OK;
+}
+
+static const char *const SHUFFLE_KEYS[] = { "op", "buffer_size", "seed", "cost_per_element_s", NULL };
+static const char *const MAP_KEYS[] = { "op", "fn", "num_parallel_calls", "mean", "std", "padding", "seed",
+                                        "cost_per_call_s", "cost_per_element_s", NULL };
+static const char *const BATCH_KEYS[] = { "op", "batch_size", "drop_remainder", "cost_per_element_s", "cost_per_call_s",
+                                          NULL };
+static const char *const CACHE_KEYS[] = { "op", "cost_per_element_s", NULL };
+static const char *const PREFETCH_KEYS[] = { "op", "buffer_size", NULL };
+static const char *const INTERLEAVE_KEYS[] = { "op", "cycle_length", "num_parallel_calls", NULL };
+static const char *const SHARD_KEYS[] = { "op", "num_shards", "index", NULL };
+static const char *const REPEAT_KEYS[] = { "op", "count", NULL };
+static const char *const WORKERS_KEYS[] = { "op", "kind", "count", "gil", "queue_size", "serialize_s_per_byte",
+                                            "deserialize_s_per_byte", "shm_s_per_byte", "shm_get_s", NULL };
+
+static const struct stage_syntax {
+  const char *op;
+  const char *const *keys;        /* the keys allowed, "op" first */
+  stage_parser parse;
+} STAGES[] = {
+  { "shuffle", SHUFFLE_KEYS, parse_shuffle },          { "map", MAP_KEYS, parse_map },
+  { "batch", BATCH_KEYS, parse_batch },                { "cache", CACHE_KEYS, parse_cache },
+  { "prefetch", PREFETCH_KEYS, parse_prefetch },       { "interleave", INTERLEAVE_KEYS, parse_interleave },
+  { "shard", SHARD_KEYS, parse_shard },                { "repeat", REPEAT_KEYS, parse_repeat },
+  { "workers", WORKERS_KEYS, parse_workers },
+};
+
 static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
-  char path[32];
+  char path[32], p[64];
   snprintf(path, sizeof path, "stages[%d]", i);
   if (!json_is_object(o)) return jerr(c, path, "expected an object like {\"op\": \"batch\", \"batch_size\": 32}, got %s", jtype(o));
   const char *op = NULL;
   TRY(get_str(c, o, path, "op", &op));
   if (!op) return jerr(c, path, "missing key 'op' (shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers)");
-  int64_t a = 0, b = 0, par = 1;
-  tpu_status st;
-  df_op kind;
-  if (!strcmp(op, "shuffle")) {
-    static const char *const k[] = { "op", "buffer_size", "seed", "cost_per_element_s", NULL };
-    TRY(check_keys(c, path, o, k));
-    TRY(get_int(c, o, path, "buffer_size", 1, (int64_t)1 << 31, false, true, &a));
-    TRY(get_int(c, o, path, "seed", 0, INT64_MAX, false, false, &b));
-    st = tpu_df_spec_shuffle(s, a, (uint64_t)b); kind = DF_SHUFFLE;
-  } else if (!strcmp(op, "map")) {
-    static const char *const k[] = { "op", "fn", "num_parallel_calls", "mean", "std", "padding", "seed",
-                                     "cost_per_call_s", "cost_per_element_s", NULL };
-    TRY(check_keys(c, path, o, k));
-    const char *fn = NULL;
-    TRY(get_str(c, o, path, "fn", &fn));
-    if (!fn) return jerr(c, path, "missing key 'fn' (normalize, one_hot, random_flip, random_crop, none)");
-    int f = -1;
-    for (int j = 0; j <= TPU_DF_MAP_NONE; j++) if (!strcmp(fn, df_map_name((tpu_df_map_fn)j))) f = j;
-    char p[64];
-    snprintf(p, sizeof p, "%s.fn", path);
-    if (f < 0) return jerr(c, p, "expected one of normalize, one_hot, random_flip, random_crop, none, got '%s'", fn);
-    tpu_df_map_args args = { 0.0, 255.0, 0 };
-    json_t *m = json_object_get(o, "mean"), *sd = json_object_get(o, "std");
-    if (m) { if (!json_is_number(m)) return jerr(c, path, "mean: expected a number"); args.mean = json_number_value(m); }
-    if (sd) {
-      snprintf(p, sizeof p, "%s.std", path);
-      if (!json_is_number(sd) || json_number_value(sd) == 0) return jerr(c, p, "expected a non-zero number");
-      args.std = json_number_value(sd);
-    }
-    int64_t pad = 0;
-    TRY(get_int(c, o, path, "padding", 0, 1024, false, f == TPU_DF_MAP_RANDOM_CROP, &pad));
-    args.padding = (int)pad;
-    TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
-    st = tpu_df_spec_map(s, (tpu_df_map_fn)f, &args, (int)par); kind = DF_MAP;
-    if (st == TPU_OK && json_object_get(o, "seed")) {
-      TRY(get_int(c, o, path, "seed", 0, INT64_MAX, false, false, &b));
-      s->st[s->nst - 1].seed = (uint64_t)b;
-    }
-  } else if (!strcmp(op, "batch")) {
-    static const char *const k[] = { "op", "batch_size", "drop_remainder", "cost_per_element_s", "cost_per_call_s", NULL };
-    TRY(check_keys(c, path, o, k));
-    TRY(get_int(c, o, path, "batch_size", 1, 1 << 20, false, true, &a));
-    bool drop = false;
-    TRY(get_bool(c, o, path, "drop_remainder", &drop));
-    st = tpu_df_spec_batch(s, (int)a, drop); kind = DF_BATCH;
-  } else if (!strcmp(op, "cache")) {
-    static const char *const k[] = { "op", "cost_per_element_s", NULL };
-    TRY(check_keys(c, path, o, k));
-    st = tpu_df_spec_cache(s); kind = DF_CACHE;
-  } else if (!strcmp(op, "prefetch")) {
-    static const char *const k[] = { "op", "buffer_size", NULL };
-    TRY(check_keys(c, path, o, k));
-    TRY(get_int(c, o, path, "buffer_size", 1, 256, true, true, &a));
-    st = tpu_df_spec_prefetch(s, (int)a); kind = DF_PREFETCH;
-  } else if (!strcmp(op, "interleave")) {
-    static const char *const k[] = { "op", "cycle_length", "num_parallel_calls", NULL };
-    TRY(check_keys(c, path, o, k));
-    TRY(get_int(c, o, path, "cycle_length", 1, 4096, false, true, &a));
-    TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
-    st = tpu_df_spec_interleave(s, (int)a, (int)par); kind = DF_INTERLEAVE;
-  } else if (!strcmp(op, "shard")) {
-    static const char *const k[] = { "op", "num_shards", "index", NULL };
-    TRY(check_keys(c, path, o, k));
-    TRY(get_int(c, o, path, "num_shards", 1, 65536, false, true, &a));
-    TRY(get_int(c, o, path, "index", 0, a - 1, false, true, &b));
-    st = tpu_df_spec_shard(s, (int)a, (int)b); kind = DF_SHARD;
-  } else if (!strcmp(op, "repeat")) {
-    static const char *const k[] = { "op", "count", NULL };
-    TRY(check_keys(c, path, o, k));
-    a = TPU_DF_FOREVER;
-    TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, false, &a));
-    if (a == 0) { char p[64]; snprintf(p, sizeof p, "%s.count", path); return jerr(c, p, "expected -1 (forever) or >= 1, got 0"); }
-    st = tpu_df_spec_repeat(s, a); kind = DF_REPEAT;
-  } else if (!strcmp(op, "workers")) {
-    static const char *const k[] = { "op", "kind", "count", "gil", "queue_size", "serialize_s_per_byte",
-                                     "deserialize_s_per_byte", "shm_s_per_byte", "shm_get_s", NULL };
-    TRY(check_keys(c, path, o, k));
-    const char *wk = NULL;
-    TRY(get_str(c, o, path, "kind", &wk));
-    char p[64];
-    snprintf(p, sizeof p, "%s.kind", path);
-    if (!wk) return jerr(c, path, "missing key 'kind' (thread, process, shared_memory)");
-    df_worker_kind w = !strcmp(wk, "thread") ? DF_WK_THREAD : !strcmp(wk, "process") ? DF_WK_PROCESS
-                     : !strcmp(wk, "shared_memory") ? DF_WK_SHM : (df_worker_kind)-1;
-    if ((int)w < 0) return jerr(c, p, "expected thread, process or shared_memory, got '%s'", wk);
-    int64_t cnt = 1, q = 1;
-    TRY(get_int(c, o, path, "count", 1, 256, true, true, &cnt));
-    TRY(get_int(c, o, path, "queue_size", 1, 256, true, false, &q));
-    df_stage *t = push(s, DF_WORKERS);
-    if (!t) return jerr(c, path, "%s", s->err);
-    t->wkind = w; t->n = cnt; t->queue_size = q; t->par = (int)cnt;
-    TRY(get_bool(c, o, path, "gil", &t->gil));
-    if (t->gil && w != DF_WK_THREAD) return jerr(c, path, "gil applies to thread workers only");
-    TRY(get_num(c, o, path, "serialize_s_per_byte", &t->serialize_s_per_byte));
-    TRY(get_num(c, o, path, "deserialize_s_per_byte", &t->deserialize_s_per_byte));
-    TRY(get_num(c, o, path, "shm_s_per_byte", &t->shm_s_per_byte));
-    TRY(get_num(c, o, path, "shm_get_s", &t->shm_get_s));
-    s->nst++;
-    return TPU_OK;
-  } else {
-    char p[64];
-    snprintf(p, sizeof p, "%s.op", path);
-    return jerr(c, p, "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, got '%s'", op);
-  }
-  if (st == TPU_ERR_CONFIG) return jerr(c, path, "%s", s->err);
-  TRY(st);
-  df_stage *t = &s->st[s->nst - 1];
+  const struct stage_syntax *syn = NULL;
+  for (size_t k = 0; k < sizeof STAGES / sizeof STAGES[0]; k++) if (!strcmp(op, STAGES[k].op)) syn = &STAGES[k];
+  if (!syn)
+    return jerr(c, subpath(p, path, "op"),
+                "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, got '%s'", op);
+  TRY(check_keys(c, path, o, syn->keys));
+  TRY(syn->parse(c, o, path, s));
+  df_stage *t = &s->st[s->nst - 1];      /* a key the stage does not allow was refused above */
   TRY(get_num(c, o, path, "cost_per_call_s", &t->cost_per_call_s));
   TRY(get_num(c, o, path, "cost_per_element_s", &t->cost_per_element_s));
-  (void)kind;
   return TPU_OK;
 }
 

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mxu/mxu.h"
@@ -28,27 +27,21 @@
 
 #define GOAL 0.6
 
-/* CPU seconds of the calling thread: both contenders run on this one thread,
-** so time the host's other processes take from it doesn't count against
-** either (the machine this runs on is often shared). */
-static double thread_cpu_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef void (*run_fn)(void *ctx);
-/* Runs a and b alternately (so both see the same conditions) at least
+/* Times are CPU seconds of the calling thread (tu_cpu_now): both contenders
+** run on this one thread, so time the host's other processes take from it
+** doesn't count against either (the machine this runs on is often shared).
+** Runs a and b alternately (so both see the same conditions) at least
 ** min_reps times and for about budget_s; the best time of each. */
 static void best_pair(run_fn a, run_fn b, void *ctx, int min_reps, double budget_s,
                       double *best_a, double *best_b) {
   const double start = tu_now();
   for (int i = 0; ; i++) {
-    double t0 = thread_cpu_s();
+    double t0 = tu_cpu_now();
     a(ctx);
-    double t1 = thread_cpu_s();
+    double t1 = tu_cpu_now();
     b(ctx);
-    double t2 = thread_cpu_s();
+    double t2 = tu_cpu_now();
     if (t1 - t0 < *best_a) *best_a = t1 - t0;
     if (t2 - t1 < *best_b) *best_b = t2 - t1;
     if (i + 1 >= min_reps && tu_now() - start > budget_s) break;
@@ -141,9 +134,9 @@ int main(int argc, char **argv) {
       /* the scalar path is slow: one run is enough to show it */
       double t = 1e30;
       if (p == MXU_SIMD_GENERIC) {
-        double t0 = thread_cpu_s();
+        double t0 = tu_cpu_now();
         run_tile(&j);
-        t = thread_cpu_s() - t0;
+        t = tu_cpu_now() - t0;
       } else {
         pair_ctx pc = { &j, &jb };
         t_blas = 1e30;                    /* sgemm's best from this path's pairs */

@@ -11,21 +11,15 @@
 */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mxu/mxu_int.h"
 #include "tests/test_util.h"
 
 #define GOAL 4e9
 
-/* CPU time of this thread: the goal is per host core, and the machine may be
-** shared, so wall time would charge us for other processes. */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
+/* Times are CPU time of this thread (tu_cpu_now): the goal is per host core,
+** and the machine may be shared, so wall time would charge us for other
+** processes. */
 int main(int argc, char **argv) {
   const int D = TPU_MXU_DIM, tiles = argc > 1 ? atoi(argv[1]) : 200;
   if (tiles < 1) { fprintf(stderr, "usage: bench_mxu_pe [tiles >= 1]\n"); return 2; }
@@ -47,12 +41,12 @@ int main(int argc, char **argv) {
   tpu_mxu_sched s;
   tpu_mxu_sched_init(&s, &cfg);
   t.out = o2;
-  double t0 = cpu_now();
+  double t0 = tu_cpu_now();
   for (int i = 0; i < tiles; i++) {
     tpu_mxu_sched_tile(&s, t.m, t.k, t.n, 0, NULL);
     tpu_mxu_tile_compute(cfg.rows, &t);
   }
-  double tile_s = cpu_now() - t0;
+  double tile_s = tu_cpu_now() - t0;
   double cells = (double)D * D * (double)s.done;
   printf("| tile | - | %llu | %.3f | %.3g (equivalent) | - | - |\n",
          (unsigned long long)s.done, tile_s, cells / tile_s);
@@ -70,9 +64,9 @@ int main(int argc, char **argv) {
       t.out = o1;
       for (int i = 0; i < tiles; i++)
         if (tpu_mxu_push(m, &t) != TPU_OK) return 1;
-      t0 = cpu_now();
+      t0 = tu_cpu_now();
       cycles = tpu_mxu_run(m);
-      double el = cpu_now() - t0;
+      double el = tu_cpu_now() - t0;
       if (el < best) best = el;
       tpu_mxu_destroy(m);
     }

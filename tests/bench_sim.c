@@ -18,37 +18,6 @@
 #include "sim/sim.h"
 #include "tests/test_util.h"
 
-static tpu_sim_program *workload(int cores, int iters) {
-  tpu_sim_program *p;
-  if (tpu_sim_program_create(cores, &p) != TPU_OK) return NULL;
-  for (int c = 0; c < cores; c++) {
-    int hx = tpu_sim_buffer(p, c, "hx", TPU_SIM_HBM, TPU_SIM_BF16, 128 + 8 * c, 128);
-    int hy = tpu_sim_buffer(p, c, "hy", TPU_SIM_HBM, TPU_SIM_BF16, 128 + 8 * c, 128);
-    int x[2] = { tpu_sim_buffer(p, c, "x0", TPU_SIM_VMEM, TPU_SIM_BF16, 128 + 8 * c, 128),
-                 tpu_sim_buffer(p, c, "x1", TPU_SIM_VMEM, TPU_SIM_BF16, 128 + 8 * c, 128) };
-    int y[2] = { tpu_sim_buffer(p, c, "y0", TPU_SIM_VMEM, TPU_SIM_F32, 128 + 8 * c, 128),
-                 tpu_sim_buffer(p, c, "y1", TPU_SIM_VMEM, TPU_SIM_F32, 128 + 8 * c, 128) };
-    int w = tpu_sim_buffer(p, c, "w", TPU_SIM_VMEM, TPU_SIM_BF16, 128, 128);
-    int g = tpu_sim_buffer(p, c, "g", TPU_SIM_VMEM, TPU_SIM_F32, 8, 128);
-    for (int i = 0; i < iters; i++) {
-      const int s = i & 1;
-      tpu_sim_op ops[] = {
-        { .kind = TPU_SIM_DMA, .src = hx, .dst = x[s] },
-        { .kind = TPU_SIM_MATMUL, .a = x[s], .b = w, .dst = y[s] },
-        { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y[s] }, .out = { y[s] } },
-        { .kind = TPU_SIM_DMA, .src = y[s], .dst = hy },
-      };
-      for (int k = 0; k < 4; k++)
-        if (tpu_sim_add_op(p, c, &ops[k], NULL) != TPU_OK) { tpu_sim_program_destroy(p); return NULL; }
-      if (i % 256 == 255) {
-        tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g };
-        if (tpu_sim_add_op(p, c, &ar, NULL) != TPU_OK) { tpu_sim_program_destroy(p); return NULL; }
-      }
-    }
-  }
-  return p;
-}
-
 static double cpu_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -76,7 +45,7 @@ int main(void) {
   char err[256];
   if (tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); return 1; }
   const int iters = 12800;
-  tpu_sim_program *p = workload(cfg.cores, iters);
+  tpu_sim_program *p = tu_dp_program(cfg.cores, 128, iters, 256, NULL);
   if (!p) { fprintf(stderr, "bench_sim: cannot build the workload\n"); return 1; }
   long ops = 0;
   for (int c = 0; c < cfg.cores; c++) ops += tpu_sim_program_ops(p, c);

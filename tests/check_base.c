@@ -96,10 +96,9 @@ START_TEST(Text_buffer_grows_and_reports_running_out_of_memory) {
   ck_assert_uint_eq(b.n, 20000u * 6);
   ck_assert_uint_eq(strlen(b.s), b.n);
   ck_assert_int_eq(strncmp(b.s + 6 * 12345, "12345,", 6), 0);
-  tu_alloc_calls = 0; tu_fail_at = 1;
-  tpu_set_alloc(tu_failing_alloc, NULL);
+  tu_alloc_fail(1);
   for (int i = 0; i < 20000; i++) tpu_text_printf(&b, "%05d,", i);   /* needs to grow: fails */
-  tpu_set_alloc(NULL, NULL);
+  tu_alloc_restore();
   ck_assert_int_eq(b.oom, 1);
   ck_assert_uint_le(b.n, b.cap);
   ck_assert_int_eq(strncmp(b.s + 6 * 19999, "19999,", 6), 0);         /* the first pass is intact */
@@ -108,12 +107,11 @@ START_TEST(Text_buffer_grows_and_reports_running_out_of_memory) {
 END_TEST
 
 START_TEST(Allocation_goes_through_the_hook) {
-  tu_alloc_calls = 0; tu_fail_at = 2;
-  tpu_set_alloc(tu_failing_alloc, NULL);
+  tu_alloc_fail(2);
   void *a = tpu_malloc(10);
   void *b = tpu_malloc_aligned(100);
   void *c = tpu_calloc(SIZE_MAX / 2, 4);
-  tpu_set_alloc(NULL, NULL);
+  tu_alloc_restore();
   ck_assert_ptr_nonnull(a);
   ck_assert_ptr_null(b);                          /* the second call failed */
   ck_assert_ptr_null(c);                          /* overflow refused */
@@ -134,20 +132,12 @@ START_TEST(Json_locator_finds_nested_values) {
 }
 END_TEST
 
-static Suite *base_suite(void) {
+int main(void) {
   Suite *s = suite_create("base");
-  TCase *tc = tcase_create("bf16");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Every_bf16_value_round_trips_through_f32);
-  tcase_add_test(tc, Rounding_matches_an_independent_reference_on_random_and_edge_values);
-  tcase_add_test(tc, Nan_inf_and_signed_zero_are_kept);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("alloc_json");
-  tcase_add_test(tc, Allocation_goes_through_the_hook);
-  tcase_add_test(tc, Text_buffer_grows_and_reports_running_out_of_memory);
-  tcase_add_test(tc, Json_locator_finds_nested_values);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "bf16", 120, Every_bf16_value_round_trips_through_f32,
+          Rounding_matches_an_independent_reference_on_random_and_edge_values,
+          Nan_inf_and_signed_zero_are_kept);
+  TU_CASE(s, "alloc_json", 0, Allocation_goes_through_the_hook,
+          Text_buffer_grows_and_reports_running_out_of_memory, Json_locator_finds_nested_values);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(base_suite()) ? 1 : 0; }

@@ -82,44 +82,29 @@ END_TEST
 
 /* Every allocation made while loading a file fails in turn: the loader must
 ** return an error, never crash or leak (ASan/valgrind check the leak). */
+static tpu_status load_rows_16(void *path) {
+  char err[512];
+  tpu_chip_config c;
+  tpu_status st = tpu_chip_config_load(path, &c, err, sizeof err);
+  if (st == TPU_OK) ck_assert_int_eq(c.mxu.rows, 16);
+  return st;
+}
 START_TEST(Loading_survives_every_allocation_failure) {
   char path[] = "/tmp/tpusim_cfgXXXXXX";
   int fd = mkstemp(path);
   FILE *f = fdopen(fd, "w");
   fputs("{ \"base\": \"teach\", \"mxu\": { \"rows\": 16 } }", f);
   fclose(f);
-  char err[512];
-  int ok_seen = 0;
-  for (tu_fail_at = 1; tu_fail_at < 200 && !ok_seen; tu_fail_at++) {
-    tu_alloc_calls = 0;
-    tpu_chip_config c;
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_status st = tpu_chip_config_load(path, &c, err, sizeof err);
-    tpu_set_alloc(NULL, NULL);
-    if (st == TPU_OK) { ok_seen = 1; ck_assert_int_eq(c.mxu.rows, 16); }
-    else ck_assert_int_eq(st, TPU_ERR_NOMEM);
-  }
+  tu_oom_sweep(200, load_rows_16, path);
   remove(path);
-  ck_assert(ok_seen);
 }
 END_TEST
 
-static Suite *config_suite(void) {
+int main(void) {
   Suite *s = suite_create("config");
-  TCase *tc = tcase_create("functional");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Every_preset_loads_and_validates);
-  tcase_add_test(tc, Published_peaks_follow_from_the_presets);
-  tcase_add_test(tc, Json_writer_output_loads_back_identically);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("limits");
-  tcase_add_test(tc, Set_rejects_bad_values_and_leaves_the_config_unchanged);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Loading_survives_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "functional", 60, Every_preset_loads_and_validates, Published_peaks_follow_from_the_presets,
+          Json_writer_output_loads_back_identically);
+  TU_CASE(s, "limits", 0, Set_rejects_bad_values_and_leaves_the_config_unchanged);
+  TU_CASE(s, "oom", 60, Loading_survives_every_allocation_failure);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(config_suite()) ? 1 : 0; }

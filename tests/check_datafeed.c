@@ -70,14 +70,47 @@ static void write_idx(const char *ip, const char *lp, int n, int h, int w, bool 
   free(im); free(lb);
 }
 
-static tpu_df_spec *idx_spec(const char *ip, const char *lp, int batch) {
+/* Sources: images and labels files (IDX or NPY), a CSV file or directory,
+** or n synthetic images of h x w x c in 'classes' classes. */
+static tpu_df_source files_source(tpu_df_source_kind kind, const char *images, const char *labels) {
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = kind; src.images = images; src.labels = labels;
+  return src;
+}
+static tpu_df_source csv_source(const char *path) {
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CSV; src.path = path;
+  return src;
+}
+static tpu_df_source synthetic(int64_t n, int h, int w, int c, int classes) {
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = n; src.height = h; src.width = w; src.channels = c; src.classes = classes;
+  return src;
+}
+/* A spec that reads src, no stages yet. */
+static tpu_df_spec *spec_of(tpu_df_source src) {
   tpu_df_spec *s;
   ck_assert_int_eq(tpu_df_spec_create(&s), TPU_OK);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_IDX; src.images = ip; src.labels = lp;
   ck_assert_int_eq(tpu_df_spec_set_source(s, &src), TPU_OK);
+  return s;
+}
+static tpu_df_spec *idx_spec(const char *ip, const char *lp, int batch) {
+  tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_IDX, ip, lp));
   ck_assert_int_eq(tpu_df_spec_batch(s, batch, false), TPU_OK);
   return s;
+}
+
+/* s opened with options o (NULL: the defaults), which must succeed. */
+static tpu_df *open_ok(const tpu_df_spec *s, const tpu_df_options *o) {
+  tpu_df *df;
+  ck_assert_msg(tpu_df_open(s, o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  return df;
+}
+
+static tpu_df_info info_of(const tpu_df *df) {
+  tpu_df_info in;
+  tpu_df_get_info(df, &in);
+  return in;
 }
 
 /* Opens and drains; returns the first error status. */
@@ -101,10 +134,8 @@ START_TEST(Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels) {
     const char *ip = tpath(gz ? "i.gz" : "i"), *lp = tpath(gz ? "l.gz" : "l");
     write_idx(ip, lp, 1000, 5, 3, gz, 0, 0x803);
     tpu_df_spec *s = idx_spec(ip, lp, 64);
-    tpu_df *df;
-    ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
-    tpu_df_info in;
-    tpu_df_get_info(df, &in);
+    tpu_df *df = open_ok(s, NULL);
+    const tpu_df_info in = info_of(df);
     TU_EQ_U64(1000, in.elements);
     TU_EQ_U64(15, in.features);
     TU_EQ_U64(10, in.classes);
@@ -126,23 +157,33 @@ START_TEST(Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels) {
 }
 END_TEST
 
-START_TEST(Truncated_plain_idx_is_an_input_error_naming_the_file) {
-  write_idx(tpath("i"), tpath("l"), 100, 4, 4, false, 5, 0x803);
-  tpu_df_spec *s = idx_spec(tpath("i"), tpath("l"), 10);
+/* Draining the idx files ip, lp in batches of 'batch' is an input error
+** whose message names ip and says 'what'. */
+static void expect_bad_images(const char *ip, const char *lp, int batch, const char *what) {
+  tpu_df_spec *s = idx_spec(ip, lp, batch);
   int64_t n;
   ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
-  ck_assert_msg(strstr(errbuf, tpath("i")) && strstr(errbuf, "truncated"), "%s", errbuf);
+  ck_assert_msg(strstr(errbuf, ip) && strstr(errbuf, what), "%s", errbuf);
   tpu_df_spec_destroy(s);
 }
-END_TEST
 
-START_TEST(Truncated_gzip_idx_is_an_input_error_naming_the_file) {
-  write_idx(tpath("i.gz"), tpath("l.gz"), 2000, 8, 8, true, 30, 0x803);
-  tpu_df_spec *s = idx_spec(tpath("i.gz"), tpath("l.gz"), 10);
-  int64_t n;
-  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
-  ck_assert_msg(strstr(errbuf, tpath("i.gz")) != NULL, "%s", errbuf);
-  tpu_df_spec_destroy(s);
+/* Images files that write_idx spoils: plain and truncated, gzip and
+** truncated, with a bad magic number. */
+static const struct spoiled_idx {
+  const char *images, *labels;
+  int n, side, gz, cut;
+  uint32_t magic;
+  const char *says;
+} SPOILED[] = {
+  { "i", "l", 100, 4, false, 5, 0x803, "truncated" },
+  { "i.gz", "l.gz", 2000, 8, true, 30, 0x803, "" },
+  { "i", "l", 10, 4, false, 0, 0x12345678, "bad magic" },
+};
+
+START_TEST(Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file) {
+  const struct spoiled_idx *c = &SPOILED[_i];
+  write_idx(tpath(c->images), tpath(c->labels), c->n, c->side, c->side, c->gz, c->cut, c->magic);
+  expect_bad_images(tpath(c->images), tpath(c->labels), 10, c->says);
 }
 END_TEST
 
@@ -153,32 +194,15 @@ START_TEST(Corrupt_gzip_data_is_reported_naming_the_file) {
   long l = ftell(f);
   for (long p = l / 3; p < l / 3 + 40; p++) { fseek(f, p, SEEK_SET); fputc(0x55 ^ (int)p, f); }
   fclose(f);
-  tpu_df_spec *s = idx_spec(tpath("i.gz"), tpath("l.gz"), 100);
-  int64_t n;
-  tpu_status st = drain(s, &n);
-  ck_assert_int_eq(st, TPU_ERR_INPUT);
-  ck_assert_msg(strstr(errbuf, tpath("i.gz")) != NULL, "%s", errbuf);
-  tpu_df_spec_destroy(s);
-}
-END_TEST
-
-START_TEST(Bad_magic_is_an_input_error_naming_the_file) {
-  write_idx(tpath("i"), tpath("l"), 10, 4, 4, false, 0, 0x12345678);
-  tpu_df_spec *s = idx_spec(tpath("i"), tpath("l"), 10);
-  int64_t n;
-  ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
-  ck_assert_msg(strstr(errbuf, tpath("i")) && strstr(errbuf, "bad magic"), "%s", errbuf);
-  tpu_df_spec_destroy(s);
+  expect_bad_images(tpath("i.gz"), tpath("l.gz"), 100, "");
 }
 END_TEST
 
 START_TEST(Labels_out_of_range_and_missing_files_are_errors) {
   write_idx(tpath("i"), tpath("l"), 20, 2, 2, false, 0, 0x803);
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_IDX; src.images = tpath("i"); src.labels = tpath("l"); src.classes = 5;
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_source src = files_source(TPU_DF_SRC_IDX, tpath("i"), tpath("l"));
+  src.classes = 5;
+  tpu_df_spec *s = spec_of(src);
   tpu_df_spec_batch(s, 4, false);
   int64_t n;
   ck_assert_int_eq(drain(s, &n), TPU_ERR_INPUT);
@@ -195,14 +219,9 @@ START_TEST(Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers) {
   FILE *f = fopen(tpath("a.csv"), "w");
   fprintf(f, "label,a,b,c\n1,0.5,2,3\n0,1,1,1\n2,7,8,9\n");
   fclose(f);
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_CSV; src.path = tpath("a.csv");
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec *s = spec_of(csv_source(tpath("a.csv")));
   tpu_df_spec_batch(s, 3, false);
-  tpu_df *df;
-  ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df *df = open_ok(s, NULL);
   tpu_df_batch b;
   ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
   TU_EQ_U64(3, b.size);
@@ -245,14 +264,9 @@ START_TEST(Npy_images_and_labels_load_and_bad_magic_is_named) {
   for (int i = 0; i < 6; i++) lab[i] = i % 3;
   write_npy(tpath("x.npy"), "|u1", "(6, 2, 2)", im, sizeof im, "\x93NUMPY");
   write_npy(tpath("y.npy"), "<i4", "(6,)", lab, sizeof lab, "\x93NUMPY");
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_NPY; src.images = tpath("x.npy"); src.labels = tpath("y.npy");
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_NPY, tpath("x.npy"), tpath("y.npy")));
   tpu_df_spec_batch(s, 6, false);
-  tpu_df *df;
-  ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df *df = open_ok(s, NULL);
   tpu_df_batch b;
   ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
   TU_EQ_U64(4, b.features);
@@ -276,10 +290,8 @@ START_TEST(Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes) {
   tpu_df_spec_create(&s);
   tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 2);
   tpu_df_spec_batch(s, 1000, true);
-  tpu_df *df;
-  ck_assert_msg(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
-  tpu_df_info in;
-  tpu_df_get_info(df, &in);
+  tpu_df *df = open_ok(s, NULL);
+  const tpu_df_info in = info_of(df);
   TU_EQ_U64(60000, in.elements);
   TU_EQ_U64(28, in.height);
   TU_EQ_U64(10, in.classes);
@@ -301,18 +313,13 @@ END_TEST
 START_TEST(Without_cache_each_epoch_reads_the_files_again) {
   for (int cached = 0; cached < 2; cached++) {
     write_idx(tpath("i"), tpath("l"), 30, 2, 2, false, 0, 0x803);
-    tpu_df_spec *s;
-    tpu_df_spec_create(&s);
-    tpu_df_source src = tpu_df_source_default();
-    src.kind = TPU_DF_SRC_IDX; src.images = tpath("i"); src.labels = tpath("l");
-    tpu_df_spec_set_source(s, &src);
+    tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_IDX, tpath("i"), tpath("l")));
     if (cached) tpu_df_spec_cache(s);      /* right after the source: read once */
     tpu_df_spec_batch(s, 30, false);
     tpu_df_spec_repeat(s, 2);
     tpu_df_options o = tpu_df_options_default();
     o.threads = 0;               /* the read of epoch 1 happens at its first batch */
-    tpu_df *df;
-    ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df *df = open_ok(s, &o);
     tpu_df_batch b;
     ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
     TU_EQ_BITS(7.0f, b.x[4], "epoch 0, element 1");
@@ -340,20 +347,12 @@ static const char *write_ids_csv(int n) {
   fclose(f);
   return p;
 }
-static tpu_df_spec *ids_spec(int n) {
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_CSV; src.path = write_ids_csv(n);
-  tpu_df_spec_set_source(s, &src);
-  return s;
-}
+static tpu_df_spec *ids_spec(int n) { return spec_of(csv_source(write_ids_csv(n))); }
 /* Reads every element id in order (feature 0), -1 separates epochs. */
 static int64_t read_ids(tpu_df_spec *s, int64_t *out, int64_t cap, int threads) {
   tpu_df_options o = tpu_df_options_default();
   o.threads = threads;
-  tpu_df *df;
-  ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df *df = open_ok(s, &o);
   tpu_df_batch b;
   int64_t n = 0, ep = 0;
   while (tpu_df_next(df, &b) == TPU_OK && b.size) {
@@ -391,8 +390,7 @@ START_TEST(Batch_drop_remainder_keeps_or_drops_the_partial_batch) {
   for (int drop = 0; drop < 2; drop++) {
     tpu_df_spec *s = ids_spec(10);
     tpu_df_spec_batch(s, 4, drop);
-    tpu_df *df;
-    ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+    tpu_df *df = open_ok(s, NULL);
     tpu_df_batch b;
     int sizes[4] = { 0 }, nb = 0;
     while (tpu_df_next(df, &b) == TPU_OK && b.size) sizes[nb++] = b.size;
@@ -437,11 +435,7 @@ START_TEST(Interleave_takes_elements_in_turn_from_cycle_length_files) {
     for (int i = 0; i < sizes[f]; i++, id++) fprintf(fp, "%d,%d\n", f, id);
     fclose(fp);
   }
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_CSV; src.path = dir;
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec *s = spec_of(csv_source(dir));
   tpu_df_spec_interleave(s, 2, 2);
   tpu_df_spec_batch(s, 3, false);
   int64_t got[20];
@@ -476,18 +470,15 @@ END_TEST
 
 START_TEST(Cache_freezes_random_maps_before_it_not_after) {
   for (int before = 0; before < 2; before++) {
-    tpu_df_spec *s;
-    tpu_df_spec_create(&s);
-    tpu_df_source src = tpu_df_source_default();
-    src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 64; src.height = 6; src.width = 5; src.channels = 2; src.classes = 3; src.seed = 4;
-    tpu_df_spec_set_source(s, &src);
+    tpu_df_source src = synthetic(64, 6, 5, 2, 3);
+    src.seed = 4;
+    tpu_df_spec *s = spec_of(src);
     if (!before) tpu_df_spec_cache(s);
     tpu_df_spec_map(s, TPU_DF_MAP_RANDOM_FLIP, NULL, 1);
     if (before) tpu_df_spec_cache(s);
     tpu_df_spec_batch(s, 64, false);
     tpu_df_spec_repeat(s, 2);
-    tpu_df *df;
-    ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+    tpu_df *df = open_ok(s, NULL);
     tpu_df_batch b;
     static float e0[64 * 60];
     tpu_df_next(df, &b);
@@ -503,14 +494,11 @@ START_TEST(Cache_freezes_random_maps_before_it_not_after) {
 END_TEST
 
 START_TEST(Map_functions_normalize_one_hot_flip_and_crop) {
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 40; src.height = 5; src.width = 4; src.channels = 3; src.classes = 7; src.seed = 9;
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_source src = synthetic(40, 5, 4, 3, 7);
+  src.seed = 9;
+  tpu_df_spec *s = spec_of(src);
   tpu_df_spec_batch(s, 40, false);
-  tpu_df *df;
-  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+  tpu_df *df = open_ok(s, NULL);
   tpu_df_batch b;
   tpu_df_next(df, &b);
   static float raw[40 * 60];
@@ -520,12 +508,11 @@ START_TEST(Map_functions_normalize_one_hot_flip_and_crop) {
   tpu_df_close(df);
   tpu_df_spec_destroy(s);
   for (int fn = 0; fn < 4; fn++) {
-    tpu_df_spec_create(&s);
-    tpu_df_spec_set_source(s, &src);
+    s = spec_of(src);
     tpu_df_map_args a = { 0.0, 255.0, 1 };
     tpu_df_spec_batch(s, 40, false);      /* after batch: the vectorized form */
     tpu_df_spec_map(s, (tpu_df_map_fn)fn, &a, 2);
-    ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_OK);
+    df = open_ok(s, NULL);
     tpu_df_next(df, &b);
     int flips = 0, shifted = 0;
     for (int r = 0; r < 40; r++) {
@@ -568,22 +555,26 @@ END_TEST
 /* {==================================================================
 ** Determinism and resume
 ** ================================================================== */
+/* FNV-1a over a batch's pixels, labels, epoch and index. */
+#define FNV_START 1469598103934665603ull
+static uint64_t hash_batch(uint64_t h, const tpu_df_batch *b) {
+  const unsigned char *p = (const unsigned char *)b->x;
+  for (size_t i = 0; i < (size_t)b->size * (size_t)b->features * 4; i++) h = (h ^ p[i]) * 1099511628211ull;
+  for (int i = 0; i < b->size; i++) h = (h ^ (uint64_t)b->y[i]) * 1099511628211ull;
+  return (h ^ (uint64_t)b->epoch * 131 ^ (uint64_t)b->index) * 1099511628211ull;
+}
 static uint64_t hash_stream(const tpu_df_spec *s, int threads, int prefetch, int64_t start_epoch, int64_t start_index,
                             int64_t *nbatches) {
   tpu_df_options o = tpu_df_options_default();
   o.threads = threads;
   o.prefetch = prefetch;
-  tpu_df *df;
-  ck_assert_msg(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  tpu_df *df = open_ok(s, &o);
   if (start_epoch || start_index) ck_assert_int_eq(tpu_df_seek(df, start_epoch, start_index), TPU_OK);
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = FNV_START;
   tpu_df_batch b;
   *nbatches = 0;
   while (tpu_df_next(df, &b) == TPU_OK && b.size) {
-    const unsigned char *p = (const unsigned char *)b.x;
-    for (size_t i = 0; i < (size_t)b.size * (size_t)b.features * 4; i++) h = (h ^ p[i]) * 1099511628211ull;
-    for (int i = 0; i < b.size; i++) h = (h ^ (uint64_t)b.y[i]) * 1099511628211ull;
-    h = (h ^ (uint64_t)b.epoch * 131 ^ (uint64_t)b.index) * 1099511628211ull;
+    h = hash_batch(h, &b);
     (*nbatches)++;
   }
   tpu_df_close(df);
@@ -591,11 +582,9 @@ static uint64_t hash_stream(const tpu_df_spec *s, int threads, int prefetch, int
 }
 
 static tpu_df_spec *busy_spec(void) {
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 700; src.height = 8; src.width = 8; src.channels = 1; src.classes = 10; src.seed = 3;
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_source src = synthetic(700, 8, 8, 1, 10);
+  src.seed = 3;
+  tpu_df_spec *s = spec_of(src);
   tpu_df_map_args crop = { 0, 255, 2 };
   tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 1);
   tpu_df_spec_cache(s);
@@ -631,17 +620,13 @@ START_TEST(Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run) {
   tpu_df_spec *s = busy_spec();
   /* the stream from (epoch 1, batch 5) on, made by a fresh pipeline that skipped ahead */
   tpu_df_options o = tpu_df_options_default();
-  tpu_df *df;
-  ck_assert(tpu_df_open(s, &o, &df, errbuf, sizeof errbuf) == TPU_OK);
+  tpu_df *df = open_ok(s, &o);
   tpu_df_batch b;
-  uint64_t h_ref = 1469598103934665603ull;
+  uint64_t h_ref = FNV_START;
   int64_t n_ref = 0;
   while (tpu_df_next(df, &b) == TPU_OK && b.size) {
     if (b.epoch * 22 + b.index < 22 + 5) continue;
-    const unsigned char *p = (const unsigned char *)b.x;
-    for (size_t i = 0; i < (size_t)b.size * (size_t)b.features * 4; i++) h_ref = (h_ref ^ p[i]) * 1099511628211ull;
-    for (int i = 0; i < b.size; i++) h_ref = (h_ref ^ (uint64_t)b.y[i]) * 1099511628211ull;
-    h_ref = (h_ref ^ (uint64_t)b.epoch * 131 ^ (uint64_t)b.index) * 1099511628211ull;
+    h_ref = hash_batch(h_ref, &b);
     n_ref++;
   }
   ck_assert_int_eq(tpu_df_seek(df, 9, 0), TPU_ERR_CONFIG);
@@ -690,17 +675,22 @@ END_TEST
 ** The host-time model vs hand-computed timelines
 ** ================================================================== */
 static tpu_df_spec *model_spec(int64_t n, int64_t files, double open_s, double read_s, int prefetch) {
-  tpu_df_spec *s;
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = n; src.height = 2; src.width = 2; src.channels = 1; src.classes = 2;
-  tpu_df_spec_set_source(s, &src);
+  tpu_df_spec *s = spec_of(synthetic(n, 2, 2, 1, 2));
   tpu_df_spec_set_cost(s, "files", (double)files);
   tpu_df_spec_set_cost(s, "open_latency_s", open_s);
   tpu_df_spec_set_cost(s, "read_latency_s", read_s);
   tpu_df_spec_batch(s, 1, false);
   if (prefetch) tpu_df_spec_prefetch(s, prefetch);
   return s;
+}
+
+/* The model's run of s for 12 steps of step_s each (or of fn's step times):
+** its result, and when each step's batch was ready in ready[]. */
+static tpu_df_model_result model_12(const tpu_df_spec *s, double step_s, tpu_df_step_fn fn, double ready[12]) {
+  tpu_df_model_result r;
+  ck_assert_msg(tpu_df_model_run(s, NULL, step_s, fn, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK, "%s",
+                errbuf);
+  return r;
 }
 
 #define NEAR(want, got) ck_assert_msg(fabs((want) - (got)) < 1e-9, "%s\n  Expected: %.9f\n  Actual:   %.9f", #got, (double)(want), (double)(got))
@@ -710,8 +700,7 @@ START_TEST(Naive_model_alternates_open_read_and_train) {
   ** step i waits for read (+ open at each file's first element) */
   tpu_df_spec *s = model_spec(12, 4, 0.03, 0.015, 0);
   double ready[12];
-  tpu_df_model_result r;
-  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  tpu_df_model_result r = model_12(s, 0.01, NULL, ready);
   double t = 0;
   for (int i = 0; i < 12; i++) {
     t += (i % 3 == 0 ? 0.03 : 0) + 0.015;
@@ -731,15 +720,14 @@ START_TEST(Prefetch_model_overlaps_reading_with_training) {
   /* producer-bound: reads back to back, ready(i) = sum of reads and opens */
   tpu_df_spec *s = model_spec(12, 4, 0.03, 0.015, 1);
   double ready[12];
-  tpu_df_model_result r;
-  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  tpu_df_model_result r = model_12(s, 0.01, NULL, ready);
   double t = 0;
   for (int i = 0; i < 12; i++) { t += (i % 3 == 0 ? 0.03 : 0) + 0.015; NEAR(t, ready[i]); }
   NEAR(12 * 0.015 + 4 * 0.03 + 0.01, r.total_s);
   tpu_df_spec_destroy(s);
   /* consumer-bound: read 5 ms, train 10 ms, no opens: only the first step waits */
   s = model_spec(12, 1, 0, 0.005, 1);
-  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  r = model_12(s, 0.01, NULL, ready);
   NEAR(0.005, ready[0]);
   for (int i = 1; i < 12; i++) NEAR(0.005 + 0.01 * i, ready[i]);
   NEAR(0.005 + 12 * 0.01, r.total_s);
@@ -753,8 +741,7 @@ static double slow_then_fast(void *ud, int64_t step) { (void)ud; return step < 3
 START_TEST(Model_next_follows_a_consumer_with_varying_step_times) {
   tpu_df_spec *s = model_spec(12, 1, 0, 0.01, 2);
   double ready[12];
-  tpu_df_model_result r;
-  ck_assert(tpu_df_model_run(s, NULL, 0, slow_then_fast, NULL, 12, ready, &r, errbuf, sizeof errbuf) == TPU_OK);
+  model_12(s, 0, slow_then_fast, ready);
   /* the buffer (2) fills during the slow steps; the fast steps then drain it */
   NEAR(0.01, ready[0]);
   NEAR(0.06, ready[1]);
@@ -772,13 +759,8 @@ START_TEST(Model_next_follows_a_consumer_with_varying_step_times) {
 END_TEST
 
 START_TEST(Autotune_picks_enough_parallel_map_calls_within_the_core_budget) {
-  tpu_df_spec *s = model_spec(200, 1, 0, 0.0001, 0);
-  /* rebuild: map of 30 ms per element before batch, step 10 ms */
-  tpu_df_spec_destroy(s);
-  tpu_df_spec_create(&s);
-  tpu_df_source src = tpu_df_source_default();
-  src.kind = TPU_DF_SRC_SYNTHETIC; src.n = 200; src.height = 2; src.width = 2; src.channels = 1; src.classes = 2;
-  tpu_df_spec_set_source(s, &src);
+  /* a map of 30 ms per element before batch, step 10 ms */
+  tpu_df_spec *s = spec_of(synthetic(200, 2, 2, 1, 2));
   tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, TPU_DF_AUTOTUNE);
   tpu_df_spec_set_cost(s, "cost_per_element_s", 0.03);
   tpu_df_spec_batch(s, 1, false);
@@ -820,75 +802,47 @@ END_TEST
 ** fails in turn; each must give an error (never a crash, hang or leak).
 ** ================================================================== */
 
+static tpu_status open_next_and_model(void *spec) {
+  tpu_df *df = NULL;
+  tpu_status st = tpu_df_open(spec, NULL, &df, errbuf, sizeof errbuf);
+  if (st == TPU_OK) {
+    tpu_df_batch b;
+    for (int i = 0; i < 3 && st == TPU_OK; i++) st = tpu_df_next(df, &b);
+    tpu_df_close(df);
+  }
+  tpu_df_model_result r;
+  tpu_status st2 = tpu_df_model_run(spec, NULL, 0.01, NULL, NULL, 30, NULL, &r, errbuf, sizeof errbuf);
+  ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
+  ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
+  return st == TPU_OK ? st2 : st;
+}
 START_TEST(Open_next_and_model_survive_every_allocation_failure) {
   tpu_df_spec *s = busy_spec();
-  bool ok_seen = false;
-  for (int k = 1; k < 2000 && !ok_seen; k++) {
-    atomic_store(&tu_fail_at, k);
-    atomic_store(&tu_alloc_calls, 0);
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_df *df = NULL;
-    tpu_status st = tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf);
-    if (st == TPU_OK) {
-      tpu_df_batch b;
-      for (int i = 0; i < 3 && st == TPU_OK; i++) st = tpu_df_next(df, &b);
-      tpu_df_close(df);
-    }
-    tpu_df_model_result r;
-    tpu_status st2 = tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 30, NULL, &r, errbuf, sizeof errbuf);
-    tpu_set_alloc(NULL, NULL);
-    ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
-    ck_assert(st2 == TPU_OK || st2 == TPU_ERR_NOMEM);
-    ok_seen = st == TPU_OK && st2 == TPU_OK && atomic_load(&tu_alloc_calls) < k;
-  }
-  ck_assert(ok_seen);
+  tu_oom_sweep(2000, open_next_and_model, s);
   tpu_df_spec_destroy(s);
 }
 END_TEST
 
-static Suite *datafeed_suite(void) {
+int main(void) {
   Suite *s = suite_create("datafeed");
-  TCase *tc = tcase_create("readers");
+  TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
+          Corrupt_gzip_data_is_reported_naming_the_file, Labels_out_of_range_and_missing_files_are_errors,
+          Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers, Npy_images_and_labels_load_and_bad_magic_is_named,
+          Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again);
+  tcase_add_loop_test(tc, Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file, 0,
+                      (int)(sizeof SPOILED / sizeof SPOILED[0]));
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels);
-  tcase_add_test(tc, Truncated_plain_idx_is_an_input_error_naming_the_file);
-  tcase_add_test(tc, Truncated_gzip_idx_is_an_input_error_naming_the_file);
-  tcase_add_test(tc, Corrupt_gzip_data_is_reported_naming_the_file);
-  tcase_add_test(tc, Bad_magic_is_an_input_error_naming_the_file);
-  tcase_add_test(tc, Labels_out_of_range_and_missing_files_are_errors);
-  tcase_add_test(tc, Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers);
-  tcase_add_test(tc, Npy_images_and_labels_load_and_bad_magic_is_named);
-  tcase_add_test(tc, Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes);
-  tcase_add_test(tc, Without_cache_each_epoch_reads_the_files_again);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("stages");
+  tc = TU_CASE(s, "stages", 60, Shuffle_is_a_buffered_shuffle_like_tf_data,
+               Batch_drop_remainder_keeps_or_drops_the_partial_batch, Shard_keeps_every_nth_element_from_index,
+               Interleave_takes_elements_in_turn_from_cycle_length_files,
+               Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached, Cache_freezes_random_maps_before_it_not_after,
+               Map_functions_normalize_one_hot_flip_and_crop, Bytes_do_not_depend_on_threads_or_buffer_sizes,
+               Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run, Json_errors_name_the_file_field_and_line_column);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Shuffle_is_a_buffered_shuffle_like_tf_data);
-  tcase_add_test(tc, Batch_drop_remainder_keeps_or_drops_the_partial_batch);
-  tcase_add_test(tc, Shard_keeps_every_nth_element_from_index);
-  tcase_add_test(tc, Interleave_takes_elements_in_turn_from_cycle_length_files);
-  tcase_add_test(tc, Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached);
-  tcase_add_test(tc, Cache_freezes_random_maps_before_it_not_after);
-  tcase_add_test(tc, Map_functions_normalize_one_hot_flip_and_crop);
-  tcase_add_test(tc, Bytes_do_not_depend_on_threads_or_buffer_sizes);
-  tcase_add_test(tc, Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run);
-  tcase_add_test(tc, Json_errors_name_the_file_field_and_line_column);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("model");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Naive_model_alternates_open_read_and_train);
-  tcase_add_test(tc, Prefetch_model_overlaps_reading_with_training);
-  tcase_add_test(tc, Model_next_follows_a_consumer_with_varying_step_times);
-  tcase_add_test(tc, Autotune_picks_enough_parallel_map_calls_within_the_core_budget);
-  tcase_add_test(tc, Ray_examples_order_threads_then_processes_then_shared_memory);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Open_next_and_model_survive_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "model", 60, Naive_model_alternates_open_read_and_train,
+          Prefetch_model_overlaps_reading_with_training, Model_next_follows_a_consumer_with_varying_step_times,
+          Autotune_picks_enough_parallel_map_calls_within_the_core_budget,
+          Ray_examples_order_threads_then_processes_then_shared_memory);
+  TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(datafeed_suite()) ? 1 : 0; }

@@ -41,7 +41,7 @@ static tpu_mxu_tile tile_of(int m, int k, int n, uint64_t earliest) {
 }
 
 /* Pushes shapes[i] = {m, k, n, earliest} to a PE model and a scheduler;
-** both cycle counts must equal 'expected'. */
+** both cycle counts must equal 'expected'. CYCLES_ARE lists the shapes. */
 static void cycles_are(int rows, int cols, bool dbl, const int (*shapes)[4], int count,
                        uint64_t expected) {
   tpu_mxu *m = make(rows, cols, dbl);
@@ -64,6 +64,9 @@ static void cycles_are(int rows, int cols, bool dbl, const int (*shapes)[4], int
   TU_EQ_U64((uint64_t)count, st.weight_loads);
   tpu_mxu_destroy(m);
 }
+#define CYCLES_ARE(rows, cols, dbl, expected, ...) \
+  cycles_are((rows), (cols), (dbl), (const int[][4]){ __VA_ARGS__ }, \
+             (int)(sizeof((const int[][4]){ __VA_ARGS__ }) / sizeof(int[4])), (expected))
 
 /* {==================================================================
 ** timing: hand-computed cycle counts
@@ -94,51 +97,41 @@ END_TEST
 
 START_TEST(One_by_one_array_takes_load_plus_stream_cycles) {
   /* L=0 (1 cycle), s=1, last result at s+(M-1) */
-  static const int a[][4] = { { 1, 1, 1, 0 } };
-  cycles_are(1, 1, true, a, 1, 2);
-  static const int b[][4] = { { 5, 1, 1, 0 } };
-  cycles_are(1, 1, true, b, 1, 6);
+  CYCLES_ARE(1, 1, true, 2, { 1, 1, 1, 0 });
+  CYCLES_ARE(1, 1, true, 6, { 5, 1, 1, 0 });
   /* two tiles, double-buffered: L1 = max(1, s0=1) = 1, s1 = max(2, 1+5) = 6, last 6+2 */
-  static const int c[][4] = { { 5, 1, 1, 0 }, { 3, 1, 1, 0 } };
-  cycles_are(1, 1, true, c, 2, 9);
+  CYCLES_ARE(1, 1, true, 9, { 5, 1, 1, 0 }, { 3, 1, 1, 0 });
   /* single: L1 >= s0+M0 = 6, s1 = 7, last 7+2 */
-  cycles_are(1, 1, false, c, 2, 10);
+  CYCLES_ARE(1, 1, false, 10, { 5, 1, 1, 0 }, { 3, 1, 1, 0 });
 }
 END_TEST
 
 START_TEST(Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain) {
   /* s = K = 8, last = 8 + 0 + 7 + 7 = 22 */
-  static const int a[][4] = { { 1, 8, 8, 0 } };
-  cycles_are(8, 8, true, a, 1, 23);
+  CYCLES_ARE(8, 8, true, 23, { 1, 8, 8, 0 });
   /* K=3, N=2: s = 3, last = 3 + 0 + 7 + 1 = 11 (rows-1 always: psums pass all rows) */
-  static const int b[][4] = { { 1, 3, 2, 0 } };
-  cycles_are(8, 8, true, b, 1, 12);
+  CYCLES_ARE(8, 8, true, 12, { 1, 3, 2, 0 });
 }
 END_TEST
 
 START_TEST(Double_buffering_hides_the_next_load_single_does_not) {
   /* M=4, K=8: double: L1 = 8, s1 = 16, last = 16+3+7+7 = 33;
   ** single: L1 = s0+M0 = 12, s1 = 20, last = 37 */
-  static const int a[][4] = { { 4, 8, 8, 0 }, { 4, 8, 8, 0 } };
-  cycles_are(8, 8, true, a, 2, 34);
-  cycles_are(8, 8, false, a, 2, 38);
+  CYCLES_ARE(8, 8, true, 34, { 4, 8, 8, 0 }, { 4, 8, 8, 0 });
+  CYCLES_ARE(8, 8, false, 38, { 4, 8, 8, 0 }, { 4, 8, 8, 0 });
   /* M=16 >= K: back to back with no bubble when double-buffered: s1 = s0+16 = 24 */
-  static const int b[][4] = { { 16, 8, 8, 0 }, { 16, 8, 8, 0 }, { 16, 8, 8, 0 } };
-  cycles_are(8, 8, true, b, 3, 8 + 48 + 14);
+  CYCLES_ARE(8, 8, true, 8 + 48 + 14, { 16, 8, 8, 0 }, { 16, 8, 8, 0 }, { 16, 8, 8, 0 });
   /* single: each tile waits M+K: s = 8, 32, 56; last = 56+15+14 */
-  cycles_are(8, 8, false, b, 3, 86);
+  CYCLES_ARE(8, 8, false, 86, { 16, 8, 8, 0 }, { 16, 8, 8, 0 }, { 16, 8, 8, 0 });
 }
 END_TEST
 
 START_TEST(Earliest_delays_the_load_and_nothing_else) {
-  static const int a[][4] = { { 2, 8, 8, 100 } };
-  cycles_are(8, 8, true, a, 1, 100 + 8 + 1 + 14 + 1);
+  CYCLES_ARE(8, 8, true, 100 + 8 + 1 + 14 + 1, { 2, 8, 8, 100 });
   /* the second tile's earliest is already past: no effect */
-  static const int b[][4] = { { 2, 8, 8, 100 }, { 2, 8, 8, 5 } };
-  cycles_are(8, 8, true, b, 2, 108 + 8 + 1 + 14 + 1);
+  CYCLES_ARE(8, 8, true, 108 + 8 + 1 + 14 + 1, { 2, 8, 8, 100 }, { 2, 8, 8, 5 });
   /* a far 'earliest' on a big array: the idle gap is skipped, same count */
-  static const int c[][4] = { { 3, 128, 128, 0 }, { 1, 1, 1, 1000000000 } };
-  cycles_are(128, 128, true, c, 2, 1000000000ull + 1 + 0 + 127 + 0 + 1);
+  CYCLES_ARE(128, 128, true, 1000000000ull + 1 + 0 + 127 + 0 + 1, { 3, 128, 128, 0 }, { 1, 1, 1, 1000000000 });
 }
 END_TEST
 
@@ -540,33 +533,26 @@ START_TEST(Create_rejects_impossible_geometry) {
 END_TEST
 
 
-START_TEST(Create_and_push_survive_every_allocation_failure) {
-  bool ok_seen = false;
-  for (tu_fail_at = 1; tu_fail_at < 50 && !ok_seen; tu_fail_at++) {
-    tu_alloc_calls = 0;
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_mxu_config c = cfg_of(8, 8, true);
-    tpu_mxu *m = (tpu_mxu *)&c;
-    tpu_status st = tpu_mxu_create(&c, &m);
-    tpu_status pst = TPU_OK;
-    if (st == TPU_OK)      /* the queue grows past its first block */
-      for (int i = 0; i < 40 && pst == TPU_OK; i++) {
-        tpu_mxu_tile t = tile_of(1, 1, 1, 0);
-        pst = tpu_mxu_push(m, &t);
-      }
-    tpu_set_alloc(NULL, NULL);
-    if (st != TPU_OK) {
-      ck_assert_int_eq(st, TPU_ERR_NOMEM);
-      ck_assert_ptr_null(m);
-      continue;
-    }
-    if (pst != TPU_OK) ck_assert_int_eq(pst, TPU_ERR_NOMEM);
-    else ok_seen = true;
-    tpu_mxu_run(m);                      /* what was queued still runs */
-    ck_assert(tpu_mxu_idle(m));
-    tpu_mxu_destroy(m);
+static tpu_status create_and_push(void *unused) {
+  (void)unused;
+  tpu_mxu_config c = cfg_of(8, 8, true);
+  tpu_mxu *m = (tpu_mxu *)&c;
+  tpu_status st = tpu_mxu_create(&c, &m);
+  if (st != TPU_OK) {
+    ck_assert_ptr_null(m);
+    return st;
   }
-  ck_assert(ok_seen);
+  for (int i = 0; i < 40 && st == TPU_OK; i++) {    /* the queue grows past its first block */
+    tpu_mxu_tile t = tile_of(1, 1, 1, 0);
+    st = tpu_mxu_push(m, &t);
+  }
+  tpu_mxu_run(m);                      /* what was queued still runs */
+  ck_assert(tpu_mxu_idle(m));
+  tpu_mxu_destroy(m);
+  return st;
+}
+START_TEST(Create_and_push_survive_every_allocation_failure) {
+  tu_oom_sweep(50, create_and_push, NULL);
 }
 END_TEST
 
@@ -576,13 +562,10 @@ START_TEST(Ticks_allocate_nothing) {
     tpu_mxu_tile t = tile_of(5, 16, 16, 0);
     ck_assert_int_eq(tpu_mxu_push(m, &t), TPU_OK);
   }
-  tu_alloc_calls = 0;
-  tu_fail_at = -1;
-  tpu_set_alloc(tu_failing_alloc, NULL);
+  tu_alloc_fail(0);
   for (int i = 0; i < 10000; i++) tpu_mxu_tick(m);
   tpu_mxu_view_cells(m, &(tpu_mxu_view){ 0 });
-  tpu_set_alloc(NULL, NULL);
-  ck_assert_int_eq(tu_alloc_calls, 0);
+  ck_assert_int_eq(tu_alloc_restore(), 0);
   tpu_mxu_destroy(m);
 }
 END_TEST
@@ -633,48 +616,22 @@ START_TEST(The_tile_walk_visits_every_tile_once_in_the_documented_order) {
 }
 END_TEST
 
-static Suite *mxu_suite(void) {
+int main(void) {
   Suite *s = suite_create("mxu");
-  TCase *tc = tcase_create("timing");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Precision_passes_are_the_kept_products_smallest_first);
-  tcase_add_test(tc, The_tile_walk_visits_every_tile_once_in_the_documented_order);
-  tcase_add_test(tc, One_by_one_array_takes_load_plus_stream_cycles);
-  tcase_add_test(tc, Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain);
-  tcase_add_test(tc, Double_buffering_hides_the_next_load_single_does_not);
-  tcase_add_test(tc, Earliest_delays_the_load_and_nothing_else);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("view");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Computing_cells_form_the_diagonal_band_of_the_formula);
-  tcase_add_test(tc, Single_tile_view_at_chosen_cycles_matches_hand_figures);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("functional");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Pe_and_tile_models_agree_on_random_sequences);
-  tcase_add_test(tc, Special_values_give_the_same_bits_in_both_models);
-  tcase_add_test(tc, Every_kernel_build_gives_the_same_bits);
-  tcase_add_test(tc, Skipping_idle_cycles_changes_neither_view_nor_results);
-  tcase_add_test(tc, Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("limits");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Push_rejects_bad_shapes_and_leaves_the_queue_alone);
-  tcase_add_test(tc, Create_rejects_impossible_geometry);
-  tcase_add_test(tc, Ticks_allocate_nothing);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Create_and_push_survive_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  if (getenv("TPU_SLOW")) {       /* make test-all */
-    tc = tcase_create("full_size");
-    tcase_set_tags(tc, "slow");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, Pe_and_tile_models_agree_on_many_full_size_sequences);
-    suite_add_tcase(s, tc);
-  }
-  return s;
+  TU_CASE(s, "timing", 60, Precision_passes_are_the_kept_products_smallest_first,
+          The_tile_walk_visits_every_tile_once_in_the_documented_order,
+          One_by_one_array_takes_load_plus_stream_cycles,
+          Eight_by_eight_single_vector_tile_costs_K_plus_fill_and_drain,
+          Double_buffering_hides_the_next_load_single_does_not, Earliest_delays_the_load_and_nothing_else);
+  TU_CASE(s, "view", 60, Computing_cells_form_the_diagonal_band_of_the_formula,
+          Single_tile_view_at_chosen_cycles_matches_hand_figures);
+  TU_CASE(s, "functional", 120, Pe_and_tile_models_agree_on_random_sequences,
+          Special_values_give_the_same_bits_in_both_models, Every_kernel_build_gives_the_same_bits,
+          Skipping_idle_cycles_changes_neither_view_nor_results,
+          Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits);
+  TU_CASE(s, "limits", 60, Push_rejects_bad_shapes_and_leaves_the_queue_alone,
+          Create_rejects_impossible_geometry, Ticks_allocate_nothing);
+  TU_CASE(s, "oom", 60, Create_and_push_survive_every_allocation_failure);
+  TU_SLOW_CASE(s, "full_size", 600, Pe_and_tile_models_agree_on_many_full_size_sequences);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(mxu_suite()) ? 1 : 0; }

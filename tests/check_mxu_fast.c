@@ -179,21 +179,24 @@ static void sweep(uint64_t seed, const int *heights, int nh, int n_tiles, int ma
 static const int SMALL[] = { 1, 2, 3, 8, 13, 16, 33 };
 static const int BIG[] = { 64, 128, 200 };
 
-START_TEST(Every_path_matches_the_reference_on_random_bf16_tiles) {
-  sweep(101, SMALL, 7, 600, 40, V_BF16, "bf16, small arrays");
-  sweep(102, BIG, 3, 120, 70, V_BF16, "bf16, large arrays");
-}
-END_TEST
+/* Random tiles of each kind of operand on small arrays, then on large ones:
+** how many tiles, up to how many rows M. */
+static const struct {
+  vals kind;
+  const char *what;
+  int small_tiles, small_m, big_tiles, big_m;
+} SWEEPS[] = {
+  { V_BF16, "bf16 operands", 600, 40, 120, 70 },
+  { V_F32, "f32 operands (rounded to bf16 first)", 300, 40, 40, 50 },
+  { V_SPECIAL, "nan, inf, signed zero and subnormal operands", 400, 30, 30, 40 },
+};
 
-START_TEST(Every_path_rounds_f32_operands_to_bf16_first) {
-  sweep(201, SMALL, 7, 300, 40, V_F32, "f32 operands");
-  sweep(202, BIG, 3, 40, 50, V_F32, "f32 operands, large arrays");
-}
-END_TEST
-
-START_TEST(Every_path_matches_on_nan_inf_signed_zero_and_subnormals) {
-  sweep(301, SMALL, 7, 400, 30, V_SPECIAL, "special values");
-  sweep(302, BIG, 3, 30, 40, V_SPECIAL, "special values, large arrays");
+START_TEST(Every_path_matches_the_reference_on_random_tiles_of_bf16_f32_and_special_values) {
+  char what[96];
+  snprintf(what, sizeof what, "%s, small arrays", SWEEPS[_i].what);
+  sweep(101 + 100 * (uint64_t)_i, SMALL, 7, SWEEPS[_i].small_tiles, SWEEPS[_i].small_m, SWEEPS[_i].kind, what);
+  snprintf(what, sizeof what, "%s, large arrays", SWEEPS[_i].what);
+  sweep(102 + 100 * (uint64_t)_i, BIG, 3, SWEEPS[_i].big_tiles, SWEEPS[_i].big_m, SWEEPS[_i].kind, what);
 }
 END_TEST
 
@@ -292,23 +295,15 @@ static void report(void) {
   fprintf(stderr, " (active %s)\n", mxu_simd_name(mxu_simd_active()));
 }
 
-static Suite *mxu_fast_suite(void) {
-  Suite *s = suite_create("mxu_fast");
-  TCase *tc = tcase_create("paths_vs_reference");
-  tcase_set_timeout(tc, 300);
-  tcase_add_checked_fixture(tc, counts_reset, counts_print);
-  tcase_add_test(tc, Every_path_matches_the_reference_on_random_bf16_tiles);
-  tcase_add_test(tc, Every_path_rounds_f32_operands_to_bf16_first);
-  tcase_add_test(tc, Every_path_matches_on_nan_inf_signed_zero_and_subnormals);
-  tcase_add_test(tc, Underflowing_products_leave_minus_zero_only_when_k_equals_rows);
-  tcase_add_test(tc, Tall_tiles_and_tall_arrays_span_several_row_chunks);
-  tcase_add_test(tc, Gemm_at_the_tile_level_matches_tiles_of_the_reference);
-  tcase_add_test(tc, Simd_names_parse_and_unsupported_paths_are_refused);
-  suite_add_tcase(s, tc);
-  return s;
-}
-
 int main(void) {
   report();
-  return tu_run_suite(mxu_fast_suite()) ? 1 : 0;
+  Suite *s = suite_create("mxu_fast");
+  TCase *tc = TU_CASE(s, "paths_vs_reference", 300, Underflowing_products_leave_minus_zero_only_when_k_equals_rows,
+                      Tall_tiles_and_tall_arrays_span_several_row_chunks,
+                      Gemm_at_the_tile_level_matches_tiles_of_the_reference,
+                      Simd_names_parse_and_unsupported_paths_are_refused);
+  tcase_add_loop_test(tc, Every_path_matches_the_reference_on_random_tiles_of_bf16_f32_and_special_values, 0,
+                      (int)(sizeof SWEEPS / sizeof SWEEPS[0]));
+  tcase_add_checked_fixture(tc, counts_reset, counts_print);
+  return tu_main(s);
 }

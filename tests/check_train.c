@@ -714,42 +714,22 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
 END_TEST
 /* }================================================================== */
 
-static Suite *train_suite(void) {
+int main(void) {
   Suite *s = suite_create("train");
-  TCase *tc = tcase_create("models");
-  tcase_add_test(tc, Builtin_models_have_the_published_shapes);
-  tcase_add_test(tc, Bad_models_name_the_layer_the_field_and_the_shapes);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("gradients");
-  tcase_set_timeout(tc, 60);
-  tcase_add_loop_test(tc, Every_layer_gradient_matches_finite_differences, 0,
+  TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes,
+          Bad_models_name_the_layer_the_field_and_the_shapes);
+  tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
-  suite_add_tcase(s, tc);
-  tc = tcase_create("determinism");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Results_are_identical_for_1_2_and_8_threads);
-  tcase_add_test(tc, The_sim_backend_differs_from_f32_only_by_bf16_rounding);
-  tcase_add_test(tc, Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm);
-  tcase_add_test(tc, A_checkpoint_restores_parameters_and_optimizer_state_exactly);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("plan");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, The_value_path_runs_exactly_the_plans_gemms);
-  tcase_add_test(tc, The_timing_path_lowers_exactly_the_plans_gemms);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("oom");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Parsing_and_training_survive_every_allocation_failure);
-  tcase_add_test(tc, Step_timing_survives_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("timing");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, A_tiny_step_takes_the_hand_counted_cycles);
-  tcase_add_test(tc, Step_timing_is_identical_for_1_2_and_8_threads);
-  tcase_add_test(tc, Stall_parts_sum_to_the_step_for_the_builtin_models);
-  tcase_add_test(tc, The_lowering_tiles_into_VMEM_and_says_when_it_cannot);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
+          The_sim_backend_differs_from_f32_only_by_bf16_rounding,
+          Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm,
+          A_checkpoint_restores_parameters_and_optimizer_state_exactly);
+  TU_CASE(s, "plan", 120, The_value_path_runs_exactly_the_plans_gemms,
+          The_timing_path_lowers_exactly_the_plans_gemms);
+  TU_CASE(s, "oom", 120, Parsing_and_training_survive_every_allocation_failure,
+          Step_timing_survives_every_allocation_failure);
+  TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,
+          Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
+          The_lowering_tiles_into_VMEM_and_says_when_it_cannot);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(train_suite()) ? EXIT_FAILURE : EXIT_SUCCESS; }

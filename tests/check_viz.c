@@ -21,26 +21,38 @@
 #define W 1280
 #define H 800
 
-static tpu_viz *make(const char *preset, int cores, int m, int n, int k) {
-  tpu_chip_config chip;
-  char err[512];
-  ck_assert_msg(tpu_chip_config_load(preset, &chip, err, sizeof err) == TPU_OK, "%s", err);
-  if (cores) {
-    char a[64];
-    /* cores must stay a multiple of cores_per_chip at every step */
-    ck_assert(tpu_chip_config_set(&chip, "cores_per_chip=1", err, sizeof err) == TPU_OK);
-    snprintf(a, sizeof a, "cores=%d", cores);
-    ck_assert_msg(tpu_chip_config_set(&chip, a, err, sizeof err) == TPU_OK, "%s", err);
-    snprintf(a, sizeof a, "cores_per_chip=%d", cores);
-    ck_assert_msg(tpu_chip_config_set(&chip, a, err, sizeof err) == TPU_OK, "%s", err);
-  }
-  tpu_viz_workload w = { m, n, k, 7, TPU_PREC_BF16 };
+static void destroy_viz(void *v) { tpu_viz_destroy(v); }
+
+/* A GEMM session on a preset chip, destroyed after the test; make's has
+** seed 7 and bf16 precision. */
+static tpu_viz *session(const char *preset, int cores, tpu_viz_workload w) {
+  const tpu_chip_config chip = tu_chip(preset, cores);
   tpu_viz *v;
+  char err[512];
   ck_assert_msg(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK, "%s", err);
+  tu_defer(destroy_viz, v);
   return v;
+}
+static tpu_viz *make(const char *preset, int cores, int m, int n, int k) {
+  return session(preset, cores, (tpu_viz_workload){ m, n, k, 7, TPU_PREC_BF16 });
+}
+/* v's layout at W x H. */
+static tpu_viz_layout layout(const tpu_viz *v) {
+  tpu_viz_layout l;
+  tpu_viz_layout_of(v, W, H, &l);
+  return l;
 }
 
 static uint32_t px_at(const uint32_t *px, int x, int y) { return px[(size_t)y * W + (size_t)x]; }
+
+/* v's frame at W x H as it stands: its layout in *l, its pixels in a buffer to free. */
+static uint32_t *frame(tpu_viz *v, tpu_viz_layout *l) {
+  tpu_viz_layout_of(v, W, H, l);
+  uint32_t *px = malloc((size_t)W * H * 4);
+  ck_assert_ptr_nonnull(px);
+  tpu_viz_render(v, l, px, W);
+  return px;
+}
 
 /* For a GEMM on the 8x8 teach array, at cycles across the first tiles'
 ** fill, steady state and drain: every cell's center has the computing color
@@ -54,8 +66,7 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
   const tpu_mxu_tile_times *tt;
   size_t nt = tpu_viz_tiles(v, &tl, &tt);
   ck_assert_uint_ge(nt, 3);
-  tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
+  const tpu_viz_layout l = layout(v);
   ck_assert_int_ge(l.cell, 8);
   uint32_t *px = malloc((size_t)W * H * 4);
   const tpu_chip_config *ch = tpu_viz_chip(v);
@@ -112,7 +123,6 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
   }
   ck_assert_int_gt(computing_seen, 50);
   free(px);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -129,9 +139,7 @@ START_TEST(Hover_shows_the_cell_weight_activation_and_partial_sum) {
   ck_assert(tpu_viz_seek(v, t) == TPU_OK);
   tpu_viz_set_shade_psum(v, true);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(v, &l);
   int checked = 0;
   for (int r = 0; r < 8; r++)
     for (int c = 0; c < 8; c++) {
@@ -153,7 +161,6 @@ START_TEST(Hover_shows_the_cell_weight_activation_and_partial_sum) {
   ck_assert_int_ge(checked, 20);
   ck_assert(!tpu_viz_cell_info(v, 8, 0, &(tpu_viz_cell){ 0 }));
   free(px);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -161,8 +168,7 @@ END_TEST
 ** same bytes as when we first passed that cycle. */
 START_TEST(Seeking_backwards_gives_the_same_frame) {
   tpu_viz *v = make("teach", 0, 32, 16, 16);
-  tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
+  const tpu_viz_layout l = layout(v);
   uint32_t *a = malloc((size_t)W * H * 4), *b = malloc((size_t)W * H * 4);
   const tpu_mxu_tile_times *tt;
   tpu_viz_tiles(v, NULL, &tt);
@@ -181,7 +187,6 @@ START_TEST(Seeking_backwards_gives_the_same_frame) {
   ck_assert(memcmp(a, b, (size_t)W * H * 4) == 0);
   ck_assert(tpu_viz_select_core(v, 4) == TPU_ERR_INPUT);     /* teach has 4 cores */
   free(a); free(b);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -192,9 +197,7 @@ END_TEST
 static void check_bands(const char *preset, int m, int n, int k) {
   tpu_viz *v = make(preset, 0, m, n, k);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(v, &l);
   const uint64_t total = tpu_viz_total_cycles(v);
   int busy_seen = 0, wait_seen = 0;
   for (int p = 0; p < tpu_viz_chip(v)->cores; p++) {
@@ -223,7 +226,6 @@ static void check_bands(const char *preset, int m, int n, int k) {
   ck_assert_int_gt(busy_seen, 0);
   ck_assert_int_gt(wait_seen, 0);
   free(px);
-  tpu_viz_destroy(v);
 }
 START_TEST(Stall_bands_are_as_long_as_the_totals_say) {
   check_bands("tpu-v2-8", 1024, 256, 256);
@@ -248,36 +250,29 @@ START_TEST(Totals_follow_the_tile_formula) {
   ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_SIM_MEMORY_WAIT);
   ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_SIM_MXU_BUSY);
   ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_SIM_IDLE);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
 /* bf16x3 and bf16x6 walk the tiles of mxu_gemm.c: per N-tile, each pass's
 ** K-tiles, accumulating after the first; the PE model runs them all. */
 START_TEST(Precision_passes_multiply_the_tiles) {
-  tpu_chip_config chip;
-  char err[512];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
   const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3, TPU_PREC_BF16X6 };
   for (int i = 0; i < 3; i++) {
-    tpu_viz_workload w = { 16, 20, 12, 3, precs[i] };      /* 3 N-tiles (cores 1 arrays), 2 K-tiles */
-    tpu_viz *v;
-    ck_assert(tpu_viz_create(&chip, &w, &v, err, sizeof err) == TPU_OK);
+    /* 3 N-tiles (cores 1 arrays), 2 K-tiles */
+    tpu_viz *v = session("teach", 0, (tpu_viz_workload){ 16, 20, 12, 3, precs[i] });
     const tpu_mxu_tile *tl;
     size_t nt = tpu_viz_tiles(v, &tl, NULL);
     const int passes = tpu_precision_passes(precs[i]);
     TU_EQ_U64(3 * 2 * passes, nt);
     for (size_t j = 0; j < nt; j++) ck_assert(tl[j].accumulate == (j % (size_t)(2 * passes) != 0));
     ck_assert(tpu_viz_seek(v, tpu_viz_total_cycles(v) - 1) == TPU_OK);
-    tpu_viz_destroy(v);
   }
 }
 END_TEST
 
 START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
   tpu_viz *v = make("tpu-v2-8", 0, 512, 256, 256);
-  tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
+  const tpu_viz_layout l = layout(v);
   ck_assert_int_ge(l.cell, 3);                  /* every one of 128x128 cells visible */
   ck_assert_int_le(l.array.x + l.array.w, W / 2);
   ck_assert_int_le(l.array.y + l.array.h, H);
@@ -294,26 +289,26 @@ START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
     ck_assert(back <= cy && cy - back <= T / (uint64_t)l.timeline.w + 1);
   }
   ck_assert_int_le(tpu_viz_core_y(&l, 7) + l.core_h, l.infeed.y);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
-START_TEST(Create_survives_every_allocation_failure) {
-  tpu_chip_config chip;
-  char err[512];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
+/* Out-of-memory sweeps: a session of a 20x12x10 GEMM, or of program p, is
+** created with each allocation failing in turn; a failure leaves no session. */
+struct session_args { tpu_chip_config chip; tpu_sim_program *p; };
+static tpu_status create_session(void *arg) {
+  const struct session_args *a = arg;
   tpu_viz_workload w = { 20, 12, 10, 1, TPU_PREC_BF16 };
-  int ok_seen = 0;
-  for (tu_fail_at = 1; tu_fail_at < 4000 && !ok_seen; tu_fail_at++) {
-    tu_alloc_calls = 0;
-    tpu_viz *v;
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_status st = tpu_viz_create(&chip, &w, &v, err, sizeof err);
-    if (st == TPU_OK) { ok_seen = 1; tpu_viz_destroy(v); }
-    tpu_set_alloc(NULL, NULL);
-    if (!ok_seen) { ck_assert_int_eq(st, TPU_ERR_NOMEM); ck_assert_ptr_null(v); }
-  }
-  ck_assert(ok_seen);
+  tpu_viz *v;
+  char err[1024];
+  tpu_status st = a->p ? tpu_viz_create_program(&a->chip, a->p, "step.json", 1, &v, err, sizeof err)
+                       : tpu_viz_create(&a->chip, &w, &v, err, sizeof err);
+  if (st == TPU_OK) tpu_viz_destroy(v);
+  else ck_assert_msg(!v && st == TPU_ERR_NOMEM, "allocation %d: %s (%s)", tu_fail_at, tpu_status_str(st), err);
+  return st;
+}
+START_TEST(Create_survives_every_allocation_failure) {
+  struct session_args a = { tu_chip("teach", 0), NULL };
+  tu_oom_sweep(4000, create_session, &a);
 }
 END_TEST
 
@@ -337,9 +332,7 @@ START_TEST(Png_frame_matches_the_rendered_buffer) {
   tpu_viz_tiles(v, NULL, &tt);
   ck_assert(tpu_viz_seek(v, tt[0].stream_start + 6) == TPU_OK);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(v, &l);
   ck_assert(SDL_Init(SDL_INIT_VIDEO) == 0);
   char path[] = "/tmp/tpusim_vizXXXXXX.png", err[512];
   int fd = mkstemps(path, 4);
@@ -363,7 +356,6 @@ START_TEST(Png_frame_matches_the_rendered_buffer) {
   remove(path);
   SDL_Quit();
   free(px);
-  tpu_viz_destroy(v);
 }
 END_TEST
 
@@ -399,59 +391,67 @@ static tpu_sim_program *parse_prog(const tpu_chip_config *chip, const char *text
   return p;
 }
 
+/* A session of STEP_PROG on the teach chip, and the engine's own run of the
+** program on 'threads' host threads, to hold the session against. */
+typedef struct step_run { tpu_chip_config chip; tpu_sim_program *p; tpu_viz *v; tpu_sim_result *r; } step_run;
+static step_run step_open(int threads) {
+  step_run s = { .chip = tu_chip("teach", 0) };
+  char err[1024];
+  s.p = parse_prog(&s.chip, STEP_PROG);
+  ck_assert_msg(tpu_viz_create_program(&s.chip, s.p, "step.json", 1, &s.v, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = threads };
+  ck_assert(tpu_sim_run(&s.chip, s.p, &opt, &s.r) == TPU_OK);
+  return s;
+}
+static void step_close(step_run *s) {
+  tpu_sim_result_destroy(s->r);
+  tpu_viz_destroy(s->v);
+  tpu_sim_program_destroy(s->p);
+}
+
 /* The totals the visualizer shows per core are the engine's stall
 ** breakdown, category by category, and each op's unit row is busy exactly
 ** over the op's interval in the engine's result. */
 START_TEST(Program_totals_equal_the_engine_stalls) {
-  tpu_chip_config chip;
-  char err[1024];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
-  tpu_viz *v;
-  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
-  ck_assert(tpu_viz_is_program(v));
-  ck_assert(strstr(tpu_viz_title(v), "step.json"));
-  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 2 };
-  tpu_sim_result *r;
-  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
-  TU_EQ_U64(tpu_sim_result_cycles(r), tpu_viz_total_cycles(v));
+  step_run sr = step_open(2);
+  ck_assert(tpu_viz_is_program(sr.v));
+  ck_assert(strstr(tpu_viz_title(sr.v), "step.json"));
+  TU_EQ_U64(tpu_sim_result_cycles(sr.r), tpu_viz_total_cycles(sr.v));
   int kinds_seen = 0;
-  for (int c = 0; c < chip.cores; c++) {
+  for (int c = 0; c < sr.chip.cores; c++) {
     tpu_sim_stalls s;
-    tpu_sim_result_stalls(r, c, -1, &s);
+    tpu_sim_result_stalls(sr.r, c, -1, &s);
     uint64_t t[TPU_SIM_NSTALL];
-    tpu_viz_totals(v, c, t);
+    tpu_viz_totals(sr.v, c, t);
     for (int k = 0; k < TPU_SIM_NSTALL; k++) {
       ck_assert_msg(t[k] == s.cycles[k], "core %d %s: viz %llu, engine %llu", c, tpu_sim_stall_name(k),
                     (unsigned long long)t[k], (unsigned long long)s.cycles[k]);
       kinds_seen += c == 0 && t[k] > 0;
     }
-    for (int i = 0; i < tpu_sim_program_ops(p, c); i++) {
+    for (int i = 0; i < tpu_sim_program_ops(sr.p, c); i++) {
       tpu_sim_op o;
-      ck_assert(tpu_sim_program_op(p, c, i, &o));
+      ck_assert(tpu_sim_program_op(sr.p, c, i, &o));
       uint64_t a, b;
-      tpu_sim_result_op_times(r, c, i, &a, &b);
-      if (o.kind == TPU_SIM_MATMUL) a = tpu_sim_result_op_busy(r, c, i);
+      tpu_sim_result_op_times(sr.r, c, i, &a, &b);
+      if (o.kind == TPU_SIM_MATMUL) a = tpu_sim_result_op_busy(sr.r, c, i);
       const tpu_viz_unit u = o.kind == TPU_SIM_MATMUL ? TPU_VIZ_UNIT_MXU : o.kind == TPU_SIM_VPU ? TPU_VIZ_UNIT_VPU
                            : o.kind == TPU_SIM_DMA ? TPU_VIZ_UNIT_DMA : TPU_VIZ_UNIT_ICI;
       if (o.kind == TPU_SIM_INFEED || b == a) continue;
-      ck_assert_msg(tpu_viz_unit_cat_at(v, c, u, a) != TPU_SIM_IDLE && tpu_viz_unit_cat_at(v, c, u, b - 1) != TPU_SIM_IDLE,
+      ck_assert_msg(tpu_viz_unit_cat_at(sr.v, c, u, a) != TPU_SIM_IDLE && tpu_viz_unit_cat_at(sr.v, c, u, b - 1) != TPU_SIM_IDLE,
                     "core %d op %d ('%s'): its unit row is idle inside [%llu, %llu)", c, i, o.name,
                     (unsigned long long)a, (unsigned long long)b);
       /* units other than the MXU run one op at a time: the op at any of its cycles is itself */
       if (u != TPU_VIZ_UNIT_MXU) {
-        ck_assert_ptr_nonnull(tpu_viz_op_at(v, c, u, (a + b) / 2));
-        ck_assert_str_eq(tpu_viz_op_at(v, c, u, (a + b) / 2), o.name);
+        ck_assert_ptr_nonnull(tpu_viz_op_at(sr.v, c, u, (a + b) / 2));
+        ck_assert_str_eq(tpu_viz_op_at(sr.v, c, u, (a + b) / 2), o.name);
       } else {
-        ck_assert_ptr_nonnull(tpu_viz_op_at(v, c, u, b - 1));
+        ck_assert_ptr_nonnull(tpu_viz_op_at(sr.v, c, u, b - 1));
       }
     }
   }
   ck_assert_int_ge(kinds_seen, 5);             /* mxu, vpu, infeed, memory, collective */
-  ck_assert_ptr_null(tpu_viz_op_at(v, 0, TPU_VIZ_UNIT_VPU, 0));   /* nothing on the VPU at cycle 0 */
-  tpu_sim_result_destroy(r);
-  tpu_viz_destroy(v);
-  tpu_sim_program_destroy(p);
+  ck_assert_ptr_null(tpu_viz_op_at(sr.v, 0, TPU_VIZ_UNIT_VPU, 0));   /* nothing on the VPU at cycle 0 */
+  step_close(&sr);
 }
 END_TEST
 
@@ -460,29 +460,19 @@ END_TEST
 ** its engine total x width / cycles within one pixel per band (rounding
 ** at each band's two ends) plus the cursor's pixel. */
 START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
-  tpu_chip_config chip;
-  char err[1024];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
-  tpu_viz *v;
-  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
-  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
-  tpu_sim_result *r;
-  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+  step_run sr = step_open(1);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
-  const uint64_t T = tpu_viz_total_cycles(v);
-  for (int c = 0; c < chip.cores; c++) {
+  uint32_t *px = frame(sr.v, &l);
+  const uint64_t T = tpu_viz_total_cycles(sr.v);
+  for (int c = 0; c < sr.chip.cores; c++) {
     tpu_sim_stalls s;
-    tpu_sim_result_stalls(r, c, -1, &s);
+    tpu_sim_result_stalls(sr.r, c, -1, &s);
     int bands[TPU_SIM_NSTALL] = { 0 }, count[TPU_SIM_NSTALL] = { 0 };
     for (uint64_t t = 0; t < T; t++)
-      if (t == 0 || tpu_viz_core_cat_at(v, c, t) != tpu_viz_core_cat_at(v, c, t - 1)) bands[tpu_viz_core_cat_at(v, c, t)]++;
+      if (t == 0 || tpu_viz_core_cat_at(sr.v, c, t) != tpu_viz_core_cat_at(sr.v, c, t - 1)) bands[tpu_viz_core_cat_at(sr.v, c, t)]++;
     const int y = tpu_viz_core_y(&l, c) + l.strip_h / 2;
     for (int x = 1; x < l.timeline.w; x++) {       /* x = 0 is under the cursor (cycle 0) */
-      const int want = tpu_viz_core_cat_at(v, c, tpu_viz_cycle_at_x(v, &l, l.timeline.x + x));
+      const int want = tpu_viz_core_cat_at(sr.v, c, tpu_viz_cycle_at_x(sr.v, &l, l.timeline.x + x));
       const uint32_t got = px_at(px, l.timeline.x + x, y);
       ck_assert_msg(got == tpu_viz_stall_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_sim_stall_name(want));
       count[want]++;
@@ -495,9 +485,7 @@ START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
     }
   }
   free(px);
-  tpu_sim_result_destroy(r);
-  tpu_viz_destroy(v);
-  tpu_sim_program_destroy(p);
+  step_close(&sr);
 }
 END_TEST
 
@@ -506,45 +494,33 @@ END_TEST
 ** (the second batch arrives while the first step runs), and the graph
 ** under the timeline is drawn in the infeed color where it is not empty. */
 START_TEST(Program_infeed_queue_follows_ready_cycles_and_dequeues) {
-  tpu_chip_config chip;
-  char err[1024];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
-  tpu_viz *v;
-  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
-  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
-  tpu_sim_result *r;
-  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
+  step_run sr = step_open(1);
   /* op 8 is step 1's infeed (8 ops per step) */
   uint64_t a, b;
-  tpu_sim_result_op_times(r, 0, 8, &a, &b);
-  ck_assert_int_eq(tpu_viz_infeed_at(v, 0, 0), 0);          /* batch 0 dequeued at once */
-  ck_assert_int_eq(tpu_viz_infeed_at(v, 0, 9000), b <= 9000 ? 0 : 1);
-  ck_assert_int_eq(tpu_viz_infeed_at(v, 0, b - 1), b > 9000 ? 1 : 0);
+  tpu_sim_result_op_times(sr.r, 0, 8, &a, &b);
+  ck_assert_int_eq(tpu_viz_infeed_at(sr.v, 0, 0), 0);          /* batch 0 dequeued at once */
+  ck_assert_int_eq(tpu_viz_infeed_at(sr.v, 0, 9000), b <= 9000 ? 0 : 1);
+  ck_assert_int_eq(tpu_viz_infeed_at(sr.v, 0, b - 1), b > 9000 ? 1 : 0);
   int mx = 0;
-  for (uint64_t t = 0; t < tpu_viz_total_cycles(v); t += 7) {
-    int q = tpu_viz_infeed_at(v, 0, t);
+  for (uint64_t t = 0; t < tpu_viz_total_cycles(sr.v); t += 7) {
+    int q = tpu_viz_infeed_at(sr.v, 0, t);
     ck_assert_int_ge(q, 0);
     if (q > mx) mx = q;
   }
-  ck_assert_int_ge(tpu_viz_infeed_max(v, 0), mx);
+  ck_assert_int_ge(tpu_viz_infeed_max(sr.v, 0), mx);
   ck_assert_int_ge(mx, 1);
   tpu_viz_layout l;
-  tpu_viz_layout_of(v, W, H, &l);
-  uint32_t *px = malloc((size_t)W * H * 4);
-  tpu_viz_render(v, &l, px, W);
+  uint32_t *px = frame(sr.v, &l);
   int drawn = 0;
   for (int x = 1; x < l.infeed.w; x++) {
-    bool full = tpu_viz_infeed_at(v, 0, tpu_viz_cycle_at_x(v, &l, l.infeed.x + x)) > 0;
+    bool full = tpu_viz_infeed_at(sr.v, 0, tpu_viz_cycle_at_x(sr.v, &l, l.infeed.x + x)) > 0;
     bool red = px_at(px, l.infeed.x + x, l.infeed.y + l.infeed.h - 1) == tpu_viz_stall_color(TPU_SIM_INFEED_WAIT);
     ck_assert_msg(full == red, "infeed graph x %d: %s drawn", x, red ? "a batch" : "nothing");
     drawn += red;
   }
   ck_assert_int_gt(drawn, 0);
   free(px);
-  tpu_sim_result_destroy(r);
-  tpu_viz_destroy(v);
-  tpu_sim_program_destroy(p);
+  step_close(&sr);
 }
 END_TEST
 
@@ -553,31 +529,23 @@ END_TEST
 ** the engine's result, and at every tile's stream start + r + c the PE
 ** model has cell (r, c) computing (inside the tile's K x N block). */
 START_TEST(Program_mxu_replay_runs_at_the_engine_tile_times) {
-  tpu_chip_config chip;
-  char err[1024];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
-  tpu_viz *v;
-  ck_assert_msg(tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err) == TPU_OK, "%s", err);
-  tpu_sim_options opt = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
-  tpu_sim_result *r;
-  ck_assert(tpu_sim_run(&chip, p, &opt, &r) == TPU_OK);
-  ck_assert(tpu_viz_select_core(v, 1) == TPU_OK);
+  step_run sr = step_open(1);
+  ck_assert(tpu_viz_select_core(sr.v, 1) == TPU_OK);
   const tpu_mxu_tile *tl;
   const tpu_mxu_tile_times *tt;
-  const size_t nt = tpu_viz_tiles(v, &tl, &tt);
+  const size_t nt = tpu_viz_tiles(sr.v, &tl, &tt);
   size_t j = 0, ops = 0;
-  for (int i = 0; i < tpu_sim_program_ops(p, 1); i++) {
+  for (int i = 0; i < tpu_sim_program_ops(sr.p, 1); i++) {
     tpu_sim_op o;
-    tpu_sim_program_op(p, 1, i, &o);
+    tpu_sim_program_op(sr.p, 1, i, &o);
     if (o.kind != TPU_SIM_MATMUL) continue;
-    while (j < nt && strcmp(tpu_viz_tile_op(v, j), o.name)) j++;
+    while (j < nt && strcmp(tpu_viz_tile_op(sr.v, j), o.name)) j++;
     ck_assert_msg(j < nt, "no tile for op %d ('%s')", i, o.name);
-    TU_EQ_U64(tpu_sim_result_op_busy(r, 1, i), tt[j].load_start);
+    TU_EQ_U64(tpu_sim_result_op_busy(sr.r, 1, i), tt[j].load_start);
     uint64_t a, b;
-    tpu_sim_result_op_times(r, 1, i, &a, &b);
+    tpu_sim_result_op_times(sr.r, 1, i, &a, &b);
     size_t last = j;
-    while (last + 1 < nt && tt[last + 1].load_start < b && !strcmp(tpu_viz_tile_op(v, last + 1), o.name)) last++;
+    while (last + 1 < nt && tt[last + 1].load_start < b && !strcmp(tpu_viz_tile_op(sr.v, last + 1), o.name)) last++;
     TU_EQ_U64(b, tt[last].last_result + 1);      /* one array on teach: its last tile ends the op */
     j = last + 1;
     ops++;
@@ -586,16 +554,14 @@ START_TEST(Program_mxu_replay_runs_at_the_engine_tile_times) {
   ck_assert_uint_eq(j, nt);
   for (size_t i = 0; i < nt; i += 5) {
     const int rr = tl[i].k - 1, cc = tl[i].n - 1;
-    ck_assert(tpu_viz_seek(v, tt[i].stream_start + (uint64_t)rr + (uint64_t)cc) == TPU_OK);
+    ck_assert(tpu_viz_seek(sr.v, tt[i].stream_start + (uint64_t)rr + (uint64_t)cc) == TPU_OK);
     tpu_viz_cell cell;
-    ck_assert(tpu_viz_cell_info(v, rr, cc, &cell));
+    ck_assert(tpu_viz_cell_info(sr.v, rr, cc, &cell));
     ck_assert_msg(cell.state == TPU_MXU_CELL_COMPUTING, "tile %zu: cell (%d,%d) state %d at its first activation",
                   i, rr, cc, cell.state);
-    ck_assert_str_eq(tpu_viz_mxu_op(v), tpu_viz_tile_op(v, i));
+    ck_assert_str_eq(tpu_viz_mxu_op(sr.v), tpu_viz_tile_op(sr.v, i));
   }
-  tpu_sim_result_destroy(r);
-  tpu_viz_destroy(v);
-  tpu_sim_program_destroy(p);
+  step_close(&sr);
 }
 END_TEST
 
@@ -716,62 +682,29 @@ START_TEST(Program_the_chip_cannot_run_is_refused) {
 END_TEST
 
 START_TEST(Program_create_survives_every_allocation_failure) {
-  tpu_chip_config chip;
-  char err[1024];
-  ck_assert(tpu_chip_config_load("teach", &chip, err, sizeof err) == TPU_OK);
-  tpu_sim_program *p = parse_prog(&chip, STEP_PROG);
-  int ok_seen = 0;
-  for (tu_fail_at = 1; tu_fail_at < 2000 && !ok_seen; tu_fail_at++) {
-    tu_alloc_calls = 0;
-    tpu_viz *v;
-    tpu_set_alloc(tu_failing_alloc, NULL);
-    tpu_status st = tpu_viz_create_program(&chip, p, "step.json", 1, &v, err, sizeof err);
-    tpu_set_alloc(NULL, NULL);
-    if (st == TPU_OK) { ok_seen = 1; tpu_viz_destroy(v); }
-    else { ck_assert_msg(st == TPU_ERR_NOMEM, "tu_fail_at %d: %s (%s)", tu_fail_at, tpu_status_str(st), err); ck_assert_ptr_null(v); }
-  }
-  ck_assert(ok_seen);
-  tpu_sim_program_destroy(p);
+  struct session_args a = { tu_chip("teach", 0), NULL };
+  a.p = parse_prog(&a.chip, STEP_PROG);
+  tu_oom_sweep(2000, create_session, &a);
+  tpu_sim_program_destroy(a.p);
 }
 END_TEST
 /* }================================================================== */
 
-static Suite *viz_suite(void) {
+int main(void) {
   Suite *s = suite_create("viz");
-  TCase *tc = tcase_create("render");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Wavefront_cells_are_where_the_PE_model_puts_them);
-  tcase_add_test(tc, Seeking_backwards_gives_the_same_frame);
-  tcase_add_test(tc, Hover_shows_the_cell_weight_activation_and_partial_sum);
-  tcase_add_test(tc, Layout_maps_pixels_to_cells_and_cycles_and_back);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("timeline");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Stall_bands_are_as_long_as_the_totals_say);
-  tcase_add_test(tc, Totals_follow_the_tile_formula);
-  tcase_add_test(tc, Precision_passes_multiply_the_tiles);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("program");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Program_totals_equal_the_engine_stalls);
-  tcase_add_test(tc, Program_stall_bands_are_proportional_to_the_engine_figures);
-  tcase_add_test(tc, Program_infeed_queue_follows_ready_cycles_and_dequeues);
-  tcase_add_test(tc, Program_mxu_replay_runs_at_the_engine_tile_times);
-  tcase_add_test(tc, The_replayed_tiles_are_the_engine_tile_events);
-  tcase_add_test(tc, Program_the_chip_cannot_run_is_refused);
-  tcase_add_test(tc, Gemm_totals_equal_the_engine_run_of_the_matmul_program);
-  tcase_add_test(tc, Program_create_survives_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("limits");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Bad_shapes_are_rejected_with_a_message);
-  tcase_add_test(tc, Create_survives_every_allocation_failure);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("sdl");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, Png_frame_matches_the_rendered_buffer);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "render", 120, Wavefront_cells_are_where_the_PE_model_puts_them,
+          Seeking_backwards_gives_the_same_frame, Hover_shows_the_cell_weight_activation_and_partial_sum,
+          Layout_maps_pixels_to_cells_and_cycles_and_back);
+  TU_CASE(s, "timeline", 120, Stall_bands_are_as_long_as_the_totals_say, Totals_follow_the_tile_formula,
+          Precision_passes_multiply_the_tiles);
+  TU_CASE(s, "program", 120, Program_totals_equal_the_engine_stalls,
+          Program_stall_bands_are_proportional_to_the_engine_figures,
+          Program_infeed_queue_follows_ready_cycles_and_dequeues,
+          Program_mxu_replay_runs_at_the_engine_tile_times, The_replayed_tiles_are_the_engine_tile_events,
+          Program_the_chip_cannot_run_is_refused,
+          Gemm_totals_equal_the_engine_run_of_the_matmul_program,
+          Program_create_survives_every_allocation_failure);
+  TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
+  TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(viz_suite()) ? 1 : 0; }

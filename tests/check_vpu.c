@@ -108,20 +108,19 @@ END_TEST
 
 START_TEST(Operand_sizes_follow_the_table) {
   const int R = 5, C = 7;
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADD, TPU_VPU_O_Y, R, C), 35);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_BIAS_ADD, TPU_VPU_O_Y, R, C), 7);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ROW_SUM, TPU_VPU_O_OUT, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_COL_MAX, TPU_VPU_O_OUT, R, C), 7);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT2, R, C), 35);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_LABELS, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ACCURACY, TPU_VPU_O_OUT, R, C), 1);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ARGMAX, TPU_VPU_O_IDX, R, C), 5);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADAM, TPU_VPU_O_V, R, C), 35);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_MOMENTUM, TPU_VPU_O_V, R, C), 0);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_RELU, TPU_VPU_O_Y, R, C), 0);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADD, TPU_VPU_O_X, 0, C), 0);
-  ck_assert_uint_eq(tpu_vpu_operand_elems(TPU_VPU_ADD, TPU_VPU_O_X | TPU_VPU_O_Y, R, C), 0);
+  static const struct { tpu_vpu_op op; unsigned operand; int rows; size_t elems; } SIZE[] = {
+    { TPU_VPU_ADD, TPU_VPU_O_Y, 5, 35 },              { TPU_VPU_BIAS_ADD, TPU_VPU_O_Y, 5, 7 },
+    { TPU_VPU_ROW_SUM, TPU_VPU_O_OUT, 5, 5 },         { TPU_VPU_COL_MAX, TPU_VPU_O_OUT, 5, 7 },
+    { TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT, 5, 5 },    { TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_OUT2, 5, 35 },
+    { TPU_VPU_SOFTMAX_XENT, TPU_VPU_O_LABELS, 5, 5 }, { TPU_VPU_ACCURACY, TPU_VPU_O_OUT, 5, 1 },
+    { TPU_VPU_ARGMAX, TPU_VPU_O_IDX, 5, 5 },          { TPU_VPU_ADAM, TPU_VPU_O_V, 5, 35 },
+    { TPU_VPU_MOMENTUM, TPU_VPU_O_V, 5, 0 },          { TPU_VPU_RELU, TPU_VPU_O_Y, 5, 0 },
+    { TPU_VPU_ADD, TPU_VPU_O_X, 0, 0 },               { TPU_VPU_ADD, TPU_VPU_O_X | TPU_VPU_O_Y, 5, 0 },
+  };
+  for (size_t i = 0; i < sizeof SIZE / sizeof SIZE[0]; i++)
+    ck_assert_msg(tpu_vpu_operand_elems(SIZE[i].op, SIZE[i].operand, SIZE[i].rows, C) == SIZE[i].elems,
+                  "%s operand 0x%x of %dx%d: %zu elements, expected %zu", tpu_vpu_op_name(SIZE[i].op), SIZE[i].operand,
+                  SIZE[i].rows, C, tpu_vpu_operand_elems(SIZE[i].op, SIZE[i].operand, SIZE[i].rows, C), SIZE[i].elems);
   /* the optimizer state is read and written; the inputs are only read */
   ck_assert_uint_eq(tpu_vpu_op_reads(TPU_VPU_ADAM) & tpu_vpu_op_writes(TPU_VPU_ADAM),
                     TPU_VPU_O_PARAM | TPU_VPU_O_M | TPU_VPU_O_V);
@@ -930,49 +929,21 @@ START_TEST(Bad_arguments_are_rejected_and_nothing_is_written) {
 END_TEST
 /* }================================================================== */
 
-static Suite *vpu_suite(void) {
+int main(void) {
   Suite *s = suite_create("vpu");
-  TCase *tc = tcase_create("table");
-  tcase_set_timeout(tc, 30);
-  tcase_add_test(tc, Every_op_name_parses_back_to_its_op);
-  tcase_add_test(tc, Operand_sizes_follow_the_table);
-  tcase_add_test(tc, Positional_operands_and_scalars_follow_bit_order);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("timing");
-  tcase_set_timeout(tc, 30);
-  tcase_add_test(tc, Default_config_matches_the_v2_preset_and_checks);
-  tcase_add_test(tc, Cycles_match_hand_counts_for_8x128_registers);
-  tcase_add_test(tc, Cycles_reject_invalid_shapes_and_ops);
-  tcase_add_test(tc, Cycles_scale_with_registers_and_costs);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("numerics");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, Binary_ops_are_correctly_rounded);
-  tcase_add_test(tc, Transcendentals_meet_their_ulp_bounds);
-  tcase_add_test(tc, Activations_and_gradients_meet_their_bounds);
-  tcase_add_test(tc, Special_values_follow_ieee);
-  tcase_add_test(tc, Reductions_follow_the_documented_order_bit_for_bit);
-  tcase_add_test(tc, Softmax_meets_its_bound_and_is_stable_for_large_logits);
-  tcase_add_test(tc, Cross_entropy_matches_double_and_its_gradient);
-  tcase_add_test(tc, Confident_correct_prediction_has_zero_loss);
-  tcase_add_test(tc, Argmax_takes_the_first_maximum_and_accuracy_counts);
-  tcase_add_test(tc, Optimizer_steps_match_hand_computed_values);
-  tcase_add_test(tc, Optimizers_track_a_double_reference_over_many_steps);
-  tcase_add_test(tc, Bf16_outputs_are_the_rounded_f32_results);
-  suite_add_tcase(s, tc);
-  if (getenv("TPU_SLOW")) {
-    tc = tcase_create("slow");
-    tcase_set_tags(tc, "slow");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, Transcendentals_meet_their_bounds_across_all_floats);
-    suite_add_tcase(s, tc);
-  }
-  tc = tcase_create("limits");
-  tcase_set_timeout(tc, 30);
-  tcase_add_test(tc, Bad_arguments_are_rejected_and_nothing_is_written);
-  tcase_add_test(tc, Exec_never_allocates);
-  suite_add_tcase(s, tc);
-  return s;
+  TU_CASE(s, "table", 30, Every_op_name_parses_back_to_its_op, Operand_sizes_follow_the_table,
+          Positional_operands_and_scalars_follow_bit_order);
+  TU_CASE(s, "timing", 30, Default_config_matches_the_v2_preset_and_checks,
+          Cycles_match_hand_counts_for_8x128_registers, Cycles_reject_invalid_shapes_and_ops,
+          Cycles_scale_with_registers_and_costs);
+  TU_CASE(s, "numerics", 60, Binary_ops_are_correctly_rounded, Transcendentals_meet_their_ulp_bounds,
+          Activations_and_gradients_meet_their_bounds, Special_values_follow_ieee,
+          Reductions_follow_the_documented_order_bit_for_bit,
+          Softmax_meets_its_bound_and_is_stable_for_large_logits, Cross_entropy_matches_double_and_its_gradient,
+          Confident_correct_prediction_has_zero_loss, Argmax_takes_the_first_maximum_and_accuracy_counts,
+          Optimizer_steps_match_hand_computed_values, Optimizers_track_a_double_reference_over_many_steps,
+          Bf16_outputs_are_the_rounded_f32_results);
+  TU_SLOW_CASE(s, "slow", 600, Transcendentals_meet_their_bounds_across_all_floats);
+  TU_CASE(s, "limits", 30, Bad_arguments_are_rejected_and_nothing_is_written, Exec_never_allocates);
+  return tu_main(s);
 }
-
-int main(void) { return tu_run_suite(vpu_suite()) ? 1 : 0; }

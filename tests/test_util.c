@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,18 +28,13 @@ float tu_normal(tu_rng *r) {
 void tu_fill(tu_rng *r, float *x, size_t n, int bf16) {
   for (size_t i = 0; i < n; i++) x[i] = bf16 ? tpu_bf16_round(tu_normal(r)) : tu_normal(r);
 }
-double tu_now(void) {
+static double seconds_on(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-int tu_run_suite(Suite *s) {
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_ENV);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf;
-}
+double tu_now(void) { return seconds_on(CLOCK_MONOTONIC); }
+double tu_cpu_now(void) { return seconds_on(CLOCK_THREAD_CPUTIME_ID); }
 
 _Atomic int tu_fail_at, tu_alloc_calls;
 
@@ -47,4 +43,123 @@ void *tu_failing_alloc(void *ud, void *p, size_t n) {
   if (n == 0) { free(p); return NULL; }
   if (atomic_fetch_add(&tu_alloc_calls, 1) + 1 == atomic_load(&tu_fail_at)) return NULL;
   return realloc(p, n);
+}
+void tu_alloc_fail(int k) {
+  atomic_store(&tu_fail_at, k);
+  atomic_store(&tu_alloc_calls, 0);
+  tpu_set_alloc(tu_failing_alloc, NULL);
+}
+int tu_alloc_restore(void) {
+  tpu_set_alloc(NULL, NULL);
+  return atomic_load(&tu_alloc_calls);
+}
+
+int tu_oom_sweep(int limit, tpu_status (*run)(void *ctx), void *ctx) {
+  for (int k = 1; k < limit; k++) {
+    tu_alloc_fail(k);
+    tpu_status st = run(ctx);
+    const int calls = tu_alloc_restore();
+    ck_assert_msg(st == TPU_OK || st == TPU_ERR_NOMEM, "allocation %d failing: status %s", k, tpu_status_str(st));
+    if (st == TPU_OK && calls < k) return k;
+  }
+  ck_abort_msg("no run succeeded in %d runs, each with one allocation failing", limit - 1);
+  return limit;
+}
+
+tpu_chip_config tu_chip(const char *preset, int cores) {
+  tpu_chip_config c;
+  char err[512], set[64];
+  ck_assert_msg(tpu_chip_config_load(preset, &c, err, sizeof err) == TPU_OK, "%s: %s", preset, err);
+  if (cores > 0) {        /* cores must stay a multiple of cores_per_chip at every step */
+    const char *key[] = { "cores_per_chip", "cores", "cores_per_chip" };
+    for (int i = 0; i < 3; i++) {
+      snprintf(set, sizeof set, "%s=%d", key[i], i ? cores : 1);
+      ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s: %s", set, err);
+    }
+  }
+  return c;
+}
+
+static tpu_status dp_core(tpu_sim_program *p, int c, int rows, int iters, int allreduce_every,
+                          const uint64_t *after_seed) {
+  tu_rng r = { after_seed ? *after_seed + (uint64_t)(c % 3) : 0 };
+  const int64_t m = rows + 8 * c;
+  int hx = tpu_sim_buffer(p, c, "hx", TPU_SIM_HBM, TPU_SIM_BF16, m, 128);
+  int hy = tpu_sim_buffer(p, c, "hy", TPU_SIM_HBM, TPU_SIM_BF16, m, 128);
+  int x[2] = { tpu_sim_buffer(p, c, "x0", TPU_SIM_VMEM, TPU_SIM_BF16, m, 128),
+               tpu_sim_buffer(p, c, "x1", TPU_SIM_VMEM, TPU_SIM_BF16, m, 128) };
+  int y[2] = { tpu_sim_buffer(p, c, "y0", TPU_SIM_VMEM, TPU_SIM_F32, m, 128),
+               tpu_sim_buffer(p, c, "y1", TPU_SIM_VMEM, TPU_SIM_F32, m, 128) };
+  int w = tpu_sim_buffer(p, c, "w", TPU_SIM_VMEM, TPU_SIM_BF16, 128, 128);
+  int g = tpu_sim_buffer(p, c, "g", TPU_SIM_VMEM, TPU_SIM_F32, 8, 128);
+  tpu_status st = TPU_OK;
+  for (int i = 0, n = 0; i < iters && st == TPU_OK; i++) {
+    const int q = i & 1;
+    tpu_sim_op ops[] = {
+      { .kind = TPU_SIM_DMA, .src = hx, .dst = x[q] },
+      { .kind = TPU_SIM_MATMUL, .a = x[q], .b = w, .dst = y[q] },
+      { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y[q] }, .out = { y[q] } },
+      { .kind = TPU_SIM_DMA, .src = y[q], .dst = hy },
+    };
+    for (int k = 0; k < 4 && st == TPU_OK; k++, n++) {
+      if (after_seed && n > 0 && tu_range(&r, 0, 1)) ops[k].after = tu_range(&r, 1, n);
+      st = tpu_sim_add_op(p, c, &ops[k], NULL);
+    }
+    if (st == TPU_OK && i % allreduce_every == allreduce_every - 1) {
+      tpu_sim_op ar = { .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g };
+      st = tpu_sim_add_op(p, c, &ar, NULL);
+      n++;
+    }
+  }
+  return st;
+}
+
+tpu_sim_program *tu_dp_program(int cores, int rows, int iters, int allreduce_every, const uint64_t *after_seed) {
+  tpu_sim_program *p;
+  if (tpu_sim_program_create(cores, &p) != TPU_OK) return NULL;
+  for (int c = 0; c < cores; c++)
+    if (dp_core(p, c, rows, iters, allreduce_every, after_seed) != TPU_OK) {
+      tpu_sim_program_destroy(p);
+      return NULL;
+    }
+  return p;
+}
+
+static struct deferred { void (*fn)(void *); void *p; } *deferred;
+static size_t ndeferred;
+
+void tu_defer(void (*fn)(void *), void *p) {
+  struct deferred *d = realloc(deferred, (ndeferred + 1) * sizeof *d);
+  ck_assert_ptr_nonnull(d);
+  deferred = d;
+  deferred[ndeferred++] = (struct deferred){ fn, p };
+}
+
+static void after_test(void) {
+  tpu_set_alloc(NULL, NULL);          /* a failed sweep leaves no hook behind */
+  while (ndeferred > 0) {
+    ndeferred--;
+    deferred[ndeferred].fn(deferred[ndeferred].p);
+  }
+  free(deferred);
+  deferred = NULL;
+}
+
+TCase *tu_case(Suite *s, const char *name, int timeout, bool slow, const TTest *const *tests) {
+  if (slow && !getenv("TPU_SLOW")) return NULL;
+  TCase *tc = tcase_create(name);
+  if (slow) tcase_set_tags(tc, "slow");
+  if (timeout > 0) tcase_set_timeout(tc, timeout);
+  tcase_add_checked_fixture(tc, NULL, after_test);
+  for (; *tests; tests++) tcase_add_test(tc, *tests);
+  suite_add_tcase(s, tc);
+  return tc;
+}
+
+int tu_main(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_ENV);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
 }

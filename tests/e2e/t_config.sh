@@ -24,43 +24,20 @@ echo "$OUT" > s.json
 [ "$(json_get chip.cores s.json)" = 2 ] && [ "$(json_get chip.mxu.rows s.json)" = 8 ] || die "base"
 
 # bad input: exit 2, a message naming file, key, line:col and what is allowed
-printf '{ "base": "teach",\n  "mxu": { "rows": 2000 } }' > big.json
-expect_status 2 "$TPUSIM" info --chip big.json
-expect_err_contains "big.json:2:20: key 'mxu.rows': expected an integer in 1..1024, got 2000"
-printf '{ "base": "teach", "cores": 0 }' > zero.json
-expect_status 2 "$TPUSIM" info --chip zero.json
-expect_err_contains "key 'cores': expected an integer in 1..16, got 0"
-printf '{ "base": "teach", "hbm": { "bandwidth_gb_per_s": -3 } }' > neg.json
-expect_status 2 "$TPUSIM" info --chip neg.json
-expect_err_contains "key 'hbm.bandwidth_gb_per_s': expected a number > 0"
-printf '{ "base": "teach", "cores": 99999999999999999999999 }' > ovf.json
-expect_status 2 "$TPUSIM" info --chip ovf.json
-expect_err_contains "ovf.json:1:"
-printf '{ "base": "teach", "mxu": { "rows": "eight" } }' > type.json
-expect_status 2 "$TPUSIM" info --chip type.json
-expect_err_contains "key 'mxu.rows': expected an integer in 1..1024, got a non-number"
-printf '{ "base": "teach", "mxu": { "rows": 8.5 } }' > real.json
-expect_status 2 "$TPUSIM" info --chip real.json
-expect_err_contains "got a non-integer number"
-printf '{ "base": "teach",\n "mxu": { "rowz": 8 } }' > unk.json
-expect_status 2 "$TPUSIM" info --chip unk.json
-expect_err_contains "unk.json:2:19: unknown key 'mxu.rowz'"
-printf '{ "base": "teach", "cores": 4,\n' > trunc.json
-expect_status 2 "$TPUSIM" info --chip trunc.json
-expect_err_contains "trunc.json:2:"
-expect_err_contains "malformed JSON"
-printf '{ "cores": 4 }' > missing.json
-expect_status 2 "$TPUSIM" info --chip missing.json
-expect_err_contains "missing key 'cores_per_chip'"
-printf '{ "base": "tpu-v9" }' > badbase.json
-expect_status 2 "$TPUSIM" info --chip badbase.json
-expect_err_contains "key 'base': expected the name of a preset (tpu-v2-8, tpu-v3-8, teach)"
-printf '{ "base": "teach", "cores": 3 }' > div.json
-expect_status 2 "$TPUSIM" info --chip div.json
-expect_err_contains "does not divide cores"
-printf '[1,2]' > arr.json
-expect_status 2 "$TPUSIM" info --chip arr.json
-expect_err_contains "expected a JSON object"
+bad_inputs "$TPUSIM" info --chip <<'CASES'
+big.json|{ "base": "teach",\n  "mxu": { "rows": 2000 } }|big.json:2:20: key 'mxu.rows': expected an integer in 1..1024, got 2000
+zero.json|{ "base": "teach", "cores": 0 }|key 'cores': expected an integer in 1..16, got 0
+neg.json|{ "base": "teach", "hbm": { "bandwidth_gb_per_s": -3 } }|key 'hbm.bandwidth_gb_per_s': expected a number > 0
+ovf.json|{ "base": "teach", "cores": 99999999999999999999999 }|ovf.json:1:
+type.json|{ "base": "teach", "mxu": { "rows": "eight" } }|key 'mxu.rows': expected an integer in 1..1024, got a non-number
+real.json|{ "base": "teach", "mxu": { "rows": 8.5 } }|got a non-integer number
+unk.json|{ "base": "teach",\n "mxu": { "rowz": 8 } }|unk.json:2:19: unknown key 'mxu.rowz'
+trunc.json|{ "base": "teach", "cores": 4,\n|trunc.json:2:|malformed JSON
+missing.json|{ "cores": 4 }|missing key 'cores_per_chip'
+badbase.json|{ "base": "tpu-v9" }|key 'base': expected the name of a preset (tpu-v2-8, tpu-v3-8, teach)
+div.json|{ "base": "teach", "cores": 3 }|does not divide cores
+arr.json|[1,2]|expected a JSON object
+CASES
 expect_status 2 "$TPUSIM" info --chip no-such-file.json
 expect_err_contains "no-such-file.json: not a preset"
 expect_status 2 "$TPUSIM" info --set mxu.rows=0

@@ -41,23 +41,13 @@ expect_status 0 "$TPUSIM" pipeline --config "$EX/map_parallel.json" --real
 expect_out_contains "real run     24 images"
 
 # bad input: exit 2 and a message with file, field, line:col
-printf '{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }' > neg.json
-expect_status 2 "$TPUSIM" pipeline --config neg.json
-expect_err_contains "neg.json:2:46: field 'stages[0].batch_size': expected an integer in 1..1048576, got -4"
-printf '{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "prefetch", "bufer_size": 2 } ] }' > unk.json
-expect_status 2 "$TPUSIM" pipeline --config unk.json
-expect_err_contains "unk.json:2:"
-expect_err_contains "field 'stages[0].bufer_size': unknown key; allowed here: op, buffer_size"
-printf '{ "source": { "kind": "synthetic", "n": 10,\n' > trunc.json
-expect_status 2 "$TPUSIM" pipeline --config trunc.json
-expect_err_contains "trunc.json:2:"
-expect_err_contains "malformed JSON"
-printf '{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "workers", "kind": "fork", "count": 2 } ] }' > wk.json
-expect_status 2 "$TPUSIM" pipeline --config wk.json
-expect_err_contains "wk.json:2:42: field 'stages[0].kind': expected thread, process or shared_memory, got 'fork'"
-printf '{ "source": { "kind": "csv", "path": "x.csv" }, "stages": [ { "op": "batch", "batch_size": 2 } ] }' > csv.json
-expect_status 2 "$TPUSIM" pipeline --config csv.json
-expect_err_contains "source.elements"
+bad_inputs "$TPUSIM" pipeline --config <<'CASES'
+neg.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }|neg.json:2:46: field 'stages[0].batch_size': expected an integer in 1..1048576, got -4
+unk.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "prefetch", "bufer_size": 2 } ] }|unk.json:2:|field 'stages[0].bufer_size': unknown key; allowed here: op, buffer_size
+trunc.json|{ "source": { "kind": "synthetic", "n": 10,\n|trunc.json:2:|malformed JSON
+wk.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "workers", "kind": "fork", "count": 2 } ] }|wk.json:2:42: field 'stages[0].kind': expected thread, process or shared_memory, got 'fork'
+csv.json|{ "source": { "kind": "csv", "path": "x.csv" }, "stages": [ { "op": "batch", "batch_size": 2 } ] }|source.elements
+CASES
 expect_status 2 "$TPUSIM" pipeline --config no-such.json
 expect_err_contains "no-such.json: cannot open"
 expect_status 2 "$TPUSIM" pipeline

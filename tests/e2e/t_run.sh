@@ -40,41 +40,19 @@ expect_status 0 "$TPUSIM" run --chip teach --program ex.json
 expect_out_contains "collective_wait"
 
 # bad programs
-printf '{ "cores": 4,\n  "buffers": [ { "name": "a", "space": "hbm", "shape": [4, 4] } ],\n  "ops": [ { "op": "dma", "src": "a", "dst": "b" } ] }' > p1.json
-expect_status 2 "$TPUSIM" run --chip teach --program p1.json
-expect_err_contains "p1.json:3:"
-expect_err_contains "field 'ops[0].dst': no buffer named 'b' on core 0"
-printf '{ "buffers": [ { "name": "a", "space": "ssd", "shape": [4, 4] } ], "ops": [] }' > p2.json
-expect_status 2 "$TPUSIM" run --chip teach --program p2.json
-expect_err_contains "p2.json:1:40: field 'buffers[0].space': expected \"hbm\" or \"vmem\", got \"ssd\""
-printf '{ "ops": [ { "op": "teleport" } ] }' > p3.json
-expect_status 2 "$TPUSIM" run --chip teach --program p3.json
-expect_err_contains "field 'ops[0].op': unknown op \"teleport\""
-printf '{ "ops": [ ' > p4.json
-expect_status 2 "$TPUSIM" run --chip teach --program p4.json
-expect_err_contains "p4.json:1:"
-expect_err_contains "malformed JSON"
-printf '{ "cores": 2, "ops": [] }' > p5.json
-expect_status 2 "$TPUSIM" run --chip teach --program p5.json
-expect_err_contains "field 'cores': the program is for 2 core(s) but the chip has 4"
-printf '{ "buffers": [ { "name": "a", "space": "vmem", "shape": [200, 100] } ],\n "ops": [ { "op": "vpu", "fn": "relu", "in": ["a"], "out": ["a"], "name": "big" } ] }' > p6.json
-expect_status 2 "$TPUSIM" run --chip teach --program p6.json
-expect_err_contains "op 0 ('big', vpu): needs 80000 bytes of VMEM"
-printf '{ "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4], "colour": 1 } ], "ops": [] }' > p7.json
-expect_status 2 "$TPUSIM" run --chip teach --program p7.json
-expect_err_contains "field 'buffers[0].colour': unknown field"
-printf '{ "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ],\n "ops": [ { "op": "infeed", "dst": "a" } ] }' > p8.json
-expect_status 2 "$TPUSIM" run --chip teach --program p8.json
-expect_err_contains "queue holds 0 batch"
-printf '{ "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ], "ops": [ { "op": "all_reduce", "src": "a", "dst": "a", "step": -1 } ] }' > p9.json
-expect_status 2 "$TPUSIM" run --chip teach --program p9.json
-expect_err_contains "field 'ops[0].step': expected an integer in 0..1000000"
-printf '{ "per_core": [ { "ops": [] } ] }' > p10.json
-expect_status 2 "$TPUSIM" run --chip teach --program p10.json
-expect_err_contains "field 'per_core': expected an array of 4 entries"
-printf '[1]' > p11.json
-expect_status 2 "$TPUSIM" run --chip teach --program p11.json
-expect_err_contains "expected a JSON object"
+bad_inputs "$TPUSIM" run --chip teach --program <<'CASES'
+p1.json|{ "cores": 4,\n  "buffers": [ { "name": "a", "space": "hbm", "shape": [4, 4] } ],\n  "ops": [ { "op": "dma", "src": "a", "dst": "b" } ] }|p1.json:3:|field 'ops[0].dst': no buffer named 'b' on core 0
+p2.json|{ "buffers": [ { "name": "a", "space": "ssd", "shape": [4, 4] } ], "ops": [] }|p2.json:1:40: field 'buffers[0].space': expected "hbm" or "vmem", got "ssd"
+p3.json|{ "ops": [ { "op": "teleport" } ] }|field 'ops[0].op': unknown op "teleport"
+p4.json|{ "ops": [ |p4.json:1:|malformed JSON
+p5.json|{ "cores": 2, "ops": [] }|field 'cores': the program is for 2 core(s) but the chip has 4
+p6.json|{ "buffers": [ { "name": "a", "space": "vmem", "shape": [200, 100] } ],\n "ops": [ { "op": "vpu", "fn": "relu", "in": ["a"], "out": ["a"], "name": "big" } ] }|op 0 ('big', vpu): needs 80000 bytes of VMEM
+p7.json|{ "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4], "colour": 1 } ], "ops": [] }|field 'buffers[0].colour': unknown field
+p8.json|{ "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ],\n "ops": [ { "op": "infeed", "dst": "a" } ] }|queue holds 0 batch
+p9.json|{ "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ], "ops": [ { "op": "all_reduce", "src": "a", "dst": "a", "step": -1 } ] }|field 'ops[0].step': expected an integer in 0..1000000
+p10.json|{ "per_core": [ { "ops": [] } ] }|field 'per_core': expected an array of 4 entries
+p11.json|[1]|expected a JSON object
+CASES
 expect_status 2 "$TPUSIM" run --chip teach --program missing.json
 expect_err_contains "missing.json: cannot read"
 expect_status 2 "$TPUSIM" run --chip teach
