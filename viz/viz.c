@@ -34,17 +34,11 @@ uint32_t tpu_viz_value_color(float value, float scale) {
   return 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
 }
 
-/* splitmix64 + Box-Muller: the inputs of `tpusim matmul --seed S` */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+/* One N(0,1) sample of base.h's stream: the inputs of `tpusim matmul --seed S`. */
 static float normal(uint64_t *s) {
-  double u1 = (double)((next_u64(s) >> 11) + 1) * (1.0 / 9007199254740993.0);
-  double u2 = (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0);
-  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  float x;
+  tpu_normal_fill(s, &x, 1);
+  return x;
 }
 
 /* Partial products (part of A, part of B), smallest first, from
