@@ -83,6 +83,10 @@ static int check(const cli_matmul_opts *o) {
     if (!o->m || !o->n || !o->k) return cli_usage_error(CMD, "--cores needs --m, --n and --k");
     if (o->a || o->out)
       return cli_usage_error(CMD, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
+    if (o->level == TPU_FIDELITY_PE)
+      return cli_usage_error(CMD, "--level pe does not go with --cores: the chip engine runs the cores at the tile "
+                             "or timing level; use --level tile (the same cycles and bits as pe) with --cores, or "
+                             "--level pe on one core (without --cores)");
     return 0;
   }
   if (o->trace || o->threads)
