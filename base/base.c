@@ -13,17 +13,11 @@
 #include <unistd.h>
 
 const char *tpu_status_str(tpu_status s) {
-  switch (s) {
-    case TPU_OK: return "ok";
-    case TPU_ERR_NOMEM: return "out of memory";
-    case TPU_ERR_CONFIG: return "bad configuration";
-    case TPU_ERR_INPUT: return "bad input";
-    case TPU_ERR_IO: return "i/o error";
-    case TPU_ERR_BUSY: return "unit busy";
-    case TPU_ERR_RANGE: return "capacity exceeded";
-    case TPU_ERR_RUNTIME: return "runtime fault";
-  }
-  return "unknown status";
+  static const char *const text[] = {
+    [TPU_OK] = "ok", [TPU_ERR_NOMEM] = "out of memory", [TPU_ERR_CONFIG] = "bad configuration",
+    [TPU_ERR_INPUT] = "bad input", [TPU_ERR_IO] = "i/o error", [TPU_ERR_BUSY] = "unit busy",
+    [TPU_ERR_RANGE] = "capacity exceeded", [TPU_ERR_RUNTIME] = "runtime fault" };
+  return (unsigned)s < sizeof text / sizeof text[0] ? text[s] : "unknown status";
 }
 
 int tpu_status_exit_code(tpu_status s) {
@@ -35,12 +29,9 @@ int tpu_status_exit_code(tpu_status s) {
 }
 
 const char *tpu_fidelity_name(tpu_fidelity f) {
-  switch (f) {
-    case TPU_FIDELITY_PE: return "pe";
-    case TPU_FIDELITY_TILE: return "tile";
-    case TPU_FIDELITY_TIMING: return "timing";
-  }
-  return "?";
+  static const char *const names[] = { [TPU_FIDELITY_PE] = "pe", [TPU_FIDELITY_TILE] = "tile",
+                                       [TPU_FIDELITY_TIMING] = "timing" };
+  return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "?";
 }
 int tpu_fidelity_parse(const char *s, tpu_fidelity *out) {
   static const tpu_fidelity all[] = { TPU_FIDELITY_PE, TPU_FIDELITY_TILE, TPU_FIDELITY_TIMING };

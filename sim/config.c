@@ -85,12 +85,8 @@ static bool is_section(const char *path) {
 }
 
 const char *tpu_ici_topology_name(tpu_ici_topology t) {
-  switch (t) {
-    case TPU_ICI_AUTO: return "auto";
-    case TPU_ICI_RING: return "ring";
-    case TPU_ICI_TORUS: return "torus";
-  }
-  return "?";
+  static const char *const names[] = { [TPU_ICI_AUTO] = "auto", [TPU_ICI_RING] = "ring", [TPU_ICI_TORUS] = "torus" };
+  return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 static bool parse_topology(const char *s, tpu_ici_topology *out) {
   for (int t = TPU_ICI_AUTO; t <= TPU_ICI_TORUS; t++)

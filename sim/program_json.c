@@ -47,6 +47,14 @@ static const char *get_str(pctx *x, json_t *o, const char *key, const char *path
   return s;
 }
 
+/* Element i of the array at 'path' (its path written to ep): an object
+** whose keys are all in 'keys'. */
+static bool element(pctx *x, json_t *e, const char *path, size_t i, const char *const *keys, char *ep, size_t cap) {
+  snprintf(ep, cap, "%s[%zu]", path, i);
+  if (!json_is_object(e)) { perr(x, ep, "expected an object"); return false; }
+  return only_keys(x, e, ep, keys);
+}
+
 static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
   if (!arr) return true;
   if (!json_is_array(arr)) { perr(x, path, "expected an array of buffers"); return false; }
@@ -55,9 +63,7 @@ static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
   json_t *b;
   json_array_foreach(arr, i, b) {
     char bp[256], sub[300];
-    snprintf(bp, sizeof bp, "%s[%zu]", path, i);
-    if (!json_is_object(b)) { perr(x, bp, "expected an object"); return false; }
-    if (!only_keys(x, b, bp, KEYS)) return false;
+    if (!element(x, b, path, i, KEYS, bp, sizeof bp)) return false;
     const char *name = get_str(x, b, "name", bp, true);
     const char *space = get_str(x, b, "space", bp, true);
     if (!name || !space) { if (!x->j.failed) perr(x, bp, "bad buffer"); return false; }
@@ -184,9 +190,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
     json_t *o;
     json_array_foreach(arr, i, o) {
       char op[256], sub[300];
-      snprintf(op, sizeof op, "%s[%zu]", path, i);
-      if (!json_is_object(o)) { perr(x, op, "expected an object"); return false; }
-      if (!only_keys(x, o, op, KEYS)) return false;
+      if (!element(x, o, path, i, KEYS, op, sizeof op)) return false;
       const char *kind = get_str(x, o, "op", op, true);
       if (!kind) return false;
       snprintf(sub, sizeof sub, "%s.op", op);
@@ -345,9 +349,7 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
       char path[64];
       json_t *e = json_array_get(pc, (size_t)c);
       static const char *const PKEYS[] = { "buffers", "ops", "infeed", NULL };
-      snprintf(path, sizeof path, "per_core[%d]", c);
-      if (!json_is_object(e)) { perr(&x, path, "expected an object"); goto out; }
-      if (!only_keys(&x, e, path, PKEYS)) goto out;
+      if (!element(&x, e, "per_core", (size_t)c, PKEYS, path, sizeof path)) goto out;
       char sub[96];
       snprintf(sub, sizeof sub, "%s.buffers", path);
       if (!add_buffers(&x, json_object_get(e, "buffers"), sub, c)) goto out;
