@@ -28,12 +28,12 @@ static const char HELP[] =
 enum { OPT_PRINT = 1, OPT_LEVEL };
 
 typedef struct run_opts {
-  const char *program, *trace;
-  const char *prints[MAX_PRINT];     /* --print NAME, in order */
-  int nprint;
-  long threads;
-  tpu_fidelity level;
   cli_common com;
+  const char *program, *trace;
+  tpu_fidelity level;
+  long threads;
+  int nprint;
+  const char *prints[MAX_PRINT];     /* --print NAME, in order */
 } run_opts;
 
 static int option(void *ud, int id, const char *v) {
