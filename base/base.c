@@ -1,10 +1,9 @@
 /*
-** base.c -- status strings, the allocation hook, bf16 arrays and the JSON
-** value locator used to put line:column into error messages.
+** base.c -- status strings, the allocation hook, bf16 arrays, the seeded
+** generators and whole-file I/O. JSON is in json.c, .npy in npy.c.
 */
 #include "base/base.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -14,17 +13,11 @@
 #include <unistd.h>
 
 const char *tpu_status_str(tpu_status s) {
-  switch (s) {
-    case TPU_OK: return "ok";
-    case TPU_ERR_NOMEM: return "out of memory";
-    case TPU_ERR_CONFIG: return "bad configuration";
-    case TPU_ERR_INPUT: return "bad input";
-    case TPU_ERR_IO: return "i/o error";
-    case TPU_ERR_BUSY: return "unit busy";
-    case TPU_ERR_RANGE: return "capacity exceeded";
-    case TPU_ERR_RUNTIME: return "runtime fault";
-  }
-  return "unknown status";
+  static const char *const text[] = {
+    [TPU_OK] = "ok", [TPU_ERR_NOMEM] = "out of memory", [TPU_ERR_CONFIG] = "bad configuration",
+    [TPU_ERR_INPUT] = "bad input", [TPU_ERR_IO] = "i/o error", [TPU_ERR_BUSY] = "unit busy",
+    [TPU_ERR_RANGE] = "capacity exceeded", [TPU_ERR_RUNTIME] = "runtime fault" };
+  return (unsigned)s < sizeof text / sizeof text[0] ? text[s] : "unknown status";
 }
 
 int tpu_status_exit_code(tpu_status s) {
@@ -36,12 +29,9 @@ int tpu_status_exit_code(tpu_status s) {
 }
 
 const char *tpu_fidelity_name(tpu_fidelity f) {
-  switch (f) {
-    case TPU_FIDELITY_PE: return "pe";
-    case TPU_FIDELITY_TILE: return "tile";
-    case TPU_FIDELITY_TIMING: return "timing";
-  }
-  return "?";
+  static const char *const names[] = { [TPU_FIDELITY_PE] = "pe", [TPU_FIDELITY_TILE] = "tile",
+                                       [TPU_FIDELITY_TIMING] = "timing" };
+  return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "?";
 }
 int tpu_fidelity_parse(const char *s, tpu_fidelity *out) {
   static const tpu_fidelity all[] = { TPU_FIDELITY_PE, TPU_FIDELITY_TILE, TPU_FIDELITY_TIMING };
@@ -98,103 +88,6 @@ void tpu_free_aligned(void *p) { if (p) tpu_free(((void **)p)[-1]); }
 void tpu_bf16_round_array(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = tpu_bf16_round(x[i]);
 }
-
-/* {==================================================================
-** JSON locator: a tolerant scanner that walks the text, tracking the
-** current path, until the requested path's value starts. It only has to
-** handle text that jansson already accepted (errors are reported by the
-** caller), so it skips rather than validates.
-** ================================================================== */
-typedef struct scan { const char *p; int line, col; } scan;
-
-static void adv(scan *s) {
-  if (*s->p == '\n') { s->line++; s->col = 1; } else if ((*s->p & 0xC0) != 0x80) s->col++;
-  s->p++;
-}
-static void skip_ws(scan *s) { while (*s->p && isspace((unsigned char)*s->p)) adv(s); }
-/* Reads a string token into buf (truncated, unescaped roughly). */
-static void read_str(scan *s, char *buf, size_t cap) {
-  size_t n = 0;
-  adv(s);                                       /* opening quote */
-  while (*s->p && *s->p != '"') {
-    if (*s->p == '\\' && s->p[1]) { adv(s); }
-    if (n + 1 < cap) buf[n++] = *s->p;
-    adv(s);
-  }
-  if (*s->p) adv(s);
-  buf[n] = 0;
-}
-static void skip_value(scan *s);
-static void skip_value(scan *s) {
-  skip_ws(s);
-  char c = *s->p;
-  if (c == '"') { char tmp[2]; read_str(s, tmp, sizeof tmp); return; }
-  if (c == '{' || c == '[') {
-    char close = c == '{' ? '}' : ']';
-    adv(s);
-    for (;;) {
-      skip_ws(s);
-      if (!*s->p) return;
-      if (*s->p == close) { adv(s); return; }
-      if (*s->p == ',' || *s->p == ':') { adv(s); continue; }
-      skip_value(s);
-    }
-  }
-  while (*s->p && !strchr(",]}", *s->p) && !isspace((unsigned char)*s->p)) adv(s);
-}
-
-int tpu_json_locate(const char *text, const char *path, int *line, int *col) {
-  scan s = { text, 1, 1 };
-  skip_ws(&s);
-  *line = s.line; *col = s.col;
-  const char *q = path;
-  while (*q) {
-    if (*q == '.') { q++; continue; }
-    skip_ws(&s);
-    if (*q == '[') {                            /* array index */
-      long idx = strtol(q + 1, (char **)&q, 10);
-      if (*q == ']') q++;
-      if (*s.p != '[') return 0;
-      adv(&s);
-      for (long i = 0; ; i++) {
-        skip_ws(&s);
-        if (!*s.p || *s.p == ']') return 0;
-        if (i == idx) break;
-        skip_value(&s);
-        skip_ws(&s);
-        if (*s.p == ',') adv(&s);
-      }
-    } else {                                    /* object key */
-      char key[128];
-      size_t n = 0;
-      while (*q && *q != '.' && *q != '[' && n + 1 < sizeof key) key[n++] = *q++;
-      key[n] = 0;
-      if (*s.p != '{') return 0;
-      adv(&s);
-      for (;;) {
-        skip_ws(&s);
-        if (*s.p != '"') return 0;
-        char k[128];
-        int kl = s.line, kc = s.col;
-        read_str(&s, k, sizeof k);
-        skip_ws(&s);
-        if (*s.p == ':') adv(&s);
-        skip_ws(&s);
-        if (strcmp(k, key) == 0) {
-          if (!*q) { *line = s.line; *col = s.col; (void)kl; (void)kc; return 1; }
-          break;
-        }
-        skip_value(&s);
-        skip_ws(&s);
-        if (*s.p == ',') adv(&s); else return 0;
-      }
-    }
-    skip_ws(&s);
-    *line = s.line; *col = s.col;
-  }
-  return 1;
-}
-/* }================================================================== */
 
 void tpu_text_printf(tpu_text *b, const char *fmt, ...) {
   if (b->oom) return;

@@ -1,6 +1,7 @@
 /*
 ** base.h -- the foundation every tpusim module may include: status codes,
-** the allocation hook, bf16 conversion and JSON error positions.
+** the allocation hook, bf16 conversion, seeded generators, whole-file I/O,
+** the JSON loader every file format uses, and .npy arrays.
 **
 ** The bottom floor of the include graph: it depends on nothing of tpusim,
 ** and every module (mxu, vpu, datafeed, sim, frontend, viz, the command
@@ -14,6 +15,7 @@
 */
 #ifndef TPU_BASE_H
 #define TPU_BASE_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -93,12 +95,82 @@ typedef enum tpu_fidelity {
 const char *tpu_fidelity_name(tpu_fidelity f);           /* "pe", "tile", "timing" */
 int tpu_fidelity_parse(const char *s, tpu_fidelity *out); /* 1 if known */
 
+/* {==================================================================
+** JSON documents. Every JSON format of tpusim (chips, programs, pipelines,
+** models) loads through here: jansson parses (base.h does not include it;
+** the functions below take its json_t), and every error is one message
+**   WHERE:LINE:COL: [field 'PATH': ]what was wrong; what is allowed
+** whose position is that of the value at fault (or of the nearest
+** enclosing value that exists, for a missing one). The first error reported
+** is the one kept. Paths join keys with '.' and indices as [i]:
+** "stages[2].buffer_size".
+** ================================================================== */
+struct json_t;
+typedef struct tpu_json {
+  const char *where;           /* file name or label: the start of every message */
+  const char *noun;            /* what the format calls a member ("field" [default] or "key") */
+  tpu_status code;             /* what errors return (TPU_ERR_CONFIG [default] or TPU_ERR_INPUT) */
+  bool field_prefix;           /* tpu_json_fail starts its text "field 'PATH': " */
+  char *err; size_t errcap;    /* the message */
+  const char *text;            /* set by tpu_json_parse */
+  struct json_t *root;         /* set by tpu_json_parse; released by tpu_json_free */
+  bool failed;                 /* an error has been written */
+} tpu_json;
+/* Parses 'text' (kept by reference until tpu_json_free) into j->root, which
+** must be an object: else "expected a JSON object (WHAT)". Fill in where,
+** err, errcap (and noun, code, field_prefix) first. Returns TPU_OK or j->code
+** with the message written (TPU_ERR_NOMEM if jansson ran out of memory). */
+tpu_status tpu_json_parse(tpu_json *j, const char *text, const char *what);
+void tpu_json_free(tpu_json *j);                           /* NULL root is fine */
+/* Writes "WHERE:LINE:COL: MSG" with the position of 'path' ("" the root,
+** NULL none), the "field 'PATH': " prefix when j->field_prefix and path is
+** not empty; returns j->code. Does nothing after the first error. */
+tpu_status tpu_json_fail(tpu_json *j, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "an object", "an array", "a string", "an integer", "a real number",
+** "a boolean", "null": for "got ..." in messages. */
+const char *tpu_json_type(const struct json_t *v);
+
+/* Readers of an object's members. A member is named in messages by its
+** path, "field 'stages[2].seed'", or, when the object has a label, by its
+** key after the label, "layers[2] (dense): field 'units'". A member that is
+** absent leaves *out alone unless it is required ("LABEL: missing; expected
+** an integer in 1..64", at the object's position). A bad value gets "LABEL:
+** expected ..., got ...". Each returns TPU_OK or the document's code. */
+typedef struct tpu_json_obj {
+  tpu_json *doc;
+  struct json_t *v;            /* the object */
+  const char *path;            /* its path ("" for the root) */
+  const char *label;           /* NULL: name members by path; else "layers[2] (dense): " */
+} tpu_json_obj;
+enum { TPU_JSON_REQUIRED = 1, TPU_JSON_HI_OPEN = 2 };     /* 'flags' below */
+/* Every key must be one of 'allowed' (NULL-terminated): "LABEL: unknown
+** NOUN; allowed here: a, b, c". */
+tpu_status tpu_json_keys(const tpu_json_obj *o, const char *const *allowed);
+/* An integer in [lo, hi]; with 'word' non-NULL the string WORD is also
+** accepted and gives 'word_value' ("an integer in 1..256 or \"autotune\""). */
+tpu_status tpu_json_int(const tpu_json_obj *o, const char *key, int64_t lo, int64_t hi, int flags, int64_t *out);
+tpu_status tpu_json_int_or(const tpu_json_obj *o, const char *key, int64_t lo, int64_t hi, const char *word,
+                           int64_t word_value, int flags, int64_t *out);
+/* A number in [lo, hi] (lo or hi may be +-INFINITY); TPU_JSON_HI_OPEN
+** excludes hi, also after rounding to f32 (values meant for f32 math). */
+tpu_status tpu_json_num(const tpu_json_obj *o, const char *key, double lo, double hi, int flags, double *out);
+tpu_status tpu_json_bool(const tpu_json_obj *o, const char *key, bool *out);
+tpu_status tpu_json_str(const tpu_json_obj *o, const char *key, int flags, const char **out);
+/* "LABEL: missing; expected WHAT" at the object, for members with a
+** richer description than a type ("one of thread, process, shared_memory"). */
+tpu_status tpu_json_missing(const tpu_json_obj *o, const char *key, const char *what);
+/* "LABEL: MSG" at the member 'key' (at the object when key is absent). */
+tpu_status tpu_json_fail_member(const tpu_json_obj *o, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Find the line and column (1-based) of the value at 'path' in JSON 'text'.
 ** Path syntax: keys joined by '.', array indices as [i]: "mxu.rows",
 ** "layers[2].units". Returns 1 and sets *line,*col when found, else 0 (and
 ** sets the position of the deepest enclosing value found, if any). Used to
 ** point error messages at the offending value; never fails otherwise. */
 int tpu_json_locate(const char *text, const char *path, int *line, int *col);
+/* }================================================================== */
 
 /* {==================================================================
 ** Seeded generators (one family for the whole project: splitmix64)
@@ -124,6 +196,33 @@ int tpu_write_atomic(const char *path, const void *data, size_t n);
 /* Reads a whole file into a NUL-terminated buffer (tpu_free it). Returns
 ** NULL with errno set on failure; *len gets the byte count when non-NULL. */
 char *tpu_read_file(const char *path, size_t *len);
+
+/* .npy arrays (NumPy format versions 1.0 to 3.0, C order, little-endian).
+** tpu_npy_parse reads the header of the file held in buf[0..len): the
+** dtype as NumPy writes it ("<f4", "|u1", "<i8"), the shape (at most
+** TPU_NPY_MAX_DIMS dimensions) and where the elements start; the file must
+** hold exactly count * itemsize bytes of them. 'path' only names the file in
+** messages ("PATH: not a .npy file (bad magic) ...", "PATH: header field
+** 'fortran_order' must be False ...", "PATH: truncated: ..."). Returns
+** TPU_ERR_INPUT with the message, or TPU_ERR_NOMEM. */
+#define TPU_NPY_MAX_DIMS 8
+typedef struct tpu_npy {
+  char descr[16];
+  size_t itemsize;                    /* bytes per element, from descr */
+  int ndim;
+  int64_t shape[TPU_NPY_MAX_DIMS];
+  size_t count;                       /* elements: the product of the shape */
+  const unsigned char *data;          /* the first element, inside buf */
+} tpu_npy;
+tpu_status tpu_npy_parse(const char *path, const void *buf, size_t len, tpu_npy *out, char *err, size_t errcap);
+/* Reads a float32 ('<f4') .npy: the header into *hdr (its data pointer is
+** left NULL) and the elements into a new buffer *data (tpu_free it). IO when
+** the file cannot be read ("PATH: cannot read: ..."), INPUT for a bad file
+** or another dtype, NOMEM. On failure *data is NULL. */
+tpu_status tpu_npy_read_f32(const char *path, tpu_npy *hdr, float **data, char *err, size_t errcap);
+/* Writes a float32 .npy (version 1.0) atomically (tpu_write_atomic).
+** Returns 0, or -1 with errno set. */
+int tpu_npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape);
 /* }================================================================== */
 
 #endif /* TPU_BASE_H */

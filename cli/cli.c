@@ -1,117 +1,204 @@
 /*
-** cli.c -- helpers shared by the tpusim subcommands (see cli_int.h).
+** cli.c -- what the tpusim subcommands share (see cli_int.h): messages and
+** exit codes, option parsing on getopt_long, the chip and its --set
+** overrides.
 */
 #include "cli/cli_int.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "sim/sim.h"
-
-static void vreport(const char *cmd, const char *fmt, va_list ap) {
+/* {==================================================================
+** Messages and exit codes
+** ================================================================== */
+static int report(int code, const char *cmd, const char *fmt, va_list ap) {
   fprintf(stderr, "tpusim %s: ", cmd);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
+  return code;
 }
-int cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(cmd, fmt, ap);
-  va_end(ap);
-  return 2;
-}
-int cli_runtime_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(cmd, fmt, ap);
-  va_end(ap);
-  return 1;
-}
+#define REPORT(code, cmd, fmt) do { va_list ap; va_start(ap, fmt); int rc_ = report((code), (cmd), (fmt), ap); \
+                                    va_end(ap); return rc_; } while (0)
+int cli_usage_error(const char *cmd, const char *fmt, ...) { REPORT(2, cmd, fmt); }
+int cli_runtime_error(const char *cmd, const char *fmt, ...) { REPORT(1, cmd, fmt); }
+int cli_fail(const char *cmd, tpu_status st, const char *fmt, ...) { REPORT(tpu_status_exit_code(st), cmd, fmt); }
+/* }================================================================== */
 
-bool cli_parse_long(const char *s, long lo, long hi, long *out, const char *flag, char *err, size_t errcap) {
-  char *end;
-  errno = 0;
-  long v = s ? strtol(s, &end, 10) : 0;
-  if (!s || !*s || *end || errno || v < lo || v > hi) {
-    snprintf(err, errcap, "%s: expected an integer in %ld..%ld, got '%s'", flag, lo, hi, s ? s : "");
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-bool cli_parse_double(const char *s, double lo, double hi, double *out, const char *flag, char *err, size_t errcap) {
-  char *end;
-  errno = 0;
-  double v = s ? strtod(s, &end) : 0;
-  if (!s || !*s || *end || errno || !isfinite(v) || v < lo || v > hi) {
-    snprintf(err, errcap, "%s: expected a number in %g..%g, got '%s'", flag, lo, hi, s ? s : "");
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-
-
-bool cli_stdout_is_tty(void) { return isatty(STDOUT_FILENO) == 1; }
-
-int cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0) return 0;
-  if (a[n] == 0) {
-    if (!val) return 1;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
-  }
-  if (a[n] == '=' && val) { *val = a + n + 1; return 1; }
-  return 0;
-}
-
-const char CLI_COMMON_HELP[] =
+/* {==================================================================
+** Options
+** ================================================================== */
+static const char COMMON_HELP[] =
   "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach) or a JSON file\n"
   "  --set KEY=VALUE    override one configuration key (repeatable), e.g. --set mxu.rows=8\n"
   "  --json             print one JSON object on stdout instead of the text report\n"
   "  --help             this text\n";
 
-void cli_common_init(cli_common *c) {
-  memset(c, 0, sizeof *c);
-  c->chip = "tpu-v2-8";
+int cli_help(const char *text, const char *more) {
+  fputs(text, stdout);
+  if (more) { fputs(more, stdout); fputs("\n", stdout); }
+  fputs(COMMON_HELP, stdout);
+  return 0;
 }
 
-int cli_common_opt(int argc, char **argv, int *i, cli_common *c, const char *cmd) {
-  const char *v;
-  int r;
-  if ((r = cli_opt(argc, argv, i, "--chip", &v))) {
-    if (r < 0) return cli_usage_error(cmd, "--chip needs a preset name or a file");
-    c->chip = v;
-    return 1;
+/* The parser's state: the command's table and the common options, and
+** getopt_long's table made of both (option i has val 256 + i). */
+typedef struct cli_args {
+  const char *cmd;
+  const cli_opt *opts;
+  int nopts;
+  cli_opt common[4];                 /* --chip, --set, --json, --help */
+  cli_common *com;
+  struct option lopts[CLI_MAX_OPTS + 5];
+} cli_args;
+
+static const cli_opt *opt_at(const cli_args *a, int i) {
+  return i < a->nopts ? &a->opts[i] : &a->common[i - a->nopts];
+}
+
+static void args_init(cli_args *a, const char *cmd, const cli_opt *opts, int nopts, cli_common *c) {
+  memset(c, 0, sizeof *c);
+  c->chip = "tpu-v2-8";
+  memset(a, 0, sizeof *a);
+  a->cmd = cmd;
+  a->opts = opts;
+  a->nopts = nopts < CLI_MAX_OPTS ? nopts : CLI_MAX_OPTS;
+  a->com = c;
+  const cli_opt common[4] = {
+    CLI_STR("chip", &c->chip, "--chip needs a preset name or a file"),
+    { .name = "set", .kind = CLI_KSET, .missing = "--set needs KEY=VALUE, e.g. --set mxu.rows=8" },
+    CLI_FLAG("json", &c->json), CLI_FLAG("help", &c->help) };
+  memcpy(a->common, common, sizeof common);
+  const int n = a->nopts + 4;
+  for (int i = 0; i < n; i++) {
+    const cli_opt *o = opt_at(a, i);
+    a->lopts[i] = (struct option){ o->name, o->kind == CLI_KFLAG ? no_argument : required_argument, NULL, 256 + i };
   }
-  if ((r = cli_opt(argc, argv, i, "--set", &v))) {
-    if (r < 0) return cli_usage_error(cmd, "--set needs KEY=VALUE, e.g. --set mxu.rows=8");
-    if (c->nsets == CLI_MAX_SETS) return cli_usage_error(cmd, "--set: at most %d overrides", CLI_MAX_SETS);
-    c->sets[c->nsets++] = v;
-    return 1;
+  a->lopts[n] = (struct option){ 0, 0, 0, 0 };
+  optind = 0;                        /* a fresh scan (glibc) */
+  opterr = 0;                        /* our messages, not getopt's */
+}
+
+static int unknown(const cli_args *a, const char *arg) {
+  return cli_usage_error(a->cmd, "unknown option '%s' (tpusim %s --help)", arg, a->cmd);
+}
+
+/* True unless 'arg' starts with '-' and is not "-h", "--NAME" or
+** "--NAME=VALUE" of an option of the table spelled out in full (with a value
+** only if it takes one). Others are left to getopt_long. */
+static bool spelled_out(const cli_args *a, const char *arg) {
+  if (arg[0] != '-' || !strcmp(arg, "-h")) return true;
+  if (arg[1] != '-') return false;
+  const char *name = arg + 2;
+  const size_t n = strcspn(name, "=");
+  for (const struct option *o = a->lopts; o->name; o++)
+    if (strlen(o->name) == n && !strncmp(o->name, name, n) && (!name[n] || o->has_arg)) return true;
+  return false;
+}
+
+/* Stores the value of a table option; 0, or 2 after a message. */
+static int store(const cli_args *a, const cli_opt *o, const char *v) {
+  char *end;
+  errno = 0;
+  switch (o->kind) {
+  case CLI_KFLAG:
+    *(bool *)o->dst = true;
+    return 0;
+  case CLI_KSTR:
+    *(const char **)o->dst = v;
+    return 0;
+  case CLI_KLONG: {
+    const long x = strtol(v, &end, 10);
+    if (*v && !*end && !errno && x >= o->lo && x <= o->hi) { *(long *)o->dst = x; return 0; }
+    return cli_usage_error(a->cmd, "--%s: expected an integer in %ld..%ld, got '%s'", o->name, o->lo, o->hi, v);
   }
-  if (cli_opt(argc, argv, i, "--json", NULL) == 1) { c->json = true; return 1; }
-  if (cli_opt(argc, argv, i, "--help", NULL) == 1 || !strcmp(argv[*i], "-h")) { c->help = true; return 1; }
-  return 0;
+  case CLI_KDOUBLE: {
+    const double x = strtod(v, &end);
+    if (*v && !*end && !errno && isfinite(x) && x >= o->dlo && x <= o->dhi) { *(double *)o->dst = x; return 0; }
+    return cli_usage_error(a->cmd, "--%s: expected a number in %g..%g, got '%s'", o->name, o->dlo, o->dhi, v);
+  }
+  case CLI_KSET:
+    if (a->com->nsets == CLI_MAX_SETS) return cli_usage_error(a->cmd, "--set: at most %d overrides", CLI_MAX_SETS);
+    a->com->sets[a->com->nsets++] = v;
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts, cli_common *c,
+              cli_value_fn fn, void *ud) {
+  cli_args a;
+  args_init(&a, cmd, opts, nopts, c);
+  for (;;) {
+    const int at = optind ? optind : 1;
+    if (at < argc && !spelled_out(&a, argv[at])) return unknown(&a, argv[at]);
+    const int g = getopt_long(argc, argv, "-:h", a.lopts, NULL);
+    if (g == -1) return 0;
+    if (g == 1) return unknown(&a, optarg);                  /* a stray argument */
+    if (g == 'h') { c->help = true; continue; }
+    const int i = (g == ':' ? optopt : g) - 256;
+    if (i < 0 || i >= a.nopts + 4) return unknown(&a, argv[at]);
+    const cli_opt *o = opt_at(&a, i);
+    const char *v = optarg;
+    if (g == ':') {                                          /* the value is missing */
+      if (o->missing) return cli_usage_error(cmd, "%s", o->missing);
+      if (o->kind != CLI_KID) return cli_usage_error(cmd, "--%s needs a value", o->name);
+      v = "";
+    }
+    const int rc = o->kind == CLI_KID ? (fn ? fn(ud, o->id, v) : 0) : store(&a, o, v);
+    if (rc) return rc;
+  }
+}
+/* }================================================================== */
+
+int cli_precision(const char *cmd, const char *v, tpu_precision *out) {
+  if (tpu_precision_parse(v, out)) return 0;
+  return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", v);
 }
 
 int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
   char err[1024];
-  if (tpu_chip_config_load(c->chip, out, err, sizeof err) != TPU_OK)
-    return cli_usage_error(cmd, "%s", err);
-  for (int k = 0; k < c->nsets; k++)
-    if (tpu_chip_config_set(out, c->sets[k], err, sizeof err) != TPU_OK)
-      return cli_usage_error(cmd, "%s", err);
+  tpu_status st = tpu_chip_config_load(c->chip, out, err, sizeof err);
+  for (int k = 0; st == TPU_OK && k < c->nsets; k++) st = tpu_chip_config_set(out, c->sets[k], err, sizeof err);
+  return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
+}
+
+int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out) {
+  *out = NULL;
+  char *text = tpu_read_file(path, NULL);
+  if (!text) return cli_usage_error(cmd, "%s: cannot read: %s", path, strerror(errno));
+  char err[2048];
+  tpu_status st = tpu_sim_program_parse(text, path, cores, out, err, sizeof err);
+  tpu_free(text);
+  return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
+}
+
+void cli_chip_cut(tpu_chip_config *chip, int cores) {
+  int cpc = chip->cores_per_chip < cores ? chip->cores_per_chip : cores;
+  while (cores % cpc) cpc--;
+  chip->cores = cores;
+  chip->cores_per_chip = cpc;
+}
+
+int cli_print_json(const char *cmd, json_t *o, size_t flags) {
+  if (!o) return cli_runtime_error(cmd, "out of memory");
+  json_dumpf(o, stdout, flags);
+  putchar('\n');
+  json_decref(o);
   return 0;
 }
 
+bool cli_stdout_is_tty(void) { return isatty(STDOUT_FILENO) == 1; }
 
+double cli_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -2,14 +2,26 @@
 ** cli_int.h -- internals of the tpusim command line shared by the command
 ** files (cli/cmd_*.c). Not a public header.
 **
+** Design. The command line owns three things and nothing else:
+**   - options: each command declares its options in a table of cli_opt and
+**     parses argv with getopt_long through cli_parse, which adds the options
+**     every command takes (--chip, --set, --json, --help);
+**   - reports: a text report on stdout, or with --json exactly one JSON
+**     object there and nothing else;
+**   - exit codes: 0 ok, 1 runtime failure, 2 bad input. A library status
+**     becomes an exit code only through tpu_status_exit_code (cli_fail).
+**     A --trace, --csv or checkpoint that cannot be written is a runtime
+**     failure; matmul --out treats its path as input (2).
+** It calls the modules only through their public headers (base.h, mxu.h,
+** sim.h, df.h, fe.h, viz.h): simulation, numerics and file formats live
+** there, never here. Each command is a file: parse its options into a
+** struct, load its inputs, run, report (JSON or text).
+**
 ** Conventions every command follows:
 **   - `tpusim CMD --help` prints usage on stdout and exits 0.
 **   - Bad input (unknown flag, bad value, malformed file) prints one message
 **     on stderr, "tpusim CMD: FILE:LINE:COL: field 'x': what was wrong; what
-**     is allowed" (the parts that are known), and exits 2. Runtime failures
-**     exit 1.
-**   - `--json` prints exactly one JSON object on stdout and nothing else
-**     there; human output goes to stdout otherwise.
+**     is allowed" (the parts that are known), and exits 2.
 **   - Files are written whole or not at all (tpu_write_atomic).
 */
 #ifndef TPU_CLI_INT_H
@@ -20,6 +32,7 @@
 #include <stdio.h>
 
 #include "base/base.h"
+#include "sim/sim.h"
 
 /* A subcommand: argv[0] is the subcommand name; returns the exit status. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
@@ -30,57 +43,130 @@ int cli_cmd_run(int argc, char **argv);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_viz(int argc, char **argv);
 
-/* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Same, returns 1 (runtime failure). */
-int cli_runtime_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Parses a whole decimal integer in [lo, hi] (no trailing junk, no overflow).
-** On failure writes a message naming 'flag' and the range into err. */
-bool cli_parse_long(const char *s, long lo, long hi, long *out, const char *flag,
-                   char *err, size_t errcap);
-bool cli_parse_double(const char *s, double lo, double hi, double *out, const char *flag,
-                     char *err, size_t errcap);
-
-
-/* {===========================================================** Argument parsing. Commands walk argv themselves:
-**   for (int i = 1; i < argc; i++) {
-**     const char *v;
-**     int r = cli_opt(argc, argv, &i, "--m", &v);   // "--m 8" or "--m=8"
-**     if (r < 0) return cli_usage_error(...missing value...);
-**     if (r) { ...; continue; }
-**     r = cli_common_opt(argc, argv, &i, &common, cmd); ...
+/* {==================================================================
+** Messages and exit codes
 ** ================================================================== */
-/* 1 if argv[*i] is 'name' (value in the next argument, *i advanced) or
-** 'name=value'; 0 if it is another argument; -1 if the value is missing.
-** Pass val == NULL for a flag without a value. */
-int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* Prints "tpusim CMD: <message>\n" on stderr; returns 2 (bad input). */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Same, returns 1 (runtime failure). */
+int cli_runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Same, returns tpu_status_exit_code(st): how a library's failure ends a
+** command. */
+int cli_fail(const char *cmd, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* }================================================================== */
+
+/* {==================================================================
+** Options. A command lists its options (long names, without the dashes)
+** and parses argv with getopt_long through cli_parse:
+**
+**   cli_opt opts[] = { CLI_LONG("m", &o->m, 1, 65536), CLI_ID("level", OPT_LEVEL, NULL) };
+**   rc = cli_parse("matmul", argc, argv, opts, CLI_NOPTS(opts), &o->com, option, o);
+**
+** cli_parse adds the options every command takes (--chip, --set, --json,
+** --help) to the table. Every option is given as "--m 8" or "--m=8"; names
+** must be spelled out (getopt_long's abbreviations are refused). FLAG, STR,
+** LONG and DOUBLE options are stored where the table says; each ID option
+** is handed to the command's function with its value, in argv order. An
+** unknown option, a stray argument, a missing value or a bad number prints
+** a message naming the flag (cli_usage_error), and parsing stops there.
+** ================================================================== */
+typedef enum cli_kind {
+  CLI_KFLAG,                   /* no value: *(bool *)dst = true */
+  CLI_KSTR,                    /* *(const char **)dst = the value */
+  CLI_KLONG,                   /* *(long *)dst = a whole decimal integer in [lo, hi] */
+  CLI_KDOUBLE,                 /* *(double *)dst = a finite number in [dlo, dhi] */
+  CLI_KID,                     /* handed to the command with its value */
+  CLI_KSET                     /* --set (the common options only) */
+} cli_kind;
+typedef struct cli_opt {
+  const char *name;            /* "m" for --m */
+  cli_kind kind;
+  void *dst;
+  long lo, hi;
+  double dlo, dhi;
+  /* What to say when the value is missing; default "--NAME needs a value".
+  ** An ID option without one gets "" as its value instead, so that its own
+  ** check reports it ("--level: expected pe, tile or timing, got ''"). */
+  const char *missing;
+  int id;                      /* CLI_KID: the command's name for it */
+} cli_opt;
+#define CLI_FLAG(n, p)           { .name = (n), .kind = CLI_KFLAG, .dst = (p) }
+#define CLI_STR(n, p, miss)      { .name = (n), .kind = CLI_KSTR, .dst = (p), .missing = (miss) }
+#define CLI_LONG(n, p, l, h)     { .name = (n), .kind = CLI_KLONG, .dst = (p), .lo = (l), .hi = (h) }
+#define CLI_DOUBLE(n, p, l, h)   { .name = (n), .kind = CLI_KDOUBLE, .dst = (p), .dlo = (l), .dhi = (h) }
+#define CLI_ID(n, i, miss)       { .name = (n), .kind = CLI_KID, .id = (i), .missing = (miss) }
+#define CLI_NOPTS(a) ((int)(sizeof (a) / sizeof (a)[0]))
+#define CLI_MAX_OPTS 32
 
 #define CLI_MAX_SETS 64
 typedef struct cli_common {
   const char *chip;                  /* --chip, default "tpu-v2-8" */
-  const char *sets[CLI_MAX_SETS];     /* --set KEY=VALUE, in order */
+  const char *sets[CLI_MAX_SETS];    /* --set KEY=VALUE, in order */
   int nsets;
   bool json;                         /* --json */
   bool help;                         /* --help / -h */
 } cli_common;
-void cli_common_init(cli_common *c);
-/* Consumes --chip, --set, --json, --help. Returns 1 if consumed, 0 if not
-** one of them, or an exit status >= 2 after printing a message. */
-int cli_common_opt(int argc, char **argv, int *i, cli_common *c, const char *cmd);
-/* The common options' lines for a command's --help. */
-extern const char CLI_COMMON_HELP[];
 
-struct tpu_chip_config;
-/* Loads --chip and applies every --set; prints the error and returns 2 on
-** bad input, 0 on success. */
-int cli_load_chip(const char *cmd, const cli_common *c, struct tpu_chip_config *out);
-int cli_matmul_cores(const struct tpu_chip_config *chip, int cores, long m, long n, long k, int precision, int level, long seed, int threads, bool json, const char *trace_path);
+/* An ID option's value: returns 0, or the exit status after a message. */
+typedef int (*cli_value_fn)(void *ud, int id, const char *value);
+/* Parses argv[1..argc) of command 'cmd' (at most CLI_MAX_OPTS options):
+** sets *c to the defaults and the common options given, stores the table's
+** options and hands the ID ones to fn (NULL when there are none). Returns
+** 0, or the exit status (2) after a message. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts, cli_common *c,
+              cli_value_fn fn, void *ud);
+
+/* --precision V: bf16, bf16x3 or bf16x6 into *out; 0, or 2 after a message. */
+int cli_precision(const char *cmd, const char *v, tpu_precision *out);
+
+/* What parse functions return to let the command go on; anything else is
+** the exit status (0 after --help, 2 after a usage error). */
+#define CLI_RUN (-1)
+/* Prints a command's --help: 'text', then 'more' and a blank line if not
+** NULL, then the common options' lines. Returns 0. */
+int cli_help(const char *text, const char *more);
 /* }================================================================== */
 
+/* Loads --chip and applies every --set; prints the error and returns its
+** exit status (2 for bad input), or 0. */
+int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out);
+/* Reads and parses a JSON program (docs/PROGRAMS.md) for a chip of 'cores'
+** cores; prints the error and returns its exit status, or 0. */
+int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out);
+/* Cuts the chip to 'cores' cores, as matmul --cores, train --cores and viz
+** --cores do: chips of min(cores_per_chip, cores) cores, the largest
+** divisor of 'cores' that fits, so idle cores neither share HBM nor dilute
+** the stall report. 1 <= cores <= chip->cores. */
+void cli_chip_cut(tpu_chip_config *chip, int cores);
 
+/* {==================================================================
+** tpusim matmul (cmd_matmul.c, matmul_cores.c)
+** ================================================================== */
+typedef struct cli_matmul_opts {
+  long m, n, k, seed, cores, threads;
+  const char *a, *b, *out, *trace;   /* --a, --b, --out, --trace */
+  tpu_precision precision;
+  tpu_fidelity level;
+  cli_common com;
+} cli_matmul_opts;
+/* --cores: the GEMM split along M over the cores, run on the chip engine. */
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o);
+/* A and B of `tpusim matmul --seed S`: N(0,1) from base.h's stream, A first.
+** NULL (both) when out of memory. */
+bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b);
+/* C against OpenBLAS sgemm on the same f32 inputs: max |C - ref| and the
+** normwise max |C - ref| / max |ref|. False when out of memory. */
+bool cli_matmul_error(long m, long n, long k, const float *a, const float *b, const float *c, double *max_abs,
+                      double *max_rel);
+/* }================================================================== */
+
+struct json_t;
+/* Prints a report: 'o' on stdout with jansson's dump 'flags', a newline,
+** and releases 'o'. Returns 0, or 1 (runtime failure, after a message) when
+** o is NULL because building it ran out of memory. */
+int cli_print_json(const char *cmd, struct json_t *o, size_t flags);
 /* True when stdout is a terminal (progress bars, colors). */
 bool cli_stdout_is_tty(void);
+/* Seconds on the monotonic clock, for wall times. */
+double cli_now_s(void);
 #endif

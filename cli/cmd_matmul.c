@@ -18,10 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli_int.h"
-#include "cli/npy.h"
 #include "mxu/mxu.h"
 #include "sim/sim.h"
 
@@ -44,197 +42,223 @@ static const char HELP[] =
   "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n";
 
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#define CMD "matmul"
+
+enum { OPT_PRECISION = 1, OPT_LEVEL };
+
+/* {==================================================================
+** Options
+** ================================================================== */
+static int option(void *ud, int id, const char *v) {
+  cli_matmul_opts *o = ud;
+  if (id == OPT_PRECISION) return cli_precision(CMD, v, &o->precision);
+  if (id == OPT_LEVEL && !tpu_fidelity_parse(v, &o->level))
+    return cli_usage_error(CMD, "--level: expected pe, tile or timing, got '%s'", v);
+  return 0;
 }
 
-int cli_cmd_matmul(int argc, char **argv) {
-  const char *cmd = "matmul";
-  cli_common c;
-  cli_common_init(&c);
-  long m = 0, n = 0, k = 0, seed = 1, cores = 0, threads = 0;
-  const char *a_path = NULL, *b_path = NULL, *out_path = NULL, *trace_path = NULL;
-  tpu_precision prec = TPU_PREC_BF16;
-  tpu_fidelity level = TPU_FIDELITY_TILE;
-  char err[1024];
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common_opt(argc, argv, &i, &c, cmd);
-    if (r > 1) return r;
-    if (r == 1) continue;
-    const char *v;
-    struct { const char *name; long *dst; long lo, hi; } nums[] = {
-      { "--m", &m, 1, 65536 }, { "--n", &n, 1, 65536 }, { "--k", &k, 1, 65536 },
-      { "--seed", &seed, 0, INT64_MAX > LONG_MAX ? LONG_MAX : INT64_MAX },
-      { "--cores", &cores, 1, 16 }, { "--threads", &threads, 1, 1024 } };
-    bool done = false;
-    for (size_t j = 0; j < sizeof nums / sizeof nums[0] && !done; j++) {
-      r = cli_opt(argc, argv, &i, nums[j].name, &v);
-      if (r < 0) return cli_usage_error(cmd, "%s needs a value", nums[j].name);
-      if (r == 0) continue;
-      if (!cli_parse_long(v, nums[j].lo, nums[j].hi, nums[j].dst, nums[j].name, err, sizeof err))
-        return cli_usage_error(cmd, "%s", err);
-      done = true;
-    }
-    if (done) continue;
-    if ((r = cli_opt(argc, argv, &i, "--precision", &v))) {
-      if (r < 0 || !tpu_precision_parse(v, &prec))
-        return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--level", &v))) {
-      if (r < 0 || !tpu_fidelity_parse(v, &level))
-        return cli_usage_error(cmd, "--level: expected pe, tile or timing, got '%s'", r < 0 ? "" : v);
-      continue;
-    }
-    const char **paths[] = { &a_path, &b_path, &out_path, &trace_path };
-    const char *pnames[] = { "--a", "--b", "--out", "--trace" };
-    for (int j = 0; j < 4 && !done; j++) {
-      r = cli_opt(argc, argv, &i, pnames[j], &v);
-      if (r < 0) return cli_usage_error(cmd, "%s needs a file name", pnames[j]);
-      if (r) { *paths[j] = v; done = true; }
-    }
-    if (done) continue;
-    return cli_usage_error(cmd, "unknown option '%s' (tpusim matmul --help)", argv[i]);
-  }
-  if (c.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
-  tpu_chip_config chip;
-  int rc = cli_load_chip(cmd, &c, &chip);
-  if (rc) return rc;
-  if (!a_path != !b_path) return cli_usage_error(cmd, "--a and --b go together");
-  if (out_path && level == TPU_FIDELITY_TIMING)
-    return cli_usage_error(cmd, "--out: the timing level computes no values; use --level tile or pe");
-  if (cores) {
-    if (!m || !n || !k) return cli_usage_error(cmd, "--cores needs --m, --n and --k");
-    if (a_path || out_path)
-      return cli_usage_error(cmd, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
-    return cli_matmul_cores(&chip, (int)cores, m, n, k, (int)prec, (int)level, seed, (int)threads,
-                           c.json, trace_path);
-  }
-  if (trace_path || threads)
-    return cli_usage_error(cmd, "--trace and --threads go with --cores (one core runs no engine)");
+static int parse(int argc, char **argv, cli_matmul_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+  o->precision = TPU_PREC_BF16;
+  o->level = TPU_FIDELITY_TILE;
+  const cli_opt opts[] = {
+    CLI_LONG("m", &o->m, 1, 65536), CLI_LONG("n", &o->n, 1, 65536), CLI_LONG("k", &o->k, 1, 65536),
+    CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("cores", &o->cores, 1, 16),
+    CLI_LONG("threads", &o->threads, 1, 1024),
+    CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("level", OPT_LEVEL, NULL),
+    CLI_STR("a", &o->a, "--a needs a file name"), CLI_STR("b", &o->b, "--b needs a file name"),
+    CLI_STR("out", &o->out, "--out needs a file name"), CLI_STR("trace", &o->trace, "--trace needs a file name"),
+  };
+  const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, option, o);
+  return rc ? rc : o->com.help ? cli_help(HELP, NULL) : CLI_RUN;
+}
 
-  cli_npy A = { 0 }, B = { 0 };
-  float *a = NULL, *b = NULL, *cm = NULL, *ref = NULL;
-  rc = 2;
-  if (a_path) {
-    if (cli_npy_read_f32(a_path, &A, err, sizeof err) || cli_npy_read_f32(b_path, &B, err, sizeof err)) {
-      cli_usage_error(cmd, "%s", err);
-      goto out;
-    }
-    if (A.ndim != 2 || B.ndim != 2) {
-      cli_usage_error(cmd, "%s: expected 2-D arrays, got %d-D", A.ndim != 2 ? a_path : b_path,
-                     A.ndim != 2 ? A.ndim : B.ndim);
-      goto out;
-    }
-    if (A.shape[1] != B.shape[0]) {
-      cli_usage_error(cmd, "inner dimensions differ: %s is %lld x %lld, %s is %lld x %lld", a_path,
-                     (long long)A.shape[0], (long long)A.shape[1], b_path, (long long)B.shape[0],
-                     (long long)B.shape[1]);
-      goto out;
-    }
-    long dims[3] = { (long)A.shape[0], (long)B.shape[1], (long)A.shape[1] };
-    long *given[3] = { &m, &n, &k };
-    const char *gn[3] = { "--m", "--n", "--k" };
-    for (int j = 0; j < 3; j++) {
-      if (dims[j] < 1 || dims[j] > 65536) {
-        cli_usage_error(cmd, "%s: dimension %ld out of range 1..65536", j == 1 ? b_path : a_path, dims[j]);
-        goto out;
-      }
-      if (*given[j] && *given[j] != dims[j]) {
-        cli_usage_error(cmd, "%s %ld disagrees with the input files (%ld)", gn[j], *given[j], dims[j]);
-        goto out;
-      }
-      *given[j] = dims[j];
-    }
-    a = A.data; b = B.data;
-  } else if (!m || !n || !k) {
-    cli_usage_error(cmd, "give --m, --n and --k, or --a and --b (tpusim matmul --help)");
-    goto out;
+/* The flags that go together, or not; 0 when they are consistent. */
+static int check(const cli_matmul_opts *o) {
+  if (!o->a != !o->b) return cli_usage_error(CMD, "--a and --b go together");
+  if (o->out && o->level == TPU_FIDELITY_TIMING)
+    return cli_usage_error(CMD, "--out: the timing level computes no values; use --level tile or pe");
+  if (o->cores) {
+    if (!o->m || !o->n || !o->k) return cli_usage_error(CMD, "--cores needs --m, --n and --k");
+    if (o->a || o->out)
+      return cli_usage_error(CMD, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
+    if (o->level == TPU_FIDELITY_PE)
+      return cli_usage_error(CMD, "--level pe does not go with --cores: the chip engine runs the cores at the tile "
+                             "or timing level; use --level tile (the same cycles and bits as pe) with --cores, or "
+                             "--level pe on one core (without --cores)");
+    return 0;
   }
-  size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n, mn = (size_t)m * (size_t)n;
-  bool values = level != TPU_FIDELITY_TIMING;
-  if (values) {
-    if (!a) {
-      a = tpu_malloc(mk * sizeof *a);
-      b = tpu_malloc(kn * sizeof *b);
-      if (!a || !b) { rc = cli_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
-      uint64_t r = (uint64_t)seed;
-      tpu_normal_fill(&r, a, mk);
-      tpu_normal_fill(&r, b, kn);
-    }
-    cm = tpu_malloc(mn * sizeof *cm);
-    ref = tpu_malloc(mn * sizeof *ref);
-    if (!cm || !ref) { rc = cli_runtime_error(cmd, "out of memory for %ld x %ld x %ld", m, n, k); goto out; }
+  if (o->trace || o->threads)
+    return cli_usage_error(CMD, "--trace and --threads go with --cores (one core runs no engine)");
+  return 0;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Inputs and the reference (shared with matmul_cores.c)
+** ================================================================== */
+bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b) {
+  const size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n;
+  *a = tpu_malloc(mk * sizeof **a);
+  *b = tpu_malloc(kn * sizeof **b);
+  if (!*a || !*b) {
+    tpu_free(*a); tpu_free(*b);
+    *a = *b = NULL;
+    return false;
   }
-  tpu_mxu_gemm_result res;
-  double t0 = now_s();
-  tpu_status st = tpu_mxu_gemm(&chip.mxu, chip.mxus_per_core, level, prec, (int)m, (int)n, (int)k,
-                               a, b, cm, &res);
-  double wall = now_s() - t0;
-  if (st != TPU_OK) { rc = cli_runtime_error(cmd, "gemm failed: %s", tpu_status_str(st)); goto out; }
-  double max_abs = 0, max_ref = 0;
-  if (values) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k,
-                b, (int)n, 0.0f, ref, (int)n);
-    for (size_t j = 0; j < mn; j++) {
-      double d = fabs((double)cm[j] - (double)ref[j]);
-      if (!(d <= max_abs)) max_abs = d;            /* NaN propagates */
-      if (fabs((double)ref[j]) > max_ref) max_ref = fabs((double)ref[j]);
-    }
+  uint64_t r = (uint64_t)seed;
+  tpu_normal_fill(&r, *a, mk);
+  tpu_normal_fill(&r, *b, kn);
+  return true;
+}
+
+bool cli_matmul_error(long m, long n, long k, const float *a, const float *b, const float *c, double *max_abs,
+                      double *max_rel) {
+  const size_t mn = (size_t)m * (size_t)n;
+  float *ref = tpu_malloc(mn * sizeof *ref);
+  if (!ref) return false;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b, (int)n, 0.0f,
+              ref, (int)n);
+  double mx = 0, max_ref = 0;
+  for (size_t j = 0; j < mn; j++) {
+    const double d = fabs((double)c[j] - (double)ref[j]);
+    if (!(d <= mx)) mx = d;                          /* NaN propagates */
+    if (fabs((double)ref[j]) > max_ref) max_ref = fabs((double)ref[j]);
   }
-  double max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
-  if (out_path) {
-    int64_t shape[2] = { m, n };
-    if (cli_npy_write_f32(out_path, cm, 2, shape)) {
-      rc = cli_usage_error(cmd, "--out %s: cannot write: %s", out_path, strerror(errno));
-      goto out;
-    }
-  }
-  tpu_chip_peaks pk;
-  tpu_chip_peaks_of(&chip, &pk);
-  double time_s = (double)res.cycles / pk.clock_hz;
-  double cells = (double)chip.mxu.rows * chip.mxu.cols * chip.mxus_per_core;
-  double util = (double)res.macs / (cells * (double)res.cycles);
-  double flops = 2.0 * (double)m * (double)n * (double)k / time_s;
-  if (c.json) {
-    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}",
-      "chip", chip.name, "m", (int)m, "n", (int)n, "k", (int)k,
-      "precision", tpu_precision_name(prec), "level", tpu_fidelity_name(level),
-      "cycles", (json_int_t)res.cycles, "time_s", time_s, "mxu_utilization", util,
-      "flops_per_s", flops, "peak_flops_per_s", pk.bf16_flops_per_core,
-      "tiles", (json_int_t)res.tiles, "macs", (json_int_t)res.macs,
-      "weight_loads", (json_int_t)res.weight_loads, "wall_s", wall);
-    json_object_set_new(o, "max_abs_err", values ? json_real(max_abs) : json_null());
-    json_object_set_new(o, "max_rel_err", values ? json_real(max_rel) : json_null());
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    putchar('\n');
-    json_decref(o);
-  } else {
-    printf("matmul %ld x %ld x %ld (M x N x K), %s, level %s, on one core of %s "
-           "(%d MXU%s of %dx%d at %.0f MHz)\n", m, n, k, tpu_precision_name(prec),
-           tpu_fidelity_name(level), chip.name, chip.mxus_per_core, chip.mxus_per_core > 1 ? "s" : "",
-           chip.mxu.rows, chip.mxu.cols, chip.clock_mhz);
-    printf("  cycles            %llu (%.3f us)\n", (unsigned long long)res.cycles, time_s * 1e6);
-    printf("  tiles             %llu (%llu weight loads)\n", (unsigned long long)res.tiles,
-           (unsigned long long)res.weight_loads);
-    printf("  mxu utilization   %.1f%%\n", 100.0 * util);
-    printf("  achieved          %.3f TFLOP/s of %.3f peak\n", flops / 1e12, pk.bf16_flops_per_core / 1e12);
-    if (values)
-      printf("  error vs sgemm    max abs %.3g, max rel %.3g (normwise)\n", max_abs, max_rel);
-    else
-      printf("  error vs sgemm    (timing level: no values)\n");
-    printf("  wall time         %.3f s\n", wall);
-    if (out_path) printf("  wrote             %s\n", out_path);
-  }
-  rc = 0;
-out:
-  if (a != A.data) tpu_free(a);
-  if (b != B.data) tpu_free(b);
-  cli_npy_free(&A);
-  cli_npy_free(&B);
-  tpu_free(cm);
   tpu_free(ref);
+  *max_abs = mx;
+  *max_rel = max_ref > 0 ? mx / max_ref : mx;
+  return true;
+}
+
+/* The one-core run: inputs, result and what it measured. */
+typedef struct mm_run {
+  float *a, *b, *c;            /* C is NULL at the timing level */
+  bool values;                 /* not the timing level */
+  tpu_mxu_gemm_result res;
+  double wall, max_abs, max_rel;
+} mm_run;
+
+/* --a and --b: 2-D float32 arrays whose shapes give (or must agree with)
+** --m, --n and --k. */
+static int load_npy(cli_matmul_opts *o, mm_run *r) {
+  char err[1024];
+  tpu_npy A, B;
+  tpu_status st = tpu_npy_read_f32(o->a, &A, &r->a, err, sizeof err);
+  if (st == TPU_OK) st = tpu_npy_read_f32(o->b, &B, &r->b, err, sizeof err);
+  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  if (A.ndim != 2 || B.ndim != 2)
+    return cli_usage_error(CMD, "%s: expected 2-D arrays, got %d-D", A.ndim != 2 ? o->a : o->b,
+                           A.ndim != 2 ? A.ndim : B.ndim);
+  if (A.shape[1] != B.shape[0])
+    return cli_usage_error(CMD, "inner dimensions differ: %s is %lld x %lld, %s is %lld x %lld", o->a,
+                           (long long)A.shape[0], (long long)A.shape[1], o->b, (long long)B.shape[0],
+                           (long long)B.shape[1]);
+  const long dims[3] = { (long)A.shape[0], (long)B.shape[1], (long)A.shape[1] };
+  long *given[3] = { &o->m, &o->n, &o->k };
+  static const char *const names[3] = { "--m", "--n", "--k" };
+  for (int j = 0; j < 3; j++) {
+    if (dims[j] < 1 || dims[j] > 65536)
+      return cli_usage_error(CMD, "%s: dimension %ld out of range 1..65536", j == 1 ? o->b : o->a, dims[j]);
+    if (*given[j] && *given[j] != dims[j])
+      return cli_usage_error(CMD, "%s %ld disagrees with the input files (%ld)", names[j], *given[j], dims[j]);
+    *given[j] = dims[j];
+  }
+  return 0;
+}
+
+static int load_inputs(cli_matmul_opts *o, mm_run *r) {
+  int rc;
+  if (o->a && (rc = load_npy(o, r))) return rc;
+  if (!o->a && (!o->m || !o->n || !o->k))
+    return cli_usage_error(CMD, "give --m, --n and --k, or --a and --b (tpusim matmul --help)");
+  r->values = o->level != TPU_FIDELITY_TIMING;
+  if (!r->values) return 0;
+  if ((!r->a && !cli_matmul_seeded(o->seed, o->m, o->n, o->k, &r->a, &r->b)) ||
+      !(r->c = tpu_malloc((size_t)o->m * (size_t)o->n * sizeof *r->c)))
+    return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
+  return 0;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** One core: run and report
+** ================================================================== */
+static int run(const tpu_chip_config *chip, const cli_matmul_opts *o, mm_run *r) {
+  const double t0 = cli_now_s();
+  tpu_status st = tpu_mxu_gemm(&chip->mxu, chip->mxus_per_core, o->level, o->precision, (int)o->m, (int)o->n,
+                               (int)o->k, r->a, r->b, r->c, &r->res);
+  r->wall = cli_now_s() - t0;
+  if (st != TPU_OK) return cli_fail(CMD, st, "gemm failed: %s", tpu_status_str(st));
+  if (r->values && !cli_matmul_error(o->m, o->n, o->k, r->a, r->b, r->c, &r->max_abs, &r->max_rel))
+    return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
+  const int64_t shape[2] = { o->m, o->n };
+  if (o->out && tpu_npy_write_f32(o->out, r->c, 2, shape))
+    return cli_usage_error(CMD, "--out %s: cannot write: %s", o->out, strerror(errno));
+  return 0;
+}
+
+/* What the report derives from the run. */
+typedef struct mm_figures { tpu_chip_peaks pk; double time_s, util, flops; } mm_figures;
+
+static mm_figures figures(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
+  mm_figures f;
+  tpu_chip_peaks_of(chip, &f.pk);
+  f.time_s = (double)r->res.cycles / f.pk.clock_hz;
+  const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
+  f.util = (double)r->res.macs / (cells * (double)r->res.cycles);
+  f.flops = 2.0 * (double)o->m * (double)o->n * (double)o->k / f.time_s;
+  return f;
+}
+
+static int report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
+  const mm_figures f = figures(chip, o, r);
+  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}",
+    "chip", chip->name, "m", (int)o->m, "n", (int)o->n, "k", (int)o->k,
+    "precision", tpu_precision_name(o->precision), "level", tpu_fidelity_name(o->level),
+    "cycles", (json_int_t)r->res.cycles, "time_s", f.time_s, "mxu_utilization", f.util,
+    "flops_per_s", f.flops, "peak_flops_per_s", f.pk.bf16_flops_per_core,
+    "tiles", (json_int_t)r->res.tiles, "macs", (json_int_t)r->res.macs,
+    "weight_loads", (json_int_t)r->res.weight_loads, "wall_s", r->wall);
+  json_object_set_new(j, "max_abs_err", r->values ? json_real(r->max_abs) : json_null());
+  json_object_set_new(j, "max_rel_err", r->values ? json_real(r->max_rel) : json_null());
+  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}
+
+static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
+  const mm_figures f = figures(chip, o, r);
+  printf("matmul %ld x %ld x %ld (M x N x K), %s, level %s, on one core of %s "
+         "(%d MXU%s of %dx%d at %.0f MHz)\n", o->m, o->n, o->k, tpu_precision_name(o->precision),
+         tpu_fidelity_name(o->level), chip->name, chip->mxus_per_core, chip->mxus_per_core > 1 ? "s" : "",
+         chip->mxu.rows, chip->mxu.cols, chip->clock_mhz);
+  printf("  cycles            %llu (%.3f us)\n", (unsigned long long)r->res.cycles, f.time_s * 1e6);
+  printf("  tiles             %llu (%llu weight loads)\n", (unsigned long long)r->res.tiles,
+         (unsigned long long)r->res.weight_loads);
+  printf("  mxu utilization   %.1f%%\n", 100.0 * f.util);
+  printf("  achieved          %.3f TFLOP/s of %.3f peak\n", f.flops / 1e12, f.pk.bf16_flops_per_core / 1e12);
+  if (r->values)
+    printf("  error vs sgemm    max abs %.3g, max rel %.3g (normwise)\n", r->max_abs, r->max_rel);
+  else
+    printf("  error vs sgemm    (timing level: no values)\n");
+  printf("  wall time         %.3f s\n", r->wall);
+  if (o->out) printf("  wrote             %s\n", o->out);
+  return 0;
+}
+/* }================================================================== */
+
+int cli_cmd_matmul(int argc, char **argv) {
+  cli_matmul_opts o;
+  int rc = parse(argc, argv, &o);
+  if (rc != CLI_RUN) return rc;
+  tpu_chip_config chip;
+  if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check(&o))) return rc;
+  if (o.cores) return cli_matmul_cores(&chip, &o);
+  mm_run r = { 0 };
+  if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r)))
+    rc = o.com.json ? report_json(&chip, &o, &r) : report_text(&chip, &o, &r);
+  tpu_free(r.a);
+  tpu_free(r.b);
+  tpu_free(r.c);
   return rc;
 }

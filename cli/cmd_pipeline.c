@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "datafeed/df.h"
 #include "cli/cli_int.h"
@@ -34,12 +33,6 @@ static const char HELP[] =
 static const char LEGEND[] =
   "legend: O open  R read  M map  X shuffle  B batch  C cache read  P prefetch  S serialize/put\n"
   "        W consumer waits  D deserialize/get  T train step  . idle\n";
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Draws rows x width characters: each column shows the interval covering
 ** most of it. */
@@ -74,173 +67,194 @@ static void draw(const tpu_df_model *m, const tpu_df_interval *extra, size_t nex
   tpu_free(cov);
 }
 
-int cli_cmd_pipeline(int argc, char **argv) {
-  const char *cmd = "pipeline";
-  cli_common c;
-  cli_common_init(&c);
-  const char *config = NULL;
-  long steps = -1, host_cores = -1, tl_steps = 4, width = 72;
-  double step_time = -1;
-  bool real = false;
-  char e[256];
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common_opt(argc, argv, &i, &c, cmd);
-    if (r > 1) return r;
-    if (r == 1) continue;
-    const char *v;
-    if ((r = cli_opt(argc, argv, &i, "--config", &v))) { if (r < 0) return cli_usage_error(cmd, "--config: missing value (a JSON file)"); config = v; continue; }
-    if ((r = cli_opt(argc, argv, &i, "--steps", &v))) {
-      if (r < 0 || !cli_parse_long(v, 1, 10000000, &steps, "--steps", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--steps: missing value" : e);
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--host-cores", &v))) {
-      if (r < 0 || !cli_parse_long(v, 1, 1024, &host_cores, "--host-cores", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--host-cores: missing value" : e);
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--timeline-steps", &v))) {
-      if (r < 0 || !cli_parse_long(v, 0, 1000, &tl_steps, "--timeline-steps", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--timeline-steps: missing value" : e);
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--width", &v))) {
-      if (r < 0 || !cli_parse_long(v, 10, 1000, &width, "--width", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--width: missing value" : e);
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--step-time", &v))) {
-      if (r < 0 || !cli_parse_double(v, 0, 1e6, &step_time, "--step-time", e, sizeof e)) return cli_usage_error(cmd, "%s", r < 0 ? "--step-time: missing value" : e);
-      continue;
-    }
-    if (cli_opt(argc, argv, &i, "--real", NULL) == 1) { real = true; continue; }
-    return cli_usage_error(cmd, "unknown option '%s' (tpusim pipeline --help)", argv[i]);
-  }
-  if (c.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
-  if (!config) return cli_usage_error(cmd, "--config FILE.json is required (tpusim pipeline --help)");
-  char err[1024];
+#define CMD "pipeline"
+
+typedef struct pl_opts {
+  const char *config;
+  long steps, host_cores, tl_steps, width;   /* -1: the file's */
+  double step_time;                          /* -1: the file's */
+  bool real;
+  cli_common com;
+} pl_opts;
+
+static int parse(int argc, char **argv, pl_opts *o) {
+  *o = (pl_opts){ .steps = -1, .host_cores = -1, .tl_steps = 4, .width = 72, .step_time = -1 };
+  const cli_opt opts[] = {
+    CLI_STR("config", &o->config, "--config: missing value (a JSON file)"),
+    { .name = "steps", .kind = CLI_KLONG, .dst = &o->steps, .lo = 1, .hi = 10000000, .missing = "--steps: missing value" },
+    { .name = "host-cores", .kind = CLI_KLONG, .dst = &o->host_cores, .lo = 1, .hi = 1024,
+      .missing = "--host-cores: missing value" },
+    { .name = "timeline-steps", .kind = CLI_KLONG, .dst = &o->tl_steps, .lo = 0, .hi = 1000,
+      .missing = "--timeline-steps: missing value" },
+    { .name = "width", .kind = CLI_KLONG, .dst = &o->width, .lo = 10, .hi = 1000, .missing = "--width: missing value" },
+    { .name = "step-time", .kind = CLI_KDOUBLE, .dst = &o->step_time, .dlo = 0, .dhi = 1e6,
+      .missing = "--step-time: missing value" },
+    CLI_FLAG("real", &o->real),
+  };
+  const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, NULL, NULL);
+  if (rc) return rc;
+  if (o->com.help) return cli_help(HELP, NULL);
+  if (!o->config) return cli_usage_error(CMD, "--config FILE.json is required (tpusim pipeline --help)");
+  return CLI_RUN;
+}
+
+/* The simulated run (and the real one with --real). */
+typedef struct pl_run {
   tpu_df_spec *spec;
-  tpu_status st = tpu_df_spec_load(config, &spec, err, sizeof err);
-  if (st != TPU_OK) return st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
-  /* the file's consumer and host blocks, overridden by the flags */
-  tpu_df_model_options mo = tpu_df_model_options_default();
-  tpu_df_model_result res;
-  double step_s;
+  tpu_df_model *m;
+  double step_s;               /* the consumer: step time, steps, host-core budget */
   int64_t nsteps;
   int cores;
-  tpu_df_spec_consumer(spec, &step_s, &nsteps, &cores);
-  if (step_time >= 0) step_s = step_time;
-  if (steps > 0) nsteps = steps;
-  if (host_cores > 0) cores = (int)host_cores;
-  mo.host_cores = cores;
-  mo.timeline_steps = tl_steps;
-  char report[2048] = "";
-  int rc = 0;
-  tpu_df_model *m = NULL;
-  json_t *o = NULL;
-  if ((st = tpu_df_model_autotune(spec, &mo, step_s, nsteps, report, sizeof report, err, sizeof err)) != TPU_OK ||
-      (st = tpu_df_model_create(spec, &mo, &m, err, sizeof err)) != TPU_OK) {
-    rc = st == TPU_ERR_NOMEM ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s: %s", config, err);
-    goto out;
-  }
-  /* the same run as tpu_df_model_run, kept here to draw the timeline */
-  double t = 0, wsum = 0, wmax = 0, tl_end = 0;
-  tpu_df_interval tsteps[1000];
+  char report[2048];           /* autotune's choices, "key = value" lines */
+  tpu_df_model_result res;
+  tpu_df_interval tsteps[1000];   /* the consumer's first steps, for the timeline */
+  int ntl;
+  double tl_end;
+  int64_t real_images;
+  double real_s, real_ips;
+} pl_run;
+
+/* The description, its consumer and host blocks overridden by the flags,
+** autotuned and built into the host-time model. */
+static int load(const pl_opts *o, pl_run *r) {
+  char err[1024];
+  tpu_status st = tpu_df_spec_load(o->config, &r->spec, err, sizeof err);
+  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  tpu_df_spec_consumer(r->spec, &r->step_s, &r->nsteps, &r->cores);
+  if (o->step_time >= 0) r->step_s = o->step_time;
+  if (o->steps > 0) r->nsteps = o->steps;
+  if (o->host_cores > 0) r->cores = (int)o->host_cores;
+  tpu_df_model_options mo = tpu_df_model_options_default();
+  mo.host_cores = r->cores;
+  mo.timeline_steps = o->tl_steps;
+  if ((st = tpu_df_model_autotune(r->spec, &mo, r->step_s, r->nsteps, r->report, sizeof r->report, err,
+                                  sizeof err)) != TPU_OK ||
+      (st = tpu_df_model_create(r->spec, &mo, &r->m, err, sizeof err)) != TPU_OK)
+    return cli_fail(CMD, st, "%s: %s", o->config, err);
+  return 0;
+}
+
+/* The same run as tpu_df_model_run, kept here to draw the timeline. */
+static void simulate(const pl_opts *o, pl_run *r) {
+  double t = 0, wsum = 0, wmax = 0;
   int64_t k = 0;
-  for (; k < nsteps; k++) {
-    double got = tpu_df_model_next(m, t);
+  for (; k < r->nsteps; k++) {
+    const double got = tpu_df_model_next(r->m, t);
     if (got < 0) break;
-    double w = got - t;
+    const double w = got - t;
     wsum += w;
     if (w > wmax) wmax = w;
-    if (k < tl_steps) {
-      tsteps[k] = (tpu_df_interval){ tpu_df_model_rows(m) - 1, got, got + step_s, 'T' };
-      tl_end = got + step_s;
+    if (k < o->tl_steps) {
+      r->tsteps[r->ntl++] = (tpu_df_interval){ tpu_df_model_rows(r->m) - 1, got, got + r->step_s, 'T' };
+      r->tl_end = got + r->step_s;
     }
-    t = got + step_s;
+    t = got + r->step_s;
   }
-  res.total_s = t; res.steps = k; res.wait_mean_s = k ? wsum / (double)k : 0; res.wait_max_s = wmax;
-  res.input_bound_share = t > 0 ? wsum / t : 0;
-  double real_ips = -1, real_s = 0;
-  int64_t real_images = 0;
-  if (real) {
-    tpu_df *df;
-    double t0 = now_s();
-    if ((st = tpu_df_open(spec, NULL, &df, err, sizeof err)) != TPU_OK) {
-      rc = st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? cli_runtime_error(cmd, "%s", err) : cli_usage_error(cmd, "%s", err);
-      goto out;
+  r->res = (tpu_df_model_result){ .total_s = t, .steps = k, .wait_mean_s = k ? wsum / (double)k : 0,
+                                  .wait_max_s = wmax, .input_bound_share = t > 0 ? wsum / t : 0 };
+}
+
+/* --real: the real pipeline for the same steps, timed. */
+static int run_real(pl_run *r) {
+  char err[1024];
+  tpu_df *df;
+  const double t0 = cli_now_s();
+  tpu_status st = tpu_df_open(r->spec, NULL, &df, err, sizeof err);
+  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  tpu_df_batch b;
+  for (int64_t j = 0; j < r->nsteps; j++) {
+    if ((st = tpu_df_next(df, &b)) != TPU_OK) {
+      int rc = cli_fail(CMD, st, "%s", tpu_df_errmsg(df));
+      tpu_df_close(df);
+      return rc;
     }
-    tpu_df_batch b;
-    for (int64_t j = 0; j < nsteps; j++) {
-      if ((st = tpu_df_next(df, &b)) != TPU_OK) {
-        rc = cli_usage_error(cmd, "%s", tpu_df_errmsg(df));
-        tpu_df_close(df);
-        goto out;
-      }
-      if (b.size == 0) break;
-      real_images += b.size;
-    }
-    real_s = now_s() - t0;
-    tpu_df_close(df);
-    real_ips = real_s > 0 ? (double)real_images / real_s : 0;
+    if (b.size == 0) break;
+    r->real_images += b.size;
   }
-  if (c.json) {
-    o = json_object();
-    json_object_set_new(o, "config", json_string(config));
-    json_object_set_new(o, "steps", json_integer(res.steps));
-    json_object_set_new(o, "step_time_s", json_real(step_s));
-    json_object_set_new(o, "total_s", json_real(res.total_s));
-    json_object_set_new(o, "wait_mean_s", json_real(res.wait_mean_s));
-    json_object_set_new(o, "wait_max_s", json_real(res.wait_max_s));
-    json_object_set_new(o, "input_bound_share", json_real(res.input_bound_share));
-    json_object_set_new(o, "host_cores", json_integer(cores));
-    json_t *at = json_object();
-    for (char *line = report; *line;) {
-      char *nl = strchr(line, '\n');
-      if (nl) *nl = 0;
-      char key[128];
-      long long val;
-      if (sscanf(line, "%127s = %lld", key, &val) == 2) json_object_set_new(at, key, json_integer(val));
-      if (!nl) break;
-      line = nl + 1;
-    }
-    json_object_set_new(o, "autotune", at);
-    json_t *rows = json_array(), *ivs = json_array();
-    for (int r = 0; r < tpu_df_model_rows(m); r++) json_array_append_new(rows, json_string(tpu_df_model_row_name(m, r)));
-    size_t n;
-    const tpu_df_interval *iv = tpu_df_model_intervals(m, &n);
-    size_t nt = (size_t)(res.steps < tl_steps ? res.steps : tl_steps);
-    for (size_t i = 0; i < n + nt; i++) {
-      const tpu_df_interval *x = i < n ? &iv[i] : &tsteps[i - n];
-      char kch[2] = { x->kind, 0 };
-      json_array_append_new(ivs, json_pack("[i,f,f,s]", x->row, x->start_s, x->end_s, kch));
-    }
-    json_object_set_new(o, "timeline", json_pack("{s:o,s:o}", "rows", rows, "intervals", ivs));
-    if (real) json_object_set_new(o, "real", json_pack("{s:I,s:f,s:f}", "images", (json_int_t)real_images, "seconds", real_s, "images_per_s", real_ips));
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    putchar('\n');
-  } else {
-    printf("pipeline     %s\n", config);
-    printf("consumer     %lld steps of %.6g s\n", (long long)res.steps, step_s);
-    if (*report) {
-      printf("autotune     (host-core budget %d)\n", cores);
-      for (char *line = report; *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        printf("  %s\n", line);
-        if (!nl) break;
-        line = nl + 1;
-      }
-    }
-    printf("total time   %.6g s\n", res.total_s);
-    printf("wait/step    mean %.6g s, max %.6g s\n", res.wait_mean_s, res.wait_max_s);
-    printf("input-bound  %.1f %% of the time\n", 100.0 * res.input_bound_share);
-    if (real) printf("real run     %lld images in %.3f s: %.0f images/s\n", (long long)real_images, real_s, real_ips);
-    if (tl_steps > 0 && tl_end > 0) {
-      printf("timeline     first %ld steps, 0 .. %.6g s, one column = %.3g s\n", tl_steps, tl_end, tl_end / (double)width);
-      draw(m, tsteps, (size_t)(res.steps < tl_steps ? res.steps : tl_steps), tl_end, (int)width, stdout);
-      fputs(LEGEND, stdout);
-    }
+  r->real_s = cli_now_s() - t0;
+  tpu_df_close(df);
+  r->real_ips = r->real_s > 0 ? (double)r->real_images / r->real_s : 0;
+  return 0;
+}
+
+/* The next line of autotune's report (cut in place); NULL after the last. */
+static char *next_line(char **p) {
+  char *line = *p;
+  if (!*line) return NULL;
+  char *nl = strchr(line, '\n');
+  if (nl) { *nl = 0; *p = nl + 1; } else { *p = line + strlen(line); }
+  return line;
+}
+
+static json_t *timeline_json(const pl_run *r) {
+  json_t *rows = json_array(), *ivs = json_array();
+  for (int k = 0; k < tpu_df_model_rows(r->m); k++) json_array_append_new(rows, json_string(tpu_df_model_row_name(r->m, k)));
+  size_t n;
+  const tpu_df_interval *iv = tpu_df_model_intervals(r->m, &n);
+  for (size_t i = 0; i < n + (size_t)r->ntl; i++) {
+    const tpu_df_interval *x = i < n ? &iv[i] : &r->tsteps[i - n];
+    char kch[2] = { x->kind, 0 };
+    json_array_append_new(ivs, json_pack("[i,f,f,s]", x->row, x->start_s, x->end_s, kch));
   }
-out:
-  json_decref(o);
-  tpu_df_model_destroy(m);
-  tpu_df_spec_destroy(spec);
+  return json_pack("{s:o,s:o}", "rows", rows, "intervals", ivs);
+}
+
+static int report_json(const pl_opts *o, pl_run *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "config", json_string(o->config));
+  json_object_set_new(j, "steps", json_integer(r->res.steps));
+  json_object_set_new(j, "step_time_s", json_real(r->step_s));
+  json_object_set_new(j, "total_s", json_real(r->res.total_s));
+  json_object_set_new(j, "wait_mean_s", json_real(r->res.wait_mean_s));
+  json_object_set_new(j, "wait_max_s", json_real(r->res.wait_max_s));
+  json_object_set_new(j, "input_bound_share", json_real(r->res.input_bound_share));
+  json_object_set_new(j, "host_cores", json_integer(r->cores));
+  json_t *at = json_object();
+  char *p = r->report, *line, key[128];
+  long long val;
+  while ((line = next_line(&p)))
+    if (sscanf(line, "%127s = %lld", key, &val) == 2) json_object_set_new(at, key, json_integer(val));
+  json_object_set_new(j, "autotune", at);
+  json_object_set_new(j, "timeline", timeline_json(r));
+  if (o->real)
+    json_object_set_new(j, "real", json_pack("{s:I,s:f,s:f}", "images", (json_int_t)r->real_images, "seconds",
+                                             r->real_s, "images_per_s", r->real_ips));
+  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}
+
+static int report_text(const pl_opts *o, pl_run *r) {
+  printf("pipeline     %s\n", o->config);
+  printf("consumer     %lld steps of %.6g s\n", (long long)r->res.steps, r->step_s);
+  if (*r->report) {
+    printf("autotune     (host-core budget %d)\n", r->cores);
+    char *p = r->report, *line;
+    while ((line = next_line(&p))) printf("  %s\n", line);
+  }
+  printf("total time   %.6g s\n", r->res.total_s);
+  printf("wait/step    mean %.6g s, max %.6g s\n", r->res.wait_mean_s, r->res.wait_max_s);
+  printf("input-bound  %.1f %% of the time\n", 100.0 * r->res.input_bound_share);
+  if (o->real)
+    printf("real run     %lld images in %.3f s: %.0f images/s\n", (long long)r->real_images, r->real_s, r->real_ips);
+  if (o->tl_steps > 0 && r->tl_end > 0) {
+    printf("timeline     first %ld steps, 0 .. %.6g s, one column = %.3g s\n", o->tl_steps, r->tl_end,
+           r->tl_end / (double)o->width);
+    draw(r->m, r->tsteps, (size_t)r->ntl, r->tl_end, (int)o->width, stdout);
+    fputs(LEGEND, stdout);
+  }
+  return 0;
+}
+
+int cli_cmd_pipeline(int argc, char **argv) {
+  pl_opts o;
+  int rc = parse(argc, argv, &o);
+  if (rc != CLI_RUN) return rc;
+  pl_run r;
+  memset(&r, 0, sizeof r);
+  if (!(rc = load(&o, &r))) {
+    simulate(&o, &r);
+    if (!o.real || !(rc = run_real(&r))) rc = o.com.json ? report_json(&o, &r) : report_text(&o, &r);
+  }
+  tpu_df_model_destroy(r.m);
+  tpu_df_spec_destroy(r.spec);
   return rc;
 }

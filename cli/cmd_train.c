@@ -14,10 +14,8 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli_int.h"
@@ -56,95 +54,65 @@ static const char HELP[] =
   "  --resume               continue from DIR's checkpoint (results identical to an\n"
   "                         uninterrupted run)\n";
 
+enum { OPT_BACKEND = 1, OPT_LEVEL, OPT_PRECISION };
+
 typedef struct opts {
   const char *model, *data, *trace, *csv, *ckpt, *pipeline;
   long epochs, steps, batch, cores, threads, synth_n;
-  long long seed;              /* -1: the model's */
+  long seed;                   /* -1: the model's */
   tpu_fe_backend_kind backend;
   tpu_fidelity level;
   tpu_precision prec;
   bool resume;
+  cli_common com;
 } opts;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+/* {==================================================================
+** Options
+** ================================================================== */
+static int option(void *ud, int id, const char *v) {
+  opts *o = ud;
+  switch (id) {
+  case OPT_BACKEND:
+    if (strcmp(v, "sim") && strcmp(v, "reference"))
+      return cli_usage_error(CMD, "--backend: expected sim or reference, got '%s'", v);
+    o->backend = strcmp(v, "sim") ? TPU_FE_BACKEND_REFERENCE : TPU_FE_BACKEND_SIM;
+    return 0;
+  case OPT_LEVEL:
+    if (strcmp(v, "tile") && strcmp(v, "timing"))
+      return cli_usage_error(CMD, "--level: expected tile or timing, got '%s'", v);
+    o->level = strcmp(v, "tile") ? TPU_FIDELITY_TIMING : TPU_FIDELITY_TILE;
+    return 0;
+  default:
+    return cli_precision(CMD, v, &o->prec);
+  }
 }
 
-static int parse_args(int argc, char **argv, opts *o, cli_common *com) {
-  char err[256];
-  memset(o, 0, sizeof *o);
-  o->data = "fashion-mnist";
-  o->epochs = 1; o->batch = 128; o->seed = -1; o->synth_n = 2048;
-  o->backend = TPU_FE_BACKEND_SIM; o->level = TPU_FIDELITY_TILE; o->prec = TPU_PREC_BF16;
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  o->threads = n > 0 ? n : 1;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    int r;
-    struct { const char *name; const char **dst; } strs[] = {
-      { "--model", &o->model }, { "--data", &o->data }, { "--trace", &o->trace },
-      { "--csv", &o->csv }, { "--checkpoint", &o->ckpt }, { "--pipeline", &o->pipeline },
-    };
-    bool done = false;
-    for (size_t k = 0; k < sizeof strs / sizeof strs[0] && !done; k++)
-      if ((r = cli_opt(argc, argv, &i, strs[k].name, &v))) {
-        if (r < 0) return cli_usage_error(CMD, "%s needs a value", strs[k].name);
-        *strs[k].dst = v;
-        done = true;
-      }
-    if (done) continue;
-    struct { const char *name; long lo, hi; long *dst; } ints[] = {
-      { "--epochs", 1, 100000, &o->epochs }, { "--steps-per-epoch", 1, 100000000, &o->steps },
-      { "--batch", 1, 1 << 20, &o->batch }, { "--cores", 1, TPU_MAX_CORES, &o->cores },
-      { "--threads", 1, 256, &o->threads }, { "--synthetic-n", 1, 1 << 22, &o->synth_n },
-    };
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !done; k++)
-      if ((r = cli_opt(argc, argv, &i, ints[k].name, &v))) {
-        if (r < 0) return cli_usage_error(CMD, "%s needs a value", ints[k].name);
-        if (!cli_parse_long(v, ints[k].lo, ints[k].hi, ints[k].dst, ints[k].name, err, sizeof err))
-          return cli_usage_error(CMD, "%s", err);
-        done = true;
-      }
-    if (done) continue;
-    if ((r = cli_opt(argc, argv, &i, "--seed", &v))) {
-      long s;
-      if (r < 0 || !cli_parse_long(v, 0, 2147483647L, &s, "--seed", err, sizeof err))
-        return cli_usage_error(CMD, "%s", r < 0 ? "--seed needs a value" : err);
-      o->seed = s;
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--backend", &v))) {
-      if (r < 0 || (strcmp(v, "sim") && strcmp(v, "reference")))
-        return cli_usage_error(CMD, "--backend: expected sim or reference, got '%s'", r < 0 ? "" : v);
-      o->backend = strcmp(v, "sim") ? TPU_FE_BACKEND_REFERENCE : TPU_FE_BACKEND_SIM;
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--level", &v))) {
-      if (r < 0 || (strcmp(v, "tile") && strcmp(v, "timing")))
-        return cli_usage_error(CMD, "--level: expected tile or timing, got '%s'", r < 0 ? "" : v);
-      o->level = strcmp(v, "tile") ? TPU_FIDELITY_TIMING : TPU_FIDELITY_TILE;
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--precision", &v))) {
-      if (r < 0 || !tpu_precision_parse(v, &o->prec))
-        return cli_usage_error(CMD, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", r < 0 ? "" : v);
-      continue;
-    }
-    if (cli_opt(argc, argv, &i, "--resume", NULL) == 1) { o->resume = true; continue; }
-    r = cli_common_opt(argc, argv, &i, com, CMD);
-    if (r == 1) continue;
-    if (r > 1) return r;
-    return cli_usage_error(CMD, "unknown option '%s' (tpusim train --help)", argv[i]);
-  }
-  if (com->help) return 0;
+static int parse_args(int argc, char **argv, opts *o) {
+  const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  *o = (opts){ .data = "fashion-mnist", .epochs = 1, .batch = 128, .seed = -1, .synth_n = 2048,
+               .backend = TPU_FE_BACKEND_SIM, .level = TPU_FIDELITY_TILE, .prec = TPU_PREC_BF16,
+               .threads = ncpu > 0 ? ncpu : 1 };
+  const cli_opt table[] = {
+    CLI_STR("model", &o->model, NULL), CLI_STR("data", &o->data, NULL), CLI_STR("trace", &o->trace, NULL),
+    CLI_STR("csv", &o->csv, NULL), CLI_STR("checkpoint", &o->ckpt, NULL), CLI_STR("pipeline", &o->pipeline, NULL),
+    CLI_LONG("epochs", &o->epochs, 1, 100000), CLI_LONG("steps-per-epoch", &o->steps, 1, 100000000),
+    CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
+    CLI_LONG("threads", &o->threads, 1, 256), CLI_LONG("synthetic-n", &o->synth_n, 1, 1 << 22),
+    CLI_LONG("seed", &o->seed, 0, 2147483647L),
+    CLI_ID("backend", OPT_BACKEND, NULL), CLI_ID("level", OPT_LEVEL, NULL), CLI_ID("precision", OPT_PRECISION, NULL),
+    CLI_FLAG("resume", &o->resume),
+  };
+  const int rc = cli_parse(CMD, argc, argv, table, CLI_NOPTS(table), &o->com, option, o);
+  if (rc) return rc;
+  if (o->com.help) return cli_help(HELP, NULL);
   if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in name (mlp, cnn) or a JSON file");
   if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
   if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");
-  return 0;
+  return CLI_RUN;
 }
+/* }================================================================== */
 
 /* {==================================================================
 ** Progress (Keras style) and the report
@@ -176,299 +144,331 @@ static const char *verdict(double input_frac) {
 }
 /* }================================================================== */
 
+/* {==================================================================
+** The run
+** ================================================================== */
+
+typedef struct train_run {
+  tpu_chip_config chip, tchip;         /* the chip, and the chip cut to the cores in use */
+  tpu_fe_model model;
+  int cores;
+  bool numerics, tty, text;
+  double hz;
+  tpu_fe_feed *feed;
+  tpu_fe_feed_info fi;
+  tpu_fe_dataset test;
+  long steps, steps_avail;             /* per epoch: run, and in the training set */
+  tpu_fe_step_timing tm, tm0;          /* the step's timing: now, and with no infeed wait */
+  uint64_t tm_wait;                    /* the infeed wait 'tm' was timed with */
+  double sum[TPU_SIM_NSTALL], sum_cycles, sum_macs, sum_cap;   /* over the steps run */
+  long nsteps;
+  tpu_fe_trainer tr;
+  tpu_fe_ckpt_info ck;
+  int first_epoch;
+  uint64_t gstep;
+  tpu_text csv, tb;
+  json_t *hist;                        /* one object per epoch */
+  double sim_time, test_loss, test_acc, last_loss, last_acc, wall;
+} train_run;
+
+/* The model, the cores and the chip cut to them. */
+static int load_model(const opts *o, train_run *t) {
+  char err[1024];
+  int rc = cli_load_chip(CMD, &o->com, &t->chip);
+  if (rc) return rc;
+  tpu_status st = tpu_fe_model_load(o->model, &t->model, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "%s", err);
+  if (o->seed >= 0) t->model.seed = (uint64_t)o->seed;
+  t->cores = o->cores ? (int)o->cores : t->chip.cores;
+  if (t->cores > t->chip.cores)
+    return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", t->cores, t->chip.name, t->chip.cores);
+  if (o->batch % t->cores)
+    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
+                          "(the global batch is split evenly, as TPUStrategy does)", o->batch, t->cores, t->cores);
+  t->numerics = o->level != TPU_FIDELITY_TIMING;
+  t->hz = t->chip.clock_mhz * 1e6;
+  /* the cores in use take part in the all-reduce; the chip is cut to them */
+  t->tchip = t->chip;
+  cli_chip_cut(&t->tchip, t->cores);
+  return 0;
+}
+
+/* The input: datafeed's pipeline (values) and host-time model (ready
+** times), checked against the model, and the test split. */
+static int open_data(const opts *o, train_run *t) {
+  char err[1024], a[48], b[48];
+  tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
+                          .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed };
+  tpu_status st = tpu_fe_feed_open(&fo, &t->feed, &t->fi, err, sizeof err);
+  if (st) return o->pipeline ? cli_fail(CMD, st, "--pipeline: %s", err) : cli_fail(CMD, st, "--data %s: %s", o->data, err);
+  const int ncls = t->model.layers[t->model.nlayers - 1].out.c;
+  if (tpu_fe_shape_size(t->fi.shape) != tpu_fe_shape_size(t->model.input) || ncls != t->fi.classes)
+    return cli_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
+                           "and %d classes", o->model, tpu_fe_shape_str(t->model.input, a, sizeof a), ncls,
+                           tpu_fe_shape_str(t->fi.shape, b, sizeof b), t->fi.classes);
+  if (t->numerics && (st = tpu_fe_feed_test_set(o->data, (int)o->synth_n, t->model.seed, &t->test, err, sizeof err)))
+    return cli_fail(CMD, st, "--data %s (test split): %s", o->data, err);
+  t->steps_avail = (long)t->fi.batches_per_epoch;
+  if (t->steps_avail < 1) return cli_usage_error(CMD, "--batch %ld is larger than the training set", o->batch);
+  t->steps = o->steps && o->steps < t->steps_avail ? o->steps : t->steps_avail;
+  return 0;
+}
+
+/* Times the step for an infeed 'wait' (values never enter it, so a step is
+** timed once per distinct wait and reused; see the top of this file). */
+static tpu_status time_step(const opts *o, train_run *t, uint64_t wait, bool traced, tpu_fe_step_timing *out,
+                            char *err, size_t errcap) {
+  const tpu_fe_step_trace tr = { .out = &t->tb, .step = (long)t->gstep, .t0_us = t->sim_time * 1e6 };
+  return tpu_fe_time_step(&t->model, &t->tchip, o->prec, (int)(o->batch / t->cores), true, wait, (int)o->threads,
+                          out, traced ? &tr : NULL, err, errcap);
+}
+
+/* The trainer (from the checkpoint with --resume), the CSV header, the
+** trace's metadata and the banner. */
+static int start(const opts *o, train_run *t) {
+  char err[1024];
+  tpu_status st = time_step(o, t, 0, false, &t->tm0, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "%s: %s", o->model, err);
+  t->tm = t->tm0;
+  tpu_fe_backend be = { .kind = o->backend, .mxu = t->chip.mxu, .mxus = t->chip.mxus_per_core, .prec = o->prec };
+  if (!(t->hist = json_array())) return cli_runtime_error(CMD, "out of memory");
+  if (t->numerics && (st = tpu_fe_trainer_create(&t->model, &be, t->cores, (int)o->batch, (int)o->threads, &t->tr)))
+    return cli_fail(CMD, st, "out of memory creating the trainer");
+  t->ck = (tpu_fe_ckpt_info){ .seed = t->model.seed, .global_batch = (int)o->batch };
+  if (o->resume) {
+    if (!t->numerics) return cli_usage_error(CMD, "--resume needs --level tile");
+    tpu_fe_ckpt_info got;
+    if ((st = tpu_fe_ckpt_load(o->ckpt, &t->tr, &t->ck, &got, err, sizeof err)))
+      return cli_fail(CMD, st, "--resume: %s", err);
+    t->first_epoch = got.epochs_done;
+    t->gstep = got.step;
+    if (t->first_epoch < o->epochs && (st = tpu_fe_feed_seek(t->feed, t->first_epoch, err, sizeof err)))
+      return cli_fail(CMD, st, "%s", err);
+  }
+  if (o->csv)
+    tpu_text_printf(&t->csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n",
+                    tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
+  if (o->trace) tpu_sim_trace_steps_begin(&t->tb, t->chip.name, t->cores);
+  t->tty = !o->com.json && cli_stdout_is_tty();
+  t->text = !o->com.json;
+  if (t->text)
+    printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s%s%s\n",
+           t->model.name, t->model.nparams, t->chip.name, t->cores, o->batch / t->cores, o->batch,
+           o->backend == TPU_FE_BACKEND_SIM ? "sim " : "reference",
+           o->backend == TPU_FE_BACKEND_SIM ? tpu_precision_name(o->prec) : "",
+           t->numerics ? "" : " (timing level: no values)", o->pipeline ? "pipeline " : "",
+           o->pipeline ? o->pipeline : o->data, "");
+  return 0;
+}
+
+/* Adds a step's timing to the sums the report is made of. */
+static void account(train_run *t, const tpu_fe_step_timing *tm) {
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) t->sum[k] += tm->stall[k];
+  t->sum_cycles += (double)tm->step_cycles;
+  t->sum_macs += (double)tm->macs;
+  t->sum_cap += (double)tm->mxu_cycles_capacity;
+  t->nsteps++;
+}
+
+/* Step s of epoch ep: the batch when the infeed has it, the step's timing,
+** the numerics; *loss, *cor and *step_s get its loss, correct predictions
+** and simulated time. */
+static int step(const opts *o, train_run *t, int ep, long s, double *loss, int *cor, double *step_s) {
+  char err[1024];
+  const float *xb;
+  const uint8_t *yb;
+  double ready_s;
+  tpu_status st = tpu_fe_feed_next(t->feed, t->sim_time, &xb, &yb, &ready_s, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "step %ld: %s", s, err);
+  const uint64_t wait = (uint64_t)llround((ready_s - t->sim_time) * t->hz);
+  const bool traced = o->trace && t->nsteps < 20;
+  if (wait != t->tm_wait || traced) {
+    if ((st = time_step(o, t, wait, traced, &t->tm, err, sizeof err))) return cli_fail(CMD, st, "%s", err);
+    t->tm_wait = wait;
+  }
+  *step_s = (double)t->tm.step_cycles / t->hz;
+  if (t->numerics && (st = tpu_fe_trainer_step(&t->tr, xb, yb, t->gstep, (uint64_t)(s * o->batch), loss, cor)))
+    return cli_fail(CMD, st, "step %ld: %s", s, tpu_status_str(st));
+  account(t, &t->tm);
+  t->sim_time += *step_s;
+  if (o->csv)
+    tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)t->gstep + 1,
+                    t->numerics ? *loss : NAN, t->numerics ? (double)*cor / (double)o->batch : NAN, *step_s,
+                    (double)wait / t->hz, t->sim_time);
+  return 0;
+}
+
+/* The end of an epoch: the next epoch's data, the test set, the progress
+** line, the history and the checkpoint. */
+static int end_epoch(const opts *o, train_run *t, int ep, double ewall, double ep_sim) {
+  char err[1024];
+  tpu_status st;
+  if (t->steps < t->steps_avail && ep + 1 < o->epochs && (st = tpu_fe_feed_seek(t->feed, ep + 1, err, sizeof err)))
+    return cli_fail(CMD, st, "%s", err);
+  if (t->numerics && (st = tpu_fe_trainer_eval(&t->tr, &t->test, &t->test_loss, &t->test_acc)))
+    return cli_fail(CMD, st, "evaluation: %s", tpu_status_str(st));
+  if (t->text) {
+    progress(t->tty, true, t->steps, t->steps, ep_sim / (double)t->steps, t->last_loss, t->last_acc);
+    if (t->numerics) printf(" - wall %.1fs - test_loss: %.4f - test_accuracy: %.4f\n", ewall, t->test_loss, t->test_acc);
+    else printf(" - wall %.1fs\n", ewall);
+    fflush(stdout);
+  }
+  const bool n = t->numerics;
+  json_array_append_new(t->hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
+                                           "loss", n ? t->last_loss : 0.0, "accuracy", n ? t->last_acc : 0.0,
+                                           "test_loss", n ? t->test_loss : 0.0,
+                                           "test_accuracy", n ? t->test_acc : 0.0, "wall_s", ewall, "sim_s", ep_sim));
+  if (o->ckpt && n) {
+    t->ck.epochs_done = ep + 1;
+    t->ck.step = t->gstep;
+    if (tpu_fe_ckpt_save(o->ckpt, &t->tr, &t->ck, err, sizeof err))   /* an output: a runtime failure */
+      return cli_runtime_error(CMD, "%s", err);
+  }
+  return 0;
+}
+
+static int run_epoch(const opts *o, train_run *t, int ep) {
+  const double ew0 = cli_now_s();
+  double lsum = 0, last_draw = 0, ep_sim = 0;
+  long csum = 0;
+  if (t->text) printf("Epoch %d/%ld\n", ep + 1, o->epochs);
+  for (long s = 0; s < t->steps; s++, t->gstep++) {
+    double loss = NAN, step_s = 0;
+    int cor = 0, rc;
+    if ((rc = step(o, t, ep, s, &loss, &cor, &step_s))) return rc;
+    ep_sim += step_s;
+    lsum += loss;
+    csum += cor;
+    t->last_loss = t->numerics ? lsum / (double)(s + 1) : NAN;
+    t->last_acc = (double)csum / (double)((s + 1) * o->batch);
+    const double now = cli_now_s();
+    if (t->tty && (now - last_draw > 0.05 || s + 1 == t->steps)) {
+      progress(true, false, s + 1, t->steps, ep_sim / (double)(s + 1), t->last_loss, t->last_acc);
+      last_draw = now;
+    }
+  }
+  return end_epoch(o, t, ep, cli_now_s() - ew0, ep_sim);
+}
+
+static int write_outputs(const opts *o, train_run *t) {
+  if (o->csv && (t->csv.oom || tpu_write_atomic(o->csv, t->csv.s, t->csv.n)))
+    return cli_runtime_error(CMD, "--csv %s: cannot write: %s", o->csv, t->csv.oom ? "out of memory" : strerror(errno));
+  if (o->trace) {
+    tpu_sim_trace_steps_end(&t->tb);
+    if (t->tb.oom || tpu_write_atomic(o->trace, t->tb.s, t->tb.n))
+      return cli_runtime_error(CMD, "--trace %s: cannot write: %s", o->trace, t->tb.oom ? "out of memory" : strerror(errno));
+  }
+  return 0;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** The report
+** ================================================================== */
+typedef struct summary {
+  double fr[TPU_SIM_NSTALL];   /* the stall parts (TPU_SIM_* order), fractions of the step */
+  double util;                 /* useful MACs over the array's capacity */
+  double step_s, ips;
+} summary;
+
+static summary summarize(const opts *o, train_run *t) {
+  if (t->nsteps == 0) account(t, &t->tm0);  /* resumed after the last epoch: report one step */
+  summary m;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) m.fr[k] = t->sum[k] / t->sum_cycles;
+  /* useful MACs only: extra bf16 passes cost time but are not model work */
+  m.util = t->sum_macs / (double)tpu_precision_passes(o->prec) / t->sum_cap;
+  m.step_s = t->sum_cycles / (double)t->nsteps / t->hz;
+  m.ips = (double)o->batch / m.step_s;
+  return m;
+}
+
+static int report_json(const opts *o, train_run *t, const summary *m) {
+  const bool n = t->numerics;
+  json_t *stall = json_object();
+  for (int i = 0; i < TPU_SIM_NSTALL; i++) {   /* in the training report's order (sim/stall.def) */
+    const int k = tpu_sim_stall_in_report_order(i);
+    json_object_set_new(stall, tpu_sim_stall_name(k), json_real(m->fr[k]));
+  }
+  char hs[32];
+  snprintf(hs, sizeof hs, "%016llx", n ? (unsigned long long)tpu_fe_params_hash(t->tr.params, t->model.nparams) : 0ull);
+  json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
+                        "model", t->model.name, "chip", t->chip.name, "cores", t->cores, "global_batch", (int)o->batch,
+                        "per_core_batch", (int)(o->batch / t->cores),
+                        "backend", o->backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
+                        "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
+                        "data", o->data, "epochs", (int)o->epochs, "steps_per_epoch", (int)t->steps,
+                        "parameters", (json_int_t)t->model.nparams);
+  json_object_set_new(j, "test_loss", n ? json_real(t->test_loss) : json_null());
+  json_object_set_new(j, "test_accuracy", n ? json_real(t->test_acc) : json_null());
+  json_object_set_new(j, "train_loss", n ? json_real(t->last_loss) : json_null());
+  json_object_set_new(j, "train_accuracy", n ? json_real(t->last_acc) : json_null());
+  json_object_set_new(j, "sim_step_s", json_real(m->step_s));
+  json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(t->sum_cycles / (double)t->nsteps)));
+  json_object_set_new(j, "sim_time_s", json_real(t->sim_time));
+  json_object_set_new(j, "images_per_s", json_real(m->ips));
+  json_object_set_new(j, "mxu_utilization", json_real(m->util));
+  json_object_set_new(j, "stall", stall);
+  json_object_set_new(j, "input_wait_fraction", json_real(m->fr[TPU_SIM_INFEED_WAIT]));
+  json_object_set_new(j, "input_verdict", json_string(verdict(m->fr[TPU_SIM_INFEED_WAIT])));
+  json_object_set_new(j, "wall_s", json_real(t->wall));
+  json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
+  json_object_set_new(j, "history", t->hist);
+  t->hist = NULL;
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+  json_decref(j);
+  if (!s) return cli_runtime_error(CMD, "out of memory");
+  puts(s);
+  free(s);
+  return 0;
+}
+
+static int report_text(const opts *o, const train_run *t, const summary *m) {
+  printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", t->model.name, t->chip.name,
+         t->cores, o->batch, o->batch / t->cores, o->backend == TPU_FE_BACKEND_SIM ? (o->prec == TPU_PREC_BF16 ? "sim bf16" : o->prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
+  if (t->numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", t->test_acc, t->test_loss);
+  printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %ld steps), %.4g images/s\n", m->step_s * 1e6,
+         t->sum_cycles / (double)t->nsteps, t->chip.clock_mhz, t->nsteps, m->ips);
+  printf("  MXU utilization   %.2f%%\n", m->util * 100);
+  printf("  step time         ");
+  for (int i = 0; i < TPU_SIM_NSTALL; i++) {
+    const int k = tpu_sim_stall_in_report_order(i);
+    printf("%s %.1f%%%s", tpu_sim_stall_name(k), m->fr[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
+  }
+  printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", m->fr[TPU_SIM_INFEED_WAIT] * 100, verdict(m->fr[TPU_SIM_INFEED_WAIT]));
+  printf("  wall time         %.2f s\n", t->wall);
+  return 0;
+}
+/* }================================================================== */
+
+static int train(const opts *o, train_run *t) {
+  int rc;
+  if ((rc = load_model(o, t)) || (rc = open_data(o, t)) || (rc = start(o, t))) return rc;
+  const double wall0 = cli_now_s();
+  for (int ep = t->first_epoch; ep < o->epochs; ep++)
+    if ((rc = run_epoch(o, t, ep))) return rc;
+  t->wall = cli_now_s() - wall0;
+  if ((rc = write_outputs(o, t))) return rc;
+  const summary m = summarize(o, t);
+  return o->com.json ? report_json(o, t, &m) : report_text(o, t, &m);
+}
+
 int cli_cmd_train(int argc, char **argv) {
   opts o;
-  cli_common com;
-  cli_common_init(&com);
-  int rc = parse_args(argc, argv, &o, &com);
-  if (rc) return rc;
-  if (com.help) { fputs(HELP, stdout); fputs(CLI_COMMON_HELP, stdout); return 0; }
-
-  tpu_chip_config chip;
-  if ((rc = cli_load_chip(CMD, &com, &chip))) return rc;
+  int rc = parse_args(argc, argv, &o);
+  if (rc != CLI_RUN) return rc;
   /* The GEMM driver allocates its bf16 operand copies per call; keep glibc
   ** from mmap-ing (and page-faulting) them afresh every time. */
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  char err[1024];
-  tpu_fe_model model;
-  tpu_status st = tpu_fe_model_load(o.model, &model, err, sizeof err);
-  if (st) return cli_usage_error(CMD, "%s", err);
-  if (o.seed >= 0) model.seed = (uint64_t)o.seed;
-  int cores = o.cores ? (int)o.cores : chip.cores;
-  if (cores > chip.cores)
-    return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, chip.name, chip.cores);
-  if (o.batch % cores)
-    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
-                          "(the global batch is split evenly, as TPUStrategy does)", o.batch, cores, cores);
-  const bool numerics = o.level != TPU_FIDELITY_TIMING;
-  /* the cores in use take part in the all-reduce; the chip is cut to them
-  ** (chips of min(cores_per_chip, cores) cores, the largest divisor of
-  ** 'cores' that fits, as matmul --cores does), so idle cores neither share
-  ** HBM bandwidth nor dilute the stall report */
-  tpu_chip_config tchip = chip;
-  tchip.cores = cores;
-  tchip.cores_per_chip = chip.cores_per_chip < cores ? chip.cores_per_chip : cores;
-  while (cores % tchip.cores_per_chip) tchip.cores_per_chip--;
-
-  /* the input: datafeed's pipeline (values) and host-time model (ready times) */
-  tpu_fe_feed *feed = NULL;
-  tpu_fe_feed_info fi;
-  tpu_fe_feed_opts fo = { .data = o.data, .pipeline = o.pipeline, .global_batch = (int)o.batch,
-                      .epochs = (int)o.epochs, .synthetic_n = (int)o.synth_n, .seed = model.seed };
-  if ((st = tpu_fe_feed_open(&fo, &feed, &fi, err, sizeof err))) {
-    if (st == TPU_ERR_NOMEM) return cli_runtime_error(CMD, "%s", err);
-    if (o.pipeline) return cli_usage_error(CMD, "--pipeline: %s", err);
-    return cli_usage_error(CMD, "--data %s: %s", o.data, err);
-  }
-  tpu_fe_dataset test = { 0 };
-  char a[48], b[48];
-  int ncls = model.layers[model.nlayers - 1].out.c;
-  if (tpu_fe_shape_size(fi.shape) != tpu_fe_shape_size(model.input) || ncls != fi.classes) {
-    cli_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
-                   "and %d classes", o.model, tpu_fe_shape_str(model.input, a, sizeof a), ncls,
-                   tpu_fe_shape_str(fi.shape, b, sizeof b), fi.classes);
-    tpu_fe_feed_close(feed);
-    return 2;
-  }
-  if (numerics && (st = tpu_fe_feed_test_set(o.data, (int)o.synth_n, model.seed, &test, err, sizeof err))) {
-    tpu_fe_feed_close(feed);
-    return cli_usage_error(CMD, "--data %s (test split): %s", o.data, err);
-  }
-  long steps_avail = (long)fi.batches_per_epoch;
-  if (steps_avail < 1) {
-    tpu_fe_feed_close(feed); tpu_fe_dataset_free(&test);
-    return cli_usage_error(CMD, "--batch %ld is larger than the training set", o.batch);
-  }
-  long steps = o.steps && o.steps < steps_avail ? o.steps : steps_avail;
-
-  /* Timing: values never enter it, so a step is timed once per distinct
-  ** infeed wait and reused (see the top of this file). */
-  tpu_fe_step_timing tm, tm0;
-  uint64_t tm_wait = 0;
-  if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, 0, (int)o.threads, &tm0, NULL,
-                         err, sizeof err))) {
-    tpu_fe_feed_close(feed); tpu_fe_dataset_free(&test);
-    return cli_usage_error(CMD, "%s: %s", o.model, err);
-  }
-  tm = tm0;
-  const double hz = chip.clock_mhz * 1e6;
-  double sum[TPU_SIM_NSTALL] = { 0 }, sum_cycles = 0, sum_macs = 0, sum_cap = 0;   /* sum: per stall kind */
-  long nsteps = 0;
-
-  tpu_fe_backend be = { .kind = o.backend, .mxu = chip.mxu, .mxus = chip.mxus_per_core, .prec = o.prec };
-  tpu_fe_trainer tr;
-  tpu_text csv = { 0 }, tb = { 0 };
-  json_t *hist = json_array();
-  int status = 0;
-  const bool tty = !com.json && cli_stdout_is_tty();
-  const bool text = !com.json;
-  memset(&tr, 0, sizeof tr);
-  if (!hist) { status = cli_runtime_error(CMD, "out of memory"); goto out; }
-  if (numerics && tpu_fe_trainer_create(&model, &be, cores, (int)o.batch, (int)o.threads, &tr) != TPU_OK) {
-    status = cli_runtime_error(CMD, "out of memory creating the trainer");
-    goto out;
-  }
-
-  tpu_fe_ckpt_info ck = { .seed = model.seed, .global_batch = (int)o.batch };
-  int first_epoch = 0;
-  uint64_t gstep = 0;
-  if (o.resume) {
-    if (!numerics) { status = cli_usage_error(CMD, "--resume needs --level tile"); goto out; }
-    tpu_fe_ckpt_info got;
-    if ((st = tpu_fe_ckpt_load(o.ckpt, &tr, &ck, &got, err, sizeof err))) {
-      status = cli_usage_error(CMD, "--resume: %s", err);
-      goto out;
-    }
-    first_epoch = got.epochs_done;
-    gstep = got.step;
-    if (first_epoch < o.epochs && (st = tpu_fe_feed_seek(feed, first_epoch, err, sizeof err))) {
-      status = cli_runtime_error(CMD, "%s", err);
-      goto out;
-    }
-  }
-
-  if (o.csv)
-    tpu_text_printf(&csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n", tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
-  if (o.trace) tpu_sim_trace_steps_begin(&tb, chip.name, cores);
-  double wall0 = now_s(), test_loss = NAN, test_acc = NAN, last_loss = NAN, last_acc = NAN;
-  double sim_time = 0;
-  if (text)
-    printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s%s%s\n",
-           model.name, model.nparams, chip.name, cores, o.batch / cores, o.batch,
-           o.backend == TPU_FE_BACKEND_SIM ? "sim " : "reference",
-           o.backend == TPU_FE_BACKEND_SIM ? tpu_precision_name(o.prec) : "",
-           numerics ? "" : " (timing level: no values)", o.pipeline ? "pipeline " : "",
-           o.pipeline ? o.pipeline : o.data, "");
-  for (int ep = first_epoch; ep < o.epochs; ep++) {
-    double ew0 = now_s(), lsum = 0;
-    long csum = 0;
-    if (text) printf("Epoch %d/%ld\n", ep + 1, o.epochs);
-    double last_draw = 0, ep_sim = 0;
-    for (long s = 0; s < steps; s++, gstep++) {
-      double loss = NAN, ready_s;
-      int cor = 0;
-      const float *xb;
-      const uint8_t *yb;
-      if ((st = tpu_fe_feed_next(feed, sim_time, &xb, &yb, &ready_s, err, sizeof err))) {
-        status = cli_runtime_error(CMD, "step %ld: %s", s, err);
-        goto out;
-      }
-      uint64_t wait = (uint64_t)llround((ready_s - sim_time) * hz);
-      /* the trace shows the first steps (every step has the same timing; see the top of this file) */
-      const tpu_fe_step_trace strace = { .out = &tb, .step = (long)gstep, .t0_us = sim_time * 1e6 };
-      if (wait != tm_wait || (o.trace && nsteps < 20)) {
-        if ((st = tpu_fe_time_step(&model, &tchip, o.prec, (int)(o.batch / cores), true, wait, (int)o.threads, &tm,
-                               o.trace && nsteps < 20 ? &strace : NULL, err, sizeof err))) {
-          status = cli_runtime_error(CMD, "%s", err);
-          goto out;
-        }
-        tm_wait = wait;
-      }
-      const double step_s = (double)tm.step_cycles / hz;
-      if (numerics) {
-        if ((st = tpu_fe_trainer_step(&tr, xb, yb, gstep, (uint64_t)(s * o.batch), &loss, &cor))) {
-          status = cli_runtime_error(CMD, "step %ld: %s", s, tpu_status_str(st));
-          goto out;
-        }
-        lsum += loss;
-        csum += cor;
-      }
-      for (int k = 0; k < TPU_SIM_NSTALL; k++) sum[k] += tm.stall[k];
-      sum_cycles += (double)tm.step_cycles;
-      sum_macs += (double)tm.macs;
-      sum_cap += (double)tm.mxu_cycles_capacity;
-      nsteps++;
-      sim_time += step_s;
-      ep_sim += step_s;
-      last_loss = numerics ? lsum / (double)(s + 1) : NAN;
-      last_acc = (double)csum / (double)((s + 1) * o.batch);
-      if (o.csv)
-        tpu_text_printf(&csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)gstep + 1,
-                  numerics ? loss : NAN, numerics ? (double)cor / (double)o.batch : NAN, step_s,
-                  (double)wait / hz, sim_time);
-      double t = now_s();
-      if (tty && (t - last_draw > 0.05 || s + 1 == steps)) {
-        progress(true, false, s + 1, steps, ep_sim / (double)(s + 1), last_loss, last_acc);
-        last_draw = t;
-      }
-    }
-    if (steps < steps_avail && ep + 1 < o.epochs && (st = tpu_fe_feed_seek(feed, ep + 1, err, sizeof err))) {
-      status = cli_runtime_error(CMD, "%s", err);
-      goto out;
-    }
-    double ewall = now_s() - ew0;
-    if (numerics && (st = tpu_fe_trainer_eval(&tr, &test, &test_loss, &test_acc))) {
-      status = cli_runtime_error(CMD, "evaluation: %s", tpu_status_str(st));
-      goto out;
-    }
-    if (text) {
-      progress(tty, true, steps, steps, ep_sim / (double)steps, last_loss, last_acc);
-      if (numerics) printf(" - wall %.1fs - test_loss: %.4f - test_accuracy: %.4f\n", ewall, test_loss, test_acc);
-      else printf(" - wall %.1fs\n", ewall);
-      fflush(stdout);
-    }
-    json_array_append_new(hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
-                                          "loss", numerics ? last_loss : 0.0, "accuracy", numerics ? last_acc : 0.0,
-                                          "test_loss", numerics ? test_loss : 0.0,
-                                          "test_accuracy", numerics ? test_acc : 0.0, "wall_s", ewall,
-                                          "sim_s", ep_sim));
-    if (o.ckpt && numerics) {
-      ck.epochs_done = ep + 1;
-      ck.step = gstep;
-      if ((st = tpu_fe_ckpt_save(o.ckpt, &tr, &ck, err, sizeof err))) {
-        status = cli_runtime_error(CMD, "%s", err);
-        goto out;
-      }
-    }
-  }
-  double wall = now_s() - wall0;
-
-  if (o.csv) {
-    if (csv.oom || tpu_write_atomic(o.csv, csv.s, csv.n)) {
-      status = cli_runtime_error(CMD, "--csv %s: cannot write: %s", o.csv, csv.oom ? "out of memory" : strerror(errno));
-      goto out;
-    }
-  }
-  if (o.trace) {
-    tpu_sim_trace_steps_end(&tb);
-    if (tb.oom || tpu_write_atomic(o.trace, tb.s, tb.n)) {
-      status = cli_runtime_error(CMD, "--trace %s: cannot write: %s", o.trace, tb.oom ? "out of memory" : strerror(errno));
-      goto out;
-    }
-  }
-
-  if (nsteps == 0) {   /* resumed after the last epoch: nothing ran, time one step for the report */
-    for (int k = 0; k < TPU_SIM_NSTALL; k++) sum[k] = tm0.stall[k];
-    sum_cycles = (double)tm0.step_cycles; sum_macs = (double)tm0.macs; sum_cap = (double)tm0.mxu_cycles_capacity;
-    nsteps = 1;
-  }
-  double sc = sum_cycles;
-  double fr[TPU_SIM_NSTALL];   /* per stall kind; reported in the training report's order */
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) fr[k] = sum[k] / sc;
-  const double input_frac = fr[TPU_SIM_INFEED_WAIT];
-  /* useful MACs only: extra bf16 passes cost time but are not model work */
-  double util = sum_macs / (double)tpu_precision_passes(o.prec) / sum_cap;
-  const double step_s = sum_cycles / (double)nsteps / hz;
-  double ips = (double)o.batch / step_s;
-  uint64_t phash = numerics ? tpu_fe_params_hash(tr.params, model.nparams) : 0;
-  if (com.json) {
-    json_t *stall = json_object();
-    for (int i = 0; i < TPU_SIM_NSTALL; i++) {
-      const int k = tpu_sim_stall_in_report_order(i);
-      json_object_set_new(stall, tpu_sim_stall_name(k), json_real(fr[k]));
-    }
-    char hs[32];
-    snprintf(hs, sizeof hs, "%016llx", (unsigned long long)phash);
-    json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
-                          "model", model.name, "chip", chip.name, "cores", cores, "global_batch", (int)o.batch,
-                          "per_core_batch", (int)(o.batch / cores),
-                          "backend", o.backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
-                          "level", tpu_fidelity_name(o.level), "precision", tpu_precision_name(o.prec),
-                          "data", o.data, "epochs", (int)o.epochs, "steps_per_epoch", (int)steps,
-                          "parameters", (json_int_t)model.nparams);
-    json_object_set_new(j, "test_loss", numerics ? json_real(test_loss) : json_null());
-    json_object_set_new(j, "test_accuracy", numerics ? json_real(test_acc) : json_null());
-    json_object_set_new(j, "train_loss", numerics ? json_real(last_loss) : json_null());
-    json_object_set_new(j, "train_accuracy", numerics ? json_real(last_acc) : json_null());
-    json_object_set_new(j, "sim_step_s", json_real(step_s));
-    json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(sum_cycles / (double)nsteps)));
-    json_object_set_new(j, "sim_time_s", json_real(sim_time));
-    json_object_set_new(j, "images_per_s", json_real(ips));
-    json_object_set_new(j, "mxu_utilization", json_real(util));
-    json_object_set_new(j, "stall", stall);
-    json_object_set_new(j, "input_wait_fraction", json_real(input_frac));
-    json_object_set_new(j, "input_verdict", json_string(verdict(input_frac)));
-    json_object_set_new(j, "wall_s", json_real(wall));
-    json_object_set_new(j, "params_hash", numerics ? json_string(hs) : json_null());
-    json_object_set_new(j, "history", hist);
-    hist = NULL;
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(j);
-    if (!s) { status = cli_runtime_error(CMD, "out of memory"); goto out; }
-    puts(s);
-    free(s);
-  } else {
-    printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", model.name, chip.name,
-           cores, o.batch, o.batch / cores, o.backend == TPU_FE_BACKEND_SIM ? (o.prec == TPU_PREC_BF16 ? "sim bf16" : o.prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
-    if (numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", test_acc, test_loss);
-    printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %ld steps), %.4g images/s\n", step_s * 1e6,
-           sum_cycles / (double)nsteps, chip.clock_mhz, nsteps, ips);
-    printf("  MXU utilization   %.2f%%\n", util * 100);
-    printf("  step time         ");
-    for (int i = 0; i < TPU_SIM_NSTALL; i++) {
-      const int k = tpu_sim_stall_in_report_order(i);
-      printf("%s %.1f%%%s", tpu_sim_stall_name(k), fr[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
-    }
-    printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", input_frac * 100, verdict(input_frac));
-    printf("  wall time         %.2f s\n", wall);
-  }
-out:
-  json_decref(hist);
-  if (numerics) tpu_fe_trainer_destroy(&tr);
-  tpu_free(csv.s);
-  tpu_free(tb.s);
-  tpu_fe_feed_close(feed);
-  tpu_fe_dataset_free(&test);
-  return status;
+  train_run t;
+  memset(&t, 0, sizeof t);
+  t.test_loss = t.test_acc = t.last_loss = t.last_acc = NAN;
+  rc = train(&o, &t);
+  json_decref(t.hist);
+  if (t.numerics) tpu_fe_trainer_destroy(&t.tr);
+  tpu_free(t.csv.s);
+  tpu_free(t.tb.s);
+  tpu_fe_feed_close(t.feed);
+  tpu_fe_dataset_free(&t.test);
+  return rc;
 }

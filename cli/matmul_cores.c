@@ -33,129 +33,144 @@
 #include "cli/sim_report.h"
 #include "sim/sim.h"
 
+#define CMD "matmul"
+
 static long minl(long a, long b) { return a < b ? a : b; }
 
-int cli_matmul_cores(const struct tpu_chip_config *chip_in, int cores, long M, long N, long K, int precision,
-                    int level, long seed, int threads, bool json, const char *trace_path) {
-  const char *cmd = "matmul";
-  if (cores < 1 || cores > chip_in->cores)
-    return cli_usage_error(cmd, "--cores: expected 1..%d (the cores of %s), got %d", chip_in->cores, chip_in->name, cores);
-  tpu_chip_config chip = *chip_in;
-  int cpc = chip.cores_per_chip < cores ? chip.cores_per_chip : cores;
-  while (cores % cpc) cpc--;
-  chip.cores = cores;
-  chip.cores_per_chip = cpc;
-  const tpu_precision prec = (tpu_precision)precision;
-  tpu_fidelity lv = (tpu_fidelity)level;
-  if (lv == TPU_FIDELITY_PE) lv = TPU_FIDELITY_TILE;
-  const bool values = lv != TPU_FIDELITY_TIMING;
-  const long T = (long)tpu_sim_gemm_block(&chip);
+/* The run: the chip cut to the cores, the program, its result, and C
+** gathered from every core's C tiles. */
+typedef struct mc_run {
+  tpu_chip_config chip;
+  int cores;
+  tpu_fidelity level;          /* tile or timing */
+  long T;                      /* the block side */
+  float *A, *B, *C;            /* NULL at the timing level */
+  tpu_sim_program *p;
+  tpu_sim_result *res;
+  double bytes;                /* HBM traffic of the program */
+  double max_abs, max_rel;
+} mc_run;
 
-  float *A = NULL, *B = NULL, *Cm = NULL, *ref = NULL;
-  tpu_sim_program *p = NULL;
-  tpu_sim_result *res = NULL;
-  json_t *o = NULL;
-  int rc = 1;
-  if (values) {
-    A = tpu_malloc((size_t)(M * K) * sizeof *A);
-    B = tpu_malloc((size_t)(K * N) * sizeof *B);
-    Cm = tpu_malloc((size_t)(M * N) * sizeof *Cm);
-    ref = tpu_malloc((size_t)(M * N) * sizeof *ref);
-    if (!A || !B || !Cm || !ref) { rc = cli_runtime_error(cmd, "out of memory for %ld x %ld x %ld", M, N, K); goto out; }
-    uint64_t r = (uint64_t)seed;   /* the same inputs as the one-core matmul */
-    tpu_normal_fill(&r, A, (size_t)(M * K));
-    tpu_normal_fill(&r, B, (size_t)(K * N));
-  }
-  double bytes = 0;
+static int run(const cli_matmul_opts *o, mc_run *r) {
+  const bool values = r->level != TPU_FIDELITY_TIMING;
+  if (values && (!cli_matmul_seeded(o->seed, o->m, o->n, o->k, &r->A, &r->B) ||  /* the one-core inputs */
+                 !(r->C = tpu_malloc((size_t)(o->m * o->n) * sizeof *r->C))))
+    return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
   char err[512];
-  if (tpu_sim_gemm_program(&chip, cores, M, N, K, prec, A, B, &p, &bytes, err, sizeof err) != TPU_OK) {
-    rc = cli_runtime_error(cmd, "%s", err);
-    goto out;
+  tpu_status st = tpu_sim_gemm_program(&r->chip, r->cores, o->m, o->n, o->k, o->precision, r->A, r->B, &r->p,
+                                       &r->bytes, err, sizeof err);
+  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  tpu_sim_options opt = { .level = r->level, .threads = (int)o->threads, .trace = o->trace != NULL };
+  if ((st = tpu_sim_run(&r->chip, r->p, &opt, &r->res)) != TPU_OK)
+    return cli_fail(CMD, st, "%s", tpu_sim_program_error(r->p));
+  if (o->trace && cli_sim_write_trace(r->res, o->trace))
+    return cli_runtime_error(CMD, "--trace %s: cannot write: %s", o->trace, strerror(errno));
+  return 0;
+}
+
+/* C from the C_mb_nb tiles of every core (rows [c*M/C, (c+1)*M/C) on core
+** c), then its error against sgemm. */
+static int gather(const cli_matmul_opts *o, mc_run *r) {
+  const long M = o->m, N = o->n, T = r->T;
+  for (int c = 0; c < r->cores; c++) {
+    const long m0 = M * c / r->cores, mi = M * (c + 1) / r->cores - m0;
+    char name[64];
+    for (long mb = 0; mb * T < mi; mb++)
+      for (long nb = 0; nb * T < N; nb++) {
+        snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
+        const float *v = tpu_sim_result_buffer(r->res, c, tpu_sim_buffer_find(r->p, c, name));
+        const long rows = minl(T, mi - mb * T), w = minl(T, N - nb * T);
+        for (long i = 0; i < rows; i++)
+          memcpy(r->C + (m0 + mb * T + i) * N + nb * T, v + i * w, (size_t)w * sizeof *v);
+      }
   }
-  tpu_sim_options opt = { .level = lv, .threads = threads, .trace = trace_path != NULL };
-  tpu_status st = tpu_sim_run(&chip, p, &opt, &res);
-  if (st != TPU_OK) {
-    rc = st == TPU_ERR_NOMEM || st == TPU_ERR_RUNTIME ? cli_runtime_error(cmd, "%s", tpu_sim_program_error(p))
-                                                      : cli_usage_error(cmd, "%s", tpu_sim_program_error(p));
-    goto out;
-  }
-  if (trace_path && cli_sim_write_trace(res, trace_path)) {
-    rc = cli_runtime_error(cmd, "--trace %s: cannot write: %s", trace_path, strerror(errno));
-    goto out;
-  }
-  double max_abs = 0, max_ref = 0;
-  if (values) {
-    for (int c = 0; c < cores; c++) {
-      const long m0 = M * c / cores, mi = M * (c + 1) / cores - m0;
-      char name[64];
-      for (long mb = 0; mb * T < mi; mb++)
-        for (long nb = 0; nb * T < N; nb++) {
-          snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-          const float *v = tpu_sim_result_buffer(res, c, tpu_sim_buffer_find(p, c, name));
-          const long r = minl(T, mi - mb * T), w = minl(T, N - nb * T);
-          for (long i = 0; i < r; i++) memcpy(Cm + (m0 + mb * T + i) * N + nb * T, v + i * w, (size_t)w * sizeof *v);
-        }
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)K, B, (int)N,
-                0.0f, ref, (int)N);
-    for (long i = 0; i < M * N; i++) {
-      const double d = fabs((double)Cm[i] - (double)ref[i]);
-      if (!(d <= max_abs)) max_abs = d;
-      if (fabs((double)ref[i]) > max_ref) max_ref = fabs((double)ref[i]);
-    }
-  }
+  if (!cli_matmul_error(M, N, o->k, r->A, r->B, r->C, &r->max_abs, &r->max_rel))
+    return cli_runtime_error(CMD, "out of memory");
+  return 0;
+}
+
+/* The roofline and what the simulation found. */
+typedef struct mc_figures {
   tpu_chip_peaks pk;
-  tpu_chip_peaks_of(&chip, &pk);
-  const uint64_t cyc = tpu_sim_result_cycles(res);
-  const double time_s = (double)cyc / pk.clock_hz, flops = 2.0 * (double)M * (double)N * (double)K;
-  const double intensity = flops / bytes, ridge = pk.ridge_flops_per_byte;
-  const int chips_used = cores / cpc;
-  const double peak = pk.bf16_flops_per_core * cores / tpu_precision_passes(prec);
-  const double attainable = fmin(peak, intensity * pk.hbm_bytes_per_s_per_chip * chips_used);
+  double time_s, flops, intensity, ridge, peak, attainable;
   tpu_sim_stalls s;
-  tpu_sim_result_stalls(res, -1, -1, &s);
-  const bool mem_bound_sim = s.cycles[TPU_SIM_MEMORY_WAIT] > s.cycles[TPU_SIM_MXU_BUSY];
-  const char *roof = intensity < ridge ? "memory" : "compute";
-  if (json) {
-    o = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I}", "chip", chip.name, "cores", cores, "m", (json_int_t)M,
-                  "n", (json_int_t)N, "k", (json_int_t)K, "precision", tpu_precision_name(prec), "level",
-                  tpu_fidelity_name(lv), "block", (json_int_t)T);
-    if (!o || cli_sim_report_json(o, res, &chip)) { rc = cli_runtime_error(cmd, "out of memory"); goto out; }
-    json_object_set_new(o, "flops", json_real(flops));
-    json_object_set_new(o, "hbm_bytes", json_real(bytes));
-    json_object_set_new(o, "arithmetic_intensity", json_real(intensity));
-    json_object_set_new(o, "ridge_flops_per_byte", json_real(ridge));
-    json_object_set_new(o, "roofline_bound", json_string(roof));
-    json_object_set_new(o, "bound", json_string(mem_bound_sim ? "memory" : "compute"));
-    json_object_set_new(o, "attainable_flops_per_s", json_real(attainable));
-    json_object_set_new(o, "achieved_flops_per_s", json_real(flops / time_s));
-    json_object_set_new(o, "peak_flops_per_s", json_real(peak));
-    json_object_set_new(o, "max_abs_err", values ? json_real(max_abs) : json_null());
-    json_object_set_new(o, "max_rel_err", values ? json_real(max_ref > 0 ? max_abs / max_ref : max_abs) : json_null());
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    putchar('\n');
-  } else {
-    printf("matmul %ld x %ld x %ld (M x N x K) split along M over %d core%s of %s, %s, level %s\n", M, N, K, cores,
-           cores > 1 ? "s" : "", chip.name, tpu_precision_name(prec), tpu_fidelity_name(lv));
-    printf("  operands start in HBM in %ld x %ld blocks, double-buffered into VMEM\n", T, T);
-    cli_sim_report_text(stdout, res, &chip);
-    printf("  HBM traffic       %.0f bytes\n", bytes);
-    printf("  intensity         %.2f FLOP/byte vs ridge point %.2f FLOP/byte: %s-bound on the roofline\n",
-           intensity, ridge, roof);
-    printf("  attainable        %.3f TFLOP/s (peak %.3f); achieved %.3f TFLOP/s\n", attainable / 1e12, peak / 1e12,
-           flops / time_s / 1e12);
-    printf("  simulation        %s-bound (memory_wait %llu vs mxu_busy %llu cycles over the cores)\n",
-           mem_bound_sim ? "memory" : "compute", (unsigned long long)s.cycles[TPU_SIM_MEMORY_WAIT],
-           (unsigned long long)s.cycles[TPU_SIM_MXU_BUSY]);
-    if (values)
-      printf("  error vs sgemm    max abs %.3g, max rel %.3g (normwise)\n", max_abs, max_ref > 0 ? max_abs / max_ref : max_abs);
-    if (trace_path) printf("  trace             %s\n", trace_path);
+  bool mem_bound_sim;
+  const char *roof;            /* "memory" or "compute" */
+} mc_figures;
+
+static mc_figures figures(const cli_matmul_opts *o, const mc_run *r) {
+  mc_figures f;
+  tpu_chip_peaks_of(&r->chip, &f.pk);
+  f.time_s = (double)tpu_sim_result_cycles(r->res) / f.pk.clock_hz;
+  f.flops = 2.0 * (double)o->m * (double)o->n * (double)o->k;
+  f.intensity = f.flops / r->bytes;
+  f.ridge = f.pk.ridge_flops_per_byte;
+  const int chips_used = r->cores / r->chip.cores_per_chip;
+  f.peak = f.pk.bf16_flops_per_core * r->cores / tpu_precision_passes(o->precision);
+  f.attainable = fmin(f.peak, f.intensity * f.pk.hbm_bytes_per_s_per_chip * chips_used);
+  tpu_sim_result_stalls(r->res, -1, -1, &f.s);
+  f.mem_bound_sim = f.s.cycles[TPU_SIM_MEMORY_WAIT] > f.s.cycles[TPU_SIM_MXU_BUSY];
+  f.roof = f.intensity < f.ridge ? "memory" : "compute";
+  return f;
+}
+
+static int report_json(const cli_matmul_opts *o, const mc_run *r) {
+  const mc_figures f = figures(o, r);
+  const bool values = r->A != NULL;
+  json_t *j = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I}", "chip", r->chip.name, "cores", r->cores,
+                        "m", (json_int_t)o->m, "n", (json_int_t)o->n, "k", (json_int_t)o->k, "precision",
+                        tpu_precision_name(o->precision), "level", tpu_fidelity_name(r->level), "block",
+                        (json_int_t)r->T);
+  if (!j || cli_sim_report_json(j, r->res, &r->chip)) {
+    json_decref(j);
+    return cli_runtime_error(CMD, "out of memory");
   }
-  rc = 0;
-out:
-  json_decref(o);
-  tpu_sim_result_destroy(res);
-  tpu_sim_program_destroy(p);
-  tpu_free(A); tpu_free(B); tpu_free(Cm); tpu_free(ref);
+  json_object_set_new(j, "flops", json_real(f.flops));
+  json_object_set_new(j, "hbm_bytes", json_real(r->bytes));
+  json_object_set_new(j, "arithmetic_intensity", json_real(f.intensity));
+  json_object_set_new(j, "ridge_flops_per_byte", json_real(f.ridge));
+  json_object_set_new(j, "roofline_bound", json_string(f.roof));
+  json_object_set_new(j, "bound", json_string(f.mem_bound_sim ? "memory" : "compute"));
+  json_object_set_new(j, "attainable_flops_per_s", json_real(f.attainable));
+  json_object_set_new(j, "achieved_flops_per_s", json_real(f.flops / f.time_s));
+  json_object_set_new(j, "peak_flops_per_s", json_real(f.peak));
+  json_object_set_new(j, "max_abs_err", values ? json_real(r->max_abs) : json_null());
+  json_object_set_new(j, "max_rel_err", values ? json_real(r->max_rel) : json_null());
+  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}
+
+static int report_text(const cli_matmul_opts *o, const mc_run *r) {
+  const mc_figures f = figures(o, r);
+  printf("matmul %ld x %ld x %ld (M x N x K) split along M over %d core%s of %s, %s, level %s\n", o->m, o->n, o->k,
+         r->cores, r->cores > 1 ? "s" : "", r->chip.name, tpu_precision_name(o->precision),
+         tpu_fidelity_name(r->level));
+  printf("  operands start in HBM in %ld x %ld blocks, double-buffered into VMEM\n", r->T, r->T);
+  cli_sim_report_text(stdout, r->res, &r->chip);
+  printf("  HBM traffic       %.0f bytes\n", r->bytes);
+  printf("  intensity         %.2f FLOP/byte vs ridge point %.2f FLOP/byte: %s-bound on the roofline\n",
+         f.intensity, f.ridge, f.roof);
+  printf("  attainable        %.3f TFLOP/s (peak %.3f); achieved %.3f TFLOP/s\n", f.attainable / 1e12,
+         f.peak / 1e12, f.flops / f.time_s / 1e12);
+  printf("  simulation        %s-bound (memory_wait %llu vs mxu_busy %llu cycles over the cores)\n",
+         f.mem_bound_sim ? "memory" : "compute", (unsigned long long)f.s.cycles[TPU_SIM_MEMORY_WAIT],
+         (unsigned long long)f.s.cycles[TPU_SIM_MXU_BUSY]);
+  if (r->A) printf("  error vs sgemm    max abs %.3g, max rel %.3g (normwise)\n", r->max_abs, r->max_rel);
+  if (o->trace) printf("  trace             %s\n", o->trace);
+  return 0;
+}
+
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o) {
+  if (o->cores > chip->cores)
+    return cli_usage_error(CMD, "--cores: expected 1..%d (the cores of %s), got %ld", chip->cores, chip->name,
+                           o->cores);
+  mc_run r = { .chip = *chip, .cores = (int)o->cores, .level = o->level };
+  cli_chip_cut(&r.chip, r.cores);
+  r.T = (long)tpu_sim_gemm_block(&r.chip);
+  int rc = run(o, &r);
+  if (!rc && r.A) rc = gather(o, &r);
+  if (!rc) rc = o->com.json ? report_json(o, &r) : report_text(o, &r);
+  tpu_sim_result_destroy(r.res);
+  tpu_sim_program_destroy(r.p);
+  tpu_free(r.A); tpu_free(r.B); tpu_free(r.C);
   return rc;
 }

@@ -130,13 +130,6 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
 tpu_status df_data_wait(df_data *d, int64_t id, char *err, size_t errcap);
 void       df_data_close(df_data *d);              /* joins the loader; NULL ok */
 
-/* splitmix64, and the per-(seed, epoch, id) generator of random maps. */
-static inline uint64_t df_mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 /* Buffered shuffle of 'ids' (n) in place, tf.data semantics: a buffer of
 ** 'buf' elements is filled from the input; each output is a uniformly chosen
 ** buffer entry, replaced by the next input. Uses 'tmp' (buf entries). */

@@ -103,7 +103,7 @@ static int64_t build_order(tpu_df *df, int64_t epoch, int64_t *ids) {
       n = m;
     } else {
       uint64_t ekey = df->idx_frozen[k] ? 0 : (uint64_t)epoch;
-      df_buffered_shuffle(ids, n, t->n, df_mix(t->seed ^ df_mix(ekey + 1)), df->shuf_tmp);
+      df_buffered_shuffle(ids, n, t->n, tpu_mix64(t->seed ^ tpu_mix64(ekey + 1)), df->shuf_tmp);
     }
   }
   return n;
@@ -124,7 +124,7 @@ static const int64_t *epoch_ids(tpu_df *df, int64_t e) {
 ** Map functions (on one element, f32, H x W x C row-major)
 ** ================================================================== */
 static uint64_t elem_key(const df_stage *t, uint64_t ekey, int64_t id) {
-  return df_mix(t->seed ^ df_mix(ekey * 0x9e3779b97f4a7c15ull ^ (uint64_t)id));
+  return tpu_mix64(t->seed ^ tpu_mix64(ekey * 0x9e3779b97f4a7c15ull ^ (uint64_t)id));
 }
 
 static void apply_map(const tpu_df *df, const df_stage *t, uint64_t ekey, int64_t id, float *x, float *scratch) {

@@ -507,53 +507,9 @@ static tpu_status open_csv(const tpu_df_source *src, df_data *d, char *err, size
 }
 
 /* {==================================================================
-** .npy (version 1-3, C order): images u1 or f4 with shape (N, ...), labels
-** integer (u1, i4, i8, <u4...) with shape (N,).
+** .npy (base.h's reader, version 1-3, C order): images u1 or f4 with shape
+** (N, ...), labels integer (u1, i4, i8, <u4...) with shape (N,).
 ** ================================================================== */
-typedef struct npy { char descr[8]; int ndim; int64_t shape[4]; const unsigned char *data; size_t nbytes; } npy;
-
-static tpu_status npy_parse(const char *path, const unsigned char *b, size_t n, npy *a, char *err, size_t cap) {
-  if (n < 10 || memcmp(b, "\x93NUMPY", 6)) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic; a .npy file starts with \\x93NUMPY", path);
-  size_t hl, off;
-  if (b[6] == 1) { hl = (size_t)b[8] | (size_t)b[9] << 8; off = 10; }
-  else if (b[6] == 2 || b[6] == 3) {
-    if (n < 12) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated header", path);
-    hl = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24; off = 12;
-  } else return ferr(err, cap, TPU_ERR_INPUT, "%s: unsupported .npy version %d", path, b[6]);
-  if (off + hl > n || hl > 65536) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated header", path);
-  char h[65537];
-  memcpy(h, b + off, hl);
-  h[hl] = 0;
-  const char *p = strstr(h, "'descr'");
-  if (!p || !(p = strchr(p + 7, '\''))) return ferr(err, cap, TPU_ERR_INPUT, "%s: header lacks 'descr'", path);
-  size_t i = 0;
-  for (p++; *p && *p != '\'' && i < sizeof a->descr - 1; p++) a->descr[i++] = *p;
-  a->descr[i] = 0;
-  if (strstr(h, "'fortran_order': True")) return ferr(err, cap, TPU_ERR_INPUT, "%s: Fortran order is not supported; save with C order", path);
-  p = strstr(h, "'shape'");
-  if (!p || !(p = strchr(p, '('))) return ferr(err, cap, TPU_ERR_INPUT, "%s: header lacks 'shape'", path);
-  a->ndim = 0;
-  p++;
-  while (*p && *p != ')') {
-    while (*p == ' ' || *p == ',') p++;
-    if (*p == ')') break;
-    char *e;
-    long long v = strtoll(p, &e, 10);
-    if (e == p || v < 0 || a->ndim >= 4) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad or too many (max 4) dimensions in 'shape'", path);
-    a->shape[a->ndim++] = v;
-    p = e;
-  }
-  size_t el = 1;
-  for (int k = 0; k < a->ndim; k++) el *= (size_t)a->shape[k];
-  size_t esz = a->descr[0] ? (size_t)atoi(a->descr + 1 + (a->descr[1] != 0)) : 0;   /* '<f4' -> 4 */
-  if (esz == 0 || esz > 16) return ferr(err, cap, TPU_ERR_INPUT, "%s: unsupported dtype '%s'", path, a->descr);
-  a->data = b + off + hl;
-  a->nbytes = n - off - hl;
-  if (a->nbytes < el * esz) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated: shape needs %zu bytes of data, file has %zu", path, el * esz, a->nbytes);
-  if (a->nbytes > el * esz) return ferr(err, cap, TPU_ERR_INPUT, "%s: trailing data after the array", path);
-  return TPU_OK;
-}
-
 static tpu_status open_npy(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
   tpu_status st = TPU_OK;
   size_t il = 0, ll = 0;
@@ -561,13 +517,12 @@ static tpu_status open_npy(const tpu_df_source *src, df_data *d, char *err, size
   if (!ib) return st;
   lb = slurp(src->labels, &ll, &st, err, cap);
   if (!lb) { tpu_free(ib); return st; }
-  npy im, lab;
-  memset(&im, 0, sizeof im); memset(&lab, 0, sizeof lab);
-  if ((st = npy_parse(src->images, ib, il, &im, err, cap)) != TPU_OK) goto out;
-  if ((st = npy_parse(src->labels, lb, ll, &lab, err, cap)) != TPU_OK) goto out;
+  tpu_npy im, lab;
+  if ((st = tpu_npy_parse(src->images, ib, il, &im, err, cap)) != TPU_OK) goto out;
+  if ((st = tpu_npy_parse(src->labels, lb, ll, &lab, err, cap)) != TPU_OK) goto out;
   bool u1 = !strcmp(im.descr, "|u1") || !strcmp(im.descr, "<u1"), f4 = !strcmp(im.descr, "<f4");
   if (!u1 && !f4) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: dtype '%s' not supported; images must be uint8 (|u1) or float32 (<f4)", src->images, im.descr); goto out; }
-  if (im.ndim < 2) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: images need shape (N, features...) with 2 to 4 dimensions", src->images); goto out; }
+  if (im.ndim < 2 || im.ndim > 4) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: images need shape (N, features...) with 2 to 4 dimensions", src->images); goto out; }
   if (lab.ndim != 1 || lab.shape[0] != im.shape[0]) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: labels must have shape (%lld,) to match the images", src->labels, (long long)im.shape[0]); goto out; }
   d->n = im.shape[0];
   if (d->n < 1) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: no elements", src->images); goto out; }
@@ -616,15 +571,15 @@ static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, si
   uint8_t *proto = tpu_malloc((size_t)d->classes * dd);
   if (!d->u8 || !d->labels || !proto) { tpu_free(proto); return ferr(err, cap, TPU_ERR_NOMEM, "synthetic source: out of memory"); }
   uint64_t s = src->seed;
-  for (size_t i = 0; i < (size_t)d->classes * dd; i++) proto[i] = (uint8_t)(df_mix(s ^ (0x1000000000ull + i)) >> 56);
+  for (size_t i = 0; i < (size_t)d->classes * dd; i++) proto[i] = (uint8_t)(tpu_mix64(s ^ (0x1000000000ull + i)) >> 56);
   for (int64_t i = 0; i < d->n; i++) {
-    uint64_t r = df_mix(s + (uint64_t)i * 0x9e37u);
+    uint64_t r = tpu_mix64(s + (uint64_t)i * 0x9e37u);
     int y = (int)(r % (uint64_t)d->classes);
     d->labels[i] = y;
     const uint8_t *pr = proto + (size_t)y * dd;
     uint8_t *o = d->u8 + (size_t)i * dd;
     for (size_t j = 0; j < dd; j++) {
-      if ((j & 7) == 0) r = df_mix(r);
+      if ((j & 7) == 0) r = tpu_mix64(r);
       unsigned noise = (unsigned)(r >> ((j & 7) * 8)) & 0xff;
       o[j] = (uint8_t)((pr[j] * 7u + noise * 3u) / 10u);
     }
@@ -672,7 +627,7 @@ void df_buffered_shuffle(int64_t *ids, int64_t n, int64_t buf, uint64_t seed, in
   while (fill < buf) tmp[fill++] = ids[in++];
   uint64_t r = seed;
   while (fill > 0) {
-    r = df_mix(r);
+    r = tpu_mix64(r);
     int64_t j = (int64_t)(r % (uint64_t)fill);
     ids[outp++] = tmp[j];              /* outp < in always, so ids[in] is still unread */
     if (in < n) tmp[j] = ids[in++];

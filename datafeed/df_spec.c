@@ -200,7 +200,7 @@ tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
 }
 
 void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed) {
-  for (int i = 0; i < s->nst; i++) s->st[i].seed = df_mix(seed ^ df_mix((uint64_t)i + 1));
+  for (int i = 0; i < s->nst; i++) s->st[i].seed = tpu_mix64(seed ^ tpu_mix64((uint64_t)i + 1));
 }
 
 void tpu_df_spec_consumer(const tpu_df_spec *s, double *step_time_s, int64_t *steps, int *host_cores) {
@@ -252,108 +252,33 @@ tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
 /* {==================================================================
 ** JSON
 ** ================================================================== */
-typedef struct jctx {
-  const char *name, *text;
-  char *err;
-  size_t errcap;
-} jctx;
+/* The document (base.h's JSON loader) and the readers parse_source and
+** parse_stage use: members named by path ("field 'stages[2].seed'"),
+** unknown ones called keys. */
+typedef struct jctx { tpu_json *doc; } jctx;
 
-static tpu_status jerr(const jctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static tpu_status jerr(const jctx *c, const char *path, const char *fmt, ...) {
-  char msg[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  int line = 0, col = 0;
-  if (path && *path && c->text && tpu_json_locate(c->text, path, &line, &col))
-    snprintf(c->err, c->errcap, "%s:%d:%d: field '%s': %s", c->name, line, col, path, msg);
-  else if (path && *path)
-    snprintf(c->err, c->errcap, "%s: field '%s': %s", c->name, path, msg);
-  else
-    snprintf(c->err, c->errcap, "%s: %s", c->name, msg);
-  return TPU_ERR_CONFIG;
-}
+#define jerr(c, path, ...) tpu_json_fail((c)->doc, (path), __VA_ARGS__)
+#define jtype tpu_json_type
+#define OBJ(c, o, path) (&(tpu_json_obj){ (c)->doc, (o), (path), NULL })
 
-static const char *jtype(const json_t *v) {
-  switch (json_typeof(v)) {
-  case JSON_OBJECT: return "an object"; case JSON_ARRAY: return "an array";
-  case JSON_STRING: return "a string"; case JSON_INTEGER: return "an integer";
-  case JSON_REAL: return "a real number"; case JSON_TRUE: case JSON_FALSE: return "a boolean";
-  default: return "null";
-  }
-}
-
-/* Checks that every key of 'obj' is in the NULL-terminated 'allowed'. */
 static tpu_status check_keys(const jctx *c, const char *path, json_t *obj, const char *const *allowed) {
-  const char *k;
-  json_t *v;
-  json_object_foreach(obj, k, v) {
-    bool ok = false;
-    for (int i = 0; allowed[i]; i++) if (!strcmp(k, allowed[i])) ok = true;
-    if (!ok) {
-      char p[160], list[600] = "";
-      snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", k);
-      for (int i = 0; allowed[i]; i++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", allowed[i]);
-      }
-      return jerr(c, p, "unknown key; allowed here: %s", list);
-    }
-  }
-  return TPU_OK;
+  return tpu_json_keys(OBJ(c, obj, path), allowed);
 }
-
+/* An integer in [lo, hi], or "autotune" (TPU_DF_AUTOTUNE) when autotune_ok. */
 static tpu_status get_int(const jctx *c, json_t *obj, const char *path, const char *key, int64_t lo, int64_t hi,
                           bool autotune_ok, bool required, int64_t *out) {
-  char p[160];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  json_t *v = json_object_get(obj, key);
-  if (!v) {
-    if (required) return jerr(c, path, "missing key '%s' (an integer in %lld..%lld%s)", key, (long long)lo, (long long)hi, autotune_ok ? " or \"autotune\"" : "");
-    return TPU_OK;
-  }
-  if (autotune_ok && json_is_string(v) && !strcmp(json_string_value(v), "autotune")) { *out = TPU_DF_AUTOTUNE; return TPU_OK; }
-  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-    if (json_is_integer(v))
-      return jerr(c, p, "expected an integer in %lld..%lld%s, got %lld", (long long)lo, (long long)hi,
-                  autotune_ok ? " or \"autotune\"" : "", (long long)json_integer_value(v));
-    return jerr(c, p, "expected an integer in %lld..%lld%s, got %s", (long long)lo, (long long)hi,
-                autotune_ok ? " or \"autotune\"" : "", jtype(v));
-  }
-  *out = json_integer_value(v);
-  return TPU_OK;
+  return tpu_json_int_or(OBJ(c, obj, path), key, lo, hi, autotune_ok ? "autotune" : NULL, TPU_DF_AUTOTUNE,
+                         required ? TPU_JSON_REQUIRED : 0, out);
 }
-
+/* Costs: seconds, bytes or bytes/s, >= 0. */
 static tpu_status get_num(const jctx *c, json_t *obj, const char *path, const char *key, double *out) {
-  char p[160];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  json_t *v = json_object_get(obj, key);
-  if (!v) return TPU_OK;
-  if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
-    return jerr(c, p, "expected a number >= 0 (seconds, bytes or bytes/s), got %s", json_is_number(v) ? "a negative number" : jtype(v));
-  *out = json_number_value(v);
-  return TPU_OK;
+  return tpu_json_num(OBJ(c, obj, path), key, 0, INFINITY, 0, out);
 }
-
 static tpu_status get_str(const jctx *c, json_t *obj, const char *path, const char *key, const char **out) {
-  char p[160];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  json_t *v = json_object_get(obj, key);
-  if (!v) return TPU_OK;
-  if (!json_is_string(v)) return jerr(c, p, "expected a string, got %s", jtype(v));
-  *out = json_string_value(v);
-  return TPU_OK;
+  return tpu_json_str(OBJ(c, obj, path), key, 0, out);
 }
-
 static tpu_status get_bool(const jctx *c, json_t *obj, const char *path, const char *key, bool *out) {
-  char p[160];
-  snprintf(p, sizeof p, "%s.%s", path, key);
-  json_t *v = json_object_get(obj, key);
-  if (!v) return TPU_OK;
-  if (!json_is_boolean(v)) return jerr(c, p, "expected true or false, got %s", jtype(v));
-  *out = json_is_true(v);
-  return TPU_OK;
+  return tpu_json_bool(OBJ(c, obj, path), key, out);
 }
 
 #define TRY(x) do { tpu_status st_ = (x); if (st_ != TPU_OK) return st_; } while (0)
@@ -366,7 +291,7 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   tpu_df_source src = tpu_df_source_default();
   const char *kind = NULL, *split = NULL;
   TRY(get_str(c, o, "source", "kind", &kind));
-  if (!kind) return jerr(c, "source", "missing key 'kind' (fashion-mnist, mnist, idx, csv, npy, synthetic)");
+  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic");
   static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic" };
   int k = -1;
   for (int i = 0; i < 6; i++) if (!strcmp(kind, kinds[i])) k = i;
@@ -380,10 +305,10 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   TRY(get_str(c, o, "source", "images", &src.images));
   TRY(get_str(c, o, "source", "labels", &src.labels));
   TRY(get_str(c, o, "source", "path", &src.path));
-  if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return jerr(c, "source", "missing key 'dir' (the directory of the MNIST IDX files)");
+  if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the MNIST IDX files");
   if ((src.kind == TPU_DF_SRC_IDX || src.kind == TPU_DF_SRC_NPY) && (!src.images || !src.labels))
-    return jerr(c, "source", "missing key '%s' (a file path)", src.images ? "labels" : "images");
-  if (src.kind == TPU_DF_SRC_CSV && !src.path) return jerr(c, "source", "missing key 'path' (a .csv file or a directory of them)");
+    return tpu_json_missing(OBJ(c, o, "source"), src.images ? "labels" : "images", "a file path");
+  if (src.kind == TPU_DF_SRC_CSV && !src.path) return tpu_json_missing(OBJ(c, o, "source"), "path", "a .csv file or a directory of them");
   int64_t v = 0;
   json_t *shape = json_object_get(o, "shape");
   if (shape) {
@@ -402,7 +327,7 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   }
   if (src.kind == TPU_DF_SRC_SYNTHETIC) {
     TRY(get_int(c, o, "source", "n", 1, (int64_t)1 << 31, false, true, &src.n));
-    if (!shape) return jerr(c, "source", "missing key 'shape' ([height, width, channels])");
+    if (!shape) return tpu_json_missing(OBJ(c, o, "source"), "shape", "[height, width, channels]");
     TRY(get_int(c, o, "source", "classes", 2, 65536, false, true, &v));
     src.classes = (int)v;
     v = 0;
@@ -600,24 +525,22 @@ static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
 
 tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **out, char *err, size_t errcap) {
   *out = NULL;
-  jctx c = { name ? name : "<pipeline>", text, err, errcap };
-  json_error_t je;
-  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  if (!root) {
-    snprintf(err, errcap, "%s:%d:%d: malformed JSON: %s", c.name, je.line, je.column, je.text);
-    return TPU_ERR_CONFIG;
-  }
+  tpu_json doc = { .where = name ? name : "<pipeline>", .noun = "key", .field_prefix = true, .err = err,
+                   .errcap = errcap };
+  jctx c = { &doc };
   tpu_df_spec *s = NULL;
-  tpu_status st = tpu_df_spec_create(&s);
-  if (st != TPU_OK) { snprintf(err, errcap, "%s: out of memory", c.name); goto done; }
-  if (!json_is_object(root)) { st = jerr(&c, NULL, "expected a JSON object with source and stages"); goto done; }
+  tpu_status st = tpu_json_parse(&doc, text, "a pipeline with source and stages, docs/DATAFEED.md");
+  if (st != TPU_OK) goto done;
+  json_t *root = doc.root;
+  if ((st = tpu_df_spec_create(&s)) != TPU_OK) { snprintf(err, errcap, "%s: out of memory", doc.where); goto done; }
   static const char *const keys[] = { "source", "stages", "consumer", "host", "comment", NULL };
   if ((st = check_keys(&c, "", root, keys)) != TPU_OK) goto done;
   json_t *src = json_object_get(root, "source");
-  if (!src) { st = jerr(&c, NULL, "missing key 'source'"); goto done; }
+  if (!src) { st = tpu_json_missing(OBJ(&c, root, ""), "source", "an object (the data source)"); goto done; }
   if ((st = parse_source(&c, src, s)) != TPU_OK) goto done;
   json_t *stages = json_object_get(root, "stages");
-  if (!stages || !json_is_array(stages)) { st = jerr(&c, stages ? "stages" : NULL, "%s", stages ? "expected an array of stages" : "missing key 'stages' (an array)"); goto done; }
+  if (!stages) { st = tpu_json_missing(OBJ(&c, root, ""), "stages", "an array of stages"); goto done; }
+  if (!json_is_array(stages)) { st = jerr(&c, "stages", "expected an array of stages, got %s", jtype(stages)); goto done; }
   for (size_t i = 0; i < json_array_size(stages); i++)
     if ((st = parse_stage(&c, json_array_get(stages, i), (int)i, s)) != TPU_OK) goto done;
   json_t *cons = json_object_get(root, "consumer");
@@ -648,10 +571,10 @@ tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **o
     goto done;
   }
   s->json_text = tpu_strdup(text);
-  s->name = tpu_strdup(c.name);
-  if (!s->json_text || !s->name) { st = TPU_ERR_NOMEM; snprintf(err, errcap, "%s: out of memory", c.name); }
+  s->name = tpu_strdup(doc.where);
+  if (!s->json_text || !s->name) { st = TPU_ERR_NOMEM; snprintf(err, errcap, "%s: out of memory", doc.where); }
 done:
-  json_decref(root);
+  tpu_json_free(&doc);
   if (st != TPU_OK) { tpu_df_spec_destroy(s); s = NULL; }
   *out = s;
   return st;
@@ -659,26 +582,10 @@ done:
 
 tpu_status tpu_df_spec_load(const char *path, tpu_df_spec **out, char *err, size_t errcap) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) { snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno)); return TPU_ERR_IO; }
-  size_t cap = 4096, n = 0;
-  char *buf = tpu_malloc(cap);
-  while (buf) {
-    if (n + 1 >= cap) {
-      char *b = tpu_realloc(buf, cap * 2);
-      if (!b) { tpu_free(buf); buf = NULL; break; }
-      buf = b; cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0) break;
-  }
-  bool bad = ferror(f);
-  fclose(f);
-  if (!buf) { snprintf(err, errcap, "%s: out of memory", path); return TPU_ERR_NOMEM; }
-  if (bad) { tpu_free(buf); snprintf(err, errcap, "%s: read error", path); return TPU_ERR_IO; }
-  buf[n] = 0;
-  tpu_status st = tpu_df_spec_parse(buf, path, out, err, errcap);
-  tpu_free(buf);
+  char *text = tpu_read_file(path, NULL);
+  if (!text && errno == ENOMEM) { snprintf(err, errcap, "%s: out of memory", path); return TPU_ERR_NOMEM; }
+  if (!text) { snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno)); return TPU_ERR_IO; }
+  tpu_status st = tpu_df_spec_parse(text, path, out, err, errcap);
+  tpu_free(text);
   return st;
 }

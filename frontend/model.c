@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,103 +67,50 @@ const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap) {
 }
 
 /* {==================================================================
-** Parsing context and error reporting
+** Reading fields (base.h's JSON documents). Messages give the position of
+** the value (or of its object, when it is missing) and name the field
+** after what holds it: "layers[2] (dense): field 'units': ...".
 ** ================================================================== */
-typedef struct pctx {
-  const char *text, *where;
-  char *err;
-  size_t errcap;
-} pctx;
-
-/* "WHERE:LINE:COL: MSG" with the position of 'path' (or its nearest parent). */
-static tpu_status fail(pctx *c, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tpu_status fail(pctx *c, const char *path, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  int line = 0, col = 0;
-  tpu_json_locate(c->text, path ? path : "", &line, &col);
-  if (line > 0) snprintf(c->err, c->errcap, "%s:%d:%d: %s", c->where, line, col, msg);
-  else snprintf(c->err, c->errcap, "%s: %s", c->where, msg);
-  return TPU_ERR_CONFIG;
-}
+#define OBJ(c, o, path, what) (&(tpu_json_obj){ (c), (o), (path), (what) })
 
 /* Reads an integer field in [lo, hi]; 'dflt' < lo means required. */
-static tpu_status get_int(pctx *c, json_t *obj, const char *path, const char *what,
+static tpu_status get_int(tpu_json *c, json_t *obj, const char *path, const char *what,
                           const char *key, long lo, long hi, long dflt, int *out) {
-  char p[128];
-  snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", key);
-  json_t *v = json_object_get(obj, key);
-  if (!v) {
-    if (dflt < lo) return fail(c, path, "%sfield '%s': missing; expected an integer in %ld..%ld", what, key, lo, hi);
-    *out = (int)dflt;
-    return TPU_OK;
-  }
-  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-    return fail(c, p, "%sfield '%s': expected an integer in %ld..%ld", what, key, lo, hi);
-  *out = (int)json_integer_value(v);
-  return TPU_OK;
+  int64_t v = dflt;
+  tpu_status st = tpu_json_int(OBJ(c, obj, path, what), key, lo, hi, dflt < lo ? TPU_JSON_REQUIRED : 0, &v);
+  if (st == TPU_OK) *out = (int)v;
+  return st;
 }
-static tpu_status get_num(pctx *c, json_t *obj, const char *path, const char *what,
+static tpu_status get_num(tpu_json *c, json_t *obj, const char *path, const char *what,
                           const char *key, double lo, double hi, bool hi_open, double dflt,
                           bool required, double *out) {
-  char p[128];
-  snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", key);
-  json_t *v = json_object_get(obj, key);
-  if (!v) {
-    if (required) return fail(c, path, "%sfield '%s': missing; expected a number", what, key);
-    *out = dflt;
-    return TPU_OK;
-  }
-  double d = json_is_number(v) ? json_number_value(v) : NAN;
-  /* the VPU computes in f32: an open bound must also hold after rounding */
-  if (!json_is_number(v) || !(d >= lo) || (hi_open ? !(d < hi && (float)d < (float)hi) : !(d <= hi)))
-    return fail(c, p, "%sfield '%s': expected a number in [%g, %g%s", what, key, lo, hi,
-                hi_open ? ")" : "]");
-  *out = d;
-  return TPU_OK;
+  *out = dflt;
+  return tpu_json_num(OBJ(c, obj, path, what), key, lo, hi,
+                      (hi_open ? TPU_JSON_HI_OPEN : 0) | (required ? TPU_JSON_REQUIRED : 0), out);
 }
 /* Rejects keys not in 'allowed' (NULL-terminated). */
-static tpu_status check_keys(pctx *c, json_t *obj, const char *path, const char *what,
+static tpu_status check_keys(tpu_json *c, json_t *obj, const char *path, const char *what,
                              const char *const *allowed) {
-  const char *key;
-  json_t *v;
-  json_object_foreach(obj, key, v) {
-    bool ok = false;
-    for (int i = 0; allowed[i]; i++) ok = ok || !strcmp(key, allowed[i]);
-    if (!ok) {
-      char p[160], list[256] = "";
-      snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", key);
-      for (int i = 0; allowed[i]; i++) {
-        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, allowed[i], sizeof list - strlen(list) - 1);
-      }
-      return fail(c, p, "%sunknown field '%s'; the fields are: %s", what, key, list);
-    }
-  }
-  return TPU_OK;
+  return tpu_json_keys(OBJ(c, obj, path, what), allowed);
 }
 /* }================================================================== */
 
-static tpu_status parse_layer(pctx *c, json_t *jl, int i, tpu_fe_layer *L) {
+static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
-  if (!json_is_object(jl)) return fail(c, path, "layers[%d]: expected an object with a \"type\"", i);
+  if (!json_is_object(jl)) return tpu_json_fail(c, path, "layers[%d]: expected an object with a \"type\"", i);
+  snprintf(what, sizeof what, "layers[%d]: ", i);
   json_t *jt = json_object_get(jl, "type");
-  if (!jt) return fail(c, path, "layers[%d]: field 'type': missing; expected one of dense, conv2d, "
-                       "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout", i);
   const char *t = json_is_string(jt) ? json_string_value(jt) : "";
   int kind = -1;
   for (int k = 0; k < TPU_FE_NKINDS; k++) if (!strcmp(t, KIND_NAMES[k])) kind = k;
-  if (kind < 0) {
-    char p[64];
-    snprintf(p, sizeof p, "%s.type", path);
-    return fail(c, p, "layers[%d]: field 'type': unknown layer '%s'; expected one of dense, conv2d, "
-                "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout", i, json_is_string(jt) ? t : "(not a string)");
-  }
+  if (!jt)
+    return tpu_json_missing(OBJ(c, jl, path, what), "type", "one of dense, conv2d, maxpool, avgpool, flatten, "
+                            "relu, tanh, sigmoid, dropout");
+  if (kind < 0)
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "type", "unknown layer '%s'; expected one of dense, conv2d, "
+                                "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout",
+                                json_is_string(jt) ? t : "(not a string)");
   memset(L, 0, sizeof *L);
   L->kind = (tpu_fe_layer_kind)kind;
   snprintf(what, sizeof what, "layers[%d] (%s): ", i, t);
@@ -181,9 +127,7 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, tpu_fe_layer *L) {
     if ((st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
     if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
     json_t *k = json_object_get(jl, "kernel");
-    char p[64];
-    snprintf(p, sizeof p, "%s.kernel", path);
-    if (!k) return fail(c, path, "%sfield 'kernel': missing; expected an integer or [height, width] in 1..64", what);
+    if (!k) return tpu_json_missing(OBJ(c, jl, path, what), "kernel", "an integer or [height, width] in 1..64");
     if (json_is_integer(k)) L->kh = L->kw = (int)json_integer_value(k);
     else if (json_is_array(k) && json_array_size(k) == 2 && json_is_integer(json_array_get(k, 0)) &&
              json_is_integer(json_array_get(k, 1))) {
@@ -191,12 +135,11 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, tpu_fe_layer *L) {
       L->kw = (int)json_integer_value(json_array_get(k, 1));
     } else L->kh = 0;
     if (L->kh < 1 || L->kh > 64 || L->kw < 1 || L->kw > 64)
-      return fail(c, p, "%sfield 'kernel': expected an integer or [height, width] in 1..64", what);
+      return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in 1..64");
     json_t *pd = json_object_get(jl, "padding");
     const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
-    snprintf(p, sizeof p, "%s.padding", path);
     if (strcmp(ps, "same") && strcmp(ps, "valid"))
-      return fail(c, p, "%sfield 'padding': expected \"same\" or \"valid\"", what);
+      return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
     L->same = !strcmp(ps, "same");
     return TPU_OK;
   }
@@ -219,7 +162,7 @@ static tpu_status parse_layer(pctx *c, json_t *jl, int i, tpu_fe_layer *L) {
 }
 
 /* Shape inference: sets in/out of every layer and the parameter layout. */
-static tpu_status infer(pctx *c, tpu_fe_model *m) {
+static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
   tpu_fe_shape s = m->input;
   size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0;
   char a[48], b[48];
@@ -233,7 +176,7 @@ static tpu_status infer(pctx *c, tpu_fe_model *m) {
     switch (L->kind) {
     case TPU_FE_DENSE:
       if (!flat)
-        return fail(c, path, "layers[%d] (dense): input shape %s is not flat; dense needs a vector "
+        return tpu_json_fail(c, path, "layers[%d] (dense): input shape %s is not flat; dense needs a vector "
                     "(put a flatten layer before it)", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ 1, 1, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
@@ -241,7 +184,7 @@ static tpu_status infer(pctx *c, tpu_fe_model *m) {
       break;
     case TPU_FE_CONV2D: {
       if (flat)
-        return fail(c, path, "layers[%d] (conv2d): input shape %s is flat; conv2d needs height x width x "
+        return tpu_json_fail(c, path, "layers[%d] (conv2d): input shape %s is flat; conv2d needs height x width x "
                     "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, tpu_fe_shape_str(s, a, sizeof a));
       int oh, ow;
       if (L->same) {
@@ -252,7 +195,7 @@ static tpu_status infer(pctx *c, tpu_fe_model *m) {
         L->pad_left = pw > 0 ? pw / 2 : 0;
       } else {
         if (L->kh > s.h || L->kw > s.w)
-          return fail(c, path, "layers[%d] (conv2d): field 'kernel': %dx%d does not fit the input shape %s "
+          return tpu_json_fail(c, path, "layers[%d] (conv2d): field 'kernel': %dx%d does not fit the input shape %s "
                       "with padding \"valid\"", i, L->kh, L->kw, tpu_fe_shape_str(s, a, sizeof a));
         oh = (s.h - L->kh) / L->stride + 1;
         ow = (s.w - L->kw) / L->stride + 1;
@@ -266,7 +209,7 @@ static tpu_status infer(pctx *c, tpu_fe_model *m) {
     }
     case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
       if (L->pool > s.h || L->pool > s.w)
-        return fail(c, path, "layers[%d] (%s): field 'size': window %dx%d does not fit the input shape %s",
+        return tpu_json_fail(c, path, "layers[%d] (%s): field 'size': window %dx%d does not fit the input shape %s",
                     i, kn, L->pool, L->pool, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ (s.h - L->pool) / L->stride + 1, (s.w - L->pool) / L->stride + 1, s.c };
       break;
@@ -278,7 +221,7 @@ static tpu_status infer(pctx *c, tpu_fe_model *m) {
       break;
     }
     if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
-      return fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
+      return tpu_json_fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
                   i, kn, tpu_fe_shape_str(L->out, b, sizeof b));
     L->woff = off; off += L->nw;
     L->boff = off; off += L->nb;
@@ -286,24 +229,25 @@ static tpu_status infer(pctx *c, tpu_fe_model *m) {
     s = L->out;
   }
   if (!(s.h == 1 && s.w == 1))
-    return fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
+    return tpu_json_fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
                 "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
   if (s.c < 2)
-    return fail(c, "layers", "the last layer's output has %d value; softmax_cross_entropy needs one per "
+    return tpu_json_fail(c, "layers", "the last layer's output has %d value; softmax_cross_entropy needs one per "
                 "class (at least 2)", s.c);
   if (off > ((size_t)1 << 30))
-    return fail(c, "layers", "the model has %zu parameters; at most 2^30 are supported", off);
+    return tpu_json_fail(c, "layers", "the model has %zu parameters; at most 2^30 are supported", off);
   m->nparams = off;
   m->max_act = max_act;
   m->max_cols = max_cols;
   return TPU_OK;
 }
 
-static tpu_status parse_optimizer(pctx *c, json_t *jo, tpu_fe_optimizer *o) {
+static tpu_status parse_optimizer(tpu_json *c, json_t *jo, tpu_fe_optimizer *o) {
   const char *what = "optimizer: ";
   memset(o, 0, sizeof *o);
   if (!jo) { o->kind = TPU_FE_ADAM; o->lr = 0.001; o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-7; return TPU_OK; }
-  if (!json_is_object(jo)) return fail(c, "optimizer", "field 'optimizer': expected an object with a \"type\"");
+  if (!json_is_object(jo)) return tpu_json_fail(c, "optimizer", "field 'optimizer': expected an object with a \"type\"");
+  tpu_json_obj *ob = OBJ(c, jo, "optimizer", what);
   json_t *jt = json_object_get(jo, "type");
   const char *t = jt && json_is_string(jt) ? json_string_value(jt) : "";
   tpu_status st;
@@ -329,33 +273,26 @@ static tpu_status parse_optimizer(pctx *c, json_t *jo, tpu_fe_optimizer *o) {
     if ((st = get_num(c, jo, "optimizer", what, "beta2", 0, 1, true, 0.999, false, &o->beta2))) return st;
     if ((st = get_num(c, jo, "optimizer", what, "epsilon", 0, 1, false, 1e-7, false, &o->eps))) return st;
     if (!((float)o->eps > 0.0f))
-      return fail(c, "optimizer.epsilon", "optimizer: field 'epsilon': expected a number > 0 (and > 1e-45)");
+      return tpu_json_fail_member(ob, "epsilon", "expected a number > 0 (and > 1e-45)");
     return TPU_OK;
   }
-  return fail(c, jt ? "optimizer.type" : "optimizer",
-              "optimizer: field 'type': expected \"sgd\", \"momentum\" or \"adam\"");
+  return tpu_json_fail_member(ob, "type", "expected \"sgd\", \"momentum\" or \"adam\"");
 }
 
 tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out, char *err, size_t errcap) {
-  pctx c = { text, where, err, errcap };
-  json_error_t je;
-  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  if (!root) {
-    snprintf(err, errcap, "%s:%d:%d: malformed JSON: %s", where, je.line, je.column, je.text);
-    return TPU_ERR_CONFIG;
-  }
-  tpu_fe_model *m = tpu_calloc(1, sizeof *m);
-  tpu_status st = TPU_OK;
-  if (!m) { snprintf(err, errcap, "%s: out of memory", where); json_decref(root); return TPU_ERR_NOMEM; }
-  if (!json_is_object(root)) { st = fail(&c, NULL, "expected a JSON object (see docs/MODELS.md)"); goto done; }
+  tpu_json doc = { .where = where, .err = err, .errcap = errcap }, *c = &doc;
+  tpu_fe_model *m = NULL;
+  tpu_status st = tpu_json_parse(c, text, "see docs/MODELS.md");
+  if (st != TPU_OK) goto done;
+  if (!(m = tpu_calloc(1, sizeof *m))) { snprintf(err, errcap, "%s: out of memory", where); st = TPU_ERR_NOMEM; goto done; }
+  tpu_json_obj *root = OBJ(c, doc.root, "", "");
   static const char *const ks[] = { "name", "input", "layers", "loss", "optimizer", "seed", NULL };
-  if ((st = check_keys(&c, root, "", "", ks))) goto done;
-  json_t *jn = json_object_get(root, "name");
-  if (jn && !json_is_string(jn)) { st = fail(&c, "name", "field 'name': expected a string"); goto done; }
-  snprintf(m->name, sizeof m->name, "%s", jn ? json_string_value(jn) : "model");
+  const char *name = "model";
+  if ((st = tpu_json_keys(root, ks)) || (st = tpu_json_str(root, "name", 0, &name))) goto done;
+  snprintf(m->name, sizeof m->name, "%s", name);
 
-  json_t *ji = json_object_get(root, "input");
-  if (!ji) { st = fail(&c, NULL, "field 'input': missing; expected [height, width, channels] or [size]"); goto done; }
+  json_t *ji = json_object_get(doc.root, "input");
+  if (!ji) { st = tpu_json_missing(root, "input", "[height, width, channels] or [size]"); goto done; }
   size_t ni = json_is_array(ji) ? json_array_size(ji) : 0;
   int dims[3] = { 1, 1, 1 };
   bool ok = ni == 1 || ni == 3;
@@ -364,36 +301,39 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
     ok = json_is_integer(d) && json_integer_value(d) >= 1 && json_integer_value(d) <= 65536;
     if (ok) dims[3 - ni + k] = (int)json_integer_value(d);
   }
-  if (!ok) { st = fail(&c, "input", "field 'input': expected [height, width, channels] or [size], integers in 1..65536"); goto done; }
+  if (!ok) {
+    st = tpu_json_fail_member(root, "input", "expected [height, width, channels] or [size], integers in 1..65536");
+    goto done;
+  }
   m->input = (tpu_fe_shape){ dims[0], dims[1], dims[2] };
 
-  json_t *jl = json_object_get(root, "layers");
+  json_t *jl = json_object_get(doc.root, "layers");
   if (!jl || !json_is_array(jl) || json_array_size(jl) == 0 || json_array_size(jl) > TPU_FE_MAX_LAYERS) {
-    st = fail(&c, jl ? "layers" : NULL, "field 'layers': %s; expected an array of 1..%d layer objects",
-              jl ? "bad value" : "missing", TPU_FE_MAX_LAYERS);
+    st = tpu_json_fail_member(root, "layers", "%s; expected an array of 1..%d layer objects",
+                              jl ? "bad value" : "missing", TPU_FE_MAX_LAYERS);
     goto done;
   }
   m->nlayers = (int)json_array_size(jl);
   for (int i = 0; i < m->nlayers; i++)
-    if ((st = parse_layer(&c, json_array_get(jl, (size_t)i), i, &m->layers[i]))) goto done;
+    if ((st = parse_layer(c, json_array_get(jl, (size_t)i), i, &m->layers[i]))) goto done;
 
-  json_t *jloss = json_object_get(root, "loss");
+  json_t *jloss = json_object_get(doc.root, "loss");
   if (jloss && !(json_is_string(jloss) && !strcmp(json_string_value(jloss), "softmax_cross_entropy"))) {
-    st = fail(&c, "loss", "field 'loss': expected \"softmax_cross_entropy\"");
+    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\"");
     goto done;
   }
-  if ((st = parse_optimizer(&c, json_object_get(root, "optimizer"), &m->opt))) goto done;
-  json_t *js = json_object_get(root, "seed");
+  if ((st = parse_optimizer(c, json_object_get(doc.root, "optimizer"), &m->opt))) goto done;
+  json_t *js = json_object_get(doc.root, "seed");
   if (js && (!json_is_integer(js) || json_integer_value(js) < 0)) {
-    st = fail(&c, "seed", "field 'seed': expected a non-negative integer");
+    st = tpu_json_fail_member(root, "seed", "expected a non-negative integer");
     goto done;
   }
   m->seed = js ? (uint64_t)json_integer_value(js) : 1;
-  if ((st = infer(&c, m))) goto done;
+  if ((st = infer(c, m))) goto done;
   *out = *m;
 done:
   tpu_free(m);
-  json_decref(root);
+  tpu_json_free(&doc);
   return st;
 }
 

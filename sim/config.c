@@ -85,12 +85,8 @@ static bool is_section(const char *path) {
 }
 
 const char *tpu_ici_topology_name(tpu_ici_topology t) {
-  switch (t) {
-    case TPU_ICI_AUTO: return "auto";
-    case TPU_ICI_RING: return "ring";
-    case TPU_ICI_TORUS: return "torus";
-  }
-  return "?";
+  static const char *const names[] = { [TPU_ICI_AUTO] = "auto", [TPU_ICI_RING] = "ring", [TPU_ICI_TORUS] = "torus" };
+  return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 static bool parse_topology(const char *s, tpu_ici_topology *out) {
   for (int t = TPU_ICI_AUTO; t <= TPU_ICI_TORUS; t++)
@@ -167,24 +163,17 @@ static bool store_json(tpu_chip_config *cfg, const key_def *k, json_t *v, char *
 }
 
 typedef struct load_ctx {
-  const char *where;           /* file name or "preset NAME" */
-  const char *text;
+  tpu_json *j;                 /* the document, its name and its one error */
   bool seen[NKEYS];
-  char *err; size_t errcap;
 } load_ctx;
 
-static void loc_err(load_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void loc_err(load_ctx *c, const char *path, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  int line = 0, col = 0;
-  if (path && c->text && tpu_json_locate(c->text, path, &line, &col))
-    seterr(c->err, c->errcap, "%s:%d:%d: %s", c->where, line, col, msg);
-  else
-    seterr(c->err, c->errcap, "%s: %s", c->where, msg);
+/* "tpu-v2-8, tpu-v3-8, teach" */
+static void preset_list(char *buf, size_t cap) {
+  buf[0] = 0;
+  for (const char *const *n = tpu_chip_preset_names(); *n; n++) {
+    size_t l = strlen(buf);
+    snprintf(buf + l, cap - l, "%s%s", n == tpu_chip_preset_names() ? "" : ", ", *n);
+  }
 }
 
 static bool walk(load_ctx *c, tpu_chip_config *cfg, json_t *obj, const char *prefix) {
@@ -195,19 +184,19 @@ static bool walk(load_ctx *c, tpu_chip_config *cfg, json_t *obj, const char *pre
     snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
     if (!*prefix && strcmp(key, "base") == 0) continue;
     if (is_section(path)) {
-      if (!json_is_object(v)) { loc_err(c, path, "key '%s': expected an object", path); return false; }
+      if (!json_is_object(v)) { tpu_json_fail(c->j, path, "key '%s': expected an object", path); return false; }
       if (!walk(c, cfg, v, path)) return false;
       continue;
     }
     const key_def *k = find_key(path);
     if (!k) {
-      loc_err(c, path, "unknown key '%s' (the keys are listed in docs/CHIPS.md)", path);
+      tpu_json_fail(c->j, path, "unknown key '%s' (the keys are listed in docs/CHIPS.md)", path);
       return false;
     }
     char got[128], allow[128];
     if (!store_json(cfg, k, v, got, sizeof got)) {
       allowed(k, allow, sizeof allow);
-      loc_err(c, path, "key '%s': expected %s, %s", path, allow, got);
+      tpu_json_fail(c->j, path, "key '%s': expected %s, %s", path, allow, got);
       return false;
     }
     c->seen[k - KEYS] = true;
@@ -217,28 +206,21 @@ static bool walk(load_ctx *c, tpu_chip_config *cfg, json_t *obj, const char *pre
 
 static tpu_status load_text(const char *where, const char *text, bool allow_base,
                             tpu_chip_config *out, char *err, size_t errcap) {
-  json_error_t je;
-  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  if (!root) {
-    seterr(err, errcap, "%s:%d:%d: malformed JSON: %s", where, je.line, je.column, je.text);
-    return TPU_ERR_CONFIG;
-  }
-  tpu_status st = TPU_ERR_CONFIG;
-  load_ctx c = { .where = where, .text = text, .err = err, .errcap = errcap };
+  tpu_json j = { .where = where, .noun = "key", .err = err, .errcap = errcap };
+  tpu_status st = tpu_json_parse(&j, text, "a chip configuration, docs/CHIPS.md");
+  if (st != TPU_OK) goto done;
+  st = TPU_ERR_CONFIG;
+  load_ctx c = { .j = &j };
   tpu_chip_config cfg;
   memset(&cfg, 0, sizeof cfg);
   bool has_base = false;
-  if (!json_is_object(root)) { loc_err(&c, NULL, "expected a JSON object at the top level"); goto done; }
-  json_t *b = json_object_get(root, "base");
+  json_t *b = json_object_get(j.root, "base");
   if (b) {
     const char *bn = json_is_string(b) ? json_string_value(b) : NULL;
     if (!allow_base || !bn || !tpu_chip_preset_json(bn)) {
-      char names[256] = "";
-      for (const char *const *n = tpu_chip_preset_names(); *n; n++) {
-        strcat(names, n == tpu_chip_preset_names() ? "" : ", ");
-        strcat(names, *n);
-      }
-      loc_err(&c, "base", "key 'base': expected the name of a preset (%s)", names);
+      char names[256];
+      preset_list(names, sizeof names);
+      tpu_json_fail(&j, "base", "key 'base': expected the name of a preset (%s)", names);
       goto done;
     }
     char sub[512];
@@ -248,13 +230,13 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
     }
     has_base = true;
   }
-  if (!walk(&c, &cfg, root, "")) goto done;
+  if (!walk(&c, &cfg, j.root, "")) goto done;
   if (!has_base)
     for (size_t i = 0; i < NKEYS; i++)
       if (!c.seen[i] && !KEYS[i].optional) {
         char allow[128];
         allowed(&KEYS[i], allow, sizeof allow);
-        loc_err(&c, NULL, "missing key '%s' (%s), or start from a preset with \"base\"", KEYS[i].path, allow);
+        tpu_json_fail(&j, NULL, "missing key '%s' (%s), or start from a preset with \"base\"", KEYS[i].path, allow);
         goto done;
       }
   char verr[512];
@@ -265,7 +247,7 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
   *out = cfg;
   st = TPU_OK;
 done:
-  json_decref(root);
+  tpu_json_free(&j);
   return st;
 }
 
@@ -283,34 +265,16 @@ tpu_status tpu_chip_config_load(const char *name_or_file, tpu_chip_config *out, 
     snprintf(where, sizeof where, "preset %s", name_or_file);
     return load_text(where, preset, false, out, err, errcap);
   }
-  FILE *f = fopen(name_or_file, "rb");
-  if (!f) {
-    char names[256] = "";
-    for (const char *const *n = tpu_chip_preset_names(); *n; n++) {
-      strcat(names, n == tpu_chip_preset_names() ? "" : ", ");
-      strcat(names, *n);
-    }
-    seterr(err, errcap, "%s: not a preset (%s) and cannot open it as a file: %s", name_or_file,
-           names, strerror(errno));
+  size_t n;
+  char *text = tpu_read_file(name_or_file, &n);
+  if (!text) {
+    int e = errno;
+    if (e == ENOMEM) { seterr(err, errcap, "%s: out of memory", name_or_file); return TPU_ERR_NOMEM; }
+    char names[256];
+    preset_list(names, sizeof names);
+    seterr(err, errcap, "%s: not a preset (%s) and cannot open it as a file: %s", name_or_file, names, strerror(e));
     return TPU_ERR_IO;
   }
-  size_t cap = 4096, n = 0;
-  char *text = tpu_malloc(cap);
-  while (text) {
-    if (n + 1 >= cap) {
-      char *t = tpu_realloc(text, cap * 2);
-      if (!t) { tpu_free(text); text = NULL; break; }
-      text = t; cap *= 2;
-    }
-    size_t r = fread(text + n, 1, cap - n - 1, f);
-    if (r == 0) break;
-    n += r;
-  }
-  bool rerr = ferror(f);
-  fclose(f);
-  if (!text) { seterr(err, errcap, "%s: out of memory", name_or_file); return TPU_ERR_NOMEM; }
-  if (rerr) { tpu_free(text); seterr(err, errcap, "%s: read error", name_or_file); return TPU_ERR_IO; }
-  text[n] = 0;
   if (strlen(text) != n) {
     tpu_free(text);
     seterr(err, errcap, "%s: contains a NUL byte; expected JSON text", name_or_file);

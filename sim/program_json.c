@@ -1,12 +1,10 @@
 /*
 ** program_json.c -- the JSON program format of docs/PROGRAMS.md into a
-** tpu_sim_program. Every error names the file, line:column (from jansson
-** for malformed JSON, else from tpu_json_locate) and the field's path.
-** jansson values never outlive the call.
+** tpu_sim_program. It loads through base.h's JSON documents, so every
+** error names the file, line:column and the field's path. jansson values
+** never outlive the call.
 */
 #include <jansson.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,102 +16,43 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 typedef struct pctx {
-  const char *text, *file;
-  char *err; size_t errcap;
+  tpu_json j;                  /* the document and its one error */
   tpu_sim_program *p;
-  bool failed;
 } pctx;
 
-static void perr(pctx *x, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void perr(pctx *x, const char *path, const char *fmt, ...) {
-  if (x->failed) return;
-  x->failed = true;
-  int line = 0, col = 0;
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (path && tpu_json_locate(x->text, path, &line, &col))
-    snprintf(x->err, x->errcap, "%s:%d:%d: field '%s': %s", x->file, line, col, path, msg);
-  else if (path)
-    snprintf(x->err, x->errcap, "%s: field '%s': %s", x->file, path, msg);
-  else
-    snprintf(x->err, x->errcap, "%s: %s", x->file, msg);
-}
+#define perr(x, path, ...) ((void)tpu_json_fail(&(x)->j, (path), __VA_ARGS__))
+/* The object at 'path', for the member readers of base.h. */
+static tpu_json_obj at(pctx *x, json_t *o, const char *path) { return (tpu_json_obj){ &x->j, o, path, NULL }; }
 
 /* Rejects keys not in 'allowed' (NULL-terminated). */
 static bool only_keys(pctx *x, json_t *o, const char *path, const char *const *allowed) {
-  const char *k;
-  json_t *v;
-  json_object_foreach(o, k, v) {
-    bool ok = false;
-    for (const char *const *a = allowed; *a; a++) ok |= !strcmp(*a, k);
-    if (!ok) {
-      char sub[256], list[256] = "";
-      snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", k);
-      for (const char *const *a = allowed; *a; a++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", a == allowed ? "" : ", ", *a);
-      perr(x, sub, "unknown field; allowed here: %s", list);
-      return false;
-    }
-  }
-  return true;
+  return tpu_json_keys(&(tpu_json_obj){ &x->j, o, path, NULL }, allowed) == TPU_OK;
 }
-
 static bool get_int(pctx *x, json_t *o, const char *key, const char *path, long long lo, long long hi,
                     long long *out, bool required) {
-  json_t *v = json_object_get(o, key);
-  char sub[256];
-  snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
-  if (!v) {
-    if (required) perr(x, path[0] ? path : NULL, "missing field '%s'", key);
-    return !required;
-  }
-  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-    perr(x, sub, "expected an integer in %lld..%lld", lo, hi);
-    return false;
-  }
-  *out = json_integer_value(v);
+  int64_t v = *out;
+  tpu_json_obj ob = at(x, o, path);
+  if (tpu_json_int(&ob, key, lo, hi, required ? TPU_JSON_REQUIRED : 0, &v) != TPU_OK) return false;
+  *out = v;
   return true;
 }
-
 static bool get_bool(pctx *x, json_t *o, const char *key, const char *path, bool *out) {
-  json_t *v = json_object_get(o, key);
-  if (!v) return true;
-  if (!json_is_boolean(v)) {
-    char sub[256];
-    snprintf(sub, sizeof sub, "%s.%s", path, key);
-    perr(x, sub, "expected true or false");
-    return false;
-  }
-  *out = json_is_true(v);
-  return true;
+  tpu_json_obj ob = at(x, o, path);
+  return tpu_json_bool(&ob, key, out) == TPU_OK;
 }
-
 static const char *get_str(pctx *x, json_t *o, const char *key, const char *path, bool required) {
-  json_t *v = json_object_get(o, key);
-  char sub[256];
-  snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
-  if (!v) {
-    if (required) perr(x, path, "missing field '%s'", key);
-    return NULL;
-  }
-  if (!json_is_string(v)) { perr(x, sub, "expected a string"); return NULL; }
-  return json_string_value(v);
+  const char *s = NULL;
+  tpu_json_obj ob = at(x, o, path);
+  tpu_json_str(&ob, key, required ? TPU_JSON_REQUIRED : 0, &s);
+  return s;
 }
 
-/* splitmix64 + Box-Muller: the "normal" initializer, the same everywhere */
-static uint64_t sm64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static float normal01(uint64_t *s) {
-  double u1 = (double)((sm64(s) >> 11) + 1) * (1.0 / 9007199254740993.0);
-  double u2 = (double)(sm64(s) >> 11) * (1.0 / 9007199254740992.0);
-  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+/* Element i of the array at 'path' (its path written to ep): an object
+** whose keys are all in 'keys'. */
+static bool element(pctx *x, json_t *e, const char *path, size_t i, const char *const *keys, char *ep, size_t cap) {
+  snprintf(ep, cap, "%s[%zu]", path, i);
+  if (!json_is_object(e)) { perr(x, ep, "expected an object"); return false; }
+  return only_keys(x, e, ep, keys);
 }
 
 static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
@@ -124,12 +63,10 @@ static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
   json_t *b;
   json_array_foreach(arr, i, b) {
     char bp[256], sub[300];
-    snprintf(bp, sizeof bp, "%s[%zu]", path, i);
-    if (!json_is_object(b)) { perr(x, bp, "expected an object"); return false; }
-    if (!only_keys(x, b, bp, KEYS)) return false;
+    if (!element(x, b, path, i, KEYS, bp, sizeof bp)) return false;
     const char *name = get_str(x, b, "name", bp, true);
     const char *space = get_str(x, b, "space", bp, true);
-    if (!name || !space) { if (!x->failed) perr(x, bp, "bad buffer"); return false; }
+    if (!name || !space) { if (!x->j.failed) perr(x, bp, "bad buffer"); return false; }
     snprintf(sub, sizeof sub, "%s.space", bp);
     tpu_sim_space sp;
     if (!strcmp(space, "hbm")) sp = TPU_SIM_HBM;
@@ -137,14 +74,14 @@ static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
     else { perr(x, sub, "expected \"hbm\" or \"vmem\", got \"%s\"", space); return false; }
     tpu_sim_dtype dt = TPU_SIM_F32;
     const char *dts = get_str(x, b, "dtype", bp, false);
-    if (x->failed) return false;
+    if (x->j.failed) return false;
     snprintf(sub, sizeof sub, "%s.dtype", bp);
     if (dts && !strcmp(dts, "bf16")) dt = TPU_SIM_BF16;
     else if (dts && strcmp(dts, "f32")) { perr(x, sub, "expected \"f32\" or \"bf16\", got \"%s\"", dts); return false; }
     json_t *sh = json_object_get(b, "shape");
     snprintf(sub, sizeof sub, "%s.shape", bp);
     long long dims[2];
-    if (!sh) { perr(x, bp, "missing field 'shape'"); return false; }
+    if (!sh) { tpu_json_missing(&(tpu_json_obj){ &x->j, b, bp, NULL }, "shape", "[rows, cols]"); return false; }
     if (!json_is_array(sh) || json_array_size(sh) != 2) { perr(x, sub, "expected [rows, cols]"); return false; }
     for (int d = 0; d < 2; d++) {
       json_t *v = json_array_get(sh, (size_t)d);
@@ -178,7 +115,7 @@ static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
     } else if (json_is_object(init) && json_object_size(init) == 1 && json_is_integer(json_object_get(init, "normal")) &&
                json_integer_value(json_object_get(init, "normal")) >= 0) {
       uint64_t s = (uint64_t)json_integer_value(json_object_get(init, "normal")) * 1000003u + (uint64_t)core;
-      for (size_t k = 0; k < n; k++) v[k] = normal01(&s);
+      tpu_normal_fill(&s, v, n);
     } else if (json_is_array(init) && json_array_size(init) == n) {
       for (size_t k = 0; k < n && ok; k++) {
         json_t *e = json_array_get(init, k);
@@ -219,7 +156,7 @@ static bool buf_list(pctx *x, json_t *op, const char *key, const char *path, int
   json_t *a = json_object_get(op, key);
   char sub[300];
   snprintf(sub, sizeof sub, "%s.%s", path, key);
-  if (!a) { perr(x, path, "missing field '%s'", key); return false; }
+  if (!a) { tpu_json_missing(&(tpu_json_obj){ &x->j, op, path, NULL }, key, "an array of buffer names"); return false; }
   if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > (size_t)max) {
     perr(x, sub, "expected an array of 1..%d buffer names", max);
     return false;
@@ -253,9 +190,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
     json_t *o;
     json_array_foreach(arr, i, o) {
       char op[256], sub[300];
-      snprintf(op, sizeof op, "%s[%zu]", path, i);
-      if (!json_is_object(o)) { perr(x, op, "expected an object"); return false; }
-      if (!only_keys(x, o, op, KEYS)) return false;
+      if (!element(x, o, path, i, KEYS, op, sizeof op)) return false;
       const char *kind = get_str(x, o, "op", op, true);
       if (!kind) return false;
       snprintf(sub, sizeof sub, "%s.op", op);
@@ -274,7 +209,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
         so.a = buf_ref(x, o, "a", op, core, true);
         so.b = so.a ? buf_ref(x, o, "b", op, core, true) : 0;
         so.dst = so.b ? buf_ref(x, o, "dst", op, core, true) : 0;
-        if (x->failed || !get_bool(x, o, "trans_a", op, &so.trans_a) || !get_bool(x, o, "trans_b", op, &so.trans_b) ||
+        if (x->j.failed || !get_bool(x, o, "trans_a", op, &so.trans_a) || !get_bool(x, o, "trans_b", op, &so.trans_b) ||
             !get_bool(x, o, "accumulate", op, &so.accumulate))
           return false;
         const char *pr = get_str(x, o, "precision", op, false);
@@ -288,7 +223,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
         if (so.vpu_op && buf_list(x, o, "in", op, core, so.in, TPU_SIM_MAX_IN))
           buf_list(x, o, "out", op, core, so.out, TPU_SIM_MAX_OUT);
         json_t *pj = json_object_get(o, "params");
-        if (pj && !x->failed) {
+        if (pj && !x->j.failed) {
           static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
           snprintf(sub, sizeof sub, "%s.params", op);
           prm = tpu_vpu_params_default();
@@ -296,7 +231,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
             perr(x, sub, "expected an object of VPU parameters");
           } else if (only_keys(x, pj, sub, PK)) {
             float *dst[] = { &prm.alpha, &prm.lr, &prm.momentum, &prm.beta1, &prm.beta2, &prm.eps };
-            for (int k = 0; k < 6 && !x->failed; k++) {
+            for (int k = 0; k < 6 && !x->j.failed; k++) {
               json_t *v = json_object_get(pj, PK[k]);
               char kp[340];
               snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
@@ -304,7 +239,7 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
               else if (v) *dst[k] = (float)json_number_value(v);
             }
             long long stp = prm.step;
-            if (!x->failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm.step = stp;
+            if (!x->j.failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm.step = stp;
             so.params = &prm;
           }
         }
@@ -325,10 +260,10 @@ static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long 
         so.src = buf_ref(x, o, "src", op, core, true);
         so.dst = so.src ? buf_ref(x, o, "dst", op, core, true) : 0;
         long long root = 0;
-        if (!x->failed && !get_int(x, o, "root", op, 0, x->p->cores - 1, &root, false)) return false;
+        if (!x->j.failed && !get_int(x, o, "root", op, 0, x->p->cores - 1, &root, false)) return false;
         so.root = (int)root;
       }
-      if (x->failed) return false;
+      if (x->j.failed) return false;
       if (tpu_sim_add_op(x->p, core, &so, NULL) != TPU_OK) {
         perr(x, op, "%s", tpu_sim_program_error(x->p));
         return false;
@@ -381,16 +316,12 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
 tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, tpu_sim_program **out,
                                  char *err, size_t errcap) {
   *out = NULL;
-  pctx x = { .text = text, .file = file, .err = err, .errcap = errcap };
-  json_error_t je;
-  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  if (!root) {
-    snprintf(err, errcap, "%s:%d:%d: malformed JSON: %s", file, je.line, je.column, je.text);
-    return TPU_ERR_INPUT;
-  }
-  tpu_status st = TPU_ERR_INPUT;
+  pctx x = { .j = { .where = file, .code = TPU_ERR_INPUT, .field_prefix = true, .err = err, .errcap = errcap } };
+  tpu_status st = tpu_json_parse(&x.j, text, "a program, see docs/PROGRAMS.md");
+  if (st != TPU_OK) goto out;
+  st = TPU_ERR_INPUT;
+  json_t *root = x.j.root;
   static const char *const KEYS[] = { "description", "cores", "repeat", "buffers", "ops", "infeed", "per_core", NULL };
-  if (!json_is_object(root)) { perr(&x, NULL, "expected a JSON object (a program, see docs/PROGRAMS.md)"); goto out; }
   if (!only_keys(&x, root, "", KEYS)) goto out;
   long long want = cores, repeat = 1;
   if (!get_int(&x, root, "cores", "", 1, TPU_MAX_CORES, &want, false)) goto out;
@@ -418,9 +349,7 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
       char path[64];
       json_t *e = json_array_get(pc, (size_t)c);
       static const char *const PKEYS[] = { "buffers", "ops", "infeed", NULL };
-      snprintf(path, sizeof path, "per_core[%d]", c);
-      if (!json_is_object(e)) { perr(&x, path, "expected an object"); goto out; }
-      if (!only_keys(&x, e, path, PKEYS)) goto out;
+      if (!element(&x, e, "per_core", (size_t)c, PKEYS, path, sizeof path)) goto out;
       char sub[96];
       snprintf(sub, sizeof sub, "%s.buffers", path);
       if (!add_buffers(&x, json_object_get(e, "buffers"), sub, c)) goto out;
@@ -428,7 +357,7 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
       if (!set_infeed(&x, json_object_get(e, "infeed"), sub, c)) goto out;
       snprintf(sub, sizeof sub, "%s.ops", path);
       json_t *eo = json_object_get(e, "ops");
-      if (!eo) { perr(&x, path, "missing field 'ops'"); goto out; }
+      if (!eo) { tpu_json_missing(&(tpu_json_obj){ &x.j, e, path, NULL }, "ops", "an array of ops"); goto out; }
       if (!add_ops(&x, eo, sub, c, repeat)) goto out;
     } else if (!add_ops(&x, ops, "ops", c, repeat)) {
       goto out;
@@ -439,6 +368,6 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
   st = TPU_OK;
 out:
   tpu_sim_program_destroy(x.p);
-  json_decref(root);
+  tpu_json_free(&x.j);
   return st;
 }

@@ -58,7 +58,7 @@ static double plain_loop(int64_t *images) {
   int d = (int)(be32(im + 8) * be32(im + 12));
   int64_t *ids = malloc((size_t)n * sizeof *ids), *tmp = malloc((size_t)n * sizeof *tmp);
   for (int64_t i = 0; i < n; i++) ids[i] = i;
-  df_buffered_shuffle(ids, n, SHUF, df_mix(df_mix(SEED) ^ df_mix(1)), tmp);
+  df_buffered_shuffle(ids, n, SHUF, tpu_mix64(tpu_mix64(SEED) ^ tpu_mix64(1)), tmp);
   float *x = malloc((size_t)BATCH * (size_t)d * sizeof *x);
   int32_t y[BATCH];
   double sum = 0;
@@ -83,7 +83,7 @@ static tpu_df_spec *make_spec(bool cache) {
   src.dir = DIR;
   tpu_df_spec_set_source(s, &src);
   if (cache) tpu_df_spec_cache(s);                    /* the decoded dataset, once */
-  tpu_df_spec_shuffle(s, SHUF, df_mix(SEED));
+  tpu_df_spec_shuffle(s, SHUF, tpu_mix64(SEED));
   tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 2);
   tpu_df_spec_batch(s, BATCH, false);
   tpu_df_spec_prefetch(s, 2);

@@ -1,9 +1,11 @@
 /*
-** check_base.c -- bf16 conversion, the allocation hook, the JSON locator.
+** check_base.c -- bf16 conversion, the allocation hook, the JSON locator,
+** the JSON member readers and the .npy reader.
 */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "tests/test_util.h"
@@ -132,12 +134,120 @@ START_TEST(Json_locator_finds_nested_values) {
 }
 END_TEST
 
+/* One document, read the way every format reads it: the first error is the
+** one kept, with the value's line:column and the field named by path (or,
+** for an object with a label, by key after the label). */
+static tpu_status read_err(const char *text, bool labelled, char *err, size_t cap) {
+  tpu_json j = { .where = "t.json", .noun = "key", .err = err, .errcap = cap };
+  tpu_status st = tpu_json_parse(&j, text, "a test");
+  if (st == TPU_OK) {
+    tpu_json_obj o = { &j, j.root, "", labelled ? "thing: " : NULL };
+    static const char *const keys[] = { "n", "x", "b", "s", NULL };
+    int64_t n = 0;
+    double x = 0;
+    bool b = false;
+    const char *str = NULL;
+    st = tpu_json_keys(&o, keys);
+    if (!st) st = tpu_json_int_or(&o, "n", 1, 8, "auto", -1, TPU_JSON_REQUIRED, &n);
+    if (!st) st = tpu_json_num(&o, "x", 0, 1, TPU_JSON_HI_OPEN, &x);
+    if (!st) st = tpu_json_bool(&o, "b", &b);
+    if (!st) st = tpu_json_str(&o, "s", 0, &str);
+    if (!st) st = tpu_json_fail(&j, "n", "all read");
+    tpu_json_fail(&j, "x", "a second error is not kept");
+  }
+  tpu_json_free(&j);
+  return st;
+}
+
+START_TEST(Json_readers_name_the_file_position_and_field) {
+  char err[512];
+  static const struct { const char *text; bool labelled; const char *want; } cases[] = {
+    { "{ \"n\": 3,\n  \"x\": 0.5 }", false, "t.json:1:8: all read" },
+    { "{ \"n\": \"auto\" }", false, "t.json:1:8: all read" },
+    { "{ \"n\": 9 }", false, "t.json:1:8: field 'n': expected an integer in 1..8 or \"auto\", got 9" },
+    { "{ \"n\": [] }", false, "t.json:1:8: field 'n': expected an integer in 1..8 or \"auto\", got an array" },
+    { "{ }", false, "t.json:1:1: field 'n': missing; expected an integer in 1..8 or \"auto\"" },
+    { "{ \"n\": 1,\n \"x\": 1.0 }", false, "t.json:2:7: field 'x': expected a number in [0, 1), got 1" },
+    { "{ \"n\": 1, \"b\": 0 }", false, "field 'b': expected true or false, got an integer" },
+    { "{ \"n\": 1, \"s\": null }", false, "field 's': expected a string, got null" },
+    { "{ \"n\": 1, \"q\": 2 }", false, "t.json:1:16: field 'q': unknown key; allowed here: n, x, b, s" },
+    { "{ \"n\": 0 }", true, "t.json:1:8: thing: field 'n': expected an integer in 1..8" },
+    { "{ \"n\": 1,\n \"n\": 2 }", false, "t.json:2:" },
+    { "[1]", false, "t.json:1:1: expected a JSON object (a test)" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    err[0] = 0;
+    ck_assert_int_eq(read_err(cases[i].text, cases[i].labelled, err, sizeof err), TPU_ERR_CONFIG);
+    ck_assert_msg(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err, cases[i].want);
+  }
+  ck_assert(strstr(err, "malformed") == NULL);
+  read_err("{ \"n\": 1,\n \"n\": 2 }", false, err, sizeof err);
+  ck_assert_msg(strstr(err, "malformed JSON") != NULL, "%s", err);
+}
+END_TEST
+
+/* A .npy header of NumPy's layout around 'dict', then 'data'. */
+static size_t npy_file(unsigned char *buf, const char *dict, const void *data, size_t n) {
+  const size_t dl = strlen(dict), hl = dl + (64 - (10 + dl + 1) % 64) % 64 + 1;
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (unsigned char)hl; buf[9] = (unsigned char)(hl >> 8);
+  memset(buf + 10, ' ', hl);
+  memcpy(buf + 10, dict, dl);
+  buf[10 + hl - 1] = '\n';
+  memcpy(buf + 10 + hl, data, n);
+  return 10 + hl + n;
+}
+
+START_TEST(Npy_files_round_trip_and_bad_ones_are_named) {
+  char path[] = "/tmp/tpusim_npyXXXXXX", err[256];
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  const float x[6] = { 1.5f, -2.0f, 0.0f, 3.25f, 1e-8f, -0.0f };
+  const int64_t shape[2] = { 2, 3 };
+  ck_assert_int_eq(tpu_npy_write_f32(path, x, 2, shape), 0);
+  tpu_npy h;
+  float *y;
+  ck_assert_int_eq(tpu_npy_read_f32(path, &h, &y, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(h.ndim, 2);
+  ck_assert(h.shape[0] == 2 && h.shape[1] == 3 && h.count == 6);
+  ck_assert_int_eq(memcmp(x, y, sizeof x), 0);
+  tpu_free(y);
+  remove(path);
+  ck_assert_int_eq(tpu_npy_read_f32(path, &h, &y, err, sizeof err), TPU_ERR_IO);
+  ck_assert_ptr_null(y);
+  ck_assert_msg(strstr(err, "cannot read") != NULL, "%s", err);
+
+  unsigned char buf[256];
+  const uint8_t u[4] = { 1, 2, 3, 4 };
+  size_t n = npy_file(buf, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2), }", u, 4);
+  ck_assert_int_eq(tpu_npy_parse("u.npy", buf, n, &h, err, sizeof err), TPU_OK);
+  ck_assert(!strcmp(h.descr, "|u1") && h.itemsize == 1 && h.count == 4 && h.data[3] == 4);
+  buf[1] = 'X';
+  ck_assert_int_eq(tpu_npy_parse("u.npy", buf, n, &h, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(err, "u.npy: not a .npy file (bad magic)") == err, "%s", err);
+  static const struct { const char *dict, *want; } bad[] = {
+    { "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2), }", "u.npy: header field 'fortran_order'" },
+    { "{'descr': '>i4', 'fortran_order': False, 'shape': (1,), }", "u.npy: header field 'descr' is '>i4'" },
+    { "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", "u.npy: truncated" },
+    { "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", "u.npy: trailing bytes" },
+    { "{'descr': '|u1', 'fortran_order': False, 'shape': 4, }", "u.npy: header field 'shape'" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    n = npy_file(buf, bad[i].dict, u, 4);
+    ck_assert_int_eq(tpu_npy_parse("u.npy", buf, n, &h, err, sizeof err), TPU_ERR_INPUT);
+    ck_assert_msg(strstr(err, bad[i].want) == err, "case %zu: %s", i, err);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("base");
   TU_CASE(s, "bf16", 120, Every_bf16_value_round_trips_through_f32,
           Rounding_matches_an_independent_reference_on_random_and_edge_values,
           Nan_inf_and_signed_zero_are_kept);
   TU_CASE(s, "alloc_json", 0, Allocation_goes_through_the_hook,
-          Text_buffer_grows_and_reports_running_out_of_memory, Json_locator_finds_nested_values);
+          Text_buffer_grows_and_reports_running_out_of_memory, Json_locator_finds_nested_values,
+          Json_readers_name_the_file_position_and_field, Npy_files_round_trip_and_bad_ones_are_named);
   return tu_main(s);
 }

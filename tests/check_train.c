@@ -62,7 +62,7 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": -1 } ] }",
             "t.json:1:57: layers[0] (dense): field 'units': expected an integer in 1..1048576");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2, \"unit\": 3 } ] }",
-            "layers[0] (dense): unknown field 'unit'");
+            "layers[0] (dense): field 'unit': unknown field; allowed here: type, units");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dropout\", \"rate\": 1.0 } ] }",
             "layers[0] (dropout): field 'rate': expected a number in [0, 1)");
   parse_err("{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"maxpool\", \"size\": 2 } ] }",

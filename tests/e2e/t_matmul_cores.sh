@@ -51,3 +51,17 @@ echo "$OUT" | grep -v wall_s > t2.json
 cmp -s t1.json t2.json || die "matmul --cores differs between 1 and 2 threads: $(diff t1.json t2.json | head)"
 expect_status 1 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8 --k 8 --trace "$T/no/such/dir/t.json"
 expect_err_contains "cannot write: No such file or directory"
+# --level pe steps every cell of one core's MXU; the chip engine runs the
+# cores at the tile or timing level, so pe with --cores is refused (it used
+# to run the tile level silently), saying why and what to use instead
+expect_status 2 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8 --k 8 --level pe --trace pe.json --json
+expect_err_contains "--level pe does not go with --cores"
+expect_err_contains "use --level tile (the same cycles and bits as pe) with --cores"
+[ -z "$OUT" ] && [ ! -e pe.json ] || die "a refused pe run printed a report or wrote its trace"
+expect_status 2 "$TPUSIM" matmul --chip=teach --cores=2 --m=8 --n=8 --k=8 --level=pe
+expect_err_contains "--level pe does not go with --cores"
+# what the message offers runs: tile with --cores (it says so), pe on one core
+expect_status 0 "$TPUSIM" matmul --chip teach --cores 2 --m 8 --n 8 --k 8 --level tile --json
+echo "$OUT" > tile.json
+check tile.json 'd["level"] == "tile" and d["max_rel_err"] < 1e-2'
+expect_status 0 "$TPUSIM" matmul --chip teach --m 8 --n 8 --k 8 --level pe --json
