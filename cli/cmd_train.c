@@ -3,7 +3,7 @@
 ** data-parallel across its cores, and report accuracy, simulated speed and
 ** where the cores' time went.
 **
-** Numerics run through the chosen backend (tpu_fe_gemm). The step's simulated
+** Numerics run through the chosen backend (fe_gemm, frontend/layers.c). The step's simulated
 ** time does not depend on values, so it is computed once per distinct
 ** situation (shard size, infeed ready time) by tpu_fe_time_step() -- the step
 ** lowered into per-core programs and run on the chip engine at the timing
