@@ -10,7 +10,14 @@ echo "$OUT" > run.json
 read -r s0 s1 cx cy cc < <(/usr/bin/python3 -c 'import json; d=json.load(open("run.json")); t=d["tiles"]; L=d["layout"]
 px = L["timeline_w"] // 3
 print(t[0]["stream_start"], t[1]["stream_start"], L["timeline_x"] + px, L["core_y"][0] + 2, int(px * d["total_cycles"] / L["timeline_w"]))')
-expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+# Under ASan, keep SDL's dlopen'd modules mapped so LeakSanitizer can name
+# what they allocate (keep_dso.c says why).
+keep=()
+if [ "${MODE:-}" = asan ]; then
+  cc -shared -fPIC -o "$T/keep_dso.so" "$here/keep_dso.c" || die "cannot build keep_dso.so"
+  keep=(LD_PRELOAD="$T/keep_dso.so" ASAN_OPTIONS=verify_asan_link_order=0)
+fi
+expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER "${keep[@]}" LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
