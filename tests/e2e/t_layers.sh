@@ -21,3 +21,8 @@ bad sim/engine.c cli/cli_int.h "sim (floor 2) includes cli/cli_int.h"
 bad cli/cmd_run.c sim/sim_int.h "a private header of sim"
 bad frontend/train.c mxu/mxu_int.h "a private header of mxu"
 bad tests/check_sim.c sim/engine.c "includes a .c file"
+# No function over 120 lines (tests/funclen.py), and the check does fail.
+/usr/bin/python3 "$TPU_ROOT/tests/funclen.py" "$TPU_ROOT" > "$T/funclen.txt" \
+  || { cat "$T/funclen.txt"; die "a function is over 120 lines"; }
+expect_status 1 /usr/bin/python3 "$TPU_ROOT/tests/funclen.py" --limit 50 "$T/tree"
+expect_out_contains "lines (limit 50)"
