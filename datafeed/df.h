@@ -140,6 +140,16 @@ void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed);
 /* The consumer and host blocks of a JSON description (defaults 0.01 s,
 ** 20 steps, 8 cores). Can't fail. */
 void tpu_df_spec_consumer(const tpu_df_spec *s, double *step_time_s, int64_t *steps, int *host_cores);
+/* Epochs as tf.data users make them (Keras' fit, the guide's benchmark): a
+** fresh iteration of the whole pipeline each, the JSON's consumer.epochs.
+** The real pipeline gives their batches one after another (epoch numbers
+** run on, so shuffles differ); the model restarts everything at each (files
+** reopened, buffers empty, host.iterator_overhead_s paid). TPU_ERR_CONFIG
+** unless 1 <= epochs <= 1000000. */
+tpu_status tpu_df_spec_set_epochs(tpu_df_spec *s, int64_t epochs);
+/* Count of the spec's repeat stage: 0 without one, TPU_DF_FOREVER, or >= 1.
+** Can't fail. */
+int64_t tpu_df_spec_repeat_count(const tpu_df_spec *s);
 /* Batch size of the spec's batch stage, 0 if none. Can't fail. */
 int tpu_df_spec_batch_size(const tpu_df_spec *s);
 /* }================================================================== */
@@ -158,7 +168,8 @@ tpu_df_options tpu_df_options_default(void);   /* all -1 / 2; can't fail */
 typedef struct tpu_df_info {
   int64_t elements;             /* per epoch, after shard */
   int64_t batches_per_epoch;
-  int64_t epochs;               /* from repeat: 1, count, or TPU_DF_FOREVER */
+  int64_t epochs;               /* repeat's count (1 without repeat, or TPU_DF_FOREVER)
+                                   times the fresh iterations (tpu_df_spec_set_epochs) */
   int features;                 /* floats per image row = height*width*channels */
   int height, width, channels;
   int classes;
@@ -207,6 +218,8 @@ typedef double (*tpu_df_step_fn)(void *ud, int64_t step);
 typedef struct tpu_df_model_options {
   int host_cores;               /* budget for AUTOTUNE (threads + processes); default 8 */
   int64_t timeline_steps;       /* record timeline intervals for this many first steps */
+  int64_t epochs;               /* fresh iterations of the pipeline; 0 = the spec's
+                                   consumer.epochs (default 1) */
 } tpu_df_model_options;
 tpu_df_model_options tpu_df_model_options_default(void);
 
@@ -220,6 +233,12 @@ void       tpu_df_model_destroy(tpu_df_model *m);       /* NULL is a no-op */
 ** hands (>= request_s), including consumer-side deserialization. Returns a
 ** negative value when the data is exhausted. This function can't fail. */
 double tpu_df_model_next(tpu_df_model *m, double request_s);
+
+/* The next batch begins a fresh iteration of the pipeline (the rest of the
+** current one is dropped), as a trainer that starts each epoch anew after
+** steps_per_epoch steps. No effect at an iteration's start, or when the
+** pipeline repeats forever. This function can't fail. */
+void tpu_df_model_restart(tpu_df_model *m);
 
 typedef struct tpu_df_model_result {
   double total_s;               /* end of the last step */
@@ -242,12 +261,19 @@ tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *
                                  double step_s, int64_t steps, char *report, size_t reportcap,
                                  char *err, size_t errcap);
 
+/* The profiler's verdict on a share of consumer time spent waiting for
+** input (the same words as `tpusim train`): "highly input-bound" from 0.20
+** on, "moderately input-bound" from 0.05 on, else "not input-bound" (each
+** followed by ": " and a reason). This function can't fail. */
+const char *tpu_df_verdict(double wait_share);
+
 /* Timeline rows recorded by a model (tpu_df_model_create's timeline_steps). */
 typedef struct tpu_df_interval {
   int row;                      /* index into the row names */
   double start_s, end_s;
   char kind;                    /* 'O' open, 'R' read, 'M' map, 'B' batch, 'S' serialize,
-                                   'D' deserialize, 'T' consumer step, 'W' consumer wait */
+                                   'D' deserialize, 'T' consumer step, 'W' consumer wait,
+                                   'I' iterator made (host.iterator_overhead_s) */
 } tpu_df_interval;
 int tpu_df_model_rows(const tpu_df_model *m);                  /* can't fail */
 const char *tpu_df_model_row_name(const tpu_df_model *m, int row);

@@ -37,6 +37,9 @@ typedef struct df_stage {
   int64_t n;                 /* buffer_size, batch_size, num_shards, cycle_length, count, workers */
   int64_t index;             /* shard index */
   int par;                   /* num_parallel_calls (map, interleave); AUTOTUNE = -1 */
+  bool async;                /* map: num_parallel_calls was given (1 too): a map of its
+                                own thread, ahead of its consumer, as tf.data's
+                                ParallelMapDataset; a plain map runs in its caller */
   uint64_t seed;             /* shuffle, random maps */
   bool drop_remainder;       /* batch */
   tpu_df_map_fn fn;
@@ -72,6 +75,9 @@ struct tpu_df_spec {
   double step_time_s;        /* consumer (JSON "consumer") */
   int64_t steps;
   int host_cores;
+  int64_t epochs;            /* fresh iterations of the whole pipeline (JSON consumer.epochs) */
+  double iterator_overhead_s;/* per iterator made: each epoch, each repeat pass (JSON host) */
+  double element_overhead_s; /* per item handed out by an asynchronous stage (JSON host) */
   char err[512];
 };
 

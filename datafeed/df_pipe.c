@@ -499,6 +499,9 @@ tpu_status tpu_df_open(const tpu_df_spec *spec, const tpu_df_options *opt, tpu_d
   }
   df->nslots = df->threads > 0 ? df->threads + df->prefetch + 1 : 1;
   if ((st = first_epoch(df, err, errcap)) != TPU_OK) goto fail;
+  /* fresh iterations (consumer.epochs) follow one another; epoch numbers run
+  ** on, so each iteration reshuffles as tf.data's reshuffle_each_iteration */
+  if (epochs != TPU_DF_FOREVER) epochs = epochs > INT64_MAX / df->spec->epochs ? TPU_DF_FOREVER : epochs * df->spec->epochs;
   df->total = epochs == TPU_DF_FOREVER ? INT64_MAX : (epochs > INT64_MAX / df->bpe ? INT64_MAX : epochs * df->bpe);
   if ((st = alloc_buffers(df, err, errcap)) != TPU_OK) goto fail;
   const df_data *d = df->gens[0];

@@ -55,6 +55,7 @@ tpu_status tpu_df_spec_create(tpu_df_spec **out) {
   s->step_time_s = 0.01;
   s->steps = 20;
   s->host_cores = 8;
+  s->epochs = 1;
   return TPU_OK;
 }
 
@@ -133,7 +134,8 @@ tpu_status tpu_df_spec_shuffle(tpu_df_spec *s, int64_t buffer_size, uint64_t see
 }
 tpu_status tpu_df_spec_map(tpu_df_spec *s, tpu_df_map_fn fn, const tpu_df_map_args *args, int num_parallel_calls) {
   if ((unsigned)fn > TPU_DF_MAP_NONE) return fail(s, "map: fn: unknown function %d", (int)fn);
-  if (!par_ok(num_parallel_calls)) return fail(s, "map: num_parallel_calls: expected 1..256 or autotune, got %d", num_parallel_calls);
+  if (num_parallel_calls != 0 && !par_ok(num_parallel_calls))
+    return fail(s, "map: num_parallel_calls: expected 0 (none: a plain map), 1..256 or autotune, got %d", num_parallel_calls);
   tpu_df_map_args a = { 0.0, 255.0, 0 };
   if (args) a = *args;
   if (fn == TPU_DF_MAP_NORMALIZE && (!isfinite(a.mean) || !isfinite(a.std) || a.std == 0))
@@ -141,7 +143,9 @@ tpu_status tpu_df_spec_map(tpu_df_spec *s, tpu_df_map_fn fn, const tpu_df_map_ar
   if (fn == TPU_DF_MAP_RANDOM_CROP && (a.padding < 0 || a.padding > 1024))
     return fail(s, "map: random_crop: padding: expected 0..1024, got %d", a.padding);
   PUSH(DF_MAP);
-  t->fn = fn; t->args = a; t->par = num_parallel_calls;
+  t->fn = fn; t->args = a;
+  t->par = num_parallel_calls ? num_parallel_calls : 1;
+  t->async = num_parallel_calls != 0;
   t->seed = 0x5eed0000u + (uint64_t)s->nst;
   s->nst++;
   return TPU_OK;
@@ -197,6 +201,17 @@ tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
   else return fail(s, "unknown cost '%s' for a %s stage; allowed: cost_per_call_s, cost_per_element_s%s", key,
                    df_op_name(t->op), t->op == DF_WORKERS ? ", serialize_s_per_byte, deserialize_s_per_byte, shm_s_per_byte, shm_get_s" : "");
   return TPU_OK;
+}
+
+tpu_status tpu_df_spec_set_epochs(tpu_df_spec *s, int64_t epochs) {
+  if (epochs < 1 || epochs > 1000000) return fail(s, "epochs: expected 1..1000000, got %lld", (long long)epochs);
+  s->epochs = epochs;
+  return TPU_OK;
+}
+
+int64_t tpu_df_spec_repeat_count(const tpu_df_spec *s) {
+  for (int i = 0; i < s->nst; i++) if (s->st[i].op == DF_REPEAT) return s->st[i].n;
+  return 0;
 }
 
 void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed) {
@@ -400,7 +415,7 @@ static tpu_status map_args(const jctx *c, json_t *o, const char *path, int *fn, 
 static tpu_status parse_map(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
   int fn = TPU_DF_MAP_NONE;
   tpu_df_map_args args = { 0.0, 255.0, 0 };
-  int64_t par = 1, seed = 0;
+  int64_t par = 0, seed = 0;      /* 0: no num_parallel_calls, a plain map */
   TRY(map_args(c, o, path, &fn, &args));
   TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
   TRY(added(c, path, s, tpu_df_spec_map(s, (tpu_df_map_fn)fn, &args, (int)par)));
@@ -523,6 +538,42 @@ static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
   return TPU_OK;
 }
 
+/* The consumer block: step time, steps, and epochs (fresh iterations of the
+** whole pipeline, as Keras' fit and the tf.data guide's benchmark make them).
+** Without steps, epochs run until the data ends (a pipeline that repeats
+** forever then needs steps). */
+static tpu_status parse_consumer(const jctx *c, json_t *root, tpu_df_spec *s) {
+  json_t *cons = json_object_get(root, "consumer");
+  if (!cons) return TPU_OK;
+  static const char *const ck[] = { "step_time_s", "steps", "epochs", NULL };
+  if (!json_is_object(cons)) return jerr(c, "consumer", "expected an object");
+  TRY(check_keys(c, "consumer", cons, ck));
+  TRY(get_num(c, cons, "consumer", "step_time_s", &s->step_time_s));
+  TRY(get_int(c, cons, "consumer", "epochs", 1, 1000000, false, false, &s->epochs));
+  if (json_object_get(cons, "epochs") && !json_object_get(cons, "steps")) {
+    for (int i = 0; i < s->nst; i++)
+      if (s->st[i].op == DF_REPEAT && s->st[i].n == TPU_DF_FOREVER)
+        return tpu_json_missing(OBJ(c, cons, "consumer"), "steps", "a step count: the pipeline repeats forever");
+    s->steps = 10000000;       /* until the data ends */
+  }
+  return get_int(c, cons, "consumer", "steps", 1, 10000000, false, false, &s->steps);
+}
+
+/* The host block: the core budget and the overheads of a real runtime
+** (0 = the ideal timeline). */
+static tpu_status parse_host(const jctx *c, json_t *root, tpu_df_spec *s) {
+  json_t *host = json_object_get(root, "host");
+  if (!host) return TPU_OK;
+  static const char *const hk[] = { "cores", "iterator_overhead_s", "element_overhead_s", NULL };
+  int64_t cores = s->host_cores;
+  if (!json_is_object(host)) return jerr(c, "host", "expected an object");
+  TRY(check_keys(c, "host", host, hk));
+  TRY(get_int(c, host, "host", "cores", 1, 1024, false, false, &cores));
+  s->host_cores = (int)cores;
+  TRY(get_num(c, host, "host", "iterator_overhead_s", &s->iterator_overhead_s));
+  return get_num(c, host, "host", "element_overhead_s", &s->element_overhead_s);
+}
+
 tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **out, char *err, size_t errcap) {
   *out = NULL;
   tpu_json doc = { .where = name ? name : "<pipeline>", .noun = "key", .field_prefix = true, .err = err,
@@ -543,23 +594,7 @@ tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **o
   if (!json_is_array(stages)) { st = jerr(&c, "stages", "expected an array of stages, got %s", jtype(stages)); goto done; }
   for (size_t i = 0; i < json_array_size(stages); i++)
     if ((st = parse_stage(&c, json_array_get(stages, i), (int)i, s)) != TPU_OK) goto done;
-  json_t *cons = json_object_get(root, "consumer");
-  if (cons) {
-    static const char *const ck[] = { "step_time_s", "steps", NULL };
-    if (!json_is_object(cons)) { st = jerr(&c, "consumer", "expected an object"); goto done; }
-    if ((st = check_keys(&c, "consumer", cons, ck)) != TPU_OK) goto done;
-    if ((st = get_num(&c, cons, "consumer", "step_time_s", &s->step_time_s)) != TPU_OK) goto done;
-    if ((st = get_int(&c, cons, "consumer", "steps", 1, 10000000, false, false, &s->steps)) != TPU_OK) goto done;
-  }
-  json_t *host = json_object_get(root, "host");
-  if (host) {
-    static const char *const hk[] = { "cores", NULL };
-    int64_t cores = s->host_cores;
-    if (!json_is_object(host)) { st = jerr(&c, "host", "expected an object"); goto done; }
-    if ((st = check_keys(&c, "host", host, hk)) != TPU_OK) goto done;
-    if ((st = get_int(&c, host, "host", "cores", 1, 1024, false, false, &cores)) != TPU_OK) goto done;
-    s->host_cores = (int)cores;
-  }
+  if ((st = parse_consumer(&c, root, s)) != TPU_OK || (st = parse_host(&c, root, s)) != TPU_OK) goto done;
   if ((st = df_spec_validate(s, err, errcap)) != TPU_OK) {
     char tmp[512];
     snprintf(tmp, sizeof tmp, "%s", err);

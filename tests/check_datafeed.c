@@ -823,6 +823,175 @@ START_TEST(Open_next_and_model_survive_every_allocation_failure) {
 }
 END_TEST
 
+/* {==================================================================
+** tf.data's iteration semantics: epochs, asynchronous map, repeat passes,
+** overheads, the verdict
+** ================================================================== */
+/* The model of s for 'steps' steps of 10 ms, with o (NULL = defaults). */
+static tpu_df_model_result model_n(const tpu_df_spec *s, const tpu_df_model_options *o, int64_t steps, double *ready) {
+  tpu_df_model_result r;
+  ck_assert_msg(tpu_df_model_run(s, o, 0.01, NULL, NULL, steps, ready, &r, errbuf, sizeof errbuf) == TPU_OK, "%s",
+                errbuf);
+  return r;
+}
+
+/* The model of s (destroyed here) gives these ready times and this total. */
+static void expect_timeline(tpu_df_spec *s, int64_t steps, const double *want, double total_s) {
+  double ready[16];
+  ck_assert(steps <= 16);
+  tpu_df_model_result r = model_n(s, NULL, steps, ready);
+  TU_EQ_U64(steps, r.steps);
+  for (int64_t i = 0; i < steps; i++) NEAR(want[i], ready[i]);
+  NEAR(total_s, r.total_s);
+  tpu_df_spec_destroy(s);
+}
+
+START_TEST(Each_epoch_is_a_fresh_iteration_that_reopens_files_and_refills_prefetch) {
+  /* the guide's ArtificialDataset (3 elements, 1 file, open 30 ms, read
+  ** 15 ms), prefetch(1), train 10 ms, 2 epochs, by hand: the prefetch thread
+  ** reads element i once the consumer took i-1; epoch 2's iterator is made
+  ** when the consumer asks for its first batch (85 ms), so it opens the file
+  ** again and nothing was read ahead: 85 + 30 + 15 = 130 ms */
+  static const double fresh[6] = { 0.045, 0.060, 0.075, 0.130, 0.145, 0.160 };
+  /* repeat(2) inside is one iterator: prefetch reads across the pass (the
+  ** reopen starts at 75 ms, when the consumer took element 2) */
+  static const double repeated[6] = { 0.045, 0.060, 0.075, 0.120, 0.135, 0.150 };
+  tpu_df_spec *s = model_spec(3, 1, 0.03, 0.015, 1);
+  ck_assert(tpu_df_spec_set_epochs(s, 2) == TPU_OK);
+  double ready[6];
+  tpu_df_model_result r = model_n(s, NULL, 6, ready);
+  for (int i = 0; i < 6; i++) NEAR(fresh[i], ready[i]);
+  NEAR(0.170, r.total_s);
+  TU_EQ_U64(6, r.steps);                 /* and no more: two epochs of 3 */
+  /* the timeline shows the two opens, the second at the second epoch's start */
+  tpu_df_model_options o = tpu_df_model_options_default();
+  o.timeline_steps = 6;
+  tpu_df_model *m;
+  ck_assert(tpu_df_model_create(s, &o, &m, errbuf, sizeof errbuf) == TPU_OK);
+  for (double t = 0, got; (got = tpu_df_model_next(m, t)) >= 0;) t = got + 0.01;
+  size_t n, opens = 0;
+  const tpu_df_interval *iv = tpu_df_model_intervals(m, &n);
+  static const double open_at[2] = { 0, 0.085 };
+  for (size_t i = 0; i < n; i++)
+    if (iv[i].kind == 'O') { ck_assert(opens < 2); NEAR(open_at[opens], iv[i].start_s); opens++; }
+  TU_EQ_U64(2, opens);
+  tpu_df_model_destroy(m);
+  tpu_df_spec_destroy(s);
+  s = model_spec(3, 1, 0.03, 0.015, 0);
+  tpu_df_spec_repeat(s, 2);
+  tpu_df_spec_prefetch(s, 1);
+  expect_timeline(s, 6, repeated, 0.160);
+}
+END_TEST
+
+START_TEST(Fresh_iterations_give_the_elements_of_repeat_passes_reshuffled) {
+  int64_t a[200], b[200], n[2];
+  for (int repeat = 0; repeat < 2; repeat++) {   /* 3 fresh epochs, then repeat(3) */
+    tpu_df_spec *s = ids_spec(20);
+    tpu_df_spec_shuffle(s, 20, 7);
+    tpu_df_spec_batch(s, 6, false);
+    ck_assert((repeat ? tpu_df_spec_repeat(s, 3) : tpu_df_spec_set_epochs(s, 3)) == TPU_OK);
+    n[repeat] = read_ids(s, repeat ? b : a, 200, repeat ? 0 : 2);
+    tpu_df_spec_destroy(s);
+  }
+  int64_t na = n[0], nb = n[1];
+  tpu_df_spec *s;
+  TU_EQ_U64(3 * 20 + 2, na);
+  TU_EQ_U64(nb, na);
+  for (int64_t i = 0; i < na; i++) TU_EQ_U64(b[i], a[i]);
+  ck_assert(memcmp(a, a + 21, 20 * sizeof *a) != 0);   /* each epoch reshuffled */
+  ck_assert(tpu_df_spec_set_epochs(s = ids_spec(4), 0) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(tpu_df_spec_errmsg(s), "epochs: expected 1..1000000") != NULL, "%s", tpu_df_spec_errmsg(s));
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+/* 4 elements read in 1 ms each (no open), a 15 ms map with the given
+** num_parallel_calls (0: none, a plain map), batch 1. */
+static tpu_df_spec *map_spec(int par) {
+  tpu_df_spec *s = model_spec(4, 1, 0, 0.001, 0);
+  s->nst = 0;                            /* the map goes before model_spec's batch */
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, par);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.015);
+  tpu_df_spec_batch(s, 1, false);
+  return s;
+}
+
+START_TEST(A_map_with_one_parallel_call_runs_ahead_of_its_consumer) {
+  /* plain map: read and map in the consumer's call, 16 ms after each request */
+  static const double plain[4] = { 0.016, 0.042, 0.068, 0.094 };
+  /* num_parallel_calls=1: one call in flight ahead: element i starts when
+  ** the consumer took i-1, so ready(i) = ready(i-1) + 16 ms */
+  static const double async[4] = { 0.016, 0.032, 0.048, 0.064 };
+  expect_timeline(map_spec(0), 4, plain, 0.104);
+  expect_timeline(map_spec(1), 4, async, 0.074);
+}
+END_TEST
+
+START_TEST(Stages_before_repeat_restart_with_each_pass) {
+  /* 2 elements, map(num_parallel_calls=2) of 15 ms, batch 1, repeat 2: the
+  ** map reads both elements of pass 1 at once (16, 17 ms) but starts pass 2
+  ** only when repeat is asked for it (36 ms): 36+1+15 = 52, then the second
+  ** element's read waits for the first's (37+1+15 = 53) */
+  static const double want[4] = { 0.016, 0.026, 0.052, 0.062 };
+  tpu_df_spec *s = model_spec(2, 1, 0, 0.001, 0);
+  s->nst = 0;
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, 2);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.015);
+  tpu_df_spec_batch(s, 1, false);
+  tpu_df_spec_repeat(s, 2);
+  expect_timeline(s, 4, want, 0.072);
+}
+END_TEST
+
+START_TEST(Overheads_add_per_iterator_and_per_asynchronous_hand_off) {
+  /* the first test's fresh epochs with 5 ms per iterator made and 1 ms per
+  ** element handed out by prefetch: each epoch starts 5 ms later, each
+  ** element arrives 1 ms later and so delays the next read by 1 ms */
+  static const double want[6] = { 0.051, 0.067, 0.083, 0.144, 0.160, 0.176 };
+  tpu_df_spec *s = model_spec(3, 1, 0.03, 0.015, 1);
+  tpu_df_spec_set_epochs(s, 2);
+  s->iterator_overhead_s = 0.005;
+  s->element_overhead_s = 0.001;
+  expect_timeline(s, 6, want, 0.186);
+}
+END_TEST
+
+START_TEST(The_verdict_changes_at_five_and_twenty_percent_waiting) {
+  static const struct { double share; const char *starts; } cases[] = {
+    { 0.0, "not input-bound" }, { 0.0499999, "not input-bound" }, { 0.05, "moderately input-bound" },
+    { 0.1999999, "moderately input-bound" }, { 0.20, "highly input-bound" }, { 1.0, "highly input-bound" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *v = tpu_df_verdict(cases[i].share);
+    ck_assert_msg(strncmp(v, cases[i].starts, strlen(cases[i].starts)) == 0 && v[strlen(cases[i].starts)] == ':',
+                  "%g: %s", cases[i].share, v);
+  }
+}
+END_TEST
+
+START_TEST(Json_epochs_and_overheads_parse_and_forever_needs_steps) {
+  const char *ok = "{ \"source\": {\"kind\": \"synthetic\", \"n\": 3, \"shape\": [1], \"classes\": 2},"
+                   " \"stages\": [ {\"op\": \"batch\", \"batch_size\": 1} ], \"consumer\": {\"epochs\": 4},"
+                   " \"host\": {\"iterator_overhead_s\": 0.002, \"element_overhead_s\": 1e-5} }";
+  tpu_df_spec *s;
+  ck_assert_msg(tpu_df_spec_parse(ok, "e.json", &s, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  TU_EQ_U64(4, s->epochs);
+  NEAR(0.002, s->iterator_overhead_s);
+  NEAR(1e-5, s->element_overhead_s);
+  tpu_df_model_result r;
+  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, s->steps, NULL, &r, errbuf, sizeof errbuf) == TPU_OK);
+  TU_EQ_U64(12, r.steps);                /* until the data ends: 4 epochs of 3 */
+  tpu_df_spec_destroy(s);
+  const char *bad = "{ \"source\": {\"kind\": \"synthetic\", \"n\": 3, \"shape\": [1], \"classes\": 2},\n"
+                    " \"stages\": [ {\"op\": \"batch\", \"batch_size\": 1}, {\"op\": \"repeat\"} ],\n"
+                    " \"consumer\": {\"epochs\": 2} }";
+  ck_assert(tpu_df_spec_parse(bad, "f.json", &s, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "f.json:3:") && strstr(errbuf, "'consumer.steps'") && strstr(errbuf, "repeats forever"),
+                "%s", errbuf);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("datafeed");
   TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
@@ -843,6 +1012,13 @@ int main(void) {
           Prefetch_model_overlaps_reading_with_training, Model_next_follows_a_consumer_with_varying_step_times,
           Autotune_picks_enough_parallel_map_calls_within_the_core_budget,
           Ray_examples_order_threads_then_processes_then_shared_memory);
+  tc = TU_CASE(s, "iteration", 60, Each_epoch_is_a_fresh_iteration_that_reopens_files_and_refills_prefetch,
+               Fresh_iterations_give_the_elements_of_repeat_passes_reshuffled,
+               A_map_with_one_parallel_call_runs_ahead_of_its_consumer, Stages_before_repeat_restart_with_each_pass,
+               Overheads_add_per_iterator_and_per_asynchronous_hand_off,
+               The_verdict_changes_at_five_and_twenty_percent_waiting,
+               Json_epochs_and_overheads_parse_and_forever_needs_steps);
+  tcase_add_checked_fixture(tc, setup, teardown);
   TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
   return tu_main(s);
 }
