@@ -7,8 +7,12 @@
 ** stages named and meaning as in tf.data -- shuffle(buffer_size, seed),
 ** map(fn, num_parallel_calls), batch(batch_size, drop_remainder), cache(),
 ** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
-** shard(num_shards, index), repeat(count) -- and workers(kind, count) for
-** Ray-style thread, process or shared-memory workers. It comes from JSON
+** shard(num_shards, index), take(count), skip(count), filter(label_in |
+** label_not_in), repeat(count) -- and workers(kind, count) for Ray-style
+** thread, process or shared-memory workers. Epochs are fresh iterations of
+** the whole pipeline, as in Keras' fit (tpu_df_spec_set_epochs); repeat is
+** one iterator over several passes, each remaking its input's iterator. A
+** map given num_parallel_calls (1 included) is asynchronous, as tf.data's. It comes from JSON
 ** (tpu_df_spec_load; errors name file, line:column and field) or is built in
 ** code (tpu_df_spec_create and the tpu_df_spec_* stage functions). Every
 ** stage may carry modeled costs (seconds, bytes), used only by the model.
@@ -41,8 +45,8 @@
 ** its own pool (no processes, no serialization) and ignores the costs. The
 ** model leaves out contention for host cores beyond the stated parallelism
 ** (the AUTOTUNE budget bounds it), memory bandwidth shared between stages,
-** variance of costs, and the reading a shard skips (a shard is taken to read
-** only its own elements).
+** variance of costs, and the reading of what a shard, skip or filter drops
+** (taken to read only the elements kept; filter keeps its keep_fraction).
 */
 #ifndef TPU_DF_H
 #define TPU_DF_H
@@ -129,6 +133,14 @@ tpu_status tpu_df_spec_cache(tpu_df_spec *s);
 tpu_status tpu_df_spec_prefetch(tpu_df_spec *s, int buffer_size);
 tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_parallel_calls);
 tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count);   /* TPU_DF_FOREVER or >= 1 */
+/* take(count) and skip(count): the first count elements of the stream so
+** far, or all but them (-1: all). filter: keeps the elements whose label is
+** one of 'labels' (keep) or none of them (!keep), the predicate vocabulary
+** of the JSON's label_in / label_not_in. Before batch, anywhere among
+** shuffle, shard and each other, several times. */
+tpu_status tpu_df_spec_take(tpu_df_spec *s, int64_t count);
+tpu_status tpu_df_spec_skip(tpu_df_spec *s, int64_t count);
+tpu_status tpu_df_spec_filter_labels(tpu_df_spec *s, const int32_t *labels, int nlabels, bool keep);
 /* Sets a modeled cost on the last stage added (or on the source when no stage
 ** was added), e.g. "cost_per_element_s", "open_latency_s" (docs/DATAFEED.md
 ** lists them). TPU_ERR_CONFIG for an unknown key or a bad value. */

@@ -16,8 +16,9 @@
 **
 ** The model (df_model.c) reads the same stage list and the cost fields.
 **
-** Limits (checked when a description is validated): shuffle, shard and
-** interleave must come before batch; repeat must come after shuffle, shard,
+** Limits (checked when a description is validated): shuffle, shard, take,
+** skip, filter and interleave must come before batch (take, skip, filter and
+** shard may appear several times, in any order among the index stages); repeat must come after shuffle, shard,
 ** cache and batch (a batch never spans two epochs); at most one batch, cache
 ** and shuffle stage.
 */
@@ -27,8 +28,10 @@
 
 typedef enum df_op {
   DF_SHUFFLE = 0, DF_MAP, DF_BATCH, DF_CACHE, DF_PREFETCH, DF_INTERLEAVE, DF_SHARD,
-  DF_REPEAT, DF_WORKERS
+  DF_REPEAT, DF_WORKERS, DF_TAKE, DF_SKIP, DF_FILTER
 } df_op;
+
+#define DF_FILTER_MAX_LABELS 16
 
 typedef enum df_worker_kind { DF_WK_THREAD = 0, DF_WK_PROCESS, DF_WK_SHM } df_worker_kind;
 
@@ -44,6 +47,11 @@ typedef struct df_stage {
   bool drop_remainder;       /* batch */
   tpu_df_map_fn fn;
   tpu_df_map_args args;
+  /* filter: keep elements whose label is (keep) or is not (!keep) one of these */
+  int32_t labels[DF_FILTER_MAX_LABELS];
+  int nlabels;
+  bool keep;
+  double keep_fraction;      /* filter, model only: share of elements kept (default 1) */
   /* modeled costs (seconds) */
   double cost_per_call_s;    /* map: per call (per element before batch, per batch after) */
   double cost_per_element_s; /* map, batch, shuffle, cache (read from memory) */

@@ -298,15 +298,28 @@ static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
   return TPU_OK;
 }
 
-/* Nodes made for stages [0, i) (build_nodes: shard, repeat and interleave
-** make none). */
+/* Stages that shape the source and the counts and make no node: shard,
+** take, skip, filter, repeat, interleave. */
+static bool makes_node(df_op op) {
+  return op != DF_SHARD && op != DF_TAKE && op != DF_SKIP && op != DF_FILTER && op != DF_REPEAT && op != DF_INTERLEAVE;
+}
+
+/* Nodes made for stages [0, i) (build_nodes). */
 static int nodes_before(const tpu_df_spec *spec, int i) {
   int k = 0;
-  for (int j = 0; j < i; j++) {
-    df_op op = spec->st[j].op;
-    if (op != DF_SHARD && op != DF_REPEAT && op != DF_INTERLEAVE) k++;
-  }
+  for (int j = 0; j < i; j++) k += makes_node(spec->st[j].op);
   return k;
+}
+
+/* Elements left by an index stage from 'len'. */
+static int64_t index_stage_len(const df_stage *t, int64_t len) {
+  switch (t->op) {
+  case DF_SHARD: return len > t->index ? (len - t->index + t->n - 1) / t->n : 0;
+  case DF_TAKE: return t->n >= 0 && t->n < len ? t->n : len;
+  case DF_SKIP: return t->n < 0 ? 0 : len > t->n ? len - t->n : 0;
+  case DF_FILTER: return (int64_t)floor((double)len * t->keep_fraction + 1e-9);
+  default: return len;
+  }
 }
 
 /* An epoch's elements after the shards, the batches it gives and in all;
@@ -318,13 +331,13 @@ static tpu_status count_batches(tpu_df_model *m, int64_t fresh, int *iworkers, c
   *iworkers = -1;
   for (int i = 0; i < spec->nst; i++) {
     const df_stage *t = &spec->st[i];
-    if (t->op == DF_SHARD) m->epoch_len = (m->epoch_len - t->index + t->n - 1) / t->n;
+    m->epoch_len = index_stage_len(t, m->epoch_len);
     if (t->op == DF_BATCH) { m->B = t->n; drop = t->drop_remainder; }
     if (t->op == DF_REPEAT) { epochs = t->n; m->below_repeat = 1 + nodes_before(spec, i);   /* the source is node 0 */ }
     if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->par_il = resolved(t->par); }
     if (t->op == DF_WORKERS) *iworkers = i;
   }
-  if (m->epoch_len < 1) { snprintf(err, errcap, "shard leaves no elements"); return TPU_ERR_CONFIG; }
+  if (m->epoch_len < 1) { snprintf(err, errcap, "shard, take, skip or filter leaves no elements"); return TPU_ERR_CONFIG; }
   m->bpe = drop ? m->epoch_len / m->B : (m->epoch_len + m->B - 1) / m->B;
   if (m->bpe < 1) {
     snprintf(err, errcap, "batch: batch_size %lld with drop_remainder leaves no batch (an epoch has %lld elements)",
@@ -384,7 +397,7 @@ static void build_nodes(tpu_df_model *m, int iworkers) {
   bool batch_level = false;
   for (int i = 0; i < m->spec->nst; i++) {
     const df_stage *t = &m->spec->st[i];
-    if (t->op == DF_SHARD || t->op == DF_REPEAT || t->op == DF_INTERLEAVE) continue;
+    if (!makes_node(t->op)) continue;
     node *nd = &m->nd[m->nn++];
     nd->batch_level = batch_level;
     nd->replicated = i < iworkers;

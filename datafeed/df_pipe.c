@@ -54,6 +54,7 @@ struct tpu_df {
   int64_t *memo_ids[MAX_EPOCH_MEMO];
   int memo_next;
   int64_t *shuf_tmp;
+  int32_t *labels;           /* n labels (owned copy), for filter */
   /* threads and ring */
   int threads, prefetch, nslots;
   slot *slots;
@@ -100,6 +101,20 @@ static int64_t build_order(tpu_df *df, int64_t epoch, int64_t *ids) {
     if (t->op == DF_SHARD) {
       int64_t m = 0;
       for (int64_t p = 0; p < n; p++) if (p % t->n == t->index) ids[m++] = ids[p];
+      n = m;
+    } else if (t->op == DF_TAKE) {
+      if (t->n >= 0 && t->n < n) n = t->n;
+    } else if (t->op == DF_SKIP) {
+      int64_t drop = t->n < 0 || t->n > n ? n : t->n;
+      memmove(ids, ids + drop, (size_t)(n - drop) * sizeof *ids);
+      n -= drop;
+    } else if (t->op == DF_FILTER) {
+      int64_t m = 0;
+      for (int64_t p = 0; p < n; p++) {
+        bool in = false;
+        for (int j = 0; j < t->nlabels; j++) in |= df->labels[ids[p]] == t->labels[j];
+        if (in == t->keep) ids[m++] = ids[p];
+      }
       n = m;
     } else {
       uint64_t ekey = df->idx_frozen[k] ? 0 : (uint64_t)epoch;
@@ -372,7 +387,7 @@ static tpu_status compile_stages(tpu_df *df, const tpu_df_options *o, int *threa
       { int p = t->par == TPU_DF_AUTOTUNE ? o->autotune_threads : t->par; if (p > *threads) *threads = p; }
       break;
     case DF_WORKERS: { int p = t->n == TPU_DF_AUTOTUNE ? o->autotune_threads : (int)t->n; if (p > *threads) *threads = p; break; }
-    case DF_SHARD: case DF_SHUFFLE:
+    case DF_SHARD: case DF_SHUFFLE: case DF_TAKE: case DF_SKIP: case DF_FILTER:
       df->idx_stage[df->nidx] = t;
       df->idx_frozen[df->nidx++] = i < icache;
       break;
@@ -408,12 +423,14 @@ static tpu_status first_epoch(tpu_df *df, char *err, size_t errcap) {
     df->memo_epoch[i] = -1;
   }
   df->shuf_tmp = tpu_malloc((size_t)n * sizeof(int64_t));
-  if (!df->shuf_tmp) return out_of_memory(err, errcap);
+  df->labels = tpu_malloc((size_t)n * sizeof *df->labels + 1);
+  if (!df->shuf_tmp || !df->labels) return out_of_memory(err, errcap);
+  memcpy(df->labels, df->gens[0]->labels, (size_t)n * sizeof *df->labels);
   df->epoch_len = build_order(df, 0, df->memo_ids[0]);
   df->memo_epoch[0] = 0;
   df->memo_next = 1;
   if (df->epoch_len < 1) {
-    snprintf(err, errcap, "shard leaves no elements (the source has %lld)", (long long)n);
+    snprintf(err, errcap, "shard, take, skip or filter leaves no elements (the source has %lld)", (long long)n);
     return TPU_ERR_CONFIG;
   }
   bool drop = false;
@@ -461,6 +478,7 @@ void tpu_df_close(tpu_df *df) {
   tpu_free(df->th);
   for (int i = 0; i < MAX_EPOCH_MEMO; i++) tpu_free(df->memo_ids[i]);
   tpu_free(df->shuf_tmp);
+  tpu_free(df->labels);
   tpu_free(df->cache);
   tpu_free((void *)df->cache_state);
   df_data_close(df->gens[0]);

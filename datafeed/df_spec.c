@@ -14,7 +14,7 @@
 
 const char *df_op_name(df_op op) {
   static const char *n[] = { "shuffle", "map", "batch", "cache", "prefetch", "interleave",
-                             "shard", "repeat", "workers" };
+                             "shard", "repeat", "workers", "take", "skip", "filter" };
   return (unsigned)op < sizeof n / sizeof n[0] ? n[op] : "?";
 }
 const char *df_map_name(tpu_df_map_fn fn) {
@@ -178,6 +178,29 @@ tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count) {
   return TPU_OK;
 }
 
+tpu_status tpu_df_spec_take(tpu_df_spec *s, int64_t count) {
+  if (count < -1 || count > ((int64_t)1 << 40)) return fail(s, "take: count: expected -1 (all) or 0..2^40, got %lld", (long long)count);
+  PUSH(DF_TAKE);
+  t->n = count; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_skip(tpu_df_spec *s, int64_t count) {
+  if (count < -1 || count > ((int64_t)1 << 40)) return fail(s, "skip: count: expected -1 (all) or 0..2^40, got %lld", (long long)count);
+  PUSH(DF_SKIP);
+  t->n = count; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_filter_labels(tpu_df_spec *s, const int32_t *labels, int nlabels, bool keep) {
+  if (nlabels < 1 || nlabels > DF_FILTER_MAX_LABELS)
+    return fail(s, "filter: expected 1..%d labels, got %d", DF_FILTER_MAX_LABELS, nlabels);
+  for (int i = 0; i < nlabels; i++)
+    if (labels[i] < 0 || labels[i] > 65535) return fail(s, "filter: labels: expected 0..65535, got %d", (int)labels[i]);
+  PUSH(DF_FILTER);
+  memcpy(t->labels, labels, (size_t)nlabels * sizeof *labels);
+  t->nlabels = nlabels; t->keep = keep; t->keep_fraction = 1; s->nst++;
+  return TPU_OK;
+}
+
 tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
   if (!isfinite(v) || v < 0) return fail(s, "%s: expected a finite number >= 0, got %g", key, v);
   if (s->nst == 0) {
@@ -194,6 +217,10 @@ tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
   df_stage *t = &s->st[s->nst - 1];
   if (!strcmp(key, "cost_per_call_s")) t->cost_per_call_s = v;
   else if (!strcmp(key, "cost_per_element_s")) t->cost_per_element_s = v;
+  else if (t->op == DF_FILTER && !strcmp(key, "keep_fraction")) {
+    if (v > 1) return fail(s, "keep_fraction: expected a share 0..1, got %g", v);
+    t->keep_fraction = v;
+  }
   else if (t->op == DF_WORKERS && !strcmp(key, "serialize_s_per_byte")) t->serialize_s_per_byte = v;
   else if (t->op == DF_WORKERS && !strcmp(key, "deserialize_s_per_byte")) t->deserialize_s_per_byte = v;
   else if (t->op == DF_WORKERS && !strcmp(key, "shm_s_per_byte")) t->shm_s_per_byte = v;
@@ -239,7 +266,8 @@ tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
       if (*slot >= 0) { snprintf(err, errcap, "stages[%d]: a second %s stage; at most one is supported", i, df_op_name(t->op)); return TPU_ERR_CONFIG; }
       *slot = i;
     }
-    if ((t->op == DF_SHUFFLE || t->op == DF_SHARD || t->op == DF_INTERLEAVE) && ibatch >= 0) {
+    if ((t->op == DF_SHUFFLE || t->op == DF_SHARD || t->op == DF_INTERLEAVE || t->op == DF_TAKE || t->op == DF_SKIP ||
+         t->op == DF_FILTER) && ibatch >= 0) {
       snprintf(err, errcap, "stages[%d]: %s after batch is not supported; place it before batch", i, df_op_name(t->op));
       return TPU_ERR_CONFIG;
     }
@@ -467,6 +495,45 @@ static tpu_status parse_repeat(const jctx *c, json_t *o, const char *path, tpu_d
   return added(c, path, s, tpu_df_spec_repeat(s, count));
 }
 
+static tpu_status parse_take(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t count = 0;
+  TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, true, &count));
+  return added(c, path, s, tpu_df_spec_take(s, count));
+}
+
+static tpu_status parse_skip(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t count = 0;
+  TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, true, &count));
+  return added(c, path, s, tpu_df_spec_skip(s, count));
+}
+
+/* filter's predicate: exactly one of label_in / label_not_in, a list of
+** 1..16 labels; keep_fraction (model only) is the share the model keeps. */
+static tpu_status parse_filter(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  json_t *in = json_object_get(o, "label_in"), *out = json_object_get(o, "label_not_in");
+  char p[64];
+  if (!in == !out) return jerr(c, path, "expected exactly one predicate: label_in or label_not_in (a list of labels)");
+  json_t *list = in ? in : out;
+  subpath(p, path, in ? "label_in" : "label_not_in");
+  if (!json_is_array(list) || json_array_size(list) < 1 || json_array_size(list) > DF_FILTER_MAX_LABELS)
+    return jerr(c, p, "expected a list of 1..%d labels", DF_FILTER_MAX_LABELS);
+  int32_t labels[DF_FILTER_MAX_LABELS];
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    json_t *v = json_array_get(list, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535)
+      return jerr(c, p, "expected labels, integers in 0..65535");
+    labels[i] = (int32_t)json_integer_value(v);
+  }
+  TRY(added(c, path, s, tpu_df_spec_filter_labels(s, labels, (int)json_array_size(list), in != NULL)));
+  double f = 1;
+  json_t *kf = json_object_get(o, "keep_fraction");
+  if (kf && (!json_is_number(kf) || json_number_value(kf) < 0 || json_number_value(kf) > 1))
+    return jerr(c, subpath(p, path, "keep_fraction"), "expected a share 0..1");
+  if (kf) f = json_number_value(kf);
+  s->st[s->nst - 1].keep_fraction = f;
+  return TPU_OK;
+}
+
 /* Workers (threads, processes or shared-memory processes) have no builder
 ** of their own: the stage is filled in here. */
 static tpu_status parse_workers(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
@@ -503,6 +570,8 @@ static const char *const PREFETCH_KEYS[] = { "op", "buffer_size", NULL };
 static const char *const INTERLEAVE_KEYS[] = { "op", "cycle_length", "num_parallel_calls", NULL };
 static const char *const SHARD_KEYS[] = { "op", "num_shards", "index", NULL };
 static const char *const REPEAT_KEYS[] = { "op", "count", NULL };
+static const char *const COUNT_KEYS[] = { "op", "count", NULL };
+static const char *const FILTER_KEYS[] = { "op", "label_in", "label_not_in", "keep_fraction", NULL };
 static const char *const WORKERS_KEYS[] = { "op", "kind", "count", "gil", "queue_size", "serialize_s_per_byte",
                                             "deserialize_s_per_byte", "shm_s_per_byte", "shm_get_s", NULL };
 
@@ -516,6 +585,8 @@ static const struct stage_syntax {
   { "prefetch", PREFETCH_KEYS, parse_prefetch },       { "interleave", INTERLEAVE_KEYS, parse_interleave },
   { "shard", SHARD_KEYS, parse_shard },                { "repeat", REPEAT_KEYS, parse_repeat },
   { "workers", WORKERS_KEYS, parse_workers },
+  { "take", COUNT_KEYS, parse_take },                  { "skip", COUNT_KEYS, parse_skip },
+  { "filter", FILTER_KEYS, parse_filter },
 };
 
 static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
@@ -524,12 +595,15 @@ static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
   if (!json_is_object(o)) return jerr(c, path, "expected an object like {\"op\": \"batch\", \"batch_size\": 32}, got %s", jtype(o));
   const char *op = NULL;
   TRY(get_str(c, o, path, "op", &op));
-  if (!op) return jerr(c, path, "missing key 'op' (shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers)");
+  if (!op)
+    return jerr(c, path, "missing key 'op' (shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, "
+                "take, skip, filter)");
   const struct stage_syntax *syn = NULL;
   for (size_t k = 0; k < sizeof STAGES / sizeof STAGES[0]; k++) if (!strcmp(op, STAGES[k].op)) syn = &STAGES[k];
   if (!syn)
     return jerr(c, subpath(p, path, "op"),
-                "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, got '%s'", op);
+                "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, take, skip, "
+                "filter, got '%s'", op);
   TRY(check_keys(c, path, o, syn->keys));
   TRY(syn->parse(c, o, path, s));
   df_stage *t = &s->st[s->nst - 1];      /* a key the stage does not allow was refused above */

@@ -992,6 +992,109 @@ START_TEST(Json_epochs_and_overheads_parse_and_forever_needs_steps) {
 }
 END_TEST
 
+/* A stage of the take/skip/filter/shard list below: op, two numbers. */
+typedef struct ix_stage { char op; int64_t a, b; } ix_stage;
+
+static void add_ix(tpu_df_spec *s, ix_stage x) {
+  int32_t labels[2] = { (int32_t)x.a, (int32_t)x.b };
+  tpu_status st = x.op == 't' ? tpu_df_spec_take(s, x.a) : x.op == 's' ? tpu_df_spec_skip(s, x.a)
+                : x.op == 'h' ? tpu_df_spec_shard(s, (int)x.a, (int)x.b)
+                : tpu_df_spec_filter_labels(s, labels, x.b >= 0 ? 2 : 1, x.op == 'f');
+  ck_assert_msg(st == TPU_OK, "%s", tpu_df_spec_errmsg(s));
+}
+
+/* s (destroyed here) read with 'threads' workers gives exactly these ids. */
+static void expect_stream(tpu_df_spec *s, const int64_t *want, int64_t nwant, int threads) {
+  int64_t got[64];
+  const int64_t n = read_ids(s, got, 64, threads);
+  tpu_df_spec_destroy(s);
+  TU_EQ_U64(nwant, n);
+  for (int64_t i = 0; i < n; i++) ck_assert_msg(got[i] == want[i], "element %lld: %lld", (long long)i, (long long)got[i]);
+}
+
+START_TEST(Take_skip_filter_and_shard_compose_in_any_order_before_batch) {
+  /* 20 elements, id i has label i % 4; 't' take(a), 's' skip(a), 'h'
+  ** shard(a, b), 'f' filter label_in [a] (or [a, b]), 'n' label_not_in;
+  ** each expected stream derived by hand */
+  static const struct { ix_stage st[4]; int n; int64_t want[10]; int nwant; } cases[] = {
+    { { { 's', 3, 0 }, { 't', 5, 0 } }, 2, { 3, 4, 5, 6, 7 }, 5 },
+    { { { 't', 5, 0 }, { 's', 3, 0 } }, 2, { 3, 4 }, 2 },
+    { { { 'f', 1, -1 }, { 't', 3, 0 } }, 2, { 1, 5, 9 }, 3 },
+    { { { 't', 3, 0 }, { 'f', 1, -1 } }, 2, { 1 }, 1 },
+    { { { 'h', 2, 0 }, { 'n', 2, -1 } }, 2, { 0, 4, 8, 12, 16 }, 5 },
+    { { { 'f', 0, 1 }, { 't', 4, 0 }, { 's', 1, 0 }, { 't', -1, 0 } }, 4, { 1, 4, 5 }, 3 },
+    { { { 's', 2, 0 }, { 'h', 3, 1 }, { 'n', 1, 3 } }, 3, { 6, 12, 18 }, 3 },
+    { { { 's', -1, 0 }, { 't', 1, 0 } }, 2, { 0 }, 0 },          /* nothing left: an error */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    tpu_df_spec *s = ids_spec(20);
+    for (int k = 0; k < cases[c].n; k++) add_ix(s, cases[c].st[k]);
+    tpu_df_spec_batch(s, 2, false);
+    if (cases[c].nwant == 0) {
+      tpu_df *df;
+      ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+      ck_assert_msg(strstr(errbuf, "leaves no elements") != NULL, "%s", errbuf);
+      tpu_df_spec_destroy(s);
+      continue;
+    }
+    expect_stream(s, cases[c].want, cases[c].nwant, (int)(c % 3));
+  }
+}
+END_TEST
+
+START_TEST(Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch) {
+  int64_t a[64];
+  for (int after = 0; after < 2; after++) {
+    tpu_df_spec *s = ids_spec(20);
+    if (!after) tpu_df_spec_take(s, 5);
+    tpu_df_spec_shuffle(s, 20, 3);
+    if (after) tpu_df_spec_take(s, 5);
+    tpu_df_spec_batch(s, 5, false);
+    tpu_df_spec_repeat(s, 3);
+    TU_EQ_U64(3 * 5 + 2, read_ids(s, a, 64, 2));
+    bool first_five = true, same_sets = true;
+    for (int e = 0; e < 3; e++) {
+      int64_t sum = 0;
+      for (int i = 0; i < 5; i++) { sum += a[e * 6 + i]; first_five &= a[e * 6 + i] < 5; }
+      if (e && sum != a[0] + a[1] + a[2] + a[3] + a[4]) same_sets = false;
+    }
+    ck_assert_msg(after ? !(first_five && same_sets) : first_five, "after=%d", after);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+START_TEST(The_model_counts_what_take_skip_and_filter_keep) {
+  static const struct { const char *stage; int64_t steps; } cases[] = {
+    { "{\"op\": \"take\", \"count\": 5}", 5 }, { "{\"op\": \"skip\", \"count\": 5}", 7 },
+    { "{\"op\": \"filter\", \"label_in\": [0], \"keep_fraction\": 0.25}", 3 },
+    { "{\"op\": \"filter\", \"label_not_in\": [0, 1]}", 12 },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char text[512];
+    snprintf(text, sizeof text, "{ \"source\": {\"kind\": \"synthetic\", \"n\": 12, \"shape\": [1], \"classes\": 4},"
+             " \"stages\": [ %s, {\"op\": \"batch\", \"batch_size\": 1} ] }", cases[c].stage);
+    tpu_df_spec *s;
+    ck_assert_msg(tpu_df_spec_parse(text, "m.json", &s, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df_model_result r;
+    ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 100, NULL, &r, errbuf, sizeof errbuf) == TPU_OK);
+    TU_EQ_U64(cases[c].steps, r.steps);
+    tpu_df_spec_destroy(s);
+  }
+  tpu_df_spec *s;
+  ck_assert(tpu_df_spec_parse("{ \"source\": {\"kind\": \"synthetic\", \"n\": 12, \"shape\": [1], \"classes\": 4},\n"
+                              " \"stages\": [ {\"op\": \"filter\", \"label_in\": [0], \"label_not_in\": [1]},"
+                              " {\"op\": \"batch\", \"batch_size\": 1} ] }", "g.json", &s, errbuf, sizeof errbuf)
+            == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "g.json:2:") && strstr(errbuf, "'stages[0]'") && strstr(errbuf, "exactly one predicate"),
+                "%s", errbuf);
+  ck_assert(tpu_df_spec_parse("{ \"source\": {\"kind\": \"synthetic\", \"n\": 12, \"shape\": [1], \"classes\": 4},\n"
+                              " \"stages\": [ {\"op\": \"batch\", \"batch_size\": 1}, {\"op\": \"take\", \"count\": 2} ] }",
+                              "h.json", &s, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "take after batch is not supported") != NULL, "%s", errbuf);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("datafeed");
   TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
@@ -1017,7 +1120,10 @@ int main(void) {
                A_map_with_one_parallel_call_runs_ahead_of_its_consumer, Stages_before_repeat_restart_with_each_pass,
                Overheads_add_per_iterator_and_per_asynchronous_hand_off,
                The_verdict_changes_at_five_and_twenty_percent_waiting,
-               Json_epochs_and_overheads_parse_and_forever_needs_steps);
+               Json_epochs_and_overheads_parse_and_forever_needs_steps,
+               Take_skip_filter_and_shard_compose_in_any_order_before_batch,
+               Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch,
+               The_model_counts_what_take_skip_and_filter_keep);
   tcase_add_checked_fixture(tc, setup, teardown);
   TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
   return tu_main(s);

@@ -48,12 +48,19 @@ expect_out_contains "map #"
 expect_status 0 "$TPUSIM" pipeline --config "$EX/map_parallel.json" --real
 expect_out_contains "real run     24 images"
 
+# take, skip and filter: the model counts what they keep, the real run reads it
+printf '{ "source": { "kind": "synthetic", "n": 40, "shape": [2,2], "classes": 4 },\n  "stages": [ { "op": "skip", "count": 4 }, { "op": "filter", "label_in": [1, 2], "keep_fraction": 0.5 },\n    { "op": "take", "count": 10 }, { "op": "batch", "batch_size": 5 } ], "consumer": { "epochs": 2 } }' > tsf.json
+expect_status 0 "$TPUSIM" pipeline --pipeline tsf.json --json --real
+echo "$OUT" > tsf.out
+/usr/bin/python3 -c 'import json; d=json.load(open("tsf.out")); assert d["steps"] == 4 and d["real"]["images"] == 20, d["steps"]' || die "take/skip/filter counts"
+
 # bad input: exit 2 and a message with file, field, line:col
 bad_inputs "$TPUSIM" pipeline --config <<'CASES'
 neg.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }|neg.json:2:46: field 'stages[0].batch_size': expected an integer in 1..1048576, got -4
 unk.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "prefetch", "bufer_size": 2 } ] }|unk.json:2:|field 'stages[0].bufer_size': unknown key; allowed here: op, buffer_size
 trunc.json|{ "source": { "kind": "synthetic", "n": 10,\n|trunc.json:2:|malformed JSON
 wk.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "workers", "kind": "fork", "count": 2 } ] }|wk.json:2:42: field 'stages[0].kind': expected thread, process or shared_memory, got 'fork'
+flt.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "filter", "label_in": ["a"] } ] }|flt.json:2:|field 'stages[0].label_in': expected labels
 csv.json|{ "source": { "kind": "csv", "path": "x.csv" }, "stages": [ { "op": "batch", "batch_size": 2 } ] }|source.elements
 CASES
 expect_status 2 "$TPUSIM" pipeline --config no-such.json
