@@ -132,6 +132,9 @@ tpu_status tpu_df_spec_batch(tpu_df_spec *s, int batch_size, bool drop_remainder
 tpu_status tpu_df_spec_cache(tpu_df_spec *s);
 tpu_status tpu_df_spec_prefetch(tpu_df_spec *s, int buffer_size);
 tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_parallel_calls);
+/* block_length of the interleave just added (default 1): that many
+** consecutive elements of a file before the next file's turn. */
+tpu_status tpu_df_spec_interleave_block(tpu_df_spec *s, int block_length);
 tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count);   /* TPU_DF_FOREVER or >= 1 */
 /* take(count) and skip(count): the first count elements of the stream so
 ** far, or all but them (-1: all). filter: keeps the elements whose label is

@@ -17,10 +17,11 @@
 ** The model (df_model.c) reads the same stage list and the cost fields.
 **
 ** Limits (checked when a description is validated): shuffle, shard, take,
-** skip, filter and interleave must come before batch (take, skip, filter and
-** shard may appear several times, in any order among the index stages); repeat must come after shuffle, shard,
-** cache and batch (a batch never spans two epochs); at most one batch, cache
-** and shuffle stage.
+** skip, filter and interleave must come before batch (take, skip, filter,
+** shard and shuffle may appear several times, in any order among the index
+** stages); repeat must come after shuffle, shard, cache and batch (a batch
+** never spans two epochs); at most one batch, cache, repeat and workers
+** stage.
 */
 #ifndef TPU_DF_INT_H
 #define TPU_DF_INT_H
@@ -39,6 +40,7 @@ typedef struct df_stage {
   df_op op;
   int64_t n;                 /* buffer_size, batch_size, num_shards, cycle_length, count, workers */
   int64_t index;             /* shard index */
+  int64_t block;             /* interleave block_length (>= 1) */
   int par;                   /* num_parallel_calls (map, interleave); AUTOTUNE = -1 */
   bool async;                /* map: num_parallel_calls was given (1 too): a map of its
                                 own thread, ahead of its consumer, as tf.data's

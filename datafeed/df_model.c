@@ -67,6 +67,7 @@ struct tpu_df_model {
   int64_t elem_bytes, files;
   int64_t per_file;
   int cycle, par_il;
+  int64_t block;             /* interleave block_length */
   double deser_s_per_byte, shm_get_s;
   bool has_workers_process, has_workers_shm;
   double gil_free;
@@ -156,9 +157,10 @@ static double src_cost(const tpu_df_model *m, int64_t i, double *open_s) {
   int64_t pos = i % m->epoch_len;
   bool first;
   if (m->cycle > 1 && m->files > 1) {
-    /* groups of 'cycle' files read in turn: the first 'cycle' elements of a
-    ** group are the first element of each file */
-    first = pos % (m->per_file * m->cycle) < m->cycle;
+    /* groups of 'cycle' files read in turn, 'block' elements at a time: a
+    ** file's first element is at block * (its place in the cycle) */
+    int64_t pg = pos % (m->per_file * m->cycle);
+    first = pg < m->cycle * m->block && pg % m->block == 0;
   } else {
     first = pos % m->per_file == 0;
   }
@@ -173,7 +175,7 @@ static double run_async(tpu_df_model *m, int s, int64_t i, double req, bool is_s
   int w = 0;
   if (is_src) {
     int64_t pos = i % m->epoch_len;
-    int64_t file_in_cycle = m->cycle > 1 ? pos % m->cycle : 0;
+    int64_t file_in_cycle = m->cycle > 1 ? (pos % (m->per_file * m->cycle)) / m->block % m->cycle : 0;
     w = (int)(file_in_cycle % n->k);
   } else {
     for (int j = 1; j < n->k; j++) if (n->free_t[j] < n->free_t[w]) w = j;
@@ -334,7 +336,7 @@ static tpu_status count_batches(tpu_df_model *m, int64_t fresh, int *iworkers, c
     m->epoch_len = index_stage_len(t, m->epoch_len);
     if (t->op == DF_BATCH) { m->B = t->n; drop = t->drop_remainder; }
     if (t->op == DF_REPEAT) { epochs = t->n; m->below_repeat = 1 + nodes_before(spec, i);   /* the source is node 0 */ }
-    if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->par_il = resolved(t->par); }
+    if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->block = t->block; m->par_il = resolved(t->par); }
     if (t->op == DF_WORKERS) *iworkers = i;
   }
   if (m->epoch_len < 1) { snprintf(err, errcap, "shard, take, skip or filter leaves no elements"); return TPU_ERR_CONFIG; }

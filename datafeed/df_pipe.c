@@ -45,6 +45,7 @@ struct tpu_df {
   bool idx_frozen[DF_MAX_STAGES];              /* before cache: same in every epoch */
   int nidx;
   int cycle;                 /* interleave cycle_length (0 = none) */
+  int64_t block;             /* interleave block_length */
   int64_t epoch_len, bpe, total;  /* elements per epoch, batches per epoch, batches in all */
   int B;
   float *cache;              /* n x d memo of the maps before cache (NULL if none) */
@@ -86,10 +87,10 @@ static int64_t build_order(tpu_df *df, int64_t epoch, int64_t *ids) {
       int64_t pos[4096];
       for (int f = g; f < ge; f++) pos[f - g] = df->file_start[f];
       bool any = true;
-      while (any) {
+      while (any) {       /* block_length elements of each file in turn */
         any = false;
         for (int f = g; f < ge; f++)
-          if (pos[f - g] < df->file_start[f + 1]) { ids[n++] = pos[f - g]++; any = true; }
+          for (int64_t k = 0; k < df->block && pos[f - g] < df->file_start[f + 1]; k++) { ids[n++] = pos[f - g]++; any = true; }
       }
     }
   } else {
@@ -393,7 +394,7 @@ static tpu_status compile_stages(tpu_df *df, const tpu_df_options *o, int *threa
       break;
     case DF_BATCH: df->B = (int)t->n; break;
     case DF_PREFETCH: *prefetch += t->n == TPU_DF_AUTOTUNE ? 2 : (int)t->n; break;
-    case DF_INTERLEAVE: df->cycle = (int)t->n; break;
+    case DF_INTERLEAVE: df->cycle = (int)t->n; df->block = t->block; break;
     case DF_REPEAT: *epochs = t->n; break;
     default: break;
     }

@@ -167,7 +167,14 @@ tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_para
   if (cycle_length < 1 || cycle_length > 4096) return fail(s, "interleave: cycle_length: expected 1..4096, got %d", cycle_length);
   if (!par_ok(num_parallel_calls)) return fail(s, "interleave: num_parallel_calls: expected 1..256 or autotune, got %d", num_parallel_calls);
   PUSH(DF_INTERLEAVE);
-  t->n = cycle_length; t->par = num_parallel_calls; s->nst++;
+  t->n = cycle_length; t->par = num_parallel_calls; t->block = 1; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_interleave_block(tpu_df_spec *s, int block_length) {
+  if (s->nst == 0 || s->st[s->nst - 1].op != DF_INTERLEAVE) return fail(s, "block_length: the last stage is not an interleave");
+  if (block_length < 1 || block_length > 1000000)
+    return fail(s, "interleave: block_length: expected 1..1000000, got %d", block_length);
+  s->st[s->nst - 1].block = block_length;
   return TPU_OK;
 }
 tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count) {
@@ -257,10 +264,10 @@ int tpu_df_spec_batch_size(const tpu_df_spec *s) {
 }
 
 tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
-  int ibatch = -1, icache = -1, ishuffle = -1, irepeat = -1, iworkers = -1;
+  int ibatch = -1, icache = -1, irepeat = -1, iworkers = -1;   /* several shuffles are fine */
   for (int i = 0; i < s->nst; i++) {
     const df_stage *t = &s->st[i];
-    int *slot = t->op == DF_BATCH ? &ibatch : t->op == DF_CACHE ? &icache : t->op == DF_SHUFFLE ? &ishuffle
+    int *slot = t->op == DF_BATCH ? &ibatch : t->op == DF_CACHE ? &icache
               : t->op == DF_REPEAT ? &irepeat : t->op == DF_WORKERS ? &iworkers : NULL;
     if (slot) {
       if (*slot >= 0) { snprintf(err, errcap, "stages[%d]: a second %s stage; at most one is supported", i, df_op_name(t->op)); return TPU_ERR_CONFIG; }
@@ -474,10 +481,12 @@ static tpu_status parse_prefetch(const jctx *c, json_t *o, const char *path, tpu
 }
 
 static tpu_status parse_interleave(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
-  int64_t cycle = 0, par = 1;
+  int64_t cycle = 0, par = 1, block = 1;
   TRY(get_int(c, o, path, "cycle_length", 1, 4096, false, true, &cycle));
   TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
-  return added(c, path, s, tpu_df_spec_interleave(s, (int)cycle, (int)par));
+  TRY(get_int(c, o, path, "block_length", 1, 1000000, false, false, &block));
+  TRY(added(c, path, s, tpu_df_spec_interleave(s, (int)cycle, (int)par)));
+  return added(c, path, s, tpu_df_spec_interleave_block(s, (int)block));
 }
 
 static tpu_status parse_shard(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
@@ -567,7 +576,7 @@ static const char *const BATCH_KEYS[] = { "op", "batch_size", "drop_remainder", 
                                           NULL };
 static const char *const CACHE_KEYS[] = { "op", "cost_per_element_s", NULL };
 static const char *const PREFETCH_KEYS[] = { "op", "buffer_size", NULL };
-static const char *const INTERLEAVE_KEYS[] = { "op", "cycle_length", "num_parallel_calls", NULL };
+static const char *const INTERLEAVE_KEYS[] = { "op", "cycle_length", "num_parallel_calls", "block_length", NULL };
 static const char *const SHARD_KEYS[] = { "op", "num_shards", "index", NULL };
 static const char *const REPEAT_KEYS[] = { "op", "count", NULL };
 static const char *const COUNT_KEYS[] = { "op", "count", NULL };

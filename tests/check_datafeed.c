@@ -435,15 +435,19 @@ START_TEST(Interleave_takes_elements_in_turn_from_cycle_length_files) {
     for (int i = 0; i < sizes[f]; i++, id++) fprintf(fp, "%d,%d\n", f, id);
     fclose(fp);
   }
-  tpu_df_spec *s = spec_of(csv_source(dir));
-  tpu_df_spec_interleave(s, 2, 2);
-  tpu_df_spec_batch(s, 3, false);
-  int64_t got[20];
-  int64_t n = read_ids(s, got, 20, 2);
-  static const int64_t want[10] = { 0, 4, 1, 5, 2, 6, 3, 7, 8, 9 };
-  TU_EQ_U64(10, n);
-  for (int i = 0; i < 10; i++) TU_EQ_U64(want[i], got[i]);
-  tpu_df_spec_destroy(s);
+  /* block_length b: b elements of a file before the other's turn */
+  static const int64_t want[3][10] = { { 0, 4, 1, 5, 2, 6, 3, 7, 8, 9 }, { 0, 1, 4, 5, 2, 3, 6, 7, 8, 9 },
+                                       { 0, 1, 2, 4, 5, 6, 3, 7, 8, 9 } };
+  for (int b = 1; b <= 3; b++) {
+    tpu_df_spec *s = spec_of(csv_source(dir));
+    tpu_df_spec_interleave(s, 2, 2);
+    ck_assert(tpu_df_spec_interleave_block(s, b) == TPU_OK);
+    tpu_df_spec_batch(s, 3, false);
+    int64_t got[20];
+    TU_EQ_U64(10, read_ids(s, got, 20, 2));
+    for (int i = 0; i < 10; i++) TU_EQ_U64(want[b - 1][i], got[i]);
+    tpu_df_spec_destroy(s);
+  }
 }
 END_TEST
 
@@ -957,6 +961,42 @@ START_TEST(Overheads_add_per_iterator_and_per_asynchronous_hand_off) {
 }
 END_TEST
 
+START_TEST(Interleave_block_length_opens_each_file_at_its_first_block) {
+  /* 12 elements in 4 files of 3, cycle 2, block 2, one thread, no prefetch:
+  ** a group of two files reads f0[0,1] f1[0,1] f0[2] f1[2], so files open at
+  ** positions 0 and 2 of each group of 6; each step waits its read (+ open) */
+  tpu_df_spec *s = model_spec(12, 4, 0.03, 0.015, 0);
+  s->nst = 0;
+  tpu_df_spec_interleave(s, 2, 1);
+  tpu_df_spec_interleave_block(s, 2);
+  tpu_df_spec_batch(s, 1, false);
+  double ready[12], t = 0;
+  model_n(s, NULL, 12, ready);
+  for (int i = 0; i < 12; i++) {
+    t += (i % 6 == 0 || i % 6 == 2 ? 0.03 : 0) + 0.015;
+    NEAR(t, ready[i]);
+    t += 0.01;
+  }
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Two_shuffles_compose_as_two_buffered_shuffles) {
+  int64_t want[30], tmp[30];
+  for (int i = 0; i < 30; i++) want[i] = i;
+  df_buffered_shuffle(want, 30, 4, tpu_mix64(11 ^ tpu_mix64(1)), tmp);   /* epoch 0's keys, as build_order */
+  df_buffered_shuffle(want, 30, 30, tpu_mix64(12 ^ tpu_mix64(1)), tmp);
+  tpu_df_spec *s = ids_spec(30);
+  tpu_df_spec_shuffle(s, 4, 11);
+  tpu_df_spec_shuffle(s, 30, 12);
+  tpu_df_spec_batch(s, 7, false);
+  int64_t got[40];
+  TU_EQ_U64(30, read_ids(s, got, 40, 1));
+  for (int i = 0; i < 30; i++) TU_EQ_U64(want[i], got[i]);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 START_TEST(The_verdict_changes_at_five_and_twenty_percent_waiting) {
   static const struct { double share; const char *starts; } cases[] = {
     { 0.0, "not input-bound" }, { 0.0499999, "not input-bound" }, { 0.05, "moderately input-bound" },
@@ -1120,6 +1160,7 @@ int main(void) {
                A_map_with_one_parallel_call_runs_ahead_of_its_consumer, Stages_before_repeat_restart_with_each_pass,
                Overheads_add_per_iterator_and_per_asynchronous_hand_off,
                The_verdict_changes_at_five_and_twenty_percent_waiting,
+               Interleave_block_length_opens_each_file_at_its_first_block, Two_shuffles_compose_as_two_buffered_shuffles,
                Json_epochs_and_overheads_parse_and_forever_needs_steps,
                Take_skip_filter_and_shard_compose_in_any_order_before_batch,
                Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch,
