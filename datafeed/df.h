@@ -72,7 +72,8 @@ typedef struct tpu_df_model tpu_df_model;   /* a host-time model run (opaque) */
 typedef enum tpu_df_source_kind {
   TPU_DF_SRC_FASHION_MNIST = 0, /* IDX files in dir (default /usr/share/datasets/fashion-mnist) */
   TPU_DF_SRC_MNIST,             /* IDX files in dir (no default directory: set dir) */
-  TPU_DF_SRC_IDX,               /* explicit images + labels IDX paths (.gz or plain) */
+  TPU_DF_SRC_IDX,               /* explicit images + labels IDX paths (.gz or plain); images
+                                   of rank 2..4: N x D, N x H x W, N x H x W x C */
   TPU_DF_SRC_CSV,               /* path: a .csv file or a directory of *.csv (one file each) */
   TPU_DF_SRC_NPY,               /* images .npy (u1 or f4, N x ...) + labels .npy (integer, N) */
   TPU_DF_SRC_SYNTHETIC          /* seeded random images and labels */

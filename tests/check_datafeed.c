@@ -180,6 +180,60 @@ static const struct spoiled_idx {
   { "i", "l", 10, 4, false, 0, 0x12345678, "bad magic" },
 };
 
+/* An IDX image file of rank 'rank' (dims after N in dims[]), value of
+** byte k of element i = i*31 + k, plain or gzip; labels i % 3. */
+static void write_idx_rank(int rank, int n, const uint32_t *dims, bool gz) {
+  size_t d = 1, hl = 4 + 4 * (size_t)rank;
+  for (int k = 0; k < rank - 1; k++) d *= dims[k];
+  unsigned char *im = malloc(hl + n * d), lb[8 + 64];
+  put_be32(im, 0x800u | (uint32_t)rank); put_be32(im + 4, (uint32_t)n);
+  for (int k = 0; k < rank - 1; k++) put_be32(im + 8 + 4 * k, dims[k]);
+  for (size_t i = 0; i < (size_t)n * d; i++) im[hl + i] = (unsigned char)((i / d) * 31 + i % d);
+  put_be32(lb, 0x801); put_be32(lb + 4, (uint32_t)n);
+  for (int i = 0; i < n; i++) lb[8 + i] = (unsigned char)(i % 3);
+  gzFile f = gzopen(tpath("r.idx"), gz ? "wb" : "wbT");
+  gzwrite(f, im, (unsigned)(hl + n * d));
+  gzclose(f);
+  FILE *g = fopen(tpath("r.lab"), "wb");
+  fwrite(lb, 1, 8 + (size_t)n, g);
+  fclose(g);
+  free(im);
+}
+
+START_TEST(Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images) {
+  static const struct { int rank; uint32_t dims[3]; int h, w, c; } cases[] = {
+    { 2, { 6 }, 1, 6, 1 }, { 3, { 2, 3 }, 2, 3, 1 }, { 4, { 2, 3, 3 }, 2, 3, 3 },
+  };
+  for (size_t k = 0; k < 6; k++) {
+    const int n = 7;
+    write_idx_rank(cases[k / 2].rank, n, cases[k / 2].dims, k % 2);
+    tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_IDX, tpath("r.idx"), tpath("r.lab")));
+    tpu_df_spec_batch(s, n, false);
+    tpu_df *df = open_ok(s, NULL);
+    tpu_df_info info;
+    tpu_df_get_info(df, &info);
+    ck_assert_msg(info.height == cases[k / 2].h && info.width == cases[k / 2].w && info.channels == cases[k / 2].c,
+                  "rank %d: %dx%dx%d", cases[k / 2].rank, info.height, info.width, info.channels);
+    tpu_df_batch b;
+    ck_assert(tpu_df_next(df, &b) == TPU_OK && b.size == n);
+    for (int i = 0; i < n; i++) {
+      TU_EQ_U64(i % 3, b.y[i]);
+      for (int j = 0; j < b.features; j++) ck_assert(b.x[i * b.features + j] == (float)(unsigned char)(i * 31 + j));
+    }
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+  uint32_t dims[4] = { 1, 1, 1, 1 };
+  write_idx_rank(5, 2, dims, false);
+  tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_IDX, tpath("r.idx"), tpath("r.lab")));
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df *df;
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "r.idx: bad magic number") && strstr(errbuf, "rank 02, 03 or 04"), "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 START_TEST(Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file) {
   const struct spoiled_idx *c = &SPOILED[_i];
   write_idx(tpath(c->images), tpath(c->labels), c->n, c->side, c->side, c->gz, c->cut, c->magic);
@@ -1140,7 +1194,8 @@ int main(void) {
   TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
           Corrupt_gzip_data_is_reported_naming_the_file, Labels_out_of_range_and_missing_files_are_errors,
           Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers, Npy_images_and_labels_load_and_bad_magic_is_named,
-          Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again);
+          Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again,
+          Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images);
   tcase_add_loop_test(tc, Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file, 0,
                       (int)(sizeof SPOILED / sizeof SPOILED[0]));
   tcase_add_checked_fixture(tc, setup, teardown);
