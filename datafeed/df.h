@@ -76,7 +76,9 @@ typedef enum tpu_df_source_kind {
                                    of rank 2..4: N x D, N x H x W, N x H x W x C */
   TPU_DF_SRC_CSV,               /* path: a .csv file or a directory of *.csv (one file each) */
   TPU_DF_SRC_NPY,               /* images .npy (u1 or f4, N x ...) + labels .npy (integer, N) */
-  TPU_DF_SRC_SYNTHETIC          /* seeded random images and labels */
+  TPU_DF_SRC_SYNTHETIC,         /* seeded random images and labels */
+  TPU_DF_SRC_CIFAR10            /* CIFAR-10 binary files in dir: data_batch_1..5.bin (train)
+                                   or test_batch.bin; 32x32x3 images, labels 0..9 */
 } tpu_df_source_kind;
 
 typedef struct tpu_df_source {

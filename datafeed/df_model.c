@@ -291,7 +291,8 @@ static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
     return TPU_ERR_CONFIG;
   }
   int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
-               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784 : 0;
+               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784
+               : spec->src.kind == TPU_DF_SRC_CIFAR10 ? 3073 : 0;
   m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
   m->files = c->files > 0 ? c->files : 1;
   if (m->files > n) m->files = n;

@@ -617,6 +617,51 @@ static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, si
   return TPU_OK;
 }
 
+/* {==================================================================
+** CIFAR-10 binary: records of 1 label byte and 3072 pixel bytes (the red,
+** green and blue 32x32 planes), turned channels-last. One file per batch
+** file; a size that is not whole records, or a label above 9, is named by
+** file and record.
+** ================================================================== */
+#define CIFAR_REC 3073
+static tpu_status open_cifar(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  const int nf = src->test_split ? 1 : 5;
+  unsigned char *buf[5] = { 0 };
+  size_t len[5] = { 0 };
+  char path[5][4096];
+  tpu_status st = TPU_OK;
+  d->n = 0;
+  for (int f = 0; f < nf && st == TPU_OK; f++) {
+    if (src->test_split) snprintf(path[f], sizeof path[f], "%s/test_batch.bin", src->dir);
+    else snprintf(path[f], sizeof path[f], "%s/data_batch_%d.bin", src->dir, f + 1);
+    if (!(buf[f] = slurp(path[f], &len[f], &st, err, cap))) break;
+    if (len[f] == 0 || len[f] % CIFAR_REC)
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %zu: truncated (%zu of %d bytes); a CIFAR-10 file holds records "
+                "of 1 label byte and 3072 pixel bytes", path[f], len[f] / CIFAR_REC, len[f] % CIFAR_REC, CIFAR_REC);
+    d->n += (int64_t)(len[f] / CIFAR_REC);
+  }
+  d->h = 32; d->w = 32; d->c = 3; d->d = 3072; d->classes = 10;
+  if (st == TPU_OK) {
+    d->labels = tpu_malloc((size_t)d->n * sizeof *d->labels);
+    d->u8 = alloc_u8(d, (size_t)d->n * 3072);
+    if (!d->labels || !d->u8 || set_files(d, nf) != TPU_OK) st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", src->dir);
+  }
+  for (int f = 0, i = 0; f < nf && st == TPU_OK; f++) {
+    d->file_start[f] = i;
+    for (size_t r = 0; r < len[f] / CIFAR_REC && st == TPU_OK; r++, i++) {
+      const unsigned char *rec = buf[f] + r * CIFAR_REC;
+      if (rec[0] > 9) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %zu: label %d out of range 0..9", path[f], r, rec[0]); break; }
+      d->labels[i] = rec[0];
+      uint8_t *o = d->u8 + (size_t)i * 3072;
+      for (int p = 0; p < 1024; p++)
+        for (int ch = 0; ch < 3; ch++) o[p * 3 + ch] = rec[1 + ch * 1024 + p];
+    }
+  }
+  for (int f = 0; f < nf; f++) tpu_free(buf[f]);
+  d->ready = d->n;
+  return st;
+}
+
 tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size_t cap) {
   *out = NULL;
   if (cap) err[0] = 0;
@@ -640,6 +685,7 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   case TPU_DF_SRC_CSV: st = open_csv(src, d, err, cap); break;
   case TPU_DF_SRC_NPY: st = open_npy(src, d, err, cap); break;
   case TPU_DF_SRC_SYNTHETIC: st = open_synth(src, d, err, cap); break;
+  case TPU_DF_SRC_CIFAR10: st = open_cifar(src, d, err, cap); break;
   default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
   }
   if (st != TPU_OK) { df_data_close(d); return st; }

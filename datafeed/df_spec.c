@@ -33,6 +33,7 @@ int64_t df_source_known_elements(const tpu_df_source *src) {
   switch (src->kind) {
   case TPU_DF_SRC_FASHION_MNIST: case TPU_DF_SRC_MNIST: return src->test_split ? 10000 : 60000;
   case TPU_DF_SRC_SYNTHETIC: return src->n;
+  case TPU_DF_SRC_CIFAR10: return src->test_split ? 10000 : 50000;
   default: return 0;
   }
 }
@@ -341,11 +342,11 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   tpu_df_source src = tpu_df_source_default();
   const char *kind = NULL, *split = NULL;
   TRY(get_str(c, o, "source", "kind", &kind));
-  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic");
-  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic" };
+  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10");
+  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic", "cifar10" };
   int k = -1;
-  for (int i = 0; i < 6; i++) if (!strcmp(kind, kinds[i])) k = i;
-  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, got '%s'", kind);
+  for (int i = 0; i < 7; i++) if (!strcmp(kind, kinds[i])) k = i;
+  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, got '%s'", kind);
   src.kind = (tpu_df_source_kind)k;
   TRY(get_str(c, o, "source", "split", &split));
   if (split && strcmp(split, "train") && strcmp(split, "test"))
@@ -356,6 +357,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   TRY(get_str(c, o, "source", "labels", &src.labels));
   TRY(get_str(c, o, "source", "path", &src.path));
   if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the MNIST IDX files");
+  if (src.kind == TPU_DF_SRC_CIFAR10 && !src.dir)
+    return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the CIFAR-10 binary files");
   if ((src.kind == TPU_DF_SRC_IDX || src.kind == TPU_DF_SRC_NPY) && (!src.images || !src.labels))
     return tpu_json_missing(OBJ(c, o, "source"), src.images ? "labels" : "images", "a file path");
   if (src.kind == TPU_DF_SRC_CSV && !src.path) return tpu_json_missing(OBJ(c, o, "source"), "path", "a .csv file or a directory of them");

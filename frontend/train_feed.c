@@ -54,6 +54,7 @@ static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64
     src->seed = seed;
     return TPU_OK;
   }
+  if (!strncmp(data, "cifar10:", 8)) { src->kind = TPU_DF_SRC_CIFAR10; src->dir = data + 8; return TPU_OK; }
   src->kind = TPU_DF_SRC_MNIST;      /* a directory of the four IDX files */
   src->dir = data;
   (void)err; (void)errcap;

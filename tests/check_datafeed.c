@@ -234,6 +234,64 @@ START_TEST(Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images) {
 }
 END_TEST
 
+/* CIFAR-10 binary files in tmpdir/cifar: data_batch_f.bin holds 'per'
+** records (label (f*per + r) % 10, pixel byte k of plane ch = r*7 + ch*3 + k)
+** and test_batch.bin one. */
+static const char *write_cifar(int per) {
+  static char dir[400];
+  snprintf(dir, sizeof dir, "%s/cifar", tmpdir);
+  mkdir(dir, 0700);
+  unsigned char rec[3073];
+  for (int f = 0; f <= 5; f++) {
+    char p[450];
+    if (f == 5) snprintf(p, sizeof p, "%s/test_batch.bin", dir); else snprintf(p, sizeof p, "%s/data_batch_%d.bin", dir, f + 1);
+    FILE *fp = fopen(p, "wb");
+    for (int r = 0; r < (f == 5 ? 1 : per); r++) {
+      rec[0] = (unsigned char)((f * per + r) % 10);
+      for (int k = 0; k < 3072; k++) rec[1 + k] = (unsigned char)(r * 7 + (k / 1024) * 3 + k % 1024);
+      fwrite(rec, 1, sizeof rec, fp);
+    }
+    fclose(fp);
+  }
+  return dir;
+}
+
+START_TEST(Cifar10_binary_files_read_channels_last_and_bad_records_are_named) {
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CIFAR10;
+  src.dir = write_cifar(3);
+  tpu_df_spec *s = spec_of(src);
+  tpu_df_spec_batch(s, 15, false);
+  tpu_df *df = open_ok(s, NULL);
+  tpu_df_batch b;
+  ck_assert(tpu_df_next(df, &b) == TPU_OK && b.size == 15 && b.features == 3072);
+  for (int i = 0; i < 15; i++) {
+    TU_EQ_U64(i % 10, b.y[i]);
+    for (int p = 0; p < 1024; p += 97)        /* pixel p, channel ch: plane ch's byte p */
+      for (int ch = 0; ch < 3; ch++)
+        ck_assert(b.x[i * 3072 + p * 3 + ch] == (float)(unsigned char)((i % 3) * 7 + ch * 3 + p));
+  }
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+  char p[450];
+  snprintf(p, sizeof p, "%s/data_batch_2.bin", src.dir);
+  ck_assert_int_eq(truncate(p, 3073 + 100), 0);
+  s = spec_of(src);
+  tpu_df_spec_batch(s, 5, false);
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "data_batch_2.bin: record 1: truncated (100 of 3073 bytes)") != NULL, "%s", errbuf);
+  FILE *fp = fopen(p, "wb");
+  unsigned char rec[3073] = { 3 };
+  fwrite(rec, 1, sizeof rec, fp);
+  rec[0] = 12;
+  fwrite(rec, 1, sizeof rec, fp);
+  fclose(fp);
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "data_batch_2.bin: record 1: label 12 out of range 0..9") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 START_TEST(Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file) {
   const struct spoiled_idx *c = &SPOILED[_i];
   write_idx(tpath(c->images), tpath(c->labels), c->n, c->side, c->side, c->gz, c->cut, c->magic);
@@ -1195,7 +1253,8 @@ int main(void) {
           Corrupt_gzip_data_is_reported_naming_the_file, Labels_out_of_range_and_missing_files_are_errors,
           Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers, Npy_images_and_labels_load_and_bad_magic_is_named,
           Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again,
-          Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images);
+          Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images,
+          Cifar10_binary_files_read_channels_last_and_bad_records_are_named);
   tcase_add_loop_test(tc, Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file, 0,
                       (int)(sizeof SPOILED / sizeof SPOILED[0]));
   tcase_add_checked_fixture(tc, setup, teardown);

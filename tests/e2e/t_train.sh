@@ -136,6 +136,22 @@ printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "class
 expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_bad.json --batch 64
 expect_err_contains "p_bad.json:2:"
 
+# CIFAR-10 binary files (written here: 5 train files of 40 records, a test
+# file) train a colour model; a truncated file is named with its record
+mkdir cif
+/usr/bin/python3 - <<'PY'
+for f in range(6):
+    name = 'cif/test_batch.bin' if f == 5 else 'cif/data_batch_%d.bin' % (f + 1)
+    with open(name, 'wb') as o:
+        for r in range(40):
+            o.write(bytes([(f * 40 + r) % 10]) + bytes((r * 7 + k) % 256 for k in range(3072)))
+PY
+echo "$TINY" | sed 's/"input": \[28, 28, 1\]/"input": [32, 32, 3]/' > tiny_rgb.json
+expect_status 0 "$TPUSIM" train --model tiny_rgb.json --data cifar10:cif --batch 16 --epochs 1 --steps-per-epoch 2
+truncate -s 5000 cif/data_batch_3.bin
+expect_status 2 "$TPUSIM" train --model tiny_rgb.json --data cifar10:cif --batch 16 --epochs 1 --steps-per-epoch 2
+expect_err_contains "cif/data_batch_3.bin: record 1: truncated (1927 of 3073 bytes)"
+
 # one core: no all-reduce to wait for
 expect_status 0 "$TPUSIM" train --model tiny.json $S --cores 1 --level timing --json
 echo "$OUT" > one.json
