@@ -24,7 +24,10 @@ static const char HELP[] =
   "timeline of the first steps. Values given as\n"
   "\"autotune\" are chosen by the model within the host-core budget and reported.\n\n"
   "  --pipeline FILE     the pipeline description (required; --config is an alias)\n"
-  "  --steps N           consumer steps (default: consumer.steps of the file, else 20)\n"
+  "  --steps N           consumer steps (default: consumer.steps of the file, else 20;\n"
+  "                      with epochs, until the data ends)\n"
+  "  --epochs E          fresh iterations of the pipeline, as Keras' fit makes epochs\n"
+  "                      (default: consumer.epochs of the file, else 1)\n"
   "  --step-time S       consumer step time in seconds (default: consumer.step_time_s)\n"
   "  --host-cores N      core budget for autotune (default: host.cores, else 8)\n"
   "  --timeline-steps N  steps drawn in the timeline (default 4, 0 = none)\n"
@@ -72,18 +75,19 @@ static void draw(const tpu_df_model *m, const tpu_df_interval *extra, size_t nex
 
 typedef struct pl_opts {
   const char *config;
-  long steps, host_cores, tl_steps, width;   /* -1: the file's */
+  long steps, epochs, host_cores, tl_steps, width;   /* -1: the file's */
   double step_time;                          /* -1: the file's */
   bool real;
   cli_common com;
 } pl_opts;
 
 static int parse(int argc, char **argv, pl_opts *o) {
-  *o = (pl_opts){ .steps = -1, .host_cores = -1, .tl_steps = 4, .width = 72, .step_time = -1 };
+  *o = (pl_opts){ .steps = -1, .epochs = -1, .host_cores = -1, .tl_steps = 4, .width = 72, .step_time = -1 };
   const cli_opt opts[] = {
     CLI_STR("pipeline", &o->config, "--pipeline: missing value (a JSON file)"),
     CLI_STR("config", &o->config, "--config: missing value (a JSON file)"),
     { .name = "steps", .kind = CLI_KLONG, .dst = &o->steps, .lo = 1, .hi = 10000000, .missing = "--steps: missing value" },
+    CLI_LONG("epochs", &o->epochs, 1, 1000000),
     { .name = "host-cores", .kind = CLI_KLONG, .dst = &o->host_cores, .lo = 1, .hi = 1024,
       .missing = "--host-cores: missing value" },
     { .name = "timeline-steps", .kind = CLI_KLONG, .dst = &o->tl_steps, .lo = 0, .hi = 1000,
@@ -123,6 +127,12 @@ static int load(const pl_opts *o, pl_run *r) {
   tpu_status st = tpu_df_spec_load(o->config, &r->spec, err, sizeof err);
   if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
   tpu_df_spec_consumer(r->spec, &r->step_s, &r->nsteps, &r->cores);
+  if (o->epochs > 0) {
+    tpu_df_spec_set_epochs(r->spec, o->epochs);      /* in range: checked by the option */
+    if (tpu_df_spec_repeat_count(r->spec) == TPU_DF_FOREVER && o->steps < 0)
+      return cli_usage_error(CMD, "--epochs: %s repeats forever; give --steps too", o->config);
+    r->nsteps = 10000000;                            /* until the data ends */
+  }
   if (o->step_time >= 0) r->step_s = o->step_time;
   if (o->steps > 0) r->nsteps = o->steps;
   if (o->host_cores > 0) r->cores = (int)o->host_cores;

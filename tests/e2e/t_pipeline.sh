@@ -48,6 +48,13 @@ expect_out_contains "map #"
 expect_status 0 "$TPUSIM" pipeline --config "$EX/map_parallel.json" --real
 expect_out_contains "real run     24 images"
 
+# --epochs: fresh iterations; the guide's prefetch case for 3 epochs is
+# 3 x (0.03 + 3 x 0.015 + 0.01) = 0.255 s; a pipeline repeating forever needs --steps
+expect_status 0 "$TPUSIM" pipeline --pipeline "$TPU_ROOT/datafeed/examples/guide/prefetch.json" --epochs 3 --json
+echo "$OUT" > ep.json
+/usr/bin/python3 -c 'import json; d=json.load(open("ep.json")); assert d["steps"] == 9 and abs(d["total_s"] - 0.255) < 1e-9, d["total_s"]' || die "--epochs 3"
+expect_status 2 "$TPUSIM" pipeline --pipeline "$TPU_ROOT/docs/examples/train-prefetch.json" --epochs 2
+expect_err_contains "repeats forever; give --steps too"
 # take, skip and filter: the model counts what they keep, the real run reads it
 printf '{ "source": { "kind": "synthetic", "n": 40, "shape": [2,2], "classes": 4 },\n  "stages": [ { "op": "skip", "count": 4 }, { "op": "filter", "label_in": [1, 2], "keep_fraction": 0.5 },\n    { "op": "take", "count": 10 }, { "op": "batch", "batch_size": 5 } ], "consumer": { "epochs": 2 } }' > tsf.json
 expect_status 0 "$TPUSIM" pipeline --pipeline tsf.json --json --real
