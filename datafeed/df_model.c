@@ -10,13 +10,20 @@
 **     (in flight or done and not yet taken): item i is pulled at
 **     max(a worker free, item i-L taken, item i-1 pulled); its output is
 **     delivered in order (tf.data's deterministic order).
-** prefetch(n) is asynchronous with k = 1, L = n; map with num_parallel_calls
-** k > 1 has L = k; interleave with num_parallel_calls P > 1 reads each file
+** prefetch(n) is asynchronous with k = 1, L = n; map given num_parallel_calls
+** k (1 included) has L = k; interleave with num_parallel_calls P > 1 reads each file
 ** of the cycle on lane (file mod P) with L = 2 x cycle_length; workers(count,
 ** queue_size) has L = count + queue_size, and the stages above it run inside
 ** each worker (replicated, no lock), as a generator does in a Ray worker.
 ** Thread workers with "gil" share one interpreter lock: a worker's whole
 ** item (its generator included) runs only while it holds the lock.
+**
+** Iterations: the consumer's first request of each epoch (a fresh iteration,
+** consumer.epochs) makes the whole pipeline afresh after
+** iterator_overhead_s: no asynchronous node pulls an item of that epoch
+** before it (epoch_floor). Below repeat, the request of a pass's first batch
+** does the same for the nodes of repeat's input (pass_floor). Every item an
+** asynchronous node hands out costs element_overhead_s more.
 **
 ** Costs: the source charges open_latency_s at the first element of each file
 ** it reads in an epoch, then read_latency_s + element_bytes/bandwidth per
