@@ -15,15 +15,20 @@
 #include "cli/cli_int.h"
 
 static const char HELP[] =
-  "usage: tpusim pipeline --config FILE.json [--steps N] [--step-time S] [--host-cores N]\n"
-  "                       [--timeline-steps N] [--width COLS] [--real] [--json]\n\n"
+  "usage: tpusim pipeline --pipeline FILE.json [--steps N] [--epochs E] [--step-time S]\n"
+  "                         [--host-cores N] [--timeline-steps N] [--width COLS] [--real]\n"
+  "                         [--json]\n\n"
   "Simulates the input pipeline described in FILE.json (docs/DATAFEED.md) with its\n"
   "modeled costs against a consumer (the accelerator) whose step takes S seconds,\n"
   "and prints the total time, the consumer's mean and maximum wait per step, the\n"
-  "share of time input-bound and a timeline of the first steps. Values given as\n"
-  "\"autotune\" are chosen by the model within the host-core budget and reported.\n\n"
-  "  --config FILE       the pipeline description (required)\n"
-  "  --steps N           consumer steps (default: consumer.steps of the file, else 20)\n"
+  "share of time input-bound with the profiler's verdict (as train prints it) and a\n"
+  "timeline of the first steps. Values given as \"autotune\" are chosen by the\n"
+  "model within the host-core budget and reported.\n\n"
+  "  --pipeline FILE     the pipeline description (required; --config is an alias)\n"
+  "  --steps N           consumer steps (default: consumer.steps of the file, else 20;\n"
+  "                      with epochs, until the data ends)\n"
+  "  --epochs E          fresh iterations of the pipeline, as Keras' fit makes epochs\n"
+  "                      (default: consumer.epochs of the file, else 1)\n"
   "  --step-time S       consumer step time in seconds (default: consumer.step_time_s)\n"
   "  --host-cores N      core budget for autotune (default: host.cores, else 8)\n"
   "  --timeline-steps N  steps drawn in the timeline (default 4, 0 = none)\n"
@@ -32,7 +37,7 @@ static const char HELP[] =
 
 static const char LEGEND[] =
   "legend: O open  R read  M map  X shuffle  B batch  C cache read  P prefetch  S serialize/put\n"
-  "        W consumer waits  D deserialize/get  T train step  . idle\n";
+  "        I iterator made  W consumer waits  D deserialize/get  T train step  . idle\n";
 
 /* Draws rows x width characters: each column shows the interval covering
 ** most of it. */
@@ -71,17 +76,19 @@ static void draw(const tpu_df_model *m, const tpu_df_interval *extra, size_t nex
 
 typedef struct pl_opts {
   const char *config;
-  long steps, host_cores, tl_steps, width;   /* -1: the file's */
+  long steps, epochs, host_cores, tl_steps, width;   /* -1: the file's */
   double step_time;                          /* -1: the file's */
   bool real;
   cli_common com;
 } pl_opts;
 
 static int parse(int argc, char **argv, pl_opts *o) {
-  *o = (pl_opts){ .steps = -1, .host_cores = -1, .tl_steps = 4, .width = 72, .step_time = -1 };
+  *o = (pl_opts){ .steps = -1, .epochs = -1, .host_cores = -1, .tl_steps = 4, .width = 72, .step_time = -1 };
   const cli_opt opts[] = {
+    CLI_STR("pipeline", &o->config, "--pipeline: missing value (a JSON file)"),
     CLI_STR("config", &o->config, "--config: missing value (a JSON file)"),
     { .name = "steps", .kind = CLI_KLONG, .dst = &o->steps, .lo = 1, .hi = 10000000, .missing = "--steps: missing value" },
+    CLI_LONG("epochs", &o->epochs, 1, 1000000),
     { .name = "host-cores", .kind = CLI_KLONG, .dst = &o->host_cores, .lo = 1, .hi = 1024,
       .missing = "--host-cores: missing value" },
     { .name = "timeline-steps", .kind = CLI_KLONG, .dst = &o->tl_steps, .lo = 0, .hi = 1000,
@@ -94,7 +101,7 @@ static int parse(int argc, char **argv, pl_opts *o) {
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, NULL, NULL);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
-  if (!o->config) return cli_usage_error(CMD, "--config FILE.json is required (tpusim pipeline --help)");
+  if (!o->config) return cli_usage_error(CMD, "--pipeline FILE.json is required (tpusim pipeline --help)");
   return CLI_RUN;
 }
 
@@ -121,6 +128,12 @@ static int load(const pl_opts *o, pl_run *r) {
   tpu_status st = tpu_df_spec_load(o->config, &r->spec, err, sizeof err);
   if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
   tpu_df_spec_consumer(r->spec, &r->step_s, &r->nsteps, &r->cores);
+  if (o->epochs > 0) {
+    tpu_df_spec_set_epochs(r->spec, o->epochs);      /* in range: checked by the option */
+    if (tpu_df_spec_repeat_count(r->spec) == TPU_DF_FOREVER && o->steps < 0)
+      return cli_usage_error(CMD, "--epochs: %s repeats forever; give --steps too", o->config);
+    r->nsteps = 10000000;                            /* until the data ends */
+  }
   if (o->step_time >= 0) r->step_s = o->step_time;
   if (o->steps > 0) r->nsteps = o->steps;
   if (o->host_cores > 0) r->cores = (int)o->host_cores;
@@ -208,6 +221,7 @@ static int report_json(const pl_opts *o, pl_run *r) {
   json_object_set_new(j, "wait_mean_s", json_real(r->res.wait_mean_s));
   json_object_set_new(j, "wait_max_s", json_real(r->res.wait_max_s));
   json_object_set_new(j, "input_bound_share", json_real(r->res.input_bound_share));
+  json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(r->res.input_bound_share)));
   json_object_set_new(j, "host_cores", json_integer(r->cores));
   json_t *at = json_object();
   char *p = r->report, *line, key[128];
@@ -232,7 +246,8 @@ static int report_text(const pl_opts *o, pl_run *r) {
   }
   printf("total time   %.6g s\n", r->res.total_s);
   printf("wait/step    mean %.6g s, max %.6g s\n", r->res.wait_mean_s, r->res.wait_max_s);
-  printf("input-bound  %.1f %% of the time\n", 100.0 * r->res.input_bound_share);
+  printf("input-bound  %.1f %% of the time waiting for input: %s\n", 100.0 * r->res.input_bound_share,
+         tpu_df_verdict(r->res.input_bound_share));
   if (o->real)
     printf("real run     %lld images in %.3f s: %.0f images/s\n", (long long)r->real_images, r->real_s, r->real_ips);
   if (o->tl_steps > 0 && r->tl_end > 0) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/cli_int.h"
+#include "datafeed/df.h"
 #include "frontend/fe.h"
 #include "sim/sim.h"
 
@@ -30,8 +31,9 @@ static const char HELP[] =
   "global batch is split evenly), and reports test accuracy, simulated time per\n"
   "step, MXU utilization and the stall breakdown of the cores.\n\n"
   "  --model NAME|FILE      built-in model (mlp, cnn) or a JSON model file (docs/MODELS.md)\n"
-  "  --data D               fashion-mnist (default), mnist, synthetic, or a directory\n"
-  "                         holding the four IDX files\n"
+  "  --data D               fashion-mnist (default), mnist, synthetic, cifar10:DIR (the\n"
+  "                         CIFAR-10 binary files), or a directory holding the four\n"
+  "                         IDX files\n"
   "  --epochs E             epochs (default 1)\n"
   "  --pipeline FILE        the input pipeline, a datafeed JSON (docs/DATAFEED.md): its\n"
   "                         batches feed the cores and its host-time model says when each\n"
@@ -137,11 +139,6 @@ static void progress(bool tty, bool final, long step, long total, double sim_ste
   if (!final) fflush(stdout);
 }
 
-static const char *verdict(double input_frac) {
-  if (input_frac >= 0.20) return "highly input-bound: the cores wait for the host pipeline for much of each step";
-  if (input_frac >= 0.05) return "moderately input-bound: improving the input pipeline would pay a little";
-  return "not input-bound: the host pipeline keeps up with the cores";
-}
 /* }================================================================== */
 
 /* {==================================================================
@@ -409,7 +406,7 @@ static int report_json(const opts *o, train_run *t, const summary *m) {
   json_object_set_new(j, "mxu_utilization", json_real(m->util));
   json_object_set_new(j, "stall", stall);
   json_object_set_new(j, "input_wait_fraction", json_real(m->fr[TPU_SIM_INFEED_WAIT]));
-  json_object_set_new(j, "input_verdict", json_string(verdict(m->fr[TPU_SIM_INFEED_WAIT])));
+  json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT])));
   json_object_set_new(j, "wall_s", json_real(t->wall));
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", t->hist);
@@ -434,7 +431,7 @@ static int report_text(const opts *o, const train_run *t, const summary *m) {
     const int k = tpu_sim_stall_in_report_order(i);
     printf("%s %.1f%%%s", tpu_sim_stall_name(k), m->fr[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
   }
-  printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", m->fr[TPU_SIM_INFEED_WAIT] * 100, verdict(m->fr[TPU_SIM_INFEED_WAIT]));
+  printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", m->fr[TPU_SIM_INFEED_WAIT] * 100, tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT]));
   printf("  wall time         %.2f s\n", t->wall);
   return 0;
 }

@@ -7,8 +7,12 @@
 ** stages named and meaning as in tf.data -- shuffle(buffer_size, seed),
 ** map(fn, num_parallel_calls), batch(batch_size, drop_remainder), cache(),
 ** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
-** shard(num_shards, index), repeat(count) -- and workers(kind, count) for
-** Ray-style thread, process or shared-memory workers. It comes from JSON
+** shard(num_shards, index), take(count), skip(count), filter(label_in |
+** label_not_in), repeat(count) -- and workers(kind, count) for Ray-style
+** thread, process or shared-memory workers. Epochs are fresh iterations of
+** the whole pipeline, as in Keras' fit (tpu_df_spec_set_epochs); repeat is
+** one iterator over several passes, each remaking its input's iterator. A
+** map given num_parallel_calls (1 included) is asynchronous, as tf.data's. It comes from JSON
 ** (tpu_df_spec_load; errors name file, line:column and field) or is built in
 ** code (tpu_df_spec_create and the tpu_df_spec_* stage functions). Every
 ** stage may carry modeled costs (seconds, bytes), used only by the model.
@@ -41,8 +45,8 @@
 ** its own pool (no processes, no serialization) and ignores the costs. The
 ** model leaves out contention for host cores beyond the stated parallelism
 ** (the AUTOTUNE budget bounds it), memory bandwidth shared between stages,
-** variance of costs, and the reading a shard skips (a shard is taken to read
-** only its own elements).
+** variance of costs, and the reading of what a shard, skip or filter drops
+** (taken to read only the elements kept; filter keeps its keep_fraction).
 */
 #ifndef TPU_DF_H
 #define TPU_DF_H
@@ -68,10 +72,13 @@ typedef struct tpu_df_model tpu_df_model;   /* a host-time model run (opaque) */
 typedef enum tpu_df_source_kind {
   TPU_DF_SRC_FASHION_MNIST = 0, /* IDX files in dir (default /usr/share/datasets/fashion-mnist) */
   TPU_DF_SRC_MNIST,             /* IDX files in dir (no default directory: set dir) */
-  TPU_DF_SRC_IDX,               /* explicit images + labels IDX paths (.gz or plain) */
+  TPU_DF_SRC_IDX,               /* explicit images + labels IDX paths (.gz or plain); images
+                                   of rank 2..4: N x D, N x H x W, N x H x W x C */
   TPU_DF_SRC_CSV,               /* path: a .csv file or a directory of *.csv (one file each) */
   TPU_DF_SRC_NPY,               /* images .npy (u1 or f4, N x ...) + labels .npy (integer, N) */
-  TPU_DF_SRC_SYNTHETIC          /* seeded random images and labels */
+  TPU_DF_SRC_SYNTHETIC,         /* seeded random images and labels */
+  TPU_DF_SRC_CIFAR10            /* CIFAR-10 binary files in dir: data_batch_1..5.bin (train)
+                                   or test_batch.bin; 32x32x3 images, labels 0..9 */
 } tpu_df_source_kind;
 
 typedef struct tpu_df_source {
@@ -128,7 +135,18 @@ tpu_status tpu_df_spec_batch(tpu_df_spec *s, int batch_size, bool drop_remainder
 tpu_status tpu_df_spec_cache(tpu_df_spec *s);
 tpu_status tpu_df_spec_prefetch(tpu_df_spec *s, int buffer_size);
 tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_parallel_calls);
+/* block_length of the interleave just added (default 1): that many
+** consecutive elements of a file before the next file's turn. */
+tpu_status tpu_df_spec_interleave_block(tpu_df_spec *s, int block_length);
 tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count);   /* TPU_DF_FOREVER or >= 1 */
+/* take(count) and skip(count): the first count elements of the stream so
+** far, or all but them (-1: all). filter: keeps the elements whose label is
+** one of 'labels' (keep) or none of them (!keep), the predicate vocabulary
+** of the JSON's label_in / label_not_in. Before batch, anywhere among
+** shuffle, shard and each other, several times. */
+tpu_status tpu_df_spec_take(tpu_df_spec *s, int64_t count);
+tpu_status tpu_df_spec_skip(tpu_df_spec *s, int64_t count);
+tpu_status tpu_df_spec_filter_labels(tpu_df_spec *s, const int32_t *labels, int nlabels, bool keep);
 /* Sets a modeled cost on the last stage added (or on the source when no stage
 ** was added), e.g. "cost_per_element_s", "open_latency_s" (docs/DATAFEED.md
 ** lists them). TPU_ERR_CONFIG for an unknown key or a bad value. */
@@ -140,6 +158,16 @@ void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed);
 /* The consumer and host blocks of a JSON description (defaults 0.01 s,
 ** 20 steps, 8 cores). Can't fail. */
 void tpu_df_spec_consumer(const tpu_df_spec *s, double *step_time_s, int64_t *steps, int *host_cores);
+/* Epochs as tf.data users make them (Keras' fit, the guide's benchmark): a
+** fresh iteration of the whole pipeline each, the JSON's consumer.epochs.
+** The real pipeline gives their batches one after another (epoch numbers
+** run on, so shuffles differ); the model restarts everything at each (files
+** reopened, buffers empty, host.iterator_overhead_s paid). TPU_ERR_CONFIG
+** unless 1 <= epochs <= 1000000. */
+tpu_status tpu_df_spec_set_epochs(tpu_df_spec *s, int64_t epochs);
+/* Count of the spec's repeat stage: 0 without one, TPU_DF_FOREVER, or >= 1.
+** Can't fail. */
+int64_t tpu_df_spec_repeat_count(const tpu_df_spec *s);
 /* Batch size of the spec's batch stage, 0 if none. Can't fail. */
 int tpu_df_spec_batch_size(const tpu_df_spec *s);
 /* }================================================================== */
@@ -158,7 +186,8 @@ tpu_df_options tpu_df_options_default(void);   /* all -1 / 2; can't fail */
 typedef struct tpu_df_info {
   int64_t elements;             /* per epoch, after shard */
   int64_t batches_per_epoch;
-  int64_t epochs;               /* from repeat: 1, count, or TPU_DF_FOREVER */
+  int64_t epochs;               /* repeat's count (1 without repeat, or TPU_DF_FOREVER)
+                                   times the fresh iterations (tpu_df_spec_set_epochs) */
   int features;                 /* floats per image row = height*width*channels */
   int height, width, channels;
   int classes;
@@ -207,6 +236,8 @@ typedef double (*tpu_df_step_fn)(void *ud, int64_t step);
 typedef struct tpu_df_model_options {
   int host_cores;               /* budget for AUTOTUNE (threads + processes); default 8 */
   int64_t timeline_steps;       /* record timeline intervals for this many first steps */
+  int64_t epochs;               /* fresh iterations of the pipeline; 0 = the spec's
+                                   consumer.epochs (default 1) */
 } tpu_df_model_options;
 tpu_df_model_options tpu_df_model_options_default(void);
 
@@ -220,6 +251,12 @@ void       tpu_df_model_destroy(tpu_df_model *m);       /* NULL is a no-op */
 ** hands (>= request_s), including consumer-side deserialization. Returns a
 ** negative value when the data is exhausted. This function can't fail. */
 double tpu_df_model_next(tpu_df_model *m, double request_s);
+
+/* The next batch begins a fresh iteration of the pipeline (the rest of the
+** current one is dropped), as a trainer that starts each epoch anew after
+** steps_per_epoch steps. No effect at an iteration's start, or when the
+** pipeline repeats forever. This function can't fail. */
+void tpu_df_model_restart(tpu_df_model *m);
 
 typedef struct tpu_df_model_result {
   double total_s;               /* end of the last step */
@@ -242,12 +279,19 @@ tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *
                                  double step_s, int64_t steps, char *report, size_t reportcap,
                                  char *err, size_t errcap);
 
+/* The profiler's verdict on a share of consumer time spent waiting for
+** input (the same words as `tpusim train`): "highly input-bound" from 0.20
+** on, "moderately input-bound" from 0.05 on, else "not input-bound" (each
+** followed by ": " and a reason). This function can't fail. */
+const char *tpu_df_verdict(double wait_share);
+
 /* Timeline rows recorded by a model (tpu_df_model_create's timeline_steps). */
 typedef struct tpu_df_interval {
   int row;                      /* index into the row names */
   double start_s, end_s;
   char kind;                    /* 'O' open, 'R' read, 'M' map, 'B' batch, 'S' serialize,
-                                   'D' deserialize, 'T' consumer step, 'W' consumer wait */
+                                   'D' deserialize, 'T' consumer step, 'W' consumer wait,
+                                   'I' iterator made (host.iterator_overhead_s) */
 } tpu_df_interval;
 int tpu_df_model_rows(const tpu_df_model *m);                  /* can't fail */
 const char *tpu_df_model_row_name(const tpu_df_model *m, int row);

@@ -16,10 +16,12 @@
 **
 ** The model (df_model.c) reads the same stage list and the cost fields.
 **
-** Limits (checked when a description is validated): shuffle, shard and
-** interleave must come before batch; repeat must come after shuffle, shard,
-** cache and batch (a batch never spans two epochs); at most one batch, cache
-** and shuffle stage.
+** Limits (checked when a description is validated): shuffle, shard, take,
+** skip, filter and interleave must come before batch (take, skip, filter,
+** shard and shuffle may appear several times, in any order among the index
+** stages); repeat must come after shuffle, shard, cache and batch (a batch
+** never spans two epochs); at most one batch, cache, repeat and workers
+** stage.
 */
 #ifndef TPU_DF_INT_H
 #define TPU_DF_INT_H
@@ -27,8 +29,10 @@
 
 typedef enum df_op {
   DF_SHUFFLE = 0, DF_MAP, DF_BATCH, DF_CACHE, DF_PREFETCH, DF_INTERLEAVE, DF_SHARD,
-  DF_REPEAT, DF_WORKERS
+  DF_REPEAT, DF_WORKERS, DF_TAKE, DF_SKIP, DF_FILTER
 } df_op;
+
+#define DF_FILTER_MAX_LABELS 16
 
 typedef enum df_worker_kind { DF_WK_THREAD = 0, DF_WK_PROCESS, DF_WK_SHM } df_worker_kind;
 
@@ -36,11 +40,20 @@ typedef struct df_stage {
   df_op op;
   int64_t n;                 /* buffer_size, batch_size, num_shards, cycle_length, count, workers */
   int64_t index;             /* shard index */
+  int64_t block;             /* interleave block_length (>= 1) */
   int par;                   /* num_parallel_calls (map, interleave); AUTOTUNE = -1 */
+  bool async;                /* map: num_parallel_calls was given (1 too): a map of its
+                                own thread, ahead of its consumer, as tf.data's
+                                ParallelMapDataset; a plain map runs in its caller */
   uint64_t seed;             /* shuffle, random maps */
   bool drop_remainder;       /* batch */
   tpu_df_map_fn fn;
   tpu_df_map_args args;
+  /* filter: keep elements whose label is (keep) or is not (!keep) one of these */
+  int32_t labels[DF_FILTER_MAX_LABELS];
+  int nlabels;
+  bool keep;
+  double keep_fraction;      /* filter, model only: share of elements kept (default 1) */
   /* modeled costs (seconds) */
   double cost_per_call_s;    /* map: per call (per element before batch, per batch after) */
   double cost_per_element_s; /* map, batch, shuffle, cache (read from memory) */
@@ -72,6 +85,9 @@ struct tpu_df_spec {
   double step_time_s;        /* consumer (JSON "consumer") */
   int64_t steps;
   int host_cores;
+  int64_t epochs;            /* fresh iterations of the whole pipeline (JSON consumer.epochs) */
+  double iterator_overhead_s;/* per iterator made: each epoch, each repeat pass (JSON host) */
+  double element_overhead_s; /* per item handed out by an asynchronous stage (JSON host) */
   char err[512];
 };
 

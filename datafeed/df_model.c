@@ -10,13 +10,20 @@
 **     (in flight or done and not yet taken): item i is pulled at
 **     max(a worker free, item i-L taken, item i-1 pulled); its output is
 **     delivered in order (tf.data's deterministic order).
-** prefetch(n) is asynchronous with k = 1, L = n; map with num_parallel_calls
-** k > 1 has L = k; interleave with num_parallel_calls P > 1 reads each file
+** prefetch(n) is asynchronous with k = 1, L = n; map given num_parallel_calls
+** k (1 included) has L = k; interleave with num_parallel_calls P > 1 reads each file
 ** of the cycle on lane (file mod P) with L = 2 x cycle_length; workers(count,
 ** queue_size) has L = count + queue_size, and the stages above it run inside
 ** each worker (replicated, no lock), as a generator does in a Ray worker.
 ** Thread workers with "gil" share one interpreter lock: a worker's whole
 ** item (its generator included) runs only while it holds the lock.
+**
+** Iterations: the consumer's first request of each epoch (a fresh iteration,
+** consumer.epochs) makes the whole pipeline afresh after
+** iterator_overhead_s: no asynchronous node pulls an item of that epoch
+** before it (epoch_floor). Below repeat, the request of a pass's first batch
+** does the same for the nodes of repeat's input (pass_floor). Every item an
+** asynchronous node hands out costs element_overhead_s more.
 **
 ** Costs: the source charges open_latency_s at the first element of each file
 ** it reads in an epoch, then read_latency_s + element_bytes/bandwidth per
@@ -67,10 +74,19 @@ struct tpu_df_model {
   int64_t elem_bytes, files;
   int64_t per_file;
   int cycle, par_il;
+  int64_t block;             /* interleave block_length */
   double deser_s_per_byte, shm_get_s;
   bool has_workers_process, has_workers_shm;
   double gil_free;
   int consumer_row;
+  /* iterations: the pipeline is made afresh every iter_batches batches (an
+  ** epoch), repeat's input every bpe batches (a pass); nothing asynchronous
+  ** starts an item of an iteration before it was made (epoch_floor), nor an
+  ** item below repeat before its pass was made (pass_floor) */
+  int64_t iter_batches;
+  int below_repeat;          /* nodes [0, below_repeat) are repeat's input */
+  double epoch_floor, pass_floor;
+  double iterator_s, element_s;   /* overheads: per iterator made, per async hand-off */
   /* consumer */
   int64_t step;
   double prev_end;
@@ -86,7 +102,7 @@ struct tpu_df_model {
 };
 
 tpu_df_model_options tpu_df_model_options_default(void) {
-  tpu_df_model_options o = { 8, 0 };
+  tpu_df_model_options o = { .host_cores = 8, .timeline_steps = 0, .epochs = 0 };
   return o;
 }
 
@@ -148,9 +164,10 @@ static double src_cost(const tpu_df_model *m, int64_t i, double *open_s) {
   int64_t pos = i % m->epoch_len;
   bool first;
   if (m->cycle > 1 && m->files > 1) {
-    /* groups of 'cycle' files read in turn: the first 'cycle' elements of a
-    ** group are the first element of each file */
-    first = pos % (m->per_file * m->cycle) < m->cycle;
+    /* groups of 'cycle' files read in turn, 'block' elements at a time: a
+    ** file's first element is at block * (its place in the cycle) */
+    int64_t pg = pos % (m->per_file * m->cycle);
+    first = pg < m->cycle * m->block && pg % m->block == 0;
   } else {
     first = pos % m->per_file == 0;
   }
@@ -165,12 +182,13 @@ static double run_async(tpu_df_model *m, int s, int64_t i, double req, bool is_s
   int w = 0;
   if (is_src) {
     int64_t pos = i % m->epoch_len;
-    int64_t file_in_cycle = m->cycle > 1 ? pos % m->cycle : 0;
+    int64_t file_in_cycle = m->cycle > 1 ? (pos % (m->per_file * m->cycle)) / m->block % m->cycle : 0;
     w = (int)(file_in_cycle % n->k);
   } else {
     for (int j = 1; j < n->k; j++) if (n->free_t[j] < n->free_t[w]) w = j;
   }
-  double pull = mx(n->free_t[w], n->last_pull);
+  double pull = mx(mx(n->free_t[w], n->last_pull), m->epoch_floor);
+  if (s < m->below_repeat) pull = mx(pull, m->pass_floor);
   if (i >= n->L) pull = mx(pull, n->taken[i - n->L]);
   n->last_pull = pull;
   double start = pull;
@@ -189,6 +207,7 @@ static double run_async(tpu_df_model *m, int s, int64_t i, double req, bool is_s
     rec(m, n->row0 + w, in, in + c, n->kind_ch);
     done = in + c;
   }
+  done += m->element_s;      /* the hand-off to the consumer's thread */
   if (n->gil) m->gil_free = done;
   n->free_t[w] = done;
   double out = mx(done, n->last_out);
@@ -202,6 +221,10 @@ static double deliver(tpu_df_model *m, int s, int64_t i, double req) {
   node *n = &m->nd[s];
   if (m->oom || !ensure(n, i)) { m->oom = true; return req; }   /* the run is void once memory failed */
   n->next = i + 1;
+  if (s == m->below_repeat - 1 && i % m->bpe == 0 && i % m->iter_batches != 0) {
+    req += m->iterator_s;    /* repeat makes its input's iterator again */
+    m->pass_floor = req;
+  }
   double r = n->replicated ? req : mx(req, n->last_done);
   double done;
   switch (n->kind) {
@@ -275,7 +298,8 @@ static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
     return TPU_ERR_CONFIG;
   }
   int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
-               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784 : 0;
+               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784
+               : spec->src.kind == TPU_DF_SRC_CIFAR10 ? 3073 : 0;
   m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
   m->files = c->files > 0 ? c->files : 1;
   if (m->files > n) m->files = n;
@@ -284,29 +308,54 @@ static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
   return TPU_OK;
 }
 
+/* Stages that shape the source and the counts and make no node: shard,
+** take, skip, filter, repeat, interleave. */
+static bool makes_node(df_op op) {
+  return op != DF_SHARD && op != DF_TAKE && op != DF_SKIP && op != DF_FILTER && op != DF_REPEAT && op != DF_INTERLEAVE;
+}
+
+/* Nodes made for stages [0, i) (build_nodes). */
+static int nodes_before(const tpu_df_spec *spec, int i) {
+  int k = 0;
+  for (int j = 0; j < i; j++) k += makes_node(spec->st[j].op);
+  return k;
+}
+
+/* Elements left by an index stage from 'len'. */
+static int64_t index_stage_len(const df_stage *t, int64_t len) {
+  switch (t->op) {
+  case DF_SHARD: return len > t->index ? (len - t->index + t->n - 1) / t->n : 0;
+  case DF_TAKE: return t->n >= 0 && t->n < len ? t->n : len;
+  case DF_SKIP: return t->n < 0 ? 0 : len > t->n ? len - t->n : 0;
+  case DF_FILTER: return (int64_t)floor((double)len * t->keep_fraction + 1e-9);
+  default: return len;
+  }
+}
+
 /* An epoch's elements after the shards, the batches it gives and in all;
 ** the interleave; *iworkers, the index of the workers stage (-1: none). */
-static tpu_status count_batches(tpu_df_model *m, int *iworkers, char *err, size_t errcap) {
+static tpu_status count_batches(tpu_df_model *m, int64_t fresh, int *iworkers, char *err, size_t errcap) {
   const tpu_df_spec *spec = m->spec;
   int64_t epochs = 1;
   bool drop = false;
   *iworkers = -1;
   for (int i = 0; i < spec->nst; i++) {
     const df_stage *t = &spec->st[i];
-    if (t->op == DF_SHARD) m->epoch_len = (m->epoch_len - t->index + t->n - 1) / t->n;
+    m->epoch_len = index_stage_len(t, m->epoch_len);
     if (t->op == DF_BATCH) { m->B = t->n; drop = t->drop_remainder; }
-    if (t->op == DF_REPEAT) epochs = t->n;
-    if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->par_il = resolved(t->par); }
+    if (t->op == DF_REPEAT) { epochs = t->n; m->below_repeat = 1 + nodes_before(spec, i);   /* the source is node 0 */ }
+    if (t->op == DF_INTERLEAVE) { m->cycle = (int)t->n; m->block = t->block; m->par_il = resolved(t->par); }
     if (t->op == DF_WORKERS) *iworkers = i;
   }
-  if (m->epoch_len < 1) { snprintf(err, errcap, "shard leaves no elements"); return TPU_ERR_CONFIG; }
+  if (m->epoch_len < 1) { snprintf(err, errcap, "shard, take, skip or filter leaves no elements"); return TPU_ERR_CONFIG; }
   m->bpe = drop ? m->epoch_len / m->B : (m->epoch_len + m->B - 1) / m->B;
   if (m->bpe < 1) {
     snprintf(err, errcap, "batch: batch_size %lld with drop_remainder leaves no batch (an epoch has %lld elements)",
              (long long)m->B, (long long)m->epoch_len);
     return TPU_ERR_CONFIG;
   }
-  m->total_batches = epochs == TPU_DF_FOREVER ? INT64_MAX : epochs * m->bpe;
+  m->iter_batches = epochs == TPU_DF_FOREVER ? INT64_MAX : epochs * m->bpe;
+  m->total_batches = epochs == TPU_DF_FOREVER ? INT64_MAX : fresh * m->iter_batches;
   return TPU_OK;
 }
 
@@ -321,7 +370,7 @@ static void stage_node(tpu_df_model *m, node *nd, const df_stage *t) {
   switch (t->op) {
   case DF_MAP: {
     int p = resolved(t->par);
-    if (p > 1 && !nd->replicated) { nd->kind = N_ASYNC; nd->k = p; nd->L = p; }
+    if ((p > 1 || t->async) && !nd->replicated) { nd->kind = N_ASYNC; nd->k = p; nd->L = p; }
     nd->kind_ch = 'M';
     snprintf(nd->name, sizeof nd->name, nd->batch_level ? "map(batch)" : "map");
     break;
@@ -358,7 +407,7 @@ static void build_nodes(tpu_df_model *m, int iworkers) {
   bool batch_level = false;
   for (int i = 0; i < m->spec->nst; i++) {
     const df_stage *t = &m->spec->st[i];
-    if (t->op == DF_SHARD || t->op == DF_REPEAT || t->op == DF_INTERLEAVE) continue;
+    if (!makes_node(t->op)) continue;
     node *nd = &m->nd[m->nn++];
     nd->batch_level = batch_level;
     nd->replicated = i < iworkers;
@@ -402,8 +451,11 @@ tpu_status tpu_df_model_create(const tpu_df_spec *spec, const tpu_df_model_optio
   if (!m->spec) { tpu_free(m); snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   m->timeline_steps = o.timeline_steps;
   m->row_override = -1;
+  m->iterator_s = spec->iterator_overhead_s;
+  m->element_s = spec->element_overhead_s;
   int iworkers;
-  if ((st = size_source(m, err, errcap)) != TPU_OK || (st = count_batches(m, &iworkers, err, errcap)) != TPU_OK) {
+  if ((st = size_source(m, err, errcap)) != TPU_OK ||
+      (st = count_batches(m, o.epochs > 0 ? o.epochs : spec->epochs, &iworkers, err, errcap)) != TPU_OK) {
     tpu_df_model_destroy(m);
     return st;
   }
@@ -418,6 +470,13 @@ double tpu_df_model_next(tpu_df_model *m, double request_s) {
   if (m->step >= m->total_batches) return -1;
   int64_t b = m->step;
   m->recording = b < m->timeline_steps;
+  if (b % m->iter_batches == 0) {
+    /* a fresh iteration (an epoch): made when the consumer asks for its first
+    ** batch; nothing of it was read or buffered before */
+    rec(m, m->consumer_row, request_s, request_s + m->iterator_s, 'I');
+    request_s += m->iterator_s;
+    m->epoch_floor = request_s;
+  }
   double got = deliver(m, m->nn - 1, b, request_s);
   double extra = m->deser_s_per_byte * (double)(batch_size(m, b) * m->elem_bytes) + m->shm_get_s;
   rec(m, m->consumer_row, request_s, got, 'W');
@@ -426,11 +485,23 @@ double tpu_df_model_next(tpu_df_model *m, double request_s) {
   return got + extra;
 }
 
+void tpu_df_model_restart(tpu_df_model *m) {
+  if (m->iter_batches == INT64_MAX || m->step % m->iter_batches == 0) return;
+  int64_t next = (m->step / m->iter_batches + 1) * m->iter_batches;
+  m->step = next < m->total_batches ? next : m->total_batches;
+}
+
 int tpu_df_model_rows(const tpu_df_model *m) { return m->nrows; }
 const char *tpu_df_model_row_name(const tpu_df_model *m, int row) {
   return row >= 0 && row < m->nrows ? m->row_names[row] : "";
 }
 const tpu_df_interval *tpu_df_model_intervals(const tpu_df_model *m, size_t *n) { *n = m->niv; return m->iv; }
+
+const char *tpu_df_verdict(double wait_share) {
+  if (wait_share >= 0.20) return "highly input-bound: the cores wait for the host pipeline for much of each step";
+  if (wait_share >= 0.05) return "moderately input-bound: improving the input pipeline would pay a little";
+  return "not input-bound: the host pipeline keeps up with the cores";
+}
 
 /* Run with a model already created (records consumer steps too). */
 static void run_model(tpu_df_model *m, double step_s, tpu_df_step_fn fn, void *ud, int64_t steps,

@@ -45,6 +45,7 @@ struct tpu_df {
   bool idx_frozen[DF_MAX_STAGES];              /* before cache: same in every epoch */
   int nidx;
   int cycle;                 /* interleave cycle_length (0 = none) */
+  int64_t block;             /* interleave block_length */
   int64_t epoch_len, bpe, total;  /* elements per epoch, batches per epoch, batches in all */
   int B;
   float *cache;              /* n x d memo of the maps before cache (NULL if none) */
@@ -54,6 +55,7 @@ struct tpu_df {
   int64_t *memo_ids[MAX_EPOCH_MEMO];
   int memo_next;
   int64_t *shuf_tmp;
+  int32_t *labels;           /* n labels (owned copy), for filter */
   /* threads and ring */
   int threads, prefetch, nslots;
   slot *slots;
@@ -85,10 +87,10 @@ static int64_t build_order(tpu_df *df, int64_t epoch, int64_t *ids) {
       int64_t pos[4096];
       for (int f = g; f < ge; f++) pos[f - g] = df->file_start[f];
       bool any = true;
-      while (any) {
+      while (any) {       /* block_length elements of each file in turn */
         any = false;
         for (int f = g; f < ge; f++)
-          if (pos[f - g] < df->file_start[f + 1]) { ids[n++] = pos[f - g]++; any = true; }
+          for (int64_t k = 0; k < df->block && pos[f - g] < df->file_start[f + 1]; k++) { ids[n++] = pos[f - g]++; any = true; }
       }
     }
   } else {
@@ -100,6 +102,20 @@ static int64_t build_order(tpu_df *df, int64_t epoch, int64_t *ids) {
     if (t->op == DF_SHARD) {
       int64_t m = 0;
       for (int64_t p = 0; p < n; p++) if (p % t->n == t->index) ids[m++] = ids[p];
+      n = m;
+    } else if (t->op == DF_TAKE) {
+      if (t->n >= 0 && t->n < n) n = t->n;
+    } else if (t->op == DF_SKIP) {
+      int64_t drop = t->n < 0 || t->n > n ? n : t->n;
+      memmove(ids, ids + drop, (size_t)(n - drop) * sizeof *ids);
+      n -= drop;
+    } else if (t->op == DF_FILTER) {
+      int64_t m = 0;
+      for (int64_t p = 0; p < n; p++) {
+        bool in = false;
+        for (int j = 0; j < t->nlabels; j++) in |= df->labels[ids[p]] == t->labels[j];
+        if (in == t->keep) ids[m++] = ids[p];
+      }
       n = m;
     } else {
       uint64_t ekey = df->idx_frozen[k] ? 0 : (uint64_t)epoch;
@@ -372,13 +388,13 @@ static tpu_status compile_stages(tpu_df *df, const tpu_df_options *o, int *threa
       { int p = t->par == TPU_DF_AUTOTUNE ? o->autotune_threads : t->par; if (p > *threads) *threads = p; }
       break;
     case DF_WORKERS: { int p = t->n == TPU_DF_AUTOTUNE ? o->autotune_threads : (int)t->n; if (p > *threads) *threads = p; break; }
-    case DF_SHARD: case DF_SHUFFLE:
+    case DF_SHARD: case DF_SHUFFLE: case DF_TAKE: case DF_SKIP: case DF_FILTER:
       df->idx_stage[df->nidx] = t;
       df->idx_frozen[df->nidx++] = i < icache;
       break;
     case DF_BATCH: df->B = (int)t->n; break;
     case DF_PREFETCH: *prefetch += t->n == TPU_DF_AUTOTUNE ? 2 : (int)t->n; break;
-    case DF_INTERLEAVE: df->cycle = (int)t->n; break;
+    case DF_INTERLEAVE: df->cycle = (int)t->n; df->block = t->block; break;
     case DF_REPEAT: *epochs = t->n; break;
     default: break;
     }
@@ -408,12 +424,14 @@ static tpu_status first_epoch(tpu_df *df, char *err, size_t errcap) {
     df->memo_epoch[i] = -1;
   }
   df->shuf_tmp = tpu_malloc((size_t)n * sizeof(int64_t));
-  if (!df->shuf_tmp) return out_of_memory(err, errcap);
+  df->labels = tpu_malloc((size_t)n * sizeof *df->labels + 1);
+  if (!df->shuf_tmp || !df->labels) return out_of_memory(err, errcap);
+  memcpy(df->labels, df->gens[0]->labels, (size_t)n * sizeof *df->labels);
   df->epoch_len = build_order(df, 0, df->memo_ids[0]);
   df->memo_epoch[0] = 0;
   df->memo_next = 1;
   if (df->epoch_len < 1) {
-    snprintf(err, errcap, "shard leaves no elements (the source has %lld)", (long long)n);
+    snprintf(err, errcap, "shard, take, skip or filter leaves no elements (the source has %lld)", (long long)n);
     return TPU_ERR_CONFIG;
   }
   bool drop = false;
@@ -461,6 +479,7 @@ void tpu_df_close(tpu_df *df) {
   tpu_free(df->th);
   for (int i = 0; i < MAX_EPOCH_MEMO; i++) tpu_free(df->memo_ids[i]);
   tpu_free(df->shuf_tmp);
+  tpu_free(df->labels);
   tpu_free(df->cache);
   tpu_free((void *)df->cache_state);
   df_data_close(df->gens[0]);
@@ -499,6 +518,9 @@ tpu_status tpu_df_open(const tpu_df_spec *spec, const tpu_df_options *opt, tpu_d
   }
   df->nslots = df->threads > 0 ? df->threads + df->prefetch + 1 : 1;
   if ((st = first_epoch(df, err, errcap)) != TPU_OK) goto fail;
+  /* fresh iterations (consumer.epochs) follow one another; epoch numbers run
+  ** on, so each iteration reshuffles as tf.data's reshuffle_each_iteration */
+  if (epochs != TPU_DF_FOREVER) epochs = epochs > INT64_MAX / df->spec->epochs ? TPU_DF_FOREVER : epochs * df->spec->epochs;
   df->total = epochs == TPU_DF_FOREVER ? INT64_MAX : (epochs > INT64_MAX / df->bpe ? INT64_MAX : epochs * df->bpe);
   if ((st = alloc_buffers(df, err, errcap)) != TPU_OK) goto fail;
   const df_data *d = df->gens[0];

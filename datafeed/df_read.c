@@ -263,6 +263,40 @@ static tpu_status check_labels(df_data *d, int classes, const char *path, char *
 /* {==================================================================
 ** IDX
 ** ================================================================== */
+
+/* The header of an IDX image file of unsigned bytes and any rank from 2 to
+** 4: N x D (a row of D values, taken as 1 x D), N x H x W (grey) or
+** N x H x W x C (colour, channels last). *hlen is its length (4 + 4 x rank). */
+static tpu_status idx_image_header(const unsigned char *ib, size_t ilen, bool gz, const char *ipath, unsigned char hdr[20],
+                                   size_t *hlen, uint32_t *n, uint32_t *h, uint32_t *w, uint32_t *c, char *err, size_t cap) {
+  static const char *want = "an IDX image file starts with 00 00 08 and its rank 02, 03 or 04 (N x D, N x H x W, N x H x W x C)";
+  tpu_status st;
+  unsigned char m[4];
+  if (gz) {
+    if (ilen < 18) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", ipath);
+    if ((st = gunzip_prefix(ib, ilen, m, 4, ipath, err, cap)) != TPU_OK) return st;
+  } else {
+    if (ilen < 4) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic (file too short); %s", ipath, want);
+    memcpy(m, ib, 4);
+  }
+  if (m[0] || m[1] || m[2] != 8 || m[3] < 2 || m[3] > 4) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic number; %s", ipath, want);
+  const int rank = m[3];
+  *hlen = 4 + 4 * (size_t)rank;
+  if (gz) {
+    if ((st = gunzip_prefix(ib, ilen, hdr, *hlen, ipath, err, cap)) != TPU_OK) return st;
+  } else {
+    if (ilen < *hlen) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated: the header of a rank-%d IDX file has %zu bytes", ipath, rank, *hlen);
+    memcpy(hdr, ib, *hlen);
+  }
+  uint32_t dim[3] = { 1, 1, 1 };
+  for (int k = 1; k < rank; k++) dim[k - 1] = be32(hdr + 4 + 4 * k);
+  *n = be32(hdr + 4);
+  if (rank == 2) { *h = 1; *w = dim[0]; *c = 1; } else { *h = dim[0]; *w = dim[1]; *c = dim[2]; }
+  if (*h < 1 || *w < 1 || *c < 1 || *h > 65536 || *w > 65536 || *c > 4096 || (uint64_t)*h * *w * *c > (1u << 24))
+    return ferr(err, cap, TPU_ERR_INPUT, "%s: element shape %ux%ux%u out of range (each side 1..65536, at most 2^24 values)", ipath, *h, *w, *c);
+  return TPU_OK;
+}
+
 static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df_data *d, char *err, size_t cap) {
   tpu_status st = TPU_OK;
   size_t llen = 0;
@@ -297,30 +331,23 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
   size_t ilen = 0;
   unsigned char *ib = slurp(ipath, &ilen, &st, err, cap);
   if (!ib) { tpu_free(lb); return st; }
-  unsigned char hdr[16];
+  unsigned char hdr[20];
+  uint32_t n = 0, h = 0, w = 0, c = 0;
+  size_t hlen = 0;
   bool gz = is_gzip(ib, ilen);
-  if (gz) {
-    if (ilen < 18) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", ipath); goto fail; }
-    if ((st = gunzip_prefix(ib, ilen, hdr, 16, ipath, err, cap)) != TPU_OK) goto fail;
-  } else {
-    if (ilen < 16) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic (file too short); an IDX image file starts with 00 00 08 03", ipath); goto fail; }
-    memcpy(hdr, ib, 16);
-  }
-  if (be32(hdr) != 0x00000803u) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic number; an IDX image file starts with 00 00 08 03", ipath); goto fail; }
-  uint32_t n = be32(hdr + 4), h = be32(hdr + 8), w = be32(hdr + 12);
-  if (h < 1 || w < 1 || h > 4096 || w > 4096) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: image size %ux%u out of range 1..4096", ipath, h, w); goto fail; }
+  if ((st = idx_image_header(ib, ilen, gz, ipath, hdr, &hlen, &n, &h, &w, &c, err, cap)) != TPU_OK) goto fail;
   if (n != nl) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: %u images but %s has %u labels", ipath, n, lpath, nl); goto fail; }
   if (n < 1) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: no images", ipath); goto fail; }
-  uint64_t body = (uint64_t)n * h * w;
+  uint64_t body = (uint64_t)n * h * w * c;
   if (gz) {
     uint32_t isz = (uint32_t)ib[ilen - 4] | (uint32_t)ib[ilen - 3] << 8 | (uint32_t)ib[ilen - 2] << 16 | (uint32_t)ib[ilen - 1] << 24;
-    if (isz != (uint32_t)(16 + body)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file: expected %llu bytes uncompressed, size field says %u", ipath, (unsigned long long)(16 + body), isz); goto fail; }
-  } else if ((uint64_t)ilen != 16 + body) {
-    st = ferr(err, cap, TPU_ERR_INPUT, "%s: %s: %u images of %ux%u need %llu bytes, file has %zu", ipath,
-              (uint64_t)ilen < 16 + body ? "truncated" : "trailing data", n, h, w, (unsigned long long)(16 + body), ilen);
+    if (isz != (uint32_t)(hlen + body)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file: expected %llu bytes uncompressed, size field says %u", ipath, (unsigned long long)(hlen + body), isz); goto fail; }
+  } else if ((uint64_t)ilen != hlen + body) {
+    st = ferr(err, cap, TPU_ERR_INPUT, "%s: %s: %u images of %ux%ux%u need %llu bytes, file has %zu", ipath,
+              (uint64_t)ilen < hlen + body ? "truncated" : "trailing data", n, h, w, c, (unsigned long long)(hlen + body), ilen);
     goto fail;
   }
-  d->n = n; d->h = (int)h; d->w = (int)w; d->c = 1; d->d = (int)(h * w);
+  d->n = n; d->h = (int)h; d->w = (int)w; d->c = (int)c; d->d = (int)(h * w * c);
   d->labels = tpu_malloc((size_t)n * sizeof *d->labels);
   d->u8 = alloc_u8(d, (size_t)body);
   d->img_path = tpu_strdup(ipath);
@@ -329,7 +356,7 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
   tpu_free(lb); lb = NULL;
   if ((st = check_labels(d, classes > 0 ? classes : 10, lpath, err, cap)) != TPU_OK) goto fail;
   if ((st = set_files(d, 1)) != TPU_OK) { ferr(err, cap, st, "%s: out of memory", ipath); goto fail; }
-  d->body_off = 16;
+  d->body_off = (int64_t)hlen;
   if (gz) { d->gz = ib; d->gz_len = ilen; ib = NULL; }
   else {
     tpu_free(ib); ib = NULL;   /* plain files stream with pread, in the loader */
@@ -590,6 +617,51 @@ static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, si
   return TPU_OK;
 }
 
+/* {==================================================================
+** CIFAR-10 binary: records of 1 label byte and 3072 pixel bytes (the red,
+** green and blue 32x32 planes), turned channels-last. One file per batch
+** file; a size that is not whole records, or a label above 9, is named by
+** file and record.
+** ================================================================== */
+#define CIFAR_REC 3073
+static tpu_status open_cifar(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  const int nf = src->test_split ? 1 : 5;
+  unsigned char *buf[5] = { 0 };
+  size_t len[5] = { 0 };
+  char path[5][4096];
+  tpu_status st = TPU_OK;
+  d->n = 0;
+  for (int f = 0; f < nf && st == TPU_OK; f++) {
+    if (src->test_split) snprintf(path[f], sizeof path[f], "%s/test_batch.bin", src->dir);
+    else snprintf(path[f], sizeof path[f], "%s/data_batch_%d.bin", src->dir, f + 1);
+    if (!(buf[f] = slurp(path[f], &len[f], &st, err, cap))) break;
+    if (len[f] == 0 || len[f] % CIFAR_REC)
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %zu: truncated (%zu of %d bytes); a CIFAR-10 file holds records "
+                "of 1 label byte and 3072 pixel bytes", path[f], len[f] / CIFAR_REC, len[f] % CIFAR_REC, CIFAR_REC);
+    d->n += (int64_t)(len[f] / CIFAR_REC);
+  }
+  d->h = 32; d->w = 32; d->c = 3; d->d = 3072; d->classes = 10;
+  if (st == TPU_OK) {
+    d->labels = tpu_malloc((size_t)d->n * sizeof *d->labels);
+    d->u8 = alloc_u8(d, (size_t)d->n * 3072);
+    if (!d->labels || !d->u8 || set_files(d, nf) != TPU_OK) st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", src->dir);
+  }
+  for (int f = 0, i = 0; f < nf && st == TPU_OK; f++) {
+    d->file_start[f] = i;
+    for (size_t r = 0; r < len[f] / CIFAR_REC && st == TPU_OK; r++, i++) {
+      const unsigned char *rec = buf[f] + r * CIFAR_REC;
+      if (rec[0] > 9) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %zu: label %d out of range 0..9", path[f], r, rec[0]); break; }
+      d->labels[i] = rec[0];
+      uint8_t *o = d->u8 + (size_t)i * 3072;
+      for (int p = 0; p < 1024; p++)
+        for (int ch = 0; ch < 3; ch++) o[p * 3 + ch] = rec[1 + ch * 1024 + p];
+    }
+  }
+  for (int f = 0; f < nf; f++) tpu_free(buf[f]);
+  d->ready = d->n;
+  return st;
+}
+
 tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size_t cap) {
   *out = NULL;
   if (cap) err[0] = 0;
@@ -613,6 +685,7 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   case TPU_DF_SRC_CSV: st = open_csv(src, d, err, cap); break;
   case TPU_DF_SRC_NPY: st = open_npy(src, d, err, cap); break;
   case TPU_DF_SRC_SYNTHETIC: st = open_synth(src, d, err, cap); break;
+  case TPU_DF_SRC_CIFAR10: st = open_cifar(src, d, err, cap); break;
   default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
   }
   if (st != TPU_OK) { df_data_close(d); return st; }

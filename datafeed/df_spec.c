@@ -14,7 +14,7 @@
 
 const char *df_op_name(df_op op) {
   static const char *n[] = { "shuffle", "map", "batch", "cache", "prefetch", "interleave",
-                             "shard", "repeat", "workers" };
+                             "shard", "repeat", "workers", "take", "skip", "filter" };
   return (unsigned)op < sizeof n / sizeof n[0] ? n[op] : "?";
 }
 const char *df_map_name(tpu_df_map_fn fn) {
@@ -33,6 +33,7 @@ int64_t df_source_known_elements(const tpu_df_source *src) {
   switch (src->kind) {
   case TPU_DF_SRC_FASHION_MNIST: case TPU_DF_SRC_MNIST: return src->test_split ? 10000 : 60000;
   case TPU_DF_SRC_SYNTHETIC: return src->n;
+  case TPU_DF_SRC_CIFAR10: return src->test_split ? 10000 : 50000;
   default: return 0;
   }
 }
@@ -55,6 +56,7 @@ tpu_status tpu_df_spec_create(tpu_df_spec **out) {
   s->step_time_s = 0.01;
   s->steps = 20;
   s->host_cores = 8;
+  s->epochs = 1;
   return TPU_OK;
 }
 
@@ -133,7 +135,8 @@ tpu_status tpu_df_spec_shuffle(tpu_df_spec *s, int64_t buffer_size, uint64_t see
 }
 tpu_status tpu_df_spec_map(tpu_df_spec *s, tpu_df_map_fn fn, const tpu_df_map_args *args, int num_parallel_calls) {
   if ((unsigned)fn > TPU_DF_MAP_NONE) return fail(s, "map: fn: unknown function %d", (int)fn);
-  if (!par_ok(num_parallel_calls)) return fail(s, "map: num_parallel_calls: expected 1..256 or autotune, got %d", num_parallel_calls);
+  if (num_parallel_calls != 0 && !par_ok(num_parallel_calls))
+    return fail(s, "map: num_parallel_calls: expected 0 (none: a plain map), 1..256 or autotune, got %d", num_parallel_calls);
   tpu_df_map_args a = { 0.0, 255.0, 0 };
   if (args) a = *args;
   if (fn == TPU_DF_MAP_NORMALIZE && (!isfinite(a.mean) || !isfinite(a.std) || a.std == 0))
@@ -141,7 +144,9 @@ tpu_status tpu_df_spec_map(tpu_df_spec *s, tpu_df_map_fn fn, const tpu_df_map_ar
   if (fn == TPU_DF_MAP_RANDOM_CROP && (a.padding < 0 || a.padding > 1024))
     return fail(s, "map: random_crop: padding: expected 0..1024, got %d", a.padding);
   PUSH(DF_MAP);
-  t->fn = fn; t->args = a; t->par = num_parallel_calls;
+  t->fn = fn; t->args = a;
+  t->par = num_parallel_calls ? num_parallel_calls : 1;
+  t->async = num_parallel_calls != 0;
   t->seed = 0x5eed0000u + (uint64_t)s->nst;
   s->nst++;
   return TPU_OK;
@@ -163,7 +168,14 @@ tpu_status tpu_df_spec_interleave(tpu_df_spec *s, int cycle_length, int num_para
   if (cycle_length < 1 || cycle_length > 4096) return fail(s, "interleave: cycle_length: expected 1..4096, got %d", cycle_length);
   if (!par_ok(num_parallel_calls)) return fail(s, "interleave: num_parallel_calls: expected 1..256 or autotune, got %d", num_parallel_calls);
   PUSH(DF_INTERLEAVE);
-  t->n = cycle_length; t->par = num_parallel_calls; s->nst++;
+  t->n = cycle_length; t->par = num_parallel_calls; t->block = 1; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_interleave_block(tpu_df_spec *s, int block_length) {
+  if (s->nst == 0 || s->st[s->nst - 1].op != DF_INTERLEAVE) return fail(s, "block_length: the last stage is not an interleave");
+  if (block_length < 1 || block_length > 1000000)
+    return fail(s, "interleave: block_length: expected 1..1000000, got %d", block_length);
+  s->st[s->nst - 1].block = block_length;
   return TPU_OK;
 }
 tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count) {
@@ -171,6 +183,29 @@ tpu_status tpu_df_spec_repeat(tpu_df_spec *s, int64_t count) {
     return fail(s, "repeat: count: expected -1 (forever) or >= 1, got %lld", (long long)count);
   PUSH(DF_REPEAT);
   t->n = count; s->nst++;
+  return TPU_OK;
+}
+
+tpu_status tpu_df_spec_take(tpu_df_spec *s, int64_t count) {
+  if (count < -1 || count > ((int64_t)1 << 40)) return fail(s, "take: count: expected -1 (all) or 0..2^40, got %lld", (long long)count);
+  PUSH(DF_TAKE);
+  t->n = count; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_skip(tpu_df_spec *s, int64_t count) {
+  if (count < -1 || count > ((int64_t)1 << 40)) return fail(s, "skip: count: expected -1 (all) or 0..2^40, got %lld", (long long)count);
+  PUSH(DF_SKIP);
+  t->n = count; s->nst++;
+  return TPU_OK;
+}
+tpu_status tpu_df_spec_filter_labels(tpu_df_spec *s, const int32_t *labels, int nlabels, bool keep) {
+  if (nlabels < 1 || nlabels > DF_FILTER_MAX_LABELS)
+    return fail(s, "filter: expected 1..%d labels, got %d", DF_FILTER_MAX_LABELS, nlabels);
+  for (int i = 0; i < nlabels; i++)
+    if (labels[i] < 0 || labels[i] > 65535) return fail(s, "filter: labels: expected 0..65535, got %d", (int)labels[i]);
+  PUSH(DF_FILTER);
+  memcpy(t->labels, labels, (size_t)nlabels * sizeof *labels);
+  t->nlabels = nlabels; t->keep = keep; t->keep_fraction = 1; s->nst++;
   return TPU_OK;
 }
 
@@ -190,6 +225,10 @@ tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
   df_stage *t = &s->st[s->nst - 1];
   if (!strcmp(key, "cost_per_call_s")) t->cost_per_call_s = v;
   else if (!strcmp(key, "cost_per_element_s")) t->cost_per_element_s = v;
+  else if (t->op == DF_FILTER && !strcmp(key, "keep_fraction")) {
+    if (v > 1) return fail(s, "keep_fraction: expected a share 0..1, got %g", v);
+    t->keep_fraction = v;
+  }
   else if (t->op == DF_WORKERS && !strcmp(key, "serialize_s_per_byte")) t->serialize_s_per_byte = v;
   else if (t->op == DF_WORKERS && !strcmp(key, "deserialize_s_per_byte")) t->deserialize_s_per_byte = v;
   else if (t->op == DF_WORKERS && !strcmp(key, "shm_s_per_byte")) t->shm_s_per_byte = v;
@@ -197,6 +236,17 @@ tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
   else return fail(s, "unknown cost '%s' for a %s stage; allowed: cost_per_call_s, cost_per_element_s%s", key,
                    df_op_name(t->op), t->op == DF_WORKERS ? ", serialize_s_per_byte, deserialize_s_per_byte, shm_s_per_byte, shm_get_s" : "");
   return TPU_OK;
+}
+
+tpu_status tpu_df_spec_set_epochs(tpu_df_spec *s, int64_t epochs) {
+  if (epochs < 1 || epochs > 1000000) return fail(s, "epochs: expected 1..1000000, got %lld", (long long)epochs);
+  s->epochs = epochs;
+  return TPU_OK;
+}
+
+int64_t tpu_df_spec_repeat_count(const tpu_df_spec *s) {
+  for (int i = 0; i < s->nst; i++) if (s->st[i].op == DF_REPEAT) return s->st[i].n;
+  return 0;
 }
 
 void tpu_df_spec_reseed(tpu_df_spec *s, uint64_t seed) {
@@ -215,16 +265,17 @@ int tpu_df_spec_batch_size(const tpu_df_spec *s) {
 }
 
 tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
-  int ibatch = -1, icache = -1, ishuffle = -1, irepeat = -1, iworkers = -1;
+  int ibatch = -1, icache = -1, irepeat = -1, iworkers = -1;   /* several shuffles are fine */
   for (int i = 0; i < s->nst; i++) {
     const df_stage *t = &s->st[i];
-    int *slot = t->op == DF_BATCH ? &ibatch : t->op == DF_CACHE ? &icache : t->op == DF_SHUFFLE ? &ishuffle
+    int *slot = t->op == DF_BATCH ? &ibatch : t->op == DF_CACHE ? &icache
               : t->op == DF_REPEAT ? &irepeat : t->op == DF_WORKERS ? &iworkers : NULL;
     if (slot) {
       if (*slot >= 0) { snprintf(err, errcap, "stages[%d]: a second %s stage; at most one is supported", i, df_op_name(t->op)); return TPU_ERR_CONFIG; }
       *slot = i;
     }
-    if ((t->op == DF_SHUFFLE || t->op == DF_SHARD || t->op == DF_INTERLEAVE) && ibatch >= 0) {
+    if ((t->op == DF_SHUFFLE || t->op == DF_SHARD || t->op == DF_INTERLEAVE || t->op == DF_TAKE || t->op == DF_SKIP ||
+         t->op == DF_FILTER) && ibatch >= 0) {
       snprintf(err, errcap, "stages[%d]: %s after batch is not supported; place it before batch", i, df_op_name(t->op));
       return TPU_ERR_CONFIG;
     }
@@ -291,11 +342,11 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   tpu_df_source src = tpu_df_source_default();
   const char *kind = NULL, *split = NULL;
   TRY(get_str(c, o, "source", "kind", &kind));
-  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic");
-  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic" };
+  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10");
+  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic", "cifar10" };
   int k = -1;
-  for (int i = 0; i < 6; i++) if (!strcmp(kind, kinds[i])) k = i;
-  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, got '%s'", kind);
+  for (int i = 0; i < 7; i++) if (!strcmp(kind, kinds[i])) k = i;
+  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, got '%s'", kind);
   src.kind = (tpu_df_source_kind)k;
   TRY(get_str(c, o, "source", "split", &split));
   if (split && strcmp(split, "train") && strcmp(split, "test"))
@@ -306,6 +357,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   TRY(get_str(c, o, "source", "labels", &src.labels));
   TRY(get_str(c, o, "source", "path", &src.path));
   if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the MNIST IDX files");
+  if (src.kind == TPU_DF_SRC_CIFAR10 && !src.dir)
+    return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the CIFAR-10 binary files");
   if ((src.kind == TPU_DF_SRC_IDX || src.kind == TPU_DF_SRC_NPY) && (!src.images || !src.labels))
     return tpu_json_missing(OBJ(c, o, "source"), src.images ? "labels" : "images", "a file path");
   if (src.kind == TPU_DF_SRC_CSV && !src.path) return tpu_json_missing(OBJ(c, o, "source"), "path", "a .csv file or a directory of them");
@@ -400,7 +453,7 @@ static tpu_status map_args(const jctx *c, json_t *o, const char *path, int *fn, 
 static tpu_status parse_map(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
   int fn = TPU_DF_MAP_NONE;
   tpu_df_map_args args = { 0.0, 255.0, 0 };
-  int64_t par = 1, seed = 0;
+  int64_t par = 0, seed = 0;      /* 0: no num_parallel_calls, a plain map */
   TRY(map_args(c, o, path, &fn, &args));
   TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
   TRY(added(c, path, s, tpu_df_spec_map(s, (tpu_df_map_fn)fn, &args, (int)par)));
@@ -431,10 +484,12 @@ static tpu_status parse_prefetch(const jctx *c, json_t *o, const char *path, tpu
 }
 
 static tpu_status parse_interleave(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
-  int64_t cycle = 0, par = 1;
+  int64_t cycle = 0, par = 1, block = 1;
   TRY(get_int(c, o, path, "cycle_length", 1, 4096, false, true, &cycle));
   TRY(get_int(c, o, path, "num_parallel_calls", 1, 256, true, false, &par));
-  return added(c, path, s, tpu_df_spec_interleave(s, (int)cycle, (int)par));
+  TRY(get_int(c, o, path, "block_length", 1, 1000000, false, false, &block));
+  TRY(added(c, path, s, tpu_df_spec_interleave(s, (int)cycle, (int)par)));
+  return added(c, path, s, tpu_df_spec_interleave_block(s, (int)block));
 }
 
 static tpu_status parse_shard(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
@@ -450,6 +505,45 @@ static tpu_status parse_repeat(const jctx *c, json_t *o, const char *path, tpu_d
   TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, false, &count));
   if (count == 0) return jerr(c, subpath(p, path, "count"), "expected -1 (forever) or >= 1, got 0");
   return added(c, path, s, tpu_df_spec_repeat(s, count));
+}
+
+static tpu_status parse_take(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t count = 0;
+  TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, true, &count));
+  return added(c, path, s, tpu_df_spec_take(s, count));
+}
+
+static tpu_status parse_skip(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  int64_t count = 0;
+  TRY(get_int(c, o, path, "count", -1, (int64_t)1 << 40, false, true, &count));
+  return added(c, path, s, tpu_df_spec_skip(s, count));
+}
+
+/* filter's predicate: exactly one of label_in / label_not_in, a list of
+** 1..16 labels; keep_fraction (model only) is the share the model keeps. */
+static tpu_status parse_filter(const jctx *c, json_t *o, const char *path, tpu_df_spec *s) {
+  json_t *in = json_object_get(o, "label_in"), *out = json_object_get(o, "label_not_in");
+  char p[64];
+  if (!in == !out) return jerr(c, path, "expected exactly one predicate: label_in or label_not_in (a list of labels)");
+  json_t *list = in ? in : out;
+  subpath(p, path, in ? "label_in" : "label_not_in");
+  if (!json_is_array(list) || json_array_size(list) < 1 || json_array_size(list) > DF_FILTER_MAX_LABELS)
+    return jerr(c, p, "expected a list of 1..%d labels", DF_FILTER_MAX_LABELS);
+  int32_t labels[DF_FILTER_MAX_LABELS];
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    json_t *v = json_array_get(list, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535)
+      return jerr(c, p, "expected labels, integers in 0..65535");
+    labels[i] = (int32_t)json_integer_value(v);
+  }
+  TRY(added(c, path, s, tpu_df_spec_filter_labels(s, labels, (int)json_array_size(list), in != NULL)));
+  double f = 1;
+  json_t *kf = json_object_get(o, "keep_fraction");
+  if (kf && (!json_is_number(kf) || json_number_value(kf) < 0 || json_number_value(kf) > 1))
+    return jerr(c, subpath(p, path, "keep_fraction"), "expected a share 0..1");
+  if (kf) f = json_number_value(kf);
+  s->st[s->nst - 1].keep_fraction = f;
+  return TPU_OK;
 }
 
 /* Workers (threads, processes or shared-memory processes) have no builder
@@ -485,9 +579,11 @@ static const char *const BATCH_KEYS[] = { "op", "batch_size", "drop_remainder", 
                                           NULL };
 static const char *const CACHE_KEYS[] = { "op", "cost_per_element_s", NULL };
 static const char *const PREFETCH_KEYS[] = { "op", "buffer_size", NULL };
-static const char *const INTERLEAVE_KEYS[] = { "op", "cycle_length", "num_parallel_calls", NULL };
+static const char *const INTERLEAVE_KEYS[] = { "op", "cycle_length", "num_parallel_calls", "block_length", NULL };
 static const char *const SHARD_KEYS[] = { "op", "num_shards", "index", NULL };
 static const char *const REPEAT_KEYS[] = { "op", "count", NULL };
+static const char *const COUNT_KEYS[] = { "op", "count", NULL };
+static const char *const FILTER_KEYS[] = { "op", "label_in", "label_not_in", "keep_fraction", NULL };
 static const char *const WORKERS_KEYS[] = { "op", "kind", "count", "gil", "queue_size", "serialize_s_per_byte",
                                             "deserialize_s_per_byte", "shm_s_per_byte", "shm_get_s", NULL };
 
@@ -501,6 +597,8 @@ static const struct stage_syntax {
   { "prefetch", PREFETCH_KEYS, parse_prefetch },       { "interleave", INTERLEAVE_KEYS, parse_interleave },
   { "shard", SHARD_KEYS, parse_shard },                { "repeat", REPEAT_KEYS, parse_repeat },
   { "workers", WORKERS_KEYS, parse_workers },
+  { "take", COUNT_KEYS, parse_take },                  { "skip", COUNT_KEYS, parse_skip },
+  { "filter", FILTER_KEYS, parse_filter },
 };
 
 static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
@@ -509,18 +607,57 @@ static tpu_status parse_stage(const jctx *c, json_t *o, int i, tpu_df_spec *s) {
   if (!json_is_object(o)) return jerr(c, path, "expected an object like {\"op\": \"batch\", \"batch_size\": 32}, got %s", jtype(o));
   const char *op = NULL;
   TRY(get_str(c, o, path, "op", &op));
-  if (!op) return jerr(c, path, "missing key 'op' (shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers)");
+  if (!op)
+    return jerr(c, path, "missing key 'op' (shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, "
+                "take, skip, filter)");
   const struct stage_syntax *syn = NULL;
   for (size_t k = 0; k < sizeof STAGES / sizeof STAGES[0]; k++) if (!strcmp(op, STAGES[k].op)) syn = &STAGES[k];
   if (!syn)
     return jerr(c, subpath(p, path, "op"),
-                "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, got '%s'", op);
+                "expected one of shuffle, map, batch, cache, prefetch, interleave, shard, repeat, workers, take, skip, "
+                "filter, got '%s'", op);
   TRY(check_keys(c, path, o, syn->keys));
   TRY(syn->parse(c, o, path, s));
   df_stage *t = &s->st[s->nst - 1];      /* a key the stage does not allow was refused above */
   TRY(get_num(c, o, path, "cost_per_call_s", &t->cost_per_call_s));
   TRY(get_num(c, o, path, "cost_per_element_s", &t->cost_per_element_s));
   return TPU_OK;
+}
+
+/* The consumer block: step time, steps, and epochs (fresh iterations of the
+** whole pipeline, as Keras' fit and the tf.data guide's benchmark make them).
+** Without steps, epochs run until the data ends (a pipeline that repeats
+** forever then needs steps). */
+static tpu_status parse_consumer(const jctx *c, json_t *root, tpu_df_spec *s) {
+  json_t *cons = json_object_get(root, "consumer");
+  if (!cons) return TPU_OK;
+  static const char *const ck[] = { "step_time_s", "steps", "epochs", NULL };
+  if (!json_is_object(cons)) return jerr(c, "consumer", "expected an object");
+  TRY(check_keys(c, "consumer", cons, ck));
+  TRY(get_num(c, cons, "consumer", "step_time_s", &s->step_time_s));
+  TRY(get_int(c, cons, "consumer", "epochs", 1, 1000000, false, false, &s->epochs));
+  if (json_object_get(cons, "epochs") && !json_object_get(cons, "steps")) {
+    for (int i = 0; i < s->nst; i++)
+      if (s->st[i].op == DF_REPEAT && s->st[i].n == TPU_DF_FOREVER)
+        return tpu_json_missing(OBJ(c, cons, "consumer"), "steps", "a step count: the pipeline repeats forever");
+    s->steps = 10000000;       /* until the data ends */
+  }
+  return get_int(c, cons, "consumer", "steps", 1, 10000000, false, false, &s->steps);
+}
+
+/* The host block: the core budget and the overheads of a real runtime
+** (0 = the ideal timeline). */
+static tpu_status parse_host(const jctx *c, json_t *root, tpu_df_spec *s) {
+  json_t *host = json_object_get(root, "host");
+  if (!host) return TPU_OK;
+  static const char *const hk[] = { "cores", "iterator_overhead_s", "element_overhead_s", NULL };
+  int64_t cores = s->host_cores;
+  if (!json_is_object(host)) return jerr(c, "host", "expected an object");
+  TRY(check_keys(c, "host", host, hk));
+  TRY(get_int(c, host, "host", "cores", 1, 1024, false, false, &cores));
+  s->host_cores = (int)cores;
+  TRY(get_num(c, host, "host", "iterator_overhead_s", &s->iterator_overhead_s));
+  return get_num(c, host, "host", "element_overhead_s", &s->element_overhead_s);
 }
 
 tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **out, char *err, size_t errcap) {
@@ -543,23 +680,7 @@ tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **o
   if (!json_is_array(stages)) { st = jerr(&c, "stages", "expected an array of stages, got %s", jtype(stages)); goto done; }
   for (size_t i = 0; i < json_array_size(stages); i++)
     if ((st = parse_stage(&c, json_array_get(stages, i), (int)i, s)) != TPU_OK) goto done;
-  json_t *cons = json_object_get(root, "consumer");
-  if (cons) {
-    static const char *const ck[] = { "step_time_s", "steps", NULL };
-    if (!json_is_object(cons)) { st = jerr(&c, "consumer", "expected an object"); goto done; }
-    if ((st = check_keys(&c, "consumer", cons, ck)) != TPU_OK) goto done;
-    if ((st = get_num(&c, cons, "consumer", "step_time_s", &s->step_time_s)) != TPU_OK) goto done;
-    if ((st = get_int(&c, cons, "consumer", "steps", 1, 10000000, false, false, &s->steps)) != TPU_OK) goto done;
-  }
-  json_t *host = json_object_get(root, "host");
-  if (host) {
-    static const char *const hk[] = { "cores", NULL };
-    int64_t cores = s->host_cores;
-    if (!json_is_object(host)) { st = jerr(&c, "host", "expected an object"); goto done; }
-    if ((st = check_keys(&c, "host", host, hk)) != TPU_OK) goto done;
-    if ((st = get_int(&c, host, "host", "cores", 1, 1024, false, false, &cores)) != TPU_OK) goto done;
-    s->host_cores = (int)cores;
-  }
+  if ((st = parse_consumer(&c, root, s)) != TPU_OK || (st = parse_host(&c, root, s)) != TPU_OK) goto done;
   if ((st = df_spec_validate(s, err, errcap)) != TPU_OK) {
     char tmp[512];
     snprintf(tmp, sizeof tmp, "%s", err);

@@ -5,10 +5,17 @@
 **
 ** Without --pipeline the description is built here from --data: source,
 ** shuffle over the whole set (seeded), normalize to [0, 1], batch (global,
-** drop_remainder), repeat(epochs), prefetch(2), with no modeled costs (so
-** the input is free: infeed waits are zero). With --pipeline FILE it is the
-** user's datafeed JSON (docs/DATAFEED.md); its batch stage must give the
-** global batch, and a repeat is added when it has none. The test set is
+** drop_remainder), prefetch(2), with no modeled costs (so the input is
+** free: infeed waits are zero). With --pipeline FILE it is the user's
+** datafeed JSON (docs/DATAFEED.md); its batch stage must give the global
+** batch.
+**
+** Epochs as Keras' fit makes them: a pipeline without repeat is iterated
+** afresh for each of the --epochs (tpu_df_spec_set_epochs: files reopened,
+** buffers refilled, in the model too), and an epoch cut short by
+** --steps-per-epoch drops the rest of its iteration (tpu_df_model_restart);
+** a pipeline with repeat is one iterator over all epochs, which its repeat
+** count must cover. The test set is
 ** always the --data source's test split (synthetic: the elements after the
 ** training ones, so they share the class prototypes), read whole.
 */
@@ -23,6 +30,7 @@ struct tpu_fe_feed {
   tpu_df_model *model;
   int batch, classes;
   int64_t per_epoch;           /* batches per epoch */
+  bool fresh;                  /* each epoch a fresh iteration (no repeat stage) */
   int epoch, index;            /* position of the next batch */
   uint8_t *y;                  /* labels of the current batch */
 };
@@ -46,6 +54,7 @@ static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64
     src->seed = seed;
     return TPU_OK;
   }
+  if (!strncmp(data, "cifar10:", 8)) { src->kind = TPU_DF_SRC_CIFAR10; src->dir = data + 8; return TPU_OK; }
   src->kind = TPU_DF_SRC_MNIST;      /* a directory of the four IDX files */
   src->dir = data;
   (void)err; (void)errcap;
@@ -75,11 +84,12 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); goto out; }
     TRY(tpu_df_spec_set_source(spec, &src));
     TRY(tpu_df_spec_shuffle(spec, src.kind == TPU_DF_SRC_SYNTHETIC ? src.n : 60000, o->seed));
-    TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 1));
+    TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0));
     TRY(tpu_df_spec_batch(spec, o->global_batch, true));
-    TRY(tpu_df_spec_repeat(spec, o->epochs));
     TRY(tpu_df_spec_prefetch(spec, 2));
   }
+  f->fresh = tpu_df_spec_repeat_count(spec) == 0;
+  if (f->fresh) TRY(tpu_df_spec_set_epochs(spec, o->epochs));
   if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
   tpu_df_get_info(f->df, &di);
@@ -125,6 +135,7 @@ void tpu_fe_feed_close(tpu_fe_feed *f) {
 tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap) {
   tpu_status st = tpu_df_seek(f->df, epoch, 0);
   if (st != TPU_OK) snprintf(err, errcap, "cannot seek the pipeline to epoch %d: %s", epoch, tpu_df_errmsg(f->df));
+  if (f->fresh) tpu_df_model_restart(f->model);
   f->epoch = epoch;
   f->index = 0;
   return st;
@@ -157,7 +168,7 @@ tpu_status tpu_fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed
   if (st) return st;
   const int chunk = 1000;
   if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); return st; }
-  if ((st = tpu_df_spec_set_source(spec, &src)) || (st = tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 1)) ||
+  if ((st = tpu_df_spec_set_source(spec, &src)) || (st = tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0)) ||
       (st = tpu_df_spec_batch(spec, chunk, false))) {
     snprintf(err, errcap, "%s", tpu_df_spec_errmsg(spec));
     goto out;

@@ -180,6 +180,118 @@ static const struct spoiled_idx {
   { "i", "l", 10, 4, false, 0, 0x12345678, "bad magic" },
 };
 
+/* An IDX image file of rank 'rank' (dims after N in dims[]), value of
+** byte k of element i = i*31 + k, plain or gzip; labels i % 3. */
+static void write_idx_rank(int rank, int n, const uint32_t *dims, bool gz) {
+  size_t d = 1, hl = 4 + 4 * (size_t)rank;
+  for (int k = 0; k < rank - 1; k++) d *= dims[k];
+  unsigned char *im = malloc(hl + n * d), lb[8 + 64];
+  put_be32(im, 0x800u | (uint32_t)rank); put_be32(im + 4, (uint32_t)n);
+  for (int k = 0; k < rank - 1; k++) put_be32(im + 8 + 4 * k, dims[k]);
+  for (size_t i = 0; i < (size_t)n * d; i++) im[hl + i] = (unsigned char)((i / d) * 31 + i % d);
+  put_be32(lb, 0x801); put_be32(lb + 4, (uint32_t)n);
+  for (int i = 0; i < n; i++) lb[8 + i] = (unsigned char)(i % 3);
+  gzFile f = gzopen(tpath("r.idx"), gz ? "wb" : "wbT");
+  gzwrite(f, im, (unsigned)(hl + n * d));
+  gzclose(f);
+  FILE *g = fopen(tpath("r.lab"), "wb");
+  fwrite(lb, 1, 8 + (size_t)n, g);
+  fclose(g);
+  free(im);
+}
+
+START_TEST(Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images) {
+  static const struct { int rank; uint32_t dims[3]; int h, w, c; } cases[] = {
+    { 2, { 6 }, 1, 6, 1 }, { 3, { 2, 3 }, 2, 3, 1 }, { 4, { 2, 3, 3 }, 2, 3, 3 },
+  };
+  for (size_t k = 0; k < 6; k++) {
+    const int n = 7;
+    write_idx_rank(cases[k / 2].rank, n, cases[k / 2].dims, k % 2);
+    tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_IDX, tpath("r.idx"), tpath("r.lab")));
+    tpu_df_spec_batch(s, n, false);
+    tpu_df *df = open_ok(s, NULL);
+    tpu_df_info info;
+    tpu_df_get_info(df, &info);
+    ck_assert_msg(info.height == cases[k / 2].h && info.width == cases[k / 2].w && info.channels == cases[k / 2].c,
+                  "rank %d: %dx%dx%d", cases[k / 2].rank, info.height, info.width, info.channels);
+    tpu_df_batch b;
+    ck_assert(tpu_df_next(df, &b) == TPU_OK && b.size == n);
+    for (int i = 0; i < n; i++) {
+      TU_EQ_U64(i % 3, b.y[i]);
+      for (int j = 0; j < b.features; j++) ck_assert(b.x[i * b.features + j] == (float)(unsigned char)(i * 31 + j));
+    }
+    tpu_df_close(df);
+    tpu_df_spec_destroy(s);
+  }
+  uint32_t dims[4] = { 1, 1, 1, 1 };
+  write_idx_rank(5, 2, dims, false);
+  tpu_df_spec *s = spec_of(files_source(TPU_DF_SRC_IDX, tpath("r.idx"), tpath("r.lab")));
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df *df;
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "r.idx: bad magic number") && strstr(errbuf, "rank 02, 03 or 04"), "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+/* CIFAR-10 binary files in tmpdir/cifar: data_batch_f.bin holds 'per'
+** records (label (f*per + r) % 10, pixel byte k of plane ch = r*7 + ch*3 + k)
+** and test_batch.bin one. */
+static const char *write_cifar(int per) {
+  static char dir[400];
+  snprintf(dir, sizeof dir, "%s/cifar", tmpdir);
+  mkdir(dir, 0700);
+  unsigned char rec[3073];
+  for (int f = 0; f <= 5; f++) {
+    char p[450];
+    if (f == 5) snprintf(p, sizeof p, "%s/test_batch.bin", dir); else snprintf(p, sizeof p, "%s/data_batch_%d.bin", dir, f + 1);
+    FILE *fp = fopen(p, "wb");
+    for (int r = 0; r < (f == 5 ? 1 : per); r++) {
+      rec[0] = (unsigned char)((f * per + r) % 10);
+      for (int k = 0; k < 3072; k++) rec[1 + k] = (unsigned char)(r * 7 + (k / 1024) * 3 + k % 1024);
+      fwrite(rec, 1, sizeof rec, fp);
+    }
+    fclose(fp);
+  }
+  return dir;
+}
+
+START_TEST(Cifar10_binary_files_read_channels_last_and_bad_records_are_named) {
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_CIFAR10;
+  src.dir = write_cifar(3);
+  tpu_df_spec *s = spec_of(src);
+  tpu_df_spec_batch(s, 15, false);
+  tpu_df *df = open_ok(s, NULL);
+  tpu_df_batch b;
+  ck_assert(tpu_df_next(df, &b) == TPU_OK && b.size == 15 && b.features == 3072);
+  for (int i = 0; i < 15; i++) {
+    TU_EQ_U64(i % 10, b.y[i]);
+    for (int p = 0; p < 1024; p += 97)        /* pixel p, channel ch: plane ch's byte p */
+      for (int ch = 0; ch < 3; ch++)
+        ck_assert(b.x[i * 3072 + p * 3 + ch] == (float)(unsigned char)((i % 3) * 7 + ch * 3 + p));
+  }
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+  char p[450];
+  snprintf(p, sizeof p, "%s/data_batch_2.bin", src.dir);
+  ck_assert_int_eq(truncate(p, 3073 + 100), 0);
+  s = spec_of(src);
+  tpu_df_spec_batch(s, 5, false);
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "data_batch_2.bin: record 1: truncated (100 of 3073 bytes)") != NULL, "%s", errbuf);
+  FILE *fp = fopen(p, "wb");
+  unsigned char rec[3073] = { 3 };
+  fwrite(rec, 1, sizeof rec, fp);
+  rec[0] = 12;
+  fwrite(rec, 1, sizeof rec, fp);
+  fclose(fp);
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, "data_batch_2.bin: record 1: label 12 out of range 0..9") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 START_TEST(Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file) {
   const struct spoiled_idx *c = &SPOILED[_i];
   write_idx(tpath(c->images), tpath(c->labels), c->n, c->side, c->side, c->gz, c->cut, c->magic);
@@ -435,15 +547,19 @@ START_TEST(Interleave_takes_elements_in_turn_from_cycle_length_files) {
     for (int i = 0; i < sizes[f]; i++, id++) fprintf(fp, "%d,%d\n", f, id);
     fclose(fp);
   }
-  tpu_df_spec *s = spec_of(csv_source(dir));
-  tpu_df_spec_interleave(s, 2, 2);
-  tpu_df_spec_batch(s, 3, false);
-  int64_t got[20];
-  int64_t n = read_ids(s, got, 20, 2);
-  static const int64_t want[10] = { 0, 4, 1, 5, 2, 6, 3, 7, 8, 9 };
-  TU_EQ_U64(10, n);
-  for (int i = 0; i < 10; i++) TU_EQ_U64(want[i], got[i]);
-  tpu_df_spec_destroy(s);
+  /* block_length b: b elements of a file before the other's turn */
+  static const int64_t want[3][10] = { { 0, 4, 1, 5, 2, 6, 3, 7, 8, 9 }, { 0, 1, 4, 5, 2, 3, 6, 7, 8, 9 },
+                                       { 0, 1, 2, 4, 5, 6, 3, 7, 8, 9 } };
+  for (int b = 1; b <= 3; b++) {
+    tpu_df_spec *s = spec_of(csv_source(dir));
+    tpu_df_spec_interleave(s, 2, 2);
+    ck_assert(tpu_df_spec_interleave_block(s, b) == TPU_OK);
+    tpu_df_spec_batch(s, 3, false);
+    int64_t got[20];
+    TU_EQ_U64(10, read_ids(s, got, 20, 2));
+    for (int i = 0; i < 10; i++) TU_EQ_U64(want[b - 1][i], got[i]);
+    tpu_df_spec_destroy(s);
+  }
 }
 END_TEST
 
@@ -823,12 +939,322 @@ START_TEST(Open_next_and_model_survive_every_allocation_failure) {
 }
 END_TEST
 
+/* {==================================================================
+** tf.data's iteration semantics: epochs, asynchronous map, repeat passes,
+** overheads, the verdict
+** ================================================================== */
+/* The model of s for 'steps' steps of 10 ms, with o (NULL = defaults). */
+static tpu_df_model_result model_n(const tpu_df_spec *s, const tpu_df_model_options *o, int64_t steps, double *ready) {
+  tpu_df_model_result r;
+  ck_assert_msg(tpu_df_model_run(s, o, 0.01, NULL, NULL, steps, ready, &r, errbuf, sizeof errbuf) == TPU_OK, "%s",
+                errbuf);
+  return r;
+}
+
+/* The model of s (destroyed here) gives these ready times and this total. */
+static void expect_timeline(tpu_df_spec *s, int64_t steps, const double *want, double total_s) {
+  double ready[16];
+  ck_assert(steps <= 16);
+  tpu_df_model_result r = model_n(s, NULL, steps, ready);
+  TU_EQ_U64(steps, r.steps);
+  for (int64_t i = 0; i < steps; i++) NEAR(want[i], ready[i]);
+  NEAR(total_s, r.total_s);
+  tpu_df_spec_destroy(s);
+}
+
+START_TEST(Each_epoch_is_a_fresh_iteration_that_reopens_files_and_refills_prefetch) {
+  /* the guide's ArtificialDataset (3 elements, 1 file, open 30 ms, read
+  ** 15 ms), prefetch(1), train 10 ms, 2 epochs, by hand: the prefetch thread
+  ** reads element i once the consumer took i-1; epoch 2's iterator is made
+  ** when the consumer asks for its first batch (85 ms), so it opens the file
+  ** again and nothing was read ahead: 85 + 30 + 15 = 130 ms */
+  static const double fresh[6] = { 0.045, 0.060, 0.075, 0.130, 0.145, 0.160 };
+  /* repeat(2) inside is one iterator: prefetch reads across the pass (the
+  ** reopen starts at 75 ms, when the consumer took element 2) */
+  static const double repeated[6] = { 0.045, 0.060, 0.075, 0.120, 0.135, 0.150 };
+  tpu_df_spec *s = model_spec(3, 1, 0.03, 0.015, 1);
+  ck_assert(tpu_df_spec_set_epochs(s, 2) == TPU_OK);
+  double ready[6];
+  tpu_df_model_result r = model_n(s, NULL, 6, ready);
+  for (int i = 0; i < 6; i++) NEAR(fresh[i], ready[i]);
+  NEAR(0.170, r.total_s);
+  TU_EQ_U64(6, r.steps);                 /* and no more: two epochs of 3 */
+  /* the timeline shows the two opens, the second at the second epoch's start */
+  tpu_df_model_options o = tpu_df_model_options_default();
+  o.timeline_steps = 6;
+  tpu_df_model *m;
+  ck_assert(tpu_df_model_create(s, &o, &m, errbuf, sizeof errbuf) == TPU_OK);
+  for (double t = 0, got; (got = tpu_df_model_next(m, t)) >= 0;) t = got + 0.01;
+  size_t n, opens = 0;
+  const tpu_df_interval *iv = tpu_df_model_intervals(m, &n);
+  static const double open_at[2] = { 0, 0.085 };
+  for (size_t i = 0; i < n; i++)
+    if (iv[i].kind == 'O') { ck_assert(opens < 2); NEAR(open_at[opens], iv[i].start_s); opens++; }
+  TU_EQ_U64(2, opens);
+  tpu_df_model_destroy(m);
+  tpu_df_spec_destroy(s);
+  s = model_spec(3, 1, 0.03, 0.015, 0);
+  tpu_df_spec_repeat(s, 2);
+  tpu_df_spec_prefetch(s, 1);
+  expect_timeline(s, 6, repeated, 0.160);
+}
+END_TEST
+
+START_TEST(Fresh_iterations_give_the_elements_of_repeat_passes_reshuffled) {
+  int64_t a[200], b[200], n[2];
+  for (int repeat = 0; repeat < 2; repeat++) {   /* 3 fresh epochs, then repeat(3) */
+    tpu_df_spec *s = ids_spec(20);
+    tpu_df_spec_shuffle(s, 20, 7);
+    tpu_df_spec_batch(s, 6, false);
+    ck_assert((repeat ? tpu_df_spec_repeat(s, 3) : tpu_df_spec_set_epochs(s, 3)) == TPU_OK);
+    n[repeat] = read_ids(s, repeat ? b : a, 200, repeat ? 0 : 2);
+    tpu_df_spec_destroy(s);
+  }
+  int64_t na = n[0], nb = n[1];
+  tpu_df_spec *s;
+  TU_EQ_U64(3 * 20 + 2, na);
+  TU_EQ_U64(nb, na);
+  for (int64_t i = 0; i < na; i++) TU_EQ_U64(b[i], a[i]);
+  ck_assert(memcmp(a, a + 21, 20 * sizeof *a) != 0);   /* each epoch reshuffled */
+  ck_assert(tpu_df_spec_set_epochs(s = ids_spec(4), 0) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(tpu_df_spec_errmsg(s), "epochs: expected 1..1000000") != NULL, "%s", tpu_df_spec_errmsg(s));
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+/* 4 elements read in 1 ms each (no open), a 15 ms map with the given
+** num_parallel_calls (0: none, a plain map), batch 1. */
+static tpu_df_spec *map_spec(int par) {
+  tpu_df_spec *s = model_spec(4, 1, 0, 0.001, 0);
+  s->nst = 0;                            /* the map goes before model_spec's batch */
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, par);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.015);
+  tpu_df_spec_batch(s, 1, false);
+  return s;
+}
+
+START_TEST(A_map_with_one_parallel_call_runs_ahead_of_its_consumer) {
+  /* plain map: read and map in the consumer's call, 16 ms after each request */
+  static const double plain[4] = { 0.016, 0.042, 0.068, 0.094 };
+  /* num_parallel_calls=1: one call in flight ahead: element i starts when
+  ** the consumer took i-1, so ready(i) = ready(i-1) + 16 ms */
+  static const double async[4] = { 0.016, 0.032, 0.048, 0.064 };
+  expect_timeline(map_spec(0), 4, plain, 0.104);
+  expect_timeline(map_spec(1), 4, async, 0.074);
+}
+END_TEST
+
+START_TEST(Stages_before_repeat_restart_with_each_pass) {
+  /* 2 elements, map(num_parallel_calls=2) of 15 ms, batch 1, repeat 2: the
+  ** map reads both elements of pass 1 at once (16, 17 ms) but starts pass 2
+  ** only when repeat is asked for it (36 ms): 36+1+15 = 52, then the second
+  ** element's read waits for the first's (37+1+15 = 53) */
+  static const double want[4] = { 0.016, 0.026, 0.052, 0.062 };
+  tpu_df_spec *s = model_spec(2, 1, 0, 0.001, 0);
+  s->nst = 0;
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, 2);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.015);
+  tpu_df_spec_batch(s, 1, false);
+  tpu_df_spec_repeat(s, 2);
+  expect_timeline(s, 4, want, 0.072);
+}
+END_TEST
+
+START_TEST(Overheads_add_per_iterator_and_per_asynchronous_hand_off) {
+  /* the first test's fresh epochs with 5 ms per iterator made and 1 ms per
+  ** element handed out by prefetch: each epoch starts 5 ms later, each
+  ** element arrives 1 ms later and so delays the next read by 1 ms */
+  static const double want[6] = { 0.051, 0.067, 0.083, 0.144, 0.160, 0.176 };
+  tpu_df_spec *s = model_spec(3, 1, 0.03, 0.015, 1);
+  tpu_df_spec_set_epochs(s, 2);
+  s->iterator_overhead_s = 0.005;
+  s->element_overhead_s = 0.001;
+  expect_timeline(s, 6, want, 0.186);
+}
+END_TEST
+
+START_TEST(Interleave_block_length_opens_each_file_at_its_first_block) {
+  /* 12 elements in 4 files of 3, cycle 2, block 2, one thread, no prefetch:
+  ** a group of two files reads f0[0,1] f1[0,1] f0[2] f1[2], so files open at
+  ** positions 0 and 2 of each group of 6; each step waits its read (+ open) */
+  tpu_df_spec *s = model_spec(12, 4, 0.03, 0.015, 0);
+  s->nst = 0;
+  tpu_df_spec_interleave(s, 2, 1);
+  tpu_df_spec_interleave_block(s, 2);
+  tpu_df_spec_batch(s, 1, false);
+  double ready[12], t = 0;
+  model_n(s, NULL, 12, ready);
+  for (int i = 0; i < 12; i++) {
+    t += (i % 6 == 0 || i % 6 == 2 ? 0.03 : 0) + 0.015;
+    NEAR(t, ready[i]);
+    t += 0.01;
+  }
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(Two_shuffles_compose_as_two_buffered_shuffles) {
+  int64_t want[30], tmp[30];
+  for (int i = 0; i < 30; i++) want[i] = i;
+  df_buffered_shuffle(want, 30, 4, tpu_mix64(11 ^ tpu_mix64(1)), tmp);   /* epoch 0's keys, as build_order */
+  df_buffered_shuffle(want, 30, 30, tpu_mix64(12 ^ tpu_mix64(1)), tmp);
+  tpu_df_spec *s = ids_spec(30);
+  tpu_df_spec_shuffle(s, 4, 11);
+  tpu_df_spec_shuffle(s, 30, 12);
+  tpu_df_spec_batch(s, 7, false);
+  int64_t got[40];
+  TU_EQ_U64(30, read_ids(s, got, 40, 1));
+  for (int i = 0; i < 30; i++) TU_EQ_U64(want[i], got[i]);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(The_verdict_changes_at_five_and_twenty_percent_waiting) {
+  static const struct { double share; const char *starts; } cases[] = {
+    { 0.0, "not input-bound" }, { 0.0499999, "not input-bound" }, { 0.05, "moderately input-bound" },
+    { 0.1999999, "moderately input-bound" }, { 0.20, "highly input-bound" }, { 1.0, "highly input-bound" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *v = tpu_df_verdict(cases[i].share);
+    ck_assert_msg(strncmp(v, cases[i].starts, strlen(cases[i].starts)) == 0 && v[strlen(cases[i].starts)] == ':',
+                  "%g: %s", cases[i].share, v);
+  }
+}
+END_TEST
+
+START_TEST(Json_epochs_and_overheads_parse_and_forever_needs_steps) {
+  const char *ok = "{ \"source\": {\"kind\": \"synthetic\", \"n\": 3, \"shape\": [1], \"classes\": 2},"
+                   " \"stages\": [ {\"op\": \"batch\", \"batch_size\": 1} ], \"consumer\": {\"epochs\": 4},"
+                   " \"host\": {\"iterator_overhead_s\": 0.002, \"element_overhead_s\": 1e-5} }";
+  tpu_df_spec *s;
+  ck_assert_msg(tpu_df_spec_parse(ok, "e.json", &s, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  TU_EQ_U64(4, s->epochs);
+  NEAR(0.002, s->iterator_overhead_s);
+  NEAR(1e-5, s->element_overhead_s);
+  tpu_df_model_result r;
+  ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, s->steps, NULL, &r, errbuf, sizeof errbuf) == TPU_OK);
+  TU_EQ_U64(12, r.steps);                /* until the data ends: 4 epochs of 3 */
+  tpu_df_spec_destroy(s);
+  const char *bad = "{ \"source\": {\"kind\": \"synthetic\", \"n\": 3, \"shape\": [1], \"classes\": 2},\n"
+                    " \"stages\": [ {\"op\": \"batch\", \"batch_size\": 1}, {\"op\": \"repeat\"} ],\n"
+                    " \"consumer\": {\"epochs\": 2} }";
+  ck_assert(tpu_df_spec_parse(bad, "f.json", &s, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "f.json:3:") && strstr(errbuf, "'consumer.steps'") && strstr(errbuf, "repeats forever"),
+                "%s", errbuf);
+}
+END_TEST
+
+/* A stage of the take/skip/filter/shard list below: op, two numbers. */
+typedef struct ix_stage { char op; int64_t a, b; } ix_stage;
+
+static void add_ix(tpu_df_spec *s, ix_stage x) {
+  int32_t labels[2] = { (int32_t)x.a, (int32_t)x.b };
+  tpu_status st = x.op == 't' ? tpu_df_spec_take(s, x.a) : x.op == 's' ? tpu_df_spec_skip(s, x.a)
+                : x.op == 'h' ? tpu_df_spec_shard(s, (int)x.a, (int)x.b)
+                : tpu_df_spec_filter_labels(s, labels, x.b >= 0 ? 2 : 1, x.op == 'f');
+  ck_assert_msg(st == TPU_OK, "%s", tpu_df_spec_errmsg(s));
+}
+
+/* s (destroyed here) read with 'threads' workers gives exactly these ids. */
+static void expect_stream(tpu_df_spec *s, const int64_t *want, int64_t nwant, int threads) {
+  int64_t got[64];
+  const int64_t n = read_ids(s, got, 64, threads);
+  tpu_df_spec_destroy(s);
+  TU_EQ_U64(nwant, n);
+  for (int64_t i = 0; i < n; i++) ck_assert_msg(got[i] == want[i], "element %lld: %lld", (long long)i, (long long)got[i]);
+}
+
+START_TEST(Take_skip_filter_and_shard_compose_in_any_order_before_batch) {
+  /* 20 elements, id i has label i % 4; 't' take(a), 's' skip(a), 'h'
+  ** shard(a, b), 'f' filter label_in [a] (or [a, b]), 'n' label_not_in;
+  ** each expected stream derived by hand */
+  static const struct { ix_stage st[4]; int n; int64_t want[10]; int nwant; } cases[] = {
+    { { { 's', 3, 0 }, { 't', 5, 0 } }, 2, { 3, 4, 5, 6, 7 }, 5 },
+    { { { 't', 5, 0 }, { 's', 3, 0 } }, 2, { 3, 4 }, 2 },
+    { { { 'f', 1, -1 }, { 't', 3, 0 } }, 2, { 1, 5, 9 }, 3 },
+    { { { 't', 3, 0 }, { 'f', 1, -1 } }, 2, { 1 }, 1 },
+    { { { 'h', 2, 0 }, { 'n', 2, -1 } }, 2, { 0, 4, 8, 12, 16 }, 5 },
+    { { { 'f', 0, 1 }, { 't', 4, 0 }, { 's', 1, 0 }, { 't', -1, 0 } }, 4, { 1, 4, 5 }, 3 },
+    { { { 's', 2, 0 }, { 'h', 3, 1 }, { 'n', 1, 3 } }, 3, { 6, 12, 18 }, 3 },
+    { { { 's', -1, 0 }, { 't', 1, 0 } }, 2, { 0 }, 0 },          /* nothing left: an error */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    tpu_df_spec *s = ids_spec(20);
+    for (int k = 0; k < cases[c].n; k++) add_ix(s, cases[c].st[k]);
+    tpu_df_spec_batch(s, 2, false);
+    if (cases[c].nwant == 0) {
+      tpu_df *df;
+      ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+      ck_assert_msg(strstr(errbuf, "leaves no elements") != NULL, "%s", errbuf);
+      tpu_df_spec_destroy(s);
+      continue;
+    }
+    expect_stream(s, cases[c].want, cases[c].nwant, (int)(c % 3));
+  }
+}
+END_TEST
+
+START_TEST(Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch) {
+  int64_t a[64];
+  for (int after = 0; after < 2; after++) {
+    tpu_df_spec *s = ids_spec(20);
+    if (!after) tpu_df_spec_take(s, 5);
+    tpu_df_spec_shuffle(s, 20, 3);
+    if (after) tpu_df_spec_take(s, 5);
+    tpu_df_spec_batch(s, 5, false);
+    tpu_df_spec_repeat(s, 3);
+    TU_EQ_U64(3 * 5 + 2, read_ids(s, a, 64, 2));
+    bool first_five = true, same_sets = true;
+    for (int e = 0; e < 3; e++) {
+      int64_t sum = 0;
+      for (int i = 0; i < 5; i++) { sum += a[e * 6 + i]; first_five &= a[e * 6 + i] < 5; }
+      if (e && sum != a[0] + a[1] + a[2] + a[3] + a[4]) same_sets = false;
+    }
+    ck_assert_msg(after ? !(first_five && same_sets) : first_five, "after=%d", after);
+    tpu_df_spec_destroy(s);
+  }
+}
+END_TEST
+
+START_TEST(The_model_counts_what_take_skip_and_filter_keep) {
+  static const struct { const char *stage; int64_t steps; } cases[] = {
+    { "{\"op\": \"take\", \"count\": 5}", 5 }, { "{\"op\": \"skip\", \"count\": 5}", 7 },
+    { "{\"op\": \"filter\", \"label_in\": [0], \"keep_fraction\": 0.25}", 3 },
+    { "{\"op\": \"filter\", \"label_not_in\": [0, 1]}", 12 },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char text[512];
+    snprintf(text, sizeof text, "{ \"source\": {\"kind\": \"synthetic\", \"n\": 12, \"shape\": [1], \"classes\": 4},"
+             " \"stages\": [ %s, {\"op\": \"batch\", \"batch_size\": 1} ] }", cases[c].stage);
+    tpu_df_spec *s;
+    ck_assert_msg(tpu_df_spec_parse(text, "m.json", &s, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+    tpu_df_model_result r;
+    ck_assert(tpu_df_model_run(s, NULL, 0.01, NULL, NULL, 100, NULL, &r, errbuf, sizeof errbuf) == TPU_OK);
+    TU_EQ_U64(cases[c].steps, r.steps);
+    tpu_df_spec_destroy(s);
+  }
+  tpu_df_spec *s;
+  ck_assert(tpu_df_spec_parse("{ \"source\": {\"kind\": \"synthetic\", \"n\": 12, \"shape\": [1], \"classes\": 4},\n"
+                              " \"stages\": [ {\"op\": \"filter\", \"label_in\": [0], \"label_not_in\": [1]},"
+                              " {\"op\": \"batch\", \"batch_size\": 1} ] }", "g.json", &s, errbuf, sizeof errbuf)
+            == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "g.json:2:") && strstr(errbuf, "'stages[0]'") && strstr(errbuf, "exactly one predicate"),
+                "%s", errbuf);
+  ck_assert(tpu_df_spec_parse("{ \"source\": {\"kind\": \"synthetic\", \"n\": 12, \"shape\": [1], \"classes\": 4},\n"
+                              " \"stages\": [ {\"op\": \"batch\", \"batch_size\": 1}, {\"op\": \"take\", \"count\": 2} ] }",
+                              "h.json", &s, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "take after batch is not supported") != NULL, "%s", errbuf);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("datafeed");
   TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
           Corrupt_gzip_data_is_reported_naming_the_file, Labels_out_of_range_and_missing_files_are_errors,
           Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers, Npy_images_and_labels_load_and_bad_magic_is_named,
-          Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again);
+          Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again,
+          Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images,
+          Cifar10_binary_files_read_channels_last_and_bad_records_are_named);
   tcase_add_loop_test(tc, Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file, 0,
                       (int)(sizeof SPOILED / sizeof SPOILED[0]));
   tcase_add_checked_fixture(tc, setup, teardown);
@@ -843,6 +1269,17 @@ int main(void) {
           Prefetch_model_overlaps_reading_with_training, Model_next_follows_a_consumer_with_varying_step_times,
           Autotune_picks_enough_parallel_map_calls_within_the_core_budget,
           Ray_examples_order_threads_then_processes_then_shared_memory);
+  tc = TU_CASE(s, "iteration", 60, Each_epoch_is_a_fresh_iteration_that_reopens_files_and_refills_prefetch,
+               Fresh_iterations_give_the_elements_of_repeat_passes_reshuffled,
+               A_map_with_one_parallel_call_runs_ahead_of_its_consumer, Stages_before_repeat_restart_with_each_pass,
+               Overheads_add_per_iterator_and_per_asynchronous_hand_off,
+               The_verdict_changes_at_five_and_twenty_percent_waiting,
+               Interleave_block_length_opens_each_file_at_its_first_block, Two_shuffles_compose_as_two_buffered_shuffles,
+               Json_epochs_and_overheads_parse_and_forever_needs_steps,
+               Take_skip_filter_and_shard_compose_in_any_order_before_batch,
+               Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch,
+               The_model_counts_what_take_skip_and_filter_keep);
+  tcase_add_checked_fixture(tc, setup, teardown);
   TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
   return tu_main(s);
 }

@@ -18,10 +18,18 @@ done
 expect_status 0 "$TPUSIM" pipeline --config "$EX/naive.json" --json
 echo "$OUT" > n.json
 /usr/bin/python3 -c 'import json; d=json.load(open("n.json")); assert abs(d["total_s"]-0.84)<1e-9, d["total_s"]' || die "naive total"
-# prefetch: reading is the bottleneck, train overlaps it: 24*0.015 + 8*0.03 + 0.01 = 0.61 s
+# prefetch: reading is the bottleneck, train overlaps it; each of the 2
+# epochs is a fresh iteration, so its last step is not hidden:
+# 2 x (12*0.015 + 4*0.03 + 0.01) = 0.62 s
 expect_status 0 "$TPUSIM" pipeline --config "$EX/prefetch.json" --json
 echo "$OUT" > p.json
-/usr/bin/python3 -c 'import json; d=json.load(open("p.json")); assert abs(d["total_s"]-0.61)<1e-9, d["total_s"]; assert "stages[2].buffer_size" in d["autotune"]' || die "prefetch total/autotune"
+/usr/bin/python3 -c 'import json; d=json.load(open("p.json")); assert abs(d["total_s"]-0.62)<1e-9, d["total_s"]; assert "stages[1].buffer_size" in d["autotune"]; assert d["input_verdict"].startswith("highly input-bound:")' || die "prefetch total/autotune/verdict"
+# --pipeline and --config are the same option (train takes --pipeline too)
+"$TPUSIM" pipeline --config "$EX/cache.json" --json > c1.json || die "--config"
+"$TPUSIM" pipeline --pipeline "$EX/cache.json" --json > c2.json || die "--pipeline"
+cmp -s c1.json c2.json || die "--pipeline and --config differ"
+expect_status 0 "$TPUSIM" pipeline --pipeline "$EX/map_vectorized.json"
+expect_out_contains "of the time waiting for input: "
 # each fix of the guide removes wait
 w() { "$TPUSIM" pipeline --config "$EX/$1.json" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["wait_mean_s"])'; }
 /usr/bin/python3 - "$(w naive)" "$(w prefetch)" "$(w interleave_parallel)" "$(w map_sequential)" "$(w map_parallel)" "$(w cache)" "$(w map_scalar)" "$(w map_vectorized)" "$(w ray_one_generator)" "$(w ray_processes)" "$(w ray_shared_memory)" <<'PY' || die "wait ordering"
@@ -40,18 +48,32 @@ expect_out_contains "map #"
 expect_status 0 "$TPUSIM" pipeline --config "$EX/map_parallel.json" --real
 expect_out_contains "real run     24 images"
 
+# --epochs: fresh iterations; the guide's prefetch case for 3 epochs is
+# 3 x (0.03 + 3 x 0.015 + 0.01) = 0.255 s; a pipeline repeating forever needs --steps
+expect_status 0 "$TPUSIM" pipeline --pipeline "$TPU_ROOT/datafeed/examples/guide/prefetch.json" --epochs 3 --json
+echo "$OUT" > ep.json
+/usr/bin/python3 -c 'import json; d=json.load(open("ep.json")); assert d["steps"] == 9 and abs(d["total_s"] - 0.255) < 1e-9, d["total_s"]' || die "--epochs 3"
+expect_status 2 "$TPUSIM" pipeline --pipeline "$TPU_ROOT/docs/examples/train-prefetch.json" --epochs 2
+expect_err_contains "repeats forever; give --steps too"
+# take, skip and filter: the model counts what they keep, the real run reads it
+printf '{ "source": { "kind": "synthetic", "n": 40, "shape": [2,2], "classes": 4 },\n  "stages": [ { "op": "skip", "count": 4 }, { "op": "filter", "label_in": [1, 2], "keep_fraction": 0.5 },\n    { "op": "take", "count": 10 }, { "op": "batch", "batch_size": 5 } ], "consumer": { "epochs": 2 } }' > tsf.json
+expect_status 0 "$TPUSIM" pipeline --pipeline tsf.json --json --real
+echo "$OUT" > tsf.out
+/usr/bin/python3 -c 'import json; d=json.load(open("tsf.out")); assert d["steps"] == 4 and d["real"]["images"] == 20, d["steps"]' || die "take/skip/filter counts"
+
 # bad input: exit 2 and a message with file, field, line:col
 bad_inputs "$TPUSIM" pipeline --config <<'CASES'
 neg.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }|neg.json:2:46: field 'stages[0].batch_size': expected an integer in 1..1048576, got -4
 unk.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "prefetch", "bufer_size": 2 } ] }|unk.json:2:|field 'stages[0].bufer_size': unknown key; allowed here: op, buffer_size
 trunc.json|{ "source": { "kind": "synthetic", "n": 10,\n|trunc.json:2:|malformed JSON
 wk.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "workers", "kind": "fork", "count": 2 } ] }|wk.json:2:42: field 'stages[0].kind': expected thread, process or shared_memory, got 'fork'
+flt.json|{ "source": { "kind": "synthetic", "n": 10, "shape": [2,2], "classes": 2 },\n  "stages": [ { "op": "filter", "label_in": ["a"] } ] }|flt.json:2:|field 'stages[0].label_in': expected labels
 csv.json|{ "source": { "kind": "csv", "path": "x.csv" }, "stages": [ { "op": "batch", "batch_size": 2 } ] }|source.elements
 CASES
 expect_status 2 "$TPUSIM" pipeline --config no-such.json
 expect_err_contains "no-such.json: cannot open"
 expect_status 2 "$TPUSIM" pipeline
-expect_err_contains "--config FILE.json is required"
+expect_err_contains "--pipeline FILE.json is required"
 expect_status 2 "$TPUSIM" pipeline --config neg.json --steps 0
 # a truncated data file is reported by --real with its name
 /usr/bin/python3 - <<'PY'
@@ -63,18 +85,19 @@ printf '{ "source": { "kind": "idx", "images": "img", "labels": "lab", "elements
 expect_status 2 "$TPUSIM" pipeline --config idx.json --real
 expect_err_contains "img: truncated"
 expect_status 0 "$TPUSIM" pipeline --help
-expect_out_contains "--config FILE"
+expect_out_contains "--pipeline FILE"
 # The tf.data guide's exact setups (datafeed/examples/guide/) against the
 # mechanism's closed forms, derived by hand from the guide's costs (open
 # 30 ms, read 15 ms per sample, 3 samples per file, train 10 ms, 2 epochs):
 #   naive: 2 x (0.03 + 3 x (0.015 + 0.01))                  = 0.21 s
-#   prefetch: the reads hide all but the last train step:
-#             2 x (0.03 + 3 x 0.015) + 0.01                  = 0.16 s
+#   prefetch: the reads hide all but each epoch's last train step
+#             (each epoch is a fresh iteration):
+#             2 x (0.03 + 3 x 0.015 + 0.01)                  = 0.17 s
 #   sequential interleave of 2 files: 2 x (2 x 0.03 + 6 x 0.025) = 0.42 s
 #   sequential 30 ms map: 2 x (0.03 + 3 x (0.015 + 0.03 + 0.01)) = 0.39 s
 #   scalar map: 20000 calls x 10 us, no training            = 0.20 s
 G=$TPU_ROOT/datafeed/examples/guide
-for pair in naive:0.21 prefetch:0.16 interleave_sequential:0.42 map_sequential:0.39 map_scalar:0.2; do
+for pair in naive:0.21 prefetch:0.17 interleave_sequential:0.42 map_sequential:0.39 map_scalar:0.2; do
   name=${pair%%:*}; want=${pair#*:}
   expect_status 0 "$TPUSIM" pipeline --config "$G/$name.json" --json
   echo "$OUT" > g.json

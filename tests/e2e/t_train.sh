@@ -107,11 +107,50 @@ assert n["test_accuracy"] == p["test_accuracy"]          # same batches, same va
 assert n["steps_per_epoch"] == 16
 PY
 awk -F, 'NR>1 && $6 > 0 {w++} END {exit !(w > 0)}' c_naive.csv || die "csv has no infeed waits"
+# --epochs the tf.data way: a pipeline without repeat is iterated afresh each
+# epoch (file reopened, prefetch buffer empty: epoch 2's first step waits the
+# whole open + read again), one with repeat is one iterator (prefetch reads
+# the next pass during the last step, so that wait is shorter); same values
+for rep in fresh repeat; do
+  r=""; [ $rep = repeat ] && r=', { "op": "repeat", "count": -1 }'
+  cat > q_$rep.json <<JSON
+{ "source": { "kind": "synthetic", "n": 256, "shape": [28, 28, 1], "classes": 10, "seed": 1,
+              "files": 1, "open_latency_s": 0.01, "read_latency_s": 2e-7 },
+  "stages": [ { "op": "batch", "batch_size": 64, "drop_remainder": true } $r,
+              { "op": "prefetch", "buffer_size": 2 } ] }
+JSON
+  expect_status 0 "$TPUSIM" train --model tiny.json --pipeline q_$rep.json --batch 64 --data synthetic --synthetic-n 256 --epochs 2 --csv e_$rep.csv
+done
+/usr/bin/python3 - e_fresh.csv e_repeat.csv <<'PY' || die "fresh epochs"
+import csv,sys
+f=list(csv.DictReader(open(sys.argv[1]))); r=list(csv.DictReader(open(sys.argv[2])))
+w=lambda rows,i: float(rows[i]["infeed_wait_s"])
+assert len(f) == len(r) == 8
+assert abs(w(f,4) - w(f,0)) < 1e-9 and w(f,0) > 0.01, (w(f,0), w(f,4))
+assert 0 < w(r,4) < w(f,4), (w(r,4), w(f,4))
+assert [x["loss"] for x in f] == [x["loss"] for x in r]
+PY
 expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_naive.json --batch 32 --data synthetic
 expect_err_contains "the pipeline's batch stage gives batches of 64; training needs the global batch (32, --batch)"
 printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "classes": 10 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }' > p_bad.json
 expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_bad.json --batch 64
 expect_err_contains "p_bad.json:2:"
+
+# CIFAR-10 binary files (written here: 5 train files of 40 records, a test
+# file) train a colour model; a truncated file is named with its record
+mkdir cif
+/usr/bin/python3 - <<'PY'
+for f in range(6):
+    name = 'cif/test_batch.bin' if f == 5 else 'cif/data_batch_%d.bin' % (f + 1)
+    with open(name, 'wb') as o:
+        for r in range(40):
+            o.write(bytes([(f * 40 + r) % 10]) + bytes((r * 7 + k) % 256 for k in range(3072)))
+PY
+echo "$TINY" | sed 's/"input": \[28, 28, 1\]/"input": [32, 32, 3]/' > tiny_rgb.json
+expect_status 0 "$TPUSIM" train --model tiny_rgb.json --data cifar10:cif --batch 16 --epochs 1 --steps-per-epoch 2
+truncate -s 5000 cif/data_batch_3.bin
+expect_status 2 "$TPUSIM" train --model tiny_rgb.json --data cifar10:cif --batch 16 --epochs 1 --steps-per-epoch 2
+expect_err_contains "cif/data_batch_3.bin: record 1: truncated (1927 of 3073 bytes)"
 
 # one core: no all-reduce to wait for
 expect_status 0 "$TPUSIM" train --model tiny.json $S --cores 1 --level timing --json
