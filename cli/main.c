@@ -12,6 +12,7 @@ static const cmd CMDS[] = {
   { "matmul",   cli_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
   { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
+  { "sweep",    cli_cmd_sweep,    "run train or matmul over a grid of options on host threads: resumable tidy CSV, shards" },
   { "train",    cli_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
   { "viz",      cli_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
 };

@@ -1,0 +1,79 @@
+# tpusim sweep: a point equals the single command; the CSV is the same bytes
+# for -j 1 and -j 2, after a kill -9 and a rerun, after a torn journal line,
+# and from merged shards; a failing point is recorded; bad input exits 2.
+TR="train --model mlp,cnn --batch 32,64 --cores 1,2 --level timing --data synthetic --steps-per-epoch 2"
+expect_status 0 "$TPUSIM" sweep --out j1 -j 1 $TR
+expect_out_contains "8 run, 0 already done, 0 failed"
+expect_status 0 "$TPUSIM" sweep --out j2 -j2 $TR
+cmp j1/results.csv j2/results.csv || die "-j 1 and -j 2 CSVs differ"
+[ "$(wc -l < j1/results.csv)" = 9 ] || die "expected a header and 8 rows"
+head -1 j1/results.csv | grep -q '^point,model,batch,cores,status,sim_step_s,sim_step_cycles,images_per_s,mxu_utilization,' \
+  || die "CSV header: $(head -1 j1/results.csv)"
+
+# point 7 (cnn, batch 64, cores 2) is the single command's report
+expect_status 0 "$TPUSIM" train --model cnn --batch 64 --cores 2 --level timing --data synthetic --steps-per-epoch 2 --json
+echo "$OUT" > single.json
+/usr/bin/python3 - j2/points.jsonl single.json <<'PY' || die "a point differs from the single command"
+import json, sys
+pts = [json.loads(l) for l in open(sys.argv[1])]
+p = [e for e in pts if e["point"] == 7][0]
+assert p["axes"] == {"model": "cnn", "batch": "64", "cores": "2"}, p["axes"]
+a, b = p["report"], json.load(open(sys.argv[2]))
+def norm(v):   # the single command prints 10 significant digits, the journal 17
+    if isinstance(v, float): return float(f"{v:.10g}")
+    if isinstance(v, dict): return {k: norm(x) for k, x in v.items() if k != "wall_s"}
+    if isinstance(v, list): return [norm(x) for x in v]
+    return v
+assert norm(a) == norm(b), (a, b)
+PY
+
+# rerun: nothing to do, same bytes
+expect_status 0 "$TPUSIM" sweep --out j1 -j 2 $TR
+expect_out_contains "0 run, 8 already done"
+cmp j1/results.csv j2/results.csv || die "rerun changed the CSV"
+
+# a torn last journal line (a kill mid-write) is dropped and the point rerun
+mkdir torn && cp j1/sweep.json torn/ && head -n 5 j1/points.jsonl > torn/points.jsonl
+printf '{"point":6,"axes":{"mod' >> torn/points.jsonl
+expect_status 0 "$TPUSIM" sweep --out torn -j 2 $TR
+expect_out_contains "3 run, 5 already done"
+cmp torn/results.csv j1/results.csv || die "CSV after a torn line differs"
+
+# kill -9 in the middle, then rerun: byte-identical to the uninterrupted sweep
+BIG="train --model mlp --batch 32,64,128,256 --cores 1,2,4,8 --precision bf16,bf16x3,bf16x6 --level timing --data synthetic --steps-per-epoch 2"
+expect_status 0 "$TPUSIM" sweep --out full -j 2 $BIG
+"$TPUSIM" sweep --out killed -j 2 $BIG > /dev/null 2>&1 &
+pid=$!
+for i in $(seq 1 2000); do
+  [ -f killed/points.jsonl ] && [ "$(wc -l < killed/points.jsonl)" -ge 3 ] && break
+  sleep 0.005
+done
+kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+n=$(wc -l < killed/points.jsonl)
+expect_status 0 "$TPUSIM" sweep --out killed -j 1 $BIG
+cmp killed/results.csv full/results.csv || die "CSV after kill -9 ($n points done) and rerun differs"
+
+# shards and merge: the same bytes
+for s in 1 2 3; do expect_status 0 "$TPUSIM" sweep --out sh$s --shard $s/3 -j 1 $BIG; done
+expect_status 2 "$TPUSIM" sweep merge --out partial sh1 sh2
+expect_err_contains "the shards hold 32 of the 48 points"
+expect_status 0 "$TPUSIM" sweep merge --out merged sh1 sh2 sh3
+expect_out_contains "48 points from 3 shard directories"
+cmp merged/results.csv full/results.csv || die "merged shards differ from the single sweep"
+
+# a failing point is recorded and the others run; exit 1
+expect_status 1 "$TPUSIM" sweep --out fail -j 2 train --model mlp --batch 32,33 --cores 2 --level timing --data synthetic --steps-per-epoch 1
+grep -q '^1,33,failed,.*does not divide across 2 cores' fail/results.csv || die "failed point not recorded: $(cat fail/results.csv)"
+grep -q '^0,32,ok,' fail/results.csv || die "the good point did not run"
+
+# bad input: exit 2 with a message
+expect_status 2 "$TPUSIM" sweep --out j1 -j 2 train --model mlp --batch 32,64 --level timing
+expect_err_contains "holds a different sweep"
+expect_status 2 "$TPUSIM" sweep --out bad train --model mlp --batch 32,64 --bogus 1
+expect_err_contains "point 0: unknown option"
+expect_status 2 "$TPUSIM" sweep --out bad --shard 4/3 train --model mlp
+expect_err_contains "--shard 4/3"
+expect_status 2 "$TPUSIM" sweep --out bad frobnicate --model mlp
+expect_err_contains "expected the command to sweep"
+expect_status 2 "$TPUSIM" sweep --out bad train --model mlp,,cnn
+expect_err_contains "an empty value"
