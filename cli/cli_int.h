@@ -43,6 +43,10 @@ int cli_cmd_run(int argc, char **argv);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_viz(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
+int cli_cmd_plot(int argc, char **argv);
+/* The default plots of a sweep's results CSV (cmd_plot.c), drawn beside it;
+** without gnuplot only the scripts are written. 0, or 1 after a message. */
+int cli_plot_sweep(const char *csv);
 
 struct json_t;
 /* A command a sweep point runs (tpusim sweep), the same functions the

@@ -20,7 +20,7 @@
 
 static const char HELP[] =
   "usage: tpusim sweep [--out DIR] [-j N] [--shard I/N] COMMAND [options of COMMAND]\n"
-  "       tpusim sweep merge --out DIR SHARD_DIR...\n\n"
+  "       tpusim sweep merge [--no-plot] --out DIR SHARD_DIR...\n\n"
   "Runs COMMAND (train or matmul) once per point of a grid: an option whose value\n"
   "is a comma list is an axis (--batch 32,64,128 --cores 1,2,4; --set KEY=V1,V2 is\n"
   "the axis KEY); the others are fixed. The first axis is outermost. Each point is\n"
@@ -29,17 +29,24 @@ static const char HELP[] =
   "                 (each point's full report, appended as it finishes) and\n"
   "                 results.csv (one row per point, in point order); docs/SWEEPS.md\n"
   "  -j N           points run at once (default: CPUs online); results identical for every N\n"
-  "  --shard I/N    run only points p with p %% N == I-1 (a deterministic split);\n"
-  "                 `sweep merge` joins the shards' directories into one\n\n"
+  "  --no-plot      no plots (default: tpusim plot's default set, beside results.csv)\n"
+  "  --shard I/N    run only points p with p % N == I-1 (a deterministic split);\n"
+  "                 `sweep merge` joins the shards' directories into one\n"
+  "  --emit parallel|slurm  run nothing; write DIR/parallel-jobs.txt (GNU parallel, one\n"
+  "                 line per shard) or DIR/slurm-array.sh, slurm-merge.sh and\n"
+  "                 slurm-submit.sh (a job array over the shards and a dependent merge)\n"
+  "  --shards N     shards for --emit (default 8, at most one per point); each shard\n"
+  "                 runs -j N points at once (default 1 with --emit)\n\n"
   "Rerunning a sweep into the same DIR skips its finished points (and retries failed\n"
   "ones); a different sweep in an existing DIR is refused. A failing point is\n"
   "recorded with its error and does not stop the others; the exit status is then 1.\n";
 
 typedef struct sweep_opts {
-  const char *out;
-  long jobs;
+  const char *out, *emit;      /* --emit parallel|slurm, or NULL */
+  long jobs, shards;           /* -j; --shards (with --emit) */
   int shard, nshards;
   int first;                   /* argv index of COMMAND */
+  bool jobs_given, no_plot;
 } sweep_opts;
 
 /* {==================================================================
@@ -69,7 +76,8 @@ static int parse_sweep_opts(int argc, char **argv, sweep_opts *o) {
   int i = 1, rc = 0;
   for (; i < argc && !rc && argv[i][0] == '-'; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return cli_help(HELP, NULL);
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return fputs(HELP, stdout) < 0;
+    if (!strcmp(a, "--no-plot")) { o->no_plot = true; continue; }
     const bool jn = !strncmp(a, "-j", 2) && a[2];      /* -j4 */
     const char *eq = jn ? a + 1 : strchr(a, '=');          /* the value follows eq */
     const size_t nlen = jn ? 2 : eq ? (size_t)(eq - a) : strlen(a);
@@ -77,12 +85,22 @@ static int parse_sweep_opts(int argc, char **argv, sweep_opts *o) {
     if (!v) return cli_usage_error(CMD, "%s needs a value", a);
     if (!eq) i++;
     if (nlen == 5 && !strncmp(a, "--out", 5)) o->out = v;
-    else if ((nlen == 2 && !strncmp(a, "-j", 2)) || (nlen == 6 && !strncmp(a, "--jobs", 6)))
+    else if ((nlen == 2 && !strncmp(a, "-j", 2)) || (nlen == 6 && !strncmp(a, "--jobs", 6))) {
       rc = parse_long("-j", v, 1, 1024, &o->jobs);
+      o->jobs_given = true;
+    }
     else if (nlen == 7 && !strncmp(a, "--shard", 7)) rc = parse_shard(v, o);
+    else if (nlen == 8 && !strncmp(a, "--shards", 8)) rc = parse_long("--shards", v, 1, 100000, &o->shards);
+    else if (nlen == 6 && !strncmp(a, "--emit", 6)) {
+      if (strcmp(v, "parallel") && strcmp(v, "slurm"))
+        return cli_usage_error(CMD, "--emit: expected parallel or slurm, got '%s'", v);
+      o->emit = v;
+    }
     else return cli_usage_error(CMD, "unknown option '%.*s' before the command (tpusim sweep --help)", (int)nlen, a);
   }
   o->first = i;
+  if (!rc && o->shards && !o->emit) return cli_usage_error(CMD, "--shards goes with --emit parallel|slurm");
+  if (!rc && o->emit && o->nshards > 1) return cli_usage_error(CMD, "--emit writes every shard; drop --shard");
   return rc ? rc : CLI_RUN;
 }
 /* }================================================================== */
@@ -237,6 +255,7 @@ static int sweep(const sweep_opts *o, sweep_def *d) {
     rc = sweep_journal_load(o->out, d->npoints, &j);
   }
   if (!rc) rc = sweep_write_csv(o->out, d, &j);
+  if (!rc && !o->no_plot) rc = cli_plot_sweep(sweep_path(path, sizeof path, o->out, "results.csv"));
   if (!rc)
     printf("sweep: %ld points of %ld (shard %d/%d): %ld run, %ld already done, %ld failed; %s/results.csv\n",
            r.ntodo + skipped, d->npoints, d->shard, d->nshards, r.ntodo, skipped, r.failed, o->out);
@@ -278,9 +297,11 @@ static int load_def(const char *dir, sweep_def *d, json_t **defjson) {
 
 static int merge(int argc, char **argv) {
   const char *out = NULL;
+  bool no_plot = false;
   int i = 1;
   for (; i < argc && !strncmp(argv[i], "--", 2); i++)
-    if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+    if (!strcmp(argv[i], "--no-plot")) no_plot = true;
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strncmp(argv[i], "--out=", 6)) out = argv[i] + 6;
     else return cli_usage_error(CMD, "merge: unknown option '%s' (tpusim sweep merge --out DIR SHARD_DIR...)", argv[i]);
   if (!out || i == argc) return cli_usage_error(CMD, "merge: expected --out DIR and the shards' directories");
@@ -309,6 +330,8 @@ static int merge(int argc, char **argv) {
   d.shard = d.nshards = 1;
   if (!rc) rc = open_dir(out, &d);
   if (!rc) rc = sweep_write_merged(out, &d, &all);
+  char path[4096];
+  if (!rc && !no_plot) rc = cli_plot_sweep(sweep_path(path, sizeof path, out, "results.csv"));
   if (!rc) printf("sweep merge: %ld points from %d shard directories; %s/results.csv\n", d.npoints, argc - i, out);
   sweep_journal_free(&all);
   sweep_def_free(&d);
@@ -326,7 +349,12 @@ int cli_cmd_sweep(int argc, char **argv) {
   rc = sweep_def_parse(&d, argc - o.first, argv + o.first);
   d.shard = o.shard;
   d.nshards = o.nshards;
-  if (!rc) rc = sweep(&o, &d);
+  if (!rc && o.emit) {
+    /* default: 8 shards of one job each, at most one per point */
+    d.nshards = (int)(o.shards ? o.shards : 8);
+    if (d.nshards > d.npoints) d.nshards = (int)d.npoints;
+    rc = sweep_emit(o.emit, o.out, &d, o.jobs_given ? o.jobs : 1);
+  } else if (!rc) rc = sweep(&o, &d);
   sweep_def_free(&d);
   return rc;
 }

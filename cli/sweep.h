@@ -81,6 +81,9 @@ int sweep_write_csv(const char *dir, const sweep_def *d, const sweep_journal *j)
 /* DIR/points.jsonl (the entries in point order, written whole) and
 ** DIR/results.csv, as `sweep merge` leaves them. 0, or 1 after a message. */
 int sweep_write_merged(const char *dir, const sweep_def *d, const sweep_journal *j);
+/* --emit ENGINE (parallel or slurm): d->nshards shards of -j 'jobs' into
+** DIR's scripts (sweep_emit.c). 0, or the exit status after a message. */
+int sweep_emit(const char *engine, const char *dir, sweep_def *d, long jobs);
 /* "DIR/NAME" into buf. */
 const char *sweep_path(char *buf, size_t cap, const char *dir, const char *name);
 #endif

@@ -10,6 +10,23 @@ cmp j1/results.csv j2/results.csv || die "-j 1 and -j 2 CSVs differ"
 head -1 j1/results.csv | grep -q '^point,model,batch,cores,status,sim_step_s,sim_step_cycles,images_per_s,mxu_utilization,' \
   || die "CSV header: $(head -1 j1/results.csv)"
 
+# the default plots, each with its gnuplot script beside it
+if command -v gnuplot >/dev/null; then
+  for f in images_per_s-vs-batch-by-cores-model=mlp images_per_s-vs-batch-by-cores-model=cnn stall-shares; do
+    [ -s "j1/$f.png" ] && [ -s "j1/$f.gp" ] && [ -s "j1/$f.dat" ] || die "plot $f missing: $(ls j1)"
+    head -c 8 "j1/$f.png" | od -An -tx1 | grep -q '89 50 4e 47' || die "$f.png is not a PNG"
+  done
+  grep -q "^8 " "j1/images_per_s-vs-batch-by-cores-model=cnn.dat" && die "batch 8 is not a point"
+  [ "$(grep -c '^[0-9]' "j1/images_per_s-vs-batch-by-cores-model=cnn.dat")" = 4 ] || die "cnn plot: 4 points expected"
+  expect_status 0 "$TPUSIM" plot j1/results.csv --x cores --series batch --y sim_step_s --out j1
+  [ -s "j1/sim_step_s-vs-cores-by-batch-model=cnn.png" ] || die "tpusim plot --x cores wrote: $(ls j1)"
+  rm j1/*.png; (cd j1 && gnuplot stall-shares.gp) && [ -s j1/stall-shares.png ] || die "the script does not redraw the PNG"
+fi
+expect_status 2 "$TPUSIM" plot j1/results.csv --x nosuch
+expect_err_contains "--x nosuch: not an axis"
+expect_status 2 "$TPUSIM" plot j1/points.jsonl
+expect_err_contains "expected the header of a sweep's results.csv"
+
 # point 7 (cnn, batch 64, cores 2) is the single command's report
 expect_status 0 "$TPUSIM" train --model cnn --batch 64 --cores 2 --level timing --data synthetic --steps-per-epoch 2 --json
 echo "$OUT" > single.json
@@ -41,8 +58,8 @@ cmp torn/results.csv j1/results.csv || die "CSV after a torn line differs"
 
 # kill -9 in the middle, then rerun: byte-identical to the uninterrupted sweep
 BIG="train --model mlp --batch 32,64,128,256 --cores 1,2,4,8 --precision bf16,bf16x3,bf16x6 --level timing --data synthetic --steps-per-epoch 2"
-expect_status 0 "$TPUSIM" sweep --out full -j 2 $BIG
-"$TPUSIM" sweep --out killed -j 2 $BIG > /dev/null 2>&1 &
+expect_status 0 "$TPUSIM" sweep --no-plot --out full -j 2 $BIG
+"$TPUSIM" sweep --no-plot --out killed -j 2 $BIG > /dev/null 2>&1 &
 pid=$!
 for i in $(seq 1 2000); do
   [ -f killed/points.jsonl ] && [ "$(wc -l < killed/points.jsonl)" -ge 3 ] && break
@@ -50,14 +67,14 @@ for i in $(seq 1 2000); do
 done
 kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
 n=$(wc -l < killed/points.jsonl)
-expect_status 0 "$TPUSIM" sweep --out killed -j 1 $BIG
+expect_status 0 "$TPUSIM" sweep --no-plot --out killed -j 1 $BIG
 cmp killed/results.csv full/results.csv || die "CSV after kill -9 ($n points done) and rerun differs"
 
 # shards and merge: the same bytes
-for s in 1 2 3; do expect_status 0 "$TPUSIM" sweep --out sh$s --shard $s/3 -j 1 $BIG; done
+for s in 1 2 3; do expect_status 0 "$TPUSIM" sweep --no-plot --out sh$s --shard $s/3 -j 1 $BIG; done
 expect_status 2 "$TPUSIM" sweep merge --out partial sh1 sh2
 expect_err_contains "the shards hold 32 of the 48 points"
-expect_status 0 "$TPUSIM" sweep merge --out merged sh1 sh2 sh3
+expect_status 0 "$TPUSIM" sweep merge --no-plot --out merged sh1 sh2 sh3
 expect_out_contains "48 points from 3 shard directories"
 cmp merged/results.csv full/results.csv || die "merged shards differ from the single sweep"
 
