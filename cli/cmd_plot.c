@@ -183,7 +183,7 @@ typedef struct plot_opts { const char *csv, *x, *y, *series, *out; } plot_opts;
 
 /* One line plot for the rows whose other axes equal row 'fix's. */
 static int line_plot(const table *t, int x, int y, int s, long fix, const char *dir, bool quiet) {
-  char base[4096], title[1024];
+  char base[4200], title[1024];
   int n = snprintf(base, sizeof base, "%s/%s-vs-%s%s%s", dir, t->head[y], t->head[x], s > 0 ? "-by-" : "", s > 0 ? t->head[s] : "");
   int m = snprintf(title, sizeof title, "%s", t->head[y]);
   for (int a = 1; a <= t->naxes; a++)
@@ -236,7 +236,7 @@ static int stall_plot(const table *t, const char *dir, bool quiet) {
     if ((sc[n] = col(t, name)) > 0) n++;
   }
   if (!n) return 0;
-  char base[4096];
+  char base[4200];
   snprintf(base, sizeof base, "%s/stall-shares", dir);
   tpu_text dat = { 0 }, gp = { 0 };
   gp_head(&gp, base, "share of the step per stall part", "point", "share of the step");
