@@ -59,6 +59,7 @@ struct json_t;
 typedef struct cli_point_cmd {
   const char *name;
   size_t opts_size;
+  bool threads;                /* takes --threads in every mode: sweep points get --threads 1 (theirs wins) */
   int (*parse)(int argc, char **argv, void *opts);
   int (*run)(const void *opts, struct json_t **report);
 } cli_point_cmd;

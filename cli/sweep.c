@@ -110,8 +110,10 @@ const char *sweep_point_value(const sweep_def *d, long p, int a) {
 int sweep_point_argv(const sweep_def *d, long p, char **argv, int cap, char *bufs, size_t bufcap) {
   int n = 0;
   argv[n++] = (char *)d->cmd->name;
-  argv[n++] = "--threads";       /* the points are the parallelism; a point's own --threads wins */
-  argv[n++] = "1";
+  if (d->cmd->threads) {         /* the points are the parallelism; a point's own --threads wins */
+    argv[n++] = "--threads";
+    argv[n++] = "1";
+  }
   for (int i = 0; i < d->nfixed && n < cap - 1; i++) argv[n++] = (char *)d->fixed[i];
   size_t used = 0;
   for (int a = 0; a < d->naxes && n < cap - 3; a++) {
@@ -196,7 +198,7 @@ int sweep_journal_append(int fd, json_t *entry) {
   s[n] = '\n';                   /* json_dumps' NUL becomes the newline: one write(2) */
   ssize_t w = write(fd, s, n + 1);
   free(s);
-  return w == (ssize_t)(n + 1) && fsync(fd) == 0 ? 0 : -1;
+  return w == (ssize_t)(n + 1) ? 0 : -1;
 }
 /* }================================================================== */
 

@@ -14,7 +14,8 @@
 **   sweep.json    the definition (command, arguments, axes, points) and the
 **                 shard; a different sweep in the same directory is refused;
 **   points.jsonl  the journal: one line per finished point, appended with one
-**                 write(2) and fsync'd, in completion order; a torn last line
+**                 write(2) in completion order and fdatasync'd by a group-commit
+**                 thread (cmd_sweep.c's syncer); a torn last line
 **                 (the process was killed mid-write) is dropped on reload;
 **   results.csv   the tidy table, one row per point in point order, rebuilt
 **                 whole (tpu_write_atomic) from the journal: so it is the
@@ -58,7 +59,8 @@ int sweep_def_parse(sweep_def *d, int argc, char **argv);
 void sweep_def_free(sweep_def *d);
 /* Point p's value of axis a. */
 const char *sweep_point_value(const sweep_def *d, long p, int a);
-/* Point p's argv (argv[0] the command's name, then --threads 1, the fixed
+/* Point p's argv (argv[0] the command's name, then --threads 1 where the
+** command always takes it, the fixed
 ** options, the axes' values and --json) into argv (cap entries); argc. */
 int sweep_point_argv(const sweep_def *d, long p, char **argv, int cap, char *bufs, size_t bufcap);
 /* The definition as JSON (what sweep.json compares). */
@@ -73,7 +75,8 @@ typedef struct sweep_journal {
 ** cutting the file there). 0, or the exit status after a message. */
 int sweep_journal_load(const char *dir, long npoints, sweep_journal *j);
 void sweep_journal_free(sweep_journal *j);
-/* Appends one entry (one line, one write, fsync'd) to fd. 0 or -1. */
+/* Appends one entry (one line, one write(2)) to fd; the caller syncs. 0
+** or -1. */
 int sweep_journal_append(int fd, struct json_t *entry);
 /* Writes DIR/results.csv from the journal's entries, in point order. 0, or
 ** 1 after a message. */

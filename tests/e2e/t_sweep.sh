@@ -94,3 +94,17 @@ expect_status 2 "$TPUSIM" sweep --out bad frobnicate --model mlp
 expect_err_contains "expected the command to sweep"
 expect_status 2 "$TPUSIM" sweep --out bad train --model mlp,,cnn
 expect_err_contains "an empty value"
+
+# matmul points (one core: no --threads) equal the single command
+expect_status 0 "$TPUSIM" sweep --no-plot --out mm -j 2 matmul --m 64,128 --n 96 --k 32,256 --seed 3
+expect_out_contains "4 run, 0 already done, 0 failed"
+expect_status 0 "$TPUSIM" matmul --m 128 --n 96 --k 256 --seed 3 --json
+echo "$OUT" > mm1.json
+/usr/bin/python3 - mm/points.jsonl mm1.json <<'PY' || die "a matmul point differs from the single command"
+import json, sys
+p = [json.loads(l) for l in open(sys.argv[1])]
+a = [e for e in p if e["point"] == 3][0]["report"]; b = json.load(open(sys.argv[2]))
+for d in (a, b): d.pop("wall_s")
+assert {k: float(f"{v:.10g}") if isinstance(v, float) else v for k, v in a.items()} == b, (a, b)
+PY
+grep -q '^3,128,256,ok,' mm/results.csv || die "matmul CSV: $(cat mm/results.csv)"
