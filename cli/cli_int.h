@@ -63,7 +63,7 @@ typedef struct cli_point_cmd {
   int (*parse)(int argc, char **argv, void *opts);
   int (*run)(const void *opts, struct json_t **report);
 } cli_point_cmd;
-extern const cli_point_cmd cli_train_point, cli_matmul_point;
+extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli_pipeline_point;
 /* The single command: parse, run, and print the --json report with
 ** jansson's dump 'flags'. Returns the exit status. */
 int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);

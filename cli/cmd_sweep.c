@@ -21,7 +21,7 @@
 static const char HELP[] =
   "usage: tpusim sweep [--out DIR] [-j N] [--shard I/N] COMMAND [options of COMMAND]\n"
   "       tpusim sweep merge [--no-plot] --out DIR SHARD_DIR...\n\n"
-  "Runs COMMAND (train or matmul) once per point of a grid: an option whose value\n"
+  "Runs COMMAND (train, matmul, run or pipeline) once per point of a grid: an option whose value\n"
   "is a comma list is an axis (--batch 32,64,128 --cores 1,2,4; --set KEY=V1,V2 is\n"
   "the axis KEY); the others are fixed. The first axis is outermost. Each point is\n"
   "exactly `tpusim COMMAND ... --json`, run in this process on a host thread.\n\n"

@@ -17,7 +17,8 @@
 /* {==================================================================
 ** The definition
 ** ================================================================== */
-static const cli_point_cmd *const POINT_CMDS[] = { &cli_train_point, &cli_matmul_point };
+static const cli_point_cmd *const POINT_CMDS[] = { &cli_train_point, &cli_matmul_point, &cli_run_point,
+                                                    &cli_pipeline_point };
 
 /* Splits "a,b,c" into a new axis (values are copies). */
 static int add_axis(sweep_def *d, const char *flag, const char *name, size_t namelen, const char *prefix,
@@ -79,10 +80,10 @@ static int add_option(sweep_def *d, int argc, char **argv, int *i) {
 
 int sweep_def_parse(sweep_def *d, int argc, char **argv) {
   d->npoints = 1;
-  if (argc < 1) return cli_usage_error(CMD, "give the command to sweep: train or matmul (tpusim sweep --help)");
+  if (argc < 1) return cli_usage_error(CMD, "give the command to sweep: train, matmul, run or pipeline (tpusim sweep --help)");
   for (size_t k = 0; k < sizeof POINT_CMDS / sizeof POINT_CMDS[0]; k++)
     if (!strcmp(argv[0], POINT_CMDS[k]->name)) d->cmd = POINT_CMDS[k];
-  if (!d->cmd) return cli_usage_error(CMD, "'%s': expected the command to sweep, train or matmul", argv[0]);
+  if (!d->cmd) return cli_usage_error(CMD, "'%s': expected the command to sweep, train, matmul, run or pipeline", argv[0]);
   for (int i = 1; i < argc; i++) {
     const int rc = add_option(d, argc, argv, &i);
     if (rc) return rc;
@@ -217,6 +218,27 @@ static const csv_col MATMUL_COLS[] = {
   { "macs", "macs" }, { "hbm_bytes", "hbm_bytes" }, { "bound", "bound" }, { "max_abs_err", "max_abs_err" },
   { "max_rel_err", "max_rel_err" },
 };
+static const csv_col RUN_COLS[] = { { "cycles", "cycles" }, { "time_s", "time_s" }, { "ops", "ops" } };
+static const csv_col PIPELINE_COLS[] = {
+  { "steps", "steps" }, { "step_time_s", "step_time_s" }, { "total_s", "total_s" },
+  { "wait_mean_s", "wait_mean_s" }, { "wait_max_s", "wait_max_s" }, { "input_bound_share", "input_bound_share" },
+  { "host_cores", "host_cores" },
+};
+/* A command's figures: its columns, and its stall parts (train: shares of
+** the step; run: cycles summed over the cores; NONE: no stall columns). */
+typedef enum { STALL_NONE, STALL_SHARES, STALL_CYCLES } stall_kind;
+typedef struct csv_layout { const cli_point_cmd *cmd; const csv_col *cols; size_t ncols; stall_kind stalls; } csv_layout;
+#define LAYOUT(c, t, k) { &(c), (t), sizeof (t) / sizeof *(t), (k) }
+static const csv_layout LAYOUTS[] = {
+  LAYOUT(cli_train_point, TRAIN_COLS, STALL_SHARES), LAYOUT(cli_matmul_point, MATMUL_COLS, STALL_NONE),
+  LAYOUT(cli_run_point, RUN_COLS, STALL_CYCLES), LAYOUT(cli_pipeline_point, PIPELINE_COLS, STALL_NONE),
+};
+
+static const csv_layout *layout(const sweep_def *d) {
+  for (size_t i = 0; i < sizeof LAYOUTS / sizeof *LAYOUTS; i++)
+    if (LAYOUTS[i].cmd == d->cmd) return &LAYOUTS[i];
+  return &LAYOUTS[0];          /* not reached: every point command has a layout */
+}
 
 /* A CSV field: quoted when it holds a comma, quote or newline. */
 static void csv_str(tpu_text *t, const char *s) {
@@ -235,16 +257,13 @@ static void csv_value(tpu_text *t, const json_t *v) {
   else if (json_is_string(v)) csv_str(t, json_string_value(v));
 }
 
-static bool is_train(const sweep_def *d) { return d->cmd == &cli_train_point; }
-
 static void csv_header(tpu_text *t, const sweep_def *d) {
+  const csv_layout *L = layout(d);
   tpu_text_printf(t, "point");
   for (int a = 0; a < d->naxes; a++) tpu_text_printf(t, ",%s", d->axes[a].name);
   tpu_text_printf(t, ",status");
-  const csv_col *cols = is_train(d) ? TRAIN_COLS : MATMUL_COLS;
-  const size_t n = is_train(d) ? sizeof TRAIN_COLS / sizeof *cols : sizeof MATMUL_COLS / sizeof *cols;
-  for (size_t c = 0; c < n; c++) tpu_text_printf(t, ",%s", cols[c].name);
-  if (is_train(d))
+  for (size_t c = 0; c < L->ncols; c++) tpu_text_printf(t, ",%s", L->cols[c].name);
+  if (L->stalls != STALL_NONE)
     for (int i = 0; i < TPU_SIM_NSTALL; i++) {
       const char *s = tpu_sim_stall_name(tpu_sim_stall_in_report_order(i));
       tpu_text_printf(t, ",%s_cycles,%s_share", s, s);
@@ -252,18 +271,23 @@ static void csv_header(tpu_text *t, const sweep_def *d) {
   tpu_text_printf(t, ",error\n");
 }
 
-/* The stall parts of a train report: cycles per step and share. */
-static void csv_stalls(tpu_text *t, const json_t *rep) {
+/* The stall parts: cycles (train: per step) and share. */
+static void csv_stalls(tpu_text *t, const json_t *rep, stall_kind kind) {
   const json_t *st = json_object_get(rep, "stall");
-  const double cyc = (double)json_integer_value(json_object_get(rep, "sim_step_cycles"));
+  double cyc = (double)json_integer_value(json_object_get(rep, "sim_step_cycles")), sum = 0;
+  for (int i = 0; i < TPU_SIM_NSTALL; i++)
+    sum += json_number_value(json_object_get(st, tpu_sim_stall_name(i)));
   for (int i = 0; i < TPU_SIM_NSTALL; i++) {
     const json_t *v = json_object_get(st, tpu_sim_stall_name(tpu_sim_stall_in_report_order(i)));
-    if (v) tpu_text_printf(t, ",%.10g,%.10g", json_number_value(v) * cyc, json_number_value(v));
-    else tpu_text_printf(t, ",,");
+    const double x = json_number_value(v);
+    if (!v) tpu_text_printf(t, ",,");
+    else if (kind == STALL_SHARES) tpu_text_printf(t, ",%.10g,%.10g", x * cyc, x);
+    else tpu_text_printf(t, ",%.10g,%.10g", x, sum > 0 ? x / sum : 0.0);
   }
 }
 
 static void csv_row(tpu_text *t, const sweep_def *d, long p, const json_t *e) {
+  const csv_layout *L = layout(d);
   const json_t *rep = json_object_get(e, "report");
   const char *status = json_string_value(json_object_get(e, "status"));
   tpu_text_printf(t, "%ld", p);
@@ -272,17 +296,15 @@ static void csv_row(tpu_text *t, const sweep_def *d, long p, const json_t *e) {
     csv_str(t, sweep_point_value(d, p, a));
   }
   tpu_text_printf(t, ",%s", status ? status : "");
-  const csv_col *cols = is_train(d) ? TRAIN_COLS : MATMUL_COLS;
-  const size_t n = is_train(d) ? sizeof TRAIN_COLS / sizeof *cols : sizeof MATMUL_COLS / sizeof *cols;
-  for (size_t c = 0; c < n; c++) {
-    const json_t *v = json_object_get(rep, cols[c].key);
+  for (size_t c = 0; c < L->ncols; c++) {
+    const json_t *v = json_object_get(rep, L->cols[c].key);
     tpu_text_printf(t, ",");
-    if (!strcmp(cols[c].key, "input_verdict") && json_is_string(v))   /* the verdict's words before ':' */
+    if (!strcmp(L->cols[c].key, "input_verdict") && json_is_string(v))   /* the verdict's words before ':' */
       tpu_text_printf(t, "%.*s", (int)strcspn(json_string_value(v), ":"), json_string_value(v));
     else csv_value(t, v);
   }
-  if (is_train(d)) {
-    if (rep) csv_stalls(t, rep);
+  if (L->stalls != STALL_NONE) {
+    if (rep) csv_stalls(t, rep, L->stalls);
     else for (int i = 0; i < TPU_SIM_NSTALL; i++) tpu_text_printf(t, ",,");
   }
   tpu_text_printf(t, ",");

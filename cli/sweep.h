@@ -3,7 +3,7 @@
 ** journal and the CSV; cli/cmd_sweep.c: the command, the workers, merge).
 ** Not a public header.
 **
-** Design. A sweep is a command (train or matmul) and its options, where an
+** Design. A sweep is a command (train, matmul, run or pipeline) and its options, where an
 ** option whose value holds commas is an axis: `--batch 32,64 --cores 1,2`
 ** is four points, the first axis outermost (point 0 is batch 32 cores 1,
 ** point 1 batch 32 cores 2, ...). Each point is the single command's own

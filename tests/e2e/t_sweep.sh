@@ -108,3 +108,17 @@ for d in (a, b): d.pop("wall_s")
 assert {k: float(f"{v:.10g}") if isinstance(v, float) else v for k, v in a.items()} == b, (a, b)
 PY
 grep -q '^3,128,256,ok,' mm/results.csv || die "matmul CSV: $(cat mm/results.csv)"
+
+# run and pipeline points: the single commands' figures; stall columns of run
+EX="$TPU_ROOT/docs/examples/train_step.json"
+expect_status 0 "$TPUSIM" sweep --no-plot --out rn -j 2 run --program "$EX" --chip teach --level tile,timing
+expect_status 0 "$TPUSIM" run --program "$EX" --chip teach --level timing --json
+c=$(echo "$OUT" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["cycles"])')
+grep -q "^1,timing,ok,$c," rn/results.csv || die "run sweep: $(cat rn/results.csv), single: $c cycles"
+head -1 rn/results.csv | grep -q ',mxu_busy_cycles,mxu_busy_share,' || die "run CSV header: $(head -1 rn/results.csv)"
+PL="$TPU_ROOT/datafeed/examples/prefetch.json"
+expect_status 1 "$TPUSIM" sweep --no-plot --out pl -j 2 pipeline --config "$PL" --step-time 0.001,0.004 --host-cores 1,4 --timeline-steps 0
+expect_status 0 "$TPUSIM" pipeline --config "$PL" --step-time 0.004 --host-cores 4 --timeline-steps 0 --json
+t=$(echo "$OUT" | /usr/bin/python3 -c 'import json,sys; print("%.10g" % json.load(sys.stdin)["total_s"])')
+grep -q "^3,0.004,4,ok,[0-9]*,0.004,$t," pl/results.csv || die "pipeline sweep: $(cat pl/results.csv), single total $t"
+grep -q '^0,0.001,1,failed,.*1 cores cannot run this pipeline' pl/results.csv || die "pipeline failure not recorded"
