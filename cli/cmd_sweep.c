@@ -20,6 +20,7 @@
 
 static const char HELP[] =
   "usage: tpusim sweep [--out DIR] [-j N] [--shard I/N] COMMAND [options of COMMAND]\n"
+  "       tpusim sweep [--out DIR] [-j N] [--shard I/N] --file SWEEP.json\n"
   "       tpusim sweep merge [--no-plot] --out DIR SHARD_DIR...\n\n"
   "Runs COMMAND (train, matmul, run or pipeline) once per point of a grid: an option whose value\n"
   "is a comma list is an axis (--batch 32,64,128 --cores 1,2,4; --set KEY=V1,V2 is\n"
@@ -28,6 +29,7 @@ static const char HELP[] =
   "  --out DIR      results directory (default sweep-out): sweep.json, points.jsonl\n"
   "                 (each point's full report, appended as it finishes) and\n"
   "                 results.csv (one row per point, in point order); docs/SWEEPS.md\n"
+  "  --file F       the sweep as JSON: command, options, axes (docs/SWEEPS.md)\n"
   "  -j N           points run at once (default: CPUs online); results identical for every N\n"
   "  --no-plot      no plots (default: tpusim plot's default set, beside results.csv)\n"
   "  --shard I/N    run only points p with p % N == I-1 (a deterministic split);\n"
@@ -42,7 +44,7 @@ static const char HELP[] =
   "recorded with its error and does not stop the others; the exit status is then 1.\n";
 
 typedef struct sweep_opts {
-  const char *out, *emit;      /* --emit parallel|slurm, or NULL */
+  const char *out, *emit, *file;      /* --emit parallel|slurm, or NULL */
   long jobs, shards;           /* -j; --shards (with --emit) */
   int shard, nshards;
   int first;                   /* argv index of COMMAND */
@@ -90,6 +92,7 @@ static int parse_sweep_opts(int argc, char **argv, sweep_opts *o) {
       o->jobs_given = true;
     }
     else if (nlen == 7 && !strncmp(a, "--shard", 7)) rc = parse_shard(v, o);
+    else if (nlen == 6 && !strncmp(a, "--file", 6)) o->file = v;
     else if (nlen == 8 && !strncmp(a, "--shards", 8)) rc = parse_long("--shards", v, 1, 100000, &o->shards);
     else if (nlen == 6 && !strncmp(a, "--emit", 6)) {
       if (strcmp(v, "parallel") && strcmp(v, "slurm"))
@@ -381,7 +384,14 @@ int cli_cmd_sweep(int argc, char **argv) {
   int rc = parse_sweep_opts(argc, argv, &o);
   if (rc != CLI_RUN) return rc;
   sweep_def d = { 0 };
-  rc = sweep_def_parse(&d, argc - o.first, argv + o.first);
+  sweep_file f = { .argc = 0 };
+  if (o.file && o.first < argc)
+    return cli_usage_error(CMD, "--file %s holds the command and its options; '%s' is one too many", o.file, argv[o.first]);
+  if (o.file && (rc = sweep_file_load(o.file, &f))) {
+    sweep_file_free(&f);
+    return rc;
+  }
+  rc = o.file ? sweep_def_parse(&d, f.argc, f.argv) : sweep_def_parse(&d, argc - o.first, argv + o.first);
   d.shard = o.shard;
   d.nshards = o.nshards;
   if (!rc && o.emit) {
@@ -391,5 +401,6 @@ int cli_cmd_sweep(int argc, char **argv) {
     rc = sweep_emit(o.emit, o.out, &d, o.jobs_given ? o.jobs : 1);
   } else if (!rc) rc = sweep(&o, &d);
   sweep_def_free(&d);
+  sweep_file_free(&f);
   return rc;
 }

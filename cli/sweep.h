@@ -87,6 +87,11 @@ int sweep_write_merged(const char *dir, const sweep_def *d, const sweep_journal 
 /* --emit ENGINE (parallel or slurm): d->nshards shards of -j 'jobs' into
 ** DIR's scripts (sweep_emit.c). 0, or the exit status after a message. */
 int sweep_emit(const char *engine, const char *dir, sweep_def *d, long jobs);
+/* --file FILE: a JSON sweep as the argv of the command line (COMMAND and
+** its options; sweep_file.c). 0, or 2 after a message naming line:col. */
+typedef struct sweep_file { char *argv[SWEEP_MAX_ARGS]; int argc; } sweep_file;
+int sweep_file_load(const char *path, sweep_file *f);
+void sweep_file_free(sweep_file *f);
 /* "DIR/NAME" into buf. */
 const char *sweep_path(char *buf, size_t cap, const char *dir, const char *name);
 #endif

@@ -122,3 +122,25 @@ expect_status 0 "$TPUSIM" pipeline --config "$PL" --step-time 0.004 --host-cores
 t=$(echo "$OUT" | /usr/bin/python3 -c 'import json,sys; print("%.10g" % json.load(sys.stdin)["total_s"])')
 grep -q "^3,0.004,4,ok,[0-9]*,0.004,$t," pl/results.csv || die "pipeline sweep: $(cat pl/results.csv), single total $t"
 grep -q '^0,0.001,1,failed,.*1 cores cannot run this pipeline' pl/results.csv || die "pipeline failure not recorded"
+
+# --file: the same sweep as the command line's, byte for byte; bad files exit 2 with line:col
+cat > sw.json <<'JSON'
+{ "command": "train",
+  "options": { "model": "mlp", "level": "timing", "data": "synthetic", "steps-per-epoch": 2 },
+  "axes": [ { "option": "batch", "values": [32, 64] },
+            { "option": "cores", "values": [1, 2] },
+            { "set": "mxu.rows", "values": [128, 64] } ] }
+JSON
+expect_status 0 "$TPUSIM" sweep --no-plot --out f1 --file sw.json
+expect_status 0 "$TPUSIM" sweep --no-plot --out f2 train --model mlp --level timing --data synthetic --steps-per-epoch 2 --batch 32,64 --cores 1,2 --set mxu.rows=128,64
+cmp f1/results.csv f2/results.csv || die "--file and the command line differ"
+head -1 f1/results.csv | grep -q '^point,batch,cores,mxu.rows,status,' || die "file sweep header: $(head -1 f1/results.csv)"
+bad_inputs "$TPUSIM" sweep --no-plot --out fb --file <<'CASES'
+b1.json|{ "command": "train",\n  "axes": [ { "option": "batch", "values": [32, [1]] } ] }|b1.json:2:49: field 'axes[0].values[1]': expected a string or number without commas
+b2.json|{ "command": "train", "axes": [ { "option": "batch", "set": "x", "values": [1] } ] }|b2.json:1:|give one of "option" and "set"
+b3.json|{ "comand": "train" }|b3.json:1:|unknown field
+b4.json|{ "command": "train", "options": { "model": "a,b" } }|field 'options.model': expected a string, number or boolean without commas
+b5.json|{ "command": |b5.json:1:|
+CASES
+expect_status 2 "$TPUSIM" sweep --out fb --file sw.json train
+expect_err_contains "holds the command and its options"
