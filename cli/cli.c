@@ -18,7 +18,19 @@
 /* {==================================================================
 ** Messages and exit codes
 ** ================================================================== */
+static _Thread_local char *cap_buf;
+static _Thread_local size_t cap_size;
+void cli_capture_errors(char *buf, size_t cap) {
+  cap_buf = buf;
+  cap_size = cap;
+  if (buf && cap) buf[0] = 0;
+}
+
 static int report(int code, const char *cmd, const char *fmt, va_list ap) {
+  if (cap_buf) {
+    vsnprintf(cap_buf, cap_size, fmt, ap);
+    return code;
+  }
   fprintf(stderr, "tpusim %s: ", cmd);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
@@ -193,6 +205,17 @@ int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   putchar('\n');
   json_decref(o);
   return 0;
+}
+
+int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags) {
+  void *o = calloc(1, c->opts_size);
+  if (!o) return cli_runtime_error(c->name, "out of memory");
+  json_t *rep = NULL;
+  int rc = c->parse(argc, argv, o);
+  if (rc == CLI_RUN) rc = c->run(o, &rep);
+  if (!rc && rep) rc = cli_print_json(c->name, rep, flags);
+  free(o);
+  return rc;
 }
 
 bool cli_stdout_is_tty(void) { return isatty(STDOUT_FILENO) == 1; }

@@ -42,6 +42,36 @@ int cli_cmd_pipeline(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_viz(int argc, char **argv);
+int cli_cmd_sweep(int argc, char **argv);
+int cli_cmd_plot(int argc, char **argv);
+/* The default plots of a sweep's results CSV (cmd_plot.c), drawn beside it;
+** without gnuplot only the scripts are written. 0, or 1 after a message. */
+int cli_plot_sweep(const char *csv);
+
+struct json_t;
+/* A command a sweep point runs (tpusim sweep), the same functions the
+** single command calls: 'parse' reads argv (argv[0] the command's name)
+** into an options object of opts_size bytes at 'opts', returning
+** CLI_RUN or an exit status after a message; it uses getopt_long's globals,
+** so call it on one thread. 'run' runs the parsed options and, when they
+** say --json, hands back the report in *report (the caller owns it); it
+** keeps its state on its own stack, so runs may go on several threads. */
+typedef struct cli_point_cmd {
+  const char *name;
+  size_t opts_size;
+  bool threads;                /* takes --threads in every mode: sweep points get --threads 1 (theirs wins) */
+  int (*parse)(int argc, char **argv, void *opts);
+  int (*run)(const void *opts, struct json_t **report);
+} cli_point_cmd;
+extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli_pipeline_point;
+/* The single command: parse, run, and print the --json report with
+** jansson's dump 'flags'. Returns the exit status. */
+int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);
+
+/* Messages on this thread go into 'buf' (cap bytes, the last message wins)
+** instead of stderr while 'buf' is set; NULL restores stderr. A sweep
+** records a failing point's message this way. */
+void cli_capture_errors(char *buf, size_t cap);
 
 /* {==================================================================
 ** Messages and exit codes
@@ -149,8 +179,10 @@ typedef struct cli_matmul_opts {
   tpu_fidelity level;
   cli_common com;
 } cli_matmul_opts;
-/* --cores: the GEMM split along M over the cores, run on the chip engine. */
-int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o);
+struct json_t;
+/* --cores: the GEMM split along M over the cores, run on the chip engine.
+** With --json *report gets the report, else the text is printed. */
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, struct json_t **report);
 /* A and B of `tpusim matmul --seed S`: N(0,1) from base.h's stream, A first.
 ** NULL (both) when out of memory. */
 bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b);

@@ -212,7 +212,8 @@ static mm_figures figures(const tpu_chip_config *chip, const cli_matmul_opts *o,
   return f;
 }
 
-static int report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
+/* The --json report; NULL when out of memory. */
+static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
   json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}",
     "chip", chip->name, "m", (int)o->m, "n", (int)o->n, "k", (int)o->k,
@@ -223,7 +224,7 @@ static int report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, co
     "weight_loads", (json_int_t)r->res.weight_loads, "wall_s", r->wall);
   json_object_set_new(j, "max_abs_err", r->values ? json_real(r->max_abs) : json_null());
   json_object_set_new(j, "max_rel_err", r->values ? json_real(r->max_rel) : json_null());
-  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  return j;
 }
 
 static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
@@ -247,18 +248,31 @@ static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, co
 }
 /* }================================================================== */
 
-int cli_cmd_matmul(int argc, char **argv) {
-  cli_matmul_opts o;
-  int rc = parse(argc, argv, &o);
-  if (rc != CLI_RUN) return rc;
+/* One run of matmul on parsed options (reentrant: tpusim sweep runs points
+** on several threads). With --json, *report gets the report; otherwise the
+** text report is printed and *report is NULL. */
+static int matmul_run(const void *op, json_t **report) {
+  cli_matmul_opts o = *(const cli_matmul_opts *)op;   /* load_npy fills in --m, --n, --k */
+  *report = NULL;
   tpu_chip_config chip;
+  int rc;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check(&o))) return rc;
-  if (o.cores) return cli_matmul_cores(&chip, &o);
+  if (o.cores) return cli_matmul_cores(&chip, &o, report);
   mm_run r = { 0 };
-  if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r)))
-    rc = o.com.json ? report_json(&chip, &o, &r) : report_text(&chip, &o, &r);
+  if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
+    if (!o.com.json) rc = report_text(&chip, &o, &r);
+    else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");
+  }
   tpu_free(r.a);
   tpu_free(r.b);
   tpu_free(r.c);
   return rc;
+}
+
+static int matmul_parse(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+
+const cli_point_cmd cli_matmul_point = { CMD, sizeof(cli_matmul_opts), false, matmul_parse, matmul_run };
+
+int cli_cmd_matmul(int argc, char **argv) {
+  return cli_point_main(&cli_matmul_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 }

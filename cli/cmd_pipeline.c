@@ -212,7 +212,8 @@ static json_t *timeline_json(const pl_run *r) {
   return json_pack("{s:o,s:o}", "rows", rows, "intervals", ivs);
 }
 
-static int report_json(const pl_opts *o, pl_run *r) {
+/* The --json report; NULL when out of memory. */
+static json_t *report_json(const pl_opts *o, pl_run *r) {
   json_t *j = json_object();
   json_object_set_new(j, "config", json_string(o->config));
   json_object_set_new(j, "steps", json_integer(r->res.steps));
@@ -233,7 +234,7 @@ static int report_json(const pl_opts *o, pl_run *r) {
   if (o->real)
     json_object_set_new(j, "real", json_pack("{s:I,s:f,s:f}", "images", (json_int_t)r->real_images, "seconds",
                                              r->real_s, "images_per_s", r->real_ips));
-  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  return j;
 }
 
 static int report_text(const pl_opts *o, pl_run *r) {
@@ -259,17 +260,30 @@ static int report_text(const pl_opts *o, pl_run *r) {
   return 0;
 }
 
-int cli_cmd_pipeline(int argc, char **argv) {
-  pl_opts o;
-  int rc = parse(argc, argv, &o);
-  if (rc != CLI_RUN) return rc;
+/* One run on parsed options (reentrant: sweep points run on several
+** threads). With --json *report gets the report, else the text is printed. */
+static int pipeline_run(const void *op, json_t **report) {
+  const pl_opts *o = op;
+  *report = NULL;
   pl_run r;
   memset(&r, 0, sizeof r);
-  if (!(rc = load(&o, &r))) {
-    simulate(&o, &r);
-    if (!o.real || !(rc = run_real(&r))) rc = o.com.json ? report_json(&o, &r) : report_text(&o, &r);
+  int rc;
+  if (!(rc = load(o, &r))) {
+    simulate(o, &r);
+    if (!o->real || !(rc = run_real(&r))) {
+      if (!o->com.json) rc = report_text(o, &r);
+      else if (!(*report = report_json(o, &r))) rc = cli_runtime_error(CMD, "out of memory");
+    }
   }
   tpu_df_model_destroy(r.m);
   tpu_df_spec_destroy(r.spec);
   return rc;
+}
+
+static int pipeline_parse(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+
+const cli_point_cmd cli_pipeline_point = { CMD, sizeof(pl_opts), false, pipeline_parse, pipeline_run };
+
+int cli_cmd_pipeline(int argc, char **argv) {
+  return cli_point_main(&cli_pipeline_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 }

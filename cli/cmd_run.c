@@ -112,17 +112,18 @@ static json_t *buffers_json(const run_opts *o, const run_state *r) {
   return bufs;
 }
 
-static int report_json(const run_opts *o, const run_state *r, int ops) {
+/* The --json report; NULL when out of memory. */
+static json_t *report_json(const run_opts *o, const run_state *r, int ops) {
   json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i}", "chip", r->chip.name, "program", o->program, "level",
                         tpu_fidelity_name(o->level), "cores", r->chip.cores, "ops", ops);
   if (!j || cli_sim_report_json(j, r->res, &r->chip)) {
     json_decref(j);
-    return cli_runtime_error(CMD, "out of memory");
+    return NULL;
   }
   json_object_set_new(j, "wall_s", json_real(r->wall));
   if (o->nprint) json_object_set_new(j, "buffers", buffers_json(o, r));
   if (o->trace) json_object_set_new(j, "trace", json_string(o->trace));
-  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+  return j;
 }
 
 static int report_text(const run_opts *o, const run_state *r, int ops) {
@@ -143,17 +144,28 @@ static int report_text(const run_opts *o, const run_state *r, int ops) {
   return 0;
 }
 
-int cli_cmd_run(int argc, char **argv) {
-  run_opts o;
-  int rc = parse(argc, argv, &o);
-  if (rc != CLI_RUN) return rc;
+/* One run on parsed options (reentrant: sweep points run on several
+** threads). With --json *report gets the report, else the text is printed. */
+static int run_opts_run(const void *op, json_t **report) {
+  const run_opts *o = op;
+  *report = NULL;
   run_state r = { .p = NULL };
-  if (!(rc = load(&o, &r)) && !(rc = run(&o, &r))) {
+  int rc;
+  if (!(rc = load(o, &r)) && !(rc = run(o, &r))) {
     int ops = 0;
     for (int core = 0; core < r.chip.cores; core++) ops += tpu_sim_program_ops(r.p, core);
-    rc = o.com.json ? report_json(&o, &r, ops) : report_text(&o, &r, ops);
+    if (!o->com.json) rc = report_text(o, &r, ops);
+    else if (!(*report = report_json(o, &r, ops))) rc = cli_runtime_error(CMD, "out of memory");
   }
   tpu_sim_result_destroy(r.res);
   tpu_sim_program_destroy(r.p);
   return rc;
+}
+
+static int run_parse(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+
+const cli_point_cmd cli_run_point = { CMD, sizeof(run_opts), false, run_parse, run_opts_run };
+
+int cli_cmd_run(int argc, char **argv) {
+  return cli_point_main(&cli_run_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
 }

@@ -379,7 +379,8 @@ static summary summarize(const opts *o, train_run *t) {
   return m;
 }
 
-static int report_json(const opts *o, train_run *t, const summary *m) {
+/* The --json report; NULL when out of memory. */
+static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   const bool n = t->numerics;
   json_t *stall = json_object();
   for (int i = 0; i < TPU_SIM_NSTALL; i++) {   /* in the training report's order (sim/stall.def) */
@@ -411,12 +412,7 @@ static int report_json(const opts *o, train_run *t, const summary *m) {
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", t->hist);
   t->hist = NULL;
-  char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-  json_decref(j);
-  if (!s) return cli_runtime_error(CMD, "out of memory");
-  puts(s);
-  free(s);
-  return 0;
+  return j;
 }
 
 static int report_text(const opts *o, const train_run *t, const summary *m) {
@@ -437,7 +433,9 @@ static int report_text(const opts *o, const train_run *t, const summary *m) {
 }
 /* }================================================================== */
 
-static int train(const opts *o, train_run *t) {
+/* With --json, *report gets the report (the caller prints it); otherwise
+** the text report is printed and *report is NULL. */
+static int train(const opts *o, train_run *t, json_t **report) {
   int rc;
   if ((rc = load_model(o, t)) || (rc = open_data(o, t)) || (rc = start(o, t))) return rc;
   const double wall0 = cli_now_s();
@@ -446,13 +444,16 @@ static int train(const opts *o, train_run *t) {
   t->wall = cli_now_s() - wall0;
   if ((rc = write_outputs(o, t))) return rc;
   const summary m = summarize(o, t);
-  return o->com.json ? report_json(o, t, &m) : report_text(o, t, &m);
+  if (!o->com.json) return report_text(o, t, &m);
+  if (!(*report = report_json(o, t, &m))) return cli_runtime_error(CMD, "out of memory");
+  return 0;
 }
 
-int cli_cmd_train(int argc, char **argv) {
-  opts o;
-  int rc = parse_args(argc, argv, &o);
-  if (rc != CLI_RUN) return rc;
+/* One run of train on parsed options: all its state is on this call's
+** stack, so runs may go on several host threads at once (tpusim sweep). */
+static int train_run_opts(const void *op, json_t **report) {
+  const opts *o = op;
+  *report = NULL;
   /* The GEMM driver allocates its bf16 operand copies per call; keep glibc
   ** from mmap-ing (and page-faulting) them afresh every time. */
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
@@ -460,7 +461,7 @@ int cli_cmd_train(int argc, char **argv) {
   train_run t;
   memset(&t, 0, sizeof t);
   t.test_loss = t.test_acc = t.last_loss = t.last_acc = NAN;
-  rc = train(&o, &t);
+  int rc = train(o, &t, report);
   json_decref(t.hist);
   if (t.numerics) tpu_fe_trainer_destroy(&t.tr);
   tpu_free(t.csv.s);
@@ -468,4 +469,12 @@ int cli_cmd_train(int argc, char **argv) {
   tpu_fe_feed_close(t.feed);
   tpu_fe_dataset_free(&t.test);
   return rc;
+}
+
+static int train_parse(int argc, char **argv, void *o) { return parse_args(argc, argv, o); }
+
+const cli_point_cmd cli_train_point = { CMD, sizeof(opts), true, train_parse, train_run_opts };
+
+int cli_cmd_train(int argc, char **argv) {
+  return cli_point_main(&cli_train_point, argc, argv, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 }

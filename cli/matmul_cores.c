@@ -114,7 +114,8 @@ static mc_figures figures(const cli_matmul_opts *o, const mc_run *r) {
   return f;
 }
 
-static int report_json(const cli_matmul_opts *o, const mc_run *r) {
+/* The --json report into *out; 0, or 1 after a message when out of memory. */
+static int report_json(const cli_matmul_opts *o, const mc_run *r, json_t **out) {
   const mc_figures f = figures(o, r);
   const bool values = r->A != NULL;
   json_t *j = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I}", "chip", r->chip.name, "cores", r->cores,
@@ -136,7 +137,8 @@ static int report_json(const cli_matmul_opts *o, const mc_run *r) {
   json_object_set_new(j, "peak_flops_per_s", json_real(f.peak));
   json_object_set_new(j, "max_abs_err", values ? json_real(r->max_abs) : json_null());
   json_object_set_new(j, "max_rel_err", values ? json_real(r->max_rel) : json_null());
-  return cli_print_json(CMD, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  *out = j;
+  return 0;
 }
 
 static int report_text(const cli_matmul_opts *o, const mc_run *r) {
@@ -159,7 +161,7 @@ static int report_text(const cli_matmul_opts *o, const mc_run *r) {
   return 0;
 }
 
-int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o) {
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, json_t **report) {
   if (o->cores > chip->cores)
     return cli_usage_error(CMD, "--cores: expected 1..%d (the cores of %s), got %ld", chip->cores, chip->name,
                            o->cores);
@@ -168,7 +170,7 @@ int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o) {
   r.T = (long)tpu_sim_gemm_block(&r.chip);
   int rc = run(o, &r);
   if (!rc && r.A) rc = gather(o, &r);
-  if (!rc) rc = o->com.json ? report_json(o, &r) : report_text(o, &r);
+  if (!rc) rc = o->com.json ? report_json(o, &r, report) : report_text(o, &r);
   tpu_sim_result_destroy(r.res);
   tpu_sim_program_destroy(r.p);
   tpu_free(r.A); tpu_free(r.B); tpu_free(r.C);

@@ -31,7 +31,7 @@ int sim_vpu_lookup(const char *name) {
 }
 
 const char *sim_vpu_names(void) {
-  static char buf[1024];          /* filled on each call; programs are built on one thread */
+  static _Thread_local char buf[1024];   /* filled on each call, one per thread (sweep points) */
   size_t n = 0;
   for (int i = 0; i < TPU_VPU_OP_COUNT && n < sizeof buf; i++)
     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", tpu_vpu_op_name((tpu_vpu_op)i));
