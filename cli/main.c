@@ -12,6 +12,7 @@ static const cmd CMDS[] = {
   { "matmul",   cli_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
   { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
+  { "scalesim", cli_cmd_scalesim, "run SCALE-Sim v2 config and topology files; write its COMPUTE_REPORT.csv" },
   { "train",    cli_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
   { "viz",      cli_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
 };
