@@ -218,9 +218,9 @@ static int report(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topol
 int cli_cmd_scalesim(int argc, char **argv) {
   ss_opts o;
   cli_ss_config cfg;
-  int rc = parse(argc, argv, &o);
-  if (rc == CLI_RUN) rc = cli_ss_read_config("scalesim", o.config, &cfg);
-  if (rc) return rc;
+  const int parsed = parse(argc, argv, &o);          /* CLI_RUN, or the status (0 after --help) */
+  int rc = parsed == CLI_RUN ? cli_ss_read_config("scalesim", o.config, &cfg) : parsed;
+  if (parsed != CLI_RUN || rc) return rc;
   if (o.df_set) cfg.dataflow = o.df;
   if (!o.compat && cfg.dataflow != TPU_MXU_WS)
     return cli_usage_error("scalesim", "dataflow '%s' runs only with --compat scalesim: tpusim's MXU is "

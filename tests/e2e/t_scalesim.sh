@@ -68,6 +68,9 @@ if [ -d "$shared" ]; then
     expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t "$shared/$f.csv" -i gemm -p logs --compat scalesim
   done
 fi
+expect_status 0 "$TPUSIM" scalesim --help
+expect_out_contains "usage: tpusim scalesim -c FILE.cfg"
+[ -z "$ERR" ] || die "--help wrote to stderr: $ERR"
 # bad input: exit 2 naming file, line:col, field and what is allowed
 expect_status 2 "$TPUSIM" scalesim -c s32.cfg
 expect_err_contains "-t TOPOLOGY.csv is required"
