@@ -40,6 +40,7 @@ int cli_cmd_info(int argc, char **argv);
 int cli_cmd_matmul(int argc, char **argv);
 int cli_cmd_pipeline(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+int cli_cmd_scalesim(int argc, char **argv);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_viz(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
@@ -190,6 +191,41 @@ bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b);
 ** normwise max |C - ref| / max |ref|. False when out of memory. */
 bool cli_matmul_error(long m, long n, long k, const float *a, const float *b, const float *c, double *max_abs,
                       double *max_rel);
+/* }================================================================== */
+
+/* {==================================================================
+** SCALE-Sim v2 files (scalesim_read.c, for tpusim scalesim). They live in
+** cli/ because only this command reads them; the model they feed is
+** mxu.h's tpu_mxu_scalesim_layer. docs/SCALESIM.md describes both formats.
+** ================================================================== */
+typedef struct cli_ss_config {
+  char run_name[128];          /* [general] run_name */
+  long rows, cols;             /* ArrayHeight, ArrayWidth */
+  long ifmap_kib, filter_kib, ofmap_kib;   /* *SramSzkB */
+  long ifmap_offset, filter_offset, ofmap_offset;
+  long bandwidth;              /* Bandwidth (words per cycle; the first if a list) */
+  long banks;                  /* MemoryBanks, 1 when absent */
+  bool user_bandwidth;         /* InterfaceBandwidth USER (else CALC) */
+  tpu_mxu_dataflow dataflow;   /* Dataflow ws|os|is */
+} cli_ss_config;
+
+typedef struct cli_ss_layer {
+  char name[64];
+  long ifmap_h, ifmap_w, filter_h, filter_w, channels, filters, stride_h, stride_w;
+  uint64_t ofmap_h, ofmap_w;   /* ceil((ifmap - filter + stride) / stride), no padding */
+  uint64_t m, n, k;            /* the GEMM: ofmap pixels, filters, filter_h x filter_w x channels */
+} cli_ss_layer;
+
+typedef struct cli_ss_topology { cli_ss_layer *layers; int n, cap; } cli_ss_topology;
+
+/* Reads a SCALE-Sim .cfg into *out. Returns 0, or prints "FILE:LINE:COL:
+** ..." and returns 2 (bad input) or 1 (out of memory). */
+int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out);
+/* Reads a conv topology (gemm false: name, IFMAP height, width, filter
+** height, width, channels, filters, stride[, stride w]) or a GEMM one (name,
+** M, N, K) into *out (free with cli_ss_topology_free). Same returns. */
+int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_topology *out);
+void cli_ss_topology_free(cli_ss_topology *t);                /* a zeroed one is fine */
 /* }================================================================== */
 
 struct json_t;

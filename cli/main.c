@@ -13,6 +13,7 @@ static const cmd CMDS[] = {
   { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "plot",     cli_cmd_plot,     "draw PNGs from a sweep's results.csv with gnuplot (the script beside each PNG)" },
   { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
+  { "scalesim", cli_cmd_scalesim, "run SCALE-Sim v2 config and topology files; write its COMPUTE_REPORT.csv" },
   { "sweep",    cli_cmd_sweep,    "run train, matmul, run or pipeline over a grid of options on host threads: resumable tidy CSV, shards" },
   { "train",    cli_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
   { "viz",      cli_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },

@@ -251,4 +251,50 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
                         tpu_mxu_gemm_result *out);
 /* }================================================================== */
 
+/* {==================================================================
+** SCALE-Sim v2 compatibility (docs/SCALESIM.md). SCALE-Sim models one
+** systolic array running one layer, lowered to a GEMM of M x N x K (M
+** output pixels, N filters, K = filter height x width x channels), in one
+** of three dataflows. Each maps the GEMM onto the array as S_r x S_c
+** spatial and T temporal:
+**   ws (weights stay): S_r = K, S_c = N, T = M
+**   os (outputs stay): S_r = M, S_c = N, T = K
+**   is (inputs stay):  S_r = K, S_c = M, T = N
+** folded into ceil(S_r/rows) x ceil(S_c/cols) folds, each charged as a full
+** fold with no overlap between folds (no double buffering):
+**   ws, is: 2 rows + cols + T - 2 cycles a fold (rows to load the stationary
+**           operand, T to stream, rows + cols - 2 to fill and drain)
+**   os:     rows + cols + T - 2 cycles a fold
+** and SCALE-Sim reports the index of the last cycle, one less than the
+** count: Total Cycles = folds x per_fold - 1. Its utilization figures are
+**   Overall Util %     = 100 M N K / (Total Cycles x rows x cols)
+**   Mapping Efficiency = mean over folds of used PEs / (rows x cols)
+**   Compute Util %     = mean over folds of used PEs x T /
+**                        (rows x cols x (per_fold + cols - 1)) for ws, is
+**                        (rows x cols x per_fold) for os
+** and its SRAM traffic (words) the operand elements each fold reads or
+** writes. This is the stall-free case (SCALE-Sim's CALC bandwidth mode);
+** its SRAM and DRAM buffer model (USER bandwidth stalls, DRAM traffic) is
+** not modelled. Values never enter it.
+** ================================================================== */
+typedef enum tpu_mxu_dataflow { TPU_MXU_WS = 0, TPU_MXU_OS, TPU_MXU_IS } tpu_mxu_dataflow;
+const char *tpu_mxu_dataflow_name(tpu_mxu_dataflow d);             /* "ws", "os", "is" */
+int  tpu_mxu_dataflow_parse(const char *s, tpu_mxu_dataflow *out); /* 1 if known */
+
+typedef struct tpu_mxu_scalesim {
+  uint64_t sr, sc, t;          /* the mapping: spatial rows, spatial cols, temporal */
+  uint64_t row_folds, col_folds;
+  uint64_t cycles_per_fold;
+  uint64_t total_cycles;       /* SCALE-Sim's "Total Cycles": folds x per_fold - 1 */
+  uint64_t macs;               /* M N K */
+  double overall_util_pct, mapping_eff_pct, compute_util_pct;
+  uint64_t ifmap_sram_reads, filter_sram_reads, ofmap_sram_writes;  /* words */
+} tpu_mxu_scalesim;
+
+/* Evaluates one M x N x K layer (each >= 1, M N K < 2^53) on a rows x cols
+** array in dataflow df, by the formulas above. This function can't fail. */
+void tpu_mxu_scalesim_layer(int rows, int cols, tpu_mxu_dataflow df, uint64_t M, uint64_t N, uint64_t K,
+                            tpu_mxu_scalesim *out);
+/* }================================================================== */
+
 #endif /* TPU_MXU_H */

@@ -1,5 +1,6 @@
 /*
-** mxu_config.c -- MXU geometry defaults and checks; precision names.
+** mxu_config.c -- MXU geometry defaults and checks; precision and dataflow
+** names.
 */
 #include <string.h>
 
@@ -16,15 +17,28 @@ tpu_status tpu_mxu_config_check(const tpu_mxu_config *cfg) {
 }
 
 static const char *const PREC_NAMES[] = { "bf16", "bf16x3", "bf16x6" };
+static const char *const DF_NAMES[] = { "ws", "os", "is" };
 
-const char *tpu_precision_name(tpu_precision p) {
-  return (unsigned)p < 3 ? PREC_NAMES[p] : "?";
+/* The index of s in names[0..3), or -1: both name tables have three. */
+static int name_index(const char *const *names, const char *s) {
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
 }
 
+const char *tpu_precision_name(tpu_precision p) { return (unsigned)p < 3 ? PREC_NAMES[p] : "?"; }
+const char *tpu_mxu_dataflow_name(tpu_mxu_dataflow d) { return (unsigned)d < 3 ? DF_NAMES[d] : "?"; }
+
 int tpu_precision_parse(const char *s, tpu_precision *out) {
-  for (int i = 0; i < 3; i++)
-    if (!strcmp(s, PREC_NAMES[i])) { *out = (tpu_precision)i; return 1; }
-  return 0;
+  const int i = name_index(PREC_NAMES, s);
+  if (i >= 0) *out = (tpu_precision)i;
+  return i >= 0;
+}
+
+int tpu_mxu_dataflow_parse(const char *s, tpu_mxu_dataflow *out) {
+  const int i = name_index(DF_NAMES, s);
+  if (i >= 0) *out = (tpu_mxu_dataflow)i;
+  return i >= 0;
 }
 
 int tpu_precision_passes(tpu_precision p) {

@@ -2,7 +2,11 @@
 ** check_mxu.c -- the MXU: the PE-level model against hand-computed cycles,
 ** its per-cell view against the header's wavefront, and the PE model against
 ** the tile model (tpu_mxu_sched + tpu_mxu_tile_compute) on random tile
-** sequences: equal cycles, equal result bits. Also GEMM at the three levels.
+** sequences: equal cycles, equal result bits. Also GEMM at the three levels,
+** and SCALE-Sim v2 compatibility (tpu_mxu_scalesim_layer): hand counts on
+** 4x4, 8x8 and 128x128 arrays with partial folds, a small PE-level model of
+** each dataflow stepped cycle by cycle on random sizes, and SCALE-Sim's own
+** published report for its test run.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -616,6 +620,122 @@ START_TEST(The_tile_walk_visits_every_tile_once_in_the_documented_order) {
 }
 END_TEST
 
+/* {==================================================================
+** A PE-level model of one fold, as SCALE-Sim's documentation describes the
+** three dataflows. The array is R x C; a fold always occupies all of it
+** (SCALE-Sim pads a partial fold with idle PEs), T is the temporal size.
+**   ws/is: the stationary operand shifts in from the top, one array row per
+**          cycle (cycles 0..R-1); element t of the streamed operand meets
+**          PE(r,c) at cycle R + t + r + c; the partial sum of (t, c)
+**          is written in the cycle PE(R-1,c) adds into it.
+**   os:    both operands stream in skewed; MAC k of PE(r,c) happens at
+**          cycle k + r + c and its result is written in the cycle of its
+**          last MAC (outputs leave by a separate path, no drain charged).
+** The model steps cycles and asks every PE whether anything happens there
+** this cycle; the fold ends after the last such cycle. Folds run end to
+** end; SCALE-Sim reports the last cycle's index (count - 1).
+** ================================================================== */
+static bool pe_busy(tpu_mxu_dataflow df, int R, uint64_t T, int r, int c, uint64_t cy) {
+  if (df == TPU_MXU_OS) return cy >= (uint64_t)(r + c) && cy - (uint64_t)(r + c) < T;
+  if (cy < (uint64_t)R) return r <= (int)cy;                    /* loading: row r filled by cycle r */
+  const uint64_t s = (uint64_t)R + (uint64_t)(r + c);           /* first element at PE(r,c) */
+  return cy >= s && cy - s < T;                                 /* MAC */
+}
+
+static uint64_t pe_fold_cycles(tpu_mxu_dataflow df, int R, int C, uint64_t T) {
+  uint64_t last = 0;
+  for (uint64_t cy = 0; cy < 4 * (uint64_t)(R + C) + 2 * T + 8; cy++)
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++)
+        if (pe_busy(df, R, T, r, c, cy)) last = cy;
+  return last + 1;
+}
+
+static uint64_t pe_total(tpu_mxu_dataflow df, int R, int C, uint64_t M, uint64_t N, uint64_t K) {
+  const uint64_t sr = df == TPU_MXU_OS ? M : K, sc = df == TPU_MXU_IS ? M : N;
+  const uint64_t t = df == TPU_MXU_WS ? M : df == TPU_MXU_OS ? K : N;
+  uint64_t total = 0;
+  for (uint64_t fr = 0; fr < sr; fr += (uint64_t)R)
+    for (uint64_t fc = 0; fc < sc; fc += (uint64_t)C) total += pe_fold_cycles(df, R, C, t);
+  return total - 1;
+}
+/* }================================================================== */
+
+START_TEST(Hand_counts_on_small_and_full_arrays_with_partial_folds) {
+  static const struct {
+    int rows, cols; tpu_mxu_dataflow df; uint64_t m, n, k, folds, cycles;
+  } cases[] = {
+    /* ws: (2R + C + T - 2) a fold, T = M */
+    { 4, 4, TPU_MXU_WS, 4, 4, 4, 1, 2 * 4 + 4 + 4 - 2 - 1 },          /* 13 */
+    { 8, 8, TPU_MXU_WS, 10, 9, 17, 6, 6 * (16 + 8 + 10 - 2) - 1 },     /* K: 3 folds, N: 2 */
+    { 128, 128, TPU_MXU_WS, 128, 128, 128, 1, 509 },                   /* tpusim counts 510 */
+    { 128, 128, TPU_MXU_WS, 1000, 300, 129, 6, 6 * (256 + 128 + 1000 - 2) - 1 },
+    /* os: (R + C + T - 2) a fold, S_r = M, T = K */
+    { 4, 4, TPU_MXU_OS, 5, 4, 3, 2, 2 * (4 + 4 + 3 - 2) - 1 },         /* 17 */
+    { 8, 8, TPU_MXU_OS, 64, 17, 100, 24, 24 * (8 + 8 + 100 - 2) - 1 },
+    { 128, 128, TPU_MXU_OS, 128, 128, 128, 1, 128 + 128 + 128 - 2 - 1 },
+    /* is: like ws with S_c = M, T = N */
+    { 8, 8, TPU_MXU_IS, 9, 3, 8, 2, 2 * (16 + 8 + 3 - 2) - 1 },        /* 49 */
+    { 4, 4, TPU_MXU_IS, 4, 4, 4, 1, 13 },
+    { 128, 128, TPU_MXU_IS, 3025, 64, 147, 48, 48 * (256 + 128 + 64 - 2) - 1 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tpu_mxu_scalesim s;
+    tpu_mxu_scalesim_layer(cases[i].rows, cases[i].cols, cases[i].df, cases[i].m, cases[i].n, cases[i].k, &s);
+    TU_EQ_U64(cases[i].folds, s.row_folds * s.col_folds);
+    TU_EQ_U64(cases[i].cycles, s.total_cycles);
+    TU_EQ_U64(cases[i].m * cases[i].n * cases[i].k, s.macs);
+  }
+}
+END_TEST
+
+START_TEST(Every_dataflow_matches_its_pe_model_on_random_sizes) {
+  uint64_t seed = 16;
+  for (int trial = 0; trial < 300; trial++) {
+    const int R = 1 + (int)(tpu_splitmix64(&seed) % 9), C = 1 + (int)(tpu_splitmix64(&seed) % 9);
+    const uint64_t M = 1 + tpu_splitmix64(&seed) % 30, N = 1 + tpu_splitmix64(&seed) % 30;
+    const uint64_t K = 1 + tpu_splitmix64(&seed) % 30;
+    const tpu_mxu_dataflow df = (tpu_mxu_dataflow)(trial % 3);
+    tpu_mxu_scalesim s;
+    tpu_mxu_scalesim_layer(R, C, df, M, N, K, &s);
+    const uint64_t pe = pe_total(df, R, C, M, N, K);
+    ck_assert_msg(pe == s.total_cycles, "trial %d: %s %dx%d M %llu N %llu K %llu: formula %llu, PE model %llu",
+                  trial, tpu_mxu_dataflow_name(df), R, C, (unsigned long long)M, (unsigned long long)N,
+                  (unsigned long long)K, (unsigned long long)s.total_cycles, (unsigned long long)pe);
+  }
+}
+END_TEST
+
+/* SCALE-Sim v2's own test: configs/scale.cfg (32x32) with Dataflow ws,
+** topologies/conv_nets/alexnet_part.csv (Conv1: 224x224, 11x11x3, 96
+** filters, stride 4 -> 55x55 outputs), its test/golden_trace reports:
+**   0, 112283, 0, 91.68309650614964, 94.53125, 90.78000992063492,
+**   0, 29.338590881967885, 0.31035864734643714, 31.035864734643713, ... */
+START_TEST(Alexnet_conv1_on_32x32_reproduces_scalesims_published_report) {
+  tpu_mxu_scalesim s;
+  tpu_mxu_scalesim_layer(32, 32, TPU_MXU_WS, 55 * 55, 96, 11 * 11 * 3, &s);
+  TU_EQ_U64(112283, s.total_cycles);
+  ck_assert_double_eq(91.68309650614964, s.overall_util_pct);
+  ck_assert_double_eq(94.53125, s.mapping_eff_pct);
+  ck_assert_double_eq_tol(90.78000992063492, s.compute_util_pct, 1e-12);
+  ck_assert_double_eq(29.338590881967885, (double)s.ifmap_sram_reads / (double)s.total_cycles);
+  ck_assert_double_eq(0.31035864734643714, (double)s.filter_sram_reads / (double)s.total_cycles);
+  ck_assert_double_eq(31.035864734643713, (double)s.ofmap_sram_writes / (double)s.total_cycles);
+}
+END_TEST
+
+START_TEST(Dataflow_names_round_trip_and_unknown_ones_are_refused) {
+  for (int d = 0; d < 3; d++) {
+    tpu_mxu_dataflow out;
+    ck_assert(tpu_mxu_dataflow_parse(tpu_mxu_dataflow_name((tpu_mxu_dataflow)d), &out));
+    ck_assert_int_eq((int)out, d);
+  }
+  tpu_mxu_dataflow out;
+  ck_assert(!tpu_mxu_dataflow_parse("WS", &out));
+  ck_assert(!tpu_mxu_dataflow_parse("", &out));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("mxu");
   TU_CASE(s, "timing", 60, Precision_passes_are_the_kept_products_smallest_first,
@@ -631,6 +751,10 @@ int main(void) {
           Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits);
   TU_CASE(s, "limits", 60, Push_rejects_bad_shapes_and_leaves_the_queue_alone,
           Create_rejects_impossible_geometry, Ticks_allocate_nothing);
+  TU_CASE(s, "scalesim", 60, Hand_counts_on_small_and_full_arrays_with_partial_folds,
+          Every_dataflow_matches_its_pe_model_on_random_sizes,
+          Alexnet_conv1_on_32x32_reproduces_scalesims_published_report,
+          Dataflow_names_round_trip_and_unknown_ones_are_refused);
   TU_CASE(s, "oom", 60, Create_and_push_survive_every_allocation_failure);
   TU_SLOW_CASE(s, "full_size", 600, Pe_and_tile_models_agree_on_many_full_size_sequences);
   return tu_main(s);

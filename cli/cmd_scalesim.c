@@ -1,0 +1,242 @@
+/*
+** cmd_scalesim.c -- `tpusim scalesim`: runs a SCALE-Sim v2 config and
+** topology, layer by layer on one array, and writes SCALE-Sim's
+** COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv into LOGDIR/RUN_NAME/.
+**
+** Two models (docs/SCALESIM.md):
+**   --compat scalesim  SCALE-Sim v2's own compute model (mxu.h's
+**                      tpu_mxu_scalesim_layer): folds end to end, each a
+**                      full fold, ws, os or is. Its cycles are SCALE-Sim's.
+**   --compat none      (the default) tpusim's MXU at the timing level
+**                      (tpu_mxu_gemm): weight-stationary, double-buffered
+**                      weights, a partial fold charged for what it uses.
+**                      ws only; the same layers, so the two can be compared.
+** SCALE-Sim's short flags -c, -t, -p and -i are accepted as well as the
+** long ones.
+*/
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli_int.h"
+
+static const char HELP[] =
+  "usage: tpusim scalesim -c FILE.cfg -t TOPOLOGY.csv [-p LOGDIR] [-i conv|gemm]\n"
+  "                       [--compat scalesim|none] [--dataflow ws|os|is] [--json]\n\n"
+  "Runs a SCALE-Sim v2 config and topology layer by layer on one systolic\n"
+  "array and writes COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv in SCALE-Sim's\n"
+  "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md).\n\n"
+  "  -c, --config FILE      SCALE-Sim .cfg (array size, dataflow, SRAM sizes, ...)\n"
+  "  -t, --topology FILE    topology CSV: conv layers, or GEMMs with -i gemm\n"
+  "  -p, --logdir DIR       where the run's directory is made (default .)\n"
+  "  -i, --input-type T     conv (default) or gemm (name, M, N, K)\n"
+  "  --compat scalesim      SCALE-Sim v2's compute model: its cycles exactly\n"
+  "  --compat none          tpusim's double-buffered weight-stationary MXU (default)\n"
+  "  --dataflow ws|os|is    overrides the config's Dataflow\n";
+
+enum { OPT_COMPAT = 1, OPT_DATAFLOW, OPT_INPUT };
+
+typedef struct ss_opts {
+  const char *config, *topology, *logdir;
+  bool compat, gemm, df_set;
+  tpu_mxu_dataflow df;
+  cli_common com;
+} ss_opts;
+
+typedef struct ss_row {        /* one layer's report */
+  tpu_mxu_scalesim s;          /* SCALE-Sim's figures (cycles replaced outside compat) */
+  uint64_t cycles;             /* the Total Cycles reported */
+} ss_row;
+
+static int on_value(void *ud, int id, const char *v) {
+  ss_opts *o = ud;
+  if (id == OPT_COMPAT) {
+    if (!strcmp(v, "scalesim")) o->compat = true;
+    else if (!strcmp(v, "none")) o->compat = false;
+    else return cli_usage_error("scalesim", "--compat: expected scalesim or none, got '%s'", v);
+  } else if (id == OPT_DATAFLOW) {
+    if (!tpu_mxu_dataflow_parse(v, &o->df))
+      return cli_usage_error("scalesim", "--dataflow: expected ws, os or is, got '%s'", v);
+    o->df_set = true;
+  } else {
+    if (!strcmp(v, "gemm")) o->gemm = true;
+    else if (!strcmp(v, "conv")) o->gemm = false;
+    else return cli_usage_error("scalesim", "--input-type: expected conv or gemm, got '%s'", v);
+  }
+  return 0;
+}
+
+/* SCALE-Sim's short flags become the long ones (cli_parse takes long ones). */
+static void long_flags(int argc, char **argv, char **out) {
+  static const char *const map[][2] = { { "-c", "--config" }, { "-t", "--topology" }, { "-p", "--logdir" },
+                                        { "-i", "--input-type" } };
+  for (int i = 0; i < argc; i++) {
+    out[i] = argv[i];
+    for (int k = 0; k < 4; k++)
+      if (!strcmp(argv[i], map[k][0])) out[i] = (char *)map[k][1];
+  }
+  out[argc] = NULL;
+}
+
+static int parse(int argc, char **argv, ss_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->logdir = ".";
+  const cli_opt opts[] = {
+    CLI_STR("config", &o->config, "--config needs a SCALE-Sim .cfg file"),
+    CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"),
+    CLI_STR("logdir", &o->logdir, "--logdir needs a directory"),
+    CLI_ID("input-type", OPT_INPUT, NULL), CLI_ID("compat", OPT_COMPAT, NULL),
+    CLI_ID("dataflow", OPT_DATAFLOW, NULL) };
+  char **args = tpu_malloc((size_t)(argc + 1) * sizeof *args);
+  if (!args) return cli_runtime_error("scalesim", "out of memory");
+  long_flags(argc, argv, args);
+  int rc = cli_parse("scalesim", argc, args, opts, CLI_NOPTS(opts), &o->com, on_value, o);
+  tpu_free(args);
+  if (rc) return rc;
+  if (o->com.help) return cli_help(HELP, NULL);
+  if (!o->config) return cli_usage_error("scalesim", "-c FILE.cfg is required (tpusim scalesim --help)");
+  if (!o->topology) return cli_usage_error("scalesim", "-t TOPOLOGY.csv is required (tpusim scalesim --help)");
+  return CLI_RUN;
+}
+
+/* One layer: SCALE-Sim's figures, and outside compat mode tpusim's cycles
+** and the utilization they give. 0, or the exit status after a message. */
+static int run_layer(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_layer *ly, ss_row *r) {
+  tpu_mxu_scalesim_layer((int)cfg->rows, (int)cfg->cols, cfg->dataflow, ly->m, ly->n, ly->k, &r->s);
+  r->cycles = r->s.total_cycles;
+  if (o->compat) return 0;
+  if (ly->m > (uint64_t)INT32_MAX || ly->k > (uint64_t)INT32_MAX)
+    return cli_usage_error("scalesim", "%s: layer '%s' has M = %llu, K = %llu; tpusim's MXU takes at most %d",
+                           o->topology, ly->name, (unsigned long long)ly->m, (unsigned long long)ly->k, INT32_MAX);
+  const tpu_mxu_config mc = { .rows = (int)cfg->rows, .cols = (int)cfg->cols, .double_buffer = true };
+  tpu_mxu_gemm_result g;
+  tpu_status st = tpu_mxu_gemm(&mc, 1, TPU_FIDELITY_TIMING, TPU_PREC_BF16, (int)ly->m, (int)ly->n, (int)ly->k,
+                               NULL, NULL, NULL, &g);
+  if (st != TPU_OK) return cli_fail("scalesim", st, "layer '%s': %s", ly->name, tpu_status_str(st));
+  r->cycles = g.cycles;
+  const double pes = (double)cfg->rows * (double)cfg->cols;
+  r->s.overall_util_pct = (double)(r->s.macs * 100) / ((double)g.cycles * pes);
+  r->s.compute_util_pct = r->s.overall_util_pct;   /* one array, no stalls: every cycle counts */
+  return 0;
+}
+
+/* Python's repr of a float (the shortest text that reads back the same),
+** as SCALE-Sim writes its percentages. */
+static void py_float(tpu_text *t, double x) {
+  char buf[40];
+  int p = 1;
+  for (; p < 17; p++) {
+    snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  const int e10 = x == 0.0 ? 0 : atoi(strchr(buf, 'e') + 1);
+  if (e10 < -4 || e10 >= 16) { tpu_text_printf(t, "%s", buf); return; }
+  const int places = p - 1 - e10 > 0 ? p - 1 - e10 : 0;
+  snprintf(buf, sizeof buf, "%.*f", places, x);
+  tpu_text_printf(t, "%s%s", buf, strchr(buf, '.') ? "" : ".0");
+}
+
+static void reports(const cli_ss_topology *tp, const ss_row *rows, tpu_text *cr, tpu_text *bw) {
+  tpu_text_printf(cr, "LayerID, Total Cycles, Stall Cycles, Overall Util %%, Mapping Efficiency %%, "
+                  "Compute Util %%,\n");
+  tpu_text_printf(bw, "LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW,\n");
+  for (int i = 0; i < tp->n; i++) {
+    const ss_row *r = &rows[i];
+    const double c = (double)r->cycles;
+    tpu_text_printf(cr, "%d, %llu, 0, ", i, (unsigned long long)r->cycles);
+    const double pct[3] = { r->s.overall_util_pct, r->s.mapping_eff_pct, r->s.compute_util_pct };
+    for (int k = 0; k < 3; k++) { py_float(cr, pct[k]); tpu_text_printf(cr, ", "); }
+    cr->n -= 1;                                       /* SCALE-Sim ends a row with "," */
+    tpu_text_printf(cr, "\n");
+    tpu_text_printf(bw, "%d, ", i);
+    const double b[3] = { (double)r->s.ifmap_sram_reads / c, (double)r->s.filter_sram_reads / c,
+                          (double)r->s.ofmap_sram_writes / c };
+    for (int k = 0; k < 3; k++) { py_float(bw, b[k]); tpu_text_printf(bw, ", "); }
+    bw->n -= 1;
+    tpu_text_printf(bw, "\n");
+  }
+}
+
+static int write_reports(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topology *tp,
+                         const ss_row *rows) {
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s/%s", o->logdir, cfg->run_name);
+  if (mkdir(o->logdir, 0777) != 0 && errno != EEXIST)
+    return cli_runtime_error("scalesim", "%s: cannot create: %s", o->logdir, strerror(errno));
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return cli_runtime_error("scalesim", "%s: cannot create: %s", dir, strerror(errno));
+  tpu_text cr = { 0 }, bw = { 0 };
+  reports(tp, rows, &cr, &bw);
+  int rc = 0;
+  if (cr.oom || bw.oom) rc = cli_runtime_error("scalesim", "out of memory");
+  const tpu_text *t[2] = { &cr, &bw };
+  const char *names[2] = { "COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv" };
+  for (int k = 0; k < 2 && !rc; k++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+    if (tpu_write_atomic(path, t[k]->s, t[k]->n))
+      rc = cli_runtime_error("scalesim", "%s: cannot write: %s", path, strerror(errno));
+  }
+  tpu_free(cr.s);
+  tpu_free(bw.s);
+  return rc;
+}
+
+static json_t *layer_json(const cli_ss_layer *ly, const ss_row *r) {
+  return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+    "name", ly->name, "m", (json_int_t)ly->m, "n", (json_int_t)ly->n, "k", (json_int_t)ly->k,
+    "cycles", (json_int_t)r->cycles, "stall_cycles", (json_int_t)0,
+    "overall_util_pct", r->s.overall_util_pct, "mapping_eff_pct", r->s.mapping_eff_pct,
+    "compute_util_pct", r->s.compute_util_pct, "row_folds", (json_int_t)r->s.row_folds,
+    "col_folds", (json_int_t)r->s.col_folds, "scalesim_cycles", (json_int_t)r->s.total_cycles,
+    "macs", (json_int_t)r->s.macs, "ifmap_sram_reads", (json_int_t)r->s.ifmap_sram_reads,
+    "filter_sram_reads", (json_int_t)r->s.filter_sram_reads,
+    "ofmap_sram_writes", (json_int_t)r->s.ofmap_sram_writes);
+}
+
+static int report(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topology *tp, const ss_row *rows,
+                  uint64_t total) {
+  if (o->com.json) {
+    json_t *arr = json_array();
+    for (int i = 0; i < tp->n; i++) json_array_append_new(arr, layer_json(&tp->layers[i], &rows[i]));
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:o}", "run_name", cfg->run_name,
+      "compat", o->compat ? "scalesim" : "none", "dataflow", tpu_mxu_dataflow_name(cfg->dataflow),
+      "rows", (int)cfg->rows, "cols", (int)cfg->cols, "total_cycles", (json_int_t)total, "layers", arr);
+    return cli_print_json("scalesim", j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+  }
+  printf("%s: %ldx%ld array, %s dataflow, %s model\n", cfg->run_name, cfg->rows, cfg->cols,
+         tpu_mxu_dataflow_name(cfg->dataflow), o->compat ? "SCALE-Sim v2 (--compat scalesim)" : "tpusim");
+  printf("%-4s %-20s %12s %10s %10s %10s\n", "id", "layer", "cycles", "util %", "mapping %", "compute %");
+  for (int i = 0; i < tp->n; i++)
+    printf("%-4d %-20s %12llu %10.2f %10.2f %10.2f\n", i, tp->layers[i].name, (unsigned long long)rows[i].cycles,
+           rows[i].s.overall_util_pct, rows[i].s.mapping_eff_pct, rows[i].s.compute_util_pct);
+  printf("total %llu cycles; reports in %s/%s/\n", (unsigned long long)total, o->logdir, cfg->run_name);
+  return 0;
+}
+
+int cli_cmd_scalesim(int argc, char **argv) {
+  ss_opts o;
+  cli_ss_config cfg;
+  const int parsed = parse(argc, argv, &o);          /* CLI_RUN, or the status (0 after --help) */
+  int rc = parsed == CLI_RUN ? cli_ss_read_config("scalesim", o.config, &cfg) : parsed;
+  if (parsed != CLI_RUN || rc) return rc;
+  if (o.df_set) cfg.dataflow = o.df;
+  if (!o.compat && cfg.dataflow != TPU_MXU_WS)
+    return cli_usage_error("scalesim", "dataflow '%s' runs only with --compat scalesim: tpusim's MXU is "
+                           "weight-stationary (ws)", tpu_mxu_dataflow_name(cfg.dataflow));
+  cli_ss_topology tp;
+  if ((rc = cli_ss_read_topology("scalesim", o.topology, o.gemm, &tp))) return rc;
+  ss_row *rows = tpu_calloc((size_t)tp.n, sizeof *rows);
+  uint64_t total = 0;
+  if (!rows) rc = cli_runtime_error("scalesim", "out of memory");
+  for (int i = 0; i < tp.n && !rc; i++) {
+    rc = run_layer(&cfg, &o, &tp.layers[i], &rows[i]);
+    total += rows[i].cycles;
+  }
+  if (!rc) rc = write_reports(&cfg, &o, &tp, rows);
+  if (!rc) rc = report(&cfg, &o, &tp, rows, total);
+  tpu_free(rows);
+  cli_ss_topology_free(&tp);
+  return rc;
+}

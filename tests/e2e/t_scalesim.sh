@@ -1,0 +1,101 @@
+# tpusim scalesim: SCALE-Sim v2 files in, its reports out, its cycles in
+# compat mode; bad config and topology files; the shipped networks.
+cat > s32.cfg <<'CFG'
+[general]
+run_name = run32
+
+[architecture_presets]
+ArrayHeight:    32
+ArrayWidth:     32
+IfmapSramSzkB:   64
+FilterSramSzkB:  64
+OfmapSramSzkB:   64
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Bandwidth : 10
+Dataflow : ws
+MemoryBanks:   1
+
+[run_presets]
+InterfaceBandwidth: CALC
+CFG
+printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nConv1,  224, 224,    11, 11,    3,      96,     4,\n' > conv1.csv
+# SCALE-Sim v2's own test run (its test/golden_trace), row for row
+expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv -p logs --compat scalesim
+[ "$(sed -n 2p logs/run32/COMPUTE_REPORT.csv)" = "0, 112283, 0, 91.68309650614964, 94.53125, 90.78000992063492," ] ||
+  die "compute report: $(cat logs/run32/COMPUTE_REPORT.csv)"
+[ "$(head -1 logs/run32/COMPUTE_REPORT.csv)" = "LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %," ] ||
+  die "compute report header"
+[ "$(sed -n 2p logs/run32/BANDWIDTH_REPORT.csv)" = "0, 29.338590881967885, 0.31035864734643714, 31.035864734643713," ] ||
+  die "bandwidth report: $(cat logs/run32/BANDWIDTH_REPORT.csv)"
+# long flags and --json; os and is in compat mode
+expect_status 0 "$TPUSIM" scalesim --config s32.cfg --topology conv1.csv --logdir logs --compat scalesim --dataflow os --json
+echo "$OUT" > os.json
+[ "$(json_get layers.0.cycles os.json)" = $((95 * 3 * (32 + 32 + 363 - 2) - 1)) ] || die "os cycles"
+expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv -p logs --compat scalesim --dataflow is --json
+echo "$OUT" > is.json
+[ "$(json_get layers.0.cycles is.json)" = $((12 * 95 * (64 + 32 + 96 - 2) - 1)) ] || die "is cycles"
+# tpusim's own model: fewer cycles than SCALE-Sim's (double buffering, partial folds), ws only
+expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv -p logs --json
+echo "$OUT" > own.json
+[ "$(json_get layers.0.cycles own.json)" -lt 112283 ] || die "own model"
+expect_status 0 "$TPUSIM" matmul --chip teach --set mxu.rows=32 --set mxu.cols=32 --m 3025 --n 96 --k 363 --level timing --json
+echo "$OUT" > mm.json
+[ "$(json_get cycles mm.json)" = "$(json_get layers.0.cycles own.json)" ] || die "own model is not matmul's"
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv --dataflow os
+expect_err_contains "runs only with --compat scalesim"
+# GEMM topologies and depthwise layers
+printf 'Layer,M,N,K,\nG1,64,48,40,\n' > g.csv
+expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t g.csv -i gemm -p logs --compat scalesim --json
+echo "$OUT" > g.json
+[ "$(json_get layers.0.cycles g.json)" = $((2 * 2 * (64 + 32 + 64 - 2) - 1)) ] || die "gemm cycles"
+printf 'h\nDP1, 10, 10, 3, 3, 4, 1, 1,\n' > dp.csv
+expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t dp.csv -p logs --compat scalesim --json
+echo "$OUT" > dp.json
+[ "$(json_get layers.3.name dp.json)" = DP1Channel_3 ] && [ "$(json_get layers.3.k dp.json)" = 9 ] || die "depthwise"
+# the shipped networks and SCALE-Sim's own topologies (when the shared copy is there)
+for f in alexnet resnet18 resnet50; do
+  expect_status 0 "$TPUSIM" scalesim -c "$TPU_ROOT/docs/scalesim/tpu_128.cfg" -t "$TPU_ROOT/docs/scalesim/$f.csv" -p logs --compat scalesim
+done
+expect_status 0 "$TPUSIM" scalesim -c "$TPU_ROOT/docs/scalesim/tpu_128.cfg" -t "$TPU_ROOT/docs/scalesim/bert_base_layer.csv" -i gemm -p logs
+shared="$TPU_ROOT/../shared/scalesim-topologies"
+if [ -d "$shared" ]; then
+  for f in alexnet Resnet18 Resnet50 mobilenet yolo_tiny; do
+    expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t "$shared/$f.csv" -p logs --compat scalesim
+  done
+  for f in gpt2 transformer_partial; do
+    expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t "$shared/$f.csv" -i gemm -p logs --compat scalesim
+  done
+fi
+expect_status 0 "$TPUSIM" scalesim --help
+expect_out_contains "usage: tpusim scalesim -c FILE.cfg"
+[ -z "$ERR" ] || die "--help wrote to stderr: $ERR"
+# bad input: exit 2 naming file, line:col, field and what is allowed
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg
+expect_err_contains "-t TOPOLOGY.csv is required"
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv --compat yes
+expect_err_contains "--compat: expected scalesim or none, got 'yes'"
+expect_status 2 "$TPUSIM" scalesim -c nope.cfg -t conv1.csv
+expect_err_contains "nope.cfg: cannot read"
+bad_inputs "$TPUSIM" scalesim -t conv1.csv -c <<'CASES'
+df.cfg|[general]\nrun_name = x\n[architecture_presets]\nDataflow : xs\n|df.cfg:4:12: field 'Dataflow': expected ws, os or is, got 'xs'
+rows.cfg|[general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 0\n|rows.cfg:4:14: field 'ArrayHeight': expected an integer in 1..1024, got '0'
+key.cfg|[general]\nrun_name = x\n[architecture_presets]\nArrayHight: 8\n|key.cfg:4:1: unknown key 'ArrayHight' in section [architecture_presets]
+sec.cfg|[generals]\n|sec.cfg:1:2: unknown section 'generals'
+bw.cfg|[run_presets]\nInterfaceBandwidth: FAST\n|field 'InterfaceBandwidth': expected CALC or USER
+miss.cfg|[general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\n|missing key 'ArrayWidth'
+nokey.cfg|ArrayHeight: 8\n|nokey.cfg:1:1: a key before any [section]
+slash.cfg|[general]\nrun_name = ../x\n|no '/' allowed
+CASES
+bad_inputs "$TPUSIM" scalesim -c s32.cfg -t <<'CASES'
+few.csv|h\nC1, 10, 10, 3, 3, 4, 8,\n|few.csv:2:1: expected name, IFMAP Height
+neg.csv|h\nC1, 10, -10, 3, 3, 4, 8, 1,\n|neg.csv:2:9: field 'IFMAP Width': expected an integer in 1..16777216, got '-10'
+big.csv|h\nC1, 10, 10, 11, 3, 4, 8, 1,\n|big.csv:2:13: field 'Filter Height': 11 is larger than the IFMAP height 10
+empty.csv|h\n\n|empty.csv: no layers
+word.csv|h\nC1, 10, ten, 3, 3, 4, 8, 1,\n|field 'IFMAP Width'|got 'ten'
+CASES
+bad_inputs "$TPUSIM" scalesim -c s32.cfg -i gemm -t <<'CASES'
+g3.csv|Layer,M,N,K,\nG, 4, 4,\n|g3.csv:2:1: expected name, M, N, K
+gk.csv|Layer,M,N,K,\nG, 4, 4, 0,\n|gk.csv:2:10: field 'K'
+CASES
