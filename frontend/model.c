@@ -13,8 +13,9 @@
 #include "frontend/fe.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
-  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout"
+  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate"
 };
+#define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate"
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
 }
@@ -105,24 +106,29 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   int kind = -1;
   for (int k = 0; k < TPU_FE_NKINDS; k++) if (!strcmp(t, KIND_NAMES[k])) kind = k;
   if (!jt)
-    return tpu_json_missing(OBJ(c, jl, path, what), "type", "one of dense, conv2d, maxpool, avgpool, flatten, "
-                            "relu, tanh, sigmoid, dropout");
+    return tpu_json_missing(OBJ(c, jl, path, what), "type", "one of " KIND_LIST);
   if (kind < 0)
-    return tpu_json_fail_member(OBJ(c, jl, path, what), "type", "unknown layer '%s'; expected one of dense, conv2d, "
-                                "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout",
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "type", "unknown layer '%s'; expected one of " KIND_LIST,
                                 json_is_string(jt) ? t : "(not a string)");
   memset(L, 0, sizeof *L);
   L->kind = (tpu_fe_layer_kind)kind;
   snprintf(what, sizeof what, "layers[%d] (%s): ", i, t);
-  tpu_status st;
+  const char *name = "";
+  tpu_status st = tpu_json_str(OBJ(c, jl, path, what), "name", 0, &name);
+  if (st) return st;
+  size_t nl = strlen(name);
+  if (json_object_get(jl, "name") && (nl < 1 || nl >= sizeof L->name || !strcmp(name, "input")))
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "name", "expected 1..%d characters other than \"input\" "
+                                "(which names the model's input)", (int)sizeof L->name - 1);
+  snprintf(L->name, sizeof L->name, "%s", name);
   switch (L->kind) {
   case TPU_FE_DENSE: {
-    static const char *const ks[] = { "type", "units", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "units", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     return get_int(c, jl, path, what, "units", 1, 1 << 20, 0, &L->units);
   }
   case TPU_FE_CONV2D: {
-    static const char *const ks[] = { "type", "filters", "kernel", "stride", "padding", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "filters", "kernel", "stride", "padding", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
     if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
@@ -144,22 +150,148 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     return TPU_OK;
   }
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-    static const char *const ks[] = { "type", "size", "stride", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "size", "stride", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "size", 1, 64, 2, &L->pool))) return st;
     return get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride);
   }
   case TPU_FE_DROPOUT: {
-    static const char *const ks[] = { "type", "rate", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     return get_num(c, jl, path, what, "rate", 0.0, 1.0, true, 0, true, &L->rate);
   }
   default: {
-    static const char *const ks[] = { "type", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", NULL };
     return check_keys(c, jl, path, what, ks);
   }
   }
 }
+
+
+/* {==================================================================
+** The graph: names, inputs, order, use
+** ================================================================== */
+/* "layers[3] (add 'sum')" or "layers[3] (add)" */
+static const char *who(const tpu_fe_model *m, int i, char *buf, size_t cap) {
+  if (i < 0) { snprintf(buf, cap, "the model input"); return buf; }
+  const tpu_fe_layer *L = &m->layers[i];
+  if (L->name[0]) snprintf(buf, cap, "layers[%d] (%s '%s')", i, KIND_NAMES[L->kind], L->name);
+  else snprintf(buf, cap, "layers[%d] (%s)", i, KIND_NAMES[L->kind]);
+  return buf;
+}
+static bool is_merge(tpu_fe_layer_kind k) { return k == TPU_FE_ADD || k == TPU_FE_CONCAT; }
+
+/* Resolves layer i's "inputs" (names; "input" is the model's input) into
+** indexes; without it, the layer before (the model input for layer 0). */
+static tpu_status resolve_inputs(tpu_json *c, json_t *jl, tpu_fe_model *m, int i) {
+  tpu_fe_layer *L = &m->layers[i];
+  char path[48], w[80], what[96];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  snprintf(what, sizeof what, "%s: ", who(m, i, w, sizeof w));
+  tpu_json_obj *o = OBJ(c, jl, path, what);
+  json_t *ji = json_object_get(jl, "inputs");
+  const bool merge = is_merge(L->kind);
+  if (!ji) {
+    if (merge) return tpu_json_missing(o, "inputs", "an array of 2..8 layer names (or \"input\")");
+    L->nin = 1;
+    L->inputs[0] = i - 1;
+    return TPU_OK;
+  }
+  size_t n = json_is_string(ji) ? 1 : json_is_array(ji) ? json_array_size(ji) : 0;
+  if (merge ? n < 2 || n > TPU_FE_MAX_INPUTS : n != 1)
+    return tpu_json_fail_member(o, "inputs", merge ? "expected an array of 2..8 layer names (or \"input\")"
+                                : "expected one layer name (or \"input\"), as a string or a one-element array");
+  L->nin = (int)n;
+  for (size_t k = 0; k < n; k++) {
+    json_t *e = json_is_string(ji) ? ji : json_array_get(ji, k);
+    const char *nm = json_is_string(e) ? json_string_value(e) : NULL;
+    if (!nm) return tpu_json_fail_member(o, "inputs", "element %zu is not a string (a layer name)", k);
+    int j = -2;
+    if (!strcmp(nm, "input")) j = -1;
+    for (int q = 0; q < m->nlayers && j == -2; q++) if (!strcmp(m->layers[q].name, nm)) j = q;
+    if (j == -2)
+      return tpu_json_fail_member(o, "inputs", "unknown input '%s': no layer has that \"name\" (\"input\" names "
+                                  "the model's input)", nm);
+    L->inputs[k] = j;
+  }
+  return TPU_OK;
+}
+
+/* True when layer 'from' reaches layer 'to' through inputs (depth-first,
+** 'seen' marks visited layers). */
+static bool reaches(const tpu_fe_model *m, int from, int to, unsigned char *seen) {
+  if (from < 0 || seen[from]) return false;
+  if (from == to) return true;
+  seen[from] = 1;
+  for (int k = 0; k < m->layers[from].nin; k++)
+    if (reaches(m, m->layers[from].inputs[k], to, seen)) return true;
+  return false;
+}
+
+/* Every layer after its inputs (a later input is a cycle or a listing out
+** of order, said apart) and unique names. */
+static tpu_status check_graph_order(tpu_json *c, const tpu_fe_model *m) {
+  char a[80], b[80], path[48];
+  for (int i = 0; i < m->nlayers; i++) {
+    const tpu_fe_layer *L = &m->layers[i];
+    snprintf(path, sizeof path, "layers[%d]", i);
+    for (int q = 0; q < i && L->name[0]; q++)
+      if (!strcmp(m->layers[q].name, L->name))
+        return tpu_json_fail(c, path, "%s: field 'name': '%s' is already the name of layers[%d]; names must be unique",
+                             who(m, i, a, sizeof a), L->name, q);
+    for (int k = 0; k < L->nin; k++) {
+      const int j = L->inputs[k];
+      if (j < i) continue;
+      unsigned char seen[TPU_FE_MAX_LAYERS] = { 0 };
+      if (reaches(m, j, i, seen))
+        return tpu_json_fail(c, path, "%s: field 'inputs': a cycle: it takes its input from %s, which depends on "
+                             "it; a model must be a graph without cycles", who(m, i, a, sizeof a), who(m, j, b, sizeof b));
+      return tpu_json_fail(c, path, "%s: field 'inputs': %s is listed after it; list every layer after its inputs",
+                           who(m, i, a, sizeof a), who(m, j, b, sizeof b));
+    }
+  }
+  return TPU_OK;
+}
+
+/* Every layer but the last (the model's output) feeds a later one. */
+static tpu_status check_graph_use(tpu_json *c, const tpu_fe_model *m) {
+  char a[80], b[48], path[48];
+  unsigned char used[TPU_FE_MAX_LAYERS] = { 0 };
+  for (int i = 0; i < m->nlayers; i++)
+    for (int k = 0; k < m->layers[i].nin; k++) if (m->layers[i].inputs[k] >= 0) used[m->layers[i].inputs[k]] = 1;
+  int unused = -1;
+  for (int i = 0; i < m->nlayers - 1 && unused < 0; i++) if (!used[i]) unused = i;
+  if (unused >= 0) {
+    snprintf(path, sizeof path, "layers[%d]", unused);
+    return tpu_json_fail(c, path, "%s: an unused branch: no later layer takes its output %s as an input, and only "
+                         "the last layer is the model's output", who(m, unused, a, sizeof a),
+                         tpu_fe_shape_str(m->layers[unused].out, b, sizeof b));
+  }
+  return TPU_OK;
+}
+
+/* add: equal shapes; concatenate: equal height and width, channels summed. */
+static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_shape *out) {
+  const tpu_fe_layer *L = &m->layers[i];
+  char a[80], b[80], d[80], x[48], y[48], path[48];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  const int j0 = L->inputs[0];
+  tpu_fe_shape s0 = j0 < 0 ? m->input : m->layers[j0].out, o = s0;
+  for (int k = 1; k < L->nin; k++) {
+    const int j = L->inputs[k];
+    tpu_fe_shape s = j < 0 ? m->input : m->layers[j].out;
+    bool ok = L->kind == TPU_FE_ADD ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
+    if (!ok)
+      return tpu_json_fail(c, path, "%s: input shapes do not match: %s gives %s, %s gives %s; %s", who(m, i, a, sizeof a),
+                           who(m, j0, b, sizeof b), tpu_fe_shape_str(s0, x, sizeof x), who(m, j, d, sizeof d),
+                           tpu_fe_shape_str(s, y, sizeof y), L->kind == TPU_FE_ADD ? "add needs equal shapes"
+                           : "concatenate joins channels and needs equal height and width");
+    if (L->kind == TPU_FE_CONCAT) o.c += s.c;
+  }
+  *out = o;
+  return TPU_OK;
+}
+/* }================================================================== */
 
 /* Shape inference: sets in/out of every layer and the parameter layout. */
 static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
@@ -171,6 +303,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     char path[48];
     snprintf(path, sizeof path, "layers[%d]", i);
     const char *kn = KIND_NAMES[L->kind];
+    s = L->inputs[0] < 0 ? m->input : m->layers[L->inputs[0]].out;
     L->in = s;
     bool flat = s.h == 1 && s.w == 1;
     switch (L->kind) {
@@ -216,6 +349,11 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     case TPU_FE_FLATTEN:
       L->out = (tpu_fe_shape){ 1, 1, (int)tpu_fe_shape_size(s) };
       break;
+    case TPU_FE_ADD: case TPU_FE_CONCAT: {
+      tpu_status st = merge_shape(c, m, i, &L->out);
+      if (st) return st;
+      break;
+    }
     default:
       L->out = s;
       break;
@@ -316,6 +454,8 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
   m->nlayers = (int)json_array_size(jl);
   for (int i = 0; i < m->nlayers; i++)
     if ((st = parse_layer(c, json_array_get(jl, (size_t)i), i, &m->layers[i]))) goto done;
+  for (int i = 0; i < m->nlayers; i++)
+    if ((st = resolve_inputs(c, json_array_get(jl, (size_t)i), m, i))) goto done;
 
   json_t *jloss = json_object_get(doc.root, "loss");
   if (jloss && !(json_is_string(jloss) && !strcmp(json_string_value(jloss), "softmax_cross_entropy"))) {
@@ -329,7 +469,7 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
     goto done;
   }
   m->seed = js ? (uint64_t)json_integer_value(js) : 1;
-  if ((st = infer(c, m))) goto done;
+  if ((st = check_graph_order(c, m)) || (st = infer(c, m)) || (st = check_graph_use(c, m))) goto done;
   *out = *m;
 done:
   tpu_free(m);

@@ -62,7 +62,7 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": -1 } ] }",
             "t.json:1:57: layers[0] (dense): field 'units': expected an integer in 1..1048576");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2, \"unit\": 3 } ] }",
-            "layers[0] (dense): field 'unit': unknown field; allowed here: type, units");
+            "layers[0] (dense): field 'unit': unknown field; allowed here: type, name, inputs, units");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dropout\", \"rate\": 1.0 } ] }",
             "layers[0] (dropout): field 'rate': expected a number in [0, 1)");
   parse_err("{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"maxpool\", \"size\": 2 } ] }",
@@ -71,6 +71,60 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
             "optimizer: field 'type': expected \"sgd\", \"momentum\" or \"adam\"");
   parse_err("{ \"input\": [4], \"layers\": [ ", "t.json:1:");
   parse_err("{ \"layers\": [ { \"type\": \"dense\", \"units\": 2 } ] }", "field 'input': missing");
+}
+END_TEST
+
+#define GRAPH(layers) "{ \"input\": [8, 8, 2], \"layers\": [ " layers " ] }"
+#define CONV(nm, f, in) "{ \"type\": \"conv2d\", \"name\": \"" nm "\", \"filters\": " #f ", \"kernel\": 1" in " }, "
+#define HEAD "{ \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 }"
+START_TEST(Bad_graphs_name_the_layers_and_the_shapes) {
+  parse_err(GRAPH(CONV("a", 4, ", \"inputs\": \"b\"") CONV("b", 4, ", \"inputs\": \"a\"") HEAD),
+            "layers[0] (conv2d 'a'): field 'inputs': a cycle: it takes its input from layers[1] (conv2d 'b'), "
+            "which depends on it");
+  parse_err(GRAPH(CONV("a", 4, ", \"inputs\": \"a\"") HEAD), "layers[0] (conv2d 'a'): field 'inputs': a cycle");
+  parse_err(GRAPH(CONV("a", 4, ", \"inputs\": \"zz\"") HEAD),
+            "layers[0] (conv2d 'a'): field 'inputs': unknown input 'zz'");
+  parse_err(GRAPH(CONV("a", 4, "") CONV("b", 3, ", \"inputs\": \"input\"")
+                  "{ \"type\": \"add\", \"inputs\": [\"a\", \"b\"] }, " HEAD),
+            "layers[2] (add): input shapes do not match: layers[0] (conv2d 'a') gives 8x8x4, layers[1] (conv2d 'b') "
+            "gives 8x8x3; add needs equal shapes");
+  parse_err(GRAPH(CONV("a", 4, "") "{ \"type\": \"maxpool\", \"name\": \"p\", \"inputs\": \"input\" }, "
+                  "{ \"type\": \"concatenate\", \"inputs\": [\"a\", \"p\"] }, " HEAD),
+            "layers[2] (concatenate): input shapes do not match: layers[0] (conv2d 'a') gives 8x8x4, layers[1] "
+            "(maxpool 'p') gives 4x4x2; concatenate joins channels and needs equal height and width");
+  parse_err(GRAPH(CONV("a", 4, "") CONV("b", 3, ", \"inputs\": \"input\"")
+                  "{ \"type\": \"flatten\", \"inputs\": \"a\" }, { \"type\": \"dense\", \"units\": 3 }"),
+            "layers[1] (conv2d 'b'): an unused branch: no later layer takes its output 8x8x3");
+  parse_err(GRAPH(CONV("a", 4, "") "{ \"type\": \"dense\", \"units\": 3, \"inputs\": \"f\" }, "
+                  "{ \"type\": \"flatten\", \"name\": \"f\", \"inputs\": \"a\" }"),
+            "layers[1] (dense): field 'inputs': layers[2] (flatten 'f') is listed after it");
+  parse_err(GRAPH(CONV("a", 4, "") CONV("a", 4, "") HEAD), "layers[1] (conv2d 'a'): field 'name': 'a' is already "
+            "the name of layers[0]");
+  parse_err(GRAPH("{ \"type\": \"add\", \"inputs\": [\"input\"] }, " HEAD),
+            "layers[0] (add): field 'inputs': expected an array of 2..8 layer names");
+  parse_err(GRAPH("{ \"type\": \"relu\", \"inputs\": [\"input\", \"input\"] }, " HEAD),
+            "layers[0] (relu): field 'inputs': expected one layer name");
+}
+END_TEST
+
+/* No small cap: a chain of 1000 layers loads, and plans. */
+START_TEST(A_model_may_have_a_thousand_layers) {
+  tpu_text t = { 0 };
+  tpu_text_printf(&t, "%s", "{ \"input\": [4], \"layers\": [ ");
+  for (int i = 0; i < 999; i++) tpu_text_printf(&t, "{ \"type\": \"%s\" }, ", i % 2 ? "relu" : "tanh");
+  tpu_text_printf(&t, "%s", "{ \"type\": \"dense\", \"units\": 3 } ] }");
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  ck_assert_msg(tpu_fe_model_parse(t.s, "t.json", m, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(m->nlayers, 1000);
+  fe_plan *pl;
+  ck_assert_int_eq(fe_plan_create(m, 2, 2, TPU_PREC_BF16, true, &pl), TPU_OK);
+  int gemms = 0;
+  for (int k = 0; k < pl->nsteps; k++) gemms += pl->steps[k].kind == FE_STEP_GEMM;
+  ck_assert_int_eq(gemms, 2);   /* the dense layer's matmul and dW: no dX (nothing upstream learns) */
+  fe_plan_destroy(pl);
+  free(m);
+  tpu_free(t.s);
 }
 END_TEST
 /* }================================================================== */
@@ -95,6 +149,23 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [5, 5, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2, \"padding\": \"same\" },"
   " { \"type\": \"sigmoid\" }, { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": \"same\" },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* graphs: a skip connection summed by add; d0 feeds tanh, add and d2, so
+  ** its gradient is one copy and two sums (add's, and a DTMP one) */
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"name\": \"d0\", \"units\": 4 }, { \"type\": \"tanh\" },"
+  " { \"type\": \"dense\", \"name\": \"d1\", \"units\": 4 }, { \"type\": \"add\", \"name\": \"s\", \"inputs\": [\"d1\", \"d0\"] },"
+  " { \"type\": \"dense\", \"name\": \"d2\", \"units\": 2, \"inputs\": \"d0\" },"
+  " { \"type\": \"concatenate\", \"inputs\": [\"s\", \"d2\"] }, { \"type\": \"sigmoid\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* concatenate of three branches, r feeding all three (gradients summed) */
+  "{ \"input\": [6, 6, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"relu\", \"name\": \"r\" }, { \"type\": \"conv2d\", \"name\": \"a\", \"filters\": 2, \"kernel\": 1 },"
+  " { \"type\": \"conv2d\", \"name\": \"b\", \"inputs\": \"r\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"concatenate\", \"inputs\": [\"a\", \"b\", \"r\"] }, { \"type\": \"avgpool\", \"size\": 2 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* add of three, one of them the model input (which needs no gradient) */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
+  " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
 };
 
 static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
@@ -512,14 +583,15 @@ static void record_gemm(void *ud, const fe_gemm_call *c) {
   l->n++;
 }
 
-/* Every built-in model and the shipped small-cnn example. */
+/* Every built-in model and the shipped small-cnn and small-resnet examples. */
 static int plan_models(tpu_fe_model *out, int cap) {
   char err[512];
   int n = 0;
   for (const char *const *b = tpu_fe_model_builtin_names(); *b && n < cap; b++, n++)
     ck_assert_msg(tpu_fe_model_load(*b, &out[n], err, sizeof err) == TPU_OK, "%s", err);
   ck_assert_msg(tpu_fe_model_load("docs/examples/small-cnn.json", &out[n], err, sizeof err) == TPU_OK, "%s", err);
-  return n + 1;
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-resnet.json", &out[n + 1], err, sizeof err) == TPU_OK, "%s", err);
+  return n + 2;
 }
 
 static int plan_gemms(const fe_plan *p) {
@@ -715,7 +787,8 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes,
-          Bad_models_name_the_layer_the_field_and_the_shapes);
+          Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
+          A_model_may_have_a_thousand_layers);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
