@@ -8,7 +8,8 @@
 **
 ** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
 ** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
-** sigmoid, dropout, and the merges add and concatenate -- listed so that
+** sigmoid, dropout, global_avgpool, softmax (the output only: folded into
+** the loss), and the merges add and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
@@ -65,7 +66,8 @@
 ** ================================================================== */
 typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
-  TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT, TPU_FE_NKINDS
+  TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
+  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -78,6 +80,9 @@ typedef struct tpu_fe_layer {
   int nin;                     /* inputs: 1, or 2..TPU_FE_MAX_INPUTS for add/concatenate */
   int inputs[TPU_FE_MAX_INPUTS];   /* producing layers' indexes, all < this one's; -1: the model input */
   int units;                   /* dense: output width */
+  bool no_bias;                /* dense, conv2d: "use_bias": false (nb = 0) */
+  tpu_fe_layer_kind act;       /* dense, conv2d: "activation": TPU_FE_RELU, _TANH, _SIGMOID or
+                                  _SOFTMAX; TPU_FE_DENSE (0) for linear */
   int filters, kh, kw;         /* conv2d */
   int stride;                  /* conv2d, pools */
   bool same;                   /* conv2d: 'same' padding (else 'valid') */

@@ -8,7 +8,10 @@
 ** execution order, what one core does with its shard of 'rows' samples:
 **
 **   infeed     the shard lands in act[0] (one step)
-**   forward    per layer, each reading its inputs' tensors (the graph): dense = GEMM + bias_add; conv2d = im2col + GEMM +
+**   forward    per layer, each reading its inputs' tensors (the graph);
+**              a dense/conv2d "activation" is one more fused VPU step and
+**              its gradient one VPU step on dY, in place; no bias, no
+**              bias_add / db; global_avgpool is a pool over the whole input: dense = GEMM + bias_add; conv2d = im2col + GEMM +
 **              bias_add (the GEMM on the im2col matrix, whose geometry --
 **              padding, stride, taps -- is the step's fe_window); a relu,
 **              tanh or sigmoid right after a GEMM layer is marked 'fused'

@@ -218,14 +218,14 @@ static void col2im(const fe_window *w, int rows, const float *cols, float *dx) {
   }
 }
 
-/* Pools (square windows, no padding): the flat input index of tap (py, px)
-** of output (b, oy, ox, c). */
+/* Pools (kh x kw windows, no padding; global_avgpool's is the whole
+** input): the flat input index of tap (py, px) of output (b, oy, ox, c). */
 static int pool_tap(const fe_window *w, int b, int oy, int ox, int py, int px, int c) {
   return (((b * w->h) + oy * w->stride + py) * w->w + ox * w->stride + px) * w->c + c;
 }
 static void pool_forward(const fe_window *w, bool max, int rows, const float *x, float *y, int *arg) {
-  const int OH = w->oh, OW = w->ow, C = w->c, P = w->kh;
-  const float inv = 1.0f / (float)(P * P);
+  const int OH = w->oh, OW = w->ow, C = w->c, PH = w->kh, PW = w->kw;
+  const float inv = 1.0f / (float)(PH * PW);
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
       for (int ox = 0; ox < OW; ox++)
@@ -233,8 +233,8 @@ static void pool_forward(const fe_window *w, bool max, int rows, const float *x,
           size_t o = (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c;
           float best = -INFINITY, sum = 0.0f;
           int bi = -1;
-          for (int py = 0; py < P; py++)
-            for (int px = 0; px < P; px++) {
+          for (int py = 0; py < PH; py++)
+            for (int px = 0; px < PW; px++) {
               int idx = pool_tap(w, b, oy, ox, py, px, c);
               float v = x[idx];
               if (bi < 0 || v > best) { best = v; bi = idx; }
@@ -246,21 +246,21 @@ static void pool_forward(const fe_window *w, bool max, int rows, const float *x,
 }
 /* Max: the gradient goes to each window's winner; avg: spread evenly. */
 static void pool_backward(const fe_window *w, bool max, int rows, const float *g, const int *arg, float *gn) {
-  const int OH = w->oh, OW = w->ow, C = w->c, P = w->kh;
+  const int OH = w->oh, OW = w->ow, C = w->c, PH = w->kh, PW = w->kw;
   const size_t n_out = (size_t)rows * (size_t)OH * (size_t)OW * (size_t)C;
   memset(gn, 0, (size_t)rows * (size_t)w->h * (size_t)w->w * (size_t)C * sizeof(float));
   if (max) {
     for (size_t k = 0; k < n_out; k++) gn[arg[k]] += g[k];
     return;
   }
-  const float inv_area = 1.0f / (float)(P * P);
+  const float inv_area = 1.0f / (float)(PH * PW);
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
       for (int ox = 0; ox < OW; ox++)
         for (int c = 0; c < C; c++) {
           float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * inv_area;
-          for (int py = 0; py < P; py++)
-            for (int px = 0; px < P; px++) gn[pool_tap(w, b, oy, ox, py, px, c)] += v;
+          for (int py = 0; py < PH; py++)
+            for (int px = 0; px < PW; px++) gn[pool_tap(w, b, oy, ox, py, px, c)] += v;
         }
 }
 

@@ -13,9 +13,11 @@
 #include "frontend/fe.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
-  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate"
+  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax"
 };
-#define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate"
+#define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
+  "global_avgpool, softmax"
+
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
 }
@@ -96,6 +98,22 @@ static tpu_status check_keys(tpu_json *c, json_t *obj, const char *path, const c
 }
 /* }================================================================== */
 
+/* dense and conv2d: "use_bias" (default true) and "activation" (Keras' names). */
+static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  bool use_bias = true;
+  const char *a = "linear";
+  tpu_status st = tpu_json_bool(OBJ(c, jl, path, what), "use_bias", &use_bias);
+  if (st || (st = tpu_json_str(OBJ(c, jl, path, what), "activation", 0, &a))) return st;
+  L->no_bias = !use_bias;
+  static const struct { const char *name; tpu_fe_layer_kind k; } ACTS[] = {
+    { "linear", TPU_FE_DENSE }, { "relu", TPU_FE_RELU }, { "tanh", TPU_FE_TANH }, { "sigmoid", TPU_FE_SIGMOID },
+    { "softmax", TPU_FE_SOFTMAX } };
+  for (size_t k = 0; k < sizeof ACTS / sizeof ACTS[0]; k++)
+    if (!strcmp(a, ACTS[k].name)) { L->act = ACTS[k].k; return TPU_OK; }
+  return tpu_json_fail_member(OBJ(c, jl, path, what), "activation", "unknown activation '%s'; expected linear, "
+                              "relu, tanh, sigmoid or softmax", a);
+}
+
 static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
@@ -123,13 +141,14 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   snprintf(L->name, sizeof L->name, "%s", name);
   switch (L->kind) {
   case TPU_FE_DENSE: {
-    static const char *const ks[] = { "type", "name", "inputs", "units", NULL };
-    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    static const char *const ks[] = { "type", "name", "inputs", "units", "use_bias", "activation", NULL };
+    if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
     return get_int(c, jl, path, what, "units", 1, 1 << 20, 0, &L->units);
   }
   case TPU_FE_CONV2D: {
-    static const char *const ks[] = { "type", "name", "inputs", "filters", "kernel", "stride", "padding", NULL };
-    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    static const char *const ks[] = { "type", "name", "inputs", "filters", "kernel", "stride", "padding",
+                                      "use_bias", "activation", NULL };
+    if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
     if ((st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
     if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
     json_t *k = json_object_get(jl, "kernel");
@@ -313,7 +332,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
                     "(put a flatten layer before it)", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ 1, 1, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
-      L->nb = (size_t)L->units;
+      L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
     case TPU_FE_CONV2D: {
       if (flat)
@@ -335,7 +354,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       }
       L->out = (tpu_fe_shape){ oh, ow, L->filters };
       L->nw = (size_t)L->kh * (size_t)L->kw * (size_t)s.c * (size_t)L->filters;
-      L->nb = (size_t)L->filters;
+      L->nb = L->no_bias ? 0 : (size_t)L->filters;
       size_t cols = (size_t)oh * (size_t)ow * (size_t)L->kh * (size_t)L->kw * (size_t)s.c;
       if (cols > max_cols) max_cols = cols;
       break;
@@ -349,6 +368,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     case TPU_FE_FLATTEN:
       L->out = (tpu_fe_shape){ 1, 1, (int)tpu_fe_shape_size(s) };
       break;
+    case TPU_FE_GLOBAL_AVGPOOL:
+      L->out = (tpu_fe_shape){ 1, 1, s.c };
+      break;
     case TPU_FE_ADD: case TPU_FE_CONCAT: {
       tpu_status st = merge_shape(c, m, i, &L->out);
       if (st) return st;
@@ -358,6 +380,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       L->out = s;
       break;
     }
+    if ((L->kind == TPU_FE_SOFTMAX || L->act == TPU_FE_SOFTMAX) && i != m->nlayers - 1)
+      return tpu_json_fail(c, path, "layers[%d] (%s): softmax is supported only at the model's output (the last "
+                           "layer), where it is folded into softmax_cross_entropy", i, kn);
     if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
       return tpu_json_fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
                   i, kn, tpu_fe_shape_str(L->out, b, sizeof b));

@@ -33,9 +33,10 @@ static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE |
 
 /* conv2d's taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
-  const bool conv = l->kind == TPU_FE_CONV2D;
+  const bool conv = l->kind == TPU_FE_CONV2D, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
   return (fe_window){ .h = l->in.h, .w = l->in.w, .c = l->in.c, .oh = l->out.h, .ow = l->out.w,
-                      .kh = conv ? l->kh : l->pool, .kw = conv ? l->kw : l->pool, .stride = l->stride,
+                      .kh = conv ? l->kh : global ? l->in.h : l->pool, .kw = conv ? l->kw : global ? l->in.w : l->pool,
+                      .stride = global ? 1 : l->stride,
                       .pad_top = conv ? l->pad_top : 0, .pad_left = conv ? l->pad_left : 0 };
 }
 
@@ -105,18 +106,19 @@ static void forward_layer(builder *b, int i) {
   const fe_tensor x = in_act(l, 0), y = T(FE_T_ACT, i + 1);
   b->layer = i;
   switch (l->kind) {
-  case TPU_FE_DENSE:
-    gemm(b, "matmul", rows, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
-    vpu(b, TPU_VPU_BIAS_ADD, rows, l->units, y, T(FE_T_B, i), y, true);
+  case TPU_FE_DENSE: case TPU_FE_CONV2D:
+    if (l->kind == TPU_FE_DENSE) {
+      gemm(b, "matmul", rows, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
+    } else {
+      const int K = l->kh * l->kw * l->in.c;
+      move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
+      gemm(b, "matmul", (int)R, l->filters, K, false, false, T(FE_T_COLS, i), T(FE_T_W, i), y);
+    }
+    if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, C, y, T(FE_T_B, i), y, true);
+    if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": on the result tile, in place */
+      vpu(b, act_op(l->act, false), R, C, y, T(FE_T_NONE, 0), y, true);
     break;
-  case TPU_FE_CONV2D: {
-    const int K = l->kh * l->kw * l->in.c;
-    move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
-    gemm(b, "matmul", (int)R, l->filters, K, false, false, T(FE_T_COLS, i), T(FE_T_W, i), y);
-    vpu(b, TPU_VPU_BIAS_ADD, R, l->filters, y, T(FE_T_B, i), y, true);
-    break;
-  }
-  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
+  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL, R, C, x, y);
     break;
   case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
@@ -200,24 +202,26 @@ static void backward_layer(builder *b, int i) {
   b->layer = i;
   if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT) { backward_merge(b, l, i); return; }
   const fe_tensor dx = need_dx ? grad_to(b, t) : none;
+  if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
+    vpu(b, act_op(l->act, true), Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
   case TPU_FE_DENSE:
     gemm(b, "dW", l->in.c, l->units, rows, true, false, x, dy, T(FE_T_DW, i));
-    vpu(b, TPU_VPU_COL_SUM, rows, l->units, dy, none, T(FE_T_DB, i), true);
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, rows, l->units, dy, none, T(FE_T_DB, i), true);
     if (need_dx) gemm(b, "dX", rows, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
     break;
   case TPU_FE_CONV2D: {
     const int K = l->kh * l->kw * l->in.c;
     move(b, FE_STEP_IM2COL, Rout, K, x, T(FE_T_COLS, i));   /* recomputed: memory over time */
     gemm(b, "dW", K, l->filters, (int)Rout, true, false, T(FE_T_COLS, i), dy, T(FE_T_DW, i));
-    vpu(b, TPU_VPU_COL_SUM, Rout, l->filters, dy, none, T(FE_T_DB, i), true);
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->filters, dy, none, T(FE_T_DB, i), true);
     if (need_dx) {
       gemm(b, "dX", (int)Rout, K, l->filters, false, true, dy, T(FE_T_W, i), T(FE_T_COLS, i));
       move(b, FE_STEP_COL2IM, pix(rows, l->in), l->in.c, T(FE_T_COLS, i), dx);
     }
     break;
   }
-  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
+  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL_BWD, Rout, Cout, dy, dx);
     break;
   case TPU_FE_RELU:       /* relu_grad looks at the forward input */

@@ -21,7 +21,7 @@
 **   VPU         unfused relu/tanh/sigmoid, their gradients (nin 2), dropout
 **               'mul' by a mask made on chip (its generation, the plan's
 **               DROPOUT_MASK step, is not modelled), element-wise over tiles
-**   POOL        P*P-1 'max' (avgpool: 'add', then 'scale') over
+**   POOL        KH*KW-1 'max' (avgpool, global_avgpool: 'add', then 'scale') over
 **               output-shaped tiles, one per window tap; POOL_BWD routes dY
 **               with a select per input (relu_grad's cost), avgpool scales it
 **   COL2IM      conv2d's dcols = dY.W^T summed back into dX by KH*KW

@@ -107,6 +107,44 @@ START_TEST(Bad_graphs_name_the_layers_and_the_shapes) {
 }
 END_TEST
 
+START_TEST(Activation_fields_and_new_layers_are_checked) {
+  parse_err(GRAPH("{ \"type\": \"softmax\" }, " HEAD),
+            "layers[0] (softmax): softmax is supported only at the model's output (the last layer)");
+  parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"softmax\" }, " HEAD),
+            "layers[0] (conv2d): softmax is supported only at the model's output");
+  parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"elu\" }, " HEAD),
+            "layers[0] (conv2d): field 'activation': unknown activation 'elu'; expected linear, relu, tanh, sigmoid or softmax");
+  parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"use_bias\": 0 }, " HEAD),
+            "layers[0] (conv2d): field 'use_bias': expected true or false");
+  /* Keras' counts: Conv2D(8, 3, use_bias=False) on 8x8x2 has 144 weights */
+  tpu_fe_model m = parse_ok(GRAPH("{ \"type\": \"conv2d\", \"filters\": 8, \"kernel\": 3, \"use_bias\": false }, "
+                                  "{ \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 }"));
+  TU_EQ_U64(3 * 3 * 2 * 8 + 8 * 3 + 3, m.nparams);
+  ck_assert_int_eq(m.layers[1].out.c, 8);
+  ck_assert_int_eq(m.layers[1].out.h, 1);
+  /* a softmax output is folded into the loss: the same loss as the logits' */
+  tpu_fe_model a = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }");
+  tpu_fe_model b = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3, "
+                            "\"activation\": \"softmax\" } ] }");
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  float p[15], x[8] = { 1, -2, 3, 0.5f, -1, 0, 2, 1 };
+  uint8_t y[2] = { 0, 2 };
+  for (int k = 0; k < 15; k++) p[k] = 0.1f * (float)(k % 7) - 0.3f;
+  double loss[2];
+  for (int v = 0; v < 2; v++) {
+    fe_core_ws ws;
+    fe_plan *pl;
+    ck_assert_int_eq(fe_ws_create(v ? &b : &a, 2, &ws), TPU_OK);
+    ck_assert_int_eq(fe_plan_create(v ? &b : &a, 2, 2, TPU_PREC_BF16, false, &pl), TPU_OK);
+    ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, y, 0, 0), TPU_OK);
+    loss[v] = ws.loss_sum;
+    fe_plan_destroy(pl);
+    fe_ws_destroy(v ? &b : &a, &ws);
+  }
+  ck_assert(loss[0] == loss[1] && loss[0] > 0);
+}
+END_TEST
+
 /* No small cap: a chain of 1000 layers loads, and plans. */
 START_TEST(A_model_may_have_a_thousand_layers) {
   tpu_text t = { 0 };
@@ -162,6 +200,14 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"conv2d\", \"name\": \"b\", \"inputs\": \"r\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
   " { \"type\": \"concatenate\", \"inputs\": [\"a\", \"b\", \"r\"] }, { \"type\": \"avgpool\", \"size\": 2 },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* "activation" and "use_bias" on conv2d and dense, global_avgpool, a
+  ** softmax layer at the output (folded into the loss) */
+  "{ \"input\": [6, 5, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\","
+  " \"activation\": \"tanh\", \"use_bias\": false }, { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 2,"
+  " \"activation\": \"sigmoid\" }, { \"type\": \"global_avgpool\" },"
+  " { \"type\": \"dense\", \"units\": 3, \"activation\": \"tanh\" }, { \"type\": \"softmax\" } ] }",
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4, \"activation\": \"relu\" },"
+  " { \"type\": \"dense\", \"units\": 3, \"activation\": \"softmax\", \"use_bias\": false } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -788,7 +834,7 @@ int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
-          A_model_may_have_a_thousand_layers);
+          A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
