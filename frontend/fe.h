@@ -8,7 +8,7 @@
 **
 ** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
 ** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
-** sigmoid, dropout, global_avgpool, softmax (the output only: folded into
+** sigmoid, dropout, global_avgpool, zero_padding, softmax (the output only: folded into
 ** the loss), and the merges add and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
@@ -67,7 +67,7 @@
 typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
   TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
-  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_NKINDS
+  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -86,7 +86,8 @@ typedef struct tpu_fe_layer {
   int filters, kh, kw;         /* conv2d */
   int stride;                  /* conv2d, pools */
   bool same;                   /* conv2d: 'same' padding (else 'valid') */
-  int pad_top, pad_left;       /* conv2d, derived */
+  int pad_top, pad_left;       /* conv2d (derived), zero_padding */
+  int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout: fraction dropped, [0, 1) */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */

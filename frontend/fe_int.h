@@ -58,6 +58,8 @@ typedef enum fe_step_kind {
   FE_STEP_VIEW,                /* a copy (flatten, inactive dropout, add's dY): no cost */
   FE_STEP_CONCAT,              /* forward concatenate: one input's channels into the output at coff */
   FE_STEP_SPLIT,               /* backward concatenate: dY's channels at coff to one input's gradient */
+  FE_STEP_PAD,                 /* zero_padding: in placed in a zeroed out at (pad_top, pad_left), win */
+  FE_STEP_CROP,                /* its backward: the window of in at (pad_top, pad_left) to out, win */
   FE_STEP_DROPOUT_MASK,        /* MASK layer from the seeded hash (not timed) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
   FE_STEP_UPDATE               /* the optimizer: PARAMS, OPT state from GRADS */

@@ -354,6 +354,20 @@ static void channel_copy(bool split, int64_t n, int c, int coff, int ctot, float
   }
 }
 
+/* zero_padding: the H x W x C input of each sample at (pad_top, pad_left)
+** of the OH x OW x C output (crop: back out of it). */
+static void pad_copy(const fe_window *w, bool crop, int rows, float *small, float *big) {
+  const size_t C = (size_t)w->c, row = (size_t)w->w * C;
+  if (!crop) memset(big, 0, (size_t)rows * (size_t)w->oh * (size_t)w->ow * C * sizeof(float));
+  for (int b = 0; b < rows; b++)
+    for (int y = 0; y < w->h; y++) {
+      float *sm = small + ((size_t)b * (size_t)w->h + (size_t)y) * row;
+      float *bg = big + (((size_t)b * (size_t)w->oh + (size_t)(y + w->pad_top)) * (size_t)w->ow + (size_t)w->pad_left) * C;
+      if (crop) memcpy(sm, bg, row * sizeof(float));
+      else memcpy(bg, sm, row * sizeof(float));
+    }
+}
+
 static tpu_status run_step(exec *e, const fe_step *s) {
   const int rows = e->p->rows, L = s->layer;
   fe_core_ws *ws = e->ws;
@@ -369,6 +383,8 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   case FE_STEP_COL2IM: col2im(&s->win, rows, ws->cols, out); return TPU_OK;
   case FE_STEP_CONCAT: channel_copy(false, s->rows, (int)s->cols, s->coff, s->ctot, out, in); return TPU_OK;
   case FE_STEP_SPLIT: channel_copy(true, s->rows, (int)s->cols, s->coff, s->ctot, in, out); return TPU_OK;
+  case FE_STEP_PAD: pad_copy(&s->win, false, rows, in, out); return TPU_OK;
+  case FE_STEP_CROP: pad_copy(&s->win, true, rows, out, in); return TPU_OK;
   case FE_STEP_POOL: pool_forward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, out, ws->argmax[L]); return TPU_OK;
   case FE_STEP_POOL_BWD: pool_backward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, ws->argmax[L], out); return TPU_OK;
   case FE_STEP_VIEW: memcpy(out, in, (size_t)(s->rows * s->cols) * sizeof(float)); return TPU_OK;

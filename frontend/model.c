@@ -13,10 +13,10 @@
 #include "frontend/fe.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
-  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax"
+  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
-  "global_avgpool, softmax"
+  "global_avgpool, softmax, zero_padding"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -114,6 +114,32 @@ static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, cons
                               "relu, tanh, sigmoid or softmax", a);
 }
 
+/* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
+** (top and bottom h, left and right w) or [[top, bottom], [left, right]]. */
+static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  json_t *pd = json_object_get(jl, "padding");
+  int v[4] = { -1, -1, -1, -1 };   /* top, bottom, left, right */
+  if (!pd) v[0] = v[1] = v[2] = v[3] = 1;
+  else if (json_is_integer(pd)) v[0] = v[1] = v[2] = v[3] = (int)json_integer_value(pd);
+  else if (json_is_array(pd) && json_array_size(pd) == 2) {
+    for (size_t a = 0; a < 2; a++) {
+      json_t *e = json_array_get(pd, a);
+      if (json_is_integer(e)) v[2 * a] = v[2 * a + 1] = (int)json_integer_value(e);
+      else if (json_is_array(e) && json_array_size(e) == 2 && json_is_integer(json_array_get(e, 0)) &&
+               json_is_integer(json_array_get(e, 1))) {
+        v[2 * a] = (int)json_integer_value(json_array_get(e, 0));
+        v[2 * a + 1] = (int)json_integer_value(json_array_get(e, 1));
+      }
+    }
+  }
+  for (int k = 0; k < 4; k++)
+    if (v[k] < 0 || v[k] > 1024)
+      return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected p, [h, w] or [[top, bottom], "
+                                  "[left, right]], integers in 0..1024");
+  L->pad_top = v[0]; L->pad_bottom = v[1]; L->pad_left = v[2]; L->pad_right = v[3];
+  return TPU_OK;
+}
+
 static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
@@ -173,6 +199,11 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "size", 1, 64, 2, &L->pool))) return st;
     return get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride);
+  }
+  case TPU_FE_ZERO_PADDING: {
+    static const char *const ks[] = { "type", "name", "inputs", "padding", NULL };
+    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    return parse_zero_padding(c, jl, path, what, L);
   }
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
@@ -370,6 +401,12 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       break;
     case TPU_FE_GLOBAL_AVGPOOL:
       L->out = (tpu_fe_shape){ 1, 1, s.c };
+      break;
+    case TPU_FE_ZERO_PADDING:
+      if (flat)
+        return tpu_json_fail(c, path, "layers[%d] (zero_padding): input shape %s is flat; zero_padding needs height x "
+                             "width x channels", i, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = (tpu_fe_shape){ s.h + L->pad_top + L->pad_bottom, s.w + L->pad_left + L->pad_right, s.c };
       break;
     case TPU_FE_ADD: case TPU_FE_CONCAT: {
       tpu_status st = merge_shape(c, m, i, &L->out);

@@ -33,7 +33,7 @@ static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE |
 
 /* conv2d's taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
-  const bool conv = l->kind == TPU_FE_CONV2D, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
+  const bool conv = l->kind == TPU_FE_CONV2D || l->kind == TPU_FE_ZERO_PADDING, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
   return (fe_window){ .h = l->in.h, .w = l->in.w, .c = l->in.c, .oh = l->out.h, .ow = l->out.w,
                       .kh = conv ? l->kh : global ? l->in.h : l->pool, .kw = conv ? l->kw : global ? l->in.w : l->pool,
                       .stride = global ? 1 : l->stride,
@@ -129,6 +129,9 @@ static void forward_layer(builder *b, int i) {
     vpu(b, act_op(l->kind, false), R, C, x, T(FE_T_NONE, 0), y, fused);
     break;
   }
+  case TPU_FE_ZERO_PADDING:
+    move(b, FE_STEP_PAD, R, C, x, y);
+    break;
   case TPU_FE_ADD:
     vpu(b, TPU_VPU_ADD, R, C, x, in_act(l, 1), y, false);
     for (int k = 2; k < l->nin; k++) vpu(b, TPU_VPU_ADD, R, C, y, in_act(l, k), y, false);
@@ -223,6 +226,9 @@ static void backward_layer(builder *b, int i) {
   }
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_ZERO_PADDING:
+    move(b, FE_STEP_CROP, pix(rows, l->in), l->in.c, dy, dx);
     break;
   case TPU_FE_RELU:       /* relu_grad looks at the forward input */
     vpu(b, TPU_VPU_RELU_GRAD, Rout, Cout, x, dy, dx, false);

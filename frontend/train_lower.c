@@ -32,6 +32,9 @@
 **   SPLIT       (and back, per input, for the gradient), element-wise tiles;
 **               add and the sum of a tensor's several gradients are VPU
 **               'add's (nin 2)
+**   PAD, CROP   zero_padding and its gradient: a 'copy' over the output's
+**               tiles (XLA would often fold the padding into the next
+**               conv's im2col; this is the unfused cost)
 **   loss        softmax_xent (loss and gradient) and accuracy per row tile
 **   ALLREDUCE   ONE all-reduce of every f32 gradient at the end of the
 **               backward pass (see below why one)
@@ -572,6 +575,7 @@ static void lower_step(lower *L, const fe_plan *p, int k) {
     run_fold(L, "add", s->win.kh * s->win.kw, s->rows, s->cols, NULL);
     break;
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
+  case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */
     run_ewise(L, &(ewise){ .fn = "copy", .nin = 1 }, s->rows, s->cols);
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(L); break;

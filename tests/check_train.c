@@ -122,6 +122,14 @@ START_TEST(Activation_fields_and_new_layers_are_checked) {
   TU_EQ_U64(3 * 3 * 2 * 8 + 8 * 3 + 3, m.nparams);
   ck_assert_int_eq(m.layers[1].out.c, 8);
   ck_assert_int_eq(m.layers[1].out.h, 1);
+  tpu_fe_model z = parse_ok(GRAPH("{ \"type\": \"zero_padding\", \"padding\": [[1, 0], [2, 1]] }, "
+                                  "{ \"type\": \"zero_padding\", \"padding\": [3, 0] }, " HEAD));
+  ck_assert_int_eq(z.layers[0].out.h, 9);
+  ck_assert_int_eq(z.layers[0].out.w, 11);
+  ck_assert_int_eq(z.layers[1].out.h, 15);
+  ck_assert_int_eq(z.layers[1].out.w, 11);
+  parse_err(GRAPH("{ \"type\": \"zero_padding\", \"padding\": [1, -1] }, " HEAD),
+            "layers[0] (zero_padding): field 'padding': expected p, [h, w] or [[top, bottom], [left, right]]");
   /* a softmax output is folded into the loss: the same loss as the logits' */
   tpu_fe_model a = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }");
   tpu_fe_model b = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3, "
@@ -208,6 +216,12 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"dense\", \"units\": 3, \"activation\": \"tanh\" }, { \"type\": \"softmax\" } ] }",
   "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4, \"activation\": \"relu\" },"
   " { \"type\": \"dense\", \"units\": 3, \"activation\": \"softmax\", \"use_bias\": false } ] }",
+  /* zero_padding, asymmetric (Keras' ((1, 0), (2, 1))) and symmetric */
+  "{ \"input\": [5, 4, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 },"
+  " { \"type\": \"zero_padding\", \"padding\": [[1, 0], [2, 1]] },"
+  " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"activation\": \"tanh\" },"
+  " { \"type\": \"zero_padding\", \"padding\": 1 }, { \"type\": \"avgpool\", \"size\": 2 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
