@@ -218,17 +218,28 @@ static void col2im(const fe_window *w, int rows, const float *cols, float *dx) {
   }
 }
 
-/* Pools (kh x kw windows, no padding; global_avgpool's is the whole
-** input): the flat input index of tap (py, px) of output (b, oy, ox, c). */
+/* Pools (kh x kw windows; global_avgpool's is the whole input; 'same'
+** padding offsets them by pad_top/pad_left): the flat input index of tap
+** (py, px) of output (b, oy, ox, c), or -1 in the padding, which max
+** ignores and avg leaves out of the count (as TensorFlow). */
 static int pool_tap(const fe_window *w, int b, int oy, int ox, int py, int px, int c) {
-  return (((b * w->h) + oy * w->stride + py) * w->w + ox * w->stride + px) * w->c + c;
+  const int iy = oy * w->stride + py - w->pad_top, ix = ox * w->stride + px - w->pad_left;
+  if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w) return -1;
+  return (((b * w->h) + iy) * w->w + ix) * w->c + c;
+}
+/* Taps of output (oy, ox) inside the input. */
+static int pool_count(const fe_window *w, int oy, int ox) {
+  int n = 0;
+  for (int py = 0; py < w->kh; py++)
+    for (int px = 0; px < w->kw; px++) n += pool_tap(w, 0, oy, ox, py, px, 0) >= 0;
+  return n;
 }
 static void pool_forward(const fe_window *w, bool max, int rows, const float *x, float *y, int *arg) {
   const int OH = w->oh, OW = w->ow, C = w->c, PH = w->kh, PW = w->kw;
-  const float inv = 1.0f / (float)(PH * PW);
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
-      for (int ox = 0; ox < OW; ox++)
+      for (int ox = 0; ox < OW; ox++) {
+        const float inv = 1.0f / (float)pool_count(w, oy, ox);
         for (int c = 0; c < C; c++) {
           size_t o = (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c;
           float best = -INFINITY, sum = 0.0f;
@@ -236,6 +247,7 @@ static void pool_forward(const fe_window *w, bool max, int rows, const float *x,
           for (int py = 0; py < PH; py++)
             for (int px = 0; px < PW; px++) {
               int idx = pool_tap(w, b, oy, ox, py, px, c);
+              if (idx < 0) continue;
               float v = x[idx];
               if (bi < 0 || v > best) { best = v; bi = idx; }
               sum += v;
@@ -243,8 +255,10 @@ static void pool_forward(const fe_window *w, bool max, int rows, const float *x,
           if (max) { y[o] = best; arg[o] = bi; }
           else y[o] = sum * inv;
         }
+      }
 }
-/* Max: the gradient goes to each window's winner; avg: spread evenly. */
+/* Max: the gradient goes to each window's winner; avg: spread evenly over
+** the taps inside the input. */
 static void pool_backward(const fe_window *w, bool max, int rows, const float *g, const int *arg, float *gn) {
   const int OH = w->oh, OW = w->ow, C = w->c, PH = w->kh, PW = w->kw;
   const size_t n_out = (size_t)rows * (size_t)OH * (size_t)OW * (size_t)C;
@@ -253,15 +267,19 @@ static void pool_backward(const fe_window *w, bool max, int rows, const float *g
     for (size_t k = 0; k < n_out; k++) gn[arg[k]] += g[k];
     return;
   }
-  const float inv_area = 1.0f / (float)(PH * PW);
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
-      for (int ox = 0; ox < OW; ox++)
+      for (int ox = 0; ox < OW; ox++) {
+        const float inv_area = 1.0f / (float)pool_count(w, oy, ox);
         for (int c = 0; c < C; c++) {
           float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * inv_area;
           for (int py = 0; py < PH; py++)
-            for (int px = 0; px < PW; px++) gn[pool_tap(w, b, oy, ox, py, px, c)] += v;
+            for (int px = 0; px < PW; px++) {
+              int idx = pool_tap(w, b, oy, ox, py, px, c);
+              if (idx >= 0) gn[idx] += v;
+            }
         }
+      }
 }
 
 /* Dropout keeps an element with probability 1 - rate and scales it by

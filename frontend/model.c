@@ -140,6 +140,16 @@ static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, 
   return TPU_OK;
 }
 
+/* conv2d and pools: "padding", "valid" (default) or "same". */
+static tpu_status parse_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  json_t *pd = json_object_get(jl, "padding");
+  const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
+  if (strcmp(ps, "same") && strcmp(ps, "valid"))
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
+  L->same = !strcmp(ps, "same");
+  return TPU_OK;
+}
+
 static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
@@ -187,18 +197,14 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     } else L->kh = 0;
     if (L->kh < 1 || L->kh > 64 || L->kw < 1 || L->kw > 64)
       return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in 1..64");
-    json_t *pd = json_object_get(jl, "padding");
-    const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
-    if (strcmp(ps, "same") && strcmp(ps, "valid"))
-      return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
-    L->same = !strcmp(ps, "same");
-    return TPU_OK;
+    return parse_padding(c, jl, path, what, L);
   }
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-    static const char *const ks[] = { "type", "name", "inputs", "size", "stride", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "size", "stride", "padding", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "size", 1, 64, 2, &L->pool))) return st;
-    return get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride);
+    if ((st = get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride))) return st;
+    return parse_padding(c, jl, path, what, L);
   }
   case TPU_FE_ZERO_PADDING: {
     static const char *const ks[] = { "type", "name", "inputs", "padding", NULL };
@@ -343,6 +349,16 @@ static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_
 }
 /* }================================================================== */
 
+/* 'same' padding as TensorFlow: out = ceil(in / stride), the padding split
+** with the extra row (column) at the bottom (right). Sets out's h and w. */
+static void same_out(tpu_fe_shape s, int kh, int kw, tpu_fe_layer *L) {
+  const int oh = (s.h + L->stride - 1) / L->stride, ow = (s.w + L->stride - 1) / L->stride;
+  const int ph = (oh - 1) * L->stride + kh - s.h, pw = (ow - 1) * L->stride + kw - s.w;
+  L->pad_top = ph > 0 ? ph / 2 : 0;
+  L->pad_left = pw > 0 ? pw / 2 : 0;
+  L->out = (tpu_fe_shape){ oh, ow, s.c };
+}
+
 /* Shape inference: sets in/out of every layer and the parameter layout. */
 static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
   tpu_fe_shape s = m->input;
@@ -371,11 +387,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
                     "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, tpu_fe_shape_str(s, a, sizeof a));
       int oh, ow;
       if (L->same) {
-        oh = (s.h + L->stride - 1) / L->stride;
-        ow = (s.w + L->stride - 1) / L->stride;
-        int ph = (oh - 1) * L->stride + L->kh - s.h, pw = (ow - 1) * L->stride + L->kw - s.w;
-        L->pad_top = ph > 0 ? ph / 2 : 0;
-        L->pad_left = pw > 0 ? pw / 2 : 0;
+        same_out(s, L->kh, L->kw, L);
+        oh = L->out.h;
+        ow = L->out.w;
       } else {
         if (L->kh > s.h || L->kw > s.w)
           return tpu_json_fail(c, path, "layers[%d] (conv2d): field 'kernel': %dx%d does not fit the input shape %s "
@@ -391,6 +405,10 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       break;
     }
     case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
+      if (L->same) {
+        same_out(s, L->pool, L->pool, L);
+        break;
+      }
       if (L->pool > s.h || L->pool > s.w)
         return tpu_json_fail(c, path, "layers[%d] (%s): field 'size': window %dx%d does not fit the input shape %s",
                     i, kn, L->pool, L->pool, tpu_fe_shape_str(s, a, sizeof a));

@@ -33,11 +33,11 @@ static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE |
 
 /* conv2d's taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
-  const bool conv = l->kind == TPU_FE_CONV2D || l->kind == TPU_FE_ZERO_PADDING, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
+  const bool conv = l->kind == TPU_FE_CONV2D, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
   return (fe_window){ .h = l->in.h, .w = l->in.w, .c = l->in.c, .oh = l->out.h, .ow = l->out.w,
                       .kh = conv ? l->kh : global ? l->in.h : l->pool, .kw = conv ? l->kw : global ? l->in.w : l->pool,
                       .stride = global ? 1 : l->stride,
-                      .pad_top = conv ? l->pad_top : 0, .pad_left = conv ? l->pad_left : 0 };
+                      .pad_top = l->pad_top, .pad_left = l->pad_left };
 }
 
 typedef struct builder {

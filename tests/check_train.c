@@ -130,6 +130,26 @@ START_TEST(Activation_fields_and_new_layers_are_checked) {
   ck_assert_int_eq(z.layers[1].out.w, 11);
   parse_err(GRAPH("{ \"type\": \"zero_padding\", \"padding\": [1, -1] }, " HEAD),
             "layers[0] (zero_padding): field 'padding': expected p, [h, w] or [[top, bottom], [left, right]]");
+  /* Xception's MaxPooling2D(3, strides=2, padding='same'): 147 -> 74 */
+  tpu_fe_model xp = parse_ok("{ \"input\": [147, 147, 1], \"layers\": [ { \"type\": \"maxpool\", \"size\": 3, "
+                             "\"stride\": 2, \"padding\": \"same\" }, " HEAD "] }");
+  ck_assert_int_eq(xp.layers[0].out.h, 74);
+  ck_assert_int_eq(xp.layers[0].pad_top, 1);
+  /* avgpool 'same' leaves the padding out of the count (TensorFlow): [1 2 3] -> [1.5 2.5 3] */
+  tpu_fe_model ap = parse_ok("{ \"input\": [1, 3, 1], \"layers\": [ { \"type\": \"avgpool\", \"size\": 2, "
+                             "\"stride\": 1, \"padding\": \"same\" }, " HEAD "] }");
+  {
+    tpu_fe_backend rb = { .kind = TPU_FE_BACKEND_REFERENCE };
+    fe_core_ws ws;
+    fe_plan *pl;
+    float prm[12] = { 0 }, in[3] = { 1, 2, 3 };
+    ck_assert_int_eq(fe_ws_create(&ap, 1, &ws), TPU_OK);
+    ck_assert_int_eq(fe_plan_create(&ap, 1, 1, TPU_PREC_BF16, false, &pl), TPU_OK);
+    ck_assert_int_eq(fe_forward(pl, &rb, prm, &ws, in, NULL, 0, 0), TPU_OK);
+    ck_assert(ws.act[1][0] == 1.5f && ws.act[1][1] == 2.5f && ws.act[1][2] == 3.0f);
+    fe_plan_destroy(pl);
+    fe_ws_destroy(&ap, &ws);
+  }
   /* a softmax output is folded into the loss: the same loss as the logits' */
   tpu_fe_model a = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }");
   tpu_fe_model b = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3, "
@@ -221,6 +241,11 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"zero_padding\", \"padding\": [[1, 0], [2, 1]] },"
   " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"activation\": \"tanh\" },"
   " { \"type\": \"zero_padding\", \"padding\": 1 }, { \"type\": \"avgpool\", \"size\": 2 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* "padding": "same" for pools (max ignores the padding, avg leaves it out of the count) */
+  "{ \"input\": [5, 5, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1, \"activation\": \"tanh\" },"
+  " { \"type\": \"maxpool\", \"size\": 2, \"padding\": \"same\" },"
+  " { \"type\": \"avgpool\", \"size\": 3, \"stride\": 2, \"padding\": \"same\" },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
