@@ -7,8 +7,11 @@
 ** and white-box tests.
 **
 ** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
-** chain of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
-** sigmoid, dropout -- ending in softmax cross-entropy, with an sgd,
+** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
+** sigmoid, dropout, global_avgpool, zero_padding, softmax (the output only: folded into
+** the loss), and the merges add and concatenate -- listed so that
+** every layer comes after its inputs (by default the layer before it), the
+** last layer's output feeding softmax cross-entropy, with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
 ** shape once; nothing later re-validates. A sample is H x W x C row-major
 ** (NHWC); a flat vector is 1 x 1 x N; all parameters are one flat f32
@@ -63,22 +66,31 @@
 ** ================================================================== */
 typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
-  TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_NKINDS
+  TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
+  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
 typedef struct tpu_fe_shape { int h, w, c; } tpu_fe_shape;  /* flat: h = w = 1 */
 
+#define TPU_FE_MAX_INPUTS 8    /* inputs of one merge layer */
 typedef struct tpu_fe_layer {
   tpu_fe_layer_kind kind;
+  char name[32];               /* "name" in the JSON, or "" */
+  int nin;                     /* inputs: 1, or 2..TPU_FE_MAX_INPUTS for add/concatenate */
+  int inputs[TPU_FE_MAX_INPUTS];   /* producing layers' indexes, all < this one's; -1: the model input */
   int units;                   /* dense: output width */
+  bool no_bias;                /* dense, conv2d: "use_bias": false (nb = 0) */
+  tpu_fe_layer_kind act;       /* dense, conv2d: "activation": TPU_FE_RELU, _TANH, _SIGMOID or
+                                  _SOFTMAX; TPU_FE_DENSE (0) for linear */
   int filters, kh, kw;         /* conv2d */
   int stride;                  /* conv2d, pools */
   bool same;                   /* conv2d: 'same' padding (else 'valid') */
-  int pad_top, pad_left;       /* conv2d, derived */
+  int pad_top, pad_left;       /* conv2d (derived), zero_padding */
+  int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout: fraction dropped, [0, 1) */
-  tpu_fe_shape in, out;            /* derived by shape inference */
+  tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector */
 } tpu_fe_layer;
 
@@ -90,7 +102,9 @@ typedef struct tpu_fe_optimizer {
   double beta1, beta2, eps;    /* adam */
 } tpu_fe_optimizer;
 
-#define TPU_FE_MAX_LAYERS 64
+/* Layers of one model at most: ResNet152V2 has 564 Keras layers. The
+** model stays a plain value (copied by assignment) at about 200 KiB. */
+#define TPU_FE_MAX_LAYERS 1024
 typedef struct tpu_fe_model {
   char name[64];
   tpu_fe_shape input;

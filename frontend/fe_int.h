@@ -8,20 +8,26 @@
 ** execution order, what one core does with its shard of 'rows' samples:
 **
 **   infeed     the shard lands in act[0] (one step)
-**   forward    per layer: dense = GEMM + bias_add; conv2d = im2col + GEMM +
+**   forward    per layer, each reading its inputs' tensors (the graph);
+**              a dense/conv2d "activation" is one more fused VPU step and
+**              its gradient one VPU step on dY, in place; no bias, no
+**              bias_add / db; global_avgpool is a pool over the whole input: dense = GEMM + bias_add; conv2d = im2col + GEMM +
 **              bias_add (the GEMM on the im2col matrix, whose geometry --
 **              padding, stride, taps -- is the step's fe_window); a relu,
 **              tanh or sigmoid right after a GEMM layer is marked 'fused'
 **              (the timing runs it on the GEMM's result tile); pools;
 **              dropout (mask + mul, training only); flatten and inactive
-**              dropout are views (copies in the value path)
+**              dropout are views (copies in the value path); add = VPU
+**              adds; concatenate = one channel-strided copy per input
 **   loss       softmax_xent (the loss, and in training its gradient scaled
 **              by 1/global_batch) and accuracy
 **   backward   per layer in reverse down to the first layer with
 **              parameters: dW = X^T.dY, db = col_sum dY (fused into dW), dX
 **              = dY.W^T only where a layer upstream needs it; conv2d
 **              recomputes its im2col and sums dcols back with col2im;
-**              activation gradients, dropout, pool routing
+**              activation gradients, dropout, pool routing; add passes dY
+**              on, concatenate splits it; a tensor feeding several layers
+**              sums their gradients with a VPU add
 **   all-reduce one sum of every core's gradient, in core order
 **   update     the optimizer over the flat parameter vector
 **
@@ -49,16 +55,24 @@ typedef enum fe_step_kind {
   FE_STEP_COL2IM,              /* COLS -> DACT layer (summed), win */
   FE_STEP_POOL,                /* max/avg pool forward (max keeps ARGMAX), win */
   FE_STEP_POOL_BWD,            /* routes DACT layer+1 to DACT layer, win */
-  FE_STEP_VIEW,                /* a copy (flatten, inactive dropout): no cost */
+  FE_STEP_VIEW,                /* a copy (flatten, inactive dropout, add's dY): no cost */
+  FE_STEP_CONCAT,              /* forward concatenate: one input's channels into the output at coff */
+  FE_STEP_SPLIT,               /* backward concatenate: dY's channels at coff to one input's gradient */
+  FE_STEP_PAD,                 /* zero_padding: in placed in a zeroed out at (pad_top, pad_left), win */
+  FE_STEP_CROP,                /* its backward: the window of in at (pad_top, pad_left) to out, win */
   FE_STEP_DROPOUT_MASK,        /* MASK layer from the seeded hash (not timed) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
   FE_STEP_UPDATE               /* the optimizer: PARAMS, OPT state from GRADS */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {
-  FE_T_NONE = 0, FE_T_X, FE_T_ACT, FE_T_DACT, FE_T_W, FE_T_B, FE_T_DW, FE_T_DB, FE_T_COLS, FE_T_MASK,
+  FE_T_NONE = 0, FE_T_X, FE_T_ACT, FE_T_DACT, FE_T_DTMP, FE_T_W, FE_T_B, FE_T_DW, FE_T_DB, FE_T_COLS, FE_T_MASK,
   FE_T_ARGMAX, FE_T_LABELS, FE_T_LOSS, FE_T_HITS, FE_T_PARAMS, FE_T_GRADS, FE_T_OPT
 } fe_tensor_kind;
+/* ACT j / DACT j: tensor j of the graph (0: the model input, j > 0: layer
+** j-1's output) and its gradient; DTMP j: a second gradient of tensor j
+** that a following 'add' step sums into DACT j (a tensor that feeds
+** several layers gets one gradient from each). */
 typedef struct fe_tensor { fe_tensor_kind kind; int layer; } fe_tensor;
 
 /* A sliding window over an H x W x C input (conv2d taps, pool windows):
@@ -92,7 +106,10 @@ typedef struct fe_step {
   fe_vpu_step vpu;             /* FE_STEP_VPU */
   fe_window win;               /* IM2COL, COL2IM, POOL, POOL_BWD */
   tpu_fe_layer_kind pool;      /* POOL, POOL_BWD: TPU_FE_MAXPOOL or TPU_FE_AVGPOOL */
-  int64_t rows, cols;          /* VIEW, POOL*, COL2IM, DROPOUT_MASK: the output's pixels x channels */
+  int64_t rows, cols;          /* VIEW, POOL*, COL2IM, DROPOUT_MASK: the output's pixels x channels;
+                                  CONCAT, SPLIT: pixels x the input's channels */
+  fe_tensor in, out;           /* data movement: what it reads and writes (the graph's edges) */
+  int coff, ctot;              /* CONCAT, SPLIT: channel offset and channels of the concatenation */
 } fe_step;
 
 typedef struct fe_plan {
@@ -156,7 +173,8 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of up to 'rows'
   float **mask;                /* dropout masks (per layer, or NULL) */
   int **argmax;                /* maxpool: index of the winner per output (or NULL) */
   float *cols;                 /* im2col buffer */
-  float *g0, *g1;              /* gradient ping-pong: DACT j is g0 when nlayers - j is even */
+  float **dact;                /* dact[j]: gradient of tensor j (j >= 1) */
+  float *dtmp;                 /* DTMP: a second gradient before its sum */
   float *grad;                 /* this core's parameter gradient */
   int32_t *lab;                /* labels as the VPU takes them */
   float *rowloss;              /* per-sample loss */

@@ -114,26 +114,27 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   ws->rows = rows;
   size_t r = (size_t)rows;
   ws->act = tpu_calloc((size_t)m->nlayers + 1, sizeof *ws->act);
+  ws->dact = tpu_calloc((size_t)m->nlayers + 1, sizeof *ws->dact);
   ws->mask = tpu_calloc((size_t)m->nlayers, sizeof *ws->mask);
   ws->argmax = tpu_calloc((size_t)m->nlayers, sizeof *ws->argmax);
-  if (!ws->act || !ws->mask || !ws->argmax) goto fail;
+  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax) goto fail;
   ws->act[0] = tpu_malloc(r * tpu_fe_shape_size(m->input) * sizeof(float));
   if (!ws->act[0]) goto fail;
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *L = &m->layers[i];
     size_t out = r * tpu_fe_shape_size(L->out);
     if (!(ws->act[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
+    if (!(ws->dact[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (L->kind == TPU_FE_DROPOUT && !(ws->mask[i] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (L->kind == TPU_FE_MAXPOOL && !(ws->argmax[i] = tpu_malloc(out * sizeof(int)))) goto fail;
   }
   size_t cols = r * (m->max_cols ? m->max_cols : 1);
   ws->cols = tpu_malloc(cols * sizeof(float));
-  ws->g0 = tpu_malloc(r * m->max_act * sizeof(float));
-  ws->g1 = tpu_malloc(r * m->max_act * sizeof(float));
+  ws->dtmp = tpu_malloc(r * m->max_act * sizeof(float));
   ws->grad = tpu_malloc((m->nparams ? m->nparams : 1) * sizeof(float));
   ws->lab = tpu_malloc(r * sizeof *ws->lab);
   ws->rowloss = tpu_malloc(r * sizeof *ws->rowloss);
-  if (!ws->cols || !ws->g0 || !ws->g1 || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
+  if (!ws->cols || !ws->dtmp || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
   return TPU_OK;
 fail:
   fe_ws_destroy(m, ws);
@@ -142,9 +143,10 @@ fail:
 
 void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->act) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->act[i]);
+  if (ws->dact) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->dact[i]);
   if (ws->mask) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mask[i]);
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
-  void *bufs[] = { ws->act, ws->mask, ws->argmax, ws->cols, ws->g0, ws->g1, ws->grad, ws->lab, ws->rowloss };
+  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->cols, ws->dtmp, ws->grad, ws->lab, ws->rowloss };
   for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
   fe_scratch_free(&ws->scratch);
   memset(ws, 0, sizeof *ws);
@@ -216,24 +218,36 @@ static void col2im(const fe_window *w, int rows, const float *cols, float *dx) {
   }
 }
 
-/* Pools (square windows, no padding): the flat input index of tap (py, px)
-** of output (b, oy, ox, c). */
+/* Pools (kh x kw windows; global_avgpool's is the whole input; 'same'
+** padding offsets them by pad_top/pad_left): the flat input index of tap
+** (py, px) of output (b, oy, ox, c), or -1 in the padding, which max
+** ignores and avg leaves out of the count (as TensorFlow). */
 static int pool_tap(const fe_window *w, int b, int oy, int ox, int py, int px, int c) {
-  return (((b * w->h) + oy * w->stride + py) * w->w + ox * w->stride + px) * w->c + c;
+  const int iy = oy * w->stride + py - w->pad_top, ix = ox * w->stride + px - w->pad_left;
+  if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w) return -1;
+  return (((b * w->h) + iy) * w->w + ix) * w->c + c;
+}
+/* Taps of output (oy, ox) inside the input. */
+static int pool_count(const fe_window *w, int oy, int ox) {
+  int n = 0;
+  for (int py = 0; py < w->kh; py++)
+    for (int px = 0; px < w->kw; px++) n += pool_tap(w, 0, oy, ox, py, px, 0) >= 0;
+  return n;
 }
 static void pool_forward(const fe_window *w, bool max, int rows, const float *x, float *y, int *arg) {
-  const int OH = w->oh, OW = w->ow, C = w->c, P = w->kh;
-  const float inv = 1.0f / (float)(P * P);
+  const int OH = w->oh, OW = w->ow, C = w->c, PH = w->kh, PW = w->kw;
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
-      for (int ox = 0; ox < OW; ox++)
+      for (int ox = 0; ox < OW; ox++) {
+        const float inv = 1.0f / (float)pool_count(w, oy, ox);
         for (int c = 0; c < C; c++) {
           size_t o = (((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c;
           float best = -INFINITY, sum = 0.0f;
           int bi = -1;
-          for (int py = 0; py < P; py++)
-            for (int px = 0; px < P; px++) {
+          for (int py = 0; py < PH; py++)
+            for (int px = 0; px < PW; px++) {
               int idx = pool_tap(w, b, oy, ox, py, px, c);
+              if (idx < 0) continue;
               float v = x[idx];
               if (bi < 0 || v > best) { best = v; bi = idx; }
               sum += v;
@@ -241,25 +255,31 @@ static void pool_forward(const fe_window *w, bool max, int rows, const float *x,
           if (max) { y[o] = best; arg[o] = bi; }
           else y[o] = sum * inv;
         }
+      }
 }
-/* Max: the gradient goes to each window's winner; avg: spread evenly. */
+/* Max: the gradient goes to each window's winner; avg: spread evenly over
+** the taps inside the input. */
 static void pool_backward(const fe_window *w, bool max, int rows, const float *g, const int *arg, float *gn) {
-  const int OH = w->oh, OW = w->ow, C = w->c, P = w->kh;
+  const int OH = w->oh, OW = w->ow, C = w->c, PH = w->kh, PW = w->kw;
   const size_t n_out = (size_t)rows * (size_t)OH * (size_t)OW * (size_t)C;
   memset(gn, 0, (size_t)rows * (size_t)w->h * (size_t)w->w * (size_t)C * sizeof(float));
   if (max) {
     for (size_t k = 0; k < n_out; k++) gn[arg[k]] += g[k];
     return;
   }
-  const float inv_area = 1.0f / (float)(P * P);
   for (int b = 0; b < rows; b++)
     for (int oy = 0; oy < OH; oy++)
-      for (int ox = 0; ox < OW; ox++)
+      for (int ox = 0; ox < OW; ox++) {
+        const float inv_area = 1.0f / (float)pool_count(w, oy, ox);
         for (int c = 0; c < C; c++) {
           float v = g[(((size_t)b * (size_t)OH + (size_t)oy) * (size_t)OW + (size_t)ox) * (size_t)C + (size_t)c] * inv_area;
-          for (int py = 0; py < P; py++)
-            for (int px = 0; px < P; px++) gn[pool_tap(w, b, oy, ox, py, px, c)] += v;
+          for (int py = 0; py < PH; py++)
+            for (int px = 0; px < PW; px++) {
+              int idx = pool_tap(w, b, oy, ox, py, px, c);
+              if (idx >= 0) gn[idx] += v;
+            }
         }
+      }
 }
 
 /* Dropout keeps an element with probability 1 - rate and scales it by
@@ -300,7 +320,8 @@ static float *tensor_of(exec *e, fe_tensor t) {
   const tpu_fe_layer *L = t.layer >= 0 && t.layer < m->nlayers ? &m->layers[t.layer] : NULL;
   switch (t.kind) {
   case FE_T_ACT: return ws->act[t.layer];
-  case FE_T_DACT: return (m->nlayers - t.layer) % 2 == 0 ? ws->g0 : ws->g1;
+  case FE_T_DACT: return ws->dact[t.layer];
+  case FE_T_DTMP: return ws->dtmp;
   case FE_T_W: return (float *)e->params + L->woff;
   case FE_T_B: return (float *)e->params + L->boff;
   case FE_T_DW: return ws->grad + L->woff;
@@ -341,21 +362,47 @@ static tpu_status run_vpu(exec *e, const fe_vpu_step *v) {
   return TPU_OK;
 }
 
+/* concatenate: the channels [coff, coff+c) of each of n pixels of a
+** ctot-channel tensor from (split: to) a c-channel one */
+static void channel_copy(bool split, int64_t n, int c, int coff, int ctot, float *whole, float *part) {
+  for (int64_t q = 0; q < n; q++) {
+    float *w = whole + (size_t)q * (size_t)ctot + (size_t)coff, *pt = part + (size_t)q * (size_t)c;
+    if (split) memcpy(pt, w, (size_t)c * sizeof(float));
+    else memcpy(w, pt, (size_t)c * sizeof(float));
+  }
+}
+
+/* zero_padding: the H x W x C input of each sample at (pad_top, pad_left)
+** of the OH x OW x C output (crop: back out of it). */
+static void pad_copy(const fe_window *w, bool crop, int rows, float *small, float *big) {
+  const size_t C = (size_t)w->c, row = (size_t)w->w * C;
+  if (!crop) memset(big, 0, (size_t)rows * (size_t)w->oh * (size_t)w->ow * C * sizeof(float));
+  for (int b = 0; b < rows; b++)
+    for (int y = 0; y < w->h; y++) {
+      float *sm = small + ((size_t)b * (size_t)w->h + (size_t)y) * row;
+      float *bg = big + (((size_t)b * (size_t)w->oh + (size_t)(y + w->pad_top)) * (size_t)w->ow + (size_t)w->pad_left) * C;
+      if (crop) memcpy(sm, bg, row * sizeof(float));
+      else memcpy(bg, sm, row * sizeof(float));
+    }
+}
+
 static tpu_status run_step(exec *e, const fe_step *s) {
   const int rows = e->p->rows, L = s->layer;
   fe_core_ws *ws = e->ws;
-  const bool fwd = s->phase == FE_FORWARD;
-  /* the tensors a data-movement step reads and writes */
-  const float *in = fwd ? ws->act[L >= 0 ? L : 0] : tensor_of(e, (fe_tensor){ FE_T_DACT, L + 1 });
-  float *out = fwd ? ws->act[L + 1] : tensor_of(e, (fe_tensor){ FE_T_DACT, L });
+  /* the tensors a data-movement step reads and writes (the graph's edges) */
+  float *in = tensor_of(e, s->in), *out = tensor_of(e, s->out);
   switch (s->kind) {
   case FE_STEP_INFEED:
     memcpy(ws->act[0], e->x, (size_t)(s->rows * s->cols) * sizeof(float));
     return TPU_OK;
   case FE_STEP_GEMM: return run_gemm(e, &s->gemm);
   case FE_STEP_VPU: return run_vpu(e, &s->vpu);
-  case FE_STEP_IM2COL: im2col(&s->win, rows, ws->act[L], ws->cols); return TPU_OK;
+  case FE_STEP_IM2COL: im2col(&s->win, rows, in, ws->cols); return TPU_OK;
   case FE_STEP_COL2IM: col2im(&s->win, rows, ws->cols, out); return TPU_OK;
+  case FE_STEP_CONCAT: channel_copy(false, s->rows, (int)s->cols, s->coff, s->ctot, out, in); return TPU_OK;
+  case FE_STEP_SPLIT: channel_copy(true, s->rows, (int)s->cols, s->coff, s->ctot, in, out); return TPU_OK;
+  case FE_STEP_PAD: pad_copy(&s->win, false, rows, in, out); return TPU_OK;
+  case FE_STEP_CROP: pad_copy(&s->win, true, rows, out, in); return TPU_OK;
   case FE_STEP_POOL: pool_forward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, out, ws->argmax[L]); return TPU_OK;
   case FE_STEP_POOL_BWD: pool_backward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, ws->argmax[L], out); return TPU_OK;
   case FE_STEP_VIEW: memcpy(out, in, (size_t)(s->rows * s->cols) * sizeof(float)); return TPU_OK;

@@ -13,8 +13,11 @@
 #include "frontend/fe.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
-  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout"
+  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding"
 };
+#define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
+  "global_avgpool, softmax, zero_padding"
+
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
 }
@@ -95,6 +98,58 @@ static tpu_status check_keys(tpu_json *c, json_t *obj, const char *path, const c
 }
 /* }================================================================== */
 
+/* dense and conv2d: "use_bias" (default true) and "activation" (Keras' names). */
+static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  bool use_bias = true;
+  const char *a = "linear";
+  tpu_status st = tpu_json_bool(OBJ(c, jl, path, what), "use_bias", &use_bias);
+  if (st || (st = tpu_json_str(OBJ(c, jl, path, what), "activation", 0, &a))) return st;
+  L->no_bias = !use_bias;
+  static const struct { const char *name; tpu_fe_layer_kind k; } ACTS[] = {
+    { "linear", TPU_FE_DENSE }, { "relu", TPU_FE_RELU }, { "tanh", TPU_FE_TANH }, { "sigmoid", TPU_FE_SIGMOID },
+    { "softmax", TPU_FE_SOFTMAX } };
+  for (size_t k = 0; k < sizeof ACTS / sizeof ACTS[0]; k++)
+    if (!strcmp(a, ACTS[k].name)) { L->act = ACTS[k].k; return TPU_OK; }
+  return tpu_json_fail_member(OBJ(c, jl, path, what), "activation", "unknown activation '%s'; expected linear, "
+                              "relu, tanh, sigmoid or softmax", a);
+}
+
+/* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
+** (top and bottom h, left and right w) or [[top, bottom], [left, right]]. */
+static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  json_t *pd = json_object_get(jl, "padding");
+  int v[4] = { -1, -1, -1, -1 };   /* top, bottom, left, right */
+  if (!pd) v[0] = v[1] = v[2] = v[3] = 1;
+  else if (json_is_integer(pd)) v[0] = v[1] = v[2] = v[3] = (int)json_integer_value(pd);
+  else if (json_is_array(pd) && json_array_size(pd) == 2) {
+    for (size_t a = 0; a < 2; a++) {
+      json_t *e = json_array_get(pd, a);
+      if (json_is_integer(e)) v[2 * a] = v[2 * a + 1] = (int)json_integer_value(e);
+      else if (json_is_array(e) && json_array_size(e) == 2 && json_is_integer(json_array_get(e, 0)) &&
+               json_is_integer(json_array_get(e, 1))) {
+        v[2 * a] = (int)json_integer_value(json_array_get(e, 0));
+        v[2 * a + 1] = (int)json_integer_value(json_array_get(e, 1));
+      }
+    }
+  }
+  for (int k = 0; k < 4; k++)
+    if (v[k] < 0 || v[k] > 1024)
+      return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected p, [h, w] or [[top, bottom], "
+                                  "[left, right]], integers in 0..1024");
+  L->pad_top = v[0]; L->pad_bottom = v[1]; L->pad_left = v[2]; L->pad_right = v[3];
+  return TPU_OK;
+}
+
+/* conv2d and pools: "padding", "valid" (default) or "same". */
+static tpu_status parse_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  json_t *pd = json_object_get(jl, "padding");
+  const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
+  if (strcmp(ps, "same") && strcmp(ps, "valid"))
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
+  L->same = !strcmp(ps, "same");
+  return TPU_OK;
+}
+
 static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
@@ -105,25 +160,31 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   int kind = -1;
   for (int k = 0; k < TPU_FE_NKINDS; k++) if (!strcmp(t, KIND_NAMES[k])) kind = k;
   if (!jt)
-    return tpu_json_missing(OBJ(c, jl, path, what), "type", "one of dense, conv2d, maxpool, avgpool, flatten, "
-                            "relu, tanh, sigmoid, dropout");
+    return tpu_json_missing(OBJ(c, jl, path, what), "type", "one of " KIND_LIST);
   if (kind < 0)
-    return tpu_json_fail_member(OBJ(c, jl, path, what), "type", "unknown layer '%s'; expected one of dense, conv2d, "
-                                "maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout",
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "type", "unknown layer '%s'; expected one of " KIND_LIST,
                                 json_is_string(jt) ? t : "(not a string)");
   memset(L, 0, sizeof *L);
   L->kind = (tpu_fe_layer_kind)kind;
   snprintf(what, sizeof what, "layers[%d] (%s): ", i, t);
-  tpu_status st;
+  const char *name = "";
+  tpu_status st = tpu_json_str(OBJ(c, jl, path, what), "name", 0, &name);
+  if (st) return st;
+  size_t nl = strlen(name);
+  if (json_object_get(jl, "name") && (nl < 1 || nl >= sizeof L->name || !strcmp(name, "input")))
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "name", "expected 1..%d characters other than \"input\" "
+                                "(which names the model's input)", (int)sizeof L->name - 1);
+  snprintf(L->name, sizeof L->name, "%s", name);
   switch (L->kind) {
   case TPU_FE_DENSE: {
-    static const char *const ks[] = { "type", "units", NULL };
-    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    static const char *const ks[] = { "type", "name", "inputs", "units", "use_bias", "activation", NULL };
+    if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
     return get_int(c, jl, path, what, "units", 1, 1 << 20, 0, &L->units);
   }
   case TPU_FE_CONV2D: {
-    static const char *const ks[] = { "type", "filters", "kernel", "stride", "padding", NULL };
-    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    static const char *const ks[] = { "type", "name", "inputs", "filters", "kernel", "stride", "padding",
+                                      "use_bias", "activation", NULL };
+    if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
     if ((st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
     if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
     json_t *k = json_object_get(jl, "kernel");
@@ -136,29 +197,166 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     } else L->kh = 0;
     if (L->kh < 1 || L->kh > 64 || L->kw < 1 || L->kw > 64)
       return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in 1..64");
-    json_t *pd = json_object_get(jl, "padding");
-    const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
-    if (strcmp(ps, "same") && strcmp(ps, "valid"))
-      return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
-    L->same = !strcmp(ps, "same");
-    return TPU_OK;
+    return parse_padding(c, jl, path, what, L);
   }
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
-    static const char *const ks[] = { "type", "size", "stride", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "size", "stride", "padding", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     if ((st = get_int(c, jl, path, what, "size", 1, 64, 2, &L->pool))) return st;
-    return get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride);
+    if ((st = get_int(c, jl, path, what, "stride", 1, 64, L->pool, &L->stride))) return st;
+    return parse_padding(c, jl, path, what, L);
+  }
+  case TPU_FE_ZERO_PADDING: {
+    static const char *const ks[] = { "type", "name", "inputs", "padding", NULL };
+    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    return parse_zero_padding(c, jl, path, what, L);
   }
   case TPU_FE_DROPOUT: {
-    static const char *const ks[] = { "type", "rate", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     return get_num(c, jl, path, what, "rate", 0.0, 1.0, true, 0, true, &L->rate);
   }
   default: {
-    static const char *const ks[] = { "type", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", NULL };
     return check_keys(c, jl, path, what, ks);
   }
   }
+}
+
+
+/* {==================================================================
+** The graph: names, inputs, order, use
+** ================================================================== */
+/* "layers[3] (add 'sum')" or "layers[3] (add)" */
+static const char *who(const tpu_fe_model *m, int i, char *buf, size_t cap) {
+  if (i < 0) { snprintf(buf, cap, "the model input"); return buf; }
+  const tpu_fe_layer *L = &m->layers[i];
+  if (L->name[0]) snprintf(buf, cap, "layers[%d] (%s '%s')", i, KIND_NAMES[L->kind], L->name);
+  else snprintf(buf, cap, "layers[%d] (%s)", i, KIND_NAMES[L->kind]);
+  return buf;
+}
+static bool is_merge(tpu_fe_layer_kind k) { return k == TPU_FE_ADD || k == TPU_FE_CONCAT; }
+
+/* Resolves layer i's "inputs" (names; "input" is the model's input) into
+** indexes; without it, the layer before (the model input for layer 0). */
+static tpu_status resolve_inputs(tpu_json *c, json_t *jl, tpu_fe_model *m, int i) {
+  tpu_fe_layer *L = &m->layers[i];
+  char path[48], w[80], what[96];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  snprintf(what, sizeof what, "%s: ", who(m, i, w, sizeof w));
+  tpu_json_obj *o = OBJ(c, jl, path, what);
+  json_t *ji = json_object_get(jl, "inputs");
+  const bool merge = is_merge(L->kind);
+  if (!ji) {
+    if (merge) return tpu_json_missing(o, "inputs", "an array of 2..8 layer names (or \"input\")");
+    L->nin = 1;
+    L->inputs[0] = i - 1;
+    return TPU_OK;
+  }
+  size_t n = json_is_string(ji) ? 1 : json_is_array(ji) ? json_array_size(ji) : 0;
+  if (merge ? n < 2 || n > TPU_FE_MAX_INPUTS : n != 1)
+    return tpu_json_fail_member(o, "inputs", merge ? "expected an array of 2..8 layer names (or \"input\")"
+                                : "expected one layer name (or \"input\"), as a string or a one-element array");
+  L->nin = (int)n;
+  for (size_t k = 0; k < n; k++) {
+    json_t *e = json_is_string(ji) ? ji : json_array_get(ji, k);
+    const char *nm = json_is_string(e) ? json_string_value(e) : NULL;
+    if (!nm) return tpu_json_fail_member(o, "inputs", "element %zu is not a string (a layer name)", k);
+    int j = -2;
+    if (!strcmp(nm, "input")) j = -1;
+    for (int q = 0; q < m->nlayers && j == -2; q++) if (!strcmp(m->layers[q].name, nm)) j = q;
+    if (j == -2)
+      return tpu_json_fail_member(o, "inputs", "unknown input '%s': no layer has that \"name\" (\"input\" names "
+                                  "the model's input)", nm);
+    L->inputs[k] = j;
+  }
+  return TPU_OK;
+}
+
+/* True when layer 'from' reaches layer 'to' through inputs (depth-first,
+** 'seen' marks visited layers). */
+static bool reaches(const tpu_fe_model *m, int from, int to, unsigned char *seen) {
+  if (from < 0 || seen[from]) return false;
+  if (from == to) return true;
+  seen[from] = 1;
+  for (int k = 0; k < m->layers[from].nin; k++)
+    if (reaches(m, m->layers[from].inputs[k], to, seen)) return true;
+  return false;
+}
+
+/* Every layer after its inputs (a later input is a cycle or a listing out
+** of order, said apart) and unique names. */
+static tpu_status check_graph_order(tpu_json *c, const tpu_fe_model *m) {
+  char a[80], b[80], path[48];
+  for (int i = 0; i < m->nlayers; i++) {
+    const tpu_fe_layer *L = &m->layers[i];
+    snprintf(path, sizeof path, "layers[%d]", i);
+    for (int q = 0; q < i && L->name[0]; q++)
+      if (!strcmp(m->layers[q].name, L->name))
+        return tpu_json_fail(c, path, "%s: field 'name': '%s' is already the name of layers[%d]; names must be unique",
+                             who(m, i, a, sizeof a), L->name, q);
+    for (int k = 0; k < L->nin; k++) {
+      const int j = L->inputs[k];
+      if (j < i) continue;
+      unsigned char seen[TPU_FE_MAX_LAYERS] = { 0 };
+      if (reaches(m, j, i, seen))
+        return tpu_json_fail(c, path, "%s: field 'inputs': a cycle: it takes its input from %s, which depends on "
+                             "it; a model must be a graph without cycles", who(m, i, a, sizeof a), who(m, j, b, sizeof b));
+      return tpu_json_fail(c, path, "%s: field 'inputs': %s is listed after it; list every layer after its inputs",
+                           who(m, i, a, sizeof a), who(m, j, b, sizeof b));
+    }
+  }
+  return TPU_OK;
+}
+
+/* Every layer but the last (the model's output) feeds a later one. */
+static tpu_status check_graph_use(tpu_json *c, const tpu_fe_model *m) {
+  char a[80], b[48], path[48];
+  unsigned char used[TPU_FE_MAX_LAYERS] = { 0 };
+  for (int i = 0; i < m->nlayers; i++)
+    for (int k = 0; k < m->layers[i].nin; k++) if (m->layers[i].inputs[k] >= 0) used[m->layers[i].inputs[k]] = 1;
+  int unused = -1;
+  for (int i = 0; i < m->nlayers - 1 && unused < 0; i++) if (!used[i]) unused = i;
+  if (unused >= 0) {
+    snprintf(path, sizeof path, "layers[%d]", unused);
+    return tpu_json_fail(c, path, "%s: an unused branch: no later layer takes its output %s as an input, and only "
+                         "the last layer is the model's output", who(m, unused, a, sizeof a),
+                         tpu_fe_shape_str(m->layers[unused].out, b, sizeof b));
+  }
+  return TPU_OK;
+}
+
+/* add: equal shapes; concatenate: equal height and width, channels summed. */
+static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_shape *out) {
+  const tpu_fe_layer *L = &m->layers[i];
+  char a[80], b[80], d[80], x[48], y[48], path[48];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  const int j0 = L->inputs[0];
+  tpu_fe_shape s0 = j0 < 0 ? m->input : m->layers[j0].out, o = s0;
+  for (int k = 1; k < L->nin; k++) {
+    const int j = L->inputs[k];
+    tpu_fe_shape s = j < 0 ? m->input : m->layers[j].out;
+    bool ok = L->kind == TPU_FE_ADD ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
+    if (!ok)
+      return tpu_json_fail(c, path, "%s: input shapes do not match: %s gives %s, %s gives %s; %s", who(m, i, a, sizeof a),
+                           who(m, j0, b, sizeof b), tpu_fe_shape_str(s0, x, sizeof x), who(m, j, d, sizeof d),
+                           tpu_fe_shape_str(s, y, sizeof y), L->kind == TPU_FE_ADD ? "add needs equal shapes"
+                           : "concatenate joins channels and needs equal height and width");
+    if (L->kind == TPU_FE_CONCAT) o.c += s.c;
+  }
+  *out = o;
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* 'same' padding as TensorFlow: out = ceil(in / stride), the padding split
+** with the extra row (column) at the bottom (right). Sets out's h and w. */
+static void same_out(tpu_fe_shape s, int kh, int kw, tpu_fe_layer *L) {
+  const int oh = (s.h + L->stride - 1) / L->stride, ow = (s.w + L->stride - 1) / L->stride;
+  const int ph = (oh - 1) * L->stride + kh - s.h, pw = (ow - 1) * L->stride + kw - s.w;
+  L->pad_top = ph > 0 ? ph / 2 : 0;
+  L->pad_left = pw > 0 ? pw / 2 : 0;
+  L->out = (tpu_fe_shape){ oh, ow, s.c };
 }
 
 /* Shape inference: sets in/out of every layer and the parameter layout. */
@@ -171,6 +369,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     char path[48];
     snprintf(path, sizeof path, "layers[%d]", i);
     const char *kn = KIND_NAMES[L->kind];
+    s = L->inputs[0] < 0 ? m->input : m->layers[L->inputs[0]].out;
     L->in = s;
     bool flat = s.h == 1 && s.w == 1;
     switch (L->kind) {
@@ -180,7 +379,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
                     "(put a flatten layer before it)", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ 1, 1, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
-      L->nb = (size_t)L->units;
+      L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
     case TPU_FE_CONV2D: {
       if (flat)
@@ -188,11 +387,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
                     "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, tpu_fe_shape_str(s, a, sizeof a));
       int oh, ow;
       if (L->same) {
-        oh = (s.h + L->stride - 1) / L->stride;
-        ow = (s.w + L->stride - 1) / L->stride;
-        int ph = (oh - 1) * L->stride + L->kh - s.h, pw = (ow - 1) * L->stride + L->kw - s.w;
-        L->pad_top = ph > 0 ? ph / 2 : 0;
-        L->pad_left = pw > 0 ? pw / 2 : 0;
+        same_out(s, L->kh, L->kw, L);
+        oh = L->out.h;
+        ow = L->out.w;
       } else {
         if (L->kh > s.h || L->kw > s.w)
           return tpu_json_fail(c, path, "layers[%d] (conv2d): field 'kernel': %dx%d does not fit the input shape %s "
@@ -202,12 +399,16 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       }
       L->out = (tpu_fe_shape){ oh, ow, L->filters };
       L->nw = (size_t)L->kh * (size_t)L->kw * (size_t)s.c * (size_t)L->filters;
-      L->nb = (size_t)L->filters;
+      L->nb = L->no_bias ? 0 : (size_t)L->filters;
       size_t cols = (size_t)oh * (size_t)ow * (size_t)L->kh * (size_t)L->kw * (size_t)s.c;
       if (cols > max_cols) max_cols = cols;
       break;
     }
     case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
+      if (L->same) {
+        same_out(s, L->pool, L->pool, L);
+        break;
+      }
       if (L->pool > s.h || L->pool > s.w)
         return tpu_json_fail(c, path, "layers[%d] (%s): field 'size': window %dx%d does not fit the input shape %s",
                     i, kn, L->pool, L->pool, tpu_fe_shape_str(s, a, sizeof a));
@@ -216,10 +417,27 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     case TPU_FE_FLATTEN:
       L->out = (tpu_fe_shape){ 1, 1, (int)tpu_fe_shape_size(s) };
       break;
+    case TPU_FE_GLOBAL_AVGPOOL:
+      L->out = (tpu_fe_shape){ 1, 1, s.c };
+      break;
+    case TPU_FE_ZERO_PADDING:
+      if (flat)
+        return tpu_json_fail(c, path, "layers[%d] (zero_padding): input shape %s is flat; zero_padding needs height x "
+                             "width x channels", i, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = (tpu_fe_shape){ s.h + L->pad_top + L->pad_bottom, s.w + L->pad_left + L->pad_right, s.c };
+      break;
+    case TPU_FE_ADD: case TPU_FE_CONCAT: {
+      tpu_status st = merge_shape(c, m, i, &L->out);
+      if (st) return st;
+      break;
+    }
     default:
       L->out = s;
       break;
     }
+    if ((L->kind == TPU_FE_SOFTMAX || L->act == TPU_FE_SOFTMAX) && i != m->nlayers - 1)
+      return tpu_json_fail(c, path, "layers[%d] (%s): softmax is supported only at the model's output (the last "
+                           "layer), where it is folded into softmax_cross_entropy", i, kn);
     if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
       return tpu_json_fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
                   i, kn, tpu_fe_shape_str(L->out, b, sizeof b));
@@ -316,6 +534,8 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
   m->nlayers = (int)json_array_size(jl);
   for (int i = 0; i < m->nlayers; i++)
     if ((st = parse_layer(c, json_array_get(jl, (size_t)i), i, &m->layers[i]))) goto done;
+  for (int i = 0; i < m->nlayers; i++)
+    if ((st = resolve_inputs(c, json_array_get(jl, (size_t)i), m, i))) goto done;
 
   json_t *jloss = json_object_get(doc.root, "loss");
   if (jloss && !(json_is_string(jloss) && !strcmp(json_string_value(jloss), "softmax_cross_entropy"))) {
@@ -329,7 +549,7 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
     goto done;
   }
   m->seed = js ? (uint64_t)json_integer_value(js) : 1;
-  if ((st = infer(c, m))) goto done;
+  if ((st = check_graph_order(c, m)) || (st = infer(c, m)) || (st = check_graph_use(c, m))) goto done;
   *out = *m;
 done:
   tpu_free(m);

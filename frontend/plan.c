@@ -17,7 +17,9 @@
 #include "frontend/fe_int.h"
 
 /* Steps per layer at most (conv2d backward: im2col, dW, col_sum, dX,
-** col2im; forward: im2col, GEMM, bias_add) plus the fixed ones. */
+** col2im, the sum of a second gradient; forward: im2col, GEMM, bias_add),
+** 3 more per input (a merge's add or copy, split and sum), plus the fixed
+** ones. */
 enum { STEPS_PER_LAYER = 8, STEPS_FIXED = 8 };
 
 static const char *const PHASE_NAMES[] = { "infeed", "fwd", "loss", "bwd", "all_reduce", "update" };
@@ -31,15 +33,19 @@ static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE |
 
 /* conv2d's taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
-  const bool conv = l->kind == TPU_FE_CONV2D;
+  const bool conv = l->kind == TPU_FE_CONV2D, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
   return (fe_window){ .h = l->in.h, .w = l->in.w, .c = l->in.c, .oh = l->out.h, .ow = l->out.w,
-                      .kh = conv ? l->kh : l->pool, .kw = conv ? l->kw : l->pool, .stride = l->stride,
-                      .pad_top = conv ? l->pad_top : 0, .pad_left = conv ? l->pad_left : 0 };
+                      .kh = conv ? l->kh : global ? l->in.h : l->pool, .kw = conv ? l->kw : global ? l->in.w : l->pool,
+                      .stride = global ? 1 : l->stride,
+                      .pad_top = l->pad_top, .pad_left = l->pad_left };
 }
 
 typedef struct builder {
   fe_plan *p;
   int cap;                     /* steps allocated */
+  unsigned char *needs;        /* [nlayers+1]: tensor j needs a gradient (a layer with parameters made it) */
+  unsigned char *has_grad;     /* [nlayers+1]: the backward steps so far wrote DACT j */
+  int *uses;                   /* [nlayers+1]: inputs reading tensor j */
   fe_phase phase;
   int layer;
 } builder;
@@ -53,10 +59,12 @@ static fe_step *push(builder *b, fe_step_kind kind) {
   s->layer = b->layer;
   return s;
 }
-static fe_step *move(builder *b, fe_step_kind kind, int64_t rows, int64_t cols) {
+static fe_step *move(builder *b, fe_step_kind kind, int64_t rows, int64_t cols, fe_tensor in, fe_tensor out) {
   fe_step *s = push(b, kind);
   s->rows = rows;
   s->cols = cols;
+  s->in = in;
+  s->out = out;
   if (b->layer >= 0) {
     const tpu_fe_layer *l = &b->p->model->layers[b->layer];
     s->win = window_of(l);
@@ -86,79 +94,144 @@ static tpu_vpu_op act_op(tpu_fe_layer_kind k, bool grad) {
   return grad ? TPU_VPU_SIGMOID_GRAD : TPU_VPU_SIGMOID;
 }
 
+static fe_tensor in_act(const tpu_fe_layer *l, int k) { return T(FE_T_ACT, l->inputs[k] + 1); }
+static tpu_fe_shape tensor_shape(const tpu_fe_model *m, int t) { return t ? m->layers[t - 1].out : m->input; }
+
 /* Forward of layer i: its output is ACT i+1. */
 static void forward_layer(builder *b, int i) {
   const fe_plan *p = b->p;
   const tpu_fe_layer *l = &p->model->layers[i];
   const int rows = p->rows;
   const int64_t R = pix(rows, l->out), C = l->out.c;
+  const fe_tensor x = in_act(l, 0), y = T(FE_T_ACT, i + 1);
   b->layer = i;
   switch (l->kind) {
-  case TPU_FE_DENSE:
-    gemm(b, "matmul", rows, l->units, l->in.c, false, false, T(FE_T_ACT, i), T(FE_T_W, i), T(FE_T_ACT, i + 1));
-    vpu(b, TPU_VPU_BIAS_ADD, rows, l->units, T(FE_T_ACT, i + 1), T(FE_T_B, i), T(FE_T_ACT, i + 1), true);
+  case TPU_FE_DENSE: case TPU_FE_CONV2D:
+    if (l->kind == TPU_FE_DENSE) {
+      gemm(b, "matmul", rows, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
+    } else {
+      const int K = l->kh * l->kw * l->in.c;
+      move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
+      gemm(b, "matmul", (int)R, l->filters, K, false, false, T(FE_T_COLS, i), T(FE_T_W, i), y);
+    }
+    if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, C, y, T(FE_T_B, i), y, true);
+    if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": on the result tile, in place */
+      vpu(b, act_op(l->act, false), R, C, y, T(FE_T_NONE, 0), y, true);
     break;
-  case TPU_FE_CONV2D: {
-    const int K = l->kh * l->kw * l->in.c;
-    move(b, FE_STEP_IM2COL, R, K);
-    gemm(b, "matmul", (int)R, l->filters, K, false, false, T(FE_T_COLS, i), T(FE_T_W, i), T(FE_T_ACT, i + 1));
-    vpu(b, TPU_VPU_BIAS_ADD, R, l->filters, T(FE_T_ACT, i + 1), T(FE_T_B, i), T(FE_T_ACT, i + 1), true);
-    break;
-  }
-  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
-    move(b, FE_STEP_POOL, R, C);
+  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
+    move(b, FE_STEP_POOL, R, C, x, y);
     break;
   case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
-    /* right after a GEMM layer, the timing applies it to the result tile */
-    const bool fused = i > 0 && has_params(&p->model->layers[i - 1]);
-    vpu(b, act_op(l->kind, false), R, C, T(FE_T_ACT, i), T(FE_T_NONE, 0), T(FE_T_ACT, i + 1), fused);
+    /* right after a GEMM layer whose result only it reads, the timing
+    ** applies it to the result tile */
+    const int j = l->inputs[0];
+    const bool fused = j == i - 1 && j >= 0 && has_params(&p->model->layers[j]) && b->uses[j + 1] == 1;
+    vpu(b, act_op(l->kind, false), R, C, x, T(FE_T_NONE, 0), y, fused);
     break;
   }
+  case TPU_FE_ZERO_PADDING:
+    move(b, FE_STEP_PAD, R, C, x, y);
+    break;
+  case TPU_FE_ADD:
+    vpu(b, TPU_VPU_ADD, R, C, x, in_act(l, 1), y, false);
+    for (int k = 2; k < l->nin; k++) vpu(b, TPU_VPU_ADD, R, C, y, in_act(l, k), y, false);
+    break;
+  case TPU_FE_CONCAT:
+    for (int k = 0, off = 0; k < l->nin; k++) {
+      const int c = tensor_shape(p->model, l->inputs[k] + 1).c;
+      fe_step *s = move(b, FE_STEP_CONCAT, R, c, in_act(l, k), y);
+      s->coff = off;
+      s->ctot = (int)C;
+      off += c;
+    }
+    break;
   case TPU_FE_DROPOUT:
     if (p->train && l->rate > 0) {
-      move(b, FE_STEP_DROPOUT_MASK, R, C);
-      vpu(b, TPU_VPU_MUL, R, C, T(FE_T_ACT, i), T(FE_T_MASK, i), T(FE_T_ACT, i + 1), false);
+      move(b, FE_STEP_DROPOUT_MASK, R, C, x, T(FE_T_MASK, i));
+      vpu(b, TPU_VPU_MUL, R, C, x, T(FE_T_MASK, i), y, false);
       break;
     }
     /* fall through */   /* inactive: a view */
   default:   /* flatten */
-    move(b, FE_STEP_VIEW, R, C);
+    move(b, FE_STEP_VIEW, R, C, x, y);
     break;
   }
 }
 
+/* Where the gradient of tensor t goes: DACT t for its first producer (in
+** backward order), DTMP t for the next ones, which grad_end sums in. */
+static fe_tensor grad_to(builder *b, int t) {
+  return T(b->has_grad[t] ? FE_T_DTMP : FE_T_DACT, t);
+}
+static void grad_end(builder *b, int t, fe_tensor dx) {
+  if (dx.kind == FE_T_DTMP) {
+    const tpu_fe_shape s = tensor_shape(b->p->model, t);
+    vpu(b, TPU_VPU_ADD, pix(b->p->rows, s), s.c, T(FE_T_DACT, t), dx, T(FE_T_DACT, t), false);
+  }
+  b->has_grad[t] = 1;
+}
+
+/* add and concatenate: dY to every input that needs a gradient. */
+static void backward_merge(builder *b, const tpu_fe_layer *l, int i) {
+  const int rows = b->p->rows;
+  const fe_tensor dy = T(FE_T_DACT, i + 1);
+  for (int k = 0, off = 0; k < l->nin; k++) {
+    const int t = l->inputs[k] + 1;
+    const tpu_fe_shape s = tensor_shape(b->p->model, t);
+    if (b->needs[t] && l->kind == TPU_FE_ADD) {   /* the same bytes; a second one is summed in */
+      if (b->has_grad[t]) vpu(b, TPU_VPU_ADD, pix(rows, s), s.c, T(FE_T_DACT, t), dy, T(FE_T_DACT, t), false);
+      else move(b, FE_STEP_VIEW, pix(rows, s), s.c, dy, T(FE_T_DACT, t));
+      b->has_grad[t] = 1;
+    } else if (b->needs[t]) {
+      const fe_tensor dx = grad_to(b, t);
+      fe_step *st = move(b, FE_STEP_SPLIT, pix(rows, s), s.c, dy, dx);
+      st->coff = off;
+      st->ctot = l->out.c;
+      grad_end(b, t, dx);
+    }
+    off += s.c;
+  }
+}
+
 /* Backward of layer i: from DACT i+1 to the parameter gradients and (when a
-** layer upstream needs it) DACT i. */
+** layer upstream needs it) its input's gradient. */
 static void backward_layer(builder *b, int i) {
   const fe_plan *p = b->p;
   const tpu_fe_layer *l = &p->model->layers[i];
-  const int rows = p->rows;
-  const bool need_dx = i > p->first_param;
+  const int rows = p->rows, t = l->inputs[0] + 1;
+  const bool need_dx = b->needs[t];
   const int64_t Rout = pix(rows, l->out), Cout = l->out.c;
-  const fe_tensor dy = T(FE_T_DACT, i + 1), dx = T(FE_T_DACT, i), none = T(FE_T_NONE, 0);
+  const fe_tensor dy = T(FE_T_DACT, i + 1), x = T(FE_T_ACT, t), none = T(FE_T_NONE, 0);
   b->layer = i;
+  if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT) { backward_merge(b, l, i); return; }
+  const fe_tensor dx = need_dx ? grad_to(b, t) : none;
+  if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
+    vpu(b, act_op(l->act, true), Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
   case TPU_FE_DENSE:
-    gemm(b, "dW", l->in.c, l->units, rows, true, false, T(FE_T_ACT, i), dy, T(FE_T_DW, i));
-    vpu(b, TPU_VPU_COL_SUM, rows, l->units, dy, none, T(FE_T_DB, i), true);
+    gemm(b, "dW", l->in.c, l->units, rows, true, false, x, dy, T(FE_T_DW, i));
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, rows, l->units, dy, none, T(FE_T_DB, i), true);
     if (need_dx) gemm(b, "dX", rows, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
     break;
   case TPU_FE_CONV2D: {
     const int K = l->kh * l->kw * l->in.c;
-    move(b, FE_STEP_IM2COL, Rout, K);   /* recomputed: memory over time */
+    move(b, FE_STEP_IM2COL, Rout, K, x, T(FE_T_COLS, i));   /* recomputed: memory over time */
     gemm(b, "dW", K, l->filters, (int)Rout, true, false, T(FE_T_COLS, i), dy, T(FE_T_DW, i));
-    vpu(b, TPU_VPU_COL_SUM, Rout, l->filters, dy, none, T(FE_T_DB, i), true);
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->filters, dy, none, T(FE_T_DB, i), true);
     if (need_dx) {
       gemm(b, "dX", (int)Rout, K, l->filters, false, true, dy, T(FE_T_W, i), T(FE_T_COLS, i));
-      move(b, FE_STEP_COL2IM, pix(rows, l->in), l->in.c);
+      move(b, FE_STEP_COL2IM, pix(rows, l->in), l->in.c, T(FE_T_COLS, i), dx);
     }
     break;
   }
-  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
-    move(b, FE_STEP_POOL_BWD, Rout, Cout);
+  case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
+    move(b, FE_STEP_POOL_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_ZERO_PADDING:
+    move(b, FE_STEP_CROP, pix(rows, l->in), l->in.c, dy, dx);
     break;
   case TPU_FE_RELU:       /* relu_grad looks at the forward input */
-    vpu(b, TPU_VPU_RELU_GRAD, Rout, Cout, T(FE_T_ACT, i), dy, dx, false);
+    vpu(b, TPU_VPU_RELU_GRAD, Rout, Cout, x, dy, dx, false);
     break;
   case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
     vpu(b, act_op(l->kind, true), Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
@@ -170,9 +243,10 @@ static void backward_layer(builder *b, int i) {
     }
     /* fall through */   /* inactive: a view */
   default:   /* flatten */
-    move(b, FE_STEP_VIEW, Rout, Cout);
+    move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);
     break;
   }
+  if (need_dx) grad_end(b, t, dx);
 }
 
 static void loss_steps(builder *b) {
@@ -186,33 +260,66 @@ static void loss_steps(builder *b) {
   vpu(b, TPU_VPU_ACCURACY, p->rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_HITS, 0), true);
 }
 
+/* Which tensors need a gradient (made by a layer with parameters, or by a
+** layer reading one that does) and how many inputs read each. */
+static void graph_facts(const tpu_fe_model *m, builder *b) {
+  for (int i = 0; i < m->nlayers; i++) {
+    const tpu_fe_layer *l = &m->layers[i];
+    bool need = has_params(l);
+    for (int k = 0; k < l->nin; k++) {
+      b->uses[l->inputs[k] + 1]++;
+      need = need || b->needs[l->inputs[k] + 1];
+    }
+    b->needs[i + 1] = need;
+  }
+}
+
+static void build(builder *b, bool train) {
+  fe_plan *p = b->p;
+  const tpu_fe_model *m = p->model;
+  while (p->first_param < m->nlayers && !has_params(&m->layers[p->first_param])) p->first_param++;
+  graph_facts(m, b);
+  move(b, FE_STEP_INFEED, p->rows, (int64_t)tpu_fe_shape_size(m->input), T(FE_T_X, 0), T(FE_T_ACT, 0));
+  b->phase = FE_FORWARD;
+  for (int i = 0; i < m->nlayers; i++) forward_layer(b, i);
+  loss_steps(b);
+  if (!train) return;
+  b->phase = FE_BACKWARD;
+  b->has_grad[m->nlayers] = 1;   /* the loss's gradient */
+  for (int i = m->nlayers - 1; i >= 0; i--) if (b->needs[i + 1]) backward_layer(b, i);
+  b->layer = -1;
+  b->phase = FE_ALLREDUCE;
+  move(b, FE_STEP_ALLREDUCE, (int64_t)m->nparams, 1, T(FE_T_GRADS, 0), T(FE_T_GRADS, 0));
+  b->phase = FE_UPDATE;
+  move(b, FE_STEP_UPDATE, (int64_t)m->nparams, 1, T(FE_T_GRADS, 0), T(FE_T_PARAMS, 0));
+}
+
 tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu_precision prec, bool train,
                           fe_plan **out) {
   *out = NULL;
+  int cap = STEPS_FIXED;
+  for (int i = 0; i < m->nlayers; i++) cap += STEPS_PER_LAYER + 3 * m->layers[i].nin;
   fe_plan *p = tpu_calloc(1, sizeof *p);
-  if (!p) return TPU_ERR_NOMEM;
-  const int cap = m->nlayers * STEPS_PER_LAYER + STEPS_FIXED;
-  p->steps = tpu_calloc((size_t)cap, sizeof *p->steps);
-  if (!p->steps) { tpu_free(p); return TPU_ERR_NOMEM; }
-  *p = (fe_plan){ .model = m, .rows = rows, .global_batch = global_batch, .prec = prec, .train = train,
-                  .steps = p->steps };
-  while (p->first_param < m->nlayers && !has_params(&m->layers[p->first_param])) p->first_param++;
-  builder b = { .p = p, .cap = cap, .phase = FE_INFEED, .layer = -1 };
-  move(&b, FE_STEP_INFEED, rows, (int64_t)tpu_fe_shape_size(m->input));
-  b.phase = FE_FORWARD;
-  for (int i = 0; i < m->nlayers; i++) forward_layer(&b, i);
-  loss_steps(&b);
-  if (train) {
-    b.phase = FE_BACKWARD;
-    for (int i = m->nlayers - 1; i >= p->first_param; i--) backward_layer(&b, i);
-    b.layer = -1;
-    b.phase = FE_ALLREDUCE;
-    move(&b, FE_STEP_ALLREDUCE, (int64_t)m->nparams, 1);
-    b.phase = FE_UPDATE;
-    move(&b, FE_STEP_UPDATE, (int64_t)m->nparams, 1);
+  fe_step *steps = tpu_calloc((size_t)cap, sizeof *steps);
+  const size_t nt = (size_t)m->nlayers + 1;
+  builder b = { .p = p, .cap = cap, .phase = FE_INFEED, .layer = -1, .needs = tpu_calloc(nt, 1),
+                .has_grad = tpu_calloc(nt, 1), .uses = tpu_calloc(nt, sizeof(int)) };
+  tpu_status st = TPU_ERR_NOMEM;
+  if (p && steps && b.needs && b.has_grad && b.uses) {
+    *p = (fe_plan){ .model = m, .rows = rows, .global_batch = global_batch, .prec = prec, .train = train,
+                    .steps = steps };
+    build(&b, train);
+    *out = p;
+    p = NULL;
+    steps = NULL;
+    st = TPU_OK;
   }
-  *out = p;
-  return TPU_OK;
+  tpu_free(b.needs);
+  tpu_free(b.has_grad);
+  tpu_free(b.uses);
+  tpu_free(steps);
+  tpu_free(p);
+  return st;
 }
 
 void fe_plan_destroy(fe_plan *p) {

@@ -21,12 +21,20 @@
 **   VPU         unfused relu/tanh/sigmoid, their gradients (nin 2), dropout
 **               'mul' by a mask made on chip (its generation, the plan's
 **               DROPOUT_MASK step, is not modelled), element-wise over tiles
-**   POOL        P*P-1 'max' (avgpool: 'add', then 'scale') over
+**   POOL        KH*KW-1 'max' (avgpool, global_avgpool: 'add', then 'scale') over
 **               output-shaped tiles, one per window tap; POOL_BWD routes dY
 **               with a select per input (relu_grad's cost), avgpool scales it
 **   COL2IM      conv2d's dcols = dY.W^T summed back into dX by KH*KW
 **               tap-wise 'add's
-**   VIEW        nothing (flatten, inactive dropout: the same bytes)
+**   VIEW        nothing (flatten, inactive dropout, add's dY passed on:
+**               the same bytes)
+**   CONCAT      concatenate: each input's channels 'copy'd into the output
+**   SPLIT       (and back, per input, for the gradient), element-wise tiles;
+**               add and the sum of a tensor's several gradients are VPU
+**               'add's (nin 2)
+**   PAD, CROP   zero_padding and its gradient: a 'copy' over the output's
+**               tiles (XLA would often fold the padding into the next
+**               conv's im2col; this is the unfused cost)
 **   loss        softmax_xent (loss and gradient) and accuracy per row tile
 **   ALLREDUCE   ONE all-reduce of every f32 gradient at the end of the
 **               backward pass (see below why one)
@@ -565,6 +573,10 @@ static void lower_step(lower *L, const fe_plan *p, int k) {
   case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(L, s); break;
   case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
     run_fold(L, "add", s->win.kh * s->win.kw, s->rows, s->cols, NULL);
+    break;
+  case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
+  case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */
+    run_ewise(L, &(ewise){ .fn = "copy", .nin = 1 }, s->rows, s->cols);
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(L); break;
   case FE_STEP_UPDATE: lower_update(L, p->model); break;

@@ -62,7 +62,7 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": -1 } ] }",
             "t.json:1:57: layers[0] (dense): field 'units': expected an integer in 1..1048576");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2, \"unit\": 3 } ] }",
-            "layers[0] (dense): field 'unit': unknown field; allowed here: type, units");
+            "layers[0] (dense): field 'unit': unknown field; allowed here: type, name, inputs, units");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dropout\", \"rate\": 1.0 } ] }",
             "layers[0] (dropout): field 'rate': expected a number in [0, 1)");
   parse_err("{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"maxpool\", \"size\": 2 } ] }",
@@ -71,6 +71,126 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
             "optimizer: field 'type': expected \"sgd\", \"momentum\" or \"adam\"");
   parse_err("{ \"input\": [4], \"layers\": [ ", "t.json:1:");
   parse_err("{ \"layers\": [ { \"type\": \"dense\", \"units\": 2 } ] }", "field 'input': missing");
+}
+END_TEST
+
+#define GRAPH(layers) "{ \"input\": [8, 8, 2], \"layers\": [ " layers " ] }"
+#define CONV(nm, f, in) "{ \"type\": \"conv2d\", \"name\": \"" nm "\", \"filters\": " #f ", \"kernel\": 1" in " }, "
+#define HEAD "{ \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 }"
+START_TEST(Bad_graphs_name_the_layers_and_the_shapes) {
+  parse_err(GRAPH(CONV("a", 4, ", \"inputs\": \"b\"") CONV("b", 4, ", \"inputs\": \"a\"") HEAD),
+            "layers[0] (conv2d 'a'): field 'inputs': a cycle: it takes its input from layers[1] (conv2d 'b'), "
+            "which depends on it");
+  parse_err(GRAPH(CONV("a", 4, ", \"inputs\": \"a\"") HEAD), "layers[0] (conv2d 'a'): field 'inputs': a cycle");
+  parse_err(GRAPH(CONV("a", 4, ", \"inputs\": \"zz\"") HEAD),
+            "layers[0] (conv2d 'a'): field 'inputs': unknown input 'zz'");
+  parse_err(GRAPH(CONV("a", 4, "") CONV("b", 3, ", \"inputs\": \"input\"")
+                  "{ \"type\": \"add\", \"inputs\": [\"a\", \"b\"] }, " HEAD),
+            "layers[2] (add): input shapes do not match: layers[0] (conv2d 'a') gives 8x8x4, layers[1] (conv2d 'b') "
+            "gives 8x8x3; add needs equal shapes");
+  parse_err(GRAPH(CONV("a", 4, "") "{ \"type\": \"maxpool\", \"name\": \"p\", \"inputs\": \"input\" }, "
+                  "{ \"type\": \"concatenate\", \"inputs\": [\"a\", \"p\"] }, " HEAD),
+            "layers[2] (concatenate): input shapes do not match: layers[0] (conv2d 'a') gives 8x8x4, layers[1] "
+            "(maxpool 'p') gives 4x4x2; concatenate joins channels and needs equal height and width");
+  parse_err(GRAPH(CONV("a", 4, "") CONV("b", 3, ", \"inputs\": \"input\"")
+                  "{ \"type\": \"flatten\", \"inputs\": \"a\" }, { \"type\": \"dense\", \"units\": 3 }"),
+            "layers[1] (conv2d 'b'): an unused branch: no later layer takes its output 8x8x3");
+  parse_err(GRAPH(CONV("a", 4, "") "{ \"type\": \"dense\", \"units\": 3, \"inputs\": \"f\" }, "
+                  "{ \"type\": \"flatten\", \"name\": \"f\", \"inputs\": \"a\" }"),
+            "layers[1] (dense): field 'inputs': layers[2] (flatten 'f') is listed after it");
+  parse_err(GRAPH(CONV("a", 4, "") CONV("a", 4, "") HEAD), "layers[1] (conv2d 'a'): field 'name': 'a' is already "
+            "the name of layers[0]");
+  parse_err(GRAPH("{ \"type\": \"add\", \"inputs\": [\"input\"] }, " HEAD),
+            "layers[0] (add): field 'inputs': expected an array of 2..8 layer names");
+  parse_err(GRAPH("{ \"type\": \"relu\", \"inputs\": [\"input\", \"input\"] }, " HEAD),
+            "layers[0] (relu): field 'inputs': expected one layer name");
+}
+END_TEST
+
+START_TEST(Activation_fields_and_new_layers_are_checked) {
+  parse_err(GRAPH("{ \"type\": \"softmax\" }, " HEAD),
+            "layers[0] (softmax): softmax is supported only at the model's output (the last layer)");
+  parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"softmax\" }, " HEAD),
+            "layers[0] (conv2d): softmax is supported only at the model's output");
+  parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"elu\" }, " HEAD),
+            "layers[0] (conv2d): field 'activation': unknown activation 'elu'; expected linear, relu, tanh, sigmoid or softmax");
+  parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"use_bias\": 0 }, " HEAD),
+            "layers[0] (conv2d): field 'use_bias': expected true or false");
+  /* Keras' counts: Conv2D(8, 3, use_bias=False) on 8x8x2 has 144 weights */
+  tpu_fe_model m = parse_ok(GRAPH("{ \"type\": \"conv2d\", \"filters\": 8, \"kernel\": 3, \"use_bias\": false }, "
+                                  "{ \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 }"));
+  TU_EQ_U64(3 * 3 * 2 * 8 + 8 * 3 + 3, m.nparams);
+  ck_assert_int_eq(m.layers[1].out.c, 8);
+  ck_assert_int_eq(m.layers[1].out.h, 1);
+  tpu_fe_model z = parse_ok(GRAPH("{ \"type\": \"zero_padding\", \"padding\": [[1, 0], [2, 1]] }, "
+                                  "{ \"type\": \"zero_padding\", \"padding\": [3, 0] }, " HEAD));
+  ck_assert_int_eq(z.layers[0].out.h, 9);
+  ck_assert_int_eq(z.layers[0].out.w, 11);
+  ck_assert_int_eq(z.layers[1].out.h, 15);
+  ck_assert_int_eq(z.layers[1].out.w, 11);
+  parse_err(GRAPH("{ \"type\": \"zero_padding\", \"padding\": [1, -1] }, " HEAD),
+            "layers[0] (zero_padding): field 'padding': expected p, [h, w] or [[top, bottom], [left, right]]");
+  /* Xception's MaxPooling2D(3, strides=2, padding='same'): 147 -> 74 */
+  tpu_fe_model xp = parse_ok("{ \"input\": [147, 147, 1], \"layers\": [ { \"type\": \"maxpool\", \"size\": 3, "
+                             "\"stride\": 2, \"padding\": \"same\" }, " HEAD "] }");
+  ck_assert_int_eq(xp.layers[0].out.h, 74);
+  ck_assert_int_eq(xp.layers[0].pad_top, 1);
+  /* avgpool 'same' leaves the padding out of the count (TensorFlow): [1 2 3] -> [1.5 2.5 3] */
+  tpu_fe_model ap = parse_ok("{ \"input\": [1, 3, 1], \"layers\": [ { \"type\": \"avgpool\", \"size\": 2, "
+                             "\"stride\": 1, \"padding\": \"same\" }, " HEAD "] }");
+  {
+    tpu_fe_backend rb = { .kind = TPU_FE_BACKEND_REFERENCE };
+    fe_core_ws ws;
+    fe_plan *pl;
+    float prm[12] = { 0 }, in[3] = { 1, 2, 3 };
+    ck_assert_int_eq(fe_ws_create(&ap, 1, &ws), TPU_OK);
+    ck_assert_int_eq(fe_plan_create(&ap, 1, 1, TPU_PREC_BF16, false, &pl), TPU_OK);
+    ck_assert_int_eq(fe_forward(pl, &rb, prm, &ws, in, NULL, 0, 0), TPU_OK);
+    ck_assert(ws.act[1][0] == 1.5f && ws.act[1][1] == 2.5f && ws.act[1][2] == 3.0f);
+    fe_plan_destroy(pl);
+    fe_ws_destroy(&ap, &ws);
+  }
+  /* a softmax output is folded into the loss: the same loss as the logits' */
+  tpu_fe_model a = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }");
+  tpu_fe_model b = parse_ok("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3, "
+                            "\"activation\": \"softmax\" } ] }");
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  float p[15], x[8] = { 1, -2, 3, 0.5f, -1, 0, 2, 1 };
+  uint8_t y[2] = { 0, 2 };
+  for (int k = 0; k < 15; k++) p[k] = 0.1f * (float)(k % 7) - 0.3f;
+  double loss[2];
+  for (int v = 0; v < 2; v++) {
+    fe_core_ws ws;
+    fe_plan *pl;
+    ck_assert_int_eq(fe_ws_create(v ? &b : &a, 2, &ws), TPU_OK);
+    ck_assert_int_eq(fe_plan_create(v ? &b : &a, 2, 2, TPU_PREC_BF16, false, &pl), TPU_OK);
+    ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, y, 0, 0), TPU_OK);
+    loss[v] = ws.loss_sum;
+    fe_plan_destroy(pl);
+    fe_ws_destroy(v ? &b : &a, &ws);
+  }
+  ck_assert(loss[0] == loss[1] && loss[0] > 0);
+}
+END_TEST
+
+/* No small cap: a chain of 1000 layers loads, and plans. */
+START_TEST(A_model_may_have_a_thousand_layers) {
+  tpu_text t = { 0 };
+  tpu_text_printf(&t, "%s", "{ \"input\": [4], \"layers\": [ ");
+  for (int i = 0; i < 999; i++) tpu_text_printf(&t, "{ \"type\": \"%s\" }, ", i % 2 ? "relu" : "tanh");
+  tpu_text_printf(&t, "%s", "{ \"type\": \"dense\", \"units\": 3 } ] }");
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  ck_assert_msg(tpu_fe_model_parse(t.s, "t.json", m, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(m->nlayers, 1000);
+  fe_plan *pl;
+  ck_assert_int_eq(fe_plan_create(m, 2, 2, TPU_PREC_BF16, true, &pl), TPU_OK);
+  int gemms = 0;
+  for (int k = 0; k < pl->nsteps; k++) gemms += pl->steps[k].kind == FE_STEP_GEMM;
+  ck_assert_int_eq(gemms, 2);   /* the dense layer's matmul and dW: no dX (nothing upstream learns) */
+  fe_plan_destroy(pl);
+  free(m);
+  tpu_free(t.s);
 }
 END_TEST
 /* }================================================================== */
@@ -95,6 +215,42 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [5, 5, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2, \"padding\": \"same\" },"
   " { \"type\": \"sigmoid\" }, { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 3, \"padding\": \"same\" },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* graphs: a skip connection summed by add; d0 feeds tanh, add and d2, so
+  ** its gradient is one copy and two sums (add's, and a DTMP one) */
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"name\": \"d0\", \"units\": 4 }, { \"type\": \"tanh\" },"
+  " { \"type\": \"dense\", \"name\": \"d1\", \"units\": 4 }, { \"type\": \"add\", \"name\": \"s\", \"inputs\": [\"d1\", \"d0\"] },"
+  " { \"type\": \"dense\", \"name\": \"d2\", \"units\": 2, \"inputs\": \"d0\" },"
+  " { \"type\": \"concatenate\", \"inputs\": [\"s\", \"d2\"] }, { \"type\": \"sigmoid\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* concatenate of three branches, r feeding all three (gradients summed) */
+  "{ \"input\": [6, 6, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"relu\", \"name\": \"r\" }, { \"type\": \"conv2d\", \"name\": \"a\", \"filters\": 2, \"kernel\": 1 },"
+  " { \"type\": \"conv2d\", \"name\": \"b\", \"inputs\": \"r\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"concatenate\", \"inputs\": [\"a\", \"b\", \"r\"] }, { \"type\": \"avgpool\", \"size\": 2 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* "activation" and "use_bias" on conv2d and dense, global_avgpool, a
+  ** softmax layer at the output (folded into the loss) */
+  "{ \"input\": [6, 5, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\","
+  " \"activation\": \"tanh\", \"use_bias\": false }, { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 2,"
+  " \"activation\": \"sigmoid\" }, { \"type\": \"global_avgpool\" },"
+  " { \"type\": \"dense\", \"units\": 3, \"activation\": \"tanh\" }, { \"type\": \"softmax\" } ] }",
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4, \"activation\": \"relu\" },"
+  " { \"type\": \"dense\", \"units\": 3, \"activation\": \"softmax\", \"use_bias\": false } ] }",
+  /* zero_padding, asymmetric (Keras' ((1, 0), (2, 1))) and symmetric */
+  "{ \"input\": [5, 4, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 },"
+  " { \"type\": \"zero_padding\", \"padding\": [[1, 0], [2, 1]] },"
+  " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"activation\": \"tanh\" },"
+  " { \"type\": \"zero_padding\", \"padding\": 1 }, { \"type\": \"avgpool\", \"size\": 2 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* "padding": "same" for pools (max ignores the padding, avg leaves it out of the count) */
+  "{ \"input\": [5, 5, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1, \"activation\": \"tanh\" },"
+  " { \"type\": \"maxpool\", \"size\": 2, \"padding\": \"same\" },"
+  " { \"type\": \"avgpool\", \"size\": 3, \"stride\": 2, \"padding\": \"same\" },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* add of three, one of them the model input (which needs no gradient) */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
+  " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
 };
 
 static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
@@ -512,14 +668,15 @@ static void record_gemm(void *ud, const fe_gemm_call *c) {
   l->n++;
 }
 
-/* Every built-in model and the shipped small-cnn example. */
+/* Every built-in model and the shipped small-cnn and small-resnet examples. */
 static int plan_models(tpu_fe_model *out, int cap) {
   char err[512];
   int n = 0;
   for (const char *const *b = tpu_fe_model_builtin_names(); *b && n < cap; b++, n++)
     ck_assert_msg(tpu_fe_model_load(*b, &out[n], err, sizeof err) == TPU_OK, "%s", err);
   ck_assert_msg(tpu_fe_model_load("docs/examples/small-cnn.json", &out[n], err, sizeof err) == TPU_OK, "%s", err);
-  return n + 1;
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-resnet.json", &out[n + 1], err, sizeof err) == TPU_OK, "%s", err);
+  return n + 2;
 }
 
 static int plan_gemms(const fe_plan *p) {
@@ -715,7 +872,8 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes,
-          Bad_models_name_the_layer_the_field_and_the_shapes);
+          Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
+          A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
