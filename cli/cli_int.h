@@ -68,6 +68,14 @@ extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli
 /* The single command: parse, run, and print the --json report with
 ** jansson's dump 'flags'. Returns the exit status. */
 int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);
+/* Declares a command that sweeps can run as points: its cli_point_cmd
+** (NAME's options of type OPTS_T, read by PARSE_FN, run by RUN_FN; THREADS
+** as above) and the single command cli_cmd_NAME, which prints --json with
+** jansson's FLAGS. One definition of how such a command is wired. */
+#define CLI_POINT_COMMAND(NAME, OPTS_T, THREADS, PARSE_FN, RUN_FN, FLAGS)                        \
+  static int NAME##_parse_opts(int argc, char **argv, void *o) { return PARSE_FN(argc, argv, o); } \
+  const cli_point_cmd cli_##NAME##_point = { CMD, sizeof(OPTS_T), THREADS, NAME##_parse_opts, RUN_FN }; \
+  int cli_cmd_##NAME(int argc, char **argv) { return cli_point_main(&cli_##NAME##_point, argc, argv, FLAGS); }
 
 /* Messages on this thread go into 'buf' (cap bytes, the last message wins)
 ** instead of stderr while 'buf' is set; NULL restores stderr. A sweep

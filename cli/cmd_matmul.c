@@ -269,10 +269,5 @@ static int matmul_run(const void *op, json_t **report) {
   return rc;
 }
 
-static int matmul_parse(int argc, char **argv, void *o) { return parse(argc, argv, o); }
-
-const cli_point_cmd cli_matmul_point = { CMD, sizeof(cli_matmul_opts), false, matmul_parse, matmul_run };
-
-int cli_cmd_matmul(int argc, char **argv) {
-  return cli_point_main(&cli_matmul_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-}
+CLI_POINT_COMMAND(matmul, cli_matmul_opts, false, parse, matmul_run,
+                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))

@@ -280,10 +280,5 @@ static int pipeline_run(const void *op, json_t **report) {
   return rc;
 }
 
-static int pipeline_parse(int argc, char **argv, void *o) { return parse(argc, argv, o); }
-
-const cli_point_cmd cli_pipeline_point = { CMD, sizeof(pl_opts), false, pipeline_parse, pipeline_run };
-
-int cli_cmd_pipeline(int argc, char **argv) {
-  return cli_point_main(&cli_pipeline_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-}
+CLI_POINT_COMMAND(pipeline, pl_opts, false, parse, pipeline_run,
+                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))

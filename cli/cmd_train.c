@@ -471,10 +471,4 @@ static int train_run_opts(const void *op, json_t **report) {
   return rc;
 }
 
-static int train_parse(int argc, char **argv, void *o) { return parse_args(argc, argv, o); }
-
-const cli_point_cmd cli_train_point = { CMD, sizeof(opts), true, train_parse, train_run_opts };
-
-int cli_cmd_train(int argc, char **argv) {
-  return cli_point_main(&cli_train_point, argc, argv, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-}
+CLI_POINT_COMMAND(train, opts, true, parse_args, train_run_opts, JSON_INDENT(2) | JSON_REAL_PRECISION(10))
