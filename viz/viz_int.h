@@ -56,6 +56,7 @@ struct tpu_viz {
   uint64_t ticks;                    /* ticks done on pe */
   uint8_t *state; float *weight, *act, *psum;   /* the view, rows*cols each */
   bool shade_psum;
+  double text_scale;                 /* --scale: multiplies the text size (default 1) */
   float act_scale, psum_scale;
   uint8_t *tl_cache; int tl_w; uint64_t tl_total; /* per timeline x: core cat + unit cats */
 };
