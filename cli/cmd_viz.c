@@ -59,6 +59,8 @@ static const char HELP[] =
   "  --every CYCLES         headless: cycles between frames (default 1)\n"
   "  --out DIR              where frames and screenshots go (default .; created)\n"
   "  --png FILE             headless: write one frame to FILE instead\n"
+  "  --gif FILE             headless: write the frames (--cycle, --frames, --every) as\n"
+  "                         one animated GIF at 10 frames/s, for slides\n"
   "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
   "                         per frame (space, right, shift+right, left, plus, minus,\n"
   "                         1..8, a, h, s, q, esc, wait:FRAMES, click:X:Y, hover:X:Y);\n"
@@ -76,7 +78,7 @@ typedef struct viz_opts {
   tpu_precision prec;
   bool prec_given, headless;
   int width, height;
-  const char *out_dir, *script, *png, *program, *model;
+  const char *out_dir, *script, *png, *gif, *program, *model;
   cli_common com;
 } viz_opts;
 
@@ -113,6 +115,7 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_STR("program", &o->program, "--program needs a file name"),
     CLI_DOUBLE("speed", &o->speed, 0.25, 65536), CLI_DOUBLE("scale", &o->scale, 0.5, 4),
     CLI_STR("out", &o->out_dir, "--out needs a directory"), CLI_STR("png", &o->png, "--png needs a file name"),
+    CLI_STR("gif", &o->gif, "--gif needs a file name"),
     CLI_STR("script", &o->script, "--script needs a list of actions"),
     CLI_FLAG("headless", &o->headless),
   };
@@ -147,8 +150,11 @@ static int check_output(const viz_opts *o, const tpu_chip_config *chip) {
   if (o->headless && o->script) return cli_usage_error(CMD, "--script drives the window; it does not go with --headless");
   if (o->png && (!o->headless || o->out_dir || frames_given))
     return cli_usage_error(CMD, "--png FILE writes one headless frame: use it with --headless, without --out and --frames");
-  if (o->headless && !o->out_dir && !o->png)
-    return cli_usage_error(CMD, "--headless needs --out DIR for the PNG frames (or --png FILE for one)");
+  if (o->gif && (!o->headless || o->out_dir || o->png))
+    return cli_usage_error(CMD, "--gif FILE writes the headless frames as one animated GIF: use it with --headless, "
+                           "without --out and --png");
+  if (o->headless && !o->out_dir && !o->png && !o->gif)
+    return cli_usage_error(CMD, "--headless needs --out DIR for the PNG frames (or --png FILE for one, --gif FILE for an animation)");
   if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
     return cli_usage_error(CMD, "--out %s: cannot create the directory: %s", o->out_dir, strerror(errno));
   struct stat sb;
@@ -336,7 +342,7 @@ int cli_cmd_viz(int argc, char **argv) {
   if (!(rc = create(&o, &chip, &v))) {
     tpu_viz_app_opts ao = {
       .headless = o.headless, .frames = o.frames ? (int)o.frames : 1, .every = (uint64_t)o.every,
-      .start = o.cycle >= 0 ? (uint64_t)o.cycle : tpu_viz_first_event_cycle(v), .out_dir = o.out_dir, .png = o.png, .script = o.script, .width = o.width,
+      .start = o.cycle >= 0 ? (uint64_t)o.cycle : tpu_viz_first_event_cycle(v), .out_dir = o.out_dir, .png = o.png, .gif = o.gif, .script = o.script, .width = o.width,
       .height = o.height, .speed = o.speed > 0 ? o.speed : (chip.mxu.rows <= 16 ? 4 : 64), .quiet = o.com.json };
     rc = tpu_viz_app_run(v, &ao);
     if (rc == 0 && o.com.json) rc = report_json(&o, &chip, v);

@@ -767,6 +767,55 @@ START_TEST(Loading_cells_show_the_arriving_weight) {
   ck_assert(!tpu_viz_cell_weight(v, 8, 0, &w));
 }
 END_TEST
+/* --gif: the animated GIF's first frame, read back by SDL2_image (an
+** independent decoder), is the canvas's frame with each channel rounded to
+** the palette's levels (6 red, 7 green, 6 blue); it has one image per frame. */
+static uint32_t cube(uint32_t p) {
+  const uint32_t r = ((p >> 16 & 255) * 5 + 127) / 255 * 255 / 5, g = ((p >> 8 & 255) * 6 + 127) / 255 * 255 / 6,
+                 b = ((p & 255) * 5 + 127) / 255 * 255 / 5;
+  return 0xff000000u | r << 16 | g << 8 | b;
+}
+START_TEST(Gif_frames_are_the_canvas_in_the_palette) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  char path[] = "/tmp/tpusim_gifXXXXXX.gif", err[512];
+  close(mkstemps(path, 4));
+  const tpu_viz_app_opts o = { .headless = true, .frames = 3, .every = 5, .start = tpu_viz_first_event_cycle(v),
+                               .gif = path, .width = W, .height = H, .speed = 4, .quiet = true };
+  ck_assert_int_eq(tpu_viz_app_run(v, &o), 0);
+  ck_assert(SDL_Init(SDL_INIT_VIDEO) == 0);
+  ck_assert(tpu_viz_seek(v, o.start) == TPU_OK);
+  tpu_viz_canvas *cv;
+  ck_assert_msg(tpu_viz_canvas_create(v, W, H, &cv, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_viz_canvas_draw(cv);
+  int pitch;
+  const uint32_t *want = tpu_viz_canvas_pixels(cv, &pitch);
+  SDL_Surface *s = IMG_Load(path);
+  ck_assert_ptr_nonnull(s);
+  SDL_Surface *c = SDL_ConvertSurfaceFormat(s, SDL_PIXELFORMAT_ARGB8888, 0);
+  ck_assert_int_eq(c->w, W);
+  ck_assert_int_eq(c->h, H);
+  for (int y = layout(v).header.h; y < H; y++)       /* the title line holds the run's speed, not the canvas's */
+    for (int x = 0; x < W; x++) {
+      const uint32_t got = ((const uint32_t *)c->pixels)[(size_t)y * (size_t)(c->pitch / 4) + (size_t)x] | 0xff000000u;
+      ck_assert_msg(got == cube(want[(size_t)y * (size_t)pitch + (size_t)x]), "(%d,%d): gif 0x%08x, frame 0x%08x",
+                    x, y, got, want[(size_t)y * (size_t)pitch + (size_t)x]);
+    }
+  size_t n;
+  unsigned char *bytes = (unsigned char *)tpu_read_file(path, &n);
+  ck_assert_ptr_nonnull(bytes);
+  int images = 0;
+  for (size_t i = 0; i + 3 < n; i++) images += bytes[i] == 0x21 && bytes[i + 1] == 0xf9 && bytes[i + 2] == 4;
+  ck_assert_int_ge(images, 3);
+  ck_assert_int_eq(memcmp(bytes, "GIF89a", 6), 0);
+  ck_assert_int_eq(bytes[n - 1], 0x3b);
+  tpu_free(bytes);
+  SDL_FreeSurface(c);
+  SDL_FreeSurface(s);
+  tpu_viz_canvas_destroy(cv);
+  remove(path);
+  SDL_Quit();
+}
+END_TEST
 /* }================================================================== */
 
 int main(void) {
@@ -786,6 +835,6 @@ int main(void) {
   TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
   TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
   TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Text_scales_and_the_legend_is_drawn,
-          Loading_cells_show_the_arriving_weight);
+          Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette);
   return tu_main(s);
 }

@@ -205,6 +205,7 @@ typedef struct tpu_viz_app_opts {
   uint64_t start;              /* first cycle shown */
   const char *out_dir;         /* headless frames and 's' screenshots ("." when NULL) */
   const char *png;             /* headless: write the one frame to this file instead */
+  const char *gif;             /* headless: write all frames as one animated GIF (10 frames/s) instead */
   const char *script;          /* interactive test mode: comma-separated actions */
   int width, height;           /* frame size */
   double speed;                /* cycles per second when running */

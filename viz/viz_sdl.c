@@ -568,12 +568,17 @@ out:
 
 static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
   char err[4300];
+  viz_gif *gif = NULL;
   SDL_SetHint(SDL_HINT_VIDEODRIVER, "offscreen,dummy");
   if (SDL_Init(SDL_INIT_VIDEO) != 0) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); return 1; }
   ui u;
   int rc = 1;
   if (ui_open(&u, v, o->width, o->height, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
   u.speed = o->speed;
+  if (o->gif && !(gif = viz_gif_open(o->gif, u.frame->w, u.frame->h, err, sizeof err))) {
+    fprintf(stderr, "tpusim viz: %s\n", err);
+    goto out;
+  }
   for (int f = 0; f < o->frames; f++) {
     uint64_t c = o->start + (uint64_t)f * o->every;
     if (tpu_viz_seek(v, c) != TPU_OK) { fprintf(stderr, "tpusim viz: out of memory\n"); goto out; }
@@ -581,11 +586,20 @@ static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
     if (o->png) snprintf(path, sizeof path, "%s", o->png);
     else snprintf(path, sizeof path, "%s/frame_%06d.png", o->out_dir ? o->out_dir : ".", f);
     compose(&u);
+    if (gif) { viz_gif_frame(gif, u.frame->pixels, u.frame->pitch / 4, 10); continue; }
     if (save_surface(u.frame, path, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
     if (!o->quiet) printf("wrote %s (cycle %llu)\n", path, (unsigned long long)v->shown);
   }
+  if (gif) {
+    viz_gif *g = gif;
+    gif = NULL;
+    if (viz_gif_close(g, true, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
+    if (!o->quiet) printf("wrote %s (%d frames, cycles %llu..%llu)\n", o->gif, o->frames,
+                          (unsigned long long)o->start, (unsigned long long)v->shown);
+  }
   rc = 0;
 out:
+  viz_gif_close(gif, false, err, sizeof err);     /* a failed run leaves no file */
   ui_close(&u);
   TTF_Quit();
   SDL_Quit();

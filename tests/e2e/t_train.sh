@@ -137,3 +137,9 @@ expect_status 2 "$TPUSIM" train --model mlp --resume
 expect_status 2 "$TPUSIM" train
 expect_status 0 "$TPUSIM" train --help
 expect_out_contains "--checkpoint DIR"
+# --data mnist without MNIST installed (no Debian package ships it): exit 2,
+# saying where to get the files
+if [ ! -e /usr/share/datasets/mnist/train-labels-idx1-ubyte.gz ] && [ ! -e /usr/share/datasets/mnist/train-labels-idx1-ubyte ]; then
+  expect_status 2 "$TPUSIM" train --model mlp --data mnist --steps-per-epoch 1
+  expect_err_contains "no Debian package ships it"; expect_err_contains "--data D"
+fi

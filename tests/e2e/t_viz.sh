@@ -189,3 +189,10 @@ h1, h2 = title_height("teach/frame_000000.png"), title_height("s2.png")
 assert 1.8 <= h2 / h1 <= 2.2, ("text height at --scale 1 and 2", h1, h2)
 PY
 expect_status 2 "$TPUSIM" viz --chip teach --scale 9 --headless --out o; expect_err_contains "--scale"
+# --gif: a cycle range as one animated GIF (checked pixel by pixel in check_viz)
+expect_status 0 "$TPUSIM" viz --chip teach --headless --cycle 1740 --frames 12 --every 4 --gif slide.gif
+expect_out_contains "12 frames, cycles 1740..1784"
+[ "$(head -c 6 slide.gif)" = GIF89a ] || die "slide.gif is not a GIF"
+expect_status 2 "$TPUSIM" viz --chip teach --gif x.gif;                      expect_err_contains "--gif"
+expect_status 2 "$TPUSIM" viz --chip teach --headless --gif x.gif --out o;   expect_err_contains "without --out"
+expect_status 1 "$TPUSIM" viz --chip teach --headless --gif /nonexistent/x.gif; expect_err_contains "/nonexistent/x.gif"
