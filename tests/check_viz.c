@@ -816,6 +816,35 @@ START_TEST(Gif_frames_are_the_canvas_in_the_palette) {
   SDL_Quit();
 }
 END_TEST
+/* Zoom keeps the cycle under the mouse in place and halves the range; pan
+** moves it and stops at the run's ends; the timeline's first pixel is the
+** range's first cycle. */
+START_TEST(Timeline_zooms_and_pans_within_the_run) {
+  tpu_viz *v = make("teach", 0, 40, 12, 20);
+  const tpu_viz_layout l = layout(v);
+  const uint64_t T = tpu_viz_total_cycles(v);
+  uint64_t a, b;
+  const int x = l.timeline.x + l.timeline.w / 3;
+  const uint64_t c = tpu_viz_cycle_at_x(v, &l, x);
+  tpu_viz_zoom(v, 2.0, c);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert(a <= c && c < b);
+  ck_assert_uint_le((b - a) > T / 2 ? (b - a) - T / 2 : T / 2 - (b - a), 1);
+  const uint64_t c2 = tpu_viz_cycle_at_x(v, &l, x);
+  ck_assert_uint_le(c2 > c ? c2 - c : c - c2, 2);
+  ck_assert_uint_eq(tpu_viz_cycle_at_x(v, &l, l.timeline.x), a);
+  for (int i = 0; i < 20; i++) tpu_viz_pan(v, 0.25);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert_uint_eq(b, T);
+  for (int i = 0; i < 40; i++) tpu_viz_zoom(v, 2.0, T - 1);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert_uint_eq(b - a, 16);
+  for (int i = 0; i < 40; i++) tpu_viz_zoom(v, 0.5, 0);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert_uint_eq(a, 0);
+  ck_assert_uint_eq(b, T);
+}
+END_TEST
 /* }================================================================== */
 
 int main(void) {
@@ -835,6 +864,7 @@ int main(void) {
   TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
   TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
   TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Text_scales_and_the_legend_is_drawn,
-          Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette);
+          Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette,
+          Timeline_zooms_and_pans_within_the_run);
   return tu_main(s);
 }

@@ -647,14 +647,58 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
                             height - (l->legend.y + l->legend.h + 8) };
 }
 
+void tpu_viz_view_range(const tpu_viz *v, uint64_t *a, uint64_t *b) {
+  *a = v->tl_b > v->tl_a ? v->tl_a : 0;
+  *b = v->tl_b > v->tl_a ? v->tl_b : v->total;
+}
+
+/* Shows [a, b) clamped to the run, at least 16 cycles (or the run). */
+static void set_view(tpu_viz *v, double a, double b) {
+  const double total = (double)v->total, minw = total < 16 ? total : 16;
+  if (b - a < minw) { const double m = (a + b) / 2; a = m - minw / 2; b = m + minw / 2; }
+  if (b - a > total) { a = 0; b = total; }
+  if (a < 0) { b -= a; a = 0; }
+  if (b > total) { a -= b - total; b = total; }
+  v->tl_a = (uint64_t)(a + 0.5);
+  v->tl_b = (uint64_t)(b + 0.5);
+  if (v->tl_b <= v->tl_a || (v->tl_a == 0 && v->tl_b >= v->total)) v->tl_a = v->tl_b = 0;
+}
+
+void tpu_viz_zoom(tpu_viz *v, double factor, uint64_t center) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  if (factor <= 0) factor = 1;
+  const double c = (double)center, w = (double)(b - a) / factor;
+  /* the center cycle stays at the same place on the timeline */
+  const double frac = b > a ? ((double)center - (double)a) / (double)(b - a) : 0.5;
+  set_view(v, c - frac * w, c - frac * w + w);
+}
+
+void tpu_viz_pan(tpu_viz *v, double fraction) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  const double d = fraction * (double)(b - a);
+  set_view(v, (double)a + d, (double)b + d);
+}
+
+/* The timeline x of cycle c, or -1 when c is outside the visible range. */
+static int x_of_cycle(const tpu_viz *v, const tpu_viz_layout *l, uint64_t c) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  if (c < a || c >= b) return -1;
+  return l->timeline.x + (int)((double)(c - a) * (double)l->timeline.w / (double)(b - a));
+}
+
 int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
 
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
   if (px >= l->timeline.w) px = l->timeline.w - 1;
-  uint64_t c = (uint64_t)((double)px * (double)v->total / (double)l->timeline.w);
-  return c < v->total ? c : v->total - 1;
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  uint64_t c = a + (uint64_t)((double)px * (double)(b - a) / (double)l->timeline.w);
+  return c < b ? c : b - 1;
 }
 
 bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c) {
@@ -744,10 +788,10 @@ static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pi
 
 static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
   const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
-  if (v->tl_cache && v->tl_w == w && v->tl_total == v->total) return;
+  if (v->tl_cache && v->tl_w == w && v->tl_total == v->total && v->tl_ca == v->tl_a && v->tl_cb == v->tl_b) return;
   tpu_free(v->tl_cache);
   v->tl_cache = tpu_malloc((size_t)w * (size_t)v->ncores * (size_t)per);
-  v->tl_w = w; v->tl_total = v->total;
+  v->tl_w = w; v->tl_total = v->total; v->tl_ca = v->tl_a; v->tl_cb = v->tl_b;
   if (!v->tl_cache) return;                      /* drawn without the cache */
   for (int p = 0; p < v->ncores; p++)
     for (int x = 0; x < w; x++) {
@@ -791,12 +835,12 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   const viz_core *sc = &v->core[v->sel];
   for (int64_t b = 0; b < sc->ninf; b++) {
     if (sc->inf_ready[b] >= v->total) break;
-    int x = l->infeed.x + (int)((double)sc->inf_ready[b] * (double)w / (double)v->total);
-    fill(px, pitch, l, x, l->infeed.y, 1, 4, 0xffc0c0c0u);
+    int x = x_of_cycle(v, l, sc->inf_ready[b]);
+    if (x >= 0) fill(px, pitch, l, x, l->infeed.y, 1, 4, 0xffc0c0c0u);
   }
   /* cursor at the shown cycle */
-  int cx = l->timeline.x + (int)((double)v->shown * (double)w / (double)v->total);
-  fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
+  int cx = x_of_cycle(v, l, v->shown);
+  if (cx >= 0) fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
 }
 
 /* The legend's swatches (its text is drawn by the SDL layer): one per stall

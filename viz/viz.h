@@ -185,7 +185,17 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
 /* Top y of core p's block in the timeline; its strip is [y, y+strip_h),
 ** unit u's row [y + strip_h + u*row_h, + row_h). */
 int tpu_viz_core_y(const tpu_viz_layout *l, int core);
-/* Cycle under timeline x (clamped), and the cell under (x, y) (false if none). */
+/* The timeline's visible cycles [a, b): the whole run until zoomed. */
+void tpu_viz_view_range(const tpu_viz *v, uint64_t *a, uint64_t *b);
+/* Zooms the timeline by 'factor' (2 = twice as many pixels per cycle,
+** 0.5 = out) keeping cycle 'center' where it is on screen; at least 16
+** cycles stay visible, never more than the run. */
+void tpu_viz_zoom(tpu_viz *v, double factor, uint64_t center);
+/* Pans the timeline by 'fraction' of its visible width (negative: earlier),
+** clamped to the run. */
+void tpu_viz_pan(tpu_viz *v, double fraction);
+/* Cycle under timeline x (clamped to the visible range), and the cell under
+** (x, y) (false if none). */
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x);
 bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c);
 

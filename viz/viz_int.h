@@ -59,6 +59,8 @@ struct tpu_viz {
   double text_scale;                 /* --scale: multiplies the text size (default 1) */
   float act_scale, psum_scale;
   uint8_t *tl_cache; int tl_w; uint64_t tl_total; /* per timeline x: core cat + unit cats */
+  uint64_t tl_a, tl_b;               /* the timeline's visible cycles [tl_a, tl_b); 0, 0 = the whole run */
+  uint64_t tl_ca, tl_cb;             /* the range tl_cache was built for */
 };
 /* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all (temp
 ** file, then rename). 0, or -1 with err set. (viz_png.c) */

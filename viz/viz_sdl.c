@@ -38,7 +38,10 @@ const char TPU_VIZ_KEYS_HELP[] =
   "  + / -        run faster / slower (cycles per second, x2)\n"
   "  1..8         select the core shown in the MXU panel\n"
   "  a            shade computing cells by activation or by partial sum\n"
-  "  click        on the timeline: jump to that cycle\n"
+  "  click        on the timeline: jump to that cycle (the array shows it)\n"
+  "  wheel        on the timeline: zoom in / out around the cycle under the mouse\n"
+  "  z / x        zoom the timeline in / out around the cycle shown\n"
+  "  [ / ]        pan the timeline earlier / later (a quarter of its width)\n"
   "  hover        over a cell: its weight, activation and partial sum\n"
   "  s            save a PNG screenshot\n"
   "  h or ?       show / hide this help\n"
@@ -51,7 +54,7 @@ struct tpu_viz_canvas {
   TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
   bool running, help, quit;
   double speed, carry;             /* cycles per second; fractional cycles pending */
-  int hover_r, hover_c;
+  int hover_r, hover_c, mouse_x;
   int shots;
   const char *out_dir;
 };
@@ -370,8 +373,12 @@ int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *
 ** Events
 ** ================================================================== */
 static void say_state(const ui *u) {
-  printf("cycle %llu core %d %s speed %.4g\n", (unsigned long long)u->v->shown, u->v->sel + 1,
+  uint64_t a, b;
+  tpu_viz_view_range(u->v, &a, &b);
+  printf("cycle %llu core %d %s speed %.4g", (unsigned long long)u->v->shown, u->v->sel + 1,
          u->running ? "running" : "paused", u->speed);
+  if (a != 0 || b != u->v->total) printf(" view %llu..%llu", (unsigned long long)a, (unsigned long long)b);
+  printf("\n");
   fflush(stdout);
 }
 
@@ -389,6 +396,7 @@ static void handle(ui *u, const SDL_Event *e) {
   if (e->type == SDL_QUIT) { u->quit = true; return; }
   if (e->type == SDL_MOUSEMOTION) {
     int r, c;
+    u->mouse_x = e->motion.x;
     if (tpu_viz_cell_at(v, &u->l, e->motion.x, e->motion.y, &r, &c)) { u->hover_r = r; u->hover_c = c; }
     else u->hover_r = -1;
     return;
@@ -400,6 +408,10 @@ static void handle(ui *u, const SDL_Event *e) {
       tpu_viz_seek(v, tpu_viz_cycle_at_x(v, &u->l, x));
       u->running = false;
     }
+    return;
+  }
+  if (e->type == SDL_MOUSEWHEEL) {
+    if (e->wheel.y) tpu_viz_zoom(v, e->wheel.y > 0 ? 2.0 : 0.5, tpu_viz_cycle_at_x(v, &u->l, u->mouse_x));
     return;
   }
   if (e->type == SDL_WINDOWEVENT && e->window.event == SDL_WINDOWEVENT_SIZE_CHANGED) {
@@ -422,6 +434,10 @@ static void handle(ui *u, const SDL_Event *e) {
     break;
   case SDLK_PLUS: case SDLK_EQUALS: case SDLK_KP_PLUS: if (u->speed < 65536) u->speed *= 2; break;
   case SDLK_MINUS: case SDLK_KP_MINUS: if (u->speed > 0.25) u->speed /= 2; break;
+  case SDLK_z: tpu_viz_zoom(v, 2.0, v->shown); break;
+  case SDLK_x: tpu_viz_zoom(v, 0.5, v->shown); break;
+  case SDLK_LEFTBRACKET: tpu_viz_pan(v, -0.25); break;
+  case SDLK_RIGHTBRACKET: tpu_viz_pan(v, 0.25); break;
   case SDLK_n: u->running = false; tpu_viz_seek(v, tpu_viz_next_event_cycle(v)); break;
   case SDLK_p: u->running = false; tpu_viz_seek(v, tpu_viz_prev_event_cycle(v)); break;
   case SDLK_a: v->shade_psum = !v->shade_psum; break;
@@ -443,6 +459,10 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
     e->type = SDL_MOUSEBUTTONDOWN; e->button.button = SDL_BUTTON_LEFT; e->button.x = x; e->button.y = y;
     return true;
   }
+  if (!strcmp(a, "wheelup") || !strcmp(a, "wheeldown")) {   /* at the last hover's x */
+    e->type = SDL_MOUSEWHEEL; e->wheel.y = a[5] == 'u' ? 1 : -1;
+    return true;
+  }
   if (sscanf(a, "hover:%d:%d", &x, &y) == 2) {
     e->type = SDL_MOUSEMOTION; e->motion.x = x; e->motion.y = y;
     return true;
@@ -451,7 +471,8 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
     { "space", SDLK_SPACE, 0 }, { "right", SDLK_RIGHT, 0 }, { "shift+right", SDLK_RIGHT, KMOD_LSHIFT },
     { "left", SDLK_LEFT, 0 }, { "plus", SDLK_PLUS, 0 }, { "minus", SDLK_MINUS, 0 },
     { "s", SDLK_s, 0 }, { "q", SDLK_q, 0 }, { "esc", SDLK_ESCAPE, 0 }, { "h", SDLK_h, 0 },
-    { "a", SDLK_a, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
+    { "a", SDLK_a, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "z", SDLK_z, 0 }, { "x", SDLK_x, 0 },
+    { "[", SDLK_LEFTBRACKET, 0 }, { "]", SDLK_RIGHTBRACKET, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
     { "5", SDLK_5, 0 }, { "6", SDLK_6, 0 }, { "7", SDLK_7, 0 }, { "8", SDLK_8, 0 } };
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (!strcmp(a, keys[i].name)) {
