@@ -9,6 +9,8 @@
 #   make asan       the tests under ASan+UBSan      make bench   benchmarks (slow)
 #   make demo       the main job                    make headers each header alone
 #   make test-all   tests including the slow tag    make echo    effective flags
+#   make docs-images  the pictures in docs/ and README.md, from the commands they print
+#   make install / make uninstall  (PREFIX=/usr/local, DESTDIR= for staging)
 
 .DEFAULT_GOAL := all
 CC      ?= cc
@@ -45,7 +47,7 @@ BENCHES    = $(BENCH_SRCS:%.c=$(B)/%)
 LIB        = $(B)/libtpusim.a
 BIN        = $(B)/tpusim
 
-.PHONY: all deps test test-all asan valgrind bench demo headers perf clean echo FORCE
+.PHONY: all deps test test-all asan valgrind bench demo docs-images install uninstall headers perf clean echo FORCE
 all: tpusim
 
 # ./tpusim points at the release build; other modes (asan, debug) leave it alone.
@@ -105,6 +107,57 @@ valgrind: $(TESTS)
 # OPENBLAS_CORETYPE override in the environment would flatter our ratios.
 bench: $(BENCHES) tpusim
 	@env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 TPUSIM=$(BIN) BENCHES="$(BENCHES)" bash tests/bench/run.sh
+# {==================================================================
+# Install: the program, its man page (generated from its --help texts by
+# dist/mkman.py), bash completion, the examples, and the engine as a static
+# library with its public headers and a pkg-config file. Uninstall removes
+# exactly those files, then the directories of ours that are left empty.
+# ==================================================================
+PREFIX     ?= /usr/local
+VERSION    := $(shell sed -n 's/^\#define TPU_VERSION "\(.*\)"/\1/p' base/base.h)
+PUB_HDRS   := base/base.h mxu/mxu.h vpu/vpu.h vpu/vpu_ops.def datafeed/df.h sim/sim.h sim/stall.def \
+              frontend/fe.h viz/viz.h
+EXAMPLES   := $(sort $(wildcard docs/examples/*))
+I          := $(DESTDIR)$(PREFIX)
+INST_FILES := bin/tpusim share/man/man1/tpusim.1 share/bash-completion/completions/tpusim \
+              lib/libtpusim.a lib/pkgconfig/tpusim.pc $(PUB_HDRS:%=include/tpusim/%) \
+              $(EXAMPLES:docs/examples/%=share/doc/tpusim/examples/%) share/doc/tpusim/LICENSE
+INST_DIRS  := include/tpusim/base include/tpusim/mxu include/tpusim/vpu include/tpusim/datafeed \
+              include/tpusim/sim include/tpusim/frontend include/tpusim/viz include/tpusim \
+              share/doc/tpusim/examples share/doc/tpusim
+$(B)/tpusim.1: $(BIN) dist/mkman.py
+	$(Q)python3 dist/mkman.py $(BIN) > $@.tmp && mv $@.tmp $@
+$(B)/tpusim.pc: dist/tpusim.pc.in base/base.h Makefile
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e 's|@PKGS@|$(filter-out check,$(PKGS))|' $< > $@
+install: $(BIN) $(LIB) $(B)/tpusim.1 $(B)/tpusim.pc
+	install -d $(I)/bin $(I)/share/man/man1 $(I)/share/bash-completion/completions $(I)/lib/pkgconfig \
+	  $(I)/share/doc/tpusim/examples $(addprefix $(I)/include/tpusim/,$(sort $(dir $(PUB_HDRS))))
+	install -m 755 $(BIN) $(I)/bin/tpusim
+	install -m 644 $(B)/tpusim.1 $(I)/share/man/man1/tpusim.1
+	install -m 644 dist/tpusim.bash $(I)/share/bash-completion/completions/tpusim
+	install -m 644 $(LIB) $(I)/lib/libtpusim.a
+	install -m 644 $(B)/tpusim.pc $(I)/lib/pkgconfig/tpusim.pc
+	for h in $(PUB_HDRS); do install -m 644 $$h $(I)/include/tpusim/$$h || exit 1; done
+	install -m 644 $(EXAMPLES) $(I)/share/doc/tpusim/examples/
+	install -m 644 LICENSE $(I)/share/doc/tpusim/LICENSE
+uninstall:
+	rm -f $(addprefix $(I)/,$(INST_FILES))
+	-for d in $(INST_DIRS); do [ ! -d $(I)/$$d ] || rmdir $(I)/$$d 2>/dev/null || true; done
+# }==================================================================
+
+# The pictures in the docs, regenerated from the commands the docs print.
+# The exercises' pictures are docs/TEACHING.md's commands, exactly.
+docs-images: tpusim
+	$(BIN) viz --chip teach --headless --cycle 1752 --png docs/viz-teach.png
+	$(BIN) viz --headless --cycle 2600 --png docs/viz-128.png
+	@mkdir -p docs/teaching
+	$(BIN) viz --cores 1 --m 8 --n 256 --k 256 --headless --cycle 1300 --png docs/teaching/ex1-batch8.png
+	$(BIN) viz --cores 1 --m 512 --n 256 --k 256 --headless --cycle 1900 --png docs/teaching/ex1-batch512.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 5180 --png docs/teaching/ex2-n130.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 1250 --png docs/teaching/ex3-bf16x3.png
+	$(BIN) viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png docs/teaching/ex4-infeed.png
+	$(BIN) viz --chip teach --model mlp --batch 64 --headless --png docs/teaching/ex5-allreduce.png
 # The main job: mlp on Fashion-MNIST on a simulated tpu-v2-8, 2 epochs, fed by
 # a prefetching pipeline; writes a Perfetto trace to build/train-trace.json.
 demo: tpusim

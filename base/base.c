@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+const char *tpu_version(void) { return TPU_VERSION; }
+
 const char *tpu_status_str(tpu_status s) {
   static const char *const text[] = {
     [TPU_OK] = "ok", [TPU_ERR_NOMEM] = "out of memory", [TPU_ERR_CONFIG] = "bad configuration",

@@ -20,6 +20,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The release (semantic versioning, https://semver.org): the one version of
+** `tpusim --version`, of every --json report ("tpusim_version"), of the
+** pkg-config file (the Makefile reads it from this line) and of
+** CHANGELOG.md's newest entry. tpu_version() is the library's, for a
+** program linked against an installed libtpusim.a to check at run time. */
+#define TPU_VERSION "0.2.0"
+const char *tpu_version(void);
+
 typedef enum tpu_status {
   TPU_OK = 0,
   TPU_ERR_NOMEM,      /* an allocation failed */

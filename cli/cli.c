@@ -201,6 +201,7 @@ void cli_chip_cut(tpu_chip_config *chip, int cores) {
 
 int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   if (!o) return cli_runtime_error(cmd, "out of memory");
+  json_object_set_new(o, "tpusim_version", json_string(TPU_VERSION));   /* last, after the report's own keys */
   json_dumpf(o, stdout, flags);
   putchar('\n');
   json_decref(o);

@@ -31,9 +31,11 @@ static const char HELP[] =
   "global batch is split evenly), and reports test accuracy, simulated time per\n"
   "step, MXU utilization and the stall breakdown of the cores.\n\n"
   "  --model NAME|FILE      built-in model (mlp, cnn) or a JSON model file (docs/MODELS.md)\n"
-  "  --data D               fashion-mnist (default), mnist, synthetic, cifar10:DIR (the\n"
-  "                         CIFAR-10 binary files), or a directory holding the four\n"
-  "                         IDX files\n"
+  "  --data D               fashion-mnist (default, Debian's dataset-fashion-mnist),\n"
+  "                         synthetic, cifar10:DIR (the CIFAR-10 binary files), or a\n"
+  "                         directory of the four MNIST-format IDX files; mnist reads\n"
+  "                         them from /usr/share/datasets/mnist (no Debian package\n"
+  "                         ships MNIST: download it there or to D)\n"
   "  --epochs E             epochs (default 1)\n"
   "  --pipeline FILE        the input pipeline, a datafeed JSON (docs/DATAFEED.md): its\n"
   "                         batches feed the cores and its host-time model says when each\n"
@@ -119,7 +121,18 @@ static int parse_args(int argc, char **argv, opts *o) {
 /* {==================================================================
 ** Progress (Keras style) and the report
 ** ================================================================== */
-static void progress(bool tty, bool final, long step, long total, double sim_step_s,
+/* A duration in Keras' progress units: 107.7us, 4.2ms, 1.05s. */
+static void fmt_step(char *b, size_t n, double s) {
+  if (s >= 1.0) snprintf(b, n, "%.2fs", s);
+  else if (s >= 1e-3) snprintf(b, n, "%.1fms", s * 1e3);
+  else snprintf(b, n, "%.1fus", s * 1e6);
+}
+
+/* The progress line as Keras prints it: while running the bar, the step
+** count and the ETA (wall time), at the end the epoch's wall time and wall
+** time per step; then the simulated time per step, labelled 'sim' so no one
+** takes one for the other, and the running loss and accuracy. */
+static void progress(bool tty, bool final, long step, long total, double wall_s, double sim_step_s,
                      double loss, double acc) {
   if (!tty && !final) return;
   char bar[31];
@@ -128,12 +141,19 @@ static void progress(bool tty, bool final, long step, long total, double sim_ste
   if (w >= 30) bar[29] = '=';
   bar[30] = 0;
   int dig = snprintf(NULL, 0, "%ld", total);
-  /* simulated time per step, in Keras' units */
-  char t[32];
-  if (sim_step_s >= 1.0) snprintf(t, sizeof t, "%.2fs", sim_step_s);
-  else if (sim_step_s >= 1e-3) snprintf(t, sizeof t, "%.1fms", sim_step_s * 1e3);
-  else snprintf(t, sizeof t, "%.1fus", sim_step_s * 1e6);
-  printf("%s%*ld/%ld [%s] - %s/step", tty ? "\r" : "", dig, step, total, bar, t);
+  char t[32], wt[32];
+  fmt_step(t, sizeof t, sim_step_s);
+  printf("%s%*ld/%ld [%s]", tty ? "\r" : "", dig, step, total, bar);
+  if (final) {
+    fmt_step(wt, sizeof wt, step ? wall_s / (double)step : 0);
+    printf(" - %.0fs %s/step (wall)", wall_s, wt);
+  } else {
+    const long eta = step ? lround(wall_s / (double)step * (double)(total - step)) : 0;
+    if (eta >= 3600) printf(" - ETA: %ld:%02ld:%02ld", eta / 3600, eta / 60 % 60, eta % 60);
+    else if (eta >= 60) printf(" - ETA: %ld:%02ld", eta / 60, eta % 60);
+    else printf(" - ETA: %lds", eta);
+  }
+  printf(" - sim %s/step", t);
   /* --level timing computes no values: no loss to show (NaN) */
   if (!isnan(loss)) printf(" - loss: %.4f - accuracy: %.4f", loss, acc);
   if (!final) fflush(stdout);
@@ -305,14 +325,16 @@ static int end_epoch(const opts *o, train_run *t, int ep, double ewall, double e
   if (t->numerics && (st = tpu_fe_trainer_eval(&t->tr, &t->test, &t->test_loss, &t->test_acc)))
     return cli_fail(CMD, st, "evaluation: %s", tpu_status_str(st));
   if (t->text) {
-    progress(t->tty, true, t->steps, t->steps, ep_sim / (double)t->steps, t->last_loss, t->last_acc);
-    if (t->numerics) printf(" - wall %.1fs - test_loss: %.4f - test_accuracy: %.4f\n", ewall, t->test_loss, t->test_acc);
-    else printf(" - wall %.1fs\n", ewall);
+    progress(t->tty, true, t->steps, t->steps, ewall, ep_sim / (double)t->steps, t->last_loss, t->last_acc);
+    if (t->numerics) printf(" - val_loss: %.4f - val_accuracy: %.4f\n", t->test_loss, t->test_acc);
+    else printf("\n");
     fflush(stdout);
   }
   const bool n = t->numerics;
-  json_array_append_new(t->hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
+  /* val_* as Keras names them; test_* are their aliases for one release */
+  json_array_append_new(t->hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
                                            "loss", n ? t->last_loss : 0.0, "accuracy", n ? t->last_acc : 0.0,
+                                           "val_loss", n ? t->test_loss : 0.0, "val_accuracy", n ? t->test_acc : 0.0,
                                            "test_loss", n ? t->test_loss : 0.0,
                                            "test_accuracy", n ? t->test_acc : 0.0, "wall_s", ewall, "sim_s", ep_sim));
   if (o->ckpt && n) {
@@ -340,7 +362,7 @@ static int run_epoch(const opts *o, train_run *t, int ep) {
     t->last_acc = (double)csum / (double)((s + 1) * o->batch);
     const double now = cli_now_s();
     if (t->tty && (now - last_draw > 0.05 || s + 1 == t->steps)) {
-      progress(true, false, s + 1, t->steps, ep_sim / (double)(s + 1), t->last_loss, t->last_acc);
+      progress(true, false, s + 1, t->steps, now - ew0, ep_sim / (double)(s + 1), t->last_loss, t->last_acc);
       last_draw = now;
     }
   }
@@ -396,7 +418,9 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
                         "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
                         "data", o->data, "epochs", (int)o->epochs, "steps_per_epoch", (int)t->steps,
                         "parameters", (json_int_t)t->model.nparams);
-  json_object_set_new(j, "test_loss", n ? json_real(t->test_loss) : json_null());
+  json_object_set_new(j, "val_loss", n ? json_real(t->test_loss) : json_null());
+  json_object_set_new(j, "val_accuracy", n ? json_real(t->test_acc) : json_null());
+  json_object_set_new(j, "test_loss", n ? json_real(t->test_loss) : json_null());      /* alias of val_loss */
   json_object_set_new(j, "test_accuracy", n ? json_real(t->test_acc) : json_null());
   json_object_set_new(j, "train_loss", n ? json_real(t->last_loss) : json_null());
   json_object_set_new(j, "train_accuracy", n ? json_real(t->last_acc) : json_null());
@@ -411,6 +435,7 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   json_object_set_new(j, "wall_s", json_real(t->wall));
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", t->hist);
+  json_object_set_new(j, "tpusim_version", json_string(TPU_VERSION));
   t->hist = NULL;
   return j;
 }

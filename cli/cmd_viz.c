@@ -47,7 +47,10 @@ static const char HELP[] =
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
   "  --core C               core shown first (1-based, default 1)\n"
-  "  --cycle C              first cycle shown (default 0)\n"
+  "  --cycle C              first cycle shown (default: the selected core's first\n"
+  "                         weight load, where something first happens in the array)\n"
+  "  --scale X              text size factor, 0.5..4 (default 1; text also grows\n"
+  "                         with the window: 13 px at 1280x800, 18 px at 1920x1080)\n"
   "  --speed X              cycles per second when running (default 4 on arrays\n"
   "                         up to 16x16, else 64)\n"
   "  --size WxH             frame size in pixels (default 1280x800, at least 640x480)\n"
@@ -56,9 +59,12 @@ static const char HELP[] =
   "  --every CYCLES         headless: cycles between frames (default 1)\n"
   "  --out DIR              where frames and screenshots go (default .; created)\n"
   "  --png FILE             headless: write one frame to FILE instead\n"
+  "  --gif FILE             headless: write the frames (--cycle, --frames, --every) as\n"
+  "                         one animated GIF at 10 frames/s, for slides\n"
   "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
   "                         per frame (space, right, shift+right, left, plus, minus,\n"
-  "                         1..8, a, h, s, q, esc, wait:FRAMES, click:X:Y, hover:X:Y);\n"
+  "                         1..8, a, h, s, q, esc, n, p, z, x, [, ], wait:FRAMES,\n"
+  "                         click:X:Y, hover:X:Y, wheelup, wheeldown);\n"
   "                         prints the state after each; the session ends with them\n"
   "  --json                 headless: print one JSON object (run, totals, frames)\n\n"
   "keys in the window:\n";
@@ -69,11 +75,11 @@ enum { OPT_PRECISION = 1, OPT_SIZE };
 
 typedef struct viz_opts {
   long m, n, k, seed, core, cycle, frames, every, cores, batch, infeed_ready;   /* 0: not given */
-  double speed;
+  double speed, scale;
   tpu_precision prec;
   bool prec_given, headless;
   int width, height;
-  const char *out_dir, *script, *png, *program, *model;
+  const char *out_dir, *script, *png, *gif, *program, *model;
   cli_common com;
 } viz_opts;
 
@@ -98,7 +104,7 @@ static int option(void *ud, int id, const char *v) {
 }
 
 static int parse(int argc, char **argv, viz_opts *o) {
-  *o = (viz_opts){ .seed = 1, .core = 1, .every = 1, .prec = TPU_PREC_BF16, .width = 1280, .height = 800 };
+  *o = (viz_opts){ .seed = 1, .core = 1, .cycle = -1, .scale = 1, .every = 1, .prec = TPU_PREC_BF16, .width = 1280, .height = 800 };
   const cli_opt opts[] = {
     CLI_LONG("m", &o->m, 1, 65536), CLI_LONG("n", &o->n, 1, 65536), CLI_LONG("k", &o->k, 1, 65536),
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("core", &o->core, 1, TPU_MAX_CORES),
@@ -108,8 +114,9 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL),
     CLI_STR("model", &o->model, "--model needs a name or a file"),
     CLI_STR("program", &o->program, "--program needs a file name"),
-    CLI_DOUBLE("speed", &o->speed, 0.25, 65536),
+    CLI_DOUBLE("speed", &o->speed, 0.25, 65536), CLI_DOUBLE("scale", &o->scale, 0.5, 4),
     CLI_STR("out", &o->out_dir, "--out needs a directory"), CLI_STR("png", &o->png, "--png needs a file name"),
+    CLI_STR("gif", &o->gif, "--gif needs a file name"),
     CLI_STR("script", &o->script, "--script needs a list of actions"),
     CLI_FLAG("headless", &o->headless),
   };
@@ -144,8 +151,11 @@ static int check_output(const viz_opts *o, const tpu_chip_config *chip) {
   if (o->headless && o->script) return cli_usage_error(CMD, "--script drives the window; it does not go with --headless");
   if (o->png && (!o->headless || o->out_dir || frames_given))
     return cli_usage_error(CMD, "--png FILE writes one headless frame: use it with --headless, without --out and --frames");
-  if (o->headless && !o->out_dir && !o->png)
-    return cli_usage_error(CMD, "--headless needs --out DIR for the PNG frames (or --png FILE for one)");
+  if (o->gif && (!o->headless || o->out_dir || o->png))
+    return cli_usage_error(CMD, "--gif FILE writes the headless frames as one animated GIF: use it with --headless, "
+                           "without --out and --png");
+  if (o->headless && !o->out_dir && !o->png && !o->gif)
+    return cli_usage_error(CMD, "--headless needs --out DIR for the PNG frames (or --png FILE for one, --gif FILE for an animation)");
   if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
     return cli_usage_error(CMD, "--out %s: cannot create the directory: %s", o->out_dir, strerror(errno));
   struct stat sb;
@@ -213,10 +223,11 @@ static int create(const viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   }
   if (rc) return rc;
   const uint64_t total = tpu_viz_total_cycles(*v);
-  if ((uint64_t)o->cycle >= total)
+  if (o->cycle >= 0 && (uint64_t)o->cycle >= total)
     return cli_usage_error(CMD, "--cycle %ld: the run lasts %llu cycles (0..%llu)", o->cycle,
                            (unsigned long long)total, (unsigned long long)total - 1);
   if (tpu_viz_select_core(*v, (int)o->core - 1) != TPU_OK) return cli_runtime_error(CMD, "out of memory");
+  tpu_viz_set_text_scale(*v, o->scale);
   return 0;
 }
 /* }================================================================== */
@@ -294,6 +305,12 @@ static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores
   json_object_set_new(lj, "infeed_x", json_integer(l.infeed.x));
   json_object_set_new(lj, "infeed_y", json_integer(l.infeed.y));
   json_object_set_new(lj, "infeed_h", json_integer(l.infeed.h));
+  json_object_set_new(lj, "font", json_integer(l.font));
+  json_object_set_new(lj, "line", json_integer(l.line));
+  json_object_set_new(lj, "array_w", json_integer(l.array.w));
+  json_object_set_new(lj, "array_h", json_integer(l.array.h));
+  json_object_set_new(lj, "legend_x", json_integer(l.legend.x));
+  json_object_set_new(lj, "legend_y", json_integer(l.legend.y));
   json_object_set_new(j, "layout", lj);
 }
 
@@ -301,6 +318,8 @@ static int report_json(const viz_opts *o, const tpu_chip_config *chip, const tpu
   json_t *j = json_pack("{s:s, s:i}", "chip", chip->name, "cores", chip->cores);
   add_workload(j, o, chip);
   json_object_set_new(j, "total_cycles", json_integer((json_int_t)tpu_viz_total_cycles(v)));
+  json_object_set_new(j, "start_cycle", json_integer((json_int_t)(o->cycle >= 0 ? (uint64_t)o->cycle
+                                                                     : tpu_viz_first_event_cycle(v))));
   json_object_set_new(j, "frames", json_integer(o->frames ? o->frames : 1));
   json_object_set_new(j, "every", json_integer((json_int_t)o->every));
   add_totals(j, v, chip->cores);
@@ -324,7 +343,7 @@ int cli_cmd_viz(int argc, char **argv) {
   if (!(rc = create(&o, &chip, &v))) {
     tpu_viz_app_opts ao = {
       .headless = o.headless, .frames = o.frames ? (int)o.frames : 1, .every = (uint64_t)o.every,
-      .start = (uint64_t)o.cycle, .out_dir = o.out_dir, .png = o.png, .script = o.script, .width = o.width,
+      .start = o.cycle >= 0 ? (uint64_t)o.cycle : tpu_viz_first_event_cycle(v), .out_dir = o.out_dir, .png = o.png, .gif = o.gif, .script = o.script, .width = o.width,
       .height = o.height, .speed = o.speed > 0 ? o.speed : (chip.mxu.rows <= 16 ? 4 : 64), .quiet = o.com.json };
     rc = tpu_viz_app_run(v, &ao);
     if (rc == 0 && o.com.json) rc = report_json(&o, &chip, v);

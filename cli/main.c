@@ -31,7 +31,8 @@ static void usage(FILE *to) {
     "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach) or JSON file\n"
     "  --set KEY=VALUE    override one configuration key (repeatable), e.g. mxu.rows=8\n"
     "  --json             print one JSON object on stdout (for scripts)\n"
-    "  --help             this text, or a command's own\n\n"
+    "  --help             this text, or a command's own\n"
+    "  --version          the release (tpusim " TPU_VERSION ")\n\n"
     "exit status: 0 ok, 1 runtime failure, 2 bad input\n");
 }
 
@@ -39,6 +40,10 @@ int main(int argc, char **argv) {
   if (argc < 2) { usage(stderr); return 2; }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+    printf("tpusim %s\n", TPU_VERSION);
     return 0;
   }
   for (size_t i = 0; i < NCMDS; i++)

@@ -21,6 +21,7 @@
 */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datafeed/df.h"
 #include "frontend/fe.h"
@@ -46,7 +47,22 @@ static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64
   *src = tpu_df_source_default();
   src->test_split = test;
   if (!strcmp(data, "fashion-mnist")) return TPU_OK;
-  if (!strcmp(data, "mnist")) { src->kind = TPU_DF_SRC_MNIST; src->dir = "/usr/share/datasets/mnist"; return TPU_OK; }
+  if (!strcmp(data, "mnist")) {
+    /* No Debian package ships MNIST (dataset-fashion-mnist is Fashion-MNIST):
+    ** the name works once the files are where a package would put them. */
+    src->kind = TPU_DF_SRC_MNIST;
+    src->dir = "/usr/share/datasets/mnist";
+    if (access("/usr/share/datasets/mnist/train-labels-idx1-ubyte.gz", R_OK) != 0 &&
+        access("/usr/share/datasets/mnist/train-labels-idx1-ubyte", R_OK) != 0) {
+      snprintf(err, errcap, "MNIST is not installed (no Debian package ships it; "
+               "dataset-fashion-mnist is Fashion-MNIST, the default). Download the four IDX files "
+               "train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and "
+               "t10k-labels-idx1-ubyte.gz (e.g. from https://storage.googleapis.com/cvdf-datasets/mnist/) "
+               "into a directory D and give --data D, or into /usr/share/datasets/mnist for --data mnist");
+      return TPU_ERR_INPUT;
+    }
+    return TPU_OK;
+  }
   if (!strcmp(data, "synthetic")) {
     src->kind = TPU_DF_SRC_SYNTHETIC;
     src->n = test ? synthetic_n + synthetic_n / 4 : synthetic_n;

@@ -18,8 +18,8 @@
 #include "tests/test_util.h"
 #include "viz/viz.h"
 
-#define W 1280
-#define H 800
+#define W 1920                          /* a projector's frame (issue #19) */
+#define H 1080
 #define SECONDS 2.0
 #define MAX_FRAMES 3800                 /* stay inside the first tile */
 
@@ -143,7 +143,8 @@ static void frame_png(bench *b, int i) {
 enum { WINDOW, SHAPES, NAIVE, STEP, COMPOSE, PNG, NMEASURES };
 
 static void report(const double f[NMEASURES]) {
-  printf("\n## viz: frames per second, tpu-v2-8 (8 cores, 128x128 MXU), %dx%d, software renderer, headless\n\n", W, H);
+  printf("\n## viz: frames per second, tpu-v2-8 (8 cores, 128x128 MXU), %dx%d, software renderer, SDL video driver %s\n\n",
+         W, H, SDL_GetCurrentVideoDriver() ? SDL_GetCurrentVideoDriver() : "?");
   printf("| frame | frames/s | vs naive cells |\n| --- | ---: | ---: |\n");
   printf("| viz: step 1 cycle, whole window (cells, queue, 8-core timeline, text) | %.1f | |\n", f[WINDOW]);
   printf("| viz shapes only: step, every cell + queue + timeline into the pixels, upload | %.1f | %.2fx |\n", f[SHAPES],
@@ -152,12 +153,12 @@ static void report(const double f[NMEASURES]) {
   printf("| part: stepping the 128x128 PE model one cycle | %.1f | |\n", f[STEP]);
   printf("| part: composing the whole window (no step, no present) | %.1f | |\n", f[COMPOSE]);
   printf("| headless PNG: step, compose, encode and write | %.1f | |\n", f[PNG]);
-  printf("\ngoal: viz frame >= 30 frames/s: %s; headless PNG frames >= 30 frames/s: %s\n",
-         f[WINDOW] >= 30.0 ? "met" : "NOT MET", f[PNG] >= 30.0 ? "met" : "NOT MET");
+  printf("\ngoal: viz frame >= 60 frames/s: %s; headless PNG frames >= 30 frames/s: %s\n",
+         f[WINDOW] >= 60.0 ? "met" : "NOT MET", f[PNG] >= 30.0 ? "met" : "NOT MET");
 }
 
 int main(void) {
-  SDL_SetHint(SDL_HINT_VIDEODRIVER, "dummy");
+  if (!getenv("DISPLAY")) SDL_SetHint(SDL_HINT_VIDEODRIVER, "dummy");   /* a real window under X (Xvfb) */
   if (SDL_Init(SDL_INIT_VIDEO) != 0) die(SDL_GetError());
   SDL_Window *win = SDL_CreateWindow("bench", 0, 0, W, H, 0);
   bench b = { .ren = win ? SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE) : NULL };
@@ -186,5 +187,5 @@ int main(void) {
   SDL_DestroyRenderer(b.ren);
   SDL_DestroyWindow(win);
   SDL_Quit();
-  return f[WINDOW] >= 30.0 && f[PNG] >= 30.0 ? 0 : 1;
+  return f[WINDOW] >= 60.0 && f[PNG] >= 30.0 ? 0 : 1;
 }

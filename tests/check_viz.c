@@ -346,7 +346,8 @@ START_TEST(Png_frame_matches_the_rendered_buffer) {
   const uint32_t *p = c->pixels;
   for (int r = 0; r < 8; r++)
     for (int col = 0; col < 8; col++) {
-      int x = l.array.x + col * l.cell + l.cell / 2, y = l.array.y + r * l.cell + l.cell / 2;
+      /* a cell's bottom-right corner: its value text (small arrays) is at the top left */
+      int x = l.array.x + col * l.cell + l.cell - 3, y = l.array.y + r * l.cell + l.cell - 3;
       ck_assert_msg(p[(size_t)y * (size_t)(c->pitch / 4) + (size_t)x] == px_at(px, x, y),
                     "cell (%d,%d): png 0x%08x, buffer 0x%08x", r, col,
                     p[(size_t)y * (size_t)(c->pitch / 4) + (size_t)x], px_at(px, x, y));
@@ -690,6 +691,162 @@ START_TEST(Program_create_survives_every_allocation_failure) {
 END_TEST
 /* }================================================================== */
 
+/* {==================================================================
+** The first minute: where the viewer starts, the event keys, the legend,
+** the text size and the weights shown while they load
+** ================================================================== */
+/* The start is the first weight load; 'next event' from there visits every
+** tile's first streamed row in order, and 'previous' undoes each step. */
+START_TEST(Events_start_at_the_first_load_and_step_both_ways) {
+  tpu_viz *v = make("teach", 0, 40, 12, 20);
+  const tpu_mxu_tile_times *tt;
+  const size_t nt = tpu_viz_tiles(v, NULL, &tt);
+  ck_assert_uint_eq(tpu_viz_first_event_cycle(v), tt[0].load_start);
+  ck_assert(tpu_viz_seek(v, tpu_viz_first_event_cycle(v)) == TPU_OK);
+  size_t seen = 0;
+  uint64_t last = tpu_viz_cycle(v);
+  while (tpu_viz_cycle(v) + 1 < tpu_viz_total_cycles(v)) {
+    const uint64_t at = tpu_viz_cycle(v), next = tpu_viz_next_event_cycle(v);
+    ck_assert_uint_gt(next, at);
+    ck_assert(tpu_viz_seek(v, next) == TPU_OK);
+    ck_assert_uint_eq(tpu_viz_prev_event_cycle(v), at);
+    for (size_t i = 0; i < nt; i++) {
+      ck_assert(!(tt[i].stream_start > last && tt[i].stream_start < next));   /* none skipped */
+      if (tt[i].stream_start == next) seen++;
+    }
+    last = next;
+  }
+  ck_assert_uint_eq(seen, nt);
+}
+END_TEST
+
+/* Text is 13 px at 1280x800 and twice that at scale 2, at least 18 px at
+** 1920x1080; the legend has a swatch per stall kind and the cell states. */
+START_TEST(Text_scales_and_the_legend_is_drawn) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  tpu_viz_layout l;
+  uint32_t *px = frame(v, &l);
+  ck_assert_int_eq(l.font, 13);
+  for (int k = 0; k < TPU_SIM_NSTALL; k++)
+    ck_assert_uint_eq(px_at(px, l.legend.x + 2, l.legend.y + (k + 1) * l.line + l.line / 2), tpu_viz_stall_color(k));
+  const int cy = l.legend.y + (TPU_SIM_NSTALL + 1) * l.line + l.line / 2;
+  ck_assert_uint_eq(px_at(px, l.legend.x + 2, cy), TPU_VIZ_COLOR_IDLE);
+  ck_assert_uint_eq(px_at(px, l.legend.x + 6 * l.font + 2, cy), TPU_VIZ_COLOR_LOADING);
+  free(px);
+  tpu_viz_set_text_scale(v, 2);
+  ck_assert_int_eq(layout(v).font, 26);
+  tpu_viz_set_text_scale(v, 1);
+  tpu_viz_layout big;
+  tpu_viz_layout_of(v, 1920, 1080, &big);
+  ck_assert_int_ge(big.font, 18);
+  ck_assert(l.arrows);
+}
+END_TEST
+
+/* While a tile loads, a loading cell shows the weight arriving there (the
+** tile's), not the zero the register still holds; after, the one it holds. */
+START_TEST(Loading_cells_show_the_arriving_weight) {
+  int loading = 0;
+  const tpu_mxu_tile_times *tt;
+  const tpu_mxu_tile *tl;
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  ck_assert_uint_gt(tpu_viz_tiles(v, &tl, &tt), 0);
+  ck_assert(tpu_viz_seek(v, tt[0].load_start + 3) == TPU_OK);
+  for (int r = 0; r < 8; r++)
+    for (int c = 0; c < 8; c++) {
+      tpu_viz_cell cell;
+      float w;
+      ck_assert(tpu_viz_cell_info(v, r, c, &cell));
+      if (cell.state != TPU_MXU_CELL_LOADING) continue;
+      loading++;
+      ck_assert(tpu_viz_cell_weight(v, r, c, &w));
+      ck_assert(w == (r < tl[0].k && c < tl[0].n ? tl[0].w[(size_t)r * (size_t)tl[0].ldw + (size_t)c] : 0));
+    }
+  ck_assert_int_gt(loading, 0);
+  float w;
+  ck_assert(!tpu_viz_cell_weight(v, 8, 0, &w));
+}
+END_TEST
+/* --gif: the animated GIF's first frame, read back by SDL2_image (an
+** independent decoder), is the canvas's frame with each channel rounded to
+** the palette's levels (6 red, 7 green, 6 blue); it has one image per frame. */
+static uint32_t cube(uint32_t p) {
+  const uint32_t r = ((p >> 16 & 255) * 5 + 127) / 255 * 255 / 5, g = ((p >> 8 & 255) * 6 + 127) / 255 * 255 / 6,
+                 b = ((p & 255) * 5 + 127) / 255 * 255 / 5;
+  return 0xff000000u | r << 16 | g << 8 | b;
+}
+START_TEST(Gif_frames_are_the_canvas_in_the_palette) {
+  tpu_viz *v = make("teach", 0, 24, 12, 20);
+  char path[] = "/tmp/tpusim_gifXXXXXX.gif", err[512];
+  close(mkstemps(path, 4));
+  const tpu_viz_app_opts o = { .headless = true, .frames = 3, .every = 5, .start = tpu_viz_first_event_cycle(v),
+                               .gif = path, .width = W, .height = H, .speed = 4, .quiet = true };
+  ck_assert_int_eq(tpu_viz_app_run(v, &o), 0);
+  ck_assert(SDL_Init(SDL_INIT_VIDEO) == 0);
+  ck_assert(tpu_viz_seek(v, o.start) == TPU_OK);
+  tpu_viz_canvas *cv;
+  ck_assert_msg(tpu_viz_canvas_create(v, W, H, &cv, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_viz_canvas_draw(cv);
+  int pitch;
+  const uint32_t *want = tpu_viz_canvas_pixels(cv, &pitch);
+  SDL_Surface *s = IMG_Load(path);
+  ck_assert_ptr_nonnull(s);
+  SDL_Surface *c = SDL_ConvertSurfaceFormat(s, SDL_PIXELFORMAT_ARGB8888, 0);
+  ck_assert_int_eq(c->w, W);
+  ck_assert_int_eq(c->h, H);
+  for (int y = layout(v).header.h; y < H; y++)       /* the title line holds the run's speed, not the canvas's */
+    for (int x = 0; x < W; x++) {
+      const uint32_t got = ((const uint32_t *)c->pixels)[(size_t)y * (size_t)(c->pitch / 4) + (size_t)x] | 0xff000000u;
+      ck_assert_msg(got == cube(want[(size_t)y * (size_t)pitch + (size_t)x]), "(%d,%d): gif 0x%08x, frame 0x%08x",
+                    x, y, got, want[(size_t)y * (size_t)pitch + (size_t)x]);
+    }
+  size_t n;
+  unsigned char *bytes = (unsigned char *)tpu_read_file(path, &n);
+  ck_assert_ptr_nonnull(bytes);
+  int images = 0;
+  for (size_t i = 0; i + 3 < n; i++) images += bytes[i] == 0x21 && bytes[i + 1] == 0xf9 && bytes[i + 2] == 4;
+  ck_assert_int_ge(images, 3);
+  ck_assert_int_eq(memcmp(bytes, "GIF89a", 6), 0);
+  ck_assert_int_eq(bytes[n - 1], 0x3b);
+  tpu_free(bytes);
+  SDL_FreeSurface(c);
+  SDL_FreeSurface(s);
+  tpu_viz_canvas_destroy(cv);
+  remove(path);
+  SDL_Quit();
+}
+END_TEST
+/* Zoom keeps the cycle under the mouse in place and halves the range; pan
+** moves it and stops at the run's ends; the timeline's first pixel is the
+** range's first cycle. */
+START_TEST(Timeline_zooms_and_pans_within_the_run) {
+  tpu_viz *v = make("teach", 0, 40, 12, 20);
+  const tpu_viz_layout l = layout(v);
+  const uint64_t T = tpu_viz_total_cycles(v);
+  uint64_t a, b;
+  const int x = l.timeline.x + l.timeline.w / 3;
+  const uint64_t c = tpu_viz_cycle_at_x(v, &l, x);
+  tpu_viz_zoom(v, 2.0, c);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert(a <= c && c < b);
+  ck_assert_uint_le((b - a) > T / 2 ? (b - a) - T / 2 : T / 2 - (b - a), 1);
+  const uint64_t c2 = tpu_viz_cycle_at_x(v, &l, x);
+  ck_assert_uint_le(c2 > c ? c2 - c : c - c2, 2);
+  ck_assert_uint_eq(tpu_viz_cycle_at_x(v, &l, l.timeline.x), a);
+  for (int i = 0; i < 20; i++) tpu_viz_pan(v, 0.25);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert_uint_eq(b, T);
+  for (int i = 0; i < 40; i++) tpu_viz_zoom(v, 2.0, T - 1);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert_uint_eq(b - a, 16);
+  for (int i = 0; i < 40; i++) tpu_viz_zoom(v, 0.5, 0);
+  tpu_viz_view_range(v, &a, &b);
+  ck_assert_uint_eq(a, 0);
+  ck_assert_uint_eq(b, T);
+}
+END_TEST
+/* }================================================================== */
+
 int main(void) {
   Suite *s = suite_create("viz");
   TU_CASE(s, "render", 120, Wavefront_cells_are_where_the_PE_model_puts_them,
@@ -706,5 +863,8 @@ int main(void) {
           Program_create_survives_every_allocation_failure);
   TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
   TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
+  TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Text_scales_and_the_legend_is_drawn,
+          Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette,
+          Timeline_zooms_and_pans_within_the_run);
   return tu_main(s);
 }

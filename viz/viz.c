@@ -271,6 +271,8 @@ static tpu_viz *new_session(const tpu_chip_config *chip) {
   v->chip = *chip;
   v->rows = chip->mxu.rows; v->cols = chip->mxu.cols; v->ncores = chip->cores;
   v->sel = -1;
+  v->text_scale = 1;
+  v->shade_psum = v->rows > 16 || v->cols > 16;   /* large arrays: partial-sum magnitude */
   const size_t cells = (size_t)v->rows * (size_t)v->cols;
   v->state = tpu_calloc(cells, 1);
   v->weight = tpu_calloc(cells, sizeof(float));
@@ -534,6 +536,59 @@ uint64_t tpu_viz_next_tile_cycle(const tpu_viz *v) {
   return v->total - 1;
 }
 
+uint64_t tpu_viz_first_event_cycle(const tpu_viz *v) {
+  const viz_core *vc = &v->core[v->sel];
+  return vc->ntiles ? vc->times[0].load_start : 0;
+}
+
+/* Event cycles of the selected core: each tile's first weight load, first
+** streamed row, first full wavefront (the diagonal reaching the last row)
+** and first result; each change of the core's stall kind. Returns the
+** nearest one after (dir > 0) or before (dir < 0) the cycle shown, or the
+** run's last cycle / 0 when there is none. */
+static uint64_t nearest_event(const tpu_viz *v, int dir) {
+  const viz_core *vc = &v->core[v->sel];
+  const uint64_t at = v->shown;
+  uint64_t best = dir > 0 ? v->total - 1 : 0;
+  bool found = false;
+#define CONSIDER(c) do { uint64_t c_ = (c); \
+    if ((dir > 0 ? c_ > at : c_ < at) && c_ < v->total && \
+        (!found || (dir > 0 ? c_ < best : c_ > best))) { best = c_; found = true; } } while (0)
+  for (size_t i = 0; i < vc->ntiles; i++) {
+    const tpu_mxu_tile_times *t = &vc->times[i];
+    CONSIDER(t->load_start);
+    CONSIDER(t->stream_start);
+    CONSIDER(t->stream_start + (uint64_t)(vc->tiles[i].k - 1));
+    CONSIDER(t->last_result);
+  }
+  for (size_t i = 1; i < vc->nseg; i++)
+    if (vc->seg[i].core != vc->seg[i - 1].core) CONSIDER(vc->seg[i].at);
+#undef CONSIDER
+  return best;
+}
+uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return nearest_event(v, 1); }
+uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return nearest_event(v, -1); }
+
+/* The tile loading weights into array 0 at the cycle shown (-1 if none). */
+static long loading_tile(const tpu_viz *v) {
+  const viz_core *vc = &v->core[v->sel];
+  for (size_t i = vc->ntiles; i-- > 0;)
+    if (vc->times[i].load_start <= v->shown) return v->shown < vc->times[i].stream_start ? (long)i : -1;
+  return -1;
+}
+
+bool tpu_viz_cell_weight(const tpu_viz *v, int r, int c, float *w) {
+  if (r < 0 || c < 0 || r >= v->rows || c >= v->cols) return false;
+  const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+  const long ti = v->state[x] == TPU_MXU_CELL_LOADING ? loading_tile(v) : -1;
+  if (ti < 0) { *w = v->weight[x]; return v->state[x] != TPU_MXU_CELL_IDLE || v->weight[x] != 0; }
+  const tpu_mxu_tile *t = &v->core[v->sel].tiles[ti];
+  *w = r < t->k && c < t->n ? t->w[(size_t)r * (size_t)t->ldw + (size_t)c] : 0;
+  return true;
+}
+
+void tpu_viz_set_text_scale(tpu_viz *v, double s) { v->text_scale = s > 0 ? s : 1; }
+
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times) {
   const viz_core *vc = &v->core[v->sel];
   if (tiles) *tiles = vc->tiles;
@@ -552,30 +607,86 @@ bool tpu_viz_cell_info(const tpu_viz *v, int r, int c, tpu_viz_cell *out) {
 /* {==================================================================
 ** Layout
 ** ================================================================== */
+/* Text size: 13 px at 1280x800, growing with the frame's height and the
+** session's --scale (18 px at 1920x1080); every text row and label column
+** of the layout is measured in it. */
+static void layout_text(const tpu_viz *v, int height, tpu_viz_layout *l) {
+  int f = (int)(13.0 * v->text_scale * (double)height / 800.0 + 0.5);
+  l->font = f < 8 ? 8 : f;
+  l->line = l->font + (l->font + 2) / 3;
+}
+
 void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *l) {
   memset(l, 0, sizeof *l);
   l->width = width; l->height = height;
-  l->header = (tpu_viz_rect){ 0, 0, width, 28 };
-  const int lw = width / 2, acc_h = 40, top = 40;
+  layout_text(v, height, l);
+  const int ln = l->line;
+  l->header = (tpu_viz_rect){ 0, 0, width, ln + 8 };
+  l->arrows = v->rows <= 16 && v->cols <= 16;
+  const int lw = width / 2, acc_h = 40, top = l->header.h + ln + 4 + (l->arrows ? ln : 0);
+  const int gap = l->arrows ? ln : 4;            /* room for the flow arrows */
   l->queue_cols = v->rows < 16 ? v->rows : 16;
-  int cw = (lw - 24) / (v->cols + l->queue_cols), chh = (height - top - acc_h - 30) / v->rows;
+  int cw = (lw - 20 - gap) / (v->cols + l->queue_cols), chh = (height - top - acc_h - gap - (l->arrows ? 3 : 1) * ln - 6) / v->rows;
   l->cell = cw < chh ? cw : chh;
   if (l->cell < 1) l->cell = 1;
   l->queue = (tpu_viz_rect){ 10, top, l->queue_cols * l->cell, v->rows * l->cell };
-  l->array = (tpu_viz_rect){ 10 + l->queue.w + 4, top, v->cols * l->cell, v->rows * l->cell };
-  l->acc = (tpu_viz_rect){ l->array.x, top + l->array.h + 6, l->array.w, acc_h };
-  const int tx = lw + 110;
-  const int avail = height * 55 / 100;
+  l->array = (tpu_viz_rect){ 10 + l->queue.w + gap, top, v->cols * l->cell, v->rows * l->cell };
+  l->acc = (tpu_viz_rect){ l->array.x, top + l->array.h + gap + 2, l->array.w, acc_h };
+  const int tx = lw + 8 * l->font;
+  const int avail = height * 50 / 100 - ln;
   l->row_h = (avail / v->ncores - 4) / 5;
-  if (l->row_h > 12) l->row_h = 12;
+  if (l->row_h > ln) l->row_h = ln;
   if (l->row_h < 2) l->row_h = 2;
   l->strip_h = l->row_h;
   l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
-  l->timeline = (tpu_viz_rect){ tx, top, width - tx - 12, v->ncores * l->core_h };
-  l->infeed = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 10, l->timeline.w, 30 };
-  l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 12, width - lw - 22, 7 * 17 };
+  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4, width - tx - 12, v->ncores * l->core_h };
+  l->infeed = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 10, l->timeline.w, 2 * ln + 4 };
+  /* legend: a heading, one row per stall kind, one row of cell states */
+  l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 10, width - lw - 22, (TPU_SIM_NSTALL + 2) * ln };
   l->info = (tpu_viz_rect){ lw + 10, l->legend.y + l->legend.h + 8, width - lw - 22,
                             height - (l->legend.y + l->legend.h + 8) };
+}
+
+void tpu_viz_view_range(const tpu_viz *v, uint64_t *a, uint64_t *b) {
+  *a = v->tl_b > v->tl_a ? v->tl_a : 0;
+  *b = v->tl_b > v->tl_a ? v->tl_b : v->total;
+}
+
+/* Shows [a, b) clamped to the run, at least 16 cycles (or the run). */
+static void set_view(tpu_viz *v, double a, double b) {
+  const double total = (double)v->total, minw = total < 16 ? total : 16;
+  if (b - a < minw) { const double m = (a + b) / 2; a = m - minw / 2; b = m + minw / 2; }
+  if (b - a > total) { a = 0; b = total; }
+  if (a < 0) { b -= a; a = 0; }
+  if (b > total) { a -= b - total; b = total; }
+  v->tl_a = (uint64_t)(a + 0.5);
+  v->tl_b = (uint64_t)(b + 0.5);
+  if (v->tl_b <= v->tl_a || (v->tl_a == 0 && v->tl_b >= v->total)) v->tl_a = v->tl_b = 0;
+}
+
+void tpu_viz_zoom(tpu_viz *v, double factor, uint64_t center) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  if (factor <= 0) factor = 1;
+  const double c = (double)center, w = (double)(b - a) / factor;
+  /* the center cycle stays at the same place on the timeline */
+  const double frac = b > a ? ((double)center - (double)a) / (double)(b - a) : 0.5;
+  set_view(v, c - frac * w, c - frac * w + w);
+}
+
+void tpu_viz_pan(tpu_viz *v, double fraction) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  const double d = fraction * (double)(b - a);
+  set_view(v, (double)a + d, (double)b + d);
+}
+
+/* The timeline x of cycle c, or -1 when c is outside the visible range. */
+static int x_of_cycle(const tpu_viz *v, const tpu_viz_layout *l, uint64_t c) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  if (c < a || c >= b) return -1;
+  return l->timeline.x + (int)((double)(c - a) * (double)l->timeline.w / (double)(b - a));
 }
 
 int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
@@ -584,8 +695,10 @@ uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
   if (px >= l->timeline.w) px = l->timeline.w - 1;
-  uint64_t c = (uint64_t)((double)px * (double)v->total / (double)l->timeline.w);
-  return c < v->total ? c : v->total - 1;
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  uint64_t c = a + (uint64_t)((double)px * (double)(b - a) / (double)l->timeline.w);
+  return c < b ? c : b - 1;
 }
 
 bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c) {
@@ -675,10 +788,10 @@ static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pi
 
 static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
   const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
-  if (v->tl_cache && v->tl_w == w && v->tl_total == v->total) return;
+  if (v->tl_cache && v->tl_w == w && v->tl_total == v->total && v->tl_ca == v->tl_a && v->tl_cb == v->tl_b) return;
   tpu_free(v->tl_cache);
   v->tl_cache = tpu_malloc((size_t)w * (size_t)v->ncores * (size_t)per);
-  v->tl_w = w; v->tl_total = v->total;
+  v->tl_w = w; v->tl_total = v->total; v->tl_ca = v->tl_a; v->tl_cb = v->tl_b;
   if (!v->tl_cache) return;                      /* drawn without the cache */
   for (int p = 0; p < v->ncores; p++)
     for (int x = 0; x < w; x++) {
@@ -694,7 +807,7 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   build_tl_cache(v, l);
   for (int p = 0; p < v->ncores; p++) {
     const int y0 = tpu_viz_core_y(l, p);
-    if (p == v->sel) fill(px, pitch, l, l->timeline.x - 106, y0, 4, l->core_h - 4, 0xffffffffu);
+    if (p == v->sel) fill(px, pitch, l, l->timeline.x - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
     for (int x = 0; x < w; x++) {
       uint8_t cats[1 + TPU_VIZ_NUNIT];
       if (v->tl_cache) memcpy(cats, v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per, (size_t)per);
@@ -722,15 +835,52 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   const viz_core *sc = &v->core[v->sel];
   for (int64_t b = 0; b < sc->ninf; b++) {
     if (sc->inf_ready[b] >= v->total) break;
-    int x = l->infeed.x + (int)((double)sc->inf_ready[b] * (double)w / (double)v->total);
-    fill(px, pitch, l, x, l->infeed.y, 1, 4, 0xffc0c0c0u);
+    int x = x_of_cycle(v, l, sc->inf_ready[b]);
+    if (x >= 0) fill(px, pitch, l, x, l->infeed.y, 1, 4, 0xffc0c0c0u);
   }
   /* cursor at the shown cycle */
-  int cx = l->timeline.x + (int)((double)v->shown * (double)w / (double)v->total);
-  fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
-  /* legend swatches (the text is drawn by the SDL layer) */
+  int cx = x_of_cycle(v, l, v->shown);
+  if (cx >= 0) fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
+}
+
+/* The legend's swatches (its text is drawn by the SDL layer): one per stall
+** kind, then the cell states: idle, loading, and the computing scale from
+** -1 (blue) through 0 to +1 (red). */
+static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
+  const int ln = l->line, sw = l->font, pad = (ln - sw) / 2;
   for (int k = 0; k < TPU_SIM_NSTALL; k++)
-    fill(px, pitch, l, l->legend.x, l->legend.y + 17 + k * 17 + 3, 12, 11, tpu_viz_stall_color(k));
+    fill(px, pitch, l, l->legend.x, l->legend.y + (k + 1) * ln + pad, sw, sw, tpu_viz_stall_color(k));
+  const int y = l->legend.y + (TPU_SIM_NSTALL + 1) * ln + pad;
+  fill(px, pitch, l, l->legend.x, y, sw, sw, TPU_VIZ_COLOR_IDLE);
+  fill(px, pitch, l, l->legend.x + 6 * l->font, y, sw, sw, TPU_VIZ_COLOR_LOADING);
+  const int gx = l->legend.x + 14 * l->font, gw = 6 * l->font;
+  for (int i = 0; i < gw; i++)
+    fill(px, pitch, l, gx + i, y, 1, sw, tpu_viz_value_color((float)(2.0 * i / (gw - 1) - 1.0), 1));
+}
+
+/* A filled triangle pointing down (dir 0) or right (dir 1) in the box. */
+static void arrow(uint32_t *px, int pitch, const tpu_viz_layout *l, int x, int y, int w, int h, int dir, uint32_t col) {
+  if (dir == 0)
+    for (int j = 0; j < h; j++) { int rw = w * (h - j) / h; fill(px, pitch, l, x + (w - rw) / 2, y + j, rw, 1, col); }
+  else
+    for (int i = 0; i < w; i++) { int ch = h * (w - i) / w; fill(px, pitch, l, x + i, y + (h - ch) / 2, 1, ch, col); }
+}
+
+/* Small arrays: the three flows of a weight-stationary array: weights come
+** down from the top, activations enter from the left (the queue holds their
+** skew), partial sums move down into the accumulators. */
+static void draw_arrows(const tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
+  if (!l->arrows) return;
+  const int cell = l->cell, ln = l->line, aw = cell / 3 > 4 ? cell / 3 : 4, ah = ln / 2;
+  for (int c = 0; c < v->cols; c++) {
+    const int x = l->array.x + c * cell + (cell - aw) / 2;
+    arrow(px, pitch, l, x, l->array.y - ah - 2, aw, ah, 0, TPU_VIZ_COLOR_LOADING);
+    arrow(px, pitch, l, x, l->array.y + l->array.h + (ln - ah) / 2, aw, ah, 0, 0xff3cb371u);
+  }
+  const int gap = l->array.x - (l->queue.x + l->queue.w);
+  for (int r = 0; r < v->rows; r++)
+    arrow(px, pitch, l, l->queue.x + l->queue.w + (gap - ah) / 2, l->array.y + r * cell + (cell - aw) / 2, ah, aw, 1,
+          0xff6fa8dcu);
 }
 
 void tpu_viz_render(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
@@ -738,5 +888,7 @@ void tpu_viz_render(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch
   fill(px, pitch, l, 0, 0, l->width, l->header.h, 0xff000000u);
   draw_cells(v, l, px, pitch);
   draw_timeline(v, l, px, pitch);
+  draw_legend(l, px, pitch);
+  draw_arrows(v, l, px, pitch);
 }
 /* }================================================================== */

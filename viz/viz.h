@@ -116,6 +116,15 @@ tpu_status tpu_viz_seek(tpu_viz *v, uint64_t c);
 /* The cycle at which the selected core's next tile (after the current
 ** cycle) starts streaming, or the run's last cycle if none. */
 uint64_t tpu_viz_next_tile_cycle(const tpu_viz *v);
+/* The first cycle where something happens in the selected core's array 0
+** (its first weight load; 0 without tiles): where the viewer starts. */
+uint64_t tpu_viz_first_event_cycle(const tpu_viz *v);
+/* The selected core's next / previous event after / before the cycle shown:
+** a tile's first weight load, first streamed row, first full wavefront or
+** first result, or a change of the core's stall kind (an infeed wait or an
+** all-reduce beginning or ending). The run's last cycle / 0 if none. */
+uint64_t tpu_viz_next_event_cycle(const tpu_viz *v);
+uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v);
 /* The selected core's array-0 tiles in order and their times (borrowed,
 ** valid until the session is destroyed); returns their count. */
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);
@@ -138,7 +147,14 @@ typedef struct tpu_viz_cell {
   float weight, act, psum;
 } tpu_viz_cell;
 bool tpu_viz_cell_info(const tpu_viz *v, int r, int c, tpu_viz_cell *out);
-/* What computing cells are shaded by: false = activation, true = psum. */
+/* The weight a cell shows: while its tile loads, the value arriving there
+** (the tile's weight for that cell), else the one it holds. false for an
+** out-of-range cell or an idle cell that never held one. */
+bool tpu_viz_cell_weight(const tpu_viz *v, int r, int c, float *w);
+/* Multiplies the text size of every layout (--scale; <= 0 means 1). */
+void tpu_viz_set_text_scale(tpu_viz *v, double s);
+/* What computing cells are shaded by: false = activation, true = psum
+** (the default on arrays larger than 16x16). */
 void tpu_viz_set_shade_psum(tpu_viz *v, bool psum);
 bool tpu_viz_shade_psum(const tpu_viz *v);
 float tpu_viz_shade_scale(const tpu_viz *v);        /* the 'scale' for tpu_viz_value_color */
@@ -160,6 +176,8 @@ typedef struct tpu_viz_layout {
   tpu_viz_rect infeed;         /* infeed occupancy graph */
   tpu_viz_rect legend;         /* legend and totals */
   tpu_viz_rect info;           /* hover and help text */
+  int font, line;              /* text size (px) and text row pitch */
+  bool arrows;                 /* small arrays: flow arrows and per-cell values */
 } tpu_viz_layout;
 
 /* Computes the layout of a width x height frame (at least 640 x 480). */
@@ -167,7 +185,17 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
 /* Top y of core p's block in the timeline; its strip is [y, y+strip_h),
 ** unit u's row [y + strip_h + u*row_h, + row_h). */
 int tpu_viz_core_y(const tpu_viz_layout *l, int core);
-/* Cycle under timeline x (clamped), and the cell under (x, y) (false if none). */
+/* The timeline's visible cycles [a, b): the whole run until zoomed. */
+void tpu_viz_view_range(const tpu_viz *v, uint64_t *a, uint64_t *b);
+/* Zooms the timeline by 'factor' (2 = twice as many pixels per cycle,
+** 0.5 = out) keeping cycle 'center' where it is on screen; at least 16
+** cycles stay visible, never more than the run. */
+void tpu_viz_zoom(tpu_viz *v, double factor, uint64_t center);
+/* Pans the timeline by 'fraction' of its visible width (negative: earlier),
+** clamped to the run. */
+void tpu_viz_pan(tpu_viz *v, double fraction);
+/* Cycle under timeline x (clamped to the visible range), and the cell under
+** (x, y) (false if none). */
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x);
 bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c);
 
@@ -187,6 +215,7 @@ typedef struct tpu_viz_app_opts {
   uint64_t start;              /* first cycle shown */
   const char *out_dir;         /* headless frames and 's' screenshots ("." when NULL) */
   const char *png;             /* headless: write the one frame to this file instead */
+  const char *gif;             /* headless: write all frames as one animated GIF (10 frames/s) instead */
   const char *script;          /* interactive test mode: comma-separated actions */
   int width, height;           /* frame size */
   double speed;                /* cycles per second when running */

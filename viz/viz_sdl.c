@@ -33,10 +33,15 @@ const char TPU_VIZ_KEYS_HELP[] =
   "  right        one cycle forward (pauses)\n"
   "  shift+right  to the next tile's first cycle (pauses)\n"
   "  left         one cycle back (pauses)\n"
+  "  n / p        next / previous event: a tile's weight load, first row, full\n"
+  "               wavefront, first result; a stall (infeed wait, all-reduce)\n"
   "  + / -        run faster / slower (cycles per second, x2)\n"
   "  1..8         select the core shown in the MXU panel\n"
   "  a            shade computing cells by activation or by partial sum\n"
-  "  click        on the timeline: jump to that cycle\n"
+  "  click        on the timeline: jump to that cycle (the array shows it)\n"
+  "  wheel        on the timeline: zoom in / out around the cycle under the mouse\n"
+  "  z / x        zoom the timeline in / out around the cycle shown\n"
+  "  [ / ]        pan the timeline earlier / later (a quarter of its width)\n"
   "  hover        over a cell: its weight, activation and partial sum\n"
   "  s            save a PNG screenshot\n"
   "  h or ?       show / hide this help\n"
@@ -46,10 +51,10 @@ struct tpu_viz_canvas {
   tpu_viz *v;
   tpu_viz_layout l;
   SDL_Surface *frame;
-  TTF_Font *font, *small, *mono;
+  TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
   bool running, help, quit;
   double speed, carry;             /* cycles per second; fractional cycles pending */
-  int hover_r, hover_c;
+  int hover_r, hover_c, mouse_x;
   int shots;
   const char *out_dir;
 };
@@ -63,6 +68,20 @@ static void text(ui *u, TTF_Font *f, int x, int y, uint32_t argb, const char *s)
   SDL_Rect dst = { x, y, t->w, t->h };
   SDL_BlitSurface(t, NULL, u->frame, &dst);
   SDL_FreeSurface(t);
+}
+
+/* text() cut to at most maxw pixels wide (ending in "..." when cut), so a
+** large --scale does not run one panel's text into the next. */
+static void text_fit(ui *u, TTF_Font *f, int x, int y, uint32_t argb, const char *s, int maxw) {
+  char b[512];
+  snprintf(b, sizeof b, "%s", s);
+  size_t n = strlen(b);
+  int w = 0;
+  while (n > 3 && TTF_SizeUTF8(f, b, &w, NULL) == 0 && w > maxw) {
+    do n--; while (n > 3 && (b[n - 3] & 0xc0) == 0x80);   /* cut before a whole UTF-8 character */
+    memcpy(b + n - 3, "...", 4);
+  }
+  text(u, f, x, y, argb, b);
 }
 
 static void fmt_val(char *b, size_t n, float x) {
@@ -80,43 +99,56 @@ static void compose_header(ui *u) {
            ch->name, v->sel + 1, v->ncores, v->title, (unsigned long long)v->shown,
            (unsigned long long)v->total, u->running ? "running" : "paused", u->speed,
            v->shade_psum ? "partial sum" : "activation");
-  text(u, u->font, 8, 5, 0xffffffffu, b);
+  text_fit(u, u->font, 8, 4, 0xffffffffu, b, l->width - 16);
   /* MXU panel captions */
   const char *mop = tpu_viz_mxu_op(v);
   if (mop) snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0): %.40s%s", v->rows, v->cols, v->sel + 1, mop,
                     v->prog ? " (synthetic values)" : "");
   else snprintf(b, sizeof b, "MXU %dx%d of core %d (array 0)", v->rows, v->cols, v->sel + 1);
-  text(u, u->small, l->array.x, l->array.y - 13, 0xffc0c0c0u, b);
-  text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
-  text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators (results written of the current tile)");
+  const int ln = l->line;
+  const int half = l->width / 2 - 10;
+  text_fit(u, u->small, l->array.x, l->array.y - ln - 2 - (l->arrows ? ln : 0), 0xffc0c0c0u, b, half + 10 - l->array.x);
+  if (l->arrows) {
+    const int y = l->acc.y + l->acc.h + 2;
+    text(u, u->small, l->queue.x, l->array.y - ln - 2, 0xff6fa8dcu, "input queue (activations)");
+    text_fit(u, u->small, l->queue.x, y, 0xffe0b000u, "weights load from the top, one row a cycle", half);
+    text_fit(u, u->small, l->queue.x, y + ln, 0xff6fa8dcu, "activations enter from the left, skewed by the input queue", half);
+    text_fit(u, u->small, l->queue.x, y + 2 * ln, 0xff3cb371u, "partial sums flow down into the accumulators (bars)", half);
+  } else {
+    text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
+    text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators: results of the current tile");
+  }
 }
 
-/* Each cell's weight and value, when cells are big enough (the teach
-** preset). */
+/* Each cell's weight (the one arriving while it loads), the activation
+** passing through and its partial sum, when cells are big enough for three
+** lines of the value font (arrays up to 16x16). */
 static void compose_cell_numbers(ui *u) {
   const tpu_viz *v = u->v;
   const tpu_viz_layout *l = &u->l;
-  if (l->cell >= 32) {
-    const float *val = v->shade_psum ? v->psum : v->act;
-    for (int r = 0; r < v->rows; r++)
-      for (int c = 0; c < v->cols; c++) {
-        size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
-        int px = l->array.x + c * l->cell + 2, py = l->array.y + r * l->cell;
-        uint32_t tc = v->state[x] == TPU_MXU_CELL_COMPUTING || v->state[x] == TPU_MXU_CELL_LOADING
-                      ? 0xff000000u : 0xffa0a0a0u;
-        char n[32], s[40];
-        if (v->weight[x] != 0 || v->state[x] != TPU_MXU_CELL_IDLE) {
-          fmt_val(n, sizeof n, v->weight[x]);
-          snprintf(s, sizeof s, "w %s", n);
-          text(u, u->small, px, py + 1, tc, s);
-        }
-        if (v->state[x] == TPU_MXU_CELL_COMPUTING) {
-          fmt_val(n, sizeof n, val[x]);
-          snprintf(s, sizeof s, "%s %s", v->shade_psum ? "p" : "a", n);
-          text(u, u->small, px, py + l->cell - 13, tc, s);
-        }
+  const int vh = TTF_FontLineSkip(u->value);
+  if (!l->arrows || l->cell < 3 * vh + 2) return;
+  for (int r = 0; r < v->rows; r++)
+    for (int c = 0; c < v->cols; c++) {
+      size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+      int px = l->array.x + c * l->cell + 2, py = l->array.y + r * l->cell + 1;
+      uint32_t tc = v->state[x] == TPU_MXU_CELL_IDLE ? 0xffa0a0a0u : 0xff000000u;
+      char n[32], s[40];
+      float w;
+      if (tpu_viz_cell_weight(v, r, c, &w)) {
+        fmt_val(n, sizeof n, w);
+        snprintf(s, sizeof s, "w %s", n);
+        text(u, u->value, px, py, tc, s);
       }
-  }
+      if (v->state[x] == TPU_MXU_CELL_COMPUTING) {
+        fmt_val(n, sizeof n, v->act[x]);
+        snprintf(s, sizeof s, "a %s", n);
+        text(u, u->value, px, py + vh, tc, s);
+        fmt_val(n, sizeof n, v->psum[x]);
+        snprintf(s, sizeof s, "p %s", n);
+        text(u, u->value, px, py + 2 * vh, tc, s);
+      }
+    }
 }
 
 /* The timeline's labels: per core its name and its units' rows, the
@@ -124,23 +156,23 @@ static void compose_cell_numbers(ui *u) {
 static void compose_timeline_labels(ui *u) {
   const tpu_viz *v = u->v;
   const tpu_viz_layout *l = &u->l;
+  const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, ux = l->timeline.x - 4 * l->font;
   char b[512];
-  text(u, u->small, l->timeline.x, l->timeline.y - 16, 0xffc0c0c0u, "timeline (click to jump)");
+  text(u, u->small, l->timeline.x, l->timeline.y - ln - 2, 0xffc0c0c0u, "timeline (click to jump)");
   for (int p = 0; p < v->ncores; p++) {
     int y = tpu_viz_core_y(l, p);
     snprintf(b, sizeof b, "core %d", p + 1);
-    if (l->row_h >= 8) {
-      text(u, u->small, l->timeline.x - 100, y - 2, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (l->row_h >= l->font - 2) {
+      text(u, u->small, lx, y - 2, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
       for (int un = 0; un < TPU_VIZ_NUNIT; un++)
-        text(u, u->small, l->timeline.x - 40, y + l->strip_h + un * l->row_h - 2, 0xff909090u,
-             tpu_viz_unit_name((tpu_viz_unit)un));
-    } else if (l->core_h >= 10) {
-      text(u, u->small, l->timeline.x - 100, y, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+        text(u, u->small, ux, y + l->strip_h + un * l->row_h - 2, 0xff909090u, tpu_viz_unit_name((tpu_viz_unit)un));
+    } else if (l->core_h >= ln) {
+      text(u, u->small, lx, y, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
     }
   }
-  text(u, u->small, l->infeed.x - 100, l->infeed.y + 8, 0xffa0a0a0u, "infeed queue");
+  text(u, u->small, lx, l->infeed.y, 0xffa0a0a0u, "infeed");
   snprintf(b, sizeof b, "max %d", tpu_viz_infeed_max(v, v->sel));
-  text(u, u->small, l->infeed.x - 100, l->infeed.y + 20, 0xff808080u, b);
+  text(u, u->small, lx, l->infeed.y + ln, 0xff808080u, b);
 }
 
 /* The legend: per stall kind its name, the selected core's cycles and
@@ -156,20 +188,25 @@ static void compose_legend(ui *u) {
     tpu_viz_totals(v, p, t);
     for (int k = 0; k < TPU_SIM_NSTALL; k++) all[k] += t[k];
   }
-  text(u, u->small, l->legend.x + 18, l->legend.y, 0xffc0c0c0u, "category");
-  text(u, u->small, l->legend.x + 150, l->legend.y, 0xffc0c0c0u, "core cycles");
-  text(u, u->small, l->legend.x + 260, l->legend.y, 0xffc0c0c0u, "share");
-  text(u, u->small, l->legend.x + 330, l->legend.y, 0xffc0c0c0u, "all cores");
+  const int f = l->font, ln = l->line, x0 = l->legend.x + f + 6;
+  const int cx[4] = { x0, l->legend.x + 11 * f, l->legend.x + 19 * f, l->legend.x + 24 * f };
+  static const char *const head[4] = { "core time", "cycles", "share", "all cores" };
+  for (int i = 0; i < 4; i++) text(u, u->small, cx[i], l->legend.y, 0xffc0c0c0u, head[i]);
   for (int k = 0; k < TPU_SIM_NSTALL; k++) {
-    int y = l->legend.y + 17 + k * 17;
-    text(u, u->small, l->legend.x + 18, y, 0xffffffffu, tpu_sim_stall_name(k));
+    int y = l->legend.y + (k + 1) * ln;
+    text(u, u->small, cx[0], y, 0xffffffffu, tpu_sim_stall_name(k));
     snprintf(b, sizeof b, "%llu", (unsigned long long)tot[k]);
-    text(u, u->small, l->legend.x + 150, y, 0xffffffffu, b);
+    text(u, u->small, cx[1], y, 0xffffffffu, b);
     snprintf(b, sizeof b, "%.1f%%", 100.0 * (double)tot[k] / (double)v->total);
-    text(u, u->small, l->legend.x + 260, y, 0xffffffffu, b);
+    text(u, u->small, cx[2], y, 0xffffffffu, b);
     snprintf(b, sizeof b, "%llu", (unsigned long long)all[k]);
-    text(u, u->small, l->legend.x + 330, y, 0xffffffffu, b);
+    text(u, u->small, cx[3], y, 0xffffffffu, b);
   }
+  /* cell states (swatches by tpu_viz_render) */
+  const int y = l->legend.y + (TPU_SIM_NSTALL + 1) * ln;
+  text(u, u->small, x0, y, 0xffffffffu, "idle cell");
+  text(u, u->small, l->legend.x + 7 * f + 6, y, 0xffffffffu, "loading");
+  text(u, u->small, l->legend.x + 20 * f + 6, y, 0xffffffffu, v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+");
 }
 
 /* What each unit runs at the cycle shown, the hovered cell, the help. */
@@ -187,7 +224,7 @@ static void compose_info(ui *u) {
     text(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b);
   }
   /* hover info, help */
-  int y = l->info.y + 16;
+  int y = l->info.y + l->line;
   tpu_viz_cell cell;
   if (u->hover_r >= 0 && tpu_viz_cell_info(v, u->hover_r, u->hover_c, &cell)) {
     static const char *const st[] = { "idle", "loading", "computing" };
@@ -196,20 +233,20 @@ static void compose_info(ui *u) {
              (double)cell.act, (double)cell.psum);
     text(u, u->small, l->info.x, y, 0xffffffffu, b);
   }
-  y += 18;
+  y += l->line;
   if (u->help) {
     const char *s = TPU_VIZ_KEYS_HELP;
-    while (*s && y < l->height - 14) {
+    while (*s && y < l->height - l->line) {
       const char *e = strchr(s, '\n');
       size_t n = e ? (size_t)(e - s) : strlen(s);
       snprintf(b, sizeof b, "%.*s", (int)n, s);
       text(u, u->mono, l->info.x, y, 0xffe0e0e0u, b);
-      y += 14;
+      y += TTF_FontLineSkip(u->mono);
       s += n + (e ? 1 : 0);
     }
   } else {
     text(u, u->small, l->info.x, y, 0xff909090u,
-         "h: help   space: pause   right: step   1-8: core   s: screenshot   q: quit");
+         "h: help   space: pause   n / p: next / previous event   right: step   q: quit");
   }
 }
 
@@ -228,6 +265,32 @@ static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errc
   return viz_png_write(path, s->pixels, s->w, s->h, s->pitch / 4, err, errcap);
 }
 
+static void close_fonts(ui *u) {
+  TTF_Font **f[] = { &u->font, &u->small, &u->mono, &u->value };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (*f[i]) { TTF_CloseFont(*f[i]); *f[i] = NULL; }
+}
+
+/* The fonts at the layout's text size: labels at l.font px, the title a
+** little larger, cell values as large as three lines in a cell allow. */
+static int open_fonts(ui *u, char *err, size_t errcap) {
+  const tpu_viz_layout *l = &u->l;
+  int vs = (l->cell - 4) * 3 / 11;           /* a line is about 1.2 em: 3 lines in cell - 4 px */
+  if (vs > (l->cell - 4) * 10 / 48) vs = (l->cell - 4) * 10 / 48;   /* "w -0.025": 8 glyphs of about 0.6 em */
+  if (vs > l->font) vs = l->font;
+  if (vs < 6) vs = 6;
+  close_fonts(u);
+  u->font = TTF_OpenFont(FONT_PATH, l->font + l->font / 6);
+  u->small = TTF_OpenFont(FONT_PATH, l->font);
+  u->mono = TTF_OpenFont(MONO_PATH, l->font);
+  u->value = TTF_OpenFont(FONT_PATH, vs);
+  if (!u->font || !u->small || !u->mono || !u->value) {
+    snprintf(err, errcap, "cannot open the font %s (Debian package fonts-dejavu-core): %s", FONT_PATH, TTF_GetError());
+    return -1;
+  }
+  return 0;
+}
+
 static int ui_open(ui *u, tpu_viz *v, int w, int h, char *err, size_t errcap) {
   memset(u, 0, sizeof *u);
   u->v = v;
@@ -236,23 +299,36 @@ static int ui_open(ui *u, tpu_viz *v, int w, int h, char *err, size_t errcap) {
   if (h < 480) h = 480;
   tpu_viz_layout_of(v, w, h, &u->l);
   if (!TTF_WasInit() && TTF_Init() != 0) { snprintf(err, errcap, "SDL_ttf: %s", TTF_GetError()); return -1; }
-  u->font = TTF_OpenFont(FONT_PATH, 13);
-  u->small = TTF_OpenFont(FONT_PATH, 10);
-  u->mono = TTF_OpenFont(MONO_PATH, 11);
-  if (!u->font || !u->small || !u->mono) {
-    snprintf(err, errcap, "cannot open the font %s (Debian package fonts-dejavu-core): %s", FONT_PATH, TTF_GetError());
-    return -1;
-  }
+  if (open_fonts(u, err, errcap) != 0) return -1;
   u->frame = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_ARGB8888);
   if (!u->frame) { snprintf(err, errcap, "SDL: %s", SDL_GetError()); return -1; }
   return 0;
 }
 
+/* The window was resized: a new layout, text size and frame; the window
+** loop makes a new texture when it sees the frame's size change. On
+** failure the previous frame stays. */
+static void ui_resize(ui *u, int w, int h) {
+  if (w < 640) w = 640;
+  if (h < 480) h = 480;
+  SDL_Surface *f = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_ARGB8888);
+  if (!f) return;
+  char err[512];
+  const tpu_viz_layout old = u->l;
+  tpu_viz_layout_of(u->v, w, h, &u->l);
+  if (open_fonts(u, err, sizeof err) != 0) {
+    SDL_FreeSurface(f);
+    u->l = old;
+    if (open_fonts(u, err, sizeof err) != 0) u->quit = true;
+    return;
+  }
+  SDL_FreeSurface(u->frame);
+  u->frame = f;
+}
+
 static void ui_close(ui *u) {
+  close_fonts(u);
   if (u->frame) SDL_FreeSurface(u->frame);
-  if (u->font) TTF_CloseFont(u->font);
-  if (u->small) TTF_CloseFont(u->small);
-  if (u->mono) TTF_CloseFont(u->mono);
 }
 
 tpu_status tpu_viz_canvas_create(tpu_viz *v, int width, int height, tpu_viz_canvas **out,
@@ -297,8 +373,12 @@ int tpu_viz_save_png(tpu_viz *v, int width, int height, const char *path, char *
 ** Events
 ** ================================================================== */
 static void say_state(const ui *u) {
-  printf("cycle %llu core %d %s speed %.4g\n", (unsigned long long)u->v->shown, u->v->sel + 1,
+  uint64_t a, b;
+  tpu_viz_view_range(u->v, &a, &b);
+  printf("cycle %llu core %d %s speed %.4g", (unsigned long long)u->v->shown, u->v->sel + 1,
          u->running ? "running" : "paused", u->speed);
+  if (a != 0 || b != u->v->total) printf(" view %llu..%llu", (unsigned long long)a, (unsigned long long)b);
+  printf("\n");
   fflush(stdout);
 }
 
@@ -316,6 +396,7 @@ static void handle(ui *u, const SDL_Event *e) {
   if (e->type == SDL_QUIT) { u->quit = true; return; }
   if (e->type == SDL_MOUSEMOTION) {
     int r, c;
+    u->mouse_x = e->motion.x;
     if (tpu_viz_cell_at(v, &u->l, e->motion.x, e->motion.y, &r, &c)) { u->hover_r = r; u->hover_c = c; }
     else u->hover_r = -1;
     return;
@@ -327,6 +408,14 @@ static void handle(ui *u, const SDL_Event *e) {
       tpu_viz_seek(v, tpu_viz_cycle_at_x(v, &u->l, x));
       u->running = false;
     }
+    return;
+  }
+  if (e->type == SDL_MOUSEWHEEL) {
+    if (e->wheel.y) tpu_viz_zoom(v, e->wheel.y > 0 ? 2.0 : 0.5, tpu_viz_cycle_at_x(v, &u->l, u->mouse_x));
+    return;
+  }
+  if (e->type == SDL_WINDOWEVENT && e->window.event == SDL_WINDOWEVENT_SIZE_CHANGED) {
+    ui_resize(u, e->window.data1, e->window.data2);
     return;
   }
   if (e->type != SDL_KEYDOWN) return;
@@ -345,6 +434,12 @@ static void handle(ui *u, const SDL_Event *e) {
     break;
   case SDLK_PLUS: case SDLK_EQUALS: case SDLK_KP_PLUS: if (u->speed < 65536) u->speed *= 2; break;
   case SDLK_MINUS: case SDLK_KP_MINUS: if (u->speed > 0.25) u->speed /= 2; break;
+  case SDLK_z: tpu_viz_zoom(v, 2.0, v->shown); break;
+  case SDLK_x: tpu_viz_zoom(v, 0.5, v->shown); break;
+  case SDLK_LEFTBRACKET: tpu_viz_pan(v, -0.25); break;
+  case SDLK_RIGHTBRACKET: tpu_viz_pan(v, 0.25); break;
+  case SDLK_n: u->running = false; tpu_viz_seek(v, tpu_viz_next_event_cycle(v)); break;
+  case SDLK_p: u->running = false; tpu_viz_seek(v, tpu_viz_prev_event_cycle(v)); break;
   case SDLK_a: v->shade_psum = !v->shade_psum; break;
   case SDLK_h: case SDLK_QUESTION: case SDLK_SLASH: u->help = !u->help; break;
   case SDLK_s: screenshot(u); break;
@@ -364,6 +459,10 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
     e->type = SDL_MOUSEBUTTONDOWN; e->button.button = SDL_BUTTON_LEFT; e->button.x = x; e->button.y = y;
     return true;
   }
+  if (!strcmp(a, "wheelup") || !strcmp(a, "wheeldown")) {   /* at the last hover's x */
+    e->type = SDL_MOUSEWHEEL; e->wheel.y = a[5] == 'u' ? 1 : -1;
+    return true;
+  }
   if (sscanf(a, "hover:%d:%d", &x, &y) == 2) {
     e->type = SDL_MOUSEMOTION; e->motion.x = x; e->motion.y = y;
     return true;
@@ -372,7 +471,8 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
     { "space", SDLK_SPACE, 0 }, { "right", SDLK_RIGHT, 0 }, { "shift+right", SDLK_RIGHT, KMOD_LSHIFT },
     { "left", SDLK_LEFT, 0 }, { "plus", SDLK_PLUS, 0 }, { "minus", SDLK_MINUS, 0 },
     { "s", SDLK_s, 0 }, { "q", SDLK_q, 0 }, { "esc", SDLK_ESCAPE, 0 }, { "h", SDLK_h, 0 },
-    { "a", SDLK_a, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
+    { "a", SDLK_a, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "z", SDLK_z, 0 }, { "x", SDLK_x, 0 },
+    { "[", SDLK_LEFTBRACKET, 0 }, { "]", SDLK_RIGHTBRACKET, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
     { "5", SDLK_5, 0 }, { "6", SDLK_6, 0 }, { "7", SDLK_7, 0 }, { "8", SDLK_8, 0 } };
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (!strcmp(a, keys[i].name)) {
@@ -386,6 +486,23 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
 
 static bool is_headless_driver(const char *d) {
   return !d || !strcmp(d, "dummy") || !strcmp(d, "offscreen") || !strcmp(d, "evdev");
+}
+
+/* Composes the frame and shows it; a texture of the frame's new size after
+** a resize (if none can be made, the frame goes back to the texture's). */
+static void present(ui *u, SDL_Renderer *ren, SDL_Texture **tex) {
+  int tw, th;
+  if (SDL_QueryTexture(*tex, NULL, NULL, &tw, &th) == 0 && (tw != u->frame->w || th != u->frame->h)) {
+    SDL_Texture *nt = SDL_CreateTexture(ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, u->frame->w,
+                                        u->frame->h);
+    if (nt) { SDL_DestroyTexture(*tex); *tex = nt; }
+    else ui_resize(u, tw, th);
+  }
+  compose(u);
+  SDL_UpdateTexture(*tex, NULL, u->frame->pixels, u->frame->pitch);
+  SDL_RenderClear(ren);
+  SDL_RenderCopy(ren, *tex, NULL, NULL);
+  SDL_RenderPresent(ren);
 }
 
 /* The window loop. 'script' is a private copy (tokens are cut in place). */
@@ -412,7 +529,7 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
   u.out_dir = o->out_dir ? o->out_dir : ".";
   u.speed = o->speed;
   u.running = true;
-  win = SDL_CreateWindow("tpusim viz", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, u.l.width, u.l.height, 0);
+  win = SDL_CreateWindow("tpusim viz", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, u.l.width, u.l.height, SDL_WINDOW_RESIZABLE);
   if (!win) {
     fprintf(stderr, "tpusim viz: no display (cannot open a window: %s); run with --headless --frames N --out DIR\n",
             SDL_GetError());
@@ -456,11 +573,7 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
         tpu_viz_seek(v, to);
       }
     }
-    compose(&u);
-    SDL_UpdateTexture(tex, NULL, u.frame->pixels, u.frame->pitch);
-    SDL_RenderClear(ren);
-    SDL_RenderCopy(ren, tex, NULL, NULL);
-    SDL_RenderPresent(ren);
+    present(&u, ren, &tex);
     if (!script) SDL_Delay(15);
   }
   rc = 0;
@@ -476,12 +589,17 @@ out:
 
 static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
   char err[4300];
+  viz_gif *gif = NULL;
   SDL_SetHint(SDL_HINT_VIDEODRIVER, "offscreen,dummy");
   if (SDL_Init(SDL_INIT_VIDEO) != 0) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); return 1; }
   ui u;
   int rc = 1;
   if (ui_open(&u, v, o->width, o->height, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
   u.speed = o->speed;
+  if (o->gif && !(gif = viz_gif_open(o->gif, u.frame->w, u.frame->h, err, sizeof err))) {
+    fprintf(stderr, "tpusim viz: %s\n", err);
+    goto out;
+  }
   for (int f = 0; f < o->frames; f++) {
     uint64_t c = o->start + (uint64_t)f * o->every;
     if (tpu_viz_seek(v, c) != TPU_OK) { fprintf(stderr, "tpusim viz: out of memory\n"); goto out; }
@@ -489,11 +607,20 @@ static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
     if (o->png) snprintf(path, sizeof path, "%s", o->png);
     else snprintf(path, sizeof path, "%s/frame_%06d.png", o->out_dir ? o->out_dir : ".", f);
     compose(&u);
+    if (gif) { viz_gif_frame(gif, u.frame->pixels, u.frame->pitch / 4, 10); continue; }
     if (save_surface(u.frame, path, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
     if (!o->quiet) printf("wrote %s (cycle %llu)\n", path, (unsigned long long)v->shown);
   }
+  if (gif) {
+    viz_gif *g = gif;
+    gif = NULL;
+    if (viz_gif_close(g, true, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
+    if (!o->quiet) printf("wrote %s (%d frames, cycles %llu..%llu)\n", o->gif, o->frames,
+                          (unsigned long long)o->start, (unsigned long long)v->shown);
+  }
   rc = 0;
 out:
+  viz_gif_close(gif, false, err, sizeof err);     /* a failed run leaves no file */
   ui_close(&u);
   TTF_Quit();
   SDL_Quit();

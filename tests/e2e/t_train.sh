@@ -14,7 +14,7 @@ echo "$OUT" > r.json
 /usr/bin/python3 - r.json <<'PY' || die "json report"
 import json,sys
 d=json.load(open(sys.argv[1]))
-for k in ["test_accuracy","test_loss","sim_step_s","sim_step_cycles","images_per_s","mxu_utilization","stall","wall_s","history","params_hash","input_verdict"]:
+for k in ["val_accuracy","val_loss","test_accuracy","test_loss","sim_step_s","sim_step_cycles","images_per_s","mxu_utilization","stall","wall_s","history","params_hash","input_verdict"]:
     assert k in d, k
 st=d["stall"]
 assert sorted(st)==sorted(["mxu_busy","vpu_busy","memory_wait","infeed_wait","collective_wait","idle"]), st
@@ -36,7 +36,8 @@ expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --steps-per-epoc
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
 expect_out_contains "4/4 [==============================]"
 expect_out_contains "us/step - loss: "
-expect_out_contains "test_accuracy: "
+expect_out_contains "val_accuracy: "
+expect_out_contains "/step (wall) - sim "
 expect_out_contains "collective_wait"
 ! grep -q $'[\r\x1b]' "$T/out.txt" || die "control characters in non-tty output"
 
@@ -175,3 +176,9 @@ expect_status 2 "$TPUSIM" train --model mlp --resume
 expect_status 2 "$TPUSIM" train
 expect_status 0 "$TPUSIM" train --help
 expect_out_contains "--checkpoint DIR"
+# --data mnist without MNIST installed (no Debian package ships it): exit 2,
+# saying where to get the files
+if [ ! -e /usr/share/datasets/mnist/train-labels-idx1-ubyte.gz ] && [ ! -e /usr/share/datasets/mnist/train-labels-idx1-ubyte ]; then
+  expect_status 2 "$TPUSIM" train --model mlp --data mnist --steps-per-epoch 1
+  expect_err_contains "no Debian package ships it"; expect_err_contains "--data D"
+fi

@@ -4,6 +4,8 @@ here=$(dirname "$(readlink -f "$1")")
 expect_status 0 "$TPUSIM" viz --help
 expect_out_contains "--headless"
 expect_out_contains "shift+right"
+expect_out_contains "next / previous event"
+expect_out_contains "--scale"
 # bad input: exit 2 with a message
 expect_status 2 "$TPUSIM" viz --m 0 --headless --out o;      expect_err_contains "--m"
 expect_status 2 "$TPUSIM" viz --frames 3;                    expect_err_contains "go with --headless"
@@ -44,7 +46,7 @@ for f in range(4):
         for c in range(8):
             dd = t - r - c
             comp = any(x["stream_start"] <= dd < x["stream_start"] + x["m"] and r < x["k"] and c < x["n"] for x in tiles)
-            px = png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] // 2, L["array_y"] + r * L["cell"] + L["cell"] // 2)
+            px = png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] - 3, L["array_y"] + r * L["cell"] + L["cell"] - 3)
             got = px not in (IDLE, LOADING)
             assert got == comp, "cycle %d cell (%d,%d): pixel %s, computing expected: %s" % (t, r, c, px, comp)
 # the stall strip of each core: band lengths proportional to the reported totals
@@ -146,3 +148,51 @@ expect_status 2 "$TPUSIM" viz --chip teach --model nosuch --headless --out o
 expect_status 2 "$TPUSIM" viz --chip teach --model mlp --batch 6 --headless --out o; expect_err_contains "does not divide"
 expect_status 2 "$TPUSIM" viz --chip teach --batch 64 --headless --out o; expect_err_contains "go with --model"
 expect_status 2 "$TPUSIM" viz --chip teach --model mlp --program ex.json --headless --out o; expect_err_contains "give one"
+
+# The first minute. The README's headless example (and the same on the
+# teach preset), with no --cycle, starts at the first weight load: its first
+# frame's array is not idle (cells not in the idle colour), a later frame
+# shows the wavefront (computing cells), the legend has a swatch per stall
+# kind and the cell states, and the title's text is twice as tall at
+# --scale 2 as at --scale 1.
+expect_status 0 "$TPUSIM" viz --headless --frames 20 --every 8 --out readme --json
+echo "$OUT" > readme.json
+expect_status 0 "$TPUSIM" viz --chip teach --headless --frames 20 --every 8 --out teach --json
+echo "$OUT" > teach.json
+expect_status 0 "$TPUSIM" viz --chip teach --headless --scale 2 --png s2.png
+/usr/bin/python3 - "$here" <<'PY' || die "the README example's frames do not show the array working, the legend or scaled text"
+import json, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+IDLE, LOADING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00)
+def cells(path, L, full=False):   # each cell's colour, away from its value text
+    img = png_read.read(path, None if full else L["array_y"] + L["array_h"])
+    n, off = L["array_w"] // L["cell"], (L["cell"] - 3 if L["cell"] >= 8 else L["cell"] // 2)
+    return img, [png_read.pixel(img, L["array_x"] + c * L["cell"] + off, L["array_y"] + r * L["cell"] + off)
+                 for r in range(L["array_h"] // L["cell"]) for c in range(n)]
+for run, dirname in (("readme.json", "readme"), ("teach.json", "teach")):
+    d = json.load(open(run)); L = d["layout"]
+    assert d["start_cycle"] == d["tiles"][0]["load_start"] > 0, (d["start_cycle"], d["tiles"][0])
+    img, first = cells(dirname + "/frame_000000.png", L, True)
+    assert sum(1 for p in first if p != IDLE) >= 1, dirname + ": the first frame shows an idle array"
+    busy = [sum(1 for p in cells(dirname + "/frame_%06d.png" % f, L)[1] if p not in (IDLE, LOADING)) for f in range(1, 20)]
+    assert max(busy) >= 8, (dirname + ": no wavefront in the 20 frames", busy)
+    col = [tuple(int(v[i:i + 2], 16) for i in (1, 3, 5)) for v in d["colors"].values()]
+    for k, c in enumerate(col + [IDLE]):
+        y = L["legend_y"] + (k + 1) * L["line"] + L["line"] // 2
+        assert png_read.pixel(img, L["legend_x"] + 2, y) == c, ("legend row", k, png_read.pixel(img, L["legend_x"] + 2, y), c)
+def title_height(path):    # rows of the black header band with text in them
+    im = png_read.read(path, 100)
+    band = [y for y in range(100) if png_read.pixel(im, 1, y) == (0, 0, 0)]
+    rows = [y for y in band if any(sum(png_read.pixel(im, x, y)) > 200 for x in range(8, 200))]
+    return rows[-1] - rows[0] + 1
+h1, h2 = title_height("teach/frame_000000.png"), title_height("s2.png")
+assert 1.8 <= h2 / h1 <= 2.2, ("text height at --scale 1 and 2", h1, h2)
+PY
+expect_status 2 "$TPUSIM" viz --chip teach --scale 9 --headless --out o; expect_err_contains "--scale"
+# --gif: a cycle range as one animated GIF (checked pixel by pixel in check_viz)
+expect_status 0 "$TPUSIM" viz --chip teach --headless --cycle 1740 --frames 12 --every 4 --gif slide.gif
+expect_out_contains "12 frames, cycles 1740..1784"
+[ "$(head -c 6 slide.gif)" = GIF89a ] || die "slide.gif is not a GIF"
+expect_status 2 "$TPUSIM" viz --chip teach --gif x.gif;                      expect_err_contains "--gif"
+expect_status 2 "$TPUSIM" viz --chip teach --headless --gif x.gif --out o;   expect_err_contains "without --out"
+expect_status 1 "$TPUSIM" viz --chip teach --headless --gif /nonexistent/x.gif; expect_err_contains "/nonexistent/x.gif"

@@ -41,11 +41,33 @@ L = json.load(open(sys.argv[2]))["layout"]
 shots = [png_read.read("shots/tpusim-viz-%03d.png" % n, L["array_y"] + 8 * L["cell"]) for n in range(1, 6)]
 assert all(s[0] == L["width"] and s[1] == L["height"] for s in shots)
 def cells(img):   # the colors at the 8x8 cell centers
-    return [png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] // 2,
-                           L["array_y"] + r * L["cell"] + L["cell"] // 2) for r in range(8) for c in range(8)]
+    return [png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] - 3,
+                           L["array_y"] + r * L["cell"] + L["cell"] - 3) for r in range(8) for c in range(8)]
 raw = [open("shots/tpusim-viz-%03d.png" % n, "rb").read() for n in (1, 2)]
 assert raw[0] == raw[1], "paused, yet the window changed"
 assert cells(shots[1]) != cells(shots[2]), "right (one cycle) did not change the array"
 assert cells(shots[2]) != cells(shots[3]), "shift+right did not change the array"
 assert cells(shots[3]) != cells(shots[4]), "core 2 shows the same array as core 1"
+PY
+# n / p: the next event after the first row streams is later, and p comes back
+expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+  --cycle "$s0" --script "space,n,p,p,q"
+echo "$OUT" > np.txt
+read -r _ c1 _ < <(sed -n 2p np.txt)
+[ "$c1" -gt "$s0" ] || die "n did not move forward from $s0: $(sed -n 2p np.txt)"
+[ "$(sed -n 3p np.txt | cut -d' ' -f2)" = "$s0" ] || die "p did not come back to $s0: $(sed -n 3p np.txt)"
+[ "$(sed -n 4p np.txt | cut -d' ' -f2)" -lt "$s0" ] || die "p did not go before $s0: $(sed -n 4p np.txt)"
+# the timeline zooms around the mouse (wheel) or the cycle shown (z / x) and pans ([ / ])
+expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+  --cycle "$s0" --script "space,hover:$cx:$cy,wheelup,z,],x,x,q"
+echo "$OUT" > zoom.txt
+/usr/bin/python3 - zoom.txt "$cc" <<'PY' || die "zoom and pan did not move the timeline's view as the keys say: $(cat zoom.txt)"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines(); cc = int(sys.argv[2])
+views = [tuple(map(int, re.search(r"view (\d+)\.\.(\d+)", l).groups())) if "view" in l else None for l in lines]
+assert views[0] is None and views[1] is None, views            # space, hover: whole run
+a, b = views[2]; assert a <= cc < b, (cc, views[2])             # wheel up around the hovered cycle
+assert views[3][1] - views[3][0] < b - a                        # z: narrower
+assert views[4][0] > views[3][0]                                # ]: later
+assert views[5][1] - views[5][0] > views[4][1] - views[4][0]    # x: wider
 PY

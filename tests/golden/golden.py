@@ -8,6 +8,8 @@ wrote under $D with the recorded tests/golden/out/NAME.json.
 
 Normalized: keys measured on the host rather than simulated (wall_s, and
 any key that starts with 'wall' or 'host_' or ends in '_fps') are dropped,
+as is the release label 'tpusim_version' (a version bump is not a change of
+results; tests/e2e/t_install.sh checks it equals `tpusim --version`),
 and the scratch directory's path is replaced by '$D'. Everything else,
 cycles, stalls, losses, accuracies, hashes of values, must match exactly.
 """
@@ -33,7 +35,7 @@ def cases():
 def strip(v, d):
     if isinstance(v, dict):
         return {k: strip(x, d) for k, x in v.items()
-                if not k.startswith(VOLATILE_PREFIX) and not k.endswith(VOLATILE_SUFFIX)}
+                if not k.startswith(VOLATILE_PREFIX) and not k.endswith(VOLATILE_SUFFIX) and k != "tpusim_version"}
     if isinstance(v, list):
         return [strip(x, d) for x in v]
     if isinstance(v, str):

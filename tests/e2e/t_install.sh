@@ -1,0 +1,53 @@
+# make install into a temporary DESTDIR: the installed program runs (its
+# version is the one of every report and of the .pc file, its man page and
+# completion are there, an installed example runs), a ten-line C program
+# compiles and links against the installed library through pkg-config, and
+# make uninstall leaves no file behind.
+D=$T/dest
+make -s -C "$TPU_ROOT" MODE="${MODE:-release}" install DESTDIR="$D" PREFIX=/usr/local >install.log 2>&1 \
+  || { cat install.log; die "make install failed"; }
+P=$D/usr/local
+for f in bin/tpusim share/man/man1/tpusim.1 share/bash-completion/completions/tpusim lib/libtpusim.a \
+         lib/pkgconfig/tpusim.pc include/tpusim/sim/sim.h include/tpusim/viz/viz.h share/doc/tpusim/LICENSE \
+         share/doc/tpusim/examples/train_step.json; do
+  [ -s "$P/$f" ] || die "make install did not install $f"
+done
+v=$(sed -n 's/^#define TPU_VERSION "\(.*\)"/\1/p' "$TPU_ROOT/base/base.h")
+expect_status 0 "$P/bin/tpusim" --version
+[ "$OUT" = "tpusim $v" ] || die "installed --version says '$OUT', base.h says $v"
+expect_status 0 "$P/bin/tpusim" run --chip teach --program "$P/share/doc/tpusim/examples/train_step.json" --json
+echo "$OUT" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["tpusim_version"] == sys.argv[1] and d["cycles"] > 0, d.get("tpusim_version")' "$v" \
+  || die "the installed program's report does not carry version $v"
+grep -q '^\.TH TPUSIM 1 .*tpusim '"$v" "$P/share/man/man1/tpusim.1" || die "man page header lacks version $v"
+grep -q 'COMMAND: VIZ' "$P/share/man/man1/tpusim.1" || die "man page lacks the viz command"
+grep -qF -- '\-\-scale' "$P/share/man/man1/tpusim.1" || die "man page is not the --help text (no --scale)"
+# completion: the commands and a command's options, from the installed program
+out=$(bash -c 'source "$1"; COMP_WORDS=("$2" vi); COMP_CWORD=1; _tpusim; echo "${COMPREPLY[*]}"' _ \
+      "$P/share/bash-completion/completions/tpusim" "$P/bin/tpusim")
+[ "$out" = viz ] || die "completion of 'vi' gave '$out'"
+out=$(bash -c 'source "$1"; COMP_WORDS=("$2" viz --sca); COMP_CWORD=2; _tpusim; echo "${COMPREPLY[*]}"' _ \
+      "$P/share/bash-completion/completions/tpusim" "$P/bin/tpusim")
+[ "$out" = --scale ] || die "completion of 'viz --sca' gave '$out'"
+# a C program against the installed engine, through pkg-config
+cat > prog.c <<'C'
+#include <stdio.h>
+#include <string.h>
+#include "sim/sim.h"
+int main(void) {
+  tpu_chip_config chip;
+  char err[256];
+  if (tpu_chip_config_load("teach", &chip, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); return 1; }
+  printf("%s %s %d\n", tpu_version(), chip.name, chip.cores);
+  return strcmp(tpu_version(), TPU_VERSION) != 0;
+}
+C
+export PKG_CONFIG_PATH=$P/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D
+[ "$(pkg-config --modversion tpusim)" = "$v" ] || die "tpusim.pc says $(pkg-config --modversion tpusim), base.h $v"
+san=; [ "${MODE:-release}" = asan ] && san="-fsanitize=address,undefined"
+cc -std=c11 $san $(pkg-config --cflags tpusim) prog.c -o prog $(pkg-config --static --libs tpusim) 2>cc.log \
+  || { cat cc.log; die "cannot compile and link a program against the installed library"; }
+[ "$(./prog)" = "$v teach 4" ] || die "the linked program printed '$(./prog)'"
+make -s -C "$TPU_ROOT" MODE="${MODE:-release}" uninstall DESTDIR="$D" PREFIX=/usr/local >uninstall.log 2>&1 \
+  || { cat uninstall.log; die "make uninstall failed"; }
+left=$(find "$D" -type f -o -type l; find "$D" -name '*tpusim*')
+[ -z "$left" ] || die "make uninstall left: $left"

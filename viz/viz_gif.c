@@ -1,0 +1,149 @@
+/*
+** viz_gif.c -- an animated GIF writer (GIF89a, LZW, one fixed palette) for
+** slide-ready exports of a headless cycle range (tpusim viz --gif FILE).
+**
+** The palette is a fixed 6 x 7 x 6 colour cube (252 entries; green gets
+** seven levels, the eye is most sensitive to it); each pixel maps to the
+** nearest level per channel, so frames need no per-frame palette and the
+** mapping is exact and testable (viz_gif_index). Frames are written into a
+** temporary file renamed over FILE at the end: whole or not at all.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "viz/viz_int.h"
+
+enum { GIF_CLEAR = 256, GIF_EOI = 257, GIF_MAXCODE = 4096 };
+
+struct viz_gif {
+  FILE *f;
+  char path[4096], tmp[4200];
+  int w, h;
+  bool bad;
+  uint8_t *idx;                      /* w*h palette indices of the frame */
+  int16_t *child;                    /* LZW dictionary: child[code*256 + byte], -1 = none */
+  uint8_t blk[256]; int nblk;        /* the current data sub-block */
+  uint32_t acc; int nacc;            /* bits not yet written, LSB first */
+};
+
+uint8_t viz_gif_index(uint32_t argb) {
+  const int r = (int)((argb >> 16) & 255), g = (int)((argb >> 8) & 255), b = (int)(argb & 255);
+  return (uint8_t)(((r * 5 + 127) / 255) * 42 + ((g * 6 + 127) / 255) * 6 + (b * 5 + 127) / 255);
+}
+
+uint32_t viz_gif_color(uint8_t i) {
+  const uint32_t r = (uint32_t)(i / 42) * 255 / 5, g = (uint32_t)(i / 6 % 7) * 255 / 6, b = (uint32_t)(i % 6) * 255 / 5;
+  return 0xff000000u | r << 16 | g << 8 | b;
+}
+
+static void put(viz_gif *g, const void *p, size_t n) {
+  if (!g->bad && fwrite(p, 1, n, g->f) != n) g->bad = true;
+}
+static void put16(viz_gif *g, int v) { uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) }; put(g, b, 2); }
+
+static void flush_block(viz_gif *g) {
+  if (!g->nblk) return;
+  uint8_t n = (uint8_t)g->nblk;
+  put(g, &n, 1);
+  put(g, g->blk, (size_t)g->nblk);
+  g->nblk = 0;
+}
+static void emit(viz_gif *g, int code, int bits) {
+  g->acc |= (uint32_t)code << g->nacc;
+  g->nacc += bits;
+  while (g->nacc >= 8) {
+    g->blk[g->nblk++] = (uint8_t)g->acc;
+    g->acc >>= 8;
+    g->nacc -= 8;
+    if (g->nblk == 255) flush_block(g);
+  }
+}
+
+/* The frame's indices as LZW codes (minimum code size 8). */
+static void lzw(viz_gif *g) {
+  const size_t n = (size_t)g->w * (size_t)g->h;
+  int next = GIF_EOI + 1, bits = 9, cur = g->idx[0];
+  memset(g->child, 0xff, (size_t)GIF_MAXCODE * 256 * sizeof *g->child);
+  emit(g, GIF_CLEAR, bits);
+  for (size_t i = 1; i < n; i++) {
+    const int k = g->idx[i], c = g->child[cur * 256 + k];
+    if (c >= 0) { cur = c; continue; }
+    emit(g, cur, bits);
+    if (next < GIF_MAXCODE) {
+      g->child[cur * 256 + k] = (int16_t)next;
+      if (next++ == (1 << bits) && bits < 12) bits++;
+    } else {                                       /* table full: start over */
+      emit(g, GIF_CLEAR, bits);
+      memset(g->child, 0xff, (size_t)GIF_MAXCODE * 256 * sizeof *g->child);
+      next = GIF_EOI + 1;
+      bits = 9;
+    }
+    cur = k;
+  }
+  emit(g, cur, bits);
+  emit(g, GIF_EOI, next == (1 << bits) && bits < 12 ? bits + 1 : bits);
+  if (g->nacc) emit(g, 0, 8 - g->nacc);
+  flush_block(g);
+  uint8_t z = 0;
+  put(g, &z, 1);
+}
+
+viz_gif *viz_gif_open(const char *path, int w, int h, char *err, size_t errcap) {
+  viz_gif *g = tpu_calloc(1, sizeof *g);
+  if (g) { g->idx = tpu_malloc((size_t)w * (size_t)h); g->child = tpu_malloc((size_t)GIF_MAXCODE * 256 * 2); }
+  if (!g || !g->idx || !g->child) {
+    snprintf(err, errcap, "%s: out of memory", path);
+    if (g) { tpu_free(g->idx); tpu_free(g->child); tpu_free(g); }
+    return NULL;
+  }
+  g->w = w; g->h = h;
+  snprintf(g->path, sizeof g->path, "%s", path);
+  snprintf(g->tmp, sizeof g->tmp, "%s.tmp%ld", path, (long)getpid());
+  if (!(g->f = fopen(g->tmp, "wb"))) {
+    snprintf(err, errcap, "%s: %s", path, strerror(errno));
+    tpu_free(g->idx); tpu_free(g->child); tpu_free(g);
+    return NULL;
+  }
+  put(g, "GIF89a", 6);
+  put16(g, w); put16(g, h);
+  const uint8_t lsd[3] = { 0xf7, 0, 0 };           /* global table of 256 entries */
+  put(g, lsd, 3);
+  for (int i = 0; i < 256; i++) {
+    const uint32_t c = i < 252 ? viz_gif_color((uint8_t)i) : 0;
+    const uint8_t rgb[3] = { (uint8_t)(c >> 16), (uint8_t)(c >> 8), (uint8_t)c };
+    put(g, rgb, 3);
+  }
+  const uint8_t loop[19] = { 0x21, 0xff, 11, 'N', 'E', 'T', 'S', 'C', 'A', 'P', 'E', '2', '.', '0', 3, 1, 0, 0, 0 };
+  put(g, loop, sizeof loop);                       /* loop forever */
+  return g;
+}
+
+void viz_gif_frame(viz_gif *g, const uint32_t *px, int pitch, int delay_cs) {
+  for (int y = 0; y < g->h; y++)
+    for (int x = 0; x < g->w; x++) g->idx[(size_t)y * (size_t)g->w + (size_t)x] = viz_gif_index(px[(size_t)y * (size_t)pitch + (size_t)x]);
+  const uint8_t gce[8] = { 0x21, 0xf9, 4, 0, (uint8_t)delay_cs, (uint8_t)(delay_cs >> 8), 0, 0 };
+  put(g, gce, 8);
+  const uint8_t sep = 0x2c;
+  put(g, &sep, 1);
+  put16(g, 0); put16(g, 0); put16(g, g->w); put16(g, g->h);
+  const uint8_t flags_min[2] = { 0, 8 };
+  put(g, flags_min, 2);
+  lzw(g);
+}
+
+int viz_gif_close(viz_gif *g, bool keep, char *err, size_t errcap) {
+  if (!g) return 0;
+  const uint8_t trailer = 0x3b;
+  put(g, &trailer, 1);
+  if (fclose(g->f) != 0) g->bad = true;
+  int rc = 0;
+  if (keep && (g->bad || rename(g->tmp, g->path) != 0)) {
+    snprintf(err, errcap, "%s: cannot write: %s", g->path, strerror(errno));
+    rc = -1;
+  }
+  if (!keep || rc) unlink(g->tmp);
+  tpu_free(g->idx); tpu_free(g->child); tpu_free(g);
+  return rc;
+}
