@@ -170,6 +170,11 @@ tpu_status tpu_df_spec_set_epochs(tpu_df_spec *s, int64_t epochs);
 int64_t tpu_df_spec_repeat_count(const tpu_df_spec *s);
 /* Batch size of the spec's batch stage, 0 if none. Can't fail. */
 int tpu_df_spec_batch_size(const tpu_df_spec *s);
+/* Sets the batch stage's batch_size to n (1..2^30), keeping its
+** drop_remainder: how a run's --batch overrides the file's, so one pipeline
+** file serves every batch size of a sweep. TPU_ERR_CONFIG when the spec has
+** no batch stage or n is out of range (nothing changed then). */
+tpu_status tpu_df_spec_set_batch_size(tpu_df_spec *s, int n);
 /* }================================================================== */
 
 /* {==================================================================

@@ -264,6 +264,13 @@ int tpu_df_spec_batch_size(const tpu_df_spec *s) {
   return 0;
 }
 
+tpu_status tpu_df_spec_set_batch_size(tpu_df_spec *s, int n) {
+  if (n < 1 || n > (1 << 30)) return TPU_ERR_CONFIG;
+  for (int i = 0; i < s->nst; i++)
+    if (s->st[i].op == DF_BATCH) { s->st[i].n = n; return TPU_OK; }
+  return TPU_ERR_CONFIG;
+}
+
 tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
   int ibatch = -1, icache = -1, irepeat = -1, iworkers = -1;   /* several shuffles are fine */
   for (int i = 0; i < s->nst; i++) {

@@ -7,8 +7,8 @@
 ** shuffle over the whole set (seeded), normalize to [0, 1], batch (global,
 ** drop_remainder), prefetch(2), with no modeled costs (so the input is
 ** free: infeed waits are zero). With --pipeline FILE it is the user's
-** datafeed JSON (docs/DATAFEED.md); its batch stage must give the global
-** batch.
+** datafeed JSON (docs/DATAFEED.md); the global batch (--batch) replaces
+** its batch stage's batch_size.
 **
 ** Epochs as Keras' fit makes them: a pipeline without repeat is iterated
 ** afresh for each of the --epochs (tpu_df_spec_set_epochs: files reopened,
@@ -87,10 +87,10 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   if (!f) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   if (o->pipeline) {
     if ((st = tpu_df_spec_load(o->pipeline, &spec, err, errcap)) != TPU_OK) goto out;
-    int b = tpu_df_spec_batch_size(spec);
-    if (b != o->global_batch) {
-      snprintf(err, errcap, "%s: the pipeline's batch stage gives batches of %d; training needs the global batch "
-               "(%d, --batch) from a batch stage with drop_remainder", o->pipeline, b, o->global_batch);
+    /* the run's --batch is the batch: it replaces the file's batch_size */
+    if (tpu_df_spec_set_batch_size(spec, o->global_batch) != TPU_OK) {
+      snprintf(err, errcap, "%s: the pipeline has no batch stage; training takes the global batch (%d, --batch) "
+               "from a batch stage with drop_remainder", o->pipeline, o->global_batch);
       st = TPU_ERR_CONFIG;
       goto out;
     }

@@ -144,3 +144,14 @@ b5.json|{ "command": |b5.json:1:|
 CASES
 expect_status 2 "$TPUSIM" sweep --out fb --file sw.json train
 expect_err_contains "holds the command and its options"
+
+# a batch axis over one pipeline file: each point's --batch replaces the
+# file's batch_size (train-prefetch.json batches 128)
+expect_status 0 "$TPUSIM" sweep --no-plot --out pb -j 2 train --model mlp --pipeline "$TPU_ROOT/docs/examples/train-prefetch.json" \
+  --batch 64,256 --steps-per-epoch 2 --level timing
+grep -q '^0,64,ok,' pb/results.csv && grep -q '^1,256,ok,' pb/results.csv || die "batch axis over a pipeline: $(cat pb/results.csv)"
+/usr/bin/python3 - pb/points.jsonl <<'PY' || die "batch axis over a pipeline: global_batch"
+import json, sys
+p = sorted((json.loads(l) for l in open(sys.argv[1])), key=lambda e: e["point"])
+assert [e["report"]["global_batch"] for e in p] == [64, 256], [e["report"]["global_batch"] for e in p]
+PY

@@ -131,8 +131,14 @@ assert abs(w(f,4) - w(f,0)) < 1e-9 and w(f,0) > 0.01, (w(f,0), w(f,4))
 assert 0 < w(r,4) < w(f,4), (w(r,4), w(f,4))
 assert [x["loss"] for x in f] == [x["loss"] for x in r]
 PY
-expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_naive.json --batch 32 --data synthetic
-expect_err_contains "the pipeline's batch stage gives batches of 64; training needs the global batch (32, --batch)"
+# the run's --batch replaces the file's batch_size (64 there): batches of 32
+expect_status 0 "$TPUSIM" train --model tiny.json --pipeline p_naive.json --batch 32 --data synthetic --epochs 1 --json
+echo "$OUT" > r_b32.json
+[ "$(json_get steps_per_epoch r_b32.json)" = 32 ] || die "--batch 32 over a file batching 64: $(json_get steps_per_epoch r_b32.json) steps"
+[ "$(json_get global_batch r_b32.json)" = 32 ] || die "global_batch of --batch 32"
+printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "classes": 10 },\n  "stages": [ { "op": "prefetch", "buffer_size": 2 } ] }' > p_nobatch.json
+expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_nobatch.json --batch 32
+expect_err_contains "p_nobatch.json:2:13: field 'stages': a batch stage is required"
 printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "classes": 10 },\n  "stages": [ { "op": "batch", "batch_size": -4 } ] }' > p_bad.json
 expect_status 2 "$TPUSIM" train --model tiny.json --pipeline p_bad.json --batch 64
 expect_err_contains "p_bad.json:2:"
