@@ -17,7 +17,12 @@ if [ "${MODE:-}" = asan ]; then
   cc -shared -fPIC -o "$T/keep_dso.so" "$here/keep_dso.c" || die "cannot build keep_dso.so"
   keep=(LD_PRELOAD="$T/keep_dso.so" ASAN_OPTIONS=verify_asan_link_order=0)
 fi
-expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER "${keep[@]}" LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+# tpusim in a real window under Xvfb; every window run goes through here
+window() {
+  xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER "${keep[@]}" \
+    LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" "$@"
+}
+expect_status 0 window viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
@@ -50,7 +55,7 @@ assert cells(shots[2]) != cells(shots[3]), "shift+right did not change the array
 assert cells(shots[3]) != cells(shots[4]), "core 2 shows the same array as core 1"
 PY
 # n / p: the next event after the first row streams is later, and p comes back
-expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+expect_status 0 window viz --chip teach \
   --cycle "$s0" --script "space,n,p,p,q"
 echo "$OUT" > np.txt
 read -r _ c1 _ < <(sed -n 2p np.txt)
@@ -58,7 +63,7 @@ read -r _ c1 _ < <(sed -n 2p np.txt)
 [ "$(sed -n 3p np.txt | cut -d' ' -f2)" = "$s0" ] || die "p did not come back to $s0: $(sed -n 3p np.txt)"
 [ "$(sed -n 4p np.txt | cut -d' ' -f2)" -lt "$s0" ] || die "p did not go before $s0: $(sed -n 4p np.txt)"
 # the timeline zooms around the mouse (wheel) or the cycle shown (z / x) and pans ([ / ])
-expect_status 0 xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" viz --chip teach \
+expect_status 0 window viz --chip teach \
   --cycle "$s0" --script "space,hover:$cx:$cy,wheelup,z,],x,x,q"
 echo "$OUT" > zoom.txt
 /usr/bin/python3 - zoom.txt "$cc" <<'PY' || die "zoom and pan did not move the timeline's view as the keys say: $(cat zoom.txt)"
