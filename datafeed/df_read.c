@@ -743,13 +743,14 @@ typedef struct tfr_ex {
 /* The values of one Feature (the map entry's value) under 'key'. */
 static bool tfr_feature(pbuf f, const char *key, tfr_ex *ex) {
   static const char *const kinds[] = { "", "bytes_list", "float_list", "int64_list" };
+  static const char *const a_kind[] = { "", "a bytes_list", "a float_list", "an int64_list" };
   const bool img = !strcmp(key, ex->image_key);
   const int want = img ? 1 : 3;
   uint64_t fld, v; int wt, r; pbuf sub; const char *why = "";
   while ((r = pb_next(&f, &fld, &wt, &v, &sub, &why)) == 1) {
     if (fld < 1 || fld > 3) continue;
     PB_WANT(wt == 2, "feature '%s': field %d (%s) has wire type %d, expected 2 (length-delimited)", key, (int)fld, kinds[fld], wt);
-    PB_WANT((int)fld == want, "feature '%s' is a %s; expected a %s", key, kinds[fld], kinds[want]);
+    PB_WANT((int)fld == want, "feature '%s' is %s; expected %s", key, a_kind[fld], a_kind[want]);
     pbuf list = sub, val;
     while ((r = pb_next(&list, &fld, &wt, &v, &val, &why)) == 1) {
       if (fld != 1) continue;

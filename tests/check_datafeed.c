@@ -324,7 +324,7 @@ static void t_feature(tbuf *feats, const char *key, int list, const tbuf *body) 
   t_len(feats, 1, e.b, e.n);
 }
 
-enum { TF_GOOD, TF_WIRE_TYPE, TF_NO_LABEL, TF_SHORT_IMAGE, TF_JPEG };
+enum { TF_GOOD, TF_WIRE_TYPE, TF_NO_LABEL, TF_SHORT_IMAGE, TF_JPEG, TF_FLOAT_LABEL };
 #define TF_D 12   /* 2 x 3 x 2 */
 static unsigned char tf_pixel(int i, int k) { return (unsigned char)(i * 13 + k * 5); }
 
@@ -346,7 +346,7 @@ static void t_example(tbuf *ex, int i, int bad, const char *img_key, const char 
   l.n = 0;
   if (i % 2) { tbuf v = { .n = 0 }; t_varint(&v, (uint64_t)(i % 4)); t_len(&l, 1, v.b, v.n); }
   else { t_varint(&l, 1 << 3 | 0); t_varint(&l, (uint64_t)(i % 4)); }
-  if (bad != TF_NO_LABEL) t_feature(&feats, lab_key, 3, &l);
+  if (bad != TF_NO_LABEL) t_feature(&feats, lab_key, bad == TF_FLOAT_LABEL ? 2 : 3, &l);
   ex->n = 0;
   if (bad == TF_WIRE_TYPE) { t_varint(ex, 1 << 3 | 0); t_varint(ex, 7); return; }
   t_len(ex, 1, feats.b, feats.n);
@@ -442,6 +442,7 @@ static const struct spoiled_tfr {
   { TF_NO_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: the Example has no feature 'label'" },
   { TF_SHORT_IMAGE, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' has 11 bytes; source.shape 2x3x2 needs 12" },
   { TF_JPEG, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' holds a JPEG-encoded image; only raw uint8" },
+  { TF_FLOAT_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: feature 'label' is a float_list; expected an int64_list" },
 };
 
 START_TEST(Tfrecord_corrupt_crc_truncation_and_bad_examples_name_file_and_record) {

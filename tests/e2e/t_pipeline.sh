@@ -133,6 +133,9 @@ expect_err_contains "png.tfrecord: record 0: bad tf.train.Example: feature 'imag
 tfr '3' num.json
 expect_status 2 "$TPUSIM" pipeline --pipeline num.json
 expect_err_contains "field 'source.files': expected a list of 1 to 256 TFRecord file paths"
+printf '{ "source": { "kind": "tfrecord", "files": ["a.tfrecord"], "elements": 3 },\n  "stages": [ { "op": "batch", "batch_size": 3 } ] }' > noshape.json
+expect_status 2 "$TPUSIM" pipeline --pipeline noshape.json
+expect_err_contains "source.shape"
 tfr '"nothing-*.tfrecord"' none.json
 expect_status 2 "$TPUSIM" pipeline --pipeline none.json
 expect_err_contains "nothing-*.tfrecord: no TFRecord files there"
