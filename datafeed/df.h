@@ -3,7 +3,8 @@
 ** batches, in two halves that share one description.
 **
 ** Description. A pipeline is described once (tpu_df_spec): a source (IDX,
-** MNIST-style directories, CSV, .npy or seeded synthetic images), then
+** MNIST-style directories, CIFAR-10 binary, TFRecord files of
+** tf.train.Example, CSV, .npy or seeded synthetic images), then
 ** stages named and meaning as in tf.data -- shuffle(buffer_size, seed),
 ** map(fn, num_parallel_calls), batch(batch_size, drop_remainder), cache(),
 ** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
@@ -77,8 +78,12 @@ typedef enum tpu_df_source_kind {
   TPU_DF_SRC_CSV,               /* path: a .csv file or a directory of *.csv (one file each) */
   TPU_DF_SRC_NPY,               /* images .npy (u1 or f4, N x ...) + labels .npy (integer, N) */
   TPU_DF_SRC_SYNTHETIC,         /* seeded random images and labels */
-  TPU_DF_SRC_CIFAR10            /* CIFAR-10 binary files in dir: data_batch_1..5.bin (train)
+  TPU_DF_SRC_CIFAR10,           /* CIFAR-10 binary files in dir: data_batch_1..5.bin (train)
                                    or test_batch.bin; 32x32x3 images, labels 0..9 */
+  TPU_DF_SRC_TFRECORD           /* TFRecord files of tf.train.Example records: 'files' (in
+                                   order) or 'path' (a file, a directory of files or a glob
+                                   pattern); raw uint8 image bytes of height x width x channels
+                                   and an int64 label; encoded (JPEG/PNG) images are refused */
 } tpu_df_source_kind;
 
 typedef struct tpu_df_source {
@@ -91,6 +96,9 @@ typedef struct tpu_df_source {
   int height, width, channels;  /* synthetic (and CSV: shape of the features; 0 = flat) */
   int classes;                  /* synthetic: labels in [0, classes); others: 0 = infer (max+1, >= 2) */
   uint64_t seed;                /* synthetic */
+  const char *const *files;     /* TFRecord: nfiles paths, read in order (NULL: path) */
+  int nfiles;
+  const char *image_feature, *label_feature; /* TFRecord feature names (NULL: "image", "label") */
 } tpu_df_source;
 /* Fashion-MNIST train split, the default source. This function can't fail. */
 tpu_df_source tpu_df_source_default(void);

@@ -76,7 +76,9 @@ typedef struct df_source_costs {
 #define DF_MAX_STAGES 32
 struct tpu_df_spec {
   tpu_df_source src;
-  char *src_strs[4];         /* owned copies of dir, images, labels, path */
+  char *src_strs[6];         /* owned copies of dir, images, labels, path, image_feature,
+                                label_feature */
+  char **src_files;          /* owned copies of src.files (src.nfiles) */
   df_source_costs cost;
   df_stage st[DF_MAX_STAGES];
   char *json_text;           /* the text parsed, for line:col (owned, may be NULL) */
@@ -145,6 +147,14 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
 ** failed (message in err). */
 tpu_status df_data_wait(df_data *d, int64_t id, char *err, size_t errcap);
 void       df_data_close(df_data *d);              /* joins the loader; NULL ok */
+
+/* The TFRecord files of a source, in reading order: src->files, or the
+** file, the directory's regular files (sorted, dot files left out) or the
+** glob pattern's matches (sorted) of src->path. *names (n entries, each and
+** the array owned by the caller, tpu_free) on success; TPU_ERR_IO naming the
+** path when nothing is there, TPU_ERR_NOMEM. */
+tpu_status df_tfrecord_files(const tpu_df_source *src, char ***names, int *n, char *err, size_t errcap);
+void df_free_names(char **names, int n);
 
 /* Buffered shuffle of 'ids' (n) in place, tf.data semantics: a buffer of
 ** 'buf' elements is filled from the input; each output is a uniformly chosen

@@ -294,12 +294,15 @@ static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
   int64_t n = c->elements ? c->elements : df_source_known_elements(&spec->src);
   if (n < 1) {
     snprintf(err, errcap, "source.elements: the model needs the number of elements for a %s source; set source.elements",
-             spec->src.kind == TPU_DF_SRC_CSV ? "csv" : spec->src.kind == TPU_DF_SRC_NPY ? "npy" : "idx");
+             spec->src.kind == TPU_DF_SRC_CSV ? "csv" : spec->src.kind == TPU_DF_SRC_NPY ? "npy"
+             : spec->src.kind == TPU_DF_SRC_TFRECORD ? "tfrecord" : "idx");
     return TPU_ERR_CONFIG;
   }
   int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
                : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784
-               : spec->src.kind == TPU_DF_SRC_CIFAR10 ? 3073 : 0;
+               : spec->src.kind == TPU_DF_SRC_CIFAR10 ? 3073
+               : spec->src.kind == TPU_DF_SRC_TFRECORD   /* pixels + 16 bytes of record framing */
+                 ? (int64_t)spec->src.height * spec->src.width * (spec->src.channels ? spec->src.channels : 1) + 16 : 0;
   m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
   m->files = c->files > 0 ? c->files : 1;
   if (m->files > n) m->files = n;

@@ -1,6 +1,6 @@
 /*
-** df_read.c -- readers: IDX (MNIST, Fashion-MNIST; gzip or plain), CSV,
-** .npy and a seeded synthetic source. Each decodes into a df_data held in
+** df_read.c -- readers: IDX (MNIST, Fashion-MNIST; gzip or plain), CIFAR-10
+** binary, TFRecord (tf.train.Example), CSV, .npy and a seeded synthetic source. Each decodes into a df_data held in
 ** memory. Headers, dimensions, sizes and labels are validated when the source
 ** is opened; every message names the file.
 **
@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -662,6 +663,271 @@ static tpu_status open_cifar(const tpu_df_source *src, df_data *d, char *err, si
   return st;
 }
 
+/* {==================================================================
+** TFRecord files of tf.train.Example records. A record is a little-endian
+** uint64 length, the masked CRC-32C of those 8 bytes, the data, and the
+** masked CRC-32C of the data; the data is a tf.train.Example in protobuf's
+** wire format: Example.features (1) -> Features.feature (1, a map entry of
+** key (1) and Feature (2)) -> Feature.bytes_list (1) / float_list (2) /
+** int64_list (3), each a repeated field 1. The image feature must be one
+** bytes value of raw uint8 pixels (H x W x C, channels last); the label
+** feature one int64. Every error names the file and the record index.
+** ================================================================== */
+static uint32_t crc32c_table[256];
+static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+static void crc32c_init(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+    crc32c_table[i] = c;
+  }
+}
+/* CRC-32C (Castagnoli) masked as TFRecord does. */
+static uint32_t tfr_masked_crc(const unsigned char *p, size_t n) {
+  pthread_once(&crc32c_once, crc32c_init);
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) c = crc32c_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+  c ^= 0xffffffffu;
+  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+static uint64_t le_n(const unsigned char *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+/* Protobuf wire format: a cursor over a message's bytes. */
+typedef struct pbuf { const unsigned char *p, *end; } pbuf;
+static bool pb_varint(pbuf *b, uint64_t *v) {
+  *v = 0;
+  for (int sh = 0; sh < 64 && b->p < b->end; sh += 7) {
+    unsigned char x = *b->p++;
+    *v |= (uint64_t)(x & 0x7f) << sh;
+    if (!(x & 0x80)) return true;
+  }
+  return false;
+}
+/* The next field: 1 with its number, wire type and value (a varint, or the
+** bytes of a length-delimited field in *sub; fixed32/64 are skipped), 0 at
+** the end, -1 when malformed (why says what). */
+static int pb_next(pbuf *b, uint64_t *field, int *wt, uint64_t *v, pbuf *sub, const char **why) {
+  if (b->p >= b->end) return 0;
+  uint64_t key;
+  if (!pb_varint(b, &key)) { *why = "a field key runs past the end"; return -1; }
+  *field = key >> 3; *wt = (int)(key & 7);
+  switch (*wt) {
+  case 0: if (!pb_varint(b, v)) { *why = "a varint runs past the end"; return -1; } return 1;
+  case 1: case 5: {
+    size_t k = *wt == 1 ? 8 : 4;
+    if ((size_t)(b->end - b->p) < k) { *why = "a fixed-size field runs past the end"; return -1; }
+    sub->p = b->p; sub->end = b->p + k; b->p += k;
+    return 1;
+  }
+  case 2:
+    if (!pb_varint(b, v) || *v > (uint64_t)(b->end - b->p)) { *why = "a length-delimited field runs past the end"; return -1; }
+    sub->p = b->p; sub->end = b->p + *v; b->p += *v;
+    return 1;
+  default: *why = "a field has wire type 3, 4, 6 or 7 (groups are not part of tf.train.Example)"; return -1;
+  }
+}
+
+typedef struct tfr_ex {
+  const char *image_key, *label_key;
+  pbuf image; bool has_image; int image_values;
+  int64_t label; bool has_label; int label_values;
+  char why[256];
+} tfr_ex;
+
+#define PB_WANT(cond, ...) do { if (!(cond)) { snprintf(ex->why, sizeof ex->why, __VA_ARGS__); return false; } } while (0)
+
+/* The values of one Feature (the map entry's value) under 'key'. */
+static bool tfr_feature(pbuf f, const char *key, tfr_ex *ex) {
+  static const char *const kinds[] = { "", "bytes_list", "float_list", "int64_list" };
+  static const char *const a_kind[] = { "", "a bytes_list", "a float_list", "an int64_list" };
+  const bool img = !strcmp(key, ex->image_key);
+  const int want = img ? 1 : 3;
+  uint64_t fld, v; int wt, r; pbuf sub; const char *why = "";
+  while ((r = pb_next(&f, &fld, &wt, &v, &sub, &why)) == 1) {
+    if (fld < 1 || fld > 3) continue;
+    PB_WANT(wt == 2, "feature '%s': field %d (%s) has wire type %d, expected 2 (length-delimited)", key, (int)fld, kinds[fld], wt);
+    PB_WANT((int)fld == want, "feature '%s' is %s; expected %s", key, a_kind[fld], a_kind[want]);
+    pbuf list = sub, val;
+    while ((r = pb_next(&list, &fld, &wt, &v, &val, &why)) == 1) {
+      if (fld != 1) continue;
+      if (img) {
+        PB_WANT(wt == 2, "feature '%s': bytes_list value has wire type %d, expected 2", key, wt);
+        ex->image = val; ex->has_image = true; ex->image_values++;
+      } else if (wt == 0) {
+        ex->label = (int64_t)v; ex->has_label = true; ex->label_values++;
+      } else {
+        PB_WANT(wt == 2, "feature '%s': int64_list value has wire type %d, expected 0 or 2 (packed)", key, wt);
+        while (val.p < val.end) {
+          PB_WANT(pb_varint(&val, &v), "feature '%s': a packed int64 runs past the end", key);
+          ex->label = (int64_t)v; ex->has_label = true; ex->label_values++;
+        }
+      }
+    }
+    PB_WANT(r == 0, "feature '%s': %s", key, why);
+  }
+  PB_WANT(r == 0, "feature '%s': %s", key, why);
+  return true;
+}
+
+/* Example -> Features -> map entries; the two features wanted are read. */
+static bool tfr_example(pbuf b, tfr_ex *ex) {
+  uint64_t fld, v; int wt, r; pbuf feats; const char *why = "";
+  while ((r = pb_next(&b, &fld, &wt, &v, &feats, &why)) == 1) {
+    if (fld != 1) continue;
+    PB_WANT(wt == 2, "Example field 1 (features) has wire type %d, expected 2 (length-delimited)", wt);
+    pbuf ent;
+    while ((r = pb_next(&feats, &fld, &wt, &v, &ent, &why)) == 1) {
+      if (fld != 1) continue;
+      PB_WANT(wt == 2, "Features field 1 (feature) has wire type %d, expected 2 (length-delimited)", wt);
+      pbuf kv, key = { 0, 0 }, val = { 0, 0 };
+      bool has_val = false;
+      while ((r = pb_next(&ent, &fld, &wt, &v, &kv, &why)) == 1) {
+        if (fld == 1 || fld == 2) PB_WANT(wt == 2, "a feature map entry's field %d has wire type %d, expected 2", (int)fld, wt);
+        if (fld == 1) key = kv;
+        else if (fld == 2) { val = kv; has_val = true; }
+      }
+      PB_WANT(r == 0, "a feature map entry: %s", why);
+      size_t kl = (size_t)(key.end - key.p);
+      char name[128];
+      if (!has_val || kl >= sizeof name) continue;
+      memcpy(name, key.p, kl);
+      name[kl] = 0;
+      if ((!strcmp(name, ex->image_key) || !strcmp(name, ex->label_key)) && !tfr_feature(val, name, ex)) return false;
+    }
+    PB_WANT(r == 0, "Features: %s", why);
+  }
+  PB_WANT(r == 0, "Example: %s", why);
+  return true;
+}
+
+/* Checks one Example's features against the source: one raw image of d
+** bytes and one label in range. */
+static bool tfr_check(tfr_ex *ex, const tpu_df_source *src, int d) {
+  PB_WANT(ex->has_image, "the Example has no feature '%s' (source.image_feature)", ex->image_key);
+  PB_WANT(ex->has_label, "the Example has no feature '%s' (source.label_feature)", ex->label_key);
+  PB_WANT(ex->image_values == 1, "feature '%s' holds %d values; expected one", ex->image_key, ex->image_values);
+  PB_WANT(ex->label_values == 1, "feature '%s' holds %d values; expected one", ex->label_key, ex->label_values);
+  const unsigned char *p = ex->image.p;
+  size_t n = (size_t)(ex->image.end - p);
+  bool jpeg = n >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff, png = n >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8);
+  PB_WANT(!(jpeg || png) || n == (size_t)d, "feature '%s' holds a %s-encoded image; only raw uint8 pixels "
+          "(height x width x channels bytes) are read, decoding JPEG/PNG is not supported", ex->image_key, jpeg ? "JPEG" : "PNG");
+  PB_WANT(n == (size_t)d, "feature '%s' has %zu bytes; source.shape %dx%dx%d needs %d raw uint8 bytes", ex->image_key, n,
+          src->height, src->width, src->channels ? src->channels : 1, d);
+  int mx = src->classes > 0 ? src->classes - 1 : 65535;
+  PB_WANT(ex->label >= 0 && ex->label <= mx, "label %lld is out of range; allowed 0..%d", (long long)ex->label, mx);
+  return true;
+}
+
+/* Appends the records of one file to d (capacity *cap_n elements). */
+static tpu_status tfr_file(const char *path, const tpu_df_source *src, df_data *d, int64_t *cap_n, char *err, size_t cap) {
+  tpu_status st = TPU_OK;
+  size_t len = 0, off = 0;
+  unsigned char *b = slurp(path, &len, &st, err, cap);
+  if (!b) return st;
+  for (int64_t r = 0; off < len && st == TPU_OK; r++) {
+    const size_t left = len - off;
+    const unsigned char *h = b + off;
+    if (left < 12) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: truncated (the length and its CRC need 12 bytes, %zu left)", path, (long long)r, left); break; }
+    if (tfr_masked_crc(h, 8) != (uint32_t)le_n(h + 8, 4)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: corrupt length (masked CRC-32C mismatch)", path, (long long)r); break; }
+    uint64_t L = le_n(h, 8);
+    if (L > left - 12 || left - 12 - L < 4) {
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: truncated (%llu data bytes and a 4-byte CRC announced, %zu bytes left)", path, (long long)r, (unsigned long long)L, left - 12);
+      break;
+    }
+    if (tfr_masked_crc(h + 12, L) != (uint32_t)le_n(h + 12 + L, 4)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: corrupt data (masked CRC-32C mismatch)", path, (long long)r); break; }
+    off += 16 + L;
+    tfr_ex ex = { .image_key = src->image_feature ? src->image_feature : "image", .label_key = src->label_feature ? src->label_feature : "label" };
+    if (!tfr_example((pbuf){ h + 12, h + 12 + L }, &ex) || !tfr_check(&ex, src, d->d)) {
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: bad tf.train.Example: %s", path, (long long)r, ex.why);
+      break;
+    }
+    if (d->n == *cap_n) {
+      int64_t nc = *cap_n ? *cap_n * 2 : 256;
+      uint8_t *nu = tpu_realloc(d->u8_raw, (size_t)nc * (size_t)d->d);
+      int32_t *nl = nu ? tpu_realloc(d->labels, (size_t)nc * sizeof *nl) : NULL;
+      if (nu) d->u8_raw = d->u8 = nu;
+      if (nl) d->labels = nl;
+      if (!nu || !nl) { st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path); break; }
+      *cap_n = nc;
+    }
+    memcpy(d->u8 + (size_t)d->n * (size_t)d->d, ex.image.p, (size_t)d->d);
+    d->labels[d->n++] = (int32_t)ex.label;
+  }
+  tpu_free(b);
+  return st;
+}
+
+void df_free_names(char **names, int n) {
+  for (int i = 0; names && i < n; i++) tpu_free(names[i]);
+  tpu_free(names);
+}
+
+static tpu_status add_name(char ***names, int *n, const char *a, const char *b) {
+  char **nv = tpu_realloc(*names, (size_t)(*n + 1) * sizeof *nv);
+  if (!nv) return TPU_ERR_NOMEM;
+  *names = nv;
+  size_t l = strlen(a) + (b ? strlen(b) + 1 : 0) + 1;
+  if (!(nv[*n] = tpu_malloc(l))) return TPU_ERR_NOMEM;
+  snprintf(nv[(*n)++], l, b ? "%s/%s" : "%s", a, b ? b : "");
+  return TPU_OK;
+}
+
+tpu_status df_tfrecord_files(const tpu_df_source *src, char ***names, int *n, char *err, size_t cap) {
+  *names = NULL; *n = 0;
+  tpu_status st = TPU_OK;
+  struct stat sb;
+  const char *p = src->path;
+  for (int i = 0; src->files && i < src->nfiles && st == TPU_OK; i++) st = add_name(names, n, src->files[i], NULL);
+  if (!src->files && p && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    DIR *dir = opendir(p);
+    if (!dir) return ferr(err, cap, TPU_ERR_IO, "%s: cannot open directory: %s", p, strerror(errno));
+    for (struct dirent *e; st == TPU_OK && (e = readdir(dir));) {
+      char full[4096];
+      snprintf(full, sizeof full, "%s/%s", p, e->d_name);
+      if (e->d_name[0] != '.' && stat(full, &sb) == 0 && S_ISREG(sb.st_mode)) st = add_name(names, n, p, e->d_name);
+    }
+    closedir(dir);
+    if (st == TPU_OK) qsort(*names, (size_t)*n, sizeof **names, cmpstr);
+  } else if (!src->files && p && strpbrk(p, "*?[")) {
+    glob_t g;
+    if (glob(p, 0, NULL, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc && st == TPU_OK; i++) st = add_name(names, n, g.gl_pathv[i], NULL);
+    globfree(&g);
+  } else if (!src->files && p) st = add_name(names, n, p, NULL);
+  if (st == TPU_OK && *n == 0) st = ferr(err, cap, TPU_ERR_IO, "%s: no TFRecord files there", p ? p : "source.files");
+  if (st == TPU_ERR_NOMEM) ferr(err, cap, st, "out of memory");
+  if (st != TPU_OK) { df_free_names(*names, *n); *names = NULL; *n = 0; }
+  return st;
+}
+
+static tpu_status open_tfrecord(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  char **names;
+  int nn;
+  tpu_status st = df_tfrecord_files(src, &names, &nn, err, cap);
+  if (st != TPU_OK) return st;
+  d->h = src->height; d->w = src->width; d->c = src->channels ? src->channels : 1;
+  d->d = d->h * d->w * d->c;
+  int64_t capn = 0;
+  if ((st = set_files(d, nn)) != TPU_OK) ferr(err, cap, st, "out of memory");
+  for (int i = 0; i < nn && st == TPU_OK; i++) {
+    d->file_start[i] = d->n;
+    st = tfr_file(names[i], src, d, &capn, err, cap);
+  }
+  if (st == TPU_OK && d->n == 0) st = ferr(err, cap, TPU_ERR_INPUT, "%s: no records in the TFRecord files", names[0]);
+  if (st == TPU_OK) {
+    d->file_start[nn] = d->n;
+    st = check_labels(d, src->classes, names[0], err, cap);
+  }
+  df_free_names(names, nn);
+  d->ready = d->n;
+  return st;
+}
+
 tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size_t cap) {
   *out = NULL;
   if (cap) err[0] = 0;
@@ -686,6 +952,7 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   case TPU_DF_SRC_NPY: st = open_npy(src, d, err, cap); break;
   case TPU_DF_SRC_SYNTHETIC: st = open_synth(src, d, err, cap); break;
   case TPU_DF_SRC_CIFAR10: st = open_cifar(src, d, err, cap); break;
+  case TPU_DF_SRC_TFRECORD: st = open_tfrecord(src, d, err, cap); break;
   default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
   }
   if (st != TPU_OK) { df_data_close(d); return st; }

@@ -62,7 +62,8 @@ tpu_status tpu_df_spec_create(tpu_df_spec **out) {
 
 void tpu_df_spec_destroy(tpu_df_spec *s) {
   if (!s) return;
-  for (int i = 0; i < 4; i++) tpu_free(s->src_strs[i]);
+  for (int i = 0; i < 6; i++) tpu_free(s->src_strs[i]);
+  df_free_names(s->src_files, s->src.nfiles);
   tpu_free(s->json_text);
   tpu_free(s->name);
   tpu_free(s);
@@ -79,12 +80,26 @@ static char *dup_or_null(const char *p, bool *oom) {
 
 tpu_status tpu_df_spec_set_source(tpu_df_spec *s, const tpu_df_source *src) {
   bool oom = false;
-  char *c[4] = { dup_or_null(src->dir, &oom), dup_or_null(src->images, &oom),
-                 dup_or_null(src->labels, &oom), dup_or_null(src->path, &oom) };
-  if (oom) { for (int i = 0; i < 4; i++) tpu_free(c[i]); return TPU_ERR_NOMEM; }
-  for (int i = 0; i < 4; i++) { tpu_free(s->src_strs[i]); s->src_strs[i] = c[i]; }
+  char *c[6] = { dup_or_null(src->dir, &oom), dup_or_null(src->images, &oom),
+                 dup_or_null(src->labels, &oom), dup_or_null(src->path, &oom),
+                 dup_or_null(src->image_feature, &oom), dup_or_null(src->label_feature, &oom) };
+  int nf = src->files ? src->nfiles : 0;
+  char **f = nf ? tpu_calloc((size_t)nf, sizeof *f) : NULL;
+  if (nf && !f) oom = true;
+  for (int i = 0; i < nf && f; i++) f[i] = dup_or_null(src->files[i], &oom);
+  if (oom) { for (int i = 0; i < 6; i++) tpu_free(c[i]); df_free_names(f, nf); return TPU_ERR_NOMEM; }
+  for (int i = 0; i < 6; i++) { tpu_free(s->src_strs[i]); s->src_strs[i] = c[i]; }
+  df_free_names(s->src_files, s->src.nfiles);
+  s->src_files = f;
   s->src = *src;
   s->src.dir = c[0]; s->src.images = c[1]; s->src.labels = c[2]; s->src.path = c[3];
+  s->src.image_feature = c[4]; s->src.label_feature = c[5];
+  s->src.files = (const char *const *)f; s->src.nfiles = nf;
+  if (src->kind == TPU_DF_SRC_TFRECORD) {
+    if (!nf && !src->path) return fail(s, "source.files: a TFRecord source needs its files (a list, a directory or a glob pattern)");
+    if (src->height < 1 || src->width < 1 || src->channels < 0 || (int64_t)src->height * src->width * (src->channels ? src->channels : 1) > (1 << 24))
+      return fail(s, "source.shape: a TFRecord source of raw images needs [height, width, channels] with at most 2^24 values");
+  }
   if (src->kind == TPU_DF_SRC_SYNTHETIC) {
     if (src->n < 1 || src->n > ((int64_t)1 << 31)) return fail(s, "source.n: expected 1..2^31 elements, got %lld", (long long)src->n);
     if (src->height < 1 || src->width < 1 || src->channels < 1 ||
@@ -100,6 +115,7 @@ tpu_df_spec *df_spec_clone(const tpu_df_spec *s) {
   if (!c) return NULL;
   *c = *s;
   memset(c->src_strs, 0, sizeof c->src_strs);
+  c->src_files = NULL; c->src.nfiles = 0;
   c->json_text = NULL; c->name = NULL;
   bool oom = false;
   c->json_text = dup_or_null(s->json_text, &oom);
@@ -341,19 +357,50 @@ static tpu_status get_bool(const jctx *c, json_t *obj, const char *path, const c
 
 #define TRY(x) do { tpu_status st_ = (x); if (st_ != TPU_OK) return st_; } while (0)
 
+/* A TFRecord source's "files": a list of paths (read in that order), or one
+** string: a file, a directory or a glob pattern; and its "shape". */
+static tpu_status tfrecord_files(const jctx *c, json_t *o, tpu_df_source *src, const char *files[256]) {
+  json_t *f = json_object_get(o, "files");
+  if (!f) return tpu_json_missing(OBJ(c, o, "source"), "files", "a list of TFRecord files, a directory or a glob pattern");
+  if (json_is_string(f)) src->path = json_string_value(f);
+  else if (json_is_array(f) && json_array_size(f) >= 1 && json_array_size(f) <= 256) {
+    for (size_t i = 0; i < json_array_size(f); i++) {
+      char p[64];
+      snprintf(p, sizeof p, "source.files[%zu]", i);
+      if (!json_is_string(json_array_get(f, i))) return jerr(c, p, "expected a file path (a string), got %s", jtype(json_array_get(f, i)));
+      files[i] = json_string_value(json_array_get(f, i));
+    }
+    src->files = files;
+    src->nfiles = (int)json_array_size(f);
+  } else return jerr(c, "source.files", "expected a list of 1 to 256 TFRecord file paths, or a directory or glob pattern (a string)");
+  if (!json_object_get(o, "shape"))
+    return tpu_json_missing(OBJ(c, o, "source"), "shape", "[height, width, channels] of the raw uint8 images");
+  return TPU_OK;
+}
+
+/* The model's file count of a TFRecord source: the files it names. */
+static tpu_status tfrecord_count(const jctx *c, tpu_df_spec *s) {
+  char **names, e[512];
+  int n;
+  if (df_tfrecord_files(&s->src, &names, &n, e, sizeof e) != TPU_OK) return jerr(c, "source.files", "%s", e);
+  df_free_names(names, n);
+  s->cost.files = n;
+  return TPU_OK;
+}
+
 static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   static const char *const keys[] = { "kind", "split", "dir", "images", "labels", "path", "n", "shape", "classes",
-    "seed", "files", "elements", "element_bytes", "open_latency_s", "read_latency_s", "read_bandwidth_bytes_per_s", NULL };
+    "seed", "files", "image_feature", "label_feature", "elements", "element_bytes", "open_latency_s", "read_latency_s", "read_bandwidth_bytes_per_s", NULL };
   if (!json_is_object(o)) return jerr(c, "source", "expected an object, got %s", jtype(o));
   TRY(check_keys(c, "source", o, keys));
   tpu_df_source src = tpu_df_source_default();
   const char *kind = NULL, *split = NULL;
   TRY(get_str(c, o, "source", "kind", &kind));
-  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10");
-  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic", "cifar10" };
+  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, tfrecord");
+  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic", "cifar10", "tfrecord" };
   int k = -1;
-  for (int i = 0; i < 7; i++) if (!strcmp(kind, kinds[i])) k = i;
-  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, got '%s'", kind);
+  for (int i = 0; i < 8; i++) if (!strcmp(kind, kinds[i])) k = i;
+  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, tfrecord, got '%s'", kind);
   src.kind = (tpu_df_source_kind)k;
   TRY(get_str(c, o, "source", "split", &split));
   if (split && strcmp(split, "train") && strcmp(split, "test"))
@@ -363,6 +410,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   TRY(get_str(c, o, "source", "images", &src.images));
   TRY(get_str(c, o, "source", "labels", &src.labels));
   TRY(get_str(c, o, "source", "path", &src.path));
+  TRY(get_str(c, o, "source", "image_feature", &src.image_feature));
+  TRY(get_str(c, o, "source", "label_feature", &src.label_feature));
   if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the MNIST IDX files");
   if (src.kind == TPU_DF_SRC_CIFAR10 && !src.dir)
     return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the CIFAR-10 binary files");
@@ -385,6 +434,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
     }
     src.height = dims[0]; src.width = dims[1]; src.channels = dims[2];
   }
+  const char *files[256];
+  if (src.kind == TPU_DF_SRC_TFRECORD) TRY(tfrecord_files(c, o, &src, files));
   if (src.kind == TPU_DF_SRC_SYNTHETIC) {
     TRY(get_int(c, o, "source", "n", 1, (int64_t)1 << 31, false, true, &src.n));
     if (!shape) return tpu_json_missing(OBJ(c, o, "source"), "shape", "[height, width, channels]");
@@ -402,7 +453,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   if (st == TPU_ERR_CONFIG) return jerr(c, "source", "%s", s->err);
   TRY(st);
   df_source_costs *cc = &s->cost;
-  TRY(get_int(c, o, "source", "files", 1, 1000000, false, false, &cc->files));
+  if (src.kind == TPU_DF_SRC_TFRECORD) TRY(tfrecord_count(c, s));
+  else TRY(get_int(c, o, "source", "files", 1, 1000000, false, false, &cc->files));
   TRY(get_int(c, o, "source", "elements", 1, 1000000000, false, false, &cc->elements));
   TRY(get_int(c, o, "source", "element_bytes", 1, (int64_t)1 << 40, false, false, &cc->element_bytes));
   TRY(get_num(c, o, "source", "open_latency_s", &cc->open_latency_s));

@@ -292,6 +292,188 @@ START_TEST(Cifar10_binary_files_read_channels_last_and_bad_records_are_named) {
 }
 END_TEST
 
+/* {==================================================================
+** TFRecord: a writer of its own (bitwise CRC-32C, protobuf by hand)
+** ================================================================== */
+static uint32_t t_crc32c(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+static uint32_t t_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
+
+typedef struct tbuf { unsigned char b[4096]; size_t n; } tbuf;
+static void t_byte(tbuf *t, unsigned v) { t->b[t->n++] = (unsigned char)v; }
+static void t_varint(tbuf *t, uint64_t v) { while (v >= 0x80) { t_byte(t, (unsigned)(v & 0x7f) | 0x80); v >>= 7; } t_byte(t, (unsigned)v); }
+static void t_len(tbuf *t, int field, const void *p, size_t n) {
+  t_varint(t, (uint64_t)field << 3 | 2);
+  t_varint(t, n);
+  memcpy(t->b + t->n, p, n);
+  t->n += n;
+}
+/* One map entry of Features: key and a Feature with 'list' (1 bytes, 2
+** float, 3 int64) holding 'body' (the list message). */
+static void t_feature(tbuf *feats, const char *key, int list, const tbuf *body) {
+  tbuf f = { .n = 0 }, e = { .n = 0 };
+  t_len(&f, list, body->b, body->n);
+  t_len(&e, 1, key, strlen(key));
+  t_len(&e, 2, f.b, f.n);
+  t_len(feats, 1, e.b, e.n);
+}
+
+enum { TF_GOOD, TF_WIRE_TYPE, TF_NO_LABEL, TF_SHORT_IMAGE, TF_JPEG, TF_FLOAT_LABEL };
+#define TF_D 12   /* 2 x 3 x 2 */
+static unsigned char tf_pixel(int i, int k) { return (unsigned char)(i * 13 + k * 5); }
+
+/* The Example of element i: image TF_D bytes, label i % 4 (packed for odd
+** i, unpacked for even), and a float feature "weight" to be skipped. */
+static void t_example(tbuf *ex, int i, int bad, const char *img_key, const char *lab_key) {
+  tbuf feats = { .n = 0 }, l = { .n = 0 };
+  unsigned char px[TF_D + 8] = { 0 };
+  for (int k = 0; k < TF_D; k++) px[k] = tf_pixel(i, k);
+  if (bad == TF_JPEG) { px[0] = 0xff; px[1] = 0xd8; px[2] = 0xff; px[3] = 0xe0; }   /* a JPEG's SOI and APP0 */
+  t_len(&l, 1, px, bad == TF_SHORT_IMAGE ? TF_D - 1 : bad == TF_JPEG ? TF_D + 8 : TF_D);
+  t_feature(&feats, img_key, 1, &l);
+  l.n = 0;
+  float w = 0.5f;
+  t_varint(&l, 1 << 3 | 5);
+  memcpy(l.b + l.n, &w, 4);
+  l.n += 4;
+  t_feature(&feats, "weight", 2, &l);
+  l.n = 0;
+  if (i % 2) { tbuf v = { .n = 0 }; t_varint(&v, (uint64_t)(i % 4)); t_len(&l, 1, v.b, v.n); }
+  else { t_varint(&l, 1 << 3 | 0); t_varint(&l, (uint64_t)(i % 4)); }
+  if (bad != TF_NO_LABEL) t_feature(&feats, lab_key, bad == TF_FLOAT_LABEL ? 2 : 3, &l);
+  ex->n = 0;
+  if (bad == TF_WIRE_TYPE) { t_varint(ex, 1 << 3 | 0); t_varint(ex, 7); return; }
+  t_len(ex, 1, feats.b, feats.n);
+}
+
+/* Writes tmpdir/NAME holding elements first..first+count-1; record 'bad_at'
+** is spoiled with 'bad'. Returns the path. */
+static const char *write_tfrecord(const char *name, int first, int count, int bad_at, int bad, const char *img_key, const char *lab_key) {
+  const char *path = tpath(name);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  for (int r = 0; r < count; r++) {
+    tbuf ex;
+    t_example(&ex, first + r, r == bad_at ? bad : TF_GOOD, img_key, lab_key);
+    unsigned char h[12], t[4];
+    uint64_t len = ex.n;
+    for (int k = 0; k < 8; k++) h[k] = (unsigned char)(len >> (8 * k));
+    uint32_t c = t_mask(t_crc32c(h, 8)), dc = t_mask(t_crc32c(ex.b, ex.n));
+    for (int k = 0; k < 4; k++) { h[8 + k] = (unsigned char)(c >> (8 * k)); t[k] = (unsigned char)(dc >> (8 * k)); }
+    fwrite(h, 1, 12, f); fwrite(ex.b, 1, ex.n, f); fwrite(t, 1, 4, f);
+  }
+  fclose(f);
+  return path;
+}
+
+static tpu_df_source tfrecord_source(const char *const *files, int nfiles) {
+  tpu_df_source src = tpu_df_source_default();
+  src.kind = TPU_DF_SRC_TFRECORD;
+  src.files = files; src.nfiles = nfiles;
+  src.height = 2; src.width = 3; src.channels = 2;
+  return src;
+}
+
+/* Every element of the batch: label i % 4 and pixels tf_pixel(i, k), for
+** the element ids 'ids'. */
+static void expect_tf_elements(const tpu_df_batch *b, const int *ids, int n) {
+  ck_assert_int_eq(b->size, n);
+  ck_assert_int_eq(b->features, TF_D);
+  for (int j = 0; j < n; j++) {
+    TU_EQ_U64(ids[j] % 4, b->y[j]);
+    for (int k = 0; k < TF_D; k++) ck_assert(b->x[j * TF_D + k] == (float)tf_pixel(ids[j], k));
+  }
+}
+
+START_TEST(Tfrecord_files_of_examples_read_every_record_in_order_and_interleaved) {
+  TU_EQ_U64(0xe3069283u, t_crc32c((const unsigned char *)"123456789", 9));   /* the CRC-32C check value */
+  const char *files[2] = { write_tfrecord("a.tfrecord", 0, 3, -1, 0, "image", "label"),
+                           write_tfrecord("b.tfrecord", 3, 4, -1, 0, "image", "label") };
+  tpu_df_source src = tfrecord_source(files, 2);
+  tpu_df_spec *s = spec_of(src);
+  tpu_df_spec_batch(s, 7, false);
+  tpu_df *df = open_ok(s, NULL);
+  tpu_df_batch b;
+  ck_assert(tpu_df_next(df, &b) == TPU_OK);
+  expect_tf_elements(&b, (const int[]){ 0, 1, 2, 3, 4, 5, 6 }, 7);
+  ck_assert_int_eq(info_of(df).classes, 4);
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+  /* interleave over the two files, as tf.data's interleave of TFRecordDatasets */
+  s = spec_of(src);
+  tpu_df_spec_interleave(s, 2, 1);
+  tpu_df_spec_batch(s, 7, false);
+  df = open_ok(s, NULL);
+  ck_assert(tpu_df_next(df, &b) == TPU_OK);
+  expect_tf_elements(&b, (const int[]){ 0, 3, 1, 4, 2, 5, 6 }, 7);
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+  /* other feature names; the files found by a glob pattern, in name order */
+  src = tfrecord_source(NULL, 0);
+  src.path = tpath("g/*.tfrecord");
+  src.image_feature = "img"; src.label_feature = "y";
+  mkdir(tpath("g"), 0700);
+  write_tfrecord("g/x.tfrecord", 0, 2, -1, 0, "img", "y");
+  write_tfrecord("g/y.tfrecord", 2, 1, -1, 0, "img", "y");
+  s = spec_of(src);
+  tpu_df_spec_batch(s, 3, false);
+  df = open_ok(s, NULL);
+  ck_assert(tpu_df_next(df, &b) == TPU_OK);
+  expect_tf_elements(&b, (const int[]){ 0, 1, 2 }, 3);
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+static const struct spoiled_tfr {
+  int bad;          /* TF_*, or -1: flip a length CRC byte, -2: flip a data byte, -3: cut inside the data */
+  const char *says;
+} SPOILED_TFR[] = {
+  { -1, "t1.tfrecord: record 1: corrupt length (masked CRC-32C mismatch)" },
+  { -2, "t1.tfrecord: record 1: corrupt data (masked CRC-32C mismatch)" },
+  { -3, "t1.tfrecord: record 1: truncated (" },
+  { TF_WIRE_TYPE, "t1.tfrecord: record 1: bad tf.train.Example: Example field 1 (features) has wire type 0, expected 2" },
+  { TF_NO_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: the Example has no feature 'label'" },
+  { TF_SHORT_IMAGE, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' has 11 bytes; source.shape 2x3x2 needs 12" },
+  { TF_JPEG, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' holds a JPEG-encoded image; only raw uint8" },
+  { TF_FLOAT_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: feature 'label' is a float_list; expected an int64_list" },
+};
+
+START_TEST(Tfrecord_corrupt_crc_truncation_and_bad_examples_name_file_and_record) {
+  const struct spoiled_tfr *c = &SPOILED_TFR[_i];
+  const char *files[2] = { write_tfrecord("t0.tfrecord", 0, 2, -1, 0, "image", "label"),
+                           write_tfrecord("t1.tfrecord", 2, 3, 1, c->bad < 0 ? TF_GOOD : c->bad, "image", "label") };
+  if (c->bad < 0) {
+    FILE *f = fopen(files[1], "r+b");
+    long rec = 0;                                 /* record 1 starts after record 0 */
+    unsigned char h[8];
+    ck_assert_int_eq(fread(h, 1, 8, f), 8);
+    rec = 16 + (long)h[0];
+    long at = c->bad == -1 ? rec + 9 : rec + 12 + 5;
+    if (c->bad == -3) { fclose(f); ck_assert_int_eq(truncate(files[1], rec + 12 + 5), 0); }
+    else {
+      fseek(f, at, SEEK_SET);
+      int v = fgetc(f);
+      fseek(f, at, SEEK_SET);
+      fputc(v ^ 0x20, f);
+      fclose(f);
+    }
+  }
+  tpu_df_spec *s = spec_of(tfrecord_source(files, 2));
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df *df;
+  ck_assert(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf) == TPU_ERR_INPUT);
+  ck_assert_msg(strstr(errbuf, c->says) != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 START_TEST(Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file) {
   const struct spoiled_idx *c = &SPOILED[_i];
   write_idx(tpath(c->images), tpath(c->labels), c->n, c->side, c->side, c->gz, c->cut, c->magic);
@@ -1254,7 +1436,10 @@ int main(void) {
           Csv_reads_rows_and_rejects_ragged_lines_with_line_numbers, Npy_images_and_labels_load_and_bad_magic_is_named,
           Fashion_mnist_train_has_60000_images_of_28x28_in_10_classes, Without_cache_each_epoch_reads_the_files_again,
           Idx_of_rank_2_3_and_4_reads_rows_grey_and_colour_images,
-          Cifar10_binary_files_read_channels_last_and_bad_records_are_named);
+          Cifar10_binary_files_read_channels_last_and_bad_records_are_named,
+          Tfrecord_files_of_examples_read_every_record_in_order_and_interleaved);
+  tcase_add_loop_test(tc, Tfrecord_corrupt_crc_truncation_and_bad_examples_name_file_and_record, 0,
+                      (int)(sizeof SPOILED_TFR / sizeof SPOILED_TFR[0]));
   tcase_add_loop_test(tc, Truncated_or_bad_magic_idx_is_an_input_error_naming_the_file, 0,
                       (int)(sizeof SPOILED / sizeof SPOILED[0]));
   tcase_add_checked_fixture(tc, setup, teardown);

@@ -104,3 +104,38 @@ for pair in naive:0.21 prefetch:0.17 interleave_sequential:0.42 map_sequential:0
   /usr/bin/python3 -c 'import json,sys; t=json.load(open("g.json"))["total_s"]; w=float(sys.argv[1]); assert abs(t-w) < 1e-9, (sys.argv[2], t, w)' "$want" "$name" \
     || die "guide $name: total_s is not $want"
 done
+
+# TFRecord files of tf.train.Example (written here by tfrecord_write.py: its
+# own CRC-32C and protobuf encoding): 2 files of 3 and 2 records, 2x2x3 raw images, the
+# label feature named "y"; --real reads them all, a spoiled record is named.
+PYTHONPATH=$TPU_ROOT/tests/e2e /usr/bin/python3 - <<'PY'
+from tfrecord_write import example as ex, record
+def example(i, img=None):
+    return ex(bytes((i * 11 + k) & 255 for k in range(12)) if img is None else img, i % 3, label_key=b"y")
+open("a.tfrecord", "wb").write(b"".join(record(example(i)) for i in range(3)))
+open("b.tfrecord", "wb").write(b"".join(record(example(i)) for i in range(3, 5)))
+bad = bytearray(open("b.tfrecord", "rb").read()); bad[-3] ^= 1      # record 1's data CRC
+open("bad.tfrecord", "wb").write(bytes(bad))
+open("png.tfrecord", "wb").write(record(example(0, b"\x89PNG\r\n\x1a\n" + bytes(30))))
+PY
+tfr() { printf '{ "source": { "kind": "tfrecord", "files": %s, "shape": [2, 2, 3], "label_feature": "y", "elements": 5,\n  "open_latency_s": 0.01, "read_bandwidth_bytes_per_s": 1e5 },\n  "stages": [ { "op": "batch", "batch_size": 5 } ], "consumer": { "step_time_s": 0.001 } }' "$1" > "$2"; }
+tfr '["a.tfrecord", "b.tfrecord"]' tfr.json
+expect_status 0 "$TPUSIM" pipeline --pipeline tfr.json --json --real
+echo "$OUT" > tfr.out
+# model: 2 opens of 10 ms, 5 x 28 bytes at 1e5 B/s = 1.4 ms, one 1 ms step
+/usr/bin/python3 -c 'import json; d=json.load(open("tfr.out")); assert d["steps"] == 1 and d["real"]["images"] == 5 and abs(d["total_s"] - 0.0224) < 1e-9, d' || die "tfrecord pipeline"
+tfr '"*.tfrecord"' glob.json        # a glob pattern takes bad.tfrecord too (name order: a, b, bad)
+expect_status 2 "$TPUSIM" pipeline --pipeline glob.json --real
+expect_err_contains "bad.tfrecord: record 1: corrupt data (masked CRC-32C mismatch)"
+tfr '["png.tfrecord"]' png.json
+expect_status 2 "$TPUSIM" pipeline --pipeline png.json --real
+expect_err_contains "png.tfrecord: record 0: bad tf.train.Example: feature 'image' holds a PNG-encoded image"
+tfr '3' num.json
+expect_status 2 "$TPUSIM" pipeline --pipeline num.json
+expect_err_contains "field 'source.files': expected a list of 1 to 256 TFRecord file paths"
+printf '{ "source": { "kind": "tfrecord", "files": ["a.tfrecord"], "elements": 3 },\n  "stages": [ { "op": "batch", "batch_size": 3 } ] }' > noshape.json
+expect_status 2 "$TPUSIM" pipeline --pipeline noshape.json
+expect_err_contains "source.shape"
+tfr '"nothing-*.tfrecord"' none.json
+expect_status 2 "$TPUSIM" pipeline --pipeline none.json
+expect_err_contains "nothing-*.tfrecord: no TFRecord files there"

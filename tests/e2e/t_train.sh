@@ -159,6 +159,17 @@ truncate -s 5000 cif/data_batch_3.bin
 expect_status 2 "$TPUSIM" train --model tiny_rgb.json --data cifar10:cif --batch 16 --epochs 1 --steps-per-epoch 2
 expect_err_contains "cif/data_batch_3.bin: record 1: truncated (1927 of 3073 bytes)"
 
+# TFRecord files of tf.train.Example (tests/e2e/tfrecord_write.py) train
+# through a pipeline file: 2 files of 24 raw 28x28 grey images
+PYTHONPATH=$TPU_ROOT/tests/e2e /usr/bin/python3 - <<'PY'
+from tfrecord_write import example, record
+for f in range(2):
+    open("t%d.tfrecord" % f, "wb").write(b"".join(record(example(bytes((i * 5 + k) % 256 for k in range(784)), i % 10))
+                                                  for i in range(f * 24, f * 24 + 24)))
+PY
+printf '{ "source": { "kind": "tfrecord", "files": "t*.tfrecord", "shape": [28, 28, 1], "classes": 10, "elements": 48 },\n  "stages": [ { "op": "interleave", "cycle_length": 2 }, { "op": "batch", "batch_size": 16, "drop_remainder": true } ] }' > p_tfr.json
+expect_status 0 "$TPUSIM" train --model tiny.json --pipeline p_tfr.json --batch 16 --epochs 1 --steps-per-epoch 3
+
 # one core: no all-reduce to wait for
 expect_status 0 "$TPUSIM" train --model tiny.json $S --cores 1 --level timing --json
 echo "$OUT" > one.json
