@@ -6,7 +6,8 @@
 ** the plan, the layers and the matmul backend for the front-end's .c files
 ** and white-box tests.
 **
-** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
+** Model. A model (native JSON, docs/MODELS.md; a built-in name; or a zoo
+** name, frontend/zoo.c, which writes the same JSON) is a
 ** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
 ** sigmoid, dropout, global_avgpool, zero_padding, softmax (the output only: folded into
 ** the loss), and the merges add and concatenate -- listed so that
