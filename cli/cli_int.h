@@ -38,6 +38,7 @@
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 int cli_cmd_info(int argc, char **argv);
 int cli_cmd_matmul(int argc, char **argv);
+int cli_cmd_model(int argc, char **argv);
 int cli_cmd_pipeline(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_scalesim(int argc, char **argv);

@@ -30,9 +30,14 @@ static const char HELP[] =
   "Trains a model on the simulated chip, data-parallel across its cores (the\n"
   "global batch is split evenly), and reports test accuracy, simulated time per\n"
   "step, MXU utilization and the stall breakdown of the cores.\n\n"
-  "  --model NAME|FILE      built-in model (mlp, cnn) or a JSON model file (docs/MODELS.md)\n"
+  "  --model NAME|FILE      built-in model (mlp, cnn), a zoo model alexnet, vgg16 or\n"
+  "                         vgg19 as NAME[@HxWxC][:CLASSES] (Keras applications'\n"
+  "                         input_shape and classes, default 224x224x3:1000; e.g.\n"
+  "                         vgg19@192x192x3:5), or a JSON model file (docs/MODELS.md);\n"
+  "                         tpusim model NAME prints its layers\n"
   "  --data D               fashion-mnist (default, Debian's dataset-fashion-mnist),\n"
-  "                         synthetic, cifar10:DIR (the CIFAR-10 binary files), or a\n"
+  "                         synthetic (of the model's input shape and classes),\n"
+  "                         cifar10:DIR (the CIFAR-10 binary files), or a\n"
   "                         directory of the four MNIST-format IDX files; mnist reads\n"
   "                         them from /usr/share/datasets/mnist (no Debian package\n"
   "                         ships MNIST: download it there or to D)\n"
@@ -110,7 +115,7 @@ static int parse_args(int argc, char **argv, opts *o) {
   const int rc = cli_parse(CMD, argc, argv, table, CLI_NOPTS(table), &o->com, option, o);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
-  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in name (mlp, cnn) or a JSON file");
+  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in name (mlp, cnn, alexnet, vgg16, vgg19) or a JSON file");
   if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
   if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");
@@ -214,16 +219,21 @@ static int load_model(const opts *o, train_run *t) {
 ** times), checked against the model, and the test split. */
 static int open_data(const opts *o, train_run *t) {
   char err[1024], a[48], b[48];
+  const int ncls = t->model.layers[t->model.nlayers - 1].out.c;
+  /* synthetic data takes the model's input shape and classes */
   tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
-                          .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed };
+                          .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
+                          .synthetic_shape = t->model.input, .synthetic_classes = ncls };
+  if (t->numerics && ncls > 256)
+    return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "
+                           "(byte labels); --level timing takes any count", o->model, ncls);
   tpu_status st = tpu_fe_feed_open(&fo, &t->feed, &t->fi, err, sizeof err);
   if (st) return o->pipeline ? cli_fail(CMD, st, "--pipeline: %s", err) : cli_fail(CMD, st, "--data %s: %s", o->data, err);
-  const int ncls = t->model.layers[t->model.nlayers - 1].out.c;
   if (tpu_fe_shape_size(t->fi.shape) != tpu_fe_shape_size(t->model.input) || ncls != t->fi.classes)
     return cli_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
                            "and %d classes", o->model, tpu_fe_shape_str(t->model.input, a, sizeof a), ncls,
                            tpu_fe_shape_str(t->fi.shape, b, sizeof b), t->fi.classes);
-  if (t->numerics && (st = tpu_fe_feed_test_set(o->data, (int)o->synth_n, t->model.seed, &t->test, err, sizeof err)))
+  if (t->numerics && (st = tpu_fe_feed_test_set(&fo, &t->test, err, sizeof err)))
     return cli_fail(CMD, st, "--data %s (test split): %s", o->data, err);
   t->steps_avail = (long)t->fi.batches_per_epoch;
   if (t->steps_avail < 1) return cli_usage_error(CMD, "--batch %ld is larger than the training set", o->batch);

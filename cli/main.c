@@ -10,6 +10,7 @@ typedef struct cmd { const char *name; cli_cmd_fn fn; const char *summary; } cmd
 static const cmd CMDS[] = {
   { "info",     cli_cmd_info,     "print a chip configuration and its peak figures" },
   { "matmul",   cli_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
+  { "model",    cli_cmd_model,    "summarize a model: layers, output shapes, parameters, MXU GEMMs and step FLOPs" },
   { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "plot",     cli_cmd_plot,     "draw PNGs from a sweep's results.csv with gnuplot (the script beside each PNG)" },
   { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },

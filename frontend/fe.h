@@ -6,7 +6,8 @@
 ** the plan, the layers and the matmul backend for the front-end's .c files
 ** and white-box tests.
 **
-** Model. A model (native JSON, docs/MODELS.md; or a built-in name) is a
+** Model. A model (native JSON, docs/MODELS.md; a built-in name; or a zoo
+** name, frontend/zoo.c, which writes the same JSON) is a
 ** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
 ** sigmoid, dropout, global_avgpool, zero_padding, softmax (the output only: folded into
 ** the loss), and the merges add and concatenate -- listed so that
@@ -120,7 +121,15 @@ typedef struct tpu_fe_model {
 /* Names of the built-in models, NULL-terminated. */
 const char *const *tpu_fe_model_builtin_names(void);
 const char *tpu_fe_model_builtin_json(const char *name);  /* NULL if none */
-/* Loads a model: a built-in name, else a JSON file. Parses, checks every
+/* The model zoo (frontend/zoo.c): alexnet, vgg16, vgg19, NULL-terminated.
+** A zoo model is named NAME[@HxWxC][:CLASSES] (Keras applications'
+** input_shape and classes; default 224x224x3 and 1000). */
+const char *const *tpu_fe_model_zoo_names(void);
+/* The native JSON of zoo model 'spec' in *json (the caller's, tpu_free);
+** *json NULL and TPU_OK when spec names no zoo model; TPU_ERR_CONFIG with
+** a message for bad knobs. */
+tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_t errcap);
+/* Loads a model: a built-in or zoo name, else a JSON file. Parses, checks every
 ** field and infers every shape. On failure returns TPU_ERR_CONFIG (or
 ** TPU_ERR_IO) with a message naming the file, line:column, the layer index,
 ** the field and the shapes involved. 'out' is written only on success. */
@@ -129,6 +138,21 @@ tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *
 tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out,
                           char *err, size_t errcap);
 size_t tpu_fe_shape_size(tpu_fe_shape s);
+
+/* A layer's part of one training step, read off the step plan (plan.c) of
+** a 'batch'-sample step on one core: its GEMMs on the MXU in plan order
+** (forward "matmul", then backward "dW" and "dX" where the plan has them;
+** M x K x N, the product [M x K] . [K x N]) and its FLOPs, 2*M*N*K over
+** those GEMMs (the MXU's work; VPU ops are not counted). */
+#define TPU_FE_LAYER_GEMMS 3
+typedef struct tpu_fe_layer_gemms {
+  int ngemms;
+  struct { const char *what; bool forward; int64_t m, k, n; } gemm[TPU_FE_LAYER_GEMMS];
+  uint64_t forward_flops, step_flops;
+} tpu_fe_layer_gemms;
+/* Fills out[0..m->nlayers) for a training step of 'batch' samples.
+** TPU_ERR_NOMEM, or TPU_OK. */
+tpu_status tpu_fe_model_gemms(const tpu_fe_model *m, int batch, tpu_fe_layer_gemms *out);
 /* "28x28x1" or "784". */
 const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap);
 /* }================================================================== */
@@ -216,6 +240,8 @@ typedef struct tpu_fe_feed_opts {
   const char *pipeline;        /* a datafeed JSON file, or NULL for the built-in one */
   int global_batch, epochs, synthetic_n;
   uint64_t seed;               /* shuffle and synthetic data */
+  tpu_fe_shape synthetic_shape;/* synthetic: a sample's shape (zero: 28x28x1), e.g. the model's input */
+  int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;
@@ -229,13 +255,15 @@ void tpu_fe_feed_close(tpu_fe_feed *f);                                  /* NULL
 /* Positions the pipeline at the first batch of 'epoch'. */
 tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap);
 /* The next global batch (borrowed until the next call) and the simulated
-** host time it is ready, for a consumer asking at 'request_s'. */
+** host time it is ready, for a consumer asking at 'request_s'. The labels
+** are bytes: *y is NULL when the data has more than 256 classes (then only
+** the timing, which never reads values, can use the batch). */
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap);
-/* The test split of 'data' (synthetic: synthetic_n/4 samples after the
-** training ones), whole, scaled to [0, 1]. */
-tpu_status tpu_fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, tpu_fe_dataset *out,
-                            char *err, size_t errcap);
+/* The test split of o->data (synthetic: synthetic_n/4 samples after the
+** training ones, of o's synthetic shape and classes), whole, scaled to
+** [0, 1]; at most 256 classes (byte labels). */
+tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, char *err, size_t errcap);
 /* }================================================================== */
 
 

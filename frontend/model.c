@@ -560,13 +560,15 @@ done:
 tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *err, size_t errcap) {
   const char *b = tpu_fe_model_builtin_json(name_or_file);
   if (b) return tpu_fe_model_parse(b, name_or_file, out, err, errcap);
-  char *text = tpu_read_file(name_or_file, NULL);
-  if (!text) {
-    snprintf(err, errcap, "%s: not a built-in model (mlp, cnn) and cannot be read: %s", name_or_file,
-             strerror(errno));
+  char *text = NULL;
+  tpu_status st = tpu_fe_model_zoo_json(name_or_file, &text, err, errcap);
+  if (st) return st;
+  if (!text && !(text = tpu_read_file(name_or_file, NULL))) {
+    snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
+             name_or_file, strerror(errno));
     return TPU_ERR_IO;
   }
-  tpu_status st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
+  st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
   tpu_free(text);
   return st;
 }

@@ -327,3 +327,28 @@ void fe_plan_destroy(fe_plan *p) {
   tpu_free(p->steps);
   tpu_free(p);
 }
+
+tpu_status tpu_fe_model_gemms(const tpu_fe_model *m, int batch, tpu_fe_layer_gemms *out) {
+  fe_plan *p;
+  tpu_status st = fe_plan_create(m, batch, batch, TPU_PREC_BF16, true, &p);
+  if (st) return st;
+  memset(out, 0, (size_t)m->nlayers * sizeof *out);
+  for (int k = 0; k < p->nsteps; k++) {
+    const fe_step *s = &p->steps[k];
+    if (s->kind != FE_STEP_GEMM || s->layer < 0) continue;
+    tpu_fe_layer_gemms *o = &out[s->layer];
+    const uint64_t flops = 2u * (uint64_t)s->gemm.M * (uint64_t)s->gemm.N * (uint64_t)s->gemm.K;
+    const bool fwd = s->phase == FE_FORWARD;
+    assert(o->ngemms < TPU_FE_LAYER_GEMMS);   /* matmul, dW, dX */
+    o->gemm[o->ngemms].what = s->gemm.what;
+    o->gemm[o->ngemms].forward = fwd;
+    o->gemm[o->ngemms].m = s->gemm.M;
+    o->gemm[o->ngemms].k = s->gemm.K;
+    o->gemm[o->ngemms].n = s->gemm.N;
+    o->ngemms++;
+    o->step_flops += flops;
+    if (fwd) o->forward_flops += flops;
+  }
+  fe_plan_destroy(p);
+  return TPU_OK;
+}

@@ -42,8 +42,8 @@ void tpu_fe_dataset_free(tpu_fe_dataset *d) {
   memset(d, 0, sizeof *d);
 }
 
-static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64_t seed,
-                            tpu_df_source *src, char *err, size_t errcap) {
+static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source *src, char *err, size_t errcap) {
+  const char *data = o->data;
   *src = tpu_df_source_default();
   src->test_split = test;
   if (!strcmp(data, "fashion-mnist")) return TPU_OK;
@@ -65,9 +65,13 @@ static tpu_status source_of(const char *data, bool test, int synthetic_n, uint64
   }
   if (!strcmp(data, "synthetic")) {
     src->kind = TPU_DF_SRC_SYNTHETIC;
-    src->n = test ? synthetic_n + synthetic_n / 4 : synthetic_n;
+    src->n = test ? o->synthetic_n + o->synthetic_n / 4 : o->synthetic_n;
     src->height = 28; src->width = 28; src->channels = 1; src->classes = 10;
-    src->seed = seed;
+    if (o->synthetic_shape.h > 0) {
+      src->height = o->synthetic_shape.h; src->width = o->synthetic_shape.w; src->channels = o->synthetic_shape.c;
+    }
+    if (o->synthetic_classes > 0) src->classes = o->synthetic_classes;
+    src->seed = o->seed;
     return TPU_OK;
   }
   if (!strncmp(data, "cifar10:", 8)) { src->kind = TPU_DF_SRC_CIFAR10; src->dir = data + 8; return TPU_OK; }
@@ -96,7 +100,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     }
   } else {
     tpu_df_source src;
-    if ((st = source_of(o->data, false, o->synthetic_n, o->seed, &src, err, errcap))) goto out;
+    if ((st = source_of(o, false, &src, err, errcap))) goto out;
     if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); goto out; }
     TRY(tpu_df_spec_set_source(spec, &src));
     TRY(tpu_df_spec_shuffle(spec, src.kind == TPU_DF_SRC_SYNTHETIC ? src.n : 60000, o->seed));
@@ -112,11 +116,6 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
     snprintf(err, errcap, "%s: the pipeline repeats %lld times; training for %d epochs needs a repeat stage of at "
              "least that count", o->pipeline ? o->pipeline : "pipeline", (long long)di.epochs, o->epochs);
-    st = TPU_ERR_CONFIG;
-    goto out;
-  }
-  if (di.classes > 256) {
-    snprintf(err, errcap, "the data has %d classes; at most 256 are supported", di.classes);
     st = TPU_ERR_CONFIG;
     goto out;
   }
@@ -167,20 +166,19 @@ tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, c
   }
   for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
   *x = b.x;
-  *y = f->y;
+  *y = f->classes <= 256 ? f->y : NULL;
   double r = tpu_df_model_next(f->model, request_s);
   *ready_s = r < request_s ? request_s : r;
   f->index++;
   return TPU_OK;
 }
 
-tpu_status tpu_fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed, tpu_fe_dataset *out,
-                            char *err, size_t errcap) {
+tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   tpu_df_source src;
   tpu_df_spec *spec = NULL;
   tpu_df *df = NULL;
-  tpu_status st = source_of(data, true, synthetic_n, seed, &src, err, errcap);
+  tpu_status st = source_of(o, true, &src, err, errcap);
   if (st) return st;
   const int chunk = 1000;
   if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); return st; }
@@ -192,7 +190,12 @@ tpu_status tpu_fe_feed_test_set(const char *data, int synthetic_n, uint64_t seed
   if ((st = tpu_df_open(spec, NULL, &df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
   tpu_df_get_info(df, &di);
-  int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? synthetic_n : 0;  /* synthetic: the tail */
+  if (di.classes > 256) {
+    snprintf(err, errcap, "the data has %d classes; values (the test set, --level tile) take at most 256", di.classes);
+    st = TPU_ERR_CONFIG;
+    goto out;
+  }
+  int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? o->synthetic_n : 0;  /* synthetic: the tail */
   int64_t n = di.elements - first;
   out->n = (int)n;
   out->shape = (tpu_fe_shape){ di.height, di.width, di.channels };

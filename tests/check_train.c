@@ -47,6 +47,34 @@ START_TEST(Builtin_models_have_the_published_shapes) {
 }
 END_TEST
 
+/* The zoo's parameter counts are Keras applications' (VGG) and
+** torchvision's (AlexNet), exactly. */
+START_TEST(Zoo_models_have_the_published_parameter_counts) {
+  static const struct { const char *spec; uint64_t nparams; int nlayers; } zoo[] = {
+    { "vgg19", 143667240, 25 }, { "vgg19@192x192x3:5", 112327749, 25 }, { "vgg16", 138357544, 22 },
+    { "vgg16@224x224x3:1000", 138357544, 22 }, { "alexnet", 61100840, 15 },
+  };
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  for (size_t k = 0; k < sizeof zoo / sizeof zoo[0]; k++) {
+    ck_assert_msg(tpu_fe_model_load(zoo[k].spec, m, err, sizeof err) == TPU_OK, "%s: %s", zoo[k].spec, err);
+    TU_EQ_U64(zoo[k].nparams, m->nparams);
+    ck_assert_int_eq(m->nlayers, zoo[k].nlayers);
+    ck_assert_str_eq(m->name, zoo[k].spec);
+  }
+  ck_assert_int_eq(m->layers[m->nlayers - 1].out.c, 1000);
+  static const char *const bad[] = { "vgg19@192x192:5", "vgg19:", "vgg19@0x1x1", "vgg19:5x", "alexnet@9x9x3:0" };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "NAME[@HxWxC][:CLASSES]") != NULL, "%s", err);
+  }
+  /* too small for five 2x2 pools: the loader's shape error */
+  ck_assert_int_eq(tpu_fe_model_load("vgg16@16x16x3", m, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "vgg16@16x16x3:") == err && strstr(err, "layers[") != NULL, "%s", err);
+  free(m);
+}
+END_TEST
+
 START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 },\n"
             "  { \"type\": \"dense2\" } ] }", "t.json:2:13: layers[1]: field 'type': unknown layer 'dense2'");
@@ -312,7 +340,7 @@ static uint64_t train_steps(const tpu_fe_model *m, tpu_fe_backend_kind kind, int
   ck_assert_int_eq(tpu_fe_trainer_create(m, &be, cores, gb, threads, &t), TPU_OK);
   tpu_fe_dataset d;
   char err[256];
-  ck_assert_int_eq(tpu_fe_feed_test_set("synthetic", 4 * gb * steps, 3, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_feed_test_set(&(tpu_fe_feed_opts){ .data = "synthetic", .synthetic_n = 4 * gb * steps, .seed = 3 }, &d, err, sizeof err), TPU_OK);
   ck_assert_int_eq(d.n, gb * steps);
   size_t in = tpu_fe_shape_size(m->input);
   for (int s = 0; s < steps; s++) {
@@ -417,7 +445,7 @@ START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
   tpu_fe_dataset d;
   char err[512], dir[] = "/tmp/tpusim_ckXXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  ck_assert_int_eq(tpu_fe_feed_test_set("synthetic", 32, 1, &d, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_feed_test_set(&(tpu_fe_feed_opts){ .data = "synthetic", .synthetic_n = 32, .seed = 1 }, &d, err, sizeof err), TPU_OK);
   double loss;
   int cor;
   ck_assert_int_eq(tpu_fe_trainer_step(&a, d.x, d.y, 0, 0, &loss, &cor), TPU_OK);
@@ -871,7 +899,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("train");
-  TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes,
+  TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
           A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,

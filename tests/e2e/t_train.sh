@@ -184,8 +184,12 @@ bad_inputs "$TPUSIM" train $S --model <<'CASES'
 flat.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "dense", "units": 10 } ] }|flat.json:2:15: layers[0] (dense): input shape 28x28x1 is not flat
 miss.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense" } ] }|layers[1] (dense): field 'units': missing
 unk.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "flatten" }, { "type": "densse", "units": 3 } ] }|layers[1]: field 'type': unknown layer 'densse'
-wrong.json|{ "input": [16, 16, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense", "units": 10 } ] }|the model takes input 16x16x1 and gives 10 classes; the data has samples of 28x28x1
 CASES
+# synthetic data takes the model's shape and classes; a real data set must fit the model
+printf '{ "input": [16, 16, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense", "units": 10 } ] }' > wrong.json
+expect_status 2 "$TPUSIM" train --model wrong.json --data fashion-mnist --level timing
+expect_err_contains "the model takes input 16x16x1 and gives 10 classes; the data has samples of 28x28x1"
+expect_status 0 "$TPUSIM" train --model wrong.json $S --level timing
 expect_status 2 "$TPUSIM" train --model mlp --data /nonexistent
 expect_err_contains "--data /nonexistent: /nonexistent/train-"
 expect_status 2 "$TPUSIM" train --model mlp --backend gpu

@@ -1,0 +1,56 @@
+# tpusim model: the Keras-style summary of a zoo model, its totals from the
+# step plan, and bad names.
+expect_status 0 "$TPUSIM" model vgg16
+expect_out_contains "Model: \"vgg16\""
+expect_out_contains "block1_conv2 (conv2d)"
+expect_out_contains "(None, 224, 224, 64)"
+expect_out_contains "50176 x 576 x 64"
+expect_out_contains "Total params: 138,357,544"
+# VGG16's forward pass is 15.47 GMACs (30,940,528,640 FLOPs); the training
+# step adds dW for every layer and dX for all but the first
+expect_out_contains "Forward FLOPs: 30,940,528,640"
+expect_out_contains "Training step FLOPs: 92,648,177,664"
+expect_status 0 "$TPUSIM" model vgg16 --batch 8 --json
+echo "$OUT" > v.json
+[ "$(json_get parameters v.json)" = 138357544 ] || die "vgg16 parameters: $(json_get parameters v.json)"
+[ "$(json_get forward_flops v.json)" = $((8 * 30940528640)) ] || die "vgg16 forward flops at batch 8"
+[ "$(json_get step_flops v.json)" = $((8 * 92648177664)) ] || die "vgg16 step flops at batch 8"
+/usr/bin/python3 - v.json <<'PY' || die "vgg16 layers"
+import json, sys
+r = json.load(open(sys.argv[1]))
+L = {l["name"]: l for l in r["layers"]}
+assert len(r["layers"]) == 22, len(r["layers"])
+g = L["block1_conv2"]["gemms"]
+assert [(x["what"], x["m"], x["k"], x["n"]) for x in g] == \
+    [("matmul", 8 * 50176, 576, 64), ("dW", 576, 8 * 50176, 64), ("dX", 8 * 50176, 64, 576)], g
+assert [x["what"] for x in L["block1_conv1"]["gemms"]] == ["matmul", "dW"]   # no dX into the input
+assert L["fc1"]["params"] == 25088 * 4096 + 4096 and L["fc1"]["output_shape"] == [1, 1, 4096]
+assert sum(l["params"] for l in r["layers"]) == r["parameters"]
+assert sum(l["step_flops"] for l in r["layers"]) == r["step_flops"]
+PY
+# the seed's VGG19 and the knobs
+expect_status 0 "$TPUSIM" model vgg19@192x192x3:5
+expect_out_contains "Total params: 112,327,749"
+expect_out_contains "predictions (dense)                (None, 5)"
+# bad names and options: exit 2, a clear message
+expect_status 2 "$TPUSIM" model nosuch
+expect_err_contains "nosuch: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read"
+expect_status 2 "$TPUSIM" model vgg19@192x192:5
+expect_err_contains "vgg19@192x192:5: a zoo model is NAME[@HxWxC][:CLASSES]"
+expect_status 2 "$TPUSIM" model vgg16@16x16x3
+expect_err_contains "vgg16@16x16x3:"
+expect_status 2 "$TPUSIM" model
+expect_err_contains "a model is required"
+expect_status 2 "$TPUSIM" model vgg16 --batch 0
+expect_err_contains "--batch: expected an integer in 1..4096"
+expect_status 2 "$TPUSIM" model vgg16 extra
+expect_err_contains "unknown option 'extra'"
+# a zoo model trains at the timing level on synthetic data of its own shape
+# (224x224x3, 1000 classes); values need at most 256 classes
+expect_status 0 "$TPUSIM" train --model vgg19 --level timing --data synthetic --synthetic-n 128 --batch 128 \
+  --steps-per-epoch 1 --json
+echo "$OUT" > t.json
+[ "$(json_get parameters t.json)" = 143667240 ] || die "vgg19 parameters in train"
+[ "$(json_get sim_step_cycles t.json)" -gt 0 ] || die "vgg19 step cycles"
+expect_status 2 "$TPUSIM" train --model vgg19 --data synthetic --synthetic-n 16 --batch 8
+expect_err_contains "vgg19 gives 1000 classes; --level tile computes values with at most 256 classes"
