@@ -5,11 +5,14 @@
 #include "base/base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *tpu_version(void) { return TPU_VERSION; }
@@ -132,7 +135,57 @@ void tpu_normal_fill(uint64_t *state, float *x, size_t n) {
   }
 }
 
-int tpu_write_atomic(const char *path, const void *data, size_t n) {
+/* The file a write to 'path' lands in: symlinks followed (up to 40, like the
+** kernel), a relative link taken from the link's directory. A new string
+** (tpu_free it), or NULL with errno set. */
+static char *write_target(const char *path) {
+  char *p = tpu_malloc(strlen(path) + 1);
+  if (!p) { errno = ENOMEM; return NULL; }
+  strcpy(p, path);
+  for (int hops = 0;; hops++) {
+    struct stat st;
+    if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    char link[4096];
+    ssize_t k = hops < 40 ? readlink(p, link, sizeof link - 1) : -1;
+    if (k < 0 || k == (ssize_t)sizeof link - 1) {
+      int e = hops >= 40 ? ELOOP : k < 0 ? errno : ENAMETOOLONG;
+      tpu_free(p);
+      errno = e;
+      return NULL;
+    }
+    link[k] = 0;
+    const char *slash = strrchr(p, '/');
+    size_t dir = link[0] != '/' && slash ? (size_t)(slash - p) + 1 : 0;
+    char *q = tpu_malloc(dir + (size_t)k + 1);
+    if (!q) { tpu_free(p); errno = ENOMEM; return NULL; }
+    memcpy(q, p, dir);
+    memcpy(q + dir, link, (size_t)k + 1);
+    tpu_free(p);
+    p = q;
+  }
+}
+
+/* Writes straight into an existing file that is not a regular one (a
+** device, a pipe, a socket): no temporary, every error reported. */
+static int write_direct(const char *path, const void *data, size_t n) {
+  int fd = open(path, O_WRONLY | O_NOCTTY);
+  if (fd < 0) return -1;
+  const char *s = data;
+  int e = 0;
+  while (n > 0 && !e) {
+    ssize_t k = write(fd, s, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) { e = k < 0 ? errno : EIO; break; }
+    s += k; n -= (size_t)k;
+  }
+  if (!e && fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) e = errno;
+  if (close(fd) != 0 && !e && errno != EINTR) e = errno;
+  if (e) { errno = e; return -1; }
+  return 0;
+}
+
+/* A new regular file through a temporary beside it and rename(2). */
+static int write_renamed(const char *path, const void *data, size_t n) {
   size_t len = strlen(path);
   char *tmp = tpu_malloc(len + 32);
   if (!tmp) { errno = ENOMEM; return -1; }
@@ -148,6 +201,20 @@ int tpu_write_atomic(const char *path, const void *data, size_t n) {
   if (!ok) { remove(tmp); tpu_free(tmp); errno = e ? e : EIO; return -1; }
   tpu_free(tmp);
   return 0;
+}
+
+int tpu_write_atomic(const char *path, const void *data, size_t n) {
+  char *target = write_target(path);
+  if (!target) return -1;
+  struct stat st;
+  int rc;
+  if (stat(target, &st) == 0 && S_ISDIR(st.st_mode)) { errno = EISDIR; rc = -1; }
+  else if (stat(target, &st) == 0 && !S_ISREG(st.st_mode)) rc = write_direct(target, data, n);
+  else rc = write_renamed(target, data, n);
+  int e = errno;
+  tpu_free(target);
+  errno = e;
+  return rc;
 }
 
 char *tpu_read_file(const char *path, size_t *len) {

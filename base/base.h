@@ -197,9 +197,13 @@ void tpu_normal_fill(uint64_t *state, float *x, size_t n);
 /* {==================================================================
 ** Files
 ** ================================================================== */
-/* Writes 'n' bytes to 'path' through a temporary file in the same directory
-** and rename(2), so readers see the old file or the whole new one. Returns 0,
-** or -1 with errno set (nothing left behind). */
+/* Writes 'n' bytes to 'path'. Symlinks are followed first (the link stays,
+** its target gets the bytes). A regular file or a new path is written
+** through a temporary file in the target's directory and rename(2), so
+** readers see the old file or the whole new one; an existing file that is
+** not regular (a device, a FIFO) is written directly, every error reported
+** (ENOSPC from a full device). The one way every output is written.
+** Returns 0, or -1 with errno set (nothing left behind). */
 int tpu_write_atomic(const char *path, const void *data, size_t n);
 /* Reads a whole file into a NUL-terminated buffer (tpu_free it). Returns
 ** NULL with errno set on failure; *len gets the byte count when non-NULL. */

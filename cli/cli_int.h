@@ -10,8 +10,9 @@
 **     object there and nothing else;
 **   - exit codes: 0 ok, 1 runtime failure, 2 bad input. A library status
 **     becomes an exit code only through tpu_status_exit_code (cli_fail).
-**     A --trace, --csv or checkpoint that cannot be written is a runtime
-**     failure; matmul --out treats its path as input (2).
+**     An output that cannot be written (--trace, --csv, --out, --png,
+**     --gif, a checkpoint, a sweep's files) is a runtime failure (1), its
+**     message naming the path and the reason.
 ** It calls the modules only through their public headers (base.h, mxu.h,
 ** sim.h, df.h, fe.h, viz.h): simulation, numerics and file formats live
 ** there, never here. Each command is a file: parse its options into a
@@ -22,7 +23,8 @@
 **   - Bad input (unknown flag, bad value, malformed file) prints one message
 **     on stderr, "tpusim CMD: FILE:LINE:COL: field 'x': what was wrong; what
 **     is allowed" (the parts that are known), and exits 2.
-**   - Files are written whole or not at all (tpu_write_atomic).
+**   - Every output file goes through tpu_write_atomic: whole or not at all
+**     (regular files), directly into devices and FIFOs, through symlinks.
 */
 #ifndef TPU_CLI_INT_H
 #define TPU_CLI_INT_H

@@ -195,7 +195,7 @@ static int run(const tpu_chip_config *chip, const cli_matmul_opts *o, mm_run *r)
     return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
   const int64_t shape[2] = { o->m, o->n };
   if (o->out && tpu_npy_write_f32(o->out, r->c, 2, shape))
-    return cli_usage_error(CMD, "--out %s: cannot write: %s", o->out, strerror(errno));
+    return cli_runtime_error(CMD, "--out %s: cannot write: %s", o->out, strerror(errno));
   return 0;
 }
 

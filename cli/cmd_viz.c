@@ -157,10 +157,10 @@ static int check_output(const viz_opts *o, const tpu_chip_config *chip) {
   if (o->headless && !o->out_dir && !o->png && !o->gif)
     return cli_usage_error(CMD, "--headless needs --out DIR for the PNG frames (or --png FILE for one, --gif FILE for an animation)");
   if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
-    return cli_usage_error(CMD, "--out %s: cannot create the directory: %s", o->out_dir, strerror(errno));
+    return cli_runtime_error(CMD, "--out %s: cannot create the directory: %s", o->out_dir, strerror(errno));
   struct stat sb;
   if (o->out_dir && (stat(o->out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-    return cli_usage_error(CMD, "--out %s: not a directory", o->out_dir);
+    return cli_runtime_error(CMD, "--out %s: cannot write: not a directory", o->out_dir);
   return 0;
 }
 /* }================================================================== */

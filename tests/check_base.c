@@ -1,10 +1,14 @@
 /*
 ** check_base.c -- bf16 conversion, the allocation hook, the JSON locator,
-** the JSON member readers and the .npy reader.
+** the JSON member readers, the .npy reader and tpu_write_atomic.
 */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -241,6 +245,53 @@ START_TEST(Npy_files_round_trip_and_bad_ones_are_named) {
 }
 END_TEST
 
+/* Reads 'path' and checks it holds exactly 'want'. */
+static void file_is(const char *path, const char *want) {
+  size_t n = 0;
+  char *got = tpu_read_file(path, &n);
+  ck_assert_msg(got != NULL, "%s: %s", path, strerror(errno));
+  ck_assert_msg(n == strlen(want) && !memcmp(got, want, n), "%s holds '%s', not '%s'", path, got, want);
+  tpu_free(got);
+}
+
+START_TEST(Write_atomic_follows_symlinks_and_writes_devices_directly) {
+  char dir[] = "/tmp/tpusim_wrXXXXXX", p[4][300];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(p[0], sizeof p[0], "%s/sub", dir);
+  ck_assert_int_eq(mkdir(p[0], 0777), 0);
+  snprintf(p[0], sizeof p[0], "%s/link", dir);               /* link -> sub/t (relative, new) */
+  snprintf(p[1], sizeof p[1], "%s/sub/t", dir);
+  ck_assert_int_eq(symlink("sub/t", p[0]), 0);
+  ck_assert_int_eq(tpu_write_atomic(p[0], "abc", 3), 0);
+  struct stat st;
+  ck_assert(lstat(p[0], &st) == 0 && S_ISLNK(st.st_mode));
+  file_is(p[1], "abc");
+  ck_assert_int_eq(tpu_write_atomic(p[0], "de", 2), 0);     /* existing target, replaced whole */
+  ck_assert(lstat(p[0], &st) == 0 && S_ISLNK(st.st_mode));
+  file_is(p[1], "de");
+  snprintf(p[2], sizeof p[2], "%s/sub", dir);                 /* a directory is refused */
+  ck_assert_int_eq(tpu_write_atomic(p[2], "x", 1), -1);
+  ck_assert_int_eq(errno, EISDIR);
+  snprintf(p[2], sizeof p[2], "%s/loop", dir);                /* a symlink loop is refused */
+  ck_assert_int_eq(symlink("loop", p[2]), 0);
+  ck_assert_int_eq(tpu_write_atomic(p[2], "x", 1), -1);
+  ck_assert_int_eq(errno, ELOOP);
+  snprintf(p[3], sizeof p[3], "%s/full", dir);                /* a private full device: ENOSPC */
+  if (mknod(p[3], S_IFCHR | 0666, makedev(1, 7)) == 0) {
+    ck_assert_int_eq(tpu_write_atomic(p[3], "x", 1), -1);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert(stat(p[3], &st) == 0 && S_ISCHR(st.st_mode));
+    remove(p[3]);
+  } else {
+    fprintf(stderr, "check_base: skipped the full-device case: mknod not permitted\n");
+  }
+  remove(p[2]); remove(p[1]); remove(p[0]);
+  snprintf(p[0], sizeof p[0], "%s/sub", dir);
+  ck_assert_int_eq(rmdir(p[0]), 0);                           /* no temporary left in sub */
+  ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("base");
   TU_CASE(s, "bf16", 120, Every_bf16_value_round_trips_through_f32,
@@ -248,6 +299,7 @@ int main(void) {
           Nan_inf_and_signed_zero_are_kept);
   TU_CASE(s, "alloc_json", 0, Allocation_goes_through_the_hook,
           Text_buffer_grows_and_reports_running_out_of_memory, Json_locator_finds_nested_values,
-          Json_readers_name_the_file_position_and_field, Npy_files_round_trip_and_bad_ones_are_named);
+          Json_readers_name_the_file_position_and_field, Npy_files_round_trip_and_bad_ones_are_named,
+          Write_atomic_follows_symlinks_and_writes_devices_directly);
   return tu_main(s);
 }

@@ -5,21 +5,22 @@
 ** The palette is a fixed 6 x 7 x 6 colour cube (252 entries; green gets
 ** seven levels, the eye is most sensitive to it); each pixel maps to the
 ** nearest level per channel, so frames need no per-frame palette and the
-** mapping is exact and testable (viz_gif_index). Frames are written into a
-** temporary file renamed over FILE at the end: whole or not at all.
+** mapping is exact and testable (viz_gif_index). Frames are gathered in
+** memory and written by tpu_write_atomic at the end: whole or not at all.
 */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "viz/viz_int.h"
 
 enum { GIF_CLEAR = 256, GIF_EOI = 257, GIF_MAXCODE = 4096 };
 
 struct viz_gif {
-  FILE *f;
-  char path[4096], tmp[4200];
+  FILE *f;                           /* a memory stream over buf */
+  char *buf; size_t buf_n;
+  char path[4096];
   int w, h;
   bool bad;
   uint8_t *idx;                      /* w*h palette indices of the frame */
@@ -100,9 +101,8 @@ viz_gif *viz_gif_open(const char *path, int w, int h, char *err, size_t errcap) 
   }
   g->w = w; g->h = h;
   snprintf(g->path, sizeof g->path, "%s", path);
-  snprintf(g->tmp, sizeof g->tmp, "%s.tmp%ld", path, (long)getpid());
-  if (!(g->f = fopen(g->tmp, "wb"))) {
-    snprintf(err, errcap, "%s: %s", path, strerror(errno));
+  if (!(g->f = open_memstream(&g->buf, &g->buf_n))) {
+    snprintf(err, errcap, "%s: out of memory", path);
     tpu_free(g->idx); tpu_free(g->child); tpu_free(g);
     return NULL;
   }
@@ -139,11 +139,14 @@ int viz_gif_close(viz_gif *g, bool keep, char *err, size_t errcap) {
   put(g, &trailer, 1);
   if (fclose(g->f) != 0) g->bad = true;
   int rc = 0;
-  if (keep && (g->bad || rename(g->tmp, g->path) != 0)) {
+  if (keep && g->bad) {
+    snprintf(err, errcap, "%s: cannot write: out of memory", g->path);
+    rc = -1;
+  } else if (keep && tpu_write_atomic(g->path, g->buf, g->buf_n) != 0) {
     snprintf(err, errcap, "%s: cannot write: %s", g->path, strerror(errno));
     rc = -1;
   }
-  if (!keep || rc) unlink(g->tmp);
+  free(g->buf);
   tpu_free(g->idx); tpu_free(g->child); tpu_free(g);
   return rc;
 }

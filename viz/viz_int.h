@@ -62,12 +62,12 @@ struct tpu_viz {
   uint64_t tl_a, tl_b;               /* the timeline's visible cycles [tl_a, tl_b); 0, 0 = the whole run */
   uint64_t tl_ca, tl_cb;             /* the range tl_cache was built for */
 };
-/* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all (temp
-** file, then rename). 0, or -1 with err set. (viz_png.c) */
+/* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all
+** (tpu_write_atomic). 0, or -1 with err set. (viz_png.c) */
 int viz_png_write(const char *path, const uint32_t *px, int w, int h, int pitch, char *err, size_t errcap);
 /* Animated GIF (viz_gif.c): frames of w x h pixels, each mapped to a fixed
 ** 6x7x6 colour cube (viz_gif_index; viz_gif_color is the palette entry);
-** written to a temporary file renamed over 'path' by viz_gif_close(keep).
+** gathered in memory and written by viz_gif_close(keep) (tpu_write_atomic).
 ** open returns NULL with err set; close returns 0, or -1 with err set. */
 typedef struct viz_gif viz_gif;
 uint8_t viz_gif_index(uint32_t argb);

@@ -10,8 +10,8 @@
 */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "viz/viz_int.h"
@@ -36,7 +36,6 @@ int viz_png_write(const char *path, const uint32_t *px, int w, int h, int pitch,
   unsigned char *raw = tpu_malloc(raw_n);
   uLongf z_n = compressBound((uLong)raw_n);
   unsigned char *z = tpu_malloc(z_n);
-  char tmp[4200];
   FILE *f = NULL;
   int rc = -1;
   if (!raw || !z) { snprintf(err, errcap, "%s: out of memory", path); goto out; }
@@ -54,20 +53,22 @@ int viz_png_write(const char *path, const uint32_t *px, int w, int h, int pitch,
     }
   }
   if (compress2(z, &z_n, raw, (uLong)raw_n, 1) != Z_OK) { snprintf(err, errcap, "%s: zlib failed", path); goto out; }
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  if (!(f = fopen(tmp, "wb"))) { snprintf(err, errcap, "%s: %s", path, strerror(errno)); goto out; }
+  char *buf = NULL;
+  size_t buf_n = 0;
+  if (!(f = open_memstream(&buf, &buf_n))) { snprintf(err, errcap, "%s: out of memory", path); goto out; }
   unsigned char ihdr[13];
   put32(ihdr, (uint32_t)w); put32(ihdr + 4, (uint32_t)h);
   ihdr[8] = 8; ihdr[9] = 2; ihdr[10] = ihdr[11] = ihdr[12] = 0;   /* 8-bit RGB */
   int bad = fwrite("\x89PNG\r\n\x1a\n", 1, 8, f) != 8 || chunk(f, "IHDR", ihdr, 13) ||
             chunk(f, "IDAT", z, z_n) || chunk(f, "IEND", NULL, 0);
   if (fclose(f) != 0) bad = 1;
-  f = NULL;
-  if (bad || rename(tmp, path) != 0) {
+  if (bad) errno = ENOMEM;
+  if (bad || tpu_write_atomic(path, buf, buf_n) != 0) {
     snprintf(err, errcap, "%s: cannot write: %s", path, strerror(errno));
-    unlink(tmp);
+    free(buf);
     goto out;
   }
+  free(buf);
   rc = 0;
 out:
   tpu_free(raw);

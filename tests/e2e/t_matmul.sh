@@ -96,7 +96,7 @@ expect_status 2 "$TPUSIM" matmul --a missing.npy --b b.npy
 expect_err_contains "missing.npy: cannot read"
 expect_status 2 "$TPUSIM" matmul --a a.npy --b b.npy --m 5
 expect_err_contains "--m 5 disagrees"
-expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --out no/such/dir/c.npy
+expect_status 1 "$TPUSIM" matmul --m 4 --n 4 --k 4 --out no/such/dir/c.npy
 expect_err_contains "no/such/dir/c.npy: cannot write"
 [ ! -e no/such/dir/c.npy ] || die "partial output"
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --level timing --out x.npy

@@ -17,7 +17,7 @@ expect_status 2 "$TPUSIM" viz --bogus;                       expect_err_contains
 expect_status 2 "$TPUSIM" viz --precision f64 --headless --out o; expect_err_contains "bf16x3"
 expect_status 2 "$TPUSIM" viz --chip nosuch --headless --out o
 touch afile
-expect_status 2 "$TPUSIM" viz --chip teach --headless --out afile; expect_err_contains "not a directory"
+expect_status 1 "$TPUSIM" viz --chip teach --headless --out afile; expect_err_contains "not a directory"
 # no display: a clear message suggesting --headless, exit 2
 expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY SDL_VIDEODRIVER=dummy "$TPUSIM" viz --chip teach
 expect_err_contains "no display"; expect_err_contains "--headless"
