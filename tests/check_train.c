@@ -727,6 +727,36 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
 }
 END_TEST
 
+/* batch_normalization's VPU passes are timed: the stall parts still sum to
+** the step, and a model with it takes longer than the same model without. */
+START_TEST(Batch_normalization_is_timed_as_VPU_work) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
+  static const char *const json[2] = {
+    "{ \"input\": [12, 12, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 32, \"kernel\": 3 },"
+    " { \"type\": \"relu\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 4 } ] }",
+    "{ \"input\": [12, 12, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 32, \"kernel\": 3 },"
+    " { \"type\": \"batch_normalization\" }, { \"type\": \"relu\" }, { \"type\": \"flatten\" },"
+    " { \"type\": \"dense\", \"units\": 4 } ] }" };
+  for (int train = 0; train < 2; train++) {
+    tpu_fe_step_timing t[2];
+    for (int k = 0; k < 2; k++) {
+      tpu_fe_model m = parse_ok(json[k]);
+      ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, train, 0, 2, &t[k], NULL, err, sizeof err)
+                    == TPU_OK, "%s", err);
+      double sum = 0;
+      for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += t[k].stall[s];
+      ck_assert(fabs(sum - (double)t[k].step_cycles) < 1e-6 * (double)t[k].step_cycles);
+    }
+    ck_assert_msg(t[1].step_cycles > t[0].step_cycles, "%llu vs %llu", (unsigned long long)t[1].step_cycles,
+                  (unsigned long long)t[0].step_cycles);
+    ck_assert(t[1].stall[TPU_SIM_VPU_BUSY] > t[0].stall[TPU_SIM_VPU_BUSY]);
+    TU_EQ_U64(t[0].macs, t[1].macs);   /* no MXU work */
+  }
+}
+END_TEST
+
 START_TEST(The_lowering_tiles_into_VMEM_and_says_when_it_cannot) {
   tpu_chip_config chip;
   char err[512];
@@ -1010,6 +1040,6 @@ int main(void) {
           Step_timing_survives_every_allocation_failure);
   TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,
           Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
-          The_lowering_tiles_into_VMEM_and_says_when_it_cannot);
+          The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work);
   return tu_main(s);
 }
