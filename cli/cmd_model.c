@@ -68,7 +68,7 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
                  (long long)g[i].gemm[k].n);
     char row[256];
     int n = snprintf(row, sizeof row, "%-34s %-22s %13s  %-26s %20s", ty, keras_shape(l->out, sh, sizeof sh),
-                     commas(l->nw + l->nb, pa, sizeof pa), gm,
+                     commas(l->nw + l->nb + l->ns, pa, sizeof pa), gm,
                      g[i].step_flops ? commas(g[i].step_flops, fl, sizeof fl) : "");
     for (n = n < (int)sizeof row ? n : (int)sizeof row - 1; n > 0 && row[n - 1] == ' ';) row[--n] = '\0';
     puts(row);
@@ -76,6 +76,10 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
     step += g[i].step_flops;
   }
   printf("Total params: %s\n", commas(m->nparams, pa, sizeof pa));
+  if (m->nstate) {   /* Keras' split, printed where it says something (batch_normalization) */
+    printf("Trainable params: %s\n", commas(m->nparams - m->nstate, pa, sizeof pa));
+    printf("Non-trainable params: %s\n", commas(m->nstate, pa, sizeof pa));
+  }
   printf("Forward FLOPs: %s\n", commas(fwd, fl, sizeof fl));
   printf("Training step FLOPs: %s\n", commas(step, fl, sizeof fl));
   return 0;
@@ -91,7 +95,7 @@ static json_t *layer_json(const tpu_fe_model *m, int i, const tpu_fe_layer_gemms
                                         "k", (json_int_t)g->gemm[k].k, "n", (json_int_t)g->gemm[k].n));
   return json_pack("{s:s, s:s, s:[i, i, i], s:I, s:o*, s:I, s:I}", "name", layer_name(m, i, nm, sizeof nm),
                    "type", tpu_fe_layer_kind_name(l->kind), "output_shape", l->out.h, l->out.w, l->out.c,
-                   "params", (json_int_t)(l->nw + l->nb), "gemms", gs, "forward_flops",
+                   "params", (json_int_t)(l->nw + l->nb + l->ns), "gemms", gs, "forward_flops",
                    (json_int_t)g->forward_flops, "step_flops", (json_int_t)g->step_flops);
 }
 

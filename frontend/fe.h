@@ -9,7 +9,8 @@
 ** Model. A model (native JSON, docs/MODELS.md; a built-in name; or a zoo
 ** name, frontend/zoo.c, which writes the same JSON) is a
 ** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
-** sigmoid, dropout, global_avgpool, zero_padding, softmax (the output only: folded into
+** sigmoid, dropout, global_avgpool, zero_padding, batch_normalization (per-core
+** batch statistics, moving averages in the parameter vector), softmax (the output only: folded into
 ** the loss), and the merges add and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
@@ -68,7 +69,7 @@
 typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
   TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
-  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_NKINDS
+  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -91,8 +92,13 @@ typedef struct tpu_fe_layer {
   int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout: fraction dropped, [0, 1) */
+  double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3 */
+  bool no_center, no_scale;    /* batch_normalization: "center" / "scale": false (no beta / gamma) */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
-  size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector */
+  size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
+                                  gamma, beta) */
+  size_t soff, ns;             /* batch_normalization: moving mean then moving variance (ns = 2C),
+                                  non-trainable: no gradient, updated by the plan's BN_MOVING step */
 } tpu_fe_layer;
 
 typedef enum tpu_fe_opt_kind { TPU_FE_SGD = 0, TPU_FE_MOMENTUM, TPU_FE_ADAM } tpu_fe_opt_kind;
@@ -113,7 +119,8 @@ typedef struct tpu_fe_model {
   tpu_fe_layer layers[TPU_FE_MAX_LAYERS];
   tpu_fe_optimizer opt;
   uint64_t seed;               /* initializer (and dropout) seed */
-  size_t nparams;              /* total weights + biases */
+  size_t nparams;              /* total weights + biases + non-trainable state (Keras' Total params) */
+  size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
   size_t max_act;              /* largest per-sample activation (floats) */
   size_t max_cols;             /* largest per-sample im2col buffer (floats) */
 } tpu_fe_model;

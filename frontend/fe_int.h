@@ -61,8 +61,13 @@ typedef enum fe_step_kind {
   FE_STEP_PAD,                 /* zero_padding: in placed in a zeroed out at (pad_top, pad_left), win */
   FE_STEP_CROP,                /* its backward: the window of in at (pad_top, pad_left) to out, win */
   FE_STEP_DROPOUT_MASK,        /* MASK layer from the seeded hash (not timed) */
+  FE_STEP_BN,                  /* batch_normalization forward over rows x C: training, this core's
+                                  batch statistics (kept in STAT); inference, the moving ones */
+  FE_STEP_BN_BWD,              /* its backward: dgamma, dbeta and (out not NONE) dX from dY (in) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
-  FE_STEP_UPDATE               /* the optimizer: PARAMS, OPT state from GRADS */
+  FE_STEP_UPDATE,              /* the optimizer: PARAMS, OPT state from GRADS */
+  FE_STEP_BN_MOVING            /* after it: a layer's moving mean and variance from the cores' STAT,
+                                  averaged in core order (rows = 2, cols = C) */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {
@@ -175,7 +180,9 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of up to 'rows'
   float *cols;                 /* im2col buffer */
   float **dact;                /* dact[j]: gradient of tensor j (j >= 1) */
   float *dtmp;                 /* DTMP: a second gradient before its sum */
-  float *grad;                 /* this core's parameter gradient */
+  float *grad;                 /* this core's parameter gradient (zero at non-trainable state) */
+  float *stat;                 /* [nparams]: at a batch_normalization's soff, this core's batch
+                                  mean then (biased) variance of its last training forward */
   int32_t *lab;                /* labels as the VPU takes them */
   float *rowloss;              /* per-sample loss */
   fe_scratch scratch;

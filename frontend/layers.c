@@ -131,7 +131,8 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   size_t cols = r * (m->max_cols ? m->max_cols : 1);
   ws->cols = tpu_malloc(cols * sizeof(float));
   ws->dtmp = tpu_malloc(r * m->max_act * sizeof(float));
-  ws->grad = tpu_malloc((m->nparams ? m->nparams : 1) * sizeof(float));
+  ws->grad = tpu_calloc(m->nparams ? m->nparams : 1, sizeof(float));   /* non-trainable slots stay 0 */
+  if (m->nstate && !(ws->stat = tpu_calloc(m->nparams, sizeof(float)))) goto fail;
   ws->lab = tpu_malloc(r * sizeof *ws->lab);
   ws->rowloss = tpu_malloc(r * sizeof *ws->rowloss);
   if (!ws->cols || !ws->dtmp || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
@@ -146,7 +147,8 @@ void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->dact) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->dact[i]);
   if (ws->mask) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mask[i]);
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
-  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->cols, ws->dtmp, ws->grad, ws->lab, ws->rowloss };
+  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->cols, ws->dtmp, ws->grad, ws->stat, ws->lab,
+                   ws->rowloss };
   for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
   fe_scratch_free(&ws->scratch);
   memset(ws, 0, sizeof *ws);
@@ -155,6 +157,12 @@ void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
 void fe_params_init(const tpu_fe_model *m, float *params) {
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *L = &m->layers[i];
+    if (L->kind == TPU_FE_BATCHNORM) {   /* Keras: gamma 1, beta 0, moving mean 0, moving variance 1 */
+      for (size_t k = 0; k < L->nw; k++) params[L->woff + k] = 1.0f;
+      memset(params + L->boff, 0, L->nb * sizeof(float));
+      for (size_t k = 0; k < L->ns; k++) params[L->soff + k] = k < L->ns / 2 ? 0.0f : 1.0f;
+      continue;
+    }
     if (!L->nw) continue;
     double fan_in, fan_out;
     if (L->kind == TPU_FE_DENSE) { fan_in = L->in.c; fan_out = L->units; }
@@ -300,6 +308,66 @@ static void dropout_mask(const tpu_fe_model *m, int layer, int rows, uint64_t st
 /* }================================================================== */
 
 /* {==================================================================
+** batch_normalization over R pixels x C channels (Keras' BatchNormalization
+** on the last axis): sums in f64, pixel order, per channel
+** ================================================================== */
+typedef struct bn_chan { double mean, inv, g, beta; } bn_chan;
+/* Channel c's statistics (training: this core's batch, kept in stat; else
+** the moving ones) and its gamma, beta. */
+static bn_chan bn_channel(const tpu_fe_layer *l, bool train, int64_t R, int c, const float *params, float *stat,
+                          const float *x) {
+  const int C = l->out.c;
+  double mean, var;
+  if (train) {
+    double s = 0.0, q = 0.0;
+    for (int64_t r = 0; r < R; r++) s += x[r * C + c];
+    mean = s / (double)R;
+    for (int64_t r = 0; r < R; r++) q += (x[r * C + c] - mean) * (x[r * C + c] - mean);
+    var = q / (double)R;   /* biased, as Keras' moments() */
+    stat[l->soff + (size_t)c] = (float)mean;
+    stat[l->soff + (size_t)C + (size_t)c] = (float)var;
+  } else {
+    mean = params[l->soff + (size_t)c];
+    var = params[l->soff + (size_t)C + (size_t)c];
+  }
+  return (bn_chan){ mean, 1.0 / sqrt(var + l->epsilon), l->nw ? params[l->woff + (size_t)c] : 1.0,
+                    l->nb ? params[l->boff + (size_t)c] : 0.0 };
+}
+
+static void bn_forward(const tpu_fe_layer *l, bool train, int64_t R, const float *params, float *stat,
+                       const float *x, float *y) {
+  const int C = l->out.c;
+  for (int c = 0; c < C; c++) {
+    const bn_chan k = bn_channel(l, train, R, c, params, stat, x);
+    for (int64_t r = 0; r < R; r++) y[r * C + c] = (float)((x[r * C + c] - k.mean) * k.inv * k.g + k.beta);
+  }
+}
+
+/* From dY: dgamma = sum dY.xhat, dbeta = sum dY into grad; dX (when not
+** NULL) = gamma.inv/R (R.dY - dbeta - xhat.dgamma), with the batch
+** statistics of the forward. */
+static void bn_backward(const tpu_fe_layer *l, int64_t R, const float *params, const float *stat, const float *x,
+                        const float *dy, float *grad, float *dx) {
+  const int C = l->out.c;
+  for (int c = 0; c < C; c++) {
+    const double mean = stat[l->soff + (size_t)c], inv = 1.0 / sqrt(stat[l->soff + (size_t)C + (size_t)c] + l->epsilon);
+    const double g = l->nw ? params[l->woff + (size_t)c] : 1.0;
+    double db = 0.0, dg = 0.0;
+    for (int64_t r = 0; r < R; r++) {
+      db += dy[r * C + c];
+      dg += dy[r * C + c] * (x[r * C + c] - mean) * inv;
+    }
+    if (l->nw) grad[l->woff + (size_t)c] = (float)dg;
+    if (l->nb) grad[l->boff + (size_t)c] = (float)db;
+    if (dx)
+      for (int64_t r = 0; r < R; r++)
+        dx[r * C + c] = (float)(g * inv / (double)R *
+                                ((double)R * dy[r * C + c] - db - (x[r * C + c] - mean) * inv * dg));
+  }
+}
+/* }================================================================== */
+
+/* {==================================================================
 ** The plan's executor: forward and backward of one core
 ** ================================================================== */
 typedef struct exec {
@@ -406,6 +474,13 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   case FE_STEP_POOL: pool_forward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, out, ws->argmax[L]); return TPU_OK;
   case FE_STEP_POOL_BWD: pool_backward(&s->win, s->pool == TPU_FE_MAXPOOL, rows, in, ws->argmax[L], out); return TPU_OK;
   case FE_STEP_VIEW: memcpy(out, in, (size_t)(s->rows * s->cols) * sizeof(float)); return TPU_OK;
+  case FE_STEP_BN:
+    bn_forward(&e->p->model->layers[L], e->p->train, s->rows, e->params, ws->stat, in, out);
+    return TPU_OK;
+  case FE_STEP_BN_BWD:
+    bn_backward(&e->p->model->layers[L], s->rows, e->params, ws->stat,
+                ws->act[e->p->model->layers[L].inputs[0] + 1], in, ws->grad, out);
+    return TPU_OK;
   case FE_STEP_DROPOUT_MASK:
     dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
     return TPU_OK;

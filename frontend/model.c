@@ -13,10 +13,11 @@
 #include "frontend/fe.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
-  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding"
+  "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
+  "batch_normalization"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
-  "global_avgpool, softmax, zero_padding"
+  "global_avgpool, softmax, zero_padding, batch_normalization"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -112,6 +113,21 @@ static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, cons
     if (!strcmp(a, ACTS[k].name)) { L->act = ACTS[k].k; return TPU_OK; }
   return tpu_json_fail_member(OBJ(c, jl, path, what), "activation", "unknown activation '%s'; expected linear, "
                               "relu, tanh, sigmoid or softmax", a);
+}
+
+/* batch_normalization: Keras' "momentum" (0.99), "epsilon" (1e-3),
+** "center" and "scale" (true); the channel axis only (Keras' axis=-1). */
+static tpu_status parse_batchnorm(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const ks[] = { "type", "name", "inputs", "momentum", "epsilon", "center", "scale", NULL };
+  bool center = true, scale = true;
+  tpu_status st = check_keys(c, jl, path, what, ks);
+  if (st || (st = get_num(c, jl, path, what, "momentum", 0.0, 1.0, true, 0.99, false, &L->momentum))) return st;
+  if ((st = get_num(c, jl, path, what, "epsilon", 1e-12, 1.0, false, 1e-3, false, &L->epsilon))) return st;
+  if ((st = tpu_json_bool(OBJ(c, jl, path, what), "center", &center))) return st;
+  if ((st = tpu_json_bool(OBJ(c, jl, path, what), "scale", &scale))) return st;
+  L->no_center = !center;
+  L->no_scale = !scale;
+  return TPU_OK;
 }
 
 /* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
@@ -211,6 +227,7 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     if ((st = check_keys(c, jl, path, what, ks))) return st;
     return parse_zero_padding(c, jl, path, what, L);
   }
+  case TPU_FE_BATCHNORM: return parse_batchnorm(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
@@ -359,6 +376,22 @@ static void same_out(tpu_fe_shape s, int kh, int kw, tpu_fe_layer *L) {
   L->out = (tpu_fe_shape){ oh, ow, s.c };
 }
 
+/* Layer L's place in the parameter vector from 'off'; returns the next
+** offset. batch_normalization: gamma, beta, moving mean and variance
+** (Keras' 4*C, the moving ones non-trainable). */
+static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
+  if (L->kind == TPU_FE_BATCHNORM) {
+    L->nw = L->no_scale ? 0 : (size_t)L->out.c;
+    L->nb = L->no_center ? 0 : (size_t)L->out.c;
+    L->ns = 2 * (size_t)L->out.c;
+  }
+  L->woff = off; off += L->nw;
+  L->boff = off; off += L->nb;
+  L->soff = off; off += L->ns;
+  m->nstate += L->ns;
+  return off;
+}
+
 /* Shape inference: sets in/out of every layer and the parameter layout. */
 static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
   tpu_fe_shape s = m->input;
@@ -441,8 +474,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
       return tpu_json_fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
                   i, kn, tpu_fe_shape_str(L->out, b, sizeof b));
-    L->woff = off; off += L->nw;
-    L->boff = off; off += L->nb;
+    off = layout(m, L, off);
     if (tpu_fe_shape_size(L->out) > max_act) max_act = tpu_fe_shape_size(L->out);
     s = L->out;
   }

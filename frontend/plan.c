@@ -29,7 +29,8 @@ const char *fe_phase_name(fe_phase ph) {
 
 static fe_tensor T(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
 static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w; }
-static bool has_params(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D; }
+static bool has_params(const tpu_fe_layer *l) { return l->nw || l->nb; }   /* trainable ones */
+static bool is_gemm(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D; }
 
 /* conv2d's taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
@@ -125,12 +126,15 @@ static void forward_layer(builder *b, int i) {
     /* right after a GEMM layer whose result only it reads, the timing
     ** applies it to the result tile */
     const int j = l->inputs[0];
-    const bool fused = j == i - 1 && j >= 0 && has_params(&p->model->layers[j]) && b->uses[j + 1] == 1;
+    const bool fused = j == i - 1 && j >= 0 && is_gemm(&p->model->layers[j]) && b->uses[j + 1] == 1;
     vpu(b, act_op(l->kind, false), R, C, x, T(FE_T_NONE, 0), y, fused);
     break;
   }
   case TPU_FE_ZERO_PADDING:
     move(b, FE_STEP_PAD, R, C, x, y);
+    break;
+  case TPU_FE_BATCHNORM:
+    move(b, FE_STEP_BN, R, C, x, y);
     break;
   case TPU_FE_ADD:
     vpu(b, TPU_VPU_ADD, R, C, x, in_act(l, 1), y, false);
@@ -230,6 +234,9 @@ static void backward_layer(builder *b, int i) {
   case TPU_FE_ZERO_PADDING:
     move(b, FE_STEP_CROP, pix(rows, l->in), l->in.c, dy, dx);
     break;
+  case TPU_FE_BATCHNORM:
+    move(b, FE_STEP_BN_BWD, Rout, Cout, dy, dx);
+    break;
   case TPU_FE_RELU:       /* relu_grad looks at the forward input */
     vpu(b, TPU_VPU_RELU_GRAD, Rout, Cout, x, dy, dx, false);
     break;
@@ -292,6 +299,11 @@ static void build(builder *b, bool train) {
   move(b, FE_STEP_ALLREDUCE, (int64_t)m->nparams, 1, T(FE_T_GRADS, 0), T(FE_T_GRADS, 0));
   b->phase = FE_UPDATE;
   move(b, FE_STEP_UPDATE, (int64_t)m->nparams, 1, T(FE_T_GRADS, 0), T(FE_T_PARAMS, 0));
+  for (int i = 0; i < m->nlayers; i++)
+    if (m->layers[i].kind == TPU_FE_BATCHNORM) {
+      b->layer = i;
+      move(b, FE_STEP_BN_MOVING, 2, m->layers[i].out.c, T(FE_T_NONE, 0), T(FE_T_PARAMS, 0));
+    }
 }
 
 tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu_precision prec, bool train,

@@ -111,6 +111,19 @@ static tpu_status run_all(tpu_fe_trainer *t, job *proto) {
 }
 /* }================================================================== */
 
+/* batch_normalization's moving mean and variance (Keras: moving = moving *
+** momentum + batch * (1 - momentum)) from the mean of the cores' per-core
+** batch statistics, summed in core order: the same bits for any thread
+** count. Linear, so the same as averaging per-replica moving averages. */
+static void bn_moving(tpu_fe_trainer *t, const tpu_fe_layer *l) {
+  for (size_t k = 0; k < l->ns; k++) {
+    double sum = 0.0;
+    for (int c = 0; c < t->cores; c++) sum += t->ws[c].stat[l->soff + k];
+    float *mv = &t->params[l->soff + k];
+    *mv = (float)(*mv * l->momentum + sum / t->cores * (1.0 - l->momentum));
+  }
+}
+
 /* The plan's all-reduce and update steps, after every core's backward. */
 static tpu_status reduce_and_update(tpu_fe_trainer *t) {
   const fe_plan *p = t->plan;
@@ -120,6 +133,7 @@ static tpu_status reduce_and_update(tpu_fe_trainer *t) {
     const fe_step *s = &p->steps[k];
     if (s->kind == FE_STEP_ALLREDUCE) tpu_sim_sum_cores(t->cores, grads, s->rows, t->grad);
     else if (s->kind == FE_STEP_UPDATE) fe_opt_apply(t->model, &t->opt, t->params, t->grad);
+    else if (s->kind == FE_STEP_BN_MOVING) bn_moving(t, &t->model->layers[s->layer]);
   }
   return TPU_OK;
 }

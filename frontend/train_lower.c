@@ -38,6 +38,14 @@
 **   loss        softmax_xent (loss and gradient) and accuracy per row tile
 **   ALLREDUCE   ONE all-reduce of every f32 gradient at the end of the
 **               backward pass (see below why one)
+**   BN, BN_BWD  batch_normalization, unfused: one element-wise VPU pass over
+**               the R x C tiles per op (lower_bn lists them: training
+**               col_sum, bias_add, mul, col_sum, mul, bias_add, with rsqrt
+**               and mul over the 1 x C vectors; inference mul, bias_add;
+**               backward col_sum, bias_add, mul, mul, col_sum and for dX
+**               mul, sub, bias_add, mul)
+**   BN_MOVING   the moving mean and variance: scale, scale, add over 2 x C
+**               after the update
 **   UPDATE      sgd / momentum / adam on the VPU over the parameters as one
 **               flat f32 vector, with their state, streamed through VMEM
 **
@@ -342,7 +350,10 @@ static void run_gemm(lower *L, const gemm *g) {
 typedef struct ewise {
   const char *fn;              /* the VPU op */
   int nin;                     /* inputs read from HBM (1 or 2) */
-  bool mask;                   /* second operand: the on-chip dropout mask */
+  bool mask;                   /* second operand on chip: the dropout mask, batch_normalization's
+                                  per-channel vector */
+  bool yvec;                   /* ... a 1 x ci vector (bias_add's per-channel operand) */
+  bool reduce;                 /* col_sum: a 1 x ci result per tile, not a tile */
   const tpu_vpu_params *prm;
 } ewise;
 
@@ -369,11 +380,12 @@ static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
     const int slot = w.n & 1;
     const int64_t ri = w.ri, ci = w.ci;
     int x = load(L, R_X, slot, ri, ci, "dma");
-    int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, ri, ci) : 0;
+    int y = e->nin > 1 ? load(L, R_Y, slot, ri, ci, "dma") : e->mask ? vbuf(L, R_MASK, 0, e->yvec ? 1 : ri, ci) : 0;
     flush(L);
-    int o = vbuf(L, R_O, slot, ri, ci);
+    const int64_t ro = e->reduce ? 1 : ri;
+    int o = vbuf(L, R_O, slot, ro, ci);
     lw_vpu(L, e->fn, x, y, 0, o, 0, 0, e->prm);
-    defer(L, o, ri, ci, "dma");
+    defer(L, o, ro, ci, "dma");
   }
   flush(L);
 }
@@ -545,6 +557,35 @@ static void lower_pool(lower *L, const fe_step *s) {
   else run_pool_bwd(L, max, taps, s->rows, s->cols, &sc);
 }
 
+/* batch_normalization, unfused: each VPU op one pass over the R x C tiles
+** (C: over the 1 x C per-channel vectors) through VMEM. The per-channel
+** operand is on chip (bias_add's a 1 x ci vector, mul's broadcast to the
+** tile); col_sum writes one 1 x ci row per tile. */
+enum { BN_C = 1, BN_ONCHIP = 2, BN_NIN2 = 4, BN_REDUCE = 8, BN_DX = 16, BN_VEC = 32 | BN_ONCHIP };
+typedef struct bn_pass { const char *fn; int flags; } bn_pass;
+static const bn_pass BN_TRAIN[] = {   /* mean, x - mean, its square, variance, 1/sqrt(var+eps), scale, shift */
+  { "col_sum", BN_REDUCE }, { "bias_add", BN_VEC }, { "mul", BN_ONCHIP }, { "col_sum", BN_REDUCE },
+  { "rsqrt", BN_C }, { "mul", BN_C | BN_ONCHIP }, { "mul", BN_ONCHIP }, { "bias_add", BN_VEC }, { NULL, 0 } };
+static const bn_pass BN_INFER[] = {   /* gamma/sqrt(moving var+eps), the shift, then scale and shift */
+  { "rsqrt", BN_C }, { "mul", BN_C | BN_ONCHIP }, { "bias_add", BN_C | BN_VEC },
+  { "mul", BN_ONCHIP }, { "bias_add", BN_VEC }, { NULL, 0 } };
+static const bn_pass BN_BWD[] = {     /* dbeta, xhat, dY.xhat, dgamma, then dX */
+  { "col_sum", BN_REDUCE }, { "bias_add", BN_VEC }, { "mul", BN_ONCHIP }, { "mul", BN_NIN2 },
+  { "col_sum", BN_REDUCE }, { "mul", BN_DX | BN_ONCHIP }, { "sub", BN_DX | BN_NIN2 },
+  { "bias_add", BN_DX | BN_VEC }, { "mul", BN_DX | BN_ONCHIP }, { NULL, 0 } };
+static const bn_pass BN_MOVE[] = {    /* moving * momentum + batch * (1 - momentum) */
+  { "scale", 0 }, { "scale", 0 }, { "add", BN_NIN2 }, { NULL, 0 } };
+
+static void lower_bn(lower *L, const fe_plan *p, const fe_step *s) {
+  const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
+                   : p->train ? BN_TRAIN : BN_INFER;
+  const bool dx = s->out.kind != FE_T_NONE;
+  for (; t->fn; t++)
+    if (dx || !(t->flags & BN_DX))
+      run_ewise(L, &(ewise){ .fn = t->fn, .nin = t->flags & BN_NIN2 ? 2 : 1, .mask = t->flags & BN_ONCHIP,
+                             .yvec = (t->flags & BN_VEC) == BN_VEC, .reduce = t->flags & BN_REDUCE }, t->flags & BN_C ? 1 : s->rows, s->cols);
+}
+
 /* Starts a section where a step begins a new part of the program: a layer
 ** of a phase (fused steps stay in their GEMM's or the loss's), col2im, or a
 ** phase without layers. The labels name the trace's intervals. */
@@ -580,6 +621,7 @@ static void lower_step(lower *L, const fe_plan *p, int k) {
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(L); break;
   case FE_STEP_UPDATE: lower_update(L, p->model); break;
+  case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: lower_bn(L, p, s); break;
   default: break;
   }
 }

@@ -75,6 +75,31 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
 }
 END_TEST
 
+/* batch_normalization counts as Keras: 4*C parameters, gamma and beta
+** trainable, the moving mean and variance not; center/scale drop beta/gamma. */
+START_TEST(Batch_normalization_has_the_keras_parameter_counts) {
+  tpu_fe_model m = parse_ok("{ \"input\": [8, 8, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 64, \"kernel\": 3 },"
+                            " { \"type\": \"batch_normalization\" }, { \"type\": \"flatten\" },"
+                            " { \"type\": \"dense\", \"units\": 2 } ] }");
+  const tpu_fe_layer *bn = &m.layers[1];
+  TU_EQ_U64(256, bn->nw + bn->nb + bn->ns);
+  TU_EQ_U64(128, bn->nw + bn->nb);
+  TU_EQ_U64(128, m.nstate);
+  TU_EQ_U64(3 * 3 * 3 * 64 + 64 + 256 + 6 * 6 * 64 * 2 + 2, m.nparams);
+  ck_assert(bn->momentum == 0.99 && bn->epsilon == 1e-3);
+  m = parse_ok("{ \"input\": [5], \"layers\": [ { \"type\": \"batch_normalization\", \"center\": false,"
+               " \"scale\": false }, { \"type\": \"dense\", \"units\": 2 } ] }");
+  TU_EQ_U64(10, m.layers[0].nw + m.layers[0].nb + m.layers[0].ns);
+  TU_EQ_U64(10, m.nstate);
+  parse_err("{ \"input\": [5], \"layers\": [ { \"type\": \"batch_normalization\", \"momentum\": 1 },"
+            " { \"type\": \"dense\", \"units\": 2 } ] }", "momentum");
+  parse_err("{ \"input\": [5], \"layers\": [ { \"type\": \"batch_normalization\", \"axis\": 1 },"
+            " { \"type\": \"dense\", \"units\": 2 } ] }", "axis");
+  parse_err("{ \"input\": [5], \"layers\": [ { \"type\": \"batch_normalization\", \"epsilon\": 0 },"
+            " { \"type\": \"dense\", \"units\": 2 } ] }", "epsilon");
+}
+END_TEST
+
 START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 3 },\n"
             "  { \"type\": \"dense2\" } ] }", "t.json:2:13: layers[1]: field 'type': unknown layer 'dense2'");
@@ -275,6 +300,14 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"maxpool\", \"size\": 2, \"padding\": \"same\" },"
   " { \"type\": \"avgpool\", \"size\": 3, \"stride\": 2, \"padding\": \"same\" },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* batch_normalization: on a dense layer's units (defaults), and on conv2d
+  ** channels without gamma, then without beta */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"batch_normalization\" },"
+  " { \"type\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"batch_normalization\", \"scale\": false, \"momentum\": 0.9 }, { \"type\": \"tanh\" },"
+  " { \"type\": \"batch_normalization\", \"center\": false, \"epsilon\": 0.01 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -367,6 +400,67 @@ START_TEST(Results_are_identical_for_1_2_and_8_threads) {
     uint64_t h1 = train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 3);
     TU_EQ_U64(h1, train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 3));
     TU_EQ_U64(h1, train_steps(&m, (tpu_fe_backend_kind)kind, 8, 8, 3));
+  }
+}
+END_TEST
+
+/* Moving averages from per-core (per-replica) batch statistics, averaged in
+** core order: the same bits for 1 and 2 threads on both backends; then
+** inference normalizes with them. A batch_normalization on the model input
+** sees the data itself, so the expected values need no model. */
+START_TEST(Batch_normalization_moving_averages_are_per_core_and_thread_independent) {
+  tpu_fe_model m = parse_ok("{ \"input\": [3], \"layers\": [ { \"type\": \"batch_normalization\", \"momentum\": 0.9 },"
+                            " { \"type\": \"dense\", \"units\": 2 } ] }");
+  enum { CORES = 2, GB = 8, PER = GB / CORES };
+  float x[GB * 3];
+  uint8_t y[GB];
+  tu_rng r = { 5 };
+  for (int k = 0; k < GB * 3; k++) x[k] = 2.0f + 3.0f * tu_normal(&r);
+  for (int k = 0; k < GB; k++) y[k] = (uint8_t)(k & 1);
+  for (int kind = 0; kind < 2; kind++) {
+    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                          .prec = TPU_PREC_BF16 };
+    float *params[2];
+    for (int th = 1; th <= 2; th++) {
+      tpu_fe_trainer t;
+      double loss;
+      int cor;
+      ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, CORES, GB, th, &t), TPU_OK);
+      ck_assert_int_eq(tpu_fe_trainer_step(&t, x, y, 0, 0, &loss, &cor), TPU_OK);
+      params[th - 1] = malloc(m.nparams * sizeof(float));
+      memcpy(params[th - 1], t.params, m.nparams * sizeof(float));
+      tpu_fe_trainer_destroy(&t);
+    }
+    ck_assert(memcmp(params[0], params[1], m.nparams * sizeof(float)) == 0);
+    const tpu_fe_layer *bn = &m.layers[0];
+    for (int c = 0; c < 3; c++) {
+      double mm = 0, mv = 0;
+      for (int core = 0; core < CORES; core++) {
+        double s = 0, q = 0;
+        for (int b = 0; b < PER; b++) s += x[(core * PER + b) * 3 + c];
+        for (int b = 0; b < PER; b++) q += pow(x[(core * PER + b) * 3 + c] - s / PER, 2);
+        mm += s / PER / CORES;
+        mv += q / PER / CORES;   /* the per-core (biased) variances, not the global one */
+      }
+      ck_assert_double_eq_tol(params[0][bn->soff + (size_t)c], 0.1 * mm, 1e-5);
+      ck_assert_double_eq_tol(params[0][bn->soff + 3 + (size_t)c], 0.9 + 0.1 * mv, 1e-5);
+    }
+    /* inference: (x - moving mean) / sqrt(moving var + eps) * gamma + beta */
+    fe_plan *pl;
+    fe_core_ws ws;
+    ck_assert_int_eq(fe_plan_create(&m, PER, PER, TPU_PREC_BF16, false, &pl), TPU_OK);
+    ck_assert_int_eq(fe_ws_create(&m, PER, &ws), TPU_OK);
+    ck_assert_int_eq(fe_forward(pl, &be, params[0], &ws, x, NULL, 0, 0), TPU_OK);
+    const float *P = params[0];
+    for (int k = 0; k < PER * 3; k++) {
+      const int c = k % 3;
+      double want = (x[k] - P[bn->soff + c]) / sqrt(P[bn->soff + 3 + c] + 1e-3) * P[bn->woff + c] + P[bn->boff + c];
+      ck_assert_double_eq_tol(ws.act[1][k], want, 1e-4);
+    }
+    fe_ws_destroy(&m, &ws);
+    fe_plan_destroy(pl);
+    free(params[0]);
+    free(params[1]);
   }
 }
 END_TEST
@@ -630,6 +724,36 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
         ck_assert(train ? t.stall[TPU_SIM_COLLECTIVE_WAIT] > 0 : t.stall[TPU_SIM_COLLECTIVE_WAIT] == 0);
       }
     }
+}
+END_TEST
+
+/* batch_normalization's VPU passes are timed: the stall parts still sum to
+** the step, and a model with it takes longer than the same model without. */
+START_TEST(Batch_normalization_is_timed_as_VPU_work) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
+  static const char *const json[2] = {
+    "{ \"input\": [12, 12, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 32, \"kernel\": 3 },"
+    " { \"type\": \"relu\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 4 } ] }",
+    "{ \"input\": [12, 12, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 32, \"kernel\": 3 },"
+    " { \"type\": \"batch_normalization\" }, { \"type\": \"relu\" }, { \"type\": \"flatten\" },"
+    " { \"type\": \"dense\", \"units\": 4 } ] }" };
+  for (int train = 0; train < 2; train++) {
+    tpu_fe_step_timing t[2];
+    for (int k = 0; k < 2; k++) {
+      tpu_fe_model m = parse_ok(json[k]);
+      ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, train, 0, 2, &t[k], NULL, err, sizeof err)
+                    == TPU_OK, "%s", err);
+      double sum = 0;
+      for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += t[k].stall[s];
+      ck_assert(fabs(sum - (double)t[k].step_cycles) < 1e-6 * (double)t[k].step_cycles);
+    }
+    ck_assert_msg(t[1].step_cycles > t[0].step_cycles, "%llu vs %llu", (unsigned long long)t[1].step_cycles,
+                  (unsigned long long)t[0].step_cycles);
+    ck_assert(t[1].stall[TPU_SIM_VPU_BUSY] > t[0].stall[TPU_SIM_VPU_BUSY]);
+    TU_EQ_U64(t[0].macs, t[1].macs);   /* no MXU work */
+  }
 }
 END_TEST
 
@@ -900,11 +1024,13 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
+          Batch_normalization_has_the_keras_parameter_counts,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
           A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
+          Batch_normalization_moving_averages_are_per_core_and_thread_independent,
           The_sim_backend_differs_from_f32_only_by_bf16_rounding,
           Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm,
           A_checkpoint_restores_parameters_and_optimizer_state_exactly);
@@ -914,6 +1040,6 @@ int main(void) {
           Step_timing_survives_every_allocation_failure);
   TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,
           Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
-          The_lowering_tiles_into_VMEM_and_says_when_it_cannot);
+          The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work);
   return tu_main(s);
 }
