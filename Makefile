@@ -7,6 +7,7 @@
 #
 #   make            tpusim and libtpusim.a          make test    suites + end-to-end
 #   make asan       the tests under ASan+UBSan      make bench   benchmarks (slow)
+#   make fuzz       libFuzzer on every parser (FUZZ_SECONDS=600 each)
 #   make demo       the main job                    make headers each header alone
 #   make test-all   tests including the slow tag    make echo    effective flags
 #   make docs-images  the pictures in docs/ and README.md, from the commands they print
@@ -19,7 +20,7 @@ PKGS     = check openblas sdl2 SDL2_ttf SDL2_image jansson zlib
 DEB_PKGS = build-essential pkg-config libopenblas-dev libsdl2-dev libsdl2-ttf-dev \
            libsdl2-image-dev check libjansson-dev zlib1g-dev dataset-fashion-mnist \
            fonts-dejavu-core xvfb xauth valgrind python3 python3-numpy \
-           parallel gnuplot-nox slurmctld slurmd slurm-client munge
+           parallel gnuplot-nox slurmctld slurmd slurm-client munge clang
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wvla -Wformat=2
 CFLAGS_debug   = -O0 -g3
@@ -47,7 +48,7 @@ BENCHES    = $(BENCH_SRCS:%.c=$(B)/%)
 LIB        = $(B)/libtpusim.a
 BIN        = $(B)/tpusim
 
-.PHONY: all deps test test-all asan valgrind bench demo docs-images install uninstall headers perf clean echo FORCE
+.PHONY: all deps test test-all asan fuzz valgrind bench demo docs-images install uninstall headers perf clean echo FORCE
 all: tpusim
 
 # ./tpusim points at the release build; other modes (asan, debug) leave it alone.
@@ -71,6 +72,13 @@ $(BIN): $(CLI_OBJS) $(LIB)
 $(TESTS) $(BENCHES): $(B)/tests/%: $(B)/tests/%.o $(B)/tests/test_util.o $(LIB)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(FUZZ_REPLAYS): $(B)/tests/fuzz/%-replay: $(B)/tests/fuzz/fz_%.o $(B)/tests/fuzz/replay.o \
+                 $(B)/tests/fuzz/fuzz_util.o $(B)/tests/test_util.o $(FUZZ_CLI) $(LIB)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(FUZZ_BINS): $(B)/tests/fuzz/%-fuzz: $(B)/tests/fuzz/fz_%.o $(B)/tests/fuzz/fuzz_util.o $(FUZZ_CLI) $(LIB)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 # rewritten only when the flags change, so changing MODE or CFLAGS_* rebuilds exactly once
 $(B)/.flags: FORCE | deps
@@ -91,14 +99,31 @@ deps:
 # Test runners: libcheck suites (check prints its own summary line per suite),
 # then the end-to-end tests of the binary.
 TEST_ENV = OPENBLAS_NUM_THREADS=1 SDL_VIDEODRIVER=dummy CK_DEFAULT_TIMEOUT=600
-test: $(TESTS) tpusim
+test: $(TESTS) $(FUZZ_REPLAYS) tpusim
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) $$t || fail=1; done; \
+	for f in $(FUZZ_NAMES); do $(TEST_ENV) FUZZ_OOM=1 $(B)/tests/fuzz/$$f-replay tests/fuzz/$$f || fail=1; done; \
 	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
-test-all: $(TESTS) tpusim
+test-all: $(TESTS) $(FUZZ_REPLAYS) tpusim
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) CK_INCLUDE_TAGS= TPU_SLOW=1 $$t || fail=1; done; \
+	for f in $(FUZZ_NAMES); do $(TEST_ENV) FUZZ_OOM=1 $(B)/tests/fuzz/$$f-replay tests/fuzz/$$f || fail=1; done; \
 	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
 asan:
 	$(MAKE) MODE=asan test
+# In-process fuzzing with libFuzzer (clang), ASan and UBSan: each target of
+# tests/fuzz/ for FUZZ_SECONDS (default 600) from its seed corpus, one after
+# the other (FUZZ_TARGETS="npy idx" for some). Findings go to build/fuzz/crashes/,
+# the figures to build/fuzz/report.md (docs/TESTING.md).
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+# (clang's -Wformat=2 also flags the v*printf wrappers, which gcc checks
+# at their callers through the format attribute; and the MXU kernels' gcc-only
+# target attribute, irrelevant here.)
+CFLAGS_fuzz   = -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+                -fno-sanitize-recover=all -Wno-format-nonliteral -Wno-unknown-warning-option \
+                -Wno-ignored-attributes
+fuzz: deps
+	$(MAKE) MODE=fuzz CC=clang $(FUZZ_TARGETS:%=build/fuzz/tests/fuzz/%-fuzz)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_TARGETS)
 # Each suite under valgrind's memcheck (no fork, so leaks are attributed).
 valgrind: $(TESTS)
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) CK_FORK=no TPU_VALGRIND=1 valgrind -q --error-exitcode=9 \

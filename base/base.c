@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,11 +57,23 @@ static void *default_alloc(void *ud, void *ptr, size_t nsize) {
 static tpu_alloc_fn g_alloc = default_alloc;
 static void *g_alloc_ud;
 
+/* jansson allocates through the hook too, so an allocation-failure sweep
+** reaches the JSON parser and the reports; both ends are realloc/free, so
+** values made before a hook change are freed correctly after it. */
+static void *json_alloc(size_t n) { return tpu_malloc(n); }
+
 void tpu_set_alloc(tpu_alloc_fn fn, void *ud) {
   g_alloc = fn ? fn : default_alloc;
   g_alloc_ud = fn ? ud : NULL;
+  json_set_alloc_funcs(json_alloc, tpu_free);
 }
-void *tpu_malloc(size_t n) { return g_alloc(g_alloc_ud, NULL, n ? n : 1); }
+static _Thread_local unsigned long g_failures;
+unsigned long tpu_alloc_failures(void) { return g_failures; }
+void *tpu_malloc(size_t n) {
+  void *p = g_alloc(g_alloc_ud, NULL, n ? n : 1);
+  if (!p) g_failures++;
+  return p;
+}
 void *tpu_calloc(size_t count, size_t size) {
   if (size && count > SIZE_MAX / size) return NULL;
   size_t n = count * size;
@@ -68,7 +81,11 @@ void *tpu_calloc(size_t count, size_t size) {
   if (p) memset(p, 0, n ? n : 1);
   return p;
 }
-void *tpu_realloc(void *p, size_t n) { return g_alloc(g_alloc_ud, p, n ? n : 1); }
+void *tpu_realloc(void *p, size_t n) {
+  void *q = g_alloc(g_alloc_ud, p, n ? n : 1);
+  if (!q) g_failures++;
+  return q;
+}
 void tpu_free(void *p) { if (p) g_alloc(g_alloc_ud, p, 0); }
 char *tpu_strdup(const char *s) {
   size_t n = strlen(s) + 1;

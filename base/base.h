@@ -55,6 +55,10 @@ int tpu_status_exit_code(tpu_status s);
 ** ================================================================== */
 typedef void *(*tpu_alloc_fn)(void *ud, void *ptr, size_t nsize);
 void  tpu_set_alloc(tpu_alloc_fn fn, void *ud);        /* NULL restores the default */
+/* How many tpu_malloc/tpu_realloc calls of this thread have failed so far:
+** a caller whose library reports failures vaguely (jansson's parser turns
+** some into syntax errors) compares it before and after the call. */
+unsigned long tpu_alloc_failures(void);
 void *tpu_malloc(size_t n);                            /* NULL on failure */
 void *tpu_calloc(size_t count, size_t size);           /* NULL on failure or overflow */
 void *tpu_realloc(void *p, size_t n);                  /* NULL on failure, p untouched */

@@ -57,13 +57,20 @@ tpu_status tpu_json_parse(tpu_json *j, const char *text, const char *what) {
   j->text = text;
   j->failed = false;
   json_error_t je;
+  const unsigned long failed = tpu_alloc_failures();
   j->root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  /* jansson (which allocates through tpu_malloc) turns some allocation
+  ** failures into syntax errors, and its lexer can even drop a character
+  ** of a string and succeed: an allocation that failed meanwhile is an
+  ** out-of-memory error, whatever jansson says */
+  if (tpu_alloc_failures() != failed || (!j->root && json_error_code(&je) == json_error_out_of_memory)) {
+    json_decref(j->root);
+    j->root = NULL;
+    snprintf(j->err, j->errcap, "%s: out of memory", j->where);
+    j->failed = true;
+    return TPU_ERR_NOMEM;
+  }
   if (!j->root) {
-    if (json_error_code(&je) == json_error_out_of_memory) {
-      snprintf(j->err, j->errcap, "%s: out of memory", j->where);
-      j->failed = true;
-      return TPU_ERR_NOMEM;
-    }
     snprintf(j->err, j->errcap, "%s:%d:%d: malformed JSON: %s", j->where, je.line, je.column, je.text);
     j->failed = true;
     return j->code;

@@ -59,6 +59,12 @@ int cli_help(const char *text, const char *more) {
   return 0;
 }
 
+int cli_read_failed(const char *cmd, const char *path) {
+  const int e = errno;
+  if (e == ENOMEM) return cli_runtime_error(cmd, "%s: cannot read: out of memory", path);
+  return cli_usage_error(cmd, "%s: cannot read: %s", path, strerror(e));
+}
+
 /* The parser's state: the command's table and the common options, and
 ** getopt_long's table made of both (option i has val 256 + i). */
 typedef struct cli_args {
@@ -185,7 +191,7 @@ int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
 int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out) {
   *out = NULL;
   char *text = tpu_read_file(path, NULL);
-  if (!text) return cli_usage_error(cmd, "%s: cannot read: %s", path, strerror(errno));
+  if (!text) return cli_read_failed(cmd, path);
   char err[2048];
   tpu_status st = tpu_sim_program_parse(text, path, cores, out, err, sizeof err);
   tpu_free(text);

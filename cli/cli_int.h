@@ -92,6 +92,9 @@ void cli_capture_errors(char *buf, size_t cap);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, returns 1 (runtime failure). */
 int cli_runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* After tpu_read_file(path) failed: "PATH: cannot read: REASON", exit 1
+** when memory ran out (errno ENOMEM), else 2 (a missing or unreadable input). */
+int cli_read_failed(const char *cmd, const char *path);
 /* Same, returns tpu_status_exit_code(st): how a library's failure ends a
 ** command. */
 int cli_fail(const char *cmd, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -112,7 +112,7 @@ int sweep_file_load(const char *path, sweep_file *f) {
   char err[1024];
   size_t len;
   char *text = tpu_read_file(path, &len);
-  if (!text) return cli_usage_error(CMD, "--file %s: cannot read", path);
+  if (!text) return cli_read_failed(CMD, path);
   tpu_json doc = { .where = path, .err = err, .errcap = sizeof err, .field_prefix = true };
   toks t = { f, &doc };
   tpu_status st = tpu_json_parse(&doc, text, "a sweep");

@@ -598,7 +598,7 @@ tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *
   if (!text && !(text = tpu_read_file(name_or_file, NULL))) {
     snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
              name_or_file, strerror(errno));
-    return TPU_ERR_IO;
+    return errno == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
   }
   st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
   tpu_free(text);

@@ -252,7 +252,10 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
   size_t len = 0;
   unsigned char *buf = (unsigned char *)tpu_read_file(path, &len);
-  if (!buf) { snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno)); return TPU_ERR_IO; }
+  if (!buf) {
+    snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno));
+    return errno == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+  }
   tpu_status st = TPU_ERR_INPUT;
   const size_t n = t->model->nparams, na = ck_arrays(t);
   uint64_t f[CK_NFIELDS];

@@ -224,8 +224,10 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
       goto done;
     }
     char sub[512];
-    if (load_text(bn, tpu_chip_preset_json(bn), false, &cfg, sub, sizeof sub) != TPU_OK) {
+    const tpu_status bst = load_text(bn, tpu_chip_preset_json(bn), false, &cfg, sub, sizeof sub);
+    if (bst != TPU_OK) {
       seterr(err, errcap, "%s", sub);
+      if (bst == TPU_ERR_NOMEM) st = bst;
       goto done;
     }
     has_base = true;

@@ -316,6 +316,7 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
 tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, tpu_sim_program **out,
                                  char *err, size_t errcap) {
   *out = NULL;
+  const unsigned long failed = tpu_alloc_failures();
   pctx x = { .j = { .where = file, .code = TPU_ERR_INPUT, .field_prefix = true, .err = err, .errcap = errcap } };
   tpu_status st = tpu_json_parse(&x.j, text, "a program, see docs/PROGRAMS.md");
   if (st != TPU_OK) goto out;
@@ -367,6 +368,9 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
   x.p = NULL;
   st = TPU_OK;
 out:
+  /* a failure while an allocation failed is that failure (the builders
+  ** report theirs through the field they were building) */
+  if (st != TPU_OK && tpu_alloc_failures() != failed) st = TPU_ERR_NOMEM;
   tpu_sim_program_destroy(x.p);
   tpu_json_free(&x.j);
   return st;

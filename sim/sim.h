@@ -353,19 +353,19 @@ size_t tpu_sim_result_events(const tpu_sim_result *r, int core, const tpu_sim_ev
 ** the runs' event logs (they need options.trace). Timestamps are
 ** microseconds of simulated time (cycles / clock MHz).
 ** ================================================================== */
-/* One run, one process per core: a thread per unit (DMA, MXU, VPU, infeed,
-** collective) showing its ops, a matmul from its first weight load and
-** each op drawn from the previous one's end at the earliest (slices on one
-** track must not overlap; args keep the true cycles), and a "stalls"
-** thread with the core's waiting states (the kinds not busy). Newly
-** allocated: tpu_free() it. NULL on out-of-memory or without trace. */
+/* One layout for every trace (trace.c has the picture): a process per
+** core, its "core (stalls)" track with the waiting states, per unit (MXU,
+** VPU, DMA, ICI, infeed) as many tracks as it has ops in flight together
+** (so no track's slices overlap, as Perfetto needs), counters of the DMA
+** transfers in flight and their HBM GB/s, and flow arrows from each DMA
+** to the matmul waiting for it. Slice args keep the cycles.
+** One run: newly allocated, tpu_free() it; NULL on out-of-memory or
+** without trace. */
 char *tpu_sim_result_trace_json(const tpu_sim_result *r);
-/* Training steps, one run per step, appended to 'out': one process per
-** core named "CHIP core N", threads "core (stalls)", MXU, VPU, DMA, ICI.
-** begin writes the header and the names; add appends run r's ops (each
-** over [start, end)) and waiting states, every core's from its own log,
-** shifted by t0_us and tagged with 'step' (TPU_ERR_INPUT without trace);
-** end closes the array. Out of memory shows in out->oom. */
+/* Training steps, one run per step, appended to 'out': begin writes the
+** header and the cores' names; add appends run r, shifted by t0_us, its
+** slices tagged with 'step' (TPU_ERR_INPUT without trace); end closes the
+** trace. Out of memory shows in out->oom. */
 void tpu_sim_trace_steps_begin(tpu_text *out, const char *chip, int cores);
 tpu_status tpu_sim_trace_steps_add(tpu_text *out, const tpu_sim_result *r, long step, double t0_us);
 void tpu_sim_trace_steps_end(tpu_text *out);

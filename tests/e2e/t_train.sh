@@ -25,7 +25,7 @@ assert len(d["history"]) == 2 and d["steps_per_epoch"] == 4
 PY
 [ "$(wc -l < steps.csv)" = 9 ] || die "csv rows: $(wc -l < steps.csv)"
 head -1 steps.csv | grep -q '^epoch,step,loss,accuracy,sim_step_s,infeed_wait_s,sim_time_s$' || die "csv header"
-/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json")); x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8 and all(e["ph"] in "XM" for e in t); assert any(e["name"]=="all_reduce gradients" and e["tid"]==4 for e in x); assert any(e["name"]=="fwd 1 dense matmul" and e["tid"]==1 for e in x)' || die "trace"
+/usr/bin/python3 -c 'import json,sys; t=json.load(open("tr.json"))["traceEvents"]; x=[e for e in t if e["ph"]=="X"]; assert len(x) > 8; assert any(e["name"]=="all_reduce gradients" and e["tid"]==400 for e in x); assert any(e["name"]=="fwd 1 dense matmul" and e["tid"]==100 for e in x)' || die "trace"
 
 # --steps-per-epoch cuts each epoch short and the next starts at its own first batch
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --steps-per-epoch 2 --csv short.csv --json

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/NAME/, one file
+per seed) from the repository's own example files and from small files
+built here; run from the repository root: python3 tests/fuzz/seeds.py.
+The seeds are committed (make test replays them); this script says where
+each came from and rebuilds them. Crash reproducers found by make fuzz are
+added by hand as tests/fuzz/NAME/crash-*, next to the seeds, and kept."""
+import glob, gzip, os, shutil, struct, sys, zlib
+
+sys.path.insert(0, "tests/e2e")
+from tfrecord_write import example, record   # noqa: E402
+
+ROOT = "tests/fuzz"
+
+
+def put(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def copy(target, pattern, prefix=b""):
+    for p in sorted(glob.glob(pattern)):
+        put(target, os.path.basename(p), prefix + open(p, "rb").read())
+
+
+def idx(dims, code, payload):
+    return struct.pack(">BBBB", 0, 0, code, len(dims)) + b"".join(struct.pack(">I", d) for d in dims) + payload
+
+
+def npy(descr, shape, payload):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + payload
+
+
+def ckpt(seed=1, batch=2, epochs=1, step=5):
+    n = 15   # the target's model: dense 4 -> 3, Adam (params, m, v)
+    body = b"TPUSIMCK" + struct.pack("<7Q", n, 2, seed, batch, epochs, step, step)
+    body += b"".join(struct.pack("<f", 0.01 * i) for i in range(3 * n))
+    return body + struct.pack("<I", zlib.crc32(body) & 0xffffffff)
+
+
+def main():
+    for d in glob.glob(os.path.join(ROOT, "*/")):
+        for f in glob.glob(d + "seed-*") + glob.glob(d + "*"):
+            if not os.path.basename(f).startswith("crash-"):
+                os.remove(f)
+    copy("chip", "sim/presets/*.json")
+    put("chip", "seed-base.json", '{"base": "teach", "mxu": {"rows": 8, "cols": 8}}\n')
+    copy("program", "docs/examples/train_step.json")
+    put("program", "seed-per-core.json", '{"cores": 2, "buffers": [{"name": "a", "space": "hbm", "shape": [256, 128]},'
+        ' {"name": "b", "space": "vmem", "shape": [256, 128]}, {"name": "c", "space": "vmem", "shape": [128, 128]}],'
+        ' "per_core": [{"ops": [{"op": "dma", "src": "a", "dst": "b"}, {"op": "matmul", "a": "b", "b": "c",'
+        ' "trans_a": true, "dst": "c"}, {"op": "all_reduce", "src": "c", "dst": "c"}]},'
+        ' {"ops": [{"op": "vpu", "fn": "relu", "in": ["c"], "out": ["c"]}, {"op": "all_reduce", "src": "c", "dst": "c"}]}]}\n')
+    copy("model", "docs/examples/small-*.json")
+    for name in ("alexnet@67x67x3:10", "vgg16@32x32x3:10", "vgg19@48x48x1:5"):
+        put("model", "seed-zoo-" + name.split("@")[0], "zoo:" + name)
+    put("model", "seed-graph.json", '{"input": [8, 8, 2], "layers": ['
+        '{"type": "conv2d", "name": "a", "filters": 4, "kernel": 3, "padding": "same"},'
+        '{"type": "batch_normalization", "name": "bn"},'
+        '{"type": "conv2d", "name": "b", "inputs": ["bn"], "filters": 4, "kernel": 1},'
+        '{"type": "add", "inputs": ["a", "b"]}, {"type": "zero_padding", "padding": 1},'
+        '{"type": "maxpool", "size": 3, "stride": 2, "padding": "same"},'
+        '{"type": "global_avgpool"}, {"type": "dense", "units": 3, "activation": "softmax"}]}\n')
+    copy("pipeline", "datafeed/examples/*.json")
+    copy("pipeline", "docs/examples/train-*.json")
+    put("npy", "seed-f4.npy", npy("<f4", [2, 3], struct.pack("<6f", *range(6))))
+    put("npy", "seed-u1.npy", npy("|u1", [3, 2, 2], bytes(range(12))))
+    put("npy", "seed-i8.npy", npy("<i8", [3], struct.pack("<3q", 0, 1, 2)))
+    images = idx([3, 2, 2], 8, bytes(range(12)))
+    labels = idx([3], 8, bytes([0, 1, 2]))
+    put("idx", "seed-images", b"\x00" + images)
+    put("idx", "seed-images-gz", b"\x00" + gzip.compress(images, mtime=0))
+    put("idx", "seed-images-rank4", b"\x00" + idx([3, 1, 2, 2], 8, bytes(range(12))))
+    put("idx", "seed-labels", b"\x01" + labels)
+    put("idx", "seed-labels-gz", b"\x01" + gzip.compress(labels, mtime=0))
+    copy("scalesim", "docs/scalesim/*.cfg", b"\x00")
+    copy("scalesim", "docs/scalesim/alexnet.csv", b"\x01")
+    copy("scalesim", "docs/scalesim/bert_base_layer.csv", b"\x02")
+    put("sweep", "seed-train.json", '{ "command": "train", "options": {"model": "mlp", "level": "timing",'
+        ' "data": "synthetic", "steps-per-epoch": 2}, "axes": [{"option": "batch", "values": [32, 64]},'
+        ' {"option": "cores", "values": [1, 2]}, {"set": "mxu.rows", "values": [128, 64]}]}\n')
+    put("sweep", "seed-matmul.json", '{"command": "matmul", "options": {"m": 256, "level": "timing",'
+        ' "set": {"hbm.bandwidth_gbs": 600}}, "axes": [{"option": "n", "values": [128, 256]}]}\n')
+    put("ckpt", "seed-valid", b"\x00" + ckpt())
+    put("ckpt", "seed-fixcrc", b"\x01" + ckpt(step=7))
+    put("tfrecord", "seed-three", b"".join(record(example(bytes((i * 7 + k) & 255 for k in range(12)), i))
+                                           for i in range(3)))
+
+
+if __name__ == "__main__":
+    main()
