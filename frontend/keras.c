@@ -1452,9 +1452,6 @@ void fe_keras_free(fe_keras *K) {
   if (!K) return;
   json_decref(K->native);
   json_decref(K->layers);
-  tpu_free(K->n);
-  tpu_free(K->src);
-  tpu_free(K->names);
-  tpu_free(K->notes);
-  tpu_free(K);
+  void *const arrays[] = { K->n, K->src, K->names, K->notes, K };
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) tpu_free(arrays[i]);
 }

@@ -76,6 +76,23 @@ static void same_layers(const tpu_fe_model *a, const tpu_fe_model *b) {
   TU_EQ_U64(a->nstate, b->nstate);
 }
 
+/* DATA/BASE_tf2.json and BASE_k3.json: the native twin's layers, field for
+** field, and Keras' parameter counts. */
+static void twins(const char *base, const char *native, uint64_t nparams, uint64_t nstate, const tpu_fe_model **tf2,
+                  const tpu_fe_model **k3, tpu_fe_model_notes *n2, tpu_fe_model_notes *n3) {
+  char a[96], b[96];
+  snprintf(a, sizeof a, DATA "%s_tf2.json", base);
+  snprintf(b, sizeof b, DATA "%s_k3.json", base);
+  *tf2 = load_ok(a, n2);
+  *k3 = load_ok(b, n3);
+  snprintf(a, sizeof a, DATA "%s", native);
+  const tpu_fe_model *nat = load_ok(a, NULL);
+  TU_EQ_U64(nparams, (*tf2)->nparams);
+  TU_EQ_U64(nstate, (*tf2)->nstate);
+  same_layers(nat, *tf2);
+  same_layers(nat, *k3);
+}
+
 /* Does the native parser know this layer (between an 8x8x4 input and a
 ** dense output)? How the tests of the classes another branch adds decide
 ** to run. */
@@ -116,12 +133,8 @@ static const char *missing_native_layers(void) {
 **   Total params 79,274 (trainable 79,242, non-trainable 32). */
 START_TEST(A_sequential_cnn_imports_as_its_native_model_in_both_formats) {
   tpu_fe_model_notes n2, n3;
-  const tpu_fe_model *tf2 = load_ok(DATA "cnn_seq_tf2.json", &n2), *k3 = load_ok(DATA "cnn_seq_k3.json", &n3);
-  const tpu_fe_model *nat = load_ok(DATA "cnn_native.json", NULL);
-  TU_EQ_U64(79274, tf2->nparams);
-  TU_EQ_U64(32, tf2->nstate);
-  same_layers(nat, tf2);
-  same_layers(nat, k3);
+  const tpu_fe_model *tf2, *k3;
+  twins("cnn_seq", "cnn_native.json", 79274, 32, &tf2, &k3, &n2, &n3);
   ck_assert_str_eq(tf2->name, "small_cnn");
   /* the Keras 3 file's compile_config: SGD(0.05, momentum 0.9) */
   ck_assert_int_eq(tf2->opt.kind, TPU_FE_ADAM);
@@ -153,12 +166,8 @@ END_TEST
 **   Total params 5,234 (trainable 5,202, non-trainable 32). */
 START_TEST(A_functional_residual_model_imports_as_its_native_model_in_both_formats) {
   tpu_fe_model_notes n2, n3;
-  const tpu_fe_model *tf2 = load_ok(DATA "res_func_tf2.json", &n2), *k3 = load_ok(DATA "res_func_k3.json", &n3);
-  const tpu_fe_model *nat = load_ok(DATA "res_native.json", NULL);
-  TU_EQ_U64(5234, tf2->nparams);
-  TU_EQ_U64(32, tf2->nstate);
-  same_layers(nat, tf2);
-  same_layers(nat, k3);
+  const tpu_fe_model *tf2, *k3;
+  twins("res_func", "res_native.json", 5234, 32, &tf2, &k3, &n2, &n3);
   ck_assert_int_eq(k3->opt.kind, TPU_FE_ADAM);
   ck_assert(k3->opt.lr == 0.002 && k3->opt.beta1 == 0.9 && k3->opt.beta2 == 0.999 && k3->opt.eps == 1e-7);
   ck_assert_int_eq(n2.nignored, 0);
