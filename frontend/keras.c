@@ -412,9 +412,9 @@ static tpu_status need_rank(lctx *x, int want, const char *hint) {
 }
 /* An axis option that must be the last (channel) axis: -1, rank-1, or a
 ** one-element list of either. */
-static tpu_status last_axis(lctx *x, const char *key, int rank, bool required) {
+static tpu_status last_axis(lctx *x, const char *key, int rank) {
   json_t *v = take(x, key);
-  if (!v) return required ? kfail(x->K, x->node, key, "missing") : TPU_OK;
+  if (!v) return TPU_OK;   /* Keras' default, -1 */
   json_t *a = json_is_array(v) && json_array_size(v) == 1 ? json_array_get(v, 0) : v;
   if (json_is_integer(a) && (json_integer_value(a) == -1 || json_integer_value(a) == rank - 1)) return TPU_OK;
   char d[64];
@@ -554,7 +554,7 @@ static tpu_status x_dense(lctx *x) {
 
 static tpu_status x_batchnorm(lctx *x) {
   fe_keras *K = x->K;
-  tpu_status st = last_axis(x, "axis", in_rank(x, 0), false);
+  tpu_status st = last_axis(x, "axis", in_rank(x, 0));
   if (st) return st;
   json_t *v;
   if ((v = take(x, "renorm")) && json_is_true(v))
@@ -603,7 +603,7 @@ static tpu_status x_activation(lctx *x) {
     if (relu6 && !(maxv = json_real(6.0))) return oom(K);
   } else if (!strcmp(n->cls, "Softmax")) {
     type = "softmax";
-    tpu_status st = last_axis(x, "axis", in_rank(x, 0), false);
+    tpu_status st = last_axis(x, "axis", in_rank(x, 0));
     if (st) return st;
   } else {   /* ReLU */
     static const char *const zero[] = { "negative_slope", "threshold" };
@@ -682,7 +682,7 @@ static tpu_status x_merge(lctx *x) {
     if (in_rank(x, k) != in_rank(x, 0))
       return kfail(K, x->node, NULL, "its inputs have %d and %d dimensions", in_rank(x, 0), in_rank(x, k));
   if (cat) {
-    tpu_status st = last_axis(x, "axis", in_rank(x, 0), false);
+    tpu_status st = last_axis(x, "axis", in_rank(x, 0));
     if (st) return st;
   }
   return emit(x, cat ? "concatenate" : "add", NULL) ? TPU_OK : TPU_ERR_NOMEM;
