@@ -127,6 +127,12 @@ typedef struct tpu_json {
   const char *text;            /* set by tpu_json_parse */
   struct json_t *root;         /* set by tpu_json_parse; released by tpu_json_free */
   bool failed;                 /* an error has been written */
+  /* Optional, for a document translated from another one (frontend/keras.c):
+  ** 'text' is then the original's, and map_path turns a path of 'root' into
+  ** the path of the original's value to point at (written into buf, or a
+  ** static string). Called once, for the error that is kept. */
+  const char *(*map_path)(void *ud, const char *path, char *buf, size_t cap);
+  void *map_ud;
 } tpu_json;
 /* Parses 'text' (kept by reference until tpu_json_free) into j->root, which
 ** must be an object: else "expected a JSON object (WHAT)". Fill in where,

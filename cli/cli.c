@@ -4,6 +4,7 @@
 ** overrides.
 */
 #include "cli/cli_int.h"
+#include "frontend/fe.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -186,6 +187,34 @@ int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
   tpu_status st = tpu_chip_config_load(c->chip, out, err, sizeof err);
   for (int k = 0; st == TPU_OK && k < c->nsets; k++) st = tpu_chip_config_set(out, c->sets[k], err, sizeof err);
   return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
+}
+
+int cli_load_model(const char *cmd, const char *spec, bool json, tpu_fe_model *out, json_t **ignored) {
+  char err[1024];
+  tpu_fe_model_notes notes;
+  if (ignored) *ignored = NULL;
+  tpu_status st = tpu_fe_model_load_notes(spec, out, &notes, err, sizeof err);
+  if (st) return cli_fail(cmd, st, "%s", err);
+  if (notes.nignored && !json) {
+    fprintf(stderr, "tpusim %s: %s (%s): %d option%s not modelled, ignored (docs/MODELS.md, \"Keras import\"):\n",
+            cmd, spec, notes.format, notes.nignored, notes.nignored == 1 ? "" : "s");
+    for (const char *p = notes.ignored; *p;) {
+      const char *e = strchr(p, '\n');
+      fprintf(stderr, "  %.*s\n", (int)(e - p), p);
+      p = e + 1;
+    }
+  } else if (notes.nignored && ignored) {
+    json_t *a = json_array();
+    for (const char *p = notes.ignored; a && *p;) {
+      const char *e = strchr(p, '\n');
+      if (json_array_append_new(a, json_stringn(p, (size_t)(e - p)))) { json_decref(a); a = NULL; }
+      p = e + 1;
+    }
+    if (!a) { tpu_fe_model_notes_free(&notes); return cli_runtime_error(cmd, "out of memory"); }
+    *ignored = a;
+  }
+  tpu_fe_model_notes_free(&notes);
+  return 0;
 }
 
 int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out) {

@@ -175,6 +175,13 @@ int cli_help(const char *text, const char *more);
 /* Loads --chip and applies every --set; prints the error and returns its
 ** exit status (2 for bad input), or 0. */
 int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out);
+/* Loads a model (a built-in or zoo name, a native or Keras JSON file,
+** tpu_fe_model_load_notes); prints the error and returns its exit status,
+** or 0. A Keras file's options that are not modelled are reported once:
+** on stderr, or with 'json' in *ignored (a JSON array of strings, NULL
+** when there are none; the caller's) for the command's report. */
+struct tpu_fe_model;
+int cli_load_model(const char *cmd, const char *spec, bool json, struct tpu_fe_model *out, struct json_t **ignored);
 /* Reads and parses a JSON program (docs/PROGRAMS.md) for a chip of 'cores'
 ** cores; prints the error and returns its exit status, or 0. */
 int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out);

@@ -24,7 +24,9 @@ static const char HELP[] =
   "  NAME|FILE              a built-in model (mlp, cnn), a zoo model\n"
   "                         alexnet, vgg16, vgg19 as NAME[@HxWxC][:CLASSES]\n"
   "                         (e.g. vgg19@192x192x3:5; default 224x224x3:1000),\n"
-  "                         or a JSON model file (docs/MODELS.md)\n"
+  "                         or a JSON model file: native (docs/MODELS.md) or\n"
+  "                         Keras' model.to_json(), FILE@HxWxC giving an input\n"
+  "                         shape the Keras file leaves unspecified\n"
   "  --batch N              samples in the step, 1..4096 (default 1)\n";
 
 /* Keras' "(None, 224, 224, 64)" or "(None, 4096)". */
@@ -99,7 +101,7 @@ static json_t *layer_json(const tpu_fe_model *m, int i, const tpu_fe_layer_gemms
                    (json_int_t)g->forward_flops, "step_flops", (json_int_t)g->step_flops);
 }
 
-static int report_json(const tpu_fe_model *m, long batch, const tpu_fe_layer_gemms *g) {
+static int report_json(const tpu_fe_model *m, long batch, const tpu_fe_layer_gemms *g, json_t *ignored) {
   json_t *layers = json_array();
   uint64_t fwd = 0, step = 0;
   for (int i = 0; layers && i < m->nlayers; i++) {
@@ -111,6 +113,7 @@ static int report_json(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
                         "input_shape", m->input.h, m->input.w, m->input.c, "layers", layers, "parameters",
                         (json_int_t)m->nparams, "forward_flops", (json_int_t)fwd, "step_flops", (json_int_t)step);
   if (!o) return cli_runtime_error(CMD, "out of memory");
+  if (ignored && json_object_set(o, "keras_ignored", ignored)) { json_decref(o); return cli_runtime_error(CMD, "out of memory"); }
   return cli_print_json(CMD, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
@@ -126,12 +129,13 @@ int cli_cmd_model(int argc, char **argv) {
   if (!named) return cli_usage_error(CMD, "a model is required: tpusim model NAME|FILE (tpusim model --help)");
   tpu_fe_model *m = tpu_malloc(sizeof *m);
   tpu_fe_layer_gemms *g = NULL;
-  char err[1024];
-  tpu_status st = m ? tpu_fe_model_load(argv[1], m, err, sizeof err) : TPU_ERR_NOMEM;
-  if (st) rc = m ? cli_fail(CMD, st, "%s", err) : cli_runtime_error(CMD, "out of memory");
+  json_t *ignored = NULL;
+  if (!m) rc = cli_runtime_error(CMD, "out of memory");
+  else if ((rc = cli_load_model(CMD, argv[1], c.json, m, &ignored))) {}
   else if (!(g = tpu_malloc((size_t)m->nlayers * sizeof *g)) || tpu_fe_model_gemms(m, (int)batch, g))
     rc = cli_runtime_error(CMD, "out of memory");
-  else rc = c.json ? report_json(m, batch, g) : report_text(m, batch, g);
+  else rc = c.json ? report_json(m, batch, g, ignored) : report_text(m, batch, g);
+  json_decref(ignored);
   tpu_free(g);
   tpu_free(m);
   return rc;

@@ -33,7 +33,9 @@ static const char HELP[] =
   "  --model NAME|FILE      built-in model (mlp, cnn), a zoo model alexnet, vgg16 or\n"
   "                         vgg19 as NAME[@HxWxC][:CLASSES] (Keras applications'\n"
   "                         input_shape and classes, default 224x224x3:1000; e.g.\n"
-  "                         vgg19@192x192x3:5), or a JSON model file (docs/MODELS.md);\n"
+  "                         vgg19@192x192x3:5), or a JSON model file: native\n"
+  "                         (docs/MODELS.md) or Keras' model.to_json() (FILE@HxWxC\n"
+  "                         when the file leaves the input shape unspecified);\n"
   "                         tpusim model NAME prints its layers\n"
   "  --data D               fashion-mnist (default, Debian's dataset-fashion-mnist),\n"
   "                         synthetic (of the model's input shape and classes),\n"
@@ -190,16 +192,14 @@ typedef struct train_run {
   uint64_t gstep;
   tpu_text csv, tb;
   json_t *hist;                        /* one object per epoch */
+  json_t *ignored;                     /* a Keras model's options not modelled (--json), or NULL */
   double sim_time, test_loss, test_acc, last_loss, last_acc, wall;
 } train_run;
 
 /* The model, the cores and the chip cut to them. */
 static int load_model(const opts *o, train_run *t) {
-  char err[1024];
   int rc = cli_load_chip(CMD, &o->com, &t->chip);
-  if (rc) return rc;
-  tpu_status st = tpu_fe_model_load(o->model, &t->model, err, sizeof err);
-  if (st) return cli_fail(CMD, st, "%s", err);
+  if (rc || (rc = cli_load_model(CMD, o->model, o->com.json, &t->model, &t->ignored))) return rc;
   if (o->seed >= 0) t->model.seed = (uint64_t)o->seed;
   t->cores = o->cores ? (int)o->cores : t->chip.cores;
   if (t->cores > t->chip.cores)
@@ -446,6 +446,7 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", t->hist);
   json_object_set_new(j, "tpusim_version", json_string(TPU_VERSION));
+  if (t->ignored) json_object_set(j, "keras_ignored", t->ignored);
   t->hist = NULL;
   return j;
 }
@@ -498,6 +499,7 @@ static int train_run_opts(const void *op, json_t **report) {
   t.test_loss = t.test_acc = t.last_loss = t.last_acc = NAN;
   int rc = train(o, &t, report);
   json_decref(t.hist);
+  json_decref(t.ignored);
   if (t.numerics) tpu_fe_trainer_destroy(&t.tr);
   tpu_free(t.csv.s);
   tpu_free(t.tb.s);

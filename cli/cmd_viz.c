@@ -176,9 +176,10 @@ static int create_model(const viz_opts *o, const tpu_chip_config *chip, tpu_viz 
     return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d (the global "
                            "batch is split evenly, as tpusim train splits it)", batch, chip->cores, chip->cores);
   tpu_fe_model model;
-  tpu_status st = tpu_fe_model_load(o->model, &model, err, sizeof err);
-  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  int rc = cli_load_model(CMD, o->model, false, &model, NULL);
+  if (rc) return rc;
   tpu_sim_program *p = NULL;
+  tpu_status st;
   if ((st = tpu_fe_step_program(&model, chip, o->prec, (int)(batch / chip->cores), true, (uint64_t)o->infeed_ready,
                                 &p, err, sizeof err)) != TPU_OK)
     return cli_fail(CMD, st, "--model %s: %s", o->model, err);

@@ -6,8 +6,10 @@
 ** the plan, the layers and the matmul backend for the front-end's .c files
 ** and white-box tests.
 **
-** Model. A model (native JSON, docs/MODELS.md; a built-in name; or a zoo
-** name, frontend/zoo.c, which writes the same JSON) is a
+** Model. A model (native JSON, docs/MODELS.md; a built-in name; a zoo
+** name, frontend/zoo.c, which writes the same JSON; or Keras'
+** model.to_json(), which frontend/keras.c translates into the same JSON
+** object, so one loader checks them all) is a
 ** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
 ** sigmoid, dropout, global_avgpool, zero_padding, batch_normalization (per-core
 ** batch statistics, moving averages in the parameter vector), softmax (the output only: folded into
@@ -144,6 +146,26 @@ tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *
 /* Same, from JSON text; 'where' names it in messages. */
 tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out,
                           char *err, size_t errcap);
+
+/* Keras import (frontend/keras.c, docs/MODELS.md "Keras import"). A file
+** (or text) may also be the JSON Keras writes with model.to_json() --
+** tf.keras 2.x or Keras 3, Sequential or Functional, nested models
+** included -- which is translated into the native format and checked by the
+** same loader. "FILE@HxWxC" gives such a file's input shape where the file
+** leaves it unspecified (null). What a load reports besides errors: */
+typedef struct tpu_fe_model_notes {
+  char format[64];             /* "native", "Keras 2.1.6-tf Functional", "Keras 3 Sequential", ... */
+  int nignored;                /* Keras options not modelled, reported once each ... */
+  char *ignored;               /* ... as nignored lines, each ending in '\n' (NULL when none; tpu_free) */
+} tpu_fe_model_notes;
+/* tpu_fe_model_load and tpu_fe_model_parse with the notes (NULL: none
+** wanted); 'input_shape' is the "HxWxC" after '@' (NULL: none). On failure
+** *notes is left empty. */
+tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, tpu_fe_model_notes *notes,
+                                   char *err, size_t errcap);
+tpu_status tpu_fe_model_parse_notes(const char *text, const char *where, const char *input_shape,
+                                    tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap);
+void tpu_fe_model_notes_free(tpu_fe_model_notes *n);   /* NULL is a no-op; leaves it empty */
 size_t tpu_fe_shape_size(tpu_fe_shape s);
 
 /* A layer's part of one training step, read off the step plan (plan.c) of

@@ -214,4 +214,28 @@ void fe_opt_destroy(tpu_fe_opt_state *s);
 void fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *params, const float *grad);
 /* }================================================================== */
 
+/* {==================================================================
+** Keras import (keras.c): Keras JSON -> the native model JSON object
+** ================================================================== */
+typedef struct fe_keras fe_keras;
+/* True when a parsed document is Keras JSON (a "class_name" at its root). */
+bool fe_keras_is_keras(const struct json_t *root);
+/* Translates the Keras document kdoc (parsed; its where, text and err say
+** where errors go) into a native model object. 'input_shape' ("HxWxC" or
+** NULL) fills an unspecified input. On success *out is the caller's
+** (fe_keras_free); errors (TPU_ERR_CONFIG, TPU_ERR_NOMEM) are written
+** through kdoc and name the layer (name and class) at its line:column. */
+tpu_status fe_keras_translate(tpu_json *kdoc, const char *input_shape, fe_keras **out);
+struct json_t *fe_keras_native(const fe_keras *k);          /* borrowed */
+/* A tpu_json.map_path for the native document: its paths to the Keras
+** file's (ud: the fe_keras). */
+const char *fe_keras_map_path(void *ud, const char *path, char *buf, size_t cap);
+/* After the native loader refused the translation: puts the Keras layer
+** (name and class) it was translated from into the message. */
+void fe_keras_explain(const fe_keras *k, const char *where, char *err, size_t errcap);
+/* The format and the options not modelled. TPU_ERR_NOMEM or TPU_OK. */
+tpu_status fe_keras_notes(const fe_keras *k, tpu_fe_model_notes *notes);
+void fe_keras_free(fe_keras *k);                            /* NULL is a no-op */
+/* }================================================================== */
+
 #endif /* TPU_FE_INT_H */

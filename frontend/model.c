@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frontend/fe.h"
+#include "frontend/fe_int.h"
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
@@ -392,11 +392,16 @@ static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
   return off;
 }
 
-/* Shape inference: sets in/out of every layer and the parameter layout. */
-static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
+/* Shape inference: sets in/out of every layer and the parameter layout.
+** A 1x1xC image is a shape like a C vector; what tells them apart for
+** conv2d and zero_padding is where it comes from: 'input_vec' (the input
+** given as [size]), flatten, dense and global_avgpool make vectors, the
+** layers that keep the shape keep the kind. */
+static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   tpu_fe_shape s = m->input;
   size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0;
   char a[48], b[48];
+  unsigned char vec[TPU_FE_MAX_LAYERS];
   for (int i = 0; i < m->nlayers; i++) {
     tpu_fe_layer *L = &m->layers[i];
     char path[48];
@@ -405,6 +410,10 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
     s = L->inputs[0] < 0 ? m->input : m->layers[L->inputs[0]].out;
     L->in = s;
     bool flat = s.h == 1 && s.w == 1;
+    const bool in_vec = L->inputs[0] < 0 ? input_vec : vec[L->inputs[0]];
+    vec[i] = L->kind == TPU_FE_DENSE || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
+             (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL &&
+              L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
     case TPU_FE_DENSE:
       if (!flat)
@@ -415,7 +424,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
     case TPU_FE_CONV2D: {
-      if (flat)
+      if (in_vec)
         return tpu_json_fail(c, path, "layers[%d] (conv2d): input shape %s is flat; conv2d needs height x width x "
                     "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, tpu_fe_shape_str(s, a, sizeof a));
       int oh, ow;
@@ -454,7 +463,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m) {
       L->out = (tpu_fe_shape){ 1, 1, s.c };
       break;
     case TPU_FE_ZERO_PADDING:
-      if (flat)
+      if (in_vec)
         return tpu_json_fail(c, path, "layers[%d] (zero_padding): input shape %s is flat; zero_padding needs height x "
                              "width x channels", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ s.h + L->pad_top + L->pad_bottom, s.w + L->pad_left + L->pad_right, s.c };
@@ -529,19 +538,18 @@ static tpu_status parse_optimizer(tpu_json *c, json_t *jo, tpu_fe_optimizer *o) 
   return tpu_json_fail_member(ob, "type", "expected \"sgd\", \"momentum\" or \"adam\"");
 }
 
-tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out, char *err, size_t errcap) {
-  tpu_json doc = { .where = where, .err = err, .errcap = errcap }, *c = &doc;
-  tpu_fe_model *m = NULL;
-  tpu_status st = tpu_json_parse(c, text, "see docs/MODELS.md");
-  if (st != TPU_OK) goto done;
-  if (!(m = tpu_calloc(1, sizeof *m))) { snprintf(err, errcap, "%s: out of memory", where); st = TPU_ERR_NOMEM; goto done; }
-  tpu_json_obj *root = OBJ(c, doc.root, "", "");
+/* The model of document c (parsed, its root an object) into *out. */
+static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
+  tpu_fe_model *m = tpu_calloc(1, sizeof *m);
+  tpu_status st;
+  if (!m) { snprintf(c->err, c->errcap, "%s: out of memory", c->where); return TPU_ERR_NOMEM; }
+  tpu_json_obj *root = OBJ(c, c->root, "", "");
   static const char *const ks[] = { "name", "input", "layers", "loss", "optimizer", "seed", NULL };
   const char *name = "model";
   if ((st = tpu_json_keys(root, ks)) || (st = tpu_json_str(root, "name", 0, &name))) goto done;
   snprintf(m->name, sizeof m->name, "%s", name);
 
-  json_t *ji = json_object_get(doc.root, "input");
+  json_t *ji = json_object_get(c->root, "input");
   if (!ji) { st = tpu_json_missing(root, "input", "[height, width, channels] or [size]"); goto done; }
   size_t ni = json_is_array(ji) ? json_array_size(ji) : 0;
   int dims[3] = { 1, 1, 1 };
@@ -557,10 +565,11 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
   }
   m->input = (tpu_fe_shape){ dims[0], dims[1], dims[2] };
 
-  json_t *jl = json_object_get(doc.root, "layers");
+  json_t *jl = json_object_get(c->root, "layers");
   if (!jl || !json_is_array(jl) || json_array_size(jl) == 0 || json_array_size(jl) > TPU_FE_MAX_LAYERS) {
     st = tpu_json_fail_member(root, "layers", "%s; expected an array of 1..%d layer objects",
-                              jl ? "bad value" : "missing", TPU_FE_MAX_LAYERS);
+                              !jl ? "missing" : json_is_array(jl) && json_array_size(jl) ? "too many layers"
+                              : "bad value", TPU_FE_MAX_LAYERS);
     goto done;
   }
   m->nlayers = (int)json_array_size(jl);
@@ -569,38 +578,120 @@ tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model 
   for (int i = 0; i < m->nlayers; i++)
     if ((st = resolve_inputs(c, json_array_get(jl, (size_t)i), m, i))) goto done;
 
-  json_t *jloss = json_object_get(doc.root, "loss");
+  json_t *jloss = json_object_get(c->root, "loss");
   if (jloss && !(json_is_string(jloss) && !strcmp(json_string_value(jloss), "softmax_cross_entropy"))) {
     st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\"");
     goto done;
   }
-  if ((st = parse_optimizer(c, json_object_get(doc.root, "optimizer"), &m->opt))) goto done;
-  json_t *js = json_object_get(doc.root, "seed");
+  if ((st = parse_optimizer(c, json_object_get(c->root, "optimizer"), &m->opt))) goto done;
+  json_t *js = json_object_get(c->root, "seed");
   if (js && (!json_is_integer(js) || json_integer_value(js) < 0)) {
     st = tpu_json_fail_member(root, "seed", "expected a non-negative integer");
     goto done;
   }
   m->seed = js ? (uint64_t)json_integer_value(js) : 1;
-  if ((st = check_graph_order(c, m)) || (st = infer(c, m)) || (st = check_graph_use(c, m))) goto done;
+  if ((st = check_graph_order(c, m)) || (st = infer(c, m, ni == 1)) || (st = check_graph_use(c, m))) goto done;
   *out = *m;
 done:
   tpu_free(m);
+  return st;
+}
+
+/* A Keras document: translated (keras.c), then the native loader on the
+** translation, its positions and layers mapped back to the Keras file. */
+static tpu_status parse_keras(tpu_json *kdoc, const char *input_shape, tpu_fe_model *out, tpu_fe_model_notes *notes) {
+  fe_keras *k = NULL;
+  tpu_status st = fe_keras_translate(kdoc, input_shape, &k);
+  if (st) return st;
+  tpu_json ndoc = { .where = kdoc->where, .err = kdoc->err, .errcap = kdoc->errcap, .code = TPU_ERR_CONFIG,
+                    .noun = "field", .text = kdoc->text, .root = fe_keras_native(k),
+                    .map_path = fe_keras_map_path, .map_ud = k };
+  st = parse_root(&ndoc, out);
+  if (st == TPU_ERR_CONFIG) fe_keras_explain(k, kdoc->where, kdoc->err, kdoc->errcap);
+  if (!st && notes && (st = fe_keras_notes(k, notes)))
+    snprintf(kdoc->err, kdoc->errcap, "%s: out of memory", kdoc->where);
+  fe_keras_free(k);
+  return st;
+}
+
+void tpu_fe_model_notes_free(tpu_fe_model_notes *n) {
+  if (!n) return;
+  tpu_free(n->ignored);
+  memset(n, 0, sizeof *n);
+}
+
+tpu_status tpu_fe_model_parse_notes(const char *text, const char *where, const char *input_shape,
+                                    tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap) {
+  tpu_json doc = { .where = where, .err = err, .errcap = errcap }, *c = &doc;
+  if (notes) memset(notes, 0, sizeof *notes);
+  tpu_status st = tpu_json_parse(c, text, "see docs/MODELS.md");
+  if (st == TPU_OK) {
+    if (fe_keras_is_keras(doc.root)) st = parse_keras(c, input_shape, out, notes);
+    else if (input_shape)
+      st = tpu_json_fail(c, "input", "an input shape after '@' (@%s) is for Keras files that leave theirs "
+                         "unspecified; a native model gives \"input\"", input_shape);
+    else if ((st = parse_root(c, out)) == TPU_OK && notes) snprintf(notes->format, sizeof notes->format, "native");
+  }
   tpu_json_free(&doc);
   return st;
 }
 
-tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *err, size_t errcap) {
+tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out, char *err, size_t errcap) {
+  return tpu_fe_model_parse_notes(text, where, NULL, out, NULL, err, errcap);
+}
+
+/* "FILE@HxWxC": the shape part when 'spec' ends in one (digits and 'x'). */
+static const char *shape_suffix(const char *spec) {
+  const char *at = strrchr(spec, '@');
+  if (!at || at == spec || !at[1]) return NULL;
+  for (const char *p = at + 1; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || *p == 'x')) return NULL;
+  return at;
+}
+
+tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, tpu_fe_model_notes *notes,
+                                   char *err, size_t errcap) {
+  if (notes) memset(notes, 0, sizeof *notes);
   const char *b = tpu_fe_model_builtin_json(name_or_file);
-  if (b) return tpu_fe_model_parse(b, name_or_file, out, err, errcap);
-  char *text = NULL;
-  tpu_status st = tpu_fe_model_zoo_json(name_or_file, &text, err, errcap);
-  if (st) return st;
-  if (!text && !(text = tpu_read_file(name_or_file, NULL))) {
-    snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
-             name_or_file, strerror(errno));
-    return errno == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+  tpu_status st;
+  if (b) {
+    if ((st = tpu_fe_model_parse(b, name_or_file, out, err, errcap)) == TPU_OK && notes)
+      snprintf(notes->format, sizeof notes->format, "built-in");
+    return st;
   }
-  st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
+  char *text = NULL;
+  if ((st = tpu_fe_model_zoo_json(name_or_file, &text, err, errcap))) return st;
+  if (text) {
+    if ((st = tpu_fe_model_parse(text, name_or_file, out, err, errcap)) == TPU_OK && notes)
+      snprintf(notes->format, sizeof notes->format, "zoo");
+    tpu_free(text);
+    return st;
+  }
+  const char *shape = NULL;
+  char *file = NULL;
+  if (!(text = tpu_read_file(name_or_file, NULL))) {
+    const int e = errno;
+    const char *at = e == ENOENT ? shape_suffix(name_or_file) : NULL;
+    if (at && (file = tpu_malloc((size_t)(at - name_or_file) + 1))) {
+      memcpy(file, name_or_file, (size_t)(at - name_or_file));
+      file[at - name_or_file] = '\0';
+      shape = at + 1;
+      text = tpu_read_file(file, NULL);
+    }
+    if (!text) {
+      const int why = file ? errno : e;
+      snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
+               file ? file : name_or_file, strerror(why));
+      tpu_free(file);
+      return why == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+    }
+  }
+  st = tpu_fe_model_parse_notes(text, file ? file : name_or_file, shape, out, notes, err, errcap);
   tpu_free(text);
+  tpu_free(file);
   return st;
+}
+
+tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *err, size_t errcap) {
+  return tpu_fe_model_load_notes(name_or_file, out, NULL, err, errcap);
 }

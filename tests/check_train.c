@@ -112,6 +112,8 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
             "layers[0] (conv2d): field 'kernel': 5x5 does not fit the input shape 4x4x1 with padding \"valid\"");
   parse_err("{ \"input\": [16], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 } ] }",
             "layers[0] (conv2d): input shape 16 is flat");
+  parse_err("{ \"input\": [2, 2, 3], \"layers\": [ { \"type\": \"global_avgpool\" }, { \"type\": \"relu\" },"
+            " { \"type\": \"zero_padding\" } ] }", "layers[2] (zero_padding): input shape 3 is flat");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": -1 } ] }",
             "t.json:1:57: layers[0] (dense): field 'units': expected an integer in 1..1048576");
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2, \"unit\": 3 } ] }",
@@ -308,6 +310,12 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"batch_normalization\", \"scale\": false, \"momentum\": 0.9 }, { \"type\": \"tanh\" },"
   " { \"type\": \"batch_normalization\", \"center\": false, \"epsilon\": 0.01 },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* conv2d on a 1x1 image (a valid convolution's output; ResNet50's last
+  ** stage at 32x32): an image, not a vector, padded 'same' and 1x1 */
+  "{ \"input\": [3, 3, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3 },"
+  " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\", \"activation\": \"tanh\" },"
+  " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1 }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"

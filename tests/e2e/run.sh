@@ -14,6 +14,8 @@ for t in "$here"/t_*.sh; do
   T=$(mktemp -d); export T
   if out=$(cd "$T" && bash "$here/lib.sh" "$t" 2>&1); then
     pass=$((pass + 1))
+    # a test that skips part of itself says so: "NAME: SKIP: why"
+    echo "$out" | grep -F 'SKIP' || true
   else
     fail=$((fail + 1)); echo "e2e FAIL: $(basename "$t")"; echo "$out" | sed 's/^/    /' | tail -40
   fi

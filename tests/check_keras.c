@@ -1,0 +1,581 @@
+/*
+** check_keras.c -- Keras import (frontend/keras.c): hand-written Keras JSON
+** in the tf.keras 2.x and Keras 3 formats (tests/data/keras/, written from
+** the formats' sources: keras/src/models/functional.py and sequential.py,
+** the layers' get_config, tf_keras' functional.py) translated into exactly
+** the native models written beside them, with Keras' parameter counts; the
+** options not modelled reported; bad files refused naming the layer and its
+** class at its line:column; and the real files others saved from Keras
+** (../shared/keras-models/, when that folder is there) doing what its
+** README says.
+**
+** Tests of the classes whose native layers another branch adds
+** (DepthwiseConv2D -> depthwise_conv2d, SeparableConv2D -> separable_conv2d,
+** ReLU(max_value) and relu6 -> relu with max_value) ask the native parser
+** whether it knows them and print why they are skipped when it does not.
+*/
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frontend/fe_int.h"
+#include "tests/test_util.h"
+
+#define DATA "tests/data/keras/"
+#define SHARED "../shared/keras-models/"
+
+static char *slurp(const char *path) {
+  char *t = tpu_read_file(path, NULL);
+  ck_assert_msg(t != NULL, "%s: cannot read (tests run from the repository root)", path);
+  tu_defer(tpu_free, t);
+  return t;
+}
+
+/* A model and its notes from a file ("FILE@HxWxC" too); the load must succeed. */
+static tpu_fe_model *load_ok(const char *spec, tpu_fe_model_notes *notes) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  tu_defer(free, m);
+  char err[1024];
+  tpu_fe_model_notes n;
+  tpu_status st = tpu_fe_model_load_notes(spec, m, &n, err, sizeof err);
+  ck_assert_msg(st == TPU_OK, "%s: %s", spec, err);
+  if (notes) *notes = n;
+  else tpu_fe_model_notes_free(&n);
+  return m;
+}
+/* A file that must be refused (TPU_ERR_CONFIG) with 'want' in the message. */
+static void load_err(const char *spec, const char *want) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024] = "";
+  tpu_status st = tpu_fe_model_load(spec, m, err, sizeof err);
+  free(m);
+  ck_assert_msg(st == TPU_ERR_CONFIG, "%s: expected an error containing '%s', got status %s", spec, want,
+                tpu_status_str(st));
+  ck_assert_msg(strstr(err, want) != NULL, "\n  Expected: ...%s...\n  Actual:   %s", want, err);
+}
+/* Keras text that must be refused with 'want' in the message. */
+static void text_err(const char *text, const char *want) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024] = "";
+  tpu_status st = tpu_fe_model_parse(text, "k.json", m, err, sizeof err);
+  free(m);
+  ck_assert_msg(st == TPU_ERR_CONFIG, "expected an error containing '%s', got status %s", want, tpu_status_str(st));
+  ck_assert_msg(strstr(err, want) != NULL, "\n  Expected: ...%s...\n  Actual:   %s", want, err);
+}
+
+/* The same layers, field for field (names, kinds, inputs, shapes, parameters). */
+static void same_layers(const tpu_fe_model *a, const tpu_fe_model *b) {
+  ck_assert_int_eq(a->nlayers, b->nlayers);
+  ck_assert(!memcmp(&a->input, &b->input, sizeof a->input));
+  for (int i = 0; i < a->nlayers; i++)
+    ck_assert_msg(!memcmp(&a->layers[i], &b->layers[i], sizeof a->layers[i]), "layers[%d]: '%s' (%s) vs '%s' (%s)", i,
+                  a->layers[i].name, tpu_fe_layer_kind_name(a->layers[i].kind), b->layers[i].name,
+                  tpu_fe_layer_kind_name(b->layers[i].kind));
+  TU_EQ_U64(a->nparams, b->nparams);
+  TU_EQ_U64(a->nstate, b->nstate);
+}
+
+/* DATA/BASE_tf2.json and BASE_k3.json: the native twin's layers, field for
+** field, and Keras' parameter counts. */
+static void twins(const char *base, const char *native, uint64_t nparams, uint64_t nstate, const tpu_fe_model **tf2,
+                  const tpu_fe_model **k3, tpu_fe_model_notes *n2, tpu_fe_model_notes *n3) {
+  char a[96], b[96];
+  snprintf(a, sizeof a, DATA "%s_tf2.json", base);
+  snprintf(b, sizeof b, DATA "%s_k3.json", base);
+  *tf2 = load_ok(a, n2);
+  *k3 = load_ok(b, n3);
+  snprintf(a, sizeof a, DATA "%s", native);
+  const tpu_fe_model *nat = load_ok(a, NULL);
+  TU_EQ_U64(nparams, (*tf2)->nparams);
+  TU_EQ_U64(nstate, (*tf2)->nstate);
+  same_layers(nat, *tf2);
+  same_layers(nat, *k3);
+}
+
+/* Does the native parser know this layer (between an 8x8x4 input and a
+** dense output)? How the tests of the classes another branch adds decide
+** to run. */
+static bool native_knows(const char *layer) {
+  char json[512], err[512];
+  snprintf(json, sizeof json, "{ \"input\": [8, 8, 4], \"layers\": [ %s, { \"type\": \"flatten\" }, "
+           "{ \"type\": \"dense\", \"units\": 2 } ] }", layer);
+  tpu_fe_model *m = malloc(sizeof *m);
+  tpu_status st = tpu_fe_model_parse(json, "probe.json", m, err, sizeof err);
+  free(m);
+  return st == TPU_OK;
+}
+/* NULL when the native parser knows depthwise_conv2d, separable_conv2d and
+** relu's max_value; else which it lacks. */
+static const char *missing_native_layers(void) {
+  static char why[160];
+  why[0] = '\0';
+  if (!native_knows("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"padding\": \"same\" }"))
+    strcat(why, " depthwise_conv2d");
+  if (!native_knows("{ \"type\": \"separable_conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\" }"))
+    strcat(why, " separable_conv2d");
+  if (!native_knows("{ \"type\": \"relu\", \"max_value\": 6 }")) strcat(why, " relu's max_value");
+  return why[0] ? why : NULL;
+}
+
+/* {==================================================================
+** Hand-written models, both formats
+** ================================================================== */
+/* tests/data/keras/cnn_seq_{tf2,k3}.json, a Sequential CNN on 28x28x1 as
+** Keras counts it (model.summary()):
+**   conv1 Conv2D 16 3x3 same relu   3*3*1*16 + 16           =    160
+**   bn1 BatchNormalization          4*16 (32 non-trainable) =     64
+**   pool1 MaxPooling2D 2            -> 14x14x16
+**   conv2 Conv2D 32 3x3 no bias     3*3*16*32               =  4,608  -> 12x12x32
+**   act2 Activation relu; pool2 AveragePooling2D 2 -> 6x6x32; Dropout; Flatten -> 1152
+**   fc1 Dense 64 relu               1152*64 + 64            = 73,792
+**   predictions Dense 10 softmax    64*10 + 10              =    650
+**   Total params 79,274 (trainable 79,242, non-trainable 32). */
+START_TEST(A_sequential_cnn_imports_as_its_native_model_in_both_formats) {
+  tpu_fe_model_notes n2, n3;
+  const tpu_fe_model *tf2, *k3;
+  twins("cnn_seq", "cnn_native.json", 79274, 32, &tf2, &k3, &n2, &n3);
+  ck_assert_str_eq(tf2->name, "small_cnn");
+  /* the Keras 3 file's compile_config: SGD(0.05, momentum 0.9) */
+  ck_assert_int_eq(tf2->opt.kind, TPU_FE_ADAM);
+  ck_assert_int_eq(k3->opt.kind, TPU_FE_MOMENTUM);
+  ck_assert(k3->opt.lr == 0.05 && k3->opt.momentum == 0.9);
+  ck_assert_str_eq(n2.format, "Keras 2.15.0 Sequential");
+  ck_assert_str_eq(n3.format, "Keras 3 Sequential");
+  /* conv1's L2 regularizer, reported once, in both */
+  ck_assert_int_eq(n2.nignored, 1);
+  ck_assert_int_eq(n3.nignored, 1);
+  ck_assert_str_eq(n2.ignored, "kernel_regularizer L2(l2=0.0001): 1 layer (conv1): no regularization term is added "
+                   "to the loss\n");
+  ck_assert_str_eq(n2.ignored, n3.ignored);
+  tpu_fe_model_notes_free(&n2);
+  tpu_fe_model_notes_free(&n3);
+  ck_assert(n2.ignored == NULL && n2.nignored == 0);
+}
+END_TEST
+
+/* tests/data/keras/res_func_{tf2,k3}.json, a Functional residual model:
+**   pad ZeroPadding2D 1 -> 30x30x1; stem Conv2D 16 3x3 no bias 3*3*1*16 = 144 -> 28x28x16
+**   stem_bn BatchNormalization 4*16 = 64 (32 non-trainable); stem_relu ReLU; pool1 -> 14x14x16
+**   res_a Conv2D 16 3x3 same relu   3*3*16*16 + 16 = 2,320
+**   res_b Conv2D 16 3x3 same        3*3*16*16 + 16 = 2,320
+**   res_add Add [res_b, pool1]; res_out Activation relu
+**   wide Conv2D 8 1x1 from pool1    16*8 + 8       =   136
+**   join Concatenate -> 14x14x24; gap -> 24; drop Dropout 0.2
+**   logits Dense 10                 24*10 + 10     =   250; probs Softmax
+**   Total params 5,234 (trainable 5,202, non-trainable 32). */
+START_TEST(A_functional_residual_model_imports_as_its_native_model_in_both_formats) {
+  tpu_fe_model_notes n2, n3;
+  const tpu_fe_model *tf2, *k3;
+  twins("res_func", "res_native.json", 5234, 32, &tf2, &k3, &n2, &n3);
+  ck_assert_int_eq(k3->opt.kind, TPU_FE_ADAM);
+  ck_assert(k3->opt.lr == 0.002 && k3->opt.beta1 == 0.9 && k3->opt.beta2 == 0.999 && k3->opt.eps == 1e-7);
+  ck_assert_int_eq(n2.nignored, 0);
+  ck_assert(n2.ignored == NULL);
+  /* the Keras 3 file calls its dropout with training=False */
+  ck_assert_int_eq(n3.nignored, 1);
+  ck_assert_msg(strstr(n3.ignored, "called with training=false: 1 layer (drop)") == n3.ignored, "%s", n3.ignored);
+  tpu_fe_model_notes_free(&n2);
+  tpu_fe_model_notes_free(&n3);
+}
+END_TEST
+
+/* The classes another branch makes native: skipped, saying why, until the
+** native parser knows them.
+**   mobile_func_k3.json (Keras 3 Functional, 28x28x1):
+**     conv0 Conv2D 8 3x3 s2 no bias 72; bn0 32; relu0 ReLU(6)
+**     dw1 DepthwiseConv2D 3x3 no bias 3*3*8 = 72; bn1 32; relu1 ReLU(6)
+**     pw1 Conv2D 16 1x1 8*16 + 16 = 144
+**     sep2 SeparableConv2D 32 3x3 relu 3*3*16 + 16*32 + 32 = 688; clip2 Activation relu6
+**     gap; predictions Dense 10 32*10 + 10 = 330
+**     Total 1,370 (non-trainable 32)
+**   sep_seq_tf2.json (tf.keras 2 Sequential, 16x16x3):
+**     dw DepthwiseConv2D 3x3 depth_multiplier 2, bias 3*3*3*2 + 6 = 60 -> 14x14x6
+**     sep SeparableConv2D 12 3x3 s2 same relu 3*3*6 + 6*12 + 12 = 138 -> 7x7x12
+**     clip ReLU(6); Flatten 588; predictions Dense 5 588*5 + 5 = 2,945
+**     Total 3,143 */
+START_TEST(Depthwise_separable_and_relu6_translate_to_the_native_layers) {
+  const char *missing = missing_native_layers();
+  if (missing) {
+    printf("SKIP check_keras: Depthwise_separable_and_relu6_translate_to_the_native_layers: the native parser does "
+           "not know%s yet (another branch adds them)\n", missing);
+    /* until then the translation is refused by the native loader, naming the Keras layer */
+    load_err(DATA "sep_seq_tf2.json", "Keras layer '");
+    return;
+  }
+  const tpu_fe_model *m = load_ok(DATA "mobile_func_k3.json", NULL);
+  TU_EQ_U64(1370, m->nparams);
+  TU_EQ_U64(32, m->nstate);
+  static const char *const kinds[] = { "conv2d", "batch_normalization", "relu", "depthwise_conv2d",
+                                       "batch_normalization", "relu", "conv2d", "separable_conv2d", "relu",
+                                       "global_avgpool", "dense" };
+  ck_assert_int_eq(m->nlayers, 11);
+  for (int i = 0; i < m->nlayers; i++) ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[i].kind), kinds[i]);
+  ck_assert_str_eq(m->layers[8].name, "clip2");
+  const tpu_fe_model *s = load_ok(DATA "sep_seq_tf2.json", NULL);
+  TU_EQ_U64(3143, s->nparams);
+  ck_assert_int_eq(s->layers[1].out.h, 7);
+  ck_assert_int_eq(s->layers[1].out.c, 12);
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
+** Bad files
+** ================================================================== */
+/* A tf.keras 2 Functional on an 8x8x2 input; L(...) a layer with its
+** config's extra members and its inputs. */
+#define TF2_FUNC(layers, out)                                                                                      \
+  "{\"class_name\": \"Functional\", \"keras_version\": \"2.15.0\", \"config\": {\"name\": \"m\", \"layers\": [\n" \
+  "{\"class_name\": \"InputLayer\", \"name\": \"in\", \"config\": {\"name\": \"in\", \"batch_input_shape\": "     \
+  "[null, 8, 8, 2]}, \"inbound_nodes\": []},\n" layers "],\n"                                                     \
+  "\"input_layers\": [[\"in\", 0, 0]], \"output_layers\": [[\"" out "\", 0, 0]]}}"
+#define L(cls, name, cfg, ins) \
+  "{\"class_name\": \"" cls "\", \"name\": \"" name "\", \"config\": {\"name\": \"" name "\"" cfg "}, \"inbound_nodes\": [[" ins "]]}"
+#define IN(name) "[\"" name "\", 0, 0, {}]"
+#define CONV(name, extra, ins) L("Conv2D", name, ", \"filters\": 4, \"kernel_size\": [3, 3]" extra, ins)
+#define HEAD(from) ",\n" L("Flatten", "f", "", IN(from)) ",\n" L("Dense", "d", ", \"units\": 3", IN("f"))
+/* A Keras 3 Sequential on an 8x8x2 input. */
+#define K3_SEQ(layers)                                                                                        \
+  "{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"      \
+  "{\"module\": \"keras.layers\", \"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 8, 8, 2], " \
+  "\"name\": \"in\"}},\n" layers "]}}"
+#define K3L(cls, cfg) "{\"module\": \"keras.layers\", \"class_name\": \"" cls "\", \"config\": {" cfg "}}"
+#define K3HEAD ",\n" K3L("Flatten", "\"name\": \"f\"") ",\n" K3L("Dense", "\"name\": \"d\", \"units\": 3")
+
+START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
+  /* the four of the issue: an unknown class, a missing inbound layer, a cycle, channels_first */
+  text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("LSTM", "rnn", ", \"units\": 4", IN("c")) HEAD("rnn"), "d"),
+           "k.json:4:16: layer 'rnn' (LSTM): class LSTM is not supported; the importer takes Conv2D,");
+  text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Add", "sum", "", IN("c") ", " IN("conv9")) HEAD("sum"), "d"),
+           "k.json:4:82: layer 'sum' (Add): its input 'conv9' is not a layer of the model");
+  text_err(TF2_FUNC(CONV("a", ", \"padding\": \"same\"", IN("b")) ",\n" CONV("b", ", \"padding\": \"same\"", IN("a"))
+                    HEAD("b"), "d"),
+           "layer 'a' (Conv2D): a cycle: it takes its input from 'b' (Conv2D), which depends on it");
+  text_err(TF2_FUNC(CONV("c", ", \"data_format\": \"channels_first\"", IN("in")) HEAD("c"), "d"),
+           "k.json:3:115: layer 'c' (Conv2D): field 'data_format': 'channels_first' is not supported: tpusim stores "
+           "activations channels last");
+  /* options that change the math */
+  text_err(TF2_FUNC(CONV("c", ", \"dilation_rate\": [2, 2]", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'dilation_rate': [2, 2]: dilated convolutions are not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"groups\": 2", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'groups': grouped convolutions are not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"strides\": [1, 2]", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'strides': [1, 2]: unequal strides are not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"activation\": \"swish\"", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'activation': activation 'swish' is not supported");
+  text_err(TF2_FUNC(L("MaxPooling2D", "p", ", \"pool_size\": [2, 3]", IN("in")) HEAD("p"), "d"),
+           "layer 'p' (MaxPooling2D): field 'pool_size': [2, 3]: only square windows are supported");
+  text_err(TF2_FUNC(L("BatchNormalization", "bn", ", \"axis\": 1", IN("in")) HEAD("bn"), "d"),
+           "layer 'bn' (BatchNormalization): field 'axis': 1 is not the last axis of its 4-D input");
+  text_err(TF2_FUNC(L("Dropout", "dr", ", \"rate\": 0.5, \"noise_shape\": [null, 1, 1, 2]", IN("in")) HEAD("dr"), "d"),
+           "layer 'dr' (Dropout): field 'noise_shape': [null, 1, 1, 2]: a mask shared along axes");
+  text_err(TF2_FUNC(L("ReLU", "r", ", \"negative_slope\": 0.1", IN("in")) HEAD("r"), "d"),
+           "layer 'r' (ReLU): field 'negative_slope': a ReLU with a negative_slope other than 0 is not supported");
+  text_err(TF2_FUNC(L("GlobalAveragePooling2D", "g", ", \"keepdims\": true", IN("in")) ",\n"
+                    L("Dense", "d", ", \"units\": 3", IN("g")), "d"),
+           "layer 'g' (GlobalAveragePooling2D): field 'keepdims': keepdims true");
+  /* Dense on an image, Conv2D on a vector */
+  text_err(TF2_FUNC(L("Dense", "d", ", \"units\": 3", IN("in")), "d"),
+           "layer 'd' (Dense): a Dense on a 4-D input (Keras applies it along the last axis at every position) is not "
+           "supported");
+  text_err(TF2_FUNC(L("Flatten", "flat", "", IN("in")) ",\n" CONV("c", "", IN("flat")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): its input is 2-D (batch included); Conv2D needs a 4-D one");
+  text_err(TF2_FUNC(L("Conv1D", "c1", ", \"filters\": 2, \"kernel_size\": [3]", IN("in")) HEAD("c1"), "d"),
+           "layer 'c1' (Conv1D): class Conv1D is not supported");
+  /* graphs Keras can hold and tpusim cannot */
+  text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
+                    L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")),
+                    "d\", 0, 0], [\"e"),
+           "the model has 2 outputs ('d', 'e'); models with one output (the class scores) are supported");
+  text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
+                    L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")), "d"),
+           "layer 'e' (Dense): does not lead to the model's output (an unused branch)");
+  text_err(TF2_FUNC("{\"class_name\": \"Conv2D\", \"name\": \"c\", \"config\": {\"name\": \"c\", \"filters\": 4, "
+                    "\"kernel_size\": 1}, \"inbound_nodes\": [[" IN("in") "], [" IN("in") "]]}" HEAD("c"), "d"),
+           "layer 'c' (Conv2D): is called 2 times (a shared layer)");
+  /* shapes are the native loader's, its message put on the Keras layer at its position */
+  text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Add", "sum", "", IN("c") ", " IN("in")) HEAD("sum"), "d"),
+           "k.json:4:1: Keras layer 'sum' (Add), translated to layers[1] (add 'sum'): input shapes do not match: "
+           "layers[0] (conv2d 'c') gives 6x6x4, the model input gives 8x8x2; add needs equal shapes");
+  text_err(TF2_FUNC(L("Conv2D", "c", ", \"filters\": 4, \"kernel_size\": [9, 9]", IN("in")) HEAD("c"), "d"),
+           "k.json:3:1: Keras layer 'c' (Conv2D), translated to layers[0] (conv2d): field 'kernel': 9x9 does not fit");
+  /* Keras 3 */
+  text_err(K3_SEQ(K3L("Conv2D", "\"name\": \"c\", \"filters\": 2, \"kernel_size\": [3, 3], \"data_format\": "
+                      "\"channels_first\"") K3HEAD),
+           "layer 'c' (Conv2D): field 'data_format': 'channels_first' is not supported");
+  text_err(K3_SEQ(K3L("GRU", "\"name\": \"g\", \"units\": 2") K3HEAD), "k.json:3:42: layer 'g' (GRU): class GRU is not "
+           "supported");
+  text_err("{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+           K3L("Flatten", "\"name\": \"f\"") K3HEAD "]}}",
+           "layer 'f' (Flatten): the model's input shape is not in the file");
+  /* Keras 1, not a model */
+  text_err("{\"class_name\": \"Sequential\", \"keras_version\": \"1.2.1\", \"config\": []}",
+           "k.json:1:47: a Keras 1.2.1 file; Keras 1 files are not supported");
+  text_err("{\"class_name\": \"Dense\", \"config\": {\"units\": 3}}",
+           "class_name 'Dense': expected a Keras model (Sequential or Functional)");
+}
+END_TEST
+
+static void remove_file(void *path) { unlink(path); }
+
+/* The input shape: from the InputLayer, the first layer's
+** batch_input_shape or the model's build_input_shape; FILE@HxWxC fills an
+** unspecified one; a fixed batch size is noted. */
+START_TEST(The_input_shape_comes_from_the_file_or_after_an_at_sign) {
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/check_keras_XXXXXX.json");
+  const int fd = mkstemps(path, 5);
+  ck_assert(fd >= 0);
+  close(fd);
+  tu_defer(remove_file, path);
+  FILE *f = fopen(path, "w");
+  ck_assert(f != NULL);
+  fputs(K3_SEQ(K3L("Flatten", "\"name\": \"f\"") ",\n" K3L("Dense", "\"name\": \"d\", \"units\": 3")), f);
+  fclose(f);
+  const tpu_fe_model *m = load_ok(path, NULL);
+  ck_assert_int_eq(m->input.h, 8);
+  ck_assert_int_eq(m->input.c, 2);
+  char spec[96];
+  snprintf(spec, sizeof spec, "%s@8x8x2", path);
+  load_ok(spec, NULL);   /* agrees with the file */
+  snprintf(spec, sizeof spec, "%s@9x9x2", path);
+  load_err(spec, "layer 'in' (InputLayer): the file fixes the input shape at [null, 8, 8, 2]; @9x9x2 differs");
+  f = fopen(path, "w");
+  fputs("{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+        "{\"module\": \"keras.layers\", \"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [16, null, null, 2], "
+        "\"name\": \"in\"}},\n" K3L("GlobalAveragePooling2D", "\"name\": \"g\"") ",\n"
+        K3L("Dense", "\"name\": \"d\", \"units\": 3") "]}}", f);
+  fclose(f);
+  load_err(path, "layer 'in' (InputLayer): the input shape [16, null, null, 2] is unspecified (null); give it after the "
+           "file name: FILE@HxWxC");
+  snprintf(spec, sizeof spec, "%s@8x8", path);
+  load_err(spec, "@8x8: expected 3 dimensions (HxWxC)");
+  snprintf(spec, sizeof spec, "%s@5x7x2", path);
+  tpu_fe_model_notes n;
+  m = load_ok(spec, &n);
+  ck_assert_int_eq(m->input.h, 5);
+  ck_assert_int_eq(m->input.w, 7);
+  ck_assert_str_eq(n.ignored, "batch size 16: 1 layer (in): the input's fixed batch size is not kept: the run's --batch "
+                   "is used\n");
+  tpu_fe_model_notes_free(&n);
+  /* a vector input, and a [length, channels] one kept as 1 x length x channels */
+  ck_assert_int_eq(tpu_fe_model_parse_notes(
+      "{\"class_name\": \"Sequential\", \"config\": [{\"class_name\": \"Dense\", \"config\": {\"name\": \"d\", "
+      "\"units\": 3, \"batch_input_shape\": [null, 20]}}]}", "v.json", NULL, (tpu_fe_model *)m, NULL, NULL, 0), TPU_OK);
+  ck_assert(m->input.h == 1 && m->input.w == 1 && m->input.c == 20);
+  ck_assert_int_eq(tpu_fe_model_parse_notes(
+      "{\"class_name\": \"Sequential\", \"config\": {\"name\": \"r\", \"layers\": [{\"class_name\": \"InputLayer\", "
+      "\"config\": {\"name\": \"i\", \"batch_input_shape\": [null, 28, 28]}}, {\"class_name\": \"Flatten\", "
+      "\"config\": {\"name\": \"f\"}}, {\"class_name\": \"Dense\", \"config\": {\"name\": \"d\", \"units\": 3}}]}}",
+      "r.json", NULL, (tpu_fe_model *)m, NULL, NULL, 0), TPU_OK);
+  ck_assert(m->input.h == 1 && m->input.w == 28 && m->input.c == 28);
+  TU_EQ_U64(784 * 3 + 3, m->nparams);
+  /* a native file takes no '@' */
+  ck_assert_int_eq(tpu_fe_model_parse_notes("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2 } ] }",
+                                            "n.json", "4", (tpu_fe_model *)m, NULL, spec, sizeof spec), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(spec, "n.json:1:12: an input shape after '@' (@4) is for Keras files"), "%s", spec);
+}
+END_TEST
+
+/* Every option is translated, checked to change nothing, refused, or noted
+** once (grouped by option and value, counting the layers). */
+START_TEST(Options_not_modelled_are_listed_once) {
+  static const char text[] = TF2_FUNC(
+      L("Conv2D", "c1", ", \"filters\": 4, \"kernel_size\": 3, \"padding\": \"same\", \"trainable\": false, "
+        "\"kernel_initializer\": {\"class_name\": \"HeNormal\", \"config\": {\"seed\": null}}, "
+        "\"kernel_regularizer\": {\"class_name\": \"L1L2\", \"config\": {\"l1\": 0.0, \"l2\": 0.0}}, "
+        "\"kernel_constraint\": {\"class_name\": \"MaxNorm\", \"config\": {\"max_value\": 2}}, \"new_option\": 7", IN("in")) ",\n"
+      L("Conv2D", "c2", ", \"filters\": 4, \"kernel_size\": 3, \"trainable\": false, \"dtype\": {\"class_name\": "
+        "\"Policy\", \"config\": {\"name\": \"mixed_bfloat16\"}}, \"kernel_initializer\": {\"class_name\": \"HeNormal\", "
+        "\"config\": {\"seed\": null}}, \"bias_initializer\": {\"class_name\": \"Zeros\", \"config\": {}}", IN("c1")) ",\n"
+      L("BatchNormalization", "bn", ", \"axis\": [3], \"synchronized\": true, \"fused\": true, \"gamma_initializer\": "
+        "\"ones\", \"beta_regularizer\": {\"class_name\": \"L2\", \"config\": {\"l2\": 0.01}}", IN("c2"))
+      HEAD("bn"), "d");
+  tpu_fe_model *m = malloc(sizeof *m);
+  tu_defer(free, m);
+  tpu_fe_model_notes n;
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse_notes(text, "k.json", NULL, m, &n, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(n.nignored, 7);
+  ck_assert_str_eq(n.ignored,
+      "trainable false: 2 layers (c1, c2): the layer is trained (tpusim trains every layer, and BatchNormalization "
+      "uses batch statistics in training)\n"
+      "kernel_initializer HeNormal(): 2 layers (c1, c2): weights start Glorot-uniform from the model's seed, biases "
+      "and beta at 0, gamma at 1, moving statistics at 0 and 1\n"
+      "kernel_constraint MaxNorm(max_value=2): 1 layer (c1): weights are not constrained\n"
+      "Conv2D option 'new_option' 7: 1 layer (c1): not modelled\n"
+      "dtype Policy(name=mixed_bfloat16): 1 layer (c2): values are f32 (reference backend) or bf16 MXU operands (sim "
+      "backend)\n"
+      "beta_regularizer L2(l2=0.01): 1 layer (bn): no regularization term is added to the loss\n"
+      "synchronized true: 1 layer (bn): batch statistics are per core (per replica), not synchronized\n");
+  tpu_fe_model_notes_free(&n);
+  /* what a native model reports */
+  ck_assert_int_eq(tpu_fe_model_parse_notes("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\", \"units\": 2 } ] }",
+                                            "n.json", NULL, m, &n, err, sizeof err), TPU_OK);
+  ck_assert_str_eq(n.format, "native");
+  ck_assert(n.nignored == 0 && n.ignored == NULL);
+}
+END_TEST
+
+/* A model nested in a model (Keras' transfer-learning shape) becomes one
+** graph: tf.keras 2 (nested node index 1, a call with training=False) and
+** Keras 3 (a Functional inside a Sequential). */
+START_TEST(Nested_models_are_flattened) {
+  static const char tf2[] =
+      "{\"class_name\": \"Functional\", \"keras_version\": \"2.15.0\", \"config\": {\"name\": \"outer\", \"layers\": [\n"
+      "{\"class_name\": \"InputLayer\", \"name\": \"x\", \"config\": {\"name\": \"x\", \"batch_input_shape\": "
+      "[null, 8, 8, 2]}, \"inbound_nodes\": []},\n"
+      "{\"class_name\": \"Functional\", \"name\": \"base\", \"config\": {\"name\": \"base\", \"layers\": [\n"
+      "  {\"class_name\": \"InputLayer\", \"name\": \"x\", \"config\": {\"name\": \"x\", \"batch_input_shape\": "
+      "[null, 8, 8, 2]}, \"inbound_nodes\": []},\n"
+      "  " CONV("c", ", \"padding\": \"same\"", IN("x")) ",\n"
+      "  " L("Add", "s", "", IN("c") ", " IN("c")) "],\n"
+      "  \"input_layers\": [[\"x\", 0, 0]], \"output_layers\": [\"s\", 0, 0]},\n"
+      "  \"inbound_nodes\": [[[\"x\", 0, 0, {\"training\": false}]]]},\n"
+      L("GlobalAveragePooling2D", "g", "", "[\"base\", 1, 0, {}]") ",\n"
+      L("Dense", "d", ", \"units\": 3", IN("g")) "],\n"
+      "\"input_layers\": [[\"x\", 0, 0]], \"output_layers\": [[\"d\", 0, 0]]}}";
+  tpu_fe_model *m = malloc(sizeof *m);
+  tu_defer(free, m);
+  tpu_fe_model_notes n;
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse_notes(tf2, "k.json", NULL, m, &n, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(m->nlayers, 4);
+  /* the inner 'x' is the outer input: c reads the model input; both names 'x' are fine */
+  ck_assert_int_eq(m->layers[0].inputs[0], -1);
+  ck_assert_str_eq(m->layers[1].name, "s");
+  ck_assert_int_eq(m->layers[2].inputs[0], 1);
+  TU_EQ_U64(3 * 3 * 2 * 4 + 4 + 4 * 3 + 3, m->nparams);
+  ck_assert_msg(strstr(n.ignored, "called with training=false: 1 layer (base)") == n.ignored, "%s", n.ignored);
+  tpu_fe_model_notes_free(&n);
+  /* Keras 3: the outer Sequential feeds the nested Functional */
+  static const char k3[] = K3_SEQ(
+      "{\"module\": \"keras.src.models.functional\", \"class_name\": \"Functional\", \"config\": {\"name\": \"base\", "
+      "\"trainable\": false, \"layers\": [\n"
+      "  {\"module\": \"keras.layers\", \"class_name\": \"InputLayer\", \"name\": \"i\", \"config\": {\"batch_shape\": "
+      "[null, 8, 8, 2], \"name\": \"i\"}, \"inbound_nodes\": []},\n"
+      "  {\"module\": \"keras.layers\", \"class_name\": \"Conv2D\", \"name\": \"conv\", \"config\": {\"name\": \"conv\", "
+      "\"filters\": 4, \"kernel_size\": [3, 3], \"trainable\": false}, \"inbound_nodes\": [{\"args\": [{\"class_name\": "
+      "\"__keras_tensor__\", \"config\": {\"shape\": [null, 8, 8, 2], \"dtype\": \"float32\", \"keras_history\": "
+      "[\"i\", 0, 0]}}], \"kwargs\": {}}]}],\n"
+      "  \"input_layers\": [[\"i\", 0, 0]], \"output_layers\": [[\"conv\", 0, 0]]}}" K3HEAD);
+  ck_assert_msg(tpu_fe_model_parse_notes(k3, "k.json", NULL, m, &n, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(m->nlayers, 3);
+  ck_assert_str_eq(m->layers[0].name, "conv");
+  ck_assert_int_eq(m->layers[0].out.h, 6);
+  ck_assert_msg(strstr(n.ignored, "trainable false: 2 layers (base, conv)") == n.ignored, "%s", n.ignored);
+  tpu_fe_model_notes_free(&n);
+}
+END_TEST
+
+/* Native names are the Keras names where they fit (31 characters, not
+** "input", unique across nested models); otherwise cut and numbered. */
+START_TEST(Long_and_reserved_names_are_renamed) {
+  static const char text[] = TF2_FUNC(
+      CONV("a_keras_layer_name_longer_than_31_characters", ", \"padding\": \"same\"", IN("in")) ",\n"
+      CONV("input", ", \"padding\": \"same\"", IN("a_keras_layer_name_longer_than_31_characters")) HEAD("input"), "d");
+  tpu_fe_model *m = malloc(sizeof *m);
+  tu_defer(free, m);
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse(text, "k.json", m, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_str_eq(m->layers[0].name, "a_keras_layer_name_longer_tha~1");
+  ck_assert_str_eq(m->layers[1].name, "input~1");
+  ck_assert_int_eq(m->layers[1].inputs[0], 0);
+}
+END_TEST
+
+static tpu_status parse_res_k3(void *ctx) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  tpu_fe_model_notes n;
+  char err[512];
+  tpu_status st = tpu_fe_model_parse_notes(ctx, "k.json", NULL, m, &n, err, sizeof err);
+  if (!st) tpu_fe_model_notes_free(&n);
+  free(m);
+  return st;
+}
+START_TEST(Importing_survives_every_allocation_failure) {
+  tu_oom_sweep(400, parse_res_k3, slurp(DATA "res_func_k3.json"));
+  tu_oom_sweep(400, parse_res_k3, slurp(DATA "cnn_seq_tf2.json"));
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
+** Real files saved from Keras by others (../shared/keras-models/README.md)
+** ================================================================== */
+START_TEST(Real_keras_files_do_what_their_readme_says) {
+  if (access(SHARED "README.md", R_OK)) {
+    printf("SKIP check_keras: Real_keras_files_do_what_their_readme_says: %s is not there\n", SHARED);
+    return;
+  }
+  tpu_fe_model_notes n;
+  /* loads: Keras 2.0 Sequential, config a bare list, no InputLayer:
+  ** conv 3*3*1*32+32 = 320, conv 3*3*32*64+64 = 18,496, 12*12*64 = 9216 -> dense 128:
+  ** 1,179,776, dense 10: 1,290; Keras' mnist_cnn example's 1,199,882 */
+  TU_EQ_U64(1199882, load_ok(SHARED "k2.0_mnist_cnn_seq_list.json", NULL)->nparams);
+  /* loads: a functional Model, strided Conv2D, BatchNormalization axis -1:
+  ** BN(1) 4 + conv 3*3*1*5+5 = 50 + BN(5) 20 + conv 5*5*5*2+2 = 252 (25 -> 9 -> 5 'same'
+  ** with strides 3 and 2) + dense 50*10+10 = 510 + dense 10*5+5 = 55 */
+  const tpu_fe_model *m = load_ok(SHARED "k2.0_hls4ml_jettagger_conv2d_bn_model.json", &n);
+  TU_EQ_U64(891, m->nparams);
+  TU_EQ_U64(12, m->nstate);
+  ck_assert_msg(strstr(n.ignored, "kernel_initializer VarianceScaling(scale=1, mode=fan_in, distribution=uniform): "
+                       "4 layers") == n.ignored, "%s", n.ignored);
+  tpu_fe_model_notes_free(&n);
+  /* loads, and is the built-in vgg19 layer for layer */
+  m = load_ok(SHARED "tfk2.1.6_vgg19_model.json", NULL);
+  same_layers(load_ok("vgg19", NULL), m);
+  TU_EQ_U64(143667240, m->nparams);
+  /* Reshape: loads if supported, else refused naming it */
+  {
+    tpu_fe_model *x = malloc(sizeof *x);
+    char err[1024];
+    if (tpu_fe_model_load(SHARED "tfk2.1.6_mobilenet_v1_model.json", x, err, sizeof err))
+      ck_assert_msg(strstr(err, "layer 'reshape_1' (Reshape): class Reshape is not supported"), "%s", err);
+    free(x);
+  }
+  /* an unspecified input: refused saying so, loaded once given; Keras'
+  ** InceptionV3 at 299x299x3: 23,851,784 parameters, 34,432 non-trainable */
+  load_err(SHARED "tfk2.1.6_inception_v3_model.json", "layer 'input_4' (InputLayer): the input shape "
+           "[null, null, null, 3] is unspecified (null); give it after the file name: FILE@HxWxC");
+  m = load_ok(SHARED "tfk2.1.6_inception_v3_model.json@299x299x3", NULL);
+  TU_EQ_U64(23851784, m->nparams);
+  TU_EQ_U64(34432, m->nstate);
+  /* loads: Keras 3 Sequential: conv 320, conv 3*3*32*64+64 = 18,496, 5*5*64 -> 100: 160,100, 100 -> 10: 1,010 */
+  TU_EQ_U64(179926, load_ok(SHARED "k3_mnist_cnn_seq.json", NULL)->nparams);
+  /* a Keras 3 Sequential holding ResNet50 (include_top=False, 32x32x3: Keras'
+  ** 23,587,712, 53,120 non-trainable), then dense 2048*512+512 = 1,049,088 and 512*10+10 = 5,130;
+  ** its frozen layers noted */
+  m = load_ok(SHARED "k3_resnet50_nested_in_seq.json", &n);
+  TU_EQ_U64(23587712 + 1049088 + 5130, m->nparams);
+  TU_EQ_U64(53120, m->nstate);
+  ck_assert_msg(strstr(n.ignored, "trainable false: ") == n.ignored, "%s", n.ignored);
+  tpu_fe_model_notes_free(&n);
+  /* loads: tf.keras 2.10, BatchNormalization axis [3] and [1]: 832 + 128 + 25,632 + 128 + 18,496 + 256 +
+  ** 36,928 + 256 + 1,606,144 + 2,048 + 525,312 + 4,096 + 10,250 */
+  m = load_ok(SHARED "tf2.10_cnn_bn_seq.json", NULL);
+  TU_EQ_U64(2230506, m->nparams);
+  TU_EQ_U64(3456, m->nstate);
+  /* refused */
+  load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
+           "'value_head_output'); models with one output (the class scores) are supported");
+  load_err(SHARED "tf2.13_efficientnet_mhsa_functional.json", "layer 'rescaling_20' (Rescaling): class Rescaling is not "
+           "supported");
+  load_err(SHARED "k1_mnist_cnn_seq.json", "a Keras 1.2.1 file; Keras 1 files are not supported");
+  load_err(SHARED "INVALID_k3_merge_conflict_markers.json", SHARED "INVALID_k3_merge_conflict_markers.json:1:1: "
+           "malformed JSON");
+}
+END_TEST
+/* }================================================================== */
+
+int main(void) {
+  Suite *s = suite_create("keras");
+  TU_CASE(s, "import", 60, A_sequential_cnn_imports_as_its_native_model_in_both_formats,
+          A_functional_residual_model_imports_as_its_native_model_in_both_formats,
+          Depthwise_separable_and_relu6_translate_to_the_native_layers, Bad_keras_files_name_the_layer_and_its_class,
+          The_input_shape_comes_from_the_file_or_after_an_at_sign, Options_not_modelled_are_listed_once,
+          Nested_models_are_flattened, Long_and_reserved_names_are_renamed,
+          Importing_survives_every_allocation_failure, Real_keras_files_do_what_their_readme_says);
+  return tu_main(s);
+}
