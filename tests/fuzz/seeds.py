@@ -44,7 +44,7 @@ def ckpt(seed=1, batch=2, epochs=1, step=5):
 
 def main():
     for d in glob.glob(os.path.join(ROOT, "*/")):
-        for f in glob.glob(d + "seed-*") + glob.glob(d + "*"):
+        for f in glob.glob(d + "*"):
             if not os.path.basename(f).startswith("crash-"):
                 os.remove(f)
     copy("chip", "sim/presets/*.json")
@@ -56,6 +56,7 @@ def main():
         ' "trans_a": true, "dst": "c"}, {"op": "all_reduce", "src": "c", "dst": "c"}]},'
         ' {"ops": [{"op": "vpu", "fn": "relu", "in": ["c"], "out": ["c"]}, {"op": "all_reduce", "src": "c", "dst": "c"}]}]}\n')
     copy("model", "docs/examples/small-*.json")
+    copy("model", "tests/data/keras/*.json")
     for name in ("alexnet@67x67x3:10", "vgg16@32x32x3:10", "vgg19@48x48x1:5"):
         put("model", "seed-zoo-" + name.split("@")[0], "zoo:" + name)
     put("model", "seed-graph.json", '{"input": [8, 8, 2], "layers": ['
