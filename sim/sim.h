@@ -66,7 +66,12 @@ typedef struct tpu_chip_config {
   int64_t vmem_capacity_kib;       /* per core */
   double ici_link_gbit_per_s;      /* per link, per direction */
   double ici_latency_ns;           /* per hop */
-  tpu_ici_topology ici_topology;   /* AUTO: ring for <= 8 cores, 2-D torus beyond */
+  tpu_ici_topology ici_topology;   /* how the chips are linked; AUTO: a 2-D torus from 4 chips on, else a ring */
+  /* Added with issue #15 (optional in files: defaults below when absent). */
+  int dma_outstanding;             /* DMA transfers in flight per core (default 16) */
+  int64_t dma_request_bytes;       /* a core's DMA engine issues one request of this size per cycle (default 512) */
+  double onchip_link_gbit_per_s;   /* between two cores of one chip, per direction (default: the ICI link's) */
+  double onchip_latency_ns;        /* per on-chip hop (default: the ICI latency) */
 } tpu_chip_config;
 
 /* Peaks derived from a configuration (computed at report time). */
@@ -392,5 +397,10 @@ int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);
 /* The closed-form cycles of one collective of 'bytes' per core over all the
 ** chip's cores (what the engine charges once every core has arrived). */
 uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes);
+/* The algorithm tpu_sim_collective_cycles times for collective c on cfg, in
+** words ("hierarchical all-reduce: ring reduce-scatter over an on-chip ring
+** of the chip's 2 cores, ..."), written into buf; returns buf. This
+** function can't fail (the text is cut to cap). */
+const char *tpu_sim_collective_algorithm(const tpu_chip_config *cfg, tpu_sim_coll c, char *buf, size_t cap);
 /* }================================================================== */
 #endif /* TPU_SIM_H */

@@ -133,6 +133,17 @@ typedef struct sim_slice { uint64_t a, b; int cat; } sim_slice;
 /* sim_core_rt and sim_chip_rt start on a cache line and fill whole lines
 ** (the arrays are allocated aligned): a chip's thread writes its own chip's
 ** and cores' fields only, and must not share a line with another chip's. */
+/* One DMA transfer in flight (engine.c): issued, waiting out the HBM
+** latency until 'enter', then in the pool receiving its bytes. */
+typedef struct sim_xfer {
+  int op;
+  bool in_pool;
+  uint64_t enter;              /* cycle it joins the HBM pool */
+  double rem;                  /* bytes still to arrive (in the pool) */
+  double rate;                 /* bytes per cycle it receives now (in the pool) */
+  uint64_t fin;                /* projected completion cycle (in the pool) */
+} sim_xfer;
+
 typedef struct sim_core_rt {
   _Alignas(64) int id;
   int chip;
@@ -147,11 +158,9 @@ typedef struct sim_core_rt {
   int64_t infeed_next;
   int coll_arrived;            /* op index of the collective waiting at the barrier, -1 none */
   uint64_t coll_arrival;
-  int dma_op;                  /* the DMA in flight, -1 none */
-  uint64_t dma_enter;          /* cycle it joins the HBM pool */
-  bool dma_in_pool;
-  double dma_target;           /* virtual time at which it completes */
-  uint64_t dma_fin;            /* projected completion cycle */
+  sim_xfer *xf;                /* the DMA transfers in flight, [0, nxf); room for cfg.dma_outstanding */
+  int nxf;
+  int npool;                   /* of them in their data phase (in the HBM pool) */
   /* results */
   tpu_sim_stalls total;
   tpu_sim_stalls *steps;       /* [nsteps] */
@@ -168,9 +177,8 @@ typedef struct sim_core_rt {
 typedef struct sim_chip_rt {
   _Alignas(64) int first;      /* its cores: first .. first + n - 1 */
   int n;
-  double V;                    /* HBM virtual time: bytes each active transfer has received */
-  uint64_t tlast;
-  int nactive;
+  uint64_t tlast;              /* the last pool event processed */
+  int nactive;                 /* cores with a transfer in the pool */
   uint64_t horizon;
   bool progressed;
   char err[512];
@@ -187,9 +195,11 @@ struct tpu_sim_result {
   sim_chip_rt *chip;
   uint64_t cycles;
   double bytes_per_cycle, hbm_lat;
+  double core_bytes_per_cycle; /* one core's DMA engine: a request of dma.request_bytes a cycle */
   int coll_index;              /* collectives resolved so far */
   bool events;                 /* keep the event log */
   uint64_t *opmem;             /* every core's start, end, busy and mid (alloc_ops) */
+  sim_xfer *xfmem;             /* every core's DMA slots (cores x dma.outstanding) */
 };
 
 /* stats.c: the sweep; fills core->total, steps, step_end and (with the

@@ -179,6 +179,47 @@ START_TEST(Concurrent_dmas_of_one_chip_share_its_hbm_fairly) {
 }
 END_TEST
 
+/* Up to dma.outstanding transfers of a core are in flight at once, their
+** latencies overlapped; a core's engine takes at most dma.request_bytes a
+** cycle, and the chip's HBM is shared fairly by the cores in the pool. */
+START_TEST(A_core_keeps_several_dmas_in_flight_within_its_engine_rate) {
+  for (int q = 1; q <= 4; q += 3) {
+    tpu_chip_config cfg = teach(1);
+    char err[256], set[64];
+    snprintf(set, sizeof set, "dma.outstanding=%d", q);
+    ck_assert(tpu_chip_config_set(&cfg, set, err, sizeof err) == TPU_OK);
+    tpu_sim_program *p = program(1);
+    for (int i = 0; i < 2; i++) {
+      char hn[8], vn[8];
+      snprintf(hn, sizeof hn, "h%d", i);
+      snprintf(vn, sizeof vn, "v%d", i);
+      int h = buf(p, 0, hn, TPU_SIM_HBM, 10, 20), v = buf(p, 0, vn, TPU_SIM_VMEM, 10, 20);
+      add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = h, .dst = v });
+    }
+    tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+    /* one at a time: 100 + 100 each, 400; both in flight: issued at 0, in the
+    ** pool at 100, 4 bytes a cycle each, both done at 300 */
+    TU_EQ_U64(q == 1 ? 400 : 300, tpu_sim_result_cycles(r));
+    uint64_t want[TPU_SIM_NSTALL] = { 0 };
+    want[TPU_SIM_MEMORY_WAIT] = q == 1 ? 400 : 300;
+    expect_stalls(r, 0, -1, want);
+  }
+  /* tpu-v2-8: one core streams at 512 bytes a cycle (its engine), not the
+  ** chip's 1000; two cores of one chip get 500 each */
+  for (int cores = 1; cores <= 2; cores++) {
+    tpu_chip_config cfg = tu_chip("tpu-v2-8", 2);
+    tpu_sim_program *p = program(2);
+    for (int core = 0; core < cores; core++) {
+      int h = buf(p, core, "h", TPU_SIM_HBM, 1024, 1024), v = buf(p, core, "v", TPU_SIM_VMEM, 1024, 1024);
+      add(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = h, .dst = v });
+    }
+    tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+    const double bytes = 4194304.0, lat = 350;
+    TU_EQ_U64((uint64_t)(lat + ceil(bytes / (cores == 1 ? 512.0 : 500.0))), tpu_sim_result_cycles(r));
+  }
+}
+END_TEST
+
 /* The ring's closed form, computed here independently. */
 static double ring_closed(const tpu_chip_config *c, tpu_sim_coll k, double bytes) {
   const int n = c->cores;
@@ -233,14 +274,79 @@ START_TEST(Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order) {
 }
 END_TEST
 
-START_TEST(The_closed_form_holds_on_the_tpu_v2_8_ring) {
-  tpu_chip_config c;
-  char err[256];
-  ck_assert(tpu_chip_config_load("tpu-v2-8", &c, err, sizeof err) == TPU_OK);
-  const double bytes = 100e6;
-  const double L = 496e9 / 8 / 700e6, lat = 1000 * 0.7;
-  const double want = 2.0 * 7 / 8 * bytes / L + 2 * 7 * lat;
-  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)bytes));
+/* The textbook alpha-beta cost of a ring all-reduce of m bytes over p
+** members: 2(p-1) steps, each one hop (alpha) and m/p bytes (beta). */
+static double ring_allreduce(int p, double m, double alpha, double beta) {
+  return 2.0 * (p - 1) * (alpha + m / p / beta);
+}
+
+/* tpu-v2-8 and tpu-v3-8 as they are: 4 chips of 2 cores on a 2 x 2 torus.
+** An all-reduce of n bytes is the hierarchical algorithm the engine names:
+** a ring among the chip's 2 cores (reduce-scatter then all-gather: one
+** ring all-reduce of n bytes over 2 on the on-chip link), and between them
+** each core's n/2 slice all-reduced over the 4 chips on the torus: a ring of
+** 2 along the rows, then of 2 along the columns on the row's n/4. Checked
+** for several n and for p = 2, 4, 8 cores (1, 2, 4 chips), ring and torus. */
+START_TEST(All_reduce_costs_the_alpha_beta_formula_of_its_algorithm) {
+  static const char *const chips[] = { "tpu-v2-8", "tpu-v3-8" };
+  static const double sizes[] = { 4096, 1e6, 100e6, 7 * 1048576.0 + 12 };
+  for (int ci = 0; ci < 2; ci++)
+    for (int cores = 2; cores <= 8; cores *= 2)
+      for (int topo = 0; topo < 2; topo++) {
+        tpu_chip_config c = tu_chip(chips[ci], 0);
+        char err[256], set[64];
+        snprintf(set, sizeof set, "cores=%d", cores);
+        ck_assert_msg(tpu_chip_config_set(&c, set, err, sizeof err) == TPU_OK, "%s", err);
+        ck_assert(tpu_chip_config_set(&c, topo ? "ici.topology=torus" : "ici.topology=ring", err, sizeof err) == TPU_OK);
+        const int p = cores / 2;                      /* chips */
+        const double clk = c.clock_mhz * 1e6;
+        const double a_on = c.onchip_latency_ns * 1e-9 * clk, b_on = c.onchip_link_gbit_per_s * 1e9 / 8 / clk;
+        const double a = c.ici_latency_ns * 1e-9 * clk, b = c.ici_link_gbit_per_s * 1e9 / 8 / clk;
+        char alg[512];
+        tpu_sim_collective_algorithm(&c, TPU_SIM_ALL_REDUCE, alg, sizeof alg);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+          const double n = sizes[i];
+          double want = ring_allreduce(2, n, a_on, b_on);                  /* the core pair */
+          if (p == 2 || (p > 1 && !topo)) want += ring_allreduce(p, n / 2, a, b);   /* a ring of chips */
+          if (p == 4 && topo) want += ring_allreduce(2, n / 2, a, b) + ring_allreduce(2, n / 4, a, b);   /* 2 x 2 */
+          TU_EQ_U64((uint64_t)ceil(want), tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)n));
+        }
+        if (p == 1) ck_assert_msg(strstr(alg, "ring all-reduce over an on-chip ring of the chip's 2 cores"), "%s", alg);
+        else ck_assert_msg(strstr(alg, "hierarchical all-reduce") &&
+                           strstr(alg, p == 4 && topo ? "2x2 2-D torus of 4 chips" : "a ring of"), "%s", alg);
+      }
+  /* one core per chip: the plain textbook ring over p chips */
+  for (int p = 2; p <= 16; p *= 2) {
+    tpu_chip_config c = tu_chip("tpu-v2-8", p);
+    char err[256];
+    ck_assert(tpu_chip_config_set(&c, "cores_per_chip=1", err, sizeof err) == TPU_OK);
+    ck_assert(tpu_chip_config_set(&c, "ici.topology=ring", err, sizeof err) == TPU_OK);
+    const double a = c.ici_latency_ns * 0.7, b = c.ici_link_gbit_per_s / 8 / 0.7;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+      TU_EQ_U64((uint64_t)ceil(ring_allreduce(p, sizes[i], a, b)),
+                tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)sizes[i]));
+  }
+}
+END_TEST
+
+/* The engine charges the formula on tpu-v2-8 as it is, and the sums agree. */
+START_TEST(The_tpu_v2_8_all_reduce_runs_on_its_torus_of_core_pairs) {
+  tpu_chip_config c = tu_chip("tpu-v2-8", 0);
+  ck_assert_int_eq(c.cores, 8);
+  ck_assert_int_eq(c.cores_per_chip, 2);
+  ck_assert_int_eq(tpu_ici_topology_resolve(&c), TPU_ICI_TORUS);
+  tpu_sim_program *p = program(8);
+  for (int core = 0; core < 8; core++) {
+    int x = buf(p, core, "x", TPU_SIM_VMEM, 1, 1024);
+    float v[1024];
+    for (int i = 0; i < 1024; i++) v[i] = (float)(core + i);
+    tpu_sim_buffer_init(p, core, x, v);
+    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
+  }
+  tpu_sim_result *r = run(&c, p, TPU_FIDELITY_TILE, 4);
+  TU_EQ_U64(tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, 4096), tpu_sim_result_cycles(r));
+  for (int core = 0; core < 8; core++)
+    for (int i = 0; i < 1024; i += 111) ck_assert_float_eq(tpu_sim_result_buffer(r, core, 1)[i], (float)(28 + 8 * i));
 }
 END_TEST
 
@@ -653,30 +759,6 @@ START_TEST(A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for) {
 }
 END_TEST
 
-START_TEST(Beyond_eight_cores_a_2d_torus_runs_rows_then_columns) {
-  tpu_chip_config c = teach(16);
-  char err[256];
-  ck_assert_msg(tpu_chip_config_set(&c, "ici.topology=auto", err, sizeof err) == TPU_OK, "%s", err);
-  ck_assert_int_eq(tpu_ici_topology_resolve(&c), TPU_ICI_TORUS);
-  /* 4 x 4: all-reduce = 2[(3/4) B/L + 3h + (3/4)(B/4)/L + 3h], L = 1 B/cycle, h = 100 */
-  const double B = 4096;
-  const double want = 2 * (0.75 * B + 300 + 0.75 * (B / 4) + 300);
-  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)B));
-  /* and the engine charges it, with sums that every core agrees on */
-  tpu_sim_program *p = program(16);
-  for (int core = 0; core < 16; core++) {
-    int x = buf(p, core, "x", TPU_SIM_VMEM, 1, 1024);
-    float v[1024];
-    for (int i = 0; i < 1024; i++) v[i] = (float)(core + i);
-    tpu_sim_buffer_init(p, core, x, v);
-    add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = x });
-  }
-  tpu_sim_result *r = run(&c, p, TPU_FIDELITY_TILE, 4);
-  TU_EQ_U64((uint64_t)ceil(want), tpu_sim_result_cycles(r));
-  for (int core = 0; core < 16; core++)
-    for (int i = 0; i < 1024; i += 111) ck_assert_float_eq(tpu_sim_result_buffer(r, core, 1)[i], (float)(120 + 16 * i));
-}
-END_TEST
 
 /* {==================================================================
 ** The event log (the observer)
@@ -812,6 +894,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("sim");
   TU_CASE(s, "schedules", 60, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles,
+          A_core_keeps_several_dmas_in_flight_within_its_engine_rate,
           An_op_waits_for_the_op_named_by_after, An_all_reduce_waits_for_the_slower_core,
           An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length,
           Concurrent_dmas_of_one_chip_share_its_hbm_fairly,
@@ -820,7 +903,7 @@ int main(void) {
           A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm,
           Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
   TU_CASE(s, "collectives", 60, Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order,
-          The_closed_form_holds_on_the_tpu_v2_8_ring, Beyond_eight_cores_a_2d_torus_runs_rows_then_columns);
+          All_reduce_costs_the_alpha_beta_formula_of_its_algorithm, The_tpu_v2_8_all_reduce_runs_on_its_torus_of_core_pairs);
   TU_CASE(s, "limits", 60, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes,
           Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
           Reading_and_running_survive_every_allocation_failure);
