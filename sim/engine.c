@@ -435,17 +435,26 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   tpu_mxu_walk_tile t;
   tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, (int)D->rows, (int)D->cols,
                     (int)(o->trans_a ? A->rows : A->cols));
-  uint64_t first = UINT64_MAX, last = 0;
+  uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[8] = { 0 };
   while (tpu_mxu_walk_next(&w, &t)) {
     tpu_mxu_tile_times tt;
     tpu_mxu_sched_tile(&c->mxu[t.array], t.m, t.k, t.n, start, &tt);
     first = min_u64(first, tt.load_start);
     last = max_u64(last, tt.last_result + 1);
+    streaming[t.array] += (uint64_t)t.m;
+    streamed_end = max_u64(streamed_end, tt.stream_start + (uint64_t)t.m);
     if (r->events && !record_tile(c, i, &t, &tt))
       chip_fail(ch, TPU_ERR_NOMEM, "core %d: op %d ('%s'): out of memory for the event log", c->id, i, so->name);
   }
   c->busy[i] = c->mid[i] = first;
   c->end[i] = last;
+  /* Weight loads not hidden: from the first load to the last streamed row,
+  ** the cycles in which the busiest array was not streaming rows (each gap
+  ** in its streaming waits for a weight load; the fill and drain after the
+  ** last row count as computing). */
+  uint64_t most = 0;
+  for (int a = 0; a < r->cfg.mxus_per_core; a++) most = max_u64(most, streaming[a]);
+  c->wl[i] = streamed_end - first > most ? streamed_end - first - most : 0;
   if (r->opt.level != TPU_FIDELITY_TIMING) {
     tpu_status st = matmul_values(&r->cfg, c, so);
     if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
@@ -730,7 +739,7 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
 ** touched by the pool (setup_core). False when out of memory. */
 static bool alloc_ops(tpu_sim_result *r) {
   size_t total = 0;
-  for (int c = 0; c < r->cores; c++) total += 4 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
+  for (int c = 0; c < r->cores; c++) total += 5 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
   r->xfmem = tpu_calloc((size_t)r->cores * (size_t)r->cfg.dma_outstanding, sizeof *r->xfmem);
   if (!(r->opmem = tpu_malloc_aligned(total * sizeof *r->opmem))) return false;
   uint64_t *m = r->opmem;
@@ -740,7 +749,8 @@ static bool alloc_ops(tpu_sim_result *r) {
     r->core[c].end = m + n;
     r->core[c].busy = m + 2 * n;
     r->core[c].mid = m + 3 * n;
-    m += 4 * n;
+    r->core[c].wl = m + 4 * n;
+    m += 5 * n;
   }
   return true;
 }

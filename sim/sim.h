@@ -18,8 +18,8 @@
 **
 ** Invariants.
 **   - Every cycle of every core is in exactly one stall kind of the stall
-**     table (sim/stall.def: mxu_busy, vpu_busy, infeed_wait, memory_wait,
-**     collective_wait, idle, in that priority); per core and per step the
+**     table (sim/stall.def: mxu_busy, vpu_busy, weight_load, infeed_wait,
+**     memory_wait, collective_wait, idle, in that priority); per core and per step the
 **     kinds sum to the run's cycles (checked on every run).
 **   - Results, cycles and the event log do not depend on the number of host
 **     threads: chips advance in parallel between collectives and share
@@ -136,8 +136,8 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 **              torus timing over the ICI links; real numerics in a fixed
 **              summation order
 ** Every cycle of every core is classified by the stall table
-** (sim/stall.def), in its priority: mxu_busy, vpu_busy, infeed_wait,
-** memory_wait, collective_wait or idle; the kinds sum to the run's cycles
+** (sim/stall.def), in its priority: mxu_busy, vpu_busy, weight_load,
+** infeed_wait, memory_wait, collective_wait or idle; the kinds sum to the run's cycles
 ** on every core and every step (checked on every run). Results, cycles and
 ** event logs do not depend on the number of host threads.
 ** ================================================================== */
@@ -336,14 +336,27 @@ int      tpu_sim_result_steps(const tpu_sim_result *r);            /* 1 + the la
 ** step s-1 ops to the end of its step s ops (the last step to the end of
 ** the run). This function can't fail; out of range gives zeros. */
 void tpu_sim_result_stalls(const tpu_sim_result *r, int core, int step, tpu_sim_stalls *out);
+/* Cycles in which core 'core' (-1: summed over the cores) had a DMA in
+** flight, whatever else it did (the stall table counts only the cycles in
+** which nothing of higher priority ran as memory_wait). Can't fail. */
+uint64_t tpu_sim_result_memory_busy(const tpu_sim_result *r, int core);
+/* Which resource bounds the run, summed over the cores: "memory" when the
+** cores had transfers in flight (tpu_sim_result_memory_busy) plus weights
+** shifting in that compute did not hide (weight_load) for longer than the
+** MXUs computed (mxu_busy), else "compute". With transfers overlapping
+** compute, memory_wait alone says only what was not hidden; this compares
+** the two resources' occupancy. The roofline's verdict (intensity against
+** the ridge point) agrees on a grid of GEMMs (tests/check_sim.c). */
+const char *tpu_sim_result_bound(const tpu_sim_result *r);
 /* The cycle at which a core's step ends (its last op of that step is done). */
 uint64_t tpu_sim_result_step_end(const tpu_sim_result *r, int core, int step);
 /* Start and end (exclusive) cycle of op 'index' of 'core'. */
 void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index,
                              uint64_t *start, uint64_t *end);
 /* When op 'index' of 'core' makes its unit busy: a matmul's first weight
-** load (the stall accounting's mxu_busy interval is [busy, end)); the
-** start for the other kinds. 0 out of range. */
+** load (the stall accounting's matmul interval is [busy, end): its
+** weight_load part first, then mxu_busy); the start for the other kinds.
+** 0 out of range. */
 uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index);
 /* A buffer's final values (rows*cols floats, owned by r), or NULL at the
 ** timing level or for a bad handle. */

@@ -153,6 +153,7 @@ typedef struct sim_core_rt {
   uint64_t *start, *end;       /* per op (in r->opmem); end SIM_UNRESOLVED until resolved */
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
   uint64_t *mid;               /* per op: tpu_sim_event.mid (DMA: joins the pool; COLL: all arrived) */
+  uint64_t *wl;                /* per op: a matmul's weight-load cycles not hidden (from busy on) */
   tpu_mxu_sched mxu[8];
   float **val;                 /* per buffer values (tile level), else NULL */
   int64_t infeed_next;
@@ -163,6 +164,7 @@ typedef struct sim_core_rt {
   int npool;                   /* of them in their data phase (in the HBM pool) */
   /* results */
   tpu_sim_stalls total;
+  uint64_t memory_busy;        /* cycles with a DMA in flight (the union of the DMA intervals) */
   tpu_sim_stalls *steps;       /* [nsteps] */
   uint64_t *step_end;          /* [nsteps] */
   sim_slice *slices; int nslices, capslices;   /* the sweep's states (with the log) */
@@ -198,7 +200,7 @@ struct tpu_sim_result {
   double core_bytes_per_cycle; /* one core's DMA engine: a request of dma.request_bytes a cycle */
   int coll_index;              /* collectives resolved so far */
   bool events;                 /* keep the event log */
-  uint64_t *opmem;             /* every core's start, end, busy and mid (alloc_ops) */
+  uint64_t *opmem;             /* every core's start, end, busy, mid and wl (alloc_ops) */
   sim_xfer *xfmem;             /* every core's DMA slots (cores x dma.outstanding) */
 };
 

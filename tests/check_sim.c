@@ -74,13 +74,14 @@ START_TEST(A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles) {
   /* DMA: 100 cycles of latency + 256 bytes at 8 bytes/cycle = [0, 132).
   ** Matmul: one 8x8x8 tile, weights load 132..139, stream from 140, last
   ** result at 140 + 7 + 7 + 7 = 161: [132, 162). relu: 64 floats = 4
-  ** registers at 1 cycle: [162, 166). */
+  ** registers at 1 cycle: [162, 166). The weight load [132, 140) hides
+  ** behind nothing: weight_load 8, mxu_busy 22 (streaming, fill, drain). */
   uint64_t s, e;
   tpu_sim_result_op_times(r, 0, 0, &s, &e); TU_EQ_U64(0, s); TU_EQ_U64(132, e);
   tpu_sim_result_op_times(r, 0, 1, &s, &e); TU_EQ_U64(162, e);
   tpu_sim_result_op_times(r, 0, 2, &s, &e); TU_EQ_U64(162, s); TU_EQ_U64(166, e);
   TU_EQ_U64(166, tpu_sim_result_cycles(r));
-  expect_stalls(r, 0, -1, (uint64_t[]){ 30, 4, 0, 132, 0, 0 });
+  expect_stalls(r, 0, -1, (uint64_t[]){ 22, 4, 8, 0, 132, 0, 0 });
   /* values: relu(a . w), exact for these small integers */
   const float *dv = tpu_sim_result_buffer(r, 0, d);
   for (int i = 0; i < 8; i++)
@@ -133,8 +134,8 @@ START_TEST(An_all_reduce_waits_for_the_slower_core) {
   ** starting when core 1 arrives at 300 */
   TU_EQ_U64(456, tpu_sim_collective_cycles(&cfg, TPU_SIM_ALL_REDUCE, 256));
   TU_EQ_U64(756, tpu_sim_result_cycles(r));
-  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 100, 0, 0, 656, 0 });
-  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 300, 0, 0, 456, 0 });
+  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 100, 0, 0, 0, 656, 0 });
+  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 300, 0, 0, 0, 456, 0 });
   for (int core = 0; core < 2; core++) {
     const float *y = tpu_sim_result_buffer(r, core, 2);
     for (int i = 0; i < 64; i++) ck_assert_float_eq(y[i], (float)(100 + 2 * i));
@@ -156,8 +157,8 @@ START_TEST(An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length) {
   /* step 0: wait to 500, relu [500, 504); step 1: the second dequeue waits
   ** for the relu to have read x (504) then for the batch (520); relu to 524 */
   TU_EQ_U64(524, tpu_sim_result_cycles(r));
-  expect_stalls(r, 0, 0, (uint64_t[]){ 0, 4, 500, 0, 0, 0 });
-  expect_stalls(r, 0, 1, (uint64_t[]){ 0, 4, 16, 0, 0, 0 });
+  expect_stalls(r, 0, 0, (uint64_t[]){ 0, 4, 0, 500, 0, 0, 0 });
+  expect_stalls(r, 0, 1, (uint64_t[]){ 0, 4, 0, 16, 0, 0, 0 });
   TU_EQ_U64(504, tpu_sim_result_step_end(r, 0, 0));
   ck_assert_float_eq(tpu_sim_result_buffer(r, 0, y)[0], 1.0f);   /* test source: core*1000 + batch */
 }
@@ -174,7 +175,7 @@ START_TEST(Concurrent_dmas_of_one_chip_share_its_hbm_fairly) {
     tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
     /* 800 bytes: alone 100 + 800/8 = 200; two at once get 4 bytes/cycle each: 300 */
     TU_EQ_U64(together ? 300 : 200, tpu_sim_result_cycles(r));
-    expect_stalls(r, 1, -1, together ? (uint64_t[]){ 0, 0, 0, 300, 0, 0 } : (uint64_t[]){ 0, 0, 0, 0, 0, 200 });
+    expect_stalls(r, 1, -1, together ? (uint64_t[]){ 0, 0, 0, 0, 300, 0, 0 } : (uint64_t[]){ 0, 0, 0, 0, 0, 0, 200 });
   }
 }
 END_TEST
@@ -217,6 +218,42 @@ START_TEST(A_core_keeps_several_dmas_in_flight_within_its_engine_rate) {
     const double bytes = 4194304.0, lat = 350;
     TU_EQ_U64((uint64_t)(lat + ceil(bytes / (cores == 1 ? 512.0 : 500.0))), tpu_sim_result_cycles(r));
   }
+}
+END_TEST
+
+/* The engine's verdict (tpu_sim_result_bound) and the roofline's agree on
+** a grid of GEMMs run as `tpusim matmul --cores 2` runs them (one chip of
+** two cores, operands from HBM), on both real presets: from M = 16 (far
+** below the ridge: weight loads and transfers dominate) to M = 4096, with
+** shapes up to within a few percent of the ridge on either side. */
+START_TEST(The_bound_verdict_agrees_with_the_roofline_on_a_gemm_grid) {
+  static const int64_t Ms[] = { 16, 64, 256, 512, 1024, 4096, 16384 };
+  static const int64_t NK[][2] = { { 512, 512 }, { 2048, 2048 }, { 256, 4096 }, { 4096, 256 } };
+  static const char *const chips[] = { "tpu-v2-8", "tpu-v3-8" };
+  int memory = 0, compute = 0;
+  for (int ci = 0; ci < 2; ci++) {
+    tpu_chip_config cfg = tu_chip(chips[ci], 2);
+    tpu_chip_peaks pk;
+    tpu_chip_peaks_of(&cfg, &pk);
+    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
+      for (size_t j = 0; j < sizeof NK / sizeof NK[0]; j++) {
+        const int64_t M = Ms[i], N = NK[j][0], K = NK[j][1];
+        tpu_sim_program *p;
+        double bytes;
+        char err[256];
+        ck_assert(tpu_sim_gemm_program(&cfg, 2, M, N, K, TPU_PREC_BF16, NULL, NULL, &p, &bytes, err, sizeof err) == TPU_OK);
+        tu_defer(destroy_program, p);
+        tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+        const double intensity = 2.0 * (double)M * (double)N * (double)K / bytes;
+        const char *roof = intensity < pk.ridge_flops_per_byte ? "memory" : "compute";
+        ck_assert_msg(!strcmp(roof, tpu_sim_result_bound(r)), "%s %lld x %lld x %lld: intensity %.3g of the ridge, "
+                      "roofline %s, engine %s", chips[ci], (long long)M, (long long)N, (long long)K,
+                      intensity / pk.ridge_flops_per_byte, roof, tpu_sim_result_bound(r));
+        if (*roof == 'm') memory++; else compute++;
+      }
+  }
+  ck_assert_int_ge(memory, 10);   /* the grid covers both sides */
+  ck_assert_int_ge(compute, 10);
 }
 END_TEST
 
@@ -754,8 +791,8 @@ START_TEST(A_core_that_reaches_a_collective_late_through_a_dma_is_waited_for) {
   const uint64_t ar = tpu_sim_collective_cycles(&cfg, TPU_SIM_ALL_REDUCE, 8000);
   TU_EQ_U64(8200, ar);
   TU_EQ_U64(1100 + ar, tpu_sim_result_cycles(r));
-  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 0, 0, 0, 1100 + ar, 0 });
-  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 0, 0, 1100, ar, 0 });
+  expect_stalls(r, 0, -1, (uint64_t[]){ 0, 0, 0, 0, 0, 1100 + ar, 0 });
+  expect_stalls(r, 1, -1, (uint64_t[]){ 0, 0, 0, 0, 1100, ar, 0 });
 }
 END_TEST
 
@@ -895,6 +932,7 @@ int main(void) {
   Suite *s = suite_create("sim");
   TU_CASE(s, "schedules", 60, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles,
           A_core_keeps_several_dmas_in_flight_within_its_engine_rate,
+          The_bound_verdict_agrees_with_the_roofline_on_a_gemm_grid,
           An_op_waits_for_the_op_named_by_after, An_all_reduce_waits_for_the_slower_core,
           An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length,
           Concurrent_dmas_of_one_chip_share_its_hbm_fairly,
