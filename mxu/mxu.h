@@ -249,6 +249,15 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
                         tpu_precision prec, int M, int N, int K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out);
+/* The same with 'accumulate': C += A.B, the product's tiles added into C
+** in the accumulators one after another, every tile of the walk adding
+** (none overwrites), as a K-split GEMM's later K folds add into the
+** partial sums of the earlier ones without a drain in between. C must then
+** hold values at every fidelity but timing. The cycles are tpu_mxu_gemm's. */
+tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
+                            tpu_precision prec, int M, int N, int K,
+                            const float *A, const float *B, float *C, bool accumulate,
+                            tpu_mxu_gemm_result *out);
 /* }================================================================== */
 
 /* {==================================================================

@@ -83,6 +83,13 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
                         tpu_precision prec, int M, int N, int K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out) {
+  return tpu_mxu_gemm_acc(cfg, mxus, level, prec, M, N, K, A, B, C, false, out);
+}
+
+tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
+                            tpu_precision prec, int M, int N, int K,
+                            const float *A, const float *B, float *C, bool accumulate,
+                            tpu_mxu_gemm_result *out) {
   if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > 8) return TPU_ERR_CONFIG;
   if (M < 1 || N < 1 || K < 1 || (unsigned)prec > TPU_PREC_BF16X6) return TPU_ERR_CONFIG;
   if (level != TPU_FIDELITY_TIMING && (!A || !B || !C)) return TPU_ERR_CONFIG;
@@ -120,7 +127,7 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
       .act = Aq ? Aq + wt.k0 : NULL, .lda = K,
       .w = Bq ? Bq + (size_t)wt.k0 * (size_t)N + (size_t)wt.n0 : NULL, .ldw = N,
       .out = C ? C + wt.n0 : NULL, .ldo = N,
-      .accumulate = !wt.first,
+      .accumulate = accumulate || !wt.first,
     };
     if ((st = do_tile(&w, wt.array, &t)) != TPU_OK) goto done;
   }

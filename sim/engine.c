@@ -311,13 +311,12 @@ static tpu_status matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, cons
       for (int64_t j = 0; j < K; j++) bt[j * N + i] = b[i * K + j];
     b = bt;
   }
-  st = tpu_mxu_gemm(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
-                    (int)K, a, b, cm, NULL);
-  if (st != TPU_OK) goto out;
   float *d = c->val[o->dst - 1];
   const size_t n = (size_t)(M * N);
-  if (o->accumulate)
-    for (size_t i = 0; i < n; i++) cm[i] += d[i];
+  if (o->accumulate) memcpy(cm, d, n * sizeof *cm);   /* the accumulators hold the earlier folds' sums */
+  st = tpu_mxu_gemm_acc(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
+                        (int)K, a, b, cm, o->accumulate, NULL);
+  if (st != TPU_OK) goto out;
   store(D, d, cm, n);
 out:
   tpu_free(at);
@@ -461,6 +460,17 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   }
 }
 
+/* True when matmul 'so' adds into the accumulators that the earlier matmul
+** 'prev' writes (and reads nothing else of it, nor orders after it): a later K fold of one product. Its tiles may then load and
+** stream while prev still drains, without waiting for prev's results: the
+** MXU runs them in order and each N-tile goes to the same array in both
+** (tpu_mxu_walk), so every result lands after prev's in its accumulator. */
+static bool k_fold(const sim_core_prog *cp, const sim_op *so, int prev) {
+  const tpu_sim_op *p = &cp->ops[prev].o;
+  return so->o.kind == TPU_SIM_MATMUL && so->o.accumulate && p->kind == TPU_SIM_MATMUL && p->dst == so->o.dst &&
+         so->o.a != p->dst && so->o.b != p->dst && so->o.after != prev + 1;
+}
+
 /* Tries to start the head op of unit u; true if it resolved or started. */
 static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u) {
   if (c->head[u] >= c->qn[u]) return false;
@@ -471,8 +481,10 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   const sim_op *so = &cp->ops[i];
   uint64_t ready = 0;
   for (int d = 0; d < so->ndeps; d++) {
-    const uint64_t e = c->end[cp->deps[so->dep0 + d]];
+    const int j = cp->deps[so->dep0 + d];
+    uint64_t e = c->end[j];
     if (e == SIM_UNRESOLVED) return false;
+    if (k_fold(cp, so, j)) e = c->start[j];
     if (e > ready) ready = e;
   }
   const bool values = r->opt.level != TPU_FIDELITY_TIMING;

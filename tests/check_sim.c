@@ -257,6 +257,83 @@ START_TEST(The_bound_verdict_agrees_with_the_roofline_on_a_gemm_grid) {
 }
 END_TEST
 
+/* K-split accumulation: a product whose K is cut into folds, each a matmul
+** op adding into the same dst, runs its folds back to back in the arrays
+** without a drain in between. Randomized shapes (K over several folds,
+** several N-tiles, 1 or 2 arrays, double-buffered or not): the engine at
+** the timing and the tile level and the PE model fed the same tiles in the
+** same order (every fold after the first adding into the accumulators)
+** give the same cycles, and the tile level the PE model's bits; with one
+** N-tile the folds cost exactly what the unsplit product costs. */
+START_TEST(K_split_folds_accumulate_without_a_drain_at_every_level) {
+  tu_rng rng = { 1515 };
+  for (int it = 0; it < 24; it++) {
+    tpu_chip_config cfg = teach(1);
+    char err[256];
+    if (it % 3 == 1) ck_assert(tpu_chip_config_set(&cfg, "mxu.per_core=2", err, sizeof err) == TPU_OK);
+    if (it % 4 == 3) ck_assert(tpu_chip_config_set(&cfg, "mxu.double_buffer=false", err, sizeof err) == TPU_OK);
+    const int M = tu_range(&rng, 1, 24), N = it % 2 ? tu_range(&rng, 1, 8) : tu_range(&rng, 9, 30);
+    const int folds = tu_range(&rng, 2, 4);
+    int kf[4], K = 0;
+    for (int f = 0; f < folds; f++) K += kf[f] = f < folds - 1 ? 8 * tu_range(&rng, 1, 3) : tu_range(&rng, 1, 20);
+    float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+    float *C = calloc((size_t)(M * N), sizeof(float));
+    tu_fill(&rng, A, (size_t)(M * K), 1);
+    tu_fill(&rng, B, (size_t)(K * N), 1);
+    uint64_t cyc[2];
+    const float *val = NULL;
+    for (int lvl = 0; lvl < 2; lvl++) {
+      tpu_sim_program *p = program(1);
+      int c = buf(p, 0, "c", TPU_SIM_VMEM, M, N);
+      for (int f = 0, k0 = 0; f < folds; k0 += kf[f++]) {
+        char an[8], bn[8];
+        snprintf(an, sizeof an, "a%d", f);
+        snprintf(bn, sizeof bn, "b%d", f);
+        int a = buf(p, 0, an, TPU_SIM_VMEM, M, kf[f]), b = buf(p, 0, bn, TPU_SIM_VMEM, kf[f], N);
+        float *as = malloc(sizeof(float) * (size_t)(M * kf[f]));
+        for (int i = 0; i < M; i++) memcpy(as + i * kf[f], A + i * K + k0, sizeof(float) * (size_t)kf[f]);
+        tpu_sim_buffer_init(p, 0, a, as);
+        tpu_sim_buffer_init(p, 0, b, B + k0 * N);
+        free(as);
+        add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = a, .b = b, .dst = c, .accumulate = f > 0 });
+      }
+      tpu_sim_result *r = run(&cfg, p, lvl ? TPU_FIDELITY_TILE : TPU_FIDELITY_TIMING, 1);
+      cyc[lvl] = tpu_sim_result_cycles(r);
+      if (lvl) val = tpu_sim_result_buffer(r, 0, c);
+    }
+    TU_EQ_U64(cyc[0], cyc[1]);
+    /* the PE model, the same tiles in the same order */
+    tpu_mxu *pe[2] = { NULL, NULL };
+    for (int a = 0; a < cfg.mxus_per_core; a++) ck_assert(tpu_mxu_create(&cfg.mxu, &pe[a]) == TPU_OK);
+    for (int f = 0, k0 = 0; f < folds; k0 += kf[f++]) {
+      tpu_mxu_walk w;
+      tpu_mxu_walk_tile t;
+      tpu_mxu_walk_init(&w, &cfg.mxu, cfg.mxus_per_core, TPU_PREC_BF16, M, N, kf[f]);
+      while (tpu_mxu_walk_next(&w, &t)) {
+        tpu_mxu_tile tile = { .m = t.m, .k = t.k, .n = t.n, .act = A + k0 + t.k0, .lda = K,
+                              .w = B + (size_t)(k0 + t.k0) * (size_t)N + t.n0, .ldw = N, .out = C + t.n0, .ldo = N,
+                              .accumulate = f > 0 || !t.first };
+        ck_assert(tpu_mxu_push(pe[t.array], &tile) == TPU_OK);
+      }
+    }
+    uint64_t pe_cyc = 0;
+    for (int a = 0; a < cfg.mxus_per_core; a++) {
+      const uint64_t x = tpu_mxu_run(pe[a]);
+      if (x > pe_cyc) pe_cyc = x;
+      tpu_mxu_destroy(pe[a]);
+    }
+    TU_EQ_U64(pe_cyc, cyc[0]);
+    for (int i = 0; i < M * N; i++) TU_EQ_BITS(C[i], val[i], "K-split result");
+    if (N <= 8 * cfg.mxus_per_core && cfg.mxus_per_core == 1) {   /* one N-tile: the unsplit product's cycles */
+      tpu_mxu_gemm_result g;
+      ck_assert(tpu_mxu_gemm(&cfg.mxu, 1, TPU_FIDELITY_TIMING, TPU_PREC_BF16, M, N, K, NULL, NULL, NULL, &g) == TPU_OK);
+      TU_EQ_U64(g.cycles, cyc[0]);
+    }
+    free(A); free(B); free(C);
+  }
+}
+END_TEST
+
 /* The ring's closed form, computed here independently. */
 static double ring_closed(const tpu_chip_config *c, tpu_sim_coll k, double bytes) {
   const int n = c->cores;
@@ -946,6 +1023,7 @@ int main(void) {
           Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
           Reading_and_running_survive_every_allocation_failure);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,
+          K_split_folds_accumulate_without_a_drain_at_every_level,
           Random_programs_give_the_same_result_on_every_thread_count,
           The_trace_is_chrome_trace_json_with_stall_slices,
           The_event_log_agrees_with_the_result_on_every_thread_count);
