@@ -57,6 +57,14 @@
 ** (N-tile, pass, K-tile) is visited exactly once, and an array's tiles come
 ** in walk order (its schedule sees them so).
 **
+** K-split. A GEMM whose K exceeds the array is K-tiles summed into the same
+** accumulators one after another without a drain in between (the walk
+** below); a product split into several calls over K folds does the same
+** with tpu_mxu_gemm_acc (every tile adds), as the chip engine's K-fold
+** matmuls do. The timing level computes a GEMM's cycles in closed form
+** (mxu_gemm.c), equal to feeding every tile, so M, N and K may be as large
+** as an int holds.
+**
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
 ** accumulators hold any M), weight FIFO depth beyond double buffering.
 */

@@ -4,21 +4,25 @@
 ** at the top of sim/sim_int.h.
 **
 ** Units and their models (times in core cycles):
-**   DMA        start = max(inputs ready, previous DMA done). The transfer
-**              joins its chip's HBM pool after the HBM latency; while n
-**              transfers are in the pool each receives bandwidth/n bytes per
-**              cycle; it ends at the first whole cycle by which it has all
-**              its bytes.
+**   DMA        issued at max(inputs ready, the previous DMA's issue) once
+**              the core has fewer than dma.outstanding in flight (else when
+**              one completes). The transfer joins its chip's HBM pool after
+**              the HBM latency; the cores with transfers in the pool share
+**              the bandwidth fairly (each at most dma.request_bytes a
+**              cycle), a core's transfers its share evenly; it ends at the
+**              first whole cycle by which it has all its bytes.
 **   MXU        each tile of the op's walk (tpu_mxu_walk, as tpu_mxu_gemm:
 **              N-tiles dealt round-robin to the core's arrays, passes,
 **              K-tiles) goes through that array's tpu_mxu_sched with
 **              'earliest' = inputs ready; the op is busy from its first
-**              weight load to one past its last result.
+**              weight load to one past its last result. A later K fold
+**              (k_fold) does not wait for the previous fold's drain.
 **   VPU        start = max(inputs ready, unit free); cycles from the VPU.
 **   INFEED     start = max(inputs ready, unit free); ends at max(start, the
 **              batch's ready cycle); [start, end) is an infeed stall.
 **   COLL       arrives at max(inputs ready, unit free); starts when the last
-**              core arrives; lasts tpu_sim_collective_cycles().
+**              core arrives; lasts tpu_sim_collective_cycles(): the
+**              hierarchical alpha-beta forms of coll_time().
 */
 #include <math.h>
 #include <stdio.h>

@@ -11,9 +11,10 @@
 ** overrides; every value is validated once, here (docs/CHIPS.md). The
 ** engine runs a program (one instruction stream per core, ops on named
 ** buffers; docs/PROGRAMS.md) on five in-order units per core (DMA, MXU,
-** VPU, INFEED, COLLECTIVE), with HBM bandwidth shared by a chip's
-** transfers and collectives timed in closed form over the ICI ring or
-** torus. A matmul's tiles follow the MXU's tile walk (tpu_mxu_walk) through
+** VPU, INFEED, COLLECTIVE), each core's DMA engine keeping several
+** transfers in flight with HBM bandwidth shared fairly by a chip's cores,
+** and collectives timed in closed form: an on-chip ring among a chip's
+** cores, then the chips' ICI ring or 2-D torus. A matmul's tiles follow the MXU's tile walk (tpu_mxu_walk) through
 ** each array's schedule.
 **
 ** Invariants.
@@ -124,8 +125,9 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** core has five units that run their queues in program order: DMA, MXU, VPU,
 ** INFEED and COLLECTIVE; an op starts when its inputs are ready and its unit
 ** is free, and lasts as long as the unit's model says:
-**   dma        HBM latency, then its bytes at a fair share of the chip's HBM
-**              bandwidth (shared by the concurrent transfers of its cores)
+**   dma        up to dma.outstanding per core in flight; HBM latency, then
+**              its bytes at its core's fair share of the chip's HBM bandwidth
+**              (at most dma.request_bytes a cycle per core)
 **   matmul     its tiles in walk order (tpu_mxu_walk) through their arrays'
 **              tpu_mxu_sched (the core's arrays keep their state between
 **              ops, so weight loads overlap the previous op)

@@ -16,9 +16,12 @@
 **     the MXU, VPU and INFEED the end follows at once from the start (their
 **     models depend on nothing else). A DMA's end depends on the other
 **     transfers sharing its chip's HBM, and a collective's on every core.
-**   - HBM is processor-shared: the transfers in flight on a chip (after
-**     their latency) each progress at bandwidth / n. The chip processes
-**     transfer entries and completions in time order. It may process the
+**   - DMA: a core issues up to cfg.dma_outstanding transfers, in program
+**     order. HBM is shared fairly: the cores with transfers in their data
+**     phase (after the latency) each get bandwidth / cores, at most
+**     dma.request_bytes a cycle, split evenly among their transfers. Rates
+**     change only at entries and completions; the chip processes those in
+**     time order. It may process the
 **     event at time t only when nothing unresolved can start a transfer
 **     before t: everything unresolved waits, directly or not, on a transfer
 **     in flight (so starts no earlier than the earliest completion) or on a
@@ -44,8 +47,8 @@
 **     the threads did.
 **
 ** Not modelled: bank conflicts and addresses inside HBM or VMEM (a buffer is
-** a size), more than one outstanding DMA per core (the DMA unit is in
-** order), ICI contention between different collectives (they are in order),
+** a size), DMA issue out of program order, ICI contention between
+** different collectives (they are in order),
 ** HBM traffic of collectives, the cost of dequeuing an infeed batch beyond
 ** waiting for it (the data pipeline's ready time includes the transfer).
 */

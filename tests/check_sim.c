@@ -191,7 +191,7 @@ START_TEST(A_core_keeps_several_dmas_in_flight_within_its_engine_rate) {
     ck_assert(tpu_chip_config_set(&cfg, set, err, sizeof err) == TPU_OK);
     tpu_sim_program *p = program(1);
     for (int i = 0; i < 2; i++) {
-      char hn[8], vn[8];
+      char hn[16], vn[16];
       snprintf(hn, sizeof hn, "h%d", i);
       snprintf(vn, sizeof vn, "v%d", i);
       int h = buf(p, 0, hn, TPU_SIM_HBM, 10, 20), v = buf(p, 0, vn, TPU_SIM_VMEM, 10, 20);
@@ -286,7 +286,7 @@ START_TEST(K_split_folds_accumulate_without_a_drain_at_every_level) {
       tpu_sim_program *p = program(1);
       int c = buf(p, 0, "c", TPU_SIM_VMEM, M, N);
       for (int f = 0, k0 = 0; f < folds; k0 += kf[f++]) {
-        char an[8], bn[8];
+        char an[16], bn[16];
         snprintf(an, sizeof an, "a%d", f);
         snprintf(bn, sizeof bn, "b%d", f);
         int a = buf(p, 0, an, TPU_SIM_VMEM, M, kf[f]), b = buf(p, 0, bn, TPU_SIM_VMEM, kf[f], N);
