@@ -110,7 +110,7 @@ static void shift(tpu_mxu_sched *s, uint64_t d, uint64_t copies) {
 
 /* 'count' identical tiles (m, k, n) through s. */
 static void sched_run(tpu_mxu_sched *s, int m, int k, int n, uint64_t count) {
-  sched_mark h[3];
+  sched_mark h[3] = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };
   uint64_t i = 0;
   for (; i < count; i++) {
     tpu_mxu_sched_tile(s, m, k, n, 0, NULL);
@@ -141,7 +141,7 @@ static void sched_array(tpu_mxu_sched *s, const tpu_mxu_config *cfg, int mxus, i
                         int K) {
   const int64_t full = N / cfg->cols, ntiles = (N + cfg->cols - 1) / cfg->cols;
   const int64_t mine = full > a ? (full - a + mxus - 1) / mxus : 0;   /* full N-tiles nt = a, a + mxus, ... */
-  sched_mark h[3];
+  sched_mark h[3] = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };
   for (int64_t i = 0; i < mine; i++) {
     sched_ntile(s, cfg->rows, passes, M, K, cfg->cols);
     h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
