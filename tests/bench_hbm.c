@@ -2,8 +2,9 @@
 ** bench_hbm.c -- the memory and interconnect model, measured on the engine
 ** (docs/CHIPS.md shows the tables and the plot):
 **   1. achieved HBM bandwidth of a streaming VPU op against the transfer
-**      size, one core and every core of the board, tpu-v2-8 and tpu-v3-8.
-**      Each core streams 32 MiB in chunks of the transfer size: DMA a chunk
+**      size, one core and every core of the board, each preset (teach with
+**      transfers of 64 B to 16 KiB: its VMEM is 64 KiB). Each core streams
+**      1024 chunks of the transfer size (at most 32 MiB): DMA a chunk
 **      into one of a ring of VMEM slots, relu it into an output slot, DMA
 **      that back to a fresh HBM buffer. Bandwidth = bytes moved both ways / run time; its
 **      share of peak is against chip bandwidth / cores per chip (what each
@@ -30,14 +31,14 @@ static void add_op(tpu_sim_program *p, int core, tpu_sim_op op) {
 
 /* One core's stream: 'total' bytes in chunks of 's' through a ring of VMEM slots. */
 static void stream_core(tpu_sim_program *p, int core, int64_t s, int64_t total, int depth) {
-  const int64_t rows = s / 512, chunks = total / s;
+  const int64_t cols = s / 4 < 128 ? s / 4 : 128, rows = s / 4 / cols, chunks = total / s;
   int slot[64], oslot[64];
   char name[32];
   for (int d = 0; d < depth; d++) {
     snprintf(name, sizeof name, "v%d", d);
-    slot[d] = tpu_sim_buffer(p, core, name, TPU_SIM_VMEM, TPU_SIM_F32, rows, 128);
+    slot[d] = tpu_sim_buffer(p, core, name, TPU_SIM_VMEM, TPU_SIM_F32, rows, cols);
     snprintf(name, sizeof name, "o%d", d);
-    oslot[d] = tpu_sim_buffer(p, core, name, TPU_SIM_VMEM, TPU_SIM_F32, rows, 128);
+    oslot[d] = tpu_sim_buffer(p, core, name, TPU_SIM_VMEM, TPU_SIM_F32, rows, cols);
   }
   /* software-pipelined as a streaming kernel is: the loads of the next
   ** 'depth' chunks are issued ahead, and results go to their own slots, so
@@ -47,13 +48,13 @@ static void stream_core(tpu_sim_program *p, int core, int64_t s, int64_t total, 
   for (int64_t i = 0; i < chunks + depth; i++) {
     if (i < chunks) {
       snprintf(name, sizeof name, "in%lld", (long long)i);
-      hin[i % 2] = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, rows, 128);
+      hin[i % 2] = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, rows, cols);
       add_op(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hin[i % 2], .dst = slot[i % depth] });
     }
     const int64_t j = i - depth + 1;     /* the chunk computed and written back now */
     if (j < 0 || j >= chunks) continue;
     snprintf(name, sizeof name, "out%lld", (long long)j);
-    hout = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, rows, 128);
+    hout = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, rows, cols);
     const int v = slot[j % depth], o = oslot[j % depth];
     add_op(p, core, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { v }, .out = { o } });
     add_op(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = o, .dst = hout });
@@ -62,7 +63,7 @@ static void stream_core(tpu_sim_program *p, int core, int64_t s, int64_t total, 
 
 /* Achieved bytes per second of 'active' cores streaming chunks of s. */
 static double stream_bw(const tpu_chip_config *cfg, int active, int64_t s) {
-  const int64_t total = 32 << 20;
+  const int64_t total = s * 1024 < 32 << 20 ? s * 1024 : 32 << 20;   /* 1024 chunks, at most 32 MiB */
   int depth = (int)(cfg->vmem_capacity_kib * 1024 / 4 / s);   /* in and out slots, half the VMEM */
   if (depth > 16) depth = 16;
   if (depth > cfg->dma_outstanding) depth = cfg->dma_outstanding;
@@ -87,8 +88,9 @@ static double stream_bw(const tpu_chip_config *cfg, int active, int64_t s) {
 static double ring(int p, double m, double a, double b) { return 2.0 * (p - 1) * (a + m / p / b); }
 
 int main(int argc, char **argv) {
-  static const char *const chips[] = { "tpu-v2-8", "tpu-v3-8" };
+  static const char *const chips[] = { "tpu-v2-8", "tpu-v3-8", "teach" };
   static const int64_t sizes[] = { 4096, 16384, 65536, 262144, 1048576, 4194304 };
+  static const int64_t small[] = { 64, 256, 1024, 4096, 16384 };   /* teach: 64 KiB of VMEM */
   FILE *csv = argc > 1 ? fopen(argv[1], "w") : NULL;
   if (argc > 1 && !csv) { perror(argv[1]); return 1; }
   if (csv) fprintf(csv, "chip,cores,transfer_bytes,gb_per_s_per_core,share_pct\n");
@@ -96,18 +98,19 @@ int main(int argc, char **argv) {
   printf("\n## HBM bandwidth of a streaming VPU op against the transfer size (timing level)\n\n");
   printf("| chip | cores streaming | transfer | GB/s per core | %% of the core's share | GB/s total |\n");
   printf("| --- | --- | --- | --- | --- | --- |\n");
-  for (int ci = 0; ci < 2; ci++) {
+  for (int ci = 0; ci < 3; ci++) {
     tpu_chip_config cfg;
     char err[256];
     if (tpu_chip_config_load(chips[ci], &cfg, err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); return 1; }
     const double share = cfg.hbm_bandwidth_gb_per_s / cfg.cores_per_chip;
     for (int active = 1; active <= cfg.cores; active += cfg.cores - 1)
-      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        const double bw = stream_bw(&cfg, active, sizes[i]) / 1e9, per = bw / active;
-        printf("| %s | %d | %lld KiB | %.1f | %.1f%% | %.1f |\n", chips[ci], active, (long long)sizes[i] / 1024, per,
-               100 * per / share, bw);
-        if (csv) fprintf(csv, "%s,%d,%lld,%.3f,%.2f\n", chips[ci], active, (long long)sizes[i], per, 100 * per / share);
-        if (sizes[i] >= 1048576 && per < 0.9 * share) ok = false;
+      for (size_t i = 0; i < 6 - (ci == 2); i++) {
+        const int64_t sz = ci == 2 ? small[i] : sizes[i];
+        const double bw = stream_bw(&cfg, active, sz) / 1e9, per = bw / active;
+        printf("| %s | %d | %lld %s | %.2f | %.1f%% | %.2f |\n", chips[ci], active,
+               (long long)(sz >= 1024 ? sz / 1024 : sz), sz >= 1024 ? "KiB" : "B", per, 100 * per / share, bw);
+        if (csv) fprintf(csv, "%s,%d,%lld,%.3f,%.2f\n", chips[ci], active, (long long)sz, per, 100 * per / share);
+        if (sz >= 1048576 && per < 0.9 * share) ok = false;
       }
   }
   printf("\ngoal: >= 90%% of the core's share (chip bandwidth / cores per chip) from 1 MiB on: %s\n",
