@@ -11,13 +11,16 @@
 **      core gets when every core streams). Goal: >= 90% of the share for
 **      transfers of 1 MiB and more, one core and all.
 **   2. all-reduce time against bytes and cores beside the alpha-beta
-**      formula of the algorithm the engine names (computed here).
+**      formula of the algorithm the engine names (computed here);
+**   3. a GEMM grid: the roofline's bound verdict beside the engine's
+**      (tpu_sim_result_bound), with the weight_load share.
 ** Timing level, deterministic: these are simulated figures, not host times.
 ** With a file argument it also writes the bandwidth table as CSV there.
 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/sim.h"
 #include "tests/test_util.h"
@@ -85,6 +88,46 @@ static double stream_bw(const tpu_chip_config *cfg, int active, int64_t s) {
   return 2.0 * (double)total * active / t;
 }
 
+/* 3. A GEMM grid as `tpusim matmul --cores 2` runs it (one chip of two
+** cores): the roofline's verdict beside the engine's; true when they agree. */
+static bool gemm_grid(void) {
+  static const int64_t Ms[] = { 16, 64, 256, 512, 1024, 4096 };
+  static const int64_t NK[][2] = { { 512, 512 }, { 2048, 2048 }, { 256, 4096 }, { 4096, 256 } };
+  tpu_chip_config cfg;
+  char err[256];
+  if (tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err) != TPU_OK ||
+      tpu_chip_config_set(&cfg, "cores=2", err, sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
+  tpu_chip_peaks pk;
+  tpu_chip_peaks_of(&cfg, &pk);
+  printf("\n## Bound verdicts on a GEMM grid (tpu-v2-8, one chip of 2 cores, operands from HBM)\n\n");
+  printf("| M | N | K | intensity / ridge | roofline | engine | weight_load share | agree |\n");
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  bool all = true;
+  for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
+    for (size_t j = 0; j < sizeof NK / sizeof NK[0]; j++) {
+      tpu_sim_program *p;
+      double bytes;
+      if (tpu_sim_gemm_program(&cfg, 2, Ms[i], NK[j][0], NK[j][1], TPU_PREC_BF16, NULL, NULL, &p, &bytes, err,
+                               sizeof err) != TPU_OK) { fprintf(stderr, "%s\n", err); exit(1); }
+      tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+      tpu_sim_result *r;
+      if (tpu_sim_run(&cfg, p, &o, &r) != TPU_OK) { fprintf(stderr, "%s\n", tpu_sim_program_error(p)); exit(1); }
+      const double x = 2.0 * (double)Ms[i] * (double)NK[j][0] * (double)NK[j][1] / bytes / pk.ridge_flops_per_byte;
+      const char *roof = x < 1 ? "memory" : "compute", *eng = tpu_sim_result_bound(r);
+      tpu_sim_stalls st;
+      tpu_sim_result_stalls(r, -1, -1, &st);
+      const double wl = (double)st.cycles[TPU_SIM_WEIGHT_LOAD] / (2.0 * (double)tpu_sim_result_cycles(r));
+      const bool agree = !strcmp(roof, eng);
+      all &= agree;
+      printf("| %lld | %lld | %lld | %.2f | %s | %s | %.1f%% | %s |\n", (long long)Ms[i], (long long)NK[j][0],
+             (long long)NK[j][1], x, roof, eng, 100 * wl, agree ? "yes" : "NO");
+      tpu_sim_result_destroy(r);
+      tpu_sim_program_destroy(p);
+    }
+  printf("\nverdicts agree on every point: %s\n", all ? "yes" : "NO");
+  return all;
+}
+
 static double ring(int p, double m, double a, double b) { return 2.0 * (p - 1) * (a + m / p / b); }
 
 int main(int argc, char **argv) {
@@ -137,6 +180,7 @@ int main(int argc, char **argv) {
              tpu_sim_collective_algorithm(&c, TPU_SIM_ALL_REDUCE, alg, sizeof alg));
       if (got != (uint64_t)ceil(want)) ok = false;
     }
+  ok &= gemm_grid();
   if (csv) fclose(csv);
   return ok ? 0 : 1;
 }
