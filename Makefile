@@ -173,13 +173,14 @@ uninstall:
 
 # The pictures in the docs, regenerated from the commands the docs print.
 # The exercises' pictures are docs/TEACHING.md's commands, exactly.
-docs-images: tpusim
+docs-images: tpusim $(B)/tests/bench_hbm
+	$(B)/tests/bench_hbm build/hbm.csv > /dev/null && gnuplot -e "csv='build/hbm.csv'; out='docs/hbm-bandwidth.png'" docs/hbm-bandwidth.gp
 	$(BIN) viz --chip teach --headless --cycle 1752 --png docs/viz-teach.png
 	$(BIN) viz --headless --cycle 2600 --png docs/viz-128.png
 	@mkdir -p docs/teaching
 	$(BIN) viz --cores 1 --m 8 --n 256 --k 256 --headless --cycle 1300 --png docs/teaching/ex1-batch8.png
 	$(BIN) viz --cores 1 --m 512 --n 256 --k 256 --headless --cycle 1900 --png docs/teaching/ex1-batch512.png
-	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 5180 --png docs/teaching/ex2-n130.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 4567 --png docs/teaching/ex2-n130.png
 	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 1250 --png docs/teaching/ex3-bf16x3.png
 	$(BIN) viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png docs/teaching/ex4-infeed.png
 	$(BIN) viz --chip teach --model mlp --batch 64 --headless --png docs/teaching/ex5-allreduce.png

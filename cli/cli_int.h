@@ -196,6 +196,7 @@ void cli_chip_cut(tpu_chip_config *chip, int cores);
 ** ================================================================== */
 typedef struct cli_matmul_opts {
   long m, n, k, seed, cores, threads;
+  long mem_limit_mib;                /* --mem-limit: 0 means the machine's available memory */
   const char *a, *b, *out, *trace;   /* --a, --b, --out, --trace */
   tpu_precision precision;
   tpu_fidelity level;

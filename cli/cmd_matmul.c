@@ -28,7 +28,8 @@ static const char HELP[] =
   "       tpusim matmul --a A.npy --b B.npy [options]\n\n"
   "Runs C = A.B (A is M x K, B is K x N, f32) through one core's MXU and reports\n"
   "cycles, MXU utilization, FLOP/s and the error against OpenBLAS sgemm.\n\n"
-  "  --m, --n, --k N        GEMM shape (1..65536 each; taken from --a/--b when given)\n"
+  "  --m, --n, --k N        GEMM shape (1..2147483647 each; taken from --a/--b when given;\n"
+  "                         1..65536 with --cores)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (f32 via 3 or 6 passes)\n"
   "  --level L              pe (every cell, every cycle), tile (default: exact cycles by\n"
   "                         formula, bits by the fast kernel) or timing (cycles only)\n"
@@ -39,7 +40,10 @@ static const char HELP[] =
   "                         reports the stall breakdown and the roofline position\n"
   "                         (docs/PROGRAMS.md)\n"
   "  --threads N            host threads with --cores (default: the host's cores)\n"
-  "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n";
+  "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n"
+  "  --mem-limit MIB        the tile and pe levels hold A, B and C in memory: refuse a\n"
+  "                         shape needing more than this (default: the machine's\n"
+  "                         available memory); the timing level needs none\n";
 
 
 #define CMD "matmul"
@@ -63,7 +67,8 @@ static int parse(int argc, char **argv, cli_matmul_opts *o) {
   o->precision = TPU_PREC_BF16;
   o->level = TPU_FIDELITY_TILE;
   const cli_opt opts[] = {
-    CLI_LONG("m", &o->m, 1, 65536), CLI_LONG("n", &o->n, 1, 65536), CLI_LONG("k", &o->k, 1, 65536),
+    CLI_LONG("m", &o->m, 1, INT_MAX), CLI_LONG("n", &o->n, 1, INT_MAX), CLI_LONG("k", &o->k, 1, INT_MAX),
+    CLI_LONG("mem-limit", &o->mem_limit_mib, 1, LONG_MAX / 2097152),
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("cores", &o->cores, 1, 16),
     CLI_LONG("threads", &o->threads, 1, 1024),
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("level", OPT_LEVEL, NULL),
@@ -91,6 +96,37 @@ static int check(const cli_matmul_opts *o) {
   }
   if (o->trace || o->threads)
     return cli_usage_error(CMD, "--trace and --threads go with --cores (one core runs no engine)");
+  return 0;
+}
+
+/* The machine's available memory in bytes (MemAvailable), or 0 if unknown. */
+static double available_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  double kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+  fclose(f);
+  return kb * 1024.0;
+}
+
+/* The tile and pe levels hold the operands: the memory a run needs is
+** computed before anything is allocated, and a run needing more than the
+** limit is refused (exit 2) with the figure. 0 when it fits. */
+static int check_memory(const cli_matmul_opts *o) {
+  if (o->level == TPU_FIDELITY_TIMING || o->cores) return 0;
+  const double m = (double)o->m, n = (double)o->n, k = (double)o->k;
+  const double parts = o->precision == TPU_PREC_BF16 && o->level == TPU_FIDELITY_TILE ? 0 : tpu_precision_parts(o->precision);
+  /* A, B, C and the sgemm reference in f32, and the operands' bf16 parts */
+  const double need = 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
+  const double limit = o->mem_limit_mib ? (double)o->mem_limit_mib * 1048576.0 : available_bytes();
+  if (limit > 0 && need > limit)
+    return cli_usage_error(CMD, "%ld x %ld x %ld at --level %s needs %.3g GiB (A, B, C and the reference in f32%s), "
+                           "more than the limit of %.3g GiB (%s); use --level timing (cycles only, no memory) or "
+                           "a smaller shape", o->m, o->n, o->k, tpu_fidelity_name(o->level), need / 1073741824.0,
+                           parts ? ", and the operands' bf16 parts" : "", limit / 1073741824.0,
+                           o->mem_limit_mib ? "--mem-limit" : "the machine's available memory; --mem-limit MIB sets another");
   return 0;
 }
 /* }================================================================== */
@@ -159,8 +195,8 @@ static int load_npy(cli_matmul_opts *o, mm_run *r) {
   long *given[3] = { &o->m, &o->n, &o->k };
   static const char *const names[3] = { "--m", "--n", "--k" };
   for (int j = 0; j < 3; j++) {
-    if (dims[j] < 1 || dims[j] > 65536)
-      return cli_usage_error(CMD, "%s: dimension %ld out of range 1..65536", j == 1 ? o->b : o->a, dims[j]);
+    if (dims[j] < 1 || dims[j] > INT_MAX)
+      return cli_usage_error(CMD, "%s: dimension %ld out of range 1..%d", j == 1 ? o->b : o->a, dims[j], INT_MAX);
     if (*given[j] && *given[j] != dims[j])
       return cli_usage_error(CMD, "%s %ld disagrees with the input files (%ld)", names[j], *given[j], dims[j]);
     *given[j] = dims[j];
@@ -257,8 +293,12 @@ static int matmul_run(const void *op, json_t **report) {
   tpu_chip_config chip;
   int rc;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check(&o))) return rc;
+  if (o.cores && (o.m > 65536 || o.n > 65536 || o.k > 65536))
+    return cli_usage_error(CMD, "--cores: --m, --n and --k must be 1..65536 (the engine's GEMM program holds "
+                           "them in HBM blocks); without --cores the timing level takes up to 2147483647");
   if (o.cores) return cli_matmul_cores(&chip, &o, report);
   mm_run r = { 0 };
+  if (!o.a && (rc = check_memory(&o))) return rc;
   if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
     if (!o.com.json) rc = report_text(&chip, &o, &r);
     else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");

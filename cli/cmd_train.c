@@ -442,6 +442,9 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   json_object_set_new(j, "stall", stall);
   json_object_set_new(j, "input_wait_fraction", json_real(m->fr[TPU_SIM_INFEED_WAIT]));
   json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT])));
+  char alg[512];
+  json_object_set_new(j, "all_reduce_algorithm",
+                      json_string(tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg)));
   json_object_set_new(j, "wall_s", json_real(t->wall));
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", t->hist);
@@ -464,6 +467,9 @@ static int report_text(const opts *o, const train_run *t, const summary *m) {
     printf("%s %.1f%%%s", tpu_sim_stall_name(k), m->fr[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
   }
   printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", m->fr[TPU_SIM_INFEED_WAIT] * 100, tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT]));
+  char alg[512];
+  if (t->chip.cores > 1)
+    printf("  all-reduce        %s\n", tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg));
   printf("  wall time         %.2f s\n", t->wall);
   return 0;
 }

@@ -17,7 +17,8 @@
 ** tiles, twice over for edge shapes) fits the core's VMEM. The report puts
 ** the run on the roofline: arithmetic intensity = 2MNK / HBM bytes the
 ** program moves, against the chip's ridge point (peak FLOP/s / HBM bytes/s);
-** and it says which the simulation found dominant, memory_wait or mxu_busy.
+** and it says which resource the simulation found bounding
+** (tpu_sim_result_bound: transfers in flight plus weight_load, or mxu_busy).
 ** The chip is cut to C cores (chips of min(cores_per_chip, C) cores, the
 ** largest divisor of C that fits), so idle cores do not dilute the report.
 */
@@ -95,6 +96,7 @@ typedef struct mc_figures {
   double time_s, flops, intensity, ridge, peak, attainable;
   tpu_sim_stalls s;
   bool mem_bound_sim;
+  uint64_t memory_busy;        /* cycles with a transfer in flight, over the cores */
   const char *roof;            /* "memory" or "compute" */
 } mc_figures;
 
@@ -109,7 +111,8 @@ static mc_figures figures(const cli_matmul_opts *o, const mc_run *r) {
   f.peak = f.pk.bf16_flops_per_core * r->cores / tpu_precision_passes(o->precision);
   f.attainable = fmin(f.peak, f.intensity * f.pk.hbm_bytes_per_s_per_chip * chips_used);
   tpu_sim_result_stalls(r->res, -1, -1, &f.s);
-  f.mem_bound_sim = f.s.cycles[TPU_SIM_MEMORY_WAIT] > f.s.cycles[TPU_SIM_MXU_BUSY];
+  f.mem_bound_sim = !strcmp(tpu_sim_result_bound(r->res), "memory");
+  f.memory_busy = tpu_sim_result_memory_busy(r->res, -1);
   f.roof = f.intensity < f.ridge ? "memory" : "compute";
   return f;
 }
@@ -153,9 +156,9 @@ static int report_text(const cli_matmul_opts *o, const mc_run *r) {
          f.intensity, f.ridge, f.roof);
   printf("  attainable        %.3f TFLOP/s (peak %.3f); achieved %.3f TFLOP/s\n", f.attainable / 1e12,
          f.peak / 1e12, f.flops / f.time_s / 1e12);
-  printf("  simulation        %s-bound (memory_wait %llu vs mxu_busy %llu cycles over the cores)\n",
-         f.mem_bound_sim ? "memory" : "compute", (unsigned long long)f.s.cycles[TPU_SIM_MEMORY_WAIT],
-         (unsigned long long)f.s.cycles[TPU_SIM_MXU_BUSY]);
+  printf("  simulation        %s-bound (transfers in flight %llu + weight_load %llu vs mxu_busy %llu cycles over "
+         "the cores)\n", f.mem_bound_sim ? "memory" : "compute", (unsigned long long)f.memory_busy,
+         (unsigned long long)f.s.cycles[TPU_SIM_WEIGHT_LOAD], (unsigned long long)f.s.cycles[TPU_SIM_MXU_BUSY]);
   if (r->A) printf("  error vs sgemm    max abs %.3g, max rel %.3g (normwise)\n", r->max_abs, r->max_rel);
   if (o->trace) printf("  trace             %s\n", o->trace);
   return 0;

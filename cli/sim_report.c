@@ -44,6 +44,9 @@ int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_confi
     bad |= json_array_append_new(st, e);
   }
   bad |= json_object_set_new(o, "steps", st);
+  char alg[512];
+  bad |= json_object_set_new(o, "all_reduce_algorithm",
+                             json_string(tpu_sim_collective_algorithm(chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg)));
   return bad ? -1 : 0;
 }
 
@@ -69,6 +72,9 @@ void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_confi
   for (int k = 0; k < TPU_SIM_NSTALL; k++)
     fprintf(to, " %9llu %5.1f%%", (unsigned long long)s.cycles[k], tot > 0 ? 100.0 * (double)s.cycles[k] / tot : 0);
   fputc('\n', to);
+  char alg[512];
+  if (chip->cores > 1)
+    fprintf(to, "  all-reduce        %s\n", tpu_sim_collective_algorithm(chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg));
 }
 
 int cli_sim_write_trace(const tpu_sim_result *r, const char *path) {

@@ -57,6 +57,14 @@
 ** (N-tile, pass, K-tile) is visited exactly once, and an array's tiles come
 ** in walk order (its schedule sees them so).
 **
+** K-split. A GEMM whose K exceeds the array is K-tiles summed into the same
+** accumulators one after another without a drain in between (the walk
+** below); a product split into several calls over K folds does the same
+** with tpu_mxu_gemm_acc (every tile adds), as the chip engine's K-fold
+** matmuls do. The timing level computes a GEMM's cycles in closed form
+** (mxu_gemm.c), equal to feeding every tile, so M, N and K may be as large
+** as an int holds.
+**
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
 ** accumulators hold any M), weight FIFO depth beyond double buffering.
 */
@@ -249,6 +257,15 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
                         tpu_precision prec, int M, int N, int K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out);
+/* The same with 'accumulate': C += A.B, the product's tiles added into C
+** in the accumulators one after another, every tile of the walk adding
+** (none overwrites), as a K-split GEMM's later K folds add into the
+** partial sums of the earlier ones without a drain in between. C must then
+** hold values at every fidelity but timing. The cycles are tpu_mxu_gemm's. */
+tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
+                            tpu_precision prec, int M, int N, int K,
+                            const float *A, const float *B, float *C, bool accumulate,
+                            tpu_mxu_gemm_result *out);
 /* }================================================================== */
 
 /* {==================================================================

@@ -79,10 +79,98 @@ static tpu_status do_tile(gemm_run *w, int array, const tpu_mxu_tile *t) {
   return TPU_OK;
 }
 
+/* {==================================================================
+** The timing level in closed form. An array's tiles in walk order are its
+** N-tiles one after another, each the passes' K-tiles: runs of identical
+** tiles. The schedule (mxu_sched.c) is a max-plus recurrence that, once
+** past the first tile (after which 'earliest' no longer binds), is shift
+** invariant: if feeding a block of tiles moved every time of the state by
+** the same D as feeding the same block before, every further copy of the
+** block moves it by D again. So a run of identical tiles, or a row of
+** identical N-tiles, is fed a few times until two copies move the state
+** alike, then the rest are added as multiples of D. The cycles are those
+** of feeding every tile (tests/check_mxu.c compares the two); the cost is
+** independent of the GEMM's size.
+** ================================================================== */
+typedef struct sched_mark { uint64_t loader_free, prev_stream, done; } sched_mark;
+static sched_mark mark_of(const tpu_mxu_sched *s) { return (sched_mark){ s->loader_free, s->prev_stream, s->done }; }
+/* The shift D when b - a == c - b on every field (and D > 0), else 0. */
+static uint64_t same_shift(sched_mark a, sched_mark b, sched_mark c) {
+  const uint64_t d = b.loader_free - a.loader_free;
+  if (d == 0 || c.loader_free - b.loader_free != d || b.prev_stream - a.prev_stream != d ||
+      c.prev_stream - b.prev_stream != d || b.done - a.done != d || c.done - b.done != d)
+    return 0;
+  return d;
+}
+static void shift(tpu_mxu_sched *s, uint64_t d, uint64_t copies) {
+  s->loader_free += d * copies;
+  s->prev_stream += d * copies;
+  s->done += d * copies;
+}
+
+/* 'count' identical tiles (m, k, n) through s. */
+static void sched_run(tpu_mxu_sched *s, int m, int k, int n, uint64_t count) {
+  sched_mark h[3] = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };
+  uint64_t i = 0;
+  for (; i < count; i++) {
+    tpu_mxu_sched_tile(s, m, k, n, 0, NULL);
+    h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
+    uint64_t d;
+    if (i >= 2 && (d = same_shift(h[0], h[1], h[2])) != 0) {
+      const uint64_t rest = count - i - 1;
+      shift(s, d, rest);
+      s->tiles += rest;
+      s->macs += rest * (uint64_t)m * (uint64_t)k * (uint64_t)n;
+      s->useful_cells_cycles += rest * (uint64_t)m * (uint64_t)k * (uint64_t)n;
+      return;
+    }
+  }
+}
+
+/* One N-tile of width n: every pass's K-tiles (full ones, then the rest). */
+static void sched_ntile(tpu_mxu_sched *s, int rows, int passes, int M, int K, int n) {
+  for (int p = 0; p < passes; p++) {
+    if (K / rows) sched_run(s, M, rows, n, (uint64_t)(K / rows));
+    if (K % rows) sched_run(s, M, K % rows, n, 1);
+  }
+}
+
+/* Array a's cycles: its full N-tiles (fast-forwarded by copies), then the
+** partial last N-tile when it falls to a. */
+static void sched_array(tpu_mxu_sched *s, const tpu_mxu_config *cfg, int mxus, int a, int passes, int M, int N,
+                        int K) {
+  const int64_t full = N / cfg->cols, ntiles = (N + cfg->cols - 1) / cfg->cols;
+  const int64_t mine = full > a ? (full - a + mxus - 1) / mxus : 0;   /* full N-tiles nt = a, a + mxus, ... */
+  sched_mark h[3] = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };
+  for (int64_t i = 0; i < mine; i++) {
+    sched_ntile(s, cfg->rows, passes, M, K, cfg->cols);
+    h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
+    uint64_t d;
+    if (i >= 2 && (d = same_shift(h[0], h[1], h[2])) != 0) {
+      const uint64_t rest = (uint64_t)(mine - i - 1);
+      const uint64_t per = (uint64_t)passes * (uint64_t)((K + cfg->rows - 1) / cfg->rows);
+      shift(s, d, rest);
+      s->tiles += rest * per;
+      s->macs += rest * (uint64_t)passes * (uint64_t)M * (uint64_t)K * (uint64_t)cfg->cols;
+      s->useful_cells_cycles = s->macs;
+      break;
+    }
+  }
+  if (ntiles > full && (ntiles - 1) % mxus == a) sched_ntile(s, cfg->rows, passes, M, K, N % cfg->cols);
+}
+/* }================================================================== */
+
 tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
                         tpu_precision prec, int M, int N, int K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out) {
+  return tpu_mxu_gemm_acc(cfg, mxus, level, prec, M, N, K, A, B, C, false, out);
+}
+
+tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
+                            tpu_precision prec, int M, int N, int K,
+                            const float *A, const float *B, float *C, bool accumulate,
+                            tpu_mxu_gemm_result *out) {
   if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > 8) return TPU_ERR_CONFIG;
   if (M < 1 || N < 1 || K < 1 || (unsigned)prec > TPU_PREC_BF16X6) return TPU_ERR_CONFIG;
   if (level != TPU_FIDELITY_TIMING && (!A || !B || !C)) return TPU_ERR_CONFIG;
@@ -109,6 +197,15 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
     if (level == TPU_FIDELITY_PE && (st = tpu_mxu_create(cfg, &w.pe[a])) != TPU_OK) goto done;
   }
 
+  if (level == TPU_FIDELITY_TIMING) {   /* the same cycles as the walk below, in closed form */
+    for (int a = 0; a < mxus; a++) {
+      sched_array(&w.sched[a], cfg, mxus, a, tpu_precision_passes(prec), M, N, K);
+      w.res.tiles += w.sched[a].tiles;
+      w.res.macs += w.sched[a].macs;
+    }
+    w.res.weight_loads = w.res.tiles;
+    goto cycles;
+  }
   tpu_mxu_walk wk;
   tpu_mxu_walk_tile wt;
   tpu_mxu_walk_init(&wk, cfg, mxus, prec, M, N, K);
@@ -120,11 +217,12 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
       .act = Aq ? Aq + wt.k0 : NULL, .lda = K,
       .w = Bq ? Bq + (size_t)wt.k0 * (size_t)N + (size_t)wt.n0 : NULL, .ldw = N,
       .out = C ? C + wt.n0 : NULL, .ldo = N,
-      .accumulate = !wt.first,
+      .accumulate = accumulate || !wt.first,
     };
     if ((st = do_tile(&w, wt.array, &t)) != TPU_OK) goto done;
   }
 
+cycles:;
   uint64_t cycles = 0;
   for (int a = 0; a < mxus; a++) {
     uint64_t c = level == TPU_FIDELITY_PE ? tpu_mxu_run(w.pe[a]) : w.sched[a].done;

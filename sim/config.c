@@ -58,11 +58,15 @@ static const key_def KEYS[] = {
   { "ici.link_gbit_per_s",     K_DBL,  F(ici_link_gbit_per_s), 0, 0, 1e7, true, false },
   { "ici.latency_ns",          K_DBL,  F(ici_latency_ns), 0, 0, 1e7, false, false },
   { "ici.topology",            K_TOPO, F(ici_topology), 0, 0, 0, false, false },
+  { "dma.outstanding",         K_INT,  F(dma_outstanding), 0, 1, 4096, false, true },
+  { "dma.request_bytes",       K_I64,  F(dma_request_bytes), 0, 1, 16777216, false, true },
+  { "onchip.link_gbit_per_s",  K_DBL,  F(onchip_link_gbit_per_s), 0, 0, 1e7, true, true },
+  { "onchip.latency_ns",       K_DBL,  F(onchip_latency_ns), 0, 0, 1e7, false, true },
 };
 #undef F
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 /* Objects that group keys; anything else that is an object is an error. */
-static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici" };
+static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici", "dma", "onchip" };
 
 static void seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t cap, const char *fmt, ...) {
@@ -95,7 +99,7 @@ static bool parse_topology(const char *s, tpu_ici_topology *out) {
 }
 tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg) {
   if (cfg->ici_topology != TPU_ICI_AUTO) return cfg->ici_topology;
-  return cfg->cores <= 8 ? TPU_ICI_RING : TPU_ICI_TORUS;
+  return cfg->cores / cfg->cores_per_chip >= 4 ? TPU_ICI_TORUS : TPU_ICI_RING;
 }
 
 /* What a key allows, for messages. */
@@ -232,7 +236,13 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
     }
     has_base = true;
   }
+  if (!has_base) cfg.dma_outstanding = -1, cfg.dma_request_bytes = -1, cfg.onchip_link_gbit_per_s = -1,
+                 cfg.onchip_latency_ns = -1;   /* "absent": filled below from the other keys */
   if (!walk(&c, &cfg, j.root, "")) goto done;
+  if (cfg.dma_outstanding < 0) cfg.dma_outstanding = 16;
+  if (cfg.dma_request_bytes < 0) cfg.dma_request_bytes = 512;
+  if (cfg.onchip_link_gbit_per_s < 0) cfg.onchip_link_gbit_per_s = cfg.ici_link_gbit_per_s;
+  if (cfg.onchip_latency_ns < 0) cfg.onchip_latency_ns = cfg.ici_latency_ns;
   if (!has_base)
     for (size_t i = 0; i < NKEYS; i++)
       if (!c.seen[i] && !KEYS[i].optional) {
@@ -309,10 +319,6 @@ tpu_status tpu_chip_config_validate(const tpu_chip_config *cfg, char *err, size_
   }
   if (cfg->cores % cfg->cores_per_chip != 0) {
     seterr(err, errcap, "key 'cores_per_chip': %d does not divide cores (%d)", cfg->cores_per_chip, cfg->cores);
-    return TPU_ERR_CONFIG;
-  }
-  if (cfg->ici_topology == TPU_ICI_TORUS && cfg->cores < 4) {
-    seterr(err, errcap, "key 'ici.topology': a torus needs at least 4 cores, the chip has %d", cfg->cores);
     return TPU_ERR_CONFIG;
   }
   return TPU_OK;

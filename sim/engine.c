@@ -4,21 +4,25 @@
 ** at the top of sim/sim_int.h.
 **
 ** Units and their models (times in core cycles):
-**   DMA        start = max(inputs ready, previous DMA done). The transfer
-**              joins its chip's HBM pool after the HBM latency; while n
-**              transfers are in the pool each receives bandwidth/n bytes per
-**              cycle; it ends at the first whole cycle by which it has all
-**              its bytes.
+**   DMA        issued at max(inputs ready, the previous DMA's issue) once
+**              the core has fewer than dma.outstanding in flight (else when
+**              one completes). The transfer joins its chip's HBM pool after
+**              the HBM latency; the cores with transfers in the pool share
+**              the bandwidth fairly (each at most dma.request_bytes a
+**              cycle), a core's transfers its share evenly; it ends at the
+**              first whole cycle by which it has all its bytes.
 **   MXU        each tile of the op's walk (tpu_mxu_walk, as tpu_mxu_gemm:
 **              N-tiles dealt round-robin to the core's arrays, passes,
 **              K-tiles) goes through that array's tpu_mxu_sched with
 **              'earliest' = inputs ready; the op is busy from its first
-**              weight load to one past its last result.
+**              weight load to one past its last result. A later K fold
+**              (k_fold) does not wait for the previous fold's drain.
 **   VPU        start = max(inputs ready, unit free); cycles from the VPU.
 **   INFEED     start = max(inputs ready, unit free); ends at max(start, the
 **              batch's ready cycle); [start, end) is an infeed stall.
 **   COLL       arrives at max(inputs ready, unit free); starts when the last
-**              core arrives; lasts tpu_sim_collective_cycles().
+**              core arrives; lasts tpu_sim_collective_cycles(): the
+**              hierarchical alpha-beta forms of coll_time().
 */
 #include <math.h>
 #include <stdio.h>
@@ -47,41 +51,100 @@ static void torus_shape(int n, int *rows, int *cols) {
   *cols = n / r;
 }
 
-uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes) {
-  const int n = cfg->cores;
-  if (n <= 1 || bytes <= 0) return 0;
-  const double clock_hz = cfg->clock_mhz * 1e6;
-  const double L = cfg->ici_link_gbit_per_s * 1e9 / 8.0 / clock_hz;   /* bytes per cycle per link */
-  const double lat = cfg->ici_latency_ns * cfg->clock_mhz / 1000.0;   /* cycles per hop */
-  const double B = (double)bytes;
-  double t;
-  if (tpu_ici_topology_resolve(cfg) == TPU_ICI_TORUS) {
-    int r, q;
-    torus_shape(n, &r, &q);              /* phases along rows (q members), then columns (r) */
-    switch (c) {
-    case TPU_SIM_ALL_REDUCE:
-      t = 2.0 * ((q - 1) * B / q / L + (q - 1) * lat + (r - 1) * (B / q) / r / L + (r - 1) * lat);
-      break;
-    case TPU_SIM_REDUCE_SCATTER:
-      t = (q - 1) * B / q / L + (q - 1) * lat + (r - 1) * (B / q) / r / L + (r - 1) * lat;
-      break;
-    case TPU_SIM_ALL_GATHER:
-      t = (q - 1) * B / L + (q - 1) * lat + (r - 1) * (q * B) / L + (r - 1) * lat;
-      break;
-    default:
-      t = B / L + (q - 1 + r - 1) * lat;
-      break;
-    }
-  } else {
-    switch (c) {
-    case TPU_SIM_ALL_REDUCE: t = 2.0 * (n - 1) / n * B / L + 2.0 * (n - 1) * lat; break;
-    case TPU_SIM_REDUCE_SCATTER: t = (double)(n - 1) / n * B / L + (n - 1) * lat; break;
-    case TPU_SIM_ALL_GATHER: t = (n - 1) * B / L + (n - 1) * lat; break;
-    default: t = B / L + (n - 1) * lat; break;   /* pipelined along the ring */
-    }
+/* The collective's plan: c cores per chip, p chips, the chips as r x q
+** (r = 1: a ring), and the link parameters in cycles and bytes per cycle. */
+typedef struct coll_plan {
+  int c, p, r, q;
+  double a_on, b_on;           /* on-chip hop: latency (cycles), bytes per cycle */
+  double a, b;                 /* ICI hop */
+  int h;                       /* slices sharing one ring direction: ceil(c / 2) */
+} coll_plan;
+
+static coll_plan plan_of(const tpu_chip_config *cfg) {
+  coll_plan k;
+  k.c = cfg->cores_per_chip;
+  k.p = cfg->cores / cfg->cores_per_chip;
+  k.r = 1;
+  k.q = k.p;
+  if (k.p > 1 && tpu_ici_topology_resolve(cfg) == TPU_ICI_TORUS) torus_shape(k.p, &k.r, &k.q);
+  const double hz = cfg->clock_mhz * 1e6;
+  k.a_on = cfg->onchip_latency_ns * cfg->clock_mhz / 1000.0;
+  k.b_on = cfg->onchip_link_gbit_per_s * 1e9 / 8.0 / hz;
+  k.a = cfg->ici_latency_ns * cfg->clock_mhz / 1000.0;
+  k.b = cfg->ici_link_gbit_per_s * 1e9 / 8.0 / hz;
+  k.h = (k.c + 1) / 2;
+  return k;
+}
+
+/* The alpha-beta cost of 'steps' steps of 'bytes' each over hops (a, b). */
+static double ab(double steps, double a, double bytes, double b) { return steps * (a + bytes / b); }
+
+/* Hierarchical collectives, in cycles, for n bytes per core (the textbook
+** alpha-beta forms; docs/PROGRAMS.md):
+**   all_reduce      on-chip ring reduce-scatter among the chip's c cores,
+**                   then each core's 1/c slice all-reduced among the p chips
+**                   (a ring, or on an r x q torus a ring along the rows then
+**                   along the columns, and back), the chip's slices on the
+**                   ring's two directions, then on-chip ring all-gather
+**   reduce_scatter  the first two stages' reduce-scatter halves
+**   all_gather      each core's n around its chip ring, then on-chip
+**   broadcast       pipelined along the chips, then along the chip's cores */
+static double coll_time(const coll_plan *k, tpu_sim_coll coll, double n) {
+  const int c = k->c, p = k->p, r = k->r, q = k->q;
+  const double h = k->h;
+  double t = 0;
+  switch (coll) {
+  case TPU_SIM_ALL_REDUCE:
+    t += 2 * ab(c - 1, k->a_on, n / c, k->b_on);
+    t += 2 * (ab(q - 1, k->a, h * n / c / q, k->b) + ab(r - 1, k->a, h * n / c / q / r, k->b));
+    break;
+  case TPU_SIM_REDUCE_SCATTER:
+    t += ab(c - 1, k->a_on, n / c, k->b_on);
+    t += ab(q - 1, k->a, h * n / c / q, k->b) + ab(r - 1, k->a, h * n / c / q / r, k->b);
+    break;
+  case TPU_SIM_ALL_GATHER:
+    t += ab(q - 1, k->a, h * n, k->b) + ab(r - 1, k->a, h * q * n, k->b);
+    t += ab(c - 1, k->a_on, p * n, k->b_on);
+    break;
+  default:
+    if (p > 1) t += n / k->b + (q - 1 + r - 1) * k->a;
+    if (c > 1) t += n / k->b_on + (c - 1) * k->a_on;
+    break;
   }
+  return t;
+}
+
+uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes) {
+  if (cfg->cores <= 1 || bytes <= 0) return 0;
+  const coll_plan k = plan_of(cfg);
+  const double t = coll_time(&k, c, (double)bytes);
   uint64_t cyc = (uint64_t)ceil(t - 1e-9 * t);
   return cyc ? cyc : 1;
+}
+
+const char *tpu_sim_collective_algorithm(const tpu_chip_config *cfg, tpu_sim_coll coll, char *buf, size_t cap) {
+  const coll_plan k = plan_of(cfg);
+  static const char *const NAMES[] = { "all-reduce", "all-gather", "reduce-scatter", "broadcast" };
+  const char *name = (unsigned)coll < 4 ? NAMES[coll] : "?";
+  char on[96] = "", ici[128] = "";
+  snprintf(on, sizeof on, "an on-chip ring of the chip's %d cores", k.c);
+  if (k.r > 1) snprintf(ici, sizeof ici, "a %dx%d 2-D torus of %d chips (rings along the rows, then the columns)", k.r, k.q, k.p);
+  else snprintf(ici, sizeof ici, "a ring of %d chips", k.p);
+  if (!buf || !cap) return "";
+  if (cfg->cores <= 1) snprintf(buf, cap, "%s: none (one core)", name);
+  else if (k.p == 1) snprintf(buf, cap, "%s %s over %s", coll == TPU_SIM_BROADCAST ? "pipelined" : "ring", name, on);
+  else if (k.c == 1) snprintf(buf, cap, "%s %s over %s", coll == TPU_SIM_BROADCAST ? "pipelined" : "ring", name, ici);
+  else if (coll == TPU_SIM_ALL_REDUCE)
+    snprintf(buf, cap, "hierarchical all-reduce: ring reduce-scatter over %s, ring all-reduce of each core's 1/%d "
+             "slice over %s (the slices on the two ring directions), ring all-gather over %s", on, k.c, ici, on);
+  else if (coll == TPU_SIM_REDUCE_SCATTER)
+    snprintf(buf, cap, "hierarchical reduce-scatter: ring reduce-scatter over %s, then of each core's 1/%d slice "
+             "over %s", on, k.c, ici);
+  else if (coll == TPU_SIM_ALL_GATHER)
+    snprintf(buf, cap, "hierarchical all-gather: ring all-gather over %s, then over %s", ici, on);
+  else
+    snprintf(buf, cap, "pipelined broadcast over %s, then over %s", ici, on);
+  return buf;
 }
 /* }================================================================== */
 
@@ -252,13 +315,12 @@ static tpu_status matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, cons
       for (int64_t j = 0; j < K; j++) bt[j * N + i] = b[i * K + j];
     b = bt;
   }
-  st = tpu_mxu_gemm(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
-                    (int)K, a, b, cm, NULL);
-  if (st != TPU_OK) goto out;
   float *d = c->val[o->dst - 1];
   const size_t n = (size_t)(M * N);
-  if (o->accumulate)
-    for (size_t i = 0; i < n; i++) cm[i] += d[i];
+  if (o->accumulate) memcpy(cm, d, n * sizeof *cm);   /* the accumulators hold the earlier folds' sums */
+  st = tpu_mxu_gemm_acc(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
+                        (int)K, a, b, cm, o->accumulate, NULL);
+  if (st != TPU_OK) goto out;
   store(D, d, cm, n);
 out:
   tpu_free(at);
@@ -376,35 +438,57 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   tpu_mxu_walk_tile t;
   tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, (int)D->rows, (int)D->cols,
                     (int)(o->trans_a ? A->rows : A->cols));
-  uint64_t first = UINT64_MAX, last = 0;
+  uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[8] = { 0 };
   while (tpu_mxu_walk_next(&w, &t)) {
     tpu_mxu_tile_times tt;
     tpu_mxu_sched_tile(&c->mxu[t.array], t.m, t.k, t.n, start, &tt);
     first = min_u64(first, tt.load_start);
     last = max_u64(last, tt.last_result + 1);
+    streaming[t.array] += (uint64_t)t.m;
+    streamed_end = max_u64(streamed_end, tt.stream_start + (uint64_t)t.m);
     if (r->events && !record_tile(c, i, &t, &tt))
       chip_fail(ch, TPU_ERR_NOMEM, "core %d: op %d ('%s'): out of memory for the event log", c->id, i, so->name);
   }
   c->busy[i] = c->mid[i] = first;
   c->end[i] = last;
+  /* Weight loads not hidden: from the first load to the last streamed row,
+  ** the cycles in which the busiest array was not streaming rows (each gap
+  ** in its streaming waits for a weight load; the fill and drain after the
+  ** last row count as computing). */
+  uint64_t most = 0;
+  for (int a = 0; a < r->cfg.mxus_per_core; a++) most = max_u64(most, streaming[a]);
+  c->wl[i] = streamed_end - first > most ? streamed_end - first - most : 0;
   if (r->opt.level != TPU_FIDELITY_TIMING) {
     tpu_status st = matmul_values(&r->cfg, c, so);
     if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
   }
 }
 
+/* True when matmul 'so' adds into the accumulators that the earlier matmul
+** 'prev' writes (and reads nothing else of it, nor orders after it): a later K fold of one product. Its tiles may then load and
+** stream while prev still drains, without waiting for prev's results: the
+** MXU runs them in order and each N-tile goes to the same array in both
+** (tpu_mxu_walk), so every result lands after prev's in its accumulator. */
+static bool k_fold(const sim_core_prog *cp, const sim_op *so, int prev) {
+  const tpu_sim_op *p = &cp->ops[prev].o;
+  return so->o.kind == TPU_SIM_MATMUL && so->o.accumulate && p->kind == TPU_SIM_MATMUL && p->dst == so->o.dst &&
+         so->o.a != p->dst && so->o.b != p->dst && so->o.after != prev + 1;
+}
+
 /* Tries to start the head op of unit u; true if it resolved or started. */
 static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u) {
   if (c->head[u] >= c->qn[u]) return false;
-  if (u == SIM_U_DMA && c->dma_op >= 0) return false;
+  if (u == SIM_U_DMA && c->nxf >= r->cfg.dma_outstanding) return false;
   if (u == SIM_U_COLL && c->coll_arrived >= 0) return false;
   const int i = c->q[u][c->head[u]];
   const sim_core_prog *cp = c->cp;
   const sim_op *so = &cp->ops[i];
   uint64_t ready = 0;
   for (int d = 0; d < so->ndeps; d++) {
-    const uint64_t e = c->end[cp->deps[so->dep0 + d]];
+    const int j = cp->deps[so->dep0 + d];
+    uint64_t e = c->end[j];
     if (e == SIM_UNRESOLVED) return false;
+    if (k_fold(cp, so, j)) e = c->start[j];
     if (e > ready) ready = e;
   }
   const bool values = r->opt.level != TPU_FIDELITY_TIMING;
@@ -441,14 +525,15 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
     if (values) infeed_values(r, c, so, b);
     break;
   }
-  case SIM_U_DMA:
-    c->dma_op = i;
-    c->dma_enter = start + (uint64_t)ceil(r->hbm_lat - 1e-9);
-    if (c->dma_enter < ch->tlast) c->dma_enter = ch->tlast;   /* proven not to happen; stay safe */
-    c->mid[i] = c->dma_enter;
-    c->dma_in_pool = false;
+  case SIM_U_DMA: {
+    sim_xfer *x = &c->xf[c->nxf++];
+    c->unit_free[u] = start;             /* issued in program order */
+    *x = (sim_xfer){ .op = i, .enter = start + (uint64_t)ceil(r->hbm_lat - 1e-9) };
+    if (x->enter < ch->tlast) x->enter = ch->tlast;   /* proven not to happen; stay safe */
+    c->mid[i] = x->enter;
     if (values) dma_values(c, so);
     break;
+  }
   case SIM_U_COLL:
     if (r->cores == 1) {                 /* nothing to wait for or move */
       c->end[i] = c->unit_free[u] = start;
@@ -472,38 +557,52 @@ static uint64_t next_pool_event(const tpu_sim_result *r, const sim_chip_rt *ch) 
   uint64_t t = SIM_UNRESOLVED;
   for (int k = 0; k < ch->n; k++) {
     const sim_core_rt *c = &r->core[ch->first + k];
-    if (c->dma_op >= 0) t = min_u64(t, c->dma_in_pool ? c->dma_fin : c->dma_enter);
+    for (int j = 0; j < c->nxf; j++) t = min_u64(t, c->xf[j].in_pool ? c->xf[j].fin : c->xf[j].enter);
   }
   return t;
 }
 
-/* Processes every pool event at cycle t: completions, then entries. */
+/* Processes every pool event at cycle t: the bytes received since the
+** last event, completions, entries; then the new rates. HBM is shared
+** fairly by the cores with transfers in the pool (each gets bandwidth /
+** cores, at most its engine's request rate), and a core's share evenly by
+** its transfers in the pool. */
 static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
-  const double bpc = r->bytes_per_cycle;
-  if (ch->nactive) ch->V += (double)(t - ch->tlast) * bpc / ch->nactive;
+  const double dt = (double)(t - ch->tlast);
   ch->tlast = t;
+  ch->nactive = 0;
   for (int k = 0; k < ch->n; k++) {
     sim_core_rt *c = &r->core[ch->first + k];
-    if (c->dma_op >= 0 && c->dma_in_pool && c->dma_fin <= t) {
-      c->end[c->dma_op] = c->unit_free[SIM_U_DMA] = t;
-      c->dma_op = -1;
-      c->dma_in_pool = false;
-      ch->nactive--;
+    int w = 0;
+    for (int j = 0; j < c->nxf; j++) {
+      sim_xfer *x = &c->xf[j];
+      if (x->in_pool) x->rem -= x->rate * dt;
+      if (x->in_pool && x->fin <= t) {   /* done: its slot is free from t */
+        c->end[x->op] = t;
+        c->unit_free[SIM_U_DMA] = max_u64(c->unit_free[SIM_U_DMA], t);
+        continue;
+      }
+      if (!x->in_pool && x->enter <= t) {
+        x->in_pool = true;
+        x->rem = (double)c->cp->ops[x->op].bytes;
+      }
+      c->xf[w++] = *x;                   /* keeps issue order */
     }
+    c->nxf = w;
+    c->npool = 0;
+    for (int j = 0; j < c->nxf; j++) c->npool += c->xf[j].in_pool;
+    ch->nactive += c->npool > 0;
   }
+  if (!ch->nactive) return;
+  const double core_rate = fmin(r->bytes_per_cycle / ch->nactive, r->core_bytes_per_cycle);
   for (int k = 0; k < ch->n; k++) {
     sim_core_rt *c = &r->core[ch->first + k];
-    if (c->dma_op >= 0 && !c->dma_in_pool && c->dma_enter <= t) {
-      c->dma_in_pool = true;
-      c->dma_target = ch->V + (double)c->cp->ops[c->dma_op].bytes;
-      ch->nactive++;
-    }
-  }
-  for (int k = 0; k < ch->n; k++) {
-    sim_core_rt *c = &r->core[ch->first + k];
-    if (c->dma_op >= 0 && c->dma_in_pool) {
-      const double x = (c->dma_target - ch->V) * ch->nactive / bpc;
-      c->dma_fin = t + (x <= 1e-9 ? 0 : (uint64_t)ceil(x - 1e-9 * x));
+    for (int j = 0; j < c->nxf; j++) {
+      sim_xfer *x = &c->xf[j];
+      if (!x->in_pool) continue;
+      x->rate = core_rate / c->npool;
+      const double cyc = x->rem / x->rate;
+      x->fin = t + (cyc <= 1e-9 ? 0 : (uint64_t)ceil(cyc - 1e-9 * cyc));
     }
   }
 }
@@ -641,6 +740,7 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
     tpu_free(k->log);
   }
   tpu_free_aligned(r->opmem);
+  tpu_free(r->xfmem);
   tpu_free_aligned(r->core);
   tpu_free_aligned(r->chip);
   tpu_free(r);
@@ -655,7 +755,8 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
 ** touched by the pool (setup_core). False when out of memory. */
 static bool alloc_ops(tpu_sim_result *r) {
   size_t total = 0;
-  for (int c = 0; c < r->cores; c++) total += 4 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
+  for (int c = 0; c < r->cores; c++) total += 5 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
+  r->xfmem = tpu_calloc((size_t)r->cores * (size_t)r->cfg.dma_outstanding, sizeof *r->xfmem);
   if (!(r->opmem = tpu_malloc_aligned(total * sizeof *r->opmem))) return false;
   uint64_t *m = r->opmem;
   for (int c = 0; c < r->cores; c++) {
@@ -664,7 +765,8 @@ static bool alloc_ops(tpu_sim_result *r) {
     r->core[c].end = m + n;
     r->core[c].busy = m + 2 * n;
     r->core[c].mid = m + 3 * n;
-    m += 4 * n;
+    r->core[c].wl = m + 4 * n;
+    m += 5 * n;
   }
   return true;
 }
@@ -676,11 +778,11 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
   c->id = id;
   c->chip = id / r->cfg.cores_per_chip;
   c->cp = cp;
-  c->dma_op = -1;
+  c->xf = r->xfmem + (size_t)id * (size_t)r->cfg.dma_outstanding;
   c->coll_arrived = -1;
   c->steps = tpu_calloc((size_t)r->nsteps, sizeof *c->steps);
   c->step_end = tpu_calloc((size_t)r->nsteps, sizeof *c->step_end);
-  if (!c->start || !c->steps || !c->step_end) return TPU_ERR_NOMEM;
+  if (!c->start || !r->xfmem || !c->steps || !c->step_end) return TPU_ERR_NOMEM;
   for (int i = 0; i < cp->nops; i++) c->end[i] = SIM_UNRESOLVED;
   for (int u = 0; u < SIM_NUNITS; u++) { c->q[u] = cp->uq[u]; c->qn[u] = cp->uqn[u]; }
   for (int a = 0; a < r->cfg.mxus_per_core; a++) tpu_mxu_sched_init(&c->mxu[a], &r->cfg.mxu);
@@ -740,6 +842,7 @@ static tpu_sim_result *new_result(const tpu_chip_config *cfg, tpu_sim_program *p
   r->chips = cfg->cores / cfg->cores_per_chip;
   r->bytes_per_cycle = cfg->hbm_bandwidth_gb_per_s * 1e9 / (cfg->clock_mhz * 1e6);
   r->hbm_lat = cfg->hbm_latency_ns * cfg->clock_mhz / 1000.0;
+  r->core_bytes_per_cycle = (double)cfg->dma_request_bytes;
   r->nsteps = 1;
   for (int c = 0; c < p->cores; c++)
     if (p->core[c].maxstep + 1 > r->nsteps) r->nsteps = p->core[c].maxstep + 1;
@@ -837,9 +940,9 @@ static tpu_status check_resolved(tpu_sim_result *r) {
   for (int c = 0; c < r->cores; c++) {
     const sim_core_rt *k = &r->core[c];
     for (int u = 0; u < SIM_NUNITS; u++)
-      if (k->head[u] < k->qn[u] || k->dma_op >= 0) {
+      if (k->head[u] < k->qn[u] || k->nxf > 0) {
         char lab[160];
-        int i = k->dma_op >= 0 ? k->dma_op : k->q[u][k->head[u]];
+        int i = k->nxf > 0 ? k->xf[0].op : k->q[u][k->head[u]];
         sim_seterr(r->p, "core %d: %s never started: the program deadlocks (a collective that some core "
                    "cannot reach?)", c, sim_op_label(k->cp, i, lab, sizeof lab));
         return TPU_ERR_RUNTIME;

@@ -11,15 +11,16 @@
 ** overrides; every value is validated once, here (docs/CHIPS.md). The
 ** engine runs a program (one instruction stream per core, ops on named
 ** buffers; docs/PROGRAMS.md) on five in-order units per core (DMA, MXU,
-** VPU, INFEED, COLLECTIVE), with HBM bandwidth shared by a chip's
-** transfers and collectives timed in closed form over the ICI ring or
-** torus. A matmul's tiles follow the MXU's tile walk (tpu_mxu_walk) through
+** VPU, INFEED, COLLECTIVE), each core's DMA engine keeping several
+** transfers in flight with HBM bandwidth shared fairly by a chip's cores,
+** and collectives timed in closed form: an on-chip ring among a chip's
+** cores, then the chips' ICI ring or 2-D torus. A matmul's tiles follow the MXU's tile walk (tpu_mxu_walk) through
 ** each array's schedule.
 **
 ** Invariants.
 **   - Every cycle of every core is in exactly one stall kind of the stall
-**     table (sim/stall.def: mxu_busy, vpu_busy, infeed_wait, memory_wait,
-**     collective_wait, idle, in that priority); per core and per step the
+**     table (sim/stall.def: mxu_busy, vpu_busy, weight_load, infeed_wait,
+**     memory_wait, collective_wait, idle, in that priority); per core and per step the
 **     kinds sum to the run's cycles (checked on every run).
 **   - Results, cycles and the event log do not depend on the number of host
 **     threads: chips advance in parallel between collectives and share
@@ -66,7 +67,12 @@ typedef struct tpu_chip_config {
   int64_t vmem_capacity_kib;       /* per core */
   double ici_link_gbit_per_s;      /* per link, per direction */
   double ici_latency_ns;           /* per hop */
-  tpu_ici_topology ici_topology;   /* AUTO: ring for <= 8 cores, 2-D torus beyond */
+  tpu_ici_topology ici_topology;   /* how the chips are linked; AUTO: a 2-D torus from 4 chips on, else a ring */
+  /* Added with issue #15 (optional in files: defaults below when absent). */
+  int dma_outstanding;             /* DMA transfers in flight per core (default 16) */
+  int64_t dma_request_bytes;       /* a core's DMA engine issues one request of this size per cycle (default 512) */
+  double onchip_link_gbit_per_s;   /* between two cores of one chip, per direction (default: the ICI link's) */
+  double onchip_latency_ns;        /* per on-chip hop (default: the ICI latency) */
 } tpu_chip_config;
 
 /* Peaks derived from a configuration (computed at report time). */
@@ -119,8 +125,9 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** core has five units that run their queues in program order: DMA, MXU, VPU,
 ** INFEED and COLLECTIVE; an op starts when its inputs are ready and its unit
 ** is free, and lasts as long as the unit's model says:
-**   dma        HBM latency, then its bytes at a fair share of the chip's HBM
-**              bandwidth (shared by the concurrent transfers of its cores)
+**   dma        up to dma.outstanding per core in flight; HBM latency, then
+**              its bytes at its core's fair share of the chip's HBM bandwidth
+**              (at most dma.request_bytes a cycle per core)
 **   matmul     its tiles in walk order (tpu_mxu_walk) through their arrays'
 **              tpu_mxu_sched (the core's arrays keep their state between
 **              ops, so weight loads overlap the previous op)
@@ -131,8 +138,8 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 **              torus timing over the ICI links; real numerics in a fixed
 **              summation order
 ** Every cycle of every core is classified by the stall table
-** (sim/stall.def), in its priority: mxu_busy, vpu_busy, infeed_wait,
-** memory_wait, collective_wait or idle; the kinds sum to the run's cycles
+** (sim/stall.def), in its priority: mxu_busy, vpu_busy, weight_load,
+** infeed_wait, memory_wait, collective_wait or idle; the kinds sum to the run's cycles
 ** on every core and every step (checked on every run). Results, cycles and
 ** event logs do not depend on the number of host threads.
 ** ================================================================== */
@@ -331,14 +338,27 @@ int      tpu_sim_result_steps(const tpu_sim_result *r);            /* 1 + the la
 ** step s-1 ops to the end of its step s ops (the last step to the end of
 ** the run). This function can't fail; out of range gives zeros. */
 void tpu_sim_result_stalls(const tpu_sim_result *r, int core, int step, tpu_sim_stalls *out);
+/* Cycles in which core 'core' (-1: summed over the cores) had a DMA in
+** flight, whatever else it did (the stall table counts only the cycles in
+** which nothing of higher priority ran as memory_wait). Can't fail. */
+uint64_t tpu_sim_result_memory_busy(const tpu_sim_result *r, int core);
+/* Which resource bounds the run, summed over the cores: "memory" when the
+** cores had transfers in flight (tpu_sim_result_memory_busy) plus weights
+** shifting in that compute did not hide (weight_load) for longer than the
+** MXUs computed (mxu_busy), else "compute". With transfers overlapping
+** compute, memory_wait alone says only what was not hidden; this compares
+** the two resources' occupancy. The roofline's verdict (intensity against
+** the ridge point) agrees on a grid of GEMMs (tests/check_sim.c). */
+const char *tpu_sim_result_bound(const tpu_sim_result *r);
 /* The cycle at which a core's step ends (its last op of that step is done). */
 uint64_t tpu_sim_result_step_end(const tpu_sim_result *r, int core, int step);
 /* Start and end (exclusive) cycle of op 'index' of 'core'. */
 void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index,
                              uint64_t *start, uint64_t *end);
 /* When op 'index' of 'core' makes its unit busy: a matmul's first weight
-** load (the stall accounting's mxu_busy interval is [busy, end)); the
-** start for the other kinds. 0 out of range. */
+** load (the stall accounting's matmul interval is [busy, end): its
+** weight_load part first, then mxu_busy); the start for the other kinds.
+** 0 out of range. */
 uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index);
 /* A buffer's final values (rows*cols floats, owned by r), or NULL at the
 ** timing level or for a bad handle. */
@@ -392,5 +412,10 @@ int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);
 /* The closed-form cycles of one collective of 'bytes' per core over all the
 ** chip's cores (what the engine charges once every core has arrived). */
 uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes);
+/* The algorithm tpu_sim_collective_cycles times for collective c on cfg, in
+** words ("hierarchical all-reduce: ring reduce-scatter over an on-chip ring
+** of the chip's 2 cores, ..."), written into buf; returns buf. This
+** function can't fail (the text is cut to cap). */
+const char *tpu_sim_collective_algorithm(const tpu_chip_config *cfg, tpu_sim_coll c, char *buf, size_t cap);
 /* }================================================================== */
 #endif /* TPU_SIM_H */

@@ -16,9 +16,12 @@
 **     the MXU, VPU and INFEED the end follows at once from the start (their
 **     models depend on nothing else). A DMA's end depends on the other
 **     transfers sharing its chip's HBM, and a collective's on every core.
-**   - HBM is processor-shared: the transfers in flight on a chip (after
-**     their latency) each progress at bandwidth / n. The chip processes
-**     transfer entries and completions in time order. It may process the
+**   - DMA: a core issues up to cfg.dma_outstanding transfers, in program
+**     order. HBM is shared fairly: the cores with transfers in their data
+**     phase (after the latency) each get bandwidth / cores, at most
+**     dma.request_bytes a cycle, split evenly among their transfers. Rates
+**     change only at entries and completions; the chip processes those in
+**     time order. It may process the
 **     event at time t only when nothing unresolved can start a transfer
 **     before t: everything unresolved waits, directly or not, on a transfer
 **     in flight (so starts no earlier than the earliest completion) or on a
@@ -44,8 +47,8 @@
 **     the threads did.
 **
 ** Not modelled: bank conflicts and addresses inside HBM or VMEM (a buffer is
-** a size), more than one outstanding DMA per core (the DMA unit is in
-** order), ICI contention between different collectives (they are in order),
+** a size), DMA issue out of program order, ICI contention between
+** different collectives (they are in order),
 ** HBM traffic of collectives, the cost of dequeuing an infeed batch beyond
 ** waiting for it (the data pipeline's ready time includes the transfer).
 */
@@ -133,6 +136,17 @@ typedef struct sim_slice { uint64_t a, b; int cat; } sim_slice;
 /* sim_core_rt and sim_chip_rt start on a cache line and fill whole lines
 ** (the arrays are allocated aligned): a chip's thread writes its own chip's
 ** and cores' fields only, and must not share a line with another chip's. */
+/* One DMA transfer in flight (engine.c): issued, waiting out the HBM
+** latency until 'enter', then in the pool receiving its bytes. */
+typedef struct sim_xfer {
+  int op;
+  bool in_pool;
+  uint64_t enter;              /* cycle it joins the HBM pool */
+  double rem;                  /* bytes still to arrive (in the pool) */
+  double rate;                 /* bytes per cycle it receives now (in the pool) */
+  uint64_t fin;                /* projected completion cycle (in the pool) */
+} sim_xfer;
+
 typedef struct sim_core_rt {
   _Alignas(64) int id;
   int chip;
@@ -142,18 +156,18 @@ typedef struct sim_core_rt {
   uint64_t *start, *end;       /* per op (in r->opmem); end SIM_UNRESOLVED until resolved */
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
   uint64_t *mid;               /* per op: tpu_sim_event.mid (DMA: joins the pool; COLL: all arrived) */
+  uint64_t *wl;                /* per op: a matmul's weight-load cycles not hidden (from busy on) */
   tpu_mxu_sched mxu[8];
   float **val;                 /* per buffer values (tile level), else NULL */
   int64_t infeed_next;
   int coll_arrived;            /* op index of the collective waiting at the barrier, -1 none */
   uint64_t coll_arrival;
-  int dma_op;                  /* the DMA in flight, -1 none */
-  uint64_t dma_enter;          /* cycle it joins the HBM pool */
-  bool dma_in_pool;
-  double dma_target;           /* virtual time at which it completes */
-  uint64_t dma_fin;            /* projected completion cycle */
+  sim_xfer *xf;                /* the DMA transfers in flight, [0, nxf); room for cfg.dma_outstanding */
+  int nxf;
+  int npool;                   /* of them in their data phase (in the HBM pool) */
   /* results */
   tpu_sim_stalls total;
+  uint64_t memory_busy;        /* cycles with a DMA in flight (the union of the DMA intervals) */
   tpu_sim_stalls *steps;       /* [nsteps] */
   uint64_t *step_end;          /* [nsteps] */
   sim_slice *slices; int nslices, capslices;   /* the sweep's states (with the log) */
@@ -168,9 +182,8 @@ typedef struct sim_core_rt {
 typedef struct sim_chip_rt {
   _Alignas(64) int first;      /* its cores: first .. first + n - 1 */
   int n;
-  double V;                    /* HBM virtual time: bytes each active transfer has received */
-  uint64_t tlast;
-  int nactive;
+  uint64_t tlast;              /* the last pool event processed */
+  int nactive;                 /* cores with a transfer in the pool */
   uint64_t horizon;
   bool progressed;
   char err[512];
@@ -187,9 +200,11 @@ struct tpu_sim_result {
   sim_chip_rt *chip;
   uint64_t cycles;
   double bytes_per_cycle, hbm_lat;
+  double core_bytes_per_cycle; /* one core's DMA engine: a request of dma.request_bytes a cycle */
   int coll_index;              /* collectives resolved so far */
   bool events;                 /* keep the event log */
-  uint64_t *opmem;             /* every core's start, end, busy and mid (alloc_ops) */
+  uint64_t *opmem;             /* every core's start, end, busy, mid and wl (alloc_ops) */
+  sim_xfer *xfmem;             /* every core's DMA slots (cores x dma.outstanding) */
 };
 
 /* stats.c: the sweep; fills core->total, steps, step_end and (with the

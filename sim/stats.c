@@ -23,10 +23,14 @@ typedef struct cursor {
   uint64_t a, b;               /* current merged interval; a = UINT64_MAX when none is left */
 } cursor;
 
+/* Op j's interval for the cursor's kind: a matmul's [busy, end) is split
+** into its weight-load part [busy, busy + wl) and its mxu_busy rest. */
 static void iv_of(const cursor *k, int j, uint64_t *a, uint64_t *b) {
   const int op = k->q[j];
   *a = k->c->busy[op];
   *b = k->c->end[op];
+  if (k->cat == TPU_SIM_WEIGHT_LOAD) *b = *a + k->c->wl[op];
+  else if (k->cat == TPU_SIM_MXU_BUSY) *a += k->c->wl[op];
 }
 
 /* Moves to the next non-empty merged interval. */
@@ -87,6 +91,9 @@ tpu_status sim_account(tpu_sim_result *r, int core) {
     next_merged(&k[nk++]);
   }
   step_ends(r, c);
+  cursor dma = { .c = c, .q = c->q[SIM_U_DMA], .n = c->qn[SIM_U_DMA], .cat = TPU_SIM_MEMORY_WAIT };
+  c->memory_busy = 0;
+  for (next_merged(&dma); dma.a != UINT64_MAX; next_merged(&dma)) c->memory_busy += dma.b - dma.a;
   memset(&c->total, 0, sizeof c->total);
   c->nslices = 0;
   uint64_t t = 0;
@@ -172,6 +179,20 @@ void tpu_sim_result_op_times(const tpu_sim_result *r, int core, int index, uint6
   if (core < 0 || core >= r->cores || index < 0 || index >= r->core[core].cp->nops) return;
   *start = r->core[core].start[index];
   *end = r->core[core].end[index];
+}
+
+uint64_t tpu_sim_result_memory_busy(const tpu_sim_result *r, int core) {
+  uint64_t sum = 0;
+  for (int c = 0; c < r->cores; c++)
+    if (core < 0 || core == c) sum += r->core[c].memory_busy;
+  return sum;
+}
+
+const char *tpu_sim_result_bound(const tpu_sim_result *r) {
+  tpu_sim_stalls s;
+  tpu_sim_result_stalls(r, -1, -1, &s);
+  return tpu_sim_result_memory_busy(r, -1) + s.cycles[TPU_SIM_WEIGHT_LOAD] > s.cycles[TPU_SIM_MXU_BUSY] ? "memory"
+                                                                                                        : "compute";
 }
 
 uint64_t tpu_sim_result_op_busy(const tpu_sim_result *r, int core, int index) {

@@ -235,20 +235,24 @@ START_TEST(Stall_bands_are_as_long_as_the_totals_say) {
 END_TEST
 
 /* One core, one tile, operands in HBM (the engine's GEMM program): the core
-** waits on memory until the operands land, then the MXU is busy from the
-** weight load to the last result, then the result goes back; nothing else. */
+** waits on memory until the operands land, then loads the weights (hidden
+** by nothing: weight_load), then the MXU is busy to the last result, then
+** the result goes back; nothing else. */
 START_TEST(Totals_follow_the_tile_formula) {
   tpu_viz *v = make("teach", 1, 8, 8, 8);
   const tpu_mxu_tile_times *tt;
   ck_assert_uint_eq(tpu_viz_tiles(v, NULL, &tt), 1);
   uint64_t tot[TPU_SIM_NSTALL];
   tpu_viz_totals(v, 0, tot);
-  TU_EQ_U64(tt[0].last_result + 1 - tt[0].load_start, tot[TPU_SIM_MXU_BUSY]);
-  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_SIM_MXU_BUSY], tot[TPU_SIM_MEMORY_WAIT]);
+  /* the unhidden weight load [load_start, stream_start) is weight_load, the rest of the tile mxu_busy */
+  TU_EQ_U64(tt[0].stream_start - tt[0].load_start, tot[TPU_SIM_WEIGHT_LOAD]);
+  TU_EQ_U64(tt[0].last_result + 1 - tt[0].stream_start, tot[TPU_SIM_MXU_BUSY]);
+  TU_EQ_U64(tpu_viz_total_cycles(v) - tot[TPU_SIM_MXU_BUSY] - tot[TPU_SIM_WEIGHT_LOAD], tot[TPU_SIM_MEMORY_WAIT]);
   TU_EQ_U64(0, tot[TPU_SIM_IDLE] + tot[TPU_SIM_VPU_BUSY] + tot[TPU_SIM_INFEED_WAIT] + tot[TPU_SIM_COLLECTIVE_WAIT]);
   /* the cycle before the load waits on memory, the load cycle is MXU work */
   ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start - 1), TPU_SIM_MEMORY_WAIT);
-  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_SIM_MXU_BUSY);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].load_start), TPU_SIM_WEIGHT_LOAD);
+  ck_assert_int_eq(tpu_viz_core_cat_at(v, 0, tt[0].stream_start), TPU_SIM_MXU_BUSY);
   ck_assert_int_eq(tpu_viz_unit_cat_at(v, 0, TPU_VIZ_UNIT_VPU, tt[0].load_start), TPU_SIM_IDLE);
 }
 END_TEST

@@ -70,7 +70,7 @@ expect_status 0 "$TPUSIM" matmul --help
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4
 expect_err_contains "give --m, --n and --k"
 expect_status 2 "$TPUSIM" matmul --m 0 --n 4 --k 4
-expect_err_contains "--m: expected an integer in 1..65536, got '0'"
+expect_err_contains "--m: expected an integer in 1..2147483647, got '0'"
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 99999999999999999999
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --precision fp8
 expect_err_contains "--precision: expected bf16, bf16x3 or bf16x6"
@@ -101,3 +101,18 @@ expect_err_contains "no/such/dir/c.npy: cannot write"
 [ ! -e no/such/dir/c.npy ] || die "partial output"
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --level timing --out x.npy
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --chip teach --set mxu.rows=2000
+# sizes as large as real training GEMMs: the timing level times 2^31 - 1 rows
+# in closed form; the tile level computes what it would hold first and
+# refuses, with the figure, beyond the limit (--mem-limit, default: the
+# machine's available memory)
+expect_status 0 "$TPUSIM" matmul --m 2147483647 --n 4096 --k 4096 --level timing --json
+echo "$OUT" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d['cycles'] == 128 + 1024 * 2147483647 + 127 + 127, d['cycles']" \
+  || die "2^31 - 1 rows: cycles not the first load, 1024 tiles of M rows, the drain: $OUT"
+expect_status 2 "$TPUSIM" matmul --m 100000 --n 1000 --k 1000 --mem-limit 100
+expect_err_contains "needs 1.12 GiB"
+expect_err_contains "more than the limit of 0.0977 GiB (--mem-limit)"
+expect_status 2 "$TPUSIM" matmul --m 2147483647 --n 65536 --k 65536
+expect_err_contains "the machine's available memory; --mem-limit MIB sets another"
+expect_status 2 "$TPUSIM" matmul --m 2147483648 --n 8 --k 8 --level timing
+expect_status 2 "$TPUSIM" matmul --m 65537 --n 8 --k 8 --cores 2 --level timing
+expect_err_contains "--cores: --m, --n and --k must be 1..65536"

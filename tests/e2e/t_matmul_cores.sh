@@ -6,7 +6,7 @@ check() {  # check FILE PYTHON-EXPR
   /usr/bin/python3 - "$1" "$2" <<'PY' || die "$2 in $(cat "$1")"
 import json, sys
 d = json.load(open(sys.argv[1]))
-keys = ["mxu_busy", "vpu_busy", "infeed_wait", "memory_wait", "collective_wait", "idle"]
+keys = ["mxu_busy", "vpu_busy", "weight_load", "infeed_wait", "memory_wait", "collective_wait", "idle"]
 assert sum(d["stall"][k] for k in keys) == d["cycles"] * d["cores"]
 assert len(d["per_core"]) == d["cores"]
 assert eval(sys.argv[2]), sys.argv[2]

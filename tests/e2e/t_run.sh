@@ -8,7 +8,7 @@ echo "$OUT" > r1.json
 /usr/bin/python3 - r1.json tr.json <<'PY' || die "report invariants"
 import json, sys
 r = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
-keys = ["mxu_busy", "vpu_busy", "infeed_wait", "memory_wait", "collective_wait", "idle"]
+keys = ["mxu_busy", "vpu_busy", "weight_load", "infeed_wait", "memory_wait", "collective_wait", "idle"]
 assert sorted(r["stall"]) == sorted(keys), r["stall"]
 assert sum(r["stall"].values()) == r["cycles"] * r["cores"]
 assert len(r["per_core"]) == 4

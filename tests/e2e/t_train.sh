@@ -17,7 +17,7 @@ d=json.load(open(sys.argv[1]))
 for k in ["val_accuracy","val_loss","test_accuracy","test_loss","sim_step_s","sim_step_cycles","images_per_s","mxu_utilization","stall","wall_s","history","params_hash","input_verdict"]:
     assert k in d, k
 st=d["stall"]
-assert sorted(st)==sorted(["mxu_busy","vpu_busy","memory_wait","infeed_wait","collective_wait","idle"]), st
+assert sorted(st)==sorted(["mxu_busy","vpu_busy","weight_load","memory_wait","infeed_wait","collective_wait","idle"]), st
 assert abs(sum(st.values())-1) < 1e-6, st
 assert d["test_accuracy"] > 0.5, d["test_accuracy"]
 assert 0 < d["mxu_utilization"] <= 1 and d["sim_step_s"] > 0
