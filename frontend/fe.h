@@ -192,9 +192,12 @@ typedef struct tpu_fe_opt_state {
 /* The engine program of one training step (train) or inference pass (!train)
 ** of model m, data-parallel over chip->cores cores with 'rows' samples per core,
 ** shapes only (run it at TPU_FIDELITY_TIMING). Every core's batch is ready at
-** infeed_ready_cycles (one infeed entry per core). On success *out is the
-** caller's (tpu_sim_program_destroy); on failure err says why (layer index,
-** op, bytes when VMEM cannot hold a tile). */
+** infeed_ready_cycles (one infeed entry per core). Core 0's program is built
+** and the other cores share it (tpu_sim_program_share). On success *out is
+** the caller's (tpu_sim_program_destroy); on failure err says why (layer
+** index, op, bytes when VMEM cannot hold a tile: TPU_ERR_CONFIG; a step too
+** large for the engine or the chip's HBM, from its shapes, before anything
+** is built: TPU_ERR_RANGE, see tpu_fe_step_size_of). */
 tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap);

@@ -2,10 +2,14 @@
 ** train_lower.c -- the timing path: the step plan of a model's training
 ** step (or inference pass; fe_int.h, frontend/plan.c) lowered into one
 ** chip-engine program per core (tpu_fe_step_program), and the step timing
-** on top of it (tpu_fe_time_step). Shapes only: the program is meant for
-** TPU_FIDELITY_TIMING; values never enter the timing.
+** on top of it (tpu_fe_time_step, tpu_fe_step_timer). Shapes only: the
+** program is meant for TPU_FIDELITY_TIMING; values never enter the timing.
 **
-** Every core runs the same program on its shard of 'rows' samples;
+** Every core runs the same program on its shard of 'rows' samples: core
+** 0's is built and the others share it (tpu_sim_program_share). Before
+** anything is built, the step's size is counted from the shapes (n_step:
+** the ops each lowering below adds, in closed form; n_tensors) and a step
+** the engine or the HBM cannot take is refused (check_size).
 ** lower_step() turns each plan step into ops, in the plan's order:
 **
 **   INFEED      the shard (and its labels) lands in HBM when the host-time

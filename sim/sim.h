@@ -285,7 +285,9 @@ tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_
 void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void *ud);
 
 /* Reads a JSON program (docs/PROGRAMS.md) for a chip of 'cores' cores.
-** 'file' names the source in messages. On error returns TPU_ERR_INPUT (or
+** 'file' names the source in messages. A program that would exceed
+** TPU_SIM_MAX_OPS or TPU_SIM_MAX_STEPS (its lists' lengths times repeat) is
+** refused before anything is built. On error returns TPU_ERR_INPUT (or
 ** TPU_ERR_NOMEM) and writes "FILE:LINE:COL: field 'ops[3].src': ..." into
 ** err; *out is NULL. */
 tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores,

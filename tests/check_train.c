@@ -1129,6 +1129,17 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
   }
 }
 END_TEST
+typedef struct timer_ctx { const tpu_fe_model *m; tpu_chip_config chip; } timer_ctx;
+static tpu_status timer_run(void *ctx) {
+  const timer_ctx *x = ctx;
+  char err[512];
+  tpu_fe_step_timer *tm = NULL;
+  tpu_fe_step_timing t;
+  tpu_status st = tpu_fe_step_timer_create(x->m, &x->chip, TPU_PREC_BF16, 4, true, 1, &tm, err, sizeof err);
+  if (!st) st = tpu_fe_step_timer_time(tm, 9, NULL, &t, err, sizeof err);
+  tpu_fe_step_timer_destroy(tm);
+  return st;
+}
 START_TEST(Step_timing_survives_every_allocation_failure) {
   tpu_chip_config chip = tu_chip("teach", 0);
   char err[512];
@@ -1153,6 +1164,9 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
   }
   ck_assert_msg(ok_seen && tu_fail_at > 50, "%d allocations", tu_fail_at);
   tpu_free(tb.s);
+  /* the step timer too: every failure is TPU_ERR_NOMEM, nothing leaks */
+  timer_ctx x = { &m, chip };
+  ck_assert_int_ge(tu_oom_sweep(20000, timer_run, &x), 50);
 }
 END_TEST
 /* }================================================================== */
