@@ -4,11 +4,10 @@
 ** where the cores' time went.
 **
 ** Numerics run through the chosen backend (fe_gemm, frontend/layers.c). The step's simulated
-** time does not depend on values, so it is computed once per distinct
-** situation (shard size, infeed ready time) by tpu_fe_time_step() -- the step
-** lowered into per-core programs and run on the chip engine at the timing
-** level -- and reused for every step in that situation; docs/TRAINING.md
-** says so.
+** time does not depend on values: the step is lowered into per-core
+** programs and run on the chip engine at the timing level once, and a step
+** whose batch is ready late is that step delayed by the wait
+** (tpu_fe_step_timer); docs/TRAINING.md says so.
 */
 #include <errno.h>
 #include <jansson.h>
@@ -182,6 +181,7 @@ typedef struct train_run {
   tpu_fe_feed_info fi;
   tpu_fe_dataset test;
   long steps, steps_avail;             /* per epoch: run, and in the training set */
+  tpu_fe_step_timer *timer;            /* the step on the engine */
   tpu_fe_step_timing tm, tm0;          /* the step's timing: now, and with no infeed wait */
   uint64_t tm_wait;                    /* the infeed wait 'tm' was timed with */
   double sum[TPU_SIM_NSTALL], sum_cycles, sum_macs, sum_cap;   /* over the steps run */
@@ -223,7 +223,8 @@ static int open_data(const opts *o, train_run *t) {
   /* synthetic data takes the model's input shape and classes */
   tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
                           .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
-                          .synthetic_shape = t->model.input, .synthetic_classes = ncls };
+                          .synthetic_shape = t->model.input, .synthetic_classes = ncls,
+                          .no_values = !t->numerics };
   if (t->numerics && ncls > 256)
     return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "
                            "(byte labels); --level timing takes any count", o->model, ncls);
@@ -241,20 +242,21 @@ static int open_data(const opts *o, train_run *t) {
   return 0;
 }
 
-/* Times the step for an infeed 'wait' (values never enter it, so a step is
-** timed once per distinct wait and reused; see the top of this file). */
-static tpu_status time_step(const opts *o, train_run *t, uint64_t wait, bool traced, tpu_fe_step_timing *out,
-                            char *err, size_t errcap) {
+/* Times the step for an infeed 'wait' (values never enter it; see the top
+** of this file). */
+static tpu_status time_step(train_run *t, uint64_t wait, bool traced, tpu_fe_step_timing *out, char *err,
+                            size_t errcap) {
   const tpu_fe_step_trace tr = { .out = &t->tb, .step = (long)t->gstep, .t0_us = t->sim_time * 1e6 };
-  return tpu_fe_time_step(&t->model, &t->tchip, o->prec, (int)(o->batch / t->cores), true, wait, (int)o->threads,
-                          out, traced ? &tr : NULL, err, errcap);
+  return tpu_fe_step_timer_time(t->timer, wait, traced ? &tr : NULL, out, err, errcap);
 }
 
 /* The trainer (from the checkpoint with --resume), the CSV header, the
 ** trace's metadata and the banner. */
 static int start(const opts *o, train_run *t) {
   char err[1024];
-  tpu_status st = time_step(o, t, 0, false, &t->tm0, err, sizeof err);
+  tpu_status st = tpu_fe_step_timer_create(&t->model, &t->tchip, o->prec, (int)(o->batch / t->cores), true,
+                                           (int)o->threads, &t->timer, err, sizeof err);
+  if (!st) st = time_step(t, 0, false, &t->tm0, err, sizeof err);
   if (st) return cli_fail(CMD, st, "%s: %s", o->model, err);
   t->tm = t->tm0;
   tpu_fe_backend be = { .kind = o->backend, .mxu = t->chip.mxu, .mxus = t->chip.mxus_per_core, .prec = o->prec };
@@ -310,7 +312,7 @@ static int step(const opts *o, train_run *t, int ep, long s, double *loss, int *
   const uint64_t wait = (uint64_t)llround((ready_s - t->sim_time) * t->hz);
   const bool traced = o->trace && t->nsteps < 20;
   if (wait != t->tm_wait || traced) {
-    if ((st = time_step(o, t, wait, traced, &t->tm, err, sizeof err))) return cli_fail(CMD, st, "%s", err);
+    if ((st = time_step(t, wait, traced, &t->tm, err, sizeof err))) return cli_fail(CMD, st, "%s", err);
     t->tm_wait = wait;
   }
   *step_s = (double)t->tm.step_cycles / t->hz;
@@ -506,6 +508,7 @@ static int train_run_opts(const void *op, json_t **report) {
   int rc = train(o, &t, report);
   json_decref(t.hist);
   json_decref(t.ignored);
+  tpu_fe_step_timer_destroy(t.timer);
   if (t.numerics) tpu_fe_trainer_destroy(&t.tr);
   tpu_free(t.csv.s);
   tpu_free(t.tb.s);

@@ -214,12 +214,32 @@ typedef struct tpu_fe_opt_state {
 /* The engine program of one training step (train) or inference pass (!train)
 ** of model m, data-parallel over chip->cores cores with 'rows' samples per core,
 ** shapes only (run it at TPU_FIDELITY_TIMING). Every core's batch is ready at
-** infeed_ready_cycles (one infeed entry per core). On success *out is the
-** caller's (tpu_sim_program_destroy); on failure err says why (layer index,
-** op, bytes when VMEM cannot hold a tile). */
+** infeed_ready_cycles (one infeed entry per core). Core 0's program is built
+** and the other cores share it (tpu_sim_program_share). On success *out is
+** the caller's (tpu_sim_program_destroy); on failure err says why (layer
+** index, op, bytes when VMEM cannot hold a tile: TPU_ERR_CONFIG; a step too
+** large for the engine or the chip's HBM, from its shapes, before anything
+** is built: TPU_ERR_RANGE, see tpu_fe_step_size_of). */
 tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap);
+
+/* The size of that program, from the shapes alone (nothing is built): its
+** ops on each core (every core runs the same program) and the bytes of HBM
+** its whole tensors take on each core (activations and their gradients,
+** the parameters, their gradients and the optimizer state, all f32; the
+** tiles' views come on top). tpu_fe_step_program refuses, with
+** TPU_ERR_RANGE and these figures, before building anything, a step whose
+** ops over all the cores exceed TPU_SIM_MAX_OPS or whose tensors exceed a
+** chip's HBM. Errors: TPU_ERR_INPUT (no model, rows < 1), TPU_ERR_CONFIG
+** (VMEM too small for a tile), TPU_ERR_NOMEM. */
+typedef struct tpu_fe_step_size {
+  double ops_per_core;
+  double hbm_tensor_bytes_per_core;    /* the sum of the four below */
+  double activation_bytes, parameter_bytes, gradient_bytes, optimizer_state_bytes;
+} tpu_fe_step_size;
+tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                               bool train, tpu_fe_step_size *out);
 
 typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
@@ -249,6 +269,24 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
                         tpu_fe_step_timing *out, const tpu_fe_step_trace *trace,
                         char *err, size_t errcap);
+/* A step timer: the timing of one step for any number of infeed waits,
+** the step lowered and run on the engine once. The step's program does not
+** depend on the wait (its infeed queue does), and every op in it follows
+** the infeed: the first DMA waits for it, the DMA unit runs in program
+** order, and every other op reads what a DMA brought. So a batch ready W
+** cycles late delays the whole step by W, which every core spends in
+** infeed_wait: the timer runs the step once with the batch ready at once
+** and gives every other wait from that run, without running it again
+** (tests/check_train.c checks that this equals tpu_fe_time_step at that
+** wait, bit for bit, over models, chips and waits). A traced step is run
+** (the trace needs its events), reusing the program. The model must
+** outlive the timer. Errors: those of tpu_fe_time_step. */
+typedef struct tpu_fe_step_timer tpu_fe_step_timer;
+tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                    bool train, int threads, tpu_fe_step_timer **out, char *err, size_t errcap);
+tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cycles, const tpu_fe_step_trace *trace,
+                                  tpu_fe_step_timing *out, char *err, size_t errcap);
+void tpu_fe_step_timer_destroy(tpu_fe_step_timer *t);          /* NULL is a no-op */
 /* }================================================================== */
 
 /* {==================================================================
@@ -271,6 +309,9 @@ typedef struct tpu_fe_feed_opts {
   uint64_t seed;               /* shuffle and synthetic data */
   tpu_fe_shape synthetic_shape;/* synthetic: a sample's shape (zero: 28x28x1), e.g. the model's input */
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
+  bool no_values;              /* nothing will read the batches' values (--level timing): a synthetic
+                                  source without a pipeline file then makes none, only the host-time
+                                  model runs, and tpu_fe_feed_next gives *x and *y NULL */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;

@@ -33,6 +33,7 @@ struct tpu_fe_feed {
   int64_t per_epoch;           /* batches per epoch */
   bool fresh;                  /* each epoch a fresh iteration (no repeat stage) */
   int epoch, index;            /* position of the next batch */
+  int epochs;                  /* fresh iterations (without the real pipeline: the model's) */
   uint8_t *y;                  /* labels of the current batch */
 };
 
@@ -89,6 +90,11 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   tpu_status st;
   tpu_fe_feed *f = tpu_calloc(1, sizeof *f);
   if (!f) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  /* Timing only, synthetic data, the built-in pipeline: its shape, classes
+  ** and size are known without making a sample (the samples, n x H x W x C
+  ** bytes, are most of the time and memory of a timing-level run); the
+  ** host-time model alone says when each batch is ready. */
+  const bool model_only = o->no_values && !o->pipeline && !strcmp(o->data, "synthetic");
   if (o->pipeline) {
     if ((st = tpu_df_spec_load(o->pipeline, &spec, err, errcap)) != TPU_OK) goto out;
     /* the run's --batch is the batch: it replaces the file's batch_size */
@@ -110,9 +116,17 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   }
   f->fresh = tpu_df_spec_repeat_count(spec) == 0;
   if (f->fresh) TRY(tpu_df_spec_set_epochs(spec, o->epochs));
-  if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
-  tpu_df_get_info(f->df, &di);
+  if (model_only) {
+    tpu_df_source src;
+    if ((st = source_of(o, false, &src, err, errcap))) goto out;
+    di = (tpu_df_info){ .elements = src.n, .batches_per_epoch = src.n / o->global_batch, .epochs = o->epochs,
+                        .features = src.height * src.width * src.channels, .height = src.height, .width = src.width,
+                        .channels = src.channels, .classes = src.classes, .batch_size = o->global_batch };
+  } else {
+    if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
+    tpu_df_get_info(f->df, &di);
+  }
   if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
     snprintf(err, errcap, "%s: the pipeline repeats %lld times; training for %d epochs needs a repeat stage of at "
              "least that count", o->pipeline ? o->pipeline : "pipeline", (long long)di.epochs, o->epochs);
@@ -124,6 +138,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   f->batch = o->global_batch;
   f->classes = di.classes;
   f->per_epoch = di.batches_per_epoch;
+  f->epochs = o->epochs;
   if (!(f->y = tpu_malloc((size_t)f->batch))) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
   info->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   info->classes = di.classes;
@@ -148,7 +163,7 @@ void tpu_fe_feed_close(tpu_fe_feed *f) {
 }
 
 tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap) {
-  tpu_status st = tpu_df_seek(f->df, epoch, 0);
+  tpu_status st = f->df ? tpu_df_seek(f->df, epoch, 0) : TPU_OK;
   if (st != TPU_OK) snprintf(err, errcap, "cannot seek the pipeline to epoch %d: %s", epoch, tpu_df_errmsg(f->df));
   if (f->fresh) tpu_df_model_restart(f->model);
   f->epoch = epoch;
@@ -158,15 +173,25 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
 
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap) {
-  tpu_df_batch b;
-  tpu_status st = tpu_df_next(f->df, &b);
-  if (st != TPU_OK || b.size != f->batch) {
-    snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
-    return st != TPU_OK ? st : TPU_ERR_INPUT;
+  if (!f->df) {   /* the host-time model only (no_values) */
+    if (f->index == f->per_epoch) { f->epoch++; f->index = 0; }   /* the next fresh iteration */
+    if (f->epoch >= f->epochs || f->index >= f->per_epoch) {
+      snprintf(err, errcap, "the pipeline ran out of batches");
+      return TPU_ERR_INPUT;
+    }
+    *x = NULL;
+    *y = NULL;
+  } else {
+    tpu_df_batch b;
+    tpu_status st = tpu_df_next(f->df, &b);
+    if (st != TPU_OK || b.size != f->batch) {
+      snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
+      return st != TPU_OK ? st : TPU_ERR_INPUT;
+    }
+    for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
+    *x = b.x;
+    *y = f->classes <= 256 ? f->y : NULL;
   }
-  for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
-  *x = b.x;
-  *y = f->classes <= 256 ? f->y : NULL;
   double r = tpu_df_model_next(f->model, request_s);
   *ready_s = r < request_s ? request_s : r;
   f->index++;

@@ -2,10 +2,14 @@
 ** train_lower.c -- the timing path: the step plan of a model's training
 ** step (or inference pass; fe_int.h, frontend/plan.c) lowered into one
 ** chip-engine program per core (tpu_fe_step_program), and the step timing
-** on top of it (tpu_fe_time_step). Shapes only: the program is meant for
-** TPU_FIDELITY_TIMING; values never enter the timing.
+** on top of it (tpu_fe_time_step, tpu_fe_step_timer). Shapes only: the
+** program is meant for TPU_FIDELITY_TIMING; values never enter the timing.
 **
-** Every core runs the same program on its shard of 'rows' samples;
+** Every core runs the same program on its shard of 'rows' samples: core
+** 0's is built and the others share it (tpu_sim_program_share). Before
+** anything is built, the step's size is counted from the shapes (n_step:
+** the ops each lowering below adds, in closed form; n_tensors) and a step
+** the engine or the HBM cannot take is refused (check_size).
 ** lower_step() turns each plan step into ops, in the plan's order:
 **
 **   INFEED      the shard (and its labels) lands in HBM when the host-time
@@ -114,7 +118,13 @@ static const char *const ROLE[R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "
                                             "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
 
 typedef struct cbuf { int role, slot; int64_t r, c; int h; } cbuf;   /* a buffer by role, slot and shape */
-typedef struct bufcache { cbuf *v; int n, cap; } bufcache;
+/* The buffers made so far, and an index of them by key (open addressing:
+** 1 + the position in v, 0 empty), so that finding one costs O(1) however
+** many a section has (a GEMM keeps one cached block per slot). */
+typedef struct bufcache { cbuf *v; int n, cap; int *idx; int idxcap; } bufcache;
+/* An op name: "<section label> <what>", made once per section and 'what'. */
+typedef struct opname { const char *what; char name[112]; } opname;
+enum { NAMES = 16 };
 
 typedef struct lower {
   tpu_sim_program *p;
@@ -126,6 +136,8 @@ typedef struct lower {
   int64_t S;                   /* square tile edge, S*S <= Q */
   int sec;                     /* section number (VMEM names) */
   char label[64];              /* section label: "fwd 1 dense" */
+  opname names[NAMES];         /* this section's op names (add) */
+  int nnames;
   bufcache vmem_bufs;          /* this section's VMEM buffers */
   bufcache hbm_views;          /* HBM tiles by shape */
   int after;                   /* 1 + op the next DMA must wait for, or 0 */
@@ -157,6 +169,8 @@ static void lw_fail(lower *L, tpu_status st, const char *msg) {
 static void section(lower *L, const char *what, int i, const char *kind) {
   L->sec++;
   L->vmem_bufs.n = 0;
+  if (L->vmem_bufs.idx) memset(L->vmem_bufs.idx, 0, (size_t)L->vmem_bufs.idxcap * sizeof *L->vmem_bufs.idx);
+  L->nnames = 0;
   if (i >= 0) snprintf(L->label, sizeof L->label, "%s %d %s", what, i, kind);
   else snprintf(L->label, sizeof L->label, "%s", what);
 }
@@ -177,11 +191,43 @@ static void *grow(lower *L, void *arr, int n, int *cap, int first, size_t size) 
 ** HBM, the view "hbm 16x256" shared by every tile of that shape. Labels
 ** (R_LAB) get HBM views of their own: nothing writes them, so when the
 ** program is run at the tile level they stay valid class indices (zeros). */
+static uint32_t cbuf_hash(int role, int slot, int64_t r, int64_t c) {
+  uint64_t h = (uint64_t)role * 0x9e3779b97f4a7c15ull ^ (uint64_t)slot * 0xc2b2ae3d27d4eb4full;
+  h ^= (uint64_t)r * 0x165667b19e3779f9ull ^ (uint64_t)c * 0xd6e8feb86659fd93ull;
+  return (uint32_t)(tpu_mix64(h) >> 32);
+}
+/* Inserts v[n-1] into bc's index (grown to twice the entries); false when
+** out of memory (L failed). */
+static bool cache_index(lower *L, bufcache *bc) {
+  if (2 * bc->n > bc->idxcap) {
+    const int cap = bc->idxcap ? 2 * bc->idxcap : 64;
+    int *idx = tpu_calloc((size_t)cap, sizeof *idx);
+    if (!idx) { lw_fail(L, TPU_ERR_NOMEM, "out of memory"); return false; }
+    tpu_free(bc->idx);
+    bc->idx = idx;
+    bc->idxcap = cap;
+    for (int k = 0; k < bc->n - 1; k++) {   /* the others again */
+      const cbuf *v = &bc->v[k];
+      int i = (int)(cbuf_hash(v->role, v->slot, v->r, v->c) & (uint32_t)(cap - 1));
+      while (idx[i]) i = (i + 1) & (cap - 1);
+      idx[i] = k + 1;
+    }
+  }
+  const cbuf *v = &bc->v[bc->n - 1];
+  int i = (int)(cbuf_hash(v->role, v->slot, v->r, v->c) & (uint32_t)(bc->idxcap - 1));
+  while (bc->idx[i]) i = (i + 1) & (bc->idxcap - 1);
+  bc->idx[i] = bc->n;
+  return true;
+}
+
 static int cached(lower *L, bufcache *bc, tpu_sim_space space, int role, int slot, int64_t r, int64_t c) {
   if (L->st) return 0;
-  for (int i = 0; i < bc->n; i++) {
-    const cbuf *v = &bc->v[i];
-    if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
+  if (bc->idxcap) {
+    const int mask = bc->idxcap - 1;
+    for (int i = (int)(cbuf_hash(role, slot, r, c) & (uint32_t)mask); bc->idx[i]; i = (i + 1) & mask) {
+      const cbuf *v = &bc->v[bc->idx[i] - 1];
+      if (v->role == role && v->slot == slot && v->r == r && v->c == c) return v->h;
+    }
   }
   cbuf *v = grow(L, bc->v, bc->n, &bc->cap, 32, sizeof *v);
   if (!v) return 0;
@@ -194,7 +240,7 @@ static int cached(lower *L, bufcache *bc, tpu_sim_space space, int role, int slo
   int h = tpu_sim_buffer(L->p, L->core, name, space, TPU_SIM_F32, r, c);
   if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
   bc->v[bc->n++] = (cbuf){ role, slot, r, c, h };
-  return h;
+  return cache_index(L, bc) ? h : 0;
 }
 static int vbuf(lower *L, int role, int slot, int64_t r, int64_t c) {
   return cached(L, &L->vmem_bufs, TPU_SIM_VMEM, role, slot, r, c);
@@ -216,9 +262,17 @@ static int tensor(lower *L, const char *what, int i, int64_t r, int64_t c) {
 /* Appends op with the name "<section> <what>"; returns its index or -1. */
 static int add(lower *L, tpu_sim_op *op, const char *what) {
   if (L->st) return -1;
-  char nm[112];
-  snprintf(nm, sizeof nm, "%s %s", L->label, what);
-  op->name = nm;
+  /* the name, made once per section and 'what' (a literal or a VPU op's
+  ** name: the same pointer is the same text; a full table starts over) */
+  int k = 0;
+  while (k < L->nnames && L->names[k].what != what) k++;
+  if (k == L->nnames) {
+    if (k == NAMES) k = L->nnames = 0;
+    L->names[k].what = what;
+    snprintf(L->names[k].name, sizeof L->names[k].name, "%s %s", L->label, what);
+    L->nnames++;
+  }
+  op->name = L->names[k].name;
   int idx = -1;
   tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
   if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
@@ -277,14 +331,28 @@ static const char *dma_label(const char *what) {
   return !strcmp(what, "dW") ? "dW dma" : !strcmp(what, "dX") ? "dX dma" : "matmul dma";
 }
 
+/* A GEMM's tiles: mt x nt results over kt-deep slices, MB x NB x KB of
+** them; which operands stay in VMEM for the whole GEMM. */
+typedef struct tiling { int64_t mt, nt, kt, MB, NB, KB; bool cache_a, cache_b; } tiling;
+static tiling tiling_of(const lower *L, int64_t M, int64_t N, int64_t K) {
+  tiling t;
+  t.nt = min64(N, L->S);
+  t.kt = min64(K, L->S);
+  t.mt = extent(M, L->Q / max64(t.nt, t.kt));
+  t.kt = extent(K, L->Q / max64(t.mt, t.nt));
+  t.MB = (M + t.mt - 1) / t.mt;
+  t.NB = (N + t.nt - 1) / t.nt;
+  t.KB = (K + t.kt - 1) / t.kt;
+  t.cache_a = t.NB > 1 && M * K * 4 <= L->vmem / 8;
+  t.cache_b = t.MB > 1 && K * N * 4 <= L->vmem / 8;
+  return t;
+}
+
 static void run_gemm(lower *L, const gemm *g) {
-  const int64_t M = g->M, N = g->N, K = g->K, Q = L->Q;
-  int64_t nt = min64(N, L->S), kt = min64(K, L->S);
-  int64_t mt = extent(M, Q / max64(nt, kt));
-  kt = extent(K, Q / max64(mt, nt));
-  const int64_t MB = (M + mt - 1) / mt, NB = (N + nt - 1) / nt, KB = (K + kt - 1) / kt;
-  const bool cache_a = NB > 1 && M * K * 4 <= L->vmem / 8;
-  const bool cache_b = MB > 1 && K * N * 4 <= L->vmem / 8;
+  const int64_t M = g->M, N = g->N, K = g->K;
+  const tiling t = tiling_of(L, M, N, K);
+  const int64_t mt = t.mt, nt = t.nt, kt = t.kt, MB = t.MB, NB = t.NB, KB = t.KB;
+  const bool cache_a = t.cache_a, cache_b = t.cache_b;
   const int passes = tpu_precision_passes(L->prec);
   const char *w = dma_label(g->what);
   int slot = 0, cslot = 0;
@@ -463,7 +531,7 @@ static void lower_infeed(lower *L, const fe_plan *p) {
 
 /* A GEMM step with its fused followers as the epilogue: bias_add and an
 ** activation on the result tile (forward), db = col_sum of dY (dW). */
-static void lower_gemm(lower *L, const fe_plan *p, int k) {
+static gemm gemm_of(const fe_plan *p, int k) {
   const fe_gemm_step *s = &p->steps[k].gemm;
   gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb };
   for (int j = k + 1; j < p->nsteps && p->steps[j].fused && p->steps[j].kind == FE_STEP_VPU; j++) {
@@ -472,6 +540,10 @@ static void lower_gemm(lower *L, const fe_plan *p, int k) {
     else if (op == TPU_VPU_COL_SUM) g.colsum_b = true;
     else g.act = tpu_vpu_op_name(op);
   }
+  return g;
+}
+static void lower_gemm(lower *L, const fe_plan *p, int k) {
+  const gemm g = gemm_of(p, k);
   run_gemm(L, &g);
 }
 
@@ -627,6 +699,103 @@ static void lower_step(lower *L, const fe_plan *p, int k) {
 }
 /* }================================================================== */
 
+/* {==================================================================
+** The step's size from its shapes, before anything is built: the ops each
+** lowering above adds (counted in closed form from its tiles, op for op;
+** tests/check_train.c checks the count against the programs built) and
+** the HBM its whole tensors take. Doubles: exact below 2^53, and no
+** overflow for absurd shapes.
+** ================================================================== */
+static double ceil_div(int64_t a, int64_t b) { return (double)((a + b - 1) / b); }
+
+/* run_ewise: per tile, the loads, the op and the store. */
+static double n_ewise(const lower *L, int nin, int64_t R, int64_t C) {
+  if (R < 1 || C < 1) return 0;
+  const ew_walk w = ew_walk_of(L, R, C);
+  return ceil_div(R, w.rt) * ceil_div(C, w.ct) * (nin > 1 ? 4 : 3);
+}
+/* run_fold: per tile, the first tap, (load, op) for each other tap, the scale, the store. */
+static double n_fold(const lower *L, int taps, int64_t R, int64_t C, bool scale) {
+  if (R < 1 || C < 1) return 0;
+  const ew_walk w = ew_walk_of(L, R, C);
+  return ceil_div(R, w.rt) * ceil_div(C, w.ct) * (2.0 + 2.0 * (taps - 1) + (scale ? 1 : 0));
+}
+/* run_pool_bwd: per tile, dY, then (load, select, store) per tap, or a scale and a store per tap. */
+static double n_pool_bwd(const lower *L, bool maxpool, int taps, int64_t R, int64_t C) {
+  if (R < 1 || C < 1) return 0;
+  const ew_walk w = ew_walk_of(L, R, C);
+  return ceil_div(R, w.rt) * ceil_div(C, w.ct) * (maxpool ? 1.0 + 3.0 * taps : 2.0 + taps);
+}
+/* run_gemm: the matmuls, the operand loads (once per block when cached),
+** the result stores, the bias (loaded once per column block), the
+** activation, and db: per column block a col_sum (or copy), then per
+** further k block col_sum and add (a one-row slice: one add), and its store. */
+static double n_gemm(const lower *L, const gemm *g) {
+  const tiling t = tiling_of(L, g->M, g->N, g->K);
+  const double MB = (double)t.MB, NB = (double)t.NB, KB = (double)t.KB, tiles = MB * NB;
+  double n = tiles * KB + (t.cache_a ? MB * KB : tiles * KB) + (t.cache_b ? NB * KB : tiles * KB) + tiles;
+  if (g->bias) n += NB + tiles;
+  if (g->act) n += tiles;
+  if (g->colsum_b) {
+    const double one_row = t.kt == 1 ? KB - 1 : t.KB > 1 && g->K - (t.KB - 1) * t.kt == 1 ? 1 : 0;
+    n += NB * (2.0 + 2.0 * (KB - 1) - one_row);
+  }
+  return n;
+}
+static double n_loss(const lower *L, const fe_plan *p, const fe_vpu_step *v) {
+  const int64_t rt = extent(v->rows, L->Q / v->cols);
+  return ceil_div(v->rows, rt) * (p->train ? 7 : 6);
+}
+static double n_update(const lower *L, const tpu_fe_model *m) {
+  const int64_t Qo = 3 * L->Q, ct = min64(L->chip->vpu.lanes, Qo);
+  const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct;
+  if (totrows < 1) return 0;
+  const int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
+  return ceil_div(totrows, extent(totrows, Qo / ct)) * (4.0 + 2.0 * state);
+}
+static double n_bn(const lower *L, const fe_plan *p, const fe_step *s) {
+  const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
+                   : p->train ? BN_TRAIN : BN_INFER;
+  const bool dx = s->out.kind != FE_T_NONE;
+  double n = 0;
+  for (; t->fn; t++)
+    if (dx || !(t->flags & BN_DX)) n += n_ewise(L, t->flags & BN_NIN2 ? 2 : 1, t->flags & BN_C ? 1 : s->rows, s->cols);
+  return n;
+}
+
+/* The ops lower_step(L, p, k) adds. */
+static double n_step(const lower *L, const fe_plan *p, int k) {
+  const fe_step *s = &p->steps[k];
+  const int taps = s->win.kh * s->win.kw;
+  switch (s->kind) {
+  case FE_STEP_INFEED: case FE_STEP_ALLREDUCE: return 1;
+  case FE_STEP_GEMM: { const gemm g = gemm_of(p, k); return n_gemm(L, &g); }
+  case FE_STEP_VPU:
+    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) return n_loss(L, p, &s->vpu);
+    return s->fused ? 0 : n_ewise(L, s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1, s->vpu.rows, s->vpu.cols);
+  case FE_STEP_POOL: return n_fold(L, taps, s->rows, s->cols, s->pool != TPU_FE_MAXPOOL);
+  case FE_STEP_POOL_BWD: return n_pool_bwd(L, s->pool == TPU_FE_MAXPOOL, taps, s->rows, s->cols);
+  case FE_STEP_COL2IM: return n_fold(L, taps, s->rows, s->cols, false);
+  case FE_STEP_CONCAT: case FE_STEP_SPLIT: case FE_STEP_PAD: case FE_STEP_CROP: return n_ewise(L, 1, s->rows, s->cols);
+  case FE_STEP_UPDATE: return n_update(L, p->model);
+  case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: return n_bn(L, p, s);
+  default: return 0;
+  }
+}
+
+/* The bytes of the whole tensors lower_infeed declares on each core. */
+static void n_tensors(const fe_plan *p, double *act, double *params, double *grads, double *state) {
+  const tpu_fe_model *m = p->model;
+  double a = (double)p->rows * ((double)tpu_fe_shape_size(m->input) + 1);
+  for (int i = 0; i < m->nlayers; i++) a += (p->train ? 2.0 : 1.0) * p->rows * (double)tpu_fe_shape_size(m->layers[i].out);
+  const int st = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
+  *act = 4 * a;
+  *params = 4.0 * (double)m->nparams;
+  *grads = p->train ? *params : 0;
+  *state = p->train ? st * *params : 0;
+}
+/* }================================================================== */
+
 /* The tile budget of a chip (see the top of this file). */
 static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64_t *S) {
   *vmem = chip->vmem_capacity_kib * 1024;
@@ -636,7 +805,45 @@ static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64
   *S = s;
 }
 
-/* Builds the program into *out; core 0's per-core figures go to L. */
+/* The step's size from its shapes (the ops, the HBM tensors), before
+** anything is built; TPU_ERR_RANGE with the figures and the limit when the
+** engine would refuse it (its op limit, a chip's HBM). */
+static void size_of(const lower *L, const fe_plan *plan, tpu_fe_step_size *out) {
+  double ops = 0, act, par, gr, stt;
+  for (int k = 0; k < plan->nsteps; k++) ops += n_step(L, plan, k);
+  n_tensors(plan, &act, &par, &gr, &stt);
+  *out = (tpu_fe_step_size){ .ops_per_core = ops, .hbm_tensor_bytes_per_core = act + par + gr + stt,
+                             .activation_bytes = act, .parameter_bytes = par, .gradient_bytes = gr,
+                             .optimizer_state_bytes = stt };
+}
+
+static tpu_status check_size(const lower *L, const fe_plan *plan, const tpu_fe_model *m, const tpu_chip_config *chip,
+                             char *err, size_t errcap) {
+  tpu_fe_step_size z;
+  size_of(L, plan, &z);
+  const double ops = z.ops_per_core * chip->cores;
+  if (ops > (double)TPU_SIM_MAX_OPS) {
+    snprintf(err, errcap, "%s on %s at %d samples per core: the step lowers to %.0f engine ops per core, %.0f on "
+             "the %d cores, more than the engine's limit of %lld ops in a program (the tiles are VMEM-sized: "
+             "%lld KiB of VMEM gives tiles of %lld values); use a smaller batch or a chip with more VMEM",
+             m->name, chip->name, plan->rows, z.ops_per_core, ops, chip->cores, (long long)TPU_SIM_MAX_OPS,
+             (long long)chip->vmem_capacity_kib, (long long)L->Q);
+    return TPU_ERR_RANGE;
+  }
+  const double per_chip = z.hbm_tensor_bytes_per_core * chip->cores_per_chip;
+  const double hcap = chip->hbm_capacity_gib * 1073741824.0;
+  if (per_chip > hcap) {
+    snprintf(err, errcap, "%s on %s at %d samples per core: the step's tensors need %.0f bytes of HBM per chip "
+             "(%d cores per chip, each holding activations and their gradients %.0f, parameters %.0f, gradients "
+             "%.0f, optimizer state %.0f), more than its capacity of %.0f bytes (hbm.capacity_gib %g)", m->name,
+             chip->name, plan->rows, per_chip, chip->cores_per_chip, z.activation_bytes, z.parameter_bytes,
+             z.gradient_bytes, z.optimizer_state_bytes, hcap, chip->hbm_capacity_gib);
+    return TPU_ERR_RANGE;
+  }
+  return TPU_OK;
+}
+
+/* Builds the program into *out; the per-core figures go to L. */
 static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                         bool train, uint64_t infeed_ready_cycles, tpu_sim_program **out, char *err, size_t errcap) {
   *out = NULL;
@@ -657,26 +864,26 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   }
   fe_plan *plan = NULL;
   tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
+  if (!st && (st = check_size(L, plan, m, chip, err, errcap)) != TPU_OK) { fe_plan_destroy(plan); return st; }
   if (!st) st = tpu_sim_program_create(chip->cores, &L->p);
   if (st) { fe_plan_destroy(plan); snprintf(err, errcap, "out of memory"); return st; }
-  uint64_t bytes0 = 0, macs0 = 0;
-  for (int c = 0; c < chip->cores && !L->st; c++) {
-    L->core = c;
-    L->hbm_views.n = 0;
-    L->sec = 0;
-    L->after = 0;
-    L->last_dma = -1;
-    L->hbm_bytes = L->macs = 0;
-    for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
-    if (!L->st && (st = tpu_sim_infeed(L->p, c, 1, &infeed_ready_cycles)))
-      lw_fail(L, st, tpu_sim_program_error(L->p));
-    if (c == 0) { bytes0 = L->hbm_bytes; macs0 = L->macs; }
-  }
-  L->hbm_bytes = bytes0;
-  L->macs = macs0;
+  /* Every core runs the same program on its own shard: core 0's is built,
+  ** and the others share it (tpu_sim_program_share: one copy in memory). */
+  L->core = 0;
+  L->last_dma = -1;
+  tpu_fe_step_size z;
+  size_of(L, plan, &z);
+  if ((st = tpu_sim_program_reserve(L->p, 0, (int64_t)z.ops_per_core))) lw_fail(L, st, tpu_sim_program_error(L->p));
+  for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
+  if (!L->st && (st = tpu_sim_infeed(L->p, 0, 1, &infeed_ready_cycles)))
+    lw_fail(L, st, tpu_sim_program_error(L->p));
+  for (int c = 1; c < chip->cores && !L->st; c++)
+    if ((st = tpu_sim_program_share(L->p, 0, c))) lw_fail(L, st, tpu_sim_program_error(L->p));
   fe_plan_destroy(plan);
   tpu_free(L->vmem_bufs.v);
+  tpu_free(L->vmem_bufs.idx);
   tpu_free(L->hbm_views.v);
+  tpu_free(L->hbm_views.idx);
   L->vmem_bufs = L->hbm_views = (bufcache){ 0 };
   if (L->st) {
     tpu_sim_program_destroy(L->p);
@@ -684,6 +891,21 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
     return L->st;
   }
   *out = L->p;
+  return TPU_OK;
+}
+
+tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                               bool train, tpu_fe_step_size *out) {
+  memset(out, 0, sizeof *out);
+  if (!m || !chip || rows < 1 || m->nlayers < 1) return TPU_ERR_INPUT;
+  lower L = { .chip = chip, .prec = prec };
+  budget(chip, &L.vmem, &L.Q, &L.S);
+  if (L.Q < 8) return TPU_ERR_CONFIG;
+  fe_plan *plan = NULL;
+  tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
+  if (st) return st;
+  size_of(&L, plan, out);
+  fe_plan_destroy(plan);
   return TPU_OK;
 }
 
@@ -697,6 +919,40 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
 /* {==================================================================
 ** Step timing on the engine
 ** ================================================================== */
+/* The timing of a step from its run's figures: its cycles and the stall
+** cycles summed over the cores (the one place both paths below compute it,
+** so that they give the same bits). */
+static void fill_timing(tpu_fe_step_timing *out, const tpu_fe_model *m, const tpu_chip_config *chip, bool train,
+                        uint64_t macs, uint64_t hbm_bytes, uint64_t cyc, const tpu_sim_stalls *s) {
+  out->step_cycles = cyc;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) out->stall[k] = (double)s->cycles[k] / (double)chip->cores;
+  out->macs = macs;
+  out->mxu_cycles_capacity = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core * cyc;
+  out->hbm_bytes = hbm_bytes;
+  out->allreduce_bytes = train ? (uint64_t)m->nparams * 4 : 0;
+}
+
+/* Runs p at the timing level into out (and the trace); err gets the
+** engine's message. */
+static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tpu_chip_config *chip, bool train,
+                             uint64_t macs, uint64_t hbm_bytes, int threads, tpu_fe_step_timing *out,
+                             tpu_sim_stalls *stalls, const tpu_fe_step_trace *trace, char *err, size_t errcap) {
+  tpu_sim_result *r = NULL;
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads, .trace = trace != NULL };
+  tpu_status st = tpu_sim_run(chip, p, &o, &r);
+  if (st) {
+    snprintf(err, errcap, "%s", tpu_sim_program_error(p));
+    return st;
+  }
+  tpu_sim_stalls s;
+  tpu_sim_result_stalls(r, -1, -1, &s);
+  fill_timing(out, m, chip, train, macs, hbm_bytes, tpu_sim_result_cycles(r), &s);
+  if (stalls) *stalls = s;
+  if (trace) tpu_sim_trace_steps_add(trace->out, r, trace->step, trace->t0_us);
+  tpu_sim_result_destroy(r);
+  return TPU_OK;
+}
+
 tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
                         tpu_fe_step_timing *out, const tpu_fe_step_trace *trace,
@@ -704,27 +960,68 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
   memset(out, 0, sizeof *out);
   lower L = { 0 };
   tpu_sim_program *p = NULL;
-  tpu_sim_result *r = NULL;
   tpu_status st = build(&L, m, chip, prec, rows, train, infeed_ready_cycles, &p, err, errcap);
-  if (st) goto out;
-  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads, .trace = trace != NULL };
-  if ((st = tpu_sim_run(chip, p, &o, &r))) {
-    snprintf(err, errcap, "%s", tpu_sim_program_error(p));
-    goto out;
-  }
-  const uint64_t cyc = tpu_sim_result_cycles(r);
-  tpu_sim_stalls s;
-  tpu_sim_result_stalls(r, -1, -1, &s);
-  out->step_cycles = cyc;
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) out->stall[k] = (double)s.cycles[k] / (double)chip->cores;
-  out->macs = L.macs;
-  out->mxu_cycles_capacity = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core * cyc;
-  out->hbm_bytes = L.hbm_bytes;
-  out->allreduce_bytes = train ? (uint64_t)m->nparams * 4 : 0;
-  if (trace) tpu_sim_trace_steps_add(trace->out, r, trace->step, trace->t0_us);
-out:
-  tpu_sim_result_destroy(r);
+  if (!st) st = run_timing(p, m, chip, train, L.macs, L.hbm_bytes, threads, out, NULL, trace, err, errcap);
   tpu_sim_program_destroy(p);
   return st;
+}
+
+/* The step timer (fe.h): the program, and its run at wait 0. */
+struct tpu_fe_step_timer {
+  const tpu_fe_model *m;
+  tpu_chip_config chip;
+  bool train;
+  int threads;
+  tpu_sim_program *p;
+  uint64_t macs, hbm_bytes;
+  uint64_t cycles0;            /* the step at wait 0 ... */
+  tpu_sim_stalls stalls0;      /* ... and its stall cycles, summed over the cores */
+};
+
+tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                    bool train, int threads, tpu_fe_step_timer **out, char *err, size_t errcap) {
+  *out = NULL;
+  tpu_fe_step_timer *t = tpu_calloc(1, sizeof *t);
+  if (!t) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  lower L = { 0 };
+  tpu_status st = build(&L, m, chip, prec, rows, train, 0, &t->p, err, errcap);
+  if (st) { tpu_free(t); return st; }
+  *t = (tpu_fe_step_timer){ .m = m, .chip = *chip, .train = train, .threads = threads, .p = t->p,
+                            .macs = L.macs, .hbm_bytes = L.hbm_bytes };
+  tpu_fe_step_timing tm;
+  if ((st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, &t->stalls0, NULL, err, errcap))) {
+    tpu_fe_step_timer_destroy(t);
+    return st;
+  }
+  t->cycles0 = tm.step_cycles;
+  *out = t;
+  return TPU_OK;
+}
+
+void tpu_fe_step_timer_destroy(tpu_fe_step_timer *t) {
+  if (!t) return;
+  tpu_sim_program_destroy(t->p);
+  tpu_free(t);
+}
+
+tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cycles, const tpu_fe_step_trace *trace,
+                                  tpu_fe_step_timing *out, char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  const int cores = t->chip.cores;
+  if (trace) {   /* the events are needed: run it, the batch ready at the wait */
+    for (int c = 0; c < cores; c++) {
+      tpu_status st = tpu_sim_infeed(t->p, c, 1, &infeed_ready_cycles);
+      if (st) { snprintf(err, errcap, "%s", tpu_sim_program_error(t->p)); return st; }
+    }
+    return run_timing(t->p, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->threads, out, NULL, trace, err,
+                      errcap);
+  }
+  /* every op follows the infeed: the step at wait 0, later by the wait,
+  ** which every core spends in infeed_wait */
+  const uint64_t w = infeed_ready_cycles;
+  tpu_sim_stalls s = t->stalls0;
+  s.cycles[TPU_SIM_INFEED_WAIT] += (uint64_t)cores * w;
+  fill_timing(out, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->cycles0 + w, &s);
+  return TPU_OK;
 }
 /* }================================================================== */

@@ -98,24 +98,125 @@ void tpu_sim_program_destroy(tpu_sim_program *p) {
   if (!p) return;
   for (int c = 0; c < p->cores; c++) {
     sim_core_prog *cp = &p->core[c];
+    tpu_free(cp->infeed_ready);
+    if (cp->share) continue;             /* the arrays are another core's */
     for (int b = 0; b < cp->nbufs; b++) {
-      tpu_free(cp->bufs[b].name);
       tpu_free(cp->bufs[b].init);
       tpu_free(cp->bufs[b].readers);
     }
-    for (int o = 0; o < cp->nops; o++) {
-      tpu_free(cp->ops[o].name);
-      tpu_free(cp->ops[o].vpu_op);
-    }
     tpu_free(cp->bufs);
+    tpu_free(cp->bidx);
     tpu_free(cp->ops);
     tpu_free(cp->deps);
     for (int u = 0; u < SIM_NUNITS; u++) tpu_free(cp->uq[u]);
-    tpu_free(cp->infeed_ready);
   }
+  for (void *ch = p->names.chunks; ch;) {
+    void *prev;
+    memcpy(&prev, ch, sizeof prev);
+    tpu_free(ch);
+    ch = prev;
+  }
+  tpu_free(p->names.slot);
+  tpu_free(p->names.hash);
   tpu_free(p->core);
   tpu_free(p);
 }
+
+/* {==================================================================
+** Names: interned strings (sim_names) and each core's buffer index
+** ================================================================== */
+uint32_t sim_hash(const char *s) {
+  uint32_t h = 2166136261u;                    /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* Room for n more bytes in the current chunk (a new chunk of 64 KiB, or of
+** n bytes for a longer string); false when out of memory. */
+static bool names_room(sim_names *t, size_t n) {
+  if (n <= t->left) return true;
+  const size_t size = n > 65536 - sizeof(void *) ? n + sizeof(void *) : 65536;
+  char *ch = tpu_malloc(size);
+  if (!ch) return false;
+  memcpy(ch, &t->chunks, sizeof t->chunks);
+  t->chunks = ch;
+  t->chunk = ch + sizeof(void *);
+  t->left = size - sizeof(void *);
+  return true;
+}
+
+static bool names_rehash(sim_names *t) {
+  const size_t cap = t->cap ? 2 * t->cap : 256;
+  const char **slot = tpu_calloc(cap, sizeof *slot);
+  uint32_t *hash = tpu_malloc(cap * sizeof *hash);
+  if (!slot || !hash) { tpu_free(slot); tpu_free(hash); return false; }
+  for (size_t i = 0; i < t->cap; i++) {
+    if (!t->slot[i]) continue;
+    size_t j = t->hash[i] & (cap - 1);
+    while (slot[j]) j = (j + 1) & (cap - 1);
+    slot[j] = t->slot[i];
+    hash[j] = t->hash[i];
+  }
+  tpu_free(t->slot);
+  tpu_free(t->hash);
+  t->slot = slot;
+  t->hash = hash;
+  t->cap = cap;
+  return true;
+}
+
+const char *sim_intern(tpu_sim_program *p, const char *s, uint32_t h) {
+  sim_names *t = &p->names;
+  if (2 * (t->n + 1) > t->cap && !names_rehash(t)) return NULL;
+  size_t i = h & (t->cap - 1);
+  for (; t->slot[i]; i = (i + 1) & (t->cap - 1))
+    if (t->hash[i] == h && !strcmp(t->slot[i], s)) return t->slot[i];
+  const size_t n = strlen(s) + 1;
+  if (!names_room(t, n)) return NULL;
+  char *copy = memcpy(t->chunk, s, n);
+  t->chunk += n;
+  t->left -= n;
+  t->slot[i] = copy;
+  t->hash[i] = h;
+  t->n++;
+  return copy;
+}
+
+/* The handle of the buffer named s (hash h) on cp, or 0. */
+static int buf_lookup(const sim_core_prog *cp, const char *s, uint32_t h) {
+  if (!cp->bidxcap) return 0;
+  const int mask = cp->bidxcap - 1;
+  for (int i = (int)(h & (uint32_t)mask); cp->bidx[i]; i = (i + 1) & mask) {
+    const sim_buf *b = &cp->bufs[cp->bidx[i] - 1];
+    if (b->hash == h && !strcmp(b->name, s)) return cp->bidx[i];
+  }
+  return 0;
+}
+
+/* Makes room in cp's index for one more buffer; false when out of memory. */
+static bool buf_index_room(sim_core_prog *cp) {
+  if (2 * (cp->nbufs + 1) <= cp->bidxcap) return true;
+  const int cap = cp->bidxcap ? 2 * cp->bidxcap : 64;
+  int *idx = tpu_calloc((size_t)cap, sizeof *idx);
+  if (!idx) return false;
+  for (int b = 0; b < cp->nbufs; b++) {
+    int i = (int)(cp->bufs[b].hash & (uint32_t)(cap - 1));
+    while (idx[i]) i = (i + 1) & (cap - 1);
+    idx[i] = b + 1;
+  }
+  tpu_free(cp->bidx);
+  cp->bidx = idx;
+  cp->bidxcap = cap;
+  return true;
+}
+
+static void buf_index_add(sim_core_prog *cp, int handle) {
+  const int mask = cp->bidxcap - 1;
+  int i = (int)(cp->bufs[handle - 1].hash & (uint32_t)mask);
+  while (cp->bidx[i]) i = (i + 1) & mask;
+  cp->bidx[i] = handle;
+}
+/* }================================================================== */
 
 int tpu_sim_program_cores(const tpu_sim_program *p) { return p->cores; }
 int tpu_sim_program_ops(const tpu_sim_program *p, int core) {
@@ -167,12 +268,77 @@ static bool core_ok(tpu_sim_program *p, int core) {
   return false;
 }
 
+/* core_ok, and the core's program may still change (it shares none). */
+static bool core_open(tpu_sim_program *p, int core) {
+  if (!core_ok(p, core)) return false;
+  const sim_core_prog *cp = &p->core[core];
+  if (cp->share) {
+    sim_seterr(p, "core %d runs core %d's program (tpu_sim_program_share); it takes no buffers, values or ops "
+               "of its own", core, cp->share - 1);
+    return false;
+  }
+  if (cp->nsharers) {
+    sim_seterr(p, "core %d's program is shared with %d other core(s) (tpu_sim_program_share); it can no longer "
+               "change", core, cp->nsharers);
+    return false;
+  }
+  return true;
+}
+
+tpu_status tpu_sim_program_reserve(tpu_sim_program *p, int core, int64_t ops) {
+  if (!core_open(p, core)) return TPU_ERR_INPUT;
+  if (ops < 0 || ops > TPU_SIM_MAX_OPS) {
+    sim_seterr(p, "core %d: cannot reserve %lld ops (0..%lld)", core, (long long)ops, (long long)TPU_SIM_MAX_OPS);
+    return TPU_ERR_INPUT;
+  }
+  sim_core_prog *cp = &p->core[core];
+  if (ops <= cp->capops) return TPU_OK;
+  sim_op *o = tpu_realloc(cp->ops, (size_t)ops * sizeof *o);
+  if (!o) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
+  cp->ops = o;
+  cp->capops = (int)ops;
+  return TPU_OK;
+}
+
+tpu_status tpu_sim_program_share(tpu_sim_program *p, int from, int to) {
+  if (!core_ok(p, from) || !core_ok(p, to)) return TPU_ERR_INPUT;
+  sim_core_prog *src = &p->core[from], *dst = &p->core[to];
+  if (src->share) { from = src->share - 1; src = &p->core[from]; }
+  if (from == to || dst->share || dst->nsharers || dst->nbufs || dst->nops) {
+    sim_seterr(p, "core %d cannot run core %d's program: it %s", to, from,
+               from == to ? "is that core" : dst->share ? "already runs another core's"
+               : dst->nsharers ? "is shared itself" : "has buffers or ops of its own");
+    return TPU_ERR_INPUT;
+  }
+  if (p->nops + src->nops > TPU_SIM_MAX_OPS) {
+    sim_seterr(p, "core %d: sharing core %d's %d ops would make %lld ops in the program, more than the engine's "
+               "limit of %lld", to, from, src->nops, (long long)(p->nops + src->nops), (long long)TPU_SIM_MAX_OPS);
+    return TPU_ERR_RANGE;
+  }
+  uint64_t *r = NULL;
+  if (src->ninfeed > 0) {
+    if (!(r = tpu_malloc((size_t)src->ninfeed * sizeof *r))) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
+    memcpy(r, src->infeed_ready, (size_t)src->ninfeed * sizeof *r);
+  }
+  tpu_free(dst->bufs); tpu_free(dst->bidx); tpu_free(dst->ops); tpu_free(dst->deps);   /* empty, maybe allocated */
+  for (int u = 0; u < SIM_NUNITS; u++) tpu_free(dst->uq[u]);
+  tpu_free(dst->infeed_ready);
+  *dst = *src;
+  dst->infeed_ready = r;
+  dst->share = from + 1;
+  dst->nsharers = 0;
+  src->nsharers++;
+  p->nops += src->nops;
+  return TPU_OK;
+}
+
 int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space space,
                    tpu_sim_dtype dtype, int64_t rows, int64_t cols) {
-  if (!core_ok(p, core)) return 0;
+  if (!core_open(p, core)) return 0;
   sim_core_prog *cp = &p->core[core];
   if (!name || !*name) { sim_seterr(p, "core %d: a buffer needs a name", core); return 0; }
-  if (tpu_sim_buffer_find(p, core, name)) {
+  const uint32_t h = sim_hash(name);
+  if (buf_lookup(cp, name, h)) {
     sim_seterr(p, "core %d: buffer '%s' is defined twice", core, name);
     return 0;
   }
@@ -185,12 +351,13 @@ int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space
     sim_seterr(p, "core %d: buffer '%s': bad space or dtype", core, name);
     return 0;
   }
-  if (grow((void **)&cp->bufs, &cp->capbufs, cp->nbufs + 1, sizeof *cp->bufs)) goto nomem;
-  char *nm = tpu_strdup(name);
+  if (grow((void **)&cp->bufs, &cp->capbufs, cp->nbufs + 1, sizeof *cp->bufs) || !buf_index_room(cp)) goto nomem;
+  const char *nm = sim_intern(p, name, h);
   if (!nm) goto nomem;
-  cp->bufs[cp->nbufs] = (sim_buf){ .name = nm, .space = space, .dtype = dtype, .rows = rows,
+  cp->bufs[cp->nbufs] = (sim_buf){ .name = nm, .hash = h, .space = space, .dtype = dtype, .rows = rows,
                                    .cols = cols, .last_writer = -1, .first_use = -1, .last_use = -1 };
-  return ++cp->nbufs;
+  buf_index_add(cp, ++cp->nbufs);
+  return cp->nbufs;
 nomem:
   sim_seterr(p, "out of memory");
   return 0;
@@ -198,10 +365,7 @@ nomem:
 
 int tpu_sim_buffer_find(const tpu_sim_program *p, int core, const char *name) {
   if (core < 0 || core >= p->cores || !name) return 0;
-  const sim_core_prog *cp = &p->core[core];
-  for (int b = 0; b < cp->nbufs; b++)
-    if (!strcmp(cp->bufs[b].name, name)) return b + 1;
-  return 0;
+  return buf_lookup(&p->core[core], name, sim_hash(name));
 }
 
 int64_t tpu_sim_buffer_elems(const tpu_sim_program *p, int core, int buf) {
@@ -215,7 +379,7 @@ static sim_buf *buf_of(tpu_sim_program *p, int core, int h) {
 }
 
 tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values) {
-  if (!core_ok(p, core)) return TPU_ERR_INPUT;
+  if (!core_open(p, core)) return TPU_ERR_INPUT;
   sim_buf *b = buf_of(p, core, buf);
   if (!b || !values) { sim_seterr(p, "core %d: no buffer %d", core, buf); return TPU_ERR_INPUT; }
   size_t n = (size_t)(b->rows * b->cols);
@@ -286,19 +450,21 @@ static tpu_status op_err(const op_plan *pl, const char *fmt, ...) {
 
 static const char *space_name(int s) { return s == TPU_SIM_HBM ? "hbm" : "vmem"; }
 
-/* Checks one operand handle; requires a space unless want < 0. */
-static sim_buf *opnd_buf(const op_plan *pl, const char *field, int h, int want) {
+/* Checks one operand handle, field 'field' (with index >= 0: 'field[index]');
+** requires a space unless want < 0. */
+static sim_buf *opnd_at(const op_plan *pl, const char *field, int index, int h, int want) {
   sim_buf *b = buf_of(pl->p, pl->core, h);
-  if (!b) {
-    op_err(pl, "field '%s': %s", field, h ? "no such buffer" : "missing (a buffer is required)");
-    return NULL;
-  }
-  if (want >= 0 && (int)b->space != want) {
-    op_err(pl, "field '%s': buffer '%s' is in %s; it must be in %s", field, b->name, space_name(b->space),
-           space_name(want));
-    return NULL;
-  }
-  return b;
+  if (b && (want < 0 || (int)b->space == want)) return b;
+  char f[48];
+  if (index >= 0) snprintf(f, sizeof f, "%s[%d]", field, index);
+  else snprintf(f, sizeof f, "%s", field);
+  if (!b) op_err(pl, "field '%s': %s", f, h ? "no such buffer" : "missing (a buffer is required)");
+  else op_err(pl, "field '%s': buffer '%s' is in %s; it must be in %s", f, b->name, space_name(b->space),
+              space_name(want));
+  return NULL;
+}
+static sim_buf *opnd_buf(const op_plan *pl, const char *field, int h, int want) {
+  return opnd_at(pl, field, -1, h, want);
 }
 
 static tpu_status plan_dma(op_plan *pl, const tpu_sim_op *op) {
@@ -343,15 +509,12 @@ static tpu_status plan_vpu(op_plan *pl, const tpu_sim_op *op) {
   if (pl->vcode < 0)
     return op_err(pl, "field 'vpu_op': unknown op '%s'; the VPU knows %s", op->vpu_op ? op->vpu_op : "(none)",
                   sim_vpu_names());
-  char field[32];
   for (int i = 0; i < TPU_SIM_MAX_IN && op->in[i]; i++) {
-    snprintf(field, sizeof field, "in[%d]", i);
-    if (!opnd_buf(pl, field, op->in[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
+    if (!opnd_at(pl, "in", i, op->in[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
     pl->reads[pl->nr++] = op->in[i];
   }
   for (int i = 0; i < TPU_SIM_MAX_OUT && op->out[i]; i++) {
-    snprintf(field, sizeof field, "out[%d]", i);
-    if (!opnd_buf(pl, field, op->out[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
+    if (!opnd_at(pl, "out", i, op->out[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
     pl->writes[pl->nw++] = op->out[i];
   }
   char e[512];
@@ -393,6 +556,8 @@ static tpu_status plan_op(op_plan *pl, const tpu_sim_op *op) {
   if (op->step < 0 || op->step < pl->cp->maxstep)
     return op_err(pl, "field 'step': %d; steps must be >= 0 and must not decrease along a core's program (the "
                   "previous op has step %d)", op->step, pl->cp->maxstep);
+  if (op->step >= TPU_SIM_MAX_STEPS)
+    return op_err(pl, "field 'step': %d; steps are 0..%d", op->step, TPU_SIM_MAX_STEPS - 1);
   tpu_status st;
   switch (op->kind) {
   case TPU_SIM_DMA: st = plan_dma(pl, op); break;
@@ -483,28 +648,37 @@ static void commit_op(const op_plan *pl, sim_op *so) {
 }
 
 tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index) {
-  if (!core_ok(p, core)) return TPU_ERR_INPUT;
+  if (!core_open(p, core)) return TPU_ERR_INPUT;
   sim_core_prog *cp = &p->core[core];
   char defname[48];
-  snprintf(defname, sizeof defname, "%s#%d", tpu_sim_kind_name(op->kind), cp->nops);
-  op_plan pl = { .p = p, .cp = cp, .core = core, .idx = cp->nops, .nm = op->name && *op->name ? op->name : defname,
-                 .vcode = -1, .prm = tpu_vpu_params_default() };
+  const char *nm = op->name;
+  if (!nm || !*nm) {
+    snprintf(defname, sizeof defname, "%s#%d", tpu_sim_kind_name(op->kind), cp->nops);
+    nm = defname;
+  }
+  op_plan pl = { .p = p, .cp = cp, .core = core, .idx = cp->nops, .nm = nm, .vcode = -1,
+                 .prm = tpu_vpu_params_default() };
+  if (p->nops >= TPU_SIM_MAX_OPS) {
+    op_err(&pl, "the program already holds %lld ops (all cores), the engine's limit", (long long)p->nops);
+    return TPU_ERR_RANGE;
+  }
   tpu_status st = plan_op(&pl, op);
   if (st != TPU_OK) return st;
   if (grow((void **)&cp->ops, &cp->capops, pl.idx + 1, sizeof *cp->ops)) goto nomem;
+  const char *iname = sim_intern(p, nm, sim_hash(nm));
+  const char *ivpu = op->vpu_op ? sim_intern(p, op->vpu_op, sim_hash(op->vpu_op)) : NULL;
+  if (!iname || (op->vpu_op && !ivpu)) goto nomem;
   sim_op *so = &cp->ops[pl.idx];
-  *so = (sim_op){ .o = *op, .name = tpu_strdup(pl.nm), .vpu_op = op->vpu_op ? tpu_strdup(op->vpu_op) : NULL,
-                  .unit = pl.unit, .bytes = pl.bytes, .vpu_code = pl.vcode, .params = pl.prm, .dep0 = cp->ndeps };
-  if (!so->name || (op->vpu_op && !so->vpu_op)) goto nomem_op;
-  so->o.name = so->name;
-  so->o.vpu_op = so->vpu_op;
+  *so = (sim_op){ .o = *op, .name = iname, .vpu_op = ivpu, .unit = pl.unit, .bytes = pl.bytes,
+                  .vpu_code = pl.vcode, .params = pl.prm, .dep0 = cp->ndeps };
+  so->o.name = iname;
+  so->o.vpu_op = ivpu;
   so->o.params = NULL;
-  if (plan_deps(&pl, op->after, so->dep0)) { cp->ndeps = so->dep0; goto nomem_op; }
+  if (plan_deps(&pl, op->after, so->dep0)) { cp->ndeps = so->dep0; goto nomem; }
   commit_op(&pl, so);
+  p->nops++;
   if (index) *index = pl.idx;
   return TPU_OK;
-nomem_op:
-  tpu_free(so->name); tpu_free(so->vpu_op);
 nomem:
   sim_seterr(p, "out of memory");
   return TPU_ERR_NOMEM;

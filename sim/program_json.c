@@ -176,101 +176,120 @@ static bool buf_list(pctx *x, json_t *op, const char *key, const char *path, int
 
 static const char *const COLLS[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
 
-static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long repeat) {
-  if (!json_is_array(arr)) { perr(x, path, "expected an array of ops"); return false; }
+/* Op i of the list at 'path' into *so (its params, when it has some, into
+** *prm, which *so then points at); false with the error set. Names point
+** into the document. */
+static bool parse_op(pctx *x, json_t *o, const char *path, size_t i, int core, tpu_sim_op *so, tpu_vpu_params *prm) {
   static const char *const KEYS[] = { "op", "name", "step", "src", "dst", "a", "b", "trans_a", "trans_b",
                                       "accumulate", "precision", "fn", "in", "out", "params", "root", NULL };
-  long long maxstep = 0;
-  for (size_t i = 0; i < json_array_size(arr); i++) {
-    json_t *s = json_object_get(json_array_get(arr, i), "step");
-    if (json_is_integer(s) && json_integer_value(s) > maxstep) maxstep = json_integer_value(s);
-  }
-  for (long long it = 0; it < repeat; it++) {
-    size_t i;
-    json_t *o;
-    json_array_foreach(arr, i, o) {
-      char op[256], sub[300];
-      if (!element(x, o, path, i, KEYS, op, sizeof op)) return false;
-      const char *kind = get_str(x, o, "op", op, true);
-      if (!kind) return false;
-      snprintf(sub, sizeof sub, "%s.op", op);
-      tpu_sim_op so = { 0 };
-      tpu_vpu_params prm;
-      so.name = get_str(x, o, "name", op, false);
-      long long step = 0;
-      if (!get_int(x, o, "step", op, 0, 1000000, &step, false)) return false;
-      so.step = (int)(it * (maxstep + 1) + step);
-      if (!strcmp(kind, "dma")) {
-        so.kind = TPU_SIM_DMA;
-        so.src = buf_ref(x, o, "src", op, core, true);
-        so.dst = so.src ? buf_ref(x, o, "dst", op, core, true) : 0;
-      } else if (!strcmp(kind, "matmul")) {
-        so.kind = TPU_SIM_MATMUL;
-        so.a = buf_ref(x, o, "a", op, core, true);
-        so.b = so.a ? buf_ref(x, o, "b", op, core, true) : 0;
-        so.dst = so.b ? buf_ref(x, o, "dst", op, core, true) : 0;
-        if (x->j.failed || !get_bool(x, o, "trans_a", op, &so.trans_a) || !get_bool(x, o, "trans_b", op, &so.trans_b) ||
-            !get_bool(x, o, "accumulate", op, &so.accumulate))
-          return false;
-        const char *pr = get_str(x, o, "precision", op, false);
-        if (pr && !tpu_precision_parse(pr, &so.precision)) {
-          snprintf(sub, sizeof sub, "%s.precision", op);
-          perr(x, sub, "expected \"bf16\", \"bf16x3\" or \"bf16x6\", got \"%s\"", pr);
+  char op[256], sub[300];
+  if (!element(x, o, path, i, KEYS, op, sizeof op)) return false;
+  const char *kind = get_str(x, o, "op", op, true);
+  if (!kind) return false;
+  snprintf(sub, sizeof sub, "%s.op", op);
+  *so = (tpu_sim_op){ 0 };
+  so->name = get_str(x, o, "name", op, false);
+  long long step = 0;
+  if (!get_int(x, o, "step", op, 0, 1000000, &step, false)) return false;
+  so->step = (int)step;
+  if (!strcmp(kind, "dma")) {
+    so->kind = TPU_SIM_DMA;
+    so->src = buf_ref(x, o, "src", op, core, true);
+    so->dst = so->src ? buf_ref(x, o, "dst", op, core, true) : 0;
+  } else if (!strcmp(kind, "matmul")) {
+    so->kind = TPU_SIM_MATMUL;
+    so->a = buf_ref(x, o, "a", op, core, true);
+    so->b = so->a ? buf_ref(x, o, "b", op, core, true) : 0;
+    so->dst = so->b ? buf_ref(x, o, "dst", op, core, true) : 0;
+    if (x->j.failed || !get_bool(x, o, "trans_a", op, &so->trans_a) || !get_bool(x, o, "trans_b", op, &so->trans_b) ||
+        !get_bool(x, o, "accumulate", op, &so->accumulate))
+      return false;
+    const char *pr = get_str(x, o, "precision", op, false);
+    if (pr && !tpu_precision_parse(pr, &so->precision)) {
+      snprintf(sub, sizeof sub, "%s.precision", op);
+      perr(x, sub, "expected \"bf16\", \"bf16x3\" or \"bf16x6\", got \"%s\"", pr);
+    }
+  } else if (!strcmp(kind, "vpu")) {
+    so->kind = TPU_SIM_VPU;
+    so->vpu_op = get_str(x, o, "fn", op, true);
+    if (so->vpu_op && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
+      buf_list(x, o, "out", op, core, so->out, TPU_SIM_MAX_OUT);
+    json_t *pj = json_object_get(o, "params");
+    if (pj && !x->j.failed) {
+      static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
+      snprintf(sub, sizeof sub, "%s.params", op);
+      *prm = tpu_vpu_params_default();
+      if (!json_is_object(pj)) {
+        perr(x, sub, "expected an object of VPU parameters");
+      } else if (only_keys(x, pj, sub, PK)) {
+        float *dst[] = { &prm->alpha, &prm->lr, &prm->momentum, &prm->beta1, &prm->beta2, &prm->eps };
+        for (int k = 0; k < 6 && !x->j.failed; k++) {
+          json_t *v = json_object_get(pj, PK[k]);
+          char kp[340];
+          snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
+          if (v && !json_is_number(v)) perr(x, kp, "expected a number");
+          else if (v) *dst[k] = (float)json_number_value(v);
         }
-      } else if (!strcmp(kind, "vpu")) {
-        so.kind = TPU_SIM_VPU;
-        so.vpu_op = get_str(x, o, "fn", op, true);
-        if (so.vpu_op && buf_list(x, o, "in", op, core, so.in, TPU_SIM_MAX_IN))
-          buf_list(x, o, "out", op, core, so.out, TPU_SIM_MAX_OUT);
-        json_t *pj = json_object_get(o, "params");
-        if (pj && !x->j.failed) {
-          static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
-          snprintf(sub, sizeof sub, "%s.params", op);
-          prm = tpu_vpu_params_default();
-          if (!json_is_object(pj)) {
-            perr(x, sub, "expected an object of VPU parameters");
-          } else if (only_keys(x, pj, sub, PK)) {
-            float *dst[] = { &prm.alpha, &prm.lr, &prm.momentum, &prm.beta1, &prm.beta2, &prm.eps };
-            for (int k = 0; k < 6 && !x->j.failed; k++) {
-              json_t *v = json_object_get(pj, PK[k]);
-              char kp[340];
-              snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
-              if (v && !json_is_number(v)) perr(x, kp, "expected a number");
-              else if (v) *dst[k] = (float)json_number_value(v);
-            }
-            long long stp = prm.step;
-            if (!x->j.failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm.step = stp;
-            so.params = &prm;
-          }
-        }
-      } else if (!strcmp(kind, "infeed")) {
-        so.kind = TPU_SIM_INFEED;
-        so.dst = buf_ref(x, o, "dst", op, core, true);
-      } else {
-        int c = -1;
-        for (int k = 0; k < 4; k++)
-          if (!strcmp(kind, COLLS[k])) c = k;
-        if (c < 0) {
-          perr(x, sub, "unknown op \"%s\"; expected dma, matmul, vpu, infeed, all_reduce, all_gather, "
-               "reduce_scatter or broadcast", kind);
-          return false;
-        }
-        so.kind = TPU_SIM_COLLECTIVE;
-        so.coll = (tpu_sim_coll)c;
-        so.src = buf_ref(x, o, "src", op, core, true);
-        so.dst = so.src ? buf_ref(x, o, "dst", op, core, true) : 0;
-        long long root = 0;
-        if (!x->j.failed && !get_int(x, o, "root", op, 0, x->p->cores - 1, &root, false)) return false;
-        so.root = (int)root;
+        long long stp = prm->step;
+        if (!x->j.failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm->step = stp;
+        so->params = prm;
       }
-      if (x->j.failed) return false;
+    }
+  } else if (!strcmp(kind, "infeed")) {
+    so->kind = TPU_SIM_INFEED;
+    so->dst = buf_ref(x, o, "dst", op, core, true);
+  } else {
+    int c = -1;
+    for (int k = 0; k < 4; k++)
+      if (!strcmp(kind, COLLS[k])) c = k;
+    if (c < 0) {
+      perr(x, sub, "unknown op \"%s\"; expected dma, matmul, vpu, infeed, all_reduce, all_gather, "
+           "reduce_scatter or broadcast", kind);
+      return false;
+    }
+    so->kind = TPU_SIM_COLLECTIVE;
+    so->coll = (tpu_sim_coll)c;
+    so->src = buf_ref(x, o, "src", op, core, true);
+    so->dst = so->src ? buf_ref(x, o, "dst", op, core, true) : 0;
+    long long root = 0;
+    if (!x->j.failed && !get_int(x, o, "root", op, 0, x->p->cores - 1, &root, false)) return false;
+    so->root = (int)root;
+  }
+  return !x->j.failed;
+}
+
+/* The op list at 'path' onto a core, 'repeat' times: each op is read from
+** the document once, in the first iteration (and added as it is read, so
+** errors come in the list's order), then added again once per further
+** iteration, its step shifted by it * (max step + 1). */
+static bool add_ops(pctx *x, json_t *arr, const char *path, int core, long long repeat) {
+  if (!json_is_array(arr)) { perr(x, path, "expected an array of ops"); return false; }
+  const size_t n = json_array_size(arr);
+  tpu_sim_op *ops = tpu_malloc((n ? n : 1) * sizeof *ops);
+  tpu_vpu_params *prm = tpu_malloc((n ? n : 1) * sizeof *prm);
+  bool ok = ops && prm;
+  if (!ok) perr(x, path, "out of memory for %zu ops", n);
+  long long maxstep = 0;
+  for (long long it = 0; it < repeat && ok; it++) {
+    for (size_t i = 0; i < n && ok; i++) {
+      if (it == 0) {
+        if (!(ok = parse_op(x, json_array_get(arr, i), path, i, core, &ops[i], &prm[i]))) break;
+        if (ops[i].params) ops[i].params = &prm[i];
+        if (ops[i].step > maxstep) maxstep = ops[i].step;
+      }
+      tpu_sim_op so = ops[i];
+      so.step = (int)(it * (maxstep + 1) + ops[i].step);
       if (tpu_sim_add_op(x->p, core, &so, NULL) != TPU_OK) {
+        char op[256];
+        snprintf(op, sizeof op, "%s[%zu]", path, i);
         perr(x, op, "%s", tpu_sim_program_error(x->p));
-        return false;
+        ok = false;
       }
     }
   }
-  return true;
+  tpu_free(ops);
+  tpu_free(prm);
+  return ok;
 }
 
 static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
@@ -340,6 +359,32 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
   }
   if (pc && (!json_is_array(pc) || json_array_size(pc) != (size_t)cores)) {
     perr(&x, "per_core", "expected an array of %d entries (one per core)", cores);
+    goto out;
+  }
+  /* What it expands to, from the lists' lengths, before anything is built */
+  long long nops = 0, maxstep = 0;
+  for (int c = 0; c < (pc ? cores : 1); c++) {
+    json_t *a = pc ? json_object_get(json_array_get(pc, (size_t)c), "ops") : ops;
+    if (!json_is_array(a)) continue;   /* its error comes when it is read */
+    nops += (long long)json_array_size(a);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+      json_t *sj = json_object_get(json_array_get(a, i), "step");
+      if (json_is_integer(sj) && json_integer_value(sj) > maxstep) maxstep = json_integer_value(sj);
+    }
+  }
+  const long long total = nops * repeat * (pc ? 1 : cores);
+  if (total > TPU_SIM_MAX_OPS) {
+    char fig[160];
+    if (pc) snprintf(fig, sizeof fig, "%lld ops over the cores' lists x repeat %lld", nops, repeat);
+    else snprintf(fig, sizeof fig, "%lld ops x repeat %lld x %d cores", nops, repeat, cores);
+    perr(&x, repeat > 1 ? "repeat" : NULL, "the program expands to %lld ops (%s), more than the engine's limit of %lld "
+         "ops in a program", total, fig, (long long)TPU_SIM_MAX_OPS);
+    goto out;
+  }
+  if (maxstep > 1000000) maxstep = 1000000;   /* larger steps are refused when read */
+  if ((maxstep + 1) * repeat > TPU_SIM_MAX_STEPS) {
+    perr(&x, "repeat", "the program's steps would reach %lld (repeat %lld x %lld steps per iteration); steps are "
+         "0..%d", (maxstep + 1) * repeat - 1, repeat, maxstep + 1, TPU_SIM_MAX_STEPS - 1);
     goto out;
   }
   if (tpu_sim_program_create(cores, &x.p) != TPU_OK) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }

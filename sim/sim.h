@@ -191,7 +191,7 @@ void tpu_sim_sum_cores(int n, const float *const *src, int64_t count, float *dst
 typedef struct tpu_sim_op {
   tpu_sim_kind kind;
   const char *name;            /* label in traces and errors (copied); NULL: "<kind>#<index>" */
-  int step;                    /* training step (>= 0, nondecreasing along a core's program) */
+  int step;                    /* training step (0..TPU_SIM_MAX_STEPS-1, nondecreasing along a core's program) */
   int src, dst;                /* DMA, INFEED (dst only), COLLECTIVE; MATMUL, dst only */
   int a, b;                    /* MATMUL: a is M x K (K x M if trans_a), b is K x N (N x K if trans_b) */
   bool trans_a, trans_b;
@@ -253,8 +253,34 @@ bool tpu_sim_buffer_shape(const tpu_sim_program *p, int core, int buf, int64_t *
 tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const float *values);
 /* Appends an op to a core's program, after checking its operands exist and
 ** their shapes agree (TPU_ERR_INPUT with a message otherwise). Returns the
-** op's index in the core's program through *index when non-NULL. */
+** op's index in the core's program through *index when non-NULL. A
+** program holds at most TPU_SIM_MAX_OPS ops, all cores together (a core
+** that shares another's program counts its ops too): beyond, TPU_ERR_RANGE.
+** Costs O(1) (amortized) whatever the program's size; so do
+** tpu_sim_buffer and tpu_sim_buffer_find. */
 tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index);
+/* Room for 'ops' ops on a core in all (an optimization for builders that
+** know their size: the op array is then allocated once, exactly, instead of
+** doubling). TPU_ERR_INPUT (bad core, shared core, ops beyond
+** TPU_SIM_MAX_OPS), TPU_ERR_NOMEM. */
+tpu_status tpu_sim_program_reserve(tpu_sim_program *p, int core, int64_t ops);
+/* The engine's bound on a program's size: every op costs the engine about
+** 32 bytes per run and the program about 200 (docs/PROGRAMS.md). Builders
+** that can know their size from their shapes (the JSON loader with its
+** repeat, the training step's lowering) refuse before building anything. */
+#define TPU_SIM_MAX_OPS ((int64_t)1 << 24)
+/* Op steps are 0..TPU_SIM_MAX_STEPS-1: a run keeps every core's stall
+** breakdown per step (about 60 bytes per step and core). */
+#define TPU_SIM_MAX_STEPS (1 << 20)
+/* Core 'to' runs the program of core 'from': the same buffers (initial
+** values included) and ops, shared, not copied, so a data-parallel program
+** is built once. 'to' must be empty (no buffers, no ops) and not shared
+** from; afterwards neither core takes more buffers, initial values or ops
+** (those calls fail with TPU_ERR_INPUT). Each core keeps its own infeed
+** queue: 'to' starts with a copy of from's, and tpu_sim_infeed may replace
+** either. Errors: TPU_ERR_INPUT (bad cores, 'to' not empty), TPU_ERR_RANGE
+** (TPU_SIM_MAX_OPS), TPU_ERR_NOMEM. */
+tpu_status tpu_sim_program_share(tpu_sim_program *p, int from, int to);
 /* The core's infeed queue: n batches with the cycle at which each is ready
 ** (copied; nondecreasing). Replaces any earlier queue. Batch values come
 ** from 'fill' when set (called at the tile level with the batch index and
@@ -266,7 +292,9 @@ tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_
 void tpu_sim_infeed_set_fill(tpu_sim_program *p, tpu_sim_infeed_fill fill, void *ud);
 
 /* Reads a JSON program (docs/PROGRAMS.md) for a chip of 'cores' cores.
-** 'file' names the source in messages. On error returns TPU_ERR_INPUT (or
+** 'file' names the source in messages. A program that would exceed
+** TPU_SIM_MAX_OPS or TPU_SIM_MAX_STEPS (its lists' lengths times repeat) is
+** refused before anything is built. On error returns TPU_ERR_INPUT (or
 ** TPU_ERR_NOMEM) and writes "FILE:LINE:COL: field 'ops[3].src': ..." into
 ** err; *out is NULL. */
 tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores,

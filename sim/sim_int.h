@@ -67,7 +67,8 @@ int sim_stall_unit(int s);
 #define SIM_UNRESOLVED UINT64_MAX
 
 typedef struct sim_buf {
-  char *name;
+  const char *name;            /* in the program's name table (sim_intern) */
+  uint32_t hash;               /* of the name (the core's buffer index) */
   tpu_sim_space space;
   tpu_sim_dtype dtype;
   int64_t rows, cols;
@@ -79,9 +80,9 @@ typedef struct sim_buf {
 } sim_buf;
 
 typedef struct sim_op {
-  tpu_sim_op o;                /* name and vpu_op point into owned copies */
-  char *name;
-  char *vpu_op;
+  tpu_sim_op o;                /* name and vpu_op point into the program's name table */
+  const char *name;
+  const char *vpu_op;
   int unit;
   int dep0, ndeps;             /* into sim_core_prog.deps */
   int64_t bytes;               /* DMA and COLL: bytes per core moved/reduced */
@@ -94,17 +95,43 @@ typedef struct sim_core_prog {
   sim_op *ops; int nops, capops;
   int *deps; int ndeps, capdeps;
   int *uq[SIM_NUNITS]; int uqn[SIM_NUNITS], uqcap[SIM_NUNITS];   /* each unit's ops in program order */
-  uint64_t *infeed_ready; int64_t ninfeed;
+  int *bidx; int bidxcap;       /* buffer handles by name hash (open addressing, 0 empty) */
+  uint64_t *infeed_ready; int64_t ninfeed;   /* the core's own, also when it shares */
   int maxstep;
+  /* Sharing (tpu_sim_program_share): a core that runs another core's
+  ** program holds a copy of that core's struct, pointing at its arrays
+  ** (bufs, ops, deps, uq, bidx); only the owner frees them, and neither
+  ** takes more buffers, ops or values afterwards. */
+  int share;                   /* 1 + the core whose arrays these are; 0: its own */
+  int nsharers;                /* cores running this core's arrays */
 } sim_core_prog;
+
+/* The program's strings (op names, VPU op names, buffer names), each kept
+** once: interned into chunks freed with the program, so that adding an op
+** costs no allocation of its own and a name repeated over thousands of ops
+** (every tile of a layer) is stored once. */
+typedef struct sim_names {
+  const char **slot;           /* open addressing; NULL empty */
+  uint32_t *hash;
+  size_t cap, n;
+  char *chunk;                 /* the current chunk's free space ... */
+  size_t left;                 /* ... and its size */
+  void *chunks;                /* every chunk, each starting with the previous one's address */
+} sim_names;
 
 struct tpu_sim_program {
   int cores;
   sim_core_prog *core;
   tpu_sim_infeed_fill fill;
   void *fill_ud;
+  int64_t nops;                /* over all cores (shared cores count their ops too) */
+  sim_names names;
   char err[1024];
 };
+
+/* The interned copy of s (hash h = sim_hash(s)), or NULL when out of memory. */
+uint32_t sim_hash(const char *s);
+const char *sim_intern(tpu_sim_program *p, const char *s, uint32_t h);
 
 void sim_seterr(tpu_sim_program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t sim_buf_bytes(const sim_buf *b);

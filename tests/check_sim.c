@@ -1005,6 +1005,189 @@ START_TEST(The_event_log_agrees_with_the_result_on_every_thread_count) {
 END_TEST
 /* }================================================================== */
 
+/* {==================================================================
+** Building programs: shared cores, interned names, constant-time lookups,
+** the size limits
+** ================================================================== */
+/* One core's data-parallel loop with values: an HBM input (its values from
+** 'seed'), DMA in, matmul, relu, DMA out, an all-reduce every 4 iterations,
+** an infeed first. */
+static void loop_core(tpu_sim_program *p, int c, uint64_t seed) {
+  const int hx = buf(p, c, "hx", TPU_SIM_HBM, 16, 8), hy = buf(p, c, "hy", TPU_SIM_HBM, 16, 8);
+  const int x = buf(p, c, "x", TPU_SIM_VMEM, 16, 8), w = buf(p, c, "w", TPU_SIM_VMEM, 8, 8);
+  const int y = buf(p, c, "y", TPU_SIM_VMEM, 16, 8), g = buf(p, c, "g", TPU_SIM_VMEM, 4, 8);
+  const int in = buf(p, c, "in", TPU_SIM_VMEM, 4, 8);
+  float v[128];
+  tu_rng r = { seed };
+  tu_fill(&r, v, 128, 0);
+  ck_assert_int_eq(tpu_sim_buffer_init(p, c, hx, v), TPU_OK);
+  ck_assert_int_eq(tpu_sim_buffer_init(p, c, w, v), TPU_OK);
+  add(p, c, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = in, .name = "batch" });
+  for (int i = 0; i < 12; i++) {
+    add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hx, .dst = x, .name = "load" });
+    add(p, c, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = x, .b = w, .dst = y, .name = "mm" });
+    add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y }, .out = { y } });
+    add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = y, .dst = hy, .name = "store" });
+    if (i % 4 == 3) add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g });
+  }
+}
+
+START_TEST(A_shared_program_runs_as_its_copies_do) {
+  tpu_chip_config cfg = teach(4);
+  uint64_t ready[4] = { 0, 0, 700, 0 };
+  tpu_sim_program *copies = program(4), *shared = program(4);
+  for (int c = 0; c < 4; c++) loop_core(copies, c, 5);
+  loop_core(shared, 0, 5);
+  for (int c = 1; c < 4; c++) ck_assert_msg(tpu_sim_program_share(shared, 0, c) == TPU_OK, "%s", tpu_sim_program_error(shared));
+  /* each core keeps its own infeed queue */
+  for (int c = 0; c < 4; c++) {
+    ck_assert_int_eq(tpu_sim_infeed(copies, c, 1, &ready[c]), TPU_OK);
+    ck_assert_int_eq(tpu_sim_infeed(shared, c, 1, &ready[c]), TPU_OK);
+  }
+  for (int c = 0; c < 4; c++) {
+    ck_assert_int_eq(tpu_sim_program_ops(shared, c), tpu_sim_program_ops(copies, c));
+    for (int i = 0; i < tpu_sim_program_ops(shared, c); i++) {
+      tpu_sim_op a, b;
+      ck_assert(tpu_sim_program_op(shared, c, i, &a) && tpu_sim_program_op(copies, c, i, &b));
+      ck_assert(a.kind == b.kind && a.src == b.src && a.dst == b.dst && !strcmp(a.name, b.name));
+    }
+  }
+  for (int level = 0; level < 2; level++) {
+    const tpu_fidelity f = level ? TPU_FIDELITY_TILE : TPU_FIDELITY_TIMING;
+    tpu_sim_result *rc = run(&cfg, copies, f, 2), *rs = run(&cfg, shared, f, 2);
+    TU_EQ_U64(tpu_sim_result_cycles(rc), tpu_sim_result_cycles(rs));
+    for (int c = 0; c < 4; c++) {
+      tpu_sim_stalls a, b;
+      tpu_sim_result_stalls(rc, c, -1, &a);
+      tpu_sim_result_stalls(rs, c, -1, &b);
+      ck_assert(!memcmp(&a, &b, sizeof a));
+      if (f == TPU_FIDELITY_TILE)
+        for (int h = 1; h <= 7; h++) {
+          const float *va = tpu_sim_result_buffer(rc, c, h), *vb = tpu_sim_result_buffer(rs, c, h);
+          ck_assert(va && vb && !memcmp(va, vb, (size_t)tpu_sim_buffer_elems(shared, c, h) * sizeof *va));
+        }
+    }
+    /* core 2's batch came 700 cycles late, core 0's at once */
+    tpu_sim_stalls s0, s2;
+    tpu_sim_result_stalls(rs, 0, -1, &s0);
+    tpu_sim_result_stalls(rs, 2, -1, &s2);
+    ck_assert(s0.cycles[TPU_SIM_INFEED_WAIT] == 0 && s2.cycles[TPU_SIM_INFEED_WAIT] > 0);
+  }
+  /* neither core of a share changes any more; a core with ops cannot share */
+  ck_assert_int_eq(tpu_sim_buffer(shared, 0, "more", TPU_SIM_VMEM, TPU_SIM_F32, 1, 1), 0);
+  ck_assert_msg(strstr(tpu_sim_program_error(shared), "shared with 3 other core(s)"), "%s", tpu_sim_program_error(shared));
+  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = 1, .dst = 3 };
+  ck_assert_int_eq(tpu_sim_add_op(shared, 1, &op, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(shared), "runs core 0's program"), "%s", tpu_sim_program_error(shared));
+  float one = 1;
+  ck_assert_int_eq(tpu_sim_buffer_init(shared, 2, 1, &one), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_sim_program_reserve(shared, 3, 10), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_sim_program_share(copies, 0, 1), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(copies), "has buffers or ops of its own"), "%s", tpu_sim_program_error(copies));
+  ck_assert_int_eq(tpu_sim_program_share(copies, 2, 2), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_sim_program_share(copies, 0, 9), TPU_ERR_INPUT);
+  /* a share of a share runs the owner's program */
+  tpu_sim_program *chain = program(3);
+  loop_core(chain, 0, 1);
+  ck_assert_int_eq(tpu_sim_program_share(chain, 0, 1), TPU_OK);
+  ck_assert_int_eq(tpu_sim_program_share(chain, 1, 2), TPU_OK);
+  ck_assert_int_eq(tpu_sim_program_ops(chain, 2), tpu_sim_program_ops(chain, 0));
+  /* reserving room changes nothing but the allocation */
+  tpu_sim_program *res = program(4);
+  ck_assert_int_eq(tpu_sim_program_reserve(res, 0, 1000), TPU_OK);
+  ck_assert_int_eq(tpu_sim_program_reserve(res, 0, TPU_SIM_MAX_OPS + 1), TPU_ERR_INPUT);
+  loop_core(res, 0, 5);
+  for (int c = 1; c < 4; c++) loop_core(res, c, 5);
+  for (int c = 0; c < 4; c++) ck_assert_int_eq(tpu_sim_infeed(res, c, 1, &ready[c]), TPU_OK);
+  TU_EQ_U64(tpu_sim_result_cycles(run(&cfg, copies, TPU_FIDELITY_TIMING, 1)),
+            tpu_sim_result_cycles(run(&cfg, res, TPU_FIDELITY_TIMING, 1)));
+}
+END_TEST
+
+/* Buffers are found by name in constant time and an op costs the same
+** however long the program: 200,000 buffers and 400,000 ops on one core
+** take a fraction of a second of CPU (a linear search per name took about
+** 100 s). CPU time of this thread: the host is shared. */
+START_TEST(Building_a_program_takes_constant_time_per_buffer_and_op) {
+  enum { NB = 200000 };
+  tpu_sim_program *p = program(1);
+  const double t0 = tu_cpu_now();
+  char name[48];
+  for (int i = 0; i < NB; i++) {
+    snprintf(name, sizeof name, "tile %d of the activations", i);
+    ck_assert_int_eq(tpu_sim_buffer(p, 0, name, i % 2 ? TPU_SIM_VMEM : TPU_SIM_HBM, TPU_SIM_F32, 8, 8), i + 1);
+  }
+  for (int i = 0; i < NB; i += 2) {
+    snprintf(name, sizeof name, "tile %d of the activations", i);
+    ck_assert_int_eq(tpu_sim_buffer_find(p, 0, name), i + 1);
+    tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = i + 1, .dst = i + 2, .name = "load" };
+    ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
+    op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { i + 2 }, .out = { i + 2 } };
+    ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
+    op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = i + 2, .dst = i + 1, .name = "store" };
+    ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
+    op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { i + 2 }, .out = { i + 2 }, .name = "again" };
+    ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
+  }
+  const double dt = tu_cpu_now() - t0;
+  ck_assert_int_eq(tpu_sim_buffer_find(p, 0, "tile 200000 of the activations"), 0);
+  ck_assert_int_eq(tpu_sim_buffer(p, 0, "tile 7 of the activations", TPU_SIM_HBM, TPU_SIM_F32, 1, 1), 0);
+  ck_assert(strstr(tpu_sim_program_error(p), "defined twice"));
+  /* a name repeated over many ops is kept once; unnamed ops keep their own */
+  tpu_sim_op a, b;
+  ck_assert(tpu_sim_program_op(p, 0, 0, &a) && tpu_sim_program_op(p, 0, 4, &b));
+  ck_assert(!strcmp(a.name, "load") && a.name == b.name);
+  ck_assert(tpu_sim_program_op(p, 0, 1, &a) && tpu_sim_program_op(p, 0, 5, &b));
+  ck_assert_str_eq(a.name, "vpu#1");
+  ck_assert_str_eq(b.name, "vpu#5");
+  ck_assert(a.vpu_op == b.vpu_op);
+  ck_assert_msg(dt < 3.0, "%d buffers and %d ops took %.2f s of CPU", NB, 2 * NB, dt);
+}
+END_TEST
+
+START_TEST(Programs_beyond_the_size_limits_are_refused_before_they_are_built) {
+  char err[512];
+  tpu_sim_program *p = NULL;
+  /* 8 ops x repeat 600000 x 4 cores: refused from the lengths, at once */
+  static const char big[] = "{ \"cores\": 4, \"repeat\": 600000, \"buffers\": [ { \"name\": \"h\", \"space\": "
+    "\"hbm\", \"shape\": [8, 8] }, { \"name\": \"v\", \"space\": \"vmem\", \"shape\": [8, 8] } ], \"ops\": ["
+    " { \"op\": \"dma\", \"src\": \"h\", \"dst\": \"v\" }, { \"op\": \"dma\", \"src\": \"v\", \"dst\": \"h\" },"
+    " { \"op\": \"dma\", \"src\": \"h\", \"dst\": \"v\" }, { \"op\": \"dma\", \"src\": \"v\", \"dst\": \"h\" },"
+    " { \"op\": \"dma\", \"src\": \"h\", \"dst\": \"v\" }, { \"op\": \"dma\", \"src\": \"v\", \"dst\": \"h\" },"
+    " { \"op\": \"dma\", \"src\": \"h\", \"dst\": \"v\" }, { \"op\": \"dma\", \"src\": \"v\", \"dst\": \"h\" } ] }";
+  const double t0 = tu_cpu_now();
+  ck_assert_int_eq(tpu_sim_program_parse(big, "big.json", 4, &p, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert(p == NULL);
+  ck_assert_msg(strstr(err, "field 'repeat'") && strstr(err, "19200000 ops (8 ops x repeat 600000 x 4 cores)") &&
+                strstr(err, "limit of 16777216"), "%s", err);
+  /* steps: 2 per iteration x 600000 */
+  static const char steps[] = "{ \"cores\": 1, \"repeat\": 600000, \"buffers\": [ { \"name\": \"v\", \"space\": "
+    "\"vmem\", \"shape\": [8, 8] } ], \"ops\": [ { \"op\": \"vpu\", \"fn\": \"relu\", \"in\": [\"v\"], "
+    "\"out\": [\"v\"], \"step\": 1 } ] }";
+  ck_assert_int_eq(tpu_sim_program_parse(steps, "s.json", 1, &p, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(err, "steps would reach 1199999") && strstr(err, "0..1048575"), "%s", err);
+  ck_assert_msg(tu_cpu_now() - t0 < 1.0, "refusing took %.2f s of CPU", tu_cpu_now() - t0);
+  /* within the limits a repeat is read once and added as often: 8 ops x
+  ** 50000 x 4 cores */
+  char ok[sizeof big];
+  snprintf(ok, sizeof ok, "%s", big);
+  memcpy(strstr(ok, "600000"), " 50000", 6);
+  ck_assert_msg(tpu_sim_program_parse(ok, "ok.json", 4, &p, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(tpu_sim_program_ops(p, 3), 8 * 50000);
+  tpu_sim_op op;
+  ck_assert(tpu_sim_program_op(p, 3, 8 * 50000 - 1, &op));
+  ck_assert_int_eq(op.step, 49999);
+  tpu_sim_program_destroy(p);
+  /* the step limit holds for programs built through the API too */
+  p = program(1);
+  int v = buf(p, 0, "v", TPU_SIM_VMEM, 8, 8);
+  op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { v }, .out = { v }, .step = TPU_SIM_MAX_STEPS };
+  ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "steps are 0..1048575"), "%s", tpu_sim_program_error(p));
+}
+END_TEST
+/* }================================================================== */
+
 int main(void) {
   Suite *s = suite_create("sim");
   TU_CASE(s, "schedules", 60, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles,
@@ -1021,7 +1204,10 @@ int main(void) {
           All_reduce_costs_the_alpha_beta_formula_of_its_algorithm, The_tpu_v2_8_all_reduce_runs_on_its_torus_of_core_pairs);
   TU_CASE(s, "limits", 60, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes,
           Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
-          Reading_and_running_survive_every_allocation_failure);
+          Reading_and_running_survive_every_allocation_failure,
+          Programs_beyond_the_size_limits_are_refused_before_they_are_built);
+  TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do,
+          Building_a_program_takes_constant_time_per_buffer_and_op);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,
           K_split_folds_accumulate_without_a_drain_at_every_level,
           Random_programs_give_the_same_result_on_every_thread_count,

@@ -980,6 +980,142 @@ END_TEST
 /* }================================================================== */
 
 /* {==================================================================
+** The step's size from its shapes, and the step timer
+** ================================================================== */
+/* Every gradient model, the built-in models and examples, and models with
+** sgd and momentum: all the lowerings; *n gets the count. */
+static tpu_fe_model *size_models(int *n) {
+  static tpu_fe_model m[40];
+  const int ng = (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]);
+  int k = 0;
+  for (; k < ng; k++) m[k] = parse_ok(GRAD_MODELS[k]);
+  k += plan_models(&m[k], 7);
+  m[k++] = parse_ok("{ \"input\": [9, 9, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 5, \"kernel\": 3 },"
+                    " { \"type\": \"maxpool\", \"size\": 3, \"stride\": 2, \"padding\": \"same\" }, { \"type\": \"flatten\" },"
+                    " { \"type\": \"dense\", \"units\": 1 }, { \"type\": \"dense\", \"units\": 4 } ],"
+                    " \"optimizer\": { \"type\": \"sgd\" } }");
+  m[k++] = parse_ok("{ \"input\": [300], \"layers\": [ { \"type\": \"dense\", \"units\": 257 }, { \"type\": \"relu\" },"
+                    " { \"type\": \"dense\", \"units\": 10 } ], \"optimizer\": { \"type\": \"momentum\" } }");
+  *n = k;
+  return m;
+}
+
+START_TEST(The_step_size_from_the_shapes_is_the_programs) {
+  /* tpu_fe_step_size_of counts, from the shapes, exactly the ops the
+  ** lowering adds: every model, three chips, training and inference, a
+  ** one-sample shard (one-row tiles) and larger ones, both precisions */
+  int nm;
+  tpu_fe_model *models = size_models(&nm);
+  static const char *const chips[] = { "teach", "tpu-v2-8", "tpu-v3-8" };
+  static const int rows[] = { 1, 3, 16 };
+  char err[512];
+  for (int c = 0; c < 3; c++) {
+    tpu_chip_config chip;
+    ck_assert_int_eq(tpu_chip_config_load(chips[c], &chip, err, sizeof err), TPU_OK);
+    for (int k = 0; k < nm; k++)
+      for (int r = 0; r < 3; r++)
+        for (int train = 0; train < 2; train++) {
+          const tpu_precision prec = (k + r) % 2 ? TPU_PREC_BF16X3 : TPU_PREC_BF16;
+          tpu_fe_step_size z;
+          ck_assert_int_eq(tpu_fe_step_size_of(&models[k], &chip, prec, rows[r], train, &z), TPU_OK);
+          tpu_sim_program *p = NULL;
+          tpu_status st = tpu_fe_step_program(&models[k], &chip, prec, rows[r], train, 0, &p, err, sizeof err);
+          if (st == TPU_ERR_CONFIG) continue;   /* a row of logits too wide for teach's tiles */
+          ck_assert_msg(st == TPU_OK, "%s: %s", models[k].name, err);
+          for (int core = 0; core < chip.cores; core++)
+            ck_assert_msg(tpu_sim_program_ops(p, core) == (int)z.ops_per_core,
+                          "%s on %s, %d rows, train %d, core %d\n  Expected: %d ops\n  Actual:   %.0f counted", models[k].name,
+                          chips[c], rows[r], train, core, tpu_sim_program_ops(p, core), z.ops_per_core);
+          ck_assert(z.hbm_tensor_bytes_per_core == z.activation_bytes + z.parameter_bytes + z.gradient_bytes +
+                    z.optimizer_state_bytes && z.parameter_bytes == 4.0 * (double)models[k].nparams);
+          tpu_sim_program_destroy(p);
+        }
+  }
+}
+END_TEST
+
+START_TEST(Steps_too_big_for_the_engine_or_the_hbm_are_refused_before_they_are_built) {
+  tpu_chip_config chip = tu_chip("teach", 0);
+  char err[1024];
+  tpu_sim_program *p = NULL;
+  /* 784 -> 262144 -> 10 on teach's 64 KiB tiles: millions of ops per core */
+  tpu_fe_model m = parse_ok("{ \"name\": \"wide\", \"input\": [784], \"layers\": [ { \"type\": \"dense\", \"units\": 262144 },"
+                            " { \"type\": \"dense\", \"units\": 10 } ] }");
+  double t0 = tu_cpu_now();
+  ck_assert_int_eq(tpu_fe_step_program(&m, &chip, TPU_PREC_BF16, 16, true, 0, &p, err, sizeof err), TPU_ERR_RANGE);
+  ck_assert(p == NULL);
+  ck_assert_msg(strstr(err, "wide on teach at 16 samples per core") && strstr(err, "8019992 engine ops per core") &&
+                strstr(err, "32079968 on the 4 cores") && strstr(err, "limit of 16777216"), "%s", err);
+  /* 784 -> 65536 -> 10: parameters, gradients and Adam's two moments of
+  ** 51.4 M floats on each of 4 cores do not fit teach's 1 GiB */
+  m = parse_ok("{ \"name\": \"wide\", \"input\": [784], \"layers\": [ { \"type\": \"dense\", \"units\": 65536 },"
+               " { \"type\": \"dense\", \"units\": 10 } ] }");
+  ck_assert_int_eq(tpu_fe_step_program(&m, &chip, TPU_PREC_BF16, 16, true, 0, &p, err, sizeof err), TPU_ERR_RANGE);
+  ck_assert_msg(strstr(err, "3368232832 bytes of HBM per chip") && strstr(err, "4 cores per chip") &&
+                strstr(err, "parameters 208404520") && strstr(err, "optimizer state 416809040") &&
+                strstr(err, "capacity of 1073741824 bytes"), "%s", err);
+  tpu_fe_step_timing t;
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 16, true, 0, 1, &t, NULL, err, sizeof err), TPU_ERR_RANGE);
+  ck_assert_msg(tu_cpu_now() - t0 < 1.0, "refusing took %.2f s of CPU", tu_cpu_now() - t0);
+}
+END_TEST
+
+START_TEST(The_step_timer_gives_the_engines_timing_for_every_wait) {
+  /* "both ways": the timer's step for a wait (the step at wait 0, shifted)
+  ** against the step lowered and run on the engine with that wait, every
+  ** field bit for bit */
+  int nm;
+  tpu_fe_model *models = size_models(&nm);
+  static const char *const chips[] = { "teach", "tpu-v2-8" };
+  static const uint64_t waits[] = { 0, 1, 3, 997, 123457, 50000000 };
+  char err[512];
+  for (int c = 0; c < 2; c++) {
+    tpu_chip_config chip;
+    ck_assert_int_eq(tpu_chip_config_load(chips[c], &chip, err, sizeof err), TPU_OK);
+    for (int k = 0; k < nm; k++)
+      for (int train = 0; train < 2; train++) {
+        if (c == 0 && !strcmp(models[k].name, "cnn")) continue;   /* millions of ops on teach's VMEM */
+        const int rows = 4 + k % 3;
+        tpu_fe_step_timer *tm = NULL;
+        tpu_status st = tpu_fe_step_timer_create(&models[k], &chip, TPU_PREC_BF16, rows, train, 2, &tm, err, sizeof err);
+        if (st == TPU_ERR_CONFIG) continue;   /* a row of logits too wide for teach's tiles */
+        ck_assert_msg(st == TPU_OK, "%s: %s", models[k].name, err);
+        for (int w = 0; w < 6; w++) {
+          tpu_fe_step_timing a, b;
+          ck_assert_int_eq(tpu_fe_step_timer_time(tm, waits[w], NULL, &a, err, sizeof err), TPU_OK);
+          ck_assert_msg(tpu_fe_time_step(&models[k], &chip, TPU_PREC_BF16, rows, train, waits[w], 1, &b, NULL, err,
+                                         sizeof err) == TPU_OK, "%s", err);
+          ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s on %s, train %d, wait %llu\n  Expected: %llu cycles, infeed_wait %.17g\n"
+                        "  Actual:   %llu cycles, infeed_wait %.17g", models[k].name, chips[c], train,
+                        (unsigned long long)waits[w], (unsigned long long)b.step_cycles, b.stall[TPU_SIM_INFEED_WAIT],
+                        (unsigned long long)a.step_cycles, a.stall[TPU_SIM_INFEED_WAIT]);
+        }
+        tpu_fe_step_timer_destroy(tm);
+      }
+  }
+  /* a traced step runs on the engine: the same trace as tpu_fe_time_step's */
+  tpu_chip_config chip = tu_chip("teach", 0);
+  tpu_fe_model m = parse_ok(GRAD_MODELS[3]);
+  tpu_text ta = { 0 }, tb = { 0 };
+  const tpu_fe_step_trace tra = { .out = &ta, .step = 3, .t0_us = 10 }, trb = { .out = &tb, .step = 3, .t0_us = 10 };
+  tpu_fe_step_timer *tm = NULL;
+  ck_assert_int_eq(tpu_fe_step_timer_create(&m, &chip, TPU_PREC_BF16, 4, true, 1, &tm, err, sizeof err), TPU_OK);
+  tpu_fe_step_timing a, b;
+  ck_assert_int_eq(tpu_fe_step_timer_time(tm, 777, &tra, &a, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 777, 1, &b, &trb, err, sizeof err), TPU_OK);
+  ck_assert(!memcmp(&a, &b, sizeof a) && ta.n == tb.n && ta.n > 0 && !memcmp(ta.s, tb.s, ta.n));
+  /* and after it, the timer still shifts the step at wait 0 */
+  ck_assert_int_eq(tpu_fe_step_timer_time(tm, 5, NULL, &a, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, 5, 1, &b, NULL, err, sizeof err), TPU_OK);
+  ck_assert(!memcmp(&a, &b, sizeof a));
+  tpu_fe_step_timer_destroy(tm);
+  tpu_free(ta.s);
+  tpu_free(tb.s);
+}
+END_TEST
+/* }================================================================== */
+
+/* {==================================================================
 ** Out of memory: every allocation fails in turn
 ** ================================================================== */
 
@@ -1011,6 +1147,17 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
   }
 }
 END_TEST
+typedef struct timer_ctx { const tpu_fe_model *m; tpu_chip_config chip; } timer_ctx;
+static tpu_status timer_run(void *ctx) {
+  const timer_ctx *x = ctx;
+  char err[512];
+  tpu_fe_step_timer *tm = NULL;
+  tpu_fe_step_timing t;
+  tpu_status st = tpu_fe_step_timer_create(x->m, &x->chip, TPU_PREC_BF16, 4, true, 1, &tm, err, sizeof err);
+  if (!st) st = tpu_fe_step_timer_time(tm, 9, NULL, &t, err, sizeof err);
+  tpu_fe_step_timer_destroy(tm);
+  return st;
+}
 START_TEST(Step_timing_survives_every_allocation_failure) {
   tpu_chip_config chip = tu_chip("teach", 0);
   char err[512];
@@ -1035,6 +1182,9 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
   }
   ck_assert_msg(ok_seen && tu_fail_at > 50, "%d allocations", tu_fail_at);
   tpu_free(tb.s);
+  /* the step timer too: every failure is TPU_ERR_NOMEM, nothing leaks */
+  timer_ctx x = { &m, chip };
+  ck_assert_int_ge(tu_oom_sweep(20000, timer_run, &x), 50);
 }
 END_TEST
 /* }================================================================== */
@@ -1059,5 +1209,8 @@ int main(void) {
   TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,
           Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work);
+  TU_CASE(s, "size", 240, The_step_size_from_the_shapes_is_the_programs,
+          Steps_too_big_for_the_engine_or_the_hbm_are_refused_before_they_are_built,
+          The_step_timer_gives_the_engines_timing_for_every_wait);
   return tu_main(s);
 }

@@ -4,7 +4,8 @@
 # backend (OpenBLAS f32) from the same seed, and the wall time per epoch of
 # mlp on both. Goals (issue 6): sim mlp >= 0.88 and sim cnn >= 0.91 test
 # accuracy within 10 epochs, each within 1.0 point of the reference at the
-# last epoch; sim mlp wall time per epoch <= 2x the reference's.
+# last epoch; sim wall time per epoch <= 2x the reference's for mlp, <= 1.3x
+# for cnn (issue 14).
 # TRAIN_MLP_EPOCHS / TRAIN_CNN_EPOCHS shorten it (the goals then may fail).
 set -u
 TPUSIM=${TPUSIM:-./tpusim}
@@ -43,8 +44,9 @@ for m, target in (("mlp", 0.88), ("cnn", 0.91)):
     goal(f"{m} sim bf16 >= {target} within {len(r[(m,'sim')]['history'])} epochs", best >= target, f"{best:.4f}")
     diff = abs(r[(m, "sim")]["test_accuracy"] - r[(m, "reference")]["test_accuracy"]) * 100
     goal(f"{m} sim within 1.0 point of reference", diff <= 1.0, f"{diff:.2f} points")
-ws = statistics.median(e["wall_s"] for e in r[("mlp", "sim")]["history"])
-wr = statistics.median(e["wall_s"] for e in r[("mlp", "reference")]["history"])
-goal("mlp sim wall per epoch <= 2x reference", ws <= 2 * wr, f"{ws:.2f} s / {wr:.2f} s = {ws/wr:.2f}x")
+for m, most in (("mlp", 2.0), ("cnn", 1.3)):   # issue 6; issue 14
+    ws = statistics.median(e["wall_s"] for e in r[(m, "sim")]["history"])
+    wr = statistics.median(e["wall_s"] for e in r[(m, "reference")]["history"])
+    goal(f"{m} sim wall per epoch <= {most:g}x reference", ws <= most * wr, f"{ws:.2f} s / {wr:.2f} s = {ws/wr:.2f}x")
 sys.exit(0 if ok else 1)
 PY
