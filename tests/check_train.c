@@ -262,18 +262,21 @@ START_TEST(Depthwise_and_separable_layers_have_the_keras_parameter_counts) {
   TU_EQ_U64(108 + 12 + 132 + 5 + 75 + 4 * 4 * 4 * 2 + 2, m.nparams);
   TU_EQ_U64(3 * 2 * 12 * 12, m.max_wx);                               /* s1's kernel, block-diagonal */
   ck_assert(!parse_ok(GRAPH("{ \"type\": \"relu\" }, " HEAD)).layers[0].capped);
-  parse_err(GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"filters\": 4 }, " HEAD),
-            "layers[0] (depthwise_conv2d): field 'filters': unknown field");
-  parse_err(GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"depth_multiplier\": 0 }, " HEAD),
-            "layers[0] (depthwise_conv2d): field 'depth_multiplier': expected an integer in 1..4096");
-  parse_err(GRAPH("{ \"type\": \"separable_conv2d\", \"kernel\": 3 }, " HEAD),
-            "layers[0] (separable_conv2d): field 'filters': missing");
-  parse_err(GRAPH("{ \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 9 }, " HEAD),
-            "layers[0] (separable_conv2d): field 'kernel': 9x9 does not fit the input shape 8x8x2 with padding \"valid\"");
-  parse_err("{ \"input\": [8], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": 1 },"
-            " { \"type\": \"dense\", \"units\": 2 } ] }", "layers[0] (depthwise_conv2d): input shape 8 is flat");
-  parse_err(GRAPH("{ \"type\": \"relu\", \"max_value\": -1 }, " HEAD), "layers[0] (relu): field 'max_value'");
-  parse_err(GRAPH("{ \"type\": \"tanh\", \"max_value\": 1 }, " HEAD), "layers[0] (tanh): field 'max_value': unknown field");
+  static const struct { const char *json, *want; } BAD[] = {   /* each with the message it must give */
+    { GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"filters\": 4 }, " HEAD),
+      "layers[0] (depthwise_conv2d): field 'filters': unknown field" },
+    { GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"depth_multiplier\": 0 }, " HEAD),
+      "layers[0] (depthwise_conv2d): field 'depth_multiplier': expected an integer in 1..4096" },
+    { GRAPH("{ \"type\": \"separable_conv2d\", \"kernel\": 3 }, " HEAD),
+      "layers[0] (separable_conv2d): field 'filters': missing" },
+    { GRAPH("{ \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 9 }, " HEAD),
+      "layers[0] (separable_conv2d): field 'kernel': 9x9 does not fit the input shape 8x8x2 with padding \"valid\"" },
+    { "{ \"input\": [8], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": 1 },"
+      " { \"type\": \"dense\", \"units\": 2 } ] }", "layers[0] (depthwise_conv2d): input shape 8 is flat" },
+    { GRAPH("{ \"type\": \"relu\", \"max_value\": -1 }, " HEAD), "layers[0] (relu): field 'max_value'" },
+    { GRAPH("{ \"type\": \"tanh\", \"max_value\": 1 }, " HEAD), "layers[0] (tanh): field 'max_value': unknown field" },
+  };
+  for (size_t k = 0; k < sizeof BAD / sizeof BAD[0]; k++) parse_err(BAD[k].json, BAD[k].want);
 }
 END_TEST
 
