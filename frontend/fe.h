@@ -122,7 +122,7 @@ typedef struct tpu_fe_optimizer {
 } tpu_fe_optimizer;
 
 /* Layers of one model at most: ResNet152V2 has 564 Keras layers. The
-** model stays a plain value (copied by assignment) at about 200 KiB. */
+** model stays a plain value (copied by assignment) at about 256 KiB. */
 #define TPU_FE_MAX_LAYERS 1024
 typedef struct tpu_fe_model {
   char name[64];
