@@ -19,11 +19,13 @@ static const char HELP[] =
   "Prints a Keras-style summary of a model: each layer's name and type, output\n"
   "shape and parameters, its GEMMs on the MXU for a training step of --batch\n"
   "samples (M x K x N, the product [M x K] . [K x N]; the text shows the\n"
-  "forward one, --json every one: matmul, dW, dX) and the step's FLOPs\n"
-  "(2*M*N*K over the layer's GEMMs, forward and backward), with totals.\n\n"
+  "forward one, --json every one: matmul, dW, dX; a depthwise one is C x (M x\n"
+  "K x N), one product per channel) and the step's FLOPs (2*M*N*K over the\n"
+  "layer's GEMMs, forward and backward), with totals.\n\n"
   "  NAME|FILE              a built-in model (mlp, cnn), a zoo model\n"
-  "                         alexnet, vgg16, vgg19 as NAME[@HxWxC][:CLASSES]\n"
-  "                         (e.g. vgg19@192x192x3:5; default 224x224x3:1000),\n"
+  "                         alexnet, vgg16, vgg19, xception, mobilenetv2 as\n"
+  "                         NAME[@HxWxC][:CLASSES] (e.g. vgg19@192x192x3:5;\n"
+  "                         default 224x224x3:1000, xception 299x299x3),\n"
   "                         or a JSON model file: native (docs/MODELS.md) or\n"
   "                         Keras' model.to_json(), FILE@HxWxC giving an input\n"
   "                         shape the Keras file leaves unspecified\n"
@@ -55,7 +57,7 @@ static const char *commas(uint64_t v, char *buf, size_t cap) {
 }
 
 static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gemms *g) {
-  char nm[64], ty[96], sh[64], pa[32], gm[64], fl[32];
+  char nm[64], ty[96], sh[64], pa[32], gm[128], fl[32];
   uint64_t fwd = 0, step = 0;
   printf("Model: \"%s\" (GEMMs and FLOPs of one training step of batch %ld)\n", m->name, batch);
   printf("%-34s %-22s %13s  %-26s %20s\n", "Layer (type)", "Output Shape", "Param #", "Forward GEMM (M x K x N)",
@@ -63,12 +65,20 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *l = &m->layers[i];
     snprintf(ty, sizeof ty, "%s (%s)", layer_name(m, i, nm, sizeof nm), tpu_fe_layer_kind_name(l->kind));
+    /* the forward GEMMs (separable_conv2d: the depthwise one, C products
+    ** "C x (M x K x N)", then the pointwise) */
+    size_t o = 0;
     gm[0] = '\0';
-    for (int k = 0; k < g[i].ngemms; k++)
-      if (g[i].gemm[k].forward)
-        snprintf(gm, sizeof gm, "%lld x %lld x %lld", (long long)g[i].gemm[k].m, (long long)g[i].gemm[k].k,
-                 (long long)g[i].gemm[k].n);
-    char row[256];
+    for (int k = 0; k < g[i].ngemms && o < sizeof gm; k++) {
+      if (!g[i].gemm[k].forward) continue;
+      const long long G = (long long)g[i].gemm[k].groups, M = (long long)g[i].gemm[k].m,
+                      K = (long long)g[i].gemm[k].k, N = (long long)g[i].gemm[k].n;
+      const char *sep = o ? " + " : "";
+      int w = G > 1 ? snprintf(gm + o, sizeof gm - o, "%s%lld x (%lld x %lld x %lld)", sep, G, M, K, N)
+                    : snprintf(gm + o, sizeof gm - o, "%s%lld x %lld x %lld", sep, M, K, N);
+      o += w > 0 ? (size_t)w : 0;
+    }
+    char row[320];
     int n = snprintf(row, sizeof row, "%-34s %-22s %13s  %-26s %20s", ty, keras_shape(l->out, sh, sizeof sh),
                      commas(l->nw + l->nb + l->ns, pa, sizeof pa), gm,
                      g[i].step_flops ? commas(g[i].step_flops, fl, sizeof fl) : "");
@@ -92,9 +102,10 @@ static json_t *layer_json(const tpu_fe_model *m, int i, const tpu_fe_layer_gemms
   char nm[64];
   json_t *gs = json_array();
   for (int k = 0; gs && k < g->ngemms; k++)
-    json_array_append_new(gs, json_pack("{s:s, s:s, s:I, s:I, s:I}", "what", g->gemm[k].what, "phase",
-                                        g->gemm[k].forward ? "fwd" : "bwd", "m", (json_int_t)g->gemm[k].m,
-                                        "k", (json_int_t)g->gemm[k].k, "n", (json_int_t)g->gemm[k].n));
+    json_array_append_new(gs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "what", g->gemm[k].what, "phase",
+                                        g->gemm[k].forward ? "fwd" : "bwd", "groups", (json_int_t)g->gemm[k].groups,
+                                        "m", (json_int_t)g->gemm[k].m, "k", (json_int_t)g->gemm[k].k, "n",
+                                        (json_int_t)g->gemm[k].n));
   return json_pack("{s:s, s:s, s:[i, i, i], s:I, s:o*, s:I, s:I}", "name", layer_name(m, i, nm, sizeof nm),
                    "type", tpu_fe_layer_kind_name(l->kind), "output_shape", l->out.h, l->out.w, l->out.c,
                    "params", (json_int_t)(l->nw + l->nb + l->ns), "gemms", gs, "forward_flops",

@@ -10,10 +10,13 @@
 ** name, frontend/zoo.c, which writes the same JSON; or Keras'
 ** model.to_json(), which frontend/keras.c translates into the same JSON
 ** object, so one loader checks them all) is a
-** graph of layers -- dense, conv2d, max/avgpool, flatten, relu, tanh,
-** sigmoid, dropout, global_avgpool, zero_padding, batch_normalization (per-core
-** batch statistics, moving averages in the parameter vector), softmax (the output only: folded into
-** the loss), and the merges add and concatenate -- listed so that
+** graph of layers -- dense, conv2d, depthwise_conv2d and separable_conv2d
+** (depthwise then pointwise; on the MXU as block-diagonal GEMMs, see
+** fe_int.h), max/avgpool, flatten, relu (optionally capped: Keras'
+** max_value, relu6), tanh, sigmoid, dropout, global_avgpool, zero_padding,
+** batch_normalization (per-core batch statistics, moving averages in the
+** parameter vector), softmax (the output only: folded into the loss), and
+** the merges add and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
@@ -71,7 +74,8 @@
 typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
   TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
-  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_NKINDS
+  TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_DEPTHWISE,
+  TPU_FE_SEPARABLE, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -84,13 +88,18 @@ typedef struct tpu_fe_layer {
   int nin;                     /* inputs: 1, or 2..TPU_FE_MAX_INPUTS for add/concatenate */
   int inputs[TPU_FE_MAX_INPUTS];   /* producing layers' indexes, all < this one's; -1: the model input */
   int units;                   /* dense: output width */
-  bool no_bias;                /* dense, conv2d: "use_bias": false (nb = 0) */
-  tpu_fe_layer_kind act;       /* dense, conv2d: "activation": TPU_FE_RELU, _TANH, _SIGMOID or
+  bool no_bias;                /* dense, the convs: "use_bias": false (nb = 0) */
+  tpu_fe_layer_kind act;       /* dense, the convs: "activation": TPU_FE_RELU, _TANH, _SIGMOID or
                                   _SOFTMAX; TPU_FE_DENSE (0) for linear */
-  int filters, kh, kw;         /* conv2d */
-  int stride;                  /* conv2d, pools */
-  bool same;                   /* conv2d: 'same' padding (else 'valid') */
-  int pad_top, pad_left;       /* conv2d (derived), zero_padding */
+  bool capped;                 /* relu (the layer, or act): capped at max_value (Keras' ReLU
+                                  max_value; "relu6" is 6) */
+  double max_value;            /* ... >= 0 */
+  int filters, kh, kw;         /* conv2d, separable_conv2d (filters: the pointwise's); kernel of
+                                  the convs */
+  int depth_multiplier;        /* depthwise_conv2d, separable_conv2d: outputs per input channel */
+  int stride;                  /* the convs, pools */
+  bool same;                   /* the convs, pools: 'same' padding (else 'valid') */
+  int pad_top, pad_left;       /* the convs (derived), zero_padding */
   int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout: fraction dropped, [0, 1) */
@@ -98,7 +107,10 @@ typedef struct tpu_fe_layer {
   bool no_center, no_scale;    /* batch_normalization: "center" / "scale": false (no beta / gamma) */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
-                                  gamma, beta) */
+                                  gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as
+                                  Keras', separable_conv2d's then followed by its pointwise one) */
+  size_t nw2;                  /* separable_conv2d: the last nw2 of the nw weights are the pointwise
+                                  kernel (C*depth_multiplier x filters) */
   size_t soff, ns;             /* batch_normalization: moving mean then moving variance (ns = 2C),
                                   non-trainable: no gradient, updated by the plan's BN_MOVING step */
 } tpu_fe_layer;
@@ -112,7 +124,7 @@ typedef struct tpu_fe_optimizer {
 } tpu_fe_optimizer;
 
 /* Layers of one model at most: ResNet152V2 has 564 Keras layers. The
-** model stays a plain value (copied by assignment) at about 200 KiB. */
+** model stays a plain value (copied by assignment) at about 256 KiB. */
 #define TPU_FE_MAX_LAYERS 1024
 typedef struct tpu_fe_model {
   char name[64];
@@ -125,14 +137,17 @@ typedef struct tpu_fe_model {
   size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
   size_t max_act;              /* largest per-sample activation (floats) */
   size_t max_cols;             /* largest per-sample im2col buffer (floats) */
+  size_t max_wx;               /* largest depthwise kernel expanded to its block-diagonal GEMM
+                                  operand, kh*kw*C x C*depth_multiplier (floats; 0: none) */
 } tpu_fe_model;
 
 /* Names of the built-in models, NULL-terminated. */
 const char *const *tpu_fe_model_builtin_names(void);
 const char *tpu_fe_model_builtin_json(const char *name);  /* NULL if none */
-/* The model zoo (frontend/zoo.c): alexnet, vgg16, vgg19, NULL-terminated.
-** A zoo model is named NAME[@HxWxC][:CLASSES] (Keras applications'
-** input_shape and classes; default 224x224x3 and 1000). */
+/* The model zoo (frontend/zoo.c): alexnet, vgg16, vgg19, xception,
+** mobilenetv2, ..., NULL-terminated. A zoo model is named
+** NAME[@HxWxC][:CLASSES] (Keras applications' input_shape and classes;
+** default 224x224x3, xception 299x299x3, and 1000). */
 const char *const *tpu_fe_model_zoo_names(void);
 /* The native JSON of zoo model 'spec' in *json (the caller's, tpu_free);
 ** *json NULL and TPU_OK when spec names no zoo model; TPU_ERR_CONFIG with
@@ -171,12 +186,15 @@ size_t tpu_fe_shape_size(tpu_fe_shape s);
 /* A layer's part of one training step, read off the step plan (plan.c) of
 ** a 'batch'-sample step on one core: its GEMMs on the MXU in plan order
 ** (forward "matmul", then backward "dW" and "dX" where the plan has them;
-** M x K x N, the product [M x K] . [K x N]) and its FLOPs, 2*M*N*K over
-** those GEMMs (the MXU's work; VPU ops are not counted). */
-#define TPU_FE_LAYER_GEMMS 3
+** M x K x N, the product [M x K] . [K x N]; a depthwise one, "dw matmul",
+** "dw dW", "dw dX", is 'groups' = C independent products of that shape, one
+** per channel) and its FLOPs, 2*groups*M*N*K over those GEMMs (the model's
+** multiply-adds; VPU ops are not counted, nor the zeros the MXU multiplies
+** in a depthwise GEMM's block-diagonal operand). */
+#define TPU_FE_LAYER_GEMMS 6
 typedef struct tpu_fe_layer_gemms {
   int ngemms;
-  struct { const char *what; bool forward; int64_t m, k, n; } gemm[TPU_FE_LAYER_GEMMS];
+  struct { const char *what; bool forward; int64_t groups, m, k, n; } gemm[TPU_FE_LAYER_GEMMS];
   uint64_t forward_flops, step_flops;
 } tpu_fe_layer_gemms;
 /* Fills out[0..m->nlayers) for a training step of 'batch' samples.

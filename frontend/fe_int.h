@@ -18,7 +18,11 @@
 **              (the timing runs it on the GEMM's result tile); pools;
 **              dropout (mask + mul, training only); flatten and inactive
 **              dropout are views (copies in the value path); add = VPU
-**              adds; concatenate = one channel-strided copy per input
+**              adds; concatenate = one channel-strided copy per input;
+**              depthwise_conv2d = im2col + DW_EXPAND + a depthwise GEMM
+**              (below) + bias_add; separable_conv2d = the same into MID,
+**              then the pointwise GEMM [pixels x C*dm] . [C*dm x filters]
+**              + bias_add
 **   loss       softmax_xent (the loss, and in training its gradient scaled
 **              by 1/global_batch) and accuracy
 **   backward   per layer in reverse down to the first layer with
@@ -30,6 +34,22 @@
 **              sums their gradients with a VPU add
 **   all-reduce one sum of every core's gradient, in core order
 **   update     the optimizer over the flat parameter vector
+**
+** Depthwise convolution (depthwise_conv2d, separable_conv2d's first half).
+** Output channel c*dm+m reads only input channel c, so on the MXU (128x128
+** weights, one column per output) it is a GEMM on the im2col matrix whose
+** weight operand is block-diagonal: DW_EXPAND scatters the kernel
+** kh x kw x C x dm into WX [kh*kw*C x C*dm], row t*C+c holding channel c's
+** tap t in columns c*dm..c*dm+dm-1 and zeros elsewhere (XLA's filter
+** expansion, a select against a mask). The plan's depthwise GEMM steps
+** (fe_gemm_step.dw = C) have those full shapes, and the value path runs them
+** so (the zeros add exactly nothing); dW is the same product's block
+** diagonal (DW_COMPACT takes it back out of DWX). The timing cuts a
+** depthwise GEMM into blocks of the MXU's width (fe_gemm_dw_block) and
+** issues only those: each 128-column block meets only its own channels'
+** kh*kw*128/dm rows, so every row of the array carries dm useful weights
+** of its 128 -- the use is at most dm/128 whatever the packing, and the
+** MACs counted as useful are the model's (M*N*K/C), not the zeros.
 **
 ** Tensors are named, not pointed at (fe_tensor: ACT j is the input of layer
 ** j, DACT j its gradient, W/B/DW/DB of a layer, ...), so a plan is shapes
@@ -64,6 +84,9 @@ typedef enum fe_step_kind {
   FE_STEP_BN,                  /* batch_normalization forward over rows x C: training, this core's
                                   batch statistics (kept in STAT); inference, the moving ones */
   FE_STEP_BN_BWD,              /* its backward: dgamma, dbeta and (out not NONE) dX from dY (in) */
+  FE_STEP_DW_EXPAND,           /* W (a depthwise kernel) -> WX, its block-diagonal GEMM operand;
+                                  rows x cols: kh*kw*C x C*dm */
+  FE_STEP_DW_COMPACT,          /* DWX's block diagonal -> DW (the kernel's gradient) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
   FE_STEP_UPDATE,              /* the optimizer: PARAMS, OPT state from GRADS */
   FE_STEP_BN_MOVING            /* after it: a layer's moving mean and variance from the cores' STAT,
@@ -72,7 +95,11 @@ typedef enum fe_step_kind {
 
 typedef enum fe_tensor_kind {
   FE_T_NONE = 0, FE_T_X, FE_T_ACT, FE_T_DACT, FE_T_DTMP, FE_T_W, FE_T_B, FE_T_DW, FE_T_DB, FE_T_COLS, FE_T_MASK,
-  FE_T_ARGMAX, FE_T_LABELS, FE_T_LOSS, FE_T_HITS, FE_T_PARAMS, FE_T_GRADS, FE_T_OPT
+  FE_T_ARGMAX, FE_T_LABELS, FE_T_LOSS, FE_T_HITS, FE_T_PARAMS, FE_T_GRADS, FE_T_OPT,
+  FE_T_W2, FE_T_DW2,           /* separable_conv2d's pointwise kernel and its gradient */
+  FE_T_WX, FE_T_DWX,           /* a depthwise kernel expanded (block-diagonal), and that
+                                  product's gradient */
+  FE_T_MID, FE_T_DMID          /* separable_conv2d: the depthwise half's output and its gradient */
 } fe_tensor_kind;
 /* ACT j / DACT j: tensor j of the graph (0: the model input, j > 0: layer
 ** j-1's output) and its gradient; DTMP j: a second gradient of tensor j
@@ -92,8 +119,20 @@ typedef struct fe_gemm_step {
   bool acc;                    /* C += product */
   bool swapped;                /* fe_gemm_swapped(prec, ...): the sim backend's choice */
   int passes;                  /* bf16 passes of the precision */
+  int dw;                      /* a depthwise GEMM: its channels C (0: dense). Forward [R x T*C] .
+                                  WX [T*C x C*dm], dW [T*C x R] . [R x C*dm] (ta), dX [R x C*dm] .
+                                  WX^T (tb), T taps: channel c's rows and columns meet alone */
   fe_tensor a, b, c;
 } fe_gemm_step;
+
+/* Block b (0, 1, ...) of depthwise GEMM g cut for an MXU 'width' columns
+** wide: its channels [c0, c0 + kg), kg = max(1, width/dm) (fewer in the
+** last block), as a dense M x N x K product of those channels' rows and
+** columns only (forward R x kg*dm x T*kg, dW T*kg x kg*dm x R, dX
+** R x T*kg x kg*dm), of which M*N*K/kg are the model's multiply-adds.
+** Returns the block's channels, 0 past the last block. The blocks'
+** products are all the MXU need run. */
+int64_t fe_gemm_dw_block(const fe_gemm_step *g, int width, int b, int64_t *M, int64_t *N, int64_t *K);
 
 typedef struct fe_vpu_step {
   tpu_vpu_op op;
@@ -181,6 +220,9 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of up to 'rows'
   float **dact;                /* dact[j]: gradient of tensor j (j >= 1) */
   float *dtmp;                 /* DTMP: a second gradient before its sum */
   float *grad;                 /* this core's parameter gradient (zero at non-trainable state) */
+  float *wx;                   /* WX and DWX: a depthwise kernel expanded, or that GEMM's
+                                  gradient (one at a time: the plan orders them; max_wx) */
+  float **mid, **dmid;         /* separable_conv2d layer i: MID i and DMID i (or NULL) */
   float *stat;                 /* [nparams]: at a batch_normalization's soff, this core's batch
                                   mean then (biased) variance of its last training forward */
   int32_t *lab;                /* labels as the VPU takes them */

@@ -6,9 +6,11 @@
 ** plan (frontend/plan.c builds it); fe.h the data-parallel contract.
 **
 ** Every GEMM step goes through fe_gemm(), every VPU step through
-** tpu_vpu_exec(); data movement is plain C in a fixed order (so results do
-** not depend on threads). The step's timing is not here: train_lower.c
-** lowers the same plan into chip-engine programs (tpu_fe_time_step).
+** tpu_vpu_exec(); data movement (and the depthwise kernels' expansion to
+** their block-diagonal GEMM operand, fe_int.h) is plain C in a fixed order
+** (so results do not depend on threads). The step's timing is not here:
+** train_lower.c lowers the same plan into chip-engine programs
+** (tpu_fe_time_step).
 */
 #include <assert.h>
 #include <cblas.h>
@@ -117,7 +119,9 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   ws->dact = tpu_calloc((size_t)m->nlayers + 1, sizeof *ws->dact);
   ws->mask = tpu_calloc((size_t)m->nlayers, sizeof *ws->mask);
   ws->argmax = tpu_calloc((size_t)m->nlayers, sizeof *ws->argmax);
-  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax) goto fail;
+  ws->mid = tpu_calloc((size_t)m->nlayers, sizeof *ws->mid);
+  ws->dmid = tpu_calloc((size_t)m->nlayers, sizeof *ws->dmid);
+  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax || !ws->mid || !ws->dmid) goto fail;
   ws->act[0] = tpu_malloc(r * tpu_fe_shape_size(m->input) * sizeof(float));
   if (!ws->act[0]) goto fail;
   for (int i = 0; i < m->nlayers; i++) {
@@ -127,7 +131,13 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
     if (!(ws->dact[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (L->kind == TPU_FE_DROPOUT && !(ws->mask[i] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (L->kind == TPU_FE_MAXPOOL && !(ws->argmax[i] = tpu_malloc(out * sizeof(int)))) goto fail;
+    if (L->kind == TPU_FE_SEPARABLE) {   /* the depthwise half's output */
+      const size_t mid = r * (size_t)L->out.h * (size_t)L->out.w * (size_t)L->in.c * (size_t)L->depth_multiplier;
+      if (!(ws->mid[i] = tpu_malloc(mid * sizeof(float))) || !(ws->dmid[i] = tpu_malloc(mid * sizeof(float))))
+        goto fail;
+    }
   }
+  if (m->max_wx && !(ws->wx = tpu_malloc(m->max_wx * sizeof(float)))) goto fail;
   size_t cols = r * (m->max_cols ? m->max_cols : 1);
   ws->cols = tpu_malloc(cols * sizeof(float));
   ws->dtmp = tpu_malloc(r * m->max_act * sizeof(float));
@@ -147,11 +157,22 @@ void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->dact) for (int i = 0; i <= m->nlayers; i++) tpu_free(ws->dact[i]);
   if (ws->mask) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mask[i]);
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
-  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->cols, ws->dtmp, ws->grad, ws->stat, ws->lab,
-                   ws->rowloss };
+  if (ws->mid) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mid[i]);
+  if (ws->dmid) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->dmid[i]);
+  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->mid, ws->dmid, ws->cols, ws->dtmp, ws->grad,
+                   ws->stat, ws->wx, ws->lab, ws->rowloss };
   for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
   fe_scratch_free(&ws->scratch);
   memset(ws, 0, sizeof *ws);
+}
+
+/* Glorot-uniform weights w[0..n) of layer i's kernel 'which' (1, or 2 for
+** separable_conv2d's pointwise) from the seed. */
+static void glorot(const tpu_fe_model *m, int i, int which, float *w, size_t n, double fan_in, double fan_out) {
+  const float limit = (float)sqrt(6.0 / (fan_in + fan_out));
+  uint64_t key = tpu_mix64(m->seed ^ tpu_mix64((uint64_t)i + 1));
+  if (which > 1) key = tpu_mix64(key ^ (uint64_t)which);
+  for (size_t k = 0; k < n; k++) w[k] = (2.0f * unit_f32(tpu_mix64(key + k)) - 1.0f) * limit;
 }
 
 void fe_params_init(const tpu_fe_model *m, float *params) {
@@ -164,13 +185,16 @@ void fe_params_init(const tpu_fe_model *m, float *params) {
       continue;
     }
     if (!L->nw) continue;
+    /* Keras' fans: a conv kernel kh x kw x in x out has fan_in kh*kw*in and
+    ** fan_out kh*kw*out (a depthwise kernel: out = depth_multiplier) */
+    const double taps = (double)L->kh * L->kw;
     double fan_in, fan_out;
     if (L->kind == TPU_FE_DENSE) { fan_in = L->in.c; fan_out = L->units; }
-    else { fan_in = (double)L->kh * L->kw * L->in.c; fan_out = (double)L->kh * L->kw * L->filters; }
-    float limit = (float)sqrt(6.0 / (fan_in + fan_out));
-    uint64_t key = tpu_mix64(m->seed ^ tpu_mix64((uint64_t)i + 1));
-    for (size_t k = 0; k < L->nw; k++)
-      params[L->woff + k] = (2.0f * unit_f32(tpu_mix64(key + k)) - 1.0f) * limit;
+    else if (L->kind == TPU_FE_CONV2D) { fan_in = taps * L->in.c; fan_out = taps * L->filters; }
+    else { fan_in = taps * L->in.c; fan_out = taps * L->depth_multiplier; }
+    const size_t n1 = L->nw - L->nw2;   /* the (depthwise) kernel; separable's pointwise follows */
+    glorot(m, i, 1, params + L->woff, n1, fan_in, fan_out);
+    if (L->nw2) glorot(m, i, 2, params + L->woff + n1, L->nw2, (double)L->in.c * L->depth_multiplier, L->filters);
     memset(params + L->boff, 0, L->nb * sizeof(float));
   }
 }
@@ -395,6 +419,11 @@ static float *tensor_of(exec *e, fe_tensor t) {
   case FE_T_DW: return ws->grad + L->woff;
   case FE_T_DB: return ws->grad + L->boff;
   case FE_T_COLS: return ws->cols;
+  case FE_T_W2: return (float *)e->params + L->woff + (L->nw - L->nw2);
+  case FE_T_DW2: return ws->grad + L->woff + (L->nw - L->nw2);
+  case FE_T_WX: case FE_T_DWX: return ws->wx;
+  case FE_T_MID: return ws->mid[t.layer];
+  case FE_T_DMID: return ws->dmid[t.layer];
   case FE_T_MASK: return ws->mask[t.layer];
   case FE_T_LOSS: return ws->rowloss;
   case FE_T_HITS: return &e->hits;
@@ -437,6 +466,20 @@ static void channel_copy(bool split, int64_t n, int c, int coff, int ctot, float
     float *w = whole + (size_t)q * (size_t)ctot + (size_t)coff, *pt = part + (size_t)q * (size_t)c;
     if (split) memcpy(pt, w, (size_t)c * sizeof(float));
     else memcpy(w, pt, (size_t)c * sizeof(float));
+  }
+}
+
+/* A depthwise kernel k (kh x kw x C x dm, Keras' order: tap t, channel c,
+** multiplier q at (t*C + c)*dm + q) and its block-diagonal GEMM operand wx
+** [T*C x C*dm]: row t*C + c holds k's (t, c, .) in columns c*dm .. c*dm+dm-1,
+** zeros elsewhere. 'compact' takes the block diagonal of wx back into k. */
+static void dw_expand(bool compact, int64_t TC, int64_t Cm, int C, float *k, float *wx) {
+  const int64_t dm = Cm / C;
+  if (!compact) memset(wx, 0, (size_t)(TC * Cm) * sizeof(float));
+  for (int64_t r = 0; r < TC; r++) {
+    float *row = wx + (size_t)(r * Cm + (r % C) * dm), *kr = k + (size_t)(r * dm);
+    if (compact) memcpy(kr, row, (size_t)dm * sizeof(float));
+    else memcpy(row, kr, (size_t)dm * sizeof(float));
   }
 }
 
@@ -484,6 +527,8 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   case FE_STEP_DROPOUT_MASK:
     dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
     return TPU_OK;
+  case FE_STEP_DW_EXPAND: dw_expand(false, s->rows, s->cols, s->win.c, in, out); return TPU_OK;
+  case FE_STEP_DW_COMPACT: dw_expand(true, s->rows, s->cols, s->win.c, out, in); return TPU_OK;
   default:
     return TPU_ERR_CONFIG;   /* the all-reduce and the update belong to the trainer */
   }

@@ -14,10 +14,10 @@
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
-  "batch_normalization"
+  "batch_normalization", "depthwise_conv2d", "separable_conv2d"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
-  "global_avgpool, softmax, zero_padding, batch_normalization"
+  "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -99,7 +99,18 @@ static tpu_status check_keys(tpu_json *c, json_t *obj, const char *path, const c
 }
 /* }================================================================== */
 
-/* dense and conv2d: "use_bias" (default true) and "activation" (Keras' names). */
+/* conv2d and pools: "padding", "valid" (default) or "same". */
+static tpu_status parse_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  json_t *pd = json_object_get(jl, "padding");
+  const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
+  if (strcmp(ps, "same") && strcmp(ps, "valid"))
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
+  L->same = !strcmp(ps, "same");
+  return TPU_OK;
+}
+
+/* dense and the convs: "use_bias" (default true) and "activation" (Keras'
+** names; "relu6" is Keras 3's, relu capped at 6). */
 static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
   bool use_bias = true;
   const char *a = "linear";
@@ -107,12 +118,51 @@ static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, cons
   if (st || (st = tpu_json_str(OBJ(c, jl, path, what), "activation", 0, &a))) return st;
   L->no_bias = !use_bias;
   static const struct { const char *name; tpu_fe_layer_kind k; } ACTS[] = {
-    { "linear", TPU_FE_DENSE }, { "relu", TPU_FE_RELU }, { "tanh", TPU_FE_TANH }, { "sigmoid", TPU_FE_SIGMOID },
-    { "softmax", TPU_FE_SOFTMAX } };
+    { "linear", TPU_FE_DENSE }, { "relu", TPU_FE_RELU }, { "relu6", TPU_FE_RELU }, { "tanh", TPU_FE_TANH },
+    { "sigmoid", TPU_FE_SIGMOID }, { "softmax", TPU_FE_SOFTMAX } };
   for (size_t k = 0; k < sizeof ACTS / sizeof ACTS[0]; k++)
-    if (!strcmp(a, ACTS[k].name)) { L->act = ACTS[k].k; return TPU_OK; }
+    if (!strcmp(a, ACTS[k].name)) {
+      L->act = ACTS[k].k;
+      if (!strcmp(a, "relu6")) { L->capped = true; L->max_value = 6.0; }
+      return TPU_OK;
+    }
   return tpu_json_fail_member(OBJ(c, jl, path, what), "activation", "unknown activation '%s'; expected linear, "
-                              "relu, tanh, sigmoid or softmax", a);
+                              "relu, relu6, tanh, sigmoid or softmax", a);
+}
+
+/* The convs' "kernel": an integer or [height, width], 1..64 (required). */
+static tpu_status parse_kernel(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  json_t *k = json_object_get(jl, "kernel");
+  if (!k) return tpu_json_missing(OBJ(c, jl, path, what), "kernel", "an integer or [height, width] in 1..64");
+  if (json_is_integer(k)) L->kh = L->kw = (int)json_integer_value(k);
+  else if (json_is_array(k) && json_array_size(k) == 2 && json_is_integer(json_array_get(k, 0)) &&
+           json_is_integer(json_array_get(k, 1))) {
+    L->kh = (int)json_integer_value(json_array_get(k, 0));
+    L->kw = (int)json_integer_value(json_array_get(k, 1));
+  } else L->kh = 0;
+  if (L->kh < 1 || L->kh > 64 || L->kw < 1 || L->kw > 64)
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in 1..64");
+  return TPU_OK;
+}
+
+/* conv2d, depthwise_conv2d and separable_conv2d: Keras' Conv2D,
+** DepthwiseConv2D and SeparableConv2D fields (filters for the first and
+** the last; depth_multiplier, default 1, for the last two). */
+static tpu_status parse_conv(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const KS[3][11] = {
+    { "type", "name", "inputs", "filters", "kernel", "stride", "padding", "use_bias", "activation", NULL },
+    { "type", "name", "inputs", "kernel", "stride", "padding", "depth_multiplier", "use_bias", "activation", NULL },
+    { "type", "name", "inputs", "filters", "kernel", "stride", "padding", "depth_multiplier", "use_bias",
+      "activation", NULL } };
+  const int v = L->kind == TPU_FE_CONV2D ? 0 : L->kind == TPU_FE_DEPTHWISE ? 1 : 2;
+  tpu_status st = check_keys(c, jl, path, what, KS[v]);
+  if (st || (st = parse_bias_act(c, jl, path, what, L))) return st;
+  if (v != 1 && (st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
+  if (v != 0 && (st = get_int(c, jl, path, what, "depth_multiplier", 1, 1 << 12, 1, &L->depth_multiplier)))
+    return st;
+  if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
+  if ((st = parse_kernel(c, jl, path, what, L))) return st;
+  return parse_padding(c, jl, path, what, L);
 }
 
 /* batch_normalization: Keras' "momentum" (0.99), "epsilon" (1e-3),
@@ -156,16 +206,6 @@ static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, 
   return TPU_OK;
 }
 
-/* conv2d and pools: "padding", "valid" (default) or "same". */
-static tpu_status parse_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
-  json_t *pd = json_object_get(jl, "padding");
-  const char *ps = pd && json_is_string(pd) ? json_string_value(pd) : pd ? "" : "valid";
-  if (strcmp(ps, "same") && strcmp(ps, "valid"))
-    return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected \"same\" or \"valid\"");
-  L->same = !strcmp(ps, "same");
-  return TPU_OK;
-}
-
 static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   char path[48], what[64];
   snprintf(path, sizeof path, "layers[%d]", i);
@@ -197,23 +237,12 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
     return get_int(c, jl, path, what, "units", 1, 1 << 20, 0, &L->units);
   }
-  case TPU_FE_CONV2D: {
-    static const char *const ks[] = { "type", "name", "inputs", "filters", "kernel", "stride", "padding",
-                                      "use_bias", "activation", NULL };
-    if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
-    if ((st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
-    if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
-    json_t *k = json_object_get(jl, "kernel");
-    if (!k) return tpu_json_missing(OBJ(c, jl, path, what), "kernel", "an integer or [height, width] in 1..64");
-    if (json_is_integer(k)) L->kh = L->kw = (int)json_integer_value(k);
-    else if (json_is_array(k) && json_array_size(k) == 2 && json_is_integer(json_array_get(k, 0)) &&
-             json_is_integer(json_array_get(k, 1))) {
-      L->kh = (int)json_integer_value(json_array_get(k, 0));
-      L->kw = (int)json_integer_value(json_array_get(k, 1));
-    } else L->kh = 0;
-    if (L->kh < 1 || L->kh > 64 || L->kw < 1 || L->kw > 64)
-      return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in 1..64");
-    return parse_padding(c, jl, path, what, L);
+  case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE: return parse_conv(c, jl, path, what, L);
+  case TPU_FE_RELU: {   /* Keras' ReLU(max_value): optional, >= 0 */
+    static const char *const ks[] = { "type", "name", "inputs", "max_value", NULL };
+    if ((st = check_keys(c, jl, path, what, ks))) return st;
+    L->capped = json_object_get(jl, "max_value") != NULL;
+    return get_num(c, jl, path, what, "max_value", 0.0, 3.4e38, false, 0.0, false, &L->max_value);
   }
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: {
     static const char *const ks[] = { "type", "name", "inputs", "size", "stride", "padding", NULL };
@@ -376,6 +405,65 @@ static void same_out(tpu_fe_shape s, int kh, int kw, tpu_fe_layer *L) {
   L->out = (tpu_fe_shape){ oh, ow, s.c };
 }
 
+/* The convs' output shape, parameter counts and buffers: conv2d an im2col
+** GEMM to 'filters' channels; depthwise_conv2d its depthwise GEMM to
+** C*depth_multiplier (the kernel kh x kw x C x dm, expanded to its
+** block-diagonal operand, max_wx); separable_conv2d that, then a pointwise
+** C*dm -> filters (Keras' SeparableConv2D: kh*kw*C*dm + C*dm*filters
+** weights, filters biases). */
+static tpu_status conv_shape(tpu_json *c, tpu_fe_model *m, int i, bool in_vec, size_t *max_cols, size_t *max_wx) {
+  tpu_fe_layer *L = &m->layers[i];
+  const tpu_fe_shape s = L->in;
+  const char *kn = tpu_fe_layer_kind_name(L->kind);
+  char path[48], a[48];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  if (in_vec)   /* a vector (flatten, dense, ...), not a 1x1 image */
+    return tpu_json_fail(c, path, "layers[%d] (%s): input shape %s is flat; %s needs height x width x "
+                         "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, kn,
+                         tpu_fe_shape_str(s, a, sizeof a), kn);
+  int oh, ow;
+  if (L->same) {
+    same_out(s, L->kh, L->kw, L);
+    oh = L->out.h;
+    ow = L->out.w;
+  } else {
+    if (L->kh > s.h || L->kw > s.w)
+      return tpu_json_fail(c, path, "layers[%d] (%s): field 'kernel': %dx%d does not fit the input shape %s "
+                           "with padding \"valid\"", i, kn, L->kh, L->kw, tpu_fe_shape_str(s, a, sizeof a));
+    oh = (s.h - L->kh) / L->stride + 1;
+    ow = (s.w - L->kw) / L->stride + 1;
+  }
+  const size_t taps = (size_t)L->kh * (size_t)L->kw, C = (size_t)s.c, dm = (size_t)L->depth_multiplier;
+  const size_t cols = (size_t)oh * (size_t)ow * taps * C;
+  if (cols > *max_cols) *max_cols = cols;
+  if (L->kind == TPU_FE_CONV2D) {
+    L->out = (tpu_fe_shape){ oh, ow, L->filters };
+    L->nw = taps * C * (size_t)L->filters;
+    L->nb = L->no_bias ? 0 : (size_t)L->filters;
+    return TPU_OK;
+  }
+  if (C * dm > ((size_t)1 << 16) || (size_t)oh * (size_t)ow * C * dm > ((size_t)1 << 26))
+    return tpu_json_fail(c, path, "layers[%d] (%s): field 'depth_multiplier': %d x %d channels of %dx%d make the "
+                         "depthwise output too large (at most 65536 channels and 2^26 values per sample)", i, kn,
+                         (int)dm, s.c, oh, ow);
+  const size_t wx = taps * C * C * dm;   /* the expanded kernel, for the value path */
+  if (wx > ((size_t)1 << 28))
+    return tpu_json_fail(c, path, "layers[%d] (%s): %d channels: the depthwise kernel's block-diagonal GEMM operand "
+                         "(%zu x %zu) is too large (at most 2^28 values)", i, kn, s.c, taps * C, C * dm);
+  if (wx > *max_wx) *max_wx = wx;
+  L->nw = taps * C * dm;
+  if (L->kind == TPU_FE_DEPTHWISE) {
+    L->out = (tpu_fe_shape){ oh, ow, (int)(C * dm) };
+    L->nb = L->no_bias ? 0 : C * dm;
+    return TPU_OK;
+  }
+  L->out = (tpu_fe_shape){ oh, ow, L->filters };
+  L->nw2 = C * dm * (size_t)L->filters;
+  L->nw += L->nw2;
+  L->nb = L->no_bias ? 0 : (size_t)L->filters;
+  return TPU_OK;
+}
+
 /* Layer L's place in the parameter vector from 'off'; returns the next
 ** offset. batch_normalization: gamma, beta, moving mean and variance
 ** (Keras' 4*C, the moving ones non-trainable). */
@@ -399,7 +487,7 @@ static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
 ** layers that keep the shape keep the kind. */
 static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   tpu_fe_shape s = m->input;
-  size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0;
+  size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0, max_wx = 0;
   char a[48], b[48];
   unsigned char vec[TPU_FE_MAX_LAYERS];
   for (int i = 0; i < m->nlayers; i++) {
@@ -412,8 +500,8 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     bool flat = s.h == 1 && s.w == 1;
     const bool in_vec = L->inputs[0] < 0 ? input_vec : vec[L->inputs[0]];
     vec[i] = L->kind == TPU_FE_DENSE || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
-             (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL &&
-              L->kind != TPU_FE_ZERO_PADDING);
+             (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
+              L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
     case TPU_FE_DENSE:
       if (!flat)
@@ -423,27 +511,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
       L->nw = (size_t)s.c * (size_t)L->units;
       L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
-    case TPU_FE_CONV2D: {
-      if (in_vec)
-        return tpu_json_fail(c, path, "layers[%d] (conv2d): input shape %s is flat; conv2d needs height x width x "
-                    "channels (remove any flatten before it, or give \"input\" as [h, w, c])", i, tpu_fe_shape_str(s, a, sizeof a));
-      int oh, ow;
-      if (L->same) {
-        same_out(s, L->kh, L->kw, L);
-        oh = L->out.h;
-        ow = L->out.w;
-      } else {
-        if (L->kh > s.h || L->kw > s.w)
-          return tpu_json_fail(c, path, "layers[%d] (conv2d): field 'kernel': %dx%d does not fit the input shape %s "
-                      "with padding \"valid\"", i, L->kh, L->kw, tpu_fe_shape_str(s, a, sizeof a));
-        oh = (s.h - L->kh) / L->stride + 1;
-        ow = (s.w - L->kw) / L->stride + 1;
-      }
-      L->out = (tpu_fe_shape){ oh, ow, L->filters };
-      L->nw = (size_t)L->kh * (size_t)L->kw * (size_t)s.c * (size_t)L->filters;
-      L->nb = L->no_bias ? 0 : (size_t)L->filters;
-      size_t cols = (size_t)oh * (size_t)ow * (size_t)L->kh * (size_t)L->kw * (size_t)s.c;
-      if (cols > max_cols) max_cols = cols;
+    case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE: {
+      tpu_status st = conv_shape(c, m, i, in_vec, &max_cols, &max_wx);
+      if (st) return st;
       break;
     }
     case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL:
@@ -498,6 +568,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   m->nparams = off;
   m->max_act = max_act;
   m->max_cols = max_cols;
+  m->max_wx = max_wx;
   return TPU_OK;
 }
 
@@ -680,8 +751,13 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
     }
     if (!text) {
       const int why = file ? errno : e;
-      snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
-               file ? file : name_or_file, strerror(why));
+      char names[256] = "";   /* the built-in and zoo names, from their tables */
+      size_t n = 0;
+      for (int t = 0; t < 2; t++)
+        for (const char *const *q = t ? tpu_fe_model_zoo_names() : tpu_fe_model_builtin_names(); *q; q++)
+          if (n < sizeof names) n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", *q);
+      snprintf(err, errcap, "%s: not a built-in model (%s) and cannot be read: %s", file ? file : name_or_file,
+               names, strerror(why));
       tpu_free(file);
       return why == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
     }

@@ -19,8 +19,11 @@
 /* Steps per layer at most (conv2d backward: im2col, dW, col_sum, dX,
 ** col2im, the sum of a second gradient; forward: im2col, GEMM, bias_add),
 ** 3 more per input (a merge's add or copy, split and sum), plus the fixed
-** ones. */
-enum { STEPS_PER_LAYER = 8, STEPS_FIXED = 8 };
+** ones; separable_conv2d: forward im2col, DW_EXPAND, two GEMMs, bias_add,
+** activation; backward the activation's gradient, three GEMMs and col_sum
+** of the pointwise, im2col, DW_COMPACT, DW_EXPAND, two GEMMs, col2im and
+** the sum. */
+enum { STEPS_PER_LAYER = 8, STEPS_PER_DW_LAYER = 14, STEPS_FIXED = 8 };
 
 static const char *const PHASE_NAMES[] = { "infeed", "fwd", "loss", "bwd", "all_reduce", "update" };
 const char *fe_phase_name(fe_phase ph) {
@@ -30,11 +33,12 @@ const char *fe_phase_name(fe_phase ph) {
 static fe_tensor T(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
 static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w; }
 static bool has_params(const tpu_fe_layer *l) { return l->nw || l->nb; }   /* trainable ones */
-static bool is_gemm(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D; }
+static bool is_dw(const tpu_fe_layer *l) { return l->kind == TPU_FE_DEPTHWISE || l->kind == TPU_FE_SEPARABLE; }
+static bool is_gemm(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D || is_dw(l); }
 
-/* conv2d's taps and pools' windows over the layer's input */
+/* the convs' taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
-  const bool conv = l->kind == TPU_FE_CONV2D, global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
+  const bool conv = l->kind == TPU_FE_CONV2D || is_dw(l), global = l->kind == TPU_FE_GLOBAL_AVGPOOL;
   return (fe_window){ .h = l->in.h, .w = l->in.w, .c = l->in.c, .oh = l->out.h, .ow = l->out.w,
                       .kh = conv ? l->kh : global ? l->in.h : l->pool, .kw = conv ? l->kw : global ? l->in.w : l->pool,
                       .stride = global ? 1 : l->stride,
@@ -73,13 +77,14 @@ static fe_step *move(builder *b, fe_step_kind kind, int64_t rows, int64_t cols, 
   }
   return s;
 }
-static void gemm(builder *b, const char *what, int M, int N, int K, bool ta, bool tb, fe_tensor a, fe_tensor bb,
-                 fe_tensor c) {
+static fe_gemm_step *gemm(builder *b, const char *what, int M, int N, int K, bool ta, bool tb, fe_tensor a,
+                          fe_tensor bb, fe_tensor c) {
   fe_step *s = push(b, FE_STEP_GEMM);
   const tpu_precision prec = b->p->prec;
   s->gemm = (fe_gemm_step){ .what = what, .M = M, .N = N, .K = K, .ta = ta, .tb = tb, .acc = false,
                             .swapped = fe_gemm_swapped(prec, ta, tb, M, N, K),
                             .passes = tpu_precision_passes(prec), .a = a, .b = bb, .c = c };
+  return &s->gemm;
 }
 static fe_step *vpu(builder *b, tpu_vpu_op op, int64_t rows, int64_t cols, fe_tensor x, fe_tensor y, fe_tensor out,
                     bool fused) {
@@ -89,14 +94,49 @@ static fe_step *vpu(builder *b, tpu_vpu_op op, int64_t rows, int64_t cols, fe_te
   return s;
 }
 
-static tpu_vpu_op act_op(tpu_fe_layer_kind k, bool grad) {
-  if (k == TPU_FE_RELU) return grad ? TPU_VPU_RELU_GRAD : TPU_VPU_RELU;
-  if (k == TPU_FE_TANH) return grad ? TPU_VPU_TANH_GRAD : TPU_VPU_TANH;
-  return grad ? TPU_VPU_SIGMOID_GRAD : TPU_VPU_SIGMOID;
+/* Activation k of layer l (a relu layer, or l's "activation"), or its
+** gradient, as one VPU step; a capped relu is relu_cap at l's max_value. */
+static fe_step *act(builder *b, tpu_fe_layer_kind k, const tpu_fe_layer *l, bool grad, int64_t rows, int64_t cols,
+                    fe_tensor x, fe_tensor y, fe_tensor out, bool fused) {
+  const bool cap = k == TPU_FE_RELU && l->capped;
+  const tpu_vpu_op op = cap ? (grad ? TPU_VPU_RELU_CAP_GRAD : TPU_VPU_RELU_CAP)
+                      : k == TPU_FE_RELU ? (grad ? TPU_VPU_RELU_GRAD : TPU_VPU_RELU)
+                      : k == TPU_FE_TANH ? (grad ? TPU_VPU_TANH_GRAD : TPU_VPU_TANH)
+                      : grad ? TPU_VPU_SIGMOID_GRAD : TPU_VPU_SIGMOID;
+  fe_step *s = vpu(b, op, rows, cols, x, y, out, fused);
+  if (cap) s->vpu.alpha = (float)l->max_value;
+  return s;
 }
 
 static fe_tensor in_act(const tpu_fe_layer *l, int k) { return T(FE_T_ACT, l->inputs[k] + 1); }
 static tpu_fe_shape tensor_shape(const tpu_fe_model *m, int t) { return t ? m->layers[t - 1].out : m->input; }
+
+/* The depthwise half of layer i (depthwise_conv2d, separable_conv2d) from x
+** into 'out': im2col, the kernel expanded to its block-diagonal operand
+** (fe_int.h), and the depthwise GEMM [R x T*C] . [T*C x C*dm]. */
+static void depthwise_forward(builder *b, const tpu_fe_layer *l, int i, fe_tensor x, fe_tensor out) {
+  const int64_t R = pix(b->p->rows, l->out);
+  const int C = l->in.c, taps = l->kh * l->kw, Cm = C * l->depth_multiplier;
+  move(b, FE_STEP_IM2COL, R, (int64_t)taps * C, x, T(FE_T_COLS, i));
+  move(b, FE_STEP_DW_EXPAND, (int64_t)taps * C, Cm, T(FE_T_W, i), T(FE_T_WX, i));
+  gemm(b, "dw matmul", (int)R, Cm, taps * C, false, false, T(FE_T_COLS, i), T(FE_T_WX, i), out)->dw = C;
+}
+
+/* Its backward from dy (DACT, or separable's DMID): the kernel's gradient
+** (DWX's block diagonal), db when 'bias', and dX into dx unless NONE. */
+static void depthwise_backward(builder *b, const tpu_fe_layer *l, int i, fe_tensor x, fe_tensor dy, bool bias,
+                               fe_tensor dx) {
+  const int64_t R = pix(b->p->rows, l->out);
+  const int C = l->in.c, taps = l->kh * l->kw, Cm = C * l->depth_multiplier;
+  move(b, FE_STEP_IM2COL, R, (int64_t)taps * C, x, T(FE_T_COLS, i));   /* recomputed: memory over time */
+  gemm(b, "dw dW", taps * C, Cm, (int)R, true, false, T(FE_T_COLS, i), dy, T(FE_T_DWX, i))->dw = C;
+  if (bias) vpu(b, TPU_VPU_COL_SUM, R, Cm, dy, T(FE_T_NONE, 0), T(FE_T_DB, i), true);
+  move(b, FE_STEP_DW_COMPACT, (int64_t)taps * C, Cm, T(FE_T_DWX, i), T(FE_T_DW, i));
+  if (dx.kind == FE_T_NONE) return;
+  move(b, FE_STEP_DW_EXPAND, (int64_t)taps * C, Cm, T(FE_T_W, i), T(FE_T_WX, i));
+  gemm(b, "dw dX", (int)R, taps * C, Cm, false, true, dy, T(FE_T_WX, i), T(FE_T_COLS, i))->dw = C;
+  move(b, FE_STEP_COL2IM, pix(b->p->rows, l->in), C, T(FE_T_COLS, i), dx);
+}
 
 /* Forward of layer i: its output is ACT i+1. */
 static void forward_layer(builder *b, int i) {
@@ -107,17 +147,23 @@ static void forward_layer(builder *b, int i) {
   const fe_tensor x = in_act(l, 0), y = T(FE_T_ACT, i + 1);
   b->layer = i;
   switch (l->kind) {
-  case TPU_FE_DENSE: case TPU_FE_CONV2D:
+  case TPU_FE_DENSE: case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE:
     if (l->kind == TPU_FE_DENSE) {
       gemm(b, "matmul", rows, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
-    } else {
+    } else if (l->kind == TPU_FE_CONV2D) {
       const int K = l->kh * l->kw * l->in.c;
       move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
       gemm(b, "matmul", (int)R, l->filters, K, false, false, T(FE_T_COLS, i), T(FE_T_W, i), y);
+    } else if (l->kind == TPU_FE_DEPTHWISE) {
+      depthwise_forward(b, l, i, x, y);
+    } else {   /* separable: depthwise into MID, then the pointwise GEMM */
+      const int Cm = l->in.c * l->depth_multiplier;
+      depthwise_forward(b, l, i, x, T(FE_T_MID, i));
+      gemm(b, "matmul", (int)R, l->filters, Cm, false, false, T(FE_T_MID, i), T(FE_T_W2, i), y);
     }
     if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, C, y, T(FE_T_B, i), y, true);
     if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": on the result tile, in place */
-      vpu(b, act_op(l->act, false), R, C, y, T(FE_T_NONE, 0), y, true);
+      act(b, l->act, l, false, R, C, y, T(FE_T_NONE, 0), y, true);
     break;
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL, R, C, x, y);
@@ -127,7 +173,7 @@ static void forward_layer(builder *b, int i) {
     ** applies it to the result tile */
     const int j = l->inputs[0];
     const bool fused = j == i - 1 && j >= 0 && is_gemm(&p->model->layers[j]) && b->uses[j + 1] == 1;
-    vpu(b, act_op(l->kind, false), R, C, x, T(FE_T_NONE, 0), y, fused);
+    act(b, l->kind, l, false, R, C, x, T(FE_T_NONE, 0), y, fused);
     break;
   }
   case TPU_FE_ZERO_PADDING:
@@ -210,7 +256,7 @@ static void backward_layer(builder *b, int i) {
   if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT) { backward_merge(b, l, i); return; }
   const fe_tensor dx = need_dx ? grad_to(b, t) : none;
   if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
-    vpu(b, act_op(l->act, true), Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
+    act(b, l->act, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
   case TPU_FE_DENSE:
     gemm(b, "dW", l->in.c, l->units, rows, true, false, x, dy, T(FE_T_DW, i));
@@ -228,6 +274,17 @@ static void backward_layer(builder *b, int i) {
     }
     break;
   }
+  case TPU_FE_DEPTHWISE:
+    depthwise_backward(b, l, i, x, dy, !l->no_bias, dx);
+    break;
+  case TPU_FE_SEPARABLE: {   /* the pointwise GEMM's dW, db and dMID, then the depthwise half's */
+    const int Cm = l->in.c * l->depth_multiplier;
+    gemm(b, "dW", Cm, l->filters, (int)Rout, true, false, T(FE_T_MID, i), dy, T(FE_T_DW2, i));
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->filters, dy, none, T(FE_T_DB, i), true);
+    gemm(b, "dX", (int)Rout, Cm, l->filters, false, true, dy, T(FE_T_W2, i), T(FE_T_DMID, i));
+    depthwise_backward(b, l, i, x, T(FE_T_DMID, i), false, dx);
+    break;
+  }
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL_BWD, Rout, Cout, dy, dx);
     break;
@@ -237,11 +294,11 @@ static void backward_layer(builder *b, int i) {
   case TPU_FE_BATCHNORM:
     move(b, FE_STEP_BN_BWD, Rout, Cout, dy, dx);
     break;
-  case TPU_FE_RELU:       /* relu_grad looks at the forward input */
-    vpu(b, TPU_VPU_RELU_GRAD, Rout, Cout, x, dy, dx, false);
+  case TPU_FE_RELU:       /* relu_grad (relu_cap_grad) looks at the forward input */
+    act(b, TPU_FE_RELU, l, true, Rout, Cout, x, dy, dx, false);
     break;
   case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
-    vpu(b, act_op(l->kind, true), Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
+    act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
     break;
   case TPU_FE_DROPOUT:
     if (l->rate > 0) {
@@ -310,7 +367,8 @@ tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu
                           fe_plan **out) {
   *out = NULL;
   int cap = STEPS_FIXED;
-  for (int i = 0; i < m->nlayers; i++) cap += STEPS_PER_LAYER + 3 * m->layers[i].nin;
+  for (int i = 0; i < m->nlayers; i++)
+    cap += (is_dw(&m->layers[i]) ? STEPS_PER_DW_LAYER : STEPS_PER_LAYER) + 3 * m->layers[i].nin;
   fe_plan *p = tpu_calloc(1, sizeof *p);
   fe_step *steps = tpu_calloc((size_t)cap, sizeof *steps);
   const size_t nt = (size_t)m->nlayers + 1;
@@ -349,18 +407,36 @@ tpu_status tpu_fe_model_gemms(const tpu_fe_model *m, int batch, tpu_fe_layer_gem
     const fe_step *s = &p->steps[k];
     if (s->kind != FE_STEP_GEMM || s->layer < 0) continue;
     tpu_fe_layer_gemms *o = &out[s->layer];
-    const uint64_t flops = 2u * (uint64_t)s->gemm.M * (uint64_t)s->gemm.N * (uint64_t)s->gemm.K;
+    const fe_gemm_step *g = &s->gemm;
+    /* a depthwise GEMM: C products, one per channel, of its channel-indexed
+    ** dimensions over C (N always; dW: M, else K) */
+    const int64_t G = g->dw ? g->dw : 1, gm = g->ta ? g->M / G : g->M, gk = g->ta ? g->K : g->K / G, gn = g->N / G;
+    const uint64_t flops = 2u * (uint64_t)G * (uint64_t)gm * (uint64_t)gn * (uint64_t)gk;
     const bool fwd = s->phase == FE_FORWARD;
-    assert(o->ngemms < TPU_FE_LAYER_GEMMS);   /* matmul, dW, dX */
-    o->gemm[o->ngemms].what = s->gemm.what;
+    assert(o->ngemms < TPU_FE_LAYER_GEMMS);   /* matmul, dW, dX (separable: twice) */
+    o->gemm[o->ngemms].what = g->what;
     o->gemm[o->ngemms].forward = fwd;
-    o->gemm[o->ngemms].m = s->gemm.M;
-    o->gemm[o->ngemms].k = s->gemm.K;
-    o->gemm[o->ngemms].n = s->gemm.N;
+    o->gemm[o->ngemms].groups = G;
+    o->gemm[o->ngemms].m = gm;
+    o->gemm[o->ngemms].k = gk;
+    o->gemm[o->ngemms].n = gn;
     o->ngemms++;
     o->step_flops += flops;
     if (fwd) o->forward_flops += flops;
   }
   fe_plan_destroy(p);
   return TPU_OK;
+}
+
+int64_t fe_gemm_dw_block(const fe_gemm_step *g, int width, int b, int64_t *M, int64_t *N, int64_t *K) {
+  const int64_t C = g->dw;
+  if (C < 1 || b < 0) return 0;
+  const int64_t dm = (g->tb ? g->K : g->N) / C, T = (g->ta ? g->M : g->tb ? g->N : g->K) / C;
+  const int64_t kg = width / dm > 1 ? width / dm : 1, c0 = (int64_t)b * kg;
+  if (c0 >= C) return 0;
+  const int64_t k = C - c0 < kg ? C - c0 : kg;
+  if (g->ta) { *M = T * k; *N = k * dm; *K = g->K; }        /* dW: the block's taps x its columns, over R */
+  else if (g->tb) { *M = g->M; *N = T * k; *K = k * dm; }   /* dX */
+  else { *M = g->M; *N = k * dm; *K = T * k; }              /* forward */
+  return k;
 }

@@ -50,6 +50,15 @@
 **               mul, sub, bias_add, mul)
 **   BN_MOVING   the moving mean and variance: scale, scale, add over 2 x C
 **               after the update
+**   depthwise   a depthwise GEMM (depthwise_conv2d, separable_conv2d's first
+**               half; fe_int.h) as its blocks of the MXU's width: per block
+**               of kg = cols/dm channels the dense product of their T*kg
+**               im2col columns with their kg*dm outputs (dW, dX likewise),
+**               so each array row holds dm useful weights of its cols and the
+**               array is used at most dm/cols; the MACs counted are the
+**               model's. DW_EXPAND / DW_COMPACT: a 'mul' against an on-chip
+**               mask over each block's T*kg x kg*dm weights (the zeros put
+**               in, the diagonal taken out)
 **   UPDATE      sgd / momentum / adam on the VPU over the parameters as one
 **               flat f32 vector, with their state, streamed through VMEM
 **
@@ -324,6 +333,8 @@ typedef struct gemm {
   bool bias;                   /* epilogue: bias_add of a 1 x N bias */
   const char *act;             /* epilogue: an activation, or NULL */
   bool colsum_b;               /* also db = col_sum of B (stored K x N) */
+  uint64_t useful;             /* the model's multiply-adds in it, when not M*N*K (a depthwise
+                                  block: M*N*K over its channels) */
 } gemm;
 
 /* The DMA label of a GEMM's transfers (a literal: deferred stores keep it). */
@@ -356,7 +367,7 @@ static void run_gemm(lower *L, const gemm *g) {
   const int passes = tpu_precision_passes(L->prec);
   const char *w = dma_label(g->what);
   int slot = 0, cslot = 0;
-  L->macs += (uint64_t)M * (uint64_t)N * (uint64_t)K * (uint64_t)passes;
+  L->macs += (g->useful ? g->useful : (uint64_t)M * (uint64_t)N * (uint64_t)K) * (uint64_t)passes;
   for (int64_t mb = 0; mb < MB && !L->st; mb++)
     for (int64_t nb = 0; nb < NB && !L->st; nb++, cslot ^= 1) {
       const int64_t mi = min64(mt, M - mb * mt), ni = min64(nt, N - nb * nt);
@@ -511,9 +522,20 @@ static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C,
 ** parameters, gradients, optimizer state), then the infeed's dequeue. */
 static void lower_infeed(lower *L, const fe_plan *p) {
   const tpu_fe_model *m = p->model;
-  const int n = m->nlayers, rows = p->rows;
+  const int n = m->nlayers, rows = p->rows, chip_cols = L->chip->mxu.cols;
   int x0 = tensor(L, "x", 0, rows, (int64_t)tpu_fe_shape_size(m->input) + 1);   /* + the label */
-  for (int i = 0; i < n; i++) tensor(L, "x", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
+  for (int i = 0; i < n; i++) {
+    const tpu_fe_layer *l = &m->layers[i];
+    tensor(L, "x", i + 1, rows, (int64_t)tpu_fe_shape_size(l->out));
+    if (l->kind != TPU_FE_DEPTHWISE && l->kind != TPU_FE_SEPARABLE) continue;
+    const int64_t cm = (int64_t)l->in.c * l->depth_multiplier;   /* and its block-diagonal weights */
+    const fe_gemm_step g = { .M = 1, .N = (int)cm, .K = l->kh * l->kw * l->in.c, .dw = l->in.c };
+    int64_t M, N, K, wx = 0;
+    for (int b = 0; fe_gemm_dw_block(&g, chip_cols, b, &M, &N, &K); b++) wx += N * K;
+    tensor(L, "wx", i + 1, wx, 1);
+    if (l->kind == TPU_FE_SEPARABLE) tensor(L, "mid", i + 1, rows, (int64_t)l->out.h * l->out.w * cm);
+    if (l->kind == TPU_FE_SEPARABLE && p->train) tensor(L, "gmid", i + 1, rows, (int64_t)l->out.h * l->out.w * cm);
+  }
   L->grads = 0;
   if (p->train) {
     for (int i = 0; i < n; i++) tensor(L, "g", i + 1, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
@@ -530,7 +552,10 @@ static void lower_infeed(lower *L, const fe_plan *p) {
 }
 
 /* A GEMM step with its fused followers as the epilogue: bias_add and an
-** activation on the result tile (forward), db = col_sum of dY (dW). */
+** activation on the result tile (forward), db = col_sum of dY (dW). A
+** depthwise GEMM runs as its blocks of the MXU's width (fe_gemm_dw_block),
+** the only products with a non-zero weight; each counts its channels'
+** multiply-adds as useful, not the zeros the array multiplies. */
 static gemm gemm_of(const fe_plan *p, int k) {
   const fe_gemm_step *s = &p->steps[k].gemm;
   gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb };
@@ -542,9 +567,38 @@ static gemm gemm_of(const fe_plan *p, int k) {
   }
   return g;
 }
+/* Block b of depthwise GEMM step s as g's shape; 0 past the last block. */
+static int64_t dw_block(const lower *L, const fe_gemm_step *s, int b, gemm *g) {
+  int64_t M, N, K, kg = fe_gemm_dw_block(s, L->chip->mxu.cols, b, &M, &N, &K);
+  if (!kg) return 0;
+  g->M = M;
+  g->N = N;
+  g->K = K;
+  g->useful = (uint64_t)M * (uint64_t)N * (uint64_t)K / (uint64_t)kg;
+  return kg;
+}
 static void lower_gemm(lower *L, const fe_plan *p, int k) {
-  const gemm g = gemm_of(p, k);
-  run_gemm(L, &g);
+  gemm g = gemm_of(p, k);
+  const fe_gemm_step *s = &p->steps[k].gemm;
+  if (!s->dw) {
+    run_gemm(L, &g);
+    return;
+  }
+  for (int b = 0; !L->st && dw_block(L, s, b, &g); b++) run_gemm(L, &g);
+}
+
+/* DW_EXPAND / DW_COMPACT: the kernel to the block-diagonal weights of the
+** depthwise GEMM's blocks, or their diagonal back out of its gradient: a
+** select against an on-chip mask (XLA's filter expansion), one element-wise
+** pass over each block's T*kg x kg*dm weights through VMEM. */
+static fe_gemm_step dw_forward_of(const fe_step *s) {
+  return (fe_gemm_step){ .M = 1, .N = (int)s->cols, .K = (int)s->rows, .dw = s->win.c };   /* a forward's */
+}
+static void lower_dw_expand(lower *L, const fe_step *s) {
+  const fe_gemm_step g = dw_forward_of(s);
+  int64_t M, N, K;
+  for (int b = 0; !L->st && fe_gemm_dw_block(&g, L->chip->mxu.cols, b, &M, &N, &K); b++)
+    run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, K, N);
 }
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row
@@ -665,8 +719,10 @@ static void step_section(lower *L, const fe_plan *p, const fe_step *s, const fe_
   if (s->fused || (prev && prev->phase == s->phase && prev->layer == s->layer && s->kind != FE_STEP_COL2IM)) return;
   static const char *const LABEL[] = { "infeed", "fwd", "softmax_xent", "bwd", "all_reduce", "optimizer" };
   if (s->layer < 0) { section(L, LABEL[s->phase], -1, NULL); return; }
-  const char *kind = tpu_fe_layer_kind_name(p->model->layers[s->layer].kind);
-  section(L, LABEL[s->phase], s->layer, s->kind == FE_STEP_COL2IM ? "conv2d col2im" : kind);
+  char kind[48];   /* "conv2d", or "conv2d col2im" (depthwise_conv2d, separable_conv2d likewise) */
+  snprintf(kind, sizeof kind, "%s%s", tpu_fe_layer_kind_name(p->model->layers[s->layer].kind),
+           s->kind == FE_STEP_COL2IM ? " col2im" : "");
+  section(L, LABEL[s->phase], s->layer, kind);
 }
 
 /* Step k of the plan into engine ops. Views, im2col (the GEMM's DMAs
@@ -694,6 +750,7 @@ static void lower_step(lower *L, const fe_plan *p, int k) {
   case FE_STEP_ALLREDUCE: lower_allreduce(L); break;
   case FE_STEP_UPDATE: lower_update(L, p->model); break;
   case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: lower_bn(L, p, s); break;
+  case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT: lower_dw_expand(L, s); break;
   default: break;
   }
 }
@@ -769,7 +826,20 @@ static double n_step(const lower *L, const fe_plan *p, int k) {
   const int taps = s->win.kh * s->win.kw;
   switch (s->kind) {
   case FE_STEP_INFEED: case FE_STEP_ALLREDUCE: return 1;
-  case FE_STEP_GEMM: { const gemm g = gemm_of(p, k); return n_gemm(L, &g); }
+  case FE_STEP_GEMM: {
+    gemm g = gemm_of(p, k);
+    if (!s->gemm.dw) return n_gemm(L, &g);
+    double n = 0;
+    for (int b = 0; dw_block(L, &s->gemm, b, &g); b++) n += n_gemm(L, &g);
+    return n;
+  }
+  case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT: {
+    const fe_gemm_step g = dw_forward_of(s);
+    int64_t M, N, K;
+    double n = 0;
+    for (int b = 0; fe_gemm_dw_block(&g, L->chip->mxu.cols, b, &M, &N, &K); b++) n += n_ewise(L, 1, K, N);
+    return n;
+  }
   case FE_STEP_VPU:
     if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) return n_loss(L, p, &s->vpu);
     return s->fused ? 0 : n_ewise(L, s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1, s->vpu.rows, s->vpu.cols);

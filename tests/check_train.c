@@ -53,6 +53,7 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
   static const struct { const char *spec; uint64_t nparams; int nlayers; } zoo[] = {
     { "vgg19", 143667240, 25 }, { "vgg19@192x192x3:5", 112327749, 25 }, { "vgg16", 138357544, 22 },
     { "vgg16@224x224x3:1000", 138357544, 22 }, { "alexnet", 61100840, 15 },
+    { "xception", 22910480, 133 }, { "xception@192x192x3:5", 20871725, 133 }, { "mobilenetv2", 3538984, 155 },
   };
   tpu_fe_model *m = malloc(sizeof *m);
   char err[512];
@@ -63,6 +64,17 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
     ck_assert_str_eq(m->name, zoo[k].spec);
   }
   ck_assert_int_eq(m->layers[m->nlayers - 1].out.c, 1000);
+  /* Keras' non-trainable moving statistics: MobileNetV2 34,112, Xception 54,528 */
+  TU_EQ_U64(34112, m->nstate);
+  ck_assert_int_eq(tpu_fe_model_load("xception", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(54528, m->nstate);
+  ck_assert_int_eq(m->input.h, 299);
+  ck_assert_int_eq(m->layers[m->nlayers - 3].out.h, 10);   /* block14_sepconv2_act: 10x10x2048 */
+  ck_assert_int_eq(m->layers[m->nlayers - 3].out.c, 2048);
+  /* MobileNetV2 at 192x192: the stride-2 blocks' padding follows the (even) size */
+  ck_assert_int_eq(tpu_fe_model_load("mobilenetv2@192x192x3:5", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(3538984 - 1281 * 1000 + 1281 * 5, m->nparams);
+  ck_assert_int_eq(m->layers[m->nlayers - 3].out.h, 6);
   static const char *const bad[] = { "vgg19@192x192:5", "vgg19:", "vgg19@0x1x1", "vgg19:5x", "alexnet@9x9x3:0" };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
@@ -168,7 +180,7 @@ START_TEST(Activation_fields_and_new_layers_are_checked) {
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"softmax\" }, " HEAD),
             "layers[0] (conv2d): softmax is supported only at the model's output");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"elu\" }, " HEAD),
-            "layers[0] (conv2d): field 'activation': unknown activation 'elu'; expected linear, relu, tanh, sigmoid or softmax");
+            "layers[0] (conv2d): field 'activation': unknown activation 'elu'; expected linear, relu, relu6, tanh, sigmoid or softmax");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"use_bias\": 0 }, " HEAD),
             "layers[0] (conv2d): field 'use_bias': expected true or false");
   /* Keras' counts: Conv2D(8, 3, use_bias=False) on 8x8x2 has 144 weights */
@@ -225,6 +237,95 @@ START_TEST(Activation_fields_and_new_layers_are_checked) {
     fe_ws_destroy(v ? &b : &a, &ws);
   }
   ck_assert(loss[0] == loss[1] && loss[0] > 0);
+}
+END_TEST
+
+/* depthwise_conv2d and separable_conv2d count as Keras' DepthwiseConv2D and
+** SeparableConv2D; relu's max_value and the relu6 activation; the checks. */
+START_TEST(Depthwise_and_separable_layers_have_the_keras_parameter_counts) {
+  tpu_fe_model m = parse_ok("{ \"input\": [9, 9, 6], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": 3,"
+                            " \"depth_multiplier\": 2, \"stride\": 2 }, { \"type\": \"separable_conv2d\", \"filters\": 5,"
+                            " \"kernel\": [3, 2], \"padding\": \"same\", \"activation\": \"relu6\" },"
+                            " { \"type\": \"relu\", \"max_value\": 0.5 }, { \"type\": \"separable_conv2d\", \"filters\": 4,"
+                            " \"kernel\": 1, \"use_bias\": false, \"depth_multiplier\": 3 },"
+                            " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }");
+  const tpu_fe_layer *d = &m.layers[0], *s1 = &m.layers[1], *r = &m.layers[2], *s2 = &m.layers[3];
+  ck_assert(d->out.h == 4 && d->out.w == 4 && d->out.c == 12);     /* valid, stride 2: (9-3)/2+1 */
+  TU_EQ_U64(3 * 3 * 6 * 2, d->nw);                                    /* kh x kw x C x dm */
+  TU_EQ_U64(12, d->nb);
+  ck_assert(s1->out.h == 4 && s1->out.c == 5);
+  TU_EQ_U64(3 * 2 * 12 + 12 * 5, s1->nw);                             /* depthwise, then pointwise */
+  TU_EQ_U64(12 * 5, s1->nw2);
+  TU_EQ_U64(5, s1->nb);
+  ck_assert(s1->act == TPU_FE_RELU && s1->capped && s1->max_value == 6.0);
+  ck_assert(r->capped && r->max_value == 0.5);
+  TU_EQ_U64(5 * 3 + 15 * 4, s2->nw);
+  TU_EQ_U64(0, s2->nb);
+  TU_EQ_U64(108 + 12 + 132 + 5 + 75 + 4 * 4 * 4 * 2 + 2, m.nparams);
+  TU_EQ_U64(3 * 2 * 12 * 12, m.max_wx);                               /* s1's kernel, block-diagonal */
+  ck_assert(!parse_ok(GRAPH("{ \"type\": \"relu\" }, " HEAD)).layers[0].capped);
+  static const struct { const char *json, *want; } BAD[] = {   /* each with the message it must give */
+    { GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"filters\": 4 }, " HEAD),
+      "layers[0] (depthwise_conv2d): field 'filters': unknown field" },
+    { GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"depth_multiplier\": 0 }, " HEAD),
+      "layers[0] (depthwise_conv2d): field 'depth_multiplier': expected an integer in 1..4096" },
+    { GRAPH("{ \"type\": \"separable_conv2d\", \"kernel\": 3 }, " HEAD),
+      "layers[0] (separable_conv2d): field 'filters': missing" },
+    { GRAPH("{ \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 9 }, " HEAD),
+      "layers[0] (separable_conv2d): field 'kernel': 9x9 does not fit the input shape 8x8x2 with padding \"valid\"" },
+    { "{ \"input\": [8], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": 1 },"
+      " { \"type\": \"dense\", \"units\": 2 } ] }", "layers[0] (depthwise_conv2d): input shape 8 is flat" },
+    { GRAPH("{ \"type\": \"relu\", \"max_value\": -1 }, " HEAD), "layers[0] (relu): field 'max_value'" },
+    { GRAPH("{ \"type\": \"tanh\", \"max_value\": 1 }, " HEAD), "layers[0] (tanh): field 'max_value': unknown field" },
+  };
+  for (size_t k = 0; k < sizeof BAD / sizeof BAD[0]; k++) parse_err(BAD[k].json, BAD[k].want);
+}
+END_TEST
+
+/* The depthwise GEMM on its block-diagonal operand is the depthwise
+** convolution: against a direct loop (f32 on the reference backend, within
+** bf16 rounding on the sim one), stride 2 'same' with depth multiplier 2. */
+START_TEST(A_depthwise_gemm_is_the_depthwise_convolution) {
+  tpu_fe_model m = parse_ok("{ \"input\": [5, 6, 3], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": [3, 2],"
+                            " \"stride\": 2, \"padding\": \"same\", \"depth_multiplier\": 2 }, { \"type\": \"flatten\" },"
+                            " { \"type\": \"dense\", \"units\": 2 } ] }");
+  const tpu_fe_layer *d = &m.layers[0];
+  ck_assert(d->out.h == 3 && d->out.w == 3 && d->out.c == 6 && d->pad_top == 1 && d->pad_left == 0);
+  enum { B = 2, H = 5, W = 6, C = 3, DM = 2 };
+  tu_rng r = { 17 };
+  float *p = malloc(m.nparams * sizeof *p), x[B * H * W * C];
+  for (size_t k = 0; k < m.nparams; k++) p[k] = tu_normal(&r);
+  for (int k = 0; k < B * H * W * C; k++) x[k] = tu_normal(&r);
+  for (int kind = 0; kind < 2; kind++) {
+    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                          .prec = TPU_PREC_BF16 };
+    fe_core_ws ws;
+    fe_plan *pl;
+    ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+    ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, false, &pl), TPU_OK);
+    ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, NULL, 0, 0), TPU_OK);
+    for (int b = 0; b < B; b++)
+      for (int oy = 0; oy < 3; oy++)
+        for (int ox = 0; ox < 3; ox++)
+          for (int c = 0; c < C; c++)
+            for (int q = 0; q < DM; q++) {
+              double want = p[d->boff + (size_t)(c * DM + q)], mag = 0;
+              for (int ky = 0; ky < 3; ky++)
+                for (int kx = 0; kx < 2; kx++) {
+                  const int iy = oy * 2 + ky - 1, ix = ox * 2 + kx;
+                  if (iy < 0 || iy >= H || ix >= W) continue;
+                  const double v = (double)x[((b * H + iy) * W + ix) * C + c] * p[((ky * 2 + kx) * C + c) * DM + q];
+                  want += v;
+                  mag += fabs(v);
+                }
+              const float got = ws.act[1][((b * 3 + oy) * 3 + ox) * C * DM + c * DM + q];
+              ck_assert_msg(fabs(got - want) <= (kind ? 1.6e-2 : 1e-5) * (mag + 1),
+                            "backend %d, output (%d, %d, %d, %d, %d): %g, want %g", kind, b, oy, ox, c, q, got, want);
+            }
+    fe_plan_destroy(pl);
+    fe_ws_destroy(&m, &ws);
+  }
+  free(p);
 }
 END_TEST
 
@@ -316,6 +417,17 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"padding\": \"same\", \"activation\": \"tanh\" },"
   " { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1 }, { \"type\": \"flatten\" },"
   " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* depthwise_conv2d: depth multiplier 2, stride 2 'valid', bias, relu6
+  ** (the cap is far above these values); a capped relu layer at 1.5 */
+  "{ \"input\": [7, 6, 2], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": [3, 2], \"stride\": 2,"
+  " \"depth_multiplier\": 2, \"activation\": \"relu6\" }, { \"type\": \"relu\", \"max_value\": 1.5 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* separable_conv2d: 'same' without bias after a conv (so dX flows through
+  ** both halves), then with depth multiplier 2, bias and tanh */
+  "{ \"input\": [5, 5, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1 },"
+  " { \"type\": \"separable_conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\", \"use_bias\": false },"
+  " { \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2, \"depth_multiplier\": 2,"
+  " \"activation\": \"tanh\" }, { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -409,6 +521,12 @@ START_TEST(Results_are_identical_for_1_2_and_8_threads) {
     TU_EQ_U64(h1, train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 3));
     TU_EQ_U64(h1, train_steps(&m, (tpu_fe_backend_kind)kind, 8, 8, 3));
   }
+  /* depthwise and separable convs: each core expands its kernels in its
+  ** own workspace */
+  char err[512];
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-sepconv.json", &m, err, sizeof err) == TPU_OK, "%s", err);
+  for (int kind = 0; kind < 2; kind++)
+    TU_EQ_U64(train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 2), train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 2));
 }
 END_TEST
 
@@ -838,7 +956,8 @@ static void record_gemm(void *ud, const fe_gemm_call *c) {
   l->n++;
 }
 
-/* Every built-in model and the shipped small-cnn and small-resnet examples. */
+/* Every built-in model and the shipped small-cnn, small-resnet and
+** small-sepconv examples. */
 static int plan_models(tpu_fe_model *out, int cap) {
   char err[512];
   int n = 0;
@@ -846,7 +965,14 @@ static int plan_models(tpu_fe_model *out, int cap) {
     ck_assert_msg(tpu_fe_model_load(*b, &out[n], err, sizeof err) == TPU_OK, "%s", err);
   ck_assert_msg(tpu_fe_model_load("docs/examples/small-cnn.json", &out[n], err, sizeof err) == TPU_OK, "%s", err);
   ck_assert_msg(tpu_fe_model_load("docs/examples/small-resnet.json", &out[n + 1], err, sizeof err) == TPU_OK, "%s", err);
-  return n + 2;
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-sepconv.json", &out[n + 2], err, sizeof err) == TPU_OK, "%s", err);
+  /* depthwise GEMMs wider than the MXU: 200 channels (2 blocks), and 130
+  ** with depth multiplier 2 (3 blocks of 64 channels) */
+  out[n + 3] = parse_ok("{ \"name\": \"wide-dw\", \"input\": [4, 4, 200], \"layers\": [ { \"type\": \"depthwise_conv2d\","
+                        " \"kernel\": 3, \"padding\": \"same\" }, { \"type\": \"conv2d\", \"filters\": 130, \"kernel\": 1 },"
+                        " { \"type\": \"separable_conv2d\", \"filters\": 8, \"kernel\": 3, \"depth_multiplier\": 2,"
+                        " \"activation\": \"relu6\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
+  return n + 4;
 }
 
 static int plan_gemms(const fe_plan *p) {
@@ -859,7 +985,7 @@ START_TEST(The_value_path_runs_exactly_the_plans_gemms) {
   /* one training step on 2 cores (1 host thread, so core 0's GEMMs come
   ** first), recorded at fe_gemm, against the plan's GEMM steps for each core */
   tpu_fe_model models[8];
-  const int nm = plan_models(models, 7);
+  const int nm = plan_models(models, 4);
   static const tpu_precision precs[] = { TPU_PREC_BF16, TPU_PREC_BF16X3 };
   for (int k = 0; k < nm; k++)
     for (int q = 0; q < 2; q++) {
@@ -915,9 +1041,10 @@ static void op_tile(const tpu_sim_program *prog, const tpu_sim_op *op, int64_t *
 START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
   /* core 0's matmul ops, in program order, grouped by name: each group is
   ** one plan GEMM tiled (its tiles cover M x N x K exactly, one K run per
-  ** output tile), with the plan's transposes and precision */
+  ** output tile), with the plan's transposes and precision; a depthwise one
+  ** is its blocks of the MXU's width, each tiled so (fe_gemm_dw_block) */
   tpu_fe_model models[8];
-  const int nm = plan_models(models, 7);
+  const int nm = plan_models(models, 4);
   tpu_chip_config chip;
   char err[512];
   ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
@@ -962,9 +1089,21 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
             mnk += mi * ni * ki;
             tiles++;
           }
-          ck_assert_msg(tiles > 0 && K == g->K && mn == (int64_t)g->M * g->N && mnk == (int64_t)g->M * g->N * g->K,
-                        "%s: '%s'\n  Expected: %d x %d x %d\n  Actual:   %d tiles, K %lld, M*N %lld, M*N*K %lld",
-                        m->name, want, g->M, g->N, g->K, tiles, (long long)K, (long long)mn, (long long)mnk);
+          int64_t wK = g->K, wmn = (int64_t)g->M * g->N, wmnk = wmn * g->K;
+          if (g->dw) {   /* the blocks' products only */
+            int64_t bm, bn, bk;
+            wmn = wmnk = 0;
+            for (int b = 0; fe_gemm_dw_block(g, chip.mxu.cols, b, &bm, &bn, &bk); b++) {
+              if (b == 0) wK = bk;
+              wmn += bm * bn;
+              wmnk += bm * bn * bk;
+            }
+          }
+          ck_assert_msg(tiles > 0 && K == wK && mn == wmn && mnk == wmnk,
+                        "%s: '%s'\n  Expected: %d x %d x %d (K %lld, M*N %lld, M*N*K %lld)\n"
+                        "  Actual:   %d tiles, K %lld, M*N %lld, M*N*K %lld", m->name, want, g->M, g->N, g->K,
+                        (long long)wK, (long long)wmn, (long long)wmnk, tiles, (long long)K, (long long)mn,
+                        (long long)mnk);
           groups++;
         }
         /* and no matmul op outside the plan's GEMMs */
@@ -975,6 +1114,56 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
         fe_plan_destroy(p);
         tpu_sim_program_destroy(prog);
       }
+}
+END_TEST
+/* The depthwise mapping (fe_int.h): on tpu-v2-8's 128x128 MXU a 3x3
+** depthwise conv over 256 channels streams as many activation rows through
+** 128x128 weight tiles as a dense 3x3 conv from 128 channels to 256 -- each
+** 128-channel block is a dense product of its 9*128 im2col columns -- while
+** its useful multiply-adds are 1/128 of the dense conv's: the utilization a
+** user sees is dm/128 of the dense one's. */
+START_TEST(A_depthwise_conv_streams_the_MXU_as_long_as_a_dense_conv_128_times_its_work) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
+  static const char *const json[2] = {
+    "{ \"input\": [16, 16, 256], \"layers\": [ { \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"padding\": \"same\","
+    " \"use_bias\": false }, { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 2 } ] }",
+    "{ \"input\": [16, 16, 128], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 256, \"kernel\": 3,"
+    " \"padding\": \"same\", \"use_bias\": false }, { \"type\": \"global_avgpool\" },"
+    " { \"type\": \"dense\", \"units\": 2 } ] }" };
+  const int rows = 4;
+  const uint64_t R = (uint64_t)rows * 16 * 16;
+  for (int train = 0; train < 2; train++) {
+    tpu_fe_step_timing t[2];
+    uint64_t streamed[2] = { 0, 0 };   /* activation rows through a 128x128 weight tile, the conv's ops */
+    for (int k = 0; k < 2; k++) {
+      tpu_fe_model m = parse_ok(json[k]);
+      ck_assert_msg(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, rows, train, 0, 1, &t[k], NULL, err, sizeof err)
+                    == TPU_OK, "%s", err);
+      tpu_sim_program *prog = NULL;
+      ck_assert_int_eq(tpu_fe_step_program(&m, &chip, TPU_PREC_BF16, rows, train, 0, &prog, err, sizeof err), TPU_OK);
+      for (int o = 0; o < tpu_sim_program_ops(prog, 0); o++) {
+        tpu_sim_op op;
+        int64_t mi, ni, ki;
+        ck_assert(tpu_sim_program_op(prog, 0, o, &op));
+        if (op.kind != TPU_SIM_MATMUL || strstr(op.name, " 0 ") == NULL) continue;   /* layer 0's */
+        op_tile(prog, &op, &mi, &ni, &ki);
+        streamed[k] += (uint64_t)mi * (uint64_t)((ki + 127) / 128) * (uint64_t)((ni + 127) / 128);
+      }
+      tpu_sim_program_destroy(prog);
+    }
+    /* forward, and in training dW (the input needs no dX); the dense head
+    ** (matmul, and in training dW and dX) is the same in both */
+    const uint64_t gemms = train ? 2 : 1, head = (train ? 3 : 1) * (uint64_t)rows * 256 * 2;
+    TU_EQ_U64(gemms * R * 9 * 256 + head, t[0].macs);
+    TU_EQ_U64(gemms * R * 9 * 128 * 256 + head, t[1].macs);
+    ck_assert_msg(streamed[0] == streamed[1] && streamed[0] > 0, "train %d: %llu rows streamed (depthwise) vs %llu",
+                  train, (unsigned long long)streamed[0], (unsigned long long)streamed[1]);
+    /* the MXU is busy about as long (the depthwise reads twice the input) */
+    ck_assert(t[0].stall[TPU_SIM_MXU_BUSY] >= 0.9 * t[1].stall[TPU_SIM_MXU_BUSY]);
+    ck_assert(t[0].stall[TPU_SIM_MXU_BUSY] <= 1.5 * t[1].stall[TPU_SIM_MXU_BUSY]);
+  }
 }
 END_TEST
 /* }================================================================== */
@@ -1193,6 +1382,7 @@ int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
           Batch_normalization_has_the_keras_parameter_counts,
+          Depthwise_and_separable_layers_have_the_keras_parameter_counts, A_depthwise_gemm_is_the_depthwise_convolution,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
           A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
@@ -1203,7 +1393,8 @@ int main(void) {
           Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm,
           A_checkpoint_restores_parameters_and_optimizer_state_exactly);
   TU_CASE(s, "plan", 120, The_value_path_runs_exactly_the_plans_gemms,
-          The_timing_path_lowers_exactly_the_plans_gemms);
+          The_timing_path_lowers_exactly_the_plans_gemms,
+          A_depthwise_conv_streams_the_MXU_as_long_as_a_dense_conv_128_times_its_work);
   TU_CASE(s, "oom", 120, Parsing_and_training_survive_every_allocation_failure,
           Step_timing_survives_every_allocation_failure);
   TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,

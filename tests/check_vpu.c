@@ -102,7 +102,7 @@ START_TEST(Every_op_name_parses_back_to_its_op) {
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_OP_COUNT), "?");
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_SOFTMAX_XENT), "softmax_xent");
   ck_assert(tpu_vpu_op_parse("cast_f32_bf16", &op) && op == TPU_VPU_CAST_BF16);
-  ck_assert_int_eq(TPU_VPU_OP_COUNT, 33);
+  ck_assert_int_eq(TPU_VPU_OP_COUNT, 35);
 }
 END_TEST
 
@@ -416,6 +416,44 @@ START_TEST(Activations_and_gradients_meet_their_bounds) {
   for (int i = 0; i < 20000; i++) EQ_BITS((float)(0.3f + (double)x[i]), o[i], "add_scalar");
   ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_BIAS_ADD, &a), TPU_OK);   /* y[0..199] is the bias */
   for (int i = 0; i < 20000; i++) EQ_BITS((float)((double)x[i] + y[i % 200]), o[i], "bias_add");
+}
+END_TEST
+
+/* Keras' ReLU(max_value): relu_cap clips to [0, alpha], relu_cap_grad passes
+** dy strictly inside; the cap must be >= 0 (+inf is plain relu). */
+START_TEST(Capped_relu_clips_and_its_gradient_passes_inside_the_cap) {
+  const float nan = NAN;
+  float x[] = { -1.0f, -0.0f, 0.0f, 0x1p-149f, 3.0f, 6.0f, 6.5f, INFINITY, nan };
+  float y[] = { 2, 2, 2, 2, 2, 2, 2, 2, 2 };
+  const float want[] = { 0, 0, 0, 0x1p-149f, 3, 6, 6, 6 }, dwant[] = { 0, 0, 0, 2, 2, 0, 0, 0 };
+  enum { K = 9 };
+  float o[K];
+  tpu_vpu_args a = args_xy(1, K, x, y, o);
+  a.p.alpha = 6.0f;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP, &a), TPU_OK);
+  for (int i = 0; i < K - 1; i++) EQ_BITS(want[i], o[i], "relu_cap");
+  ck_assert(isnan(o[K - 1]));
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP_GRAD, &a), TPU_OK);
+  for (int i = 0; i < K - 1; i++) EQ_BITS(dwant[i], o[i], "relu_cap_grad");
+  ck_assert(isnan(o[K - 1]));
+  /* the gradient from the forward output agrees (relu_cap's output in x) */
+  float fo[K];
+  a.out = fo;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP, &a), TPU_OK);
+  a.x = fo;
+  a.out = o;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP_GRAD, &a), TPU_OK);
+  for (int i = 0; i < K - 1; i++) EQ_BITS(dwant[i], o[i], "relu_cap_grad of the output");
+  /* +inf: plain relu */
+  a.x = x;
+  a.p.alpha = INFINITY;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP, &a), TPU_OK);
+  EQ_BITS(6.5f, o[6], "relu_cap inf");
+  a.p.alpha = -1.0f;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP, &a), TPU_ERR_CONFIG);
+  a.p.alpha = nan;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_RELU_CAP_GRAD, &a), TPU_ERR_CONFIG);
+  ck_assert_str_eq(tpu_vpu_op_scalars(TPU_VPU_RELU_CAP)[0], "alpha");
 }
 END_TEST
 
@@ -937,8 +975,8 @@ int main(void) {
           Cycles_match_hand_counts_for_8x128_registers, Cycles_reject_invalid_shapes_and_ops,
           Cycles_scale_with_registers_and_costs);
   TU_CASE(s, "numerics", 60, Binary_ops_are_correctly_rounded, Transcendentals_meet_their_ulp_bounds,
-          Activations_and_gradients_meet_their_bounds, Special_values_follow_ieee,
-          Reductions_follow_the_documented_order_bit_for_bit,
+          Activations_and_gradients_meet_their_bounds, Capped_relu_clips_and_its_gradient_passes_inside_the_cap,
+          Special_values_follow_ieee, Reductions_follow_the_documented_order_bit_for_bit,
           Softmax_meets_its_bound_and_is_stable_for_large_logits, Cross_entropy_matches_double_and_its_gradient,
           Confident_correct_prediction_has_zero_loss, Argmax_takes_the_first_maximum_and_accuracy_counts,
           Optimizer_steps_match_hand_computed_values, Optimizers_track_a_double_reference_over_many_steps,

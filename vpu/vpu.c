@@ -103,7 +103,8 @@ static const char *const SC_ADAM[] = { "lr", "beta1", "beta2", "eps", "step", NU
 
 const char *const *tpu_vpu_op_scalars(tpu_vpu_op op) {
   switch (op) {
-    case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: return SC_ALPHA;
+    case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
+    case TPU_VPU_RELU_CAP_GRAD: return SC_ALPHA;
     case TPU_VPU_SGD: return SC_SGD;
     case TPU_VPU_MOMENTUM: return SC_MOMENTUM;
     case TPU_VPU_ADAM: return SC_ADAM;
@@ -118,7 +119,8 @@ tpu_status tpu_vpu_params_from_scalars(tpu_vpu_op op, const float *s, int n, tpu
   if (!op_ok(op) || !p || n != want || (n > 0 && !s)) return TPU_ERR_CONFIG;
   tpu_vpu_params q = tpu_vpu_params_default();
   switch (op) {
-    case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: q.alpha = s[0]; break;
+    case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
+    case TPU_VPU_RELU_CAP_GRAD: q.alpha = s[0]; break;
     case TPU_VPU_SGD: q.lr = s[0]; break;
     case TPU_VPU_MOMENTUM: q.lr = s[0]; q.momentum = s[1]; break;
     case TPU_VPU_ADAM:
@@ -309,6 +311,9 @@ static tpu_status check_args(tpu_vpu_op op, const tpu_vpu_args *a) {
     case TPU_VPU_SOFTMAX_XENT:
       if (a->out2 && !isfinite(p->alpha)) return TPU_ERR_CONFIG;
       break;
+    case TPU_VPU_RELU_CAP: case TPU_VPU_RELU_CAP_GRAD:   /* the cap: >= 0, +inf allowed (plain relu) */
+      if (!(p->alpha >= 0.0f)) return TPU_ERR_CONFIG;
+      break;
     case TPU_VPU_SGD:
       if (!finite_nonneg(p->lr)) return TPU_ERR_CONFIG;
       break;
@@ -353,6 +358,18 @@ static bool exec_elementwise(tpu_vpu_op op, const tpu_vpu_args *a, size_t n) {
     case TPU_VPU_RELU_GRAD:
       for (size_t i = 0; i < n; i++) {   /* both loads unconditional, so it if-converts */
         float v = x[i], d = y[i], r = v > 0.0f ? d : 0.0f;
+        o[i] = v != v ? v : r;
+      }
+      break;
+    case TPU_VPU_RELU_CAP:   /* min(max(x, 0), alpha); NaN stays NaN */
+      for (size_t i = 0; i < n; i++) {
+        float v = x[i], r = v > 0.0f ? (v < al ? v : al) : 0.0f;
+        o[i] = v != v ? v : r;
+      }
+      break;
+    case TPU_VPU_RELU_CAP_GRAD:   /* dy where 0 < x < alpha (x: the input or the output) */
+      for (size_t i = 0; i < n; i++) {
+        float v = x[i], d = y[i], r = v > 0.0f && v < al ? d : 0.0f;
         o[i] = v != v ? v : r;
       }
       break;

@@ -46,7 +46,7 @@
 ** on the same f32 inputs, for finite normal results (ulp = of the exact
 ** result; checked by tests/check_vpu.c on random and edge inputs):
 **   exact (0 ulp, correctly rounded or exact): add sub mul div max min relu
-**     relu_grad bias_add scale add_scalar reciprocal row_max col_max
+**     relu_grad relu_cap relu_cap_grad bias_add scale add_scalar reciprocal row_max col_max
 **     argmax accuracy copy cast_f32_bf16 cast_bf16_f32
 **   <= 1 ulp: exp log          <= 2 ulp: rsqrt
 **   <= 3 ulp: tanh (glibc's tanhf reaches 2.13), sigmoid, tanh_grad,
@@ -64,7 +64,10 @@
 ** NaN if either input is NaN, unlike fmaxf); relu(-0) = +0, relu(NaN) = NaN;
 ** exp(-inf) = 0, log(0) = -inf, log(<0) = NaN, rsqrt(+0) = +inf,
 ** reciprocal(-0) = -inf; sigmoid saturates to 0 and 1 without overflow;
-** relu_grad is x > 0 ? dy : +0 (x = 0 gives 0). cast_bf16_f32 widens bf16
+** relu_grad is x > 0 ? dy : +0 (x = 0 gives 0). relu_cap is min(max(x, 0),
+** alpha) (Keras' ReLU(max_value=alpha), relu6 for alpha 6) and relu_cap_grad
+** 0 < x < alpha ? dy : +0, x the forward input or output (they agree there);
+** NaN x stays NaN in both. cast_bf16_f32 widens bf16
 ** values held in f32, which is exact: a copy.
 ** argmax takes the first maximum; a NaN counts as larger than any number
 ** (the first NaN wins). Softmax subtracts the row max first, so large logits
@@ -191,7 +194,8 @@ uint64_t tpu_vpu_registers(const tpu_vpu_config *cfg, int rows, int cols);
 */
 typedef struct tpu_vpu_params {
   float alpha;      /* scale: out = alpha*x; add_scalar: out = x + alpha;
-                    ** softmax_xent: gradient scale, usually 1/global batch */
+                    ** softmax_xent: gradient scale, usually 1/global batch;
+                    ** relu_cap, relu_cap_grad: the cap, >= 0 (+inf: none) */
   float lr;         /* sgd momentum adam: learning rate, finite and >= 0 */
   float momentum;   /* momentum: 0 <= momentum < 1 */
   float beta1, beta2; /* adam: 0 <= beta < 1 */
@@ -201,7 +205,8 @@ typedef struct tpu_vpu_params {
 
 /* Scalar operands by position (the engine's scalars[]): the names of the
 ** op's scalars in order, NULL-terminated; an empty list for ops without.
-**   scale, add_scalar, softmax_xent: alpha     sgd: lr
+**   scale, add_scalar, softmax_xent, relu_cap, relu_cap_grad: alpha
+**   sgd: lr
 **   momentum: lr momentum                      adam: lr beta1 beta2 eps step
 ** Never NULL. */
 const char *const *tpu_vpu_op_scalars(tpu_vpu_op op);

@@ -34,7 +34,8 @@ expect_out_contains "Total params: 112,327,749"
 expect_out_contains "predictions (dense)                (None, 5)"
 # bad names and options: exit 2, a clear message
 expect_status 2 "$TPUSIM" model nosuch
-expect_err_contains "nosuch: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read"
+expect_err_contains "nosuch: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19, "
+expect_err_contains ") and cannot be read"
 expect_status 2 "$TPUSIM" model vgg19@192x192:5
 expect_err_contains "vgg19@192x192:5: a zoo model is NAME[@HxWxC][:CLASSES]"
 expect_status 2 "$TPUSIM" model vgg16@16x16x3
