@@ -172,7 +172,7 @@ static double src_cost(const tpu_df_model *m, int64_t i, double *open_s) {
     first = pos % m->per_file == 0;
   }
   *open_s = first ? c->open_latency_s : 0;
-  double r = c->read_latency_s;
+  double r = c->read_latency_s + c->decode_cost_per_element_s;
   if (c->read_bandwidth_bytes_per_s > 0) r += (double)m->elem_bytes / c->read_bandwidth_bytes_per_s;
   return r;
 }
@@ -289,23 +289,11 @@ static int resolved(int64_t v) { return v == TPU_DF_AUTOTUNE ? 1 : (int)v; }
 ** ================================================================== */
 /* Elements, files and bytes per element of the source. */
 static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
-  const tpu_df_spec *spec = m->spec;
-  const df_source_costs *c = &spec->cost;
-  int64_t n = c->elements ? c->elements : df_source_known_elements(&spec->src);
-  if (n < 1) {
-    snprintf(err, errcap, "source.elements: the model needs the number of elements for a %s source; set source.elements",
-             spec->src.kind == TPU_DF_SRC_CSV ? "csv" : spec->src.kind == TPU_DF_SRC_NPY ? "npy"
-             : spec->src.kind == TPU_DF_SRC_TFRECORD ? "tfrecord" : "idx");
-    return TPU_ERR_CONFIG;
-  }
-  int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
-               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784
-               : spec->src.kind == TPU_DF_SRC_CIFAR10 ? 3073
-               : spec->src.kind == TPU_DF_SRC_TFRECORD   /* pixels + 16 bytes of record framing */
-                 ? (int64_t)spec->src.height * spec->src.width * (spec->src.channels ? spec->src.channels : 1) + 16 : 0;
-  m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
-  m->files = c->files > 0 ? c->files : 1;
-  if (m->files > n) m->files = n;
+  int64_t n, files, bytes;
+  tpu_status st = df_source_size(m->spec, &n, &files, &bytes, err, errcap);
+  if (st != TPU_OK) return st;
+  m->elem_bytes = bytes;
+  m->files = files > n ? n : files;
   m->per_file = (n + m->files - 1) / m->files;
   m->epoch_len = n;
   return TPU_OK;
@@ -590,6 +578,13 @@ static tpu_status score(const tpu_df_spec *s, const tpu_df_model_options *o, dou
 tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *opt, double step_s, int64_t steps,
                                  char *report, size_t reportcap, char *err, size_t errcap) {
   tpu_df_model_options o = opt ? *opt : tpu_df_model_options_default();
+  if (spec->src.kind == TPU_DF_SRC_TFRECORD || spec->src.kind == TPU_DF_SRC_IMAGES) {
+    /* the source's sizes found once, not in every trial model */
+    int64_t n, files, bytes;
+    tpu_status st = df_source_size(spec, &n, &files, &bytes, err, errcap);
+    if (st != TPU_OK) return st;
+    spec->cost.elements = n; spec->cost.files = files; spec->cost.element_bytes = bytes;
+  }
   knob ks[DF_MAX_STAGES * 2];
   int nk = 0;
   static const char *pname[] = { "num_parallel_calls", "buffer_size", "queue_size" };

@@ -441,7 +441,8 @@ static const struct spoiled_tfr {
   { TF_WIRE_TYPE, "t1.tfrecord: record 1: bad tf.train.Example: Example field 1 (features) has wire type 0, expected 2" },
   { TF_NO_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: the Example has no feature 'label'" },
   { TF_SHORT_IMAGE, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' has 11 bytes; source.shape 2x3x2 needs 12" },
-  { TF_JPEG, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' holds a JPEG-encoded image; only raw uint8" },
+  /* JPEG bytes are decoded, to the channels of source.shape: 2 is not a decoder's count */
+  { TF_JPEG, "t1.tfrecord: record 1: feature 'image': JPEG and PNG images decode to 1, 3 or 4 channels, not 2" },
   { TF_FLOAT_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: feature 'label' is a float_list; expected an int64_list" },
 };
 
