@@ -295,14 +295,6 @@ END_TEST
 /* {==================================================================
 ** TFRecord: a writer of its own (bitwise CRC-32C, protobuf by hand)
 ** ================================================================== */
-static uint32_t t_crc32c(const unsigned char *p, size_t n) {
-  uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
 static uint32_t t_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 
 typedef struct tbuf { unsigned char b[4096]; size_t n; } tbuf;
@@ -364,7 +356,7 @@ static const char *write_tfrecord(const char *name, int first, int count, int ba
     unsigned char h[12], t[4];
     uint64_t len = ex.n;
     for (int k = 0; k < 8; k++) h[k] = (unsigned char)(len >> (8 * k));
-    uint32_t c = t_mask(t_crc32c(h, 8)), dc = t_mask(t_crc32c(ex.b, ex.n));
+    uint32_t c = t_mask(tu_crc32c(h, 8)), dc = t_mask(tu_crc32c(ex.b, ex.n));
     for (int k = 0; k < 4; k++) { h[8 + k] = (unsigned char)(c >> (8 * k)); t[k] = (unsigned char)(dc >> (8 * k)); }
     fwrite(h, 1, 12, f); fwrite(ex.b, 1, ex.n, f); fwrite(t, 1, 4, f);
   }
@@ -392,7 +384,7 @@ static void expect_tf_elements(const tpu_df_batch *b, const int *ids, int n) {
 }
 
 START_TEST(Tfrecord_files_of_examples_read_every_record_in_order_and_interleaved) {
-  TU_EQ_U64(0xe3069283u, t_crc32c((const unsigned char *)"123456789", 9));   /* the CRC-32C check value */
+  TU_EQ_U64(0xe3069283u, tu_crc32c((const unsigned char *)"123456789", 9));   /* the CRC-32C check value */
   const char *files[2] = { write_tfrecord("a.tfrecord", 0, 3, -1, 0, "image", "label"),
                            write_tfrecord("b.tfrecord", 3, 4, -1, 0, "image", "label") };
   tpu_df_source src = tfrecord_source(files, 2);

@@ -24,29 +24,15 @@
 #include "datafeed/df_int.h"
 #include "tests/test_util.h"
 
-static char tmpdir[256];
 static char errbuf[1024];
 
-static void setup(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/check_dfi.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-static void teardown(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) { /* best effort */ }
-}
-static const char *tpath(const char *name) {
-  static char p[8][400];
-  static int k;
-  k = (k + 1) % 8;
-  snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
-  return p[k];
-}
+static void setup(void) { tu_scratch("check_dfi"); }
+#define tpath tu_path
 static void mkdirs(const char *rel) {
-  char p[400];
-  snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
-  for (char *q = p + strlen(tmpdir) + 1; *q; q++)
+  char p[512];
+  const size_t root = strlen(tpath(""));
+  snprintf(p, sizeof p, "%s", tpath(rel));
+  for (char *q = p + root; *q; q++)
     if (*q == '/') { *q = 0; mkdir(p, 0700); *q = '/'; }
   mkdir(p, 0700);
 }
@@ -633,14 +619,6 @@ END_TEST
 /* {==================================================================
 ** TFRecord Examples of encoded images (the seed's Flowers layout)
 ** ================================================================== */
-static uint32_t t_crc32c(const unsigned char *p, size_t n) {
-  uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
 static uint32_t t_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 
 typedef struct tbuf { unsigned char *b; size_t n, cap; } tbuf;
@@ -700,7 +678,7 @@ static void t_record(FILE *f, const tbuf *ex) {
   unsigned char h[12], t[4];
   uint64_t len = ex->n;
   for (int k = 0; k < 8; k++) h[k] = (unsigned char)(len >> (8 * k));
-  uint32_t c = t_mask(t_crc32c(h, 8)), dc = t_mask(t_crc32c(ex->b, ex->n));
+  uint32_t c = t_mask(tu_crc32c(h, 8)), dc = t_mask(tu_crc32c(ex->b, ex->n));
   for (int k = 0; k < 4; k++) { h[8 + k] = (unsigned char)(c >> (8 * k)); t[k] = (unsigned char)(dc >> (8 * k)); }
   fwrite(h, 1, 12, f); fwrite(ex->b, 1, ex->n, f); fwrite(t, 1, 4, f);
 }
@@ -982,13 +960,13 @@ int main(void) {
                       Numpy_legacy_shuffle_and_keras_validation_split);
   tcase_add_loop_test(tc, Png_of_every_color_type_decodes_to_1_3_and_4_channels_as_tensorflow, 0,
                       (int)(sizeof PNGS / sizeof PNGS[0]));
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, setup, NULL);
   tc = TU_CASE(s, "sources", 60, Image_folders_read_as_keras_classes_files_and_split,
                A_bad_image_in_a_folder_is_named_by_its_path, Tfrecord_examples_of_jpeg_and_png_images_decode_every_record,
                A_bad_image_in_a_tfrecord_is_named_by_file_and_record, The_model_opens_reads_and_decodes_each_image,
                Json_images_and_tfrecord_sources_take_keras_arguments_and_name_bad_ones);
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, setup, NULL);
   tc = TU_CASE(s, "oom", 300, Image_sources_survive_every_allocation_failure);
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, setup, NULL);
   return tu_main(s);
 }
