@@ -18,7 +18,7 @@
 static const char HELP[] =
   "usage: tpusim pipeline --pipeline FILE.json [--steps N] [--epochs E] [--step-time S]\n"
   "                         [--host-cores N] [--timeline-steps N] [--width COLS] [--real]\n"
-  "                         [--npy PREFIX] [--json]\n\n"
+  "                         [--npy PREFIX] [--measure] [--json]\n\n"
   "Simulates the input pipeline described in FILE.json (docs/DATAFEED.md) with its\n"
   "modeled costs against a consumer (the accelerator) whose step takes S seconds,\n"
   "and prints the total time, the consumer's mean and maximum wait per step, the\n"
@@ -36,7 +36,10 @@ static const char HELP[] =
   "  --width COLS        timeline width in columns (default 72)\n"
   "  --real              also run the real pipeline for the same steps (reads the data)\n"
   "  --npy PREFIX        with --real, write what it gave: PREFIX_x.npy (images, N x H x W\n"
-  "                      x C) and PREFIX_y.npy (labels, N), float32, in batch order\n\n";
+  "                      x C) and PREFIX_y.npy (labels, N), float32, in batch order\n"
+  "  --measure           also run the stages on host threads spending each modeled cost\n"
+  "                      (sleeps, as the tf.data guide's ArtificialDataset) and report\n"
+  "                      the measured time beside the model's\n\n";
 
 static const char LEGEND[] =
   "legend: O open  R read  M map  X shuffle  B batch  C cache read  P prefetch  S serialize/put\n"
@@ -83,6 +86,7 @@ typedef struct pl_opts {
   double step_time;                          /* -1: the file's */
   bool real;
   const char *npy;                           /* --npy PREFIX */
+  bool measure;
   cli_common com;
 } pl_opts;
 
@@ -102,6 +106,7 @@ static int parse(int argc, char **argv, pl_opts *o) {
       .missing = "--step-time: missing value" },
     CLI_FLAG("real", &o->real),
     CLI_STR("npy", &o->npy, "--npy: missing value (a file name prefix)"),
+    CLI_FLAG("measure", &o->measure),
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, NULL, NULL);
   if (rc) return rc;
@@ -125,6 +130,7 @@ typedef struct pl_run {
   double tl_end;
   int64_t real_images;
   double real_s, real_ips;
+  tpu_df_model_result measured;   /* --measure */
 } pl_run;
 
 /* The description, its consumer and host blocks overridden by the flags,
@@ -230,6 +236,21 @@ static int run_real(const pl_opts *o, pl_run *r) {
   return rc;
 }
 
+/* --measure: the real-cost run for the same steps (after the model's, so
+** its autotuned values are the ones measured). */
+static int run_measured(pl_run *r) {
+  char err[1024];
+  tpu_df_model_options mo = tpu_df_model_options_default();
+  mo.host_cores = r->cores;
+  tpu_status st = tpu_df_costrun(r->spec, &mo, r->step_s, r->nsteps, &r->measured, err, sizeof err);
+  return st != TPU_OK ? cli_fail(CMD, st, "--measure: %s", err) : 0;
+}
+
+/* (model - measured) / measured of the total time. */
+static double model_error(const pl_run *r) {
+  return r->measured.total_s > 0 ? (r->res.total_s - r->measured.total_s) / r->measured.total_s : 0;
+}
+
 /* The next line of autotune's report (cut in place); NULL after the last. */
 static char *next_line(char **p) {
   char *line = *p;
@@ -274,6 +295,11 @@ static json_t *report_json(const pl_opts *o, pl_run *r) {
   if (o->real)
     json_object_set_new(j, "real", json_pack("{s:I,s:f,s:f}", "images", (json_int_t)r->real_images, "seconds",
                                              r->real_s, "images_per_s", r->real_ips));
+  if (o->measure)
+    json_object_set_new(j, "measured", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f}", "steps", (json_int_t)r->measured.steps,
+                                                 "total_s", r->measured.total_s, "wait_mean_s", r->measured.wait_mean_s,
+                                                 "wait_max_s", r->measured.wait_max_s, "input_bound_share",
+                                                 r->measured.input_bound_share, "model_error", model_error(r)));
   return j;
 }
 
@@ -291,6 +317,9 @@ static int report_text(const pl_opts *o, pl_run *r) {
          tpu_df_verdict(r->res.input_bound_share));
   if (o->real)
     printf("real run     %lld images in %.3f s: %.0f images/s\n", (long long)r->real_images, r->real_s, r->real_ips);
+  if (o->measure)
+    printf("measured     %.6g s on host threads spending the costs, waiting %.1f %%; the model is %+.1f %% off\n",
+           r->measured.total_s, 100.0 * r->measured.input_bound_share, 100.0 * model_error(r));
   if (o->tl_steps > 0 && r->tl_end > 0) {
     printf("timeline     first %ld steps, 0 .. %.6g s, one column = %.3g s\n", o->tl_steps, r->tl_end,
            r->tl_end / (double)o->width);
@@ -310,7 +339,7 @@ static int pipeline_run(const void *op, json_t **report) {
   int rc;
   if (!(rc = load(o, &r))) {
     simulate(o, &r);
-    if (!o->real || !(rc = run_real(o, &r))) {
+    if ((!o->real || !(rc = run_real(o, &r))) && (!o->measure || !(rc = run_measured(&r)))) {
       if (!o->com.json) rc = report_text(o, &r);
       else if (!(*report = report_json(o, &r))) rc = cli_runtime_error(CMD, "out of memory");
     }

@@ -312,6 +312,16 @@ tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *
                                  double step_s, int64_t steps, char *report, size_t reportcap,
                                  char *err, size_t errcap);
 
+/* The real-cost run: the stages run on host threads as the model plans
+** them (the same nodes, items and costs), each cost spent for real (a
+** sleep, then a spin for its last 0.3 ms) instead of reading data, as the
+** tf.data guide's ArtificialDataset sleeps, against a consumer spending
+** step_s per step, for 'steps' steps (AUTOTUNE values must be resolved).
+** *res holds what was measured (wall time). TPU_ERR_CONFIG for what is
+** modelled only (workers, repeat), TPU_ERR_NOMEM, TPU_ERR_RUNTIME. */
+tpu_status tpu_df_costrun(const tpu_df_spec *spec, const tpu_df_model_options *opt, double step_s, int64_t steps,
+                          tpu_df_model_result *res, char *err, size_t errcap);
+
 /* The profiler's verdict on a share of consumer time spent waiting for
 ** input (the same words as `tpusim train`): "highly input-bound" from 0.20
 ** on, "moderately input-bound" from 0.05 on, else "not input-bound" (each

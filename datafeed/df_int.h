@@ -117,6 +117,37 @@ const char *df_op_name(df_op op);
 const char *df_map_name(tpu_df_map_fn fn);
 
 /* {==================================================================
+** The model's plan (df_model.c), for the real-cost run (df_costrun.c):
+** the chain of nodes from the source (node 0) to the consumer's (the last),
+** their kinds, workers and limits, and the cost of each item, so the run
+** spends exactly what the model sums.
+** ================================================================== */
+typedef enum df_pn_kind { DF_PN_SOURCE, DF_PN_SYNC, DF_PN_ASYNC, DF_PN_BATCH, DF_PN_CACHE } df_pn_kind;
+typedef struct df_plan_node {
+  df_pn_kind kind;
+  int k, L;                  /* asynchronous (and a source of k > 1 lanes): workers, items outstanding */
+  bool batch_level;          /* items are batches (else elements) */
+} df_plan_node;
+typedef struct df_plan {
+  df_plan_node node[DF_MAX_STAGES + 2];
+  int n;
+  int64_t epoch_len, bpe;    /* elements and batches of an epoch (a fresh iteration) */
+  int64_t B;                 /* batch size */
+  int64_t total_batches;
+} df_plan;
+/* TPU_ERR_CONFIG (and why) for what is modelled only: workers, repeat. */
+tpu_status df_model_plan(const tpu_df_model *m, df_plan *p, char *err, size_t errcap);
+/* Seconds item i (elements or batches, counted over the whole run) costs
+** at node s; for the source *open_s is the file's open when i is a file's
+** first element, and a cache node's is the read back (from the second
+** epoch). */
+double df_model_item_cost(const tpu_df_model *m, int s, int64_t i, double *open_s);
+/* The lane of element i on a source of k > 1 lanes (its file in the cycle). */
+int df_model_source_lane(const tpu_df_model *m, int64_t i);
+/* Elements in batch b. */
+int64_t df_model_batch_elements(const tpu_df_model *m, int64_t b);
+
+/* {==================================================================
 ** Data (df_read.c): a decoded source held in memory. Images are u8 (IDX,
 ** .npy u1, synthetic) or f32 (CSV, .npy f4). Large gzip files are inflated by
 ** a loader thread while workers consume: 'ready' counts decoded elements.

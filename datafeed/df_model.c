@@ -482,6 +482,51 @@ void tpu_df_model_restart(tpu_df_model *m) {
   m->step = next < m->total_batches ? next : m->total_batches;
 }
 
+/* {==================================================================
+** The plan, for the real-cost run (df_costrun.c): the same chain, items
+** and costs, spent there on threads instead of summed here.
+** ================================================================== */
+tpu_status df_model_plan(const tpu_df_model *m, df_plan *p, char *err, size_t errcap) {
+  memset(p, 0, sizeof *p);
+  for (int s = 0; s < m->nn; s++) {
+    const node *n = &m->nd[s];
+    if (n->replicated || (n->st && n->st->op == DF_WORKERS)) {
+      snprintf(err, errcap, "a workers stage is not run for real (its processes and serialization are modelled only)");
+      return TPU_ERR_CONFIG;
+    }
+    p->node[s] = (df_plan_node){ .kind = n->kind == N_SRC ? DF_PN_SOURCE : n->kind == N_ASYNC ? DF_PN_ASYNC
+                                         : n->kind == N_BATCH ? DF_PN_BATCH : n->kind == N_CACHE ? DF_PN_CACHE : DF_PN_SYNC,
+                                 .k = n->k, .L = n->L, .batch_level = n->batch_level };
+  }
+  if (m->below_repeat > 0) {
+    snprintf(err, errcap, "a repeat stage is not run for real; give the epochs as consumer.epochs (--epochs)");
+    return TPU_ERR_CONFIG;
+  }
+  p->n = m->nn;
+  p->epoch_len = m->epoch_len;
+  p->bpe = m->bpe;
+  p->B = m->B;
+  p->total_batches = m->total_batches;
+  return TPU_OK;
+}
+
+double df_model_item_cost(const tpu_df_model *m, int s, int64_t i, double *open_s) {
+  const node *n = &m->nd[s];
+  *open_s = 0;
+  if (n->kind == N_SRC) return src_cost(m, i, open_s);
+  if (n->kind == N_CACHE) return n->st->cost_per_element_s * (double)(n->batch_level ? batch_size(m, i) : 1);
+  return node_cost(m, n, i);
+}
+
+int df_model_source_lane(const tpu_df_model *m, int64_t i) {
+  const node *n = &m->nd[0];
+  int64_t pos = i % m->epoch_len;
+  int64_t file_in_cycle = m->cycle > 1 ? (pos % (m->per_file * m->cycle)) / m->block % m->cycle : 0;
+  return (int)(file_in_cycle % n->k);
+}
+
+int64_t df_model_batch_elements(const tpu_df_model *m, int64_t b) { return batch_size(m, b); }
+
 int tpu_df_model_rows(const tpu_df_model *m) { return m->nrows; }
 const char *tpu_df_model_row_name(const tpu_df_model *m, int row) {
   return row >= 0 && row < m->nrows ? m->row_names[row] : "";

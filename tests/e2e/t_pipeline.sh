@@ -86,8 +86,9 @@ expect_status 2 "$TPUSIM" pipeline --config idx.json --real
 expect_err_contains "img: truncated"
 expect_status 0 "$TPUSIM" pipeline --help
 expect_out_contains "--pipeline FILE"
-# The tf.data guide's exact setups (datafeed/examples/guide/) against the
-# mechanism's closed forms, derived by hand from the guide's costs (open
+# The tf.data guide's exact setups (datafeed/examples/guide/), the ideal
+# timeline (no overheads), against the mechanism's closed forms, derived by
+# hand from the guide's costs (open
 # 30 ms, read 15 ms per sample, 3 samples per file, train 10 ms, 2 epochs):
 #   naive: 2 x (0.03 + 3 x (0.015 + 0.01))                  = 0.21 s
 #   prefetch: the reads hide all but each epoch's last train step
@@ -96,8 +97,19 @@ expect_out_contains "--pipeline FILE"
 #   sequential interleave of 2 files: 2 x (2 x 0.03 + 6 x 0.025) = 0.42 s
 #   sequential 30 ms map: 2 x (0.03 + 3 x (0.015 + 0.03 + 0.01)) = 0.39 s
 #   scalar map: 20000 calls x 10 us, no training            = 0.20 s
+#   parallel interleave of 2 files (2 lanes, both opened at 0): the first
+#             elements at 45 ms, then 2 reads per 15 ms against 2 steps
+#             per 20 ms: 2 x (0.03 + 0.015 + 6 x 0.01)          = 0.21 s
+#   parallel 30 ms map (reads stay in order, maps overlap): the last map
+#             ends at 0.03 + 3 x 0.015 + 0.03, then one step:
+#             2 x (0.03 + 3 x 0.015 + 0.03 + 0.01)            = 0.23 s
+#   cache, 5 epochs: the first as the sequential map, 0.03 + 3 x 0.055,
+#             the other 4 read the cache: 4 x 3 x 0.01       = 0.315 s
+#   vectorized map: 40 batches of 256 (the last of 16) a call each,
+#             2 epochs x 40 x 10 us                          = 0.0008 s
 G=$TPU_ROOT/datafeed/examples/guide
-for pair in naive:0.21 prefetch:0.17 interleave_sequential:0.42 map_sequential:0.39 map_scalar:0.2; do
+for pair in naive:0.21 prefetch:0.17 interleave_sequential:0.42 map_sequential:0.39 map_scalar:0.2 \
+            interleave_parallel:0.21 map_parallel:0.23 cache:0.315 map_vectorized:0.0008; do
   name=${pair%%:*}; want=${pair#*:}
   expect_status 0 "$TPUSIM" pipeline --config "$G/$name.json" --json
   echo "$OUT" > g.json
@@ -250,3 +262,21 @@ expect_err_contains "cut.tfrec: record 2: feature 'image': undecodable JPEG data
 fl_json '["short.tfrec"]' short.json
 expect_status 2 "$TPUSIM" pipeline --pipeline short.json --real
 expect_err_contains "short.tfrec: record 4: truncated ("
+
+# --measure runs the stages on threads spending the costs (sleeps): never
+# faster than the ideal timeline (that would be more concurrency than
+# tf.data's semantics allow), and not far from it; what is modelled only
+# (workers) is refused. The 10 % comparison on a quiet machine is
+# tests/bench/b_datafeed.sh (make bench).
+for name in naive prefetch interleave_parallel map_parallel cache; do
+  expect_status 0 "$TPUSIM" pipeline --pipeline "$G/$name.json" --measure --json
+  echo "$OUT" > m.json
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open("m.json")); m=d["measured"]; assert m["steps"] == d["steps"] and d["total_s"] - 0.001 <= m["total_s"] <= 2 * d["total_s"] + 0.05, (sys.argv[1], d["total_s"], m)' "$name" \
+    || die "measured $name"
+done
+# a run that ends inside an epoch stops a parallel map and the prefetch behind it
+expect_status 0 "$TPUSIM" pipeline --pipeline "$TPU_ROOT/datafeed/examples/map_parallel.json" --measure --steps 3
+expect_status 2 "$TPUSIM" pipeline --pipeline "$TPU_ROOT/datafeed/examples/ray_processes.json" --measure --steps 2
+expect_err_contains "--measure: a workers stage is not run for real"
+expect_status 2 "$TPUSIM" pipeline --pipeline "$G/naive.json" --npy x
+expect_err_contains "--npy writes what the real pipeline gives: add --real"
