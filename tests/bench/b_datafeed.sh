@@ -36,6 +36,25 @@ done
 echo "the guide's exact setups (for information):"
 for f in datafeed/examples/guide/*.json; do row "$f"; done
 
+# The host's own overheads in these runs, for host.iterator_overhead_s and
+# host.element_overhead_s: with every cost 0, 2000 epochs of one element
+# behind a prefetch (a fresh iteration each: its thread made and joined)
+# and 20000 elements through a prefetch (a hand-off each), less the same
+# 20000 elements without the prefetch (the run's own bookkeeping); medians
+# of 3.
+zero() {   # zero N_ELEMENTS EPOCHS PREFETCH(0/1): the median measured total
+  local st='{ "op": "batch", "batch_size": 1 }'
+  [ "$3" = 1 ] && st="$st, { \"op\": \"prefetch\", \"buffer_size\": 1 }"
+  printf '{ "source": { "kind": "synthetic", "n": %d, "shape": [1], "classes": 2 },\n  "stages": [ %s ],\n  "consumer": { "step_time_s": 0, "epochs": %d } }' "$1" "$st" "$2" > "$D/zero.json"
+  for k in 1 2 3; do "$TPUSIM" pipeline --pipeline "$D/zero.json" --measure --json; done |
+    /usr/bin/python3 -c 'import json,sys; d=json.JSONDecoder(); t=sys.stdin.read(); v=[]
+while t.strip():
+    o,i=d.raw_decode(t.strip()); v.append(o["measured"]["total_s"]); t=t.strip()[i:]
+print(sorted(v)[1])'
+}
+it=$(zero 1 2000 1); el=$(zero 20000 1 1); sy=$(zero 20000 1 0)
+/usr/bin/python3 -c "print('overheads: an iterator (an epoch made and ended) %.0f us, a hand-off through an asynchronous stage %.1f us, the run\'s own per element %.2f us' % (($it - $el / 20000) / 2000 * 1e6, ($el - $sy) / 20000 * 1e6, $sy / 20000 * 1e6))"
+
 # What decoding costs here, for source.decode_cost_per_element_s: 200 JPEGs
 # of 192x192 (quality 90, cjpeg) in two class folders, read by `tpusim
 # pipeline --real` (decoding at open on the online CPUs, up to 8), as they
