@@ -1422,6 +1422,60 @@ START_TEST(The_model_counts_what_take_skip_and_filter_keep) {
 }
 END_TEST
 
+/* {==================================================================
+** The real-cost run (tpu_df_costrun)
+** ================================================================== */
+/* A pipeline of every kind of node the run makes threads for: a parallel
+** interleave (lanes), a parallel map, a prefetch; 2 epochs. */
+static tpu_df_spec *costed_spec(double scale) {
+  tpu_df_spec *s = spec_of(synthetic(8, 1, 1, 1, 2));
+  tpu_df_spec_set_cost(s, "files", 2);
+  tpu_df_spec_set_cost(s, "open_latency_s", 0.010 * scale);
+  tpu_df_spec_set_cost(s, "read_latency_s", 0.002 * scale);
+  tpu_df_spec_interleave(s, 2, 2);
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, 2);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.004 * scale);
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df_spec_prefetch(s, 1);
+  tpu_df_spec_set_epochs(s, 2);
+  return s;
+}
+
+START_TEST(The_real_cost_run_is_never_faster_than_the_model_and_refuses_what_is_modelled_only) {
+  tpu_df_spec *s = costed_spec(1);
+  tpu_df_model_result model, meas;
+  ck_assert(tpu_df_model_run(s, NULL, 0.005, NULL, NULL, 100, NULL, &model, errbuf, sizeof errbuf) == TPU_OK);
+  ck_assert_msg(tpu_df_costrun(s, NULL, 0.005, 100, &meas, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  TU_EQ_U64(8, model.steps);
+  TU_EQ_U64(model.steps, meas.steps);
+  /* sleeping every cost, the run cannot beat the ideal timeline (it would
+  ** then overlap more than the semantics allow); a busy host slows it */
+  ck_assert_msg(meas.total_s >= model.total_s - 1e-3 && meas.total_s <= 3 * model.total_s + 0.05,
+                "model %.4f s, measured %.4f s", model.total_s, meas.total_s);
+  /* a run that ends inside an epoch stops every thread */
+  ck_assert(tpu_df_costrun(s, NULL, 0.005, 3, &meas, errbuf, sizeof errbuf) == TPU_OK);
+  TU_EQ_U64(3, meas.steps);
+  tpu_df_spec_destroy(s);
+  s = spec_of(synthetic(8, 1, 1, 1, 2));
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df_spec_repeat(s, 2);
+  ck_assert(tpu_df_costrun(s, NULL, 0.001, 4, &meas, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "a repeat stage is not run for real") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+static tpu_status costrun_once(void *ctx) {
+  tpu_df_model_result r;
+  return tpu_df_costrun(ctx, NULL, 0, 100, &r, errbuf, sizeof errbuf);
+}
+START_TEST(The_real_cost_run_survives_every_allocation_failure) {
+  tpu_df_spec *s = costed_spec(0);
+  tu_oom_sweep(500, costrun_once, s);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("datafeed");
   TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
@@ -1458,6 +1512,8 @@ int main(void) {
                Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch,
                The_model_counts_what_take_skip_and_filter_keep);
   tcase_add_checked_fixture(tc, setup, teardown);
-  TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
+  TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure,
+          The_real_cost_run_survives_every_allocation_failure);
+  TU_CASE(s, "costrun", 60, The_real_cost_run_is_never_faster_than_the_model_and_refuses_what_is_modelled_only);
   return tu_main(s);
 }
