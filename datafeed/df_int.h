@@ -15,6 +15,10 @@
 ** consumer takes slots in order, so bytes never depend on threads or timing.
 **
 ** The model (df_model.c) reads the same stage list and the cost fields.
+** The real-cost run (df_costrun.c) runs the model's plan on threads,
+** spending each item's cost, so the model can be checked against a run.
+** The readers (df_read.c) decode every source into memory at open; encoded
+** images go through df_image.c (TensorFlow's decoding and resize).
 **
 ** Limits (checked when a description is validated): shuffle, shard, take,
 ** skip, filter and interleave must come before batch (take, skip, filter,
