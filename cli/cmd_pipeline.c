@@ -6,6 +6,7 @@
 ** diagrams). With --real it also runs the real pipeline for the same number
 ** of steps and reports its measured images/s.
 */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 static const char HELP[] =
   "usage: tpusim pipeline --pipeline FILE.json [--steps N] [--epochs E] [--step-time S]\n"
   "                         [--host-cores N] [--timeline-steps N] [--width COLS] [--real]\n"
-  "                         [--json]\n\n"
+  "                         [--npy PREFIX] [--measure] [--json]\n\n"
   "Simulates the input pipeline described in FILE.json (docs/DATAFEED.md) with its\n"
   "modeled costs against a consumer (the accelerator) whose step takes S seconds,\n"
   "and prints the total time, the consumer's mean and maximum wait per step, the\n"
@@ -33,7 +34,12 @@ static const char HELP[] =
   "  --host-cores N      core budget for autotune (default: host.cores, else 8)\n"
   "  --timeline-steps N  steps drawn in the timeline (default 4, 0 = none)\n"
   "  --width COLS        timeline width in columns (default 72)\n"
-  "  --real              also run the real pipeline for the same steps (reads the data)\n\n";
+  "  --real              also run the real pipeline for the same steps (reads the data)\n"
+  "  --npy PREFIX        with --real, write what it gave: PREFIX_x.npy (images, N x H x W\n"
+  "                      x C) and PREFIX_y.npy (labels, N), float32, in batch order\n"
+  "  --measure           also run the stages on host threads spending each modeled cost\n"
+  "                      (sleeps, as the tf.data guide's ArtificialDataset) and report\n"
+  "                      the measured time beside the model's\n\n";
 
 static const char LEGEND[] =
   "legend: O open  R read  M map  X shuffle  B batch  C cache read  P prefetch  S serialize/put\n"
@@ -79,6 +85,8 @@ typedef struct pl_opts {
   long steps, epochs, host_cores, tl_steps, width;   /* -1: the file's */
   double step_time;                          /* -1: the file's */
   bool real;
+  const char *npy;                           /* --npy PREFIX */
+  bool measure;
   cli_common com;
 } pl_opts;
 
@@ -97,11 +105,14 @@ static int parse(int argc, char **argv, pl_opts *o) {
     { .name = "step-time", .kind = CLI_KDOUBLE, .dst = &o->step_time, .dlo = 0, .dhi = 1e6,
       .missing = "--step-time: missing value" },
     CLI_FLAG("real", &o->real),
+    CLI_STR("npy", &o->npy, "--npy: missing value (a file name prefix)"),
+    CLI_FLAG("measure", &o->measure),
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, NULL, NULL);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
   if (!o->config) return cli_usage_error(CMD, "--pipeline FILE.json is required (tpusim pipeline --help)");
+  if (o->npy && !o->real) return cli_usage_error(CMD, "--npy writes what the real pipeline gives: add --real");
   return CLI_RUN;
 }
 
@@ -119,6 +130,7 @@ typedef struct pl_run {
   double tl_end;
   int64_t real_images;
   double real_s, real_ips;
+  tpu_df_model_result measured;   /* --measure */
 } pl_run;
 
 /* The description, its consumer and host blocks overridden by the flags,
@@ -167,27 +179,76 @@ static void simulate(const pl_opts *o, pl_run *r) {
                                   .wait_max_s = wmax, .input_bound_share = t > 0 ? wsum / t : 0 };
 }
 
-/* --real: the real pipeline for the same steps, timed. */
-static int run_real(pl_run *r) {
+/* --npy: the batches the real pipeline gave, gathered. */
+typedef struct pl_npy { float *x, *y; int64_t n, cap; } pl_npy;
+
+static bool npy_add(pl_npy *a, const tpu_df_batch *b) {
+  if (a->n + b->size > a->cap) {
+    int64_t nc = (a->n + b->size) * 2;
+    float *nx = tpu_realloc(a->x, (size_t)nc * (size_t)b->features * sizeof *nx);
+    if (nx) a->x = nx;
+    float *ny = nx ? tpu_realloc(a->y, (size_t)nc * sizeof *ny) : NULL;
+    if (ny) a->y = ny;
+    if (!nx || !ny) return false;
+    a->cap = nc;
+  }
+  memcpy(a->x + (size_t)a->n * (size_t)b->features, b->x, (size_t)b->size * (size_t)b->features * sizeof *a->x);
+  for (int i = 0; i < b->size; i++) a->y[a->n + i] = (float)b->y[i];
+  a->n += b->size;
+  return true;
+}
+
+static int npy_write(const char *prefix, const pl_npy *a, const tpu_df_info *in) {
+  char path[4096];
+  const int64_t sx[4] = { a->n, in->height, in->width, in->channels }, sy[1] = { a->n };
+  snprintf(path, sizeof path, "%s_x.npy", prefix);
+  if (tpu_npy_write_f32(path, a->x, 4, sx)) return cli_runtime_error(CMD, "--npy %s: cannot write: %s", path, strerror(errno));
+  snprintf(path, sizeof path, "%s_y.npy", prefix);
+  if (tpu_npy_write_f32(path, a->y, 1, sy)) return cli_runtime_error(CMD, "--npy %s: cannot write: %s", path, strerror(errno));
+  return 0;
+}
+
+/* --real: the real pipeline for the same steps, timed (and with --npy, what
+** it gave written out, after the timing). */
+static int run_real(const pl_opts *o, pl_run *r) {
   char err[1024];
   tpu_df *df;
   const double t0 = cli_now_s();
   tpu_status st = tpu_df_open(r->spec, NULL, &df, err, sizeof err);
   if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  tpu_df_info in;
+  tpu_df_get_info(df, &in);
+  pl_npy keep = { 0 };
   tpu_df_batch b;
-  for (int64_t j = 0; j < r->nsteps; j++) {
-    if ((st = tpu_df_next(df, &b)) != TPU_OK) {
-      int rc = cli_fail(CMD, st, "%s", tpu_df_errmsg(df));
-      tpu_df_close(df);
-      return rc;
-    }
-    if (b.size == 0) break;
-    r->real_images += b.size;
+  int rc = 0;
+  for (int64_t j = 0; j < r->nsteps && !rc; j++) {
+    if ((st = tpu_df_next(df, &b)) != TPU_OK) rc = cli_fail(CMD, st, "%s", tpu_df_errmsg(df));
+    else if (b.size == 0) break;
+    else if (o->npy && !npy_add(&keep, &b)) rc = cli_runtime_error(CMD, "--npy: out of memory");
+    else r->real_images += b.size;
   }
   r->real_s = cli_now_s() - t0;
   tpu_df_close(df);
   r->real_ips = r->real_s > 0 ? (double)r->real_images / r->real_s : 0;
-  return 0;
+  if (!rc && o->npy) rc = npy_write(o->npy, &keep, &in);
+  tpu_free(keep.x);
+  tpu_free(keep.y);
+  return rc;
+}
+
+/* --measure: the real-cost run for the same steps (after the model's, so
+** its autotuned values are the ones measured). */
+static int run_measured(pl_run *r) {
+  char err[1024];
+  tpu_df_model_options mo = tpu_df_model_options_default();
+  mo.host_cores = r->cores;
+  tpu_status st = tpu_df_costrun(r->spec, &mo, r->step_s, r->nsteps, &r->measured, err, sizeof err);
+  return st != TPU_OK ? cli_fail(CMD, st, "--measure: %s", err) : 0;
+}
+
+/* (model - measured) / measured of the total time. */
+static double model_error(const pl_run *r) {
+  return r->measured.total_s > 0 ? (r->res.total_s - r->measured.total_s) / r->measured.total_s : 0;
 }
 
 /* The next line of autotune's report (cut in place); NULL after the last. */
@@ -234,6 +295,11 @@ static json_t *report_json(const pl_opts *o, pl_run *r) {
   if (o->real)
     json_object_set_new(j, "real", json_pack("{s:I,s:f,s:f}", "images", (json_int_t)r->real_images, "seconds",
                                              r->real_s, "images_per_s", r->real_ips));
+  if (o->measure)
+    json_object_set_new(j, "measured", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f}", "steps", (json_int_t)r->measured.steps,
+                                                 "total_s", r->measured.total_s, "wait_mean_s", r->measured.wait_mean_s,
+                                                 "wait_max_s", r->measured.wait_max_s, "input_bound_share",
+                                                 r->measured.input_bound_share, "model_error", model_error(r)));
   return j;
 }
 
@@ -251,6 +317,9 @@ static int report_text(const pl_opts *o, pl_run *r) {
          tpu_df_verdict(r->res.input_bound_share));
   if (o->real)
     printf("real run     %lld images in %.3f s: %.0f images/s\n", (long long)r->real_images, r->real_s, r->real_ips);
+  if (o->measure)
+    printf("measured     %.6g s on host threads spending the costs, waiting %.1f %%; the model is %+.1f %% off\n",
+           r->measured.total_s, 100.0 * r->measured.input_bound_share, 100.0 * model_error(r));
   if (o->tl_steps > 0 && r->tl_end > 0) {
     printf("timeline     first %ld steps, 0 .. %.6g s, one column = %.3g s\n", o->tl_steps, r->tl_end,
            r->tl_end / (double)o->width);
@@ -270,7 +339,7 @@ static int pipeline_run(const void *op, json_t **report) {
   int rc;
   if (!(rc = load(o, &r))) {
     simulate(o, &r);
-    if (!o->real || !(rc = run_real(&r))) {
+    if ((!o->real || !(rc = run_real(o, &r))) && (!o->measure || !(rc = run_measured(&r)))) {
       if (!o->com.json) rc = report_text(o, &r);
       else if (!(*report = report_json(o, &r))) rc = cli_runtime_error(CMD, "out of memory");
     }

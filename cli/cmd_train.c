@@ -39,7 +39,14 @@ static const char HELP[] =
   "                         tpusim model NAME prints its layers\n"
   "  --data D               fashion-mnist (default, Debian's dataset-fashion-mnist),\n"
   "                         synthetic (of the model's input shape and classes),\n"
-  "                         cifar10:DIR (the CIFAR-10 binary files), or a\n"
+  "                         cifar10:DIR (the CIFAR-10 binary files),\n"
+  "                         images:DIR (class folders of JPEG/PNG images, read as\n"
+  "                         Keras' image_dataset_from_directory with the model's\n"
+  "                         input size and channels, validation_split 0.2 and the\n"
+  "                         run's seed: the validation subset is the test set),\n"
+  "                         tfrecord:FILES (a TFRecord file, directory or glob of\n"
+  "                         tf.train.Example: image bytes, raw or JPEG/PNG, and an\n"
+  "                         int64 label or class; split the same way), or a\n"
   "                         directory of the four MNIST-format IDX files; mnist reads\n"
   "                         them from /usr/share/datasets/mnist (no Debian package\n"
   "                         ships MNIST: download it there or to D)\n"
@@ -224,7 +231,7 @@ static int open_data(const opts *o, train_run *t) {
   /* synthetic data takes the model's input shape and classes */
   tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
                           .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
-                          .synthetic_shape = t->model.input, .synthetic_classes = ncls,
+                          .input_shape = t->model.input, .synthetic_classes = ncls,
                           .no_values = !t->numerics };
   if (t->numerics && ncls > 256)
     return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "

@@ -4,7 +4,8 @@
 **
 ** Description. A pipeline is described once (tpu_df_spec): a source (IDX,
 ** MNIST-style directories, CIFAR-10 binary, TFRecord files of
-** tf.train.Example, CSV, .npy or seeded synthetic images), then
+** tf.train.Example, a directory of class folders of JPEG/PNG images, CSV,
+** .npy or seeded synthetic images), then
 ** stages named and meaning as in tf.data -- shuffle(buffer_size, seed),
 ** map(fn, num_parallel_calls), batch(batch_size, drop_remainder), cache(),
 ** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
@@ -80,25 +81,44 @@ typedef enum tpu_df_source_kind {
   TPU_DF_SRC_SYNTHETIC,         /* seeded random images and labels */
   TPU_DF_SRC_CIFAR10,           /* CIFAR-10 binary files in dir: data_batch_1..5.bin (train)
                                    or test_batch.bin; 32x32x3 images, labels 0..9 */
-  TPU_DF_SRC_TFRECORD           /* TFRecord files of tf.train.Example records: 'files' (in
+  TPU_DF_SRC_TFRECORD,          /* TFRecord files of tf.train.Example records: 'files' (in
                                    order) or 'path' (a file, a directory of files or a glob
-                                   pattern); raw uint8 image bytes of height x width x channels
-                                   and an int64 label; encoded (JPEG/PNG) images are refused */
+                                   pattern); an image feature of raw uint8 bytes (height x
+                                   width x channels) or JPEG/PNG-encoded, and an int64 label */
+  TPU_DF_SRC_IMAGES             /* a directory of class folders of JPEG/PNG images, as Keras'
+                                   image_dataset_from_directory reads it: dir, the image size
+                                   (height, width; 0: 256) and channels (1 grayscale, 3 rgb
+                                   (0), 4 rgba) */
 } tpu_df_source_kind;
 
 typedef struct tpu_df_source {
   tpu_df_source_kind kind;
   const char *dir;              /* MNIST-style directory (NULL = default) */
-  bool test_split;              /* MNIST-style: t10k-* instead of train-* */
+  bool test_split;              /* MNIST-style: t10k-* instead of train-*; CIFAR-10: test_batch;
+                                   images, TFRecord: the "validation" subset */
   const char *images, *labels;  /* IDX / NPY paths */
   const char *path;             /* CSV file or directory: label,f1,f2,... per line */
   int64_t n;                    /* synthetic: number of elements */
   int height, width, channels;  /* synthetic (and CSV: shape of the features; 0 = flat) */
   int classes;                  /* synthetic: labels in [0, classes); others: 0 = infer (max+1, >= 2) */
-  uint64_t seed;                /* synthetic */
+  uint64_t seed;                /* synthetic; images and TFRecord: the split's shuffle (numpy's
+                                   RandomState(seed), as Keras) */
   const char *const *files;     /* TFRecord: nfiles paths, read in order (NULL: path) */
   int nfiles;
-  const char *image_feature, *label_feature; /* TFRecord feature names (NULL: "image", "label") */
+  const char *image_feature, *label_feature; /* TFRecord feature names (NULL: "image"; "label",
+                                   or "class" when the Example has no int64 "label") */
+  bool resize;                  /* TFRecord: encoded images of another size are resized to
+                                   height x width (bilinear, as tf.image.resize); else refused.
+                                   Images: always resized (Keras' image_size) */
+  /* images */
+  const char *const *class_names; /* the classes in label order (NULL: the sorted folders) */
+  int nclass_names;
+  bool no_shuffle;              /* keep class-then-name order (Keras' shuffle=False); by default
+                                   the file list is shuffled with 'seed' as Keras does */
+  bool follow_links;            /* descend into linked folders (Keras' follow_links) */
+  /* images and TFRecord: Keras' validation_split (0: none, else in (0, 1)); test_split
+  ** takes the "validation" subset, else the "training" one */
+  double validation_split;
 } tpu_df_source;
 /* Fashion-MNIST train split, the default source. This function can't fail. */
 tpu_df_source tpu_df_source_default(void);
@@ -291,6 +311,16 @@ tpu_status tpu_df_model_run(const tpu_df_spec *spec, const tpu_df_model_options 
 tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *opt,
                                  double step_s, int64_t steps, char *report, size_t reportcap,
                                  char *err, size_t errcap);
+
+/* The real-cost run: the stages run on host threads as the model plans
+** them (the same nodes, items and costs), each cost spent for real (a
+** sleep, then a spin for its last 0.3 ms) instead of reading data, as the
+** tf.data guide's ArtificialDataset sleeps, against a consumer spending
+** step_s per step, for 'steps' steps (AUTOTUNE values must be resolved).
+** *res holds what was measured (wall time). TPU_ERR_CONFIG for what is
+** modelled only (workers, repeat), TPU_ERR_NOMEM, TPU_ERR_RUNTIME. */
+tpu_status tpu_df_costrun(const tpu_df_spec *spec, const tpu_df_model_options *opt, double step_s, int64_t steps,
+                          tpu_df_model_result *res, char *err, size_t errcap);
 
 /* The profiler's verdict on a share of consumer time spent waiting for
 ** input (the same words as `tpusim train`): "highly input-bound" from 0.20

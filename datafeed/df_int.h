@@ -15,6 +15,10 @@
 ** consumer takes slots in order, so bytes never depend on threads or timing.
 **
 ** The model (df_model.c) reads the same stage list and the cost fields.
+** The real-cost run (df_costrun.c) runs the model's plan on threads,
+** spending each item's cost, so the model can be checked against a run.
+** The readers (df_read.c) decode every source into memory at open; encoded
+** images go through df_image.c (TensorFlow's decoding and resize).
 **
 ** Limits (checked when a description is validated): shuffle, shard, take,
 ** skip, filter and interleave must come before batch (take, skip, filter,
@@ -65,12 +69,15 @@ typedef struct df_stage {
 } df_stage;
 
 typedef struct df_source_costs {
-  int64_t files;             /* files the elements are spread over (model) */
+  int64_t files;             /* files the elements are spread over (model; 0 = from the
+                                source: 1, a TFRecord source's files, an image each) */
   int64_t elements;          /* elements per epoch before shard (model; 0 = from source) */
-  int64_t element_bytes;     /* 0 = features of the source (u8 images) */
+  int64_t element_bytes;     /* 0 = from the source: u8 pixels, the files' mean bytes per
+                                record or image */
   double open_latency_s;     /* time to first byte of each file */
   double read_latency_s;     /* per element */
   double read_bandwidth_bytes_per_s; /* 0 = infinite */
+  double decode_cost_per_element_s;  /* decoding (and resizing) an element as it is read */
 } df_source_costs;
 
 #define DF_MAX_STAGES 32
@@ -79,6 +86,7 @@ struct tpu_df_spec {
   char *src_strs[6];         /* owned copies of dir, images, labels, path, image_feature,
                                 label_feature */
   char **src_files;          /* owned copies of src.files (src.nfiles) */
+  char **src_classes;        /* owned copies of src.class_names (src.nclass_names) */
   df_source_costs cost;
   df_stage st[DF_MAX_STAGES];
   char *json_text;           /* the text parsed, for line:col (owned, may be NULL) */
@@ -100,8 +108,48 @@ tpu_df_spec *df_spec_clone(const tpu_df_spec *s);
 tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap);
 /* Elements per epoch of a source known without reading it (0 if unknown). */
 int64_t df_source_known_elements(const tpu_df_source *src);
+/* The model's size of the source: the costs given, else what the source
+** says: elements (known, or counted from TFRecord headers or the image
+** folders), files (1, the TFRecord files, an image each) and bytes per
+** element (u8 pixels, or the files' bytes per record or image). Reads
+** directories and record headers, never image data. TPU_ERR_CONFIG when
+** the elements cannot be known (csv, npy, idx without source.elements),
+** or the source's error. */
+tpu_status df_source_size(const tpu_df_spec *s, int64_t *elements, int64_t *files, int64_t *bytes, char *err,
+                          size_t errcap);
 const char *df_op_name(df_op op);
 const char *df_map_name(tpu_df_map_fn fn);
+
+/* {==================================================================
+** The model's plan (df_model.c), for the real-cost run (df_costrun.c):
+** the chain of nodes from the source (node 0) to the consumer's (the last),
+** their kinds, workers and limits, and the cost of each item, so the run
+** spends exactly what the model sums.
+** ================================================================== */
+typedef enum df_pn_kind { DF_PN_SOURCE, DF_PN_SYNC, DF_PN_ASYNC, DF_PN_BATCH, DF_PN_CACHE } df_pn_kind;
+typedef struct df_plan_node {
+  df_pn_kind kind;
+  int k, L;                  /* asynchronous (and a source of k > 1 lanes): workers, items outstanding */
+  bool batch_level;          /* items are batches (else elements) */
+} df_plan_node;
+typedef struct df_plan {
+  df_plan_node node[DF_MAX_STAGES + 2];
+  int n;
+  int64_t epoch_len, bpe;    /* elements and batches of an epoch (a fresh iteration) */
+  int64_t B;                 /* batch size */
+  int64_t total_batches;
+} df_plan;
+/* TPU_ERR_CONFIG (and why) for what is modelled only: workers, repeat. */
+tpu_status df_model_plan(const tpu_df_model *m, df_plan *p, char *err, size_t errcap);
+/* Seconds item i (elements or batches, counted over the whole run) costs
+** at node s; for the source *open_s is the file's open when i is a file's
+** first element, and a cache node's is the read back (from the second
+** epoch). */
+double df_model_item_cost(const tpu_df_model *m, int s, int64_t i, double *open_s);
+/* The lane of element i on a source of k > 1 lanes (its file in the cycle). */
+int df_model_source_lane(const tpu_df_model *m, int64_t i);
+/* Elements in batch b. */
+int64_t df_model_batch_elements(const tpu_df_model *m, int64_t b);
 
 /* {==================================================================
 ** Data (df_read.c): a decoded source held in memory. Images are u8 (IDX,
@@ -155,6 +203,71 @@ void       df_data_close(df_data *d);              /* joins the loader; NULL ok 
 ** path when nothing is there, TPU_ERR_NOMEM. */
 tpu_status df_tfrecord_files(const tpu_df_source *src, char ***names, int *n, char *err, size_t errcap);
 void df_free_names(char **names, int n);
+
+/* {==================================================================
+** Encoded images (df_image.c): JPEG and PNG decoded as TensorFlow's
+** tf.io.decode_image(channels=C) decodes them, resized as tf.image.resize
+** (bilinear, half-pixel centers), on a few threads.
+** ================================================================== */
+typedef enum df_img_kind { DF_IMG_UNKNOWN = 0, DF_IMG_JPEG, DF_IMG_PNG, DF_IMG_GIF, DF_IMG_BMP, DF_IMG_WEBP } df_img_kind;
+/* The format by its first bytes (tf.io.decode_image's magic numbers). */
+df_img_kind df_image_sniff(const unsigned char *p, size_t n);
+const char *df_image_kind_name(df_img_kind k);
+/* Decodes a JPEG or PNG image to 8-bit pixels of c channels (1, 3 or 4),
+** row-major, channels last: *out (tpu_malloc'd) of *h x *w x c. Otherwise
+** TPU_ERR_INPUT with 'why' saying what is wrong (other formats are named;
+** a c of 2 is refused too), or TPU_ERR_NOMEM. */
+tpu_status df_image_decode(const unsigned char *p, size_t n, int c, uint8_t **out, int *h, int *w, char *why, size_t cap);
+/* tf.image.resize(bilinear) of an ih x iw x c image to oh x ow, rounded to
+** uint8 (halves up); a copy when the size is the same. TPU_ERR_NOMEM only. */
+tpu_status df_image_resize(const uint8_t *in, int ih, int iw, int c, uint8_t *out, int oh, int ow);
+/* Decodes into out (oh x ow x c), resizing when 'resize' (else another
+** size is an input error). */
+tpu_status df_image_load(const unsigned char *p, size_t n, int oh, int ow, int c, bool resize, uint8_t *out, char *why,
+                         size_t cap);
+/* One image to load: its bytes (p, n) or, when path is set, the file. */
+typedef struct df_img_job {
+  const char *path;
+  const unsigned char *p;
+  size_t n;
+  uint8_t *dst;              /* oh x ow x c bytes */
+  tpu_status st;
+  char why[200];
+} df_img_job;
+/* Loads every job on 'threads' threads (the caller's included). On failure
+** returns the status of the lowest failing job and its index in *bad (the
+** same job for any thread count); jobs after it may not have run. */
+tpu_status df_image_load_all(df_img_job *jobs, int64_t n, int oh, int ow, int c, bool resize, int threads, int64_t *bad);
+/* Threads for decoding: the online CPUs, 1..8. */
+int df_image_threads(void);
+
+/* A directory of class folders as Keras' image_dataset_from_directory
+** indexes it (df_read.c): the class names (sorted folder names, dot folders
+** left out, or src->class_names in their order), each folder's files of the
+** allowed extensions walked recursively (roots sorted, then names), then
+** numpy's legacy RandomState(seed).shuffle unless src->no_shuffle, then the
+** validation split. */
+typedef struct df_img_index {
+  int64_t n;
+  char **paths;              /* n paths (owned) */
+  int32_t *labels;           /* n */
+  int classes;
+  uint64_t bytes;            /* total size of the n files */
+} df_img_index;
+tpu_status df_images_index(const tpu_df_source *src, df_img_index *ix, char *err, size_t errcap);
+void df_images_index_free(df_img_index *ix);
+/* Records and bytes of a TFRecord source's files, from the record headers
+** alone (the model's defaults), after the validation split. */
+tpu_status df_tfrecord_count(const tpu_df_source *src, int64_t *records, uint64_t *bytes, char *err, size_t errcap);
+/* The elements a validation split keeps of n (Keras' rule: the last
+** int(split * n) of the shuffled order are the validation subset): ids of
+** the subset in *ids (n entries of room) in the shuffled order; returns the
+** count, or -1 when the subset would be empty. split 0: all, in order. */
+int64_t df_split(int64_t n, double split, bool validation, bool shuffle, uint64_t seed, int64_t *ids);
+/* numpy's legacy RandomState(seed).shuffle of a list of n ids (MT19937
+** seeded by init_genrand, Fisher-Yates from the end with rejection-sampled
+** bounded draws), as Keras shuffles its file list. */
+void df_numpy_shuffle(int64_t *ids, int64_t n, uint32_t seed);
 
 /* Buffered shuffle of 'ids' (n) in place, tf.data semantics: a buffer of
 ** 'buf' elements is filled from the input; each output is a uniformly chosen

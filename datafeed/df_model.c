@@ -172,7 +172,7 @@ static double src_cost(const tpu_df_model *m, int64_t i, double *open_s) {
     first = pos % m->per_file == 0;
   }
   *open_s = first ? c->open_latency_s : 0;
-  double r = c->read_latency_s;
+  double r = c->read_latency_s + c->decode_cost_per_element_s;
   if (c->read_bandwidth_bytes_per_s > 0) r += (double)m->elem_bytes / c->read_bandwidth_bytes_per_s;
   return r;
 }
@@ -289,23 +289,11 @@ static int resolved(int64_t v) { return v == TPU_DF_AUTOTUNE ? 1 : (int)v; }
 ** ================================================================== */
 /* Elements, files and bytes per element of the source. */
 static tpu_status size_source(tpu_df_model *m, char *err, size_t errcap) {
-  const tpu_df_spec *spec = m->spec;
-  const df_source_costs *c = &spec->cost;
-  int64_t n = c->elements ? c->elements : df_source_known_elements(&spec->src);
-  if (n < 1) {
-    snprintf(err, errcap, "source.elements: the model needs the number of elements for a %s source; set source.elements",
-             spec->src.kind == TPU_DF_SRC_CSV ? "csv" : spec->src.kind == TPU_DF_SRC_NPY ? "npy"
-             : spec->src.kind == TPU_DF_SRC_TFRECORD ? "tfrecord" : "idx");
-    return TPU_ERR_CONFIG;
-  }
-  int64_t feat = spec->src.kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)spec->src.height * spec->src.width * spec->src.channels
-               : (spec->src.kind == TPU_DF_SRC_FASHION_MNIST || spec->src.kind == TPU_DF_SRC_MNIST) ? 784
-               : spec->src.kind == TPU_DF_SRC_CIFAR10 ? 3073
-               : spec->src.kind == TPU_DF_SRC_TFRECORD   /* pixels + 16 bytes of record framing */
-                 ? (int64_t)spec->src.height * spec->src.width * (spec->src.channels ? spec->src.channels : 1) + 16 : 0;
-  m->elem_bytes = c->element_bytes ? c->element_bytes : feat;
-  m->files = c->files > 0 ? c->files : 1;
-  if (m->files > n) m->files = n;
+  int64_t n, files, bytes;
+  tpu_status st = df_source_size(m->spec, &n, &files, &bytes, err, errcap);
+  if (st != TPU_OK) return st;
+  m->elem_bytes = bytes;
+  m->files = files > n ? n : files;
   m->per_file = (n + m->files - 1) / m->files;
   m->epoch_len = n;
   return TPU_OK;
@@ -494,6 +482,51 @@ void tpu_df_model_restart(tpu_df_model *m) {
   m->step = next < m->total_batches ? next : m->total_batches;
 }
 
+/* {==================================================================
+** The plan, for the real-cost run (df_costrun.c): the same chain, items
+** and costs, spent there on threads instead of summed here.
+** ================================================================== */
+tpu_status df_model_plan(const tpu_df_model *m, df_plan *p, char *err, size_t errcap) {
+  memset(p, 0, sizeof *p);
+  for (int s = 0; s < m->nn; s++) {
+    const node *n = &m->nd[s];
+    if (n->replicated || (n->st && n->st->op == DF_WORKERS)) {
+      snprintf(err, errcap, "a workers stage is not run for real (its processes and serialization are modelled only)");
+      return TPU_ERR_CONFIG;
+    }
+    p->node[s] = (df_plan_node){ .kind = n->kind == N_SRC ? DF_PN_SOURCE : n->kind == N_ASYNC ? DF_PN_ASYNC
+                                         : n->kind == N_BATCH ? DF_PN_BATCH : n->kind == N_CACHE ? DF_PN_CACHE : DF_PN_SYNC,
+                                 .k = n->k, .L = n->L, .batch_level = n->batch_level };
+  }
+  if (m->below_repeat > 0) {
+    snprintf(err, errcap, "a repeat stage is not run for real; give the epochs as consumer.epochs (--epochs)");
+    return TPU_ERR_CONFIG;
+  }
+  p->n = m->nn;
+  p->epoch_len = m->epoch_len;
+  p->bpe = m->bpe;
+  p->B = m->B;
+  p->total_batches = m->total_batches;
+  return TPU_OK;
+}
+
+double df_model_item_cost(const tpu_df_model *m, int s, int64_t i, double *open_s) {
+  const node *n = &m->nd[s];
+  *open_s = 0;
+  if (n->kind == N_SRC) return src_cost(m, i, open_s);
+  if (n->kind == N_CACHE) return n->st->cost_per_element_s * (double)(n->batch_level ? batch_size(m, i) : 1);
+  return node_cost(m, n, i);
+}
+
+int df_model_source_lane(const tpu_df_model *m, int64_t i) {
+  const node *n = &m->nd[0];
+  int64_t pos = i % m->epoch_len;
+  int64_t file_in_cycle = m->cycle > 1 ? (pos % (m->per_file * m->cycle)) / m->block % m->cycle : 0;
+  return (int)(file_in_cycle % n->k);
+}
+
+int64_t df_model_batch_elements(const tpu_df_model *m, int64_t b) { return batch_size(m, b); }
+
 int tpu_df_model_rows(const tpu_df_model *m) { return m->nrows; }
 const char *tpu_df_model_row_name(const tpu_df_model *m, int row) {
   return row >= 0 && row < m->nrows ? m->row_names[row] : "";
@@ -590,6 +623,13 @@ static tpu_status score(const tpu_df_spec *s, const tpu_df_model_options *o, dou
 tpu_status tpu_df_model_autotune(tpu_df_spec *spec, const tpu_df_model_options *opt, double step_s, int64_t steps,
                                  char *report, size_t reportcap, char *err, size_t errcap) {
   tpu_df_model_options o = opt ? *opt : tpu_df_model_options_default();
+  if (spec->src.kind == TPU_DF_SRC_TFRECORD || spec->src.kind == TPU_DF_SRC_IMAGES) {
+    /* the source's sizes found once, not in every trial model */
+    int64_t n, files, bytes;
+    tpu_status st = df_source_size(spec, &n, &files, &bytes, err, errcap);
+    if (st != TPU_OK) return st;
+    spec->cost.elements = n; spec->cost.files = files; spec->cost.element_bytes = bytes;
+  }
   knob ks[DF_MAX_STAGES * 2];
   int nk = 0;
   static const char *pname[] = { "num_parallel_calls", "buffer_size", "queue_size" };

@@ -1,8 +1,12 @@
 /*
 ** df_read.c -- readers: IDX (MNIST, Fashion-MNIST; gzip or plain), CIFAR-10
-** binary, TFRecord (tf.train.Example), CSV, .npy and a seeded synthetic source. Each decodes into a df_data held in
-** memory. Headers, dimensions, sizes and labels are validated when the source
-** is opened; every message names the file.
+** binary, TFRecord (tf.train.Example; raw, JPEG or PNG images), a directory
+** of class folders of images (Keras' image_dataset_from_directory: its
+** order, numpy's shuffle, the validation split), CSV, .npy and a seeded
+** synthetic source. Each decodes into a df_data held in memory (encoded
+** images decoded on a few threads by df_image.c). Headers, dimensions,
+** sizes and labels are validated when the source is opened; every message
+** names the file (and the record).
 **
 ** Large IDX image files stream: the compressed file is read whole, then a
 ** loader thread inflates it straight into the image array (no extra copy)
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -731,39 +736,48 @@ static int pb_next(pbuf *b, uint64_t *field, int *wt, uint64_t *v, pbuf *sub, co
   }
 }
 
+/* A label candidate: the list kind its feature holds (0: absent, 1 bytes,
+** 2 float, 3 int64) and, for int64, its values. */
+typedef struct tfr_lab { int kind, values; int64_t v; } tfr_lab;
+
 typedef struct tfr_ex {
-  const char *image_key, *label_key;
+  const char *image_key, *label_key;   /* label_key NULL: "label", or "class" (lab[1]) */
   pbuf image; bool has_image; int image_values;
-  int64_t label; bool has_label; int label_values;
+  tfr_lab lab[2];
   char why[256];
 } tfr_ex;
 
 #define PB_WANT(cond, ...) do { if (!(cond)) { snprintf(ex->why, sizeof ex->why, __VA_ARGS__); return false; } } while (0)
+static const char *const a_kind[] = { "absent", "a bytes_list", "a float_list", "an int64_list" };
 
-/* The values of one Feature (the map entry's value) under 'key'. */
-static bool tfr_feature(pbuf f, const char *key, tfr_ex *ex) {
+/* The values of one Feature (the map entry's value) under 'key': the image
+** (slot < 0) or a label candidate (slot 0 or 1). */
+static bool tfr_feature(pbuf f, const char *key, int slot, tfr_ex *ex) {
   static const char *const kinds[] = { "", "bytes_list", "float_list", "int64_list" };
-  static const char *const a_kind[] = { "", "a bytes_list", "a float_list", "an int64_list" };
-  const bool img = !strcmp(key, ex->image_key);
-  const int want = img ? 1 : 3;
+  const bool img = slot < 0;
   uint64_t fld, v; int wt, r; pbuf sub; const char *why = "";
   while ((r = pb_next(&f, &fld, &wt, &v, &sub, &why)) == 1) {
     if (fld < 1 || fld > 3) continue;
     PB_WANT(wt == 2, "feature '%s': field %d (%s) has wire type %d, expected 2 (length-delimited)", key, (int)fld, kinds[fld], wt);
-    PB_WANT((int)fld == want, "feature '%s' is %s; expected %s", key, a_kind[fld], a_kind[want]);
+    if (img) PB_WANT(fld == 1, "feature '%s' is %s; expected a bytes_list", key, a_kind[fld]);
+    else {
+      ex->lab[slot].kind = (int)fld;
+      if (fld != 3) continue;       /* judged when the label is chosen (tfr_check) */
+    }
     pbuf list = sub, val;
     while ((r = pb_next(&list, &fld, &wt, &v, &val, &why)) == 1) {
       if (fld != 1) continue;
+      tfr_lab *l = img ? NULL : &ex->lab[slot];
       if (img) {
         PB_WANT(wt == 2, "feature '%s': bytes_list value has wire type %d, expected 2", key, wt);
         ex->image = val; ex->has_image = true; ex->image_values++;
       } else if (wt == 0) {
-        ex->label = (int64_t)v; ex->has_label = true; ex->label_values++;
+        l->v = (int64_t)v; l->values++;
       } else {
         PB_WANT(wt == 2, "feature '%s': int64_list value has wire type %d, expected 0 or 2 (packed)", key, wt);
         while (val.p < val.end) {
           PB_WANT(pb_varint(&val, &v), "feature '%s': a packed int64 runs past the end", key);
-          ex->label = (int64_t)v; ex->has_label = true; ex->label_values++;
+          l->v = (int64_t)v; l->values++;
         }
       }
     }
@@ -773,7 +787,7 @@ static bool tfr_feature(pbuf f, const char *key, tfr_ex *ex) {
   return true;
 }
 
-/* Example -> Features -> map entries; the two features wanted are read. */
+/* Example -> Features -> map entries; the features wanted are read. */
 static bool tfr_example(pbuf b, tfr_ex *ex) {
   uint64_t fld, v; int wt, r; pbuf feats; const char *why = "";
   while ((r = pb_next(&b, &fld, &wt, &v, &feats, &why)) == 1) {
@@ -796,7 +810,10 @@ static bool tfr_example(pbuf b, tfr_ex *ex) {
       if (!has_val || kl >= sizeof name) continue;
       memcpy(name, key.p, kl);
       name[kl] = 0;
-      if ((!strcmp(name, ex->image_key) || !strcmp(name, ex->label_key)) && !tfr_feature(val, name, ex)) return false;
+      int slot = !strcmp(name, ex->image_key) ? -1
+               : ex->label_key ? (!strcmp(name, ex->label_key) ? 0 : 2)
+               : !strcmp(name, "label") ? 0 : !strcmp(name, "class") ? 1 : 2;
+      if (slot < 2 && !tfr_feature(val, name, slot, ex)) return false;
     }
     PB_WANT(r == 0, "Features: %s", why);
   }
@@ -804,59 +821,132 @@ static bool tfr_example(pbuf b, tfr_ex *ex) {
   return true;
 }
 
-/* Checks one Example's features against the source: one raw image of d
-** bytes and one label in range. */
-static bool tfr_check(tfr_ex *ex, const tpu_df_source *src, int d) {
+/* Checks one Example's features against the source: one image and one
+** label in range. *encoded: the image is not the raw bytes of the shape
+** (it is to be decoded as JPEG or PNG). */
+static bool tfr_check(tfr_ex *ex, const tpu_df_source *src, int d, bool *encoded) {
   PB_WANT(ex->has_image, "the Example has no feature '%s' (source.image_feature)", ex->image_key);
-  PB_WANT(ex->has_label, "the Example has no feature '%s' (source.label_feature)", ex->label_key);
+  /* the label: the named feature, or "label" unless it is not an int64 one and "class" is */
+  const tfr_lab *l = &ex->lab[0];
+  const char *lname = ex->label_key ? ex->label_key : "label";
+  if (!ex->label_key && l->kind != 3 && ex->lab[1].kind == 3) { l = &ex->lab[1]; lname = "class"; }
+  PB_WANT(l->kind != 0, ex->label_key ? "the Example has no feature '%s' (source.label_feature)"
+          : "the Example has no feature '%s' (nor 'class'; source.label_feature names another)", lname);
+  PB_WANT(l->kind == 3, "feature '%s' is %s; expected an int64_list", lname, a_kind[l->kind]);
   PB_WANT(ex->image_values == 1, "feature '%s' holds %d values; expected one", ex->image_key, ex->image_values);
-  PB_WANT(ex->label_values == 1, "feature '%s' holds %d values; expected one", ex->label_key, ex->label_values);
+  PB_WANT(l->values == 1, "feature '%s' holds %d values; expected one", lname, l->values);
   const unsigned char *p = ex->image.p;
   size_t n = (size_t)(ex->image.end - p);
-  bool jpeg = n >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff, png = n >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8);
-  PB_WANT(!(jpeg || png) || n == (size_t)d, "feature '%s' holds a %s-encoded image; only raw uint8 pixels "
-          "(height x width x channels bytes) are read, decoding JPEG/PNG is not supported", ex->image_key, jpeg ? "JPEG" : "PNG");
-  PB_WANT(n == (size_t)d, "feature '%s' has %zu bytes; source.shape %dx%dx%d needs %d raw uint8 bytes", ex->image_key, n,
-          src->height, src->width, src->channels ? src->channels : 1, d);
+  df_img_kind k = df_image_sniff(p, n);
+  *encoded = n != (size_t)d && (k == DF_IMG_JPEG || k == DF_IMG_PNG);
+  PB_WANT(n == (size_t)d || *encoded, "feature '%s' has %zu bytes; source.shape %dx%dx%d needs %d raw uint8 bytes (or "
+          "JPEG or PNG data%s%s%s)", ex->image_key, n, src->height, src->width, src->channels ? src->channels : 1, d,
+          k != DF_IMG_UNKNOWN ? "; these begin as a " : "", k != DF_IMG_UNKNOWN ? df_image_kind_name(k) : "",
+          k != DF_IMG_UNKNOWN ? " image, which is not decoded here" : "");
   int mx = src->classes > 0 ? src->classes - 1 : 65535;
-  PB_WANT(ex->label >= 0 && ex->label <= mx, "label %lld is out of range; allowed 0..%d", (long long)ex->label, mx);
+  PB_WANT(l->v >= 0 && l->v <= mx, "label %lld is out of range; allowed 0..%d", (long long)l->v, mx);
+  ex->lab[0] = *l;           /* the label chosen */
   return true;
 }
 
-/* Appends the records of one file to d (capacity *cap_n elements). */
-static tpu_status tfr_file(const char *path, const tpu_df_source *src, df_data *d, int64_t *cap_n, char *err, size_t cap) {
+/* One record's framing at b + off (len bytes in all): 0 and the data's
+** length in *L when sound, else the message (the CRCs are checked only when
+** 'crc'). */
+static bool tfr_frame(const unsigned char *b, size_t len, size_t off, bool crc, uint64_t *L, char *why, size_t cap) {
+  const size_t left = len - off;
+  const unsigned char *h = b + off;
+  if (left < 12) { snprintf(why, cap, "truncated (the length and its CRC need 12 bytes, %zu left)", left); return false; }
+  if (crc && tfr_masked_crc(h, 8) != (uint32_t)le_n(h + 8, 4)) { snprintf(why, cap, "corrupt length (masked CRC-32C mismatch)"); return false; }
+  *L = le_n(h, 8);
+  if (*L > left - 12 || left - 12 - *L < 4) {
+    snprintf(why, cap, "truncated (%llu data bytes and a 4-byte CRC announced, %zu bytes left)", (unsigned long long)*L, left - 12);
+    return false;
+  }
+  if (crc && tfr_masked_crc(h + 12, *L) != (uint32_t)le_n(h + 12 + *L, 4)) { snprintf(why, cap, "corrupt data (masked CRC-32C mismatch)"); return false; }
+  return true;
+}
+
+/* Reading TFRecord files into d: the records kept (keep[global record],
+** NULL: all), their raw images copied and their encoded ones decoded on a
+** few threads, file by file. */
+typedef struct tfr_read {
+  const tpu_df_source *src;
+  df_data *d;
+  int64_t cap_n;             /* elements d has room for */
+  int64_t rec0;              /* global index of the file's first record */
+  const bool *keep;
+  int64_t nkeep;             /* records in keep (bounds the global index) */
+  df_img_job *jobs;          /* the file's encoded images */
+  int64_t *job_rec, *job_elem, njobs, jobs_cap;
+} tfr_read;
+
+static tpu_status tfr_grow(tfr_read *t, const char *path, char *err, size_t cap) {
+  df_data *d = t->d;
+  if (d->n == t->cap_n) {
+    int64_t nc = t->cap_n ? t->cap_n * 2 : 256;
+    uint8_t *nu = tpu_realloc(d->u8_raw, (size_t)nc * (size_t)d->d);
+    if (nu) d->u8_raw = d->u8 = nu;
+    int32_t *nl = nu ? tpu_realloc(d->labels, (size_t)nc * sizeof *nl) : NULL;
+    if (nl) d->labels = nl;
+    if (!nu || !nl) return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path);
+    t->cap_n = nc;
+  }
+  if (t->njobs == t->jobs_cap) {
+    int64_t nc = t->jobs_cap ? t->jobs_cap * 2 : 64;
+    df_img_job *nj = tpu_realloc(t->jobs, (size_t)nc * sizeof *nj);
+    if (nj) t->jobs = nj;
+    int64_t *nr = nj ? tpu_realloc(t->job_rec, (size_t)nc * sizeof *nr) : NULL;
+    if (nr) t->job_rec = nr;
+    int64_t *ne = nr ? tpu_realloc(t->job_elem, (size_t)nc * sizeof *ne) : NULL;
+    if (ne) t->job_elem = ne;
+    if (!nj || !nr || !ne) return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path);
+    t->jobs_cap = nc;
+  }
+  return TPU_OK;
+}
+
+/* Appends the kept records of one file to t->d. */
+static tpu_status tfr_file(const char *path, tfr_read *t, char *err, size_t cap) {
+  const tpu_df_source *src = t->src;
+  df_data *d = t->d;
   tpu_status st = TPU_OK;
   size_t len = 0, off = 0;
   unsigned char *b = slurp(path, &len, &st, err, cap);
   if (!b) return st;
-  for (int64_t r = 0; off < len && st == TPU_OK; r++) {
-    const size_t left = len - off;
+  t->njobs = 0;
+  int64_t r = 0;
+  for (; off < len && st == TPU_OK; r++) {
+    uint64_t L;
+    char why[160];
+    if (!tfr_frame(b, len, off, true, &L, why, sizeof why)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: %s", path, (long long)r, why); break; }
     const unsigned char *h = b + off;
-    if (left < 12) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: truncated (the length and its CRC need 12 bytes, %zu left)", path, (long long)r, left); break; }
-    if (tfr_masked_crc(h, 8) != (uint32_t)le_n(h + 8, 4)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: corrupt length (masked CRC-32C mismatch)", path, (long long)r); break; }
-    uint64_t L = le_n(h, 8);
-    if (L > left - 12 || left - 12 - L < 4) {
-      st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: truncated (%llu data bytes and a 4-byte CRC announced, %zu bytes left)", path, (long long)r, (unsigned long long)L, left - 12);
-      break;
-    }
-    if (tfr_masked_crc(h + 12, L) != (uint32_t)le_n(h + 12 + L, 4)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: corrupt data (masked CRC-32C mismatch)", path, (long long)r); break; }
     off += 16 + L;
-    tfr_ex ex = { .image_key = src->image_feature ? src->image_feature : "image", .label_key = src->label_feature ? src->label_feature : "label" };
-    if (!tfr_example((pbuf){ h + 12, h + 12 + L }, &ex) || !tfr_check(&ex, src, d->d)) {
+    tfr_ex ex = { .image_key = src->image_feature ? src->image_feature : "image", .label_key = src->label_feature };
+    bool encoded = false;
+    if (!tfr_example((pbuf){ h + 12, h + 12 + L }, &ex) || !tfr_check(&ex, src, d->d, &encoded)) {
       st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: bad tf.train.Example: %s", path, (long long)r, ex.why);
       break;
     }
-    if (d->n == *cap_n) {
-      int64_t nc = *cap_n ? *cap_n * 2 : 256;
-      uint8_t *nu = tpu_realloc(d->u8_raw, (size_t)nc * (size_t)d->d);
-      int32_t *nl = nu ? tpu_realloc(d->labels, (size_t)nc * sizeof *nl) : NULL;
-      if (nu) d->u8_raw = d->u8 = nu;
-      if (nl) d->labels = nl;
-      if (!nu || !nl) { st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path); break; }
-      *cap_n = nc;
+    int64_t g = t->rec0 + r;
+    if (t->keep && (g >= t->nkeep || !t->keep[g])) continue;
+    if ((st = tfr_grow(t, path, err, cap)) != TPU_OK) break;
+    if (encoded) {
+      t->jobs[t->njobs] = (df_img_job){ .p = ex.image.p, .n = (size_t)(ex.image.end - ex.image.p) };
+      t->job_rec[t->njobs] = r;
+      t->job_elem[t->njobs++] = d->n;
+    } else {
+      memcpy(d->u8 + (size_t)d->n * (size_t)d->d, ex.image.p, (size_t)d->d);
     }
-    memcpy(d->u8 + (size_t)d->n * (size_t)d->d, ex.image.p, (size_t)d->d);
-    d->labels[d->n++] = (int32_t)ex.label;
+    d->labels[d->n++] = (int32_t)ex.lab[0].v;
+  }
+  t->rec0 += r;
+  if (st == TPU_OK && t->njobs > 0) {   /* the file's encoded images, decoded where they go */
+    for (int64_t j = 0; j < t->njobs; j++) t->jobs[j].dst = d->u8 + (size_t)t->job_elem[j] * (size_t)d->d;
+    int64_t bad;
+    st = df_image_load_all(t->jobs, t->njobs, d->h, d->w, d->c, src->resize, df_image_threads(), &bad);
+    if (st != TPU_OK)
+      ferr(err, cap, st, "%s: record %lld: feature '%s': %s", path, (long long)t->job_rec[bad],
+           src->image_feature ? src->image_feature : "image", t->jobs[bad].why);
   }
   tpu_free(b);
   return st;
@@ -892,7 +982,7 @@ tpu_status df_tfrecord_files(const tpu_df_source *src, char ***names, int *n, ch
       if (e->d_name[0] != '.' && stat(full, &sb) == 0 && S_ISREG(sb.st_mode)) st = add_name(names, n, p, e->d_name);
     }
     closedir(dir);
-    if (st == TPU_OK) qsort(*names, (size_t)*n, sizeof **names, cmpstr);
+    if (st == TPU_OK && *n > 1) qsort(*names, (size_t)*n, sizeof **names, cmpstr);
   } else if (!src->files && p && strpbrk(p, "*?[")) {
     glob_t g;
     if (glob(p, 0, NULL, &g) == 0)
@@ -912,18 +1002,324 @@ static tpu_status open_tfrecord(const tpu_df_source *src, df_data *d, char *err,
   if (st != TPU_OK) return st;
   d->h = src->height; d->w = src->width; d->c = src->channels ? src->channels : 1;
   d->d = d->h * d->w * d->c;
-  int64_t capn = 0;
+  tfr_read t = { .src = src, .d = d };
+  bool *keep = NULL;
+  int64_t *ids = NULL;
   if ((st = set_files(d, nn)) != TPU_OK) ferr(err, cap, st, "out of memory");
+  if (st == TPU_OK && src->validation_split > 0) {   /* the records of the subset, in file order */
+    int64_t n = 0;
+    uint64_t bytes;
+    tpu_df_source all = *src;
+    all.validation_split = 0;
+    if ((st = df_tfrecord_count(&all, &n, &bytes, err, cap)) == TPU_OK) {
+      keep = tpu_calloc((size_t)n + 1, sizeof *keep);
+      ids = tpu_malloc(((size_t)n + 1) * sizeof *ids);
+      if (!keep || !ids) st = ferr(err, cap, TPU_ERR_NOMEM, "out of memory");
+    }
+    int64_t k = st == TPU_OK ? df_split(n, src->validation_split, src->test_split, true, (uint32_t)src->seed, ids) : 0;
+    if (st == TPU_OK && k < 0)
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: validation_split %g of %lld records leaves the %s subset empty", names[0],
+                src->validation_split, (long long)n, src->test_split ? "validation" : "training");
+    for (int64_t i = 0; st == TPU_OK && i < k; i++) keep[ids[i]] = true;
+    t.keep = keep;
+    t.nkeep = n;
+  }
   for (int i = 0; i < nn && st == TPU_OK; i++) {
     d->file_start[i] = d->n;
-    st = tfr_file(names[i], src, d, &capn, err, cap);
+    st = tfr_file(names[i], &t, err, cap);
   }
   if (st == TPU_OK && d->n == 0) st = ferr(err, cap, TPU_ERR_INPUT, "%s: no records in the TFRecord files", names[0]);
   if (st == TPU_OK) {
     d->file_start[nn] = d->n;
     st = check_labels(d, src->classes, names[0], err, cap);
   }
+  tpu_free(t.jobs); tpu_free(t.job_rec); tpu_free(t.job_elem);
+  tpu_free(keep);
+  tpu_free(ids);
   df_free_names(names, nn);
+  d->ready = d->n;
+  return st;
+}
+
+tpu_status df_tfrecord_count(const tpu_df_source *src, int64_t *records, uint64_t *bytes, char *err, size_t cap) {
+  char **names;
+  int nn;
+  *records = 0; *bytes = 0;
+  tpu_status st = df_tfrecord_files(src, &names, &nn, err, cap);
+  if (st != TPU_OK) return st;
+  for (int i = 0; i < nn && st == TPU_OK; i++) {
+    int fd = open(names[i], O_RDONLY);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) { st = ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", names[i], strerror(errno)); if (fd >= 0) close(fd); break; }
+    *bytes += (uint64_t)sb.st_size;
+    for (off_t off = 0; off + 12 <= sb.st_size;) {     /* the lengths alone: the reader checks the rest */
+      unsigned char h[8];
+      if (pread(fd, h, 8, off) != 8) break;
+      uint64_t L = le_n(h, 8);
+      if (L > (uint64_t)(sb.st_size - off)) break;
+      off += (off_t)(16 + L);
+      if (off <= sb.st_size) ++*records;
+    }
+    close(fd);
+  }
+  df_free_names(names, nn);
+  if (st == TPU_OK && src->validation_split > 0) {
+    int64_t nval = (int64_t)(src->validation_split * (double)*records);
+    int64_t k = src->test_split ? nval : *records - nval;
+    *bytes = *records ? (uint64_t)((double)*bytes * (double)k / (double)*records) : 0;
+    *records = k;
+  }
+  return st;
+}
+
+/* {==================================================================
+** Keras' order of files: numpy's legacy RandomState shuffle and the
+** validation split (keras.utils.image_dataset_from_directory).
+** ================================================================== */
+typedef struct mt19937 { uint32_t s[624]; int i; } mt19937;
+/* MT19937 seeded as numpy's RandomState(int) seeds it (init_genrand). */
+static void mt_seed(mt19937 *m, uint32_t seed) {
+  m->s[0] = seed;
+  for (int i = 1; i < 624; i++) m->s[i] = 1812433253u * (m->s[i - 1] ^ (m->s[i - 1] >> 30)) + (uint32_t)i;
+  m->i = 624;
+}
+static uint32_t mt_next(mt19937 *m) {
+  if (m->i >= 624) {
+    for (int k = 0; k < 624; k++) {
+      uint32_t y = (m->s[k] & 0x80000000u) | (m->s[(k + 1) % 624] & 0x7fffffffu);
+      m->s[k] = m->s[(k + 397) % 624] ^ (y >> 1) ^ (y & 1 ? 0x9908b0dfu : 0);
+    }
+    m->i = 0;
+  }
+  uint32_t y = m->s[m->i++];
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9d2c5680u;
+  y ^= (y << 15) & 0xefc60000u;
+  return y ^ (y >> 18);
+}
+
+void df_numpy_shuffle(int64_t *ids, int64_t n, uint32_t seed) {
+  mt19937 *m = tpu_malloc(sizeof *m);
+  mt19937 local;
+  if (!m) m = &local;       /* 2.5 KB: the stack will do when the heap will not */
+  mt_seed(m, seed);
+  for (int64_t i = n - 1; i >= 1; i--) {
+    /* numpy's random_interval(i): draws masked to the smallest 2^k - 1 >= i until one is <= i */
+    uint64_t mask = (uint64_t)i, v;
+    for (int sh = 1; sh < 64; sh <<= 1) mask |= mask >> sh;
+    if ((uint64_t)i <= 0xffffffffu) {
+      do v = mt_next(m) & mask; while (v > (uint64_t)i);
+    } else {
+      do { uint64_t hi = mt_next(m); v = ((hi << 32) | mt_next(m)) & mask; } while (v > (uint64_t)i);
+    }
+    int64_t t = ids[i]; ids[i] = ids[v]; ids[v] = t;
+  }
+  if (m != &local) tpu_free(m);
+}
+
+int64_t df_split(int64_t n, double split, bool validation, bool shuffle, uint64_t seed, int64_t *ids) {
+  for (int64_t i = 0; i < n; i++) ids[i] = i;
+  if (shuffle) df_numpy_shuffle(ids, n, (uint32_t)seed);
+  if (!(split > 0)) return n;
+  const int64_t nval = (int64_t)(split * (double)n);     /* Python's int(split * n) */
+  if (nval <= 0 || nval >= n) return -1;                 /* Keras' samples[:-0] is empty too */
+  if (!validation) return n - nval;
+  memmove(ids, ids + (n - nval), (size_t)nval * sizeof *ids);
+  return nval;
+}
+
+/* {==================================================================
+** A directory of class folders of images (Keras' image_dataset_from_directory)
+** ================================================================== */
+/* One file found: its folder (the walk's root) and name, and its class. */
+typedef struct img_ent { char *root, *name; int32_t label; } img_ent;
+typedef struct img_list { img_ent *v; int64_t n, cap; } img_list;
+
+static int cmp_ent(const void *a, const void *b) {
+  const img_ent *x = a, *y = b;
+  int c = strcmp(x->root, y->root);
+  return c ? c : strcmp(x->name, y->name);
+}
+
+/* Keras' ALLOWLIST_FORMATS, matched on the lower-cased name. */
+static bool image_ext(const char *name) {
+  static const char *const ext[] = { ".bmp", ".gif", ".jpeg", ".jpg", ".png" };
+  size_t l = strlen(name);
+  for (size_t k = 0; k < sizeof ext / sizeof ext[0]; k++) {
+    size_t e = strlen(ext[k]);
+    if (l >= e && !strcasecmp(name + l - e, ext[k])) return true;
+  }
+  return false;
+}
+
+/* os.walk(top, followlinks): every folder's allowed files; folders that are
+** links are entered only with follow_links (a file that is a link counts). */
+static tpu_status walk(const char *top, int32_t label, bool follow, int depth, img_list *L, char *err, size_t cap) {
+  if (depth > 64) return ferr(err, cap, TPU_ERR_INPUT, "%s: folders nested too deep (a link loop?)", top);
+  DIR *dir = opendir(top);
+  if (!dir) return ferr(err, cap, TPU_ERR_IO, "%s: cannot open directory: %s", top, strerror(errno));
+  char *root = tpu_strdup(top);
+  tpu_status st = root ? TPU_OK : TPU_ERR_NOMEM;
+  bool root_used = false;
+  char **subs = NULL;
+  int nsub = 0;
+  for (struct dirent *e; st == TPU_OK && (e = readdir(dir));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char full[4096];
+    if (snprintf(full, sizeof full, "%s/%s", top, e->d_name) >= (int)sizeof full) continue;
+    struct stat sb, lb;
+    bool isdir = stat(full, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (isdir) {
+      bool link = lstat(full, &lb) == 0 && S_ISLNK(lb.st_mode);
+      if (!link || follow) st = add_name(&subs, &nsub, full, NULL);
+      continue;
+    }
+    if (!image_ext(e->d_name)) continue;
+    if (L->n == L->cap) {
+      int64_t nc = L->cap ? L->cap * 2 : 256;
+      img_ent *nv = tpu_realloc(L->v, (size_t)nc * sizeof *nv);
+      if (!nv) { st = TPU_ERR_NOMEM; break; }
+      L->v = nv; L->cap = nc;
+    }
+    char *nm = tpu_strdup(e->d_name);
+    if (!nm) { st = TPU_ERR_NOMEM; break; }
+    L->v[L->n++] = (img_ent){ root, nm, label };
+    root_used = true;
+  }
+  closedir(dir);
+  for (int i = 0; i < nsub && st == TPU_OK; i++) st = walk(subs[i], label, follow, depth + 1, L, err, cap);
+  df_free_names(subs, nsub);
+  if (!root_used) tpu_free(root);
+  if (st == TPU_ERR_NOMEM) ferr(err, cap, st, "%s: out of memory", top);
+  return st;
+}
+
+void df_images_index_free(df_img_index *ix) {
+  df_free_names(ix->paths, (int)ix->n);
+  tpu_free(ix->labels);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* The class folders: the sorted subfolders of dir (not dot ones), or the
+** names given (each must be one of them). */
+static tpu_status class_dirs(const tpu_df_source *src, char ***names, int *n, char *err, size_t cap) {
+  *names = NULL; *n = 0;
+  DIR *dir = opendir(src->dir);
+  if (!dir) return ferr(err, cap, TPU_ERR_IO, "%s: cannot open directory: %s", src->dir, strerror(errno));
+  tpu_status st = TPU_OK;
+  for (struct dirent *e; st == TPU_OK && (e = readdir(dir));) {
+    char full[4096];
+    struct stat sb;
+    if (e->d_name[0] == '.') continue;
+    if (snprintf(full, sizeof full, "%s/%s", src->dir, e->d_name) >= (int)sizeof full) continue;
+    if (stat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) st = add_name(names, n, e->d_name, NULL);
+  }
+  closedir(dir);
+  if (st != TPU_OK) { df_free_names(*names, *n); *names = NULL; *n = 0; return ferr(err, cap, st, "%s: out of memory", src->dir); }
+  if (*n > 1) qsort(*names, (size_t)*n, sizeof **names, cmpstr);
+  if (!src->class_names) return TPU_OK;
+  for (int i = 0; i < src->nclass_names; i++) {
+    bool found = false;
+    for (int k = 0; k < *n && !found; k++) found = !strcmp((*names)[k], src->class_names[i]);
+    if (!found) {
+      ferr(err, cap, TPU_ERR_INPUT, "%s: source.class_names: '%s' is not a class folder there (%d folders%s%s)", src->dir,
+           src->class_names[i], *n, *n ? ", the first " : "", *n ? (*names)[0] : "");
+      df_free_names(*names, *n); *names = NULL; *n = 0;
+      return TPU_ERR_INPUT;
+    }
+  }
+  df_free_names(*names, *n);
+  *names = NULL; *n = 0;
+  for (int i = 0; i < src->nclass_names && st == TPU_OK; i++) st = add_name(names, n, src->class_names[i], NULL);
+  if (st != TPU_OK) { df_free_names(*names, *n); *names = NULL; *n = 0; return ferr(err, cap, st, "out of memory"); }
+  return TPU_OK;
+}
+
+tpu_status df_images_index(const tpu_df_source *src, df_img_index *ix, char *err, size_t cap) {
+  memset(ix, 0, sizeof *ix);
+  char **cls;
+  int ncls;
+  tpu_status st = class_dirs(src, &cls, &ncls, err, cap);
+  if (st != TPU_OK) return st;
+  img_list L = { 0 };
+  /* each class folder walked, its files in Keras' order (roots, then names) */
+  for (int c = 0; c < ncls && st == TPU_OK; c++) {
+    char top[4096];
+    snprintf(top, sizeof top, "%s/%s", src->dir, cls[c]);
+    int64_t first = L.n;
+    st = walk(top, c, src->follow_links, 0, &L, err, cap);
+    if (st == TPU_OK && L.n > first) qsort(L.v + first, (size_t)(L.n - first), sizeof *L.v, cmp_ent);
+  }
+  int64_t *ids = st == TPU_OK ? tpu_malloc(((size_t)L.n + 1) * sizeof *ids) : NULL;
+  if (st == TPU_OK && !ids) st = ferr(err, cap, TPU_ERR_NOMEM, "out of memory");
+  int64_t k = 0;
+  if (st == TPU_OK && L.n == 0)
+    st = ferr(err, cap, TPU_ERR_INPUT, "%s: no images found in %d class folders (the allowed formats: .bmp, .gif, .jpeg, "
+              ".jpg, .png)", src->dir, ncls);
+  if (st == TPU_OK) {
+    k = df_split(L.n, src->validation_split, src->test_split, !src->no_shuffle, src->seed, ids);
+    if (k < 0)
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: validation_split %g of %lld images leaves the %s subset empty", src->dir,
+                src->validation_split, (long long)L.n, src->test_split ? "validation" : "training");
+  }
+  if (st == TPU_OK) {
+    ix->paths = tpu_calloc((size_t)k + 1, sizeof *ix->paths);
+    ix->labels = tpu_malloc(((size_t)k + 1) * sizeof *ix->labels);
+    if (!ix->paths || !ix->labels) st = ferr(err, cap, TPU_ERR_NOMEM, "out of memory");
+  }
+  for (int64_t i = 0; st == TPU_OK && i < k; i++) {
+    const img_ent *e = &L.v[ids[i]];
+    size_t l = strlen(e->root) + strlen(e->name) + 2;
+    if (!(ix->paths[i] = tpu_malloc(l))) { st = ferr(err, cap, TPU_ERR_NOMEM, "out of memory"); break; }
+    snprintf(ix->paths[i], l, "%s/%s", e->root, e->name);
+    ix->labels[i] = e->label;
+    ix->n = i + 1;
+    struct stat sb;
+    if (stat(ix->paths[i], &sb) == 0) ix->bytes += (uint64_t)sb.st_size;
+  }
+  ix->classes = ncls;
+  /* the roots are shared by the files of a folder: each freed once */
+  for (int64_t i = 0; i < L.n; i++) {    /* a root's files are contiguous: its last one frees it */
+    if (i + 1 == L.n || L.v[i + 1].root != L.v[i].root) tpu_free(L.v[i].root);
+    tpu_free(L.v[i].name);
+  }
+  tpu_free(L.v);
+  tpu_free(ids);
+  df_free_names(cls, ncls);
+  if (st != TPU_OK) df_images_index_free(ix);
+  return st;
+}
+
+/* The images, decoded and resized on a few threads; one file per element
+** (an open each in the model, a file each for interleave). */
+static tpu_status open_images(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  df_img_index ix;
+  tpu_status st = df_images_index(src, &ix, err, cap);
+  if (st != TPU_OK) return st;
+  d->h = src->height > 0 ? src->height : 256;
+  d->w = src->width > 0 ? src->width : 256;
+  d->c = src->channels > 0 ? src->channels : 3;
+  d->d = d->h * d->w * d->c;
+  d->n = ix.n;
+  df_img_job *jobs = tpu_calloc((size_t)ix.n, sizeof *jobs);
+  d->u8 = alloc_u8(d, (size_t)ix.n * (size_t)d->d);
+  d->labels = tpu_malloc((size_t)ix.n * sizeof *d->labels);
+  if (!jobs || !d->u8 || !d->labels) st = ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory for %lld images of %dx%dx%d",
+                                                src->dir, (long long)ix.n, d->h, d->w, d->c);
+  if (st == TPU_OK && (st = set_files(d, (int)ix.n)) != TPU_OK) ferr(err, cap, st, "out of memory");
+  if (st == TPU_OK) {
+    for (int64_t i = 0; i < ix.n; i++) {
+      jobs[i] = (df_img_job){ .path = ix.paths[i], .dst = d->u8 + (size_t)i * (size_t)d->d };
+      d->labels[i] = ix.labels[i];
+      d->file_start[i] = i;
+    }
+    int64_t bad;
+    st = df_image_load_all(jobs, ix.n, d->h, d->w, d->c, true, df_image_threads(), &bad);
+    if (st != TPU_OK) ferr(err, cap, st, "%s: %s", ix.paths[bad], jobs[bad].why);
+  }
+  if (st == TPU_OK) st = check_labels(d, src->classes > 0 ? src->classes : ix.classes, src->dir, err, cap);
+  tpu_free(jobs);
+  df_images_index_free(&ix);
   d->ready = d->n;
   return st;
 }
@@ -953,6 +1349,7 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   case TPU_DF_SRC_SYNTHETIC: st = open_synth(src, d, err, cap); break;
   case TPU_DF_SRC_CIFAR10: st = open_cifar(src, d, err, cap); break;
   case TPU_DF_SRC_TFRECORD: st = open_tfrecord(src, d, err, cap); break;
+  case TPU_DF_SRC_IMAGES: st = open_images(src, d, err, cap); break;
   default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
   }
   if (st != TPU_OK) { df_data_close(d); return st; }

@@ -38,6 +38,51 @@ int64_t df_source_known_elements(const tpu_df_source *src) {
   }
 }
 
+tpu_status df_source_size(const tpu_df_spec *s, int64_t *elements, int64_t *files, int64_t *bytes, char *err,
+                          size_t errcap) {
+  const tpu_df_source *src = &s->src;
+  const df_source_costs *c = &s->cost;
+  *elements = c->elements ? c->elements : df_source_known_elements(src);
+  *files = c->files;
+  *bytes = c->element_bytes;
+  tpu_status st = TPU_OK;
+  if (src->kind == TPU_DF_SRC_TFRECORD && (!*elements || !*files || !*bytes)) {
+    char **names;
+    int nn;
+    int64_t recs;
+    uint64_t total;
+    if ((st = df_tfrecord_files(src, &names, &nn, err, errcap)) != TPU_OK) return st;
+    df_free_names(names, nn);
+    if (!*files) *files = nn;
+    if ((!*elements || !*bytes) && (st = df_tfrecord_count(src, &recs, &total, err, errcap)) != TPU_OK) return st;
+    if (!*elements) *elements = recs;
+    if (!*bytes && recs > 0) *bytes = (int64_t)((total + (uint64_t)recs / 2) / (uint64_t)recs);
+  }
+  if (src->kind == TPU_DF_SRC_IMAGES && (!*elements || !*files || !*bytes)) {
+    df_img_index ix;
+    if ((st = df_images_index(src, &ix, err, errcap)) != TPU_OK) return st;
+    if (!*elements) *elements = ix.n;
+    if (!*files) *files = ix.n;       /* a file per image */
+    if (!*bytes && ix.n > 0) *bytes = (int64_t)((ix.bytes + (uint64_t)ix.n / 2) / (uint64_t)ix.n);
+    df_images_index_free(&ix);
+  }
+  if (*elements < 1) {
+    snprintf(err, errcap, "source.elements: the model needs the number of elements for a %s source; set source.elements",
+             src->kind == TPU_DF_SRC_CSV ? "csv" : src->kind == TPU_DF_SRC_NPY ? "npy"
+             : src->kind == TPU_DF_SRC_TFRECORD ? "tfrecord" : "idx");
+    return TPU_ERR_CONFIG;
+  }
+  if (*files < 1) *files = 1;
+  if (*bytes < 1) {     /* u8 pixels (a CIFAR-10 record has its label byte) */
+    *bytes = src->kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)src->height * src->width * src->channels
+           : src->kind == TPU_DF_SRC_FASHION_MNIST || src->kind == TPU_DF_SRC_MNIST ? 784
+           : src->kind == TPU_DF_SRC_CIFAR10 ? 3073
+           : src->kind == TPU_DF_SRC_TFRECORD ? (int64_t)src->height * src->width * (src->channels ? src->channels : 1) + 16
+           : 0;
+  }
+  return TPU_OK;
+}
+
 static tpu_status fail(tpu_df_spec *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static tpu_status fail(tpu_df_spec *s, const char *fmt, ...) {
   va_list ap;
@@ -52,7 +97,6 @@ tpu_status tpu_df_spec_create(tpu_df_spec **out) {
   *out = s;
   if (!s) return TPU_ERR_NOMEM;
   s->src = tpu_df_source_default();
-  s->cost.files = 1;
   s->step_time_s = 0.01;
   s->steps = 20;
   s->host_cores = 8;
@@ -64,6 +108,7 @@ void tpu_df_spec_destroy(tpu_df_spec *s) {
   if (!s) return;
   for (int i = 0; i < 6; i++) tpu_free(s->src_strs[i]);
   df_free_names(s->src_files, s->src.nfiles);
+  df_free_names(s->src_classes, s->src.nclass_names);
   tpu_free(s->json_text);
   tpu_free(s->name);
   tpu_free(s);
@@ -83,18 +128,45 @@ tpu_status tpu_df_spec_set_source(tpu_df_spec *s, const tpu_df_source *src) {
   char *c[6] = { dup_or_null(src->dir, &oom), dup_or_null(src->images, &oom),
                  dup_or_null(src->labels, &oom), dup_or_null(src->path, &oom),
                  dup_or_null(src->image_feature, &oom), dup_or_null(src->label_feature, &oom) };
-  int nf = src->files ? src->nfiles : 0;
-  char **f = nf ? tpu_calloc((size_t)nf, sizeof *f) : NULL;
-  if (nf && !f) oom = true;
+  int nf = src->files ? src->nfiles : 0, nc = src->class_names ? src->nclass_names : 0;
+  char **f = nf ? tpu_calloc((size_t)nf, sizeof *f) : NULL, **cn = nc ? tpu_calloc((size_t)nc, sizeof *cn) : NULL;
+  if ((nf && !f) || (nc && !cn)) oom = true;
   for (int i = 0; i < nf && f; i++) f[i] = dup_or_null(src->files[i], &oom);
-  if (oom) { for (int i = 0; i < 6; i++) tpu_free(c[i]); df_free_names(f, nf); return TPU_ERR_NOMEM; }
+  for (int i = 0; i < nc && cn; i++) cn[i] = dup_or_null(src->class_names[i], &oom);
+  if (oom) {
+    for (int i = 0; i < 6; i++) tpu_free(c[i]);
+    df_free_names(f, nf);
+    df_free_names(cn, nc);
+    return TPU_ERR_NOMEM;
+  }
   for (int i = 0; i < 6; i++) { tpu_free(s->src_strs[i]); s->src_strs[i] = c[i]; }
   df_free_names(s->src_files, s->src.nfiles);
+  df_free_names(s->src_classes, s->src.nclass_names);
   s->src_files = f;
+  s->src_classes = cn;
   s->src = *src;
   s->src.dir = c[0]; s->src.images = c[1]; s->src.labels = c[2]; s->src.path = c[3];
   s->src.image_feature = c[4]; s->src.label_feature = c[5];
   s->src.files = (const char *const *)f; s->src.nfiles = nf;
+  s->src.class_names = (const char *const *)cn; s->src.nclass_names = nc;
+  if (!(src->validation_split >= 0 && src->validation_split < 1))
+    return fail(s, "source.validation_split: expected a share in (0, 1), or 0 for none, got %g", src->validation_split);
+  if (src->validation_split > 0 && src->kind != TPU_DF_SRC_IMAGES && src->kind != TPU_DF_SRC_TFRECORD)
+    return fail(s, "source.validation_split: only an images or tfrecord source is split");
+  if (src->kind == TPU_DF_SRC_IMAGES) {
+    if (!src->dir) return fail(s, "source.dir: an images source needs the directory of its class folders");
+    if (src->height < 0 || src->width < 0 || src->height > 65536 || src->width > 65536 ||
+        (src->channels != 0 && src->channels != 1 && src->channels != 3 && src->channels != 4))
+      return fail(s, "source.image_size: expected [height, width] of 1..65536 and 1 (grayscale), 3 (rgb) or 4 (rgba) "
+                  "channels");
+    int64_t h = src->height ? src->height : 256, w = src->width ? src->width : 256, ch = src->channels ? src->channels : 3;
+    if (h * w * ch > (1 << 24)) return fail(s, "source.image_size: %lldx%lldx%lld is more than 2^24 values per image",
+                                            (long long)h, (long long)w, (long long)ch);
+    if ((!src->no_shuffle || src->validation_split > 0) && src->seed > 0xffffffffu)
+      return fail(s, "source.seed: numpy's RandomState takes seeds 0..2^32-1, got %llu", (unsigned long long)src->seed);
+  }
+  if (src->kind == TPU_DF_SRC_TFRECORD && src->validation_split > 0 && src->seed > 0xffffffffu)
+    return fail(s, "source.seed: numpy's RandomState takes seeds 0..2^32-1, got %llu", (unsigned long long)src->seed);
   if (src->kind == TPU_DF_SRC_TFRECORD) {
     if (!nf && !src->path) return fail(s, "source.files: a TFRecord source needs its files (a list, a directory or a glob pattern)");
     if (src->height < 1 || src->width < 1 || src->channels < 0 || (int64_t)src->height * src->width * (src->channels ? src->channels : 1) > (1 << 24))
@@ -116,6 +188,7 @@ tpu_df_spec *df_spec_clone(const tpu_df_spec *s) {
   *c = *s;
   memset(c->src_strs, 0, sizeof c->src_strs);
   c->src_files = NULL; c->src.nfiles = 0;
+  c->src_classes = NULL; c->src.nclass_names = 0;
   c->json_text = NULL; c->name = NULL;
   bool oom = false;
   c->json_text = dup_or_null(s->json_text, &oom);
@@ -235,7 +308,9 @@ tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
     else if (!strcmp(key, "files")) { if (v < 1 || v > 1e6 || v != floor(v)) return fail(s, "files: expected an integer 1..1000000"); c->files = (int64_t)v; }
     else if (!strcmp(key, "elements")) { if (v > 1e9 || v != floor(v)) return fail(s, "elements: expected an integer 0..1e9"); c->elements = (int64_t)v; }
     else if (!strcmp(key, "element_bytes")) { if (v > 1e10 || v != floor(v)) return fail(s, "element_bytes: expected an integer 0..1e10"); c->element_bytes = (int64_t)v; }
-    else return fail(s, "unknown source cost '%s'; allowed: open_latency_s, read_latency_s, read_bandwidth_bytes_per_s, files, elements, element_bytes", key);
+    else if (!strcmp(key, "decode_cost_per_element_s")) c->decode_cost_per_element_s = v;
+    else return fail(s, "unknown source cost '%s'; allowed: open_latency_s, read_latency_s, read_bandwidth_bytes_per_s, "
+                     "decode_cost_per_element_s, files, elements, element_bytes", key);
     return TPU_OK;
   }
   df_stage *t = &s->st[s->nst - 1];
@@ -388,20 +463,146 @@ static tpu_status tfrecord_count(const jctx *c, tpu_df_spec *s) {
   return TPU_OK;
 }
 
+/* "path.key", for an error about one key. */
+static const char *subpath(char p[64], const char *path, const char *key) {
+  snprintf(p, 64, "%s.%s", path, key);
+  return p;
+}
+
+/* The keys only some kinds take (the others are common or harmless). */
+static tpu_status kind_keys(const jctx *c, json_t *o, tpu_df_source_kind kind) {
+  static const struct { const char *key; unsigned kinds; const char *hint; } only[] = {
+    { "image_size", 1u << TPU_DF_SRC_IMAGES, "an images source (a tfrecord source takes shape)" },
+    { "color_mode", 1u << TPU_DF_SRC_IMAGES, "an images source (a tfrecord source takes shape)" },
+    { "interpolation", 1u << TPU_DF_SRC_IMAGES, "an images source" },
+    { "class_names", 1u << TPU_DF_SRC_IMAGES, "an images source" },
+    { "shuffle", 1u << TPU_DF_SRC_IMAGES, "an images source (a shuffle stage shuffles the others)" },
+    { "follow_links", 1u << TPU_DF_SRC_IMAGES, "an images source" },
+    { "resize", 1u << TPU_DF_SRC_TFRECORD, "a tfrecord source (an images source always resizes to image_size)" },
+    { "validation_split", 1u << TPU_DF_SRC_IMAGES | 1u << TPU_DF_SRC_TFRECORD, "an images or tfrecord source" },
+    { "subset", 1u << TPU_DF_SRC_IMAGES | 1u << TPU_DF_SRC_TFRECORD, "an images or tfrecord source" },
+    { "shape", ~(1u << TPU_DF_SRC_IMAGES), "sources other than images (an images source takes image_size and color_mode)" },
+    { "split", ~(1u << TPU_DF_SRC_IMAGES | 1u << TPU_DF_SRC_TFRECORD),
+      "the mnist, fashion-mnist and cifar10 sources (images and tfrecord take validation_split and subset, as Keras)" },
+  };
+  char p[64];
+  for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
+    if (json_object_get(o, only[i].key) && !(only[i].kinds & (1u << kind)))
+      return jerr(c, subpath(p, "source", only[i].key), "is for %s", only[i].hint);
+  return TPU_OK;
+}
+
+/* An images source's own keys, named as image_dataset_from_directory's
+** arguments: image_size, color_mode, interpolation, class_names, shuffle,
+** follow_links. */
+static tpu_status images_keys(const jctx *c, json_t *o, tpu_df_source *src, const char *names[256]) {
+  char p[64];
+  json_t *sz = json_object_get(o, "image_size");
+  src->height = src->width = 256;
+  if (sz) {
+    if (!json_is_array(sz) || json_array_size(sz) != 2 || !json_is_integer(json_array_get(sz, 0)) ||
+        !json_is_integer(json_array_get(sz, 1)) || json_integer_value(json_array_get(sz, 0)) < 1 ||
+        json_integer_value(json_array_get(sz, 1)) < 1 || json_integer_value(json_array_get(sz, 0)) > 65536 ||
+        json_integer_value(json_array_get(sz, 1)) > 65536)
+      return jerr(c, "source.image_size", "expected [height, width], two integers in 1..65536");
+    src->height = (int)json_integer_value(json_array_get(sz, 0));
+    src->width = (int)json_integer_value(json_array_get(sz, 1));
+  }
+  const char *mode = NULL, *interp = NULL;
+  TRY(get_str(c, o, "source", "color_mode", &mode));
+  src->channels = 3;
+  if (mode) {
+    src->channels = !strcmp(mode, "grayscale") ? 1 : !strcmp(mode, "rgb") ? 3 : !strcmp(mode, "rgba") ? 4 : 0;
+    if (!src->channels) return jerr(c, "source.color_mode", "expected \"grayscale\", \"rgb\" or \"rgba\", got '%s'", mode);
+  }
+  TRY(get_str(c, o, "source", "interpolation", &interp));
+  if (interp && strcmp(interp, "bilinear"))
+    return jerr(c, "source.interpolation", "only \"bilinear\" (Keras' default, tf.image.resize's) is implemented, got '%s'",
+                interp);
+  json_t *cn = json_object_get(o, "class_names");
+  if (cn) {
+    if (!json_is_array(cn) || json_array_size(cn) < 1 || json_array_size(cn) > 256)
+      return jerr(c, "source.class_names", "expected a list of 1 to 256 class folder names");
+    for (size_t i = 0; i < json_array_size(cn); i++) {
+      json_t *v = json_array_get(cn, i);
+      snprintf(p, sizeof p, "source.class_names[%zu]", i);
+      if (!json_is_string(v) || !*json_string_value(v) || strchr(json_string_value(v), '/'))
+        return jerr(c, p, "expected a folder name (a non-empty string without '/')");
+      names[i] = json_string_value(v);
+    }
+    src->class_names = names;
+    src->nclass_names = (int)json_array_size(cn);
+  }
+  bool shuffle = true;
+  TRY(get_bool(c, o, "source", "shuffle", &shuffle));
+  src->no_shuffle = !shuffle;
+  TRY(get_bool(c, o, "source", "follow_links", &src->follow_links));
+  return TPU_OK;
+}
+
+/* Keras' validation_split and subset (and the seed they need), for the
+** images and tfrecord sources. */
+static tpu_status split_keys(const jctx *c, json_t *o, tpu_df_source *src) {
+  const char *subset = NULL;
+  TRY(get_str(c, o, "source", "subset", &subset));
+  json_t *vs = json_object_get(o, "validation_split");
+  if (vs) {
+    if (!json_is_number(vs) || !(json_number_value(vs) > 0 && json_number_value(vs) < 1))
+      return jerr(c, "source.validation_split", "expected a share between 0 and 1 (exclusive)");
+    src->validation_split = json_number_value(vs);
+  }
+  if (!vs != !subset)
+    return vs ? tpu_json_missing(OBJ(c, o, "source"), "subset", "\"training\" or \"validation\" (with validation_split, as Keras)")
+              : tpu_json_missing(OBJ(c, o, "source"), "validation_split", "a share in (0, 1) (with subset, as Keras)");
+  if (subset && strcmp(subset, "training") && strcmp(subset, "validation"))
+    return jerr(c, "source.subset", "expected \"training\" or \"validation\", got '%s'", subset);
+  src->test_split = subset && !strcmp(subset, "validation");
+  bool shuffled = src->kind == TPU_DF_SRC_TFRECORD || !src->no_shuffle;
+  if (vs && shuffled && !json_object_get(o, "seed"))
+    return tpu_json_missing(OBJ(c, o, "source"), "seed", "an integer in 0..4294967295: the split's shuffle (Keras asks for it "
+                            "too, so that the training and validation subsets do not overlap)");
+  int64_t v = 0;
+  TRY(get_int(c, o, "source", "seed", 0, 0xffffffffLL, false, false, &v));
+  src->seed = (uint64_t)v;
+  return TPU_OK;
+}
+
+/* The model's sizes of a TFRecord or images source, found once here (the
+** files' record headers, the folders' listings), unless given. */
+static tpu_status resolve_sizes(const jctx *c, tpu_df_spec *s) {
+  if (s->src.kind != TPU_DF_SRC_TFRECORD && s->src.kind != TPU_DF_SRC_IMAGES) return TPU_OK;
+  int64_t n, files, bytes;
+  char e[512];
+  if (df_source_size(s, &n, &files, &bytes, e, sizeof e) != TPU_OK)
+    return jerr(c, s->src.kind == TPU_DF_SRC_TFRECORD ? "source.files" : "source.dir", "%s", e);
+  s->cost.elements = n;
+  s->cost.files = files;
+  s->cost.element_bytes = bytes;
+  return TPU_OK;
+}
+
 static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   static const char *const keys[] = { "kind", "split", "dir", "images", "labels", "path", "n", "shape", "classes",
-    "seed", "files", "image_feature", "label_feature", "elements", "element_bytes", "open_latency_s", "read_latency_s", "read_bandwidth_bytes_per_s", NULL };
+    "seed", "files", "image_feature", "label_feature", "resize", "image_size", "color_mode", "interpolation",
+    "class_names", "shuffle", "follow_links", "validation_split", "subset", "elements", "element_bytes",
+    "open_latency_s", "read_latency_s", "read_bandwidth_bytes_per_s", "decode_cost_per_element_s", NULL };
   if (!json_is_object(o)) return jerr(c, "source", "expected an object, got %s", jtype(o));
   TRY(check_keys(c, "source", o, keys));
   tpu_df_source src = tpu_df_source_default();
   const char *kind = NULL, *split = NULL;
   TRY(get_str(c, o, "source", "kind", &kind));
-  if (!kind) return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, tfrecord");
-  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic", "cifar10", "tfrecord" };
+  static const char *const kinds[] = { "fashion-mnist", "mnist", "idx", "csv", "npy", "synthetic", "cifar10", "tfrecord",
+                                       "images" };
+  if (!kind)
+    return tpu_json_missing(OBJ(c, o, "source"), "kind", "one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, "
+                            "tfrecord, images");
   int k = -1;
-  for (int i = 0; i < 8; i++) if (!strcmp(kind, kinds[i])) k = i;
-  if (k < 0) return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, tfrecord, got '%s'", kind);
+  for (int i = 0; i < 9; i++) if (!strcmp(kind, kinds[i])) k = i;
+  if (k < 0)
+    return jerr(c, "source.kind", "expected one of fashion-mnist, mnist, idx, csv, npy, synthetic, cifar10, tfrecord, "
+                "images, got '%s'", kind);
   src.kind = (tpu_df_source_kind)k;
+  TRY(kind_keys(c, o, src.kind));
   TRY(get_str(c, o, "source", "split", &split));
   if (split && strcmp(split, "train") && strcmp(split, "test"))
     return jerr(c, "source.split", "expected \"train\" or \"test\", got '%s'", split);
@@ -415,6 +616,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   if (src.kind == TPU_DF_SRC_MNIST && !src.dir) return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the MNIST IDX files");
   if (src.kind == TPU_DF_SRC_CIFAR10 && !src.dir)
     return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the CIFAR-10 binary files");
+  if (src.kind == TPU_DF_SRC_IMAGES && !src.dir)
+    return tpu_json_missing(OBJ(c, o, "source"), "dir", "the directory of the class folders of images");
   if ((src.kind == TPU_DF_SRC_IDX || src.kind == TPU_DF_SRC_NPY) && (!src.images || !src.labels))
     return tpu_json_missing(OBJ(c, o, "source"), src.images ? "labels" : "images", "a file path");
   if (src.kind == TPU_DF_SRC_CSV && !src.path) return tpu_json_missing(OBJ(c, o, "source"), "path", "a .csv file or a directory of them");
@@ -434,8 +637,17 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
     }
     src.height = dims[0]; src.width = dims[1]; src.channels = dims[2];
   }
-  const char *files[256];
-  if (src.kind == TPU_DF_SRC_TFRECORD) TRY(tfrecord_files(c, o, &src, files));
+  const char *files[256], *names[256];
+  if (src.kind == TPU_DF_SRC_TFRECORD) {
+    TRY(tfrecord_files(c, o, &src, files));
+    const char *rs = NULL;
+    TRY(get_str(c, o, "source", "resize", &rs));
+    if (rs && strcmp(rs, "bilinear") && strcmp(rs, "none"))
+      return jerr(c, "source.resize", "expected \"bilinear\" (tf.image.resize's default) or \"none\", got '%s'", rs);
+    src.resize = rs && !strcmp(rs, "bilinear");
+  }
+  if (src.kind == TPU_DF_SRC_IMAGES) TRY(images_keys(c, o, &src, names));
+  if (src.kind == TPU_DF_SRC_IMAGES || src.kind == TPU_DF_SRC_TFRECORD) TRY(split_keys(c, o, &src));
   if (src.kind == TPU_DF_SRC_SYNTHETIC) {
     TRY(get_int(c, o, "source", "n", 1, (int64_t)1 << 31, false, true, &src.n));
     if (!shape) return tpu_json_missing(OBJ(c, o, "source"), "shape", "[height, width, channels]");
@@ -460,7 +672,8 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   TRY(get_num(c, o, "source", "open_latency_s", &cc->open_latency_s));
   TRY(get_num(c, o, "source", "read_latency_s", &cc->read_latency_s));
   TRY(get_num(c, o, "source", "read_bandwidth_bytes_per_s", &cc->read_bandwidth_bytes_per_s));
-  return TPU_OK;
+  TRY(get_num(c, o, "source", "decode_cost_per_element_s", &cc->decode_cost_per_element_s));
+  return resolve_sizes(c, s);
 }
 
 /* Stages of the JSON description. Each parser reads its stage's keys (the
@@ -468,11 +681,6 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
 ** the caller then reads the costs every stage may carry. */
 typedef tpu_status (*stage_parser)(const jctx *c, json_t *o, const char *path, tpu_df_spec *s);
 
-/* "path.key", for an error about one key. */
-static const char *subpath(char p[64], const char *path, const char *key) {
-  snprintf(p, 64, "%s.%s", path, key);
-  return p;
-}
 
 /* What a tpu_df_spec_* builder returned: its own errors name the stage. */
 static tpu_status added(const jctx *c, const char *path, const tpu_df_spec *s, tpu_status st) {

@@ -321,11 +321,14 @@ void tpu_fe_dataset_free(tpu_fe_dataset *d);
 
 typedef struct tpu_fe_feed tpu_fe_feed;
 typedef struct tpu_fe_feed_opts {
-  const char *data;            /* fashion-mnist, mnist, synthetic or an IDX directory */
+  const char *data;            /* fashion-mnist, mnist, synthetic, cifar10:DIR, images:DIR,
+                                  tfrecord:FILES or an IDX directory */
   const char *pipeline;        /* a datafeed JSON file, or NULL for the built-in one */
   int global_batch, epochs, synthetic_n;
   uint64_t seed;               /* shuffle and synthetic data */
-  tpu_fe_shape synthetic_shape;/* synthetic: a sample's shape (zero: 28x28x1), e.g. the model's input */
+  tpu_fe_shape input_shape;    /* the model's input: the shape of synthetic samples (zero:
+                                  28x28x1), the size and channels images and TFRecord images
+                                  are decoded and resized to */
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
   bool no_values;              /* nothing will read the batches' values (--level timing): a synthetic
                                   source without a pipeline file then makes none, only the host-time
@@ -349,8 +352,10 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap);
 /* The test split of o->data (synthetic: synthetic_n/4 samples after the
-** training ones, of o's synthetic shape and classes), whole, scaled to
-** [0, 1]; at most 256 classes (byte labels). */
+** training ones, of o's input shape and classes; images:DIR and
+** tfrecord:FILES: the "validation" subset of validation_split 0.2 with
+** o->seed, as Keras' image_dataset_from_directory makes it), whole, scaled
+** to [0, 1]; at most 256 classes (byte labels). */
 tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, char *err, size_t errcap);
 /* }================================================================== */
 

@@ -26,6 +26,10 @@
 #include "datafeed/df.h"
 #include "frontend/fe.h"
 
+/* The share of images:DIR and tfrecord:FILES held out as the test set
+** (Keras' validation_split of its image classification tutorial). */
+#define FE_VALIDATION_SPLIT 0.2
+
 struct tpu_fe_feed {
   tpu_df *df;
   tpu_df_model *model;
@@ -68,14 +72,33 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
     src->kind = TPU_DF_SRC_SYNTHETIC;
     src->n = test ? o->synthetic_n + o->synthetic_n / 4 : o->synthetic_n;
     src->height = 28; src->width = 28; src->channels = 1; src->classes = 10;
-    if (o->synthetic_shape.h > 0) {
-      src->height = o->synthetic_shape.h; src->width = o->synthetic_shape.w; src->channels = o->synthetic_shape.c;
+    if (o->input_shape.h > 0) {
+      src->height = o->input_shape.h; src->width = o->input_shape.w; src->channels = o->input_shape.c;
     }
     if (o->synthetic_classes > 0) src->classes = o->synthetic_classes;
     src->seed = o->seed;
     return TPU_OK;
   }
   if (!strncmp(data, "cifar10:", 8)) { src->kind = TPU_DF_SRC_CIFAR10; src->dir = data + 8; return TPU_OK; }
+  if (!strncmp(data, "images:", 7) || !strncmp(data, "tfrecord:", 9)) {
+    /* as Keras' image_dataset_from_directory(validation_split=0.2, subset=...,
+    ** seed=the run's, image_size and channels of the model's input); the
+    ** TFRecord images are decoded and resized the same way */
+    const bool img = data[0] == 'i';
+    const tpu_fe_shape in = o->input_shape;
+    src->kind = img ? TPU_DF_SRC_IMAGES : TPU_DF_SRC_TFRECORD;
+    if (img) src->dir = data + 7;
+    else src->path = data + 9;
+    src->height = in.h; src->width = in.w; src->channels = in.c;
+    src->resize = true;
+    src->validation_split = FE_VALIDATION_SPLIT;
+    src->seed = o->seed & 0xffffffffu;
+    if (img && in.c != 1 && in.c != 3 && in.c != 4) {
+      snprintf(err, errcap, "the model's input has %d channels; images decode to 1 (grayscale), 3 (rgb) or 4 (rgba)", in.c);
+      return TPU_ERR_CONFIG;
+    }
+    return TPU_OK;
+  }
   src->kind = TPU_DF_SRC_MNIST;      /* a directory of the four IDX files */
   src->dir = data;
   (void)err; (void)errcap;

@@ -295,14 +295,6 @@ END_TEST
 /* {==================================================================
 ** TFRecord: a writer of its own (bitwise CRC-32C, protobuf by hand)
 ** ================================================================== */
-static uint32_t t_crc32c(const unsigned char *p, size_t n) {
-  uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
 static uint32_t t_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 
 typedef struct tbuf { unsigned char b[4096]; size_t n; } tbuf;
@@ -364,7 +356,7 @@ static const char *write_tfrecord(const char *name, int first, int count, int ba
     unsigned char h[12], t[4];
     uint64_t len = ex.n;
     for (int k = 0; k < 8; k++) h[k] = (unsigned char)(len >> (8 * k));
-    uint32_t c = t_mask(t_crc32c(h, 8)), dc = t_mask(t_crc32c(ex.b, ex.n));
+    uint32_t c = t_mask(tu_crc32c(h, 8)), dc = t_mask(tu_crc32c(ex.b, ex.n));
     for (int k = 0; k < 4; k++) { h[8 + k] = (unsigned char)(c >> (8 * k)); t[k] = (unsigned char)(dc >> (8 * k)); }
     fwrite(h, 1, 12, f); fwrite(ex.b, 1, ex.n, f); fwrite(t, 1, 4, f);
   }
@@ -392,7 +384,7 @@ static void expect_tf_elements(const tpu_df_batch *b, const int *ids, int n) {
 }
 
 START_TEST(Tfrecord_files_of_examples_read_every_record_in_order_and_interleaved) {
-  TU_EQ_U64(0xe3069283u, t_crc32c((const unsigned char *)"123456789", 9));   /* the CRC-32C check value */
+  TU_EQ_U64(0xe3069283u, tu_crc32c((const unsigned char *)"123456789", 9));   /* the CRC-32C check value */
   const char *files[2] = { write_tfrecord("a.tfrecord", 0, 3, -1, 0, "image", "label"),
                            write_tfrecord("b.tfrecord", 3, 4, -1, 0, "image", "label") };
   tpu_df_source src = tfrecord_source(files, 2);
@@ -441,7 +433,8 @@ static const struct spoiled_tfr {
   { TF_WIRE_TYPE, "t1.tfrecord: record 1: bad tf.train.Example: Example field 1 (features) has wire type 0, expected 2" },
   { TF_NO_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: the Example has no feature 'label'" },
   { TF_SHORT_IMAGE, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' has 11 bytes; source.shape 2x3x2 needs 12" },
-  { TF_JPEG, "t1.tfrecord: record 1: bad tf.train.Example: feature 'image' holds a JPEG-encoded image; only raw uint8" },
+  /* JPEG bytes are decoded, to the channels of source.shape: 2 is not a decoder's count */
+  { TF_JPEG, "t1.tfrecord: record 1: feature 'image': JPEG and PNG images decode to 1, 3 or 4 channels, not 2" },
   { TF_FLOAT_LABEL, "t1.tfrecord: record 1: bad tf.train.Example: feature 'label' is a float_list; expected an int64_list" },
 };
 
@@ -1429,6 +1422,60 @@ START_TEST(The_model_counts_what_take_skip_and_filter_keep) {
 }
 END_TEST
 
+/* {==================================================================
+** The real-cost run (tpu_df_costrun)
+** ================================================================== */
+/* A pipeline of every kind of node the run makes threads for: a parallel
+** interleave (lanes), a parallel map, a prefetch; 2 epochs. */
+static tpu_df_spec *costed_spec(double scale) {
+  tpu_df_spec *s = spec_of(synthetic(8, 1, 1, 1, 2));
+  tpu_df_spec_set_cost(s, "files", 2);
+  tpu_df_spec_set_cost(s, "open_latency_s", 0.010 * scale);
+  tpu_df_spec_set_cost(s, "read_latency_s", 0.002 * scale);
+  tpu_df_spec_interleave(s, 2, 2);
+  tpu_df_spec_map(s, TPU_DF_MAP_NONE, NULL, 2);
+  tpu_df_spec_set_cost(s, "cost_per_element_s", 0.004 * scale);
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df_spec_prefetch(s, 1);
+  tpu_df_spec_set_epochs(s, 2);
+  return s;
+}
+
+START_TEST(The_real_cost_run_is_never_faster_than_the_model_and_refuses_what_is_modelled_only) {
+  tpu_df_spec *s = costed_spec(1);
+  tpu_df_model_result model, meas;
+  ck_assert(tpu_df_model_run(s, NULL, 0.005, NULL, NULL, 100, NULL, &model, errbuf, sizeof errbuf) == TPU_OK);
+  ck_assert_msg(tpu_df_costrun(s, NULL, 0.005, 100, &meas, errbuf, sizeof errbuf) == TPU_OK, "%s", errbuf);
+  TU_EQ_U64(8, model.steps);
+  TU_EQ_U64(model.steps, meas.steps);
+  /* sleeping every cost, the run cannot beat the ideal timeline (it would
+  ** then overlap more than the semantics allow); a busy host slows it */
+  ck_assert_msg(meas.total_s >= model.total_s - 1e-3 && meas.total_s <= 3 * model.total_s + 0.05,
+                "model %.4f s, measured %.4f s", model.total_s, meas.total_s);
+  /* a run that ends inside an epoch stops every thread */
+  ck_assert(tpu_df_costrun(s, NULL, 0.005, 3, &meas, errbuf, sizeof errbuf) == TPU_OK);
+  TU_EQ_U64(3, meas.steps);
+  tpu_df_spec_destroy(s);
+  s = spec_of(synthetic(8, 1, 1, 1, 2));
+  tpu_df_spec_batch(s, 2, false);
+  tpu_df_spec_repeat(s, 2);
+  ck_assert(tpu_df_costrun(s, NULL, 0.001, 4, &meas, errbuf, sizeof errbuf) == TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "a repeat stage is not run for real") != NULL, "%s", errbuf);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
+static tpu_status costrun_once(void *ctx) {
+  tpu_df_model_result r;
+  return tpu_df_costrun(ctx, NULL, 0, 100, &r, errbuf, sizeof errbuf);
+}
+START_TEST(The_real_cost_run_survives_every_allocation_failure) {
+  tpu_df_spec *s = costed_spec(0);
+  tu_oom_sweep(500, costrun_once, s);
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("datafeed");
   TCase *tc = TU_CASE(s, "readers", 60, Idx_plain_and_gzip_decode_to_the_same_pixels_and_labels,
@@ -1465,6 +1512,8 @@ int main(void) {
                Take_before_shuffle_keeps_one_set_take_after_a_new_one_each_epoch,
                The_model_counts_what_take_skip_and_filter_keep);
   tcase_add_checked_fixture(tc, setup, teardown);
-  TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure);
+  TU_CASE(s, "oom", 120, Open_next_and_model_survive_every_allocation_failure,
+          The_real_cost_run_survives_every_allocation_failure);
+  TU_CASE(s, "costrun", 60, The_real_cost_run_is_never_faster_than_the_model_and_refuses_what_is_modelled_only);
   return tu_main(s);
 }

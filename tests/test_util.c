@@ -135,6 +135,40 @@ void tu_defer(void (*fn)(void *), void *p) {
   deferred[ndeferred++] = (struct deferred){ fn, p };
 }
 
+uint32_t tu_crc32c(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+static char scratch[256];
+
+static void remove_scratch(void *dir) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", (const char *)dir);
+  if (system(cmd) != 0) { /* best effort: /tmp is cleaned anyway */ }
+  scratch[0] = 0;
+}
+
+const char *tu_scratch(const char *tag) {
+  snprintf(scratch, sizeof scratch, "/tmp/%s.XXXXXX", tag);
+  ck_assert_ptr_nonnull(mkdtemp(scratch));
+  tu_defer(remove_scratch, scratch);
+  return scratch;
+}
+
+const char *tu_path(const char *name) {
+  static char p[8][512];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(p[k], sizeof p[k], "%s/%s", scratch, name);
+  return p[k];
+}
+
 static void after_test(void) {
   tpu_set_alloc(NULL, NULL);          /* a failed sweep leaves no hook behind */
   while (ndeferred > 0) {

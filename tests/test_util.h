@@ -70,6 +70,16 @@ tpu_sim_program *tu_dp_program(int cores, int rows, int iters, int allreduce_eve
 ** a test's helpers make and the test need not free by hand. */
 void tu_defer(void (*fn)(void *), void *p);
 
+/* CRC-32C (Castagnoli), bit by bit: the tests' own, for the TFRecord files
+** they write (TFRecord masks it). */
+uint32_t tu_crc32c(const void *data, size_t n);
+
+/* A fresh directory /tmp/TAG.XXXXXX for the running test, removed with
+** what it holds after the test (tu_defer); tu_path(name) is a path in it
+** (eight rotating buffers). */
+const char *tu_scratch(const char *tag);
+const char *tu_path(const char *name);
+
 /* Wall-clock seconds (monotonic); tu_cpu_now: CPU seconds of this thread,
 ** for goals per host core on a machine other processes share. */
 double tu_now(void);

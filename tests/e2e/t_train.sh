@@ -170,6 +170,40 @@ PY
 printf '{ "source": { "kind": "tfrecord", "files": "t*.tfrecord", "shape": [28, 28, 1], "classes": 10, "elements": 48 },\n  "stages": [ { "op": "interleave", "cycle_length": 2 }, { "op": "batch", "batch_size": 16, "drop_remainder": true } ] }' > p_tfr.json
 expect_status 0 "$TPUSIM" train --model tiny.json --pipeline p_tfr.json --batch 16 --epochs 1 --steps-per-epoch 3
 
+# --data images:DIR (class folders of PNGs and JPEGs, resized to the model's
+# 32x32x3 input; the validation subset of validation_split 0.2 with the
+# run's seed is the test set) and --data tfrecord:DIR (Examples of those
+# JPEGs in the Flowers layout: the int64 'class' is the label)
+mkdir -p pics/a pics/b pics/c
+PYTHONPATH=$TPU_ROOT/tests/e2e /usr/bin/python3 - <<'PY'
+import numpy as np
+from image_write import png, ppm
+for i in range(30):
+    y, x = np.mgrid[0:20, 0:24]
+    im = np.stack([(x * (3 + i % 3) + y * (i % 5) + 70 * k) % 256 for k in range(3)], -1).astype(np.uint8)
+    (png if i % 2 else ppm)("pics/%s/p%02d.%s" % ("abc"[i % 3], i, "png" if i % 2 else "ppm"), im)
+PY
+for f in pics/*/*.ppm; do cjpeg -quality 85 "$f" > "${f%.ppm}.jpg" && rm "$f"; done
+sed 's/"units": 10/"units": 3/' tiny_rgb.json > tiny3.json         # three classes: a, b, c
+expect_status 0 "$TPUSIM" train --model tiny3.json --data images:pics --batch 8 --epochs 2 --json
+echo "$OUT" > img.json
+/usr/bin/python3 -c 'import json; d=json.load(open("img.json")); assert d["steps_per_epoch"] == 3 and len(d["history"]) == 2, d' \
+  || die "train on images: 24 training images make 3 batches of 8"
+mkdir tfr
+PYTHONPATH=$TPU_ROOT/tests/e2e /usr/bin/python3 - <<'PY'
+import glob
+from tfrecord_write import flowers_example, record
+files = sorted(glob.glob("pics/*/*.jpg"))
+for f in range(3):
+    open("tfr/flowers%02d-5.tfrec" % f, "wb").write(b"".join(
+        record(flowers_example(open(p, "rb").read(), i % 3, b"abc"[i % 3:i % 3 + 1], (20, 24)))
+        for i, p in enumerate(files) if i % 3 == f))
+PY
+expect_status 0 "$TPUSIM" train --model tiny3.json --data tfrecord:tfr --batch 8 --epochs 1
+head -c 400 pics/b/p01.png > cut.png && mv cut.png pics/b/p01.png
+expect_status 2 "$TPUSIM" train --model tiny3.json --data images:pics --batch 8 --epochs 1
+expect_err_contains "pics/b/p01.png: undecodable PNG data"
+
 # one core: no all-reduce to wait for
 expect_status 0 "$TPUSIM" train --model tiny.json $S --cores 1 --level timing --json
 echo "$OUT" > one.json

@@ -45,3 +45,14 @@ def example(img, label, image_key=b"image", label_key=b"label"):
 def record(data):
     n = struct.pack("<Q", len(data))
     return n + struct.pack("<I", masked(n)) + data + struct.pack("<I", masked(data))
+
+
+def flowers_example(img, cls, name, size=(192, 192)):
+    """The Example of the Flowers TFRecords (the seed article's data set):
+    image (JPEG bytes), class (int64), label (the class name, bytes), size
+    (int64 [h, w]) and one_hot_class (floats)."""
+    packed = b"".join(varint(v) for v in size)
+    onehot = b"".join(struct.pack("<f", 1.0 if k == cls else 0.0) for k in range(5))
+    return ld(1, feature(b"image", 1, ld(1, img)) + feature(b"class", 3, varint(1 << 3) + varint(cls))
+              + feature(b"label", 1, ld(1, name)) + feature(b"size", 3, ld(1, packed))
+              + feature(b"one_hot_class", 2, ld(1, onehot)))
