@@ -4,6 +4,7 @@
 ** every shape into a pixel buffer (no SDL here; see viz.h for the model).
 */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +25,28 @@ uint32_t tpu_viz_stall_color(int stall) {
 }
 const char *tpu_viz_unit_name(tpu_viz_unit u) { return (unsigned)u < TPU_VIZ_NUNIT ? UNIT_NAMES[u] : "?"; }
 
+/* The shading scale as a table of 2 * SHADES + 1 colors over x in [-1, 1]
+** (made once): a cell's color is a lookup, not float arithmetic with
+** rounding calls, 16384 times a frame on a 128x128 array. */
+enum { SHADES = 512 };
+static uint32_t SHADE[2 * SHADES + 1];
+static pthread_once_t shade_once = PTHREAD_ONCE_INIT;
+static void make_shades(void) {
+  /* near-white at 0 (so a computing cell never looks idle), red or blue at +-1 */
+  const float base = 236.0f;
+  for (int i = 0; i <= 2 * SHADES; i++) {
+    float x = (float)(i - SHADES) / SHADES, r, g, b;
+    if (x >= 0) { r = base + (200 - base) * x; g = base + (30 - base) * x; b = base + (30 - base) * x; }
+    else { x = -x; r = base + (30 - base) * x; g = base + (70 - base) * x; b = base + (210 - base) * x; }
+    SHADE[i] = 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
+  }
+}
 uint32_t tpu_viz_value_color(float value, float scale) {
+  pthread_once(&shade_once, make_shades);
   float x = scale > 0 ? value / scale : 0.0f;
   if (!(x == x)) x = 0;                                /* NaN: neutral */
   x = x > 1 ? 1 : x < -1 ? -1 : x;
-  /* near-white at 0 (so a computing cell never looks idle), red or blue at +-1 */
-  const float base = 236.0f;
-  float r, g, b;
-  if (x >= 0) { r = base + (200 - base) * x; g = base + (30 - base) * x; b = base + (30 - base) * x; }
-  else { x = -x; r = base + (30 - base) * x; g = base + (70 - base) * x; b = base + (210 - base) * x; }
-  return 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
+  return SHADE[(int)((x + 1.0f) * SHADES + 0.5f)];
 }
 
 /* {==================================================================
@@ -437,6 +450,7 @@ void tpu_viz_destroy(tpu_viz *v) {
   tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
   tpu_free(v->state); tpu_free(v->weight); tpu_free(v->act); tpu_free(v->psum);
   tpu_free(v->tl_cache);
+  tpu_free(v->tl_px);
   tpu_free(v);
 }
 
@@ -790,6 +804,8 @@ static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
   const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
   if (v->tl_cache && v->tl_w == w && v->tl_total == v->total && v->tl_ca == v->tl_a && v->tl_cb == v->tl_b) return;
   tpu_free(v->tl_cache);
+  tpu_free(v->tl_px);
+  v->tl_px = NULL;
   v->tl_cache = tpu_malloc((size_t)w * (size_t)v->ncores * (size_t)per);
   v->tl_w = w; v->tl_total = v->total; v->tl_ca = v->tl_a; v->tl_cb = v->tl_b;
   if (!v->tl_cache) return;                      /* drawn without the cache */
@@ -802,12 +818,51 @@ static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
     }
 }
 
+/* Core p's strip and unit rows at timeline x (its categories 'cats'), in a
+** frame or in the timeline's pixel cache (origin x0, y0 of core p's block). */
+static void draw_tl_column(uint32_t *px, int pitch, const tpu_viz_layout *l, int x, int y0, const uint8_t *cats) {
+  fill(px, pitch, l, x, y0, 1, l->strip_h, tpu_viz_stall_color(cats[0]));
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
+    uint32_t col = cats[1 + u] == TPU_SIM_IDLE ? 0xff262626u : tpu_viz_stall_color(cats[1 + u]);
+    fill(px, pitch, l, x, y0 + l->strip_h + u * l->row_h, 1, l->row_h - 1, col);
+  }
+}
+
+/* The cores' blocks drawn once into tl_px (background where nothing is
+** drawn) for the cached categories; NULL when out of memory. The timeline
+** changes only when zoomed, panned or resized, so a frame copies its rows. */
+static const uint32_t *tl_pixels(tpu_viz *v, const tpu_viz_layout *l) {
+  const int w = l->timeline.w, h = v->ncores * l->core_h, per = 1 + TPU_VIZ_NUNIT;
+  if (!v->tl_cache || w < 1 || h < 1) return NULL;
+  if (v->tl_px && v->tl_px_key[0] == l->core_h && v->tl_px_key[1] == l->strip_h && v->tl_px_key[2] == l->row_h)
+    return v->tl_px;
+  tpu_free(v->tl_px);
+  if (!(v->tl_px = tpu_malloc((size_t)w * (size_t)h * sizeof *v->tl_px))) return NULL;
+  v->tl_px_key[0] = l->core_h; v->tl_px_key[1] = l->strip_h; v->tl_px_key[2] = l->row_h;
+  tpu_viz_layout tl = *l;                        /* the cache as a w x h frame of its own */
+  tl.width = w; tl.height = h;
+  fill(v->tl_px, w, &tl, 0, 0, w, h, TPU_VIZ_COLOR_BG);
+  for (int p = 0; p < v->ncores; p++)
+    for (int x = 0; x < w; x++)
+      draw_tl_column(v->tl_px, w, &tl, x, p * l->core_h, v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per);
+  return v->tl_px;
+}
+
 static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
   build_tl_cache(v, l);
+  const uint32_t *tp = tl_pixels(v, l);
   for (int p = 0; p < v->ncores; p++) {
     const int y0 = tpu_viz_core_y(l, p);
     if (p == v->sel) fill(px, pitch, l, l->timeline.x - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
+    if (tp) {
+      const int x0 = l->timeline.x, n = x0 + w > l->width ? l->width - x0 : w;
+      for (int j = 0; j < l->core_h && y0 + j < l->height && n > 0; j++)
+        if (y0 + j >= 0)
+          memcpy(px + (size_t)(y0 + j) * (size_t)pitch + x0, tp + ((size_t)p * (size_t)l->core_h + (size_t)j) * (size_t)w,
+                 (size_t)n * sizeof *px);
+      continue;
+    }
     for (int x = 0; x < w; x++) {
       uint8_t cats[1 + TPU_VIZ_NUNIT];
       if (v->tl_cache) memcpy(cats, v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per, (size_t)per);
@@ -816,11 +871,7 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
         cats[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
         for (int u = 0; u < TPU_VIZ_NUNIT; u++) cats[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
       }
-      fill(px, pitch, l, l->timeline.x + x, y0, 1, l->strip_h, tpu_viz_stall_color(cats[0]));
-      for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
-        uint32_t col = cats[1 + u] == TPU_SIM_IDLE ? 0xff262626u : tpu_viz_stall_color(cats[1 + u]);
-        fill(px, pitch, l, l->timeline.x + x, y0 + l->strip_h + u * l->row_h, 1, l->row_h - 1, col);
-      }
+      draw_tl_column(px, pitch, l, l->timeline.x + x, y0, cats);
     }
   }
   /* infeed occupancy (batches queued at the selected core), full height = the run's largest */

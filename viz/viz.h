@@ -59,7 +59,7 @@ const char *tpu_viz_unit_name(tpu_viz_unit u);      /* "MXU", ... */
 
 /* Cell colors (0xAARRGGBB). Computing cells are shaded by a value: x in
 ** [-1, 1] (value / scale, clamped) from blue (-1) through near-white (0) to
-** red (+1). This function can't fail. */
+** red (+1), in 1025 steps. This function can't fail. */
 #define TPU_VIZ_COLOR_IDLE    0xff2a2a2au
 #define TPU_VIZ_COLOR_LOADING 0xffe0b000u
 #define TPU_VIZ_COLOR_BG      0xff141414u
@@ -242,6 +242,20 @@ void tpu_viz_canvas_draw(tpu_viz_canvas *c);                /* this function can
 const uint32_t *tpu_viz_canvas_pixels(const tpu_viz_canvas *c, int *pitch);
 /* Writes the frame whole or not at all; 0, or -1 with err set. */
 int tpu_viz_canvas_save_png(tpu_viz_canvas *c, const char *path, char *err, size_t errcap);
+/* A window showing a canvas, as `tpusim viz` shows it (bench_viz times
+** this path). Needs SDL video initialised with a driver that can open
+** windows. On X11 (and SDL's dummy driver) the canvas composes straight
+** into the window's framebuffer, shown with one XShmPutImage; elsewhere it
+** is uploaded to a streaming texture of an SDL renderer. On failure *out
+** is NULL and err says why: TPU_ERR_IO when no window can be opened,
+** TPU_ERR_RUNTIME otherwise. */
+typedef struct tpu_viz_window tpu_viz_window;
+tpu_status tpu_viz_window_create(tpu_viz *v, int width, int height, tpu_viz_window **out, char *err, size_t errcap);
+void tpu_viz_window_destroy(tpu_viz_window *w);             /* NULL is a no-op */
+void tpu_viz_window_present(tpu_viz_window *w);             /* compose and show one frame; can't fail */
+/* How frames reach the screen: "X11 framebuffer (MIT-SHM)", "window
+** framebuffer", "SDL renderer, streaming texture", ... */
+const char *tpu_viz_window_path(const tpu_viz_window *w);
 /* The key help text (for --help and the on-screen help). */
 extern const char TPU_VIZ_KEYS_HELP[];
 /* }================================================================== */

@@ -61,6 +61,8 @@ struct tpu_viz {
   uint8_t *tl_cache; int tl_w; uint64_t tl_total; /* per timeline x: core cat + unit cats */
   uint64_t tl_a, tl_b;               /* the timeline's visible cycles [tl_a, tl_b); 0, 0 = the whole run */
   uint64_t tl_ca, tl_cb;             /* the range tl_cache was built for */
+  uint32_t *tl_px;                   /* the cores' strips and unit rows drawn from tl_cache (timeline.w x */
+  int tl_px_key[3];                  /* ncores * core_h pixels), for the core_h, strip_h, row_h it was drawn at */
 };
 /* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all
 ** (tpu_write_atomic). 0, or -1 with err set. (viz_png.c) */
