@@ -223,7 +223,8 @@ static int open_data(const opts *o, train_run *t) {
   /* synthetic data takes the model's input shape and classes */
   tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
                           .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
-                          .synthetic_shape = t->model.input, .synthetic_classes = ncls };
+                          .synthetic_shape = t->model.input, .synthetic_classes = ncls,
+                          .timing_only = !t->numerics };
   if (t->numerics && ncls > 256)
     return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "
                            "(byte labels); --level timing takes any count", o->model, ncls);

@@ -249,6 +249,10 @@ typedef struct tpu_fe_feed_opts {
   uint64_t seed;               /* shuffle and synthetic data */
   tpu_fe_shape synthetic_shape;/* synthetic: a sample's shape (zero: 28x28x1), e.g. the model's input */
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
+  bool timing_only;            /* the run reads no values (--level timing): the pipeline is opened
+                                  (files checked, sizes known) but starts no worker threads and
+                                  makes no batches; tpu_fe_feed_next gives x = y = NULL and the
+                                  host-time model's ready time, as it would with values */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;
@@ -261,8 +265,9 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
 void tpu_fe_feed_close(tpu_fe_feed *f);                                  /* NULL is a no-op */
 /* Positions the pipeline at the first batch of 'epoch'. */
 tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap);
-/* The next global batch (borrowed until the next call) and the simulated
-** host time it is ready, for a consumer asking at 'request_s'. The labels
+/* The next global batch (borrowed until the next call; NULL when the feed
+** was opened timing_only) and the simulated host time it is ready, for a
+** consumer asking at 'request_s'. The labels
 ** are bytes: *y is NULL when the data has more than 256 classes (then only
 ** the timing, which never reads values, can use the batch). */
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,

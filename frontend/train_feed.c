@@ -28,6 +28,7 @@
 
 struct tpu_fe_feed {
   tpu_df *df;
+  bool timing_only;            /* no batches are made (see tpu_fe_feed_opts) */
   tpu_df_model *model;
   int batch, classes;
   int64_t per_epoch;           /* batches per epoch */
@@ -110,7 +111,13 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   }
   f->fresh = tpu_df_spec_repeat_count(spec) == 0;
   if (f->fresh) TRY(tpu_df_spec_set_epochs(spec, o->epochs));
-  if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
+  /* A timing-only run never reads a value: no worker threads (each would be
+  ** started, handed every batch and joined for nothing; in a sweep they
+  ** compete with the other points for the host's cores) and no batches. */
+  tpu_df_options dopt = tpu_df_options_default();
+  if (o->timing_only) { dopt.threads = 0; dopt.prefetch = 0; }
+  f->timing_only = o->timing_only;
+  if ((st = tpu_df_open(spec, &dopt, &f->df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
   tpu_df_get_info(f->df, &di);
   if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
@@ -158,15 +165,19 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
 
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap) {
-  tpu_df_batch b;
-  tpu_status st = tpu_df_next(f->df, &b);
-  if (st != TPU_OK || b.size != f->batch) {
-    snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
-    return st != TPU_OK ? st : TPU_ERR_INPUT;
+  *x = NULL;
+  *y = NULL;
+  if (!f->timing_only) {
+    tpu_df_batch b;
+    tpu_status st = tpu_df_next(f->df, &b);
+    if (st != TPU_OK || b.size != f->batch) {
+      snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
+      return st != TPU_OK ? st : TPU_ERR_INPUT;
+    }
+    for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
+    *x = b.x;
+    *y = f->classes <= 256 ? f->y : NULL;
   }
-  for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
-  *x = b.x;
-  *y = f->classes <= 256 ? f->y : NULL;
   double r = tpu_df_model_next(f->model, request_s);
   *ready_s = r < request_s ? request_s : r;
   f->index++;

@@ -4,7 +4,6 @@
 ** every shape into a pixel buffer (no SDL here; see viz.h for the model).
 */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +24,16 @@ uint32_t tpu_viz_stall_color(int stall) {
 }
 const char *tpu_viz_unit_name(tpu_viz_unit u) { return (unsigned)u < TPU_VIZ_NUNIT ? UNIT_NAMES[u] : "?"; }
 
-/* The shading scale as a table of 2 * SHADES + 1 colors over x in [-1, 1]
-** (made once): a cell's color is a lookup, not float arithmetic with
-** rounding calls, 16384 times a frame on a 128x128 array. */
-enum { SHADES = 512 };
-static uint32_t SHADE[2 * SHADES + 1];
-static pthread_once_t shade_once = PTHREAD_ONCE_INIT;
-static void make_shades(void) {
-  /* near-white at 0 (so a computing cell never looks idle), red or blue at +-1 */
-  const float base = 236.0f;
-  for (int i = 0; i <= 2 * SHADES; i++) {
-    float x = (float)(i - SHADES) / SHADES, r, g, b;
-    if (x >= 0) { r = base + (200 - base) * x; g = base + (30 - base) * x; b = base + (30 - base) * x; }
-    else { x = -x; r = base + (30 - base) * x; g = base + (70 - base) * x; b = base + (210 - base) * x; }
-    SHADE[i] = 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
-  }
-}
 uint32_t tpu_viz_value_color(float value, float scale) {
-  pthread_once(&shade_once, make_shades);
   float x = scale > 0 ? value / scale : 0.0f;
   if (!(x == x)) x = 0;                                /* NaN: neutral */
   x = x > 1 ? 1 : x < -1 ? -1 : x;
-  return SHADE[(int)((x + 1.0f) * SHADES + 0.5f)];
+  /* near-white at 0 (so a computing cell never looks idle), red or blue at +-1 */
+  const float base = 236.0f;
+  float r, g, b;
+  if (x >= 0) { r = base + (200 - base) * x; g = base + (30 - base) * x; b = base + (30 - base) * x; }
+  else { x = -x; r = base + (30 - base) * x; g = base + (70 - base) * x; b = base + (210 - base) * x; }
+  return 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
 }
 
 /* {==================================================================

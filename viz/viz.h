@@ -59,7 +59,7 @@ const char *tpu_viz_unit_name(tpu_viz_unit u);      /* "MXU", ... */
 
 /* Cell colors (0xAARRGGBB). Computing cells are shaded by a value: x in
 ** [-1, 1] (value / scale, clamped) from blue (-1) through near-white (0) to
-** red (+1), in 1025 steps. This function can't fail. */
+** red (+1). This function can't fail. */
 #define TPU_VIZ_COLOR_IDLE    0xff2a2a2au
 #define TPU_VIZ_COLOR_LOADING 0xffe0b000u
 #define TPU_VIZ_COLOR_BG      0xff141414u
