@@ -199,6 +199,17 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap);
 
+/* The engine program of 'steps' training steps (1..1000) one after another,
+** the batch of step s ready at ready_cycles[s] (cycles from the run's start,
+** nondecreasing; one infeed entry per core and step). A step's infeed asks
+** for its batch when the step before has ended (its last op), as a training
+** loop does, and every op carries its step (tpu_sim_op.step), so the
+** engine's per-step stall breakdown is per training step. Errors as
+** tpu_fe_step_program's, and TPU_ERR_INPUT for a step count out of range. */
+tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                int steps, const uint64_t *ready_cycles, tpu_sim_program **out, char *err,
+                                size_t errcap);
+
 typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
   double stall[TPU_SIM_NSTALL];/* cycles per stall kind (TPU_SIM_MXU_BUSY ...), mean over cores */

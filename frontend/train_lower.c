@@ -130,6 +130,8 @@ typedef struct lower {
   bufcache hbm_views;          /* HBM tiles by shape */
   int after;                   /* 1 + op the next DMA must wait for, or 0 */
   int last_dma;                /* index of the last DMA added */
+  int step;                    /* the training step being lowered (tpu_sim_op.step) */
+  int last_op;                 /* index of the last op added, -1 before the first */
   uint64_t hbm_bytes, macs;
   int grads;                   /* the gradients' HBM tensor (the all-reduce's operand) */
   struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
@@ -208,7 +210,9 @@ static int tensor(lower *L, const char *what, int i, int64_t r, int64_t c) {
   if (L->st) return 0;
   char name[64];
   snprintf(name, sizeof name, "%s%d", what, i);
-  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  int h = tpu_sim_buffer_find(L->p, L->core, name);   /* a later step: the same tensor */
+  if (h) return h;
+  h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
   if (!h) lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p));
   return h;
 }
@@ -219,9 +223,11 @@ static int add(lower *L, tpu_sim_op *op, const char *what) {
   char nm[112];
   snprintf(nm, sizeof nm, "%s %s", L->label, what);
   op->name = nm;
+  op->step = L->step;
   int idx = -1;
   tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
   if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
+  L->last_op = idx;
   return idx;
 }
 
@@ -456,7 +462,9 @@ static void lower_infeed(lower *L, const fe_plan *p) {
   } else {
     tensor(L, "params", 0, (int64_t)m->nparams, 1);
   }
-  tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0 };
+  /* a later step asks for its batch when the step before has ended (its
+  ** last op: the optimizer's last store), as a training loop does */
+  tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0, .after = L->step > 0 ? L->last_op + 1 : 0 };
   int ii = add(L, &inf, "dequeue");
   L->after = ii + 1;
 }
@@ -636,9 +644,10 @@ static void budget(const tpu_chip_config *chip, int64_t *vmem, int64_t *Q, int64
   *S = s;
 }
 
-/* Builds the program into *out; core 0's per-core figures go to L. */
+/* Builds the program of 'nsteps' steps into *out, step s's batch ready at
+** ready[s]; core 0's per-core figures go to L. */
 static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
-                        bool train, uint64_t infeed_ready_cycles, tpu_sim_program **out, char *err, size_t errcap) {
+                        bool train, int nsteps, const uint64_t *ready, tpu_sim_program **out, char *err, size_t errcap) {
   *out = NULL;
   if (!m || !chip || rows < 1 || m->nlayers < 1 || chip->cores < 1 || chip->cores > TPU_MAX_CORES) {
     snprintf(err, errcap, "the step program needs a model, a chip of 1..%d cores and rows >= 1 (got %d)",
@@ -667,8 +676,10 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
     L->after = 0;
     L->last_dma = -1;
     L->hbm_bytes = L->macs = 0;
-    for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
-    if (!L->st && (st = tpu_sim_infeed(L->p, c, 1, &infeed_ready_cycles)))
+    L->last_op = -1;
+    for (L->step = 0; L->step < nsteps && !L->st; L->step++)
+      for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
+    if (!L->st && (st = tpu_sim_infeed(L->p, c, nsteps, ready)))
       lw_fail(L, st, tpu_sim_program_error(L->p));
     if (c == 0) { bytes0 = L->hbm_bytes; macs0 = L->macs; }
   }
@@ -691,7 +702,19 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap) {
   lower L = { 0 };
-  return build(&L, m, chip, prec, rows, train, infeed_ready_cycles, out, err, errcap);
+  return build(&L, m, chip, prec, rows, train, 1, &infeed_ready_cycles, out, err, errcap);
+}
+
+tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                int steps, const uint64_t *ready_cycles, tpu_sim_program **out, char *err,
+                                size_t errcap) {
+  *out = NULL;
+  if (steps < 1 || steps > 1000 || !ready_cycles) {
+    snprintf(err, errcap, "steps: expected 1..1000 training steps with their ready cycles, got %d", steps);
+    return TPU_ERR_INPUT;
+  }
+  lower L = { 0 };
+  return build(&L, m, chip, prec, rows, true, steps, ready_cycles, out, err, errcap);
 }
 
 /* {==================================================================
@@ -705,7 +728,7 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
   lower L = { 0 };
   tpu_sim_program *p = NULL;
   tpu_sim_result *r = NULL;
-  tpu_status st = build(&L, m, chip, prec, rows, train, infeed_ready_cycles, &p, err, errcap);
+  tpu_status st = build(&L, m, chip, prec, rows, train, 1, &infeed_ready_cycles, &p, err, errcap);
   if (st) goto out;
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads, .trace = trace != NULL };
   if ((st = tpu_sim_run(chip, p, &o, &r))) {

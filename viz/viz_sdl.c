@@ -167,6 +167,13 @@ static void compose_timeline_labels(ui *u) {
   const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, ux = l->timeline.x - 4 * l->font;
   char b[512];
   text(u, u->small, l->timeline.x, l->timeline.y - ln - 2, 0xffc0c0c0u, "timeline (click to jump)");
+  if (tpu_viz_pipeline_rows(v) > 0) {           /* the input pipeline's rows, as the tf.data guide draws them */
+    snprintf(b, sizeof b, "input pipeline: %s", tpu_viz_pipeline_title(v));
+    text_fit(u, u->small, l->pipeline.x, l->pipeline.y - ln - 2, 0xffc0c0c0u, b, l->pipeline.w);
+    for (int r = 0; r < tpu_viz_pipeline_rows(v) && l->pipe_row_h >= l->font - 2; r++)
+      text_fit(u, u->small, lx, l->pipeline.y + r * l->pipe_row_h - 2, 0xffa0a0a0u, tpu_viz_pipeline_row_name(v, r),
+               l->pipeline.x - lx - 4);
+  }
   for (int p = 0; p < v->ncores; p++) {
     int y = tpu_viz_core_y(l, p);
     snprintf(b, sizeof b, "core %d", p + 1);
@@ -215,6 +222,19 @@ static void compose_legend(ui *u) {
   text(u, u->small, x0, y, 0xffffffffu, "idle cell");
   text(u, u->small, l->legend.x + 7 * f + 6, y, 0xffffffffu, "loading");
   text(u, u->small, l->legend.x + 20 * f + 6, y, 0xffffffffu, v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+");
+  /* the input pipeline's span kinds, swatch and name, as many as fit the line */
+  char kinds[16];
+  const int nk = tpu_viz_pipeline_rows(v) > 0 ? tpu_viz_pipeline_kinds(v, kinds) : 0;
+  for (int k = 0, x = l->legend.x; k < nk; k++) {
+    const char *name = tpu_viz_span_name(kinds[k]);
+    int tw = 0;
+    if (TTF_SizeUTF8(u->small, name, &tw, NULL) != 0 || x + f + 3 + tw > l->legend.x + l->legend.w) break;
+    const uint32_t c = tpu_viz_span_color(kinds[k]);
+    SDL_Rect sw = { x, y + ln + (ln - f) / 2, f, f };
+    SDL_FillRect(u->frame, &sw, SDL_MapRGB(u->frame->format, (Uint8)(c >> 16), (Uint8)(c >> 8), (Uint8)c));
+    text(u, u->small, x + f + 3, y + ln, 0xffffffffu, name);
+    x += f + 3 + tw + f;
+  }
 }
 
 /* What each unit runs at the cycle shown, the hovered cell, the help. */

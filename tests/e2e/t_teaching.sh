@@ -31,6 +31,12 @@ expect_status 0 "$TPUSIM" train --model mlp --level timing --steps-per-epoch 60 
 f=$(echo "$OUT" | j 'd["input_wait_fraction"]')
 /usr/bin/python3 -c "import sys; assert float(sys.argv[2]) < float(sys.argv[1]) * 0.8" "$n" "$f" || die "prefetch did not cut the wait: $n -> $f"
 expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png ex4.png
+for f in naive prefetch; do      # the pipeline pictures: the naive one waits at every step, prefetch only at the first
+  expect_status 0 "$TPUSIM" viz --pipeline "$TPU_ROOT/docs/examples/train-$f.json" --steps 4 --headless --png ex4-$f.png --json
+  echo "$OUT" | j 'd["pipeline"]["infeed_wait_cycles"]' > ex4-$f.txt
+done
+/usr/bin/python3 -c "import sys; n=eval(open('ex4-naive.txt').read()); p=eval(open('ex4-prefetch.txt').read()); assert min(n) > 0 and p[0] > 0 and p[1:] == [0, 0, 0], (n, p)" \
+  || die "pipeline pictures: naive $(cat ex4-naive.txt), prefetch $(cat ex4-prefetch.txt)"
 # 5. all-reduce: fixed batch gets no faster with cores, a growing batch scales
 ips() { expect_status 0 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 512 --level timing --steps-per-epoch 2 --cores $1 --batch $2 --json; echo "$OUT" | j 'd["images_per_s"], d["stall"]["collective_wait"]'; }
 f1=$(ips 1 128); f8=$(ips 8 128); g8=$(ips 8 256)
