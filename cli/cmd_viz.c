@@ -242,8 +242,11 @@ static int pipeline_spans(const viz_opts *o, const tpu_chip_config *chip, const 
   size_t n;
   const tpu_df_interval *iv = tpu_df_model_intervals(dm, &n);
   const char *names[64];
+  if (nrows > 64)                      /* e.g. a map with num_parallel_calls 100: a row per worker */
+    return cli_usage_error(CMD, "--pipeline %s: %d timeline rows (stages and workers); the viewer draws at most 64",
+                           o->pipeline, nrows);
   tpu_viz_span *sp = tpu_malloc((n + 1) * sizeof *sp);
-  if (!sp || nrows > 64) { tpu_free(sp); return cli_runtime_error(CMD, "--pipeline %s: out of memory or more than 64 rows", o->pipeline); }
+  if (!sp) return cli_runtime_error(CMD, "out of memory");
   for (int r = 0; r < nrows; r++) names[r] = tpu_df_model_row_name(dm, r);
   for (size_t i = 0; i < n; i++)
     sp[i] = (tpu_viz_span){ iv[i].row, (uint64_t)llround(iv[i].start_s * hz), (uint64_t)llround(iv[i].end_s * hz), iv[i].kind };

@@ -45,3 +45,6 @@ expect_err_contains "the data ends after 2 batches"
 printf '{ "source": ' > broken.json
 expect_status 2 "$TPUSIM" viz --pipeline broken.json --headless --png x.png
 expect_err_contains "broken.json:1:"
+printf '{ "source": { "kind": "synthetic", "n": 4096, "shape": [28, 28, 1], "classes": 10 }, "stages": [ { "op": "map", "fn": "normalize", "num_parallel_calls": 100, "cost_per_element_s": 1e-6 }, { "op": "batch", "batch_size": 8 } ] }' > wide.json
+expect_status 2 "$TPUSIM" viz --pipeline wide.json --steps 2 --headless --png x.png
+expect_err_contains "the viewer draws at most 64"
