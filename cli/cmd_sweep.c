@@ -241,9 +241,21 @@ static int parse_points(sweep_run *r) {
   return 0;
 }
 
+/* OpenBLAS (Debian's pthreads build) starts its pool of CPUs - 1 threads
+** when the library loads, and each spins on sched_yield for about 2^28
+** cycles before it sleeps: a tenth of a second of a core, taken from the
+** points while a sweep's workers are busy (docs/BENCHMARKS.md, Sweeps:
+** -j 2 took 0.67 of -j 1 with the pool, 0.54 without). The points are the
+** sweep's parallelism, so the pool is stopped before they start; OpenBLAS
+** starts it again, as it was, at the first threaded call (a point on the
+** reference backend), so BLAS results are what they would have been.
+** Exported by libopenblas (its fork handler calls it); not in cblas.h. */
+int blas_thread_shutdown_(void);
+
 static int run_points(sweep_run *r, long jobs) {
   int rc = parse_points(r);
   if (rc) return rc;
+  blas_thread_shutdown_();
   r->t0 = cli_now_s();
   r->tty = isatty(STDERR_FILENO) == 1;
   if (jobs > r->ntodo) jobs = r->ntodo > 0 ? r->ntodo : 1;
