@@ -249,13 +249,15 @@ static int parse_points(sweep_run *r) {
 ** sweep's parallelism, so the pool is stopped before they start; OpenBLAS
 ** starts it again, as it was, at the first threaded call (a point on the
 ** reference backend), so BLAS results are what they would have been.
-** Exported by libopenblas (its fork handler calls it); not in cblas.h. */
-int blas_thread_shutdown_(void);
+** Exported by libopenblas's threaded builds (its fork handler calls it);
+** not in cblas.h, and absent from a serial build (Debian's
+** libopenblas0-serial alternative), hence weak: NULL there, and no pool. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 static int run_points(sweep_run *r, long jobs) {
   int rc = parse_points(r);
   if (rc) return rc;
-  blas_thread_shutdown_();
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
   r->t0 = cli_now_s();
   r->tty = isatty(STDERR_FILENO) == 1;
   if (jobs > r->ntodo) jobs = r->ntodo > 0 ? r->ntodo : 1;
