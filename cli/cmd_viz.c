@@ -73,7 +73,7 @@ static const char HELP[] =
   "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
   "                         per frame (space, right, shift+right, left, plus, minus,\n"
   "                         1..8, a, h, s, q, esc, n, p, z, x, [, ], wait:FRAMES,\n"
-  "                         click:X:Y, hover:X:Y, wheelup, wheeldown);\n"
+  "                         click:X:Y, hover:X:Y, wheelup, wheeldown, size:WxH);\n"
   "                         prints the state after each; the session ends with them\n"
   "  --json                 headless: print one JSON object (run, totals, frames)\n\n"
   "keys in the window:\n";

@@ -686,6 +686,12 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
       if (wait > 0) wait--;
       else if (next) {
         SDL_Event se;
+        int sw, sh;
+        if (sscanf(next, "size:%dx%d", &sw, &sh) == 2 && sw > 0 && sh > 0) {   /* as a user drags the corner */
+          SDL_SetWindowSize(w->win, sw, sh);
+          next = strtok_r(NULL, ",", &save);
+          continue;
+        }
         if (!script_event(next, &se, &wait)) {
           fprintf(stderr, "tpusim viz: --script: unknown action '%s'\n", next);
           rc = 2;
