@@ -48,3 +48,11 @@ expect_err_contains "broken.json:1:"
 printf '{ "source": { "kind": "synthetic", "n": 4096, "shape": [28, 28, 1], "classes": 10 }, "stages": [ { "op": "map", "fn": "normalize", "num_parallel_calls": 100, "cost_per_element_s": 1e-6 }, { "op": "batch", "batch_size": 8 } ] }' > wide.json
 expect_status 2 "$TPUSIM" viz --pipeline wide.json --steps 2 --headless --png x.png
 expect_err_contains "the viewer draws at most 64"
+# each step's wait is the one tpusim train --pipeline times (its --csv, in seconds at 700 MHz)
+expect_status 0 "$TPUSIM" train --model mlp --level timing --pipeline "$ex/train-naive.json" --steps-per-epoch 6 --csv train.csv
+/usr/bin/python3 - <<'PY' || die "viz --pipeline's waits are not train --pipeline's: $(cat train.csv)"
+import csv, json
+viz = json.load(open("naive.json"))["pipeline"]["infeed_wait_cycles"]
+train = [round(float(r["infeed_wait_s"]) * 700e6) for r in csv.DictReader(open("train.csv"))]
+assert viz == train, (viz, train)
+PY
