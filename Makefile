@@ -183,7 +183,10 @@ docs-images: tpusim $(B)/tests/bench_hbm
 	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 4567 --png docs/teaching/ex2-n130.png
 	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 1250 --png docs/teaching/ex3-bf16x3.png
 	$(BIN) viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png docs/teaching/ex4-infeed.png
+	$(BIN) viz --pipeline docs/examples/train-naive.json --steps 24 --headless --png docs/teaching/ex4-pipeline-naive.png
+	$(BIN) viz --pipeline docs/examples/train-prefetch.json --steps 24 --headless --png docs/teaching/ex4-pipeline-prefetch.png
 	$(BIN) viz --chip teach --model mlp --batch 64 --headless --png docs/teaching/ex5-allreduce.png
+	docs/teaching/ex6-dataflow.sh $(BIN) docs/teaching/ex6-dataflow.png
 # The main job: mlp on Fashion-MNIST on a simulated tpu-v2-8, 2 epochs, fed by
 # a prefetching pipeline; writes a Perfetto trace to build/train-trace.json.
 demo: tpusim

@@ -181,8 +181,12 @@ static void run_point(sweep_run *r, long p, void *opts) {
     json_object_set_new(e, "error", json_string(err));
   }
   json_object_set_new(e, "report", rep ? rep : json_null());
+  /* Encoded and appended outside the lock: one write(2) to an O_APPEND file
+  ** lands whole, and other points need not wait for this one's JSON. The
+  ** line counts as written (for the syncer) only once write(2) returned. */
+  const int bad = !e || sweep_journal_append(r->fd, e);
   pthread_mutex_lock(&r->mu);
-  r->io_errors += !e || sweep_journal_append(r->fd, e);
+  r->io_errors += bad;
   r->written++;
   pthread_cond_signal(&r->wrote);
   r->done++;
@@ -237,9 +241,23 @@ static int parse_points(sweep_run *r) {
   return 0;
 }
 
+/* OpenBLAS (Debian's pthreads build) starts its pool of CPUs - 1 threads
+** when the library loads, and each spins on sched_yield for about 2^28
+** cycles before it sleeps: a tenth of a second of a core, taken from the
+** points while a sweep's workers are busy (docs/BENCHMARKS.md, Sweeps:
+** -j 2 took 0.67 of -j 1 with the pool, 0.54 without). The points are the
+** sweep's parallelism, so the pool is stopped before they start; OpenBLAS
+** starts it again, as it was, at the first threaded call (a point on the
+** reference backend), so BLAS results are what they would have been.
+** Exported by libopenblas's threaded builds (its fork handler calls it);
+** not in cblas.h, and absent from a serial build (Debian's
+** libopenblas0-serial alternative), hence weak: NULL there, and no pool. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 static int run_points(sweep_run *r, long jobs) {
   int rc = parse_points(r);
   if (rc) return rc;
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
   r->t0 = cli_now_s();
   r->tty = isatty(STDERR_FILENO) == 1;
   if (jobs > r->ntodo) jobs = r->ntodo > 0 ? r->ntodo : 1;

@@ -6,11 +6,13 @@
 #include <jansson.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli/cli_int.h"
+#include "datafeed/df.h"
 #include "frontend/fe.h"
 #include "sim/sim.h"
 #include "viz/viz.h"
@@ -19,6 +21,7 @@ static const char HELP[] =
   "usage: tpusim viz [--m M --n N --k K] [--seed S] [options]\n"
   "       tpusim viz --program FILE.json [options]\n"
   "       tpusim viz --model NAME|FILE [--batch B] [--cores C] [options]\n"
+  "       tpusim viz --pipeline FILE.json [--model NAME|FILE] [--batch B] [--steps N] [options]\n"
   "       tpusim viz --headless --frames N [--every CYCLES] --out DIR [options]\n\n"
   "Opens a window on a workload run on the chip engine: the selected core's MXU\n"
   "cell by cell from the PE-level model (idle, loading weights, computing shaded\n"
@@ -40,6 +43,12 @@ static const char HELP[] =
   "                         docs/MODELS.md) instead of the GEMM\n"
   "  --batch B              with --model: the global batch (default 128), split evenly\n"
   "                         over the cores as tpusim train splits it\n"
+  "  --pipeline FILE        the input pipeline (a datafeed JSON file, docs/DATAFEED.md)\n"
+  "                         feeding --steps training steps of --model (default mlp): its\n"
+  "                         stages' open/read/map/batch intervals drawn above the cores'\n"
+  "                         timeline, each batch reaching the cores' infeed when the\n"
+  "                         host-time model says, as tpusim train --pipeline times it\n"
+  "  --steps N              with --pipeline: training steps shown (1..200, default 8)\n"
   "  --infeed-ready CYCLES  with --model: the batch reaches the cores' infeed this many\n"
   "                         cycles after the step starts (default 0: already there)\n"
   "  --cores C              run the GEMM or the model on C cores (1..the chip's), the\n"
@@ -64,7 +73,7 @@ static const char HELP[] =
   "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
   "                         per frame (space, right, shift+right, left, plus, minus,\n"
   "                         1..8, a, h, s, q, esc, n, p, z, x, [, ], wait:FRAMES,\n"
-  "                         click:X:Y, hover:X:Y, wheelup, wheeldown);\n"
+  "                         click:X:Y, hover:X:Y, wheelup, wheeldown, size:WxH);\n"
   "                         prints the state after each; the session ends with them\n"
   "  --json                 headless: print one JSON object (run, totals, frames)\n\n"
   "keys in the window:\n";
@@ -74,12 +83,13 @@ static const char HELP[] =
 enum { OPT_PRECISION = 1, OPT_SIZE };
 
 typedef struct viz_opts {
-  long m, n, k, seed, core, cycle, frames, every, cores, batch, infeed_ready;   /* 0: not given */
+  long m, n, k, seed, core, cycle, frames, every, cores, batch, infeed_ready, steps;   /* 0: not given */
   double speed, scale;
   tpu_precision prec;
   bool prec_given, headless;
   int width, height;
-  const char *out_dir, *script, *png, *gif, *program, *model;
+  const char *out_dir, *script, *png, *gif, *program, *model, *pipeline;
+  json_t *pipe_json;           /* --pipeline: the steps' waits, for --json */
   cli_common com;
 } viz_opts;
 
@@ -114,6 +124,7 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL),
     CLI_STR("model", &o->model, "--model needs a name or a file"),
     CLI_STR("program", &o->program, "--program needs a file name"),
+    CLI_STR("pipeline", &o->pipeline, "--pipeline needs a datafeed JSON file"), CLI_LONG("steps", &o->steps, 1, 200),
     CLI_DOUBLE("speed", &o->speed, 0.25, 65536), CLI_DOUBLE("scale", &o->scale, 0.5, 4),
     CLI_STR("out", &o->out_dir, "--out needs a directory"), CLI_STR("png", &o->png, "--png needs a file name"),
     CLI_STR("gif", &o->gif, "--gif needs a file name"),
@@ -127,13 +138,18 @@ static int parse(int argc, char **argv, viz_opts *o) {
 /* Which workload: one of GEMM (--m --n --k), program, model. */
 static int check_workload(const viz_opts *o, const tpu_chip_config *chip) {
   const bool gemm_flags = o->m || o->n || o->k;
+  if (o->pipeline && (o->program || gemm_flags || o->infeed_ready))
+    return cli_usage_error(CMD, "--pipeline feeds training steps of --model; --program, --m/--n/--k and "
+                           "--infeed-ready do not go with it (the pipeline says when each batch is ready)");
   if (o->program && o->model) return cli_usage_error(CMD, "--program and --model are two workloads: give one");
   if ((o->program || o->model) && gemm_flags)
     return cli_usage_error(CMD, "--%s runs %s; --m, --n and --k describe a GEMM: give one or the other",
                            o->program ? "program" : "model", o->program ? "a program" : "a model's training step");
   if (o->program && o->prec_given)
     return cli_usage_error(CMD, "--precision: a program gives each matmul's precision itself");
-  if (!o->model && (o->batch || o->infeed_ready)) return cli_usage_error(CMD, "--batch and --infeed-ready go with --model");
+  if (o->steps && !o->pipeline) return cli_usage_error(CMD, "--steps goes with --pipeline");
+  if (!o->model && !o->pipeline && (o->batch || o->infeed_ready))
+    return cli_usage_error(CMD, "--batch and --infeed-ready go with --model");
   if (o->cores && o->program)
     return cli_usage_error(CMD, "--cores: a program is written for the chip's cores (%d on %s); --cores goes with "
                            "a GEMM or a model", chip->cores, chip->name);
@@ -190,6 +206,99 @@ static int create_model(const viz_opts *o, const tpu_chip_config *chip, tpu_viz 
   return st == TPU_OK ? 0 : cli_fail(CMD, st, "--model %s: %s", o->model, err);
 }
 
+/* {==================================================================
+** --pipeline: training steps fed by an input pipeline
+** ================================================================== */
+/* The steps as tpusim train --pipeline times them: the host-time model says
+** when each batch is ready for a consumer asking when the step before
+** ended, and each step is timed with its infeed wait. ready[k] gets step
+** k's ready cycle from the run's start; 0 or the exit status. */
+static int pipeline_steps(const viz_opts *o, const tpu_fe_model *model, const tpu_chip_config *chip, int rows,
+                          tpu_df_model *dm, uint64_t *ready, json_t *waits) {
+  char err[1024];
+  const double hz = chip->clock_mhz * 1e6;
+  uint64_t t = 0, last_wait = UINT64_MAX;
+  tpu_fe_step_timing tm = { 0 };
+  for (long k = 0; k < o->steps; k++) {
+    const double got = tpu_df_model_next(dm, (double)t / hz);
+    if (got < 0)
+      return cli_usage_error(CMD, "--pipeline %s: the data ends after %ld batches; give fewer --steps", o->pipeline, k);
+    const double w = got * hz - (double)t;
+    const uint64_t wait = w > 0 ? (uint64_t)llround(w) : 0;
+    tpu_status st = TPU_OK;
+    if (wait != last_wait && (st = tpu_fe_time_step(model, chip, o->prec, rows, true, wait, 1, &tm, NULL, err, sizeof err)))
+      return cli_fail(CMD, st, "--model %s: %s", o->model, err);
+    last_wait = wait;
+    ready[k] = t + wait;
+    json_array_append_new(waits, json_integer((json_int_t)wait));
+    t += tm.step_cycles;
+  }
+  return 0;
+}
+
+/* The host-time model's rows and intervals (seconds) as the viz's spans (cycles). */
+static int pipeline_spans(const viz_opts *o, const tpu_chip_config *chip, const tpu_df_model *dm, tpu_viz *v) {
+  const double hz = chip->clock_mhz * 1e6;
+  const int nrows = tpu_df_model_rows(dm);
+  size_t n;
+  const tpu_df_interval *iv = tpu_df_model_intervals(dm, &n);
+  const char *names[64];
+  if (nrows > 64)                      /* e.g. a map with num_parallel_calls 100: a row per worker */
+    return cli_usage_error(CMD, "--pipeline %s: %d timeline rows (stages and workers); the viewer draws at most 64",
+                           o->pipeline, nrows);
+  tpu_viz_span *sp = tpu_malloc((n + 1) * sizeof *sp);
+  if (!sp) return cli_runtime_error(CMD, "out of memory");
+  for (int r = 0; r < nrows; r++) names[r] = tpu_df_model_row_name(dm, r);
+  for (size_t i = 0; i < n; i++)
+    sp[i] = (tpu_viz_span){ iv[i].row, (uint64_t)llround(iv[i].start_s * hz), (uint64_t)llround(iv[i].end_s * hz), iv[i].kind };
+  const tpu_status st = tpu_viz_set_pipeline(v, o->pipeline, nrows, names, sp, n);
+  tpu_free(sp);
+  return st == TPU_OK ? 0 : cli_runtime_error(CMD, "--pipeline %s: out of memory", o->pipeline);
+}
+
+/* --steps training steps of --model fed by --pipeline, on the engine as one
+** program, with the pipeline's timeline above the cores'. */
+static int create_pipeline(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
+  char err[1024];
+  const long batch = o->batch ? o->batch : 128;         /* tpusim train's default */
+  if (batch % chip->cores)
+    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d", batch, chip->cores,
+                           chip->cores);
+  tpu_fe_model model;
+  tpu_df_spec *spec = NULL;
+  tpu_df_model *dm = NULL;
+  tpu_sim_program *p = NULL;
+  uint64_t *ready = tpu_malloc((size_t)o->steps * sizeof *ready);
+  json_t *waits = json_array();
+  int rc = ready && waits ? 0 : cli_runtime_error(CMD, "out of memory");
+  tpu_status st = rc ? TPU_OK : tpu_fe_model_load(o->model, &model, err, sizeof err);
+  if (!rc && st) rc = cli_fail(CMD, st, "%s", err);
+  if (!rc && (st = tpu_df_spec_load(o->pipeline, &spec, err, sizeof err))) rc = cli_fail(CMD, st, "--pipeline: %s", err);
+  if (!rc && tpu_df_spec_set_batch_size(spec, (int)batch) != TPU_OK)   /* --batch is the batch, as for train */
+    rc = cli_usage_error(CMD, "--pipeline %s: no batch stage to take the global batch (%ld, --batch)", o->pipeline, batch);
+  tpu_df_model_options mo = tpu_df_model_options_default();
+  mo.timeline_steps = o->steps;
+  if (!rc && (st = tpu_df_model_create(spec, &mo, &dm, err, sizeof err))) rc = cli_fail(CMD, st, "--pipeline %s: %s", o->pipeline, err);
+  const int rows = (int)(batch / chip->cores);
+  if (!rc) rc = pipeline_steps(o, &model, chip, rows, dm, ready, waits);
+  if (!rc && (st = tpu_fe_steps_program(&model, chip, o->prec, rows, (int)o->steps, ready, &p, err, sizeof err)))
+    rc = cli_fail(CMD, st, "--model %s: %s", o->model, err);
+  char title[160] = "";
+  if (!rc) snprintf(title, sizeof title, "%.40s, batch %ld, %ld steps fed by %.60s", model.name, batch, o->steps, o->pipeline);
+  if (!rc && (st = tpu_viz_create_program(chip, p, title, (uint64_t)o->seed, v, err, sizeof err)))
+    rc = cli_fail(CMD, st, "--model %s: %s", o->model, err);
+  if (!rc) rc = pipeline_spans(o, chip, dm, *v);
+  if (!rc) o->pipe_json = json_pack("{s:s,s:I,s:I,s:o}", "file", o->pipeline, "global_batch", (json_int_t)batch,
+                                    "steps", (json_int_t)o->steps, "infeed_wait_cycles", json_incref(waits));
+  json_decref(waits);
+  tpu_free(ready);
+  tpu_sim_program_destroy(p);
+  tpu_df_model_destroy(dm);
+  tpu_df_spec_destroy(spec);
+  return rc;
+}
+/* }================================================================== */
+
 /* A program, as tpusim run runs it: one that does not fit the chip is bad input. */
 static int create_program(const viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   char err[1024], title[160];
@@ -211,10 +320,11 @@ static tpu_viz_workload gemm_of(const viz_opts *o, const tpu_chip_config *chip) 
                              .seed = (uint64_t)o->seed, .precision = o->prec };
 }
 
-static int create(const viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
+static int create(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   *v = NULL;
   int rc;
-  if (o->model) rc = create_model(o, chip, v);
+  if (o->pipeline) rc = create_pipeline(o, chip, v);
+  else if (o->model) rc = create_model(o, chip, v);
   else if (o->program) rc = create_program(o, chip, v);
   else {
     char err[1024];
@@ -312,6 +422,12 @@ static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores
   json_object_set_new(lj, "array_h", json_integer(l.array.h));
   json_object_set_new(lj, "legend_x", json_integer(l.legend.x));
   json_object_set_new(lj, "legend_y", json_integer(l.legend.y));
+  if (tpu_viz_pipeline_rows(v) > 0) {
+    json_object_set_new(lj, "pipeline_x", json_integer(l.pipeline.x));
+    json_object_set_new(lj, "pipeline_y", json_integer(l.pipeline.y));
+    json_object_set_new(lj, "pipeline_w", json_integer(l.pipeline.w));
+    json_object_set_new(lj, "pipeline_row_h", json_integer(l.pipe_row_h));
+  }
   json_object_set_new(j, "layout", lj);
 }
 
@@ -324,6 +440,19 @@ static int report_json(const viz_opts *o, const tpu_chip_config *chip, const tpu
   json_object_set_new(j, "frames", json_integer(o->frames ? o->frames : 1));
   json_object_set_new(j, "every", json_integer((json_int_t)o->every));
   add_totals(j, v, chip->cores);
+  if (o->pipe_json) {                 /* the rows drawn, and each step's infeed wait as train times it */
+    json_t *rows = json_array(), *colors = json_object();
+    for (int r = 0; r < tpu_viz_pipeline_rows(v); r++) json_array_append_new(rows, json_string(tpu_viz_pipeline_row_name(v, r)));
+    char kinds[16], hex[8], key[2] = { 0 };
+    for (int k = 0, n = tpu_viz_pipeline_kinds(v, kinds); k < n; k++) {
+      snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_span_color(kinds[k]) & 0xffffffu));
+      key[0] = kinds[k];
+      json_object_set_new(colors, key, json_string(hex));
+    }
+    json_object_set_new(o->pipe_json, "rows", rows);
+    json_object_set_new(o->pipe_json, "colors", colors);
+    json_object_set(j, "pipeline", o->pipe_json);
+  }
   json_t *tiles = tiles_json(v);
   json_object_set_new(j, "core", json_integer(tpu_viz_core(v) + 1));
   add_layout(j, v, o, chip->cores);
@@ -337,6 +466,8 @@ int cli_cmd_viz(int argc, char **argv) {
   int rc = parse(argc, argv, &o);
   if (rc != CLI_RUN) return rc;
   tpu_chip_config chip;
+  if (o.pipeline && !o.model) o.model = "mlp";     /* the consumer of --pipeline */
+  if (o.pipeline && !o.steps) o.steps = 8;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check_workload(&o, &chip))) return rc;
   if (o.cores) cli_chip_cut(&chip, (int)o.cores);   /* as tpusim matmul --cores */
   if ((rc = check_output(&o, &chip))) return rc;
@@ -350,5 +481,6 @@ int cli_cmd_viz(int argc, char **argv) {
     if (rc == 0 && o.com.json) rc = report_json(&o, &chip, v);
   }
   tpu_viz_destroy(v);
+  json_decref(o.pipe_json);
   return rc;
 }

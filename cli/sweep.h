@@ -14,7 +14,8 @@
 **   sweep.json    the definition (command, arguments, axes, points) and the
 **                 shard; a different sweep in the same directory is refused;
 **   points.jsonl  the journal: one line per finished point, appended with one
-**                 write(2) in completion order and fdatasync'd by a group-commit
+**                 write(2) to the O_APPEND file (by the point's thread, no lock
+**                 held) in completion order and fdatasync'd by a group-commit
 **                 thread (cmd_sweep.c's syncer); a torn last line
 **                 (the process was killed mid-write) is dropped on reload;
 **   results.csv   the tidy table, one row per point in point order, rebuilt

@@ -259,6 +259,17 @@ typedef struct tpu_fe_step_size {
 tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                                bool train, tpu_fe_step_size *out);
 
+/* The engine program of 'steps' training steps (1..1000) one after another,
+** the batch of step s ready at ready_cycles[s] (cycles from the run's start,
+** nondecreasing; one infeed entry per core and step). A step's infeed asks
+** for its batch when the step before has ended (its last op), as a training
+** loop does, and every op carries its step (tpu_sim_op.step), so the
+** engine's per-step stall breakdown is per training step. Errors as
+** tpu_fe_step_program's, and TPU_ERR_INPUT for a step count out of range. */
+tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                int steps, const uint64_t *ready_cycles, tpu_sim_program **out, char *err,
+                                size_t errcap);
+
 typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
   double stall[TPU_SIM_NSTALL];/* cycles per stall kind (TPU_SIM_MXU_BUSY ...), mean over cores */
@@ -332,7 +343,9 @@ typedef struct tpu_fe_feed_opts {
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
   bool no_values;              /* nothing will read the batches' values (--level timing): a synthetic
                                   source without a pipeline file then makes none, only the host-time
-                                  model runs, and tpu_fe_feed_next gives *x and *y NULL */
+                                  model runs; another pipeline is opened (files checked, sizes known)
+                                  but starts no worker threads and makes no batches; tpu_fe_feed_next
+                                  gives *x and *y NULL and the host-time model's ready time */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;
@@ -345,8 +358,9 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
 void tpu_fe_feed_close(tpu_fe_feed *f);                                  /* NULL is a no-op */
 /* Positions the pipeline at the first batch of 'epoch'. */
 tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap);
-/* The next global batch (borrowed until the next call) and the simulated
-** host time it is ready, for a consumer asking at 'request_s'. The labels
+/* The next global batch (borrowed until the next call; NULL when the feed
+** was opened with no_values) and the simulated host time it is ready, for a
+** consumer asking at 'request_s'. The labels
 ** are bytes: *y is NULL when the data has more than 256 classes (then only
 ** the timing, which never reads values, can use the batch). */
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,

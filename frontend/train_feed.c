@@ -32,6 +32,7 @@
 
 struct tpu_fe_feed {
   tpu_df *df;
+  bool no_values;              /* no batches are made (see tpu_fe_feed_opts) */
   tpu_df_model *model;
   int batch, classes;
   int64_t per_epoch;           /* batches per epoch */
@@ -147,9 +148,17 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
                         .features = src.height * src.width * src.channels, .height = src.height, .width = src.width,
                         .channels = src.channels, .classes = src.classes, .batch_size = o->global_batch };
   } else {
-    if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
+    /* A run that reads no values still opens a real pipeline (its files
+    ** are checked, its sizes known) but starts no worker threads (each
+    ** would be started, handed every batch and joined for nothing; in a
+    ** sweep they compete with the other points for the host's cores) and
+    ** makes no batches. */
+    tpu_df_options dopt = tpu_df_options_default();
+    if (o->no_values) { dopt.threads = 0; dopt.prefetch = 0; }
+    if ((st = tpu_df_open(spec, &dopt, &f->df, err, errcap)) != TPU_OK) goto out;
     tpu_df_get_info(f->df, &di);
   }
+  f->no_values = o->no_values;
   if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
     snprintf(err, errcap, "%s: the pipeline repeats %lld times; training for %d epochs needs a repeat stage of at "
              "least that count", o->pipeline ? o->pipeline : "pipeline", (long long)di.epochs, o->epochs);
@@ -196,15 +205,15 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
 
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
                         char *err, size_t errcap) {
-  if (!f->df) {   /* the host-time model only (no_values) */
+  *x = NULL;
+  *y = NULL;
+  if (!f->df) {   /* the host-time model only (no_values, synthetic) */
     if (f->index == f->per_epoch) { f->epoch++; f->index = 0; }   /* the next fresh iteration */
     if (f->epoch >= f->epochs || f->index >= f->per_epoch) {
       snprintf(err, errcap, "the pipeline ran out of batches");
       return TPU_ERR_INPUT;
     }
-    *x = NULL;
-    *y = NULL;
-  } else {
+  } else if (!f->no_values) {
     tpu_df_batch b;
     tpu_status st = tpu_df_next(f->df, &b);
     if (st != TPU_OK || b.size != f->batch) {

@@ -151,6 +151,8 @@ typedef struct lower {
   bufcache hbm_views;          /* HBM tiles by shape */
   int after;                   /* 1 + op the next DMA must wait for, or 0 */
   int last_dma;                /* index of the last DMA added */
+  int step;                    /* the training step being lowered (tpu_sim_op.step) */
+  int last_op;                 /* index of the last op added, -1 before the first */
   uint64_t hbm_bytes, macs;
   int grads;                   /* the gradients' HBM tensor (the all-reduce's operand) */
   struct { int v; int64_t r, c; const char *what; } pend[4];   /* deferred stores */
@@ -263,7 +265,9 @@ static int tensor(lower *L, const char *what, int i, int64_t r, int64_t c) {
   if (L->st) return 0;
   char name[64];
   snprintf(name, sizeof name, "%s%d", what, i);
-  int h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
+  int h = tpu_sim_buffer_find(L->p, L->core, name);   /* a later step: the same tensor */
+  if (h) return h;
+  h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
   if (!h) lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p));
   return h;
 }
@@ -282,9 +286,11 @@ static int add(lower *L, tpu_sim_op *op, const char *what) {
     L->nnames++;
   }
   op->name = L->names[k].name;
+  op->step = L->step;
   int idx = -1;
   tpu_status st = tpu_sim_add_op(L->p, L->core, op, &idx);
   if (st) { lw_fail(L, st, tpu_sim_program_error(L->p)); return -1; }
+  L->last_op = idx;
   return idx;
 }
 
@@ -546,7 +552,9 @@ static void lower_infeed(lower *L, const fe_plan *p) {
   } else {
     tensor(L, "params", 0, (int64_t)m->nparams, 1);
   }
-  tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0 };
+  /* a later step asks for its batch when the step before has ended (its
+  ** last op: the optimizer's last store), as a training loop does */
+  tpu_sim_op inf = { .kind = TPU_SIM_INFEED, .dst = x0, .after = L->step > 0 ? L->last_op + 1 : 0 };
   int ii = add(L, &inf, "dequeue");
   L->after = ii + 1;
 }
@@ -887,11 +895,11 @@ static void size_of(const lower *L, const fe_plan *plan, tpu_fe_step_size *out) 
                              .optimizer_state_bytes = stt };
 }
 
-static tpu_status check_size(const lower *L, const fe_plan *plan, const tpu_fe_model *m, const tpu_chip_config *chip,
-                             char *err, size_t errcap) {
+static tpu_status check_size(const lower *L, const fe_plan *plan, int nsteps, const tpu_fe_model *m,
+                             const tpu_chip_config *chip, char *err, size_t errcap) {
   tpu_fe_step_size z;
   size_of(L, plan, &z);
-  const double ops = z.ops_per_core * chip->cores;
+  const double ops = z.ops_per_core * chip->cores * nsteps;
   if (ops > (double)TPU_SIM_MAX_OPS) {
     snprintf(err, errcap, "%s on %s at %d samples per core: the step lowers to %.0f engine ops per core, %.0f on "
              "the %d cores, more than the engine's limit of %lld ops in a program (the tiles are VMEM-sized: "
@@ -913,9 +921,10 @@ static tpu_status check_size(const lower *L, const fe_plan *plan, const tpu_fe_m
   return TPU_OK;
 }
 
-/* Builds the program into *out; the per-core figures go to L. */
+/* Builds the program of 'nsteps' steps into *out, step s's batch ready at
+** ready[s]; core 0's per-core figures go to L. */
 static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
-                        bool train, uint64_t infeed_ready_cycles, tpu_sim_program **out, char *err, size_t errcap) {
+                        bool train, int nsteps, const uint64_t *ready, tpu_sim_program **out, char *err, size_t errcap) {
   *out = NULL;
   if (!m || !chip || rows < 1 || m->nlayers < 1 || chip->cores < 1 || chip->cores > TPU_MAX_CORES) {
     snprintf(err, errcap, "the step program needs a model, a chip of 1..%d cores and rows >= 1 (got %d)",
@@ -934,19 +943,23 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   }
   fe_plan *plan = NULL;
   tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
-  if (!st && (st = check_size(L, plan, m, chip, err, errcap)) != TPU_OK) { fe_plan_destroy(plan); return st; }
+  if (!st && (st = check_size(L, plan, nsteps, m, chip, err, errcap)) != TPU_OK) { fe_plan_destroy(plan); return st; }
   if (!st) st = tpu_sim_program_create(chip->cores, &L->p);
   if (st) { fe_plan_destroy(plan); snprintf(err, errcap, "out of memory"); return st; }
   /* Every core runs the same program on its own shard: core 0's is built,
-  ** and the others share it (tpu_sim_program_share: one copy in memory). */
+  ** and the others share it (tpu_sim_program_share: one copy in memory,
+  ** each core its own copy of the infeed queue). Steps follow one another
+  ** in the one program, each op tagged with its step. */
   L->core = 0;
   L->last_dma = -1;
+  L->last_op = -1;
   tpu_fe_step_size z;
   size_of(L, plan, &z);
-  if ((st = tpu_sim_program_reserve(L->p, 0, (int64_t)z.ops_per_core))) lw_fail(L, st, tpu_sim_program_error(L->p));
-  for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
-  if (!L->st && (st = tpu_sim_infeed(L->p, 0, 1, &infeed_ready_cycles)))
+  if ((st = tpu_sim_program_reserve(L->p, 0, (int64_t)z.ops_per_core * nsteps)))
     lw_fail(L, st, tpu_sim_program_error(L->p));
+  for (L->step = 0; L->step < nsteps && !L->st; L->step++)
+    for (int k = 0; k < plan->nsteps && !L->st; k++) lower_step(L, plan, k);
+  if (!L->st && (st = tpu_sim_infeed(L->p, 0, nsteps, ready))) lw_fail(L, st, tpu_sim_program_error(L->p));
   for (int c = 1; c < chip->cores && !L->st; c++)
     if ((st = tpu_sim_program_share(L->p, 0, c))) lw_fail(L, st, tpu_sim_program_error(L->p));
   fe_plan_destroy(plan);
@@ -983,7 +996,19 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap) {
   lower L = { 0 };
-  return build(&L, m, chip, prec, rows, train, infeed_ready_cycles, out, err, errcap);
+  return build(&L, m, chip, prec, rows, train, 1, &infeed_ready_cycles, out, err, errcap);
+}
+
+tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                int steps, const uint64_t *ready_cycles, tpu_sim_program **out, char *err,
+                                size_t errcap) {
+  *out = NULL;
+  if (steps < 1 || steps > 1000 || !ready_cycles) {
+    snprintf(err, errcap, "steps: expected 1..1000 training steps with their ready cycles, got %d", steps);
+    return TPU_ERR_INPUT;
+  }
+  lower L = { 0 };
+  return build(&L, m, chip, prec, rows, true, steps, ready_cycles, out, err, errcap);
 }
 
 /* {==================================================================
@@ -1030,7 +1055,7 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
   memset(out, 0, sizeof *out);
   lower L = { 0 };
   tpu_sim_program *p = NULL;
-  tpu_status st = build(&L, m, chip, prec, rows, train, infeed_ready_cycles, &p, err, errcap);
+  tpu_status st = build(&L, m, chip, prec, rows, train, 1, &infeed_ready_cycles, &p, err, errcap);
   if (!st) st = run_timing(p, m, chip, train, L.macs, L.hbm_bytes, threads, out, NULL, trace, err, errcap);
   tpu_sim_program_destroy(p);
   return st;
@@ -1054,7 +1079,8 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
   tpu_fe_step_timer *t = tpu_calloc(1, sizeof *t);
   if (!t) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   lower L = { 0 };
-  tpu_status st = build(&L, m, chip, prec, rows, train, 0, &t->p, err, errcap);
+  const uint64_t ready0 = 0;
+  tpu_status st = build(&L, m, chip, prec, rows, train, 1, &ready0, &t->p, err, errcap);
   if (st) { tpu_free(t); return st; }
   *t = (tpu_fe_step_timer){ .m = m, .chip = *chip, .train = train, .threads = threads, .p = t->p,
                             .macs = L.macs, .hbm_bytes = L.hbm_bytes };

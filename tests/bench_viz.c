@@ -1,12 +1,16 @@
 /*
 ** bench_viz.c -- frames per second of the visualizer on a 128x128 array of
-** an 8-core chip (tpu-v2-8), headless (SDL dummy video driver), software
-** renderer, side by side with a naive renderer that issues one
-** SDL_RenderFillRect per cell. Each frame steps the PE model one cycle in
-** the middle of a tile (so every cell changes), composes the whole window
-** (cells, queue, accumulators, 8 cores' timelines, text) and presents it.
-** Goal (issue 7): >= 30 frames/s, for the window's frame and for headless
-** PNG frames (step, compose, encode, write).
+** an 8-core chip (tpu-v2-8) at 1920x1080. Each frame steps the PE model one
+** cycle in the middle of a tile (so every cell changes), composes the whole
+** window (cells, queue, accumulators, 8 cores' timelines, legend, text) and
+** presents it through the window `tpusim viz` opens (tpu_viz_window: on X11
+** the window's own framebuffer). Side by side: the path tpusim 0.2.0's
+** window took (the composed frame uploaded to a streaming texture of SDL's
+** default renderer, GL under X11), and a naive renderer issuing one
+** SDL_RenderFillRect per cell. With DISPLAY set (e.g. under xvfb-run, as
+** make bench runs it) the windows are real X11 windows; else SDL's dummy
+** driver. Goals (issue #19): the window's frame >= 60 frames/s; headless
+** PNG frames (step, compose, encode, write) >= 30 frames/s.
 */
 #include <SDL.h>
 #include <limits.h>
@@ -30,8 +34,9 @@ static void die(const char *what) {
 
 /* The window's renderer and texture, and a session seeked into its first tile. */
 typedef struct bench {
-  SDL_Renderer *ren;
+  SDL_Renderer *ren;               /* the old path's window: renderer and texture */
   SDL_Texture *tex;
+  tpu_viz_window *win;             /* tpusim viz's window */
   tpu_viz *v;
   tpu_viz_canvas *cv;
   tpu_viz_layout l;
@@ -62,6 +67,8 @@ static tpu_viz *session(const tpu_chip_config *chip) {
 
 /* A new session and canvas for the next measurement. */
 static void fresh(bench *b) {
+  tpu_viz_window_destroy(b->win);
+  b->win = NULL;
   tpu_viz_canvas_destroy(b->cv);
   tpu_viz_destroy(b->v);
   tpu_chip_config chip;
@@ -92,8 +99,16 @@ static void present(bench *b, const uint32_t *px, int pitch) {
   SDL_RenderPresent(b->ren);
 }
 
-/* The viz frame: one cycle on, the whole window composed and presented. */
+/* The viz frame: one cycle on, the whole window composed and presented as
+** tpusim viz presents it. */
 static void frame_window(bench *b, int i) {
+  tpu_viz_seek(b->v, b->start + (uint64_t)i);
+  tpu_viz_window_present(b->win);
+}
+
+/* The same frame shown the way tpusim 0.2.0 showed it: composed, uploaded
+** to a streaming texture, drawn by the renderer. */
+static void frame_texture(bench *b, int i) {
   tpu_viz_seek(b->v, b->start + (uint64_t)i);
   tpu_viz_canvas_draw(b->cv);
   int pitch;
@@ -140,14 +155,17 @@ static void frame_png(bench *b, int i) {
   if (tpu_viz_canvas_save_png(b->cv, b->png, err, sizeof err) != 0) die(err);
 }
 
-enum { WINDOW, SHAPES, NAIVE, STEP, COMPOSE, PNG, NMEASURES };
+enum { WINDOW, TEXTURE, SHAPES, NAIVE, STEP, COMPOSE, PNG, NMEASURES };
 
-static void report(const double f[NMEASURES]) {
-  printf("\n## viz: frames per second, tpu-v2-8 (8 cores, 128x128 MXU), %dx%d, software renderer, SDL video driver %s\n\n",
+static void report(const double f[NMEASURES], const char *path, const char *renderer) {
+  printf("\n## viz: frames per second, tpu-v2-8 (8 cores, 128x128 MXU), %dx%d, SDL video driver %s\n\n",
          W, H, SDL_GetCurrentVideoDriver() ? SDL_GetCurrentVideoDriver() : "?");
   printf("| frame | frames/s | vs naive cells |\n| --- | ---: | ---: |\n");
-  printf("| viz: step 1 cycle, whole window (cells, queue, 8-core timeline, text) | %.1f | |\n", f[WINDOW]);
-  printf("| viz shapes only: step, every cell + queue + timeline into the pixels, upload | %.1f | %.2fx |\n", f[SHAPES],
+  printf("| viz: step 1 cycle, whole window (cells, queue, 8-core timeline, legend, text), shown by %s | %.1f | %.2fx |\n",
+         path, f[WINDOW], f[WINDOW] / f[NAIVE]);
+  printf("| before (tpusim 0.2.0): the same frame through a streaming texture of SDL's %s renderer | %.1f | %.2fx |\n",
+         renderer, f[TEXTURE], f[TEXTURE] / f[NAIVE]);
+  printf("| shapes only: step, every cell + queue + timeline into the pixels, upload | %.1f | %.2fx |\n", f[SHAPES],
          f[SHAPES] / f[NAIVE]);
   printf("| naive: step 1 cycle, one SDL_RenderFillRect per cell (cells only) | %.1f | 1.0x |\n", f[NAIVE]);
   printf("| part: stepping the 128x128 PE model one cycle | %.1f | |\n", f[STEP]);
@@ -160,15 +178,25 @@ static void report(const double f[NMEASURES]) {
 int main(void) {
   if (!getenv("DISPLAY")) SDL_SetHint(SDL_HINT_VIDEODRIVER, "dummy");   /* a real window under X (Xvfb) */
   if (SDL_Init(SDL_INIT_VIDEO) != 0) die(SDL_GetError());
+  bench b = { 0 };
+  char err[512];
+  double f[NMEASURES];
+  fresh(&b);
+  if (tpu_viz_window_create(b.v, W, H, &b.win, err, sizeof err) != TPU_OK) die(err);
+  const char *path = tpu_viz_window_path(b.win);
+  f[WINDOW] = fps(&b, frame_window, SECONDS, MAX_FRAMES);
+  fresh(&b);
+  /* the old path's window, as tpusim 0.2.0 made it (its default renderer) */
   SDL_Window *win = SDL_CreateWindow("bench", 0, 0, W, H, 0);
-  bench b = { .ren = win ? SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE) : NULL };
+  b.ren = win ? SDL_CreateRenderer(win, -1, 0) : NULL;
+  if (win && !b.ren) b.ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE);
   b.tex = b.ren ? SDL_CreateTexture(b.ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, W, H) : NULL;
   b.px = malloc((size_t)W * H * 4);
   if (!b.tex || !b.px) die(SDL_GetError());
+  SDL_RendererInfo ri;
+  const char *renderer = SDL_GetRendererInfo(b.ren, &ri) == 0 ? ri.name : "?";
   snprintf(b.png, sizeof b.png, "/tmp/tpusim_bench_viz_%ld.png", (long)getpid());
-  double f[NMEASURES];
-  fresh(&b);
-  f[WINDOW] = fps(&b, frame_window, SECONDS, MAX_FRAMES);
+  f[TEXTURE] = fps(&b, frame_texture, SECONDS, MAX_FRAMES);
   fresh(&b);
   f[SHAPES] = fps(&b, frame_shapes, SECONDS, MAX_FRAMES);
   fresh(&b);
@@ -179,7 +207,7 @@ int main(void) {
   fresh(&b);
   f[PNG] = fps(&b, frame_png, SECONDS, MAX_FRAMES);
   remove(b.png);
-  report(f);
+  report(f, path, renderer);
   tpu_viz_canvas_destroy(b.cv);
   tpu_viz_destroy(b.v);
   free(b.px);

@@ -1378,6 +1378,48 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
 END_TEST
 /* }================================================================== */
 
+/* Several steps as one engine program (tpu_fe_steps_program, what `viz
+** --pipeline` runs): each step starts when the step before ends, so with
+** batch k ready at the cycle the single-step timings say, the run lasts
+** exactly the steps' cycles one after another and every core's
+** infeed_wait in step k is exactly that step's wait. */
+START_TEST(Steps_run_one_after_another_with_their_infeed_waits) {
+  char err[1024];
+  tpu_fe_model m;
+  ck_assert_int_eq(tpu_fe_model_load("mlp", &m, err, sizeof err), TPU_OK);
+  const tpu_chip_config chip = tu_chip("teach", 0);
+  const uint64_t wait[3] = { 700, 5000, 0 };
+  uint64_t ready[3], t = 0, sum = 0;
+  for (int k = 0; k < 3; k++) {
+    tpu_fe_step_timing tm;
+    ck_assert_int_eq(tpu_fe_time_step(&m, &chip, TPU_PREC_BF16, 4, true, wait[k], 1, &tm, NULL, err, sizeof err), TPU_OK);
+    ready[k] = t + wait[k];
+    t += tm.step_cycles;
+    sum += wait[k];
+  }
+  tpu_sim_program *p;
+  ck_assert_msg(tpu_fe_steps_program(&m, &chip, TPU_PREC_BF16, 4, 3, ready, &p, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r;
+  ck_assert_int_eq(tpu_sim_run(&chip, p, &o, &r), TPU_OK);
+  TU_EQ_U64(t, tpu_sim_result_cycles(r));
+  ck_assert_int_eq(tpu_sim_result_steps(r), 3);
+  for (int c = 0; c < chip.cores; c++) {
+    tpu_sim_stalls st;
+    tpu_sim_result_stalls(r, c, -1, &st);
+    TU_EQ_U64(sum, st.cycles[TPU_SIM_INFEED_WAIT]);
+    for (int k = 0; k < 3; k++) {
+      tpu_sim_result_stalls(r, c, k, &st);
+      TU_EQ_U64(wait[k], st.cycles[TPU_SIM_INFEED_WAIT]);
+    }
+  }
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+  ck_assert_int_eq(tpu_fe_steps_program(&m, &chip, TPU_PREC_BF16, 4, 0, ready, &p, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_ptr_null(p);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
@@ -1399,7 +1441,8 @@ int main(void) {
           Step_timing_survives_every_allocation_failure);
   TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,
           Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
-          The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work);
+          The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
+          Steps_run_one_after_another_with_their_infeed_waits);
   TU_CASE(s, "size", 240, The_step_size_from_the_shapes_is_the_programs,
           Steps_too_big_for_the_engine_or_the_hbm_are_refused_before_they_are_built,
           The_step_timer_gives_the_engines_timing_for_every_wait);

@@ -851,6 +851,54 @@ START_TEST(Timeline_zooms_and_pans_within_the_run) {
 END_TEST
 /* }================================================================== */
 
+/* {==================================================================
+** The input pipeline's rows (tpu_viz_set_pipeline)
+** ================================================================== */
+/* Spans on two rows of a GEMM session's run: each is drawn in its kind's
+** color from its first to its last cycle on the timeline's x axis, rows
+** without spans stay empty, the cores' blocks move down to make room, and
+** bad rows are refused without changing the session. */
+START_TEST(Pipeline_spans_are_drawn_on_their_rows_at_their_cycles) {
+  tpu_viz *v = make("teach", 0, 64, 16, 16);
+  const tpu_viz_layout l0 = layout(v);
+  const uint64_t T = tpu_viz_total_cycles(v);
+  const char *names[3] = { "read", "map", "train (consumer)" };
+  const tpu_viz_span sp[3] = { { 0, 0, T / 4, 'O' }, { 0, T / 2, T / 2 + T / 8, 'R' }, { 2, T / 4, T / 2, 'W' } };
+  const tpu_viz_span bad = { 3, 0, 1, 'R' };
+  ck_assert_int_eq(tpu_viz_set_pipeline(v, "p.json", 3, names, &bad, 1), TPU_ERR_INPUT);
+  ck_assert_int_eq(tpu_viz_pipeline_rows(v), 0);
+  ck_assert_int_eq(tpu_viz_set_pipeline(v, "p.json", 3, names, sp, 3), TPU_OK);
+  ck_assert_int_eq(tpu_viz_pipeline_rows(v), 3);
+  ck_assert_str_eq(tpu_viz_pipeline_row_name(v, 2), "train (consumer)");
+  char kinds[16];
+  ck_assert_int_eq(tpu_viz_pipeline_kinds(v, kinds), 3);
+  ck_assert_str_eq(kinds, "ORW");
+  tpu_viz_seek(v, T - 1);                        /* the cursor out of the way, at the right end */
+  tpu_viz_layout l;
+  uint32_t *px = frame(v, &l);
+  ck_assert_int_gt(l.timeline.y, l0.timeline.y);
+  ck_assert_int_ge(l.timeline.y, l.pipeline.y + 3 * l.pipe_row_h);
+  for (int r = 0; r < 3; r++) {
+    const int y = l.pipeline.y + r * l.pipe_row_h + l.pipe_row_h / 2;
+    for (int x = 0; x < l.pipeline.w - 1; x++) {
+      const uint64_t c = tpu_viz_cycle_at_x(v, &l, l.pipeline.x + x);
+      char want = 0;
+      for (int k = 0; k < 3; k++)
+        if (sp[k].row == r && c >= sp[k].a && c < sp[k].b) want = sp[k].kind;
+      const uint32_t got = px_at(px, l.pipeline.x + x, y);
+      /* a span edge may fall either side of a pixel boundary */
+      const uint64_t c1 = tpu_viz_cycle_at_x(v, &l, l.pipeline.x + x + 1);
+      bool edge = false;
+      for (int k = 0; k < 3; k++) edge |= sp[k].row == r && ((sp[k].a > c && sp[k].a <= c1) || (sp[k].b > c && sp[k].b <= c1));
+      if (!edge) ck_assert_msg(want ? got == tpu_viz_span_color(want) : got == 0xff202020u,
+                               "row %d x %d (cycle %llu): 0x%08x", r, x, (unsigned long long)c, got);
+    }
+  }
+  free(px);
+}
+END_TEST
+/* }================================================================== */
+
 int main(void) {
   Suite *s = suite_create("viz");
   TU_CASE(s, "render", 120, Wavefront_cells_are_where_the_PE_model_puts_them,
@@ -867,6 +915,7 @@ int main(void) {
           Program_create_survives_every_allocation_failure);
   TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
   TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
+  TU_CASE(s, "pipeline", 120, Pipeline_spans_are_drawn_on_their_rows_at_their_cycles);
   TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Text_scales_and_the_legend_is_drawn,
           Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette,
           Timeline_zooms_and_pans_within_the_run);

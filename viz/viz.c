@@ -36,6 +36,8 @@ uint32_t tpu_viz_value_color(float value, float scale) {
   return 0xff000000u | ((uint32_t)lrintf(r) << 16) | ((uint32_t)lrintf(g) << 8) | (uint32_t)lrintf(b);
 }
 
+static void free_pipe(viz_pipe *pp);
+
 /* {==================================================================
 ** Classifying cycles
 ** ================================================================== */
@@ -437,6 +439,8 @@ void tpu_viz_destroy(tpu_viz *v) {
   tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
   tpu_free(v->state); tpu_free(v->weight); tpu_free(v->act); tpu_free(v->psum);
   tpu_free(v->tl_cache);
+  tpu_free(v->tl_px);
+  free_pipe(&v->pipe);
   tpu_free(v);
 }
 
@@ -605,6 +609,67 @@ bool tpu_viz_cell_info(const tpu_viz *v, int r, int c, tpu_viz_cell *out) {
 /* }================================================================== */
 
 /* {==================================================================
+** The input pipeline (tpu_viz_set_pipeline)
+** ================================================================== */
+/* The span kinds the legend shows, in datafeed's order, with their colors. */
+static const struct { char kind; const char *name; uint32_t color; } SPAN_KINDS[] = {
+  { 'O', "open", 0xffb07ad8u }, { 'R', "read", 0xff4f9de0u }, { 'M', "map", 0xff3cb371u },
+  { 'B', "batch", 0xffe0b000u }, { 'X', "shuffle", 0xff8d6e63u }, { 'C', "cache read", 0xff26a69au },
+  { 'P', "prefetch", 0xff9ccc65u }, { 'S', "serialize", 0xffa1887fu }, { 'D', "deserialize", 0xff90a4aeu },
+  { 'I', "iterator", 0xffce93d8u }, { 'W', "waits", 0xffd9534fu }, { 'T', "step", 0xffe0e0e0u } };
+#define VIZ_NKINDS ((int)(sizeof SPAN_KINDS / sizeof SPAN_KINDS[0]))
+
+uint32_t tpu_viz_span_color(char kind) {
+  for (int k = 0; k < VIZ_NKINDS; k++) if (SPAN_KINDS[k].kind == kind) return SPAN_KINDS[k].color;
+  return 0xff808080u;
+}
+const char *tpu_viz_span_name(char kind) {
+  for (int k = 0; k < VIZ_NKINDS; k++) if (SPAN_KINDS[k].kind == kind) return SPAN_KINDS[k].name;
+  return "other";
+}
+
+static void free_pipe(viz_pipe *pp) {
+  for (int r = 0; pp->names && r < pp->nrows; r++) tpu_free(pp->names[r]);
+  tpu_free(pp->names);
+  tpu_free(pp->spans);
+  memset(pp, 0, sizeof *pp);
+}
+
+tpu_status tpu_viz_set_pipeline(tpu_viz *v, const char *title, int nrows, const char *const *names,
+                                const tpu_viz_span *spans, size_t n) {
+  if (nrows < 1 || nrows > 64) return TPU_ERR_INPUT;
+  for (size_t i = 0; i < n; i++) if (spans[i].row < 0 || spans[i].row >= nrows) return TPU_ERR_INPUT;
+  viz_pipe pp = { .nrows = nrows };
+  snprintf(pp.title, sizeof pp.title, "%s", title ? title : "");
+  pp.names = tpu_calloc((size_t)nrows, sizeof *pp.names);
+  pp.spans = tpu_malloc((n + 1) * sizeof *pp.spans);
+  bool ok = pp.names && pp.spans;
+  for (int r = 0; ok && r < nrows; r++) ok = (pp.names[r] = tpu_strdup(names[r] ? names[r] : "")) != NULL;
+  if (!ok) { free_pipe(&pp); return TPU_ERR_NOMEM; }
+  if (n) memcpy(pp.spans, spans, n * sizeof *spans);
+  pp.nspans = n;
+  free_pipe(&v->pipe);
+  v->pipe = pp;
+  return TPU_OK;
+}
+int tpu_viz_pipeline_rows(const tpu_viz *v) { return v->pipe.nrows; }
+int tpu_viz_pipeline_kinds(const tpu_viz *v, char out[16]) {
+  int n = 0;
+  for (int k = 0; k < VIZ_NKINDS; k++) {
+    bool seen = false;
+    for (size_t i = 0; i < v->pipe.nspans && !seen; i++) seen = v->pipe.spans[i].kind == SPAN_KINDS[k].kind;
+    if (seen) out[n++] = SPAN_KINDS[k].kind;
+  }
+  out[n] = 0;
+  return n;
+}
+const char *tpu_viz_pipeline_row_name(const tpu_viz *v, int row) {
+  return row >= 0 && row < v->pipe.nrows ? v->pipe.names[row] : NULL;
+}
+const char *tpu_viz_pipeline_title(const tpu_viz *v) { return v->pipe.title; }
+/* }================================================================== */
+
+/* {==================================================================
 ** Layout
 ** ================================================================== */
 /* Text size: 13 px at 1280x800, growing with the frame's height and the
@@ -632,17 +697,29 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
   l->queue = (tpu_viz_rect){ 10, top, l->queue_cols * l->cell, v->rows * l->cell };
   l->array = (tpu_viz_rect){ 10 + l->queue.w + gap, top, v->cols * l->cell, v->rows * l->cell };
   l->acc = (tpu_viz_rect){ l->array.x, top + l->array.h + gap + 2, l->array.w, acc_h };
-  const int tx = lw + 8 * l->font;
-  const int avail = height * 50 / 100 - ln;
+  const int tx = lw + 8 * l->font, np = v->pipe.nrows;
+  /* the input pipeline (if any) above the cores: a caption and its rows,
+  ** at most 18% of the frame, taken from the cores' share */
+  int pipe_h = 0;
+  if (np > 0) {
+    l->pipe_row_h = (height * 18 / 100 - ln) / np;
+    if (l->pipe_row_h > ln) l->pipe_row_h = ln;
+    if (l->pipe_row_h < 3) l->pipe_row_h = 3;
+    pipe_h = np * l->pipe_row_h + ln + 6;       /* the rows, then the timeline's caption */
+    l->pipeline = (tpu_viz_rect){ tx, l->header.h + ln + 4, width - tx - 12, np * l->pipe_row_h };
+  }
+  const int avail = height * 50 / 100 - ln - pipe_h;
   l->row_h = (avail / v->ncores - 4) / 5;
   if (l->row_h > ln) l->row_h = ln;
   if (l->row_h < 2) l->row_h = 2;
   l->strip_h = l->row_h;
   l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
-  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4, width - tx - 12, v->ncores * l->core_h };
+  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, width - tx - 12, v->ncores * l->core_h };
   l->infeed = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 10, l->timeline.w, 2 * ln + 4 };
   /* legend: a heading, one row per stall kind, one row of cell states */
-  l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 10, width - lw - 22, (TPU_SIM_NSTALL + 2) * ln };
+  /* (and one row of the pipeline's span kinds when there is one) */
+  l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 10, width - lw - 22,
+                              (TPU_SIM_NSTALL + 2 + (np > 0)) * ln };
   l->info = (tpu_viz_rect){ lw + 10, l->legend.y + l->legend.h + 8, width - lw - 22,
                             height - (l->legend.y + l->legend.h + 8) };
 }
@@ -790,6 +867,8 @@ static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
   const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
   if (v->tl_cache && v->tl_w == w && v->tl_total == v->total && v->tl_ca == v->tl_a && v->tl_cb == v->tl_b) return;
   tpu_free(v->tl_cache);
+  tpu_free(v->tl_px);
+  v->tl_px = NULL;
   v->tl_cache = tpu_malloc((size_t)w * (size_t)v->ncores * (size_t)per);
   v->tl_w = w; v->tl_total = v->total; v->tl_ca = v->tl_a; v->tl_cb = v->tl_b;
   if (!v->tl_cache) return;                      /* drawn without the cache */
@@ -802,12 +881,51 @@ static void build_tl_cache(tpu_viz *v, const tpu_viz_layout *l) {
     }
 }
 
+/* Core p's strip and unit rows at timeline x (its categories 'cats'), in a
+** frame or in the timeline's pixel cache (origin x0, y0 of core p's block). */
+static void draw_tl_column(uint32_t *px, int pitch, const tpu_viz_layout *l, int x, int y0, const uint8_t *cats) {
+  fill(px, pitch, l, x, y0, 1, l->strip_h, tpu_viz_stall_color(cats[0]));
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
+    uint32_t col = cats[1 + u] == TPU_SIM_IDLE ? 0xff262626u : tpu_viz_stall_color(cats[1 + u]);
+    fill(px, pitch, l, x, y0 + l->strip_h + u * l->row_h, 1, l->row_h - 1, col);
+  }
+}
+
+/* The cores' blocks drawn once into tl_px (background where nothing is
+** drawn) for the cached categories; NULL when out of memory. The timeline
+** changes only when zoomed, panned or resized, so a frame copies its rows. */
+static const uint32_t *tl_pixels(tpu_viz *v, const tpu_viz_layout *l) {
+  const int w = l->timeline.w, h = v->ncores * l->core_h, per = 1 + TPU_VIZ_NUNIT;
+  if (!v->tl_cache || w < 1 || h < 1) return NULL;
+  if (v->tl_px && v->tl_px_key[0] == l->core_h && v->tl_px_key[1] == l->strip_h && v->tl_px_key[2] == l->row_h)
+    return v->tl_px;
+  tpu_free(v->tl_px);
+  if (!(v->tl_px = tpu_malloc((size_t)w * (size_t)h * sizeof *v->tl_px))) return NULL;
+  v->tl_px_key[0] = l->core_h; v->tl_px_key[1] = l->strip_h; v->tl_px_key[2] = l->row_h;
+  tpu_viz_layout tl = *l;                        /* the cache as a w x h frame of its own */
+  tl.width = w; tl.height = h;
+  fill(v->tl_px, w, &tl, 0, 0, w, h, TPU_VIZ_COLOR_BG);
+  for (int p = 0; p < v->ncores; p++)
+    for (int x = 0; x < w; x++)
+      draw_tl_column(v->tl_px, w, &tl, x, p * l->core_h, v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per);
+  return v->tl_px;
+}
+
 static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int w = l->timeline.w, per = 1 + TPU_VIZ_NUNIT;
   build_tl_cache(v, l);
+  const uint32_t *tp = tl_pixels(v, l);
   for (int p = 0; p < v->ncores; p++) {
     const int y0 = tpu_viz_core_y(l, p);
     if (p == v->sel) fill(px, pitch, l, l->timeline.x - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
+    if (tp) {
+      const int x0 = l->timeline.x, n = x0 + w > l->width ? l->width - x0 : w;
+      for (int j = 0; j < l->core_h && y0 + j < l->height && n > 0; j++)
+        if (y0 + j >= 0)
+          memcpy(px + (size_t)(y0 + j) * (size_t)pitch + x0, tp + ((size_t)p * (size_t)l->core_h + (size_t)j) * (size_t)w,
+                 (size_t)n * sizeof *px);
+      continue;
+    }
     for (int x = 0; x < w; x++) {
       uint8_t cats[1 + TPU_VIZ_NUNIT];
       if (v->tl_cache) memcpy(cats, v->tl_cache + ((size_t)p * (size_t)w + (size_t)x) * (size_t)per, (size_t)per);
@@ -816,11 +934,7 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
         cats[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
         for (int u = 0; u < TPU_VIZ_NUNIT; u++) cats[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
       }
-      fill(px, pitch, l, l->timeline.x + x, y0, 1, l->strip_h, tpu_viz_stall_color(cats[0]));
-      for (int u = 0; u < TPU_VIZ_NUNIT; u++) {
-        uint32_t col = cats[1 + u] == TPU_SIM_IDLE ? 0xff262626u : tpu_viz_stall_color(cats[1 + u]);
-        fill(px, pitch, l, l->timeline.x + x, y0 + l->strip_h + u * l->row_h, 1, l->row_h - 1, col);
-      }
+      draw_tl_column(px, pitch, l, l->timeline.x + x, y0, cats);
     }
   }
   /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
@@ -840,7 +954,8 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   }
   /* cursor at the shown cycle */
   int cx = x_of_cycle(v, l, v->shown);
-  if (cx >= 0) fill(px, pitch, l, cx, l->timeline.y - 4, 1, l->infeed.y + l->infeed.h - l->timeline.y + 4, 0xffffffffu);
+  const int top = v->pipe.nrows > 0 ? l->pipeline.y : l->timeline.y - 4;
+  if (cx >= 0) fill(px, pitch, l, cx, top, 1, l->infeed.y + l->infeed.h - top, 0xffffffffu);
 }
 
 /* The legend's swatches (its text is drawn by the SDL layer): one per stall
@@ -883,10 +998,33 @@ static void draw_arrows(const tpu_viz *v, const tpu_viz_layout *l, uint32_t *px,
           0xff6fa8dcu);
 }
 
+/* The input pipeline's rows: each span from its first to its last cycle in
+** the timeline's visible range (at least a pixel wide), in its kind's color. */
+static void draw_pipeline(const tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
+  const viz_pipe *pp = &v->pipe;
+  if (pp->nrows < 1) return;
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  const double per = (double)l->pipeline.w / (double)(b - a);
+  for (int r = 0; r < pp->nrows; r++)
+    fill(px, pitch, l, l->pipeline.x, l->pipeline.y + r * l->pipe_row_h, l->pipeline.w, l->pipe_row_h - 1, 0xff202020u);
+  for (size_t i = 0; i < pp->nspans; i++) {
+    const tpu_viz_span *sp = &pp->spans[i];
+    if (sp->b <= a || sp->a >= b) continue;
+    const uint64_t s0 = sp->a > a ? sp->a : a, s1 = sp->b < b ? sp->b : b;
+    int x0 = (int)((double)(s0 - a) * per), x1 = (int)((double)(s1 - a) * per);
+    if (x1 <= x0) x1 = x0 + 1;
+    if (x1 > l->pipeline.w) x1 = l->pipeline.w;
+    fill(px, pitch, l, l->pipeline.x + x0, l->pipeline.y + sp->row * l->pipe_row_h, x1 - x0, l->pipe_row_h - 1,
+         tpu_viz_span_color(sp->kind));
+  }
+}
+
 void tpu_viz_render(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
   fill(px, pitch, l, 0, 0, l->width, l->height, TPU_VIZ_COLOR_BG);
   fill(px, pitch, l, 0, 0, l->width, l->header.h, 0xff000000u);
   draw_cells(v, l, px, pitch);
+  draw_pipeline(v, l, px, pitch);
   draw_timeline(v, l, px, pitch);
   draw_legend(l, px, pitch);
   draw_arrows(v, l, px, pitch);

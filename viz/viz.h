@@ -151,6 +151,28 @@ bool tpu_viz_cell_info(const tpu_viz *v, int r, int c, tpu_viz_cell *out);
 ** (the tile's weight for that cell), else the one it holds. false for an
 ** out-of-range cell or an idle cell that never held one. */
 bool tpu_viz_cell_weight(const tpu_viz *v, int r, int c, float *w);
+/* An input pipeline's timeline shown above the cores' (`tpusim viz
+** --pipeline`), drawn as the tf.data performance guide draws one: a row per
+** stage or worker, each element's open / read / map / batch ... interval on
+** it, over the same cycles as the cores' strips, so a core's infeed_wait
+** sits under the host work it waits for. Kinds are datafeed's letters
+** (df.h: 'O' open, 'R' read, 'M' map, 'X' shuffle, 'B' batch, 'C' cache
+** read, 'P' prefetch, 'S' serialize, 'D' deserialize, 'I' iterator made,
+** 'W' consumer waits, 'T' consumer step). Names and spans are copied; spans
+** outside [0, the run's cycles) are clipped when drawn. TPU_ERR_INPUT for
+** a row out of range or more than 64 rows, TPU_ERR_NOMEM. */
+typedef struct tpu_viz_span { int row; uint64_t a, b; char kind; } tpu_viz_span;
+tpu_status tpu_viz_set_pipeline(tpu_viz *v, const char *title, int nrows, const char *const *names,
+                                const tpu_viz_span *spans, size_t n);
+int tpu_viz_pipeline_rows(const tpu_viz *v);                    /* 0 without a pipeline */
+/* The span kinds present, in the legend's order, as a string in out; their count. */
+int tpu_viz_pipeline_kinds(const tpu_viz *v, char out[16]);
+const char *tpu_viz_pipeline_row_name(const tpu_viz *v, int row);
+const char *tpu_viz_pipeline_title(const tpu_viz *v);           /* "" without a pipeline */
+/* A span kind's color (0xAARRGGBB) and name ("open", "read", ...); an
+** unknown kind is grey / "other". These functions can't fail. */
+uint32_t tpu_viz_span_color(char kind);
+const char *tpu_viz_span_name(char kind);
 /* Multiplies the text size of every layout (--scale; <= 0 means 1). */
 void tpu_viz_set_text_scale(tpu_viz *v, double s);
 /* What computing cells are shaded by: false = activation, true = psum
@@ -171,6 +193,8 @@ typedef struct tpu_viz_layout {
   tpu_viz_rect queue;          /* skewed input queue, left of the array (queue_cols x rows) */
   int queue_cols;
   tpu_viz_rect acc;            /* accumulators, below the array */
+  tpu_viz_rect pipeline;       /* the input pipeline's rows, above the timeline (h 0 without) */
+  int pipe_row_h;              /* a pipeline row's height */
   tpu_viz_rect timeline;       /* the band area (labels are left of it) */
   int core_h, row_h, strip_h;  /* per-core block height; unit row and core strip heights */
   tpu_viz_rect infeed;         /* infeed occupancy graph */
@@ -242,6 +266,20 @@ void tpu_viz_canvas_draw(tpu_viz_canvas *c);                /* this function can
 const uint32_t *tpu_viz_canvas_pixels(const tpu_viz_canvas *c, int *pitch);
 /* Writes the frame whole or not at all; 0, or -1 with err set. */
 int tpu_viz_canvas_save_png(tpu_viz_canvas *c, const char *path, char *err, size_t errcap);
+/* A window showing a canvas, as `tpusim viz` shows it (bench_viz times
+** this path). Needs SDL video initialised with a driver that can open
+** windows. On X11 (and SDL's dummy driver) the canvas composes straight
+** into the window's framebuffer, shown with one XShmPutImage; elsewhere it
+** is uploaded to a streaming texture of an SDL renderer. On failure *out
+** is NULL and err says why: TPU_ERR_IO when no window can be opened,
+** TPU_ERR_RUNTIME otherwise. */
+typedef struct tpu_viz_window tpu_viz_window;
+tpu_status tpu_viz_window_create(tpu_viz *v, int width, int height, tpu_viz_window **out, char *err, size_t errcap);
+void tpu_viz_window_destroy(tpu_viz_window *w);             /* NULL is a no-op */
+void tpu_viz_window_present(tpu_viz_window *w);             /* compose and show one frame; can't fail */
+/* How frames reach the screen: "X11 framebuffer (MIT-SHM)", "window
+** framebuffer", "SDL renderer, streaming texture", ... */
+const char *tpu_viz_window_path(const tpu_viz_window *w);
 /* The key help text (for --help and the on-screen help). */
 extern const char TPU_VIZ_KEYS_HELP[];
 /* }================================================================== */

@@ -40,6 +40,14 @@ typedef struct viz_core {
   int inf_max;                       /* largest occupancy over the run */
 } viz_core;
 
+/* The input pipeline shown above the timeline (tpu_viz_set_pipeline). */
+typedef struct viz_pipe {
+  char title[160];
+  int nrows;
+  char **names;                      /* nrows */
+  tpu_viz_span *spans; size_t nspans;
+} viz_pipe;
+
 struct tpu_viz {
   tpu_chip_config chip;
   tpu_viz_workload w;                /* GEMM sessions */
@@ -61,6 +69,9 @@ struct tpu_viz {
   uint8_t *tl_cache; int tl_w; uint64_t tl_total; /* per timeline x: core cat + unit cats */
   uint64_t tl_a, tl_b;               /* the timeline's visible cycles [tl_a, tl_b); 0, 0 = the whole run */
   uint64_t tl_ca, tl_cb;             /* the range tl_cache was built for */
+  viz_pipe pipe;                     /* nrows 0: none */
+  uint32_t *tl_px;                   /* the cores' strips and unit rows drawn from tl_cache (timeline.w x */
+  int tl_px_key[3];                  /* ncores * core_h pixels), for the core_h, strip_h, row_h it was drawn at */
 };
 /* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all
 ** (tpu_write_atomic). 0, or -1 with err set. (viz_png.c) */

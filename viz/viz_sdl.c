@@ -5,10 +5,16 @@
 **
 ** Every frame is composed in one software surface: tpu_viz_render() writes
 ** the shapes straight into its pixels (one pass over the cells, no
-** SDL_RenderFillRect per cell), text is blitted on top, and the window shows
-** the surface through one streaming texture. Screenshots and headless
-** frames save that same surface (viz_png.c), so a PNG is exactly what the
-** window showed.
+** SDL_RenderFillRect per cell) and text is blitted on top. How the window
+** shows it (tpu_viz_window): on X11 (and SDL's dummy driver) that surface
+** IS the window's own framebuffer, so presenting a frame is one
+** XShmPutImage (MIT-SHM) of pixels already composed; SDL's default there
+** would put a GL texture behind the window surface, and under Xvfb (Mesa's
+** software GL) uploading and drawing a 1920x1080 texture cost more than
+** everything else in a frame (docs/BENCHMARKS.md, viz). Elsewhere
+** (Wayland, other platforms) the surface is uploaded to a streaming texture
+** of an SDL renderer. Screenshots and headless frames save that same
+** surface (viz_png.c), so a PNG is exactly what the window showed.
 **
 ** Test mode (--script): actions are pushed as real SDL events, one per
 ** frame, through the same handler as the keyboard and mouse; time then
@@ -50,7 +56,9 @@ const char TPU_VIZ_KEYS_HELP[] =
 struct tpu_viz_canvas {
   tpu_viz *v;
   tpu_viz_layout l;
-  SDL_Surface *frame;
+  SDL_Surface *frame;              /* ours, or the window's framebuffer (frame_is_window) */
+  bool frame_is_window;
+  struct tpu_viz_window *win;      /* the window showing it, or NULL */
   TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
   bool running, help, quit;
   double speed, carry;             /* cycles per second; fractional cycles pending */
@@ -159,6 +167,13 @@ static void compose_timeline_labels(ui *u) {
   const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, ux = l->timeline.x - 4 * l->font;
   char b[512];
   text(u, u->small, l->timeline.x, l->timeline.y - ln - 2, 0xffc0c0c0u, "timeline (click to jump)");
+  if (tpu_viz_pipeline_rows(v) > 0) {           /* the input pipeline's rows, as the tf.data guide draws them */
+    snprintf(b, sizeof b, "input pipeline: %s", tpu_viz_pipeline_title(v));
+    text_fit(u, u->small, l->pipeline.x, l->pipeline.y - ln - 2, 0xffc0c0c0u, b, l->pipeline.w);
+    for (int r = 0; r < tpu_viz_pipeline_rows(v) && l->pipe_row_h >= l->font - 2; r++)
+      text_fit(u, u->small, lx, l->pipeline.y + r * l->pipe_row_h - 2, 0xffa0a0a0u, tpu_viz_pipeline_row_name(v, r),
+               l->pipeline.x - lx - 4);
+  }
   for (int p = 0; p < v->ncores; p++) {
     int y = tpu_viz_core_y(l, p);
     snprintf(b, sizeof b, "core %d", p + 1);
@@ -207,6 +222,19 @@ static void compose_legend(ui *u) {
   text(u, u->small, x0, y, 0xffffffffu, "idle cell");
   text(u, u->small, l->legend.x + 7 * f + 6, y, 0xffffffffu, "loading");
   text(u, u->small, l->legend.x + 20 * f + 6, y, 0xffffffffu, v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+");
+  /* the input pipeline's span kinds, swatch and name, as many as fit the line */
+  char kinds[16];
+  const int nk = tpu_viz_pipeline_rows(v) > 0 ? tpu_viz_pipeline_kinds(v, kinds) : 0;
+  for (int k = 0, x = l->legend.x; k < nk; k++) {
+    const char *name = tpu_viz_span_name(kinds[k]);
+    int tw = 0;
+    if (TTF_SizeUTF8(u->small, name, &tw, NULL) != 0 || x + f + 3 + tw > l->legend.x + l->legend.w) break;
+    const uint32_t c = tpu_viz_span_color(kinds[k]);
+    SDL_Rect sw = { x, y + ln + (ln - f) / 2, f, f };
+    SDL_FillRect(u->frame, &sw, SDL_MapRGB(u->frame->format, (Uint8)(c >> 16), (Uint8)(c >> 8), (Uint8)c));
+    text(u, u->small, x + f + 3, y + ln, 0xffffffffu, name);
+    x += f + 3 + tw + f;
+  }
 }
 
 /* What each unit runs at the cycle shown, the hovered cell, the help. */
@@ -305,30 +333,46 @@ static int ui_open(ui *u, tpu_viz *v, int w, int h, char *err, size_t errcap) {
   return 0;
 }
 
-/* The window was resized: a new layout, text size and frame; the window
-** loop makes a new texture when it sees the frame's size change. On
-** failure the previous frame stays. */
+/* A new layout and text size for a w x h frame; on failure the previous
+** layout and fonts stay (and the session ends if even they cannot be
+** reopened). 0 or -1. */
+static int relayout(ui *u, int w, int h) {
+  char err[512];
+  const tpu_viz_layout old = u->l;
+  tpu_viz_layout_of(u->v, w, h, &u->l);
+  if (open_fonts(u, err, sizeof err) == 0) return 0;
+  u->l = old;
+  if (open_fonts(u, err, sizeof err) != 0) u->quit = true;
+  return -1;
+}
+
+static SDL_Surface *window_surface(struct tpu_viz_window *w);
+
+/* The window was resized: a new layout, text size and frame (the window's
+** new framebuffer, or a surface of ours that the window loop gives a new
+** texture when it sees the frame's size change). On failure the previous
+** frame stays. */
 static void ui_resize(ui *u, int w, int h) {
+  if (u->frame_is_window) {
+    SDL_Surface *f = window_surface(u->win);   /* SDL remade it at the window's new size */
+    if (!f) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); u->quit = true; return; }
+    u->frame = f;
+    if (relayout(u, f->w, f->h) != 0) u->quit = true;   /* the old layout does not fit the new frame */
+    return;
+  }
   if (w < 640) w = 640;
   if (h < 480) h = 480;
   SDL_Surface *f = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_ARGB8888);
   if (!f) return;
-  char err[512];
-  const tpu_viz_layout old = u->l;
-  tpu_viz_layout_of(u->v, w, h, &u->l);
-  if (open_fonts(u, err, sizeof err) != 0) {
-    SDL_FreeSurface(f);
-    u->l = old;
-    if (open_fonts(u, err, sizeof err) != 0) u->quit = true;
-    return;
-  }
+  if (relayout(u, w, h) != 0) { SDL_FreeSurface(f); return; }
   SDL_FreeSurface(u->frame);
   u->frame = f;
 }
 
 static void ui_close(ui *u) {
   close_fonts(u);
-  if (u->frame) SDL_FreeSurface(u->frame);
+  if (u->frame && !u->frame_is_window) SDL_FreeSurface(u->frame);
+  u->frame = NULL;
 }
 
 tpu_status tpu_viz_canvas_create(tpu_viz *v, int width, int height, tpu_viz_canvas **out,
@@ -487,22 +531,120 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
 static bool is_headless_driver(const char *d) {
   return !d || !strcmp(d, "dummy") || !strcmp(d, "offscreen") || !strcmp(d, "evdev");
 }
+/* }================================================================== */
 
-/* Composes the frame and shows it; a texture of the frame's new size after
-** a resize (if none can be made, the frame goes back to the texture's). */
-static void present(ui *u, SDL_Renderer *ren, SDL_Texture **tex) {
+/* {==================================================================
+** The window
+** ================================================================== */
+struct tpu_viz_window {
+  ui u;                            /* the canvas (its frame may be the window's framebuffer) */
+  SDL_Window *win;
+  SDL_Renderer *ren;               /* the texture path only */
+  SDL_Texture *tex;
+  const char *path;                /* how frames reach the screen (tpu_viz_window_path) */
+};
+
+/* The window's framebuffer, if it has the canvas's 32-bit 0x??RRGGBB pixels
+** (ARGB8888, or X11's RGB888 whose top byte is ignored), else NULL. */
+static SDL_Surface *window_surface(struct tpu_viz_window *w) {
+  SDL_Surface *s = SDL_GetWindowSurface(w->win);
+  if (!s) return NULL;
+  const Uint32 f = s->format->format;
+  return f == SDL_PIXELFORMAT_ARGB8888 || f == SDL_PIXELFORMAT_RGB888 ? s : NULL;
+}
+
+/* Drivers whose window surface is a framebuffer of their own (X11: shared
+** memory with the server) when SDL is told not to put a GL texture behind it. */
+static bool native_framebuffer(const char *drv) { return drv && (!strcmp(drv, "x11") || !strcmp(drv, "dummy")); }
+
+void tpu_viz_window_destroy(tpu_viz_window *w) {
+  if (!w) return;
+  ui_close(&w->u);
+  if (w->tex) SDL_DestroyTexture(w->tex);
+  if (w->ren) SDL_DestroyRenderer(w->ren);
+  if (w->win) SDL_DestroyWindow(w->win);
+  tpu_free(w);
+}
+
+/* The texture path: an SDL renderer (accelerated if it can) and a
+** streaming texture the canvas's own frame is uploaded to. */
+static int open_texture_path(tpu_viz_window *w, char *err, size_t errcap) {
+  w->ren = SDL_CreateRenderer(w->win, -1, 0);
+  if (!w->ren) w->ren = SDL_CreateRenderer(w->win, -1, SDL_RENDERER_SOFTWARE);
+  if (w->ren) w->tex = SDL_CreateTexture(w->ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING,
+                                         w->u.frame->w, w->u.frame->h);
+  if (!w->ren || !w->tex) { snprintf(err, errcap, "SDL: %s", SDL_GetError()); return -1; }
+  SDL_RendererInfo ri;
+  w->path = SDL_GetRendererInfo(w->ren, &ri) == 0 && !strcmp(ri.name, "software") ? "SDL software renderer, streaming texture"
+                                                                                 : "SDL renderer, streaming texture";
+  return 0;
+}
+
+tpu_status tpu_viz_window_create(tpu_viz *v, int width, int height, tpu_viz_window **out, char *err, size_t errcap) {
+  *out = NULL;
+  tpu_viz_window *w = tpu_calloc(1, sizeof *w);
+  if (!w) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
+  const char *drv = SDL_GetCurrentVideoDriver();
+  const bool fb = native_framebuffer(drv);
+  /* before the first SDL_GetWindowSurface, and only as a default: the
+  ** SDL_FRAMEBUFFER_ACCELERATION environment variable still decides */
+  if (fb) SDL_SetHintWithPriority(SDL_HINT_FRAMEBUFFER_ACCELERATION, "0", SDL_HINT_DEFAULT);
+  if (ui_open(&w->u, v, width, height, err, errcap) != 0) { tpu_viz_window_destroy(w); return TPU_ERR_RUNTIME; }
+  w->u.win = w;
+  w->win = SDL_CreateWindow("tpusim viz", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w->u.l.width, w->u.l.height,
+                            SDL_WINDOW_RESIZABLE);
+  if (!w->win) {
+    snprintf(err, errcap, "cannot open a window: %s", SDL_GetError());
+    tpu_viz_window_destroy(w);
+    return TPU_ERR_IO;
+  }
+  SDL_Surface *s = fb ? window_surface(w) : NULL;
+  if (s) {
+    SDL_FreeSurface(w->u.frame);
+    w->u.frame = s;
+    w->u.frame_is_window = true;
+    w->path = !strcmp(drv, "x11") ? "X11 framebuffer (MIT-SHM)" : "window framebuffer";
+    if (s->w != w->u.l.width || s->h != w->u.l.height) relayout(&w->u, s->w, s->h);
+  } else {
+    if (fb) {                      /* a window surface and a renderer do not mix: start afresh */
+      SDL_DestroyWindow(w->win);
+      w->win = SDL_CreateWindow("tpusim viz", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w->u.l.width,
+                                w->u.l.height, SDL_WINDOW_RESIZABLE);
+    }
+    if (!w->win || open_texture_path(w, err, errcap) != 0) {
+      if (!w->win) snprintf(err, errcap, "cannot open a window: %s", SDL_GetError());
+      tpu_viz_window_destroy(w);
+      return TPU_ERR_RUNTIME;
+    }
+  }
+  *out = w;
+  return TPU_OK;
+}
+
+const char *tpu_viz_window_path(const tpu_viz_window *w) { return w->path; }
+
+/* Composes the frame and shows it. The texture path makes a texture of the
+** frame's new size after a resize (if none can be made, the frame goes back
+** to the texture's size). */
+void tpu_viz_window_present(tpu_viz_window *w) {
+  ui *u = &w->u;
+  if (u->frame_is_window) {
+    compose(u);
+    SDL_UpdateWindowSurface(w->win);
+    return;
+  }
   int tw, th;
-  if (SDL_QueryTexture(*tex, NULL, NULL, &tw, &th) == 0 && (tw != u->frame->w || th != u->frame->h)) {
-    SDL_Texture *nt = SDL_CreateTexture(ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, u->frame->w,
+  if (SDL_QueryTexture(w->tex, NULL, NULL, &tw, &th) == 0 && (tw != u->frame->w || th != u->frame->h)) {
+    SDL_Texture *nt = SDL_CreateTexture(w->ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, u->frame->w,
                                         u->frame->h);
-    if (nt) { SDL_DestroyTexture(*tex); *tex = nt; }
+    if (nt) { SDL_DestroyTexture(w->tex); w->tex = nt; }
     else ui_resize(u, tw, th);
   }
   compose(u);
-  SDL_UpdateTexture(*tex, NULL, u->frame->pixels, u->frame->pitch);
-  SDL_RenderClear(ren);
-  SDL_RenderCopy(ren, *tex, NULL, NULL);
-  SDL_RenderPresent(ren);
+  SDL_UpdateTexture(w->tex, NULL, u->frame->pixels, u->frame->pitch);
+  SDL_RenderClear(w->ren);
+  SDL_RenderCopy(w->ren, w->tex, NULL, NULL);
+  SDL_RenderPresent(w->ren);
 }
 
 /* The window loop. 'script' is a private copy (tokens are cut in place). */
@@ -520,73 +662,74 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
     SDL_Quit();
     return 2;
   }
-  ui u;
   int rc = 1;
-  SDL_Window *win = NULL;
-  SDL_Renderer *ren = NULL;
-  SDL_Texture *tex = NULL;
-  if (ui_open(&u, v, o->width, o->height, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }
-  u.out_dir = o->out_dir ? o->out_dir : ".";
-  u.speed = o->speed;
-  u.running = true;
-  win = SDL_CreateWindow("tpusim viz", SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, u.l.width, u.l.height, SDL_WINDOW_RESIZABLE);
-  if (!win) {
-    fprintf(stderr, "tpusim viz: no display (cannot open a window: %s); run with --headless --frames N --out DIR\n",
-            SDL_GetError());
-    rc = 2;
+  tpu_viz_window *w = NULL;
+  tpu_status st = tpu_viz_window_create(v, o->width, o->height, &w, err, sizeof err);
+  if (st != TPU_OK) {
+    if (st == TPU_ERR_IO)
+      fprintf(stderr, "tpusim viz: no display (%s); run with --headless --frames N --out DIR\n", err);
+    else fprintf(stderr, "tpusim viz: %s\n", err);
+    rc = st == TPU_ERR_IO ? 2 : 1;
     goto out;
   }
-  ren = SDL_CreateRenderer(win, -1, 0);
-  if (!ren) ren = SDL_CreateRenderer(win, -1, SDL_RENDERER_SOFTWARE);
-  if (ren) tex = SDL_CreateTexture(ren, SDL_PIXELFORMAT_ARGB8888, SDL_TEXTUREACCESS_STREAMING, u.l.width, u.l.height);
-  if (!ren || !tex) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); goto out; }
+  ui *u = &w->u;
+  u->out_dir = o->out_dir ? o->out_dir : ".";
+  u->speed = o->speed;
+  u->running = true;
   char *save = NULL, *next = script ? strtok_r(script, ",", &save) : NULL;
   int wait = 0;
   Uint64 last = SDL_GetPerformanceCounter();
-  while (!u.quit) {
+  while (!u->quit) {
     SDL_Event e;
-    while (SDL_PollEvent(&e)) handle(&u, &e);
+    while (SDL_PollEvent(&e)) handle(u, &e);
     if (script) {
       if (wait > 0) wait--;
       else if (next) {
         SDL_Event se;
+        int sw, sh;
+        if (sscanf(next, "size:%dx%d", &sw, &sh) == 2 && sw > 0 && sh > 0) {   /* as a user drags the corner */
+          SDL_SetWindowSize(w->win, sw, sh);
+          next = strtok_r(NULL, ",", &save);
+          continue;
+        }
         if (!script_event(next, &se, &wait)) {
           fprintf(stderr, "tpusim viz: --script: unknown action '%s'\n", next);
           rc = 2;
           goto out;
         }
-        if (se.type) { handle(&u, &se); say_state(&u); }
+        if (se.type) { handle(u, &se); say_state(u); }
         next = strtok_r(NULL, ",", &save);
-      } else if (!u.quit) u.quit = true;    /* a script ends the session */
+      } else if (!u->quit) u->quit = true;    /* a script ends the session */
     }
     /* advance the simulation */
     Uint64 now = SDL_GetPerformanceCounter();
     double dt = script ? 1.0 / 30 : (double)(now - last) / (double)SDL_GetPerformanceFrequency();
     last = now;
-    if (u.running) {
-      u.carry += u.speed * dt;
-      uint64_t n = (uint64_t)u.carry;
-      u.carry -= (double)n;
+    if (u->running) {
+      u->carry += u->speed * dt;
+      uint64_t n = (uint64_t)u->carry;
+      u->carry -= (double)n;
       if (n) {
         uint64_t to = v->shown + n;
-        if (to >= v->total - 1) { to = v->total - 1; u.running = false; }
+        if (to >= v->total - 1) { to = v->total - 1; u->running = false; }
         tpu_viz_seek(v, to);
       }
     }
-    present(&u, ren, &tex);
+    tpu_viz_window_present(w);
     if (!script) SDL_Delay(15);
   }
   rc = 0;
 out:
-  if (tex) SDL_DestroyTexture(tex);
-  if (ren) SDL_DestroyRenderer(ren);
-  if (win) SDL_DestroyWindow(win);
-  ui_close(&u);
+  tpu_viz_window_destroy(w);
   TTF_Quit();
   SDL_Quit();
   return rc;
 }
+/* }================================================================== */
 
+/* {==================================================================
+** Headless frames
+** ================================================================== */
 static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
   char err[4300];
   viz_gif *gif = NULL;

@@ -31,9 +31,26 @@ expect_status 0 "$TPUSIM" train --model mlp --level timing --steps-per-epoch 60 
 f=$(echo "$OUT" | j 'd["input_wait_fraction"]')
 /usr/bin/python3 -c "import sys; assert float(sys.argv[2]) < float(sys.argv[1]) * 0.8" "$n" "$f" || die "prefetch did not cut the wait: $n -> $f"
 expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png ex4.png
+for f in naive prefetch; do      # the pipeline pictures: the naive one waits at every step, prefetch only at the first
+  expect_status 0 "$TPUSIM" viz --pipeline "$TPU_ROOT/docs/examples/train-$f.json" --steps 4 --headless --png ex4-$f.png --json
+  echo "$OUT" | j 'd["pipeline"]["infeed_wait_cycles"]' > ex4-$f.txt
+done
+/usr/bin/python3 -c "import sys; n=eval(open('ex4-naive.txt').read()); p=eval(open('ex4-prefetch.txt').read()); assert min(n) > 0 and p[0] > 0 and p[1:] == [0, 0, 0], (n, p)" \
+  || die "pipeline pictures: naive $(cat ex4-naive.txt), prefetch $(cat ex4-prefetch.txt)"
 # 5. all-reduce: fixed batch gets no faster with cores, a growing batch scales
 ips() { expect_status 0 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 512 --level timing --steps-per-epoch 2 --cores $1 --batch $2 --json; echo "$OUT" | j 'd["images_per_s"], d["stall"]["collective_wait"]'; }
 f1=$(ips 1 128); f8=$(ips 8 128); g8=$(ips 8 256)
 /usr/bin/python3 -c "import sys; f1, f8, g8 = (eval(a) for a in sys.argv[1:]); assert f8[0] < f1[0] < g8[0] and f1[1] == 0 < f8[1]" "$f1" "$f8" "$g8" \
   || die "all-reduce scaling: 1 core $f1, 8 cores $f8, 8 cores growing batch $g8"
 expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --png ex5.png
+# 6. dataflows: weight-stationary wins conv1 (M large) and loses every fc layer (M = 1) to output-stationary
+expect_status 0 bash "$TPU_ROOT/docs/teaching/ex6-dataflow.sh" "$TPUSIM" "$T/ex6.png"
+[ -s "$T/ex6.png" ] && [ -s "$T/ex6.gp" ] || die "exercise 6's script wrote no chart"
+/usr/bin/python3 - "$T/ex6.dat" <<'PY' || die "dataflows: the cycles are not as exercise 6 says: $(cat "$T/ex6.dat")"
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if not l.startswith("#")]
+c = {r[0]: tuple(int(x) for x in r[4:7]) for r in rows}        # ws, os, is
+assert len(rows) == 8 and c["conv1"][0] < min(c["conv1"][1:]), c
+assert all(c[f][0] > 2 * c[f][1] for f in ("fc6", "fc7", "fc8")), c
+assert c["conv1"] == (10220, 14807, 34415) and c["fc6"] == (882431, 303039, 322415), c
+PY

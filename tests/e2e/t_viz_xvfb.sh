@@ -76,3 +76,17 @@ assert views[3][1] - views[3][0] < b - a                        # z: narrower
 assert views[4][0] > views[3][0]                                # ]: later
 assert views[5][1] - views[5][0] > views[4][1] - views[4][0]    # x: wider
 PY
+# resizing the window (as a user drags its corner): the frame, the layout and
+# the screenshots follow the window's new size, smaller and larger
+expect_status 0 window viz --chip teach --out rs --script "space,size:1000x700,wait:3,s,size:1300x850,wait:3,s,q"
+/usr/bin/python3 - "$here" <<'PY' || die "the window's frame did not follow its new size"
+import struct, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+for n, size in ((1, (1000, 700)), (2, (1300, 850))):
+    path = "rs/tpusim-viz-%03d.png" % n
+    assert struct.unpack(">II", open(path, "rb").read()[16:24]) == size, (path, size)
+    img = png_read.read(path)
+    # the legend's stall swatches sit in the right half, below the middle: laid out for this size
+    right = {png_read.pixel(img, x, y)[:3] for x in range(size[0] // 2, size[0], 4) for y in range(size[1] // 2, size[1], 4)}
+    assert len(right) > 5, (path, len(right))
+PY
