@@ -184,10 +184,10 @@ int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
 
 int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out) {
   *out = NULL;
-  char *text = tpu_read_file(path, NULL);
-  if (!text) return cli_usage_error(cmd, "%s: cannot read: %s", path, strerror(errno));
-  char err[2048];
-  tpu_status st = tpu_sim_program_parse(text, path, cores, out, err, sizeof err);
+  char *text, err[2048];
+  tpu_status st = tpu_json_read_file(path, &text, err, sizeof err);
+  if (st) return cli_fail(cmd, st, "%s", err);
+  st = tpu_sim_program_parse(text, path, cores, out, err, sizeof err);
   tpu_free(text);
   return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
 }

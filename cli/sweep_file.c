@@ -11,6 +11,7 @@
 ** Options are the command's long names without the dashes; true is a flag,
 ** false leaves it out. Errors name the file, line:column and field.
 */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +111,13 @@ static tpu_status convert(toks *t) {
 
 int sweep_file_load(const char *path, sweep_file *f) {
   char err[1024];
-  size_t len;
-  char *text = tpu_read_file(path, &len);
-  if (!text) return cli_usage_error(CMD, "--file %s: cannot read", path);
+  char *text;
+  tpu_status st = tpu_json_read_file(path, &text, err, sizeof err);
+  if (st == TPU_ERR_IO) return cli_usage_error(CMD, "--file %s: cannot read: %s", path, strerror(errno));
+  if (st) return cli_fail(CMD, st, "--file %s", err);
   tpu_json doc = { .where = path, .err = err, .errcap = sizeof err, .field_prefix = true };
   toks t = { f, &doc };
-  tpu_status st = tpu_json_parse(&doc, text, "a sweep");
+  st = tpu_json_parse(&doc, text, "a sweep");
   if (!st) st = convert(&t);
   tpu_json_free(&doc);
   tpu_free(text);

@@ -731,6 +731,8 @@ tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **o
   if ((st = tpu_df_spec_create(&s)) != TPU_OK) { snprintf(err, errcap, "%s: out of memory", doc.where); goto done; }
   static const char *const keys[] = { "source", "stages", "consumer", "host", "comment", NULL };
   if ((st = check_keys(&c, "", root, keys)) != TPU_OK) goto done;
+  const char *comment;
+  if ((st = get_str(&c, root, "", "comment", &comment)) != TPU_OK) goto done;
   json_t *src = json_object_get(root, "source");
   if (!src) { st = tpu_json_missing(OBJ(&c, root, ""), "source", "an object (the data source)"); goto done; }
   if ((st = parse_source(&c, src, s)) != TPU_OK) goto done;
@@ -762,10 +764,11 @@ done:
 
 tpu_status tpu_df_spec_load(const char *path, tpu_df_spec **out, char *err, size_t errcap) {
   *out = NULL;
-  char *text = tpu_read_file(path, NULL);
-  if (!text && errno == ENOMEM) { snprintf(err, errcap, "%s: out of memory", path); return TPU_ERR_NOMEM; }
-  if (!text) { snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno)); return TPU_ERR_IO; }
-  tpu_status st = tpu_df_spec_parse(text, path, out, err, errcap);
+  char *text;
+  tpu_status st = tpu_json_read_file(path, &text, err, errcap);
+  if (st == TPU_ERR_IO) snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno));
+  if (st) return st == TPU_ERR_INPUT ? TPU_ERR_CONFIG : st;   /* a NUL byte: the message says so */
+  st = tpu_df_spec_parse(text, path, out, err, errcap);
   tpu_free(text);
   return st;
 }

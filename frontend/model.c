@@ -595,11 +595,12 @@ tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *
   char *text = NULL;
   tpu_status st = tpu_fe_model_zoo_json(name_or_file, &text, err, errcap);
   if (st) return st;
-  if (!text && !(text = tpu_read_file(name_or_file, NULL))) {
+  if (!text && (st = tpu_json_read_file(name_or_file, &text, err, errcap)) == TPU_ERR_IO) {
     snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
              name_or_file, strerror(errno));
     return TPU_ERR_IO;
   }
+  if (st) return st;   /* a NUL byte (TPU_ERR_INPUT, the message says so) or out of memory */
   st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
   tpu_free(text);
   return st;

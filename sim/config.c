@@ -265,21 +265,16 @@ tpu_status tpu_chip_config_load(const char *name_or_file, tpu_chip_config *out, 
     snprintf(where, sizeof where, "preset %s", name_or_file);
     return load_text(where, preset, false, out, err, errcap);
   }
-  size_t n;
-  char *text = tpu_read_file(name_or_file, &n);
-  if (!text) {
+  char *text;
+  tpu_status rst = tpu_json_read_file(name_or_file, &text, err, errcap);
+  if (rst == TPU_ERR_IO) {
     int e = errno;
-    if (e == ENOMEM) { seterr(err, errcap, "%s: out of memory", name_or_file); return TPU_ERR_NOMEM; }
     char names[256];
     preset_list(names, sizeof names);
     seterr(err, errcap, "%s: not a preset (%s) and cannot open it as a file: %s", name_or_file, names, strerror(e));
     return TPU_ERR_IO;
   }
-  if (strlen(text) != n) {
-    tpu_free(text);
-    seterr(err, errcap, "%s: contains a NUL byte; expected JSON text", name_or_file);
-    return TPU_ERR_CONFIG;
-  }
+  if (rst != TPU_OK) return rst == TPU_ERR_INPUT ? TPU_ERR_CONFIG : rst;   /* a NUL byte: the message says so */
   tpu_status st = load_text(name_or_file, text, true, out, err, errcap);
   if (st == TPU_OK && !out->name[0]) {
     const char *slash = strrchr(name_or_file, '/');

@@ -282,6 +282,15 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
   uint64_t *r = NULL;
   long long n = 0;
   if (rc) {
+    static const char *const other[] = { "batches", "first", "interval" };
+    for (int k = 0; k < 3; k++)
+      if (json_object_get(inf, other[k])) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s.%s", path, other[k]);
+        perr(x, sub, "give either \"ready_cycles\" (each batch's cycle) or \"batches\" with \"first\" and "
+             "\"interval\", not both");
+        return false;
+      }
     char sub[300];
     snprintf(sub, sizeof sub, "%s.ready_cycles", path);
     if (!json_is_array(rc)) { perr(x, sub, "expected an array of cycles"); return false; }
@@ -323,6 +332,8 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
   json_t *root = x.j.root;
   static const char *const KEYS[] = { "description", "cores", "repeat", "buffers", "ops", "infeed", "per_core", NULL };
   if (!only_keys(&x, root, "", KEYS)) goto out;
+  const char *description;
+  if (tpu_json_str(&(tpu_json_obj){ &x.j, root, "", NULL }, "description", 0, &description)) goto out;
   long long want = cores, repeat = 1;
   if (!get_int(&x, root, "cores", "", 1, TPU_MAX_CORES, &want, false)) goto out;
   if (want != cores) {

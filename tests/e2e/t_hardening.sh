@@ -1,0 +1,67 @@
+# The findings of the outside bad-input sweep (#18), one section each: the
+# input that went wrong, and what it gives now. Each failed on the release
+# before the fix (see the commit that added it). The corpus of every other
+# bad input is tests/e2e/t_badinput.sh.
+S="--data synthetic --synthetic-n 256 --batch 64"
+PY=/usr/bin/python3
+# idx DIR H W TEST_H TEST_W [gz]: the four MNIST-style IDX files, 256
+# training and 64 test images of random pixels, labels 0..9
+idx() {
+  $PY - "$@" <<'PY'
+import gzip, os, random, struct, sys
+d, h, w, th, tw = sys.argv[1], *map(int, sys.argv[2:6])
+gz = len(sys.argv) > 6
+os.makedirs(d, exist_ok=True)
+r = random.Random(0)
+for pre, n, hh, ww in (("train", 256, h, w), ("t10k", 64, th, tw)):
+    img = struct.pack(">BBBBIII", 0, 0, 8, 3, n, hh, ww) + bytes(r.randrange(256) for _ in range(n * hh * ww))
+    lab = struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes(r.randrange(10) for _ in range(n))
+    for kind, data in (("images-idx3", img), ("labels-idx1", lab)):
+        p = "%s/%s-%s-ubyte" % (d, pre, kind)
+        open(p + (".gz" if gz else ""), "wb").write(gzip.compress(data) if gz else data)
+PY
+}
+# no report prints nan or inf, and every JSON number is finite
+no_nan() { ! grep -qiE '(^|[^a-z0-9_.])-?(nan|inf|infinity)([^a-z0-9_.]|$)' "$T/out.txt" || die "nan or inf in the output: $OUT"; }
+
+# {== Malformed input accepted: a NUL byte and garbage after the JSON, in
+# every JSON file and in a .npy header; a program description that is not a
+# string; an infeed with both ready_cycles and batches.
+printf '{ "ops": [] }\0garbage' > nul.json
+expect_status 2 "$TPUSIM" run --chip teach --program nul.json
+expect_err_contains "nul.json:1:14: contains a NUL byte; expected JSON text"
+printf '{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 },\n  "stages": [ { "op": "batch", "batch_size": 2 } ] }\0{' > nulp.json
+expect_status 2 "$TPUSIM" pipeline --pipeline nulp.json
+expect_err_contains "nulp.json:2:53: contains a NUL byte"
+expect_status 2 "$TPUSIM" train --model mlp --pipeline nulp.json
+expect_err_contains "nulp.json:2:53: contains a NUL byte"
+printf '{ "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }\0x' > nulm.json
+expect_status 2 "$TPUSIM" model nulm.json
+expect_err_contains "nulm.json:1:64: contains a NUL byte"
+printf '{ "base": "teach" }\0x' > nulc.json
+expect_status 2 "$TPUSIM" info --chip nulc.json
+expect_err_contains "nulc.json:1:20: contains a NUL byte"
+printf '{ "command": "matmul", "axes": [] }\0x' > nuls.json
+expect_status 2 "$TPUSIM" sweep --no-plot --out sw --file nuls.json
+expect_err_contains "nuls.json:1:36: contains a NUL byte"
+$PY - <<'PY'
+import struct
+def npy(name, header, data=struct.pack("<4f", 1, 2, 3, 4)):
+    h = header + b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    open(name, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + data)
+npy("a.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }")
+npy("nul.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\0garbage")
+npy("extra.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'x': 1}")
+PY
+expect_status 0 "$TPUSIM" matmul --a a.npy --b a.npy
+expect_status 2 "$TPUSIM" matmul --a nul.npy --b a.npy
+expect_err_contains "nul.npy: header byte 59 is a NUL byte"
+expect_status 2 "$TPUSIM" matmul --a a.npy --b extra.npy
+expect_err_contains "extra.npy: header has a key 'x'"
+printf '{ "description": 5, "ops": [] }' > desc.json
+expect_status 2 "$TPUSIM" run --chip teach --program desc.json
+expect_err_contains "desc.json:1:18: field 'description': expected a string, got an integer"
+printf '{ "ops": [], "infeed": { "ready_cycles": [0, 10], "batches": 2 } }' > both.json
+expect_status 2 "$TPUSIM" run --chip teach --program both.json
+expect_err_contains "both.json:1:62: field 'infeed.batches': give either \"ready_cycles\""
+# }==
