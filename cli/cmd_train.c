@@ -218,21 +218,19 @@ static int load_model(const opts *o, train_run *t) {
 /* The input: datafeed's pipeline (values) and host-time model (ready
 ** times), checked against the model, and the test split. */
 static int open_data(const opts *o, train_run *t) {
-  char err[1024], a[48], b[48];
+  char err[1024];
   const int ncls = t->model.layers[t->model.nlayers - 1].out.c;
   /* synthetic data takes the model's input shape and classes */
   tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
                           .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
-                          .synthetic_shape = t->model.input, .synthetic_classes = ncls };
+                          .synthetic_shape = t->model.input, .synthetic_classes = ncls,
+                          .model_shape = t->model.input, .model_classes = ncls };
   if (t->numerics && ncls > 256)
     return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "
                            "(byte labels); --level timing takes any count", o->model, ncls);
   tpu_status st = tpu_fe_feed_open(&fo, &t->feed, &t->fi, err, sizeof err);
+  /* every split is checked against the model (tpu_fe_feed_opts.model_shape) */
   if (st) return o->pipeline ? cli_fail(CMD, st, "--pipeline: %s", err) : cli_fail(CMD, st, "--data %s: %s", o->data, err);
-  if (tpu_fe_shape_size(t->fi.shape) != tpu_fe_shape_size(t->model.input) || ncls != t->fi.classes)
-    return cli_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
-                           "and %d classes", o->model, tpu_fe_shape_str(t->model.input, a, sizeof a), ncls,
-                           tpu_fe_shape_str(t->fi.shape, b, sizeof b), t->fi.classes);
   if (t->numerics && (st = tpu_fe_feed_test_set(&fo, &t->test, err, sizeof err)))
     return cli_fail(CMD, st, "--data %s (test split): %s", o->data, err);
   t->steps_avail = (long)t->fi.batches_per_epoch;

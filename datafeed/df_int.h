@@ -135,7 +135,7 @@ typedef struct df_data {
   /* the loader's input */
   unsigned char *gz;         /* compressed file (owned) */
   size_t gz_len;
-  char *img_path;            /* owned, for messages */
+  char *img_path;            /* owned: the file (or directory) the elements come from, for messages */
   int64_t body_off;          /* first image byte in the (inflated) stream */
   int fd;                    /* plain IDX streamed with read(2); -1 otherwise */
 } df_data;

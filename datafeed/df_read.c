@@ -955,6 +955,16 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   case TPU_DF_SRC_TFRECORD: st = open_tfrecord(src, d, err, cap); break;
   default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
   }
+  if (st == TPU_OK && !d->img_path) {   /* the name messages give the source by */
+    const char *name = "synthetic source";
+    if (src->kind == TPU_DF_SRC_NPY) name = src->images;
+    else if (src->kind == TPU_DF_SRC_CSV || src->kind == TPU_DF_SRC_TFRECORD) name = src->path ? src->path : src->files[0];
+    else if (src->kind == TPU_DF_SRC_CIFAR10) {
+      snprintf(ip, sizeof ip, "%s/%s", src->dir, src->test_split ? "test_batch.bin" : "data_batch_*.bin");
+      name = ip;
+    }
+    if (!(d->img_path = tpu_strdup(name))) st = ferr(err, cap, TPU_ERR_NOMEM, "out of memory");
+  }
   if (st != TPU_OK) { df_data_close(d); return st; }
   *out = d;
   return TPU_OK;

@@ -249,6 +249,8 @@ typedef struct tpu_fe_feed_opts {
   uint64_t seed;               /* shuffle and synthetic data */
   tpu_fe_shape synthetic_shape;/* synthetic: a sample's shape (zero: 28x28x1), e.g. the model's input */
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
+  tpu_fe_shape model_shape;    /* the model's input and classes: every split (training and test) */
+  int model_classes;           /* must match them, else TPU_ERR_INPUT naming the file (0: not checked) */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;

@@ -83,6 +83,22 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
 
 #define TRY(x) do { if ((st = (x)) != TPU_OK) goto fail; } while (0)
 
+/* A split's samples against the model's input and classes: the value path
+** reads exactly the model's input size per sample and indexes its outputs by
+** label, so a split of another shape is refused before anything runs. */
+static tpu_status check_split(const tpu_fe_feed_opts *o, const tpu_df_info *di, const char *split, char *err,
+                              size_t errcap) {
+  const tpu_fe_shape got = { di->height, di->width, di->channels };
+  if (o->model_classes <= 0 || (tpu_fe_shape_size(got) == tpu_fe_shape_size(o->model_shape) &&
+                                di->classes == o->model_classes))
+    return TPU_OK;
+  char a[48], b[48];
+  snprintf(err, errcap, "%s: the %s split has samples of %s and %d classes; the model takes input %s and gives %d "
+           "classes", di->source ? di->source : "the data", split, tpu_fe_shape_str(got, a, sizeof a), di->classes,
+           tpu_fe_shape_str(o->model_shape, b, sizeof b), o->model_classes);
+  return TPU_ERR_INPUT;
+}
+
 tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe_feed_info *info, char *err, size_t errcap) {
   *out = NULL;
   tpu_df_spec *spec = NULL;
@@ -113,6 +129,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   if ((st = tpu_df_open(spec, NULL, &f->df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
   tpu_df_get_info(f->df, &di);
+  if ((st = check_split(o, &di, "training", err, errcap)) != TPU_OK) goto out;
   if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
     snprintf(err, errcap, "%s: the pipeline repeats %lld times; training for %d epochs needs a repeat stage of at "
              "least that count", o->pipeline ? o->pipeline : "pipeline", (long long)di.epochs, o->epochs);
@@ -190,6 +207,7 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   if ((st = tpu_df_open(spec, NULL, &df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
   tpu_df_get_info(df, &di);
+  if ((st = check_split(o, &di, "test", err, errcap)) != TPU_OK) goto out;
   if (di.classes > 256) {
     snprintf(err, errcap, "the data has %d classes; values (the test set, --level tile) take at most 256", di.classes);
     st = TPU_ERR_CONFIG;
@@ -197,6 +215,12 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   }
   int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? o->synthetic_n : 0;  /* synthetic: the tail */
   int64_t n = di.elements - first;
+  if (n < 1) {
+    snprintf(err, errcap, "%s: the test split has no samples%s", di.source,
+             first ? " (synthetic: a quarter as many as the training samples; give at least 4 of those)" : "");
+    st = TPU_ERR_INPUT;
+    goto out;
+  }
   out->n = (int)n;
   out->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   out->classes = di.classes;

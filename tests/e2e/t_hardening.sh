@@ -24,6 +24,25 @@ PY
 # no report prints nan or inf, and every JSON number is finite
 no_nan() { ! grep -qiE '(^|[^a-z0-9_.])-?(nan|inf|infinity)([^a-z0-9_.]|$)' "$T/out.txt" || die "nan or inf in the output: $OUT"; }
 
+# {== Crashes (1): every split of a data source is checked against the model.
+# The test split of another image size was read past its buffer (ASan: heap
+# over-read in fe_forward; the release build exited 0 with garbage accuracy).
+idx d1 28 28 32 32
+expect_status 2 "$TPUSIM" train --model mlp --data d1 --batch 64 --cores 2
+expect_err_contains "--data d1 (test split): d1/t10k-images-idx3-ubyte: the test split has samples of 32x32x1 and 10 classes; the model takes input 28x28x1"
+idx d2 32 32 28 28
+expect_status 2 "$TPUSIM" train --model mlp --data d2 --batch 64 --cores 2 --level timing
+expect_err_contains "d2/train-images-idx3-ubyte: the training split has samples of 32x32x1"
+# a pipeline's source fits the model, but --data's test split does not
+printf '{ "source": { "kind": "synthetic", "n": 128, "shape": [32, 32, 3], "classes": 10 },\n  "stages": [ { "op": "batch", "batch_size": 64, "drop_remainder": true } ] }' > rgb.json
+printf '{ "input": [32, 32, 3], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 10 } ] }' > rgbm.json
+expect_status 2 "$TPUSIM" train --model rgbm.json --pipeline rgb.json --batch 64
+expect_err_contains "t10k-images-idx3-ubyte.gz: the test split has samples of 28x28x1 and 10 classes; the model takes input 32x32x3"
+# synthetic data too small for a test split
+expect_status 2 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 3 --batch 1 --cores 1
+expect_err_contains "synthetic source: the test split has no samples"
+# }==
+
 # {== Malformed input accepted: a NUL byte and garbage after the JSON, in
 # every JSON file and in a .npy header; a program description that is not a
 # string; an infeed with both ready_cycles and batches.
