@@ -4,13 +4,16 @@
 ** memory. Headers, dimensions, sizes and labels are validated when the source
 ** is opened; every message names the file.
 **
-** Large IDX image files stream: the compressed file is read whole, then a
-** loader thread inflates it straight into the image array (no extra copy)
-** and publishes how many images are decoded, so batches can be made while
-** the rest is still being inflated. For gzip the expected size is checked at
-** open against the ISIZE trailer (so a truncated .gz is caught before any
-** thread starts); corruption found while inflating (CRC, bad data) is
-** reported by the next tpu_df_next.
+** Large IDX image files load in a thread: the compressed file is read
+** whole, then a loader thread inflates it straight into the image array (no
+** extra copy) while the workers waiting for it touch the pages ahead. For
+** gzip the expected size is checked at open against the ISIZE trailer (so a
+** truncated .gz is caught before any thread starts), and the images are
+** published only once the whole stream has inflated and its trailer (CRC-32
+** and length) checks out with nothing after it: a corrupt file is reported
+** by the tpu_df_next that waits for it, and no batch is made of its bytes.
+** Plain files are published as they are read (their size was checked at
+** open). Label files are inflated and checked whole at open.
 */
 #include "datafeed/df_int.h"
 
@@ -102,6 +105,45 @@ static tpu_status gunzip_prefix(const unsigned char *gz, size_t n, unsigned char
   return TPU_OK;
 }
 
+/* zlib's message for a bad trailer, in words that say which. */
+static const char *gzip_why(const z_stream *z) {
+  if (z->msg && !strcmp(z->msg, "incorrect data check")) return "the CRC-32 in its trailer does not match the data";
+  if (z->msg && !strcmp(z->msg, "incorrect length check")) return "the length in its trailer does not match the data";
+  return z->msg ? z->msg : "corrupt gzip data";
+}
+
+/* After the last wanted byte of a gzip stream: the stream must end there,
+** its trailer (CRC-32 and length, which zlib checks on Z_STREAM_END) must
+** match, and no byte may follow it. */
+static const char *gzip_end(z_stream *z, int r) {
+  unsigned char extra;
+  z->next_out = &extra;
+  z->avail_out = 1;
+  while (r == Z_OK && z->avail_out > 0) r = inflate(z, Z_FINISH);
+  if (r == Z_BUF_ERROR && z->avail_out > 0 && z->avail_in == 0) return "truncated gzip data (the trailer is missing)";
+  if (r != Z_STREAM_END) return z->avail_out == 0 ? "more data than the header says" : gzip_why(z);
+  if (z->avail_in > 0) return "trailing data after the gzip stream";
+  return NULL;
+}
+
+/* Inflates a whole gzip buffer into exactly 'want' bytes at 'dst',
+** checking its trailer and that nothing follows (gzip_end). */
+static tpu_status gunzip_all(const unsigned char *gz, size_t n, unsigned char *dst, size_t want, const char *path,
+                             char *err, size_t cap) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return ferr(err, cap, TPU_ERR_NOMEM, "%s: zlib init failed", path);
+  z.next_in = (unsigned char *)gz; z.avail_in = (uInt)n;
+  z.next_out = dst; z.avail_out = (uInt)want;
+  int r = Z_OK;
+  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_NO_FLUSH);
+  const char *why = z.avail_out > 0 ? (r == Z_STREAM_END ? "less data than its size field says"
+                                      : z.msg ? gzip_why(&z) : "truncated gzip data")
+                                    : gzip_end(&z, r);
+  inflateEnd(&z);
+  return why ? ferr(err, cap, TPU_ERR_INPUT, "%s: corrupt gzip file: %s", path, why) : TPU_OK;
+}
+
 /* Fresh pages cost a fault on first touch, which on some hosts costs as
 ** much as inflating into them. Workers that would otherwise sleep waiting
 ** for the loader touch the pages ahead of it (df_data_wait); the loader takes
@@ -142,23 +184,18 @@ static void *loader_main(void *arg) {
       done += want - z.avail_out;
       if (z.avail_out > 0) {
         st = TPU_ERR_INPUT;
-        snprintf(msg, sizeof msg, "%s: truncated or corrupt gzip data after %zu images (%s)", d->img_path, done / row,
-                 z.msg ? z.msg : "data ended early");
+        snprintf(msg, sizeof msg, "%s: corrupt gzip file: truncated or corrupt data after %zu images (%s)", d->img_path,
+                 done / row, z.msg ? z.msg : "data ended early");
         break;
       }
-      pthread_mutex_lock(&d->mu);
-      d->ready = (int64_t)(done / row);
-      pthread_cond_broadcast(&d->cv);
-      pthread_mutex_unlock(&d->mu);
+      /* nothing is published yet: until the trailer's CRC checks out, no
+      ** byte of a compressed file is known to be right (waiting workers
+      ** touch the pages ahead meanwhile, df_data_wait) */
     }
-    if (st == TPU_OK) {   /* the trailer (CRC) must check out */
-      unsigned char extra;
-      z.next_out = &extra; z.avail_out = 1;
-      while (r == Z_OK && z.avail_out > 0) r = inflate(&z, Z_FINISH);
-      if (r != Z_STREAM_END || z.avail_out == 0) {
-        st = TPU_ERR_INPUT;
-        snprintf(msg, sizeof msg, "%s: %s", d->img_path, z.avail_out == 0 ? "trailing data after the last image" : "corrupt gzip data (bad checksum)");
-      }
+    const char *why = st == TPU_OK ? gzip_end(&z, r) : NULL;
+    if (why) {
+      st = TPU_ERR_INPUT;
+      snprintf(msg, sizeof msg, "%s: corrupt gzip file: %s", d->img_path, why);
     }
     inflateEnd(&z);
   } else {
@@ -311,7 +348,7 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
     if (isz < 8 || isz > (1u << 30)) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file (size field %u)", lpath, isz); }
     lraw = tpu_malloc(isz);
     if (!lraw) { tpu_free(lb); return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", lpath); }
-    st = gunzip_prefix(lb, llen, lraw, isz, lpath, err, cap);
+    st = gunzip_all(lb, llen, lraw, isz, lpath, err, cap);
     tpu_free(lb);
     lb = lraw;
     lrawlen = isz;

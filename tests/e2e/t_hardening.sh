@@ -43,6 +43,35 @@ expect_status 2 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 3 --b
 expect_err_contains "synthetic source: the test split has no samples"
 # }==
 
+# {== Corrupt gzip: every .gz input's trailer (CRC-32, length) is checked and
+# nothing may follow it; an image file's data is used only after the check.
+# (An image file's CRC error was found after its images were published and
+# never delivered: exit 0; a label file's trailer was never read.)
+flip() { $PY -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[-int(sys.argv[2])]^=1; open(p,"wb").write(b)' "$1" "$2"; }
+junk() { $PY -c 'import sys; p=sys.argv[1]; b=open(p,"rb").read(); open(p,"wb").write(b+b"junk"+b[-4:])' "$1"; }
+idx g 28 28 28 28 gz
+flip g/train-images-idx3-ubyte.gz 6
+expect_status 2 "$TPUSIM" train --model mlp --data g --batch 64 --cores 2
+expect_out_contains "Epoch 1/1"                 # found mid-training
+expect_err_contains "the pipeline g/train-images-idx3-ubyte.gz: corrupt gzip file: the CRC-32 in its trailer does not match the data"
+rm -r g; idx g 28 28 28 28 gz
+flip g/t10k-labels-idx1-ubyte.gz 6
+expect_status 2 "$TPUSIM" train --model mlp --data g --batch 64 --cores 2
+expect_err_contains "g/t10k-labels-idx1-ubyte.gz: corrupt gzip file: the CRC-32 in its trailer does not match the data"
+rm -r g; idx g 28 28 28 28 gz
+flip g/train-labels-idx1-ubyte.gz 2               # the length field
+expect_status 2 "$TPUSIM" train --model mlp --data g --batch 64 --cores 2
+expect_err_contains "g/train-labels-idx1-ubyte.gz: corrupt gzip file: the length in its trailer does not match the data"
+rm -r g; idx g 28 28 28 28 gz
+junk g/train-labels-idx1-ubyte.gz
+expect_status 2 "$TPUSIM" train --model mlp --data g --batch 64 --cores 2
+expect_err_contains "g/train-labels-idx1-ubyte.gz: corrupt gzip file: trailing data after the gzip stream"
+rm -r g; idx g 28 28 28 28 gz
+junk g/train-images-idx3-ubyte.gz
+expect_status 2 "$TPUSIM" train --model mlp --data g --batch 64 --cores 2
+expect_err_contains "g/train-images-idx3-ubyte.gz: corrupt gzip file: trailing data after the gzip stream"
+# }==
+
 # {== Malformed input accepted: a NUL byte and garbage after the JSON, in
 # every JSON file and in a .npy header; a program description that is not a
 # string; an infeed with both ready_cycles and batches.
