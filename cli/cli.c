@@ -199,6 +199,8 @@ void cli_chip_cut(tpu_chip_config *chip, int cores) {
   chip->cores_per_chip = cpc;
 }
 
+json_t *cli_json_real(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
 int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   if (!o) return cli_runtime_error(cmd, "out of memory");
   json_object_set_new(o, "tpusim_version", json_string(TPU_VERSION));   /* last, after the report's own keys */

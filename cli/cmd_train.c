@@ -415,7 +415,7 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   json_t *stall = json_object();
   for (int i = 0; i < TPU_SIM_NSTALL; i++) {   /* in the training report's order (sim/stall.def) */
     const int k = tpu_sim_stall_in_report_order(i);
-    json_object_set_new(stall, tpu_sim_stall_name(k), json_real(m->fr[k]));
+    json_object_set_new(stall, tpu_sim_stall_name(k), cli_json_real(m->fr[k]));
   }
   char hs[32];
   snprintf(hs, sizeof hs, "%016llx", n ? (unsigned long long)tpu_fe_params_hash(t->tr.params, t->model.nparams) : 0ull);

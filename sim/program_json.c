@@ -298,10 +298,12 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
     if (n && !(r = tpu_malloc((size_t)n * sizeof *r))) { perr(x, sub, "out of memory"); return false; }
     for (long long i = 0; i < n; i++) {
       json_t *e = json_array_get(rc, (size_t)i);
-      if (!json_is_integer(e) || json_integer_value(e) < 0 || (i && (uint64_t)json_integer_value(e) < r[i - 1])) {
+      if (!json_is_integer(e) || json_integer_value(e) < 0 || (uint64_t)json_integer_value(e) > TPU_SIM_MAX_CYCLES ||
+          (i && (uint64_t)json_integer_value(e) < r[i - 1])) {
         char ep[340];
         snprintf(ep, sizeof ep, "%s[%lld]", sub, i);
-        perr(x, ep, "expected a cycle count >= 0 and >= the previous batch's");
+        perr(x, ep, "expected a cycle count in 0..2^53 (%llu) and >= the previous batch's",
+             (unsigned long long)TPU_SIM_MAX_CYCLES);
         tpu_free(r);
         return false;
       }
@@ -313,8 +315,15 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
         !get_int(x, inf, "first", path, 0, (long long)1 << 50, &first, false) ||
         !get_int(x, inf, "interval", path, 0, (long long)1 << 40, &interval, false))
       return false;
+    if (n > 1 && (uint64_t)interval > (TPU_SIM_MAX_CYCLES - (uint64_t)first) / (uint64_t)(n - 1)) {
+      char sub[300];
+      snprintf(sub, sizeof sub, "%s.interval", path);
+      perr(x, sub, "the last of %lld batches would be ready at cycle %.4g (first + (batches - 1) * interval), past "
+           "the longest run the engine times (2^53 cycles)", n, (double)first + (double)(n - 1) * (double)interval);
+      return false;
+    }
     if (n && !(r = tpu_malloc((size_t)n * sizeof *r))) { perr(x, path, "out of memory"); return false; }
-    for (long long i = 0; i < n; i++) r[i] = (uint64_t)(first + i * interval);
+    for (long long i = 0; i < n; i++) r[i] = (uint64_t)first + (uint64_t)i * (uint64_t)interval;
   }
   tpu_status st = tpu_sim_infeed(x->p, core, n, r);
   tpu_free(r);

@@ -43,6 +43,50 @@ expect_status 2 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 3 --b
 expect_err_contains "synthetic source: the test split has no samples"
 # }==
 
+# {== Physically impossible values: ranges checked at load time, cycle sums
+# checked for overflow, no key dropped and no nan in any report.
+# (A 1e-300 GB/s HBM looked faster than 8 GB/s; a huge infeed wait made
+# sim_step_cycles -9223372036854775808; costs of 1e308 dropped total_s from
+# --json and printed -nan.)
+expect_status 2 "$TPUSIM" matmul --cores 4 --chip teach --m 64 --n 64 --k 64 --set hbm.bandwidth_gb_per_s=1e-300
+expect_err_contains "--set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'"
+printf '{ "base": "teach",\n  "ici": { "link_gbit_per_s": 1e-300 } }' > slow.json
+expect_status 2 "$TPUSIM" info --chip slow.json
+expect_err_contains "slow.json:2:31: key 'ici.link_gbit_per_s': expected a number in [0.01, 10000000] Gbit/s, got 1e-300"
+# at the ends of the ranges every report is whole and finite
+for set in hbm.bandwidth_gb_per_s=0.01 ici.link_gbit_per_s=0.01 clock_mhz=10000 hbm.latency_ns=1000000; do
+  expect_status 0 "$TPUSIM" matmul --cores 4 --chip teach --m 64 --n 64 --k 64 --level timing --set $set --json
+  no_nan
+done
+printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "classes": 10, "read_latency_s": 1e308 },\n  "stages": [ { "op": "batch", "batch_size": 8 } ] }' > huge.json
+expect_status 2 "$TPUSIM" pipeline --pipeline huge.json --json
+expect_err_contains "huge.json:1:100: field 'source.read_latency_s': expected a number in [0, 3600], got 1e+308"
+# the largest costs allowed keep every key of the report, finite
+printf '{ "source": { "kind": "synthetic", "n": 64, "shape": [28, 28, 1], "classes": 10, "read_latency_s": 3600, "open_latency_s": 3600 },\n  "stages": [ { "op": "map", "fn": "normalize", "cost_per_element_s": 3600 }, { "op": "batch", "batch_size": 8, "cost_per_call_s": 3600 } ],\n  "consumer": { "step_time_s": 3600 }, "host": { "iterator_overhead_s": 3600, "element_overhead_s": 3600 } }' > max.json
+expect_status 0 "$TPUSIM" pipeline --pipeline max.json --json
+no_nan
+echo "$OUT" > max.out
+$PY -c 'import json; d=json.load(open("max.out")); missing=[k for k in ("total_s","wait_mean_s","wait_max_s","input_bound_share","step_time_s") if not isinstance(d.get(k), float)]; assert not missing, missing' || die "pipeline report lost keys"
+expect_status 0 "$TPUSIM" pipeline --pipeline max.json
+no_nan
+# a program's infeed, by list or by first + interval, past 2^53 cycles
+printf '{ "ops": [], "infeed": { "batches": 100000000, "interval": 1099511627776 } }' > inf1.json
+expect_status 2 "$TPUSIM" run --chip teach --program inf1.json
+expect_err_contains "inf1.json:1:60: field 'infeed.interval': the last of 100000000 batches would be ready at cycle 1.1e+20"
+printf '{ "ops": [], "infeed": { "ready_cycles": [0, 9007199254740993] } }' > inf2.json
+expect_status 2 "$TPUSIM" run --chip teach --program inf2.json
+expect_err_contains "field 'infeed.ready_cycles[1]': expected a cycle count in 0..2^53"
+# a run longer than 2^53 cycles: exit 2 saying so (the engine saturates, never wraps)
+printf '{ "ops": [ { "op": "infeed", "dst": "x" } ], "buffers": [ { "name": "x", "space": "vmem", "shape": [1, 1] } ],\n  "infeed": { "ready_cycles": [9007199254740992] } }' > inf3.json
+expect_status 0 "$TPUSIM" run --chip teach --program inf3.json --json
+no_nan
+# headless frames --every a huge step stay at the run's end (they wrapped back into it)
+expect_status 0 "$TPUSIM" viz --chip teach --headless --out vf --frames 3 --every 9223372036854775807 --m 8 --n 8 --k 8
+[ "$(grep -c '(cycle 515)' "$T/out.txt")" = 2 ] || die "frames past the end: $OUT"
+expect_status 2 "$TPUSIM" viz --chip teach --headless --png v.png --model mlp --batch 64 --infeed-ready 9007199254740993
+expect_err_contains "--infeed-ready: expected an integer in 0..9007199254740992"
+# }==
+
 # {== Corrupt gzip: every .gz input's trailer (CRC-32, length) is checked and
 # nothing may follow it; an image file's data is used only after the check.
 # (An image file's CRC error was found after its images were published and
