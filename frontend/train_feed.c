@@ -110,7 +110,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     /* the run's --batch is the batch: it replaces the file's batch_size */
     if (tpu_df_spec_set_batch_size(spec, o->global_batch) != TPU_OK) {
       snprintf(err, errcap, "%s: the pipeline has no batch stage; training takes the global batch (%d, --batch) "
-               "from a batch stage with drop_remainder", o->pipeline, o->global_batch);
+               "from a batch stage", o->pipeline, o->global_batch);
       st = TPU_ERR_CONFIG;
       goto out;
     }
@@ -173,14 +173,15 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
   return st;
 }
 
-tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
-                        char *err, size_t errcap) {
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, int *n,
+                            double *ready_s, char *err, size_t errcap) {
   tpu_df_batch b;
   tpu_status st = tpu_df_next(f->df, &b);
-  if (st != TPU_OK || b.size != f->batch) {
+  if (st != TPU_OK || b.size < 1 || b.size > f->batch) {
     snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
     return st != TPU_OK ? st : TPU_ERR_INPUT;
   }
+  *n = b.size;
   for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
   *x = b.x;
   *y = f->classes <= 256 ? f->y : NULL;

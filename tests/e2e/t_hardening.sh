@@ -43,6 +43,55 @@ expect_status 2 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 3 --b
 expect_err_contains "synthetic source: the test split has no samples"
 # }==
 
+# {== Crashes (2): every checkpoint field is range-checked (an optimizer step
+# count of 2^63 or 2^64-1 aborted on an assert in the optimizer update).
+# ckpatch FILE FIELD VALUE: a header field (u64) or a run sum / history
+# value (f64) of a format-2 checkpoint, its CRC made valid again.
+ckpatch() {
+  $PY - "$@" <<'PY'
+import struct, sys, zlib
+path, field, val = sys.argv[1:4]
+b = bytearray(open(path, "rb").read())
+u64 = ["parameters", "optimizer", "seed", "global_batch", "epochs_done", "step", "optimizer_steps", "steps_timed"]
+f64 = ["run.cycles", "run.macs", "run.mxu_capacity", "run.sim_time_s"] + ["run.stall.%d" % k for k in range(6)]
+hist = ["loss", "accuracy", "val_loss", "val_accuracy", "sim_s"]
+assert b[:8] == b"TPUSIMC2"
+if field in u64:
+    struct.pack_into("<Q", b, 8 + 8 * u64.index(field), int(val) % (1 << 64))
+elif field in f64:
+    struct.pack_into("<d", b, 8 + 8 * len(u64) + 8 * f64.index(field), float(val))
+else:                                   # history[E].KEY
+    e, key = int(field[8:field.index("]")]), field[field.index(".") + 1:]
+    struct.pack_into("<d", b, 8 + 8 * (len(u64) + len(f64)) + 8 * (len(hist) * e + hist.index(key)), float(val))
+struct.pack_into("<I", b, len(b) - 4, zlib.crc32(bytes(b[:-4])))
+open(path, "wb").write(bytes(b))
+PY
+}
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 1 --checkpoint ck
+cp ck/checkpoint.bin good.bin
+while IFS='|' read -r field value says; do
+  cp good.bin ck/checkpoint.bin
+  ckpatch ck/checkpoint.bin "$field" "$value"
+  expect_status 2 "$TPUSIM" train --model mlp $S --epochs 2 --checkpoint ck --resume
+  expect_err_contains "ck/checkpoint.bin: field '$says"
+done <<'CASES'
+optimizer_steps|9223372036854775808|optimizer_steps' is 9223372036854775808; expected 0..9007199254740992
+optimizer_steps|18446744073709551615|optimizer_steps
+epochs_done|-1|epochs_done' is 18446744073709551615; expected 0..1000000
+step|0|step' is 0 with step 0 and epochs_done 1
+optimizer_steps|3|optimizer_steps' is 3 with step 4
+steps_timed|5|steps_timed' is 5 with step 4
+run.cycles|nan|run.cycles' is nan
+run.stall.2|-1|run.stall.infeed_wait' is -1
+run.sim_time_s|inf|run.sim_time_s' is inf
+history[0].accuracy|2|history[0].accuracy' is 2
+history[0].val_loss|-1|history[0].val_loss' is -1
+history[0].sim_s|nan|history[0].sim_s
+CASES
+cp good.bin ck/checkpoint.bin
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 2 --checkpoint ck --resume
+# }==
+
 # {== Physically impossible values: ranges checked at load time, cycle sums
 # checked for overflow, no key dropped and no nan in any report.
 # (A 1e-300 GB/s HBM looked faster than 8 GB/s; a huge infeed wait made
@@ -69,6 +118,11 @@ echo "$OUT" > max.out
 $PY -c 'import json; d=json.load(open("max.out")); missing=[k for k in ("total_s","wait_mean_s","wait_max_s","input_bound_share","step_time_s") if not isinstance(d.get(k), float)]; assert not missing, missing' || die "pipeline report lost keys"
 expect_status 0 "$TPUSIM" pipeline --pipeline max.json
 no_nan
+# an infeed wait past 2^53 cycles: exit 2 naming the pipeline, not a negative step
+printf '{ "source": { "kind": "synthetic", "n": 4096, "shape": [28, 28, 1], "classes": 10, "read_latency_s": 3600 },\n  "stages": [ { "op": "batch", "batch_size": 64, "drop_remainder": true } ] }' > wait.json
+expect_status 2 "$TPUSIM" train --model mlp --pipeline wait.json --data synthetic --batch 4096 --steps-per-epoch 1 --level timing --json
+expect_err_contains "wait.json: epoch 1, step 1: the batch is ready 1.475e+07 s after the cores ask for it"
+expect_err_contains "longer than the engine times (2^53 cycles)"
 # a program's infeed, by list or by first + interval, past 2^53 cycles
 printf '{ "ops": [], "infeed": { "batches": 100000000, "interval": 1099511627776 } }' > inf1.json
 expect_status 2 "$TPUSIM" run --chip teach --program inf1.json
@@ -114,6 +168,72 @@ rm -r g; idx g 28 28 28 28 gz
 junk g/train-images-idx3-ubyte.gz
 expect_status 2 "$TPUSIM" train --model mlp --data g --batch 64 --cores 2
 expect_err_contains "g/train-images-idx3-ubyte.gz: corrupt gzip file: trailing data after the gzip stream"
+# }==
+
+# {== Resume: a finished run says there is nothing left to do and reports the
+# whole run; a resumed run's report and history cover the whole run;
+# --checkpoint at --level timing is refused. (A finished run's resume
+# dropped test_* and train_* from --json and printed "test accuracy nan".)
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 3 --json
+echo "$OUT" > full.json
+rm -rf ck
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 1 --checkpoint ck
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 3 --checkpoint ck --resume --json
+echo "$OUT" > resumed.json
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 3 --checkpoint ck --resume --json
+no_nan
+echo "$OUT" > again.json
+expect_err_contains "nothing left to do: ck/checkpoint.bin has 3 epoch(s) done and --epochs is 3"
+$PY - full.json resumed.json again.json <<'PY' || die "a resumed run does not report the whole run"
+import json, sys
+full, resumed, again = (json.load(open(f)) for f in sys.argv[1:])
+def same(d):   # all but this invocation's wall times and epoch count
+    d = dict(d); d.pop("wall_s"); d.pop("epochs_run")
+    d["history"] = [{k: v for k, v in h.items() if k != "wall_s"} for h in d["history"]]
+    return d
+assert same(full) == same(resumed), "resume"
+assert same(full) == same(again), "nothing left"
+assert [resumed["epochs_run"], again["epochs_run"]] == [2, 0]
+assert [h["wall_s"] is None for h in resumed["history"]] == [True, False, False]
+for d in (resumed, again):
+    for k in ("test_loss", "test_accuracy", "val_loss", "val_accuracy", "train_loss", "train_accuracy"):
+        assert isinstance(d[k], float), k
+PY
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 3 --checkpoint ck --resume
+expect_out_contains "test accuracy     "
+no_nan
+# a larger --epochs continues
+expect_status 0 "$TPUSIM" train --model mlp $S --epochs 4 --checkpoint ck --resume --json
+echo "$OUT" > four.json
+[ "$(json_get epochs four.json)" = 4 ] && [ "$(json_get epochs_run four.json)" = 1 ] && [ "$(json_get history.3.epoch four.json)" = 4 ] || die "--epochs 4 after 3"
+expect_status 2 "$TPUSIM" train --model mlp $S --level timing --checkpoint ck2
+expect_err_contains "--checkpoint ck2: --level timing computes no weights to save or resume"
+[ ! -e ck2 ] || die "a refused run made its checkpoint directory"
+# }==
+
+# {== Pipeline end of data: a pipeline without drop_remainder trains on its
+# partial last batch, as Keras does (it failed at the last step with "ran out
+# of batches").
+printf '{ "source": { "kind": "synthetic", "n": 200, "shape": [28, 28, 1], "classes": 10, "seed": 1 },\n  "stages": [ { "op": "map", "fn": "normalize" }, { "op": "batch", "batch_size": 64 } ] }' > nd.json
+expect_status 0 "$TPUSIM" train --model mlp --pipeline nd.json --data synthetic --batch 64 --epochs 2 --csv nd.csv --json
+no_nan
+$PY - nd.csv <<'PY' || die "partial batch steps"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 8, len(rows)                     # 2 epochs of 64 + 64 + 64 + 8
+assert all(float(r["accuracy"]) * 8 == int(float(r["accuracy"]) * 8) for r in rows[3::4]), rows[3]
+PY
+# the last batch (130 = 128 + 2) is smaller than one core's shard: its step is shorter
+printf '{ "source": { "kind": "synthetic", "n": 130, "shape": [28, 28, 1], "classes": 10, "seed": 1 },\n  "stages": [ { "op": "batch", "batch_size": 128 } ] }' > nd2.json
+expect_status 0 "$TPUSIM" train --model mlp --pipeline nd2.json --data synthetic --batch 128 --csv nd2.csv
+$PY - nd2.csv <<'PY' || die "the partial step is timed with its own shard"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 2 and float(rows[1]["sim_step_s"]) < float(rows[0]["sim_step_s"]), rows
+assert float(rows[1]["accuracy"]) in (0.0, 0.5, 1.0), rows[1]
+PY
+expect_status 0 "$TPUSIM" train --model mlp --pipeline nd2.json --data synthetic --batch 128 --level timing --json
+no_nan
 # }==
 
 # {== Malformed input accepted: a NUL byte and garbage after the JSON, in
