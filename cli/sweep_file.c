@@ -99,6 +99,8 @@ static tpu_status convert(toks *t) {
   const char *cmd = NULL;
   tpu_status st;
   if ((st = tpu_json_keys(&root, keys)) || (st = tpu_json_str(&root, "command", TPU_JSON_REQUIRED, &cmd))) return st;
+  if (strcmp(cmd, "train") && strcmp(cmd, "matmul") && strcmp(cmd, "run") && strcmp(cmd, "pipeline"))
+    return tpu_json_fail(t->doc, "command", "expected the command to sweep, train, matmul, run or pipeline, got '%s'", cmd);
   if (push(t->f, strdup(cmd))) return tpu_json_fail(t->doc, "command", "out of memory");
   json_t *opts = json_object_get(t->doc->root, "options"), *axes = json_object_get(t->doc->root, "axes");
   if (opts && !json_is_object(opts)) return tpu_json_fail(t->doc, "options", "expected an object, got %s", tpu_json_type(opts));
