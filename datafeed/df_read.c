@@ -89,22 +89,6 @@ static uint8_t *alloc_u8(df_data *d, size_t n) {
 
 static bool is_gzip(const unsigned char *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
-/* Inflates the first 'want' bytes of a gzip buffer into 'dst'. */
-static tpu_status gunzip_prefix(const unsigned char *gz, size_t n, unsigned char *dst, size_t want,
-                                const char *path, char *err, size_t cap) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return ferr(err, cap, TPU_ERR_NOMEM, "%s: zlib init failed", path);
-  z.next_in = (unsigned char *)gz; z.avail_in = (uInt)n;
-  z.next_out = dst; z.avail_out = (uInt)want;
-  int r = Z_OK;
-  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_SYNC_FLUSH);
-  inflateEnd(&z);
-  if (z.avail_out > 0)
-    return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip data (%s)", path, r == Z_STREAM_END ? "ended early" : z.msg ? z.msg : "inflate failed");
-  return TPU_OK;
-}
-
 /* zlib's message for a bad trailer, in words that say which. */
 static const char *gzip_why(const z_stream *z) {
   if (z->msg && !strcmp(z->msg, "incorrect data check")) return "the CRC-32 in its trailer does not match the data";
@@ -126,20 +110,21 @@ static const char *gzip_end(z_stream *z, int r) {
   return NULL;
 }
 
-/* Inflates a whole gzip buffer into exactly 'want' bytes at 'dst',
-** checking its trailer and that nothing follows (gzip_end). */
-static tpu_status gunzip_all(const unsigned char *gz, size_t n, unsigned char *dst, size_t want, const char *path,
-                             char *err, size_t cap) {
+/* Inflates the first 'want' bytes of a gzip buffer into 'dst'; with
+** 'whole', they must be all of it: the trailer is checked and nothing may
+** follow (gzip_end). */
+static tpu_status gunzip(const unsigned char *gz, size_t n, unsigned char *dst, size_t want, bool whole,
+                         const char *path, char *err, size_t cap) {
   z_stream z;
   memset(&z, 0, sizeof z);
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return ferr(err, cap, TPU_ERR_NOMEM, "%s: zlib init failed", path);
   z.next_in = (unsigned char *)gz; z.avail_in = (uInt)n;
   z.next_out = dst; z.avail_out = (uInt)want;
   int r = Z_OK;
-  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_NO_FLUSH);
+  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, whole ? Z_NO_FLUSH : Z_SYNC_FLUSH);
   const char *why = z.avail_out > 0 ? (r == Z_STREAM_END ? "less data than its size field says"
                                       : z.msg ? gzip_why(&z) : "truncated gzip data")
-                                    : gzip_end(&z, r);
+                  : whole ? gzip_end(&z, r) : NULL;
   inflateEnd(&z);
   return why ? ferr(err, cap, TPU_ERR_INPUT, "%s: corrupt gzip file: %s", path, why) : TPU_OK;
 }
@@ -312,7 +297,7 @@ static tpu_status idx_image_header(const unsigned char *ib, size_t ilen, bool gz
   unsigned char m[4];
   if (gz) {
     if (ilen < 18) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", ipath);
-    if ((st = gunzip_prefix(ib, ilen, m, 4, ipath, err, cap)) != TPU_OK) return st;
+    if ((st = gunzip(ib, ilen, m, 4, false, ipath, err, cap)) != TPU_OK) return st;
   } else {
     if (ilen < 4) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic (file too short); %s", ipath, want);
     memcpy(m, ib, 4);
@@ -321,7 +306,7 @@ static tpu_status idx_image_header(const unsigned char *ib, size_t ilen, bool gz
   const int rank = m[3];
   *hlen = 4 + 4 * (size_t)rank;
   if (gz) {
-    if ((st = gunzip_prefix(ib, ilen, hdr, *hlen, ipath, err, cap)) != TPU_OK) return st;
+    if ((st = gunzip(ib, ilen, hdr, *hlen, false, ipath, err, cap)) != TPU_OK) return st;
   } else {
     if (ilen < *hlen) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated: the header of a rank-%d IDX file has %zu bytes", ipath, rank, *hlen);
     memcpy(hdr, ib, *hlen);
@@ -348,7 +333,7 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
     if (isz < 8 || isz > (1u << 30)) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file (size field %u)", lpath, isz); }
     lraw = tpu_malloc(isz);
     if (!lraw) { tpu_free(lb); return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", lpath); }
-    st = gunzip_all(lb, llen, lraw, isz, lpath, err, cap);
+    st = gunzip(lb, llen, lraw, isz, true, lpath, err, cap);
     tpu_free(lb);
     lb = lraw;
     lrawlen = isz;
