@@ -134,6 +134,16 @@ typedef struct tpu_json {
   const char *(*map_path)(void *ud, const char *path, char *buf, size_t cap);
   void *map_ud;
 } tpu_json;
+/* Reads the JSON file 'path' whole into *text, NUL-terminated (tpu_free
+** it), for tpu_json_parse. A file holding a NUL byte is refused, since
+** the parser would stop there and ignore the rest: TPU_ERR_INPUT with
+** "PATH:LINE:COL: contains a NUL byte; expected JSON text". Else TPU_OK,
+** TPU_ERR_IO ("PATH: cannot read: REASON", errno kept) or TPU_ERR_NOMEM.
+** Every JSON file tpusim reads (chips, programs, pipelines, models, sweeps)
+** is read through here. On failure *text is NULL. */
+tpu_status tpu_json_read_file(const char *path, char **text, char *err, size_t errcap);
+/* The same for any text format: "...: contains a NUL byte; expected WHAT". */
+tpu_status tpu_read_text(const char *path, const char *what, char **text, char *err, size_t errcap);
 /* Parses 'text' (kept by reference until tpu_json_free) into j->root, which
 ** must be an object: else "expected a JSON object (WHAT)". Fill in where,
 ** err, errcap (and noun, code, field_prefix) first. Returns TPU_OK or j->code

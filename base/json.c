@@ -7,6 +7,7 @@
 #include "base/base.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -51,6 +52,34 @@ tpu_status tpu_json_fail(tpu_json *j, const char *path, const char *fmt, ...) {
   tpu_status st = vfail(j, path, j->field_prefix && path && *path ? path : NULL, fmt, ap);
   va_end(ap);
   return st;
+}
+
+tpu_status tpu_json_read_file(const char *path, char **text, char *err, size_t errcap) {
+  return tpu_read_text(path, "JSON text", text, err, errcap);
+}
+
+tpu_status tpu_read_text(const char *path, const char *what, char **text, char *err, size_t errcap) {
+  size_t n = 0;
+  *text = tpu_read_file(path, &n);
+  if (!*text) {
+    const int e = errno;
+    if (e == ENOMEM) snprintf(err, errcap, "%s: out of memory", path);
+    else snprintf(err, errcap, "%s: cannot read: %s", path, strerror(e));
+    errno = e;
+    return e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+  }
+  const char *nul = memchr(*text, 0, n);
+  if (nul) {
+    int line = 1, col = 1;
+    for (const char *p = *text; p < nul; p++) {
+      if (*p == '\n') { line++; col = 1; } else if ((*p & 0xC0) != 0x80) col++;
+    }
+    snprintf(err, errcap, "%s:%d:%d: contains a NUL byte; expected %s", path, line, col, what);
+    tpu_free(*text);
+    *text = NULL;
+    return TPU_ERR_INPUT;
+  }
+  return TPU_OK;
 }
 
 tpu_status tpu_json_parse(tpu_json *j, const char *text, const char *what) {

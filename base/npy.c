@@ -1,7 +1,8 @@
 /*
 ** npy.c -- .npy arrays (base.h): the header is a Python dict literal; we
-** read the three keys NumPy writes ('descr', 'fortran_order', 'shape') and
-** reject anything we cannot honour, naming the file and what was wrong.
+** read it as NumPy does, the three keys NumPy writes ('descr',
+** 'fortran_order', 'shape') and nothing else, and reject anything we cannot
+** honour, naming the file and what was wrong.
 ** Read by tpusim matmul (--a, --b) and by datafeed's npy source; written by
 ** tpusim matmul --out.
 */
@@ -21,65 +22,137 @@ static tpu_status fail(char *err, size_t cap, tpu_status st, const char *fmt, ..
   return st;
 }
 
-/* Finds 'key' in the header dict and returns a pointer just past its ':'. */
-static const char *dict_value(const char *hdr, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "'%s'", key);
-  const char *p = strstr(hdr, pat);
-  if (!p) return NULL;
-  p += strlen(pat);
-  while (*p == ' ') p++;
-  if (*p != ':') return NULL;
-  p++;
-  while (*p == ' ') p++;
-  return p;
+/* The header is read as NumPy reads it (numpy.lib.format): a Python dict
+** literal with exactly the keys 'descr', 'fortran_order' and 'shape', in
+** any order, padded with spaces and ended by a newline. Anything else in
+** it -- another key, a key twice, a NUL byte, text after the dict -- is
+** refused, naming the byte at fault. */
+typedef struct hcur { const char *path, *p, *end, *start; char *err; size_t cap; } hcur;
+
+static tpu_status hfail(hcur *c, const char *what) {
+  const size_t at = (size_t)(c->p - c->start);
+  if (c->p < c->end && *c->p == 0)
+    return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header byte %zu is a NUL byte; expected %s (the header is "
+                "a Python dict literal)", c->path, at, what);
+  if (c->p >= c->end)
+    return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header ends early; expected %s", c->path, what);
+  return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header byte %zu is '%c'; expected %s", c->path, at,
+              *c->p >= 32 && *c->p < 127 ? *c->p : '?', what);
+}
+static void hskip(hcur *c) { while (c->p < c->end && (*c->p == ' ' || *c->p == '\t')) c->p++; }
+static bool hat(hcur *c, char ch) { hskip(c); return c->p < c->end && *c->p == ch; }
+
+/* A quoted string (' or ") of printable characters into buf. */
+static tpu_status hstring(hcur *c, char *buf, size_t cap, const char *what) {
+  hskip(c);
+  if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return hfail(c, what);
+  const char q = *c->p++;
+  size_t n = 0;
+  while (c->p < c->end && *c->p != q) {
+    if (*c->p < 32 || *c->p > 126 || *c->p == '\\') return hfail(c, "a printable character or the closing quote");
+    if (n + 1 < cap) buf[n] = *c->p;
+    n++;
+    c->p++;
+  }
+  if (c->p >= c->end) return hfail(c, "the closing quote");
+  c->p++;
+  if (n >= cap) return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header: a string of %zu characters; expected %s",
+                            c->path, n, what);
+  buf[n] = 0;
+  return TPU_OK;
 }
 
 /* 'descr': byte order ('<', '|', '=' or '>'), a kind letter and the item
 ** size, e.g. '<f4'. Big-endian data with items wider than a byte is refused. */
-static tpu_status parse_descr(const char *path, const char *d, tpu_npy *a, char *err, size_t cap) {
-  char got[16] = "?";
-  if (d && *d == '\'') {
-    size_t n = strcspn(d + 1, "'");
-    if (d[1 + n] == '\'' && n < sizeof a->descr) {
-      memcpy(a->descr, d + 1, n);
-      a->descr[n] = 0;
-      const char *p = a->descr;
-      bool big = *p == '>';
-      if (strchr("<>|=", *p)) p++;
-      if (*p && strchr("biufc", *p) && p[1] >= '1' && p[1] <= '9') {
-        char *end;
-        a->itemsize = (size_t)strtoul(p + 1, &end, 10);
-        if (!*end && a->itemsize <= 16 && !(big && a->itemsize > 1)) return TPU_OK;
-      }
+static tpu_status parse_descr(hcur *c, tpu_npy *a) {
+  char d[32];
+  hskip(c);
+  const bool quoted = c->p < c->end && (*c->p == '\'' || *c->p == '"');
+  tpu_status st = quoted ? hstring(c, d, sizeof d, "a dtype string") : TPU_ERR_INPUT;
+  if (st == TPU_OK && strlen(d) < sizeof a->descr) {
+    memcpy(a->descr, d, strlen(d) + 1);
+    const char *p = a->descr;
+    bool big = *p == '>';
+    if (strchr("<>|=", *p)) p++;
+    if (*p && strchr("biufc", *p) && p[1] >= '1' && p[1] <= '9') {
+      char *end;
+      a->itemsize = (size_t)strtoul(p + 1, &end, 10);
+      if (!*end && a->itemsize <= 16 && !(big && a->itemsize > 1)) return TPU_OK;
     }
   }
-  if (d) { size_t n = strcspn(d, ","); snprintf(got, sizeof got, "%.*s", (int)(n < 12 ? n : 12), d); }
-  return fail(err, cap, TPU_ERR_INPUT, "%s: header field 'descr' is %s; expected a little-endian numeric dtype "
-              "such as '<f4'", path, got);
+  char got[16] = "?";
+  if (st == TPU_OK) snprintf(got, sizeof got, "'%.12s'", d);
+  return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header field 'descr' is %s; expected a little-endian numeric "
+              "dtype such as '<f4'", c->path, got);
 }
 
-static tpu_status parse_shape(const char *path, const char *sh, tpu_npy *a, char *err, size_t cap) {
-  if (!sh || *sh != '(') return fail(err, cap, TPU_ERR_INPUT, "%s: header field 'shape' missing or not a tuple", path);
-  sh++;
+/* 'shape': a tuple of integers, "(2, 3)", "(5,)" or "()". */
+static tpu_status parse_shape(hcur *c, tpu_npy *a) {
+  static const char *const want = "header field 'shape' as a tuple of integers such as (2, 3)";
+  if (!hat(c, '(')) return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header field 'shape' missing or not a tuple", c->path);
+  c->p++;
   int64_t count = 1;
-  for (;;) {
-    while (*sh == ' ' || *sh == ',') sh++;
-    if (*sh == ')') break;
-    char *end;
-    errno = 0;
-    long long v = strtoll(sh, &end, 10);
-    if (end == sh || errno || v < 0 || v > (1ll << 40))
-      return fail(err, cap, TPU_ERR_INPUT, "%s: header field 'shape' has a bad dimension", path);
+  for (bool first = true;; first = false) {
+    if (hat(c, ')')) { c->p++; break; }
+    if (!first) {
+      if (!hat(c, ',')) return hfail(c, want);
+      c->p++;
+      if (hat(c, ')')) { c->p++; break; }
+    }
+    hskip(c);
+    long long v = 0;
+    const char *d0 = c->p;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && v <= (1ll << 40)) v = v * 10 + (*c->p++ - '0');
+    if (c->p == d0 || v > (1ll << 40))
+      return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header field 'shape' has a bad dimension", c->path);
     if (a->ndim == TPU_NPY_MAX_DIMS)
-      return fail(err, cap, TPU_ERR_INPUT, "%s: header field 'shape' has more than %d dimensions", path,
+      return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: header field 'shape' has more than %d dimensions", c->path,
                   TPU_NPY_MAX_DIMS);
     a->shape[a->ndim++] = v;
-    if (v && count > (INT64_C(1) << 40) / v) return fail(err, cap, TPU_ERR_INPUT, "%s: array too large", path);
+    if (v && count > (INT64_C(1) << 40) / v) return fail(c->err, c->cap, TPU_ERR_INPUT, "%s: array too large", c->path);
     count *= v;
-    sh = end;
   }
   a->count = (size_t)count;
+  return TPU_OK;
+}
+
+static tpu_status parse_header(const char *path, const char *h, size_t n, tpu_npy *a, char *err, size_t cap) {
+  hcur c = { path, h, h + n, h, err, cap };
+  static const char *const keys[3] = { "descr", "fortran_order", "shape" };
+  bool seen[3] = { false, false, false };
+  tpu_status st;
+  if (!hat(&c, '{')) return hfail(&c, "'{'");
+  c.p++;
+  for (;;) {
+    if (hat(&c, '}')) break;
+    char key[32];
+    if ((st = hstring(&c, key, sizeof key, "a quoted key (descr, fortran_order or shape) or '}'"))) return st;
+    int k = -1;
+    for (int i = 0; i < 3; i++) if (!strcmp(key, keys[i])) k = i;
+    if (k < 0)
+      return fail(err, cap, TPU_ERR_INPUT, "%s: header has a key '%s'; expected exactly descr, fortran_order and "
+                  "shape", path, key);
+    if (seen[k]) return fail(err, cap, TPU_ERR_INPUT, "%s: header field '%s' given twice", path, key);
+    seen[k] = true;
+    if (!hat(&c, ':')) return hfail(&c, "':' after the key");
+    c.p++;
+    if (k == 0) st = parse_descr(&c, a);
+    else if (k == 2) st = parse_shape(&c, a);
+    else {
+      hskip(&c);
+      st = c.end - c.p >= 5 && !memcmp(c.p, "False", 5) ? TPU_OK
+         : fail(err, cap, TPU_ERR_INPUT, "%s: header field 'fortran_order' must be False (C order)", path);
+      c.p += 5;
+    }
+    if (st) return st;
+    if (hat(&c, ',')) { c.p++; continue; }
+    if (!hat(&c, '}')) return hfail(&c, "',' or '}'");
+  }
+  c.p++;
+  while (c.p < c.end && (*c.p == ' ' || *c.p == '\t' || *c.p == '\n' || *c.p == '\r')) c.p++;
+  if (c.p < c.end) return hfail(&c, "only spaces and the newline after the header dict");
+  for (int i = 0; i < 3; i++)
+    if (!seen[i]) return fail(err, cap, TPU_ERR_INPUT, "%s: header field '%s' missing", path, keys[i]);
   return TPU_OK;
 }
 
@@ -99,16 +172,7 @@ tpu_status tpu_npy_parse(const char *path, const void *buf, size_t len, tpu_npy 
     return fail(err, cap, TPU_ERR_INPUT, "%s: .npy version %d.%d; expected 1.0, 2.0 or 3.0", path, u[6], u[7]);
   }
   if (hl > len - off) return fail(err, cap, TPU_ERR_INPUT, "%s: truncated header", path);
-  char *hdr = tpu_malloc(hl + 1);
-  if (!hdr) return fail(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path);
-  memcpy(hdr, u + off, hl);
-  hdr[hl] = 0;
-  tpu_status st = parse_descr(path, dict_value(hdr, "descr"), out, err, cap);
-  const char *fo = dict_value(hdr, "fortran_order");
-  if (st == TPU_OK && (!fo || strncmp(fo, "False", 5) != 0))
-    st = fail(err, cap, TPU_ERR_INPUT, "%s: header field 'fortran_order' must be False (C order)", path);
-  if (st == TPU_OK) st = parse_shape(path, dict_value(hdr, "shape"), out, err, cap);
-  tpu_free(hdr);
+  tpu_status st = parse_header(path, (const char *)u + off, hl, out, err, cap);
   if (st != TPU_OK) return st;
   const size_t need = out->count * out->itemsize, have = len - off - hl;
   if (have != need)

@@ -60,12 +60,6 @@ int cli_help(const char *text, const char *more) {
   return 0;
 }
 
-int cli_read_failed(const char *cmd, const char *path) {
-  const int e = errno;
-  if (e == ENOMEM) return cli_runtime_error(cmd, "%s: cannot read: out of memory", path);
-  return cli_usage_error(cmd, "%s: cannot read: %s", path, strerror(e));
-}
-
 /* The parser's state: the command's table and the common options, and
 ** getopt_long's table made of both (option i has val 256 + i). */
 typedef struct cli_args {
@@ -219,10 +213,10 @@ int cli_load_model(const char *cmd, const char *spec, bool json, tpu_fe_model *o
 
 int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out) {
   *out = NULL;
-  char *text = tpu_read_file(path, NULL);
-  if (!text) return cli_read_failed(cmd, path);
-  char err[2048];
-  tpu_status st = tpu_sim_program_parse(text, path, cores, out, err, sizeof err);
+  char *text, err[2048];
+  tpu_status st = tpu_json_read_file(path, &text, err, sizeof err);
+  if (st) return cli_fail(cmd, st, "%s", err);
+  st = tpu_sim_program_parse(text, path, cores, out, err, sizeof err);
   tpu_free(text);
   return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
 }
@@ -233,6 +227,8 @@ void cli_chip_cut(tpu_chip_config *chip, int cores) {
   chip->cores = cores;
   chip->cores_per_chip = cpc;
 }
+
+json_t *cli_json_real(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   if (!o) return cli_runtime_error(cmd, "out of memory");

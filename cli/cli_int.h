@@ -92,9 +92,6 @@ void cli_capture_errors(char *buf, size_t cap);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, returns 1 (runtime failure). */
 int cli_runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* After tpu_read_file(path) failed: "PATH: cannot read: REASON", exit 1
-** when memory ran out (errno ENOMEM), else 2 (a missing or unreadable input). */
-int cli_read_failed(const char *cmd, const char *path);
 /* Same, returns tpu_status_exit_code(st): how a library's failure ends a
 ** command. */
 int cli_fail(const char *cmd, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -255,6 +252,14 @@ struct json_t;
 ** and releases 'o'. Returns 0, or 1 (runtime failure, after a message) when
 ** o is NULL because building it ran out of memory. */
 int cli_print_json(const char *cmd, struct json_t *o, size_t flags);
+/* A number of a report. jansson has no NaN or infinity: json_real gives
+** NULL for them, json_object_set_new then drops the key and json_pack's
+** "f" fails the whole object. Every real of a report goes through here, and
+** a non-finite one becomes null (as JavaScript's JSON.stringify writes it),
+** so no key ever goes missing; NULL only when out of memory. The reports'
+** own figures are kept finite at their source (ranges checked at load time,
+** empty runs reported as such): null there would be a bug. */
+struct json_t *cli_json_real(double v);
 /* True when stdout is a terminal (progress bars, colors). */
 bool cli_stdout_is_tty(void);
 /* Seconds on the monotonic clock, for wall times. */

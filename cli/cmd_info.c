@@ -20,16 +20,16 @@ static int report_json(const char *cmd, const tpu_chip_config *cfg, const tpu_ch
   json_t *chip = cj ? json_loads(cj, 0, NULL) : NULL;
   tpu_free(cj);
   if (!chip) return cli_runtime_error(cmd, "out of memory");
-  json_t *o = json_pack("{s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:s}}",
+  json_t *o = json_pack("{s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:s}}",
     "chip", chip, "peaks",
-    "clock_hz", pk->clock_hz,
-    "bf16_flops_per_s_per_core", pk->bf16_flops_per_core,
-    "bf16_flops_per_s_per_chip", pk->bf16_flops_per_chip,
-    "bf16_flops_per_s_total", pk->bf16_flops_total,
-    "hbm_bytes_per_s_per_chip", pk->hbm_bytes_per_s_per_chip,
-    "hbm_bytes_per_flop", pk->hbm_bytes_per_flop,
-    "ridge_flops_per_byte", pk->ridge_flops_per_byte,
-    "ici_link_bytes_per_s", pk->ici_link_bytes_per_s,
+    "clock_hz", cli_json_real(pk->clock_hz),
+    "bf16_flops_per_s_per_core", cli_json_real(pk->bf16_flops_per_core),
+    "bf16_flops_per_s_per_chip", cli_json_real(pk->bf16_flops_per_chip),
+    "bf16_flops_per_s_total", cli_json_real(pk->bf16_flops_total),
+    "hbm_bytes_per_s_per_chip", cli_json_real(pk->hbm_bytes_per_s_per_chip),
+    "hbm_bytes_per_flop", cli_json_real(pk->hbm_bytes_per_flop),
+    "ridge_flops_per_byte", cli_json_real(pk->ridge_flops_per_byte),
+    "ici_link_bytes_per_s", cli_json_real(pk->ici_link_bytes_per_s),
     "chips", pk->chips,
     "ici_topology", tpu_ici_topology_name(tpu_ici_topology_resolve(cfg)));
   return cli_print_json(cmd, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));

@@ -251,15 +251,15 @@ static mm_figures figures(const tpu_chip_config *chip, const cli_matmul_opts *o,
 /* The --json report; NULL when out of memory. */
 static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
-  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}",
+  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
     "chip", chip->name, "m", (int)o->m, "n", (int)o->n, "k", (int)o->k,
     "precision", tpu_precision_name(o->precision), "level", tpu_fidelity_name(o->level),
-    "cycles", (json_int_t)r->res.cycles, "time_s", f.time_s, "mxu_utilization", f.util,
-    "flops_per_s", f.flops, "peak_flops_per_s", f.pk.bf16_flops_per_core,
+    "cycles", (json_int_t)r->res.cycles, "time_s", cli_json_real(f.time_s), "mxu_utilization", cli_json_real(f.util),
+    "flops_per_s", cli_json_real(f.flops), "peak_flops_per_s", cli_json_real(f.pk.bf16_flops_per_core),
     "tiles", (json_int_t)r->res.tiles, "macs", (json_int_t)r->res.macs,
-    "weight_loads", (json_int_t)r->res.weight_loads, "wall_s", r->wall);
-  json_object_set_new(j, "max_abs_err", r->values ? json_real(r->max_abs) : json_null());
-  json_object_set_new(j, "max_rel_err", r->values ? json_real(r->max_rel) : json_null());
+    "weight_loads", (json_int_t)r->res.weight_loads, "wall_s", cli_json_real(r->wall));
+  json_object_set_new(j, "max_abs_err", r->values ? cli_json_real(r->max_abs) : json_null());
+  json_object_set_new(j, "max_rel_err", r->values ? cli_json_real(r->max_rel) : json_null());
   return j;
 }
 

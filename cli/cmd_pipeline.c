@@ -268,7 +268,7 @@ static json_t *timeline_json(const pl_run *r) {
   for (size_t i = 0; i < n + (size_t)r->ntl; i++) {
     const tpu_df_interval *x = i < n ? &iv[i] : &r->tsteps[i - n];
     char kch[2] = { x->kind, 0 };
-    json_array_append_new(ivs, json_pack("[i,f,f,s]", x->row, x->start_s, x->end_s, kch));
+    json_array_append_new(ivs, json_pack("[i,o,o,s]", x->row, cli_json_real(x->start_s), cli_json_real(x->end_s), kch));
   }
   return json_pack("{s:o,s:o}", "rows", rows, "intervals", ivs);
 }
@@ -278,11 +278,11 @@ static json_t *report_json(const pl_opts *o, pl_run *r) {
   json_t *j = json_object();
   json_object_set_new(j, "config", json_string(o->config));
   json_object_set_new(j, "steps", json_integer(r->res.steps));
-  json_object_set_new(j, "step_time_s", json_real(r->step_s));
-  json_object_set_new(j, "total_s", json_real(r->res.total_s));
-  json_object_set_new(j, "wait_mean_s", json_real(r->res.wait_mean_s));
-  json_object_set_new(j, "wait_max_s", json_real(r->res.wait_max_s));
-  json_object_set_new(j, "input_bound_share", json_real(r->res.input_bound_share));
+  json_object_set_new(j, "step_time_s", cli_json_real(r->step_s));
+  json_object_set_new(j, "total_s", cli_json_real(r->res.total_s));
+  json_object_set_new(j, "wait_mean_s", cli_json_real(r->res.wait_mean_s));
+  json_object_set_new(j, "wait_max_s", cli_json_real(r->res.wait_max_s));
+  json_object_set_new(j, "input_bound_share", cli_json_real(r->res.input_bound_share));
   json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(r->res.input_bound_share)));
   json_object_set_new(j, "host_cores", json_integer(r->cores));
   json_t *at = json_object();
@@ -293,13 +293,15 @@ static json_t *report_json(const pl_opts *o, pl_run *r) {
   json_object_set_new(j, "autotune", at);
   json_object_set_new(j, "timeline", timeline_json(r));
   if (o->real)
-    json_object_set_new(j, "real", json_pack("{s:I,s:f,s:f}", "images", (json_int_t)r->real_images, "seconds",
-                                             r->real_s, "images_per_s", r->real_ips));
+    json_object_set_new(j, "real", json_pack("{s:I,s:o,s:o}", "images", (json_int_t)r->real_images, "seconds",
+                                             cli_json_real(r->real_s), "images_per_s", cli_json_real(r->real_ips)));
   if (o->measure)
-    json_object_set_new(j, "measured", json_pack("{s:I,s:f,s:f,s:f,s:f,s:f}", "steps", (json_int_t)r->measured.steps,
-                                                 "total_s", r->measured.total_s, "wait_mean_s", r->measured.wait_mean_s,
-                                                 "wait_max_s", r->measured.wait_max_s, "input_bound_share",
-                                                 r->measured.input_bound_share, "model_error", model_error(r)));
+    json_object_set_new(j, "measured", json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}", "steps", (json_int_t)r->measured.steps,
+                                                 "total_s", cli_json_real(r->measured.total_s), "wait_mean_s",
+                                                 cli_json_real(r->measured.wait_mean_s), "wait_max_s",
+                                                 cli_json_real(r->measured.wait_max_s), "input_bound_share",
+                                                 cli_json_real(r->measured.input_bound_share), "model_error",
+                                                 cli_json_real(model_error(r))));
   return j;
 }
 

@@ -66,8 +66,8 @@ static int split(char *line, char **f, int cap) {
 }
 
 static int load(const char *path, table *t) {
-  size_t len;
-  if (!(t->text = tpu_read_file(path, &len))) return cli_usage_error(CMD, "%s: cannot read: %s", path, strerror(errno));
+  char err[1024];
+  if (tpu_read_text(path, "a sweep's results.csv (text)", &t->text, err, sizeof err)) return cli_usage_error(CMD, "%s", err);
   char *save = NULL, *line = strtok_r(t->text, "\n", &save);
   if (!line) return cli_usage_error(CMD, "%s:1: empty; expected a sweep's results.csv", path);
   t->ncols = split(line, t->head, MAXCOL);

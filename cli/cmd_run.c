@@ -104,7 +104,7 @@ static json_t *buffers_json(const run_opts *o, const run_state *r) {
       const float *v = tpu_sim_result_buffer(r->res, core, h);
       json_t *a = json_array();
       const size_t n = (size_t)tpu_sim_buffer_elems(r->p, core, h);
-      for (size_t e = 0; e < n; e++) json_array_append_new(a, json_real((double)v[e]));
+      for (size_t e = 0; e < n; e++) json_array_append_new(a, cli_json_real((double)v[e]));
       json_array_append_new(per, a);
     }
     json_object_set_new(bufs, o->prints[k], per);
@@ -120,7 +120,7 @@ static json_t *report_json(const run_opts *o, const run_state *r, int ops) {
     json_decref(j);
     return NULL;
   }
-  json_object_set_new(j, "wall_s", json_real(r->wall));
+  json_object_set_new(j, "wall_s", cli_json_real(r->wall));
   if (o->nprint) json_object_set_new(j, "buffers", buffers_json(o, r));
   if (o->trace) json_object_set_new(j, "trace", json_string(o->trace));
   return j;

@@ -184,11 +184,11 @@ static int write_reports(const cli_ss_config *cfg, const ss_opts *o, const cli_s
 }
 
 static json_t *layer_json(const cli_ss_layer *ly, const ss_row *r) {
-  return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+  return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
     "name", ly->name, "m", (json_int_t)ly->m, "n", (json_int_t)ly->n, "k", (json_int_t)ly->k,
     "cycles", (json_int_t)r->cycles, "stall_cycles", (json_int_t)0,
-    "overall_util_pct", r->s.overall_util_pct, "mapping_eff_pct", r->s.mapping_eff_pct,
-    "compute_util_pct", r->s.compute_util_pct, "row_folds", (json_int_t)r->s.row_folds,
+    "overall_util_pct", cli_json_real(r->s.overall_util_pct), "mapping_eff_pct", cli_json_real(r->s.mapping_eff_pct),
+    "compute_util_pct", cli_json_real(r->s.compute_util_pct), "row_folds", (json_int_t)r->s.row_folds,
     "col_folds", (json_int_t)r->s.col_folds, "scalesim_cycles", (json_int_t)r->s.total_cycles,
     "macs", (json_int_t)r->s.macs, "ifmap_sram_reads", (json_int_t)r->s.ifmap_sram_reads,
     "filter_sram_reads", (json_int_t)r->s.filter_sram_reads,

@@ -235,8 +235,9 @@ static int parse_points(sweep_run *r) {
     cli_capture_errors(err, sizeof err);
     const int rc = r->d->cmd->parse(argc, argv, r->popts[i]);
     cli_capture_errors(NULL, 0);
-    if (rc != CLI_RUN)
-      return cli_usage_error(CMD, "%s, point %ld: %s", r->d->cmd->name, r->todo[i], err);
+    if (rc != CLI_RUN)   /* from a --file, its options and axes are the command's options */
+      return cli_usage_error(CMD, "%s%s%s, point %ld: %s", r->d->file ? r->d->file : "", r->d->file ? ": " : "",
+                             r->d->cmd->name, r->todo[i], err);
   }
   return 0;
 }
@@ -253,6 +254,29 @@ static int parse_points(sweep_run *r) {
 ** not in cblas.h, and absent from a serial build (Debian's
 ** libopenblas0-serial alternative), hence weak: NULL there, and no pool. */
 extern int blas_thread_shutdown_(void) __attribute__((weak));
+/* Parses every point of this shard once, before anything is written to the
+** results directory: a bad value in the options or axes is exit 2 and
+** leaves no sweep.json behind that a corrected rerun would not match. */
+static int check_points(const sweep_def *d) {
+  char *argv[SWEEP_MAX_ARGS + 8], err[2048];
+  const size_t cap = 4096;
+  char *buf = malloc(cap);
+  void *opts = calloc(1, d->cmd->opts_size);
+  int rc = buf && opts ? 0 : cli_runtime_error(CMD, "out of memory");
+  for (long p = d->shard - 1; !rc && p < d->npoints; p += d->nshards) {
+    const int argc = sweep_point_argv(d, p, argv, SWEEP_MAX_ARGS + 8, buf, cap);
+    memset(opts, 0, d->cmd->opts_size);
+    cli_capture_errors(err, sizeof err);
+    const int prc = d->cmd->parse(argc, argv, opts);
+    cli_capture_errors(NULL, 0);
+    if (prc != CLI_RUN)   /* from a --file, its options and axes are the command's options */
+      rc = cli_usage_error(CMD, "%s%s%s, point %ld: %s", d->file ? d->file : "", d->file ? ": " : "", d->cmd->name,
+                           p, err);
+  }
+  free(buf);
+  free(opts);
+  return rc;
+}
 
 static int run_points(sweep_run *r, long jobs) {
   int rc = parse_points(r);
@@ -297,7 +321,8 @@ static int sweep(const sweep_opts *o, sweep_def *d) {
   sweep_run r = { .d = d, .fd = -1 };
   pthread_mutex_init(&r.mu, NULL);
   pthread_cond_init(&r.wrote, NULL);
-  int rc = open_dir(o->out, d);
+  int rc = check_points(d);
+  if (!rc) rc = open_dir(o->out, d);
   if (!rc) rc = sweep_journal_load(o->out, d->npoints, &j);
   if (!rc) rc = pending(d, &j, &r);
   const long skipped = (d->npoints - d->shard + d->nshards) / d->nshards - r.ntodo;
@@ -412,6 +437,7 @@ int cli_cmd_sweep(int argc, char **argv) {
   rc = o.file ? sweep_def_parse(&d, f.argc, f.argv) : sweep_def_parse(&d, argc - o.first, argv + o.first);
   d.shard = o.shard;
   d.nshards = o.nshards;
+  d.file = o.file;
   if (!rc && o.emit) {
     /* default: 8 shards of one job each, at most one per point */
     d.nshards = (int)(o.shards ? o.shards : 8);

@@ -128,6 +128,9 @@ static int parse_args(int argc, char **argv, opts *o) {
   if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
   if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");
+  if (o->ckpt && o->level == TPU_FIDELITY_TIMING)
+    return cli_usage_error(CMD, "--checkpoint %s: --level timing computes no weights to save or resume; use --level "
+                           "tile (the default), or leave out --checkpoint", o->ckpt);
   return CLI_RUN;
 }
 /* }================================================================== */
@@ -189,19 +192,22 @@ typedef struct train_run {
   tpu_fe_feed_info fi;
   tpu_fe_dataset test;
   long steps, steps_avail;             /* per epoch: run, and in the training set */
-  tpu_fe_step_timer *timer;            /* the step on the engine */
+  tpu_fe_step_timer *timer;            /* the step on the engine, for timer_rows samples per core */
+  int timer_rows;
   tpu_fe_step_timing tm, tm0;          /* the step's timing: now, and with no infeed wait */
   uint64_t tm_wait;                    /* the infeed wait 'tm' was timed with */
-  double sum[TPU_SIM_NSTALL], sum_cycles, sum_macs, sum_cap;   /* over the steps run */
-  long nsteps;
+  int tm_rows;                         /* and the shard of its busiest core */
+  tpu_fe_run_log run;                  /* sums over the steps timed, sim_time_s: the whole run (checkpointed) */
+  long nsteps;                         /* steps timed by this invocation */
   tpu_fe_trainer tr;
   tpu_fe_ckpt_info ck;
-  int first_epoch;
+  int first_epoch;                     /* the epochs a resumed checkpoint had done */
   uint64_t gstep;
   tpu_text csv, tb;
-  json_t *hist;                        /* one object per epoch */
+  tpu_fe_epoch_log *hist;              /* the whole run's history: nhist epochs (checkpointed) */
+  int nhist;
   json_t *ignored;                     /* a Keras model's options not modelled (--json), or NULL */
-  double sim_time, test_loss, test_acc, last_loss, last_acc, wall;
+  double test_loss, test_acc, last_loss, last_acc, wall;
 } train_run;
 
 /* The model, the cores and the chip cut to them. */
@@ -226,22 +232,19 @@ static int load_model(const opts *o, train_run *t) {
 /* The input: datafeed's pipeline (values) and host-time model (ready
 ** times), checked against the model, and the test split. */
 static int open_data(const opts *o, train_run *t) {
-  char err[1024], a[48], b[48];
+  char err[1024];
   const int ncls = t->model.layers[t->model.nlayers - 1].out.c;
   /* synthetic data takes the model's input shape and classes */
   tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
                           .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
                           .input_shape = t->model.input, .synthetic_classes = ncls,
-                          .no_values = !t->numerics };
+                          .no_values = !t->numerics, .model_shape = t->model.input, .model_classes = ncls };
   if (t->numerics && ncls > 256)
     return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "
                            "(byte labels); --level timing takes any count", o->model, ncls);
   tpu_status st = tpu_fe_feed_open(&fo, &t->feed, &t->fi, err, sizeof err);
+  /* every split is checked against the model (tpu_fe_feed_opts.model_shape) */
   if (st) return o->pipeline ? cli_fail(CMD, st, "--pipeline: %s", err) : cli_fail(CMD, st, "--data %s: %s", o->data, err);
-  if (tpu_fe_shape_size(t->fi.shape) != tpu_fe_shape_size(t->model.input) || ncls != t->fi.classes)
-    return cli_usage_error(CMD, "%s: the model takes input %s and gives %d classes; the data has samples of %s "
-                           "and %d classes", o->model, tpu_fe_shape_str(t->model.input, a, sizeof a), ncls,
-                           tpu_fe_shape_str(t->fi.shape, b, sizeof b), t->fi.classes);
   if (t->numerics && (st = tpu_fe_feed_test_set(&fo, &t->test, err, sizeof err)))
     return cli_fail(CMD, st, "--data %s (test split): %s", o->data, err);
   t->steps_avail = (long)t->fi.batches_per_epoch;
@@ -250,38 +253,49 @@ static int open_data(const opts *o, train_run *t) {
   return 0;
 }
 
-/* Times the step for an infeed 'wait' (values never enter it; see the top
-** of this file). */
-static tpu_status time_step(train_run *t, uint64_t wait, bool traced, tpu_fe_step_timing *out, char *err,
-                            size_t errcap) {
-  const tpu_fe_step_trace tr = { .out = &t->tb, .step = (long)t->gstep, .t0_us = t->sim_time * 1e6 };
-  return tpu_fe_step_timer_time(t->timer, wait, traced ? &tr : NULL, out, err, errcap);
+/* Times the step of 'rows' samples per core for an infeed 'wait' (values
+** never enter it; see the top of this file): the step timer's, timed once,
+** for whole batches; a partial last batch's step is timed on its own. */
+static tpu_status time_step(const opts *o, train_run *t, int rows, uint64_t wait, bool traced, tpu_fe_step_timing *out,
+                            char *err, size_t errcap) {
+  const tpu_fe_step_trace tr = { .out = &t->tb, .step = (long)t->gstep, .t0_us = t->run.sim_time_s * 1e6 };
+  if (rows == t->timer_rows) return tpu_fe_step_timer_time(t->timer, wait, traced ? &tr : NULL, out, err, errcap);
+  return tpu_fe_time_step(&t->model, &t->tchip, o->prec, rows, true, wait, (int)o->threads,
+                          out, traced ? &tr : NULL, err, errcap);
 }
 
 /* The trainer (from the checkpoint with --resume), the CSV header, the
 ** trace's metadata and the banner. */
 static int start(const opts *o, train_run *t) {
   char err[1024];
-  tpu_status st = tpu_fe_step_timer_create(&t->model, &t->tchip, o->prec, (int)(o->batch / t->cores), true,
+  t->timer_rows = (int)(o->batch / t->cores);
+  tpu_status st = tpu_fe_step_timer_create(&t->model, &t->tchip, o->prec, t->timer_rows, true,
                                            (int)o->threads, &t->timer, err, sizeof err);
-  if (!st) st = time_step(t, 0, false, &t->tm0, err, sizeof err);
+  if (!st) st = time_step(o, t, t->timer_rows, 0, false, &t->tm0, err, sizeof err);
   if (st) return cli_fail(CMD, st, "%s: %s", o->model, err);
   t->tm = t->tm0;
+  t->tm_rows = (int)(o->batch / t->cores);
   tpu_fe_backend be = { .kind = o->backend, .mxu = t->chip.mxu, .mxus = t->chip.mxus_per_core, .prec = o->prec };
-  if (!(t->hist = json_array())) return cli_runtime_error(CMD, "out of memory");
   if (t->numerics && (st = tpu_fe_trainer_create(&t->model, &be, t->cores, (int)o->batch, (int)o->threads, &t->tr)))
     return cli_fail(CMD, st, "out of memory creating the trainer");
   t->ck = (tpu_fe_ckpt_info){ .seed = t->model.seed, .global_batch = (int)o->batch };
-  if (o->resume) {
-    if (!t->numerics) return cli_usage_error(CMD, "--resume needs --level tile");
+  if (o->resume) {   /* the run so far: weights, data position, sums and history */
     tpu_fe_ckpt_info got;
     if ((st = tpu_fe_ckpt_load(o->ckpt, &t->tr, &t->ck, &got, err, sizeof err)))
       return cli_fail(CMD, st, "--resume: %s", err);
     t->first_epoch = got.epochs_done;
     t->gstep = got.step;
+    t->run = got.run;
+    tpu_free(t->hist);
+    t->hist = got.history;
+    t->nhist = got.epochs_done;
     if (t->first_epoch < o->epochs && (st = tpu_fe_feed_seek(t->feed, t->first_epoch, err, sizeof err)))
       return cli_fail(CMD, st, "%s", err);
   }
+  const int need = (int)(o->epochs > t->nhist ? o->epochs : t->nhist);
+  tpu_fe_epoch_log *h = tpu_realloc(t->hist, (size_t)(need ? need : 1) * sizeof *h);
+  if (!h) return cli_runtime_error(CMD, "out of memory");
+  t->hist = h;
   if (o->csv)
     tpu_text_printf(&t->csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n",
                     tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
@@ -300,38 +314,50 @@ static int start(const opts *o, train_run *t) {
 
 /* Adds a step's timing to the sums the report is made of. */
 static void account(train_run *t, const tpu_fe_step_timing *tm) {
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) t->sum[k] += tm->stall[k];
-  t->sum_cycles += (double)tm->step_cycles;
-  t->sum_macs += (double)tm->macs;
-  t->sum_cap += (double)tm->mxu_cycles_capacity;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) t->run.stall[k] += tm->stall[k];
+  t->run.cycles += (double)tm->step_cycles;
+  t->run.macs += (double)tm->macs;
+  t->run.mxu_capacity += (double)tm->mxu_cycles_capacity;
+  t->run.steps++;
   t->nsteps++;
 }
 
 /* Step s of epoch ep: the batch when the infeed has it, the step's timing,
 ** the numerics; *loss, *cor and *step_s get its loss, correct predictions
 ** and simulated time. */
-static int step(const opts *o, train_run *t, int ep, long s, double *loss, int *cor, double *step_s) {
+static int step(const opts *o, train_run *t, int ep, long s, int *n, double *loss, int *cor, double *step_s) {
   char err[1024];
   const float *xb;
   const uint8_t *yb;
   double ready_s;
-  tpu_status st = tpu_fe_feed_next(t->feed, t->sim_time, &xb, &yb, &ready_s, err, sizeof err);
-  if (st) return cli_fail(CMD, st, "step %ld: %s", s, err);
-  const uint64_t wait = (uint64_t)llround((ready_s - t->sim_time) * t->hz);
+  tpu_status st = tpu_fe_feed_next(t->feed, t->run.sim_time_s, &xb, &yb, n, &ready_s, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "epoch %d, step %ld: %s", ep + 1, s + 1, err);
+  const double wait_cyc = (ready_s - t->run.sim_time_s) * t->hz;   /* >= 0: the feed never returns an earlier time */
+  if (!(wait_cyc <= (double)TPU_SIM_MAX_CYCLES))
+    return cli_usage_error(CMD, "%s: epoch %d, step %ld: the batch is ready %.4g s after the cores ask for it (%.4g "
+                           "cycles), longer than the engine times (2^53 cycles): the pipeline's costs are out of "
+                           "proportion to its elements and steps", o->pipeline ? o->pipeline : "--data", ep + 1, s + 1,
+                           ready_s - t->run.sim_time_s, wait_cyc);
+  const uint64_t wait = (uint64_t)llround(wait_cyc);
   const bool traced = o->trace && t->nsteps < 20;
-  if (wait != t->tm_wait || traced) {
-    if ((st = time_step(t, wait, traced, &t->tm, err, sizeof err))) return cli_fail(CMD, st, "%s", err);
+  /* a partial last batch (a pipeline without drop_remainder) fills whole
+  ** shards on the first cores: the step is timed with the busiest core's
+  ** shard on every core (the others would wait for it at the all-reduce) */
+  const int per_core = (int)(o->batch / t->cores), rows = *n < per_core ? *n : per_core;
+  if (wait != t->tm_wait || rows != t->tm_rows || traced) {
+    if ((st = time_step(o, t, rows, wait, traced, &t->tm, err, sizeof err))) return cli_fail(CMD, st, "%s", err);
     t->tm_wait = wait;
+    t->tm_rows = rows;
   }
   *step_s = (double)t->tm.step_cycles / t->hz;
-  if (t->numerics && (st = tpu_fe_trainer_step(&t->tr, xb, yb, t->gstep, (uint64_t)(s * o->batch), loss, cor)))
-    return cli_fail(CMD, st, "step %ld: %s", s, tpu_status_str(st));
+  if (t->numerics && (st = tpu_fe_trainer_step_n(&t->tr, xb, yb, *n, t->gstep, (uint64_t)(s * o->batch), loss, cor)))
+    return cli_fail(CMD, st, "epoch %d, step %ld: %s", ep + 1, s + 1, tpu_status_str(st));
   account(t, &t->tm);
-  t->sim_time += *step_s;
+  t->run.sim_time_s += *step_s;
   if (o->csv)
     tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)t->gstep + 1,
-                    t->numerics ? *loss : NAN, t->numerics ? (double)*cor / (double)o->batch : NAN, *step_s,
-                    (double)wait / t->hz, t->sim_time);
+                    t->numerics ? *loss : NAN, t->numerics ? (double)*cor / (double)*n : NAN, *step_s,
+                    (double)wait / t->hz, t->run.sim_time_s);
   return 0;
 }
 
@@ -351,15 +377,14 @@ static int end_epoch(const opts *o, train_run *t, int ep, double ewall, double e
     fflush(stdout);
   }
   const bool n = t->numerics;
-  /* val_* as Keras names them; test_* are their aliases for one release */
-  json_array_append_new(t->hist, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "epoch", ep + 1,
-                                           "loss", n ? t->last_loss : 0.0, "accuracy", n ? t->last_acc : 0.0,
-                                           "val_loss", n ? t->test_loss : 0.0, "val_accuracy", n ? t->test_acc : 0.0,
-                                           "test_loss", n ? t->test_loss : 0.0,
-                                           "test_accuracy", n ? t->test_acc : 0.0, "wall_s", ewall, "sim_s", ep_sim));
+  t->hist[ep] = (tpu_fe_epoch_log){ n ? t->last_loss : 0.0, n ? t->last_acc : 0.0, n ? t->test_loss : 0.0,
+                                    n ? t->test_acc : 0.0, ep_sim, ewall };
+  t->nhist = ep + 1;
   if (o->ckpt && n) {
     t->ck.epochs_done = ep + 1;
     t->ck.step = t->gstep;
+    t->ck.run = t->run;
+    t->ck.history = t->hist;
     if (tpu_fe_ckpt_save(o->ckpt, &t->tr, &t->ck, err, sizeof err))   /* an output: a runtime failure */
       return cli_runtime_error(CMD, "%s", err);
   }
@@ -368,18 +393,23 @@ static int end_epoch(const opts *o, train_run *t, int ep, double ewall, double e
 
 static int run_epoch(const opts *o, train_run *t, int ep) {
   const double ew0 = cli_now_s();
-  double lsum = 0, last_draw = 0, ep_sim = 0;
-  long csum = 0;
+  double lsum = 0, wsum = 0, last_draw = 0, ep_sim = 0;
+  long csum = 0, seen = 0;
   if (t->text) printf("Epoch %d/%ld\n", ep + 1, o->epochs);
   for (long s = 0; s < t->steps; s++, t->gstep++) {
     double loss = NAN, step_s = 0;
-    int cor = 0, rc;
-    if ((rc = step(o, t, ep, s, &loss, &cor, &step_s))) return rc;
+    int cor = 0, n = 0, rc;
+    if ((rc = step(o, t, ep, s, &n, &loss, &cor, &step_s))) return rc;
     ep_sim += step_s;
-    lsum += loss;
+    /* the running means weigh each batch by its size, as Keras' (a full
+    ** batch weighs exactly 1) */
+    const double w = (double)n / (double)o->batch;
+    lsum += loss * w;
+    wsum += w;
     csum += cor;
-    t->last_loss = t->numerics ? lsum / (double)(s + 1) : NAN;
-    t->last_acc = (double)csum / (double)((s + 1) * o->batch);
+    seen += n;
+    t->last_loss = t->numerics ? lsum / wsum : NAN;
+    t->last_acc = (double)csum / (double)seen;
     const double now = cli_now_s();
     if (t->tty && (now - last_draw > 0.05 || s + 1 == t->steps)) {
       progress(true, false, s + 1, t->steps, now - ew0, ep_sim / (double)(s + 1), t->last_loss, t->last_acc);
@@ -411,12 +441,12 @@ typedef struct summary {
 } summary;
 
 static summary summarize(const opts *o, train_run *t) {
-  if (t->nsteps == 0) account(t, &t->tm0);  /* resumed after the last epoch: report one step */
+  if (t->run.steps == 0) account(t, &t->tm0);  /* no step timed (never happens in a whole run): report one */
   summary m;
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) m.fr[k] = t->sum[k] / t->sum_cycles;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) m.fr[k] = t->run.stall[k] / t->run.cycles;
   /* useful MACs only: extra bf16 passes cost time but are not model work */
-  m.util = t->sum_macs / (double)tpu_precision_passes(o->prec) / t->sum_cap;
-  m.step_s = t->sum_cycles / (double)t->nsteps / t->hz;
+  m.util = t->run.macs / (double)tpu_precision_passes(o->prec) / t->run.mxu_capacity;
+  m.step_s = t->run.cycles / (double)t->run.steps / t->hz;
   m.ips = (double)o->batch / m.step_s;
   return m;
 }
@@ -427,7 +457,7 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   json_t *stall = json_object();
   for (int i = 0; i < TPU_SIM_NSTALL; i++) {   /* in the training report's order (sim/stall.def) */
     const int k = tpu_sim_stall_in_report_order(i);
-    json_object_set_new(stall, tpu_sim_stall_name(k), json_real(m->fr[k]));
+    json_object_set_new(stall, tpu_sim_stall_name(k), cli_json_real(m->fr[k]));
   }
   char hs[32];
   snprintf(hs, sizeof hs, "%016llx", n ? (unsigned long long)tpu_fe_params_hash(t->tr.params, t->model.nparams) : 0ull);
@@ -436,31 +466,46 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
                         "per_core_batch", (int)(o->batch / t->cores),
                         "backend", o->backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
                         "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
-                        "data", o->data, "epochs", (int)o->epochs, "steps_per_epoch", (int)t->steps,
+                        "data", o->data, "epochs", t->nhist, "steps_per_epoch", (int)t->steps,
                         "parameters", (json_int_t)t->model.nparams);
-  json_object_set_new(j, "val_loss", n ? json_real(t->test_loss) : json_null());
-  json_object_set_new(j, "val_accuracy", n ? json_real(t->test_acc) : json_null());
-  json_object_set_new(j, "test_loss", n ? json_real(t->test_loss) : json_null());      /* alias of val_loss */
-  json_object_set_new(j, "test_accuracy", n ? json_real(t->test_acc) : json_null());
-  json_object_set_new(j, "train_loss", n ? json_real(t->last_loss) : json_null());
-  json_object_set_new(j, "train_accuracy", n ? json_real(t->last_acc) : json_null());
-  json_object_set_new(j, "sim_step_s", json_real(m->step_s));
-  json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(t->sum_cycles / (double)t->nsteps)));
-  json_object_set_new(j, "sim_time_s", json_real(t->sim_time));
-  json_object_set_new(j, "images_per_s", json_real(m->ips));
-  json_object_set_new(j, "mxu_utilization", json_real(m->util));
+  /* a resumed run reports the whole run; epochs_run says how much of it this invocation ran */
+  json_object_set_new(j, "epochs_run", json_integer(t->nhist - t->first_epoch > 0 ? t->nhist - t->first_epoch : 0));
+  json_object_set_new(j, "val_loss", n ? cli_json_real(t->test_loss) : json_null());
+  json_object_set_new(j, "val_accuracy", n ? cli_json_real(t->test_acc) : json_null());
+  json_object_set_new(j, "test_loss", n ? cli_json_real(t->test_loss) : json_null());      /* alias of val_loss */
+  json_object_set_new(j, "test_accuracy", n ? cli_json_real(t->test_acc) : json_null());
+  json_object_set_new(j, "train_loss", n ? cli_json_real(t->last_loss) : json_null());
+  json_object_set_new(j, "train_accuracy", n ? cli_json_real(t->last_acc) : json_null());
+  json_object_set_new(j, "sim_step_s", cli_json_real(m->step_s));
+  json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(t->run.cycles / (double)t->run.steps)));
+  json_object_set_new(j, "sim_time_s", cli_json_real(t->run.sim_time_s));
+  json_object_set_new(j, "images_per_s", cli_json_real(m->ips));
+  json_object_set_new(j, "mxu_utilization", cli_json_real(m->util));
   json_object_set_new(j, "stall", stall);
-  json_object_set_new(j, "input_wait_fraction", json_real(m->fr[TPU_SIM_INFEED_WAIT]));
+  json_object_set_new(j, "input_wait_fraction", cli_json_real(m->fr[TPU_SIM_INFEED_WAIT]));
   json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT])));
   char alg[512];
   json_object_set_new(j, "all_reduce_algorithm",
                       json_string(tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg)));
-  json_object_set_new(j, "wall_s", json_real(t->wall));
+  json_object_set_new(j, "wall_s", cli_json_real(t->wall));   /* this invocation's */
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
-  json_object_set_new(j, "history", t->hist);
+  json_t *hist = json_array();
+  /* val_* as Keras names them; test_* are their aliases for one release;
+  ** wall_s is null for the epochs before a --resume (checkpoints keep no
+  ** wall time, so that identical runs write identical files) */
+  for (int e = 0; e < t->nhist; e++) {
+    const tpu_fe_epoch_log *h = &t->hist[e];
+    json_array_append_new(hist, json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "epoch", e + 1,
+                                          "loss", cli_json_real(h->loss), "accuracy", cli_json_real(h->accuracy),
+                                          "val_loss", cli_json_real(h->val_loss),
+                                          "val_accuracy", cli_json_real(h->val_accuracy),
+                                          "test_loss", cli_json_real(h->val_loss),
+                                          "test_accuracy", cli_json_real(h->val_accuracy),
+                                          "wall_s", cli_json_real(h->wall_s), "sim_s", cli_json_real(h->sim_s)));
+  }
+  json_object_set_new(j, "history", hist);
   json_object_set_new(j, "tpusim_version", json_string(TPU_VERSION));
   if (t->ignored) json_object_set(j, "keras_ignored", t->ignored);
-  t->hist = NULL;
   return j;
 }
 
@@ -468,8 +513,8 @@ static int report_text(const opts *o, const train_run *t, const summary *m) {
   printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", t->model.name, t->chip.name,
          t->cores, o->batch, o->batch / t->cores, o->backend == TPU_FE_BACKEND_SIM ? (o->prec == TPU_PREC_BF16 ? "sim bf16" : o->prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
   if (t->numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", t->test_acc, t->test_loss);
-  printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %ld steps), %.4g images/s\n", m->step_s * 1e6,
-         t->sum_cycles / (double)t->nsteps, t->chip.clock_mhz, t->nsteps, m->ips);
+  printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %llu steps), %.4g images/s\n", m->step_s * 1e6,
+         t->run.cycles / (double)t->run.steps, t->chip.clock_mhz, (unsigned long long)t->run.steps, m->ips);
   printf("  MXU utilization   %.2f%%\n", m->util * 100);
   printf("  step time         ");
   for (int i = 0; i < TPU_SIM_NSTALL; i++) {
@@ -491,6 +536,17 @@ static int train(const opts *o, train_run *t, json_t **report) {
   int rc;
   if ((rc = load_model(o, t)) || (rc = open_data(o, t)) || (rc = start(o, t))) return rc;
   const double wall0 = cli_now_s();
+  if (t->first_epoch >= o->epochs) {
+    /* resumed after the last epoch: the report is the checkpointed run's,
+    ** whose last epoch's figures are those of the weights restored */
+    fprintf(stderr, "tpusim train: nothing left to do: %s/checkpoint.bin has %d epoch(s) done and --epochs is %ld; "
+            "give a larger --epochs to train on\n", o->ckpt, t->first_epoch, o->epochs);
+    const tpu_fe_epoch_log *last = &t->hist[t->nhist - 1];
+    t->last_loss = last->loss;
+    t->last_acc = last->accuracy;
+    t->test_loss = last->val_loss;
+    t->test_acc = last->val_accuracy;
+  }
   for (int ep = t->first_epoch; ep < o->epochs; ep++)
     if ((rc = run_epoch(o, t, ep))) return rc;
   t->wall = cli_now_s() - wall0;
@@ -514,7 +570,7 @@ static int train_run_opts(const void *op, json_t **report) {
   memset(&t, 0, sizeof t);
   t.test_loss = t.test_acc = t.last_loss = t.last_acc = NAN;
   int rc = train(o, &t, report);
-  json_decref(t.hist);
+  tpu_free(t.hist);
   json_decref(t.ignored);
   tpu_fe_step_timer_destroy(t.timer);
   if (t.numerics) tpu_fe_trainer_destroy(&t.tr);

@@ -120,7 +120,7 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("core", &o->core, 1, TPU_MAX_CORES),
     CLI_LONG("cycle", &o->cycle, 0, LONG_MAX), CLI_LONG("frames", &o->frames, 1, 100000),
     CLI_LONG("every", &o->every, 1, LONG_MAX), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
-    CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("infeed-ready", &o->infeed_ready, 0, LONG_MAX),
+    CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("infeed-ready", &o->infeed_ready, 0, (long)TPU_SIM_MAX_CYCLES),
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL),
     CLI_STR("model", &o->model, "--model needs a name or a file"),
     CLI_STR("program", &o->program, "--program needs a file name"),

@@ -129,17 +129,17 @@ static int report_json(const cli_matmul_opts *o, const mc_run *r, json_t **out) 
     json_decref(j);
     return cli_runtime_error(CMD, "out of memory");
   }
-  json_object_set_new(j, "flops", json_real(f.flops));
-  json_object_set_new(j, "hbm_bytes", json_real(r->bytes));
-  json_object_set_new(j, "arithmetic_intensity", json_real(f.intensity));
-  json_object_set_new(j, "ridge_flops_per_byte", json_real(f.ridge));
+  json_object_set_new(j, "flops", cli_json_real(f.flops));
+  json_object_set_new(j, "hbm_bytes", cli_json_real(r->bytes));
+  json_object_set_new(j, "arithmetic_intensity", cli_json_real(f.intensity));
+  json_object_set_new(j, "ridge_flops_per_byte", cli_json_real(f.ridge));
   json_object_set_new(j, "roofline_bound", json_string(f.roof));
   json_object_set_new(j, "bound", json_string(f.mem_bound_sim ? "memory" : "compute"));
-  json_object_set_new(j, "attainable_flops_per_s", json_real(f.attainable));
-  json_object_set_new(j, "achieved_flops_per_s", json_real(f.flops / f.time_s));
-  json_object_set_new(j, "peak_flops_per_s", json_real(f.peak));
-  json_object_set_new(j, "max_abs_err", values ? json_real(r->max_abs) : json_null());
-  json_object_set_new(j, "max_rel_err", values ? json_real(r->max_rel) : json_null());
+  json_object_set_new(j, "attainable_flops_per_s", cli_json_real(f.attainable));
+  json_object_set_new(j, "achieved_flops_per_s", cli_json_real(f.flops / f.time_s));
+  json_object_set_new(j, "peak_flops_per_s", cli_json_real(f.peak));
+  json_object_set_new(j, "max_abs_err", values ? cli_json_real(r->max_abs) : json_null());
+  json_object_set_new(j, "max_rel_err", values ? cli_json_real(r->max_rel) : json_null());
   *out = j;
   return 0;
 }

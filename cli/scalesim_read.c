@@ -172,8 +172,9 @@ int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out) {
   memset(out, 0, sizeof *out);
   out->banks = 1;
   out->bandwidth = 10;
-  char *text = tpu_read_file(path, NULL);
-  if (!text) return cli_read_failed(cmd, path);
+  char *text, err[1024];
+  tpu_status st = tpu_read_text(path, "a SCALE-Sim configuration (text)", &text, err, sizeof err);
+  if (st) return cli_fail(cmd, st, "%s", err);
   bool seen[K_NLONG + 5] = { false };
   int sec = SEC_NONE, rc = 0;
   ss_line l = { cmd, path, 0, text };
@@ -289,8 +290,9 @@ static int topo_line(const ss_line *l, const char *b, const char *e, bool gemm, 
 
 int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_topology *out) {
   memset(out, 0, sizeof *out);
-  char *text = tpu_read_file(path, NULL);
-  if (!text) return cli_read_failed(cmd, path);
+  char *text, err[1024];
+  tpu_status st = tpu_read_text(path, "a SCALE-Sim topology (CSV text)", &text, err, sizeof err);
+  if (st) return cli_fail(cmd, st, "%s", err);
   ss_line l = { cmd, path, 0, text };
   int rc = 0;
   for (const char *p = text; *p && !rc;) {

@@ -23,7 +23,7 @@ int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_confi
   tpu_sim_stalls s;
   tpu_sim_result_stalls(r, -1, -1, &s);
   int bad = json_object_set_new(o, "cycles", json_integer((json_int_t)cyc));
-  bad |= json_object_set_new(o, "time_s", json_real((double)cyc / (chip->clock_mhz * 1e6)));
+  bad |= json_object_set_new(o, "time_s", cli_json_real((double)cyc / (chip->clock_mhz * 1e6)));
   bad |= json_object_set_new(o, "stall", stalls_obj(&s));
   json_t *pc = json_array();
   for (int c = 0; pc && c < tpu_sim_result_cores(r); c++) {

@@ -52,6 +52,7 @@ typedef struct sweep_def {
   int naxes;
   long npoints;
   int shard, nshards;          /* this run's share: points p with p % nshards == shard - 1 */
+  const char *file;            /* the --file it came from (its messages name it), or NULL */
 } sweep_def;
 
 /* Parses the command's options (argv after the command name) into d's

@@ -11,6 +11,7 @@
 ** Options are the command's long names without the dashes; true is a flag,
 ** false leaves it out. Errors name the file, line:column and field.
 */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,8 @@ static tpu_status convert(toks *t) {
   const char *cmd = NULL;
   tpu_status st;
   if ((st = tpu_json_keys(&root, keys)) || (st = tpu_json_str(&root, "command", TPU_JSON_REQUIRED, &cmd))) return st;
+  if (strcmp(cmd, "train") && strcmp(cmd, "matmul") && strcmp(cmd, "run") && strcmp(cmd, "pipeline"))
+    return tpu_json_fail(t->doc, "command", "expected the command to sweep, train, matmul, run or pipeline, got '%s'", cmd);
   if (push(t->f, strdup(cmd))) return tpu_json_fail(t->doc, "command", "out of memory");
   json_t *opts = json_object_get(t->doc->root, "options"), *axes = json_object_get(t->doc->root, "axes");
   if (opts && !json_is_object(opts)) return tpu_json_fail(t->doc, "options", "expected an object, got %s", tpu_json_type(opts));
@@ -110,12 +113,13 @@ static tpu_status convert(toks *t) {
 
 int sweep_file_load(const char *path, sweep_file *f) {
   char err[1024];
-  size_t len;
-  char *text = tpu_read_file(path, &len);
-  if (!text) return cli_read_failed(CMD, path);
+  char *text;
+  tpu_status st = tpu_json_read_file(path, &text, err, sizeof err);
+  if (st == TPU_ERR_IO) return cli_usage_error(CMD, "--file %s: cannot read: %s", path, strerror(errno));
+  if (st) return cli_fail(CMD, st, "--file %s", err);
   tpu_json doc = { .where = path, .err = err, .errcap = sizeof err, .field_prefix = true };
   toks t = { f, &doc };
-  tpu_status st = tpu_json_parse(&doc, text, "a sweep");
+  st = tpu_json_parse(&doc, text, "a sweep");
   if (!st) st = convert(&t);
   tpu_json_free(&doc);
   tpu_free(text);

@@ -225,6 +225,8 @@ typedef struct tpu_df_info {
   int height, width, channels;
   int classes;
   int batch_size;
+  const char *source;           /* the file (or directory) the elements come from, for
+                                   messages ("synthetic source"); valid while df is open */
 } tpu_df_info;
 
 typedef struct tpu_df_batch {

@@ -101,6 +101,18 @@ struct tpu_df_spec {
   char err[512];
 };
 
+/* The physical range of a modeled cost (df_spec.c's table): [lo, hi] in
+** 'unit'; when zero_ok_below > 0, 0 means 'zero_means' and the values
+** between 0 and zero_ok_below are refused. NULL for a key without one. */
+typedef struct df_cost_range {
+  const char *key;
+  double lo, hi;
+  const char *unit;
+  double zero_ok_below;
+  const char *zero_means;
+} df_cost_range;
+const df_cost_range *df_cost_range_of(const char *key);
+
 /* Copies a description (strings included). NULL on allocation failure. */
 tpu_df_spec *df_spec_clone(const tpu_df_spec *s);
 /* Checks stage order and values; TPU_ERR_CONFIG with a message naming
@@ -183,7 +195,7 @@ typedef struct df_data {
   /* the loader's input */
   unsigned char *gz;         /* compressed file (owned) */
   size_t gz_len;
-  char *img_path;            /* owned, for messages */
+  char *img_path;            /* owned: the file (or directory) the elements come from, for messages */
   int64_t body_off;          /* first image byte in the (inflated) stream */
   int fd;                    /* plain IDX streamed with read(2); -1 otherwise */
 } df_data;

@@ -35,6 +35,7 @@ struct tpu_df {
   int64_t n;                 /* source elements */
   int nfiles;
   int64_t *file_start;       /* nfiles+1 element offsets (owned copy) */
+  char *source;              /* the source's name for messages (owned copy; info.source) */
   tpu_df_info info;
   /* compiled description */
   const df_stage *pre[DF_MAX_STAGES], *post[DF_MAX_STAGES];
@@ -359,6 +360,7 @@ static tpu_status open_source(tpu_df *df, char *err, size_t errcap) {
   df->file_start = tpu_malloc(((size_t)d->nfiles + 1) * sizeof *df->file_start);
   if (!df->file_start) return out_of_memory(err, errcap);
   memcpy(df->file_start, d->file_start, ((size_t)d->nfiles + 1) * sizeof *df->file_start);
+  if (!(df->source = tpu_strdup(d->img_path))) return out_of_memory(err, errcap);
   return TPU_OK;
 }
 
@@ -485,6 +487,7 @@ void tpu_df_close(tpu_df *df) {
   df_data_close(df->gens[0]);
   df_data_close(df->gens[1]);
   tpu_free(df->file_start);
+  tpu_free(df->source);
   tpu_df_spec_destroy(df->spec);
   pthread_mutex_destroy(&df->mu);
   pthread_cond_destroy(&df->cv_work);
@@ -526,7 +529,7 @@ tpu_status tpu_df_open(const tpu_df_spec *spec, const tpu_df_options *opt, tpu_d
   const df_data *d = df->gens[0];
   df->info = (tpu_df_info){ .elements = df->epoch_len, .batches_per_epoch = df->bpe, .epochs = epochs,
                             .features = d->d, .height = d->h, .width = d->w, .channels = d->c,
-                            .classes = d->classes, .batch_size = df->B };
+                            .classes = d->classes, .batch_size = df->B, .source = df->source };
   if ((st = start_threads(df)) != TPU_OK) { snprintf(err, errcap, "%s", df->err); goto fail; }
   *out = df;
   return TPU_OK;

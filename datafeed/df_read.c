@@ -8,13 +8,16 @@
 ** sizes and labels are validated when the source is opened; every message
 ** names the file (and the record).
 **
-** Large IDX image files stream: the compressed file is read whole, then a
-** loader thread inflates it straight into the image array (no extra copy)
-** and publishes how many images are decoded, so batches can be made while
-** the rest is still being inflated. For gzip the expected size is checked at
-** open against the ISIZE trailer (so a truncated .gz is caught before any
-** thread starts); corruption found while inflating (CRC, bad data) is
-** reported by the next tpu_df_next.
+** Large IDX image files load in a thread: the compressed file is read
+** whole, then a loader thread inflates it straight into the image array (no
+** extra copy) while the workers waiting for it touch the pages ahead. For
+** gzip the expected size is checked at open against the ISIZE trailer (so a
+** truncated .gz is caught before any thread starts), and the images are
+** published only once the whole stream has inflated and its trailer (CRC-32
+** and length) checks out with nothing after it: a corrupt file is reported
+** by the tpu_df_next that waits for it, and no batch is made of its bytes.
+** Plain files are published as they are read (their size was checked at
+** open). Label files are inflated and checked whole at open.
 */
 #include "datafeed/df_int.h"
 
@@ -91,20 +94,44 @@ static uint8_t *alloc_u8(df_data *d, size_t n) {
 
 static bool is_gzip(const unsigned char *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
-/* Inflates the first 'want' bytes of a gzip buffer into 'dst'. */
-static tpu_status gunzip_prefix(const unsigned char *gz, size_t n, unsigned char *dst, size_t want,
-                                const char *path, char *err, size_t cap) {
+/* zlib's message for a bad trailer, in words that say which. */
+static const char *gzip_why(const z_stream *z) {
+  if (z->msg && !strcmp(z->msg, "incorrect data check")) return "the CRC-32 in its trailer does not match the data";
+  if (z->msg && !strcmp(z->msg, "incorrect length check")) return "the length in its trailer does not match the data";
+  return z->msg ? z->msg : "corrupt gzip data";
+}
+
+/* After the last wanted byte of a gzip stream: the stream must end there,
+** its trailer (CRC-32 and length, which zlib checks on Z_STREAM_END) must
+** match, and no byte may follow it. */
+static const char *gzip_end(z_stream *z, int r) {
+  unsigned char extra;
+  z->next_out = &extra;
+  z->avail_out = 1;
+  while (r == Z_OK && z->avail_out > 0) r = inflate(z, Z_FINISH);
+  if (r == Z_BUF_ERROR && z->avail_out > 0 && z->avail_in == 0) return "truncated gzip data (the trailer is missing)";
+  if (r != Z_STREAM_END) return z->avail_out == 0 ? "more data than the header says" : gzip_why(z);
+  if (z->avail_in > 0) return "trailing data after the gzip stream";
+  return NULL;
+}
+
+/* Inflates the first 'want' bytes of a gzip buffer into 'dst'; with
+** 'whole', they must be all of it: the trailer is checked and nothing may
+** follow (gzip_end). */
+static tpu_status gunzip(const unsigned char *gz, size_t n, unsigned char *dst, size_t want, bool whole,
+                         const char *path, char *err, size_t cap) {
   z_stream z;
   memset(&z, 0, sizeof z);
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return ferr(err, cap, TPU_ERR_NOMEM, "%s: zlib init failed", path);
   z.next_in = (unsigned char *)gz; z.avail_in = (uInt)n;
   z.next_out = dst; z.avail_out = (uInt)want;
   int r = Z_OK;
-  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, Z_SYNC_FLUSH);
+  while (z.avail_out > 0 && r == Z_OK) r = inflate(&z, whole ? Z_NO_FLUSH : Z_SYNC_FLUSH);
+  const char *why = z.avail_out > 0 ? (r == Z_STREAM_END ? "less data than its size field says"
+                                      : z.msg ? gzip_why(&z) : "truncated gzip data")
+                  : whole ? gzip_end(&z, r) : NULL;
   inflateEnd(&z);
-  if (z.avail_out > 0)
-    return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip data (%s)", path, r == Z_STREAM_END ? "ended early" : z.msg ? z.msg : "inflate failed");
-  return TPU_OK;
+  return why ? ferr(err, cap, TPU_ERR_INPUT, "%s: corrupt gzip file: %s", path, why) : TPU_OK;
 }
 
 /* Fresh pages cost a fault on first touch, which on some hosts costs as
@@ -147,23 +174,18 @@ static void *loader_main(void *arg) {
       done += want - z.avail_out;
       if (z.avail_out > 0) {
         st = TPU_ERR_INPUT;
-        snprintf(msg, sizeof msg, "%s: truncated or corrupt gzip data after %zu images (%s)", d->img_path, done / row,
-                 z.msg ? z.msg : "data ended early");
+        snprintf(msg, sizeof msg, "%s: corrupt gzip file: truncated or corrupt data after %zu images (%s)", d->img_path,
+                 done / row, z.msg ? z.msg : "data ended early");
         break;
       }
-      pthread_mutex_lock(&d->mu);
-      d->ready = (int64_t)(done / row);
-      pthread_cond_broadcast(&d->cv);
-      pthread_mutex_unlock(&d->mu);
+      /* nothing is published yet: until the trailer's CRC checks out, no
+      ** byte of a compressed file is known to be right (waiting workers
+      ** touch the pages ahead meanwhile, df_data_wait) */
     }
-    if (st == TPU_OK) {   /* the trailer (CRC) must check out */
-      unsigned char extra;
-      z.next_out = &extra; z.avail_out = 1;
-      while (r == Z_OK && z.avail_out > 0) r = inflate(&z, Z_FINISH);
-      if (r != Z_STREAM_END || z.avail_out == 0) {
-        st = TPU_ERR_INPUT;
-        snprintf(msg, sizeof msg, "%s: %s", d->img_path, z.avail_out == 0 ? "trailing data after the last image" : "corrupt gzip data (bad checksum)");
-      }
+    const char *why = st == TPU_OK ? gzip_end(&z, r) : NULL;
+    if (why) {
+      st = TPU_ERR_INPUT;
+      snprintf(msg, sizeof msg, "%s: corrupt gzip file: %s", d->img_path, why);
     }
     inflateEnd(&z);
   } else {
@@ -280,7 +302,7 @@ static tpu_status idx_image_header(const unsigned char *ib, size_t ilen, bool gz
   unsigned char m[4];
   if (gz) {
     if (ilen < 18) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", ipath);
-    if ((st = gunzip_prefix(ib, ilen, m, 4, ipath, err, cap)) != TPU_OK) return st;
+    if ((st = gunzip(ib, ilen, m, 4, false, ipath, err, cap)) != TPU_OK) return st;
   } else {
     if (ilen < 4) return ferr(err, cap, TPU_ERR_INPUT, "%s: bad magic (file too short); %s", ipath, want);
     memcpy(m, ib, 4);
@@ -289,7 +311,7 @@ static tpu_status idx_image_header(const unsigned char *ib, size_t ilen, bool gz
   const int rank = m[3];
   *hlen = 4 + 4 * (size_t)rank;
   if (gz) {
-    if ((st = gunzip_prefix(ib, ilen, hdr, *hlen, ipath, err, cap)) != TPU_OK) return st;
+    if ((st = gunzip(ib, ilen, hdr, *hlen, false, ipath, err, cap)) != TPU_OK) return st;
   } else {
     if (ilen < *hlen) return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated: the header of a rank-%d IDX file has %zu bytes", ipath, rank, *hlen);
     memcpy(hdr, ib, *hlen);
@@ -316,7 +338,7 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
     if (isz < 8 || isz > (1u << 30)) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file (size field %u)", lpath, isz); }
     lraw = tpu_malloc(isz);
     if (!lraw) { tpu_free(lb); return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", lpath); }
-    st = gunzip_prefix(lb, llen, lraw, isz, lpath, err, cap);
+    st = gunzip(lb, llen, lraw, isz, true, lpath, err, cap);
     tpu_free(lb);
     lb = lraw;
     lrawlen = isz;
@@ -1351,6 +1373,16 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   case TPU_DF_SRC_TFRECORD: st = open_tfrecord(src, d, err, cap); break;
   case TPU_DF_SRC_IMAGES: st = open_images(src, d, err, cap); break;
   default: st = ferr(err, cap, TPU_ERR_CONFIG, "unknown source kind %d", (int)src->kind);
+  }
+  if (st == TPU_OK && !d->img_path) {   /* the name messages give the source by */
+    const char *name = "synthetic source";
+    if (src->kind == TPU_DF_SRC_NPY) name = src->images;
+    else if (src->kind == TPU_DF_SRC_CSV || src->kind == TPU_DF_SRC_TFRECORD) name = src->path ? src->path : src->files[0];
+    else if (src->kind == TPU_DF_SRC_CIFAR10) {
+      snprintf(ip, sizeof ip, "%s/%s", src->dir, src->test_split ? "test_batch.bin" : "data_batch_*.bin");
+      name = ip;
+    }
+    if (!(d->img_path = tpu_strdup(name))) st = ferr(err, cap, TPU_ERR_NOMEM, "out of memory");
   }
   if (st != TPU_OK) { df_data_close(d); return st; }
   *out = d;

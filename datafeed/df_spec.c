@@ -298,8 +298,41 @@ tpu_status tpu_df_spec_filter_labels(tpu_df_spec *s, const int32_t *labels, int 
   return TPU_OK;
 }
 
+/* The physical range of every modeled cost, checked at load time (JSON
+** and tpu_df_spec_set_cost) with the key named, and stated in
+** docs/DATAFEED.md: a time above an hour per element, call or step, a
+** per-byte cost above a second or a bandwidth below a byte per second
+** describes no real host, and inside these ranges every sum the model
+** makes stays finite. A new cost is one row here. */
+static const df_cost_range COST_RANGES[] = {
+  /* key                      lo  hi     unit          zero_ok_below zero_means */
+  { "cost_per_call_s",         0, 3600,  "s",          0, NULL },
+  { "cost_per_element_s",      0, 3600,  "s",          0, NULL },
+  { "open_latency_s",          0, 3600,  "s",          0, NULL },
+  { "read_latency_s",          0, 3600,  "s",          0, NULL },
+  { "decode_cost_per_element_s", 0, 3600, "s",         0, NULL },
+  { "read_bandwidth_bytes_per_s", 0, 1e13, "bytes/s",  1, "no limit" },
+  { "serialize_s_per_byte",    0, 1,     "s/byte",     0, NULL },
+  { "deserialize_s_per_byte",  0, 1,     "s/byte",     0, NULL },
+  { "shm_s_per_byte",          0, 1,     "s/byte",     0, NULL },
+  { "shm_get_s",               0, 3600,  "s",          0, NULL },
+  { "step_time_s",             0, 3600,  "s",          0, NULL },
+  { "iterator_overhead_s",     0, 3600,  "s",          0, NULL },
+  { "element_overhead_s",      0, 3600,  "s",          0, NULL },
+};
+const df_cost_range *df_cost_range_of(const char *key) {
+  for (size_t i = 0; i < sizeof COST_RANGES / sizeof COST_RANGES[0]; i++)
+    if (!strcmp(COST_RANGES[i].key, key)) return &COST_RANGES[i];
+  return NULL;
+}
+
 tpu_status tpu_df_spec_set_cost(tpu_df_spec *s, const char *key, double v) {
   if (!isfinite(v) || v < 0) return fail(s, "%s: expected a finite number >= 0, got %g", key, v);
+  const df_cost_range *r = df_cost_range_of(key);
+  if (r && (v > r->hi || (v > 0 && v < r->zero_ok_below)))
+    return fail(s, "%s: expected %s%s%sa number in [%g, %g] %s, got %g", key, r->zero_ok_below > 0 ? "0 (" : "",
+                r->zero_ok_below > 0 ? r->zero_means : "", r->zero_ok_below > 0 ? ") or " : "",
+                r->zero_ok_below > 0 ? r->zero_ok_below : r->lo, r->hi, r->unit, v);
   if (s->nst == 0) {
     df_source_costs *c = &s->cost;
     if (!strcmp(key, "open_latency_s")) c->open_latency_s = v;
@@ -406,6 +439,8 @@ tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
 ** unknown ones called keys. */
 typedef struct jctx { tpu_json *doc; } jctx;
 
+#define TRY(x) do { tpu_status st_ = (x); if (st_ != TPU_OK) return st_; } while (0)
+
 #define jerr(c, path, ...) tpu_json_fail((c)->doc, (path), __VA_ARGS__)
 #define jtype tpu_json_type
 #define OBJ(c, o, path) (&(tpu_json_obj){ (c)->doc, (o), (path), NULL })
@@ -419,9 +454,15 @@ static tpu_status get_int(const jctx *c, json_t *obj, const char *path, const ch
   return tpu_json_int_or(OBJ(c, obj, path), key, lo, hi, autotune_ok ? "autotune" : NULL, TPU_DF_AUTOTUNE,
                          required ? TPU_JSON_REQUIRED : 0, out);
 }
-/* Costs: seconds, bytes or bytes/s, >= 0. */
+/* Costs: seconds, bytes or bytes/s, each in a range checked at load time
+** (df_cost_range). */
 static tpu_status get_num(const jctx *c, json_t *obj, const char *path, const char *key, double *out) {
-  return tpu_json_num(OBJ(c, obj, path), key, 0, INFINITY, 0, out);
+  const df_cost_range *r = df_cost_range_of(key);
+  TRY(tpu_json_num(OBJ(c, obj, path), key, r ? r->lo : 0, r ? r->hi : INFINITY, 0, out));
+  if (r && r->zero_ok_below > 0 && *out > 0 && *out < r->zero_ok_below)
+    return tpu_json_fail_member(OBJ(c, obj, path), key, "expected 0 (%s) or a number in [%g, %g] %s, got %g",
+                                r->zero_means, r->zero_ok_below, r->hi, r->unit, *out);
+  return TPU_OK;
 }
 static tpu_status get_str(const jctx *c, json_t *obj, const char *path, const char *key, const char **out) {
   return tpu_json_str(OBJ(c, obj, path), key, 0, out);
@@ -429,8 +470,6 @@ static tpu_status get_str(const jctx *c, json_t *obj, const char *path, const ch
 static tpu_status get_bool(const jctx *c, json_t *obj, const char *path, const char *key, bool *out) {
   return tpu_json_bool(OBJ(c, obj, path), key, out);
 }
-
-#define TRY(x) do { tpu_status st_ = (x); if (st_ != TPU_OK) return st_; } while (0)
 
 /* A TFRecord source's "files": a list of paths (read in that order), or one
 ** string: a file, a directory or a glob pattern; and its "shape". */
@@ -705,12 +744,11 @@ static tpu_status map_args(const jctx *c, json_t *o, const char *path, int *fn, 
   if (*fn < 0)
     return jerr(c, subpath(p, path, "fn"), "expected one of normalize, one_hot, random_flip, random_crop, none, got '%s'",
                 name);
-  json_t *m = json_object_get(o, "mean"), *sd = json_object_get(o, "std");
-  if (m) { if (!json_is_number(m)) return jerr(c, path, "mean: expected a number"); args->mean = json_number_value(m); }
-  if (sd) {
-    if (!json_is_number(sd) || json_number_value(sd) == 0) return jerr(c, subpath(p, path, "std"), "expected a non-zero number");
-    args->std = json_number_value(sd);
-  }
+  /* (x - mean) / std of 8-bit pixels or CSV features stays finite in f32 */
+  TRY(tpu_json_num(OBJ(c, o, path), "mean", -1e6, 1e6, 0, &args->mean));
+  TRY(tpu_json_num(OBJ(c, o, path), "std", -1e6, 1e6, 0, &args->std));
+  if (fabs(args->std) < 1e-6)
+    return jerr(c, subpath(p, path, "std"), "expected a number in [-1e+06, -1e-06] or [1e-06, 1e+06], got %g", args->std);
   int64_t pad = 0;
   TRY(get_int(c, o, path, "padding", 0, 1024, false, *fn == TPU_DF_MAP_RANDOM_CROP, &pad));
   args->padding = (int)pad;
@@ -939,6 +977,8 @@ tpu_status tpu_df_spec_parse(const char *text, const char *name, tpu_df_spec **o
   if ((st = tpu_df_spec_create(&s)) != TPU_OK) { snprintf(err, errcap, "%s: out of memory", doc.where); goto done; }
   static const char *const keys[] = { "source", "stages", "consumer", "host", "comment", NULL };
   if ((st = check_keys(&c, "", root, keys)) != TPU_OK) goto done;
+  const char *comment;
+  if ((st = get_str(&c, root, "", "comment", &comment)) != TPU_OK) goto done;
   json_t *src = json_object_get(root, "source");
   if (!src) { st = tpu_json_missing(OBJ(&c, root, ""), "source", "an object (the data source)"); goto done; }
   if ((st = parse_source(&c, src, s)) != TPU_OK) goto done;
@@ -970,10 +1010,11 @@ done:
 
 tpu_status tpu_df_spec_load(const char *path, tpu_df_spec **out, char *err, size_t errcap) {
   *out = NULL;
-  char *text = tpu_read_file(path, NULL);
-  if (!text && errno == ENOMEM) { snprintf(err, errcap, "%s: out of memory", path); return TPU_ERR_NOMEM; }
-  if (!text) { snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno)); return TPU_ERR_IO; }
-  tpu_status st = tpu_df_spec_parse(text, path, out, err, errcap);
+  char *text;
+  tpu_status st = tpu_json_read_file(path, &text, err, errcap);
+  if (st == TPU_ERR_IO) snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno));
+  if (st) return st == TPU_ERR_INPUT ? TPU_ERR_CONFIG : st;   /* a NUL byte: the message says so */
+  st = tpu_df_spec_parse(text, path, out, err, errcap);
   tpu_free(text);
   return st;
 }

@@ -343,9 +343,11 @@ typedef struct tpu_fe_feed_opts {
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
   bool no_values;              /* nothing will read the batches' values (--level timing): a synthetic
                                   source without a pipeline file then makes none, only the host-time
-                                  model runs; another pipeline is opened (files checked, sizes known)
-                                  but starts no worker threads and makes no batches; tpu_fe_feed_next
-                                  gives *x and *y NULL and the host-time model's ready time */
+                                  model runs and tpu_fe_feed_next gives *x and *y NULL; another
+                                  pipeline is opened (files checked, sizes known) without worker
+                                  threads or prefetch, its batches made in the caller */
+  tpu_fe_shape model_shape;    /* the model's input and classes: every split (training and test) */
+  int model_classes;           /* must match them, else TPU_ERR_INPUT naming the file (0: not checked) */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;
@@ -358,13 +360,15 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
 void tpu_fe_feed_close(tpu_fe_feed *f);                                  /* NULL is a no-op */
 /* Positions the pipeline at the first batch of 'epoch'. */
 tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap);
-/* The next global batch (borrowed until the next call; NULL when the feed
-** was opened with no_values) and the simulated host time it is ready, for a
-** consumer asking at 'request_s'. The labels
-** are bytes: *y is NULL when the data has more than 256 classes (then only
-** the timing, which never reads values, can use the batch). */
-tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
-                        char *err, size_t errcap);
+/* The next global batch (borrowed until the next call; NULL from the
+** host-time model alone, see no_values), its size *n (the
+** global batch, or less for the last batch of an epoch of a pipeline
+** without drop_remainder) and the simulated host time it is ready, for a
+** consumer asking at 'request_s'. The labels are bytes: *y is NULL when the
+** data has more than 256 classes (then only the timing, which never reads
+** values, can use the batch). */
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, int *n,
+                            double *ready_s, char *err, size_t errcap);
 /* The test split of o->data (synthetic: synthetic_n/4 samples after the
 ** training ones, of o's input shape and classes; images:DIR and
 ** tfrecord:FILES: the "validation" subset of validation_split 0.2 with
@@ -396,23 +400,61 @@ void tpu_fe_trainer_destroy(tpu_fe_trainer *t);
 ** *loss and *correct get the batch's mean loss and number right. */
 tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct);
-/* Mean loss and accuracy over a whole dataset (forward only, all cores). */
+/* The same on a batch of n samples, 1 <= n <= the global batch (a
+** pipeline's partial last batch, as Keras trains on it): whole shards of
+** the per-core batch on the first cores, the rest on the next one, the
+** others idle; the loss is the mean over the n samples, the gradient the
+** sum over the cores that had samples (in core order). TPU_ERR_INPUT for
+** another n. */
+tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_t *y, int n, uint64_t step,
+                                 uint64_t first_sample, double *loss, int *correct);
+/* Mean loss and accuracy over a whole dataset (forward only, all cores).
+** TPU_ERR_INPUT for an empty dataset or one whose sample size or classes
+** are not the model's (nothing is read then). */
 tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, double *loss, double *acc);
 /* FNV-1a of the parameters' bits: a fingerprint for bit-identity checks. */
 uint64_t tpu_fe_params_hash(const float *p, size_t n);
 
-/* Checkpoint: DIR/checkpoint.bin, written atomically, with the model's
-** parameter count, seed, batch and optimizer kind to check on resume. */
+/* Checkpoint: DIR/checkpoint.bin (format 2), written atomically: the
+** model's parameter count, seed, batch and optimizer kind to check on
+** resume, the data position, what the run measured so far and its history
+** (so a resumed run reports the whole run), the weights and optimizer
+** state, and a CRC-32 of it all. */
+typedef struct tpu_fe_epoch_log {  /* one epoch of the history (Keras' History) */
+  double loss, accuracy;           /* the epoch's running means over its steps */
+  double val_loss, val_accuracy;   /* on the test split after the epoch */
+  double sim_s;                    /* the epoch's simulated time */
+  double wall_s;                   /* and its wall time: not saved (identical runs write identical
+                                      checkpoints), NaN after a load */
+} tpu_fe_epoch_log;
+typedef struct tpu_fe_run_log {    /* sums over the steps timed so far */
+  uint64_t steps;
+  double cycles, macs, mxu_capacity;   /* tpu_fe_step_timing's, summed */
+  double stall[TPU_SIM_NSTALL];        /* cycles per stall kind, summed (they sum to 'cycles') */
+  double sim_time_s;                   /* simulated time of the epochs done */
+} tpu_fe_run_log;
 typedef struct tpu_fe_ckpt_info {
   uint64_t seed;
   int global_batch;
   int epochs_done;             /* data position: next epoch to run */
   uint64_t step;               /* global step count so far */
+  tpu_fe_run_log run;
+  tpu_fe_epoch_log *history;   /* epochs_done entries. Save reads them (NULL: zeros); load
+                                  fills a new array (tpu_free it; NULL when epochs_done is 0) */
 } tpu_fe_ckpt_info;
 tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_fe_ckpt_info *info,
                         char *err, size_t errcap);
 /* Restores params and optimizer state; checks that 'want' (seed, batch)
-** and the model match; fills info. TPU_ERR_INPUT with a message otherwise. */
+** and the model match and that every field is in range (epochs_done at
+** most TPU_FE_CKPT_MAX_EPOCHS, step and optimizer_steps at most
+** TPU_FE_CKPT_MAX_STEPS, step >= epochs_done, one optimizer update per
+** step, adam's second moments >= 0, steps timed <= step, every time and sum
+** finite and >= 0 with the stall parts summing to the cycles, accuracies in
+** [0, 1]); fills info. TPU_ERR_INPUT with a message naming the file and the
+** field otherwise (a damaged file, or one of format 1, which kept no
+** history: tpusim 0.2.0 and older). */
+#define TPU_FE_CKPT_MAX_EPOCHS 1000000ull
+#define TPU_FE_CKPT_MAX_STEPS  (1ull << 53)      /* exact in a double */
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
                         char *err, size_t errcap);
 /* }================================================================== */

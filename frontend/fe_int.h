@@ -252,8 +252,10 @@ tpu_status fe_backward(const fe_plan *p, const tpu_fe_backend *be, const float *
 
 tpu_status fe_opt_create(const tpu_fe_model *m, tpu_fe_opt_state *s);
 void fe_opt_destroy(tpu_fe_opt_state *s);
-/* params -= update(grad); deterministic elementwise f32. Can't fail. */
-void fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *params, const float *grad);
+/* params -= update(grad); deterministic elementwise f32. TPU_ERR_RANGE when
+** the update count would pass INT64_MAX, else the VPU's status (the model
+** loader checked the hyper-parameters, so TPU_OK). */
+tpu_status fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *params, const float *grad);
 /* }================================================================== */
 
 /* {==================================================================

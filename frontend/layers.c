@@ -12,7 +12,6 @@
 ** train_lower.c lowers the same plan into chip-engine programs
 ** (tpu_fe_time_step).
 */
-#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -578,8 +577,9 @@ void fe_opt_destroy(tpu_fe_opt_state *s) {
   memset(s, 0, sizeof *s);
 }
 
-void fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *p, const float *g) {
+tpu_status fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *p, const float *g) {
   const tpu_fe_optimizer *o = &m->opt;
+  if (s->t >= (uint64_t)INT64_MAX) return TPU_ERR_RANGE;   /* adam's step is an int64_t */
   s->t++;
   tpu_vpu_args a = { .rows = 1, .cols = (int)m->nparams, .param = p, .grad = g, .m = s->m, .v = s->v,
                      .p = tpu_vpu_params_default() };
@@ -592,7 +592,6 @@ void fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *p, const fl
   /* the model loader checked every hyper-parameter against the VPU's ranges */
   tpu_status st = tpu_vpu_exec(o->kind == TPU_FE_SGD ? TPU_VPU_SGD : o->kind == TPU_FE_MOMENTUM ? TPU_VPU_MOMENTUM
                                                                                          : TPU_VPU_ADAM, &a);
-  assert(st == TPU_OK);
-  (void)st;
+  return st;
 }
 /* }================================================================== */

@@ -740,16 +740,18 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
   }
   const char *shape = NULL;
   char *file = NULL;
-  if (!(text = tpu_read_file(name_or_file, NULL))) {
+  char rerr[512];
+  st = tpu_json_read_file(name_or_file, &text, rerr, sizeof rerr);   /* refuses a NUL byte */
+  if (st == TPU_ERR_IO) {
     const int e = errno;
     const char *at = e == ENOENT ? shape_suffix(name_or_file) : NULL;
     if (at && (file = tpu_malloc((size_t)(at - name_or_file) + 1))) {
       memcpy(file, name_or_file, (size_t)(at - name_or_file));
       file[at - name_or_file] = '\0';
       shape = at + 1;
-      text = tpu_read_file(file, NULL);
+      st = tpu_json_read_file(file, &text, rerr, sizeof rerr);
     }
-    if (!text) {
+    if (st == TPU_ERR_IO) {
       const int why = file ? errno : e;
       char names[256] = "";   /* the built-in and zoo names, from their tables */
       size_t n = 0;
@@ -759,8 +761,13 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
       snprintf(err, errcap, "%s: not a built-in model (%s) and cannot be read: %s", file ? file : name_or_file,
                names, strerror(why));
       tpu_free(file);
-      return why == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+      return TPU_ERR_IO;
     }
+  }
+  if (st) {   /* a NUL byte (TPU_ERR_INPUT, the message says where) or out of memory */
+    snprintf(err, errcap, "%s", rerr);
+    tpu_free(file);
+    return st;
   }
   st = tpu_fe_model_parse_notes(text, file ? file : name_or_file, shape, out, notes, err, errcap);
   tpu_free(text);

@@ -12,6 +12,7 @@
 */
 #include <cblas.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,7 +65,8 @@ void tpu_fe_trainer_destroy(tpu_fe_trainer *t) {
 typedef struct job {
   tpu_fe_trainer *t;
   const fe_plan *plan;         /* of this batch's shards */
-  int first, stride;           /* cores first, first+stride, ... */
+  int base;                    /* the first core of the job; its shard starts at x */
+  int first, stride;           /* cores base+first, base+first+stride, ... */
   const float *x;              /* per core: x + core*rows*insize */
   const uint8_t *y;
   uint64_t step, first_sample;
@@ -77,9 +79,10 @@ static void *run_cores(void *arg) {
   tpu_fe_trainer *t = j->t;
   const tpu_fe_model *m = t->model;
   const size_t in = tpu_fe_shape_size(m->input);
-  for (int c = j->first; c < j->active; c += j->stride) {
+  for (int k = j->first; k < j->active; k += j->stride) {
+    const int c = j->base + k;
     fe_core_ws *ws = &t->ws[c];
-    size_t off = (size_t)c * (size_t)j->plan->rows;
+    size_t off = (size_t)k * (size_t)j->plan->rows;
     tpu_status st = fe_forward(j->plan, &t->be, t->params, ws, j->x + off * in, j->y + off, j->step,
                                j->first_sample + off);
     if (!st && j->plan->train) st = fe_backward(j->plan, &t->be, t->params, ws);
@@ -115,45 +118,72 @@ static tpu_status run_all(tpu_fe_trainer *t, job *proto) {
 ** momentum + batch * (1 - momentum)) from the mean of the cores' per-core
 ** batch statistics, summed in core order: the same bits for any thread
 ** count. Linear, so the same as averaging per-replica moving averages. */
-static void bn_moving(tpu_fe_trainer *t, const tpu_fe_layer *l) {
+static void bn_moving(tpu_fe_trainer *t, const tpu_fe_layer *l, int active) {
   for (size_t k = 0; k < l->ns; k++) {
     double sum = 0.0;
-    for (int c = 0; c < t->cores; c++) sum += t->ws[c].stat[l->soff + k];
+    for (int c = 0; c < active; c++) sum += t->ws[c].stat[l->soff + k];
     float *mv = &t->params[l->soff + k];
-    *mv = (float)(*mv * l->momentum + sum / t->cores * (1.0 - l->momentum));
+    *mv = (float)(*mv * l->momentum + sum / active * (1.0 - l->momentum));
   }
 }
 
-/* The plan's all-reduce and update steps, after every core's backward. */
-static tpu_status reduce_and_update(tpu_fe_trainer *t) {
-  const fe_plan *p = t->plan;
+/* The plan's all-reduce and update steps, after the backward of the
+** 'active' cores that had samples. */
+static tpu_status reduce_and_update(tpu_fe_trainer *t, const fe_plan *p, int active) {
   const float *grads[TPU_MAX_CORES];
-  for (int c = 0; c < t->cores; c++) grads[c] = t->ws[c].grad;
+  for (int c = 0; c < active; c++) grads[c] = t->ws[c].grad;
   for (int k = 0; k < p->nsteps; k++) {
     const fe_step *s = &p->steps[k];
-    if (s->kind == FE_STEP_ALLREDUCE) tpu_sim_sum_cores(t->cores, grads, s->rows, t->grad);
-    else if (s->kind == FE_STEP_UPDATE) fe_opt_apply(t->model, &t->opt, t->params, t->grad);
-    else if (s->kind == FE_STEP_BN_MOVING) bn_moving(t, &t->model->layers[s->layer]);
+    if (s->kind == FE_STEP_ALLREDUCE) tpu_sim_sum_cores(active, grads, s->rows, t->grad);
+    else if (s->kind == FE_STEP_UPDATE) {
+      tpu_status st = fe_opt_apply(t->model, &t->opt, t->params, t->grad);
+      if (st) return st;
+    } else if (s->kind == FE_STEP_BN_MOVING) bn_moving(t, &t->model->layers[s->layer], active);
   }
   return TPU_OK;
 }
 
 tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct) {
-  job j = { .t = t, .plan = t->plan, .x = x, .y = y, .step = step, .first_sample = first_sample,
-            .active = t->cores };
-  tpu_status st = run_all(t, &j);
-  if (st) return st;
-  double ls = 0.0;
-  int cor = 0;
-  for (int c = 0; c < t->cores; c++) {
-    ls += t->ws[c].loss_sum;
-    cor += t->ws[c].correct;
+  return tpu_fe_trainer_step_n(t, x, y, t->rows * t->cores, step, first_sample, loss, correct);
+}
+
+tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_t *y, int n, uint64_t step,
+                                 uint64_t first_sample, double *loss, int *correct) {
+  if (n < 1 || n > t->rows * t->cores) return TPU_ERR_INPUT;
+  /* a short batch fills whole shards of 'rows' on the first cores and its
+  ** ragged tail on the next (as tf.data splits a partial batch over
+  ** replicas); the loss is the mean over its n samples */
+  const int whole = n / t->rows, tail = n % t->rows, active = whole + (tail > 0);
+  fe_plan *pw = NULL, *pt = NULL;
+  tpu_status st = TPU_OK;
+  if (n != t->rows * t->cores && whole > 0) st = fe_plan_create(t->model, t->rows, n, t->be.prec, true, &pw);
+  if (!st && tail > 0) st = fe_plan_create(t->model, tail, n, t->be.prec, true, &pt);
+  const fe_plan *full = n == t->rows * t->cores ? t->plan : pw;
+  if (!st && whole > 0) {
+    job j = { .t = t, .plan = full, .x = x, .y = y, .step = step, .first_sample = first_sample, .active = whole };
+    st = run_all(t, &j);
   }
-  if ((st = reduce_and_update(t))) return st;
-  *loss = ls / (double)(t->rows * t->cores);
-  *correct = cor;
-  return TPU_OK;
+  if (!st && tail > 0) {
+    const size_t off = (size_t)whole * (size_t)t->rows;
+    job j = { .t = t, .plan = pt, .base = whole, .x = x + off * tpu_fe_shape_size(t->model->input), .y = y + off,
+              .step = step, .first_sample = first_sample + off, .active = 1 };
+    st = run_all(t, &j);
+  }
+  if (!st) {
+    double ls = 0.0;
+    int cor = 0;
+    for (int c = 0; c < active; c++) {
+      ls += t->ws[c].loss_sum;
+      cor += t->ws[c].correct;
+    }
+    st = reduce_and_update(t, full ? full : pt, active);
+    *loss = ls / (double)n;
+    *correct = cor;
+  }
+  fe_plan_destroy(pw);
+  fe_plan_destroy(pt);
+  return st;
 }
 
 /* Forward (with the loss) of plan->rows samples on each of 'active' cores. */
@@ -177,6 +207,10 @@ static tpu_status eval_short(tpu_fe_trainer *t, const float *x, const uint8_t *y
 tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, double *loss, double *acc) {
   const int gb = t->rows * t->cores;
   const size_t in = tpu_fe_shape_size(t->model->input);
+  /* the value path reads 'in' floats a sample and indexes outputs by label:
+  ** a dataset of another shape would be read past its end */
+  if (tpu_fe_shape_size(d->shape) != in || d->classes != t->model->layers[t->model->nlayers - 1].out.c || d->n < 1)
+    return TPU_ERR_INPUT;
   double ls = 0.0;
   long cor = 0;
   fe_plan *full = NULL;   /* inference on whole shards */
@@ -208,14 +242,22 @@ uint64_t tpu_fe_params_hash(const float *p, size_t n) {
 }
 
 /* {==================================================================
-** Checkpoints: "TPUSIMCK" v1, a header of u64 fields, the f32 arrays, and
-** the CRC-32 of everything before it. Little-endian host layout.
+** Checkpoints, format 2: "TPUSIMC2", a header of u64 fields, the run's
+** sums and each epoch's history as f64, the f32 arrays, and the CRC-32 of
+** everything before it. Little-endian host layout. Format 1 ("TPUSIMCK",
+** tpusim 0.2.0) had no run sums or history.
 ** ================================================================== */
-#define CK_MAGIC "TPUSIMCK"
-enum { CK_NPARAMS, CK_OPT, CK_SEED, CK_BATCH, CK_EPOCHS, CK_STEP, CK_T, CK_NFIELDS };
+#define CK_MAGIC "TPUSIMC2"
+#define CK_MAGIC_V1 "TPUSIMCK"
+enum { CK_NPARAMS, CK_OPT, CK_SEED, CK_BATCH, CK_EPOCHS, CK_STEP, CK_T, CK_STEPS_TIMED, CK_NFIELDS };
+enum { CK_CYCLES, CK_MACS, CK_CAP, CK_SIM_TIME, CK_STALL0, CK_NRUN = CK_STALL0 + TPU_SIM_NSTALL };
+enum { CK_H_LOSS, CK_H_ACC, CK_H_VLOSS, CK_H_VACC, CK_H_SIM, CK_NHIST };
 
 static size_t ck_arrays(const tpu_fe_trainer *t) {
   return 1 + (t->opt.m != NULL) + (t->opt.v != NULL);
+}
+static size_t ck_size(size_t nparams, size_t na, uint64_t epochs) {
+  return 8 + CK_NFIELDS * 8 + CK_NRUN * 8 + (size_t)epochs * CK_NHIST * 8 + na * nparams * 4 + 4;
 }
 
 tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_fe_ckpt_info *info,
@@ -224,15 +266,25 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
     snprintf(err, errcap, "--checkpoint %s: cannot create the directory: %s", dir, strerror(errno));
     return TPU_ERR_IO;
   }
-  const size_t n = t->model->nparams, na = ck_arrays(t);
-  const size_t size = 8 + CK_NFIELDS * 8 + na * n * 4 + 4;
-  unsigned char *buf = tpu_malloc(size);
+  const size_t n = t->model->nparams, na = ck_arrays(t), ne = info->epochs_done > 0 ? (size_t)info->epochs_done : 0;
+  const size_t size = ck_size(n, na, ne);
+  unsigned char *buf = tpu_calloc(1, size);
   if (!buf) { snprintf(err, errcap, "checkpoint: out of memory"); return TPU_ERR_NOMEM; }
+  const tpu_fe_run_log *rl = &info->run;
   uint64_t f[CK_NFIELDS] = { n, (uint64_t)t->model->opt.kind, info->seed, (uint64_t)info->global_batch,
-                             (uint64_t)info->epochs_done, info->step, t->opt.t };
+                             (uint64_t)ne, info->step, t->opt.t, rl->steps };
+  double r[CK_NRUN] = { rl->cycles, rl->macs, rl->mxu_capacity, rl->sim_time_s };
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) r[CK_STALL0 + k] = rl->stall[k];
   unsigned char *p = buf;
   memcpy(p, CK_MAGIC, 8); p += 8;
   memcpy(p, f, sizeof f); p += sizeof f;
+  memcpy(p, r, sizeof r); p += sizeof r;
+  for (size_t e = 0; e < ne; e++, p += CK_NHIST * 8) {
+    if (!info->history) continue;
+    const tpu_fe_epoch_log *h = &info->history[e];
+    const double v[CK_NHIST] = { h->loss, h->accuracy, h->val_loss, h->val_accuracy, h->sim_s };
+    memcpy(p, v, sizeof v);
+  }
   memcpy(p, t->params, n * 4); p += n * 4;
   if (t->opt.m) { memcpy(p, t->opt.m, n * 4); p += n * 4; }
   if (t->opt.v) { memcpy(p, t->opt.v, n * 4); p += n * 4; }
@@ -240,16 +292,57 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
   memcpy(p, &crc, 4);
   char path[4096];
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
-  int r = tpu_write_atomic(path, buf, size);
+  int w = tpu_write_atomic(path, buf, size);
   tpu_free(buf);
-  if (r) { snprintf(err, errcap, "%s: cannot write: %s", path, strerror(errno)); return TPU_ERR_IO; }
+  if (w) { snprintf(err, errcap, "%s: cannot write: %s", path, strerror(errno)); return TPU_ERR_IO; }
   return TPU_OK;
+}
+
+/* The run's sums: finite, >= 0, the stall parts summing to the cycles, no
+** more steps timed than run. Names the first field at fault in 'field'. */
+static bool ck_run_ok(const uint64_t *f, const double *r, char *field, size_t cap, double *bad) {
+  static const char *const names[CK_STALL0] = { "run.cycles", "run.macs", "run.mxu_capacity", "run.sim_time_s" };
+  double sum = 0;
+  for (int k = 0; k < CK_NRUN; k++) {
+    if (!(isfinite(r[k]) && r[k] >= 0)) {
+      if (k < CK_STALL0) snprintf(field, cap, "%s", names[k]);
+      else snprintf(field, cap, "run.stall.%s", tpu_sim_stall_name(k - CK_STALL0));
+      *bad = r[k];
+      return false;
+    }
+    if (k >= CK_STALL0) sum += r[k];
+  }
+  if (fabs(sum - r[CK_CYCLES]) > 1e-6 * r[CK_CYCLES] + 1e-6 || r[CK_CYCLES] > (double)f[CK_STEPS_TIMED] * (double)TPU_SIM_MAX_CYCLES) {
+    snprintf(field, cap, "run.cycles");
+    *bad = r[CK_CYCLES];
+    return false;
+  }
+  return true;
+}
+
+/* Epoch e's history: accuracies in [0, 1], losses >= 0 (NaN: a run that
+** diverged), times finite and >= 0. */
+static bool ck_hist_ok(const double *h, size_t e, char *field, size_t cap, double *bad) {
+  static const char *const names[CK_NHIST] = { "loss", "accuracy", "val_loss", "val_accuracy", "sim_s" };
+  for (int k = 0; k < CK_NHIST; k++) {
+    const double v = h[k];
+    const bool ok = k == CK_H_ACC || k == CK_H_VACC ? v >= 0 && v <= 1
+                  : k == CK_H_LOSS || k == CK_H_VLOSS ? isnan(v) || (v >= 0 && isfinite(v))
+                  : isfinite(v) && v >= 0;
+    if (!ok) {
+      snprintf(field, cap, "history[%zu].%s", e, names[k]);
+      *bad = v;
+      return false;
+    }
+  }
+  return true;
 }
 
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
                         char *err, size_t errcap) {
   char path[4096];
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+  info->history = NULL;
   size_t len = 0;
   unsigned char *buf = (unsigned char *)tpu_read_file(path, &len);
   if (!buf) {
@@ -259,18 +352,41 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   tpu_status st = TPU_ERR_INPUT;
   const size_t n = t->model->nparams, na = ck_arrays(t);
   uint64_t f[CK_NFIELDS];
+  double r[CK_NRUN];
   uint32_t crc;
-  if (len < 8 + sizeof f + 4 || memcmp(buf, CK_MAGIC, 8)) {
+  if (len >= 8 && !memcmp(buf, CK_MAGIC_V1, 8)) {
+    snprintf(err, errcap, "%s: a checkpoint of format 1 (tpusim 0.2.0), which kept no history of the run; this "
+             "tpusim resumes format 2 only: start the run again", path);
+    goto done;
+  }
+  if (len < 8 + sizeof f + sizeof r + 4 || memcmp(buf, CK_MAGIC, 8)) {
     snprintf(err, errcap, "%s: not a tpusim checkpoint", path); goto done;
   }
   memcpy(f, buf + 8, sizeof f);
+  memcpy(r, buf + 8 + sizeof f, sizeof r);
   memcpy(&crc, buf + len - 4, 4);
   if (crc != (uint32_t)crc32(0L, buf, (uInt)(len - 4))) {
     snprintf(err, errcap, "%s: corrupt (CRC mismatch)", path); goto done;
   }
-  if (f[CK_NPARAMS] != n || f[CK_OPT] != (uint64_t)t->model->opt.kind || len != 8 + sizeof f + na * n * 4 + 4) {
+  /* the CRC only says the file is as written: every field is checked too */
+  static const char *const names[CK_NFIELDS] = { "parameters", "optimizer", "seed", "global_batch", "epochs_done",
+                                                 "step", "optimizer_steps", "steps_timed" };
+  static const uint64_t hi[CK_NFIELDS] = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, TPU_FE_CKPT_MAX_EPOCHS,
+                                           TPU_FE_CKPT_MAX_STEPS, TPU_FE_CKPT_MAX_STEPS, TPU_FE_CKPT_MAX_STEPS };
+  for (int k = 0; k < CK_NFIELDS; k++)
+    if (f[k] > hi[k]) {
+      snprintf(err, errcap, "%s: field '%s' is %llu; expected 0..%llu (a damaged checkpoint)", path, names[k],
+               (unsigned long long)f[k], (unsigned long long)hi[k]);
+      goto done;
+    }
+  if (f[CK_NPARAMS] != n || f[CK_OPT] != (uint64_t)t->model->opt.kind) {
     snprintf(err, errcap, "%s: written for another model (%llu parameters, optimizer %llu); this one has %zu",
              path, (unsigned long long)f[CK_NPARAMS], (unsigned long long)f[CK_OPT], n);
+    goto done;
+  }
+  if (len != ck_size(n, na, f[CK_EPOCHS])) {
+    snprintf(err, errcap, "%s: %zu bytes, but its fields (%zu parameters, epochs_done %llu) make %zu (a damaged "
+             "checkpoint)", path, len, n, (unsigned long long)f[CK_EPOCHS], ck_size(n, na, f[CK_EPOCHS]));
     goto done;
   }
   if (f[CK_SEED] != want->seed || f[CK_BATCH] != (uint64_t)want->global_batch) {
@@ -279,7 +395,54 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
              (unsigned long long)want->seed, want->global_batch);
     goto done;
   }
-  const unsigned char *p = buf + 8 + sizeof f;
+  if (f[CK_STEP] < f[CK_EPOCHS] || f[CK_T] != f[CK_STEP] || f[CK_STEPS_TIMED] > f[CK_STEP]) {
+    const int k = f[CK_STEP] < f[CK_EPOCHS] ? CK_STEP : f[CK_T] != f[CK_STEP] ? CK_T : CK_STEPS_TIMED;
+    snprintf(err, errcap, "%s: field '%s' is %llu with step %llu and epochs_done %llu; every epoch runs at least one "
+             "step, every step makes one optimizer update and is timed at most once (a damaged checkpoint)", path,
+             names[k], (unsigned long long)f[k], (unsigned long long)f[CK_STEP], (unsigned long long)f[CK_EPOCHS]);
+    goto done;
+  }
+  char field[64];
+  double bad = 0;
+  if (!ck_run_ok(f, r, field, sizeof field, &bad)) {
+    snprintf(err, errcap, "%s: field '%s' is %g; expected a finite sum >= 0, the stall parts adding up to run.cycles "
+             "(a damaged checkpoint)", path, field, bad);
+    goto done;
+  }
+  const unsigned char *p = buf + 8 + sizeof f + sizeof r;
+  for (size_t e = 0; e < f[CK_EPOCHS]; e++) {
+    double h[CK_NHIST];
+    memcpy(h, p + e * sizeof h, sizeof h);
+    if (!ck_hist_ok(h, e, field, sizeof field, &bad)) {
+      snprintf(err, errcap, "%s: field '%s' is %g; expected accuracies in [0, 1], losses >= 0, times finite and >= 0 "
+               "(a damaged checkpoint)", path, field, bad);
+      goto done;
+    }
+  }
+  const unsigned char *hist = p;
+  p += f[CK_EPOCHS] * CK_NHIST * 8;
+  if (t->opt.v) {   /* adam's second moments are means of squares */
+    const unsigned char *v = p + n * 4 * (na - 1);
+    for (size_t i = 0; i < n; i++) {
+      float x;
+      memcpy(&x, v + i * 4, 4);
+      if (x < 0) {
+        snprintf(err, errcap, "%s: field 'adam_v[%zu]' is %g; a second moment is >= 0 (a damaged checkpoint)", path, i,
+                 (double)x);
+        goto done;
+      }
+    }
+  }
+  if (f[CK_EPOCHS] && !(info->history = tpu_malloc(f[CK_EPOCHS] * sizeof *info->history))) {
+    snprintf(err, errcap, "%s: out of memory", path);
+    st = TPU_ERR_NOMEM;
+    goto done;
+  }
+  for (size_t e = 0; e < f[CK_EPOCHS]; e++) {
+    double h[CK_NHIST];
+    memcpy(h, hist + e * sizeof h, sizeof h);
+    info->history[e] = (tpu_fe_epoch_log){ h[CK_H_LOSS], h[CK_H_ACC], h[CK_H_VLOSS], h[CK_H_VACC], h[CK_H_SIM], NAN };
+  }
   memcpy(t->params, p, n * 4); p += n * 4;
   if (t->opt.m) { memcpy(t->opt.m, p, n * 4); p += n * 4; }
   if (t->opt.v) { memcpy(t->opt.v, p, n * 4); p += n * 4; }
@@ -288,6 +451,9 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   info->global_batch = (int)f[CK_BATCH];
   info->epochs_done = (int)f[CK_EPOCHS];
   info->step = f[CK_STEP];
+  info->run = (tpu_fe_run_log){ .steps = f[CK_STEPS_TIMED], .cycles = r[CK_CYCLES], .macs = r[CK_MACS],
+                                .mxu_capacity = r[CK_CAP], .sim_time_s = r[CK_SIM_TIME] };
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) info->run.stall[k] = r[CK_STALL0 + k];
   st = TPU_OK;
 done:
   tpu_free(buf);

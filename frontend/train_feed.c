@@ -32,7 +32,6 @@
 
 struct tpu_fe_feed {
   tpu_df *df;
-  bool no_values;              /* no batches are made (see tpu_fe_feed_opts) */
   tpu_df_model *model;
   int batch, classes;
   int64_t per_epoch;           /* batches per epoch */
@@ -108,6 +107,22 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
 
 #define TRY(x) do { if ((st = (x)) != TPU_OK) goto fail; } while (0)
 
+/* A split's samples against the model's input and classes: the value path
+** reads exactly the model's input size per sample and indexes its outputs by
+** label, so a split of another shape is refused before anything runs. */
+static tpu_status check_split(const tpu_fe_feed_opts *o, const tpu_df_info *di, const char *split, char *err,
+                              size_t errcap) {
+  const tpu_fe_shape got = { di->height, di->width, di->channels };
+  if (o->model_classes <= 0 || (tpu_fe_shape_size(got) == tpu_fe_shape_size(o->model_shape) &&
+                                di->classes == o->model_classes))
+    return TPU_OK;
+  char a[48], b[48];
+  snprintf(err, errcap, "%s: the %s split has samples of %s and %d classes; the model takes input %s and gives %d "
+           "classes", di->source ? di->source : "the data", split, tpu_fe_shape_str(got, a, sizeof a), di->classes,
+           tpu_fe_shape_str(o->model_shape, b, sizeof b), o->model_classes);
+  return TPU_ERR_INPUT;
+}
+
 tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe_feed_info *info, char *err, size_t errcap) {
   *out = NULL;
   tpu_df_spec *spec = NULL;
@@ -124,7 +139,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     /* the run's --batch is the batch: it replaces the file's batch_size */
     if (tpu_df_spec_set_batch_size(spec, o->global_batch) != TPU_OK) {
       snprintf(err, errcap, "%s: the pipeline has no batch stage; training takes the global batch (%d, --batch) "
-               "from a batch stage with drop_remainder", o->pipeline, o->global_batch);
+               "from a batch stage", o->pipeline, o->global_batch);
       st = TPU_ERR_CONFIG;
       goto out;
     }
@@ -158,7 +173,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     if ((st = tpu_df_open(spec, &dopt, &f->df, err, errcap)) != TPU_OK) goto out;
     tpu_df_get_info(f->df, &di);
   }
-  f->no_values = o->no_values;
+  if ((st = check_split(o, &di, "training", err, errcap)) != TPU_OK) goto out;
   if (di.epochs != TPU_DF_FOREVER && di.epochs < o->epochs) {
     snprintf(err, errcap, "%s: the pipeline repeats %lld times; training for %d epochs needs a repeat stage of at "
              "least that count", o->pipeline ? o->pipeline : "pipeline", (long long)di.epochs, o->epochs);
@@ -203,23 +218,25 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
   return st;
 }
 
-tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, double *ready_s,
-                        char *err, size_t errcap) {
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, int *n,
+                            double *ready_s, char *err, size_t errcap) {
   *x = NULL;
   *y = NULL;
-  if (!f->df) {   /* the host-time model only (no_values, synthetic) */
+  if (!f->df) {   /* the host-time model only (no_values, synthetic: whole batches) */
     if (f->index == f->per_epoch) { f->epoch++; f->index = 0; }   /* the next fresh iteration */
     if (f->epoch >= f->epochs || f->index >= f->per_epoch) {
       snprintf(err, errcap, "the pipeline ran out of batches");
       return TPU_ERR_INPUT;
     }
-  } else if (!f->no_values) {
+    *n = f->batch;
+  } else {
     tpu_df_batch b;
     tpu_status st = tpu_df_next(f->df, &b);
-    if (st != TPU_OK || b.size != f->batch) {
+    if (st != TPU_OK || b.size < 1 || b.size > f->batch) {
       snprintf(err, errcap, "the pipeline %s", st != TPU_OK ? tpu_df_errmsg(f->df) : "ran out of batches");
       return st != TPU_OK ? st : TPU_ERR_INPUT;
     }
+    *n = b.size;
     for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
     *x = b.x;
     *y = f->classes <= 256 ? f->y : NULL;
@@ -247,6 +264,7 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   if ((st = tpu_df_open(spec, NULL, &df, err, errcap)) != TPU_OK) goto out;
   tpu_df_info di;
   tpu_df_get_info(df, &di);
+  if ((st = check_split(o, &di, "test", err, errcap)) != TPU_OK) goto out;
   if (di.classes > 256) {
     snprintf(err, errcap, "the data has %d classes; values (the test set, --level tile) take at most 256", di.classes);
     st = TPU_ERR_CONFIG;
@@ -254,6 +272,12 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   }
   int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? o->synthetic_n : 0;  /* synthetic: the tail */
   int64_t n = di.elements - first;
+  if (n < 1) {
+    snprintf(err, errcap, "%s: the test split has no samples%s", di.source,
+             first ? " (synthetic: a quarter as many as the training samples; give at least 4 of those)" : "");
+    st = TPU_ERR_INPUT;
+    goto out;
+  }
   out->n = (int)n;
   out->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   out->classes = di.classes;

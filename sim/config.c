@@ -27,42 +27,52 @@ typedef struct key_def {
   ktype type;
   size_t off;                  /* offset in tpu_chip_config */
   size_t size;                 /* K_STR: capacity */
-  double lo, hi;               /* allowed range (inclusive) for numbers */
-  bool lo_open;                /* lo excluded (for "greater than zero") */
+  double lo, hi;               /* numbers: the physical range (inclusive) */
+  const char *unit;            /* numbers: the unit, for messages ("GB/s"); NULL none */
   bool optional;               /* may be absent even without a base */
 } key_def;
 
+/* Every key of a chip file, of --set and of the reports' "chip" object.
+** Each number has a physical range, checked at load time with the key
+** named: no real part is outside it, and inside it every derived cycle count
+** fits the engine's counters (a bandwidth of 1e-300 GB/s would give 1e304
+** cycles per byte). docs/CHIPS.md's table states the same ranges and
+** tests/e2e/t_badinput.sh checks both ends of every range against it: a
+** new key is one row here and one row there. */
 #define F(member) offsetof(tpu_chip_config, member)
+#define S(member) sizeof(((tpu_chip_config *)0)->member)
 static const key_def KEYS[] = {
-  { "name",                    K_STR,  F(name), sizeof(((tpu_chip_config *)0)->name), 0, 0, false, true },
-  { "description",             K_STR,  F(description), sizeof(((tpu_chip_config *)0)->description), 0, 0, false, true },
-  { "source",                  K_STR,  F(source), sizeof(((tpu_chip_config *)0)->source), 0, 0, false, true },
-  { "cores",                   K_INT,  F(cores), 0, 1, TPU_MAX_CORES, false, false },
-  { "cores_per_chip",          K_INT,  F(cores_per_chip), 0, 1, TPU_MAX_CORES, false, false },
-  { "clock_mhz",               K_DBL,  F(clock_mhz), 0, 0, 100000, true, false },
-  { "mxu.rows",                K_INT,  F(mxu.rows), 0, 1, TPU_MXU_MAX_DIM, false, false },
-  { "mxu.cols",                K_INT,  F(mxu.cols), 0, 1, TPU_MXU_MAX_DIM, false, false },
-  { "mxu.per_core",            K_INT,  F(mxus_per_core), 0, 1, 8, false, false },
-  { "mxu.double_buffer",       K_BOOL, F(mxu.double_buffer), 0, 0, 0, false, false },
-  { "vpu.sublanes",            K_INT,  F(vpu.sublanes), 0, 1, 1024, false, false },
-  { "vpu.lanes",               K_INT,  F(vpu.lanes), 0, 1, 4096, false, false },
-  { "vpu.cycles.elementwise",  K_INT,  F(vpu.cycles_elementwise), 0, 1, 100000, false, false },
-  { "vpu.cycles.divide",       K_INT,  F(vpu.cycles_divide), 0, 1, 100000, false, false },
-  { "vpu.cycles.transcendental", K_INT, F(vpu.cycles_transcendental), 0, 1, 100000, false, false },
-  { "vpu.cycles.cross_lane",   K_INT,  F(vpu.cycles_cross_lane), 0, 1, 100000, false, false },
-  { "vpu.cycles.cross_sublane", K_INT, F(vpu.cycles_cross_sublane), 0, 1, 100000, false, false },
-  { "hbm.capacity_gib",        K_DBL,  F(hbm_capacity_gib), 0, 0, 1048576, true, false },
-  { "hbm.bandwidth_gb_per_s",  K_DBL,  F(hbm_bandwidth_gb_per_s), 0, 0, 1e6, true, false },
-  { "hbm.latency_ns",          K_DBL,  F(hbm_latency_ns), 0, 0, 1e7, false, false },
-  { "vmem.capacity_kib",       K_I64,  F(vmem_capacity_kib), 0, 1, 16777216, false, false },
-  { "ici.link_gbit_per_s",     K_DBL,  F(ici_link_gbit_per_s), 0, 0, 1e7, true, false },
-  { "ici.latency_ns",          K_DBL,  F(ici_latency_ns), 0, 0, 1e7, false, false },
-  { "ici.topology",            K_TOPO, F(ici_topology), 0, 0, 0, false, false },
-  { "dma.outstanding",         K_INT,  F(dma_outstanding), 0, 1, 4096, false, true },
-  { "dma.request_bytes",       K_I64,  F(dma_request_bytes), 0, 1, 16777216, false, true },
-  { "onchip.link_gbit_per_s",  K_DBL,  F(onchip_link_gbit_per_s), 0, 0, 1e7, true, true },
-  { "onchip.latency_ns",       K_DBL,  F(onchip_latency_ns), 0, 0, 1e7, false, true },
+  /* path                        type     field                        size  lo       hi          unit        optional */
+  { "name",                      K_STR,   F(name),                     S(name), 0, 0,             NULL,       true },
+  { "description",               K_STR,   F(description),              S(description), 0, 0,      NULL,       true },
+  { "source",                    K_STR,   F(source),                   S(source), 0, 0,           NULL,       true },
+  { "cores",                     K_INT,   F(cores),                    0,    1,       TPU_MAX_CORES, NULL,    false },
+  { "cores_per_chip",            K_INT,   F(cores_per_chip),           0,    1,       TPU_MAX_CORES, NULL,    false },
+  { "clock_mhz",                 K_DBL,   F(clock_mhz),                0,    1,       10000,      "MHz",      false },
+  { "mxu.rows",                  K_INT,   F(mxu.rows),                 0,    1,       TPU_MXU_MAX_DIM, NULL,  false },
+  { "mxu.cols",                  K_INT,   F(mxu.cols),                 0,    1,       TPU_MXU_MAX_DIM, NULL,  false },
+  { "mxu.per_core",              K_INT,   F(mxus_per_core),            0,    1,       8,          NULL,       false },
+  { "mxu.double_buffer",         K_BOOL,  F(mxu.double_buffer),        0,    0,       0,          NULL,       false },
+  { "vpu.sublanes",              K_INT,   F(vpu.sublanes),             0,    1,       1024,       NULL,       false },
+  { "vpu.lanes",                 K_INT,   F(vpu.lanes),                0,    1,       4096,       NULL,       false },
+  { "vpu.cycles.elementwise",    K_INT,   F(vpu.cycles_elementwise),   0,    1,       100000,     "cycles",   false },
+  { "vpu.cycles.divide",         K_INT,   F(vpu.cycles_divide),        0,    1,       100000,     "cycles",   false },
+  { "vpu.cycles.transcendental", K_INT,   F(vpu.cycles_transcendental), 0,   1,       100000,     "cycles",   false },
+  { "vpu.cycles.cross_lane",     K_INT,   F(vpu.cycles_cross_lane),    0,    1,       100000,     "cycles",   false },
+  { "vpu.cycles.cross_sublane",  K_INT,   F(vpu.cycles_cross_sublane), 0,    1,       100000,     "cycles",   false },
+  { "hbm.capacity_gib",          K_DBL,   F(hbm_capacity_gib),         0,    0.0009765625, 1048576, "GiB",    false },
+  { "hbm.bandwidth_gb_per_s",    K_DBL,   F(hbm_bandwidth_gb_per_s),   0,    0.01,    1e6,        "GB/s",     false },
+  { "hbm.latency_ns",            K_DBL,   F(hbm_latency_ns),           0,    0,       1e6,        "ns",       false },
+  { "vmem.capacity_kib",         K_I64,   F(vmem_capacity_kib),        0,    1,       16777216,   "KiB",      false },
+  { "ici.link_gbit_per_s",       K_DBL,   F(ici_link_gbit_per_s),      0,    0.01,    1e7,        "Gbit/s",   false },
+  { "ici.latency_ns",            K_DBL,   F(ici_latency_ns),           0,    0,       1e6,        "ns",       false },
+  { "ici.topology",              K_TOPO,  F(ici_topology),             0,    0,       0,          NULL,       false },
+  { "dma.outstanding",           K_INT,   F(dma_outstanding),          0,    1,       4096,       "transfers", true },
+  { "dma.request_bytes",         K_I64,   F(dma_request_bytes),        0,    1,       16777216,   "bytes",    true },
+  { "onchip.link_gbit_per_s",    K_DBL,   F(onchip_link_gbit_per_s),   0,    0.01,    1e7,        "Gbit/s",   true },
+  { "onchip.latency_ns",         K_DBL,   F(onchip_latency_ns),        0,    0,       1e6,        "ns",       true },
 };
+#undef S
 #undef F
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 /* Objects that group keys; anything else that is an object is an error. */
@@ -106,9 +116,9 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg) {
 static void allowed(const key_def *k, char *buf, size_t cap) {
   switch (k->type) {
     case K_INT: case K_I64:
-      snprintf(buf, cap, "an integer in %.0f..%.0f", k->lo, k->hi); break;
+      snprintf(buf, cap, "an integer in %.0f..%.0f%s%s", k->lo, k->hi, k->unit ? " " : "", k->unit ? k->unit : ""); break;
     case K_DBL:
-      snprintf(buf, cap, "a number %s %g and <= %g", k->lo_open ? ">" : ">=", k->lo, k->hi); break;
+      snprintf(buf, cap, "a number in [%.10g, %.10g]%s%s", k->lo, k->hi, k->unit ? " " : "", k->unit ? k->unit : ""); break;
     case K_BOOL: snprintf(buf, cap, "true or false"); break;
     case K_STR: snprintf(buf, cap, "a string of at most %zu bytes", k->size - 1); break;
     case K_TOPO: snprintf(buf, cap, "\"auto\", \"ring\" or \"torus\""); break;
@@ -116,9 +126,7 @@ static void allowed(const key_def *k, char *buf, size_t cap) {
 }
 
 static bool in_range(const key_def *k, double v) {
-  if (!isfinite(v)) return false;
-  if (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) return false;
-  return v <= k->hi;
+  return isfinite(v) && v >= k->lo && v <= k->hi;
 }
 
 /* Stores a JSON value into the field. Returns false with a "got ..." text. */
@@ -277,21 +285,16 @@ tpu_status tpu_chip_config_load(const char *name_or_file, tpu_chip_config *out, 
     snprintf(where, sizeof where, "preset %s", name_or_file);
     return load_text(where, preset, false, out, err, errcap);
   }
-  size_t n;
-  char *text = tpu_read_file(name_or_file, &n);
-  if (!text) {
+  char *text;
+  tpu_status rst = tpu_json_read_file(name_or_file, &text, err, errcap);
+  if (rst == TPU_ERR_IO) {
     int e = errno;
-    if (e == ENOMEM) { seterr(err, errcap, "%s: out of memory", name_or_file); return TPU_ERR_NOMEM; }
     char names[256];
     preset_list(names, sizeof names);
     seterr(err, errcap, "%s: not a preset (%s) and cannot open it as a file: %s", name_or_file, names, strerror(e));
     return TPU_ERR_IO;
   }
-  if (strlen(text) != n) {
-    tpu_free(text);
-    seterr(err, errcap, "%s: contains a NUL byte; expected JSON text", name_or_file);
-    return TPU_ERR_CONFIG;
-  }
+  if (rst != TPU_OK) return rst == TPU_ERR_INPUT ? TPU_ERR_CONFIG : rst;   /* a NUL byte: the message says so */
   tpu_status st = load_text(name_or_file, text, true, out, err, errcap);
   if (st == TPU_OK && !out->name[0]) {
     const char *slash = strrchr(name_or_file, '/');

@@ -38,6 +38,13 @@
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+/* Cycle arithmetic saturates at SIM_CYCLE_CAP, far below SIM_UNRESOLVED and
+** far above TPU_SIM_MAX_CYCLES: a run that gets there fails (account())
+** instead of wrapping. */
+#define SIM_CYCLE_CAP (UINT64_C(1) << 62)
+static uint64_t add_cyc(uint64_t a, uint64_t b) { return a >= SIM_CYCLE_CAP - min_u64(b, SIM_CYCLE_CAP) ? SIM_CYCLE_CAP : a + b; }
+/* ceil(x) as cycles, for x >= 0 (saturated; NaN too). */
+static uint64_t ceil_cyc(double x) { return x < (double)SIM_CYCLE_CAP ? (uint64_t)ceil(x) : SIM_CYCLE_CAP; }
 
 /* {==================================================================
 ** Collective timing (closed forms; see docs/PROGRAMS.md)
@@ -118,7 +125,7 @@ uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, i
   if (cfg->cores <= 1 || bytes <= 0) return 0;
   const coll_plan k = plan_of(cfg);
   const double t = coll_time(&k, c, (double)bytes);
-  uint64_t cyc = (uint64_t)ceil(t - 1e-9 * t);
+  uint64_t cyc = ceil_cyc(t - 1e-9 * t);
   return cyc ? cyc : 1;
 }
 
@@ -501,7 +508,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
     break;
   case SIM_U_VPU: {
     const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
-    c->end[i] = c->unit_free[u] = start + cyc;
+    c->end[i] = c->unit_free[u] = add_cyc(start, cyc);
     if (values) {
       float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
       for (int k = 0; k < TPU_SIM_MAX_IN && so->o.in[k]; k++) in[k] = c->val[so->o.in[k] - 1];
@@ -528,7 +535,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   case SIM_U_DMA: {
     sim_xfer *x = &c->xf[c->nxf++];
     c->unit_free[u] = start;             /* issued in program order */
-    *x = (sim_xfer){ .op = i, .enter = start + (uint64_t)ceil(r->hbm_lat - 1e-9) };
+    *x = (sim_xfer){ .op = i, .enter = add_cyc(start, ceil_cyc(r->hbm_lat - 1e-9)) };
     if (x->enter < ch->tlast) x->enter = ch->tlast;   /* proven not to happen; stay safe */
     c->mid[i] = x->enter;
     if (values) dma_values(c, so);
@@ -545,7 +552,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
       c->head[u]--;                      /* stays at the head until resolved */
       c->coll_arrived = i;
       c->coll_arrival = start;
-      const uint64_t lb = start + tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes);
+      const uint64_t lb = add_cyc(start, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
       ch->horizon = ch->horizon == SIM_UNRESOLVED ? lb : max_u64(ch->horizon, lb);
     }
     break;
@@ -602,7 +609,7 @@ static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
       if (!x->in_pool) continue;
       x->rate = core_rate / c->npool;
       const double cyc = x->rem / x->rate;
-      x->fin = t + (cyc <= 1e-9 ? 0 : (uint64_t)ceil(cyc - 1e-9 * cyc));
+      x->fin = add_cyc(t, cyc <= 1e-9 ? 0 : ceil_cyc(cyc - 1e-9 * cyc));
     }
   }
 }
@@ -862,7 +869,7 @@ static tpu_sim_result *new_result(const tpu_chip_config *cfg, tpu_sim_program *p
 ** it on every core, with its values, and opens the next round. */
 static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t last) {
   const sim_op *so = &r->core[0].cp->ops[ops[0]];
-  const uint64_t end = last + tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes);
+  const uint64_t end = add_cyc(last, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
   if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
     sim_seterr(r->p, "out of memory in a collective");
     return TPU_ERR_NOMEM;
@@ -897,7 +904,7 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
       if (t != SIM_UNRESOLVED) lb = max_u64(lb, t);
     }
   }
-  lb += tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes);
+  lb = add_cyc(lb, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
   const bool raised = lb > *glb;
   *glb = max_u64(*glb, lb);
   for (int k = 0; k < r->chips; k++) {
@@ -956,6 +963,14 @@ static tpu_status check_resolved(tpu_sim_result *r) {
 static tpu_status account(tpu_sim_result *r, pool *pl) {
   pool_run(pl, r->cores, maxend_task, r);
   for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
+  if (r->cycles > TPU_SIM_MAX_CYCLES) {
+    sim_seterr(r->p, "the run lasts %s%llu cycles, longer than the engine times (2^53 = %llu cycles, %.3g s at %g MHz): "
+               "the chip's bandwidths, latencies or clock, the program's sizes or its infeed are out of proportion",
+               r->cycles >= SIM_CYCLE_CAP ? "more than " : "", (unsigned long long)r->cycles,
+               (unsigned long long)TPU_SIM_MAX_CYCLES, (double)TPU_SIM_MAX_CYCLES / (r->cfg.clock_mhz * 1e6),
+               r->cfg.clock_mhz);
+    return TPU_ERR_RANGE;
+  }
   pool_run(pl, r->cores, account_task, r);
   for (int c = 0; c < r->cores; c++)
     if (r->core[c].oom) { sim_seterr(r->p, "out of memory in the stall accounting"); return TPU_ERR_NOMEM; }

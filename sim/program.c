@@ -395,6 +395,11 @@ tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const floa
 tpu_status tpu_sim_infeed(tpu_sim_program *p, int core, int64_t n, const uint64_t *ready_cycles) {
   if (!core_ok(p, core)) return TPU_ERR_INPUT;
   if (n < 0 || (n > 0 && !ready_cycles)) { sim_seterr(p, "core %d: bad infeed queue", core); return TPU_ERR_INPUT; }
+  if (n > 0 && ready_cycles[n - 1] > TPU_SIM_MAX_CYCLES) {
+    sim_seterr(p, "core %d: infeed batch %lld is ready at cycle %llu, past the longest run the engine times "
+               "(2^53 cycles)", core, (long long)(n - 1), (unsigned long long)ready_cycles[n - 1]);
+    return TPU_ERR_INPUT;
+  }
   for (int64_t i = 1; i < n; i++)
     if (ready_cycles[i] < ready_cycles[i - 1]) {
       sim_seterr(p, "core %d: infeed batch %lld is ready at cycle %llu, before batch %lld (%llu); "

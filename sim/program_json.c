@@ -212,7 +212,12 @@ static bool parse_op(pctx *x, json_t *o, const char *path, size_t i, int core, t
   } else if (!strcmp(kind, "vpu")) {
     so->kind = TPU_SIM_VPU;
     so->vpu_op = get_str(x, o, "fn", op, true);
-    if (so->vpu_op && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
+    if (so->vpu_op && sim_vpu_lookup(so->vpu_op) < 0) {
+      snprintf(sub, sizeof sub, "%s.fn", op);
+      perr(x, sub, "unknown VPU op \"%s\" (docs/VPU.md lists them: add, mul, relu, exp, softmax_xent, adam, ...)",
+           so->vpu_op);
+    }
+    if (so->vpu_op && !x->j.failed && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
       buf_list(x, o, "out", op, core, so->out, TPU_SIM_MAX_OUT);
     json_t *pj = json_object_get(o, "params");
     if (pj && !x->j.failed) {
@@ -301,6 +306,15 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
   uint64_t *r = NULL;
   long long n = 0;
   if (rc) {
+    static const char *const other[] = { "batches", "first", "interval" };
+    for (int k = 0; k < 3; k++)
+      if (json_object_get(inf, other[k])) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s.%s", path, other[k]);
+        perr(x, sub, "give either \"ready_cycles\" (each batch's cycle) or \"batches\" with \"first\" and "
+             "\"interval\", not both");
+        return false;
+      }
     char sub[300];
     snprintf(sub, sizeof sub, "%s.ready_cycles", path);
     if (!json_is_array(rc)) { perr(x, sub, "expected an array of cycles"); return false; }
@@ -308,10 +322,12 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
     if (n && !(r = tpu_malloc((size_t)n * sizeof *r))) { perr(x, sub, "out of memory"); return false; }
     for (long long i = 0; i < n; i++) {
       json_t *e = json_array_get(rc, (size_t)i);
-      if (!json_is_integer(e) || json_integer_value(e) < 0 || (i && (uint64_t)json_integer_value(e) < r[i - 1])) {
+      if (!json_is_integer(e) || json_integer_value(e) < 0 || (uint64_t)json_integer_value(e) > TPU_SIM_MAX_CYCLES ||
+          (i && (uint64_t)json_integer_value(e) < r[i - 1])) {
         char ep[340];
         snprintf(ep, sizeof ep, "%s[%lld]", sub, i);
-        perr(x, ep, "expected a cycle count >= 0 and >= the previous batch's");
+        perr(x, ep, "expected a cycle count in 0..2^53 (%llu) and >= the previous batch's",
+             (unsigned long long)TPU_SIM_MAX_CYCLES);
         tpu_free(r);
         return false;
       }
@@ -323,8 +339,15 @@ static bool set_infeed(pctx *x, json_t *inf, const char *path, int core) {
         !get_int(x, inf, "first", path, 0, (long long)1 << 50, &first, false) ||
         !get_int(x, inf, "interval", path, 0, (long long)1 << 40, &interval, false))
       return false;
+    if (n > 1 && (uint64_t)interval > (TPU_SIM_MAX_CYCLES - (uint64_t)first) / (uint64_t)(n - 1)) {
+      char sub[300];
+      snprintf(sub, sizeof sub, "%s.interval", path);
+      perr(x, sub, "the last of %lld batches would be ready at cycle %.4g (first + (batches - 1) * interval), past "
+           "the longest run the engine times (2^53 cycles)", n, (double)first + (double)(n - 1) * (double)interval);
+      return false;
+    }
     if (n && !(r = tpu_malloc((size_t)n * sizeof *r))) { perr(x, path, "out of memory"); return false; }
-    for (long long i = 0; i < n; i++) r[i] = (uint64_t)(first + i * interval);
+    for (long long i = 0; i < n; i++) r[i] = (uint64_t)first + (uint64_t)i * (uint64_t)interval;
   }
   tpu_status st = tpu_sim_infeed(x->p, core, n, r);
   tpu_free(r);
@@ -343,6 +366,8 @@ tpu_status tpu_sim_program_parse(const char *text, const char *file, int cores, 
   json_t *root = x.j.root;
   static const char *const KEYS[] = { "description", "cores", "repeat", "buffers", "ops", "infeed", "per_core", NULL };
   if (!only_keys(&x, root, "", KEYS)) goto out;
+  const char *description;
+  if (tpu_json_str(&(tpu_json_obj){ &x.j, root, "", NULL }, "description", 0, &description)) goto out;
   long long want = cores, repeat = 1;
   if (!get_int(&x, root, "cores", "", 1, TPU_MAX_CORES, &want, false)) goto out;
   if (want != cores) {

@@ -48,6 +48,11 @@
 #include "vpu/vpu.h"
 
 #define TPU_MAX_CORES 16
+/* The longest run the engine times: 2^53 cycles (exact in a double; 104
+** days at 1 GHz). Cycle counts given to it (infeed ready cycles) must not
+** exceed it, and a run that would last longer fails with TPU_ERR_RANGE
+** instead of wrapping its 64-bit counters. */
+#define TPU_SIM_MAX_CYCLES (UINT64_C(1) << 53)
 
 typedef enum tpu_ici_topology { TPU_ICI_AUTO = 0, TPU_ICI_RING, TPU_ICI_TORUS } tpu_ici_topology;
 
@@ -282,7 +287,7 @@ tpu_status tpu_sim_program_reserve(tpu_sim_program *p, int core, int64_t ops);
 ** (TPU_SIM_MAX_OPS), TPU_ERR_NOMEM. */
 tpu_status tpu_sim_program_share(tpu_sim_program *p, int from, int to);
 /* The core's infeed queue: n batches with the cycle at which each is ready
-** (copied; nondecreasing). Replaces any earlier queue. Batch values come
+** (copied; nondecreasing, at most TPU_SIM_MAX_CYCLES). Replaces any earlier queue. Batch values come
 ** from 'fill' when set (called at the tile level with the batch index and
 ** the destination buffer's floats), else batch b of core c is filled with
 ** the value c * 1000 + b (a test source). 'fill' may be called from several
@@ -350,7 +355,7 @@ typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
 
 /* Runs program p on chip cfg (cfg->cores must equal the program's cores).
 ** Errors: TPU_ERR_RANGE (VMEM or HBM capacity exceeded: the message names
-** the core, the op and the bytes), TPU_ERR_INPUT (mismatched collectives,
+** the core, the op and the bytes; or a run longer than TPU_SIM_MAX_CYCLES), TPU_ERR_INPUT (mismatched collectives,
 ** too few infeed batches), TPU_ERR_NOMEM; message in
 ** tpu_sim_program_error(p). On success *out owns the result
 ** (tpu_sim_result_destroy). p is not changed and may be run again; it must
@@ -438,7 +443,8 @@ tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M
 ** to 1024) whose worst-case working set fits the core's VMEM. */
 int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);
 /* The closed-form cycles of one collective of 'bytes' per core over all the
-** chip's cores (what the engine charges once every core has arrived). */
+** chip's cores (what the engine charges once every core has arrived);
+** at most 2^62 (saturated). */
 uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes);
 /* The algorithm tpu_sim_collective_cycles times for collective c on cfg, in
 ** words ("hierarchical all-reduce: ring reduce-scatter over an on-chip ring

@@ -245,6 +245,51 @@ START_TEST(Npy_files_round_trip_and_bad_ones_are_named) {
 }
 END_TEST
 
+/* #18: the header was searched with strstr as a C string, so a NUL byte
+** and anything after it, other keys, a key twice or text after the dict
+** went unnoticed. It is read as NumPy reads it. */
+START_TEST(Npy_headers_are_read_as_numpy_reads_them) {
+  static const struct { const char *dict; size_t len; const char *want; } cases[] = {
+#define C(lit, want) { lit, sizeof lit - 1, want }
+    C("{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }\0garbage", "u.npy: header byte 57 is a NUL byte"),
+    C("{'descr': '|u1', 'fortran_order': False, 'shape': (4,)}\0", "u.npy: header byte 55 is a NUL byte"),
+    C("{'descr': '|u1', 'fortran_\0order': False, 'shape': (4,)}", "u.npy: header byte 26 is a NUL byte"),
+    C("{'descr': '|u1', 'fortran_order': False, 'shape': (4,), 'x': 1}", "u.npy: header has a key 'x'"),
+    C("{'descr': '|u1', 'descr': '|u1', 'fortran_order': False, 'shape': (4,)}", "u.npy: header field 'descr' given twice"),
+    C("{'descr': '|u1', 'shape': (4,)}", "u.npy: header field 'fortran_order' missing"),
+    C("{'descr': '|u1', 'fortran_order': False, 'shape': (4,)} junk", "u.npy: header byte 56 is 'j'"),
+    C("{'descr': '|u1', 'fortran_order': Falsey, 'shape': (4,)}", "u.npy: header byte 39 is 'y'"),
+    C("{'descr': '|u1' 'fortran_order': False, 'shape': (4,)}", "u.npy: header byte 16 is '''"),
+    C("{'descr': '|u1', 'fortran_order': False, 'shape': (4 4)}", "u.npy: header byte 53 is '4'"),
+    C("['descr', '|u1']", "u.npy: header byte 0 is '['"),
+#undef C
+  };
+  const uint8_t u[4] = { 1, 2, 3, 4 };
+  char err[256];
+  tpu_npy h;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    unsigned char buf[256];
+    const size_t hl = cases[i].len + 1;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)hl; buf[9] = 0;
+    memcpy(buf + 10, cases[i].dict, cases[i].len);
+    buf[10 + hl - 1] = '\n';
+    memcpy(buf + 10 + hl, u, 4);
+    ck_assert_int_eq(tpu_npy_parse("u.npy", buf, 10 + hl + 4, &h, err, sizeof err), TPU_ERR_INPUT);
+    ck_assert_msg(strstr(err, cases[i].want) == err, "case %zu: %s", i, err);
+  }
+  /* what NumPy writes, keys in any order and double quotes too, still reads */
+  static const char *const good[] = { "{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }",
+                                      "{\"shape\": (2, 2), \"descr\": \"|u1\", \"fortran_order\": False}" };
+  for (size_t i = 0; i < 2; i++) {
+    unsigned char buf[256];
+    size_t n = npy_file(buf, good[i], u, 4);
+    ck_assert_msg(tpu_npy_parse("u.npy", buf, n, &h, err, sizeof err) == TPU_OK, "%s", err);
+    ck_assert(h.count == 4 && h.data[3] == 4);
+  }
+}
+END_TEST
+
 /* Reads 'path' and checks it holds exactly 'want'. */
 static void file_is(const char *path, const char *want) {
   size_t n = 0;
@@ -300,6 +345,7 @@ int main(void) {
   TU_CASE(s, "alloc_json", 0, Allocation_goes_through_the_hook,
           Text_buffer_grows_and_reports_running_out_of_memory, Json_locator_finds_nested_values,
           Json_readers_name_the_file_position_and_field, Npy_files_round_trip_and_bad_ones_are_named,
+          Npy_headers_are_read_as_numpy_reads_them,
           Write_atomic_follows_symlinks_and_writes_devices_directly);
   return tu_main(s);
 }

@@ -530,6 +530,45 @@ START_TEST(Results_are_identical_for_1_2_and_8_threads) {
 }
 END_TEST
 
+/* #18: a pipeline's partial last batch (no drop_remainder) was refused
+** mid-training. It trains as Keras does: whole per-core shards on the
+** first cores, the ragged rest on the next, the loss the mean over the
+** batch's samples; the same step as a trainer whose whole batch it is, up
+** to f32 summation order. Sizes outside 1..global batch are refused. */
+START_TEST(A_partial_batch_trains_as_the_mean_over_its_samples) {
+  tpu_fe_model m = parse_ok("{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"units\": 5, "
+                            "\"activation\": \"relu\" }, { \"type\": \"dense\", \"units\": 3 } ], "
+                            "\"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.01 } }");
+  enum { CORES = 4, GB = 16 };
+  float x[GB * 6];
+  uint8_t y[GB];
+  tu_rng r = { 9 };
+  for (int k = 0; k < GB * 6; k++) x[k] = tu_normal(&r);
+  for (int k = 0; k < GB; k++) y[k] = (uint8_t)(k % 3);
+  const tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  static const int sizes[] = { 10, 3, 4, 15 };      /* shards 4+4+2, 3, 4, 4+4+4+3 */
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const int n = sizes[k];
+    tpu_fe_trainer a, b;
+    double la, lb;
+    int ca, cb;
+    ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, CORES, GB, 2, &a), TPU_OK);
+    ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, 1, n, 1, &b), TPU_OK);
+    for (int step = 0; step < 2; step++) {
+      ck_assert_int_eq(tpu_fe_trainer_step_n(&a, x, y, n, (uint64_t)step, 0, &la, &ca), TPU_OK);
+      ck_assert_int_eq(tpu_fe_trainer_step(&b, x, y, (uint64_t)step, 0, &lb, &cb), TPU_OK);
+      ck_assert_double_eq_tol(la, lb, 1e-5);
+      ck_assert_int_eq(ca, cb);
+    }
+    for (size_t i = 0; i < m.nparams; i++) ck_assert_double_eq_tol(a.params[i], b.params[i], 1e-5);
+    ck_assert_int_eq(tpu_fe_trainer_step_n(&a, x, y, 0, 2, 0, &la, &ca), TPU_ERR_INPUT);
+    ck_assert_int_eq(tpu_fe_trainer_step_n(&a, x, y, GB + 1, 2, 0, &la, &ca), TPU_ERR_INPUT);
+    tpu_fe_trainer_destroy(&a);
+    tpu_fe_trainer_destroy(&b);
+  }
+}
+END_TEST
+
 /* Moving averages from per-core (per-replica) batch statistics, averaged in
 ** core order: the same bits for 1 and 2 threads on both backends; then
 ** inference normalizes with them. A batch_normalization on the model input
@@ -673,6 +712,7 @@ START_TEST(A_checkpoint_restores_parameters_and_optimizer_state_exactly) {
   ck_assert_int_eq(tpu_fe_ckpt_save(dir, &a, &info, err, sizeof err), TPU_OK);
   ck_assert_int_eq(tpu_fe_ckpt_load(dir, &b, &info, &got, err, sizeof err), TPU_OK);
   ck_assert_int_eq(got.epochs_done, 1);
+  tpu_free(got.history);
   TU_EQ_U64(tpu_fe_params_hash(a.params, m.nparams), tpu_fe_params_hash(b.params, m.nparams));
   TU_EQ_U64(tpu_fe_params_hash(a.opt.v, m.nparams), tpu_fe_params_hash(b.opt.v, m.nparams));
   TU_EQ_U64(a.opt.t, b.opt.t);
@@ -1436,6 +1476,7 @@ int main(void) {
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
+          A_partial_batch_trains_as_the_mean_over_its_samples,
           Batch_normalization_moving_averages_are_per_core_and_thread_independent,
           The_sim_backend_differs_from_f32_only_by_bf16_rounding,
           Transposed_and_swapped_gemms_give_the_bits_of_the_plain_mxu_gemm,

@@ -744,7 +744,10 @@ static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
     goto out;
   }
   for (int f = 0; f < o->frames; f++) {
-    uint64_t c = o->start + (uint64_t)f * o->every;
+    /* saturated: --every up to LONG_MAX must not wrap past the run's end
+    ** back into it (the seek clamps to the last cycle) */
+    const uint64_t c = f && o->every > (UINT64_MAX - o->start) / (uint64_t)f ? UINT64_MAX
+                                                                              : o->start + (uint64_t)f * o->every;
     if (tpu_viz_seek(v, c) != TPU_OK) { fprintf(stderr, "tpusim viz: out of memory\n"); goto out; }
     char path[4096];
     if (o->png) snprintf(path, sizeof path, "%s", o->png);

@@ -27,7 +27,7 @@ echo "$OUT" > s.json
 bad_inputs "$TPUSIM" info --chip <<'CASES'
 big.json|{ "base": "teach",\n  "mxu": { "rows": 2000 } }|big.json:2:20: key 'mxu.rows': expected an integer in 1..1024, got 2000
 zero.json|{ "base": "teach", "cores": 0 }|key 'cores': expected an integer in 1..16, got 0
-neg.json|{ "base": "teach", "hbm": { "bandwidth_gb_per_s": -3 } }|key 'hbm.bandwidth_gb_per_s': expected a number > 0
+neg.json|{ "base": "teach", "hbm": { "bandwidth_gb_per_s": -3 } }|key 'hbm.bandwidth_gb_per_s': expected a number in [0.01, 1000000] GB/s, got -3
 ovf.json|{ "base": "teach", "cores": 99999999999999999999999 }|ovf.json:1:
 type.json|{ "base": "teach", "mxu": { "rows": "eight" } }|key 'mxu.rows': expected an integer in 1..1024, got a non-number
 real.json|{ "base": "teach", "mxu": { "rows": 8.5 } }|got a non-integer number

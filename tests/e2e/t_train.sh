@@ -222,7 +222,7 @@ CASES
 # synthetic data takes the model's shape and classes; a real data set must fit the model
 printf '{ "input": [16, 16, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense", "units": 10 } ] }' > wrong.json
 expect_status 2 "$TPUSIM" train --model wrong.json --data fashion-mnist --level timing
-expect_err_contains "the model takes input 16x16x1 and gives 10 classes; the data has samples of 28x28x1"
+expect_err_contains "train-images-idx3-ubyte.gz: the training split has samples of 28x28x1 and 10 classes; the model takes input 16x16x1 and gives 10 classes"
 expect_status 0 "$TPUSIM" train --model wrong.json $S --level timing
 expect_status 2 "$TPUSIM" train --model mlp --data /nonexistent
 expect_err_contains "--data /nonexistent: /nonexistent/train-"

@@ -1,5 +1,5 @@
 /* Fuzz target: training checkpoints (frontend/train.c), for a small Adam
-** model (4 -> dense 3: 15 parameters, a 248-byte file). The CRC would stop
+** model (4 -> dense 3: 15 parameters). The CRC would stop
 ** almost every mutation at the door, so when the first byte is odd the
 ** target rewrites the rest's CRC first (a damaged file that passes the
 ** CRC, as a checkpoint written by a buggy or hostile writer would), and
@@ -62,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     double loss;
     int correct;
     fz_status(tpu_fe_trainer_step(&t, x, y, got.step, 0, &loss, &correct));
+    tpu_free(got.history);
   }
   tpu_fe_trainer_destroy(&t);
   free(b);

@@ -9,6 +9,7 @@
 ** more allocations than the one that fails: each such run must end as the
 ** input's run without failures did, or in TPU_ERR_NOMEM (fuzz.h). ASan or
 ** valgrind see the leaks and crashes. Exit 1 on a wrong outcome.
+** FUZZ_VERBOSE=1 prints each input's outcome (which seeds get deep).
 */
 #include "tests/fuzz/fuzz.h"
 #include "tests/test_util.h"
@@ -27,6 +28,7 @@ static void run_input(const char *path, const unsigned char *buf, size_t n) {
   fz_reset();
   LLVMFuzzerTestOneInput(buf, n);
   const int want = fz_outcome();
+  if (getenv("FUZZ_VERBOSE")) printf("%s: %s\n", path, tpu_status_str(want));
   for (int k = 1; oom && k < 1000000; k++) {
     fz_reset();
     tu_alloc_fail(k);

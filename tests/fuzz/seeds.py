@@ -36,8 +36,12 @@ def npy(descr, shape, payload):
 
 
 def ckpt(seed=1, batch=2, epochs=1, step=5):
+    """Format 2 (frontend/train.c): magic, 8 u64 fields, the run's sums (4 +
+    7 stall kinds, f64), each epoch's history (5 f64), the f32 arrays, CRC-32."""
     n = 15   # the target's model: dense 4 -> 3, Adam (params, m, v)
-    body = b"TPUSIMCK" + struct.pack("<7Q", n, 2, seed, batch, epochs, step, step)
+    body = b"TPUSIMC2" + struct.pack("<8Q", n, 2, seed, batch, epochs, step, step, step)
+    body += struct.pack("<11d", 1000.0, 60.0, 16384.0, 1e-6, 100, 0, 0, 0, 800, 100, 0)
+    body += b"".join(struct.pack("<5d", 1.2, 0.5, 1.3, 0.4, 1e-6) for _ in range(epochs))
     body += b"".join(struct.pack("<f", 0.01 * i) for i in range(3 * n))
     return body + struct.pack("<I", zlib.crc32(body) & 0xffffffff)
 
@@ -51,8 +55,9 @@ def main():
     put("chip", "seed-base.json", '{"base": "teach", "mxu": {"rows": 8, "cols": 8}}\n')
     copy("program", "docs/examples/train_step.json")
     put("program", "seed-per-core.json", '{"cores": 2, "buffers": [{"name": "a", "space": "hbm", "shape": [256, 128]},'
-        ' {"name": "b", "space": "vmem", "shape": [256, 128]}, {"name": "c", "space": "vmem", "shape": [128, 128]}],'
-        ' "per_core": [{"ops": [{"op": "dma", "src": "a", "dst": "b"}, {"op": "matmul", "a": "b", "b": "c",'
+        ' {"name": "b", "space": "vmem", "shape": [256, 128]}, {"name": "w", "space": "vmem", "shape": [256, 128]},'
+        ' {"name": "c", "space": "vmem", "shape": [128, 128]}],'
+        ' "per_core": [{"ops": [{"op": "dma", "src": "a", "dst": "b"}, {"op": "matmul", "a": "b", "b": "w",'
         ' "trans_a": true, "dst": "c"}, {"op": "all_reduce", "src": "c", "dst": "c"}]},'
         ' {"ops": [{"op": "vpu", "fn": "relu", "in": ["c"], "out": ["c"]}, {"op": "all_reduce", "src": "c", "dst": "c"}]}]}\n')
     copy("model", "docs/examples/small-*.json")
@@ -88,6 +93,7 @@ def main():
         ' "set": {"hbm.bandwidth_gbs": 600}}, "axes": [{"option": "n", "values": [128, 256]}]}\n')
     put("ckpt", "seed-valid", b"\x00" + ckpt())
     put("ckpt", "seed-fixcrc", b"\x01" + ckpt(step=7))
+    put("ckpt", "seed-step-2e63", b"\x01" + ckpt(step=1 << 63))   # asserted in the optimizer before 0.3.0
     put("tfrecord", "seed-three", b"".join(record(example(bytes((i * 7 + k) & 255 for k in range(12)), i))
                                            for i in range(3)))
 

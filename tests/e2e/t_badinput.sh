@@ -1,0 +1,554 @@
+# The bad-input corpus: malformed and extreme inputs to every parser and
+# option, each with its exit status and the message that names the file
+# and the field (lib.sh's corpus). Generated parts: both ends of every chip
+# key's physical range, read from docs/CHIPS.md's table, and of every
+# pipeline cost, read from docs/DATAFEED.md's, so the docs, the code and
+# this test cannot drift apart. The sweep's own findings have their tests in
+# t_hardening.sh; more cases of each parser live with its command's test
+# (bad_inputs in t_config.sh, t_run.sh, t_pipeline.sh, ...).
+PY=/usr/bin/python3
+# the shipped examples, at the paths the cases name
+mkdir -p docs datafeed
+cp -r "$TPU_ROOT/docs/examples" "$TPU_ROOT/docs/scalesim" docs/
+cp -r "$TPU_ROOT/datafeed/examples" datafeed/
+
+# {== Chip keys: both ends of every range (docs/CHIPS.md), by --set and by file
+# every key sim/config.c knows has its row in docs/CHIPS.md's table
+if "$TPUSIM" info --set nope=1 2> keys.txt; then die "--set nope=1 was accepted"; fi
+$PY - "$TPU_ROOT/docs/CHIPS.md" keys.txt <<'PY' || die "docs/CHIPS.md's table lacks keys of sim/config.c"
+import sys
+doc, msg = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+known = msg.split("known keys: ")[1].strip().split(", ")
+missing = [k for k in known if "`%s`" % k not in doc]
+assert len(known) >= 24 and not missing, (len(known), missing)
+PY
+$PY - "$TPU_ROOT/docs/CHIPS.md" > chip.cases <<'PY'
+import re, sys
+n = 0
+for line in open(sys.argv[1]):
+    m = re.match(r"\| `([a-z_.]+)`(?:, `([a-z_.]+)`)? \| (integer|number) \| (.*?) \|", line)
+    if not m:
+        continue
+    keys = [k for k in m.group(1, 2) if k]
+    kind, allowed = m.group(3), m.group(4)
+    if kind == "integer":
+        r = re.match(r"(\d+)\.\.(\d+)", allowed)
+        lo, hi = int(r.group(1)), int(r.group(2))
+        below, above, inside = str(lo - 1), str(hi + 1), [str(lo), str(hi)]
+        shown = "an integer in %d..%d" % (lo, hi)
+    else:
+        r = re.match(r"\[([0-9.e+-]+), ([0-9.e+-]+)\]", allowed)
+        lo, hi = float(r.group(1)), float(r.group(2))
+        below, above, inside = repr(lo / 2 if lo > 0 else -1.0), repr(hi * 2), [r.group(1), r.group(2)]
+        shown = "a number in [%s, %s]" % (r.group(1), r.group(2))
+    for k in keys:
+        n += 1
+        base = "teach" if k not in ("cores", "cores_per_chip") else "tpu-v2-8"
+        for v in (below, above, "12abc", "nan"):
+            print("2|info --chip %s --set %s=%s|--set %s: expected %s" % (base, k, v, k, shown))
+        # the same in a file: the key at its line:column
+        path = k.split(".")
+        obj = v = "%s"
+        for p in reversed(path[:-1]):
+            pass
+        js = '{ "base": "%s", ' % base
+        inner = '"%s": %s' % (path[-1], "%s")
+        for p in reversed(path[:-1]):
+            inner = '"%s": { %s }' % (p, inner)
+        for v in (below, above):
+            f = "k_%s_%s.json" % (k.replace(".", "_"), "lo" if v == below else "hi")
+            print(">%s %s%s }" % (f, js, inner % v))
+            print("2|info --chip %s|%s:1:|key '%s': expected %s" % (f, f, k, shown))
+        if k not in ("cores", "cores_per_chip"):   # these must also divide each other
+            for v in inside:
+                print("0|info --chip %s --set %s=%s --json|" % (base, k, v))
+assert n >= 19, n     # every numeric key of the table was found
+PY
+corpus "$TPUSIM" < chip.cases
+# a run at the extreme ends of the ranges gives finite reports
+corpus "$TPUSIM" <<'CASES'
+0|matmul --cores 4 --chip teach --m 64 --n 64 --k 64 --level timing --set hbm.bandwidth_gb_per_s=0.01 --set clock_mhz=10000 --json|
+0|matmul --cores 4 --chip teach --m 64 --n 64 --k 64 --level timing --set ici.link_gbit_per_s=0.01 --set ici.latency_ns=1000000 --json|
+0|run --chip teach --program docs/examples/train_step.json --level timing --set hbm.latency_ns=1000000 --set vpu.cycles.divide=100000 --json|
+0|train --model mlp --data synthetic --synthetic-n 128 --batch 64 --level timing --chip teach --set hbm.bandwidth_gb_per_s=0.01|
+CASES
+# }==
+
+# {== Pipeline costs: both ends of every range (docs/DATAFEED.md), in place
+$PY - "$TPU_ROOT/docs/DATAFEED.md" > cost.cases <<'PY'
+import re, sys
+where = {  # a pipeline with the field at its place, and the field's path
+    "source": ('{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2, "%s": %s }, "stages": [ { "op": "batch", "batch_size": 2 } ] }', "source.%s"),
+    "map, batch, shuffle": ('{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "map", "fn": "none", "%s": %s }, { "op": "batch", "batch_size": 2 } ] }', "stages[0].%s"),
+    "cache": ('{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "cache", "%s": %s }, { "op": "batch", "batch_size": 2 } ] }', "stages[0].%s"),
+    "workers": ('{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "workers", "kind": "process", "count": 2, "%s": %s } ] }', "stages[1].%s"),
+    "consumer": ('{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 } ], "consumer": { "%s": %s } }', "consumer.%s"),
+    "host": ('{ "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 } ], "host": { "%s": %s } }', "host.%s"),
+}
+n = 0
+for line in open(sys.argv[1]):
+    m = re.match(r"\| ([a-z, ]+) \| (`[a-z_]+`(?:, `[a-z_]+`)*) \| \[([0-9.e+-]+), ([0-9.e+-]+)\] ", line)
+    if not m or m.group(1) not in where:
+        continue
+    tmpl, fpath = where[m.group(1)]
+    lo, hi = m.group(3), m.group(4)
+    for k in re.findall(r"`([a-z_]+)`", m.group(2)):
+        n += 1
+        for tag, v in (("neg", "-1"), ("big", repr(float(hi) * 2)), ("str", '"fast"')):
+            f = "c_%s_%s_%s.json" % (m.group(1).split(",")[0], k, tag)
+            print(">%s %s" % (f, tmpl % (k, v)))
+            print("2|pipeline --pipeline %s|%s:1:|field '%s': expected a number in [%s, %s]" % (f, f, fpath % k, lo, hi))
+        f = "c_%s_%s_ok.json" % (m.group(1).split(",")[0], k)
+        print(">%s %s" % (f, tmpl % (k, hi)))
+        print("0|pipeline --pipeline %s --json|" % f)
+assert n >= 12, n
+PY
+corpus "$TPUSIM" < cost.cases
+corpus "$TPUSIM" <<'CASES'
+>bw.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2, "read_bandwidth_bytes_per_s": 0.5 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline bw.json|bw.json:1:|field 'source.read_bandwidth_bytes_per_s': expected 0 (no limit) or a number in [1, 1e+13] bytes/s, got 0.5
+>bw2.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2, "read_bandwidth_bytes_per_s": 1e14 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline bw2.json|field 'source.read_bandwidth_bytes_per_s': expected a number in [0, 1e+13]
+>std.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "map", "fn": "normalize", "std": 1e-300 }, { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline std.json|std.json:1:|field 'stages[0].std': expected a number in [-1e+06, -1e-06] or [1e-06, 1e+06], got 1e-300
+>mean.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "map", "fn": "normalize", "mean": 1e300 }, { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline mean.json|field 'stages[0].mean': expected a number in [-1e+06, 1e+06], got 1e+300
+>kf.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "filter", "label_in": [0], "keep_fraction": 2 }, { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline kf.json|field 'stages[0].keep_fraction': expected a share 0..1
+CASES
+# }==
+
+# {== Pipelines: structure, types and values
+corpus "$TPUSIM" pipeline --pipeline <<'CASES'
+>p_nul.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [] }\0x
+2|p_nul.json|p_nul.json:1:|contains a NUL byte
+>p_cmt.json { "comment": 5, "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [] }
+2|p_cmt.json|p_cmt.json:1:14: field 'comment': expected a string, got an integer
+>p_src.json { "stages": [] }
+2|p_src.json|p_src.json:1:|field 'source': missing
+>p_srct.json { "source": 3, "stages": [] }
+2|p_srct.json|field 'source': expected an object, got an integer
+>p_kind.json { "source": { "n": 8 }, "stages": [] }
+2|p_kind.json|field 'source.kind': missing
+>p_kind2.json { "source": { "kind": 7 }, "stages": [] }
+2|p_kind2.json|field 'source.kind': expected a string, got an integer
+>p_split.json { "source": { "kind": "fashion-mnist", "split": "val" }, "stages": [] }
+2|p_split.json|field 'source.split': expected "train" or "test", got 'val'
+>p_shape.json { "source": { "kind": "synthetic", "n": 8, "shape": [0, 2], "classes": 2 }, "stages": [] }
+2|p_shape.json|field 'source.shape[0]': expected an integer in 1..65536
+>p_shape2.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2, 2, 2], "classes": 2 }, "stages": [] }
+2|p_shape2.json|field 'source.shape': expected [height, width, channels]
+>p_n.json { "source": { "kind": "synthetic", "n": 0, "shape": [2, 2], "classes": 2 }, "stages": [] }
+2|p_n.json|field 'source.n': expected an integer in 1..2147483648, got 0
+>p_cls.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 1 }, "stages": [] }
+2|p_cls.json|field 'source.classes': expected an integer in 2..65536, got 1
+>p_cls2.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 70000 }, "stages": [] }
+2|p_cls2.json|field 'source.classes': expected an integer in 2..65536, got 70000
+>p_seed.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2, "seed": -1 }, "stages": [] }
+2|p_seed.json|field 'source.seed': expected an integer in 0..
+>p_files.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2, "files": 0 }, "stages": [] }
+2|p_files.json|field 'source.files': expected an integer in 1..1000000, got 0
+>p_el.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2, "elements": 1e3 }, "stages": [] }
+2|p_el.json|field 'source.elements': expected an integer in 1..1000000000, got a real number
+>p_idx.json { "source": { "kind": "idx", "images": "i" }, "stages": [] }
+2|p_idx.json|field 'source.labels': missing; expected a file path
+>p_mn.json { "source": { "kind": "mnist" }, "stages": [] }
+2|p_mn.json|field 'source.dir': missing
+>p_tfr.json { "source": { "kind": "tfrecord", "files": [] }, "stages": [] }
+2|p_tfr.json|field 'source.files': expected a list of 1 to 256 TFRecord file paths
+>p_stg.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": {} }
+2|p_stg.json|field 'stages': expected an array of stages, got an object
+>p_op.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "batch_size": 2 } ] }
+2|p_op.json|field 'stages[0]': missing key 'op'
+>p_op2.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ 5 ] }
+2|p_op2.json|field 'stages[0]': expected an object like
+>p_shuf.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "shuffle" }, { "op": "batch", "batch_size": 2 } ] }
+2|p_shuf.json|field 'stages[0].buffer_size': missing
+>p_map.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "map", "fn": "rotate" }, { "op": "batch", "batch_size": 2 } ] }
+2|p_map.json|field 'stages[0].fn': expected one of normalize, one_hot, random_flip, random_crop, none, got 'rotate'
+>p_npc.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "map", "fn": "none", "num_parallel_calls": 0 }, { "op": "batch", "batch_size": 2 } ] }
+2|p_npc.json|field 'stages[0].num_parallel_calls': expected an integer in 1..256 or "autotune", got 0
+>p_crop.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "map", "fn": "random_crop" }, { "op": "batch", "batch_size": 2 } ] }
+2|p_crop.json|field 'stages[0].padding': missing
+>p_drop.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2, "drop_remainder": "yes" } ] }
+2|p_drop.json|field 'stages[0].drop_remainder': expected true or false, got a string
+>p_big.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 9, "drop_remainder": true } ] }
+2|p_big.json|leaves no batch
+>p_pf.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "prefetch", "buffer_size": 300 } ] }
+2|p_pf.json|field 'stages[1].buffer_size': expected an integer in 1..256
+>p_il.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "interleave", "cycle_length": 0 }, { "op": "batch", "batch_size": 2 } ] }
+2|p_il.json|field 'stages[0].cycle_length': expected an integer in 1..4096, got 0
+>p_sh.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "shard", "num_shards": 2, "index": 2 }, { "op": "batch", "batch_size": 2 } ] }
+2|p_sh.json|field 'stages[0].index': expected an integer in 0..1, got 2
+>p_rep.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "repeat", "count": 0 } ] }
+2|p_rep.json|field 'stages[1].count': expected -1 (forever) or >= 1, got 0
+>p_take.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "take", "count": -2 }, { "op": "batch", "batch_size": 2 } ] }
+2|p_take.json|field 'stages[0].count': expected an integer in -1..
+>p_skip.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "skip", "count": 8 }, { "op": "batch", "batch_size": 2 } ] }
+2|p_skip.json|leaves no elements
+>p_flt.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "filter", "label_in": [0], "label_not_in": [1] }, { "op": "batch", "batch_size": 2 } ] }
+2|p_flt.json|field 'stages[0]': expected exactly one predicate
+>p_wk.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "workers", "kind": "process", "count": 2, "gil": true } ] }
+2|p_wk.json|field 'stages[1]': gil applies to thread workers only
+>p_wk2.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "workers", "kind": "thread", "count": 0 } ] }
+2|p_wk2.json|field 'stages[1].count': expected an integer in 1..256
+>p_ord.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "shard", "num_shards": 2, "index": 0 } ] }
+2|p_ord.json|field 'stages[1]'
+>p_two.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 }, { "op": "batch", "batch_size": 2 } ] }
+2|p_two.json|field 'stages[1]'
+>p_cons.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 } ], "consumer": { "steps": 0 } }
+2|p_cons.json|field 'consumer.steps': expected an integer in 1..10000000, got 0
+>p_cons2.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 } ], "consumer": { "epochs": 2000000 } }
+2|p_cons2.json|field 'consumer.epochs': expected an integer in 1..1000000
+>p_cons3.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 } ], "consumer": { "speed": 1 } }
+2|p_cons3.json|field 'consumer.speed': unknown key
+>p_host.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "batch", "batch_size": 2 } ], "host": { "cores": 0 } }
+2|p_host.json|field 'host.cores': expected an integer in 1..1024, got 0
+>p_dup.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [], "stages": [] }
+2|p_dup.json|p_dup.json:1:|malformed JSON|duplicate
+>p_arr.json [ { "source": 1 } ]
+2|p_arr.json|p_arr.json:1:1: expected a JSON object
+>p_empty.json 
+2|p_empty.json|p_empty.json:1:|malformed JSON
+CASES
+# }==
+
+# {== Pipeline options of tpusim pipeline and train
+corpus "$TPUSIM" <<'CASES'
+2|pipeline --pipeline datafeed/examples/naive.json --steps 0|--steps
+2|pipeline --pipeline datafeed/examples/naive.json --step-time -1|--step-time
+2|pipeline --pipeline datafeed/examples/naive.json --host-cores 0|--host-cores
+2|pipeline --pipeline datafeed/examples/naive.json --epochs 0|--epochs
+2|pipeline --pipeline datafeed/examples/naive.json --width 5|--width
+2|pipeline --pipeline datafeed/examples/naive.json --step-time nan|--step-time
+2|pipeline --pipeline datafeed/examples/naive.json --step-time 1e308|--step-time
+CASES
+# }==
+
+# {== Programs (tpusim run)
+corpus "$TPUSIM" run --chip teach --program <<'CASES'
+>r_desc.json { "description": ["a"], "ops": [] }
+2|r_desc.json|r_desc.json:1:18: field 'description': expected a string, got an array
+>r_nul.json { "ops": [] }\0\0
+2|r_nul.json|r_nul.json:1:14: contains a NUL byte
+>r_nul2.json { "ops": [\0] }
+2|r_nul2.json|r_nul2.json:1:11: contains a NUL byte
+>r_rep.json { "repeat": 0, "ops": [] }
+2|r_rep.json|field 'repeat': expected an integer in 1..1000000, got 0
+>r_rep2.json { "repeat": 2000000, "ops": [] }
+2|r_rep2.json|field 'repeat': expected an integer in 1..1000000, got 2000000
+>r_both.json { "ops": [], "per_core": [ {}, {}, {}, {} ] }
+2|r_both.json|give either "ops"
+>r_none.json { "buffers": [] }
+2|r_none.json|give either "ops"
+>r_inf.json { "ops": [], "infeed": { "ready_cycles": [0], "first": 5 } }
+2|r_inf.json|field 'infeed.first': give either "ready_cycles"
+>r_inf2.json { "ops": [], "infeed": { "ready_cycles": [10, 5] } }
+2|r_inf2.json|field 'infeed.ready_cycles[1]': expected a cycle count in 0..2^53
+>r_inf3.json { "ops": [], "infeed": { "ready_cycles": [-1] } }
+2|r_inf3.json|field 'infeed.ready_cycles[0]': expected a cycle count in 0..2^53
+>r_inf4.json { "ops": [], "infeed": { "ready_cycles": 5 } }
+2|r_inf4.json|field 'infeed.ready_cycles': expected an array of cycles
+>r_inf5.json { "ops": [], "infeed": { "batches": -1 } }
+2|r_inf5.json|field 'infeed.batches': expected an integer in 0..100000000, got -1
+>r_inf6.json { "ops": [], "infeed": { "batches": 2, "first": 1125899906842625 } }
+2|r_inf6.json|field 'infeed.first': expected an integer in 0..1125899906842624
+>r_inf7.json { "ops": [], "infeed": [ 1 ] }
+2|r_inf7.json|field 'infeed': expected an object
+>r_inf8.json { "ops": [], "infeed": { "batches": 1, "ready": 1 } }
+2|r_inf8.json|field 'infeed.ready': unknown field; allowed here: ready_cycles, first, interval, batches
+>r_buf.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [0, 4] } ], "ops": [] }
+2|r_buf.json|field 'buffers[0].shape[0]': expected an integer in 1..1073741824
+>r_buf2.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4] } ], "ops": [] }
+2|r_buf2.json|field 'buffers[0].shape': expected [rows, cols]
+>r_buf3.json { "buffers": [ { "space": "vmem", "shape": [4, 4] } ], "ops": [] }
+2|r_buf3.json|field 'buffers[0].name': missing; expected a string
+>r_buf4.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] }, { "name": "a", "space": "vmem", "shape": [4, 4] } ], "ops": [] }
+2|r_buf4.json|field 'buffers[1]': core 0: buffer 'a' is defined twice
+>r_buf5.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4], "dtype": "f64" } ], "ops": [] }
+2|r_buf5.json|field 'buffers[0].dtype': expected "f32" or "bf16", got "f64"
+>r_op.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ], "ops": [ { "op": "matmul", "a": "a", "b": "a" } ] }
+2|r_op.json|field 'ops[0].dst': missing; expected a string
+>r_op2.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ], "ops": [ { "op": "vpu", "fn": "frobnicate", "in": ["a"], "out": ["a"] } ] }
+2|r_op2.json|field 'ops[0].fn': unknown VPU op "frobnicate"
+>r_op3.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4, 4] } ], "ops": [ { "op": "all_reduce", "src": "a", "dst": "a", "bytes": -5 } ] }
+2|r_op3.json|field 'ops[0].bytes': unknown field; allowed here: op, name
+>r_op4.json { "ops": [ "dma" ] }
+2|r_op4.json|field 'ops[0]': expected an object
+>r_pc.json { "per_core": [ { "ops": [] }, { "ops": [] }, { "ops": [] }, { "opz": [] } ] }
+2|r_pc.json|field 'per_core[3].opz': unknown field; allowed here: buffers, ops, infeed
+>r_cores.json { "cores": 0, "ops": [] }
+2|r_cores.json|field 'cores': expected an integer in 1..16, got 0
+CASES
+# }==
+
+# {== Models (tpusim model and train)
+corpus "$TPUSIM" model <<'CASES'
+>m_nul.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }\0
+2|m_nul.json|m_nul.json:1:64: contains a NUL byte
+>m_in.json { "input": [4, 4], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_in.json|m_in.json:1:|field 'input': expected [height, width, channels] or [size]
+>m_in2.json { "input": [0], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_in2.json|field 'input'
+>m_in3.json { "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_in3.json|field 'input': missing
+>m_ly.json { "input": [4], "layers": [] }
+2|m_ly.json|field 'layers': bad value; expected an array of 1..1024 layer objects
+>m_ly2.json { "input": [4], "layers": {} }
+2|m_ly2.json|field 'layers'
+>m_units.json { "input": [4], "layers": [ { "type": "dense", "units": 0 } ] }
+2|m_units.json|layers[0] (dense): field 'units'
+>m_units2.json { "input": [4], "layers": [ { "type": "dense", "units": 2.5 } ] }
+2|m_units2.json|layers[0] (dense): field 'units'
+>m_act.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "activation": "gelu" } ] }
+2|m_act.json|layers[0] (dense): field 'activation'
+>m_bias.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "use_bias": 1 } ] }
+2|m_bias.json|layers[0] (dense): field 'use_bias'
+>m_k.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 9 }, { "type": "flatten" } ] }
+2|m_k.json|layers[0] (conv2d): field 'kernel'
+>m_k2.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 0 }, { "type": "flatten" } ] }
+2|m_k2.json|layers[0] (conv2d): field 'kernel'
+>m_pad.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 3, "padding": "full" }, { "type": "flatten" } ] }
+2|m_pad.json|layers[0] (conv2d): field 'padding'
+>m_st.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 3, "stride": 0 }, { "type": "flatten" } ] }
+2|m_st.json|layers[0] (conv2d): field 'stride'
+>m_drop.json { "input": [4], "layers": [ { "type": "dropout", "rate": 1 }, { "type": "dense", "units": 2 } ] }
+2|m_drop.json|layers[0] (dropout): field 'rate'
+>m_bn.json { "input": [4], "layers": [ { "type": "batch_normalization", "momentum": 1 }, { "type": "dense", "units": 2 } ] }
+2|m_bn.json|layers[0] (batch_normalization): field 'momentum'
+>m_bn2.json { "input": [4], "layers": [ { "type": "batch_normalization", "epsilon": 0 }, { "type": "dense", "units": 2 } ] }
+2|m_bn2.json|layers[0] (batch_normalization): field 'epsilon'
+>m_add.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "a" }, { "type": "add", "inputs": ["a", "zz"] } ] }
+2|m_add.json|layers[1] (add): field 'inputs'
+>m_name.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "input" } ] }
+2|m_name.json|layers[0] (dense): field 'name'
+>m_loss.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "loss": "mse" }
+2|m_loss.json|field 'loss': expected "softmax_cross_entropy"
+>m_opt.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "rmsprop" } }
+2|m_opt.json|optimizer
+>m_lr.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": 1e300 } }
+2|m_lr.json|learning_rate
+>m_lr2.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": -1 } }
+2|m_lr2.json|learning_rate
+>m_b1.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "adam", "beta1": 1 } }
+2|m_b1.json|beta1
+>m_seed.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "seed": -3 }
+2|m_seed.json|field 'seed': expected a non-negative integer
+>m_name2.json { "name": 5, "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_name2.json|field 'name': expected a string, got an integer
+>m_sm.json { "input": [4], "layers": [ { "type": "softmax" }, { "type": "dense", "units": 2 } ] }
+2|m_sm.json|softmax
+>m_flat.json { "input": [4, 4, 1], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_flat.json|layers[0] (dense): input shape 4x4x1 is not flat
+CASES
+corpus "$TPUSIM" <<'CASES'
+2|model nosuch.json|nosuch.json: not a built-in model
+2|model vgg16@0x0x3|vgg16@0x0x3: a zoo model is NAME[@HxWxC][:CLASSES]
+2|model vgg16:0|vgg16:0: a zoo model is NAME[@HxWxC][:CLASSES]
+2|model mlp --batch 0|--batch: expected an integer in 1..4096, got '0'
+CASES
+# }==
+
+# {== Sweep files
+corpus "$TPUSIM" sweep --no-plot --out sw --file <<'CASES'
+>s_cmd.json { "command": "viz", "axes": [] }
+2|s_cmd.json|s_cmd.json:1:|field 'command'
+>s_cmd2.json { "axes": [] }
+2|s_cmd2.json|field 'command'
+>s_ax.json { "command": "matmul", "axes": {} }
+2|s_ax.json|field 'axes': expected an array, got an object
+>s_ax2.json { "command": "matmul", "axes": [ { "option": "m" } ] }
+2|s_ax2.json|field 'axes[0].values'
+>s_ax3.json { "command": "matmul", "axes": [ { "option": "m", "values": [] } ] }
+2|s_ax3.json|field 'axes[0].values'
+>s_opt.json { "command": "matmul", "options": [ "m" ] }
+2|s_opt.json|field 'options'
+>s_arr.json [ "matmul" ]
+2|s_arr.json|s_arr.json:1:1: expected a JSON object
+>s_m.json { "command": "matmul", "options": { "m": 0, "n": 4, "k": 4 }, "axes": [] }
+2|s_m.json|s_m.json: matmul, point 0: --m: expected an integer in 1..65536, got '0'
+>s_p.json { "command": "matmul", "options": { "m": 4, "n": 4, "k": 4 }, "axes": [ { "option": "precision", "values": ["bf16", "fp8"] } ] }
+2|s_p.json|s_p.json: matmul, point 1: --precision: expected bf16, bf16x3 or bf16x6, got 'fp8'
+>s_o.json { "command": "matmul", "options": { "mm": 4 } }
+2|s_o.json|s_o.json: matmul, point 0: unknown option '--mm'
+CASES
+corpus "$TPUSIM" <<'CASES'
+2|sweep --out sw2 matmul --m 0,8 --n 8 --k 8|matmul, point 0: --m: expected an integer in 1..65536, got '0'
+2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
+2|sweep --out sw4 --shard 3/2 matmul --m 8 --n 8 --k 8|--shard 3/2: expected I/N with 1 <= I <= N
+2|sweep --out sw5 nosuch --m 8|'nosuch': expected the command to sweep, train, matmul, run or pipeline
+CASES
+# }==
+
+# {== .npy operands (tpusim matmul --a/--b)
+$PY - <<'PY'
+import struct
+def npy(name, header, data=struct.pack("<4f", 1, 2, 3, 4), ver=b"\x01\x00"):
+    h = header + b" " * ((64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    open(name, "wb").write(b"\x93NUMPY" + ver + struct.pack("<H", len(h)) + h + data)
+ok = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"
+npy("b.npy", ok)
+npy("n_ok.npy", ok)
+npy("n_lab.npy", b"{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", bytes([0, 1]))
+npy("n_flab.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", struct.pack("<2f", 0, 1))
+npy("n_nul.npy", ok + b"\0garbage")
+npy("n_key.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'extra': 1}")
+npy("n_dup.npy", b"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)}")
+npy("n_f8.npy", b"{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }")
+npy("n_fo.npy", b"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }")
+npy("n_sh.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }")
+npy("n_tr.npy", ok + b" junk")
+npy("n_miss.npy", b"{'descr': '<f4', 'shape': (2, 2), }")
+npy("n_be.npy", b"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }")
+npy("n_neg.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, -2), }")
+npy("n_1d.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }")
+npy("n_ver.npy", ok, ver=b"\x09\x00")
+open("n_magic.npy", "wb").write(b"\x93NUMPX\x01\x00\x10\x00{}")
+open("n_hl.npy", "wb").write(b"\x93NUMPY\x01\x00\xff\x7f{}")
+PY
+corpus "$TPUSIM" matmul --b b.npy --a <<'CASES'
+=b.npy n_ok.npy n_nul.npy n_key.npy n_dup.npy n_f8.npy n_fo.npy n_sh.npy n_tr.npy n_miss.npy n_be.npy n_neg.npy n_1d.npy n_ver.npy n_magic.npy n_hl.npy
+0|n_ok.npy|
+2|n_nul.npy|n_nul.npy: header byte 59 is a NUL byte
+2|n_key.npy|n_key.npy: header has a key 'extra'
+2|n_dup.npy|n_dup.npy: header field 'descr' given twice
+2|n_f8.npy|n_f8.npy: header field 'descr' is '<f8'; expected '<f4'
+2|n_fo.npy|n_fo.npy: header field 'fortran_order' must be False
+2|n_sh.npy|n_sh.npy: truncated: shape says 24 bytes of data, the file holds 16
+2|n_tr.npy|n_tr.npy: header byte 60 is 'j'
+2|n_miss.npy|n_miss.npy: header field 'fortran_order' missing
+2|n_be.npy|n_be.npy: header field 'descr' is '>f4'
+2|n_neg.npy|n_neg.npy: header field 'shape' has a bad dimension
+2|n_1d.npy|n_1d.npy: expected 2-D arrays, got 1-D
+2|n_ver.npy|n_ver.npy: .npy version 9.0
+2|n_magic.npy|n_magic.npy: not a .npy file (bad magic)
+2|n_hl.npy|n_hl.npy: truncated header
+CASES
+# }==
+
+# {== Data sets: IDX directories, CSV and npy sources (tpusim train)
+$PY - <<'PY'
+import gzip, os, struct
+def idx(d, n=64, h=4, w=4, nl=None, magic=0x803, labels=None, tail=b""):
+    os.makedirs(d, exist_ok=True)
+    for pre in ("train", "t10k"):
+        img = struct.pack(">IIII", magic, n, h, w) + bytes(n * h * w) + tail
+        lab = struct.pack(">II", 0x801, nl if nl is not None else n) + (labels or bytes(i % 10 for i in range(n)))
+        open(d + "/%s-images-idx3-ubyte" % pre, "wb").write(img)
+        open(d + "/%s-labels-idx1-ubyte" % pre, "wb").write(lab)
+idx("i_magic", magic=0x903)
+idx("i_count", nl=63, labels=bytes(63))
+idx("i_label", labels=bytes([12] + [0] * 63))
+idx("i_trunc", tail=b"")
+os.truncate("i_trunc/train-images-idx3-ubyte", 100)
+idx("i_tail", tail=b"xx")
+idx("i_zero", h=0)
+open("bad.csv", "w").write("label,a,b\n1,0.5,x\n")
+open("ragged.csv", "w").write("1,0.5,0.25\n2,0.5\n")
+open("neg.csv", "w").write("-1,0.5,0.25\n")
+PY
+corpus "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1 --data <<'CASES'
+2|i_magic|i_magic/train-images-idx3-ubyte: bad magic number
+2|i_count|i_count/train-images-idx3-ubyte: 64 images but i_count/train-labels-idx1-ubyte has 63 labels
+2|i_label|i_label/train-labels-idx1-ubyte: label 12 of element 0 is out of range; allowed 0..9
+2|i_trunc|i_trunc/train-images-idx3-ubyte: truncated: 64 images of 4x4x1 need 1040 bytes, file has 100
+2|i_tail|i_tail/train-images-idx3-ubyte: trailing data
+2|i_zero|i_zero/train-images-idx3-ubyte: element shape 0x4x1 out of range
+2|cifar10:nodir|nodir/data_batch_1.bin: cannot open
+2|nodir|nodir/train-
+CASES
+$PY - <<'PY'
+# pipelines over the bad data files (the messages name the data file)
+open('csv1.json', 'w').write('{ "source": { "kind": "csv", "path": "bad.csv", "elements": 1 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
+open('csv2.json', 'w').write('{ "source": { "kind": "csv", "path": "ragged.csv", "elements": 2 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
+open('csv3.json', 'w').write('{ "source": { "kind": "csv", "path": "neg.csv", "elements": 1 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
+open('npy1.json', 'w').write('{ "source": { "kind": "npy", "images": "n_nul.npy", "labels": "n_lab.npy", "elements": 2 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
+open('npy2.json', 'w').write('{ "source": { "kind": "npy", "images": "b.npy", "labels": "n_flab.npy", "elements": 2 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
+PY
+corpus "$TPUSIM" pipeline --real --pipeline <<'CASES'
+2|csv1.json|bad.csv:2: column 3: expected a number
+2|csv2.json|ragged.csv:2: expected 2 features, got 1
+2|csv3.json|neg.csv:1: label -1 is not an integer >= 0
+2|npy1.json|n_nul.npy: header byte 59 is a NUL byte
+2|npy2.json|n_flab.npy: dtype '<f4' not supported; labels must be an integer type
+CASES
+# }==
+
+# {== SCALE-Sim inputs
+printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nC1, 10, 10, 3, 3, 4, 8, 1,\n' > ss.csv
+printf '[general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\nDataflow : ws\n' > ss.cfg
+corpus "$TPUSIM" scalesim -t ss.csv -c <<'CASES'
+>ss_h.cfg [general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 2000\nArrayWidth: 8\n
+2|ss_h.cfg|ss_h.cfg:4:14: field 'ArrayHeight': expected an integer in 1..1024, got '2000'
+>ss_w.cfg [general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: eight\n
+2|ss_w.cfg|ss_w.cfg:5:13: field 'ArrayWidth'
+>ss_nul.cfg [general]\nrun_name = x\0\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\n
+2|ss_nul.cfg|ss_nul.cfg:2:
+CASES
+corpus "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -t <<'CASES'
+>ss_s.csv h\nC1, 10, 10, 3, 3, 4, 8, 0,\n
+2|ss_s.csv|ss_s.csv:2:|field 'Strides'
+>ss_c.csv h\nC1, 10, 10, 3, 3, 0, 8, 1,\n
+2|ss_c.csv|ss_c.csv:2:|field 'Channels'
+>ss_f.csv h\nC1, 10, 10, 3, 3, 4, 99999999999, 1,\n
+2|ss_f.csv|ss_f.csv:2:|field 'Num Filter'
+CASES
+# }==
+
+# {== Command-line options of every command
+corpus "$TPUSIM" <<'CASES'
+2|info --chip nosuch|nosuch: not a preset
+2|info --set|--set
+2|info --set =5|--set '=5': expected KEY=VALUE
+2|info --set mxu.rows|--set 'mxu.rows': expected KEY=VALUE
+2|info --set mxu.double_buffer=1|--set mxu.double_buffer: expected true or false, got '1'
+2|info --set ici.topology=hypercube|--set ici.topology: expected "auto", "ring" or "torus", got 'hypercube'
+2|info --set cores=3|key 'cores_per_chip': 2 does not divide cores (3)
+2|info --chip teach --set ici.topology=torus --set cores_per_chip=2 --set cores=2|key 'ici.topology': a torus needs at least 4 cores
+2|matmul --m 0 --n 4 --k 4|--m
+2|matmul --m 4 --n 70000 --k 4|--n
+2|matmul --m 4 --n 4 --k -1|--k
+2|matmul --m 4 --n 4 --k 4x|--k
+2|matmul --m 4 --n 4 --k 4 --precision fp8|--precision
+2|matmul --m 4 --n 4 --k 4 --level gate|--level
+2|matmul --m 4 --n 4 --k 4 --cores 0|--cores
+2|matmul --m 4 --n 4 --k 4 --cores 4 --level pe|--level pe
+2|matmul --m 4 --n 4 --k 4 --seed -1|--seed
+2|matmul --m 4 --n 4 --k 4 --threads 0|--threads
+2|matmul --a a_missing.npy --b a_missing.npy|a_missing.npy: cannot read
+2|matmul --m 4 --n 4|--k
+2|run --chip teach --program docs/examples/train_step.json --level pe|--level
+2|run --chip teach --program docs/examples/train_step.json --threads 2000|--threads: expected an integer in 1..1024, got '2000'
+2|run --chip teach --program docs/examples/train_step.json --print nosuchbuffer|--print nosuchbuffer: no buffer of that name on core 0 of docs/examples/train_step.json
+2|train --model mlp --epochs 0|--epochs
+2|train --model mlp --batch 0|--batch
+2|train --model mlp --batch 7|--batch 7 does not divide across 8 cores
+2|train --model mlp --cores 17|--cores
+2|train --model mlp --cores 8 --chip teach|--cores 8: the chip teach has 4 cores
+2|train --model mlp --backend gpu|--backend: expected sim or reference, got 'gpu'
+2|train --model mlp --level pe|--level: expected tile or timing, got 'pe'
+2|train --model mlp --level timing --backend reference|--level timing runs only the simulation
+2|train --model mlp --resume|--resume needs --checkpoint DIR
+2|train --model mlp --checkpoint ck0 --level timing|--checkpoint ck0: --level timing computes no weights
+2|train --model mlp --steps-per-epoch 0|--steps-per-epoch
+2|train --model mlp --synthetic-n 0 --data synthetic|--synthetic-n
+2|train --model mlp --seed -5|--seed
+2|train --model mlp --precision bf32|--precision
+2|train --model mlp --data synthetic --batch 4096 --synthetic-n 100|--data synthetic: batch: batch_size 4096 with drop_remainder leaves no batch
+2|train --model mlp --data mnist:x|--data mnist:x
+2|train --model mlp --epochs 3 --checkpoint no_ck --resume --data synthetic|--resume: no_ck/checkpoint.bin: cannot read
+2|viz --headless --m 0|--m: expected an integer in 1..65536, got '0'
+2|viz --headless --scale 9|--scale: expected a number in 0.5..4, got '9'
+2|viz --headless --size 10x10|--size: expected WIDTHxHEIGHT with 640..8192 x 480..8192, got '10x10'
+2|viz --headless --core 99|--core: expected an integer in 1..16, got '99'
+2|viz --headless --png v.png --model mlp --batch 7|--batch
+2|viz --headless --png v.png --program nosuch.json|nosuch.json: cannot read
+2|plot nosuch.csv|nosuch.csv: cannot read
+2|scalesim -c docs/scalesim/tpu_128.cfg -t docs/scalesim/alexnet.csv --compat yes|--compat
+2|nosuchcommand|nosuchcommand
+2|info --bogus|--bogus
+CASES
+# }==
+
+# at least 200 cases in this file (lib.sh counts them)
+[ "$CORPUS_CASES" -ge 200 ] || die "the corpus has only $CORPUS_CASES cases"
