@@ -338,6 +338,12 @@ static bool ck_hist_ok(const double *h, size_t e, char *field, size_t cap, doubl
   return true;
 }
 
+static tpu_status ck_read_failed(const char *path, char *err, size_t errcap) {
+  const int e = errno;
+  snprintf(err, errcap, "%s: cannot read: %s", path, strerror(e));
+  return e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+}
+
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
                         char *err, size_t errcap) {
   char path[4096];
@@ -345,10 +351,7 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   info->history = NULL;
   size_t len = 0;
   unsigned char *buf = (unsigned char *)tpu_read_file(path, &len);
-  if (!buf) {
-    snprintf(err, errcap, "%s: cannot read: %s", path, strerror(errno));
-    return errno == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
-  }
+  if (!buf) return ck_read_failed(path, err, errcap);
   tpu_status st = TPU_ERR_INPUT;
   const size_t n = t->model->nparams, na = ck_arrays(t);
   uint64_t f[CK_NFIELDS];
