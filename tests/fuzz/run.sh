@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # make fuzz: runs each libFuzzer target (build/fuzz/tests/fuzz/NAME-fuzz)
 # for $FUZZ_SECONDS from a working copy of its seed corpus, then writes
-# build/fuzz/report.md: executions, executions per second, corpus size,
+# build/fuzz/report.md ($FUZZ_REPORT): executions, executions per second, corpus size,
 # coverage and findings per target. Exit 1 if any target found anything
 # (its reproducer is in build/fuzz/crashes/: copy it into tests/fuzz/NAME/
 # as crash-DESCRIPTION once fixed, so make test replays it for ever).
 set -u
 : "${FUZZ_SECONDS:=600}"
 out=build/fuzz; mkdir -p "$out/crashes" "$out/logs"
-report=$out/report.md
+report=${FUZZ_REPORT:-$out/report.md}   # FUZZ_REPORT: for runs side by side
 {
   echo "| target | seconds | executions | exec/s | corpus | coverage (edges) | findings |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
