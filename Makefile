@@ -20,7 +20,8 @@ PKGS     = check openblas sdl2 SDL2_ttf SDL2_image jansson zlib libjpeg libpng
 DEB_PKGS = build-essential pkg-config libopenblas-dev libsdl2-dev libsdl2-ttf-dev \
            libsdl2-image-dev check libjansson-dev zlib1g-dev libjpeg-dev libpng-dev libjpeg-turbo-progs dataset-fashion-mnist \
            fonts-dejavu-core xvfb xauth valgrind python3 python3-numpy \
-           parallel gnuplot-nox slurmctld slurmd slurm-client munge clang
+           parallel gnuplot-nox slurmctld slurmd slurm-client munge clang \
+           python3-jsonschema
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wvla -Wformat=2
 CFLAGS_debug   = -O0 -g3

@@ -176,10 +176,17 @@ int cli_precision(const char *cmd, const char *v, tpu_precision *out) {
   return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", v);
 }
 
+/* The chip the command simulates, for its report's "config" (docs/JSON.md):
+** noted when loaded and when cut to the run's cores, taken by the report.
+** Per thread: a sweep runs its points on several. */
+static _Thread_local tpu_chip_config report_chip;
+static _Thread_local bool report_has_chip;
+
 int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
   char err[1024];
   tpu_status st = tpu_chip_config_load(c->chip, out, err, sizeof err);
   for (int k = 0; st == TPU_OK && k < c->nsets; k++) st = tpu_chip_config_set(out, c->sets[k], err, sizeof err);
+  if (st == TPU_OK) { report_chip = *out; report_has_chip = true; }
   return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
 }
 
@@ -226,13 +233,33 @@ void cli_chip_cut(tpu_chip_config *chip, int cores) {
   while (cores % cpc) cpc--;
   chip->cores = cores;
   chip->cores_per_chip = cpc;
+  report_chip = *chip;
+  report_has_chip = true;
+}
+
+int cli_report_envelope(const char *cmd, json_t *o) {
+  const bool chip = report_has_chip;
+  report_has_chip = false;
+  if (!o) return -1;
+  json_t *cfg = NULL;
+  if (chip) {
+    char *cj = tpu_chip_config_to_json(&report_chip);
+    json_t *c = cj ? json_loads(cj, 0, NULL) : NULL;
+    tpu_free(cj);
+    if (!c || !(cfg = json_pack("{s:o}", "chip", c))) return -1;
+  }
+  if (json_object_set_new(o, "schema_version", json_integer(CLI_REPORT_SCHEMA)) ||
+      json_object_set_new(o, "command", json_string(cmd)) ||
+      (cfg && json_object_set_new(o, "configuration", cfg)) ||
+      json_object_set_new(o, "tpusim_version", json_string(TPU_VERSION)))
+    return -1;
+  return 0;
 }
 
 json_t *cli_json_real(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 int cli_print_json(const char *cmd, json_t *o, size_t flags) {
-  if (!o) return cli_runtime_error(cmd, "out of memory");
-  json_object_set_new(o, "tpusim_version", json_string(TPU_VERSION));   /* last, after the report's own keys */
+  if (!o || cli_report_envelope(cmd, o)) { json_decref(o); return cli_runtime_error(cmd, "out of memory"); }
   json_dumpf(o, stdout, flags);
   putchar('\n');
   json_decref(o);

@@ -252,6 +252,13 @@ struct json_t;
 ** and releases 'o'. Returns 0, or 1 (runtime failure, after a message) when
 ** o is NULL because building it ran out of memory. */
 int cli_print_json(const char *cmd, struct json_t *o, size_t flags);
+/* The keys every report ends with (docs/JSON.md, docs/report.schema.json):
+** "schema_version", "command", "configuration" {"chip": the chip simulated, every
+** value after --set and the run's cores} when the command loaded one, and
+** "tpusim_version". cli_print_json adds them; a sweep adds them to each
+** point's report. 0, or -1 out of memory (o NULL included). */
+#define CLI_REPORT_SCHEMA 1
+int cli_report_envelope(const char *cmd, struct json_t *o);
 /* A number of a report. jansson has no NaN or infinity: json_real gives
 ** NULL for them, json_object_set_new then drops the key and json_pack's
 ** "f" fails the whole object. Every real of a report goes through here, and

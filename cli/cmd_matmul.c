@@ -243,7 +243,9 @@ static mm_figures figures(const tpu_chip_config *chip, const cli_matmul_opts *o,
   tpu_chip_peaks_of(chip, &f.pk);
   f.time_s = (double)r->res.cycles / f.pk.clock_hz;
   const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
-  f.util = (double)r->res.macs / (cells * (double)r->res.cycles);
+  /* docs/JSON.md's one meaning: the GEMM's own multiply-adds (each once,
+  ** whatever the precision's passes; "macs" counts the array's) */
+  f.util = (double)o->m * (double)o->n * (double)o->k / (cells * (double)r->res.cycles);
   f.flops = 2.0 * (double)o->m * (double)o->n * (double)o->k / f.time_s;
   return f;
 }

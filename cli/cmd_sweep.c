@@ -171,7 +171,9 @@ static void run_point(sweep_run *r, long p, void *opts) {
   char err[2048];
   json_t *rep = NULL, *axes = json_object();
   cli_capture_errors(err, sizeof err);
-  const int rc = r->d->cmd->run(opts, &rep);
+  int rc = r->d->cmd->run(opts, &rep);
+  const int env = cli_report_envelope(r->d->cmd->name, rc ? NULL : rep);   /* also forgets this point's chip */
+  if (!rc && rep && env) rc = cli_runtime_error(CMD, "out of memory");
   cli_capture_errors(NULL, 0);
   for (int a = 0; a < r->d->naxes; a++)
     json_object_set_new(axes, r->d->axes[a].name, json_string(sweep_point_value(r->d, p, a)));

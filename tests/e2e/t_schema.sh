@@ -1,0 +1,50 @@
+# Every command's --json report against the one schema (docs/report.schema.json,
+# docs/JSON.md), with Debian's python3-jsonschema; and the schema shown to
+# reject a report that breaks it (a missing stall part, a share above 1).
+S="$TPU_ROOT/docs/report.schema.json"
+cp "$TPU_ROOT/docs/examples/train_step.json" prog.json
+n=0
+while IFS='|' read -r name args; do
+  [ -n "$name" ] || continue
+  expect_status 0 "$TPUSIM" $args --json
+  printf '%s\n' "$OUT" > "$name.json"
+  n=$((n + 1))
+done <<CASES
+info|info --chip tpu-v3-8 --set mxu.rows=64
+model|model cnn --batch 8
+matmul|matmul --m 130 --n 64 --k 300 --chip teach --precision bf16x3
+matmul_cores|matmul --cores 4 --m 512 --n 256 --k 384 --chip tpu-v2-8 --level timing
+run|run --program prog.json --chip teach
+pipeline|pipeline --config $TPU_ROOT/datafeed/examples/prefetch.json
+train|train --model mlp --level timing --data synthetic --steps-per-epoch 2 --epochs 2
+train_tile|train --model mlp --data synthetic --synthetic-n 512 --batch 64 --epochs 1
+scalesim|scalesim -c $TPU_ROOT/docs/scalesim/tpu_128.cfg -t $TPU_ROOT/docs/scalesim/alexnet.csv
+viz|viz --headless --chip teach --m 8 --n 8 --k 8 --out vf --frames 1
+CASES
+expect_status 0 "$TPUSIM" sweep --out sw --no-plot matmul --m 64,128 --n 64 --k 64 --chip teach
+/usr/bin/python3 - "$S" *.json sw/points.jsonl <<'PY' || die "schema"
+import json, sys
+from jsonschema import Draft202012Validator
+schema = json.load(open(sys.argv[1]))
+Draft202012Validator.check_schema(schema)
+v = Draft202012Validator(schema)
+docs = []
+for p in sys.argv[2:]:
+    if p.endswith(".jsonl"):
+        docs += [("%s:%d" % (p, i + 1), json.loads(l)["report"]) for i, l in enumerate(open(p))]
+    elif not p.endswith("schema.json") and p != "prog.json":
+        docs.append((p, json.load(open(p))))
+bad = [(p, e.message, list(e.path)) for p, d in docs for e in v.iter_errors(d)]
+assert not bad, bad[:5]
+assert len(docs) >= 12, len(docs)
+# one meaning of utilization: a GEMM's own multiply-adds over the arrays' capacity
+m = json.load(open("matmul.json"))
+c = m["configuration"]["chip"]["mxu"]
+cap = c["rows"] * c["cols"] * m["cycles"] * m["configuration"]["chip"]["mxu"]["per_core"]
+assert abs(m["mxu_utilization"] - 130 * 64 * 300 / cap) < 1e-9, m["mxu_utilization"]
+# the schema has teeth: a run report without a stall part, a train share above 1
+r = json.load(open("run.json")); del r["stall"]["weight_load"]
+t = json.load(open("train.json")); t["stall"]["idle"] = 1.5
+assert not v.is_valid(r) and not v.is_valid(t)
+PY
+[ "$n" = 10 ] || die "cases: $n"
