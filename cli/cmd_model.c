@@ -21,9 +21,10 @@ static const char HELP[] =
   "samples (M x K x N, the product [M x K] . [K x N]; the text shows the\n"
   "forward one, --json every one: matmul, dW, dX) and the step's FLOPs\n"
   "(2*M*N*K over the layer's GEMMs, forward and backward), with totals.\n\n"
-  "  NAME|FILE              a built-in model (mlp, cnn), a zoo model\n"
-  "                         alexnet, vgg16, vgg19 as NAME[@HxWxC][:CLASSES]\n"
-  "                         (e.g. vgg19@192x192x3:5; default 224x224x3:1000),\n"
+  "  NAME|FILE              a built-in model (mlp, cnn), a zoo model (alexnet,\n"
+  "                         vgg16, vgg19, resnet50, resnet152v2, seed_cnn) as\n"
+  "                         NAME[@HxWxC][:CLASSES] (e.g. vgg19@192x192x3:5;\n"
+  "                         default 224x224x3:1000, seed_cnn's 192x192x3:5),\n"
   "                         or a JSON model file (docs/MODELS.md)\n"
   "  --batch N              samples in the step, 1..4096 (default 1)\n";
 
@@ -55,8 +56,14 @@ static const char *commas(uint64_t v, char *buf, size_t cap) {
 static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gemms *g) {
   char nm[64], ty[96], sh[64], pa[32], gm[64], fl[32];
   uint64_t fwd = 0, step = 0;
+  int w = 34;   /* the first column: as wide as the longest "name (type)" */
+  for (int i = 0; i < m->nlayers; i++) {
+    const int n = snprintf(ty, sizeof ty, "%s (%s)", layer_name(m, i, nm, sizeof nm),
+                           tpu_fe_layer_kind_name(m->layers[i].kind));
+    if (n > w) w = n < (int)sizeof ty ? n : (int)sizeof ty - 1;
+  }
   printf("Model: \"%s\" (GEMMs and FLOPs of one training step of batch %ld)\n", m->name, batch);
-  printf("%-34s %-22s %13s  %-26s %20s\n", "Layer (type)", "Output Shape", "Param #", "Forward GEMM (M x K x N)",
+  printf("%-*s %-22s %13s  %-26s %20s\n", w, "Layer (type)", "Output Shape", "Param #", "Forward GEMM (M x K x N)",
          "Step FLOPs");
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *l = &m->layers[i];
@@ -67,7 +74,7 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
         snprintf(gm, sizeof gm, "%lld x %lld x %lld", (long long)g[i].gemm[k].m, (long long)g[i].gemm[k].k,
                  (long long)g[i].gemm[k].n);
     char row[256];
-    int n = snprintf(row, sizeof row, "%-34s %-22s %13s  %-26s %20s", ty, keras_shape(l->out, sh, sizeof sh),
+    int n = snprintf(row, sizeof row, "%-*s %-22s %13s  %-26s %20s", w, ty, keras_shape(l->out, sh, sizeof sh),
                      commas(l->nw + l->nb + l->ns, pa, sizeof pa), gm,
                      g[i].step_flops ? commas(g[i].step_flops, fl, sizeof fl) : "");
     for (n = n < (int)sizeof row ? n : (int)sizeof row - 1; n > 0 && row[n - 1] == ' ';) row[--n] = '\0';

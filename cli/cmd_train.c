@@ -30,10 +30,12 @@ static const char HELP[] =
   "Trains a model on the simulated chip, data-parallel across its cores (the\n"
   "global batch is split evenly), and reports test accuracy, simulated time per\n"
   "step, MXU utilization and the stall breakdown of the cores.\n\n"
-  "  --model NAME|FILE      built-in model (mlp, cnn), a zoo model alexnet, vgg16 or\n"
-  "                         vgg19 as NAME[@HxWxC][:CLASSES] (Keras applications'\n"
-  "                         input_shape and classes, default 224x224x3:1000; e.g.\n"
-  "                         vgg19@192x192x3:5), or a JSON model file (docs/MODELS.md);\n"
+  "  --model NAME|FILE      built-in model (mlp, cnn), a zoo model (alexnet, vgg16,\n"
+  "                         vgg19, resnet50, resnet152v2, seed_cnn) as\n"
+  "                         NAME[@HxWxC][:CLASSES] (Keras applications' input_shape\n"
+  "                         and classes, default 224x224x3:1000, seed_cnn's\n"
+  "                         192x192x3:5; e.g. vgg19@192x192x3:5), or a JSON model\n"
+  "                         file (docs/MODELS.md);\n"
   "                         tpusim model NAME prints its layers\n"
   "  --data D               fashion-mnist (default, Debian's dataset-fashion-mnist),\n"
   "                         synthetic (of the model's input shape and classes),\n"
@@ -115,7 +117,7 @@ static int parse_args(int argc, char **argv, opts *o) {
   const int rc = cli_parse(CMD, argc, argv, table, CLI_NOPTS(table), &o->com, option, o);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
-  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in name (mlp, cnn, alexnet, vgg16, vgg19) or a JSON file");
+  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in or zoo name (see --help) or a JSON file");
   if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
   if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");

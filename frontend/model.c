@@ -596,8 +596,15 @@ tpu_status tpu_fe_model_load(const char *name_or_file, tpu_fe_model *out, char *
   tpu_status st = tpu_fe_model_zoo_json(name_or_file, &text, err, errcap);
   if (st) return st;
   if (!text && !(text = tpu_read_file(name_or_file, NULL))) {
-    snprintf(err, errcap, "%s: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19) and cannot be read: %s",
-             name_or_file, strerror(errno));
+    const int e = errno;
+    char names[256] = "";   /* the built-in and zoo names */
+    size_t n = 0;
+    for (int z = 0; z < 2; z++)
+      for (const char *const *k = z ? tpu_fe_model_zoo_names() : tpu_fe_model_builtin_names(); *k; k++) {
+        const int w = snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", *k);
+        if (w > 0) n = n + (size_t)w < sizeof names ? n + (size_t)w : sizeof names - 1;
+      }
+    snprintf(err, errcap, "%s: not a built-in model (%s) and cannot be read: %s", name_or_file, names, strerror(e));
     return TPU_ERR_IO;
   }
   st = tpu_fe_model_parse(text, name_or_file, out, err, errcap);
