@@ -22,10 +22,11 @@ static const char HELP[] =
   "forward one, --json every one: matmul, dW, dX; a depthwise one is C x (M x\n"
   "K x N), one product per channel) and the step's FLOPs (2*M*N*K over the\n"
   "layer's GEMMs, forward and backward), with totals.\n\n"
-  "  NAME|FILE              a built-in model (mlp, cnn), a zoo model\n"
-  "                         alexnet, vgg16, vgg19, xception, mobilenetv2 as\n"
-  "                         NAME[@HxWxC][:CLASSES] (e.g. vgg19@192x192x3:5;\n"
-  "                         default 224x224x3:1000, xception 299x299x3),\n"
+  "  NAME|FILE              a built-in model (mlp, cnn), a zoo model (alexnet,\n"
+  "                         vgg16, vgg19, xception, mobilenetv2, resnet50,\n"
+  "                         resnet152v2, seed_cnn) as NAME[@HxWxC][:CLASSES]\n"
+  "                         (e.g. vgg19@192x192x3:5; default 224x224x3:1000,\n"
+  "                         xception's 299x299x3, seed_cnn's 192x192x3:5),\n"
   "                         or a JSON model file: native (docs/MODELS.md) or\n"
   "                         Keras' model.to_json(), FILE@HxWxC giving an input\n"
   "                         shape the Keras file leaves unspecified\n"
@@ -59,8 +60,14 @@ static const char *commas(uint64_t v, char *buf, size_t cap) {
 static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gemms *g) {
   char nm[64], ty[96], sh[64], pa[32], gm[128], fl[32];
   uint64_t fwd = 0, step = 0;
+  int w = 34;   /* the first column: as wide as the longest "name (type)" */
+  for (int i = 0; i < m->nlayers; i++) {
+    const int n = snprintf(ty, sizeof ty, "%s (%s)", layer_name(m, i, nm, sizeof nm),
+                           tpu_fe_layer_kind_name(m->layers[i].kind));
+    if (n > w) w = n < (int)sizeof ty ? n : (int)sizeof ty - 1;
+  }
   printf("Model: \"%s\" (GEMMs and FLOPs of one training step of batch %ld)\n", m->name, batch);
-  printf("%-34s %-22s %13s  %-26s %20s\n", "Layer (type)", "Output Shape", "Param #", "Forward GEMM (M x K x N)",
+  printf("%-*s %-22s %13s  %-26s %20s\n", w, "Layer (type)", "Output Shape", "Param #", "Forward GEMM (M x K x N)",
          "Step FLOPs");
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *l = &m->layers[i];
@@ -74,12 +81,12 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
       const long long G = (long long)g[i].gemm[k].groups, M = (long long)g[i].gemm[k].m,
                       K = (long long)g[i].gemm[k].k, N = (long long)g[i].gemm[k].n;
       const char *sep = o ? " + " : "";
-      int w = G > 1 ? snprintf(gm + o, sizeof gm - o, "%s%lld x (%lld x %lld x %lld)", sep, G, M, K, N)
+      int len = G > 1 ? snprintf(gm + o, sizeof gm - o, "%s%lld x (%lld x %lld x %lld)", sep, G, M, K, N)
                     : snprintf(gm + o, sizeof gm - o, "%s%lld x %lld x %lld", sep, M, K, N);
-      o += w > 0 ? (size_t)w : 0;
+      o += len > 0 ? (size_t)len : 0;
     }
     char row[320];
-    int n = snprintf(row, sizeof row, "%-34s %-22s %13s  %-26s %20s", ty, keras_shape(l->out, sh, sizeof sh),
+    int n = snprintf(row, sizeof row, "%-*s %-22s %13s  %-26s %20s", w, ty, keras_shape(l->out, sh, sizeof sh),
                      commas(l->nw + l->nb + l->ns, pa, sizeof pa), gm,
                      g[i].step_flops ? commas(g[i].step_flops, fl, sizeof fl) : "");
     for (n = n < (int)sizeof row ? n : (int)sizeof row - 1; n > 0 && row[n - 1] == ' ';) row[--n] = '\0';

@@ -29,10 +29,11 @@ static const char HELP[] =
   "Trains a model on the simulated chip, data-parallel across its cores (the\n"
   "global batch is split evenly), and reports test accuracy, simulated time per\n"
   "step, MXU utilization and the stall breakdown of the cores.\n\n"
-  "  --model NAME|FILE      built-in model (mlp, cnn), a zoo model alexnet, vgg16,\n"
-  "                         vgg19, xception or mobilenetv2 as NAME[@HxWxC][:CLASSES]\n"
-  "                         (Keras applications' input_shape and classes, default\n"
-  "                         224x224x3:1000, xception 299x299x3; e.g.\n"
+  "  --model NAME|FILE      built-in model (mlp, cnn), a zoo model (alexnet, vgg16,\n"
+  "                         vgg19, xception, mobilenetv2, resnet50, resnet152v2,\n"
+  "                         seed_cnn) as NAME[@HxWxC][:CLASSES] (Keras applications'\n"
+  "                         input_shape and classes, default 224x224x3:1000,\n"
+  "                         xception's 299x299x3, seed_cnn's 192x192x3:5; e.g.\n"
   "                         vgg19@192x192x3:5), or a JSON model file: native\n"
   "                         (docs/MODELS.md) or Keras' model.to_json() (FILE@HxWxC\n"
   "                         when the file leaves the input shape unspecified);\n"
@@ -124,7 +125,7 @@ static int parse_args(int argc, char **argv, opts *o) {
   const int rc = cli_parse(CMD, argc, argv, table, CLI_NOPTS(table), &o->com, option, o);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
-  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in name (mlp, cnn, alexnet, vgg16, vgg19, xception, mobilenetv2) or a JSON file");
+  if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in or zoo name (see --help) or a JSON file");
   if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
   if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--level timing runs only the simulation; it needs --backend sim");

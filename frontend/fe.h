@@ -144,10 +144,10 @@ typedef struct tpu_fe_model {
 /* Names of the built-in models, NULL-terminated. */
 const char *const *tpu_fe_model_builtin_names(void);
 const char *tpu_fe_model_builtin_json(const char *name);  /* NULL if none */
-/* The model zoo (frontend/zoo.c): alexnet, vgg16, vgg19, xception,
-** mobilenetv2, ..., NULL-terminated. A zoo model is named
-** NAME[@HxWxC][:CLASSES] (Keras applications' input_shape and classes;
-** default 224x224x3, xception 299x299x3, and 1000). */
+/* The model zoo's names (frontend/zoo.c lists its models), NULL-terminated.
+** A zoo model is named NAME[@HxWxC][:CLASSES] (Keras applications'
+** input_shape and classes; default 224x224x3 and 1000, xception's
+** 299x299x3, seed_cnn's 192x192x3 and 5). */
 const char *const *tpu_fe_model_zoo_names(void);
 /* The native JSON of zoo model 'spec' in *json (the caller's, tpu_free);
 ** *json NULL and TPU_OK when spec names no zoo model; TPU_ERR_CONFIG with

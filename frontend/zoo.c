@@ -24,17 +24,31 @@
 **                 batch_normalization momentum 0.999, relu capped at 6),
 **                 stride-2 depthwise convs after Keras' correct_pad zero
 **                 padding, which follows the input size.
+**   resnet50      Keras applications' ResNet50 (resnet.py), 25,636,712
+**                 parameters at 224x224x3, 1000 classes.
+**   resnet152v2   Keras applications' ResNet152V2 (resnet_v2.py): 565
+**                 layers (Keras counts 566 with its InputLayer, 564
+**                 without the top), 60,380,648 parameters.
+**   seed_cnn      the seed article's small custom CNN, known only by its
+**                 count: 78,263 parameters at 192x192x3, 5 classes (its
+**                 defaults); the design is ours.
 */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/fe.h"
 
-static const char *const ZOO_NAMES[] = { "alexnet", "vgg16", "vgg19",
+static const char *const ZOO_NAMES[] = {
+  "alexnet", "vgg16", "vgg19",
   "xception",
   "mobilenetv2",
-  NULL };
+  "resnet50",
+  "resnet152v2",
+  "seed_cnn",
+  NULL
+};
 const char *const *tpu_fe_model_zoo_names(void) { return ZOO_NAMES; }
 
 static void conv(tpu_text *t, const char *name, int filters, int k, int stride, const char *pad) {
@@ -240,6 +254,180 @@ static void mobilenetv2(tpu_text *t, int h, int w, int classes) {
 }
 /* }================================================================== */
 
+/* {==================================================================
+** ResNet50 and ResNet152V2: Keras applications' resnet.py and
+** resnet_v2.py, layer for layer, with Keras' names and its listing order
+** (each block's shortcut after its residual branch's 2_relu)
+** ================================================================== */
+/* One layer line. 'in' names its input (NULL: the layer listed before),
+** 'in2' a merge's second input; 'fields' are the layer's other fields, ""
+** or starting with ", ". */
+static void rn_layer(tpu_text *t, const char *type, const char *name, const char *in, const char *in2,
+                     const char *fields) {
+  tpu_text_printf(t, "    { \"type\": \"%s\", \"name\": \"%s\"", type, name);
+  if (in2) tpu_text_printf(t, ", \"inputs\": [\"%s\", \"%s\"]", in, in2);
+  else if (in) tpu_text_printf(t, ", \"inputs\": \"%s\"", in);
+  tpu_text_printf(t, "%s },\n", fields);
+}
+static void rn_conv(tpu_text *t, const char *name, const char *in, int filters, int k, int stride, bool same,
+                    bool bias) {
+  tpu_text_printf(t, "    { \"type\": \"conv2d\", \"name\": \"%s\"", name);
+  if (in) tpu_text_printf(t, ", \"inputs\": \"%s\"", in);
+  tpu_text_printf(t, ", \"filters\": %d, \"kernel\": %d, \"stride\": %d, \"padding\": \"%s\"%s },\n", filters, k, stride,
+                  same ? "same" : "valid", bias ? "" : ", \"use_bias\": false");
+}
+/* Keras' ResNets set BatchNormalization's epsilon to 1.001e-5 (momentum: the default 0.99). */
+static void rn_bn(tpu_text *t, const char *name, const char *in) {
+  rn_layer(t, "batch_normalization", name, in, NULL, ", \"epsilon\": 1.001e-5");
+}
+/* Block 'b' of stack 's' (conv2..conv5): "conv3_block1" + sfx. Keras'
+** names fit the loader's 31 characters. */
+typedef char rn_name[32];
+static void rn_nm(rn_name d, int s, int b, const char *sfx) {
+  const int n = snprintf(d, sizeof(rn_name), "conv%d_block%d%s", s, b, sfx);
+  assert(n > 0 && n < (int)sizeof(rn_name));
+  (void)n;
+}
+/* The stem: conv1_pad (3), conv1_conv 64 7x7/2 [conv1_bn, conv1_relu], pool1_pad (1), pool1_pool 3x3/2. */
+static void rn_stem(tpu_text *t, bool bn) {
+  rn_layer(t, "zero_padding", "conv1_pad", NULL, NULL, ", \"padding\": 3");
+  rn_conv(t, "conv1_conv", NULL, 64, 7, 2, false, true);
+  if (bn) {
+    rn_bn(t, "conv1_bn", NULL);
+    rn_layer(t, "relu", "conv1_relu", NULL, NULL, "");
+  }
+  rn_layer(t, "zero_padding", "pool1_pad", NULL, NULL, ", \"padding\": 1");
+  rn_layer(t, "maxpool", "pool1_pool", NULL, NULL, ", \"size\": 3, \"stride\": 2");
+}
+static void rn_top(tpu_text *t, int classes) {
+  rn_layer(t, "global_avgpool", "avg_pool", NULL, NULL, "");
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"predictions\", \"units\": %d, \"activation\": \"softmax\" },\n",
+                  classes);
+}
+
+/* resnet.py's residual_block_v1 (post-activation bottleneck) 'b' of stack
+** 's' on input 'in', 'f' filters (4f out): the stride on the first 1x1
+** convolution and on the projection shortcut; every convolution with a
+** bias and followed by a batch_normalization. The output's name in out. */
+static void rn_block_v1(tpu_text *t, int s, int b, const char *in, int f, int stride, bool proj, rn_name out) {
+  rn_name n[8], c0, b0, add;
+  static const char *const sfx[8] = { "_1_conv", "_1_bn", "_1_relu", "_2_conv", "_2_bn", "_2_relu", "_3_conv", "_3_bn" };
+  for (int k = 0; k < 8; k++) rn_nm(n[k], s, b, sfx[k]);
+  rn_nm(c0, s, b, "_0_conv");
+  rn_nm(b0, s, b, "_0_bn");
+  rn_nm(add, s, b, "_add");
+  rn_conv(t, n[0], in, f, 1, stride, false, true);
+  rn_bn(t, n[1], NULL);
+  rn_layer(t, "relu", n[2], NULL, NULL, "");
+  rn_conv(t, n[3], NULL, f, 3, 1, true, true);
+  rn_bn(t, n[4], NULL);
+  rn_layer(t, "relu", n[5], NULL, NULL, "");
+  if (proj) rn_conv(t, c0, in, 4 * f, 1, stride, false, true);
+  rn_conv(t, n[6], n[5], 4 * f, 1, 1, false, true);
+  if (proj) rn_bn(t, b0, c0);
+  rn_bn(t, n[7], n[6]);
+  rn_layer(t, "add", add, proj ? b0 : in, n[7], "");
+  rn_nm(out, s, b, "_out");
+  rn_layer(t, "relu", out, NULL, NULL, "");
+}
+
+/* resnet.py's ResNet50: stacks conv2..conv5 of 3, 4, 6, 3 bottleneck
+** blocks of 64, 128, 256, 512 filters, the first block of each with a
+** projection shortcut and, from conv3 on, stride 2. */
+static void resnet50(tpu_text *t, int classes) {
+  static const int blocks[4] = { 3, 4, 6, 3 };
+  rn_name x = "pool1_pool", in;
+  rn_stem(t, true);
+  for (int s = 0; s < 4; s++)
+    for (int b = 0; b < blocks[s]; b++) {
+      memcpy(in, x, sizeof in);
+      rn_block_v1(t, s + 2, b + 1, in, 64 << s, b == 0 && s > 0 ? 2 : 1, b == 0, x);
+    }
+  rn_top(t, classes);
+}
+
+/* resnet.py's residual_block_v2 (pre-activation): batch_normalization and
+** relu first; the shortcut a 1x1 projection of that (first block of a
+** stack), a 1x1 stride-2 maxpool of the block's input (last block of a
+** strided stack; Keras leaves it unnamed, so it gets Keras' automatic name
+** max_pooling2d[_N], counted in *npool) or the input itself; the 3x3
+** convolution after an explicit zero_padding carries the stride; only the
+** last 1x1 convolution and the projection have biases. */
+static void rn_block_v2(tpu_text *t, int s, int b, const char *in, int f, int stride, bool proj, int *npool,
+                        rn_name out) {
+  rn_name n[10], sc;
+  static const char *const sfx[10] = { "_preact_bn", "_preact_relu", "_1_conv", "_1_bn", "_1_relu", "_2_pad",
+                                       "_2_conv", "_2_bn", "_2_relu", "_3_conv" };
+  for (int k = 0; k < 10; k++) rn_nm(n[k], s, b, sfx[k]);
+  rn_bn(t, n[0], in);
+  rn_layer(t, "relu", n[1], NULL, NULL, "");
+  rn_conv(t, n[2], NULL, f, 1, 1, false, false);
+  rn_bn(t, n[3], NULL);
+  rn_layer(t, "relu", n[4], NULL, NULL, "");
+  rn_layer(t, "zero_padding", n[5], NULL, NULL, ", \"padding\": 1");
+  rn_conv(t, n[6], NULL, f, 3, stride, false, false);
+  rn_bn(t, n[7], NULL);
+  rn_layer(t, "relu", n[8], NULL, NULL, "");
+  if (proj) {
+    rn_nm(sc, s, b, "_0_conv");
+    rn_conv(t, sc, n[1], 4 * f, 1, stride, false, true);
+  } else if (stride > 1) {
+    if (*npool) snprintf(sc, sizeof sc, "max_pooling2d_%d", *npool % 100);
+    else snprintf(sc, sizeof sc, "max_pooling2d");
+    ++*npool;
+    assert(stride == 2);
+    rn_layer(t, "maxpool", sc, in, NULL, ", \"size\": 1, \"stride\": 2");
+  } else {
+    memcpy(sc, in, sizeof sc);
+  }
+  rn_conv(t, n[9], n[8], 4 * f, 1, 1, false, true);
+  rn_nm(out, s, b, "_out");
+  rn_layer(t, "add", out, sc, n[9], "");
+}
+
+/* resnet_v2.py's ResNet152V2: the stem without batch normalization,
+** stacks conv2..conv5 of 3, 8, 36, 3 pre-activation blocks of 64, 128,
+** 256, 512 filters, the first block of each with a projection shortcut,
+** the last with stride 2 (but conv5's); then post_bn, post_relu and the
+** top. */
+static void resnet152v2(tpu_text *t, int classes) {
+  static const int blocks[4] = { 3, 8, 36, 3 };
+  rn_name x = "pool1_pool", in;
+  int npool = 0;
+  rn_stem(t, false);
+  for (int s = 0; s < 4; s++)
+    for (int b = 0; b < blocks[s]; b++) {
+      memcpy(in, x, sizeof in);
+      rn_block_v2(t, s + 2, b + 1, in, 64 << s, b == blocks[s] - 1 && s < 3 ? 2 : 1, b == 0, &npool, x);
+    }
+  rn_bn(t, "post_bn", NULL);
+  rn_layer(t, "relu", "post_relu", NULL, NULL, "");
+  rn_top(t, classes);
+}
+/* }================================================================== */
+
+/* The seed article's (../shared/seeds/002_*) "custom model": it gives
+** only the parameter count, 78,263 for 192x192x3 images and 5 classes, so
+** this network is ours, a plausible small Keras Sequential convnet with
+** exactly that count and Keras' automatic layer names: a 5x5 then three
+** 3x3 'same' relu convolutions of 32, 32, 32 and 195 filters, a 2x2
+** maxpool after each of the first three, global average pooling and the
+** softmax classifier. 195 is the one width that makes the count exact.
+** Its default input is the seed's, 192x192x3 with 5 classes. */
+static void seed_cnn(tpu_text *t, int classes) {
+  static const int filters[4] = { 32, 32, 32, 195 };
+  /* "%s%.0d": nothing for k = 0, else "_k" (Keras' conv2d, conv2d_1, ...) */
+  for (int k = 0; k < 4; k++) {
+    tpu_text_printf(t, "    { \"type\": \"conv2d\", \"name\": \"conv2d%s%.0d\", \"filters\": %d, \"kernel\": %d, "
+                    "\"padding\": \"same\", \"activation\": \"relu\" },\n", k ? "_" : "", k, filters[k], k ? 3 : 5);
+    if (k < 3)
+      tpu_text_printf(t, "    { \"type\": \"maxpool\", \"name\": \"max_pooling2d%s%.0d\", \"size\": 2 },\n",
+                      k ? "_" : "", k);
+  }
+  tpu_text_printf(t, "    { \"type\": \"global_avgpool\", \"name\": \"global_average_pooling2d\" },\n");
+  dense(t, "dense", classes, "softmax");
+}
+
 /* Parses "[@HxWxC][:CLASSES]" after a zoo name. */
 static bool parse_knobs(const char *s, int *h, int *w, int *c, int *classes) {
   char *e;
@@ -275,6 +463,7 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   if (z < 0) return TPU_OK;
   int h = 224, w = 224, c = 3, classes = 1000;
   if (!strcmp(ZOO_NAMES[z], "xception")) h = w = 299;
+  if (!strcmp(ZOO_NAMES[z], "seed_cnn")) { h = w = 192; classes = 5; }   /* the seed's Flowers */
   if (!parse_knobs(spec + nl, &h, &w, &c, &classes)) {
     snprintf(err, errcap, "%s: a zoo model is NAME[@HxWxC][:CLASSES], e.g. %s@192x192x3:5 (height, width and "
              "channels 1..65536, classes 1..1048576)", spec, ZOO_NAMES[z]);
@@ -285,6 +474,9 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   if (!strcmp(ZOO_NAMES[z], "alexnet")) alexnet(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "xception")) xception(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "mobilenetv2")) mobilenetv2(&t, h, w, classes);
+  else if (!strcmp(ZOO_NAMES[z], "resnet50")) resnet50(&t, classes);
+  else if (!strcmp(ZOO_NAMES[z], "resnet152v2")) resnet152v2(&t, classes);
+  else if (!strcmp(ZOO_NAMES[z], "seed_cnn")) seed_cnn(&t, classes);
   else vgg(&t, !strcmp(ZOO_NAMES[z], "vgg16") ? (const int[5]){ 2, 2, 3, 3, 3 } : (const int[5]){ 2, 2, 4, 4, 4 },
            classes);
   if (!t.oom) t.n -= 2;   /* the last layer's ",\n" */

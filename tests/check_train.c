@@ -54,6 +54,9 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
     { "vgg19", 143667240, 25 }, { "vgg19@192x192x3:5", 112327749, 25 }, { "vgg16", 138357544, 22 },
     { "vgg16@224x224x3:1000", 138357544, 22 }, { "alexnet", 61100840, 15 },
     { "xception", 22910480, 133 }, { "xception@192x192x3:5", 20871725, 133 }, { "mobilenetv2", 3538984, 155 },
+    { "resnet50", 25636712, 176 }, { "resnet50@224x224x3:1000", 25636712, 176 },
+    { "resnet152v2", 60380648, 565 }, { "resnet152v2@192x192x3:5", 58341893, 565 },
+    { "seed_cnn@192x192x3:5", 78263, 9 }, { "seed_cnn", 78263, 9 },
   };
   tpu_fe_model *m = malloc(sizeof *m);
   char err[512];
@@ -63,6 +66,8 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
     ck_assert_int_eq(m->nlayers, zoo[k].nlayers);
     ck_assert_str_eq(m->name, zoo[k].spec);
   }
+  ck_assert_int_eq(m->layers[m->nlayers - 1].out.c, 5);   /* seed_cnn's default: the seed's 5 classes */
+  ck_assert_int_eq(tpu_fe_model_load("mobilenetv2", m, err, sizeof err), TPU_OK);
   ck_assert_int_eq(m->layers[m->nlayers - 1].out.c, 1000);
   /* Keras' non-trainable moving statistics: MobileNetV2 34,112, Xception 54,528 */
   TU_EQ_U64(34112, m->nstate);
@@ -75,7 +80,8 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
   ck_assert_int_eq(tpu_fe_model_load("mobilenetv2@192x192x3:5", m, err, sizeof err), TPU_OK);
   TU_EQ_U64(3538984 - 1281 * 1000 + 1281 * 5, m->nparams);
   ck_assert_int_eq(m->layers[m->nlayers - 3].out.h, 6);
-  static const char *const bad[] = { "vgg19@192x192:5", "vgg19:", "vgg19@0x1x1", "vgg19:5x", "alexnet@9x9x3:0" };
+  static const char *const bad[] = { "vgg19@192x192:5", "vgg19:", "vgg19@0x1x1", "vgg19:5x", "alexnet@9x9x3:0",
+                                     "resnet50@192x192:5", "resnet152v2:", "seed_cnn:0", "seed_cnn@192x192x3x1" };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
     ck_assert_msg(strstr(err, "NAME[@HxWxC][:CLASSES]") != NULL, "%s", err);
@@ -83,6 +89,123 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
   /* too small for five 2x2 pools: the loader's shape error */
   ck_assert_int_eq(tpu_fe_model_load("vgg16@16x16x3", m, err, sizeof err), TPU_ERR_CONFIG);
   ck_assert_msg(strstr(err, "vgg16@16x16x3:") == err && strstr(err, "layers[") != NULL, "%s", err);
+  /* the ResNets' smallest input is 33x33: at Keras' minimum, 32x32, conv5's
+  ** maps are 1x1, which the loader takes for a flat vector */
+  ck_assert_int_eq(tpu_fe_model_load("resnet50@33x33x3:10", m, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_model_load("resnet50@32x32x3:10", m, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "resnet50@32x32x3:10:") == err && strstr(err, "is flat") != NULL, "%s", err);
+  free(m);
+}
+END_TEST
+
+static int layer_named(const tpu_fe_model *m, const char *name) {
+  for (int i = 0; i < m->nlayers; i++) if (!strcmp(m->layers[i].name, name)) return i;
+  ck_abort_msg("%s: no layer '%s'", m->name, name);
+  return -1;
+}
+
+/* The ResNets are Keras applications' layer for layer: Keras' split of
+** trainable and non-trainable parameters (the batch_normalizations' moving
+** statistics), its names, shapes and shortcuts. */
+START_TEST(Resnets_are_keras_applications_layer_for_layer) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  ck_assert_msg(tpu_fe_model_load("resnet50", m, err, sizeof err) == TPU_OK, "%s", err);
+  TU_EQ_U64(53120, m->nstate);   /* Keras: Trainable params 25,583,592, Non-trainable 53,120 */
+  int i = layer_named(m, "conv1_conv");
+  ck_assert(m->layers[i].kh == 7 && m->layers[i].stride == 2 && !m->layers[i].no_bias && m->layers[i].out.h == 112);
+  i = layer_named(m, "conv1_bn");
+  ck_assert(m->layers[i].epsilon == 1.001e-5 && m->layers[i].momentum == 0.99);
+  ck_assert_int_eq(m->layers[layer_named(m, "pool1_pool")].out.h, 56);
+  /* conv3_block1: the stride on the first 1x1 and on the projection, whose batch_normalization is added */
+  i = layer_named(m, "conv3_block1_1_conv");
+  ck_assert(m->layers[i].kh == 1 && m->layers[i].stride == 2 && m->layers[i].out.h == 28);
+  ck_assert_int_eq(m->layers[i].inputs[0], layer_named(m, "conv2_block3_out"));
+  i = layer_named(m, "conv3_block1_add");
+  ck_assert(m->layers[i].nin == 2 && m->layers[i].inputs[0] == layer_named(m, "conv3_block1_0_bn") &&
+            m->layers[i].inputs[1] == layer_named(m, "conv3_block1_3_bn"));
+  i = layer_named(m, "conv3_block2_add");   /* identity shortcut */
+  ck_assert_int_eq(m->layers[i].inputs[0], layer_named(m, "conv3_block1_out"));
+  i = layer_named(m, "conv5_block3_out");
+  ck_assert(m->layers[i].out.h == 7 && m->layers[i].out.c == 2048);
+  ck_assert_int_eq(m->layers[m->nlayers - 1].act, TPU_FE_SOFTMAX);
+
+  ck_assert_msg(tpu_fe_model_load("resnet152v2@192x192x3:5", m, err, sizeof err) == TPU_OK, "%s", err);
+  TU_EQ_U64(143744, m->nstate);   /* Keras: Non-trainable params 143,744 */
+  ck_assert_int_eq(m->layers[layer_named(m, "pool1_pad")].inputs[0], layer_named(m, "conv1_conv"));   /* no conv1_bn */
+  i = layer_named(m, "conv2_block1_0_conv");   /* projection of the pre-activation, with a bias */
+  ck_assert(m->layers[i].inputs[0] == layer_named(m, "conv2_block1_preact_relu") && !m->layers[i].no_bias);
+  i = layer_named(m, "conv2_block1_2_conv");   /* after its zero_padding, no bias */
+  ck_assert(m->layers[i].no_bias && !m->layers[i].same && m->layers[i].stride == 1);
+  i = layer_named(m, "conv4_block36_2_conv");   /* the last block of a stack carries the stride */
+  ck_assert(m->layers[i].stride == 2 && m->layers[i].out.h == 6);
+  i = layer_named(m, "max_pooling2d_2");   /* and its shortcut is a 1x1 stride-2 maxpool of the block's input */
+  ck_assert(m->layers[i].pool == 1 && m->layers[i].stride == 2 && m->layers[i].out.h == 6 &&
+            m->layers[i].inputs[0] == layer_named(m, "conv4_block35_out"));
+  i = layer_named(m, "conv4_block36_out");
+  ck_assert(m->layers[i].inputs[0] == layer_named(m, "max_pooling2d_2") &&
+            m->layers[i].inputs[1] == layer_named(m, "conv4_block36_3_conv"));
+  ck_assert_int_eq(m->layers[layer_named(m, "conv5_block3_2_conv")].stride, 1);   /* conv5's last: no stride */
+  i = layer_named(m, "post_relu");
+  ck_assert(m->layers[i].out.h == 6 && m->layers[i].out.c == 2048);
+  int pools = 0;
+  for (int k = 0; k < m->nlayers; k++) pools += m->layers[k].kind == TPU_FE_MAXPOOL;
+  ck_assert_int_eq(pools, 4);   /* pool1_pool, max_pooling2d, _1, _2 */
+  free(m);
+}
+END_TEST
+
+/* The step plan's GEMMs for resnet50's stem and first bottleneck block,
+** derived by hand from im2col (docs/MODELS.md): conv2d on an H x W x C
+** input with F filters of kh x kw is, for a shard of r samples and an
+** OH x OW output, forward [r*OH*OW x kh*kw*C] . [kh*kw*C x F], dW =
+** cols^T . dY (M = kh*kw*C, N = F, K = r*OH*OW) and dX = dY . W^T (M =
+** r*OH*OW, N = kh*kw*C, K = F) where a layer upstream learns. */
+START_TEST(The_resnet50_plan_has_the_hand_derived_gemms) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  ck_assert_msg(tpu_fe_model_load("resnet50", m, err, sizeof err) == TPU_OK, "%s", err);
+  enum { r = 4, P1 = r * 112 * 112, P2 = r * 56 * 56 };   /* batch 32 on tpu-v2-8's 8 cores */
+  /* in plan order: the forward matmuls in listing order, then dW and dX
+  ** (dW: A transposed; dX: B transposed) in reverse listing order */
+  static const struct { const char *layer, *what; int M, N, K; } want[] = {
+    { "conv1_conv", "matmul", P1, 64, 147 },             /* 230x230x3 (conv1_pad), 7x7/2 -> 112x112x64 */
+    { "conv2_block1_1_conv", "matmul", P2, 64, 64 },    /* 56x56x64 (pool1_pool), 1x1 -> 64 */
+    { "conv2_block1_2_conv", "matmul", P2, 64, 576 },   /* 3x3 same -> 64 */
+    { "conv2_block1_0_conv", "matmul", P2, 256, 64 },   /* the projection: 1x1 of pool1_pool -> 256 */
+    { "conv2_block1_3_conv", "matmul", P2, 256, 64 },   /* 1x1 -> 256 */
+    { "conv2_block1_3_conv", "dW", 64, 256, P2 }, { "conv2_block1_3_conv", "dX", P2, 64, 256 },
+    { "conv2_block1_0_conv", "dW", 64, 256, P2 }, { "conv2_block1_0_conv", "dX", P2, 64, 256 },
+    { "conv2_block1_2_conv", "dW", 576, 64, P2 }, { "conv2_block1_2_conv", "dX", P2, 576, 64 },
+    { "conv2_block1_1_conv", "dW", 64, 64, P2 }, { "conv2_block1_1_conv", "dX", P2, 64, 64 },
+    { "conv1_conv", "dW", 147, 64, P1 },   /* no dX: nothing before it learns */
+  };
+  const int n = (int)(sizeof want / sizeof want[0]);
+  unsigned char ours[TPU_FE_MAX_LAYERS] = { 0 };
+  for (int k = 0; k < n; k++) ours[layer_named(m, want[k].layer)] = 1;
+  fe_plan *p;
+  ck_assert_int_eq(fe_plan_create(m, r, 8 * r, TPU_PREC_BF16, true, &p), TPU_OK);
+  int k = 0, all = 0;
+  for (int s = 0; s < p->nsteps; s++) {
+    const fe_step *st = &p->steps[s];
+    if (st->kind != FE_STEP_GEMM) continue;
+    all++;
+    if (st->layer < 0 || !ours[st->layer]) continue;
+    const fe_gemm_step *g = &st->gemm;
+    ck_assert_msg(k < n, "an extra GEMM: %s of layer %d", g->what, st->layer);
+    const bool fwd = !strcmp(want[k].what, "matmul");
+    ck_assert_msg(!strcmp(m->layers[st->layer].name, want[k].layer) && !strcmp(g->what, want[k].what) &&
+                  st->phase == (fwd ? FE_FORWARD : FE_BACKWARD) && g->M == want[k].M && g->N == want[k].N &&
+                  g->K == want[k].K && g->ta == !strcmp(want[k].what, "dW") && g->tb == !strcmp(want[k].what, "dX") &&
+                  !g->acc, "GEMM %d\n  Expected: %s %s M %d N %d K %d\n  Actual:   %s %s %s M %d N %d K %d ta %d tb %d",
+                  k, want[k].layer, want[k].what, want[k].M, want[k].N, want[k].K, fe_phase_name(st->phase),
+                  m->layers[st->layer].name, g->what, g->M, g->N, g->K, g->ta, g->tb);
+    k++;
+  }
+  ck_assert_int_eq(k, n);
+  /* the whole step: 53 convolutions and the classifier, each with matmul and dW, and dX but for conv1_conv */
+  ck_assert_int_eq(all, 54 * 3 - 1);
+  fe_plan_destroy(p);
   free(m);
 }
 END_TEST
@@ -903,6 +1026,38 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
 }
 END_TEST
 
+/* The largest zoo model, ResNet152V2 (565 layers) at the seed's shape,
+** plans and times a whole training step (batch 32 on tpu-v2-8): the stall
+** parts sum to the step, the MXU does exactly the plan's work, and the
+** all-reduce carries every trainable gradient. */
+START_TEST(Resnet152v2_times_a_whole_training_step) {
+  tpu_chip_config chip;
+  char err[512];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &chip, err, sizeof err), TPU_OK);
+  tpu_fe_model *m = malloc(sizeof *m);
+  ck_assert_msg(tpu_fe_model_load("resnet152v2@192x192x3:5", m, err, sizeof err) == TPU_OK, "%s", err);
+  const int rows = 4;
+  tpu_fe_step_timing t;
+  ck_assert_msg(tpu_fe_time_step(m, &chip, TPU_PREC_BF16, rows, true, 0, 2, &t, NULL, err, sizeof err) == TPU_OK,
+                "%s", err);
+  double sum = 0;
+  for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += t.stall[s];
+  ck_assert_msg(fabs(sum - (double)t.step_cycles) < 1e-6 * (double)t.step_cycles, "%g vs %llu", sum,
+                (unsigned long long)t.step_cycles);
+  ck_assert(t.stall[TPU_SIM_MXU_BUSY] > 0 && t.stall[TPU_SIM_VPU_BUSY] > 0 && t.stall[TPU_SIM_COLLECTIVE_WAIT] > 0);
+  fe_plan *p;
+  ck_assert_int_eq(fe_plan_create(m, rows, rows * chip.cores, TPU_PREC_BF16, true, &p), TPU_OK);
+  uint64_t macs = 0;
+  for (int k = 0; k < p->nsteps; k++)
+    if (p->steps[k].kind == FE_STEP_GEMM)
+      macs += (uint64_t)p->steps[k].gemm.M * (uint64_t)p->steps[k].gemm.N * (uint64_t)p->steps[k].gemm.K;
+  fe_plan_destroy(p);
+  TU_EQ_U64(macs, t.macs);
+  ck_assert(t.allreduce_bytes >= 4 * (m->nparams - m->nstate));
+  free(m);
+}
+END_TEST
+
 /* batch_normalization's VPU passes are timed: the stall parts still sum to
 ** the step, and a model with it takes longer than the same model without. */
 START_TEST(Batch_normalization_is_timed_as_VPU_work) {
@@ -1469,6 +1624,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
+          Resnets_are_keras_applications_layer_for_layer, The_resnet50_plan_has_the_hand_derived_gemms,
           Batch_normalization_has_the_keras_parameter_counts,
           Depthwise_and_separable_layers_have_the_keras_parameter_counts, A_depthwise_gemm_is_the_depthwise_convolution,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
@@ -1489,7 +1645,7 @@ int main(void) {
   TU_CASE(s, "timing", 120, A_tiny_step_takes_the_hand_counted_cycles,
           Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
-          Steps_run_one_after_another_with_their_infeed_waits);
+          Steps_run_one_after_another_with_their_infeed_waits, Resnet152v2_times_a_whole_training_step);
   TU_CASE(s, "size", 240, The_step_size_from_the_shapes_is_the_programs,
           Steps_too_big_for_the_engine_or_the_hbm_are_refused_before_they_are_built,
           The_step_timer_gives_the_engines_timing_for_every_wait);

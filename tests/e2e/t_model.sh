@@ -32,9 +32,24 @@ PY
 expect_status 0 "$TPUSIM" model vgg19@192x192x3:5
 expect_out_contains "Total params: 112,327,749"
 expect_out_contains "predictions (dense)                (None, 5)"
+# the ResNets (Keras' counts and split) and the seed's custom CNN
+expect_status 0 "$TPUSIM" model resnet50
+expect_out_contains "conv2_block1_1_bn (batch_normalization)"
+expect_out_contains "conv1_conv (conv2d)                     (None, 112, 112, 64)           9,472  12544 x 147 x 64"
+expect_out_contains "Total params: 25,636,712"
+expect_out_contains "Trainable params: 25,583,592"
+expect_out_contains "Non-trainable params: 53,120"
+expect_status 0 "$TPUSIM" model resnet152v2@192x192x3:5
+expect_out_contains "Total params: 58,341,893"
+expect_out_contains "max_pooling2d_2 (maxpool)"
+expect_status 0 "$TPUSIM" model seed_cnn
+expect_out_contains "Model: \"seed_cnn\""
+expect_out_contains "Total params: 78,263"
+expect_out_contains "(None, 192, 192, 32)"
 # bad names and options: exit 2, a clear message
 expect_status 2 "$TPUSIM" model nosuch
 expect_err_contains "nosuch: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19, "
+expect_err_contains "resnet50, resnet152v2, seed_cnn"
 expect_err_contains ") and cannot be read"
 expect_status 2 "$TPUSIM" model vgg19@192x192:5
 expect_err_contains "vgg19@192x192:5: a zoo model is NAME[@HxWxC][:CLASSES]"
