@@ -61,6 +61,7 @@ static int add_option(sweep_def *d, int argc, char **argv, int *i) {
   if (!flag) return cli_runtime_error(CMD, "out of memory");
   if (eq) value = eq + 1;
   else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2)) value = argv[++*i];
+  d->owned[d->nargs] = true;   /* the flag is a copy; the value points into argv */
   d->args[d->nargs++] = flag;
   if (value) d->args[d->nargs++] = value;
   if (value && strchr(value, ',')) {
@@ -93,7 +94,7 @@ int sweep_def_parse(sweep_def *d, int argc, char **argv) {
 
 void sweep_def_free(sweep_def *d) {
   for (int i = 0; i < d->nargs; i++)
-    if (!strncmp(d->args[i], "--", 2)) free((char *)d->args[i]);
+    if (d->owned[i]) free((char *)d->args[i]);   /* not by its "--": a value may start so too */
   for (int a = 0; a < d->naxes; a++) {
     for (int v = 0; v < d->axes[a].nvalues; v++) free(d->axes[a].values[v]);
     free(d->axes[a].values);

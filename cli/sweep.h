@@ -45,6 +45,7 @@ typedef struct sweep_axis {
 typedef struct sweep_def {
   const cli_point_cmd *cmd;
   const char *args[SWEEP_MAX_ARGS];   /* the command's options as given (fixed and axes) */
+  bool owned[SWEEP_MAX_ARGS];         /* args[i] is this definition's copy (freed with it) */
   int nargs;
   const char *fixed[SWEEP_MAX_ARGS];  /* the fixed options, as argv tokens */
   int nfixed;
