@@ -262,9 +262,12 @@ tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chi
 /* The engine program of 'steps' training steps (1..1000) one after another,
 ** the batch of step s ready at ready_cycles[s] (cycles from the run's start,
 ** nondecreasing; one infeed entry per core and step). A step's infeed asks
-** for its batch when the step before has ended (its last op), as a training
-** loop does, and every op carries its step (tpu_sim_op.step), so the
-** engine's per-step stall breakdown is per training step. Errors as
+** for its batch once the step before's last op (in program order) has
+** ended, as the dequeue in a training loop's program does; a DMA of that
+** step still in flight (the DMA engines keep several) overlaps the request,
+** and the stall table counts those cycles as infeed_wait. Every op carries
+** its step (tpu_sim_op.step), so the engine's per-step stall breakdown is
+** per training step. Errors as
 ** tpu_fe_step_program's, and TPU_ERR_INPUT for a step count out of range. */
 tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                                 int steps, const uint64_t *ready_cycles, tpu_sim_program **out, char *err,

@@ -45,13 +45,15 @@ static void json_str(tpu_text *b, const char *s) {
 /* {==================================================================
 ** Tracks
 ** ================================================================== */
-/* The units' tracks, in display order, and each one's first tid: lane k
-** of a unit is tid base + k. */
+/* The units' tracks, in display order: lane k of unit u is tid
+** TR_BASE(u) + k for the first 99 lanes, and beyond (more transfers in
+** flight: dma.outstanding goes to 4096) 100000 * (u + 1) + k, so no two
+** units' lanes share a tid. */
 enum { TR_MXU = 0, TR_VPU, TR_DMA, TR_ICI, TR_INFEED, TR_NUNITS };
 static const char *const TR_NAMES[TR_NUNITS] = { "MXU", "VPU", "DMA", "ICI", "infeed" };
 #define TR_STALLS 0
 #define TR_BASE(u) (100 * ((u) + 1))
-#define TR_MAXLANES 99
+static int lane_tid(int u, int lane) { return lane < 99 ? TR_BASE(u) + lane : 100000 * (u + 1) + lane; }
 
 static int track_of(tpu_sim_event_type t) {
   switch (t) {
@@ -107,7 +109,7 @@ typedef struct core_ctx {
 static void op_slice(core_ctx *x, const tpu_sim_event *e, int lane) {
   const sim_op *so = op_of(x->r, e);
   const int u = track_of(e->type);
-  slice_head(x->b, x->c, TR_BASE(u) + lane, &x->k, shown_start(e), e->end, so->name);
+  slice_head(x->b, x->c, lane_tid(u, lane), &x->k, shown_start(e), e->end, so->name);
   tpu_text_printf(x->b, ",\"args\":{\"op\":%d,\"kind\":\"%s\",\"step\":%ld,\"ready_cycle\":%llu,"
                   "\"start_cycle\":%llu,\"end_cycle\":%llu", e->op, tpu_sim_kind_name(so->o.kind),
                   x->step >= 0 ? x->step : (long)so->o.step, (unsigned long long)e->start,
@@ -132,17 +134,18 @@ static tpu_status assign_lanes(core_ctx *x, const tpu_sim_event *ev, size_t n, i
   for (size_t j = 0; j < n; j++)
     if (track_of(ev[j].type) == u && ev[j].end > shown_start(&ev[j])) tmp[m++] = &ev[j];
   qsort(tmp, m, sizeof *tmp, by_start);
-  uint64_t free_at[TR_MAXLANES];
+  uint64_t *free_at = tpu_malloc((m ? m : 1) * sizeof *free_at);   /* at most one lane per op */
+  if (!free_at) return TPU_ERR_NOMEM;
   int lanes = 0;
   for (size_t i = 0; i < m; i++) {
     int l = 0;
     while (l < lanes && free_at[l] > shown_start(tmp[i])) l++;
-    if (l == TR_MAXLANES) l = TR_MAXLANES - 1;   /* never with the engine's queue bounds */
     if (l == lanes) lanes++;
     free_at[l] = tmp[i]->end;
     x->lane[tmp[i] - ev] = l;
   }
   x->nlanes[u] = lanes;
+  tpu_free(free_at);
   return TPU_OK;
 }
 
@@ -154,9 +157,9 @@ static void core_meta(core_ctx *x) {
       if (l) snprintf(name, sizeof name, "%s #%d", TR_NAMES[u], l + 1);
       else snprintf(name, sizeof name, "%s", TR_NAMES[u]);
       tpu_text_printf(b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-                      x->c, TR_BASE(u) + l, name);
+                      x->c, lane_tid(u, l), name);
       tpu_text_printf(b, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
-                      "\"args\":{\"sort_index\":%d}}", x->c, TR_BASE(u) + l, TR_BASE(u) + l);
+                      "\"args\":{\"sort_index\":%d}}", x->c, lane_tid(u, l), lane_tid(u, l));
     }
 }
 
@@ -220,11 +223,11 @@ static void flows(core_ctx *x, const tpu_sim_event *ev, size_t n) {
       const long long id = ((long long)(x->step < 0 ? 0 : x->step) << 40) + ((long long)x->c << 32) +
                            ((long long)mm->op << 8) + d;
       tpu_text_printf(x->b, ",\n{\"ph\":\"s\",\"cat\":\"dma\",\"name\":\"feeds\",\"id\":%lld,\"pid\":%d,\"tid\":%d", id,
-                      x->c, TR_BASE(TR_DMA) + x->lane[dj]);
+                      x->c, lane_tid(TR_DMA, x->lane[dj]));
       put_us(x->b, "ts", ps_of(&x->k, ev[dj].start));
       tpu_text_printf(x->b, "}");
       tpu_text_printf(x->b, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"dma\",\"name\":\"feeds\",\"id\":%lld,\"pid\":%d,"
-                      "\"tid\":%d", id, x->c, TR_BASE(TR_MXU) + x->lane[j]);
+                      "\"tid\":%d", id, x->c, lane_tid(TR_MXU, x->lane[j]));
       put_us(x->b, "ts", ps_of(&x->k, shown_start(mm)));
       tpu_text_printf(x->b, "}");
     }

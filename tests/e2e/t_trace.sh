@@ -34,3 +34,30 @@ cat > bad.json <<'J'
 J
 out=$($CHECK bad.json) && die "the checker accepted overlapping slices"
 case "$out" in *"'b' [2.0, 4.0) overlaps 'a' [1.0, 3.0)"*) ;; *) die "checker message: $out" ;; esac
+# more transfers in flight than the first 99 lanes of a unit (dma.outstanding
+# goes to 4096): each still gets a track of its own, none shared with
+# another unit's (the writer once piled the rest onto lane 99)
+/usr/bin/python3 - <<'PY'
+import json
+n = 300
+bufs = [{"name": "h%d" % i, "space": "hbm", "shape": [8, 8]} for i in range(n)]
+bufs += [{"name": "v%d" % i, "space": "vmem", "shape": [8, 8]} for i in range(n)]
+json.dump({"cores": 4, "buffers": bufs, "ops": [{"op": "dma", "src": "h%d" % i, "dst": "v%d" % i} for i in range(n)]},
+          open("manydma.json", "w"))
+PY
+expect_status 0 "$TPUSIM" run --program manydma.json --chip teach --set dma.outstanding=1000 --level timing --trace md.json
+out=$($CHECK md.json) || die "md.json is not a valid trace: $out"
+/usr/bin/python3 - md.json <<'PY' || die "lanes past 99"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+d = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["ph"] == "X" and e["pid"] == 0 and e["name"].startswith("dma")]
+edges = sorted([(a, 1) for a, b in d] + [(b, -1) for a, b in d], key=lambda x: (x[0], x[1]))
+c = m = 0
+for _, k in edges:
+    c += k
+    m = max(m, c)
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 0}
+dma = [t for t, nm in names.items() if nm.split(" #")[0] == "DMA"]
+assert m > 99 and len(dma) == m, (m, len(dma))
+assert len(names) == len(set(names)), "tids shared"
+PY
