@@ -206,10 +206,10 @@ static tpu_status dma_counters(core_ctx *x, const tpu_sim_event *ev, size_t n) {
 
 /* Flow arrows: DMA op -> each matmul that lists it among its dependencies.
 ** Ids are unique in the trace: (step, core, matmul op, dependency). */
-static void flows(core_ctx *x, const tpu_sim_event *ev, size_t n) {
+static tpu_status flows(core_ctx *x, const tpu_sim_event *ev, size_t n) {
   const sim_core_prog *cp = x->r->core[x->c].cp;
   int *ev_of = NULL;   /* op index -> its event */
-  if (!(ev_of = tpu_malloc((size_t)(cp->nops ? cp->nops : 1) * sizeof *ev_of))) return;
+  if (!(ev_of = tpu_malloc((size_t)(cp->nops ? cp->nops : 1) * sizeof *ev_of))) return TPU_ERR_NOMEM;
   for (int i = 0; i < cp->nops; i++) ev_of[i] = -1;
   for (size_t j = 0; j < n; j++)
     if (ev[j].op >= 0 && ev[j].op < cp->nops && track_of(ev[j].type) >= 0) ev_of[ev[j].op] = (int)j;
@@ -233,6 +233,7 @@ static void flows(core_ctx *x, const tpu_sim_event *ev, size_t n) {
     }
   }
   tpu_free(ev_of);
+  return TPU_OK;
 }
 
 static tpu_status emit_core(tpu_text *b, const tpu_sim_result *r, int c, long step, double t0_us) {
@@ -258,7 +259,7 @@ static tpu_status emit_core(tpu_text *b, const tpu_sim_result *r, int c, long st
     }
     st = dma_counters(&x, ev, n);
   }
-  if (!st) flows(&x, ev, n);
+  if (!st) st = flows(&x, ev, n);
   tpu_free(tmp);
   tpu_free(x.lane);
   return st;
