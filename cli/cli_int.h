@@ -272,6 +272,7 @@ typedef struct cli_topo_layer {
   uint64_t memory_busy;        /* tpu_sim_result_memory_busy over the cores */
   const char *bound;           /* tpu_sim_result_bound: "memory" or "compute" */
   double hbm_bytes;            /* HBM traffic of the layer's program */
+  double hbm_operand_bytes[3]; /* the same by operand: ifmap (A) read, filter (B) read, ofmap (C) written */
 } cli_topo_layer;
 
 typedef struct cli_topo_run {
@@ -296,6 +297,9 @@ typedef struct cli_topo_run {
 int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
                       tpu_fidelity level, int threads, const char *trace, cli_topo_run *out);
 void cli_topo_run_free(cli_topo_run *r);
+/* Adds a layer's "hbm_ifmap_bytes", "hbm_filter_bytes" and
+** "hbm_ofmap_bytes" to the JSON object o; 0, or -1 out of memory. */
+int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly);
 /* tpusim run --topology (run_topology.c): the run and its report, as text
 ** on stdout or with json in *report (the caller's). */
 typedef struct cli_run_topology_opts {

@@ -221,7 +221,8 @@ static int engine_json(json_t *j, const ss_engine *e) {
     json_t *l = json_array_get(layers, (size_t)i);
     bad = !l || json_object_set_new(l, "stall", cli_sim_stalls_json(&r->layers[i].stall)) ||
           json_object_set_new(l, "hbm_bytes", cli_json_real(r->layers[i].hbm_bytes)) ||
-          json_object_set_new(l, "bound", json_string(r->layers[i].bound));
+          json_object_set_new(l, "bound", json_string(r->layers[i].bound)) ||
+          cli_topo_operand_json(l, &r->layers[i]);
   }
   return bad ? -1 : 0;
 }

@@ -32,6 +32,7 @@ static json_t *layer_json(const tpu_chip_config *chip, const cli_ss_layer *L, co
     "time_s", cli_json_real((double)ly->cycles / (chip->clock_mhz * 1e6)),
     "mxu_utilization", cli_json_real(utilization(chip, macs_of(L), ly->cycles)),
     "stall", cli_sim_stalls_json(&ly->stall), "hbm_bytes", cli_json_real(ly->hbm_bytes), "bound", ly->bound);
+  if (j && cli_topo_operand_json(j, ly)) { json_decref(j); return NULL; }
   return j;
 }
 
@@ -86,7 +87,7 @@ static int width(int k) {
 ** and each stall kind's share of the row's core-cycles (cycles x cores). */
 static void row(const tpu_chip_config *chip, const char *id, const char *name, uint64_t cycles, int cores,
                 double macs, const tpu_sim_stalls *s, const char *bound) {
-  printf("  %-4s %-22s %12llu", id, name, (unsigned long long)cycles);
+  printf("  %-4s %-22s %12llu %10.3f", id, name, (unsigned long long)cycles, (double)cycles / chip->clock_mhz);
   if (macs >= 0) printf(" %6.1f", 100.0 * utilization(chip, macs, cycles));
   else printf(" %6s", "-");
   const double tot = (double)cycles * cores;
@@ -99,7 +100,7 @@ static void report_text(const tpu_chip_config *chip, const cli_run_topology_opts
   printf("run %s (%d layers, %s) on %s (%d core%s, level %s): each layer a GEMM, operands in HBM, M split over "
          "the cores\n", o->path, r->n, o->gemm ? "gemm" : "conv", chip->name, chip->cores, chip->cores > 1 ? "s" : "",
          tpu_fidelity_name(o->level));
-  printf("  %-4s %-22s %12s %6s", "id", "layer", "cycles", "util%");
+  printf("  %-4s %-22s %12s %10s %6s", "id", "layer", "cycles", "us", "util%");
   for (int k = 0; k < TPU_SIM_NSTALL; k++) printf(" %*s", width(k), tpu_sim_stall_name(k));
   printf("  bound   (stall kinds in %% of the layer's core-cycles)\n");
   char id[16];

@@ -15,6 +15,7 @@
 ** already laid out in HBM, SCALE-Sim's convention too).
 */
 #include <errno.h>
+#include <jansson.h>
 #include <string.h>
 
 #include "cli/cli_int.h"
@@ -22,6 +23,37 @@
 
 static void add_stalls(tpu_sim_stalls *to, const tpu_sim_stalls *s) {
   for (int k = 0; k < TPU_SIM_NSTALL; k++) to->cycles[k] += s->cycles[k];
+}
+
+/* The layer's HBM traffic by operand, from its program's ops: a DMA into
+** a matmul's A tile reads the ifmap, into a B tile the filter, out of a C
+** tile writes the ofmap (the GEMM program's buffers are f32: 4 bytes a
+** value). Linear in the ops. false when out of memory. */
+static bool traffic(const tpu_sim_program *p, int cores, double bytes[3]) {
+  bytes[0] = bytes[1] = bytes[2] = 0;
+  for (int c = 0; c < cores; c++) {
+    const int n = tpu_sim_program_ops(p, c);
+    int top = 0;                                  /* the largest handle an op names */
+    tpu_sim_op op;
+    for (int i = 0; i < n; i++)
+      if (tpu_sim_program_op(p, c, i, &op)) {
+        const int h[5] = { op.src, op.dst, op.a, op.b, top };
+        for (int k = 0; k < 5; k++) top = h[k] > top ? h[k] : top;
+      }
+    signed char *role = tpu_calloc((size_t)top + 1, 1);   /* 1 A tile, 2 B tile, 3 C tile */
+    if (!role) return false;
+    for (int i = 0; i < n; i++)
+      if (tpu_sim_program_op(p, c, i, &op) && op.kind == TPU_SIM_MATMUL) {
+        role[op.a] = 1; role[op.b] = 2; role[op.dst] = 3;
+      }
+    for (int i = 0; i < n; i++) {
+      if (!tpu_sim_program_op(p, c, i, &op) || op.kind != TPU_SIM_DMA) continue;
+      const int which = role[op.src] == 3 ? 2 : role[op.dst] == 1 ? 0 : role[op.dst] == 2 ? 1 : -1;
+      if (which >= 0) bytes[which] += 4.0 * (double)tpu_sim_buffer_elems(p, c, which == 2 ? op.src : op.dst);
+    }
+    tpu_free(role);
+  }
+  return true;
 }
 
 /* One layer's program run; its figures into *ly and the totals of *r,
@@ -51,8 +83,9 @@ static int run_layer(const char *cmd, const char *path, const cli_ss_layer *L, i
     add_stalls(&r->core[c], &ly->core[c]);
   }
   ly->memory_busy = tpu_sim_result_memory_busy(res, -1);
+  if (!traffic(p, chip->cores, ly->hbm_operand_bytes)) st = TPU_ERR_NOMEM;
   ly->bound = tpu_sim_result_bound(res);
-  if (tr) st = tpu_sim_trace_steps_add(tr, res, i, (double)r->cycles / chip->clock_mhz);
+  if (tr && st == TPU_OK) st = tpu_sim_trace_steps_add(tr, res, i, (double)r->cycles / chip->clock_mhz);
   r->cycles += ly->cycles;
   add_stalls(&r->stall, &ly->stall);
   r->memory_busy += ly->memory_busy;
@@ -60,7 +93,7 @@ static int run_layer(const char *cmd, const char *path, const cli_ss_layer *L, i
   r->macs += (double)L->m * (double)L->n * (double)L->k;
   tpu_sim_result_destroy(res);
   tpu_sim_program_destroy(p);
-  return st == TPU_OK ? 0 : cli_runtime_error(cmd, "out of memory for the trace");
+  return st == TPU_OK ? 0 : cli_runtime_error(cmd, "out of memory");
 }
 
 int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
@@ -90,6 +123,13 @@ int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *
 void cli_topo_run_free(cli_topo_run *r) {
   tpu_free(r->layers);
   memset(r, 0, sizeof *r);
+}
+
+int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly) {
+  static const char *const key[3] = { "hbm_ifmap_bytes", "hbm_filter_bytes", "hbm_ofmap_bytes" };
+  for (int k = 0; k < 3; k++)
+    if (json_object_set_new(o, key[k], cli_json_real(ly->hbm_operand_bytes[k]))) return -1;
+  return 0;
 }
 
 const char *cli_topo_bound(const cli_topo_run *r) {

@@ -58,6 +58,9 @@ assert d["cores"] == 4 and d["layer_count"] == 3 and d["level"] == "timing"
 assert d["cycles"] == sum(l["cycles"] for l in d["layers"])
 for l, s in zip(d["layers"], d["steps"]):
     assert sum(l["stall"].values()) == 4 * l["cycles"], l
+    # the traffic by operand adds up to the program's, and every result is written once (f32)
+    assert l["hbm_ifmap_bytes"] + l["hbm_filter_bytes"] + l["hbm_ofmap_bytes"] == l["hbm_bytes"], l
+    assert l["hbm_ofmap_bytes"] == 4 * l["m"] * l["n"] and l["hbm_ifmap_bytes"] >= 4 * l["m"] * l["k"], l
     assert {k: v for k, v in s.items() if k not in ("step", "layer")} == l["stall"]
 for c in d["per_core"]:
     assert sum(v for k, v in c.items() if k not in ("core", "cycles")) == d["cycles"]
