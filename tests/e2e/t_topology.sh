@@ -85,6 +85,15 @@ ev = json.load(open(sys.argv[1]))["traceEvents"]
 steps = {e["args"]["step"] for e in ev if e.get("ph") == "X" and "step" in e.get("args", {})}
 assert steps == {0, 1, 2}, steps
 PY
+# a sweep over the cores runs the same points
+expect_status 0 "$TPUSIM" sweep --out sw --no-plot run --topology g.csv --input-type gemm --cores 1,4
+/usr/bin/python3 - sw/results.csv run.json <<'PY' || die "sweep of run --topology"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["cores"] for r in rows] == ["1", "4"] and all(r["status"] == "ok" for r in rows), rows
+assert int(rows[1]["cycles"]) == json.load(open(sys.argv[2]))["cycles"]
+assert int(rows[0]["cycles"]) > int(rows[1]["cycles"])
+PY
 # text report
 expect_status 0 "$TPUSIM" run --topology "$D/resnet18.csv" --chip tpu-v3-8
 expect_out_contains "(21 layers, conv) on tpu-v3-8 (8 cores"
