@@ -195,6 +195,8 @@ typedef struct cli_matmul_opts {
   long m, n, k, seed, cores, threads;
   long mem_limit_mib;                /* --mem-limit: 0 means the machine's available memory */
   const char *a, *b, *out, *trace;   /* --a, --b, --out, --trace */
+  const char *topology;              /* --topology: a SCALE-Sim topology, each layer a matmul */
+  bool gemm, input_set, level_set;   /* --input-type gemm; --input-type given; --level given */
   tpu_precision precision;
   tpu_fidelity level;
   cli_common com;
@@ -213,9 +215,12 @@ bool cli_matmul_error(long m, long n, long k, const float *a, const float *b, co
 /* }================================================================== */
 
 /* {==================================================================
-** SCALE-Sim v2 files (scalesim_read.c, for tpusim scalesim). They live in
-** cli/ because only this command reads them; the model they feed is
-** mxu.h's tpu_mxu_scalesim_layer. docs/SCALESIM.md describes both formats.
+** SCALE-Sim v2 files (scalesim_read.c). The config is read by tpusim
+** scalesim; topologies by scalesim, run --topology and matmul --topology
+** (one reader, one lowering). They live in cli/ because they are file
+** formats of the command line; the models they feed are mxu.h's
+** tpu_mxu_scalesim_layer and tpu_mxu_gemm, and the chip engine.
+** docs/SCALESIM.md describes both formats.
 ** ================================================================== */
 typedef struct cli_ss_config {
   char run_name[128];          /* [general] run_name */
@@ -230,6 +235,7 @@ typedef struct cli_ss_config {
 
 typedef struct cli_ss_layer {
   char name[64];
+  int line;                    /* the topology line it came from (messages) */
   long ifmap_h, ifmap_w, filter_h, filter_w, channels, filters, stride_h, stride_w;
   uint64_t ofmap_h, ofmap_w;   /* ceil((ifmap - filter + stride) / stride), no padding */
   uint64_t m, n, k;            /* the GEMM: ofmap pixels, filters, filter_h x filter_w x channels */
@@ -245,6 +251,71 @@ int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out);
 ** M, N, K) into *out (free with cli_ss_topology_free). Same returns. */
 int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_topology *out);
 void cli_ss_topology_free(cli_ss_topology *t);                /* a zeroed one is fine */
+/* --input-type V: conv or gemm into *gemm; 0, or 2 after a message. */
+int cli_ss_input_type(const char *cmd, const char *v, bool *gemm);
+/* }================================================================== */
+
+/* {==================================================================
+** A topology on the chip engine (topology.c; tpusim run --topology and
+** scalesim --chip). Each layer is one GEMM (M x N x K of its lowering),
+** built by tpu_sim_gemm_program exactly as `matmul --cores` builds one:
+** operands start in HBM, the result goes back, M split over the chip's
+** cores. The layers run one after another, each its own engine run (a
+** layer starts when the previous one's last write-back is done: no
+** overlap between layers), so a network's cycles are the sum of its
+** layers'.
+** ================================================================== */
+typedef struct cli_topo_layer {
+  uint64_t cycles;             /* the layer's run */
+  tpu_sim_stalls stall;        /* summed over the cores */
+  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core */
+  uint64_t memory_busy;        /* tpu_sim_result_memory_busy over the cores */
+  const char *bound;           /* tpu_sim_result_bound: "memory" or "compute" */
+  double hbm_bytes;            /* HBM traffic of the layer's program */
+  double hbm_operand_bytes[3]; /* the same by operand: ifmap (A) read, filter (B) read, ofmap (C) written */
+} cli_topo_layer;
+
+typedef struct cli_topo_run {
+  int n;                       /* layers */
+  cli_topo_layer *layers;      /* n of them (cli_topo_run_free) */
+  uint64_t cycles;             /* sum over the layers */
+  tpu_sim_stalls stall;        /* summed over layers and cores */
+  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core, summed over layers */
+  uint64_t memory_busy;
+  double hbm_bytes, macs;      /* sums; macs = sum of M*N*K */
+  double wall_s;               /* host time of the runs */
+} cli_topo_run;
+
+/* Runs topology 'tp' (read from 'path', for messages) on 'chip' (its cores
+** all used; cut it first with cli_chip_cut) at 'level' (tile: zero-valued
+** operands, the same cycles) on 'threads' host threads (0: the host's).
+** With 'trace' set, writes one Perfetto trace of all layers (each a step,
+** one after another) through the trace writer. A layer the GEMM builder
+** refuses is bad input: "PATH:LINE: layer 'NAME' (M x N x K): why", exit
+** 2. Returns 0 or the exit status after a message; *out is filled on
+** success (free with cli_topo_run_free; a zeroed one is fine). */
+int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
+                      tpu_fidelity level, int threads, const char *trace, cli_topo_run *out);
+void cli_topo_run_free(cli_topo_run *r);
+/* Adds a layer's "hbm_ifmap_bytes", "hbm_filter_bytes" and
+** "hbm_ofmap_bytes" to the JSON object o; 0, or -1 out of memory. */
+int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly);
+/* tpusim run --topology (run_topology.c): the run and its report, as text
+** on stdout or with json in *report (the caller's). */
+typedef struct cli_run_topology_opts {
+  const char *path;            /* --topology */
+  bool gemm;                   /* --input-type gemm */
+  tpu_fidelity level;
+  int cores;                   /* --cores; 0: all the chip's */
+  int threads;
+  const char *trace;           /* --trace or NULL */
+  bool json;
+} cli_run_topology_opts;
+int cli_run_topology(const tpu_chip_config *chip, const cli_run_topology_opts *o, struct json_t **report);
+/* The bound of a whole run: tpu_sim_result_bound's comparison (transfers
+** in flight plus weight_load against mxu_busy) over the summed counters.
+** This function can't fail. */
+const char *cli_topo_bound(const cli_topo_run *r);
 /* }================================================================== */
 
 struct json_t;

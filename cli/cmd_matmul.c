@@ -1,5 +1,6 @@
 /*
-** cmd_matmul.c -- `tpusim matmul`: one GEMM on one core's MXU(s).
+** cmd_matmul.c -- `tpusim matmul`: one GEMM on one core's MXU(s), or every
+** layer of a SCALE-Sim topology as one (--topology), layer after layer.
 **
 ** Reports cycles, MXU utilization (MACs done by the array over
 ** cells x cycles), achieved FLOP/s at the configured clock (2*M*N*K over the
@@ -25,7 +26,8 @@
 
 static const char HELP[] =
   "usage: tpusim matmul --m M --n N --k K [options]\n"
-  "       tpusim matmul --a A.npy --b B.npy [options]\n\n"
+  "       tpusim matmul --a A.npy --b B.npy [options]\n"
+  "       tpusim matmul --topology FILE.csv [--input-type conv|gemm] [options]\n\n"
   "Runs C = A.B (A is M x K, B is K x N, f32) through one core's MXU and reports\n"
   "cycles, MXU utilization, FLOP/s and the error against OpenBLAS sgemm.\n\n"
   "  --m, --n, --k N        GEMM shape (1..2147483647 each; taken from --a/--b when given;\n"
@@ -41,6 +43,10 @@ static const char HELP[] =
   "                         (docs/PROGRAMS.md)\n"
   "  --threads N            host threads with --cores (default: the host's cores)\n"
   "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n"
+  "  --topology FILE        a SCALE-Sim topology CSV: each layer's GEMM (its lowering,\n"
+  "                         docs/SCALESIM.md) as one matmul, per-layer lines and a total;\n"
+  "                         the level is timing unless --level says otherwise\n"
+  "  --input-type T         with --topology: conv (default) or gemm (name, M, N, K)\n"
   "  --mem-limit MIB        the tile and pe levels hold A, B and C in memory: refuse a\n"
   "                         shape needing more than this (default: the machine's\n"
   "                         available memory); the timing level needs none\n";
@@ -48,7 +54,7 @@ static const char HELP[] =
 
 #define CMD "matmul"
 
-enum { OPT_PRECISION = 1, OPT_LEVEL };
+enum { OPT_PRECISION = 1, OPT_LEVEL, OPT_INPUT };
 
 /* {==================================================================
 ** Options
@@ -56,6 +62,8 @@ enum { OPT_PRECISION = 1, OPT_LEVEL };
 static int option(void *ud, int id, const char *v) {
   cli_matmul_opts *o = ud;
   if (id == OPT_PRECISION) return cli_precision(CMD, v, &o->precision);
+  if (id == OPT_INPUT) { o->input_set = true; return cli_ss_input_type(CMD, v, &o->gemm); }
+  if (id == OPT_LEVEL) o->level_set = true;
   if (id == OPT_LEVEL && !tpu_fidelity_parse(v, &o->level))
     return cli_usage_error(CMD, "--level: expected pe, tile or timing, got '%s'", v);
   return 0;
@@ -74,6 +82,7 @@ static int parse(int argc, char **argv, cli_matmul_opts *o) {
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("level", OPT_LEVEL, NULL),
     CLI_STR("a", &o->a, "--a needs a file name"), CLI_STR("b", &o->b, "--b needs a file name"),
     CLI_STR("out", &o->out, "--out needs a file name"), CLI_STR("trace", &o->trace, "--trace needs a file name"),
+    CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"), CLI_ID("input-type", OPT_INPUT, NULL),
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, option, o);
   return rc ? rc : o->com.help ? cli_help(HELP, NULL) : CLI_RUN;
@@ -82,6 +91,10 @@ static int parse(int argc, char **argv, cli_matmul_opts *o) {
 /* The flags that go together, or not; 0 when they are consistent. */
 static int check(const cli_matmul_opts *o) {
   if (!o->a != !o->b) return cli_usage_error(CMD, "--a and --b go together");
+  if (o->input_set && !o->topology) return cli_usage_error(CMD, "--input-type goes with --topology");
+  if (o->topology && (o->m || o->n || o->k || o->a || o->out || o->cores))
+    return cli_usage_error(CMD, "--topology gives each layer's M, N and K; --m, --n, --k, --a, --b, --out and "
+                           "--cores do not go with it (tpusim run --topology runs the layers on several cores)");
   if (o->out && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--out: the timing level computes no values; use --level tile or pe");
   if (o->cores) {
@@ -113,8 +126,9 @@ static double available_bytes(void) {
 
 /* The tile and pe levels hold the operands: the memory a run needs is
 ** computed before anything is allocated, and a run needing more than the
-** limit is refused (exit 2) with the figure. 0 when it fits. */
-static int check_memory(const cli_matmul_opts *o) {
+** limit is refused (exit 2) with the figure, after 'what' (a topology's
+** layer, or ""). 0 when it fits. */
+static int check_memory(const cli_matmul_opts *o, const char *what) {
   if (o->level == TPU_FIDELITY_TIMING || o->cores) return 0;
   const double m = (double)o->m, n = (double)o->n, k = (double)o->k;
   const double parts = o->precision == TPU_PREC_BF16 && o->level == TPU_FIDELITY_TILE ? 0 : tpu_precision_parts(o->precision);
@@ -122,9 +136,9 @@ static int check_memory(const cli_matmul_opts *o) {
   const double need = 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
   const double limit = o->mem_limit_mib ? (double)o->mem_limit_mib * 1048576.0 : available_bytes();
   if (limit > 0 && need > limit)
-    return cli_usage_error(CMD, "%ld x %ld x %ld at --level %s needs %.3g GiB (A, B, C and the reference in f32%s), "
+    return cli_usage_error(CMD, "%s%ld x %ld x %ld at --level %s needs %.3g GiB (A, B, C and the reference in f32%s), "
                            "more than the limit of %.3g GiB (%s); use --level timing (cycles only, no memory) or "
-                           "a smaller shape", o->m, o->n, o->k, tpu_fidelity_name(o->level), need / 1073741824.0,
+                           "a smaller shape", what, o->m, o->n, o->k, tpu_fidelity_name(o->level), need / 1073741824.0,
                            parts ? ", and the operands' bf16 parts" : "", limit / 1073741824.0,
                            o->mem_limit_mib ? "--mem-limit" : "the machine's available memory; --mem-limit MIB sets another");
   return 0;
@@ -286,6 +300,126 @@ static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, co
 }
 /* }================================================================== */
 
+/* {==================================================================
+** --topology: every layer of a SCALE-Sim topology as one matmul
+** ================================================================== */
+typedef struct mt_layer { tpu_mxu_gemm_result res; double max_abs, max_rel, wall; } mt_layer;
+
+/* Layer i as a matmul on one core, as the single command runs one. */
+static int topology_layer(const tpu_chip_config *chip, cli_matmul_opts *o, const cli_ss_layer *L, mt_layer *out) {
+  char what[256];
+  snprintf(what, sizeof what, "%s:%d: layer '%s': ", o->topology, L->line, L->name);
+  if (L->m > INT_MAX || L->n > INT_MAX || L->k > INT_MAX)
+    return cli_usage_error(CMD, "%sGEMM %llu x %llu x %llu: a matmul takes M, N and K of 1..%d", what,
+                           (unsigned long long)L->m, (unsigned long long)L->n, (unsigned long long)L->k, INT_MAX);
+  o->m = (long)L->m; o->n = (long)L->n; o->k = (long)L->k;
+  mm_run r = { 0 };
+  int rc = check_memory(o, what);
+  if (!rc && !(rc = load_inputs(o, &r)) && !(rc = run(chip, o, &r)))
+    *out = (mt_layer){ r.res, r.values ? r.max_abs : 0, r.values ? r.max_rel : 0, r.wall };
+  tpu_free(r.a); tpu_free(r.b); tpu_free(r.c);
+  return rc;
+}
+
+/* The report's totals: cycles, MACs, tiles and weight loads summed, the
+** largest errors. */
+static mt_layer topology_total(const mt_layer *ls, int n) {
+  mt_layer t = { .res = { 0 } };
+  for (int i = 0; i < n; i++) {
+    t.res.cycles += ls[i].res.cycles; t.res.macs += ls[i].res.macs;
+    t.res.tiles += ls[i].res.tiles; t.res.weight_loads += ls[i].res.weight_loads;
+    t.max_abs = fmax(t.max_abs, ls[i].max_abs); t.max_rel = fmax(t.max_rel, ls[i].max_rel);
+    t.wall += ls[i].wall;
+  }
+  return t;
+}
+
+/* One layer's (or the total's) figures as JSON: cycles, seconds, the
+** GEMM's utilization, the array's MACs, tiles, weight loads, errors. */
+static json_t *topology_fig_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mt_layer *l,
+                                 double gemm_macs) {
+  const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
+  const bool values = o->level != TPU_FIDELITY_TIMING;
+  return json_pack("{s:I, s:o, s:o, s:I, s:I, s:I, s:o, s:o}", "cycles", (json_int_t)l->res.cycles,
+    "time_s", cli_json_real((double)l->res.cycles / (chip->clock_mhz * 1e6)),
+    "mxu_utilization", cli_json_real(gemm_macs / (cells * (double)l->res.cycles)), "macs", (json_int_t)l->res.macs,
+    "tiles", (json_int_t)l->res.tiles, "weight_loads", (json_int_t)l->res.weight_loads,
+    "max_abs_err", values ? cli_json_real(l->max_abs) : json_null(),
+    "max_rel_err", values ? cli_json_real(l->max_rel) : json_null());
+}
+
+static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const cli_ss_topology *tp,
+                             const mt_layer *ls) {
+  const mt_layer t = topology_total(ls, tp->n);
+  json_t *arr = json_array();
+  double all = 0;
+  for (int i = 0; arr && i < tp->n; i++) {
+    const cli_ss_layer *L = &tp->layers[i];
+    const double macs = (double)L->m * (double)L->n * (double)L->k;
+    json_t *e = json_pack("{s:s, s:i, s:I, s:I, s:I}", "name", L->name, "line", L->line, "m", (json_int_t)L->m,
+                          "n", (json_int_t)L->n, "k", (json_int_t)L->k);
+    all += macs;
+    if (!e || json_object_update_new(e, topology_fig_json(chip, o, &ls[i], macs)) || json_array_append_new(arr, e)) {
+      json_decref(arr);
+      arr = NULL;
+    }
+  }
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "chip", chip->name, "topology", o->topology, "input_type",
+                        o->gemm ? "gemm" : "conv", "precision", tpu_precision_name(o->precision), "level",
+                        tpu_fidelity_name(o->level), "layer_count", tp->n);
+  json_t *tot = topology_fig_json(chip, o, &t, all);
+  if (!j || !tot || !arr || json_object_update(j, tot) || json_object_set_new(j, "layers", arr) ||
+      json_object_set_new(j, "wall_s", cli_json_real(t.wall))) {
+    json_decref(j); json_decref(tot);
+    return NULL;
+  }
+  json_decref(tot);
+  return j;
+}
+
+static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const cli_ss_topology *tp,
+                          const mt_layer *ls) {
+  const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
+  const bool values = o->level != TPU_FIDELITY_TIMING;
+  printf("matmul %s (%d layers, %s), each layer one matmul on one core of %s (%d MXU%s of %dx%d at %.0f MHz), "
+         "%s, level %s\n", o->topology, tp->n, o->gemm ? "gemm" : "conv", chip->name, chip->mxus_per_core,
+         chip->mxus_per_core > 1 ? "s" : "", chip->mxu.rows, chip->mxu.cols, chip->clock_mhz,
+         tpu_precision_name(o->precision), tpu_fidelity_name(o->level));
+  printf("  %-4s %-22s %8s %8s %8s %12s %7s%s\n", "id", "layer", "M", "N", "K", "cycles", "util%",
+         values ? "  max rel err" : "");
+  double all = 0;
+  for (int i = 0; i < tp->n; i++) {
+    const cli_ss_layer *L = &tp->layers[i];
+    const double macs = (double)L->m * (double)L->n * (double)L->k;
+    all += macs;
+    printf("  %-4d %-22s %8llu %8llu %8llu %12llu %7.2f", i, L->name, (unsigned long long)L->m,
+           (unsigned long long)L->n, (unsigned long long)L->k, (unsigned long long)ls[i].res.cycles,
+           100.0 * macs / (cells * (double)ls[i].res.cycles));
+    if (values) printf("  %.3g", ls[i].max_rel);
+    printf("\n");
+  }
+  const mt_layer t = topology_total(ls, tp->n);
+  printf("  total %llu cycles (%.3f us), MXU utilization %.2f%%, %llu tiles; wall time %.3f s\n",
+         (unsigned long long)t.res.cycles, (double)t.res.cycles / chip->clock_mhz,
+         100.0 * all / (cells * (double)t.res.cycles), (unsigned long long)t.res.tiles, t.wall);
+}
+
+static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t **report) {
+  if (!o->level_set) o->level = TPU_FIDELITY_TIMING;
+  cli_ss_topology tp;
+  int rc = cli_ss_read_topology(CMD, o->topology, o->gemm, &tp);
+  if (rc) return rc;
+  mt_layer *ls = tpu_calloc((size_t)tp.n, sizeof *ls);
+  if (!ls) rc = cli_runtime_error(CMD, "out of memory");
+  for (int i = 0; i < tp.n && !rc; i++) rc = topology_layer(chip, o, &tp.layers[i], &ls[i]);
+  if (!rc && !o->com.json) topology_text(chip, o, &tp, ls);
+  else if (!rc && !(*report = topology_json(chip, o, &tp, ls))) rc = cli_runtime_error(CMD, "out of memory");
+  tpu_free(ls);
+  cli_ss_topology_free(&tp);
+  return rc;
+}
+/* }================================================================== */
+
 /* One run of matmul on parsed options (reentrant: tpusim sweep runs points
 ** on several threads). With --json, *report gets the report; otherwise the
 ** text report is printed and *report is NULL. */
@@ -300,7 +434,8 @@ static int matmul_run(const void *op, json_t **report) {
                            "them in HBM blocks); without --cores the timing level takes up to 2147483647");
   if (o.cores) return cli_matmul_cores(&chip, &o, report);
   mm_run r = { 0 };
-  if (!o.a && (rc = check_memory(&o))) return rc;
+  if (o.topology) return topology_run(&chip, &o, report);
+  if (!o.a && (rc = check_memory(&o, ""))) return rc;
   if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
     if (!o.com.json) rc = report_text(&chip, &o, &r);
     else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");

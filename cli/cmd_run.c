@@ -1,7 +1,8 @@
 /*
 ** cmd_run.c -- `tpusim run`: runs a hand-written JSON program (the format
-** of docs/PROGRAMS.md) on the chip engine and reports where every core's
-** cycles went.
+** of docs/PROGRAMS.md), or a SCALE-Sim topology's layers as GEMMs
+** (--topology, run_topology.c), on the chip engine and reports where every
+** core's cycles went.
 */
 #include <errno.h>
 #include <jansson.h>
@@ -12,12 +13,20 @@
 #include "sim/sim.h"
 
 static const char HELP[] =
-  "usage: tpusim run --program FILE.json [options]\n\n"
+  "usage: tpusim run --program FILE.json [options]\n"
+  "       tpusim run --topology FILE.csv [--input-type conv|gemm] [--cores C] [options]\n\n"
   "Runs a program (buffers and ops per core, see docs/PROGRAMS.md) on the chip and\n"
   "reports the cycles and, for every core, the stall breakdown: mxu_busy,\n"
-  "vpu_busy, infeed_wait, memory_wait, collective_wait, idle.\n\n"
-  "  --program FILE     the JSON program (required)\n"
-  "  --level L          tile (default: cycles and values) or timing (cycles only)\n"
+  "vpu_busy, weight_load, infeed_wait, memory_wait, collective_wait, idle.\n"
+  "With --topology, each layer of a SCALE-Sim topology is one GEMM with its\n"
+  "operands in HBM, split along M over the cores, the layers one after another\n"
+  "(docs/SCALESIM.md); reported per layer and in total.\n\n"
+  "  --program FILE     the JSON program\n"
+  "  --topology FILE    a SCALE-Sim topology CSV instead of a program\n"
+  "  --input-type T     with --topology: conv (default) or gemm (name, M, N, K)\n"
+  "  --cores C          with --topology: run on C cores of the chip (default: all)\n"
+  "  --level L          tile (default for programs: cycles and values) or timing (cycles\n"
+  "                     only; the default with --topology, whose layers carry no values)\n"
   "  --threads N        host threads (default: the host's cores); results do not depend on it\n"
   "  --trace FILE       write a Chrome/Perfetto trace (open in ui.perfetto.dev or chrome://tracing)\n"
   "  --print NAME       print buffer NAME's final values on every core (repeatable; tile level)\n";
@@ -25,13 +34,14 @@ static const char HELP[] =
 #define CMD "run"
 #define MAX_PRINT 16
 
-enum { OPT_PRINT = 1, OPT_LEVEL };
+enum { OPT_PRINT = 1, OPT_LEVEL, OPT_INPUT };
 
 typedef struct run_opts {
   cli_common com;
-  const char *program, *trace;
+  const char *program, *trace, *topology;
   tpu_fidelity level;
-  long threads;
+  bool level_set, gemm, input_set;   /* --level given; --input-type gemm; --input-type given */
+  long threads, cores;
   int nprint;
   const char *prints[MAX_PRINT];     /* --print NAME, in order */
 } run_opts;
@@ -40,6 +50,8 @@ static int option(void *ud, int id, const char *v) {
   run_opts *o = ud;
   if (id == OPT_PRINT && o->nprint == MAX_PRINT) return cli_usage_error(CMD, "--print: at most %d buffers", MAX_PRINT);
   if (id == OPT_PRINT) o->prints[o->nprint++] = v;
+  if (id == OPT_INPUT) { o->input_set = true; return cli_ss_input_type(CMD, v, &o->gemm); }
+  if (id == OPT_LEVEL) o->level_set = true;
   if (id == OPT_LEVEL && (!tpu_fidelity_parse(v, &o->level) || o->level == TPU_FIDELITY_PE))
     return cli_usage_error(CMD, "--level: expected tile or timing, got '%s'", v);
   return 0;
@@ -53,11 +65,19 @@ static int parse(int argc, char **argv, run_opts *o) {
     CLI_ID("print", OPT_PRINT, "--print needs a buffer name"),
     CLI_LONG("threads", &o->threads, 1, 1024),
     CLI_ID("level", OPT_LEVEL, NULL),
+    CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"),
+    CLI_ID("input-type", OPT_INPUT, NULL),
+    CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, option, o);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
-  if (!o->program) return cli_usage_error(CMD, "--program FILE.json is required (tpusim run --help)");
+  if (!o->program == !o->topology)
+    return cli_usage_error(CMD, "give --program FILE.json or --topology FILE.csv, one of them (tpusim run --help)");
+  if (o->topology && o->nprint) return cli_usage_error(CMD, "--print: a topology's layers have no named buffers");
+  if (o->program && (o->input_set || o->cores))
+    return cli_usage_error(CMD, "--input-type and --cores go with --topology (a program says its own cores)");
+  if (o->topology && !o->level_set) o->level = TPU_FIDELITY_TIMING;
   if (o->nprint && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--print: the timing level computes no values; use --level tile");
   return CLI_RUN;
@@ -151,6 +171,11 @@ static int run_opts_run(const void *op, json_t **report) {
   *report = NULL;
   run_state r = { .p = NULL };
   int rc;
+  if (o->topology) {
+    const cli_run_topology_opts t = { o->topology, o->gemm, o->level, (int)o->cores, (int)o->threads, o->trace,
+                                      o->com.json };
+    return (rc = cli_load_chip(CMD, &o->com, &r.chip)) ? rc : cli_run_topology(&r.chip, &t, report);
+  }
   if (!(rc = load(o, &r)) && !(rc = run(o, &r))) {
     int ops = 0;
     for (int core = 0; core < r.chip.cores; core++) ops += tpu_sim_program_ops(r.p, core);

@@ -11,6 +11,11 @@
 **                      (tpu_mxu_gemm): weight-stationary, double-buffered
 **                      weights, a partial fold charged for what it uses.
 **                      ws only; the same layers, so the two can be compared.
+**   --chip NAME / --cores N  the layers on the chip engine (topology.c): a
+**                      tpusim chip (its MXU given the config's array), each
+**                      layer's operands in HBM, M split over N cores (all
+**                      the chip's by default); Total Cycles are the engine's
+**                      and Stall Cycles the time the cores did not compute.
 ** SCALE-Sim's short flags -c, -t, -p and -i are accepted as well as the
 ** long ones.
 */
@@ -21,10 +26,12 @@
 #include <sys/stat.h>
 
 #include "cli/cli_int.h"
+#include "cli/sim_report.h"
 
 static const char HELP[] =
   "usage: tpusim scalesim -c FILE.cfg -t TOPOLOGY.csv [-p LOGDIR] [-i conv|gemm]\n"
-  "                       [--compat scalesim|none] [--dataflow ws|os|is] [--json]\n\n"
+  "                       [--compat scalesim|none] [--dataflow ws|os|is] [--json]\n"
+  "                       [--chip NAME] [--cores N] [--set KEY=VALUE]\n\n"
   "Runs a SCALE-Sim v2 config and topology layer by layer on one systolic\n"
   "array and writes COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv in SCALE-Sim's\n"
   "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md).\n\n"
@@ -34,20 +41,36 @@ static const char HELP[] =
   "  -i, --input-type T     conv (default) or gemm (name, M, N, K)\n"
   "  --compat scalesim      SCALE-Sim v2's compute model: its cycles exactly\n"
   "  --compat none          tpusim's double-buffered weight-stationary MXU (default)\n"
-  "  --dataflow ws|os|is    overrides the config's Dataflow\n";
+  "  --dataflow ws|os|is    overrides the config's Dataflow\n"
+  "  --cores N              with the chip engine, run on N of its cores (default: all;\n"
+  "                         alone it means --chip tpu-v2-8)\n";
+static const char MORE[] =
+  "\nWith --chip (or --cores) the layers run on that chip's engine, the config's\n"
+  "array as its MXU: operands in HBM, DMA, several cores; Total Cycles are the\n"
+  "engine's and Stall Cycles the time the cores did not compute\n"
+  "(docs/SCALESIM.md). --set changes that chip.\n";
 
 enum { OPT_COMPAT = 1, OPT_DATAFLOW, OPT_INPUT };
+
+typedef struct ss_engine {     /* --chip: the chip and the layers' runs on it */
+  tpu_chip_config chip;
+  cli_topo_run run;
+} ss_engine;
 
 typedef struct ss_opts {
   const char *config, *topology, *logdir;
   bool compat, gemm, df_set;
+  bool chip;                   /* --chip or --cores: the chip engine */
+  long cores;                  /* --cores, 0: all the chip's */
   tpu_mxu_dataflow df;
   cli_common com;
+  const ss_engine *engine;     /* set once the chip engine has run (--chip) */
 } ss_opts;
 
 typedef struct ss_row {        /* one layer's report */
   tpu_mxu_scalesim s;          /* SCALE-Sim's figures (cycles replaced outside compat) */
   uint64_t cycles;             /* the Total Cycles reported */
+  uint64_t stall;              /* the Stall Cycles reported (0 but on the chip engine) */
 } ss_row;
 
 static int on_value(void *ud, int id, const char *v) {
@@ -61,11 +84,17 @@ static int on_value(void *ud, int id, const char *v) {
       return cli_usage_error("scalesim", "--dataflow: expected ws, os or is, got '%s'", v);
     o->df_set = true;
   } else {
-    if (!strcmp(v, "gemm")) o->gemm = true;
-    else if (!strcmp(v, "conv")) o->gemm = false;
-    else return cli_usage_error("scalesim", "--input-type: expected conv or gemm, got '%s'", v);
+    return cli_ss_input_type("scalesim", v, &o->gemm);
   }
   return 0;
+}
+
+/* Whether --chip was given: cli_parse leaves its default otherwise, the
+** value then being none of argv's (getopt's optarg points into argv). */
+static bool chip_given(int argc, char **argv, const char *chip) {
+  for (int i = 1; i < argc; i++)
+    if (chip == argv[i] || (!strncmp(argv[i], "--chip=", 7) && chip == argv[i] + 7)) return true;
+  return false;
 }
 
 /* SCALE-Sim's short flags become the long ones (cli_parse takes long ones). */
@@ -88,16 +117,20 @@ static int parse(int argc, char **argv, ss_opts *o) {
     CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"),
     CLI_STR("logdir", &o->logdir, "--logdir needs a directory"),
     CLI_ID("input-type", OPT_INPUT, NULL), CLI_ID("compat", OPT_COMPAT, NULL),
-    CLI_ID("dataflow", OPT_DATAFLOW, NULL) };
+    CLI_ID("dataflow", OPT_DATAFLOW, NULL), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES) };
   char **args = tpu_malloc((size_t)(argc + 1) * sizeof *args);
   if (!args) return cli_runtime_error("scalesim", "out of memory");
   long_flags(argc, argv, args);
   int rc = cli_parse("scalesim", argc, args, opts, CLI_NOPTS(opts), &o->com, on_value, o);
+  o->chip = o->cores || chip_given(argc, args, o->com.chip);
   tpu_free(args);
   if (rc) return rc;
-  if (o->com.help) return cli_help(HELP, NULL);
+  if (o->com.help) return cli_help(HELP, MORE);
   if (!o->config) return cli_usage_error("scalesim", "-c FILE.cfg is required (tpusim scalesim --help)");
   if (!o->topology) return cli_usage_error("scalesim", "-t TOPOLOGY.csv is required (tpusim scalesim --help)");
+  if (o->com.nsets && !o->chip) return cli_usage_error("scalesim", "--set goes with --chip or --cores (the chip engine)");
+  if (o->chip && o->compat)
+    return cli_usage_error("scalesim", "--chip and --cores run tpusim's chip engine; they do not go with --compat scalesim");
   return CLI_RUN;
 }
 
@@ -122,6 +155,90 @@ static int run_layer(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_la
   return 0;
 }
 
+/* {==================================================================
+** --chip: the layers on the chip engine
+** ================================================================== */
+/* The chip: --chip (default tpu-v2-8) with the config's array as its MXU
+** (mxu.rows and mxu.cols set before the user's --set, which may change
+** them), cut to --cores. 0, or the exit status after a message. */
+static int engine_chip(const cli_ss_config *cfg, const ss_opts *o, tpu_chip_config *chip) {
+  if (o->com.nsets + 2 > CLI_MAX_SETS) return cli_usage_error("scalesim", "--set: at most %d overrides", CLI_MAX_SETS - 2);
+  char rows[40], cols[40];
+  snprintf(rows, sizeof rows, "mxu.rows=%ld", cfg->rows);
+  snprintf(cols, sizeof cols, "mxu.cols=%ld", cfg->cols);
+  cli_common com = o->com;
+  com.sets[0] = rows;
+  com.sets[1] = cols;
+  memcpy(com.sets + 2, o->com.sets, (size_t)o->com.nsets * sizeof *com.sets);
+  com.nsets = o->com.nsets + 2;
+  int rc = cli_load_chip("scalesim", &com, chip);
+  if (rc) return rc;
+  if (o->cores > chip->cores)
+    return cli_usage_error("scalesim", "--cores: expected 1..%d (the cores of %s), got %ld", chip->cores, chip->name,
+                           o->cores);
+  cli_chip_cut(chip, o->cores ? (int)o->cores : chip->cores);
+  return 0;
+}
+
+/* Runs every layer on the chip and puts its figures in rows[]: Total
+** Cycles the engine's, Stall Cycles those in which the cores computed
+** nothing (mean over the cores), Overall Util the MACs over every PE of
+** the cores in Total Cycles, Compute Util over the PEs in the cycles they
+** computed; Mapping Efficiency stays SCALE-Sim's (shapes only). */
+static int engine_rows(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topology *tp, ss_engine *e,
+                       ss_row *rows) {
+  int rc = engine_chip(cfg, o, &e->chip);
+  if (rc || (rc = cli_topo_chip_run("scalesim", o->topology, tp, &e->chip, TPU_FIDELITY_TIMING, 0, NULL, &e->run)))
+    return rc;
+  const tpu_chip_config *c = &e->chip;
+  const double pes = (double)c->mxu.rows * c->mxu.cols * c->mxus_per_core;
+  for (int i = 0; i < tp->n; i++) {
+    const cli_topo_layer *ly = &e->run.layers[i];
+    uint64_t busy = 0;
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) busy += tpu_sim_stall_busy(k) ? ly->stall.cycles[k] : 0;
+    ss_row *r = &rows[i];
+    tpu_mxu_scalesim_layer((int)cfg->rows, (int)cfg->cols, cfg->dataflow, tp->layers[i].m, tp->layers[i].n,
+                           tp->layers[i].k, &r->s);
+    r->cycles = ly->cycles;
+    r->stall = ly->cycles - busy / (uint64_t)c->cores;
+    r->s.overall_util_pct = 100.0 * (double)r->s.macs / ((double)ly->cycles * pes * c->cores);
+    r->s.compute_util_pct = busy ? 100.0 * (double)r->s.macs / ((double)busy * pes) : 0;
+  }
+  return 0;
+}
+
+/* The engine's figures added to the --json report: the chip, its cores,
+** the stall table per layer and in total, HBM bytes and the bound. 0 or -1. */
+static int engine_json(json_t *j, const ss_engine *e) {
+  const cli_topo_run *r = &e->run;
+  json_t *layers = json_object_get(j, "layers");
+  int bad = json_object_set_new(j, "chip", json_string(e->chip.name)) ||
+            json_object_set_new(j, "cores", json_integer(e->chip.cores)) ||
+            json_object_set_new(j, "stall", cli_sim_stalls_json(&r->stall)) ||
+            json_object_set_new(j, "hbm_bytes", cli_json_real(r->hbm_bytes)) ||
+            json_object_set_new(j, "bound", json_string(cli_topo_bound(r)));
+  for (int i = 0; !bad && i < r->n; i++) {
+    json_t *l = json_array_get(layers, (size_t)i);
+    bad = !l || json_object_set_new(l, "stall", cli_sim_stalls_json(&r->layers[i].stall)) ||
+          json_object_set_new(l, "hbm_bytes", cli_json_real(r->layers[i].hbm_bytes)) ||
+          json_object_set_new(l, "bound", json_string(r->layers[i].bound)) ||
+          cli_topo_operand_json(l, &r->layers[i]);
+  }
+  return bad ? -1 : 0;
+}
+
+/* The text report's lines on the engine: where the core-cycles went. */
+static void engine_text(const ss_engine *e) {
+  const cli_topo_run *r = &e->run;
+  printf("chip engine: %s, %d core%s (HBM, DMA, double-buffered VMEM); core-cycles:", e->chip.name, e->chip.cores,
+         e->chip.cores > 1 ? "s" : "");
+  const double tot = (double)r->cycles * e->chip.cores;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++)
+    if (r->stall.cycles[k]) printf(" %s %.1f%%", tpu_sim_stall_name(k), 100.0 * (double)r->stall.cycles[k] / tot);
+  printf("; %s-bound\n", cli_topo_bound(r));
+}
+/* }================================================================== */
+
 /* Python's repr of a float (the shortest text that reads back the same),
 ** as SCALE-Sim writes its percentages. */
 static void py_float(tpu_text *t, double x) {
@@ -145,7 +262,7 @@ static void reports(const cli_ss_topology *tp, const ss_row *rows, tpu_text *cr,
   for (int i = 0; i < tp->n; i++) {
     const ss_row *r = &rows[i];
     const double c = (double)r->cycles;
-    tpu_text_printf(cr, "%d, %llu, 0, ", i, (unsigned long long)r->cycles);
+    tpu_text_printf(cr, "%d, %llu, %llu, ", i, (unsigned long long)r->cycles, (unsigned long long)r->stall);
     const double pct[3] = { r->s.overall_util_pct, r->s.mapping_eff_pct, r->s.compute_util_pct };
     for (int k = 0; k < 3; k++) { py_float(cr, pct[k]); tpu_text_printf(cr, ", "); }
     cr->n -= 1;                                       /* SCALE-Sim ends a row with "," */
@@ -186,7 +303,7 @@ static int write_reports(const cli_ss_config *cfg, const ss_opts *o, const cli_s
 static json_t *layer_json(const cli_ss_layer *ly, const ss_row *r) {
   return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
     "name", ly->name, "m", (json_int_t)ly->m, "n", (json_int_t)ly->n, "k", (json_int_t)ly->k,
-    "cycles", (json_int_t)r->cycles, "stall_cycles", (json_int_t)0,
+    "cycles", (json_int_t)r->cycles, "stall_cycles", (json_int_t)r->stall,
     "overall_util_pct", cli_json_real(r->s.overall_util_pct), "mapping_eff_pct", cli_json_real(r->s.mapping_eff_pct),
     "compute_util_pct", cli_json_real(r->s.compute_util_pct), "row_folds", (json_int_t)r->s.row_folds,
     "col_folds", (json_int_t)r->s.col_folds, "scalesim_cycles", (json_int_t)r->s.total_cycles,
@@ -203,14 +320,17 @@ static int report(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topol
     json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:o}", "run_name", cfg->run_name,
       "compat", o->compat ? "scalesim" : "none", "dataflow", tpu_mxu_dataflow_name(cfg->dataflow),
       "rows", (int)cfg->rows, "cols", (int)cfg->cols, "total_cycles", (json_int_t)total, "layers", arr);
+    if (j && o->engine && engine_json(j, o->engine)) { json_decref(j); j = NULL; }
     return cli_print_json("scalesim", j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
   }
   printf("%s: %ldx%ld array, %s dataflow, %s model\n", cfg->run_name, cfg->rows, cfg->cols,
-         tpu_mxu_dataflow_name(cfg->dataflow), o->compat ? "SCALE-Sim v2 (--compat scalesim)" : "tpusim");
+         tpu_mxu_dataflow_name(cfg->dataflow),
+         o->compat ? "SCALE-Sim v2 (--compat scalesim)" : o->engine ? "tpusim chip engine" : "tpusim");
   printf("%-4s %-20s %12s %10s %10s %10s\n", "id", "layer", "cycles", "util %", "mapping %", "compute %");
   for (int i = 0; i < tp->n; i++)
     printf("%-4d %-20s %12llu %10.2f %10.2f %10.2f\n", i, tp->layers[i].name, (unsigned long long)rows[i].cycles,
            rows[i].s.overall_util_pct, rows[i].s.mapping_eff_pct, rows[i].s.compute_util_pct);
+  if (o->engine) engine_text(o->engine);
   printf("total %llu cycles; reports in %s/%s/\n", (unsigned long long)total, o->logdir, cfg->run_name);
   return 0;
 }
@@ -229,14 +349,20 @@ int cli_cmd_scalesim(int argc, char **argv) {
   if ((rc = cli_ss_read_topology("scalesim", o.topology, o.gemm, &tp))) return rc;
   ss_row *rows = tpu_calloc((size_t)tp.n, sizeof *rows);
   uint64_t total = 0;
+  ss_engine e = { .run = { 0 } };
   if (!rows) rc = cli_runtime_error("scalesim", "out of memory");
-  for (int i = 0; i < tp.n && !rc; i++) {
+  else if (o.chip && !(rc = engine_rows(&cfg, &o, &tp, &e, rows))) {
+    o.engine = &e;
+    total = e.run.cycles;
+  }
+  for (int i = 0; i < tp.n && !rc && !o.chip; i++) {
     rc = run_layer(&cfg, &o, &tp.layers[i], &rows[i]);
     total += rows[i].cycles;
   }
   if (!rc) rc = write_reports(&cfg, &o, &tp, rows);
   if (!rc) rc = report(&cfg, &o, &tp, rows, total);
   tpu_free(rows);
+  cli_topo_run_free(&e.run);
   cli_ss_topology_free(&tp);
   return rc;
 }

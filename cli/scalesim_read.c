@@ -267,6 +267,7 @@ static int topo_line(const ss_line *l, const char *b, const char *e, bool gemm, 
   const int nl = (int)(fe[0] - fb[0]);
   if (nl < 1 || nl >= (int)sizeof ly.name) return fail_at(l, fb[0], "field 'Layer name': expected 1..63 characters");
   memcpy(ly.name, fb[0], (size_t)nl);
+  ly.line = l->line;
   long v[8] = { 0 };
   int rc = topo_numbers(l, gemm, fb, fe, nf, v);
   if (rc) return rc;
@@ -308,6 +309,14 @@ int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_to
   if (!rc && out->n == 0) rc = cli_usage_error(cmd, "%s: no layers (a header line, then one layer a line)", path);
   if (rc) cli_ss_topology_free(out);
   return rc;
+}
+
+int cli_ss_input_type(const char *cmd, const char *v, bool *gemm) {
+  if (!strcmp(v, "gemm") || !strcmp(v, "conv")) {
+    *gemm = v[0] == 'g';
+    return 0;
+  }
+  return cli_usage_error(cmd, "--input-type: expected conv or gemm, got '%s'", v);
 }
 
 void cli_ss_topology_free(cli_ss_topology *t) {

@@ -8,7 +8,7 @@
 
 #include "cli/cli_int.h"
 
-static json_t *stalls_obj(const tpu_sim_stalls *s) {
+json_t *cli_sim_stalls_json(const tpu_sim_stalls *s) {
   json_t *o = json_object();
   for (int k = 0; o && k < TPU_SIM_NSTALL; k++)
     if (json_object_set_new(o, tpu_sim_stall_name(k), json_integer((json_int_t)s->cycles[k]))) {
@@ -24,11 +24,11 @@ int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_confi
   tpu_sim_result_stalls(r, -1, -1, &s);
   int bad = json_object_set_new(o, "cycles", json_integer((json_int_t)cyc));
   bad |= json_object_set_new(o, "time_s", cli_json_real((double)cyc / (chip->clock_mhz * 1e6)));
-  bad |= json_object_set_new(o, "stall", stalls_obj(&s));
+  bad |= json_object_set_new(o, "stall", cli_sim_stalls_json(&s));
   json_t *pc = json_array();
   for (int c = 0; pc && c < tpu_sim_result_cores(r); c++) {
     tpu_sim_result_stalls(r, c, -1, &s);
-    json_t *e = stalls_obj(&s);
+    json_t *e = cli_sim_stalls_json(&s);
     if (!e) { bad = 1; break; }
     bad |= json_object_set_new(e, "core", json_integer(c));
     bad |= json_object_set_new(e, "cycles", json_integer((json_int_t)cyc));
@@ -38,7 +38,7 @@ int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_confi
   json_t *st = json_array();
   for (int k = 0; st && k < tpu_sim_result_steps(r); k++) {
     tpu_sim_result_stalls(r, -1, k, &s);
-    json_t *e = stalls_obj(&s);
+    json_t *e = cli_sim_stalls_json(&s);
     if (!e) { bad = 1; break; }
     bad |= json_object_set_new(e, "step", json_integer(k));
     bad |= json_array_append_new(st, e);

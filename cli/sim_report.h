@@ -13,6 +13,9 @@
 ** cores), "per_core" (the same per core, with "core") and "steps" (per step,
 ** summed over cores) to 'o'. Returns 0, or -1 on out-of-memory. */
 int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_config *chip);
+/* The seven stall kinds of 's' as {"mxu_busy": cycles, ...}; NULL when
+** out of memory. */
+json_t *cli_sim_stalls_json(const tpu_sim_stalls *s);
 /* The text table: one row per core and a total row, percentages of the
 ** core's cycles. This function can't fail. */
 void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip);

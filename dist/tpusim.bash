@@ -11,7 +11,7 @@ _tpusim() {
     return
   fi
   case $prev in
-    --out|--csv|--trace|--checkpoint|--png|--program|--pipeline|--model|--chip|--data|--npy)
+    --out|--csv|--trace|--checkpoint|--png|--program|--pipeline|--model|--chip|--data|--npy|--topology)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   if [[ $cur == -* ]]; then

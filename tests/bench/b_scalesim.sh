@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tpusim scalesim on the shipped networks (docs/scalesim/) on a 128x128
 # weight-stationary array: wall time and peak memory of the whole process,
-# in compat mode (SCALE-Sim's cycles) and with tpusim's own MXU timing
-# level. SCALE-Sim v2's own times (the issue's figures, one core of a
-# machine like this one) are printed beside them; docs/BENCHMARKS.md and
+# in compat mode (SCALE-Sim's cycles), with tpusim's own MXU timing
+# level, and on the chip engine of tpu-v2-8 (--chip, 8 cores, HBM).
+# SCALE-Sim v2's own times (the issue's figures, one core of a machine like
+# this one) are printed beside them; docs/BENCHMARKS.md and
 # docs/SCALESIM.md record a run.
 set -u
 TPUSIM=${TPUSIM:-./tpusim}
@@ -29,8 +30,9 @@ print("| network | mode | layers | cycles | wall ms | peak RSS MiB | SCALE-Sim v
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 with tempfile.TemporaryDirectory() as d:
     for name, topo, kind, ss in nets:
-        for mode in ("scalesim", "none"):
-            args = [tpusim, "scalesim", "-c", cfg, "-t", topo, "-i", kind, "-p", d, "--compat", mode, "--json"]
+        for mode, flags in (("scalesim", ["--compat", "scalesim"]), ("none", ["--compat", "none"]),
+                            ("chip tpu-v2-8", ["--chip", "tpu-v2-8"])):
+            args = [tpusim, "scalesim", "-c", cfg, "-t", topo, "-i", kind, "-p", d, "--json"] + flags
             best = 1e9
             for _ in range(reps):
                 t0 = time.perf_counter()

@@ -20,6 +20,9 @@ train|train --model mlp --level timing --data synthetic --steps-per-epoch 2 --ep
 train_tile|train --model mlp --data synthetic --synthetic-n 512 --batch 64 --epochs 1
 scalesim|scalesim -c $TPU_ROOT/docs/scalesim/tpu_128.cfg -t $TPU_ROOT/docs/scalesim/alexnet.csv
 viz|viz --headless --chip teach --m 8 --n 8 --k 8 --out vf --frames 1
+run_topology|run --topology $TPU_ROOT/docs/scalesim/bert_base_layer.csv --input-type gemm --cores 2
+matmul_topology|matmul --topology $TPU_ROOT/docs/scalesim/alexnet.csv --chip teach
+scalesim_chip|scalesim -c $TPU_ROOT/docs/scalesim/tpu_128.cfg -t $TPU_ROOT/docs/scalesim/alexnet.csv --chip tpu-v2-8 --cores 2
 CASES
 expect_status 0 "$TPUSIM" sweep --out sw --no-plot matmul --m 64,128 --n 64 --k 64 --chip teach
 /usr/bin/python3 - "$S" *.json sw/points.jsonl <<'PY' || die "schema"
@@ -36,7 +39,7 @@ for p in sys.argv[2:]:
         docs.append((p, json.load(open(p))))
 bad = [(p, e.message, list(e.path)) for p, d in docs for e in v.iter_errors(d)]
 assert not bad, bad[:5]
-assert len(docs) >= 12, len(docs)
+assert len(docs) >= 15, len(docs)
 # one meaning of utilization: a GEMM's own multiply-adds over the arrays' capacity
 m = json.load(open("matmul.json"))
 c = m["configuration"]["chip"]["mxu"]
@@ -46,5 +49,10 @@ assert abs(m["mxu_utilization"] - 130 * 64 * 300 / cap) < 1e-9, m["mxu_utilizati
 r = json.load(open("run.json")); del r["stall"]["weight_load"]
 t = json.load(open("train.json")); t["stall"]["idle"] = 1.5
 assert not v.is_valid(r) and not v.is_valid(t)
+# and in the topology forms: a layer without its stall table, a layer's utilization above 1
+r = json.load(open("run_topology.json")); del r["layers"][0]["stall"]
+m = json.load(open("matmul_topology.json")); m["layers"][1]["mxu_utilization"] = 2
+c = json.load(open("scalesim_chip.json")); del c["layers"][2]["stall"]
+assert not v.is_valid(r) and not v.is_valid(m) and not v.is_valid(c)
 PY
-[ "$n" = 10 ] || die "cases: $n"
+[ "$n" = 13 ] || die "cases: $n"

@@ -1,0 +1,138 @@
+/*
+** topology.c -- a SCALE-Sim topology on the chip engine: every layer's GEMM
+** (the reader's lowering, scalesim_read.c) built by tpu_sim_gemm_program,
+** the builder `matmul --cores` uses, and run on the engine, layer after
+** layer. `tpusim run --topology` reports it with the full stall table;
+** `tpusim scalesim --chip` turns it into SCALE-Sim's reports.
+**
+** What it models: each layer's operands start in HBM and its result goes
+** back there; M is split over the cores; within a layer, blocks are double
+** buffered and weight loads overlap the previous tile (the engine's model,
+** docs/PROGRAMS.md). Not modelled: overlap between layers (a layer's first
+** loads wait for the previous layer's last write-back, as if each layer
+** were a separate program launch), the activation between layers (no VPU
+** op), the layout change of an im2col lowering (the GEMM's A is taken as
+** already laid out in HBM, SCALE-Sim's convention too).
+*/
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "cli/cli_int.h"
+#include "sim/sim.h"
+
+static void add_stalls(tpu_sim_stalls *to, const tpu_sim_stalls *s) {
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) to->cycles[k] += s->cycles[k];
+}
+
+/* The layer's HBM traffic by operand, from its program's ops: a DMA into
+** a matmul's A tile reads the ifmap, into a B tile the filter, out of a C
+** tile writes the ofmap (the GEMM program's buffers are f32: 4 bytes a
+** value). Linear in the ops. false when out of memory. */
+static bool traffic(const tpu_sim_program *p, int cores, double bytes[3]) {
+  bytes[0] = bytes[1] = bytes[2] = 0;
+  for (int c = 0; c < cores; c++) {
+    const int n = tpu_sim_program_ops(p, c);
+    int top = 0;                                  /* the largest handle an op names */
+    tpu_sim_op op;
+    for (int i = 0; i < n; i++)
+      if (tpu_sim_program_op(p, c, i, &op)) {
+        const int h[5] = { op.src, op.dst, op.a, op.b, top };
+        for (int k = 0; k < 5; k++) top = h[k] > top ? h[k] : top;
+      }
+    signed char *role = tpu_calloc((size_t)top + 1, 1);   /* 1 A tile, 2 B tile, 3 C tile */
+    if (!role) return false;
+    for (int i = 0; i < n; i++)
+      if (tpu_sim_program_op(p, c, i, &op) && op.kind == TPU_SIM_MATMUL) {
+        role[op.a] = 1; role[op.b] = 2; role[op.dst] = 3;
+      }
+    for (int i = 0; i < n; i++) {
+      if (!tpu_sim_program_op(p, c, i, &op) || op.kind != TPU_SIM_DMA) continue;
+      const int which = role[op.src] == 3 ? 2 : role[op.dst] == 1 ? 0 : role[op.dst] == 2 ? 1 : -1;
+      if (which >= 0) bytes[which] += 4.0 * (double)tpu_sim_buffer_elems(p, c, which == 2 ? op.src : op.dst);
+    }
+    tpu_free(role);
+  }
+  return true;
+}
+
+/* One layer's program run; its figures into *ly and the totals of *r,
+** its trace slices (as step 'i', from t0_us) into *tr when tracing. */
+static int run_layer(const char *cmd, const char *path, const cli_ss_layer *L, int i, const tpu_chip_config *chip,
+                     const tpu_sim_options *opt, tpu_text *tr, cli_topo_run *r) {
+  cli_topo_layer *ly = &r->layers[i];
+  char err[512];
+  tpu_sim_program *p = NULL;
+  tpu_sim_result *res = NULL;
+  if (L->m > INT64_MAX || L->n > INT64_MAX || L->k > INT64_MAX)
+    return cli_usage_error(cmd, "%s:%d: layer '%s': a dimension beyond 2^63", path, L->line, L->name);
+  tpu_status st = tpu_sim_gemm_program(chip, chip->cores, (int64_t)L->m, (int64_t)L->n, (int64_t)L->k,
+                                       TPU_PREC_BF16, NULL, NULL, &p, &ly->hbm_bytes, err, sizeof err);
+  if (st != TPU_OK)
+    return cli_fail(cmd, st, "%s:%d: layer '%s' (GEMM %llu x %llu x %llu): %s", path, L->line, L->name,
+                    (unsigned long long)L->m, (unsigned long long)L->n, (unsigned long long)L->k, err);
+  if ((st = tpu_sim_run(chip, p, opt, &res)) != TPU_OK) {
+    const int rc = cli_fail(cmd, st, "%s:%d: layer '%s': %s", path, L->line, L->name, tpu_sim_program_error(p));
+    tpu_sim_program_destroy(p);
+    return rc;
+  }
+  ly->cycles = tpu_sim_result_cycles(res);
+  tpu_sim_result_stalls(res, -1, -1, &ly->stall);
+  for (int c = 0; c < chip->cores; c++) {
+    tpu_sim_result_stalls(res, c, -1, &ly->core[c]);
+    add_stalls(&r->core[c], &ly->core[c]);
+  }
+  ly->memory_busy = tpu_sim_result_memory_busy(res, -1);
+  if (!traffic(p, chip->cores, ly->hbm_operand_bytes)) st = TPU_ERR_NOMEM;
+  ly->bound = tpu_sim_result_bound(res);
+  if (tr && st == TPU_OK) st = tpu_sim_trace_steps_add(tr, res, i, (double)r->cycles / chip->clock_mhz);
+  r->cycles += ly->cycles;
+  add_stalls(&r->stall, &ly->stall);
+  r->memory_busy += ly->memory_busy;
+  r->hbm_bytes += ly->hbm_bytes;
+  r->macs += (double)L->m * (double)L->n * (double)L->k;
+  tpu_sim_result_destroy(res);
+  tpu_sim_program_destroy(p);
+  return st == TPU_OK ? 0 : cli_runtime_error(cmd, "out of memory");
+}
+
+int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
+                      tpu_fidelity level, int threads, const char *trace, cli_topo_run *out) {
+  memset(out, 0, sizeof *out);
+  if (!(out->layers = tpu_calloc((size_t)tp->n, sizeof *out->layers))) return cli_runtime_error(cmd, "out of memory");
+  out->n = tp->n;
+  const tpu_sim_options opt = { .level = level, .threads = threads, .trace = trace != NULL };
+  tpu_text tr = { 0 };
+  if (trace) tpu_sim_trace_steps_begin(&tr, chip->name, chip->cores);
+  const double t0 = cli_now_s();
+  int rc = 0;
+  for (int i = 0; i < tp->n && !rc; i++)
+    rc = run_layer(cmd, path, &tp->layers[i], i, chip, &opt, trace ? &tr : NULL, out);
+  out->wall_s = cli_now_s() - t0;
+  if (trace && !rc) {
+    tpu_sim_trace_steps_end(&tr);
+    if (tr.oom) rc = cli_runtime_error(cmd, "out of memory for the trace");
+    else if (tpu_write_atomic(trace, tr.s, tr.n))
+      rc = cli_runtime_error(cmd, "--trace %s: cannot write: %s", trace, strerror(errno));
+  }
+  tpu_free(tr.s);
+  if (rc) cli_topo_run_free(out);
+  return rc;
+}
+
+void cli_topo_run_free(cli_topo_run *r) {
+  tpu_free(r->layers);
+  memset(r, 0, sizeof *r);
+}
+
+int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly) {
+  static const char *const key[3] = { "hbm_ifmap_bytes", "hbm_filter_bytes", "hbm_ofmap_bytes" };
+  for (int k = 0; k < 3; k++)
+    if (json_object_set_new(o, key[k], cli_json_real(ly->hbm_operand_bytes[k]))) return -1;
+  return 0;
+}
+
+const char *cli_topo_bound(const cli_topo_run *r) {
+  return r->memory_busy + r->stall.cycles[TPU_SIM_WEIGHT_LOAD] > r->stall.cycles[TPU_SIM_MXU_BUSY] ? "memory"
+                                                                                                      : "compute";
+}
