@@ -197,6 +197,8 @@ typedef struct cli_matmul_opts {
   const char *a, *b, *out, *trace;   /* --a, --b, --out, --trace */
   tpu_precision precision;
   tpu_fidelity level;
+  tpu_mxu_dataflow dataflow;         /* --dataflow (default ws) */
+  bool dataflow_set;                 /* --dataflow was given: the report names it */
   cli_common com;
 } cli_matmul_opts;
 struct json_t;
