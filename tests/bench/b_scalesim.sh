@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tpusim scalesim on the shipped networks (docs/scalesim/) on a 128x128
-# weight-stationary array: wall time and peak memory of the whole process,
+# weight-stationary array (and tpusim's own os and is on the shipped
+# ones): wall time and peak memory of the whole process,
 # in compat mode (SCALE-Sim's cycles) and with tpusim's own MXU timing
 # level. SCALE-Sim v2's own times (the issue's figures, one core of a
 # machine like this one) are printed beside them; docs/BENCHMARKS.md and
@@ -42,4 +43,18 @@ with tempfile.TemporaryDirectory() as d:
             sp = "%.0fx" % (ss / best) if ss else "-"
             print("| %s | %s | %d | %d | %.2f | %.1f | %s | %s |" % (name, mode, len(j["layers"]),
                   j["total_cycles"], best * 1e3, rss, "%g" % ss if ss else "-", sp))
+    # tpusim's own model in the other two dataflows (mxu.h, Dataflows), shipped networks
+    print("\n## tpusim scalesim --dataflow os|is, own model (%d runs each, best wall)" % reps)
+    print("| network | dataflow | layers | cycles | wall ms |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, topo, kind, ss in nets[:4]:
+        for df in ("os", "is"):
+            args = [tpusim, "scalesim", "-c", cfg, "-t", topo, "-i", kind, "-p", d, "--dataflow", df, "--json"]
+            best = 1e9
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+                best = min(best, time.perf_counter() - t0)
+            j = json.loads(out)
+            print("| %s | %s | %d | %d | %.2f |" % (name, df, len(j["layers"]), j["total_cycles"], best * 1e3))
 PY
