@@ -33,8 +33,8 @@ static const char HELP[] =
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (f32 via 3 or 6 passes)\n"
   "  --level L              pe (every cell, every cycle), tile (default: exact cycles by\n"
   "                         formula, bits by the fast kernel) or timing (cycles only)\n"
-  "  --dataflow D           ws (weight-stationary, default), is (input-stationary) or os\n"
-  "                         (output-stationary; tile and timing levels) (docs/MXU_FAST.md)\n"
+  "  --dataflow D           ws (weight-stationary, default), os (output-stationary) or is\n"
+  "                         (input-stationary), at every level (docs/MXU_FAST.md)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --a FILE, --b FILE     inputs as .npy (float32, C order, 2-D)\n"
   "  --out FILE             write C as .npy (float32)\n"
@@ -92,10 +92,6 @@ static int check(const cli_matmul_opts *o) {
   if (!o->a != !o->b) return cli_usage_error(CMD, "--a and --b go together");
   if (o->out && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--out: the timing level computes no values; use --level tile or pe");
-  if (o->dataflow == TPU_MXU_OS && o->level == TPU_FIDELITY_PE)
-    return cli_usage_error(CMD, "--level pe does not go with --dataflow os: the PE-level model is the weight-stationary "
-                           "array (is runs on it with the operands' roles swapped); os is stepped PE by PE only in "
-                           "the tests (tests/check_mxu_df.c), which agree with --level tile: use --level tile or timing");
   if (o->cores) {
     if (o->dataflow != TPU_MXU_WS)
       return cli_usage_error(CMD, "--dataflow %s does not go with --cores: the chip engine runs weight-stationary MXUs; "

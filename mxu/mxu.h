@@ -33,7 +33,7 @@
 **   double-buffered (M + K when not), plus a fill/drain of rows+cols-2 once.
 **
 ** Dataflows (cfg.dataflow). The timing above is weight-stationary (ws,
-** the default, and the only one the PE model and the chip engine run).
+** the default, and the only one the chip engine runs).
 ** Two more run on the same array (docs/MXU_FAST.md has a table of each):
 **   - is (input-stationary): the ws array with the operands' roles swapped.
 **     PE(r,c) holds A[m0+c][k0+r] (a K x M block of the transposed
@@ -88,7 +88,9 @@
 ** Fidelity. The PE model (tpu_mxu) steps every cell every cycle with real
 ** values and exposes each cell's state for the visualizer. The tile model
 ** gives the same cycles by formula (tpu_mxu_sched) and the same bits by a
-** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree.
+** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree. The os
+** array has a PE model of its own (mxu_os.c, internal: tpu_mxu_gemm runs
+** it), checked the same way.
 **
 ** The tile walk. A GEMM larger than one tile is folded into tiles in one
 ** order, written once (tpu_mxu_walk): N-tiles dealt round-robin to the
@@ -111,7 +113,8 @@
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
 ** accumulators hold any M), weight FIFO depth beyond double buffering, a
 ** single-bank os array, os and is in the PE model's cell view (is runs on
-** it as ws with the roles swapped) and in the chip engine (ws only).
+** it as ws with the roles swapped; os has its own PE model, mxu_os.c,
+** without one) and in the chip engine (ws only).
 */
 #ifndef TPU_MXU_H
 #define TPU_MXU_H
@@ -225,7 +228,8 @@ typedef struct tpu_mxu_view {
 /* On success *out owns a new unit; free with tpu_mxu_destroy(). On failure
 ** *out is NULL and nothing is allocated. The PE model is the ws array:
 ** cfg->dataflow must be TPU_MXU_WS (else TPU_ERR_CONFIG; tpu_mxu_gemm runs
-** an is GEMM on it with the operands' roles swapped). */
+** an is GEMM on it with the operands' roles swapped, and an os GEMM on the
+** os array's own PE model, mxu_os.c). */
 tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out);
 void       tpu_mxu_destroy(tpu_mxu *m);                           /* NULL is a no-op */
 /* Queues a tile (shape checked: TPU_ERR_CONFIG if out of range). Pointers in

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "mxu/mxu.h"
+#include "mxu/mxu_int.h"
 
 void tpu_precision_split(tpu_precision p, const float *x, size_t n, float *out) {
   const int parts = tpu_precision_parts(p);
@@ -90,7 +90,10 @@ typedef struct gemm_run {
   tpu_fidelity level;
   int mxus;
   tpu_mxu_sched sched[8];      /* timing and tile levels: one per array */
-  tpu_mxu *pe[8];              /* PE level */
+  tpu_mxu *pe[8];              /* PE level (ws, is) */
+  tpu_mxu_tile *os_tiles;      /* PE level, os: array a's tiles from a * os_cap */
+  size_t os_cap;
+  int os_n[8];
   tpu_mxu_gemm_result res;
 } gemm_run;
 
@@ -98,6 +101,10 @@ static tpu_status do_tile(gemm_run *w, int array, const tpu_mxu_tile *t) {
   w->res.tiles++;
   w->res.weight_loads += w->cfg->dataflow != TPU_MXU_OS;
   w->res.macs += (uint64_t)t->m * (uint64_t)t->k * (uint64_t)t->n;
+  if (w->level == TPU_FIDELITY_PE && w->os_tiles) {   /* run when the walk is done (gemm_pe_os) */
+    w->os_tiles[(size_t)array * w->os_cap + (size_t)w->os_n[array]++] = *t;
+    return TPU_OK;
+  }
   if (w->level == TPU_FIDELITY_PE) return tpu_mxu_push(w->pe[array], t);
   tpu_mxu_sched_tile(&w->sched[array], t->m, t->k, t->n, 0, NULL);
   /* os sums all of K inside one PE: no pass-through rows (mxu.h, Numerics) */
@@ -293,8 +300,11 @@ static tpu_status gemm_values(gemm_run *w, tpu_precision prec, int M, int N, int
     const tpu_mxu_tile t = tile_of(&o, &wt, accumulate);
     st = do_tile(w, wt.array, &t);
   }
-  for (int a = 0; a < w->mxus && st == TPU_OK && w->level == TPU_FIDELITY_PE; a++)
-    w->sched[a].done = tpu_mxu_run(w->pe[a]);
+  for (int a = 0; a < w->mxus && st == TPU_OK && w->level == TPU_FIDELITY_PE; a++) {
+    mxu_os_stats os;
+    if (w->os_tiles) st = mxu_os_run(w->cfg, w->os_tiles + (size_t)a * w->os_cap, w->os_n[a], NULL, &os);
+    w->sched[a].done = w->os_tiles ? os.cycles : tpu_mxu_run(w->pe[a]);
+  }
   if (st == TPU_OK && o.swap) transpose(o.c, C, (size_t)N, (size_t)M, 1);
   tpu_free(buf);
   return st;
@@ -308,15 +318,20 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
   if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > 8) return TPU_ERR_CONFIG;
   if (M < 1 || N < 1 || K < 1 || (unsigned)prec > TPU_PREC_BF16X6) return TPU_ERR_CONFIG;
   if (level != TPU_FIDELITY_TIMING && (!A || !B || !C)) return TPU_ERR_CONFIG;
-  if (level == TPU_FIDELITY_PE && cfg->dataflow == TPU_MXU_OS) return TPU_ERR_CONFIG;   /* no os PE model here */
 
   gemm_run w = { .cfg = cfg, .level = level, .mxus = mxus };
   tpu_mxu_config ws = *cfg;    /* the PE model is the ws array; is runs on it transposed */
   ws.dataflow = TPU_MXU_WS;
   tpu_status st = TPU_OK;
+  const bool os_pe = level == TPU_FIDELITY_PE && cfg->dataflow == TPU_MXU_OS;
   for (int a = 0; a < mxus; a++) {
     tpu_mxu_sched_init(&w.sched[a], cfg);
-    if (level == TPU_FIDELITY_PE && (st = tpu_mxu_create(&ws, &w.pe[a])) != TPU_OK) goto done;
+    if (level == TPU_FIDELITY_PE && !os_pe && (st = tpu_mxu_create(&ws, &w.pe[a])) != TPU_OK) goto done;
+  }
+  if (os_pe) {   /* room for every tile of the walk on each array */
+    w.os_cap = (size_t)((M + cfg->rows - 1) / cfg->rows) * (size_t)((N + cfg->cols - 1) / cfg->cols) *
+               (size_t)tpu_precision_passes(prec);
+    if (!(w.os_tiles = tpu_calloc(w.os_cap * (size_t)mxus, sizeof *w.os_tiles))) { st = TPU_ERR_NOMEM; goto done; }
   }
   if (level == TPU_FIDELITY_TIMING) {   /* the same cycles as the walk, in closed form */
     for (int a = 0; a < mxus; a++) {
@@ -333,5 +348,6 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
   if (out) *out = w.res;
 done:
   for (int a = 0; a < mxus; a++) tpu_mxu_destroy(w.pe[a]);
+  tpu_free(w.os_tiles);
   return st;
 }

@@ -1,7 +1,7 @@
 /*
 ** check_mxu_df.c -- tpusim's own output- and input-stationary dataflows
-** (mxu.h, Dataflows): hand counts; a PE-level model of the os array (below,
-** every PE stepped every cycle with values) against the tile level
+** (mxu.h, Dataflows): hand counts; the PE-level model of the os array
+** (mxu_os.c, every PE stepped every cycle with values) against the tile level
 ** (tpu_mxu_sched + tpu_mxu_tile_compute) on random tile sequences and on
 ** the tile walk of random GEMMs; is at the PE level (the ws array with the
 ** operands' roles swapped, tpu_mxu_gemm) against the tile level; the
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mxu/mxu.h"
+#include "mxu/mxu_int.h"
 #include "tests/test_util.h"
 
 
@@ -21,155 +21,22 @@ static tpu_mxu_config cfg_df(int rows, int cols, tpu_mxu_dataflow df) {
   return (tpu_mxu_config){ .rows = rows, .cols = cols, .double_buffer = true, .dataflow = df };
 }
 
-/* {==================================================================
-** A PE-level model of the os array, written from mxu.h's Dataflows
-** paragraph. Each cycle, in this order:
-**   1. the sequencer starts the next tile if t >= earliest, the operand
-**      edges are free (previous s + K) and its first result will leave
-**      behind the previous tile's last (t + K >= previous s + K + M);
-**   2. every column's output chain shifts down a row; a PE whose bank
-**      holds a finished result boards it where the slot is empty (oldest
-**      tile first); the slot at the bottom row is written into the
-**      accumulators (overwrite or add) and leaves;
-**   3. the A operands move right a PE and the B operands down a PE, the
-**      edges taking A[r][k] (k = t - s - r) and B[k][c] (k = t - s - c);
-**   4. every PE holding an A and a B (they must be of one tile and one k)
-**      does bank = fmaf(a, b, k == 0 ? +0.0 : bank) in bank tile % 2,
-**      counting a hazard if k == 0 finds the bank still unboarded.
-** ================================================================== */
-typedef struct os_op { float v; int tile, k; } os_op;          /* tile -1: empty */
-typedef struct os_slot { float v; int tile, r; } os_slot;     /* tile -1: empty */
-
-typedef struct os_pe {
-  int R, C, n;
-  const tpu_mxu_tile *t;       /* the tiles, in order */
-  uint64_t *s;                 /* their start cycles */
-  os_op *a, *b;                /* R*C */
-  float *bank;                 /* 2 per PE */
-  int *bank_tile;              /* 2 per PE: -1 free */
-  bool *bank_done;             /* 2 per PE: finished, waiting to board */
-  os_slot *chain;              /* R*C */
-  int issued;
-  uint64_t port_free, out_free, last_write, written, results, hazards, mismatches, late;
-} os_pe;
-
-static void os_sequence(os_pe *p, uint64_t t) {
-  if (p->issued >= p->n) return;
-  const tpu_mxu_tile *x = &p->t[p->issued];
-  const uint64_t K = (uint64_t)x->k;
-  if (t < x->earliest || t < p->port_free || (p->issued > 0 && t + K < p->out_free)) return;
-  p->s[p->issued++] = t;
-  p->port_free = t + K;
-  p->out_free = t + K + (uint64_t)x->m;
-}
-
-/* The oldest finished bank of PE i, or -1. */
-static int os_ready_bank(const os_pe *p, size_t i) {
-  int best = -1;
-  for (int q = 0; q < 2; q++)
-    if (p->bank_done[2 * i + (size_t)q] && (best < 0 || p->bank_tile[2 * i + (size_t)q] < p->bank_tile[2 * i + (size_t)best]))
-      best = q;
-  return best;
-}
-
-static void os_write(os_pe *p, const os_slot *o, int c, uint64_t t) {
-  const tpu_mxu_tile *x = &p->t[o->tile];
-  float *dst = x->out + (size_t)o->r * (size_t)x->ldo + (size_t)c;
-  *dst = x->accumulate ? *dst + o->v : o->v;
-  const uint64_t want = p->s[o->tile] + (uint64_t)x->k + (uint64_t)o->r + (uint64_t)(p->R - 1) + (uint64_t)c;
-  p->late += t != want;
-  p->written++;
-  p->last_write = t;
-}
-
-static void os_drain(os_pe *p, uint64_t t) {
-  const int R = p->R, C = p->C;
-  for (int c = 0; c < C; c++) {
-    for (int r = R - 1; r > 0; r--) p->chain[r * C + c] = p->chain[(r - 1) * C + c];
-    p->chain[c] = (os_slot){ 0.0f, -1, 0 };
-    for (int r = 0; r < R; r++) {
-      const size_t i = (size_t)(r * C + c);
-      const int q = os_ready_bank(p, i);
-      if (p->chain[i].tile >= 0 || q < 0) continue;
-      p->chain[i] = (os_slot){ p->bank[2 * i + (size_t)q], p->bank_tile[2 * i + (size_t)q], r };
-      p->bank_tile[2 * i + (size_t)q] = -1;
-      p->bank_done[2 * i + (size_t)q] = false;
-    }
-    os_slot *bottom = &p->chain[(R - 1) * C + c];
-    if (bottom->tile >= 0) os_write(p, bottom, c, t);
-    bottom->tile = -1;
-  }
-}
-
-/* What enters row r (A) or column c (B) at cycle t. */
-static os_op os_edge(const os_pe *p, bool is_a, int i, uint64_t t) {
-  for (int j = 0; j < p->issued; j++) {
-    const tpu_mxu_tile *x = &p->t[j];
-    if (p->s[j] + (uint64_t)i > t || i >= (is_a ? x->m : x->n)) continue;
-    const uint64_t k = t - p->s[j] - (uint64_t)i;
-    if (k >= (uint64_t)x->k) continue;
-    const float v = is_a ? x->act[(size_t)i * (size_t)x->lda + k] : x->w[k * (size_t)x->ldw + (size_t)i];
-    return (os_op){ tpu_bf16_round(v), j, (int)k };
-  }
-  return (os_op){ 0.0f, -1, 0 };
-}
-
-static void os_compute(os_pe *p, uint64_t t) {
-  const int R = p->R, C = p->C;
-  for (int r = 0; r < R; r++) {
-    for (int c = C - 1; c > 0; c--) p->a[r * C + c] = p->a[r * C + c - 1];
-    p->a[r * C] = os_edge(p, true, r, t);
-  }
-  for (int c = 0; c < C; c++) {
-    for (int r = R - 1; r > 0; r--) p->b[r * C + c] = p->b[(r - 1) * C + c];
-    p->b[c] = os_edge(p, false, c, t);
-  }
-  for (size_t i = 0; i < (size_t)(R * C); i++) {
-    const os_op a = p->a[i], b = p->b[i];
-    if (a.tile < 0 || b.tile < 0) continue;
-    if (a.tile != b.tile || a.k != b.k) { p->mismatches++; continue; }
-    const size_t q = 2 * i + (size_t)(a.tile % 2);
-    if (a.k == 0) {
-      p->hazards += p->bank_tile[q] >= 0;
-      p->bank[q] = fmaf(a.v, b.v, 0.0f);
-      p->bank_tile[q] = a.tile;
-    } else {
-      p->bank[q] = fmaf(a.v, b.v, p->bank[q]);
-    }
-    if (a.k == p->t[a.tile].k - 1) p->bank_done[q] = true;
-  }
-}
-
-/* Runs tiles t[0..n) on an R x C os array; returns the cycle count and
-** fills s[] with the start cycles. Results land in the tiles' out. */
+/* The os PE model (mxu_os.c, every PE every cycle with values) on tiles
+** t[0..n): its cycle count, with its self-checks (no bank restarted early,
+** no operands of two tiles meeting, every result written at the header's
+** cycle) asserted. */
 static uint64_t os_pe_run(int R, int C, const tpu_mxu_tile *t, int n, uint64_t *s) {
-  const size_t cells = (size_t)(R * C);
-  os_pe p = { .R = R, .C = C, .n = n, .t = t, .s = s };
-  p.a = malloc(cells * sizeof *p.a);
-  p.b = malloc(cells * sizeof *p.b);
-  p.chain = malloc(cells * sizeof *p.chain);
-  p.bank = calloc(2 * cells, sizeof *p.bank);
-  p.bank_tile = malloc(2 * cells * sizeof *p.bank_tile);
-  p.bank_done = calloc(2 * cells, sizeof *p.bank_done);
-  for (size_t i = 0; i < cells; i++) {
-    p.a[i] = p.b[i] = (os_op){ 0.0f, -1, 0 };
-    p.chain[i] = (os_slot){ 0.0f, -1, 0 };
-    p.bank_tile[2 * i] = p.bank_tile[2 * i + 1] = -1;
-  }
-  for (int j = 0; j < n; j++) p.results += (uint64_t)t[j].m * (uint64_t)t[j].n;
-  for (uint64_t cy = 0; p.issued < n || p.written < p.results; cy++) {
-    ck_assert_msg(cy < 100000, "os PE model: no progress");
-    os_sequence(&p, cy);
-    os_drain(&p, cy);
-    os_compute(&p, cy);
-  }
-  ck_assert_msg(p.hazards == 0 && p.mismatches == 0 && p.late == 0,
+  const tpu_mxu_config cfg = { .rows = R, .cols = C, .double_buffer = true, .dataflow = TPU_MXU_OS };
+  mxu_os_stats st;
+  ck_assert_int_eq(mxu_os_run(&cfg, t, n, s, &st), TPU_OK);
+  ck_assert_msg(st.hazards == 0 && st.mismatches == 0 && st.late == 0,
                 "os PE model %dx%d: %llu bank hazards, %llu operand mismatches, %llu results off the formula", R, C,
-                (unsigned long long)p.hazards, (unsigned long long)p.mismatches, (unsigned long long)p.late);
-  free(p.a); free(p.b); free(p.chain); free(p.bank); free(p.bank_tile); free(p.bank_done);
-  return p.last_write + 1;
+                (unsigned long long)st.hazards, (unsigned long long)st.mismatches, (unsigned long long)st.late);
+  uint64_t macs = 0;
+  for (int j = 0; j < n; j++) macs += (uint64_t)t[j].m * (uint64_t)t[j].k * (uint64_t)t[j].n;
+  TU_EQ_U64(macs, st.macs);
+  return st.cycles;
 }
-/* }================================================================== */
 
 /* {==================================================================
 ** Hand counts
@@ -205,7 +72,7 @@ START_TEST(Hand_counts_for_os_and_is_tiles) {
 }
 END_TEST
 
-START_TEST(Os_without_a_second_bank_and_pe_level_os_are_refused) {
+START_TEST(Os_without_a_second_bank_is_refused) {
   tpu_mxu_config cfg = cfg_df(8, 8, TPU_MXU_OS);
   ck_assert_int_eq(tpu_mxu_config_check(&cfg), TPU_OK);
   cfg.double_buffer = false;
@@ -213,9 +80,6 @@ START_TEST(Os_without_a_second_bank_and_pe_level_os_are_refused) {
   cfg.double_buffer = true;
   cfg.dataflow = (tpu_mxu_dataflow)3;
   ck_assert_int_eq(tpu_mxu_config_check(&cfg), TPU_ERR_CONFIG);
-  float a[4] = { 1, 2, 3, 4 }, c[4];
-  cfg.dataflow = TPU_MXU_OS;
-  ck_assert_int_eq(tpu_mxu_gemm(&cfg, 1, TPU_FIDELITY_PE, TPU_PREC_BF16, 2, 2, 2, a, a, c, NULL), TPU_ERR_CONFIG);
   tpu_mxu *m = NULL;
   cfg.dataflow = TPU_MXU_IS;
   ck_assert_int_eq(tpu_mxu_create(&cfg, &m), TPU_ERR_CONFIG);
@@ -285,7 +149,8 @@ START_TEST(Os_pe_model_and_tile_level_agree_on_random_sequences) {
 END_TEST
 
 /* A random GEMM's os walk through one PE model per array (each array's
-** tiles in walk order), against tpu_mxu_gemm at the tile and timing levels. */
+** tiles in walk order), against tpu_mxu_gemm at the tile and timing levels
+** (and at the PE level). */
 static void os_gemm_check(tu_rng *rng, int R, int C, int mxus, tpu_precision prec, int M, int N, int K) {
   const tpu_mxu_config cfg = cfg_df(R, C, TPU_MXU_OS);
   const int parts = tpu_precision_parts(prec);
@@ -323,6 +188,12 @@ static void os_gemm_check(tu_rng *rng, int R, int C, int mxus, tpu_precision pre
   TU_EQ_U64((uint64_t)total, rx.tiles);
   TU_EQ_U64(0, rx.weight_loads);
   tu_assert_same_f32(Ct, Cpe, (size_t)(M * N), "os gemm C, PE model vs tile level");
+  /* and tpu_mxu_gemm's own PE level, which runs the same model over its walk */
+  tpu_mxu_gemm_result rp;
+  ck_assert_int_eq(tpu_mxu_gemm(&cfg, mxus, TPU_FIDELITY_PE, prec, M, N, K, A, B, Cpe, &rp), TPU_OK);
+  TU_EQ_U64(cycles, rp.cycles);
+  TU_EQ_U64(rt.macs, rp.macs);
+  tu_assert_same_f32(Ct, Cpe, (size_t)(M * N), "os gemm C, pe vs tile level");
   free(A); free(B); free(Ap); free(Bp); free(Cpe); free(Ct); free(t); free(s);
 }
 
@@ -522,14 +393,37 @@ START_TEST(Os_and_is_values_match_ws_bits_where_documented) {
 END_TEST
 /* }================================================================== */
 
+/* One small GEMM in each of os and is at the PE and tile levels, bf16x3
+** (the operand parts and, for is at the PE level, their transposes). */
+static tpu_status gemm_every_level(void *unused) {
+  (void)unused;
+  static float A[7 * 11], B[11 * 5], C[7 * 5];
+  for (int i = 0; i < 7 * 11; i++) A[i] = (float)(i % 5) - 2.0f;
+  for (int i = 0; i < 11 * 5; i++) B[i] = (float)(i % 3) - 1.0f;
+  tpu_status st = TPU_OK;
+  for (int d = TPU_MXU_OS; d <= TPU_MXU_IS && st == TPU_OK; d++)
+    for (int lv = TPU_FIDELITY_PE; lv <= TPU_FIDELITY_TILE && st == TPU_OK; lv++) {
+      const tpu_mxu_config cfg = cfg_df(4, 3, (tpu_mxu_dataflow)d);
+      st = tpu_mxu_gemm(&cfg, 2, (tpu_fidelity)lv, TPU_PREC_BF16X3, 7, 5, 11, A, B, C, NULL);
+      ck_assert(st == TPU_OK || st == TPU_ERR_NOMEM);
+    }
+  return st;
+}
+START_TEST(Os_and_is_gemms_survive_every_allocation_failure) {
+  ck_assert_int_eq(TPU_FIDELITY_PE + 1, TPU_FIDELITY_TILE);   /* the loop above walks pe, tile */
+  tu_oom_sweep(200, gemm_every_level, NULL);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("mxu_df");
-  TU_CASE(s, "timing", 60, Hand_counts_for_os_and_is_tiles, Os_without_a_second_bank_and_pe_level_os_are_refused,
+  TU_CASE(s, "timing", 60, Hand_counts_for_os_and_is_tiles, Os_without_a_second_bank_is_refused,
           The_timing_closed_form_equals_feeding_every_tile_in_os_and_is,
           The_walk_covers_every_output_once_in_the_documented_order);
   TU_CASE(s, "pe", 120, Os_pe_model_and_tile_level_agree_on_random_sequences,
           Os_pe_model_agrees_with_tile_and_timing_levels_on_random_gemms,
           Is_pe_tile_and_timing_levels_agree_on_random_gemms);
   TU_CASE(s, "values", 60, Os_and_is_values_match_ws_bits_where_documented);
+  TU_CASE(s, "oom", 60, Os_and_is_gemms_survive_every_allocation_failure);
   return tu_main(s);
 }

@@ -25,20 +25,27 @@ if os.path.isdir(sh):
              ("SCALE-Sim Resnet18.csv", sh + "/Resnet18.csv", "conv", 69.0),
              ("SCALE-Sim Resnet50.csv", sh + "/Resnet50.csv", "conv", 135.0)]
 reps = 20
+import json
+
+
+def best_of(args):
+    """The best wall time of reps runs of args, and the last run's JSON report."""
+    best = 1e9
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+        best = min(best, time.perf_counter() - t0)
+    return best, json.loads(out)
+
+
 print("\n## tpusim scalesim (%d runs each, best wall; peak RSS of the process)" % reps)
 print("| network | mode | layers | cycles | wall ms | peak RSS MiB | SCALE-Sim v2 s | speed-up |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 with tempfile.TemporaryDirectory() as d:
+    base = lambda topo, kind: [tpusim, "scalesim", "-c", cfg, "-t", topo, "-i", kind, "-p", d, "--json"]
     for name, topo, kind, ss in nets:
         for mode in ("scalesim", "none"):
-            args = [tpusim, "scalesim", "-c", cfg, "-t", topo, "-i", kind, "-p", d, "--compat", mode, "--json"]
-            best = 1e9
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-                best = min(best, time.perf_counter() - t0)
-            import json
-            j = json.loads(out)
+            best, j = best_of(base(topo, kind) + ["--compat", mode])
             rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
             sp = "%.0fx" % (ss / best) if ss else "-"
             print("| %s | %s | %d | %d | %.2f | %.1f | %s | %s |" % (name, mode, len(j["layers"]),
@@ -49,12 +56,6 @@ with tempfile.TemporaryDirectory() as d:
     print("| --- | --- | --- | --- | --- |")
     for name, topo, kind, ss in nets[:4]:
         for df in ("os", "is"):
-            args = [tpusim, "scalesim", "-c", cfg, "-t", topo, "-i", kind, "-p", d, "--dataflow", df, "--json"]
-            best = 1e9
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-                best = min(best, time.perf_counter() - t0)
-            j = json.loads(out)
+            best, j = best_of(base(topo, kind) + ["--dataflow", df])
             print("| %s | %s | %d | %d | %.2f |" % (name, df, len(j["layers"]), j["total_cycles"], best * 1e3))
 PY
