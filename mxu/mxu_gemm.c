@@ -101,7 +101,7 @@ static tpu_status do_tile(gemm_run *w, int array, const tpu_mxu_tile *t) {
   w->res.tiles++;
   w->res.weight_loads += w->cfg->dataflow != TPU_MXU_OS;
   w->res.macs += (uint64_t)t->m * (uint64_t)t->k * (uint64_t)t->n;
-  if (w->level == TPU_FIDELITY_PE && w->os_tiles) {   /* run when the walk is done (gemm_pe_os) */
+  if (w->level == TPU_FIDELITY_PE && w->os_tiles) {   /* run when the walk is done (gemm_values) */
     w->os_tiles[(size_t)array * w->os_cap + (size_t)w->os_n[array]++] = *t;
     return TPU_OK;
   }
