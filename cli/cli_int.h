@@ -199,6 +199,8 @@ typedef struct cli_matmul_opts {
   bool gemm, input_set, level_set;   /* --input-type gemm; --input-type given; --level given */
   tpu_precision precision;
   tpu_fidelity level;
+  tpu_mxu_dataflow dataflow;         /* --dataflow (default ws) */
+  bool dataflow_set;                 /* --dataflow was given: the report names it */
   cli_common com;
 } cli_matmul_opts;
 struct json_t;

@@ -35,6 +35,8 @@ static const char HELP[] =
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (f32 via 3 or 6 passes)\n"
   "  --level L              pe (every cell, every cycle), tile (default: exact cycles by\n"
   "                         formula, bits by the fast kernel) or timing (cycles only)\n"
+  "  --dataflow D           ws (weight-stationary, default), os (output-stationary) or is\n"
+  "                         (input-stationary), at every level (docs/MXU_FAST.md)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --a FILE, --b FILE     inputs as .npy (float32, C order, 2-D)\n"
   "  --out FILE             write C as .npy (float32)\n"
@@ -54,7 +56,7 @@ static const char HELP[] =
 
 #define CMD "matmul"
 
-enum { OPT_PRECISION = 1, OPT_LEVEL, OPT_INPUT };
+enum { OPT_PRECISION = 1, OPT_LEVEL, OPT_INPUT, OPT_DATAFLOW };
 
 /* {==================================================================
 ** Options
@@ -66,6 +68,11 @@ static int option(void *ud, int id, const char *v) {
   if (id == OPT_LEVEL) o->level_set = true;
   if (id == OPT_LEVEL && !tpu_fidelity_parse(v, &o->level))
     return cli_usage_error(CMD, "--level: expected pe, tile or timing, got '%s'", v);
+  if (id == OPT_DATAFLOW) {
+    if (!tpu_mxu_dataflow_parse(v, &o->dataflow))
+      return cli_usage_error(CMD, "--dataflow: expected ws, os or is, got '%s'", v);
+    o->dataflow_set = true;
+  }
   return 0;
 }
 
@@ -80,6 +87,7 @@ static int parse(int argc, char **argv, cli_matmul_opts *o) {
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("cores", &o->cores, 1, 16),
     CLI_LONG("threads", &o->threads, 1, 1024),
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("level", OPT_LEVEL, NULL),
+    CLI_ID("dataflow", OPT_DATAFLOW, NULL),
     CLI_STR("a", &o->a, "--a needs a file name"), CLI_STR("b", &o->b, "--b needs a file name"),
     CLI_STR("out", &o->out, "--out needs a file name"), CLI_STR("trace", &o->trace, "--trace needs a file name"),
     CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"), CLI_ID("input-type", OPT_INPUT, NULL),
@@ -98,6 +106,10 @@ static int check(const cli_matmul_opts *o) {
   if (o->out && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--out: the timing level computes no values; use --level tile or pe");
   if (o->cores) {
+    if (o->dataflow != TPU_MXU_WS)
+      return cli_usage_error(CMD, "--dataflow %s does not go with --cores: the chip engine runs weight-stationary MXUs; "
+                             "drop --cores (one core runs every dataflow) or use --dataflow ws",
+                             tpu_mxu_dataflow_name(o->dataflow));
     if (!o->m || !o->n || !o->k) return cli_usage_error(CMD, "--cores needs --m, --n and --k");
     if (o->a || o->out)
       return cli_usage_error(CMD, "--cores runs seeded inputs in HBM; --a, --b and --out are for one core");
@@ -133,7 +145,9 @@ static int check_memory(const cli_matmul_opts *o, const char *what) {
   const double m = (double)o->m, n = (double)o->n, k = (double)o->k;
   const double parts = o->precision == TPU_PREC_BF16 && o->level == TPU_FIDELITY_TILE ? 0 : tpu_precision_parts(o->precision);
   /* A, B, C and the sgemm reference in f32, and the operands' bf16 parts */
-  const double need = 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
+  double need = 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
+  if (o->dataflow == TPU_MXU_IS && o->level == TPU_FIDELITY_PE)   /* the transposed operands and C */
+    need += 4.0 * (parts * (m * k + k * n) + m * n);
   const double limit = o->mem_limit_mib ? (double)o->mem_limit_mib * 1048576.0 : available_bytes();
   if (limit > 0 && need > limit)
     return cli_usage_error(CMD, "%s%ld x %ld x %ld at --level %s needs %.3g GiB (A, B, C and the reference in f32%s), "
@@ -236,8 +250,10 @@ static int load_inputs(cli_matmul_opts *o, mm_run *r) {
 ** One core: run and report
 ** ================================================================== */
 static int run(const tpu_chip_config *chip, const cli_matmul_opts *o, mm_run *r) {
+  tpu_mxu_config mxu = chip->mxu;
+  mxu.dataflow = o->dataflow;
   const double t0 = cli_now_s();
-  tpu_status st = tpu_mxu_gemm(&chip->mxu, chip->mxus_per_core, o->level, o->precision, (int)o->m, (int)o->n,
+  tpu_status st = tpu_mxu_gemm(&mxu, chip->mxus_per_core, o->level, o->precision, (int)o->m, (int)o->n,
                                (int)o->k, r->a, r->b, r->c, &r->res);
   r->wall = cli_now_s() - t0;
   if (st != TPU_OK) return cli_fail(CMD, st, "gemm failed: %s", tpu_status_str(st));
@@ -274,6 +290,7 @@ static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o
     "flops_per_s", cli_json_real(f.flops), "peak_flops_per_s", cli_json_real(f.pk.bf16_flops_per_core),
     "tiles", (json_int_t)r->res.tiles, "macs", (json_int_t)r->res.macs,
     "weight_loads", (json_int_t)r->res.weight_loads, "wall_s", cli_json_real(r->wall));
+  if (o->dataflow_set) json_object_set_new(j, "dataflow", json_string(tpu_mxu_dataflow_name(o->dataflow)));
   json_object_set_new(j, "max_abs_err", r->values ? cli_json_real(r->max_abs) : json_null());
   json_object_set_new(j, "max_rel_err", r->values ? cli_json_real(r->max_rel) : json_null());
   return j;
@@ -281,13 +298,18 @@ static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o
 
 static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
-  printf("matmul %ld x %ld x %ld (M x N x K), %s, level %s, on one core of %s "
+  printf("matmul %ld x %ld x %ld (M x N x K), %s, level %s%s%s, on one core of %s "
          "(%d MXU%s of %dx%d at %.0f MHz)\n", o->m, o->n, o->k, tpu_precision_name(o->precision),
-         tpu_fidelity_name(o->level), chip->name, chip->mxus_per_core, chip->mxus_per_core > 1 ? "s" : "",
+         tpu_fidelity_name(o->level), o->dataflow_set ? ", dataflow " : "",
+         o->dataflow_set ? tpu_mxu_dataflow_name(o->dataflow) : "", chip->name, chip->mxus_per_core, chip->mxus_per_core > 1 ? "s" : "",
          chip->mxu.rows, chip->mxu.cols, chip->clock_mhz);
   printf("  cycles            %llu (%.3f us)\n", (unsigned long long)r->res.cycles, f.time_s * 1e6);
-  printf("  tiles             %llu (%llu weight loads)\n", (unsigned long long)r->res.tiles,
-         (unsigned long long)r->res.weight_loads);
+  if (o->dataflow == TPU_MXU_OS)
+    printf("  tiles             %llu (output-stationary: nothing loaded, both operands stream)\n",
+           (unsigned long long)r->res.tiles);
+  else
+    printf("  tiles             %llu (%llu %s loads)\n", (unsigned long long)r->res.tiles,
+           (unsigned long long)r->res.weight_loads, o->dataflow == TPU_MXU_IS ? "input" : "weight");
   printf("  mxu utilization   %.1f%%\n", 100.0 * f.util);
   printf("  achieved          %.3f TFLOP/s of %.3f peak\n", f.flops / 1e12, f.pk.bf16_flops_per_core / 1e12);
   if (r->values)
@@ -429,6 +451,9 @@ static int matmul_run(const void *op, json_t **report) {
   tpu_chip_config chip;
   int rc;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check(&o))) return rc;
+  if (o.dataflow == TPU_MXU_OS && !chip.mxu.double_buffer)
+    return cli_usage_error(CMD, "--dataflow os needs the second accumulator bank of a double-buffered MXU, and "
+                           "chip %s has mxu.double_buffer false (a single-bank os array is not modelled)", chip.name);
   if (o.cores && (o.m > 65536 || o.n > 65536 || o.k > 65536))
     return cli_usage_error(CMD, "--cores: --m, --n and --k must be 1..65536 (the engine's GEMM program holds "
                            "them in HBM blocks); without --cores the timing level takes up to 2147483647");

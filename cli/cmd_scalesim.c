@@ -8,9 +8,11 @@
 **                      tpu_mxu_scalesim_layer): folds end to end, each a
 **                      full fold, ws, os or is. Its cycles are SCALE-Sim's.
 **   --compat none      (the default) tpusim's MXU at the timing level
-**                      (tpu_mxu_gemm): weight-stationary, double-buffered
-**                      weights, a partial fold charged for what it uses.
-**                      ws only; the same layers, so the two can be compared.
+**                      (tpu_mxu_gemm) in the same dataflow (mxu.h,
+**                      Dataflows): the next stationary tile loads while one
+**                      streams (os: a second accumulator bank), a partial
+**                      fold charged for what it uses; the same layers, so
+**                      the two can be compared.
 **   --chip NAME / --cores N  the layers on the chip engine (topology.c): a
 **                      tpusim chip (its MXU given the config's array), each
 **                      layer's operands in HBM, M split over N cores (all
@@ -40,7 +42,7 @@ static const char HELP[] =
   "  -p, --logdir DIR       where the run's directory is made (default .)\n"
   "  -i, --input-type T     conv (default) or gemm (name, M, N, K)\n"
   "  --compat scalesim      SCALE-Sim v2's compute model: its cycles exactly\n"
-  "  --compat none          tpusim's double-buffered weight-stationary MXU (default)\n"
+  "  --compat none          tpusim's double-buffered MXU in the same dataflow (default)\n"
   "  --dataflow ws|os|is    overrides the config's Dataflow\n"
   "  --cores N              with the chip engine, run on N of its cores (default: all;\n"
   "                         alone it means --chip tpu-v2-8)\n";
@@ -140,10 +142,12 @@ static int run_layer(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_la
   tpu_mxu_scalesim_layer((int)cfg->rows, (int)cfg->cols, cfg->dataflow, ly->m, ly->n, ly->k, &r->s);
   r->cycles = r->s.total_cycles;
   if (o->compat) return 0;
-  if (ly->m > (uint64_t)INT32_MAX || ly->k > (uint64_t)INT32_MAX)
-    return cli_usage_error("scalesim", "%s: layer '%s' has M = %llu, K = %llu; tpusim's MXU takes at most %d",
-                           o->topology, ly->name, (unsigned long long)ly->m, (unsigned long long)ly->k, INT32_MAX);
-  const tpu_mxu_config mc = { .rows = (int)cfg->rows, .cols = (int)cfg->cols, .double_buffer = true };
+  if (ly->m > (uint64_t)INT32_MAX || ly->n > (uint64_t)INT32_MAX || ly->k > (uint64_t)INT32_MAX)
+    return cli_usage_error("scalesim", "%s: layer '%s' has M = %llu, N = %llu, K = %llu; tpusim's MXU takes at most %d",
+                           o->topology, ly->name, (unsigned long long)ly->m, (unsigned long long)ly->n,
+                           (unsigned long long)ly->k, INT32_MAX);
+  const tpu_mxu_config mc = { .rows = (int)cfg->rows, .cols = (int)cfg->cols, .double_buffer = true,
+                              .dataflow = cfg->dataflow };
   tpu_mxu_gemm_result g;
   tpu_status st = tpu_mxu_gemm(&mc, 1, TPU_FIDELITY_TIMING, TPU_PREC_BF16, (int)ly->m, (int)ly->n, (int)ly->k,
                                NULL, NULL, NULL, &g);
@@ -162,6 +166,10 @@ static int run_layer(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_la
 ** (mxu.rows and mxu.cols set before the user's --set, which may change
 ** them), cut to --cores. 0, or the exit status after a message. */
 static int engine_chip(const cli_ss_config *cfg, const ss_opts *o, tpu_chip_config *chip) {
+  if (cfg->dataflow != TPU_MXU_WS)
+    return cli_usage_error("scalesim", "--chip and --cores: the chip engine is weight-stationary, the dataflow is %s "
+                           "(the config's Dataflow or --dataflow; use ws, or drop --chip for tpusim's own %s model)",
+                           tpu_mxu_dataflow_name(cfg->dataflow), tpu_mxu_dataflow_name(cfg->dataflow));
   if (o->com.nsets + 2 > CLI_MAX_SETS) return cli_usage_error("scalesim", "--set: at most %d overrides", CLI_MAX_SETS - 2);
   char rows[40], cols[40];
   snprintf(rows, sizeof rows, "mxu.rows=%ld", cfg->rows);
@@ -342,9 +350,6 @@ int cli_cmd_scalesim(int argc, char **argv) {
   int rc = parsed == CLI_RUN ? cli_ss_read_config("scalesim", o.config, &cfg) : parsed;
   if (parsed != CLI_RUN || rc) return rc;
   if (o.df_set) cfg.dataflow = o.df;
-  if (!o.compat && cfg.dataflow != TPU_MXU_WS)
-    return cli_usage_error("scalesim", "dataflow '%s' runs only with --compat scalesim: tpusim's MXU is "
-                           "weight-stationary (ws)", tpu_mxu_dataflow_name(cfg.dataflow));
   cli_ss_topology tp;
   if ((rc = cli_ss_read_topology("scalesim", o.topology, o.gemm, &tp))) return rc;
   ss_row *rows = tpu_calloc((size_t)tp.n, sizeof *rows);

@@ -1,5 +1,6 @@
 /*
-** mxu.h -- the weight-stationary systolic matrix unit (MXU).
+** mxu.h -- the systolic matrix unit (MXU): weight-, input- or
+** output-stationary.
 **
 ** Geometry. rows x cols processing elements (PEs), 128x128 by default,
 ** 1..1024 per side. PE(r,c) holds one weight. A *tile* multiplies an M x K
@@ -31,6 +32,39 @@
 **   So a full tile costs max(M, K) cycles per tile in steady state when
 **   double-buffered (M + K when not), plus a fill/drain of rows+cols-2 once.
 **
+** Dataflows (cfg.dataflow). The timing above is weight-stationary (ws,
+** the default, and the only one the chip engine runs).
+** Two more run on the same array (docs/MXU_FAST.md has a table of each):
+**   - is (input-stationary): the ws array with the operands' roles swapped.
+**     PE(r,c) holds A[m0+c][k0+r] (a K x M block of the transposed
+**     activations, K <= rows, M <= cols); the N columns of B stream in, one
+**     per cycle, as the activation vectors do in ws; result (m,n) leaves the
+**     bottom of column m. Every rule above holds with the stream length N
+**     for M and the block's M for N: the input tile loads in K cycles into
+**     the shadow buffer (double-buffered: while the previous tile streams),
+**     and the last result is at s_i + (N_i-1) + (rows-1) + (M_i-1).
+**   - os (output-stationary): PE(r,c) accumulates result (m0+r, n0+c) of
+**     an M x N block (M <= rows, N <= cols) over all K. A[m0+r][k] enters
+**     row r at the left at cycle s_i+k+r and moves right a PE a cycle;
+**     B[k][n0+c] enters column c at the top at s_i+k+c and moves down; so
+**     MAC k of PE(r,c) is at cycle s_i+k+r+c. Nothing is loaded. Each PE
+**     has two accumulator banks (tile i uses bank i mod 2; a second bank is
+**     required, double_buffer must be true) and each column an output
+**     shift chain moving down a row a cycle into the accumulators under the
+**     array; a finished result boards the chain at its row in the first
+**     cycle the slot passing there is empty. So result (r,c), finished at
+**     s_i+K_i-1+r+c, waits r cycles and is written at cycle
+**     s_i + K_i + r + (rows-1) + c. Streaming: s_i >= earliest, and
+**     s_i >= s_{i-1} + K_{i-1} (one A and one B vector enter per cycle);
+**     the chain takes a column's results one per cycle, so the sequencer
+**     starts tile i no earlier than the cycle that puts its first result
+**     right behind tile i-1's last: s_i + K_i >= s_{i-1} + K_{i-1} +
+**     M_{i-1} (which also frees tile i-2's bank in time). The last result is at
+**     s_i + K_i + (M_i-1) + (rows-1) + (N_i-1).
+**   So a full tile costs max(M, K) (ws), max(N, K) (is) or max(K, M) (os)
+**   cycles in steady state, and a tile that fills the array the same in
+**   all three (a 128x128x128 GEMM on a 128x128 array: 510 cycles).
+**
 ** Numerics. Operands are f32 values that are already bf16 (low 16 bits zero;
 ** the GEMM driver rounds them). Each PE computes psum_out = fmaf(a, w, psum_in):
 ** the bf16 x bf16 product is exact and the add rounds once, as in a fused
@@ -39,13 +73,24 @@
 ** turns a -0.0 partial sum into +0.0, as the hardware would). The result
 ** leaving column n is added into the accumulator as acc + psum (accumulate)
 ** or stored (overwrite). The fast kernel reproduces this order bit for bit.
+** is computes every result as ws does (the same products in the same k
+** order down a column; fmaf is symmetric in its factors), so its bits are
+** ws's. os: a result's bank starts at +0.0 and takes psum = fmaf(a, b,
+** psum) for k = 0..K-1 in order inside one PE; the result rides the chain
+** unchanged and enters the accumulator as in ws. So os equals ws bit for
+** bit when K <= rows, except that a zero result keeps its sign (ws's
+** pass-through rows turn -0.0 into +0.0 when K < rows); when K > rows ws
+** rounds each K-tile's partial sum and adds it into the accumulator while
+** os carries one chain over all of K, and the last bits can differ.
 ** The sign and payload of a NaN result are unspecified (any NaN equals any
 ** NaN in bit comparisons between models).
 **
 ** Fidelity. The PE model (tpu_mxu) steps every cell every cycle with real
 ** values and exposes each cell's state for the visualizer. The tile model
 ** gives the same cycles by formula (tpu_mxu_sched) and the same bits by a
-** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree.
+** blocked kernel (tpu_mxu_tile_compute). Tests prove both agree. The os
+** array has a PE model of its own (mxu_os.c, internal: tpu_mxu_gemm runs
+** it), checked the same way.
 **
 ** The tile walk. A GEMM larger than one tile is folded into tiles in one
 ** order, written once (tpu_mxu_walk): N-tiles dealt round-robin to the
@@ -66,7 +111,10 @@
 ** as an int holds.
 **
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
-** accumulators hold any M), weight FIFO depth beyond double buffering.
+** accumulators hold any M), weight FIFO depth beyond double buffering, a
+** single-bank os array, os and is in the PE model's cell view (is runs on
+** it as ws with the roles swapped; os has its own PE model, mxu_os.c,
+** without one) and in the chip engine (ws only).
 */
 #ifndef TPU_MXU_H
 #define TPU_MXU_H
@@ -78,21 +126,30 @@
 #define TPU_MXU_DIM 128
 #define TPU_MXU_MAX_DIM 1024
 
+/* Which operand stays in the PEs (see Dataflows above). */
+typedef enum tpu_mxu_dataflow { TPU_MXU_WS = 0, TPU_MXU_OS, TPU_MXU_IS } tpu_mxu_dataflow;
+const char *tpu_mxu_dataflow_name(tpu_mxu_dataflow d);             /* "ws", "os", "is" */
+int  tpu_mxu_dataflow_parse(const char *s, tpu_mxu_dataflow *out); /* 1 if known */
+
 typedef struct tpu_mxu_config {
   int rows, cols;              /* PE grid, 1..TPU_MXU_MAX_DIM each */
-  bool double_buffer;          /* shadow weight buffer (see timing above) */
+  bool double_buffer;          /* shadow buffer of the stationary operand (ws, is) or
+                               ** second accumulator bank (os; required) */
+  tpu_mxu_dataflow dataflow;   /* TPU_MXU_WS (0, the default) */
 } tpu_mxu_config;
 
-/* 128 x 128, double-buffered. This function can't fail. */
+/* 128 x 128, double-buffered, weight-stationary. This function can't fail. */
 tpu_mxu_config tpu_mxu_config_default(void);
-/* TPU_OK if usable, else TPU_ERR_CONFIG. */
+/* TPU_OK if usable, else TPU_ERR_CONFIG (also for os without double_buffer:
+** a single-bank output-stationary array is not modelled). */
 tpu_status tpu_mxu_config_check(const tpu_mxu_config *cfg);
 
 /* One tile of work. All pointers are borrowed: they must stay valid until
 ** the tile is done (PE model) or the call returns (fast kernel). Leading
 ** dimensions are in elements; matrices are row-major. */
 typedef struct tpu_mxu_tile {
-  int m, k, n;                 /* 1 <= k <= rows, 1 <= n <= cols, m >= 1 */
+  int m, k, n;                 /* 1 <= k <= rows, 1 <= n <= cols, m >= 1 (the
+                               ** ws array's; the tile level computes any k) */
   const float *act; int lda;   /* m x k activations (bf16 values) */
   const float *w;   int ldw;   /* k x n weights (bf16 values) */
   float *out;       int ldo;   /* m x n f32 accumulators */
@@ -107,9 +164,10 @@ typedef struct tpu_mxu_tile {
 ** ================================================================== */
 typedef struct tpu_mxu_sched {
   tpu_mxu_config cfg;
-  uint64_t loader_free;        /* first cycle the weight port is free */
+  uint64_t loader_free;        /* first cycle the weight port is free (os: the operand edges) */
   uint64_t prev_stream;        /* s of the previous tile */
-  uint64_t prev_m;             /* M of the previous tile (0: none yet) */
+  uint64_t prev_m;             /* stream length of the previous tile (0: none yet) */
+  uint64_t out_free;           /* os: s + K + M of the previous tile (the output chain) */
   uint64_t done;               /* cycle count: 1 + last result cycle so far */
   uint64_t tiles, macs, useful_cells_cycles;
 } tpu_mxu_sched;
@@ -121,8 +179,11 @@ typedef struct tpu_mxu_tile_times {
 } tpu_mxu_tile_times;
 
 void tpu_mxu_sched_init(tpu_mxu_sched *s, const tpu_mxu_config *cfg);
-/* Schedules one tile (m, k, n) that may not start loading before 'earliest'.
-** 'out' may be NULL. This function can't fail (shapes were validated). */
+/* Schedules one tile of the GEMM shape (m, k, n) in cfg's dataflow (for is
+** the stationary block is k x m and n streams; for os m x n, k streams)
+** that may not start loading (os: streaming) before 'earliest'. In os,
+** load_start = stream_start (nothing is loaded). 'out' may be NULL. This
+** function can't fail (shapes were validated). */
 void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest,
                         tpu_mxu_tile_times *out);
 /* }================================================================== */
@@ -130,7 +191,7 @@ void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest
 /* Fast kernel: computes one tile's values exactly as the PE model would
 ** (see Numerics). Uses the widest SIMD the host has (chosen at run time);
 ** every path gives the same bits. 'rows' is the array height (it decides
-** whether the +0.0 pass-through applies). It rounds act and w to bf16 as
+** whether the +0.0 pass-through applies; os passes k: none). It rounds act and w to bf16 as
 ** it reads them (a no-op on bf16 values), so a caller may pass f32 operands
 ** for a bf16 product. This function can't fail. */
 void tpu_mxu_tile_compute(int rows, const tpu_mxu_tile *t);
@@ -165,7 +226,10 @@ typedef struct tpu_mxu_view {
 } tpu_mxu_view;
 
 /* On success *out owns a new unit; free with tpu_mxu_destroy(). On failure
-** *out is NULL and nothing is allocated. */
+** *out is NULL and nothing is allocated. The PE model is the ws array:
+** cfg->dataflow must be TPU_MXU_WS (else TPU_ERR_CONFIG; tpu_mxu_gemm runs
+** an is GEMM on it with the operands' roles swapped, and an os GEMM on the
+** os array's own PE model, mxu_os.c). */
 tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out);
 void       tpu_mxu_destroy(tpu_mxu *m);                           /* NULL is a no-op */
 /* Queues a tile (shape checked: TPU_ERR_CONFIG if out of range). Pointers in
@@ -218,10 +282,21 @@ void tpu_precision_split(tpu_precision p, const float *x, size_t n, float *out);
 **
 ** M is never cut: a tile streams all M rows of activations. So an N-tile's
 ** results are summed in one fixed order (the passes' K-tiles one after
-** another), and the tiles of one array come in walk order. */
+** another), and the tiles of one array come in walk order. The other
+** dataflows (cfg->dataflow) cut what they hold and never cut what streams:
+**
+**   is: for each M-tile mt (m0 = mt * cols), dealt to array mt % arrays
+**         for each pass, for each K-tile (k0 = 0, rows, ...)
+**           tile min(cols, M - m0) x min(rows, K - k0) x N
+**   os: for each N-tile nt (n0 = nt * cols), dealt to array nt % arrays
+**         for each M-tile (m0 = 0, rows, ...), for each pass
+**           tile min(rows, M - m0) x K x min(cols, N - n0)
+**
+** the first tile of an M-tile (is) or of an output block (os) overwriting. */
 typedef struct tpu_mxu_walk_tile {
   int m, k, n;                 /* the tile's shape */
   int k0, n0;                  /* where it starts in K and N */
+  int m0;                      /* where it starts in M (0 in ws: M is never cut) */
   int pass;                    /* 0 .. tpu_precision_passes - 1 */
   int a_part, b_part;          /* the pass's bf16 parts of A and B (tpu_precision_pass) */
   int array;                   /* the array that runs it: its N-tile index mod arrays */
@@ -231,11 +306,14 @@ typedef struct tpu_mxu_walk_tile {
 typedef struct tpu_mxu_walk {  /* the walk's state; read it only through tpu_mxu_walk_next */
   int M, N, K, rows, cols, arrays, passes;
   int8_t a_part[6], b_part[6];
-  int nt, pass, k0;            /* the next tile's N-tile, pass and K offset */
+  int nt, pass, k0;            /* the next tile's N-tile (M-tile in is), pass and K offset */
+  int m0;                      /* os: the next tile's M offset */
+  tpu_mxu_dataflow df;
 } tpu_mxu_walk;
 
 /* Starts the walk of an M x N x K GEMM (each >= 1) in precision prec over
-** 'arrays' arrays (>= 1) of cfg's geometry. This function can't fail. */
+** 'arrays' arrays (>= 1) of cfg's geometry and dataflow. This function
+** can't fail. */
 void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, tpu_precision prec,
                        int M, int N, int K);
 /* Writes the next tile into *t and returns true, or returns false when the
@@ -246,7 +324,7 @@ typedef struct tpu_mxu_gemm_result {
   uint64_t cycles;             /* identical at every fidelity */
   uint64_t tiles;              /* tiles pushed through the array(s) */
   uint64_t macs;               /* multiply-adds done by the array(s), all passes */
-  uint64_t weight_loads;
+  uint64_t weight_loads;       /* loads of the stationary operand: weights (ws), inputs (is), 0 (os) */
 } tpu_mxu_gemm_result;
 
 /* A, B, C are row-major, caller-owned. At TPU_FIDELITY_TIMING they may be
@@ -294,10 +372,6 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
 ** its SRAM and DRAM buffer model (USER bandwidth stalls, DRAM traffic) is
 ** not modelled. Values never enter it.
 ** ================================================================== */
-typedef enum tpu_mxu_dataflow { TPU_MXU_WS = 0, TPU_MXU_OS, TPU_MXU_IS } tpu_mxu_dataflow;
-const char *tpu_mxu_dataflow_name(tpu_mxu_dataflow d);             /* "ws", "os", "is" */
-int  tpu_mxu_dataflow_parse(const char *s, tpu_mxu_dataflow *out); /* 1 if known */
-
 typedef struct tpu_mxu_scalesim {
   uint64_t sr, sc, t;          /* the mapping: spatial rows, spatial cols, temporal */
   uint64_t row_folds, col_folds;

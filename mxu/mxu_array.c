@@ -201,6 +201,7 @@ bool mxu_array_set_kernel(tpu_mxu *m, mxu_kernel k) {
 tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out) {
   *out = NULL;
   if (!cfg || tpu_mxu_config_check(cfg) != TPU_OK) return TPU_ERR_CONFIG;
+  if (cfg->dataflow != TPU_MXU_WS) return TPU_ERR_CONFIG;   /* this is the ws array (is: tpu_mxu_gemm transposes) */
   tpu_mxu *m = tpu_calloc(1, sizeof *m);
   if (!m) return TPU_ERR_NOMEM;
   const size_t R = (size_t)cfg->rows, C = (size_t)cfg->cols;

@@ -13,6 +13,8 @@ tpu_mxu_config tpu_mxu_config_default(void) {
 tpu_status tpu_mxu_config_check(const tpu_mxu_config *cfg) {
   if (cfg->rows < 1 || cfg->rows > TPU_MXU_MAX_DIM) return TPU_ERR_CONFIG;
   if (cfg->cols < 1 || cfg->cols > TPU_MXU_MAX_DIM) return TPU_ERR_CONFIG;
+  if ((unsigned)cfg->dataflow > TPU_MXU_IS) return TPU_ERR_CONFIG;
+  if (cfg->dataflow == TPU_MXU_OS && !cfg->double_buffer) return TPU_ERR_CONFIG;   /* one bank: not modelled */
   return TPU_OK;
 }
 

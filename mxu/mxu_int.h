@@ -19,4 +19,16 @@ bool mxu_array_set_kernel(tpu_mxu *m, mxu_kernel k);
 ** rows + cols + 2 cycles) are stepped like any other instead of skipped. */
 void mxu_array_set_skip(tpu_mxu *m, bool skip);
 
+/* The PE-level model of the output-stationary array (mxu_os.c): runs tiles
+** t[0..n) of the os schedule (m <= rows, n <= cols, any k >= 1; mxu.h,
+** Dataflows) in order on cfg's array to the end, every PE every cycle,
+** writing each tile's results into its out; starts[j] (if not NULL) gets
+** tile j's stream start. 'hazards' (a bank restarted before its result
+** left), 'mismatches' (operands of two tiles or two k meeting) and 'late'
+** (results written off the header's cycle) must be 0. TPU_ERR_NOMEM, or
+** TPU_ERR_RUNTIME if the run outgrows a generous bound (never expected). */
+typedef struct mxu_os_stats { uint64_t cycles, macs, hazards, mismatches, late; } mxu_os_stats;
+tpu_status mxu_os_run(const tpu_mxu_config *cfg, const tpu_mxu_tile *t, int n, uint64_t *starts,
+                      mxu_os_stats *out);
+
 #endif /* TPU_MXU_INT_H */

@@ -15,15 +15,6 @@
 #include "mxu/mxu_int.h"
 #include "tests/test_util.h"
 
-/* Bits equal, or both NaN (mxu.h leaves NaN sign and payload unspecified). */
-static bool same_bits(float a, float b) {
-  if (isnan(a) && isnan(b)) return true;
-  return tpu_f32_bits(a) == tpu_f32_bits(b);
-}
-static void assert_same(const float *e, const float *a, size_t n, const char *what) {
-  for (size_t i = 0; i < n; i++)
-    if (!same_bits(e[i], a[i])) TU_EQ_BITS(e[i], a[i], what);
-}
 
 static tpu_mxu_config cfg_of(int rows, int cols, bool dbl) {
   return (tpu_mxu_config){ .rows = rows, .cols = cols, .double_buffer = dbl };
@@ -196,7 +187,7 @@ static void check_view(int R, int C, bool dbl, const shape *sh, int count) {
             for (int rr = 0; rr <= r; rr++)
               p = (rr < t[i].k && c < t[i].n)
                 ? fmaf(act[i][band * t[i].k + rr], w[i][rr * t[i].n + c], p) : p + 0.0f;
-            if (!same_bits(p, vp[at])) TU_EQ_BITS(p, vp[at], "psum in the band");
+            if (!tu_same_f32(p, vp[at])) TU_EQ_BITS(p, vp[at], "psum in the band");
             if (c >= t[i].n) TU_EQ_BITS(0.0f, va[at], "activation right of N");
             if (r >= t[i].k) TU_EQ_BITS(0.0f, va[at], "activation below K");
           }
@@ -343,7 +334,7 @@ static int random_sequence(tu_rng *rng, int R, int C, bool dbl, int max_tiles, i
   ck_assert_msg(cycles == s.done, "%dx%d %s, %d tiles: pe %llu cycles, tile %llu", R, C,
                 dbl ? "double" : "single", ntiles, (unsigned long long)cycles,
                 (unsigned long long)s.done);
-  assert_same(o_tile, o_pe, (size_t)out_rows * (size_t)ldo, "accumulator bits, pe vs tile");
+  tu_assert_same_f32(o_tile, o_pe, (size_t)out_rows * (size_t)ldo, "accumulator bits, pe vs tile");
   tpu_mxu_stats st;
   tpu_mxu_get_stats(m, &st);
   TU_EQ_U64(macs, st.macs);
@@ -398,7 +389,7 @@ START_TEST(Every_kernel_build_gives_the_same_bits) {
     memset(t.out, 0, sizeof ref);
     ck_assert_int_eq(tpu_mxu_push(m, &t), TPU_OK);
     tpu_mxu_run(m);
-    if (k) assert_same(ref, got, (size_t)M * C, mxu_kernel_name((mxu_kernel)k));
+    if (k) tu_assert_same_f32(ref, got, (size_t)M * C, mxu_kernel_name((mxu_kernel)k));
     tpu_mxu_destroy(m);
   }
   free(a); free(w);
@@ -433,12 +424,12 @@ START_TEST(Skipping_idle_cycles_changes_neither_view_nor_results) {
     tpu_mxu_view_cells(m1, &v1);
     tpu_mxu_view_cells(m2, &v2);
     ck_assert(memcmp(s1, s2, sizeof s1) == 0);
-    assert_same(p2, p1, 30, "psum");
-    assert_same(a2, a1, 30, "act");
-    assert_same(w2, w1, 30, "weight");
+    tu_assert_same_f32(p2, p1, 30, "psum");
+    tu_assert_same_f32(a2, a1, 30, "act");
+    tu_assert_same_f32(w2, w1, 30, "weight");
   }
   ck_assert(tpu_mxu_idle(m1) && tpu_mxu_idle(m2));
-  assert_same(o2, o1, 40 * 5, "results");
+  tu_assert_same_f32(o2, o1, 40 * 5, "results");
   tpu_mxu_destroy(m1);
   tpu_mxu_destroy(m2);
 }
@@ -504,7 +495,7 @@ START_TEST(Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits) {
     TU_EQ_U64(rt.cycles, rx.cycles);
     TU_EQ_U64(rt.macs, rp.macs);
     TU_EQ_U64(rt.tiles, rx.tiles);
-    assert_same(Ct, Cp, (size_t)(M * N), "gemm C, pe vs tile");
+    tu_assert_same_f32(Ct, Cp, (size_t)(M * N), "gemm C, pe vs tile");
     free(A); free(B); free(Cp); free(Ct);
   }
   /* one on the default array, K and N past one tile */
@@ -518,7 +509,7 @@ START_TEST(Gemm_levels_agree_on_cycles_and_pe_equals_tile_bits) {
   ck_assert_int_eq(tpu_mxu_gemm(&cfg, 1, TPU_FIDELITY_PE, TPU_PREC_BF16, M, N, K, A, B, Cp, &rp), TPU_OK);
   ck_assert_int_eq(tpu_mxu_gemm(&cfg, 1, TPU_FIDELITY_TILE, TPU_PREC_BF16, M, N, K, A, B, Ct, &rt), TPU_OK);
   TU_EQ_U64(rt.cycles, rp.cycles);
-  assert_same(Ct, Cp, (size_t)M * N, "gemm 128x128, pe vs tile");
+  tu_assert_same_f32(Ct, Cp, (size_t)M * N, "gemm 128x128, pe vs tile");
   free(A); free(B); free(Cp); free(Ct);
 }
 END_TEST

@@ -197,3 +197,13 @@ int tu_main(Suite *s) {
   srunner_free(sr);
   return nf ? 1 : 0;
 }
+
+bool tu_same_f32(float a, float b) {
+  if (isnan(a) && isnan(b)) return true;
+  return tpu_f32_bits(a) == tpu_f32_bits(b);
+}
+
+void tu_assert_same_f32(const float *e, const float *a, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (!tu_same_f32(e[i], a[i])) TU_EQ_BITS(e[i], a[i], what);
+}

@@ -74,6 +74,13 @@ void tu_defer(void (*fn)(void *), void *p);
 ** they write (TFRecord masks it). */
 uint32_t tu_crc32c(const void *data, size_t n);
 
+/* f32 results compared bit for bit, any NaN equal to any NaN (the MXU
+** leaves a NaN's sign and payload unspecified): tu_same_f32 says whether
+** a and b agree; tu_assert_same_f32 fails the test at the first element
+** of e[0..n) and a[0..n) that does not, naming 'what'. */
+bool tu_same_f32(float a, float b);
+void tu_assert_same_f32(const float *e, const float *a, size_t n, const char *what);
+
 /* A fresh directory /tmp/TAG.XXXXXX for the running test, removed with
 ** what it holds after the test (tu_defer); tu_path(name) is a path in it
 ** (eight rotating buffers). */

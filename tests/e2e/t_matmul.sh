@@ -116,3 +116,29 @@ expect_err_contains "the machine's available memory; --mem-limit MIB sets anothe
 expect_status 2 "$TPUSIM" matmul --m 2147483648 --n 8 --k 8 --level timing
 expect_status 2 "$TPUSIM" matmul --m 65537 --n 8 --k 8 --cores 2 --level timing
 expect_err_contains "--cores: --m, --n and --k must be 1..65536"
+# dataflows (mxu.h, Dataflows; docs/MXU_FAST.md): the three levels agree on cycles in each, pe and tile on
+# bits; is gives ws's bits, os ws's bits when K <= rows (here K = 8 on the 8x8 teach array)
+for shape in "--m 40 --n 24 --k 20" "--m 13 --n 9 --k 8"; do
+  for df in ws is os; do
+    for lv in timing tile pe; do
+      o=""; [ $lv = timing ] || o="--out c_${df}_$lv.npy"
+      expect_status 0 "$TPUSIM" matmul $shape --chip teach --dataflow $df --level $lv $o --json
+      echo "$OUT" > mm_${df}_$lv.json
+      [ "$(json_get dataflow mm_${df}_$lv.json)" = $df ] || die "$df $lv: dataflow not in the report"
+      [ "$(json_get cycles mm_${df}_$lv.json)" = "$(json_get cycles mm_${df}_timing.json)" ] || die "$df $lv: cycles"
+    done
+  done
+  cmp -s c_ws_tile.npy c_is_tile.npy && cmp -s c_ws_tile.npy c_is_pe.npy && cmp -s c_ws_tile.npy c_ws_pe.npy ||
+    die "$shape: is and ws bits differ"
+  cmp -s c_os_tile.npy c_os_pe.npy || die "$shape: os pe and tile bits differ"
+done
+cmp -s c_ws_tile.npy c_os_tile.npy || die "os and ws bits differ at K <= rows"
+expect_status 0 "$TPUSIM" matmul --m 40 --n 24 --k 20 --chip teach --dataflow os
+expect_out_contains "dataflow os"
+expect_out_contains "nothing loaded"
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --dataflow xs
+expect_err_contains "--dataflow: expected ws, os or is, got 'xs'"
+expect_status 2 "$TPUSIM" matmul --m 64 --n 64 --k 64 --cores 2 --dataflow is
+expect_err_contains "the chip engine runs weight-stationary MXUs"
+expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --chip teach --set mxu.double_buffer=false --dataflow os
+expect_err_contains "needs the second accumulator bank"

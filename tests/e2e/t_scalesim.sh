@@ -43,8 +43,20 @@ echo "$OUT" > own.json
 expect_status 0 "$TPUSIM" matmul --chip teach --set mxu.rows=32 --set mxu.cols=32 --m 3025 --n 96 --k 363 --level timing --json
 echo "$OUT" > mm.json
 [ "$(json_get cycles mm.json)" = "$(json_get layers.0.cycles own.json)" ] || die "own model is not matmul's"
-expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv --dataflow os
-expect_err_contains "runs only with --compat scalesim"
+# tpusim's own os and is (mxu.h, Dataflows): matmul's cycles in that dataflow, fewer than SCALE-Sim's
+for df in os is; do
+  expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv -p logs --dataflow $df --json
+  echo "$OUT" > own_$df.json
+  [ "$(json_get dataflow own_$df.json)" = $df ] && [ "$(json_get compat own_$df.json)" = none ] || die "own $df: names"
+  [ "$(json_get layers.0.cycles own_$df.json)" -lt "$(json_get layers.0.scalesim_cycles own_$df.json)" ] || die "own $df"
+  expect_status 0 "$TPUSIM" matmul --chip teach --set mxu.rows=32 --set mxu.cols=32 --m 3025 --n 96 --k 363 \
+    --level timing --dataflow $df --json
+  echo "$OUT" > mm_$df.json
+  [ "$(json_get cycles mm_$df.json)" = "$(json_get layers.0.cycles own_$df.json)" ] || die "own $df is not matmul's"
+done
+# os: one fold row of 3025 x 96 on 32x32 = 95 M-tiles x 3 N-tiles, each 363 cycles of K (> 32 rows: the edges
+# bind), then the last tile's 363 + (17 - 1) + 31 + 31 (the last M-tile has 3025 - 94*32 = 17 rows)
+[ "$(json_get layers.0.cycles own_os.json)" = $((284 * 363 + 363 + 16 + 31 + 31 + 1)) ] || die "own os cycles"
 # GEMM topologies and depthwise layers
 printf 'Layer,M,N,K,\nG1,64,48,40,\n' > g.csv
 expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t g.csv -i gemm -p logs --compat scalesim --json

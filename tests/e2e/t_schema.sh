@@ -13,6 +13,8 @@ done <<CASES
 info|info --chip tpu-v3-8 --set mxu.rows=64
 model|model cnn --batch 8
 matmul|matmul --m 130 --n 64 --k 300 --chip teach --precision bf16x3
+matmul_os|matmul --m 130 --n 64 --k 300 --chip teach --dataflow os
+scalesim_is|scalesim -c $TPU_ROOT/docs/scalesim/tpu_128.cfg -t $TPU_ROOT/docs/scalesim/alexnet.csv --dataflow is
 matmul_cores|matmul --cores 4 --m 512 --n 256 --k 384 --chip tpu-v2-8 --level timing
 run|run --program prog.json --chip teach
 pipeline|pipeline --config $TPU_ROOT/datafeed/examples/prefetch.json
@@ -48,11 +50,12 @@ assert abs(m["mxu_utilization"] - 130 * 64 * 300 / cap) < 1e-9, m["mxu_utilizati
 # the schema has teeth: a run report without a stall part, a train share above 1
 r = json.load(open("run.json")); del r["stall"]["weight_load"]
 t = json.load(open("train.json")); t["stall"]["idle"] = 1.5
-assert not v.is_valid(r) and not v.is_valid(t)
+o = json.load(open("matmul_os.json")); o["dataflow"] = "xs"
+assert not v.is_valid(r) and not v.is_valid(t) and not v.is_valid(o)
 # and in the topology forms: a layer without its stall table, a layer's utilization above 1
 r = json.load(open("run_topology.json")); del r["layers"][0]["stall"]
 m = json.load(open("matmul_topology.json")); m["layers"][1]["mxu_utilization"] = 2
 c = json.load(open("scalesim_chip.json")); del c["layers"][2]["stall"]
 assert not v.is_valid(r) and not v.is_valid(m) and not v.is_valid(c)
 PY
-[ "$n" = 13 ] || die "cases: $n"
+[ "$n" = 15 ] || die "cases: $n"
