@@ -28,8 +28,9 @@ static const char HELP[] =
   "       tpusim matmul --a A.npy --b B.npy [options]\n\n"
   "Runs C = A.B (A is M x K, B is K x N, f32) through one core's MXU and reports\n"
   "cycles, MXU utilization, FLOP/s and the error against OpenBLAS sgemm.\n\n"
-  "  --m, --n, --k N        GEMM shape (1..2147483647 each; taken from --a/--b when given;\n"
-  "                         1..65536 with --cores)\n"
+  "  --m, --n, --k N        GEMM shape (1..2147483648 = 2^31 each at --level timing, also\n"
+  "                         with --cores; 1..2147483647 at tile and pe, as memory allows;\n"
+  "                         taken from --a/--b when given)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (f32 via 3 or 6 passes)\n"
   "  --level L              pe (every cell, every cycle), tile (default: exact cycles by\n"
   "                         formula, bits by the fast kernel) or timing (cycles only)\n"
@@ -67,7 +68,8 @@ static int parse(int argc, char **argv, cli_matmul_opts *o) {
   o->precision = TPU_PREC_BF16;
   o->level = TPU_FIDELITY_TILE;
   const cli_opt opts[] = {
-    CLI_LONG("m", &o->m, 1, INT_MAX), CLI_LONG("n", &o->n, 1, INT_MAX), CLI_LONG("k", &o->k, 1, INT_MAX),
+    CLI_LONG("m", &o->m, 1, TPU_MXU_MAX_GEMM_DIM), CLI_LONG("n", &o->n, 1, TPU_MXU_MAX_GEMM_DIM),
+    CLI_LONG("k", &o->k, 1, TPU_MXU_MAX_GEMM_DIM),
     CLI_LONG("mem-limit", &o->mem_limit_mib, 1, LONG_MAX / 2097152),
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("cores", &o->cores, 1, 16),
     CLI_LONG("threads", &o->threads, 1, 1024),
@@ -84,6 +86,9 @@ static int check(const cli_matmul_opts *o) {
   if (!o->a != !o->b) return cli_usage_error(CMD, "--a and --b go together");
   if (o->out && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--out: the timing level computes no values; use --level tile or pe");
+  if (o->level != TPU_FIDELITY_TIMING && (o->m > INT_MAX || o->n > INT_MAX || o->k > INT_MAX))
+    return cli_usage_error(CMD, "--m, --n, --k: at --level %s each must be 1..%d (the values are held in memory); "
+                           "--level timing takes up to 2147483648", tpu_fidelity_name(o->level), INT_MAX);
   if (o->cores) {
     if (!o->m || !o->n || !o->k) return cli_usage_error(CMD, "--cores needs --m, --n and --k");
     if (o->a || o->out)
@@ -223,9 +228,17 @@ static int load_inputs(cli_matmul_opts *o, mm_run *r) {
 ** ================================================================== */
 static int run(const tpu_chip_config *chip, const cli_matmul_opts *o, mm_run *r) {
   const double t0 = cli_now_s();
-  tpu_status st = tpu_mxu_gemm(&chip->mxu, chip->mxus_per_core, o->level, o->precision, (int)o->m, (int)o->n,
-                               (int)o->k, r->a, r->b, r->c, &r->res);
+  tpu_status st = tpu_mxu_gemm(&chip->mxu, chip->mxus_per_core, o->level, o->precision, o->m, o->n, o->k, r->a,
+                               r->b, r->c, &r->res);
   r->wall = cli_now_s() - t0;
+  if (st == TPU_ERR_RANGE) {   /* the cycles are at least the MACs over the cells, each pass */
+    const double macs = (double)o->m * (double)o->n * (double)o->k * tpu_precision_passes(o->precision);
+    return cli_usage_error(CMD, "%ld x %ld x %ld: the run needs %.3g multiply-adds, at least %.3g cycles on %d MXU%s "
+                           "of %dx%d; the simulator counts up to 2^62 (%.3g) of either", o->m, o->n, o->k, macs,
+                           macs / ((double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core),
+                           chip->mxus_per_core, chip->mxus_per_core > 1 ? "s" : "", chip->mxu.rows, chip->mxu.cols,
+                           (double)TPU_MXU_MAX_COUNT);
+  }
   if (st != TPU_OK) return cli_fail(CMD, st, "gemm failed: %s", tpu_status_str(st));
   if (r->values && !cli_matmul_error(o->m, o->n, o->k, r->a, r->b, r->c, &r->max_abs, &r->max_rel))
     return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
@@ -253,8 +266,8 @@ static mm_figures figures(const tpu_chip_config *chip, const cli_matmul_opts *o,
 /* The --json report; NULL when out of memory. */
 static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
-  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
-    "chip", chip->name, "m", (int)o->m, "n", (int)o->n, "k", (int)o->k,
+  json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
+    "chip", chip->name, "m", (json_int_t)o->m, "n", (json_int_t)o->n, "k", (json_int_t)o->k,
     "precision", tpu_precision_name(o->precision), "level", tpu_fidelity_name(o->level),
     "cycles", (json_int_t)r->res.cycles, "time_s", cli_json_real(f.time_s), "mxu_utilization", cli_json_real(f.util),
     "flops_per_s", cli_json_real(f.flops), "peak_flops_per_s", cli_json_real(f.pk.bf16_flops_per_core),
@@ -295,9 +308,6 @@ static int matmul_run(const void *op, json_t **report) {
   tpu_chip_config chip;
   int rc;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check(&o))) return rc;
-  if (o.cores && (o.m > 65536 || o.n > 65536 || o.k > 65536))
-    return cli_usage_error(CMD, "--cores: --m, --n and --k must be 1..65536 (the engine's GEMM program holds "
-                           "them in HBM blocks); without --cores the timing level takes up to 2147483647");
   if (o.cores) return cli_matmul_cores(&chip, &o, report);
   mm_run r = { 0 };
   if (!o.a && (rc = check_memory(&o))) return rc;

@@ -11,6 +11,7 @@
 ** the walk; only what happens to a tile differs (formula only, formula +
 ** fast kernel, or the PE model).
 */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ void tpu_precision_split(tpu_precision p, const float *x, size_t n, float *out) 
 ** The tile walk
 ** ================================================================== */
 void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, tpu_precision prec,
-                       int M, int N, int K) {
+                       int64_t M, int64_t N, int64_t K) {
   *w = (tpu_mxu_walk){ .M = M, .N = N, .K = K, .rows = cfg->rows, .cols = cfg->cols, .arrays = arrays,
                        .passes = tpu_precision_passes(prec) };
   for (int i = 0; i < w->passes; i++) {
@@ -44,12 +45,14 @@ void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, t
 }
 
 bool tpu_mxu_walk_next(tpu_mxu_walk *w, tpu_mxu_walk_tile *t) {
-  const int n0 = w->nt * w->cols;
+  const int64_t n0 = w->nt * w->cols;
   if (n0 >= w->N) return false;
-  *t = (tpu_mxu_walk_tile){ .m = w->M, .k = w->K - w->k0 < w->rows ? w->K - w->k0 : w->rows,
-                            .n = w->N - n0 < w->cols ? w->N - n0 : w->cols, .k0 = w->k0, .n0 = n0,
-                            .pass = w->pass, .a_part = w->a_part[w->pass], .b_part = w->b_part[w->pass],
-                            .array = w->nt % w->arrays, .first = w->k0 == 0 && w->pass == 0 };
+  /* k0 < K and n0 < N, each at most 2^31: they fit an int */
+  *t = (tpu_mxu_walk_tile){ .m = w->M, .k = (int)(w->K - w->k0 < w->rows ? w->K - w->k0 : w->rows),
+                            .n = (int)(w->N - n0 < w->cols ? w->N - n0 : w->cols), .k0 = (int)w->k0,
+                            .n0 = (int)n0, .pass = w->pass, .a_part = w->a_part[w->pass],
+                            .b_part = w->b_part[w->pass], .array = (int)(w->nt % w->arrays),
+                            .first = w->k0 == 0 && w->pass == 0 };
   /* advance: K-tiles innermost, then passes, then N-tiles */
   if ((w->k0 += w->rows) >= w->K) {
     w->k0 = 0;
@@ -102,14 +105,26 @@ static uint64_t same_shift(sched_mark a, sched_mark b, sched_mark c) {
     return 0;
   return d;
 }
-static void shift(tpu_mxu_sched *s, uint64_t d, uint64_t copies) {
-  s->loader_free += d * copies;
-  s->prev_stream += d * copies;
-  s->done += d * copies;
+/* *x += a * b, saturated at TPU_MXU_MAX_COUNT (which sets *ovf): the
+** counters stay far from wrapping whatever the shape, and a GEMM that gets
+** there fails (tpu_mxu_gemm_acc). */
+static void add_mul(uint64_t *x, uint64_t a, uint64_t b, bool *ovf) {
+  uint64_t p, r;
+  if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(*x, p, &r) || r > TPU_MXU_MAX_COUNT) {
+    *x = TPU_MXU_MAX_COUNT;
+    *ovf = true;
+  } else {
+    *x = r;
+  }
+}
+static void shift(tpu_mxu_sched *s, uint64_t d, uint64_t copies, bool *ovf) {
+  add_mul(&s->loader_free, d, copies, ovf);
+  add_mul(&s->prev_stream, d, copies, ovf);
+  add_mul(&s->done, d, copies, ovf);
 }
 
 /* 'count' identical tiles (m, k, n) through s. */
-static void sched_run(tpu_mxu_sched *s, int m, int k, int n, uint64_t count) {
+static void sched_run(tpu_mxu_sched *s, int64_t m, int k, int n, uint64_t count, bool *ovf) {
   sched_mark h[3] = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };
   uint64_t i = 0;
   for (; i < count; i++) {
@@ -117,62 +132,64 @@ static void sched_run(tpu_mxu_sched *s, int m, int k, int n, uint64_t count) {
     h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
     uint64_t d;
     if (i >= 2 && (d = same_shift(h[0], h[1], h[2])) != 0) {
-      const uint64_t rest = count - i - 1;
-      shift(s, d, rest);
+      const uint64_t rest = count - i - 1, tile_macs = (uint64_t)m * (uint64_t)k * (uint64_t)n;
+      shift(s, d, rest, ovf);
       s->tiles += rest;
-      s->macs += rest * (uint64_t)m * (uint64_t)k * (uint64_t)n;
-      s->useful_cells_cycles += rest * (uint64_t)m * (uint64_t)k * (uint64_t)n;
+      add_mul(&s->macs, rest, tile_macs, ovf);
+      add_mul(&s->useful_cells_cycles, rest, tile_macs, ovf);
       return;
     }
   }
 }
 
 /* One N-tile of width n: every pass's K-tiles (full ones, then the rest). */
-static void sched_ntile(tpu_mxu_sched *s, int rows, int passes, int M, int K, int n) {
+static void sched_ntile(tpu_mxu_sched *s, int rows, int passes, int64_t M, int64_t K, int n, bool *ovf) {
   for (int p = 0; p < passes; p++) {
-    if (K / rows) sched_run(s, M, rows, n, (uint64_t)(K / rows));
-    if (K % rows) sched_run(s, M, K % rows, n, 1);
+    if (K / rows) sched_run(s, M, rows, n, (uint64_t)(K / rows), ovf);
+    if (K % rows) sched_run(s, M, (int)(K % rows), n, 1, ovf);
   }
 }
 
 /* Array a's cycles: its full N-tiles (fast-forwarded by copies), then the
 ** partial last N-tile when it falls to a. */
-static void sched_array(tpu_mxu_sched *s, const tpu_mxu_config *cfg, int mxus, int a, int passes, int M, int N,
-                        int K) {
+static void sched_array(tpu_mxu_sched *s, const tpu_mxu_config *cfg, int mxus, int a, int passes, int64_t M,
+                        int64_t N, int64_t K, bool *ovf) {
   const int64_t full = N / cfg->cols, ntiles = (N + cfg->cols - 1) / cfg->cols;
   const int64_t mine = full > a ? (full - a + mxus - 1) / mxus : 0;   /* full N-tiles nt = a, a + mxus, ... */
   sched_mark h[3] = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };
   for (int64_t i = 0; i < mine; i++) {
-    sched_ntile(s, cfg->rows, passes, M, K, cfg->cols);
+    sched_ntile(s, cfg->rows, passes, M, K, cfg->cols, ovf);
     h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
     uint64_t d;
     if (i >= 2 && (d = same_shift(h[0], h[1], h[2])) != 0) {
       const uint64_t rest = (uint64_t)(mine - i - 1);
       const uint64_t per = (uint64_t)passes * (uint64_t)((K + cfg->rows - 1) / cfg->rows);
-      shift(s, d, rest);
-      s->tiles += rest * per;
-      s->macs += rest * (uint64_t)passes * (uint64_t)M * (uint64_t)K * (uint64_t)cfg->cols;
+      shift(s, d, rest, ovf);
+      s->tiles += rest * per;                      /* at most 6 * 2^31 * 2^31: no overflow */
+      add_mul(&s->macs, rest * (uint64_t)passes, (uint64_t)M * (uint64_t)K * (uint64_t)cfg->cols, ovf);
       s->useful_cells_cycles = s->macs;
       break;
     }
   }
-  if (ntiles > full && (ntiles - 1) % mxus == a) sched_ntile(s, cfg->rows, passes, M, K, N % cfg->cols);
+  if (ntiles > full && (ntiles - 1) % mxus == a) sched_ntile(s, cfg->rows, passes, M, K, (int)(N % cfg->cols), ovf);
 }
 /* }================================================================== */
 
 tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
-                        tpu_precision prec, int M, int N, int K,
+                        tpu_precision prec, int64_t M, int64_t N, int64_t K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out) {
   return tpu_mxu_gemm_acc(cfg, mxus, level, prec, M, N, K, A, B, C, false, out);
 }
 
 tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
-                            tpu_precision prec, int M, int N, int K,
+                            tpu_precision prec, int64_t M, int64_t N, int64_t K,
                             const float *A, const float *B, float *C, bool accumulate,
                             tpu_mxu_gemm_result *out) {
   if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > 8) return TPU_ERR_CONFIG;
   if (M < 1 || N < 1 || K < 1 || (unsigned)prec > TPU_PREC_BF16X6) return TPU_ERR_CONFIG;
+  const int64_t maxdim = level == TPU_FIDELITY_TIMING ? TPU_MXU_MAX_GEMM_DIM : INT_MAX;
+  if (M > maxdim || N > maxdim || K > maxdim) return TPU_ERR_CONFIG;
   if (level != TPU_FIDELITY_TIMING && (!A || !B || !C)) return TPU_ERR_CONFIG;
 
   const int parts = tpu_precision_parts(prec);
@@ -198,11 +215,14 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
   }
 
   if (level == TPU_FIDELITY_TIMING) {   /* the same cycles as the walk below, in closed form */
+    bool ovf = false;
     for (int a = 0; a < mxus; a++) {
-      sched_array(&w.sched[a], cfg, mxus, a, tpu_precision_passes(prec), M, N, K);
+      sched_array(&w.sched[a], cfg, mxus, a, tpu_precision_passes(prec), M, N, K, &ovf);
       w.res.tiles += w.sched[a].tiles;
-      w.res.macs += w.sched[a].macs;
+      add_mul(&w.res.macs, w.sched[a].macs, 1, &ovf);
+      if (w.sched[a].done >= TPU_MXU_MAX_COUNT) ovf = true;
     }
+    if (ovf) { st = TPU_ERR_RANGE; goto done; }
     w.res.weight_loads = w.res.tiles;
     goto cycles;
   }

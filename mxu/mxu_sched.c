@@ -13,7 +13,7 @@ void tpu_mxu_sched_init(tpu_mxu_sched *s, const tpu_mxu_config *cfg) {
   *s = (tpu_mxu_sched){ .cfg = *cfg };
 }
 
-void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest,
+void tpu_mxu_sched_tile(tpu_mxu_sched *s, int64_t m, int k, int n, uint64_t earliest,
                         tpu_mxu_tile_times *out) {
   const uint64_t M = (uint64_t)m, K = (uint64_t)k, N = (uint64_t)n;
   const uint64_t rows = (uint64_t)s->cfg.rows;

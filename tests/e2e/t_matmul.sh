@@ -70,7 +70,7 @@ expect_status 0 "$TPUSIM" matmul --help
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4
 expect_err_contains "give --m, --n and --k"
 expect_status 2 "$TPUSIM" matmul --m 0 --n 4 --k 4
-expect_err_contains "--m: expected an integer in 1..2147483647, got '0'"
+expect_err_contains "--m: expected an integer in 1..2147483648, got '0'"
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 99999999999999999999
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --precision fp8
 expect_err_contains "--precision: expected bf16, bf16x3 or bf16x6"
@@ -113,6 +113,7 @@ expect_err_contains "needs 1.12 GiB"
 expect_err_contains "more than the limit of 0.0977 GiB (--mem-limit)"
 expect_status 2 "$TPUSIM" matmul --m 2147483647 --n 65536 --k 65536
 expect_err_contains "the machine's available memory; --mem-limit MIB sets another"
-expect_status 2 "$TPUSIM" matmul --m 2147483648 --n 8 --k 8 --level timing
-expect_status 2 "$TPUSIM" matmul --m 65537 --n 8 --k 8 --cores 2 --level timing
-expect_err_contains "--cores: --m, --n and --k must be 1..65536"
+expect_status 2 "$TPUSIM" matmul --m 2147483649 --n 8 --k 8 --level timing
+expect_err_contains "--m: expected an integer in 1..2147483648, got '2147483649'"
+expect_status 2 "$TPUSIM" matmul --m 8 --n 2147483649 --k 8 --cores 2 --level timing
+expect_err_contains "--n: expected an integer in 1..2147483648, got '2147483649'"
