@@ -42,7 +42,8 @@ static const char HELP[] =
   "                         (docs/PROGRAMS.md)\n"
   "  --threads N            host threads with --cores (default: the host's cores)\n"
   "  --trace FILE           with --cores: write a Chrome/Perfetto trace\n"
-  "  --mem-limit MIB        the tile and pe levels hold A, B and C in memory: refuse a\n"
+  "  --mem-limit MIB        the tile and pe levels hold A, B and C in memory (with --cores\n"
+  "                         also the engine's copies): refuse a\n"
   "                         shape needing more than this (default: the machine's\n"
   "                         available memory); the timing level needs none\n";
 
@@ -120,17 +121,22 @@ static double available_bytes(void) {
 ** computed before anything is allocated, and a run needing more than the
 ** limit is refused (exit 2) with the figure. 0 when it fits. */
 static int check_memory(const cli_matmul_opts *o) {
-  if (o->level == TPU_FIDELITY_TIMING || o->cores) return 0;
-  const double m = (double)o->m, n = (double)o->n, k = (double)o->k;
+  if (o->level == TPU_FIDELITY_TIMING) return 0;
+  const double m = (double)o->m, n = (double)o->n, k = (double)o->k, c = (double)o->cores;
   const double parts = o->precision == TPU_PREC_BF16 && o->level == TPU_FIDELITY_TILE ? 0 : tpu_precision_parts(o->precision);
-  /* A, B, C and the sgemm reference in f32, and the operands' bf16 parts */
-  const double need = 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
+  /* A, B, C and the sgemm reference in f32, and the operands' bf16 parts;
+  ** with --cores the engine's program holds A and every core's B as initial
+  ** values, and its run the values of every HBM block (A, B, C) again */
+  const double need = o->cores ? 4.0 * (3.0 * m * k + (1.0 + 2.0 * c) * k * n + 3.0 * m * n)
+                               : 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
   const double limit = o->mem_limit_mib ? (double)o->mem_limit_mib * 1048576.0 : available_bytes();
   if (limit > 0 && need > limit)
-    return cli_usage_error(CMD, "%ld x %ld x %ld at --level %s needs %.3g GiB (A, B, C and the reference in f32%s), "
-                           "more than the limit of %.3g GiB (%s); use --level timing (cycles only, no memory) or "
-                           "a smaller shape", o->m, o->n, o->k, tpu_fidelity_name(o->level), need / 1073741824.0,
-                           parts ? ", and the operands' bf16 parts" : "", limit / 1073741824.0,
+    return cli_usage_error(CMD, "%ld x %ld x %ld at --level %s needs %.3g GiB (%s), more than the limit of %.3g GiB "
+                           "(%s); use --level timing (cycles only, no memory) or a smaller shape", o->m, o->n, o->k,
+                           tpu_fidelity_name(o->level), need / 1073741824.0,
+                           o->cores ? "A, B, C and the reference in f32, the program's HBM blocks and their values "
+                           "in the run" : parts ? "A, B, C and the reference in f32, and the operands' bf16 parts"
+                           : "A, B, C and the reference in f32", limit / 1073741824.0,
                            o->mem_limit_mib ? "--mem-limit" : "the machine's available memory; --mem-limit MIB sets another");
   return 0;
 }
@@ -308,9 +314,9 @@ static int matmul_run(const void *op, json_t **report) {
   tpu_chip_config chip;
   int rc;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check(&o))) return rc;
+  if (!o.a && (rc = check_memory(&o))) return rc;
   if (o.cores) return cli_matmul_cores(&chip, &o, report);
   mm_run r = { 0 };
-  if (!o.a && (rc = check_memory(&o))) return rc;
   if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
     if (!o.com.json) rc = report_text(&chip, &o, &r);
     else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");
