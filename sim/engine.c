@@ -986,12 +986,28 @@ static tpu_status check_resolved(tpu_sim_result *r) {
 
 /* The run's length, the stall accounting and the event logs; checks that
 ** the stall parts sum to the run's cycles on every core and step. */
+/* "core C: op I ('NAME', kind)": of the ops that end past the engine's
+** range, the one that starts first (the lowest core and index on a tie). */
+static const char *first_past(const tpu_sim_result *r, char *buf, size_t cap) {
+  int bc = -1, bi = -1;
+  for (int c = 0; c < r->cores; c++) {
+    const sim_core_rt *k = &r->core[c];
+    for (int i = 0; i < k->cp->nops; i++)
+      if (k->end[i] > TPU_SIM_MAX_CYCLES && (bc < 0 || k->start[i] < r->core[bc].start[bi])) { bc = c; bi = i; }
+  }
+  char lab[160];
+  snprintf(buf, cap, "core %d: %s", bc, bc < 0 ? "?" : sim_op_label(r->core[bc].cp, bi, lab, sizeof lab));
+  return buf;
+}
+
 static tpu_status account(tpu_sim_result *r, pool *pl) {
   pool_run(pl, r->cores, maxend_task, r);
   for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
   if (r->cycles > TPU_SIM_MAX_CYCLES) {
-    sim_seterr(r->p, "the run lasts %s%llu cycles, longer than the engine times (2^53 = %llu cycles, %.3g s at %g MHz): "
-               "the chip's bandwidths, latencies or clock, the program's sizes or its infeed are out of proportion",
+    char at[224];
+    sim_seterr(r->p, "%s ends the run past the engine's range: the run lasts %s%llu cycles, longer than the engine times "
+               "(2^53 = %llu cycles, %.3g s at %g MHz): the chip's bandwidths, latencies or clock, the program's "
+               "sizes or its infeed are out of proportion", first_past(r, at, sizeof at),
                r->cycles >= SIM_CYCLE_CAP ? "more than " : "", (unsigned long long)r->cycles,
                (unsigned long long)TPU_SIM_MAX_CYCLES, (double)TPU_SIM_MAX_CYCLES / (r->cfg.clock_mhz * 1e6),
                r->cfg.clock_mhz);

@@ -361,7 +361,8 @@ typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
 
 /* Runs program p on chip cfg (cfg->cores must equal the program's cores).
 ** Errors: TPU_ERR_RANGE (VMEM or HBM capacity exceeded: the message names
-** the core, the op and the bytes; or a run longer than TPU_SIM_MAX_CYCLES), TPU_ERR_INPUT (mismatched collectives,
+** the core, the op and the bytes; a run longer than TPU_SIM_MAX_CYCLES: the message names the
+** first op that ends past it; a matmul whose rows alone would stream longer, before the run), TPU_ERR_INPUT (mismatched collectives,
 ** too few infeed batches), TPU_ERR_NOMEM; message in
 ** tpu_sim_program_error(p). On success *out owns the result
 ** (tpu_sim_result_destroy). p is not changed and may be run again; it must

@@ -1242,6 +1242,34 @@ START_TEST(Building_a_program_takes_constant_time_per_buffer_and_op) {
 }
 END_TEST
 
+/* A run whose cycles pass 2^53 (600 DMAs of 16 GiB in turn over an HBM of
+** 10 MB/s at 10 GHz, each about 1.7e13 cycles) fails with TPU_ERR_RANGE
+** naming the first op that ends past the range, instead of wrapping. */
+START_TEST(A_run_past_2_to_the_53_cycles_is_refused_naming_the_op) {
+  tpu_chip_config cfg = teach(1);
+  char err[256];
+  static const char *const set[] = { "clock_mhz=10000", "hbm.bandwidth_gb_per_s=0.01", "hbm.capacity_gib=32",
+                                     "vmem.capacity_kib=16777216" };
+  for (int i = 0; i < 4; i++) ck_assert_msg(tpu_chip_config_set(&cfg, set[i], err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_program *p = program(1);
+  const int h = tpu_sim_buffer(p, 0, "h", TPU_SIM_HBM, TPU_SIM_F32, (int64_t)1 << 31, 2);
+  const int v = tpu_sim_buffer(p, 0, "v", TPU_SIM_VMEM, TPU_SIM_F32, (int64_t)1 << 31, 2);
+  ck_assert(h && v);
+  for (int i = 0; i < 600; i++) {
+    tpu_sim_op op = { .kind = TPU_SIM_DMA, .name = "load", .src = h, .dst = v };
+    ck_assert(tpu_sim_add_op(p, 0, &op, NULL) == TPU_OK);
+  }
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r = NULL;
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_RANGE);
+  ck_assert(r == NULL);
+  /* 2^53 / (2^34 bytes / 0.001 bytes a cycle) = 524.3: op 524 ends past it */
+  const char *e = tpu_sim_program_error(p);
+  ck_assert_msg(strstr(e, "core 0: op 524 ('load', dma) ends the run past the engine's range") &&
+                strstr(e, "2^53"), "%s", e);
+}
+END_TEST
+
 START_TEST(Programs_beyond_the_size_limits_are_refused_before_they_are_built) {
   char err[512];
   tpu_sim_program *p = NULL;
@@ -1303,7 +1331,8 @@ int main(void) {
   TU_CASE(s, "limits", 60, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes,
           Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
           Reading_and_running_survive_every_allocation_failure,
-          Programs_beyond_the_size_limits_are_refused_before_they_are_built);
+          Programs_beyond_the_size_limits_are_refused_before_they_are_built,
+          A_run_past_2_to_the_53_cycles_is_refused_naming_the_op);
   TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do,
           Building_a_program_takes_constant_time_per_buffer_and_op);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,
