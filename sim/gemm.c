@@ -192,7 +192,8 @@ tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M
 ** ================================================================== */
 #define XCORE (TPU_SIM_NSTALL + 2)         /* per core: the stall kinds, memory_busy, its end */
 #define XMAX (1 + TPU_MAX_CORES * XCORE)
-#define JMAX 40                            /* block rows tried for the pattern */
+#define JMAX 24                            /* block rows tried for the pattern */
+#define JVER 64                            /* block rows of the run that checks it */
 
 /* A run's figures: its cycles, then per core its stall kinds, memory_busy
 ** and the end of its last op. */
@@ -303,69 +304,94 @@ static bool find_period(uint64_t (*x)[XMAX], int j, int n, int *j0, int *p, int6
   return false;
 }
 
-/* The extended run (see sim.h): runs of 1, 2, ... block rows on the
-** smallest core until the figures grow alike over three periods, then the
-** run of the base length with its figures moved on by the remaining
-** periods. */
-static tpu_status run_extended(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+/* Runs of 1, 2, ... block rows on the smallest core (of b) into x until
+** their figures grow alike over three periods: *j0, *p and d then describe
+** the pattern; *p is 0 when none showed within JMAX + 1 runs. */
+static tpu_status find_pattern(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t b,
+                               tpu_precision prec, const tpu_sim_options *opt, uint64_t (*x)[XMAX], int *j0, int *p,
+                               int64_t *d, char *err, size_t errcap) {
+  const int64_t T = tpu_sim_gemm_block(cfg);
+  const int n = 1 + cores * XCORE;
+  *p = 0;
+  for (int j = 0; j <= JMAX && j < b; j++) {
+    tpu_sim_program *pr;
+    tpu_sim_result *r;
+    tpu_status st = run_rows(cfg, cores, M, N, K, (b - 1 - j) * T, prec, opt, &pr, &r, x[j], err, errcap);
+    if (st != TPU_OK) return st;
+    tpu_sim_result_destroy(r);
+    tpu_sim_program_destroy(pr);
+    if (find_period(x, j, n, j0, p, d)) break;
+  }
+  return TPU_OK;
+}
+
+/* Whether the pattern's growth d is the MXU's alone: per period no core
+** waits for anything (only mxu_busy and weight_load grow). Then every core
+** runs at its arrays' pace, a max-plus recurrence in whole cycles that
+** repeats shifted once its inputs no longer bind (mxu_gemm.c), and the DMAs
+** it paces repeat with it. A core that waits for HBM in the steady state is
+** paced by the fair share between cores instead, whose fractional rates can
+** drift for hundreds of block rows without repeating: not extended. */
+static bool mxu_bound(const int64_t *d, int cores) {
+  for (int c = 0; c < cores; c++)
+    for (int k = 0; k < TPU_SIM_NSTALL; k++)
+      if (k != TPU_SIM_MXU_BUSY && k != TPU_SIM_WEIGHT_LOAD && d[1 + c * XCORE + k] != 0) return false;
+  return true;
+}
+
+/* The extended run (see sim.h): the pattern of find_pattern, checked on a
+** run of about JVER block rows (the figures it predicts there must be the
+** run's, exactly), then the run of the base length with its figures moved
+** on by the remaining periods. *res stays NULL when the runs show no
+** pattern that holds (the engine's HBM sharing can drift for hundreds of
+** block rows): the caller then runs the whole program or refuses. */
+static tpu_status run_extended(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t b,
                                tpu_precision prec, const tpu_sim_options *opt, tpu_sim_program **prog,
                                tpu_sim_result **res, tpu_sim_gemm_info *info, char *err, size_t errcap) {
   const int64_t T = tpu_sim_gemm_block(cfg);
-  int64_t b = INT64_MAX;                       /* block rows of the core with the fewest */
-  for (int c = 0; c < cores; c++) {
-    int64_t m0, mi;
-    core_rows(M, cores, c, &m0, &mi);
-    if ((mi + T - 1) / T < b) b = (mi + T - 1) / T;
-  }
-  const double row_ops = gemm_ops(cfg, cores, (int64_t)cores * T, N, K, NULL);   /* one block row per core */
-  if (row_ops * (JMAX + 1) > (double)TPU_SIM_MAX_OPS) {
-    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: one block row of every core is %.4g ops (blocks of "
-             "%lld); finding the run's repeating pattern takes up to %d of them, more than the engine's limit of "
-             "%lld ops: N and K are too large for the chip engine's GEMM program", (long long)M, (long long)N,
-             (long long)K, cores, row_ops, (long long)T, JMAX + 1, (long long)TPU_SIM_MAX_OPS);
-    return TPU_ERR_RANGE;
-  }
-  tpu_status st = check_hbm(cfg, cores, M, N, K, err, errcap);
-  uint64_t (*x)[XMAX] = st == TPU_OK ? tpu_malloc((JMAX + 1) * sizeof *x) : NULL;
-  if (st == TPU_OK && !x) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; }
   const int n = 1 + cores * XCORE;
+  uint64_t (*x)[XMAX] = tpu_malloc((JMAX + 1) * sizeof *x), y[XMAX] = { 0 }, v[XMAX] = { 0 };
+  if (!x) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   int64_t d[XMAX];
-  int j0 = -1, p = 0;
-  for (int j = 0; st == TPU_OK && j <= JMAX && j < b && j0 < 0; j++) {
-    if ((st = run_rows(cfg, cores, M, N, K, (b - 1 - j) * T, prec, opt, prog, res, x[j], err, errcap)) != TPU_OK) break;
-    if (j < b - 1) {                           /* the last is the whole run: nothing to extend */
-      tpu_sim_result_destroy(*res);
-      tpu_sim_program_destroy(*prog);
-      *res = NULL;
-      *prog = NULL;
-    }
-    if (find_period(x, j, n, &j0, &p, d)) break;
-  }
-  if (st == TPU_OK && !*res && j0 < 0) {
-    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the engine's runs of 1 to %d block rows per core did "
-             "not settle into a repeating pattern, so the run cannot be extended to its %lld block rows; use a "
-             "smaller M", (long long)M, (long long)N, (long long)K, cores, JMAX + 1, (long long)b);
+  int j0 = 0, p = 0;
+  double cyc;
+  tpu_status st = find_pattern(cfg, cores, M, N, K, b, prec, opt, x, &j0, &p, d, err, errcap);
+  if (st != TPU_OK || !p || !mxu_bound(d, cores)) goto out;
+  const int jb = j0 + (int)((b - 1 - j0) % p), jv = jb + (JVER - jb) / p * p;
+  /* the check: the run of jv + 1 block rows has the figures the pattern gives */
+  tpu_sim_program *pv;
+  tpu_sim_result *rv;
+  if ((st = run_rows(cfg, cores, M, N, K, (b - 1 - jv) * T, prec, opt, &pv, &rv, v, err, errcap)) != TPU_OK) goto out;
+  tpu_sim_result_destroy(rv);
+  tpu_sim_program_destroy(pv);
+  if (!extend(x[jb], d, n, (uint64_t)((jv - jb) / p), y, &cyc) || memcmp(y, v, (size_t)n * sizeof *y)) goto out;
+  const uint64_t q = (uint64_t)((b - 1 - jb) / p);
+  if (!extend(x[jb], d, n, q, y, &cyc)) {
+    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the run lasts %.4g cycles (%.3g s at %g MHz), "
+             "longer than the engine times (2^53 = %llu cycles)", (long long)M, (long long)N, (long long)K, cores,
+             cyc, cyc / (cfg->clock_mhz * 1e6), cfg->clock_mhz, (unsigned long long)TPU_SIM_MAX_CYCLES);
     st = TPU_ERR_RANGE;
+  } else if ((st = run_rows(cfg, cores, M, N, K, (b - 1 - jb) * T, prec, opt, prog, res, x[jb], err, errcap)) ==
+             TPU_OK) {
+    set_figures(*res, y);
+    *info = (tpu_sim_gemm_info){ .block = info->block, .hbm_bytes = info->hbm_bytes, .rows_run = jb + 1,
+                                 .period = p, .periods = q };
   }
-  if (st == TPU_OK && !*res) {
-    const int jb = j0 + (int)((b - 1 - j0) % p);
-    const uint64_t q = (uint64_t)((b - 1 - jb) / p);
-    uint64_t y[XMAX];
-    double cyc;
-    if (!extend(x[jb], d, n, q, y, &cyc)) {
-      snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the run lasts %.4g cycles (%.3g s at %g MHz), "
-               "longer than the engine times (2^53 = %llu cycles)", (long long)M, (long long)N, (long long)K, cores,
-               cyc, cyc / (cfg->clock_mhz * 1e6), cfg->clock_mhz, (unsigned long long)TPU_SIM_MAX_CYCLES);
-      st = TPU_ERR_RANGE;
-    } else if ((st = run_rows(cfg, cores, M, N, K, (b - 1 - jb) * T, prec, opt, prog, res, x[jb], err, errcap)) ==
-               TPU_OK) {
-      set_figures(*res, y);
-      info->rows_run = jb + 1;
-      info->period = p;
-      info->periods = q;
-    }
-  }
+out:
   tpu_free(x);
+  return st;
+}
+
+/* The whole program's run (or the refusal of one too large to build). */
+static tpu_status run_whole(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+                            tpu_precision prec, const float *A, const float *B, const tpu_sim_options *opt,
+                            tpu_sim_program **prog, tpu_sim_result **res, char *err, size_t errcap) {
+  tpu_status st = tpu_sim_gemm_program(cfg, cores, M, N, K, prec, A, B, prog, NULL, err, errcap);
+  if (st == TPU_OK && (st = tpu_sim_run(cfg, *prog, opt, res)) != TPU_OK) {
+    snprintf(err, errcap, "%s", tpu_sim_program_error(*prog));
+    tpu_sim_program_destroy(*prog);
+    *prog = NULL;
+  }
   return st;
 }
 
@@ -390,14 +416,26 @@ tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, in
              (long long)N, (long long)K, cores, least, (unsigned long long)TPU_SIM_MAX_CYCLES);
     return TPU_ERR_RANGE;
   }
-  if (can_extend && ops > (double)(whole_ops > 0 ? whole_ops : TPU_SIM_GEMM_WHOLE_OPS))
-    return run_extended(cfg, cores, M, N, K, prec, opt, prog, res, info, err, errcap);
-  if ((st = tpu_sim_gemm_program(cfg, cores, M, N, K, prec, A, B, prog, NULL, err, errcap)) != TPU_OK) return st;
-  if ((st = tpu_sim_run(cfg, *prog, opt, res)) != TPU_OK) {
-    snprintf(err, errcap, "%s", tpu_sim_program_error(*prog));
-    tpu_sim_program_destroy(*prog);
-    *prog = NULL;
+  const int64_t T = info->block, b = (M / cores + T - 1) / T;   /* block rows of the core with the fewest */
+  if (!can_extend || ops <= (double)(whole_ops > 0 ? whole_ops : TPU_SIM_GEMM_WHOLE_OPS) || b - 1 <= JVER)
+    return run_whole(cfg, cores, M, N, K, prec, A, B, opt, prog, res, err, errcap);
+  const double row_ops = gemm_ops(cfg, cores, (int64_t)cores * T, N, K, NULL);   /* one block row per core */
+  if (row_ops * (JVER + 1) > (double)TPU_SIM_MAX_OPS) {
+    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: one block row of every core is %.4g ops (blocks of "
+             "%lld); the runs that find and check the GEMM's repeating pattern take up to %d of them, more than the "
+             "engine's limit of %lld ops: N and K are too large for the chip engine's GEMM program", (long long)M,
+             (long long)N, (long long)K, cores, row_ops, (long long)T, JVER + 1, (long long)TPU_SIM_MAX_OPS);
+    return TPU_ERR_RANGE;
   }
-  return st;
+  if ((st = check_hbm(cfg, cores, M, N, K, err, errcap)) != TPU_OK ||
+      (st = run_extended(cfg, cores, M, N, K, b, prec, opt, prog, res, info, err, errcap)) != TPU_OK || *res)
+    return st;
+  if (ops <= (double)TPU_SIM_MAX_OPS) return run_whole(cfg, cores, M, N, K, prec, A, B, opt, prog, res, err, errcap);
+  snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the engine's runs of up to %d block rows per core show "
+           "no repeating pattern (transfers sharing HBM can drift for hundreds of block rows), so the run cannot be "
+           "extended to its %lld block rows, and the whole program, %.4g ops, is more than the engine's limit of "
+           "%lld; use a smaller M", (long long)M, (long long)N, (long long)K, cores, JVER + 1, (long long)b, ops,
+           (long long)TPU_SIM_MAX_OPS);
+  return TPU_ERR_RANGE;
 }
 /* }================================================================== */

@@ -458,18 +458,23 @@ tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M
 ** every core left out, keeping 1, 2, 3, ... on the core with the fewest,
 ** until the run's figures (its cycles; per core each stall kind,
 ** tpu_sim_result_memory_busy and its end) grow by the same amounts over
-** three periods of p block rows (p = 1..4) from some length j0 on; the
-** result is then the run of the length between j0 and j0 + p that differs
-** from the whole program's by a whole number q of periods, its figures
-** moved on by q growths (checked: beyond TPU_SIM_MAX_CYCLES is
-** TPU_ERR_RANGE with the figure). tests/check_sim.c compares extended and
-** whole runs. The extended result's cycles, stalls, memory_busy, bound and
+** three periods of p block rows (p = 1..4) from some length j0 on, and
+** only mxu_busy and weight_load grow (every core runs at its arrays' pace:
+** a memory-bound run is paced by the HBM share between cores, whose
+** fractional rates can drift for hundreds of block rows). The pattern must
+** then predict a run of about 65 block rows exactly. The result is the run
+** of the length between j0 and j0 + p that differs from the whole
+** program's by a whole number q of periods, its figures moved on by q
+** growths (checked: beyond TPU_SIM_MAX_CYCLES is TPU_ERR_RANGE with the
+** figure). Without such a pattern the whole program is run when it is
+** within TPU_SIM_MAX_OPS, else TPU_ERR_RANGE says why. tests/check_sim.c
+** compares extended and whole runs. The extended result's cycles, stalls, memory_busy, bound and
 ** step end are the whole GEMM's; its ops, op times and program (*prog) are
 ** those of the shorter run. *info says what was run. Errors as
 ** tpu_sim_gemm_program, plus TPU_ERR_RANGE for a run longer than
 ** TPU_SIM_MAX_CYCLES (the message gives the figure), HBM buffers beyond the
 ** chips' capacity, N and K whose single block row is too many ops, or no
-** repeating pattern within 41 block rows; and tpu_sim_run's. On failure
+** pattern and a whole program beyond TPU_SIM_MAX_OPS; and tpu_sim_run's. On failure
 ** *prog and *res are NULL and err says why. */
 #define TPU_SIM_GEMM_WHOLE_OPS ((int64_t)1 << 18)
 typedef struct tpu_sim_gemm_info {
