@@ -15,7 +15,8 @@
 #include "tests/test_util.h"
 
 /* One run of tpu_sim_gemm_run; returns its wall time, *cycles its cycles,
-** *mxu its mxu_busy over the cores. */
+** *mxu its mxu_busy over the cores. Exits when a run asked to be extended
+** (whole_ops 1 or 0) ran whole. */
 static double timed(const tpu_chip_config *cfg, int64_t M, int64_t N, int64_t K, int64_t whole_ops,
                     uint64_t *cycles, uint64_t *mxu) {
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 2 };
@@ -30,6 +31,10 @@ static double timed(const tpu_chip_config *cfg, int64_t M, int64_t N, int64_t K,
     exit(1);
   }
   const double t = tu_now() - t0;
+  if (whole_ops != INT64_MAX && info.rows_run == 0) {
+    fprintf(stderr, "bench_gemm_size: %lld x %lld x %lld was not extended\n", (long long)M, (long long)N, (long long)K);
+    exit(1);
+  }
   tpu_sim_stalls s;
   tpu_sim_result_stalls(r, -1, -1, &s);
   *cycles = tpu_sim_result_cycles(r);
