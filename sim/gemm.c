@@ -169,7 +169,7 @@ static tpu_status check_shape(const tpu_chip_config *cfg, int cores, int64_t M, 
   const double ops = gemm_ops(cfg, cores, M, N, K, NULL);
   if (ops > max_ops) {
     snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the program would hold %.4g ops (blocks of %lld), "
-             "more than the engine's limit of %.4g", (long long)M, (long long)N, (long long)K, cores, ops,
+             "more than the engine's limit of %.0f", (long long)M, (long long)N, (long long)K, cores, ops,
              (long long)tpu_sim_gemm_block(cfg), max_ops);
     return TPU_ERR_RANGE;
   }
@@ -404,6 +404,11 @@ tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, in
   memset(info, 0, sizeof *info);
   const bool can_extend = opt->level == TPU_FIDELITY_TIMING && !opt->events && !opt->trace;
   tpu_status st = check_shape(cfg, cores, M, N, K, can_extend ? INFINITY : (double)TPU_SIM_MAX_OPS, err, errcap);
+  if (st == TPU_ERR_RANGE) {   /* why the whole program: values, or the event log */
+    const size_t n = strlen(err);
+    snprintf(err + n, errcap - n, "; %s needs the whole program (the timing level without a trace runs larger "
+             "GEMMs extended)", opt->level != TPU_FIDELITY_TIMING ? "the tile level" : "a trace or event log");
+  }
   if (st != TPU_OK) return st;
   info->block = tpu_sim_gemm_block(cfg);
   const double ops = gemm_ops(cfg, cores, M, N, K, &info->hbm_bytes);
