@@ -30,8 +30,9 @@ static const char HELP[] =
   "       tpusim matmul --topology FILE.csv [--input-type conv|gemm] [options]\n\n"
   "Runs C = A.B (A is M x K, B is K x N, f32) through one core's MXU and reports\n"
   "cycles, MXU utilization, FLOP/s and the error against OpenBLAS sgemm.\n\n"
-  "  --m, --n, --k N        GEMM shape (1..2147483647 each; taken from --a/--b when given;\n"
-  "                         1..65536 with --cores)\n"
+  "  --m, --n, --k N        GEMM shape (1..2147483648 = 2^31 each at --level timing, also\n"
+  "                         with --cores; 1..2147483647 at tile and pe, as memory allows;\n"
+  "                         taken from --a/--b when given)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (f32 via 3 or 6 passes)\n"
   "  --level L              pe (every cell, every cycle), tile (default: exact cycles by\n"
   "                         formula, bits by the fast kernel) or timing (cycles only)\n"
@@ -49,7 +50,8 @@ static const char HELP[] =
   "                         docs/SCALESIM.md) as one matmul, per-layer lines and a total;\n"
   "                         the level is timing unless --level says otherwise\n"
   "  --input-type T         with --topology: conv (default) or gemm (name, M, N, K)\n"
-  "  --mem-limit MIB        the tile and pe levels hold A, B and C in memory: refuse a\n"
+  "  --mem-limit MIB        the tile and pe levels hold A, B and C in memory (with --cores\n"
+  "                         also the engine's copies): refuse a\n"
   "                         shape needing more than this (default: the machine's\n"
   "                         available memory); the timing level needs none\n";
 
@@ -82,7 +84,8 @@ static int parse(int argc, char **argv, cli_matmul_opts *o) {
   o->precision = TPU_PREC_BF16;
   o->level = TPU_FIDELITY_TILE;
   const cli_opt opts[] = {
-    CLI_LONG("m", &o->m, 1, INT_MAX), CLI_LONG("n", &o->n, 1, INT_MAX), CLI_LONG("k", &o->k, 1, INT_MAX),
+    CLI_LONG("m", &o->m, 1, TPU_MXU_MAX_GEMM_DIM), CLI_LONG("n", &o->n, 1, TPU_MXU_MAX_GEMM_DIM),
+    CLI_LONG("k", &o->k, 1, TPU_MXU_MAX_GEMM_DIM),
     CLI_LONG("mem-limit", &o->mem_limit_mib, 1, LONG_MAX / 2097152),
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("cores", &o->cores, 1, 16),
     CLI_LONG("threads", &o->threads, 1, 1024),
@@ -105,6 +108,9 @@ static int check(const cli_matmul_opts *o) {
                            "--cores do not go with it (tpusim run --topology runs the layers on several cores)");
   if (o->out && o->level == TPU_FIDELITY_TIMING)
     return cli_usage_error(CMD, "--out: the timing level computes no values; use --level tile or pe");
+  if (o->level != TPU_FIDELITY_TIMING && (o->m > INT_MAX || o->n > INT_MAX || o->k > INT_MAX))
+    return cli_usage_error(CMD, "--m, --n, --k: at --level %s each must be 1..%d (the values are held in memory); "
+                           "--level timing takes up to 2147483648", tpu_fidelity_name(o->level), INT_MAX);
   if (o->cores) {
     if (o->dataflow != TPU_MXU_WS)
       return cli_usage_error(CMD, "--dataflow %s does not go with --cores: the chip engine runs weight-stationary MXUs; "
@@ -141,19 +147,24 @@ static double available_bytes(void) {
 ** limit is refused (exit 2) with the figure, after 'what' (a topology's
 ** layer, or ""). 0 when it fits. */
 static int check_memory(const cli_matmul_opts *o, const char *what) {
-  if (o->level == TPU_FIDELITY_TIMING || o->cores) return 0;
-  const double m = (double)o->m, n = (double)o->n, k = (double)o->k;
+  if (o->level == TPU_FIDELITY_TIMING) return 0;
+  const double m = (double)o->m, n = (double)o->n, k = (double)o->k, c = (double)o->cores;
   const double parts = o->precision == TPU_PREC_BF16 && o->level == TPU_FIDELITY_TILE ? 0 : tpu_precision_parts(o->precision);
-  /* A, B, C and the sgemm reference in f32, and the operands' bf16 parts */
-  double need = 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
-  if (o->dataflow == TPU_MXU_IS && o->level == TPU_FIDELITY_PE)   /* the transposed operands and C */
+  /* A, B, C and the sgemm reference in f32, and the operands' bf16 parts;
+  ** with --cores the engine's program holds A and every core's B as initial
+  ** values, and its run the values of every HBM block (A, B, C) again */
+  double need = o->cores ? 4.0 * (3.0 * m * k + (1.0 + 2.0 * c) * k * n + 3.0 * m * n)
+                         : 4.0 * (m * k + k * n + 2.0 * m * n) + 4.0 * parts * (m * k + k * n);
+  if (!o->cores && o->dataflow == TPU_MXU_IS && o->level == TPU_FIDELITY_PE)   /* the transposed operands and C */
     need += 4.0 * (parts * (m * k + k * n) + m * n);
   const double limit = o->mem_limit_mib ? (double)o->mem_limit_mib * 1048576.0 : available_bytes();
   if (limit > 0 && need > limit)
-    return cli_usage_error(CMD, "%s%ld x %ld x %ld at --level %s needs %.3g GiB (A, B, C and the reference in f32%s), "
-                           "more than the limit of %.3g GiB (%s); use --level timing (cycles only, no memory) or "
-                           "a smaller shape", what, o->m, o->n, o->k, tpu_fidelity_name(o->level), need / 1073741824.0,
-                           parts ? ", and the operands' bf16 parts" : "", limit / 1073741824.0,
+    return cli_usage_error(CMD, "%s%ld x %ld x %ld at --level %s needs %.3g GiB (%s), more than the limit of %.3g GiB "
+                           "(%s); use --level timing (cycles only, no memory) or a smaller shape", what, o->m, o->n,
+                           o->k, tpu_fidelity_name(o->level), need / 1073741824.0,
+                           o->cores ? "A, B, C and the reference in f32, the program's HBM blocks and their values "
+                           "in the run" : parts ? "A, B, C and the reference in f32, and the operands' bf16 parts"
+                           : "A, B, C and the reference in f32", limit / 1073741824.0,
                            o->mem_limit_mib ? "--mem-limit" : "the machine's available memory; --mem-limit MIB sets another");
   return 0;
 }
@@ -253,9 +264,17 @@ static int run(const tpu_chip_config *chip, const cli_matmul_opts *o, mm_run *r)
   tpu_mxu_config mxu = chip->mxu;
   mxu.dataflow = o->dataflow;
   const double t0 = cli_now_s();
-  tpu_status st = tpu_mxu_gemm(&mxu, chip->mxus_per_core, o->level, o->precision, (int)o->m, (int)o->n,
-                               (int)o->k, r->a, r->b, r->c, &r->res);
+  tpu_status st = tpu_mxu_gemm(&mxu, chip->mxus_per_core, o->level, o->precision, o->m, o->n, o->k, r->a, r->b,
+                               r->c, &r->res);
   r->wall = cli_now_s() - t0;
+  if (st == TPU_ERR_RANGE) {   /* the cycles are at least the MACs over the cells, each pass */
+    const double macs = (double)o->m * (double)o->n * (double)o->k * tpu_precision_passes(o->precision);
+    return cli_usage_error(CMD, "%ld x %ld x %ld: the run needs %.3g multiply-adds, at least %.3g cycles on %d MXU%s "
+                           "of %dx%d; the simulator counts up to 2^62 (%.3g) of either", o->m, o->n, o->k, macs,
+                           macs / ((double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core),
+                           chip->mxus_per_core, chip->mxus_per_core > 1 ? "s" : "", chip->mxu.rows, chip->mxu.cols,
+                           (double)TPU_MXU_MAX_COUNT);
+  }
   if (st != TPU_OK) return cli_fail(CMD, st, "gemm failed: %s", tpu_status_str(st));
   if (r->values && !cli_matmul_error(o->m, o->n, o->k, r->a, r->b, r->c, &r->max_abs, &r->max_rel))
     return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
@@ -283,8 +302,8 @@ static mm_figures figures(const tpu_chip_config *chip, const cli_matmul_opts *o,
 /* The --json report; NULL when out of memory. */
 static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
-  json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
-    "chip", chip->name, "m", (int)o->m, "n", (int)o->n, "k", (int)o->k,
+  json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
+    "chip", chip->name, "m", (json_int_t)o->m, "n", (json_int_t)o->n, "k", (json_int_t)o->k,
     "precision", tpu_precision_name(o->precision), "level", tpu_fidelity_name(o->level),
     "cycles", (json_int_t)r->res.cycles, "time_s", cli_json_real(f.time_s), "mxu_utilization", cli_json_real(f.util),
     "flops_per_s", cli_json_real(f.flops), "peak_flops_per_s", cli_json_real(f.pk.bf16_flops_per_core),
@@ -331,9 +350,11 @@ typedef struct mt_layer { tpu_mxu_gemm_result res; double max_abs, max_rel, wall
 static int topology_layer(const tpu_chip_config *chip, cli_matmul_opts *o, const cli_ss_layer *L, mt_layer *out) {
   char what[256];
   snprintf(what, sizeof what, "%s:%d: layer '%s': ", o->topology, L->line, L->name);
-  if (L->m > INT_MAX || L->n > INT_MAX || L->k > INT_MAX)
-    return cli_usage_error(CMD, "%sGEMM %llu x %llu x %llu: a matmul takes M, N and K of 1..%d", what,
-                           (unsigned long long)L->m, (unsigned long long)L->n, (unsigned long long)L->k, INT_MAX);
+  const int64_t max = o->level == TPU_FIDELITY_TIMING ? TPU_MXU_MAX_GEMM_DIM : INT_MAX;
+  if (L->m > (uint64_t)max || L->n > (uint64_t)max || L->k > (uint64_t)max)
+    return cli_usage_error(CMD, "%sGEMM %llu x %llu x %llu: a matmul at --level %s takes M, N and K of 1..%lld", what,
+                           (unsigned long long)L->m, (unsigned long long)L->n, (unsigned long long)L->k,
+                           tpu_fidelity_name(o->level), (long long)max);
   o->m = (long)L->m; o->n = (long)L->n; o->k = (long)L->k;
   mm_run r = { 0 };
   int rc = check_memory(o, what);
@@ -454,13 +475,10 @@ static int matmul_run(const void *op, json_t **report) {
   if (o.dataflow == TPU_MXU_OS && !chip.mxu.double_buffer)
     return cli_usage_error(CMD, "--dataflow os needs the second accumulator bank of a double-buffered MXU, and "
                            "chip %s has mxu.double_buffer false (a single-bank os array is not modelled)", chip.name);
-  if (o.cores && (o.m > 65536 || o.n > 65536 || o.k > 65536))
-    return cli_usage_error(CMD, "--cores: --m, --n and --k must be 1..65536 (the engine's GEMM program holds "
-                           "them in HBM blocks); without --cores the timing level takes up to 2147483647");
-  if (o.cores) return cli_matmul_cores(&chip, &o, report);
-  mm_run r = { 0 };
   if (o.topology) return topology_run(&chip, &o, report);
   if (!o.a && (rc = check_memory(&o, ""))) return rc;
+  if (o.cores) return cli_matmul_cores(&chip, &o, report);
+  mm_run r = { 0 };
   if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
     if (!o.com.json) rc = report_text(&chip, &o, &r);
     else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");

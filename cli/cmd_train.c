@@ -9,6 +9,7 @@
 ** whose batch is ready late is that step delayed by the wait
 ** (tpu_fe_step_timer); docs/TRAINING.md says so.
 */
+#include <limits.h>
 #include <errno.h>
 #include <jansson.h>
 #include <malloc.h>
@@ -56,7 +57,8 @@ static const char HELP[] =
   "                         batches feed the cores and its host-time model says when each\n"
   "                         is ready (default: shuffle, normalize, batch, prefetch, no costs)\n"
   "  --steps-per-epoch S    stop each epoch after S steps (default: the whole training set)\n"
-  "  --batch B              global batch (default 128); must divide by the cores\n"
+  "  --batch B              global batch (default 128, at most 2^31); must divide by the\n"
+  "                         cores and fit the training set\n"
   "  --cores C              cores to use (default: the chip's)\n"
   "  --backend sim|reference  sim (default): matmuls on the MXU model in the chosen\n"
   "                         precision; reference: OpenBLAS f32, no simulation\n"
@@ -66,7 +68,9 @@ static const char HELP[] =
   "                         the model's \"seed\")\n"
   "  --threads T            host threads running the cores (default: CPUs online);\n"
   "                         results are identical for every T\n"
-  "  --synthetic-n N        samples of the synthetic training set (default 2048; test: N/4)\n"
+  "  --synthetic-n N        samples of the synthetic training set (default 2048; test: N/4;\n"
+  "                         at most 4194304 at --level tile, which holds them, 2^31 - 1\n"
+  "                         at --level timing, which makes none)\n"
   "  --trace FILE           Chrome/Perfetto trace of the first steps (one track per core and unit)\n"
   "  --csv FILE             one row per step\n"
   "  --checkpoint DIR       write weights, optimizer state and data position after each epoch\n"
@@ -116,8 +120,8 @@ static int parse_args(int argc, char **argv, opts *o) {
     CLI_STR("model", &o->model, NULL), CLI_STR("data", &o->data, NULL), CLI_STR("trace", &o->trace, NULL),
     CLI_STR("csv", &o->csv, NULL), CLI_STR("checkpoint", &o->ckpt, NULL), CLI_STR("pipeline", &o->pipeline, NULL),
     CLI_LONG("epochs", &o->epochs, 1, 100000), CLI_LONG("steps-per-epoch", &o->steps, 1, 100000000),
-    CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
-    CLI_LONG("threads", &o->threads, 1, 256), CLI_LONG("synthetic-n", &o->synth_n, 1, 1 << 22),
+    CLI_LONG("batch", &o->batch, 1, 1L << 31), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
+    CLI_LONG("threads", &o->threads, 1, 256), CLI_LONG("synthetic-n", &o->synth_n, 1, INT_MAX),
     CLI_LONG("seed", &o->seed, 0, 2147483647L),
     CLI_ID("backend", OPT_BACKEND, NULL), CLI_ID("level", OPT_LEVEL, NULL), CLI_ID("precision", OPT_PRECISION, NULL),
     CLI_FLAG("resume", &o->resume),
@@ -219,6 +223,14 @@ static int load_model(const opts *o, train_run *t) {
   t->cores = o->cores ? (int)o->cores : t->chip.cores;
   if (t->cores > t->chip.cores)
     return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", t->cores, t->chip.name, t->chip.cores);
+  /* sample counts are ints: no training set here holds more (synthetic data
+  ** at most 2^31 - 1 samples, --synthetic-n), so a batch of 2^31 never fits */
+  if (o->batch > INT_MAX)
+    return cli_usage_error(CMD, "--batch %ld is larger than the training set (%s: at most %d samples%s)", o->batch,
+                           o->data, INT_MAX, strcmp(o->data, "synthetic") ? "" : ", --synthetic-n's range");
+  if (o->level != TPU_FIDELITY_TIMING && o->synth_n > (1L << 22))
+    return cli_usage_error(CMD, "--synthetic-n %ld: --level tile holds the synthetic set in memory, at most 4194304 "
+                           "samples; --level timing makes none and takes up to %d", o->synth_n, INT_MAX);
   if (o->batch % t->cores)
     return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
                           "(the global batch is split evenly, as TPUStrategy does)", o->batch, t->cores, t->cores);

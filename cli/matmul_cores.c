@@ -49,6 +49,7 @@ typedef struct mc_run {
   tpu_sim_program *p;
   tpu_sim_result *res;
   double bytes;                /* HBM traffic of the program */
+  tpu_sim_gemm_info info;      /* whole or extended (tpu_sim_gemm_run) */
   double max_abs, max_rel;
 } mc_run;
 
@@ -57,13 +58,13 @@ static int run(const cli_matmul_opts *o, mc_run *r) {
   if (values && (!cli_matmul_seeded(o->seed, o->m, o->n, o->k, &r->A, &r->B) ||  /* the one-core inputs */
                  !(r->C = tpu_malloc((size_t)(o->m * o->n) * sizeof *r->C))))
     return cli_runtime_error(CMD, "out of memory for %ld x %ld x %ld", o->m, o->n, o->k);
-  char err[512];
-  tpu_status st = tpu_sim_gemm_program(&r->chip, r->cores, o->m, o->n, o->k, o->precision, r->A, r->B, &r->p,
-                                       &r->bytes, err, sizeof err);
-  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  char err[1024];
   tpu_sim_options opt = { .level = r->level, .threads = (int)o->threads, .trace = o->trace != NULL };
-  if ((st = tpu_sim_run(&r->chip, r->p, &opt, &r->res)) != TPU_OK)
-    return cli_fail(CMD, st, "%s", tpu_sim_program_error(r->p));
+  tpu_status st = tpu_sim_gemm_run(&r->chip, r->cores, o->m, o->n, o->k, o->precision, r->A, r->B, &opt, 0, &r->p,
+                                   &r->res, &r->info, err, sizeof err);
+  /* a shape beyond what the engine can time is bad input, with its figure */
+  if (st != TPU_OK) return cli_fail(CMD, st, "%s", err);
+  r->bytes = r->info.hbm_bytes;
   if (o->trace && cli_sim_write_trace(r->res, o->trace))
     return cli_runtime_error(CMD, "--trace %s: cannot write: %s", o->trace, strerror(errno));
   return 0;
@@ -150,6 +151,10 @@ static int report_text(const cli_matmul_opts *o, const mc_run *r) {
          r->cores, r->cores > 1 ? "s" : "", r->chip.name, tpu_precision_name(o->precision),
          tpu_fidelity_name(r->level));
   printf("  operands start in HBM in %ld x %ld blocks, double-buffered into VMEM\n", r->T, r->T);
+  if (r->info.rows_run)
+    printf("  extended          run of %lld block rows per core (the fewest), its growth over %d block row%s "
+           "added %llu times\n", (long long)r->info.rows_run, r->info.period, r->info.period > 1 ? "s" : "",
+           (unsigned long long)r->info.periods);
   cli_sim_report_text(stdout, r->res, &r->chip);
   printf("  HBM traffic       %.0f bytes\n", r->bytes);
   printf("  intensity         %.2f FLOP/byte vs ridge point %.2f FLOP/byte: %s-bound on the roofline\n",

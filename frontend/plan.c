@@ -11,6 +11,7 @@
 ** receptive fields in (ky, kx, c) order -- the one place conv lowering is
 ** written down (conv_window, and the IM2COL/COL2IM steps that carry it).
 */
+#include <limits.h>
 #include <assert.h>
 #include <string.h>
 
@@ -366,6 +367,10 @@ static void build(builder *b, bool train) {
 tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu_precision prec, bool train,
                           fe_plan **out) {
   *out = NULL;
+  /* a GEMM's rows (samples x output pixels) are ints: larger is refused */
+  if (pix(rows, m->input) > INT_MAX) return TPU_ERR_RANGE;
+  for (int i = 0; i < m->nlayers; i++)
+    if (pix(rows, m->layers[i].out) > INT_MAX) return TPU_ERR_RANGE;
   int cap = STEPS_FIXED;
   for (int i = 0; i < m->nlayers; i++)
     cap += (is_dw(&m->layers[i]) ? STEPS_PER_DW_LAYER : STEPS_PER_LAYER) + 3 * m->layers[i].nin;

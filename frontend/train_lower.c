@@ -115,6 +115,7 @@
 ** exact for stride 1 'same'), padding of the flat optimizer vector to whole
 ** rows of lanes (at most lanes-1 values).
 */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -943,6 +944,11 @@ static tpu_status build(lower *L, const tpu_fe_model *m, const tpu_chip_config *
   }
   fe_plan *plan = NULL;
   tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
+  if (st == TPU_ERR_RANGE) {
+    snprintf(err, errcap, "%s at %d samples per core: a layer's GEMM would have more than %d rows (samples x output "
+             "pixels); use a smaller batch or more cores", m->name, rows, INT_MAX);
+    return st;
+  }
   if (!st && (st = check_size(L, plan, nsteps, m, chip, err, errcap)) != TPU_OK) { fe_plan_destroy(plan); return st; }
   if (!st) st = tpu_sim_program_create(chip->cores, &L->p);
   if (st) { fe_plan_destroy(plan); snprintf(err, errcap, "out of memory"); return st; }

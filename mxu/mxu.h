@@ -107,8 +107,11 @@
 ** below); a product split into several calls over K folds does the same
 ** with tpu_mxu_gemm_acc (every tile adds), as the chip engine's K-fold
 ** matmuls do. The timing level computes a GEMM's cycles in closed form
-** (mxu_gemm.c), equal to feeding every tile, so M, N and K may be as large
-** as an int holds.
+** (mxu_gemm.c), equal to feeding every tile, at a cost independent of the
+** shape, so M, N and K go up to TPU_MXU_MAX_GEMM_DIM (2^31) there; its 64-bit
+** counters are checked (a GEMM whose cycles or multiply-adds would pass
+** TPU_MXU_MAX_COUNT fails with TPU_ERR_RANGE instead of wrapping). The PE
+** and tile levels hold the values and take up to INT_MAX.
 **
 ** Not modelled: power, clock gating, wire delay, accumulator capacity (the
 ** accumulators hold any M), weight FIFO depth beyond double buffering, a
@@ -184,7 +187,7 @@ void tpu_mxu_sched_init(tpu_mxu_sched *s, const tpu_mxu_config *cfg);
 ** that may not start loading (os: streaming) before 'earliest'. In os,
 ** load_start = stream_start (nothing is loaded). 'out' may be NULL. This
 ** function can't fail (shapes were validated). */
-void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest,
+void tpu_mxu_sched_tile(tpu_mxu_sched *s, int64_t m, int64_t k, int64_t n, uint64_t earliest,
                         tpu_mxu_tile_times *out);
 /* }================================================================== */
 
@@ -294,7 +297,9 @@ void tpu_precision_split(tpu_precision p, const float *x, size_t n, float *out);
 **
 ** the first tile of an M-tile (is) or of an output block (os) overwriting. */
 typedef struct tpu_mxu_walk_tile {
-  int m, k, n;                 /* the tile's shape */
+  int64_t m;                   /* the tile's shape: m (ws: all of M, which may pass INT_MAX at
+                               ** the timing level) ... */
+  int k, n;                    /* ... x k x n */
   int k0, n0;                  /* where it starts in K and N */
   int m0;                      /* where it starts in M (0 in ws: M is never cut) */
   int pass;                    /* 0 .. tpu_precision_passes - 1 */
@@ -304,10 +309,12 @@ typedef struct tpu_mxu_walk_tile {
 } tpu_mxu_walk_tile;
 
 typedef struct tpu_mxu_walk {  /* the walk's state; read it only through tpu_mxu_walk_next */
-  int M, N, K, rows, cols, arrays, passes;
+  int64_t M, N, K;
+  int rows, cols, arrays, passes;
   int8_t a_part[6], b_part[6];
-  int nt, pass, k0;            /* the next tile's N-tile (M-tile in is), pass and K offset */
-  int m0;                      /* os: the next tile's M offset */
+  int64_t nt, k0;              /* the next tile's N-tile (M-tile in is) and K offset, ... */
+  int pass;                    /* ... its pass ... */
+  int64_t m0;                  /* ... and (os) its M offset */
   tpu_mxu_dataflow df;
 } tpu_mxu_walk;
 
@@ -315,7 +322,7 @@ typedef struct tpu_mxu_walk {  /* the walk's state; read it only through tpu_mxu
 ** 'arrays' arrays (>= 1) of cfg's geometry and dataflow. This function
 ** can't fail. */
 void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, tpu_precision prec,
-                       int M, int N, int K);
+                       int64_t M, int64_t N, int64_t K);
 /* Writes the next tile into *t and returns true, or returns false when the
 ** walk is done (t untouched). */
 bool tpu_mxu_walk_next(tpu_mxu_walk *w, tpu_mxu_walk_tile *t);
@@ -327,12 +334,19 @@ typedef struct tpu_mxu_gemm_result {
   uint64_t weight_loads;       /* loads of the stationary operand: weights (ws), inputs (is), 0 (os) */
 } tpu_mxu_gemm_result;
 
+/* The largest M, N or K at the timing level, and the largest cycle or MAC
+** count it reports (2^62: far from wrapping, with room for a caller's sums). */
+#define TPU_MXU_MAX_GEMM_DIM ((int64_t)1 << 31)
+#define TPU_MXU_MAX_COUNT (UINT64_C(1) << 62)
 /* A, B, C are row-major, caller-owned. At TPU_FIDELITY_TIMING they may be
 ** NULL (no values computed); otherwise C is overwritten. Returns
-** TPU_ERR_CONFIG for bad shapes or config, TPU_ERR_NOMEM if scratch space
-** can't be had (C is then unspecified). */
+** TPU_ERR_CONFIG for bad shapes (1..TPU_MXU_MAX_GEMM_DIM at the timing level,
+** 1..INT_MAX at the others) or config, TPU_ERR_RANGE when the cycles or
+** MACs would exceed TPU_MXU_MAX_COUNT (timing level; nothing is written to
+** *out), TPU_ERR_NOMEM if scratch space can't be had (C is then
+** unspecified). */
 tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
-                        tpu_precision prec, int M, int N, int K,
+                        tpu_precision prec, int64_t M, int64_t N, int64_t K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out);
 /* The same with 'accumulate': C += A.B, the product's tiles added into C
@@ -341,7 +355,7 @@ tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
 ** partial sums of the earlier ones without a drain in between. C must then
 ** hold values at every fidelity but timing. The cycles are tpu_mxu_gemm's. */
 tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
-                            tpu_precision prec, int M, int N, int K,
+                            tpu_precision prec, int64_t M, int64_t N, int64_t K,
                             const float *A, const float *B, float *C, bool accumulate,
                             tpu_mxu_gemm_result *out);
 /* }================================================================== */

@@ -11,6 +11,7 @@
 ** the walk; only what happens to a tile differs (formula only, formula +
 ** fast kernel, or the PE model).
 */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ void tpu_precision_split(tpu_precision p, const float *x, size_t n, float *out) 
 ** The tile walk
 ** ================================================================== */
 void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, tpu_precision prec,
-                       int M, int N, int K) {
+                       int64_t M, int64_t N, int64_t K) {
   *w = (tpu_mxu_walk){ .M = M, .N = N, .K = K, .rows = cfg->rows, .cols = cfg->cols, .arrays = arrays,
                        .passes = tpu_precision_passes(prec), .df = cfg->dataflow };
   for (int i = 0; i < w->passes; i++) {
@@ -43,19 +44,22 @@ void tpu_mxu_walk_init(tpu_mxu_walk *w, const tpu_mxu_config *cfg, int arrays, t
   }
 }
 
-static int min_int(int a, int b) { return a < b ? a : b; }
+static int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ws and is: groups of 'cols' along N (ws) or M (is), then passes, then
 ** K-tiles; the other of M and N streams whole. */
 static bool walk_next_ws(tpu_mxu_walk *w, tpu_mxu_walk_tile *t) {
   const bool is = w->df == TPU_MXU_IS;
-  const int g0 = w->nt * w->cols, G = is ? w->M : w->N;
+  const int64_t g0 = w->nt * w->cols, G = is ? w->M : w->N;
   if (g0 >= G) return false;
-  const int width = min_int(G - g0, w->cols);
-  *t = (tpu_mxu_walk_tile){ .m = is ? width : w->M, .k = min_int(w->K - w->k0, w->rows), .n = is ? w->N : width,
-                            .k0 = w->k0, .n0 = is ? 0 : g0, .m0 = is ? g0 : 0,
-                            .pass = w->pass, .a_part = w->a_part[w->pass], .b_part = w->b_part[w->pass],
-                            .array = w->nt % w->arrays, .first = w->k0 == 0 && w->pass == 0 };
+  const int64_t width = min_i64(G - g0, w->cols);
+  /* k0, g0 and (is) N fit an int: the walk runs only where values are held
+  ** (dimensions up to INT_MAX) and, in ws, in the engine (M may be larger) */
+  *t = (tpu_mxu_walk_tile){ .m = is ? width : w->M, .k = (int)min_i64(w->K - w->k0, w->rows),
+                            .n = (int)(is ? w->N : width), .k0 = (int)w->k0, .n0 = is ? 0 : (int)g0,
+                            .m0 = is ? (int)g0 : 0, .pass = w->pass, .a_part = w->a_part[w->pass],
+                            .b_part = w->b_part[w->pass], .array = (int)(w->nt % w->arrays),
+                            .first = w->k0 == 0 && w->pass == 0 };
   /* advance: K-tiles innermost, then passes, then groups */
   if ((w->k0 += w->rows) >= w->K) {
     w->k0 = 0;
@@ -66,12 +70,12 @@ static bool walk_next_ws(tpu_mxu_walk *w, tpu_mxu_walk_tile *t) {
 
 /* os: N-tiles of 'cols', then M-tiles of 'rows', then passes; K streams whole. */
 static bool walk_next_os(tpu_mxu_walk *w, tpu_mxu_walk_tile *t) {
-  const int n0 = w->nt * w->cols;
+  const int64_t n0 = w->nt * w->cols;
   if (n0 >= w->N) return false;
-  *t = (tpu_mxu_walk_tile){ .m = min_int(w->M - w->m0, w->rows), .k = w->K, .n = min_int(w->N - n0, w->cols),
-                            .k0 = 0, .n0 = n0, .m0 = w->m0,
+  *t = (tpu_mxu_walk_tile){ .m = min_i64(w->M - w->m0, w->rows), .k = (int)w->K, .n = (int)min_i64(w->N - n0, w->cols),
+                            .k0 = 0, .n0 = (int)n0, .m0 = (int)w->m0,
                             .pass = w->pass, .a_part = w->a_part[w->pass], .b_part = w->b_part[w->pass],
-                            .array = w->nt % w->arrays, .first = w->pass == 0 };
+                            .array = (int)(w->nt % w->arrays), .first = w->pass == 0 };
   if (++w->pass >= w->passes) {
     w->pass = 0;
     if ((w->m0 += w->rows) >= w->M) { w->m0 = 0; w->nt++; }
@@ -142,15 +146,27 @@ static uint64_t same_shift(sched_mark a, sched_mark b, sched_mark c) {
     return 0;
   return d;
 }
-static void shift(tpu_mxu_sched *s, uint64_t d, uint64_t copies) {
-  s->loader_free += d * copies;
-  s->prev_stream += d * copies;
-  s->done += d * copies;
-  if (s->cfg.dataflow == TPU_MXU_OS) s->out_free += d * copies;
+/* *x += a * b, saturated at TPU_MXU_MAX_COUNT (which sets *ovf): the
+** counters stay far from wrapping whatever the shape, and a GEMM that gets
+** there fails (tpu_mxu_gemm_acc). */
+static void add_mul(uint64_t *x, uint64_t a, uint64_t b, bool *ovf) {
+  uint64_t p, r;
+  if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(*x, p, &r) || r > TPU_MXU_MAX_COUNT) {
+    *x = TPU_MXU_MAX_COUNT;
+    *ovf = true;
+  } else {
+    *x = r;
+  }
+}
+static void shift(tpu_mxu_sched *s, uint64_t d, uint64_t copies, bool *ovf) {
+  add_mul(&s->loader_free, d, copies, ovf);
+  add_mul(&s->prev_stream, d, copies, ovf);
+  add_mul(&s->done, d, copies, ovf);
+  if (s->cfg.dataflow == TPU_MXU_OS) add_mul(&s->out_free, d, copies, ovf);
 }
 
 /* 'count' identical tiles of the GEMM shape (m, k, n) through s. */
-static void sched_run(tpu_mxu_sched *s, int m, int k, int n, uint64_t count) {
+static void sched_run(tpu_mxu_sched *s, int64_t m, int64_t k, int64_t n, uint64_t count, bool *ovf) {
   sched_mark h[3] = { { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } };
   uint64_t i = 0;
   for (; i < count; i++) {
@@ -158,58 +174,60 @@ static void sched_run(tpu_mxu_sched *s, int m, int k, int n, uint64_t count) {
     h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
     uint64_t d;
     if (i >= 2 && (d = same_shift(h[0], h[1], h[2])) != 0) {
-      const uint64_t rest = count - i - 1;
-      shift(s, d, rest);
+      const uint64_t rest = count - i - 1, tile_macs = (uint64_t)m * (uint64_t)k * (uint64_t)n;
+      shift(s, d, rest, ovf);
       s->tiles += rest;
-      s->macs += rest * (uint64_t)m * (uint64_t)k * (uint64_t)n;
-      s->useful_cells_cycles += rest * (uint64_t)m * (uint64_t)k * (uint64_t)n;
+      add_mul(&s->macs, rest, tile_macs, ovf);
+      add_mul(&s->useful_cells_cycles, rest, tile_macs, ovf);
       return;
     }
   }
 }
 
 /* One group of width w (mxu.h's walk): its tiles in walk order. */
-static void sched_group(tpu_mxu_sched *s, int passes, int M, int N, int K, int w) {
+static void sched_group(tpu_mxu_sched *s, int passes, int64_t M, int64_t N, int64_t K, int w, bool *ovf) {
   const int rows = s->cfg.rows;
   if (s->cfg.dataflow == TPU_MXU_OS) {
-    if (M / rows) sched_run(s, rows, K, w, (uint64_t)(M / rows) * (uint64_t)passes);
-    if (M % rows) sched_run(s, M % rows, K, w, (uint64_t)passes);
+    if (M / rows) sched_run(s, rows, K, w, (uint64_t)(M / rows) * (uint64_t)passes, ovf);
+    if (M % rows) sched_run(s, M % rows, K, w, (uint64_t)passes, ovf);
     return;
   }
   const bool is = s->cfg.dataflow == TPU_MXU_IS;
   for (int p = 0; p < passes; p++) {
-    if (K / rows) sched_run(s, is ? w : M, rows, is ? N : w, (uint64_t)(K / rows));
-    if (K % rows) sched_run(s, is ? w : M, K % rows, is ? N : w, 1);
+    if (K / rows) sched_run(s, is ? w : M, rows, is ? N : w, (uint64_t)(K / rows), ovf);
+    if (K % rows) sched_run(s, is ? w : M, K % rows, is ? N : w, 1, ovf);
   }
 }
 
 /* Array a's cycles: its full groups (fast-forwarded by copies), then the
 ** partial last group when it falls to a. */
-static void sched_array(tpu_mxu_sched *s, int mxus, int a, int passes, int M, int N, int K) {
-  const int cols = s->cfg.cols, G = s->cfg.dataflow == TPU_MXU_IS ? M : N;
+static void sched_array(tpu_mxu_sched *s, int mxus, int a, int passes, int64_t M, int64_t N, int64_t K,
+                        bool *ovf) {
+  const int cols = s->cfg.cols;
+  const int64_t G = s->cfg.dataflow == TPU_MXU_IS ? M : N;
   const int64_t full = G / cols, groups = (G + cols - 1) / cols;
   const int64_t mine = full > a ? (full - a + mxus - 1) / mxus : 0;   /* full groups g = a, a + mxus, ... */
   sched_mark h[3] = { { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } };
   for (int64_t i = 0; i < mine; i++) {
     const uint64_t tiles0 = s->tiles, macs0 = s->macs;
-    sched_group(s, passes, M, N, K, cols);
+    sched_group(s, passes, M, N, K, cols, ovf);
     h[0] = h[1]; h[1] = h[2]; h[2] = mark_of(s);
     uint64_t d;
     if (i >= 2 && (d = same_shift(h[0], h[1], h[2])) != 0) {
       const uint64_t rest = (uint64_t)(mine - i - 1);
-      shift(s, d, rest);
-      s->tiles += rest * (s->tiles - tiles0);
-      s->macs += rest * (s->macs - macs0);
+      shift(s, d, rest, ovf);
+      s->tiles += rest * (s->tiles - tiles0);     /* at most 6 * 2^31 * 2^31: no overflow */
+      add_mul(&s->macs, rest, s->macs - macs0, ovf);
       s->useful_cells_cycles = s->macs;
       break;
     }
   }
-  if (groups > full && (groups - 1) % mxus == a) sched_group(s, passes, M, N, K, G % cols);
+  if (groups > full && (groups - 1) % mxus == a) sched_group(s, passes, M, N, K, (int)(G % cols), ovf);
 }
 /* }================================================================== */
 
 tpu_status tpu_mxu_gemm(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
-                        tpu_precision prec, int M, int N, int K,
+                        tpu_precision prec, int64_t M, int64_t N, int64_t K,
                         const float *A, const float *B, float *C,
                         tpu_mxu_gemm_result *out) {
   return tpu_mxu_gemm_acc(cfg, mxus, level, prec, M, N, K, A, B, C, false, out);
@@ -288,9 +306,9 @@ static tpu_status ops_make(gemm_ops *o, const gemm_run *w, tpu_precision prec, c
 }
 
 /* Every tile of the walk through do_tile, values included. */
-static tpu_status gemm_values(gemm_run *w, tpu_precision prec, int M, int N, int K, const float *A,
+static tpu_status gemm_values(gemm_run *w, tpu_precision prec, int64_t M, int64_t N, int64_t K, const float *A,
                               const float *B, float *C, bool accumulate) {
-  gemm_ops o = { .na = (size_t)M * (size_t)K, .nb = (size_t)K * (size_t)N, .M = M, .N = N, .K = K };
+  gemm_ops o = { .na = (size_t)M * (size_t)K, .nb = (size_t)K * (size_t)N, .M = (int)M, .N = (int)N, .K = (int)K };
   float *buf = NULL;
   tpu_status st = ops_make(&o, w, prec, A, B, C, accumulate, &buf);
   tpu_mxu_walk wk;
@@ -312,11 +330,13 @@ static tpu_status gemm_values(gemm_run *w, tpu_precision prec, int M, int N, int
 /* }================================================================== */
 
 tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity level,
-                            tpu_precision prec, int M, int N, int K,
+                            tpu_precision prec, int64_t M, int64_t N, int64_t K,
                             const float *A, const float *B, float *C, bool accumulate,
                             tpu_mxu_gemm_result *out) {
   if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > 8) return TPU_ERR_CONFIG;
   if (M < 1 || N < 1 || K < 1 || (unsigned)prec > TPU_PREC_BF16X6) return TPU_ERR_CONFIG;
+  const int64_t maxdim = level == TPU_FIDELITY_TIMING ? TPU_MXU_MAX_GEMM_DIM : INT_MAX;
+  if (M > maxdim || N > maxdim || K > maxdim) return TPU_ERR_CONFIG;
   if (level != TPU_FIDELITY_TIMING && (!A || !B || !C)) return TPU_ERR_CONFIG;
 
   gemm_run w = { .cfg = cfg, .level = level, .mxus = mxus };
@@ -334,11 +354,14 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
     if (!(w.os_tiles = tpu_calloc(w.os_cap * (size_t)mxus, sizeof *w.os_tiles))) { st = TPU_ERR_NOMEM; goto done; }
   }
   if (level == TPU_FIDELITY_TIMING) {   /* the same cycles as the walk, in closed form */
+    bool ovf = false;
     for (int a = 0; a < mxus; a++) {
-      sched_array(&w.sched[a], mxus, a, tpu_precision_passes(prec), M, N, K);
+      sched_array(&w.sched[a], mxus, a, tpu_precision_passes(prec), M, N, K, &ovf);
       w.res.tiles += w.sched[a].tiles;
-      w.res.macs += w.sched[a].macs;
+      add_mul(&w.res.macs, w.sched[a].macs, 1, &ovf);
+      if (w.sched[a].done >= TPU_MXU_MAX_COUNT) ovf = true;
     }
+    if (ovf) { st = TPU_ERR_RANGE; goto done; }
     w.res.weight_loads = cfg->dataflow == TPU_MXU_OS ? 0 : w.res.tiles;
   } else if ((st = gemm_values(&w, prec, M, N, K, A, B, C, accumulate)) != TPU_OK) {
     goto done;

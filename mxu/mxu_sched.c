@@ -52,7 +52,7 @@ static void sched_os(tpu_mxu_sched *s, uint64_t M, uint64_t K, uint64_t N, uint6
   if (out) *out = (tpu_mxu_tile_times){ stream, stream, last };
 }
 
-void tpu_mxu_sched_tile(tpu_mxu_sched *s, int m, int k, int n, uint64_t earliest,
+void tpu_mxu_sched_tile(tpu_mxu_sched *s, int64_t m, int64_t k, int64_t n, uint64_t earliest,
                         tpu_mxu_tile_times *out) {
   const uint64_t M = (uint64_t)m, K = (uint64_t)k, N = (uint64_t)n;
   switch (s->cfg.dataflow) {

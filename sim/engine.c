@@ -443,8 +443,8 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   const sim_buf *A = &c->cp->bufs[o->a - 1], *D = &c->cp->bufs[o->dst - 1];
   tpu_mxu_walk w;
   tpu_mxu_walk_tile t;
-  tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, (int)D->rows, (int)D->cols,
-                    (int)(o->trans_a ? A->rows : A->cols));
+  tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, D->rows, D->cols,
+                    o->trans_a ? A->rows : A->cols);
   uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[8] = { 0 };
   while (tpu_mxu_walk_next(&w, &t)) {
     tpu_mxu_tile_times tt;
@@ -712,7 +712,33 @@ static tpu_status check_vmem(const tpu_chip_config *cfg, const sim_core_prog *cp
   return TPU_OK;
 }
 
+/* A matmul streams its M rows once per tile on its busiest array, so it
+** lasts at least that many cycles: one beyond the engine's range is refused
+** before its tiles are walked (their count could pass 2^40). */
+static tpu_status check_matmuls(const tpu_chip_config *cfg, tpu_sim_program *p) {
+  char lab[160];
+  for (int c = 0; c < p->cores; c++) {
+    const sim_core_prog *cp = &p->core[c];
+    for (int i = 0; i < cp->nops; i++) {
+      const tpu_sim_op *o = &cp->ops[i].o;
+      if (o->kind != TPU_SIM_MATMUL) continue;
+      const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
+      const double M = (double)D->rows, N = (double)D->cols, K = (double)(o->trans_a ? A->rows : A->cols);
+      const double least = ceil(ceil(N / cfg->mxu.cols) / cfg->mxus_per_core) * ceil(K / cfg->mxu.rows) *
+                           tpu_precision_passes(o->precision) * M;
+      if (least > (double)TPU_SIM_MAX_CYCLES) {
+        sim_seterr(p, "core %d: %s: %.0f x %.0f x %.0f streams its rows for at least %.4g cycles, longer than the "
+                   "engine times (2^53 = %llu cycles)", c, sim_op_label(cp, i, lab, sizeof lab), M, N, K, least,
+                   (unsigned long long)TPU_SIM_MAX_CYCLES);
+        return TPU_ERR_RANGE;
+      }
+    }
+  }
+  return TPU_OK;
+}
+
 static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) {
+  if (check_matmuls(cfg, p) != TPU_OK) return TPU_ERR_RANGE;
   const double hcap = cfg->hbm_capacity_gib * 1073741824.0;
   for (int chip = 0; chip < cfg->cores / cfg->cores_per_chip; chip++) {
     double used = 0;
@@ -960,12 +986,28 @@ static tpu_status check_resolved(tpu_sim_result *r) {
 
 /* The run's length, the stall accounting and the event logs; checks that
 ** the stall parts sum to the run's cycles on every core and step. */
+/* "core C: op I ('NAME', kind)": of the ops that end past the engine's
+** range, the one that starts first (the lowest core and index on a tie). */
+static const char *first_past(const tpu_sim_result *r, char *buf, size_t cap) {
+  int bc = -1, bi = -1;
+  for (int c = 0; c < r->cores; c++) {
+    const sim_core_rt *k = &r->core[c];
+    for (int i = 0; i < k->cp->nops; i++)
+      if (k->end[i] > TPU_SIM_MAX_CYCLES && (bc < 0 || k->start[i] < r->core[bc].start[bi])) { bc = c; bi = i; }
+  }
+  char lab[160];
+  snprintf(buf, cap, "core %d: %s", bc, bc < 0 ? "?" : sim_op_label(r->core[bc].cp, bi, lab, sizeof lab));
+  return buf;
+}
+
 static tpu_status account(tpu_sim_result *r, pool *pl) {
   pool_run(pl, r->cores, maxend_task, r);
   for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
   if (r->cycles > TPU_SIM_MAX_CYCLES) {
-    sim_seterr(r->p, "the run lasts %s%llu cycles, longer than the engine times (2^53 = %llu cycles, %.3g s at %g MHz): "
-               "the chip's bandwidths, latencies or clock, the program's sizes or its infeed are out of proportion",
+    char at[224];
+    sim_seterr(r->p, "%s ends the run past the engine's range: the run lasts %s%llu cycles, longer than the engine times "
+               "(2^53 = %llu cycles, %.3g s at %g MHz): the chip's bandwidths, latencies or clock, the program's "
+               "sizes or its infeed are out of proportion", first_past(r, at, sizeof at),
                r->cycles >= SIM_CYCLE_CAP ? "more than " : "", (unsigned long long)r->cycles,
                (unsigned long long)TPU_SIM_MAX_CYCLES, (double)TPU_SIM_MAX_CYCLES / (r->cfg.clock_mhz * 1e6),
                r->cfg.clock_mhz);

@@ -342,8 +342,8 @@ int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space
     sim_seterr(p, "core %d: buffer '%s' is defined twice", core, name);
     return 0;
   }
-  if (rows < 1 || cols < 1 || rows > (1 << 30) || cols > (1 << 30) || rows * cols > ((int64_t)1 << 34)) {
-    sim_seterr(p, "core %d: buffer '%s': shape %lld x %lld out of range (each 1..2^30, at most 2^34 elements)",
+  if (rows < 1 || cols < 1 || rows > TPU_SIM_MAX_DIM || cols > TPU_SIM_MAX_DIM || rows * cols > TPU_SIM_MAX_ELEMS) {
+    sim_seterr(p, "core %d: buffer '%s': shape %lld x %lld out of range (each 1..2^31, at most 2^48 elements)",
                core, name, (long long)rows, (long long)cols);
     return 0;
   }
@@ -499,8 +499,7 @@ static tpu_status plan_matmul(op_plan *pl, const tpu_sim_op *op) {
     return op_err(pl, "shapes do not agree: a%s is %lld x %lld, b%s is %lld x %lld, dst is %lld x %lld (need a: "
                   "M x K, b: K x N, dst: M x N)", op->trans_a ? "^T" : "", (long long)M, (long long)K,
                   op->trans_b ? "^T" : "", (long long)K2, (long long)N, (long long)d->rows, (long long)d->cols);
-  if (M > 65536 * 16 || N > 65536 * 16 || K > 65536 * 16)
-    return op_err(pl, "matmul dimension out of range (at most 1048576)");
+  /* the buffers' shapes bound M, N and K by TPU_SIM_MAX_DIM (2^31) */
   if ((unsigned)op->precision > TPU_PREC_BF16X6) return op_err(pl, "field 'precision': unknown");
   pl->reads[pl->nr++] = op->a;
   pl->reads[pl->nr++] = op->b;

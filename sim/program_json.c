@@ -87,8 +87,8 @@ static bool add_buffers(pctx *x, json_t *arr, const char *path, int core) {
       json_t *v = json_array_get(sh, (size_t)d);
       char dp[320];
       snprintf(dp, sizeof dp, "%s[%d]", sub, d);
-      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30)) {
-        perr(x, dp, "expected an integer in 1..1073741824");
+      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > TPU_SIM_MAX_DIM) {
+        perr(x, dp, "expected an integer in 1..2147483648 (2^31)");
         return false;
       }
       dims[d] = json_integer_value(v);

@@ -244,7 +244,13 @@ int64_t tpu_sim_program_infeed(const tpu_sim_program *p, int core, const uint64_
 
 /* Adds a rows x cols buffer named 'name' (copied; unique within the core)
 ** to one core. Returns its handle (>= 1) or 0 on error (bad shape, duplicate
-** name, out of memory; see tpu_sim_program_error). Values start at zero. */
+** name, out of memory; see tpu_sim_program_error). Values start at zero.
+** Shapes: rows and cols 1..TPU_SIM_MAX_DIM, at most TPU_SIM_MAX_ELEMS
+** elements (a byte count of 2^50 at most, so sums of them stay far from
+** wrapping); what a run can hold is the chip's HBM and VMEM capacity,
+** checked by tpu_sim_run, and at the tile level the host's memory. */
+#define TPU_SIM_MAX_DIM ((int64_t)1 << 31)
+#define TPU_SIM_MAX_ELEMS ((int64_t)1 << 48)
 int tpu_sim_buffer(tpu_sim_program *p, int core, const char *name, tpu_sim_space space,
                    tpu_sim_dtype dtype, int64_t rows, int64_t cols);
 /* The handle of 'name' on 'core', or 0. */
@@ -355,7 +361,8 @@ typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
 
 /* Runs program p on chip cfg (cfg->cores must equal the program's cores).
 ** Errors: TPU_ERR_RANGE (VMEM or HBM capacity exceeded: the message names
-** the core, the op and the bytes; or a run longer than TPU_SIM_MAX_CYCLES), TPU_ERR_INPUT (mismatched collectives,
+** the core, the op and the bytes; a run longer than TPU_SIM_MAX_CYCLES: the message names the
+** first op that ends past it; a matmul whose rows alone would stream longer, before the run), TPU_ERR_INPUT (mismatched collectives,
 ** too few infeed batches), TPU_ERR_NOMEM; message in
 ** tpu_sim_program_error(p). On success *out owns the result
 ** (tpu_sim_result_destroy). p is not changed and may be run again; it must
@@ -423,7 +430,8 @@ void tpu_sim_trace_steps_begin(tpu_text *out, const char *chip, int cores);
 tpu_status tpu_sim_trace_steps_add(tpu_text *out, const tpu_sim_result *r, long step, double t0_us);
 void tpu_sim_trace_steps_end(tpu_text *out);
 /* }================================================================== */
-/* The program of one GEMM C = A.B (M x K times K x N, each 1..65536) split
+/* The program of one GEMM C = A.B (M x K times K x N, each
+** 1..TPU_SIM_MAX_DIM) split
 ** along M over 'cores' cores, as `tpusim matmul --cores` and `tpusim viz`
 ** run it. Core c gets rows [m0, m0+mi) with m0 = M*c/cores. HBM holds A's
 ** rows, B and C in T x T blocks (T = tpu_sim_gemm_block(cfg)), buffers
@@ -435,10 +443,51 @@ void tpu_sim_trace_steps_end(tpu_text *out);
 ** A and B (row-major, f32) are copied into the blocks when non-NULL (tile
 ** level); NULL gives a timing-level program. *hbm_bytes (may be NULL) gets
 ** the bytes the program moves. On failure *out is NULL, err says why
-** (TPU_ERR_CONFIG bad shape, TPU_ERR_NOMEM). */
+** (TPU_ERR_CONFIG bad shape, TPU_ERR_RANGE a program of more than
+** TPU_SIM_MAX_OPS ops, refused before anything is built; TPU_ERR_NOMEM). */
 tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
                                 tpu_precision prec, const float *A, const float *B, tpu_sim_program **out,
                                 double *hbm_bytes, char *err, size_t errcap);
+/* The run of that program on cfg (cfg->cores == cores) with options opt.
+** A program of at most 'whole_ops' ops (0: TPU_SIM_GEMM_WHOLE_OPS) is built
+** whole and run (so is any at the tile level or with events or a trace;
+** then up to TPU_SIM_MAX_OPS). A larger one at the timing level is run
+** *extended*, so a GEMM of M = 2^31 costs what a few block rows cost: the
+** cores' block rows repeat, so after a few of them the engine's state
+** repeats shifted in time. The program is run with the first block rows of
+** every core left out, keeping 1, 2, 3, ... on the core with the fewest,
+** until the run's figures (its cycles; per core each stall kind,
+** tpu_sim_result_memory_busy and its end) grow by the same amounts over
+** three periods of p block rows (p = 1..4) from some length j0 on, and
+** only mxu_busy and weight_load grow (every core runs at its arrays' pace:
+** a memory-bound run is paced by the HBM share between cores, whose
+** fractional rates can drift for hundreds of block rows). The pattern must
+** then predict a run of about 65 block rows exactly. The result is the run
+** of the length between j0 and j0 + p that differs from the whole
+** program's by a whole number q of periods, its figures moved on by q
+** growths (checked: beyond TPU_SIM_MAX_CYCLES is TPU_ERR_RANGE with the
+** figure). Without such a pattern the whole program is run when it is
+** within TPU_SIM_MAX_OPS, else TPU_ERR_RANGE says why. tests/check_sim.c
+** compares extended and whole runs. The extended result's cycles, stalls, memory_busy, bound and
+** step end are the whole GEMM's; its ops, op times and program (*prog) are
+** those of the shorter run. *info says what was run. Errors as
+** tpu_sim_gemm_program, plus TPU_ERR_RANGE for a run longer than
+** TPU_SIM_MAX_CYCLES (the message gives the figure), HBM buffers beyond the
+** chips' capacity, N and K whose single block row is too many ops, or no
+** pattern and a whole program beyond TPU_SIM_MAX_OPS; and tpu_sim_run's. On failure
+** *prog and *res are NULL and err says why. */
+#define TPU_SIM_GEMM_WHOLE_OPS ((int64_t)1 << 18)
+typedef struct tpu_sim_gemm_info {
+  int64_t block;               /* T */
+  double hbm_bytes;            /* the whole GEMM's HBM traffic */
+  int64_t rows_run;            /* extended: block rows of the smallest core in the run behind the result; 0: whole */
+  int period;                  /* extended: p, in block rows */
+  uint64_t periods;            /* extended: q */
+} tpu_sim_gemm_info;
+tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+                            tpu_precision prec, const float *A, const float *B, const tpu_sim_options *opt,
+                            int64_t whole_ops, tpu_sim_program **prog, tpu_sim_result **res,
+                            tpu_sim_gemm_info *info, char *err, size_t errcap);
 /* The block side T of tpu_sim_gemm_program: the largest power of two (up
 ** to 1024) whose worst-case working set fits the core's VMEM. */
 int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);

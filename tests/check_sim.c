@@ -257,6 +257,155 @@ START_TEST(The_bound_verdict_agrees_with_the_roofline_on_a_gemm_grid) {
 }
 END_TEST
 
+/* tpu_sim_gemm_run's result, which must succeed (whole_ops: see sim.h). */
+static tpu_sim_result *gemm_run(const tpu_chip_config *cfg, int64_t M, int64_t N, int64_t K, int64_t whole_ops,
+                                tpu_sim_gemm_info *info) {
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 2 };
+  tpu_sim_program *p;
+  tpu_sim_result *r;
+  char err[1024];
+  tpu_status st = tpu_sim_gemm_run(cfg, cfg->cores, M, N, K, TPU_PREC_BF16, NULL, NULL, &o, whole_ops, &p, &r, info,
+                                   err, sizeof err);
+  ck_assert_msg(st == TPU_OK, "%lld x %lld x %lld: %s", (long long)M, (long long)N, (long long)K, err);
+  tu_defer(destroy_program, p);
+  tu_defer(destroy_result, r);
+  return r;
+}
+
+/* An extended GEMM run (a few block rows, their growth added up) gives the
+** whole program's run exactly: cycles, every core's stall kinds and
+** memory_busy, and the bound verdict, on the teaching chip (small blocks:
+** many block rows) and both presets, 1 to 8 cores, memory- and
+** compute-bound shapes, M not a multiple of the cores or the block. */
+START_TEST(An_extended_gemm_run_equals_the_whole_run) {
+  static const struct { const char *chip; int cores; int64_t M, N, K; } cases[] = {
+    { "teach", 1, 3000, 24, 40 }, { "teach", 2, 2777, 8, 8 }, { "teach", 4, 6001, 40, 24 },
+    { "tpu-v2-8", 1, 40000, 256, 256 }, { "tpu-v2-8", 2, 80000, 1024, 512 }, { "tpu-v2-8", 8, 300003, 512, 1024 },
+    { "tpu-v3-8", 8, 300000, 2048, 256 }, { "tpu-v3-8", 4, 150011, 128, 3000 },
+    { "tpu-v2-8", 8, 300001, 4096, 4096 }, { "tpu-v3-8", 8, 600000, 2048, 2048 }, { "tpu-v2-8", 2, 80000, 2048, 4096 },
+  };
+  int extended = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const tpu_chip_config cfg = tu_chip(cases[i].chip, cases[i].cores);
+    tpu_sim_gemm_info wi, xi;
+    const tpu_sim_result *w = gemm_run(&cfg, cases[i].M, cases[i].N, cases[i].K, INT64_MAX, &wi);
+    const tpu_sim_result *x = gemm_run(&cfg, cases[i].M, cases[i].N, cases[i].K, 1, &xi);
+    ck_assert_int_eq(wi.rows_run, 0);
+    extended += xi.rows_run > 0;
+    ck_assert_msg(tpu_sim_result_cycles(x) == tpu_sim_result_cycles(w), "%s case %zu: extended %llu, whole %llu",
+                  cases[i].chip, i, (unsigned long long)tpu_sim_result_cycles(x),
+                  (unsigned long long)tpu_sim_result_cycles(w));
+    for (int c = -1; c < cases[i].cores; c++) {
+      tpu_sim_stalls a, b;
+      tpu_sim_result_stalls(w, c, -1, &a);
+      tpu_sim_result_stalls(x, c, 0, &b);
+      for (int k = 0; k < TPU_SIM_NSTALL; k++)
+        ck_assert_msg(a.cycles[k] == b.cycles[k], "case %zu core %d %s: whole %llu, extended %llu", i, c,
+                      tpu_sim_stall_name(k), (unsigned long long)a.cycles[k], (unsigned long long)b.cycles[k]);
+      ck_assert(tpu_sim_result_memory_busy(w, c) == tpu_sim_result_memory_busy(x, c));
+    }
+    ck_assert_str_eq(tpu_sim_result_bound(w), tpu_sim_result_bound(x));
+    ck_assert(wi.hbm_bytes == xi.hbm_bytes);
+  }
+  ck_assert_int_ge(extended, 2);       /* the compute-bound ones; the others run whole */
+}
+END_TEST
+
+/* The same over random shapes on the teaching chip (blocks of 16: 70 to
+** 120 block rows), 1 to 4 cores, 1 or 2 arrays, 1 to 16 DMAs in flight,
+** HBM from starved to ample, every precision: extended and whole runs agree
+** on cycles and every core's stall kinds (fixed seed). A memory-bound one
+** may drift without repeating (a 2-core case did, for 80 block rows), so
+** only MXU-bound patterns are extended; 400 seeds more agreed when this
+** was written. */
+START_TEST(Extended_gemm_runs_equal_whole_runs_on_random_shapes) {
+  tu_rng rng = { 1531 };
+  static const char *const bw[] = { "hbm.bandwidth_gb_per_s=8", "hbm.bandwidth_gb_per_s=512",
+                                    "hbm.bandwidth_gb_per_s=4096" };
+  static const char *const out[] = { "dma.outstanding=1", "dma.outstanding=3", "dma.outstanding=16" };
+  int extended = 0;
+  for (int it = 0; it < 40; it++) {
+    const int cores = 1 << tu_range(&rng, 0, 2);
+    tpu_chip_config cfg = teach(cores);
+    char err[256];
+    ck_assert(tpu_chip_config_set(&cfg, bw[tu_range(&rng, 0, 2)], err, sizeof err) == TPU_OK);
+    ck_assert(tpu_chip_config_set(&cfg, out[tu_range(&rng, 0, 2)], err, sizeof err) == TPU_OK);
+    if (it % 3 == 2) ck_assert(tpu_chip_config_set(&cfg, "mxu.per_core=2", err, sizeof err) == TPU_OK);
+    const int64_t T = tpu_sim_gemm_block(&cfg);
+    const int64_t M = tu_range(&rng, (int)(70 * T * cores), (int)(120 * T * cores));
+    const int64_t N = tu_range(&rng, 1, (int)(8 * T)), K = tu_range(&rng, (int)T, (int)(8 * T));
+    const tpu_precision prec = (tpu_precision)tu_range(&rng, 0, 2);
+    tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+    tpu_sim_program *p[2];
+    tpu_sim_result *r[2];
+    tpu_sim_gemm_info info[2];
+    for (int x = 0; x < 2; x++) {
+      ck_assert_msg(tpu_sim_gemm_run(&cfg, cores, M, N, K, prec, NULL, NULL, &o, x ? 1 : INT64_MAX, &p[x], &r[x],
+                                     &info[x], err, sizeof err) == TPU_OK,
+                    "it %d: %lld x %lld x %lld on %d cores: %s", it, (long long)M, (long long)N, (long long)K, cores,
+                    err);
+      tu_defer(destroy_program, p[x]);
+      tu_defer(destroy_result, r[x]);
+    }
+    extended += info[1].rows_run > 0;
+    ck_assert_msg(tpu_sim_result_cycles(r[0]) == tpu_sim_result_cycles(r[1]), "it %d: whole %llu, extended %llu", it,
+                  (unsigned long long)tpu_sim_result_cycles(r[0]), (unsigned long long)tpu_sim_result_cycles(r[1]));
+    for (int c = 0; c < cores; c++) {
+      tpu_sim_stalls a, b;
+      tpu_sim_result_stalls(r[0], c, -1, &a);
+      tpu_sim_result_stalls(r[1], c, -1, &b);
+      ck_assert_msg(!memcmp(&a, &b, sizeof a), "it %d core %d: stall kinds differ", it, c);
+      ck_assert(tpu_sim_result_memory_busy(r[0], c) == tpu_sim_result_memory_busy(r[1], c));
+    }
+  }
+  ck_assert_int_ge(extended, 3);       /* MXU-bound; the others run whole (sim.h) */
+}
+END_TEST
+
+/* A GEMM of M = 2^31 on the 8 cores of tpu-v2-8 (HBM raised to hold it),
+** compute-bound: each core's MXU time (mxu_busy + weight_load) is the
+** closed-form cycles of its share on one core (tpu_mxu_gemm at the timing
+** level, M/8 x N x K), the engine adding only the wait for the first blocks
+** and the last write-back (memory_wait); and it grows from M = 2^22 by
+** exactly the added rows' tiles, (2^28 - 2^19) rows x (N/128)(K/128). */
+START_TEST(A_gemm_of_2_to_the_31_rows_takes_the_closed_form_cycles_per_core) {
+  tpu_chip_config cfg = tu_chip("tpu-v2-8", 0);   /* its 8 cores, 2 to a chip */
+  char err[256];
+  ck_assert(tpu_chip_config_set(&cfg, "hbm.capacity_gib=65536", err, sizeof err) == TPU_OK);
+  static const int64_t NK[] = { 1024, 4096 };
+  for (int i = 0; i < 2; i++) {
+    const int64_t M = (int64_t)1 << 31, N = NK[i], K = NK[i];
+    tpu_sim_gemm_info info;
+    const tpu_sim_result *r = gemm_run(&cfg, M, N, K, 0, &info);
+    ck_assert_int_gt(info.rows_run, 0);
+    tpu_mxu_gemm_result g;
+    ck_assert(tpu_mxu_gemm(&cfg.mxu, cfg.mxus_per_core, TPU_FIDELITY_TIMING, TPU_PREC_BF16, M / 8, N, K, NULL, NULL,
+                           NULL, &g) == TPU_OK);
+    for (int c = 0; c < 8; c++) {
+      tpu_sim_stalls s;
+      tpu_sim_result_stalls(r, c, -1, &s);
+      ck_assert_uint_eq(s.cycles[TPU_SIM_MXU_BUSY] + s.cycles[TPU_SIM_WEIGHT_LOAD], g.cycles);
+      ck_assert_uint_eq(tpu_sim_result_cycles(r), g.cycles + s.cycles[TPU_SIM_MEMORY_WAIT]);
+    }
+    const tpu_sim_result *small = gemm_run(&cfg, (int64_t)1 << 22, N, K, 0, &info);
+    const uint64_t tiles_per_row = (uint64_t)(N / 128) * (uint64_t)(K / 128);
+    ck_assert_uint_eq(tpu_sim_result_cycles(r) - tpu_sim_result_cycles(small),
+                      ((UINT64_C(1) << 28) - (UINT64_C(1) << 19)) * tiles_per_row);
+  }
+  /* beyond the engine's 2^53 cycles: refused with the figure, at once */
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING };
+  tpu_sim_program *p;
+  tpu_sim_result *r;
+  tpu_sim_gemm_info info;
+  char msg[1024];
+  ck_assert_int_eq(tpu_sim_gemm_run(&cfg, 8, (int64_t)1 << 31, (int64_t)1 << 31, (int64_t)1 << 31, TPU_PREC_BF16,
+                                    NULL, NULL, &o, 0, &p, &r, &info, msg, sizeof msg), TPU_ERR_RANGE);
+  ck_assert_msg(strstr(msg, "cycles") && strstr(msg, "2^53") && !p && !r, "%s", msg);
+  ck_assert_int_eq(tpu_sim_gemm_run(&cfg, 8, ((int64_t)1 << 31) + 1, 8, 8, TPU_PREC_BF16, NULL, NULL, &o, 0, &p, &r,
+                                    &info, msg, sizeof msg), TPU_ERR_CONFIG);
+}
+END_TEST
+
 /* K-split accumulation: a product whose K is cut into folds, each a matmul
 ** op adding into the same dst, runs its folds back to back in the arrays
 ** without a drain in between. Randomized shapes (K over several folds,
@@ -1145,6 +1294,34 @@ START_TEST(Building_a_program_takes_constant_time_per_buffer_and_op) {
 }
 END_TEST
 
+/* A run whose cycles pass 2^53 (600 DMAs of 16 GiB in turn over an HBM of
+** 10 MB/s at 10 GHz, each about 1.7e13 cycles) fails with TPU_ERR_RANGE
+** naming the first op that ends past the range, instead of wrapping. */
+START_TEST(A_run_past_2_to_the_53_cycles_is_refused_naming_the_op) {
+  tpu_chip_config cfg = teach(1);
+  char err[256];
+  static const char *const set[] = { "clock_mhz=10000", "hbm.bandwidth_gb_per_s=0.01", "hbm.capacity_gib=32",
+                                     "vmem.capacity_kib=16777216" };
+  for (int i = 0; i < 4; i++) ck_assert_msg(tpu_chip_config_set(&cfg, set[i], err, sizeof err) == TPU_OK, "%s", err);
+  tpu_sim_program *p = program(1);
+  const int h = tpu_sim_buffer(p, 0, "h", TPU_SIM_HBM, TPU_SIM_F32, (int64_t)1 << 31, 2);
+  const int v = tpu_sim_buffer(p, 0, "v", TPU_SIM_VMEM, TPU_SIM_F32, (int64_t)1 << 31, 2);
+  ck_assert(h && v);
+  for (int i = 0; i < 600; i++) {
+    tpu_sim_op op = { .kind = TPU_SIM_DMA, .name = "load", .src = h, .dst = v };
+    ck_assert(tpu_sim_add_op(p, 0, &op, NULL) == TPU_OK);
+  }
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
+  tpu_sim_result *r = NULL;
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_RANGE);
+  ck_assert(r == NULL);
+  /* 2^53 / (2^34 bytes / 0.001 bytes a cycle) = 524.3: op 524 ends past it */
+  const char *e = tpu_sim_program_error(p);
+  ck_assert_msg(strstr(e, "core 0: op 524 ('load', dma) ends the run past the engine's range") &&
+                strstr(e, "2^53"), "%s", e);
+}
+END_TEST
+
 START_TEST(Programs_beyond_the_size_limits_are_refused_before_they_are_built) {
   char err[512];
   tpu_sim_program *p = NULL;
@@ -1192,7 +1369,9 @@ int main(void) {
   Suite *s = suite_create("sim");
   TU_CASE(s, "schedules", 60, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles,
           A_core_keeps_several_dmas_in_flight_within_its_engine_rate,
-          The_bound_verdict_agrees_with_the_roofline_on_a_gemm_grid,
+          The_bound_verdict_agrees_with_the_roofline_on_a_gemm_grid, An_extended_gemm_run_equals_the_whole_run,
+          Extended_gemm_runs_equal_whole_runs_on_random_shapes,
+          A_gemm_of_2_to_the_31_rows_takes_the_closed_form_cycles_per_core,
           An_op_waits_for_the_op_named_by_after, An_all_reduce_waits_for_the_slower_core,
           An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length,
           Concurrent_dmas_of_one_chip_share_its_hbm_fairly,
@@ -1205,7 +1384,8 @@ int main(void) {
   TU_CASE(s, "limits", 60, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes,
           Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
           Reading_and_running_survive_every_allocation_failure,
-          Programs_beyond_the_size_limits_are_refused_before_they_are_built);
+          Programs_beyond_the_size_limits_are_refused_before_they_are_built,
+          A_run_past_2_to_the_53_cycles_is_refused_naming_the_op);
   TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do,
           Building_a_program_takes_constant_time_per_buffer_and_op);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,

@@ -258,7 +258,7 @@ corpus "$TPUSIM" run --chip teach --program <<'CASES'
 >r_inf8.json { "ops": [], "infeed": { "batches": 1, "ready": 1 } }
 2|r_inf8.json|field 'infeed.ready': unknown field; allowed here: ready_cycles, first, interval, batches
 >r_buf.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [0, 4] } ], "ops": [] }
-2|r_buf.json|field 'buffers[0].shape[0]': expected an integer in 1..1073741824
+2|r_buf.json|field 'buffers[0].shape[0]': expected an integer in 1..2147483648 (2^31)
 >r_buf2.json { "buffers": [ { "name": "a", "space": "vmem", "shape": [4] } ], "ops": [] }
 2|r_buf2.json|field 'buffers[0].shape': expected [rows, cols]
 >r_buf3.json { "buffers": [ { "space": "vmem", "shape": [4, 4] } ], "ops": [] }
@@ -366,14 +366,14 @@ corpus "$TPUSIM" sweep --no-plot --out sw --file <<'CASES'
 >s_arr.json [ "matmul" ]
 2|s_arr.json|s_arr.json:1:1: expected a JSON object
 >s_m.json { "command": "matmul", "options": { "m": 0, "n": 4, "k": 4 }, "axes": [] }
-2|s_m.json|s_m.json: matmul, point 0: --m: expected an integer in 1..2147483647, got '0'
+2|s_m.json|s_m.json: matmul, point 0: --m: expected an integer in 1..2147483648, got '0'
 >s_p.json { "command": "matmul", "options": { "m": 4, "n": 4, "k": 4 }, "axes": [ { "option": "precision", "values": ["bf16", "fp8"] } ] }
 2|s_p.json|s_p.json: matmul, point 1: --precision: expected bf16, bf16x3 or bf16x6, got 'fp8'
 >s_o.json { "command": "matmul", "options": { "mm": 4 } }
 2|s_o.json|s_o.json: matmul, point 0: unknown option '--mm'
 CASES
 corpus "$TPUSIM" <<'CASES'
-2|sweep --out sw2 matmul --m 0,8 --n 8 --k 8|matmul, point 0: --m: expected an integer in 1..2147483647, got '0'
+2|sweep --out sw2 matmul --m 0,8 --n 8 --k 8|matmul, point 0: --m: expected an integer in 1..2147483648, got '0'
 2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
 2|sweep --out sw4 --shard 3/2 matmul --m 8 --n 8 --k 8|--shard 3/2: expected I/N with 1 <= I <= N
 2|sweep --out sw5 nosuch --m 8|'nosuch': expected the command to sweep, train, matmul, run or pipeline

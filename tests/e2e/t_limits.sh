@@ -61,3 +61,84 @@ print(json.dumps(d, sort_keys=True))' >> reports.txt
 done
 [ "$(sort -u reports.txt | wc -l)" = 1 ] || die "timing-level reports differ between built-in synthetic data and a pipeline file: $(cat reports.txt)"
 grep -q '"steps_per_epoch": 10' reports.txt || die "steps per epoch: $(cat reports.txt)"
+
+# Sizes of real workloads (issue 15): M, N, K up to and including 2^31 at
+# the timing level, 2^31 + 1 refused naming the option and the range.
+expect_status 0 timeout 10 "$TPUSIM" matmul --m 2147483648 --n 4096 --k 4096 --level timing --json
+echo "$OUT" > big1.json
+expect_status 0 "$TPUSIM" matmul --m 2147483647 --n 4096 --k 4096 --level timing --json
+echo "$OUT" > big0.json
+# one row more streams through each of the 1024 tiles: 1024 cycles more
+/usr/bin/python3 -c 'import json; a, b = json.load(open("big1.json")), json.load(open("big0.json")); assert a["m"] == 2**31 and a["tiles"] == 1024 and a["cycles"] - b["cycles"] == 1024, (a, b)' \
+  || die "2^31 rows: $(head -c 300 big1.json)"
+for o in m n k; do
+  expect_status 2 "$TPUSIM" matmul --$o 2147483649 --level timing
+  expect_err_contains "--$o: expected an integer in 1..2147483648, got '2147483649'"
+done
+# a shape whose counts would pass 64 bits is refused with the figure, not wrapped
+expect_status 2 timeout 10 "$TPUSIM" matmul --m 2147483648 --n 2147483648 --k 2147483648 --level timing
+expect_err_contains "the run needs 9.9e+27 multiply-adds, at least 6.04e+23 cycles on 1 MXU of 128x128"
+# the tile level holds the values: the memory check names the figure
+expect_status 2 "$TPUSIM" matmul --m 2147483647 --n 4096 --k 4096 --level tile --mem-limit 1024
+expect_err_contains "more than the limit of 1 GiB (--mem-limit)"
+# the engine's GEMM program at 2^31 rows on 8 cores is extended from a few
+# block rows (instant); the HBM holding its operands is a real limit
+expect_status 2 timeout 10 "$TPUSIM" matmul --cores 8 --m 2147483648 --n 4096 --k 4096 --level timing
+expect_err_contains "the GEMM's HBM buffers (A's rows, B and C's rows of each core) need"
+expect_status 0 timeout 10 "$TPUSIM" matmul --cores 8 --m 2147483648 --n 4096 --k 4096 --level timing \
+  --set hbm.capacity_gib=65536 --json
+echo "$OUT" > big8.json
+expect_status 0 timeout 10 "$TPUSIM" matmul --m 268435456 --n 4096 --k 4096 --level timing --json
+echo "$OUT" > share.json
+# each core's MXU time (mxu_busy + weight_load) is the closed form of its share, M/8 rows
+/usr/bin/python3 -c '
+import json
+d, s = json.load(open("big8.json")), json.load(open("share.json"))
+assert d["m"] == 2**31 and d["cores"] == 8, d
+for c in d["per_core"]:
+    assert c["mxu_busy"] + c["weight_load"] == s["cycles"], (c, s["cycles"])
+    assert d["cycles"] == s["cycles"] + c["memory_wait"], (d["cycles"], c)
+' || die "2^31 x 4096 x 4096 on 8 cores: $(head -c 400 big8.json)"
+expect_status 2 "$TPUSIM" matmul --cores 8 --m 2147483649 --n 8 --k 8 --level timing
+expect_err_contains "--m: expected an integer in 1..2147483648"
+# beyond the engine's 2^53 cycles: refused at once with the figure
+expect_status 2 timeout 10 "$TPUSIM" matmul --cores 8 --m 2147483648 --n 2147483648 --k 65536 --level timing
+expect_err_contains "longer than the engine times (2^53"
+
+# A program's buffers and matmuls up to 2^31 rows at the timing level: the
+# engine times it as the closed form does
+cat > p31.json <<'PJ'
+{ "cores": 1,
+  "buffers": [
+    { "name": "x", "space": "vmem", "dtype": "bf16", "shape": [2147483648, 1] },
+    { "name": "w", "space": "vmem", "dtype": "bf16", "shape": [1, 1] },
+    { "name": "c", "space": "vmem", "dtype": "bf16", "shape": [2147483648, 1] } ],
+  "ops": [ { "op": "matmul", "a": "x", "b": "w", "dst": "c" } ] }
+PJ
+expect_status 0 timeout 10 "$TPUSIM" run --program p31.json --level timing --set cores_per_chip=1 --set cores=1 \
+  --set vmem.capacity_kib=16777216 --json
+echo "$OUT" > p31.out
+expect_status 0 "$TPUSIM" matmul --m 2147483648 --n 1 --k 1 --level timing --json
+echo "$OUT" > m31.out
+/usr/bin/python3 -c 'import json; a, b = json.load(open("p31.out")), json.load(open("m31.out")); assert a["cycles"] == b["cycles"], (a["cycles"], b["cycles"])' \
+  || die "program of 2^31 rows: $(head -c 300 p31.out)"
+sed 's/2147483648, 1/2147483649, 1/' p31.json > p32.json
+expect_status 2 "$TPUSIM" run --program p32.json --level timing --set cores_per_chip=1 --set cores=1
+expect_err_contains "field 'buffers[0].shape[0]': expected an integer in 1..2147483648 (2^31)"
+
+# Training batches: above 65536 on a small model at the timing level; 2^31
+# is refused for the training set's size, 2^31 + 1 by the option's range
+expect_status 0 timeout 20 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 1048576 --batch 1048576 \
+  --level timing --steps-per-epoch 1 --json
+echo "$OUT" > tb.json
+/usr/bin/python3 -c 'import json; d=json.load(open("tb.json")); assert d["global_batch"] == 1048576, d.keys()' \
+  || die "batch 1048576: $(head -c 300 tb.json)"
+expect_status 2 "$TPUSIM" train --model mlp --data synthetic --batch 2147483648 --level timing
+expect_err_contains "--batch 2147483648 is larger than the training set (synthetic: at most 2147483647 samples"
+expect_status 2 "$TPUSIM" train --model mlp --data synthetic --batch 2147483649 --level timing
+expect_err_contains "--batch: expected an integer in 1..2147483648, got '2147483649'"
+expect_status 2 "$TPUSIM" train --model mlp --data synthetic --synthetic-n 8388608 --batch 64
+expect_err_contains "--synthetic-n 8388608: --level tile holds the synthetic set in memory, at most 4194304"
+# ResNet-50 at batch 256 (first conv: M = 32 x 112 x 112 per core) times a step
+expect_status 0 timeout 60 "$TPUSIM" train --model resnet50 --chip tpu-v3-8 --data synthetic --synthetic-n 256 \
+  --batch 256 --level timing --steps-per-epoch 1

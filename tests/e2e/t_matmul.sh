@@ -70,7 +70,7 @@ expect_status 0 "$TPUSIM" matmul --help
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4
 expect_err_contains "give --m, --n and --k"
 expect_status 2 "$TPUSIM" matmul --m 0 --n 4 --k 4
-expect_err_contains "--m: expected an integer in 1..2147483647, got '0'"
+expect_err_contains "--m: expected an integer in 1..2147483648, got '0'"
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 99999999999999999999
 expect_status 2 "$TPUSIM" matmul --m 4 --n 4 --k 4 --precision fp8
 expect_err_contains "--precision: expected bf16, bf16x3 or bf16x6"
@@ -113,9 +113,10 @@ expect_err_contains "needs 1.12 GiB"
 expect_err_contains "more than the limit of 0.0977 GiB (--mem-limit)"
 expect_status 2 "$TPUSIM" matmul --m 2147483647 --n 65536 --k 65536
 expect_err_contains "the machine's available memory; --mem-limit MIB sets another"
-expect_status 2 "$TPUSIM" matmul --m 2147483648 --n 8 --k 8 --level timing
-expect_status 2 "$TPUSIM" matmul --m 65537 --n 8 --k 8 --cores 2 --level timing
-expect_err_contains "--cores: --m, --n and --k must be 1..65536"
+expect_status 2 "$TPUSIM" matmul --m 2147483649 --n 8 --k 8 --level timing
+expect_err_contains "--m: expected an integer in 1..2147483648, got '2147483649'"
+expect_status 2 "$TPUSIM" matmul --m 8 --n 2147483649 --k 8 --cores 2 --level timing
+expect_err_contains "--n: expected an integer in 1..2147483648, got '2147483649'"
 # dataflows (mxu.h, Dataflows; docs/MXU_FAST.md): the three levels agree on cycles in each, pe and tile on
 # bits; is gives ws's bits, os ws's bits when K <= rows (here K = 8 on the 8x8 teach array)
 for shape in "--m 40 --n 24 --k 20" "--m 13 --n 9 --k 8"; do
