@@ -487,6 +487,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   if (c->head[u] >= c->qn[u]) return false;
   if (u == SIM_U_DMA && c->nxf >= r->cfg.dma_outstanding) return false;
   if (u == SIM_U_COLL && c->coll_arrived >= 0) return false;
+  if (c->waits[u] && c->end[c->waits[u] - 1] == SIM_UNRESOLVED) return false;   /* still waiting on it */
   const int i = c->q[u][c->head[u]];
   const sim_core_prog *cp = c->cp;
   const sim_op *so = &cp->ops[i];
@@ -494,13 +495,14 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   for (int d = 0; d < so->ndeps; d++) {
     const int j = cp->deps[so->dep0 + d];
     uint64_t e = c->end[j];
-    if (e == SIM_UNRESOLVED) return false;
+    if (e == SIM_UNRESOLVED) { c->waits[u] = j + 1; return false; }
     if (k_fold(cp, so, j)) e = c->start[j];
     if (e > ready) ready = e;
   }
   const bool values = r->opt.level != TPU_FIDELITY_TIMING;
   uint64_t start = max_u64(ready, c->unit_free[u]);
   c->head[u]++;
+  c->waits[u] = 0;
   c->start[i] = c->busy[i] = c->mid[i] = start;
   switch (u) {
   case SIM_U_MXU:

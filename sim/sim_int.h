@@ -191,6 +191,7 @@ typedef struct sim_core_rt {
   int rep;                     /* the core whose run stands for this one's; itself when simulated */
   const sim_core_prog *cp;
   const int *q[SIM_NUNITS]; int qn[SIM_NUNITS]; int head[SIM_NUNITS];   /* q, qn: cp->uq, cp->uqn */
+  int waits[SIM_NUNITS];        /* 1 + an unresolved dependency the head op was found waiting on; 0 none */
   uint64_t unit_free[SIM_NUNITS];
   uint64_t *start, *end;       /* per op (in r->opmem); end SIM_UNRESOLVED until resolved */
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
