@@ -128,6 +128,10 @@ typedef struct sim_names {
   char *chunk;                 /* the current chunk's free space ... */
   size_t left;                 /* ... and its size */
   void *chunks;                /* every chunk, each starting with the previous one's address */
+  /* The op and VPU op names interned last, by the caller's address (a
+  ** lowering hands the same few name buffers to thousands of ops): checked
+  ** by strcmp, so a buffer rewritten since is simply interned again. */
+  const char *recent_src[16], *recent[16];
 } sim_names;
 
 struct tpu_sim_program {
