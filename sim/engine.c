@@ -482,11 +482,16 @@ static bool k_fold(const sim_core_prog *cp, const sim_op *so, int prev) {
          so->o.a != p->dst && so->o.b != p->dst && so->o.after != prev + 1;
 }
 
+/* A started op's successor this many places down its unit's queue is
+** fetched into the cache: in a large program (31 MB of ops for ResNet-50)
+** an op's first look-up was a miss to memory. */
+#define PREFETCH_OPS 6
 /* Tries to start the head op of unit u; true if it resolved or started. */
 static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u) {
   if (c->head[u] >= c->qn[u]) return false;
   if (u == SIM_U_DMA && c->nxf >= r->cfg.dma_outstanding) return false;
   if (u == SIM_U_COLL && c->coll_arrived >= 0) return false;
+  if (c->waits[u] && c->end[c->waits[u] - 1] == SIM_UNRESOLVED) return false;   /* still waiting on it */
   const int i = c->q[u][c->head[u]];
   const sim_core_prog *cp = c->cp;
   const sim_op *so = &cp->ops[i];
@@ -494,13 +499,19 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   for (int d = 0; d < so->ndeps; d++) {
     const int j = cp->deps[so->dep0 + d];
     uint64_t e = c->end[j];
-    if (e == SIM_UNRESOLVED) return false;
+    if (e == SIM_UNRESOLVED) { c->waits[u] = j + 1; return false; }
     if (k_fold(cp, so, j)) e = c->start[j];
     if (e > ready) ready = e;
   }
   const bool values = r->opt.level != TPU_FIDELITY_TIMING;
   uint64_t start = max_u64(ready, c->unit_free[u]);
   c->head[u]++;
+  c->waits[u] = 0;
+  if (c->head[u] + PREFETCH_OPS < c->qn[u]) {
+    const sim_op *nx = &cp->ops[c->q[u][c->head[u] + PREFETCH_OPS]];
+    __builtin_prefetch(nx);
+    __builtin_prefetch(&nx->ndeps);
+  }
   c->start[i] = c->busy[i] = c->mid[i] = start;
   switch (u) {
   case SIM_U_MXU:
@@ -598,7 +609,7 @@ static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
     c->nxf = w;
     c->npool = 0;
     for (int j = 0; j < c->nxf; j++) c->npool += c->xf[j].in_pool;
-    ch->nactive += c->npool > 0;
+    if (c->npool > 0) ch->nactive += ch->weight;   /* a simulated core stands for 'weight' alike */
   }
   if (!ch->nactive) return;
   const double core_rate = fmin(r->bytes_per_cycle / ch->nactive, r->core_bytes_per_cycle);
@@ -614,9 +625,9 @@ static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
   }
 }
 
-static void chip_advance(void *ctx, int chip) {
+static void chip_advance(void *ctx, int task) {
   tpu_sim_result *r = ctx;
-  sim_chip_rt *ch = &r->chip[chip];
+  sim_chip_rt *ch = &r->chip[r->simchip[task]];
   ch->progressed = false;
   for (;;) {
     bool progress = true;
@@ -788,23 +799,30 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
 ** touched by the pool (setup_core). False when out of memory. */
 static bool alloc_ops(tpu_sim_result *r) {
   size_t total = 0;
-  for (int c = 0; c < r->cores; c++) total += 5 * (((size_t)r->p->core[c].nops + 8) & ~(size_t)7);
+  for (int s = 0; s < r->nsim; s++) total += 5 * (((size_t)r->p->core[r->sim[s]].nops + 8) & ~(size_t)7);
   r->xfmem = tpu_calloc((size_t)r->cores * (size_t)r->cfg.dma_outstanding, sizeof *r->xfmem);
   if (!(r->opmem = tpu_malloc_aligned(total * sizeof *r->opmem))) return false;
   uint64_t *m = r->opmem;
   for (int c = 0; c < r->cores; c++) {
+    sim_core_rt *k = &r->core[c];
+    if (k->rep != c) {                   /* a lower core's: set already */
+      const sim_core_rt *s = &r->core[k->rep];
+      k->start = s->start, k->end = s->end, k->busy = s->busy, k->mid = s->mid, k->wl = s->wl;
+      continue;
+    }
     const size_t n = ((size_t)r->p->core[c].nops + 8) & ~(size_t)7;   /* nops + 1, rounded up to 64 bytes */
-    r->core[c].start = m;
-    r->core[c].end = m + n;
-    r->core[c].busy = m + 2 * n;
-    r->core[c].mid = m + 3 * n;
-    r->core[c].wl = m + 4 * n;
+    k->start = m;
+    k->end = m + n;
+    k->busy = m + 2 * n;
+    k->mid = m + 3 * n;
+    k->wl = m + 4 * n;
     m += 5 * n;
   }
   return true;
 }
 
-/* Runs on the pool. */
+/* Runs on the pool. A core that is not simulated gets its result arrays
+** only. */
 static tpu_status setup_core(tpu_sim_result *r, int id) {
   sim_core_rt *c = &r->core[id];
   const sim_core_prog *cp = &r->p->core[id];
@@ -816,6 +834,7 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
   c->steps = tpu_calloc((size_t)r->nsteps, sizeof *c->steps);
   c->step_end = tpu_calloc((size_t)r->nsteps, sizeof *c->step_end);
   if (!c->start || !r->xfmem || !c->steps || !c->step_end) return TPU_ERR_NOMEM;
+  if (c->rep != id) return TPU_OK;
   for (int i = 0; i < cp->nops; i++) c->end[i] = SIM_UNRESOLVED;
   for (int u = 0; u < SIM_NUNITS; u++) { c->q[u] = cp->uq[u]; c->qn[u] = cp->uqn[u]; }
   for (int a = 0; a < r->cfg.mxus_per_core; a++) tpu_mxu_sched_init(&c->mxu[a], &r->cfg.mxu);
@@ -834,22 +853,24 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
 static void setup_task(void *ctx, int core) {
   tpu_sim_result *r = ctx;
   sim_core_rt *c = &r->core[core];
-  c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
+  /* a core that is not simulated runs a lower core's program: that core's check is its own */
+  if (c->rep == core) c->setup_st = check_vmem(&r->cfg, &r->p->core[core], core, c->setup_err, sizeof c->setup_err);
   if (c->setup_st == TPU_OK && setup_core(r, core) != TPU_OK) {
     c->setup_st = TPU_ERR_NOMEM;
     snprintf(c->setup_err, sizeof c->setup_err, "out of memory");
   }
 }
 
-static void maxend_task(void *ctx, int core) {
+static void maxend_task(void *ctx, int task) {
   tpu_sim_result *r = ctx;
-  sim_core_rt *c = &r->core[core];
+  sim_core_rt *c = &r->core[r->sim[task]];
   c->maxend = 0;
   for (int i = 0; i < c->cp->nops; i++) c->maxend = max_u64(c->maxend, c->end[i]);
 }
 
-static void account_task(void *ctx, int core) {
+static void account_task(void *ctx, int task) {
   tpu_sim_result *r = ctx;
+  const int core = r->sim[task];
   r->core[core].oom = sim_account(r, core) != TPU_OK || (r->events && sim_build_log(r, core) != TPU_OK);
 }
 
@@ -886,9 +907,65 @@ static tpu_sim_result *new_result(const tpu_chip_config *cfg, tpu_sim_program *p
   if (r->chip) memset(r->chip, 0, (size_t)r->chips * sizeof *r->chip);
   if (!r->core || !r->chip) { tpu_sim_result_destroy(r); return NULL; }
   for (int k = 0; k < r->chips; k++)
-    r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip,
+    r->chip[k] = (sim_chip_rt){ .first = k * cfg->cores_per_chip, .n = cfg->cores_per_chip, .weight = 1,
                                 .horizon = SIM_UNRESOLVED };
   return r;
+}
+
+/* The core whose arrays core c runs (tpu_sim_program_share). */
+static int owner(const tpu_sim_program *p, int c) { return p->core[c].share ? p->core[c].share - 1 : c; }
+
+/* Cores a and b run alike: one program and the same infeed ready cycles. */
+static bool alike(const tpu_sim_program *p, int a, int b) {
+  const sim_core_prog *x = &p->core[a], *y = &p->core[b];
+  return owner(p, a) == owner(p, b) && x->ninfeed == y->ninfeed &&
+         (x->ninfeed == 0 || !memcmp(x->infeed_ready, y->infeed_ready, (size_t)x->ninfeed * sizeof *x->infeed_ready));
+}
+
+/* Which cores and chips are simulated (sim_int.h, "Identical cores run
+** once"). At the timing level without the event log: a chip alike, core
+** for core, to an earlier simulated chip takes that chip's results; a
+** chip whose cores are all alike simulates its first core, with the
+** weight of all. Otherwise (and at the tile level, where each core has
+** values of its own) every core is simulated. */
+static void plan_cores(tpu_sim_result *r) {
+  const int n = r->cfg.cores_per_chip;
+  const bool fold = r->opt.level == TPU_FIDELITY_TIMING && !r->events;
+  for (int k = 0; k < r->chips; k++) {
+    sim_chip_rt *ch = &r->chip[k];
+    const int f = ch->first;
+    int like = -1;                       /* the first core of an earlier simulated chip alike to this one */
+    for (int j = 0; fold && j < r->nsimchips && like < 0; j++) {
+      const int g = r->chip[r->simchip[j]].first;
+      bool same = true;
+      for (int i = 0; i < n && same; i++) same = alike(r->p, g + i, f + i);
+      if (same) like = g;
+    }
+    if (like >= 0) {
+      for (int i = 0; i < n; i++) r->core[f + i].rep = r->core[like + i].rep;
+      continue;
+    }
+    bool all = fold;
+    for (int i = 1; i < n && all; i++) all = alike(r->p, f, f + i);
+    if (all) ch->n = 1, ch->weight = n;
+    for (int i = 0; i < n; i++) r->core[f + i].rep = all ? f : f + i;
+    for (int i = 0; i < ch->n; i++) r->sim[r->nsim++] = f + i;
+    r->simchip[r->nsimchips++] = k;
+  }
+}
+
+/* A core that is not simulated takes its stall parts from the one that is. */
+static void copy_results(tpu_sim_result *r) {
+  for (int c = 0; c < r->cores; c++) {
+    sim_core_rt *k = &r->core[c];
+    const sim_core_rt *s = &r->core[k->rep];
+    if (k->rep == c) continue;
+    k->maxend = s->maxend;
+    k->total = s->total;
+    k->memory_busy = s->memory_busy;
+    memcpy(k->steps, s->steps, (size_t)r->nsteps * sizeof *k->steps);
+    memcpy(k->step_end, s->step_end, (size_t)r->nsteps * sizeof *k->step_end);
+  }
 }
 
 /* Every core has arrived at its collective ops[c]; the last at 'last'. Ends
@@ -900,7 +977,8 @@ static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t
     sim_seterr(r->p, "out of memory in a collective");
     return TPU_ERR_NOMEM;
   }
-  for (int c = 0; c < r->cores; c++) {
+  for (int s = 0; s < r->nsim; s++) {
+    const int c = r->sim[s];
     sim_core_rt *k = &r->core[c];
     k->mid[ops[c]] = last;
     k->end[ops[c]] = k->unit_free[SIM_U_COLL] = end;
@@ -919,10 +997,13 @@ static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t
 ** rose. */
 static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
   const sim_op *so = NULL;
-  for (int c = 0; c < r->cores && !so; c++)
-    if (r->core[c].coll_arrived >= 0) so = &r->core[c].cp->ops[r->core[c].coll_arrived];
+  for (int s = 0; s < r->nsim && !so; s++) {
+    const sim_core_rt *c = &r->core[r->sim[s]];
+    if (c->coll_arrived >= 0) so = &c->cp->ops[c->coll_arrived];
+  }
   uint64_t lb = last;
-  for (int k = 0; k < r->chips; k++) {
+  for (int s = 0; s < r->nsimchips; s++) {   /* a chip not simulated is one of these */
+    const int k = r->simchip[s];
     bool missing = false;
     for (int j = 0; j < r->chip[k].n; j++) missing |= r->core[r->chip[k].first + j].coll_arrived < 0;
     if (missing) {
@@ -933,7 +1014,8 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
   lb = add_cyc(lb, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
   const bool raised = lb > *glb;
   *glb = max_u64(*glb, lb);
-  for (int k = 0; k < r->chips; k++) {
+  for (int s = 0; s < r->nsimchips; s++) {
+    const int k = r->simchip[s];
     bool any = false;
     for (int j = 0; j < r->chip[k].n; j++) any |= r->core[r->chip[k].first + j].coll_arrived >= 0;
     if (any) r->chip[k].horizon = max_u64(r->chip[k].horizon == SIM_UNRESOLVED ? 0 : r->chip[k].horizon, *glb);
@@ -946,7 +1028,7 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
 static tpu_status run_rounds(tpu_sim_result *r, pool *pl) {
   uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
   for (;;) {
-    pool_run(pl, r->chips, chip_advance, r);
+    pool_run(pl, r->nsimchips, chip_advance, r);
     bool progressed = false;
     for (int k = 0; k < r->chips; k++) {
       if (r->chip[k].st != TPU_OK) { sim_seterr(r->p, "%s", r->chip[k].err); return r->chip[k].st; }
@@ -955,8 +1037,9 @@ static tpu_status run_rounds(tpu_sim_result *r, pool *pl) {
     int arrived = 0, ops[TPU_MAX_CORES];
     uint64_t last = 0;
     for (int c = 0; c < r->cores; c++) {
-      ops[c] = r->core[c].coll_arrived;
-      if (ops[c] >= 0) { arrived++; last = max_u64(last, r->core[c].coll_arrival); }
+      const sim_core_rt *k = &r->core[r->core[c].rep];
+      ops[c] = k->coll_arrived;
+      if (ops[c] >= 0) { arrived++; last = max_u64(last, k->coll_arrival); }
     }
     if (arrived == r->cores) {
       tpu_status st = resolve_collective(r, ops, last);
@@ -970,7 +1053,8 @@ static tpu_status run_rounds(tpu_sim_result *r, pool *pl) {
 
 /* Everything must have resolved; else the program deadlocks. */
 static tpu_status check_resolved(tpu_sim_result *r) {
-  for (int c = 0; c < r->cores; c++) {
+  for (int s = 0; s < r->nsim; s++) {
+    const int c = r->sim[s];
     const sim_core_rt *k = &r->core[c];
     for (int u = 0; u < SIM_NUNITS; u++)
       if (k->head[u] < k->qn[u] || k->nxf > 0) {
@@ -1001,8 +1085,8 @@ static const char *first_past(const tpu_sim_result *r, char *buf, size_t cap) {
 }
 
 static tpu_status account(tpu_sim_result *r, pool *pl) {
-  pool_run(pl, r->cores, maxend_task, r);
-  for (int c = 0; c < r->cores; c++) r->cycles = max_u64(r->cycles, r->core[c].maxend);
+  pool_run(pl, r->nsim, maxend_task, r);
+  for (int s = 0; s < r->nsim; s++) r->cycles = max_u64(r->cycles, r->core[r->sim[s]].maxend);
   if (r->cycles > TPU_SIM_MAX_CYCLES) {
     char at[224];
     sim_seterr(r->p, "%s ends the run past the engine's range: the run lasts %s%llu cycles, longer than the engine times "
@@ -1013,9 +1097,10 @@ static tpu_status account(tpu_sim_result *r, pool *pl) {
                r->cfg.clock_mhz);
     return TPU_ERR_RANGE;
   }
-  pool_run(pl, r->cores, account_task, r);
-  for (int c = 0; c < r->cores; c++)
-    if (r->core[c].oom) { sim_seterr(r->p, "out of memory in the stall accounting"); return TPU_ERR_NOMEM; }
+  pool_run(pl, r->nsim, account_task, r);
+  for (int s = 0; s < r->nsim; s++)
+    if (r->core[r->sim[s]].oom) { sim_seterr(r->p, "out of memory in the stall accounting"); return TPU_ERR_NOMEM; }
+  copy_results(r);
   for (int c = 0; c < r->cores; c++) {
     uint64_t sum = 0, stepsum = 0;
     for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += r->core[c].total.cycles[s];
@@ -1044,7 +1129,8 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   tpu_sim_result *r = new_result(cfg, p, opt);
   if (!r) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
   int nthreads = opt->threads > 0 ? opt->threads : host_cores();
-  if (nthreads > r->chips) nthreads = r->chips;
+  plan_cores(r);
+  if (nthreads > r->nsimchips) nthreads = r->nsimchips;
   if (nthreads > 64) nthreads = 64;
   pool pl;
   pool_start(&pl, nthreads);

@@ -182,6 +182,16 @@ const char *sim_intern(tpu_sim_program *p, const char *s, uint32_t h) {
   return copy;
 }
 
+/* sim_intern for an op's name or VPU op, through the recent names (sim_names). */
+static const char *intern_recent(tpu_sim_program *p, const char *s) {
+  sim_names *t = &p->names;
+  const size_t k = ((uintptr_t)s >> 4) & 15u;
+  if (t->recent_src[k] == s && !strcmp(t->recent[k], s)) return t->recent[k];
+  const char *c = sim_intern(p, s, sim_hash(s));
+  if (c) t->recent_src[k] = s, t->recent[k] = c;
+  return c;
+}
+
 /* The handle of the buffer named s (hash h) on cp, or 0. */
 static int buf_lookup(const sim_core_prog *cp, const char *s, uint32_t h) {
   if (!cp->bidxcap) return 0;
@@ -669,8 +679,8 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
   tpu_status st = plan_op(&pl, op);
   if (st != TPU_OK) return st;
   if (grow((void **)&cp->ops, &cp->capops, pl.idx + 1, sizeof *cp->ops)) goto nomem;
-  const char *iname = sim_intern(p, nm, sim_hash(nm));
-  const char *ivpu = op->vpu_op ? sim_intern(p, op->vpu_op, sim_hash(op->vpu_op)) : NULL;
+  const char *iname = intern_recent(p, nm);
+  const char *ivpu = op->vpu_op ? intern_recent(p, op->vpu_op) : NULL;
   if (!iname || (op->vpu_op && !ivpu)) goto nomem;
   sim_op *so = &cp->ops[pl.idx];
   *so = (sim_op){ .o = *op, .name = iname, .vpu_op = ivpu, .unit = pl.unit, .bytes = pl.bytes,

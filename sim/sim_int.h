@@ -45,6 +45,17 @@
 **     After the run each core's log is assembled on the pool from those and
 **     the sweep's states (sim_build_log), so its order is fixed whatever
 **     the threads did.
+**   - Identical cores run once (timing level without the event log): cores
+**     that run one program (tpu_sim_program_share) with the same infeed
+**     ready cycles start in the same state and see the same inputs, so the
+**     engine, being deterministic, gives them the same times. A chip whose
+**     cores are all alike simulates its first core only, standing for all
+**     (its weight: it counts that many times among the cores sharing HBM);
+**     a chip whose cores are alike, one for one, to an earlier chip's is
+**     not simulated: its cores take that chip's results (the per-op arrays
+**     are shared, the stall parts copied). Which cores are simulated is
+**     sim_core_rt.rep; tests/check_sim.c compares every op's times and
+**     every stall part with the run of separate copies.
 **
 ** Not modelled: bank conflicts and addresses inside HBM or VMEM (a buffer is
 ** a size), DMA issue out of program order, ICI contention between
@@ -117,6 +128,10 @@ typedef struct sim_names {
   char *chunk;                 /* the current chunk's free space ... */
   size_t left;                 /* ... and its size */
   void *chunks;                /* every chunk, each starting with the previous one's address */
+  /* The op and VPU op names interned last, by the caller's address (a
+  ** lowering hands the same few name buffers to thousands of ops): checked
+  ** by strcmp, so a buffer rewritten since is simply interned again. */
+  const char *recent_src[16], *recent[16];
 } sim_names;
 
 struct tpu_sim_program {
@@ -177,8 +192,10 @@ typedef struct sim_xfer {
 typedef struct sim_core_rt {
   _Alignas(64) int id;
   int chip;
+  int rep;                     /* the core whose run stands for this one's; itself when simulated */
   const sim_core_prog *cp;
   const int *q[SIM_NUNITS]; int qn[SIM_NUNITS]; int head[SIM_NUNITS];   /* q, qn: cp->uq, cp->uqn */
+  int waits[SIM_NUNITS];        /* 1 + an unresolved dependency the head op was found waiting on; 0 none */
   uint64_t unit_free[SIM_NUNITS];
   uint64_t *start, *end;       /* per op (in r->opmem); end SIM_UNRESOLVED until resolved */
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
@@ -207,8 +224,9 @@ typedef struct sim_core_rt {
 } sim_core_rt;
 
 typedef struct sim_chip_rt {
-  _Alignas(64) int first;      /* its cores: first .. first + n - 1 */
+  _Alignas(64) int first;      /* its simulated cores: first .. first + n - 1 */
   int n;
+  int weight;                  /* cores each simulated core stands for (all of the chip's when alike) */
   uint64_t tlast;              /* the last pool event processed */
   int nactive;                 /* cores with a transfer in the pool */
   uint64_t horizon;
@@ -232,6 +250,8 @@ struct tpu_sim_result {
   bool events;                 /* keep the event log */
   uint64_t *opmem;             /* every core's start, end, busy, mid and wl (alloc_ops) */
   sim_xfer *xfmem;             /* every core's DMA slots (cores x dma.outstanding) */
+  int nsim, sim[TPU_MAX_CORES];              /* the simulated cores (rep == id), in order */
+  int nsimchips, simchip[TPU_MAX_CORES];     /* the simulated chips, in order */
 };
 
 /* stats.c: the sweep; fills core->total, steps, step_end and (with the

@@ -1253,6 +1253,93 @@ START_TEST(A_shared_program_runs_as_its_copies_do) {
 }
 END_TEST
 
+/* One core's random data-parallel loop for the engine's folding of alike
+** cores: its sizes and 'after' edges from 'seed'; 3 infeed batches and an
+** all-reduce every 4 iterations whatever the seed (every core must issue
+** the same collectives). */
+static void alike_core(tpu_sim_program *p, int c, uint64_t seed) {
+  tu_rng r = { seed };
+  const int m = 8 * tu_range(&r, 1, 40);
+  const int hx = buf(p, c, "hx", TPU_SIM_HBM, m, 128), hy = buf(p, c, "hy", TPU_SIM_HBM, m, 128);
+  const int x = buf(p, c, "x", TPU_SIM_VMEM, m, 128), w = buf(p, c, "w", TPU_SIM_VMEM, 128, 128);
+  const int y = buf(p, c, "y", TPU_SIM_VMEM, m, 128), g = buf(p, c, "g", TPU_SIM_VMEM, 8, 128);
+  const int in = buf(p, c, "in", TPU_SIM_VMEM, 8, 128);
+  for (int i = 0, n = 0; i < 24; i++) {
+    tpu_sim_op ops[] = {
+      { .kind = TPU_SIM_DMA, .src = hx, .dst = x }, { .kind = TPU_SIM_MATMUL, .a = x, .b = w, .dst = y },
+      { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y }, .out = { y } }, { .kind = TPU_SIM_DMA, .src = y, .dst = hy },
+    };
+    if (i % 8 == 0) add(p, c, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = in }), n++;
+    for (int k = 0; k < 4; k++, n++) {
+      if (n > 0 && tu_range(&r, 0, 2) == 0) ops[k].after = tu_range(&r, 1, n);
+      add(p, c, ops[k]);
+    }
+    if (i % 4 == 3) add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g }), n++;
+  }
+}
+
+/* At the timing level the engine simulates a chip of alike cores (one
+** program, the same infeed) as one core and takes an earlier alike chip's
+** results instead of simulating it (sim_int.h). Random mixes of programs
+** and infeeds on tpu-v2-8, each core's program shared or a copy of its own
+** (which the engine never folds): every op's times, every stall part of
+** every core and step, the step ends and the cycles are equal. */
+START_TEST(Alike_cores_and_chips_run_once_with_every_result_of_their_own) {
+  tpu_chip_config cfg;
+  char err[256];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err), TPU_OK);
+  tu_rng rng = { 20261125 };
+  int folded = 0;
+  for (int trial = 0; trial < 40; trial++) {
+    int prog[8], feed[8], first[8];              /* each core's program and infeed classes */
+    const int nprog = tu_range(&rng, 1, 3), nfeed = tu_range(&rng, 1, 2);
+    const uint64_t pseed = tu_next(&rng);
+    for (int c = 0; c < 8; c++) prog[c] = tu_range(&rng, 0, nprog - 1), feed[c] = tu_range(&rng, 0, nfeed - 1);
+    tpu_sim_program *copies = program(8), *shared = program(8);
+    for (int c = 0; c < 8; c++) {
+      first[c] = c;
+      for (int d = c - 1; d >= 0; d--)
+        if (prog[d] == prog[c]) first[c] = d;
+      alike_core(copies, c, pseed + (uint64_t)prog[c]);
+      if (first[c] == c) alike_core(shared, c, pseed + (uint64_t)prog[c]);
+    }
+    for (int c = 0; c < 8; c++) {
+      if (first[c] != c) ck_assert_int_eq(tpu_sim_program_share(shared, first[c], c), TPU_OK);
+      const uint64_t ready[3] = { 0, 500u * (uint64_t)feed[c], 90000u * (uint64_t)feed[c] };
+      ck_assert_int_eq(tpu_sim_infeed(copies, c, 3, ready), TPU_OK);
+      ck_assert_int_eq(tpu_sim_infeed(shared, c, 3, ready), TPU_OK);
+    }
+    folded += nprog == 1 && nfeed == 1;
+    tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 + trial % 2 };
+    tpu_sim_result *rc, *rs;
+    ck_assert_msg(tpu_sim_run(&cfg, copies, &o, &rc) == TPU_OK, "%s", tpu_sim_program_error(copies));
+    tu_defer(destroy_result, rc);
+    ck_assert_msg(tpu_sim_run(&cfg, shared, &o, &rs) == TPU_OK, "%s", tpu_sim_program_error(shared));
+    tu_defer(destroy_result, rs);
+    TU_EQ_U64(tpu_sim_result_cycles(rc), tpu_sim_result_cycles(rs));
+    for (int c = 0; c < 8; c++) {
+      TU_EQ_U64(tpu_sim_result_memory_busy(rc, c), tpu_sim_result_memory_busy(rs, c));
+      for (int step = -1; step < tpu_sim_result_steps(rc); step++) {
+        tpu_sim_stalls a, b;
+        tpu_sim_result_stalls(rc, c, step, &a);
+        tpu_sim_result_stalls(rs, c, step, &b);
+        ck_assert_msg(!memcmp(&a, &b, sizeof a), "trial %d: core %d step %d: stalls differ", trial, c, step);
+        if (step >= 0) TU_EQ_U64(tpu_sim_result_step_end(rc, c, step), tpu_sim_result_step_end(rs, c, step));
+      }
+      for (int i = 0; i < tpu_sim_program_ops(copies, c); i++) {
+        uint64_t s0, e0, s1, e1;
+        tpu_sim_result_op_times(rc, c, i, &s0, &e0);
+        tpu_sim_result_op_times(rs, c, i, &s1, &e1);
+        ck_assert_msg(s0 == s1 && e0 == e1 && tpu_sim_result_op_busy(rc, c, i) == tpu_sim_result_op_busy(rs, c, i),
+                      "trial %d: core %d op %d: [%llu, %llu) against [%llu, %llu)", trial, c, i,
+                      (unsigned long long)s0, (unsigned long long)e0, (unsigned long long)s1, (unsigned long long)e1);
+      }
+    }
+  }
+  ck_assert_int_gt(folded, 0);                   /* the whole chip folded into one core at least once */
+}
+END_TEST
+
 /* Buffers are found by name in constant time and an op costs the same
 ** however long the program: 200,000 buffers and 400,000 ops on one core
 ** take a fraction of a second of CPU (a linear search per name took about
@@ -1386,7 +1473,7 @@ int main(void) {
           Reading_and_running_survive_every_allocation_failure,
           Programs_beyond_the_size_limits_are_refused_before_they_are_built,
           A_run_past_2_to_the_53_cycles_is_refused_naming_the_op);
-  TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do,
+  TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do, Alike_cores_and_chips_run_once_with_every_result_of_their_own,
           Building_a_program_takes_constant_time_per_buffer_and_op);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,
           K_split_folds_accumulate_without_a_drain_at_every_level,

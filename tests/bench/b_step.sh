@@ -7,9 +7,11 @@
 # processes: best wall time of REPS runs and the peak RSS (getrusage of the
 # child). ResNet-50 is the zoo's resnet50 when the zoo has it, else
 # tests/bench/resnet50_json.py's model of the same layers and parameter
-# count. Goals: a step in well under 1 s and under 100 MiB; a sweep point
-# under 1 s. SCALE-Sim v2's figure for one ResNet-50 forward pass on one
-# array (the issue's: about 135 s and 9.5 GB) is printed beside them.
+# count. Goals: a ResNet-50 step in at most 0.135 s (1000x faster than
+# SCALE-Sim v2's one ResNet-50 forward pass on one array, the issue's
+# figure: about 135 s and 9.5 GB, printed beside them) and under 100 MiB; a
+# sweep point under 1 s. On a shared host the best wall time of REPS runs
+# moves with the load: the CPU column (the least of the runs) is steadier.
 # docs/BENCHMARKS.md records a run.
 set -u
 TPUSIM=${TPUSIM:-./tpusim}
@@ -52,8 +54,8 @@ for name, kind, args in runs:
     goal, vs = "", ""
     if kind == "step":
         vs = "%.0fx faster, %.0fx less memory" % (135 / best, 9.5e9 / 2**20 / rss)
-    if name.startswith("ResNet-50 step"):
-        goal, met = "< 1 s, < 100 MiB", best < 1.0 and rss < 100
+    if name.startswith("ResNet-50 step"):       # 1000x SCALE-Sim v2's 135 s (issue 14)
+        goal, met = "<= 0.135 s, < 100 MiB", best <= 0.135 and rss < 100
     elif kind == "epoch":
         goal, met = "< 1 s", best < 1.0
     ok &= not goal or met
