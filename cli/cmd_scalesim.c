@@ -112,7 +112,7 @@ static int run_mem(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_laye
     (uint64_t)ly->stride_w, ly->ofmap_h, ly->ofmap_w };
   const uint64_t words[3] = { (uint64_t)cfg->ifmap_kib * 1024, (uint64_t)cfg->filter_kib * 1024,
                               (uint64_t)cfg->ofmap_kib * 1024 };
-  tpu_status st = tpu_mxu_scalesim_mem((int)cfg->rows, (int)cfg->cols, cfg->dataflow, &c, words, &r->mem);
+  tpu_status st = tpu_mxu_scalesim_mem((int)cfg->rows, (int)cfg->cols, cfg->dataflow, &c, words, false, &r->mem);
   if (st != TPU_OK) return cli_fail("scalesim", st, "layer '%s': %s", ly->name, tpu_status_str(st));
   if (r->mem.unsupported)
     return cli_usage_error("scalesim", "%s: layer '%s' needs %s; tpusim does not model that case",

@@ -332,8 +332,7 @@ void tpu_mxu_scalesim_layer(int rows, int cols, tpu_mxu_dataflow df, uint64_t M,
 ** Avg DRAM BW = words / (last cycle - first cycle + 1) of each trace.
 ** Addresses are the operand matrices' (a conv layer's IFMAP windows
 ** overlap, so its DRAM reads are fewer than its SRAM reads); the offsets
-** only shift them. O(cycles + SRAM reads) time, one 4-byte stamp per IFMAP
-** and filter address. */
+** only shift them. */
 typedef struct tpu_mxu_ss_access {
   int64_t start, stop;         /* first and last cycle of the trace (SCALE-Sim's convention) */
   uint64_t count;              /* words read or written */
@@ -353,9 +352,12 @@ typedef struct tpu_mxu_ss_mem {
 
 /* Runs one layer (rows x cols array, dataflow df) through the memory model
 ** with SRAMs of sram_words[3] words (IFMAP, filter, OFMAP; SCALE-Sim's
-** SzkB x 1024). TPU_OK (check out->unsupported) or TPU_ERR_NOMEM. */
+** SzkB x 1024). every_word false takes the closed forms where they hold
+** (O(folds x (rows + cols) + drains) then); true walks every request and
+** every row (the reference the tests hold the closed forms to). Both give
+** the same figures. TPU_OK (check out->unsupported) or TPU_ERR_NOMEM. */
 tpu_status tpu_mxu_scalesim_mem(int rows, int cols, tpu_mxu_dataflow df, const tpu_mxu_ss_conv *layer,
-                                const uint64_t sram_words[3], tpu_mxu_ss_mem *out);
+                                const uint64_t sram_words[3], bool every_word, tpu_mxu_ss_mem *out);
 /* }================================================================== */
 
 #endif /* TPU_MXU_H */

@@ -783,7 +783,7 @@ START_TEST(Memory_hand_counts_one_fold_without_drains) {
   const tpu_mxu_ss_conv g = gemm_layer(4, 4, 4);
   const uint64_t words[3] = { 1024, 1024, 1024 };
   tpu_mxu_ss_mem m;
-  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(4, 4, TPU_MXU_WS, &g, words, &m));
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(4, 4, TPU_MXU_WS, &g, words, false, &m));
   ck_assert_ptr_null(m.unsupported);
   TU_EQ_U64(13, m.total_cycles);
   TU_EQ_U64(0, m.stall_cycles);
@@ -809,7 +809,7 @@ START_TEST(Memory_hand_counts_ofmap_drains_and_padded_lines) {
   const tpu_mxu_ss_conv g = gemm_layer(6, 2, 4);
   const uint64_t words[3] = { 1024, 1024, 8 };
   tpu_mxu_ss_mem m;
-  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(4, 2, TPU_MXU_WS, &g, words, &m));
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(4, 2, TPU_MXU_WS, &g, words, false, &m));
   TU_EQ_U64(13, m.total_cycles);
   TU_EQ_U64(0, m.stall_cycles);
   check_access(&m.dram[2], 9, 15, 13);
@@ -825,11 +825,60 @@ START_TEST(Memory_epochs_forget_what_they_did_not_just_fetch) {
   const tpu_mxu_ss_conv g = gemm_layer(10, 10, 10);
   const uint64_t words[3] = { 100, 1024, 1024 }, big[3] = { 1024, 1024, 1024 };
   tpu_mxu_ss_mem m;
-  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(8, 8, TPU_MXU_WS, &g, words, &m));
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(8, 8, TPU_MXU_WS, &g, words, false, &m));
   TU_EQ_U64(200, m.dram[0].count);
   TU_EQ_U64(200, m.sram[0].count);       /* 2 column folds x M x K */
-  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(8, 8, TPU_MXU_WS, &g, big, &m));
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(8, 8, TPU_MXU_WS, &g, big, false, &m));
   TU_EQ_U64(100, m.dram[0].count);       /* 1024 words: all in one epoch, read once */
+}
+END_TEST
+
+/* The closed forms (distinct-address operands, passes, quiet OFMAP runs)
+** against the walk over every request and row, on random GEMMs and
+** convolutions (overlapping windows, windows past the edge), small SRAMs
+** (100 words up: epochs of 50 words, drains of a few lines) and all three
+** dataflows: every figure equal. */
+START_TEST(Memory_closed_forms_equal_the_walk_over_every_request) {
+  uint64_t seed = 1616;
+  int fast_paths = 0, epochs_filled = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    const int R = 1 + (int)(tpu_splitmix64(&seed) % 9), C = 1 + (int)(tpu_splitmix64(&seed) % 9);
+    const tpu_mxu_dataflow df = (tpu_mxu_dataflow)(trial % 3);
+    tpu_mxu_ss_conv g;
+    if (trial % 2) {
+      g = gemm_layer(1 + tpu_splitmix64(&seed) % 40, 1 + tpu_splitmix64(&seed) % 40, 1 + tpu_splitmix64(&seed) % 40);
+    } else {
+      const uint64_t H = 2 + tpu_splitmix64(&seed) % 12, W = 2 + tpu_splitmix64(&seed) % 12;
+      const uint64_t fh = 1 + tpu_splitmix64(&seed) % H, fw = 1 + tpu_splitmix64(&seed) % W;
+      const uint64_t sh = 1 + tpu_splitmix64(&seed) % 3, sw = 1 + tpu_splitmix64(&seed) % 3;
+      g = (tpu_mxu_ss_conv){ H, W, fh, fw, 1 + tpu_splitmix64(&seed) % 3, 1 + tpu_splitmix64(&seed) % 12, sh, sw,
+                             (H - fh + sh + sh - 1) / sh, (W - fw + sw + sw - 1) / sw };
+    }
+    const uint64_t words[3] = { 100 + tpu_splitmix64(&seed) % 400, 100 + tpu_splitmix64(&seed) % 400,
+                                2 + tpu_splitmix64(&seed) % 60 };
+    tpu_mxu_ss_mem a, b;
+    ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(R, C, df, &g, words, false, &a));
+    ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(R, C, df, &g, words, true, &b));
+    ck_assert_msg((a.unsupported == NULL) == (b.unsupported == NULL), "trial %d: unsupported differs", trial);
+    if (a.unsupported) continue;
+    fast_paths++;
+    epochs_filled += a.dram[0].stop >= 0 && a.dram[1].stop >= 0;
+    ck_assert_msg(a.total_cycles == b.total_cycles && a.stall_cycles == b.stall_cycles, "trial %d: cycles", trial);
+    for (int k = 0; k < 3; k++) {
+      ck_assert_msg(a.sram[k].start == b.sram[k].start && a.sram[k].stop == b.sram[k].stop &&
+                    a.sram[k].count == b.sram[k].count, "trial %d: %s SRAM %d: %lld..%lld %llu, walk %lld..%lld %llu",
+                    trial, tpu_mxu_dataflow_name(df), k, (long long)a.sram[k].start, (long long)a.sram[k].stop,
+                    (unsigned long long)a.sram[k].count, (long long)b.sram[k].start, (long long)b.sram[k].stop,
+                    (unsigned long long)b.sram[k].count);
+      ck_assert_msg(a.dram[k].start == b.dram[k].start && a.dram[k].stop == b.dram[k].stop &&
+                    a.dram[k].count == b.dram[k].count, "trial %d: %s %dx%d DRAM %d: %lld..%lld %llu, walk %lld..%lld %llu",
+                    trial, tpu_mxu_dataflow_name(df), R, C, k, (long long)a.dram[k].start, (long long)a.dram[k].stop,
+                    (unsigned long long)a.dram[k].count, (long long)b.dram[k].start, (long long)b.dram[k].stop,
+                    (unsigned long long)b.dram[k].count);
+    }
+  }
+  ck_assert_int_gt(fast_paths, 300);
+  ck_assert_int_gt(epochs_filled, 100);          /* the pass arithmetic and the drains both matter */
 }
 END_TEST
 
@@ -840,7 +889,7 @@ START_TEST(Alexnet_conv1_memory_reproduces_scalesims_published_report) {
   const tpu_mxu_ss_conv g = { 224, 224, 11, 11, 3, 96, 4, 4, 55, 55 };
   const uint64_t words[3] = { 65536, 65536, 65536 };
   tpu_mxu_ss_mem m;
-  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(32, 32, TPU_MXU_WS, &g, words, &m));
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(32, 32, TPU_MXU_WS, &g, words, false, &m));
   TU_EQ_U64(112283, m.total_cycles);
   check_access(&m.sram[0], 33, 112176, 3294225);
   check_access(&m.sram[1], 1, 109197, 34848);
@@ -888,7 +937,8 @@ int main(void) {
           Dataflow_names_round_trip_and_unknown_ones_are_refused);
   TU_CASE(s, "scalesim_mem", 60, Memory_hand_counts_one_fold_without_drains,
           Memory_hand_counts_ofmap_drains_and_padded_lines, Memory_epochs_forget_what_they_did_not_just_fetch,
-          Alexnet_conv1_memory_reproduces_scalesims_published_report);
+          Alexnet_conv1_memory_reproduces_scalesims_published_report,
+          Memory_closed_forms_equal_the_walk_over_every_request);
   TU_CASE(s, "oom", 60, Create_and_push_survive_every_allocation_failure);
   TU_SLOW_CASE(s, "full_size", 600, Pe_and_tile_models_agree_on_many_full_size_sequences);
   return tu_main(s);
