@@ -115,8 +115,8 @@ static int run_mem(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_laye
   tpu_status st = tpu_mxu_scalesim_mem((int)cfg->rows, (int)cfg->cols, cfg->dataflow, &c, words, false, &r->mem);
   if (st != TPU_OK) return cli_fail("scalesim", st, "layer '%s': %s", ly->name, tpu_status_str(st));
   if (r->mem.unsupported)
-    return cli_usage_error("scalesim", "%s: layer '%s' needs %s; tpusim does not model that case",
-                           o->config, ly->name, r->mem.unsupported);
+    return cli_usage_error("scalesim", "layer '%s' of %s with %s: SCALE-Sim's memory model is not "
+                           "reproduced for %s", ly->name, o->topology, o->config, r->mem.unsupported);
   r->has_mem = true;
   r->cycles = r->s.total_cycles = r->mem.total_cycles;
   r->s.overall_util_pct = (double)(r->s.macs * 100) / ((double)r->cycles * (double)cfg->rows * (double)cfg->cols);

@@ -347,7 +347,8 @@ typedef struct tpu_mxu_ss_mem {
   uint64_t total_cycles, stall_cycles;  /* Total Cycles (stalls included), Stall Cycles */
   tpu_mxu_ss_access sram[3], dram[3];   /* IFMAP, filter, OFMAP (DETAILED_ACCESS_REPORT) */
   double dram_bw[3];                    /* Avg IFMAP/FILTER/OFMAP DRAM BW, words a cycle */
-  const char *unsupported;              /* non-NULL: SCALE-Sim itself fails on this layer (why) */
+  const char *unsupported;              /* non-NULL: not modelled (why): SCALE-Sim itself fails on the
+                                           layer, or an operand has more than 2^50 words */
 } tpu_mxu_ss_mem;
 
 /* Runs one layer (rows x cols array, dataflow df) through the memory model

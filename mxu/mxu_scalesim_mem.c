@@ -568,6 +568,13 @@ static void report(const run_state *st, const rd_buf rd[2], const tpu_mxu_scales
 tpu_status tpu_mxu_scalesim_mem(int rows, int cols, tpu_mxu_dataflow df, const tpu_mxu_ss_conv *ly,
                                 const uint64_t sram_words[3], bool every_word, tpu_mxu_ss_mem *out) {
   memset(out, 0, sizeof *out);
+  /* operands of up to 2^50 words keep every product below in int64 */
+  if ((double)ly->ifmap_h * (double)ly->ifmap_w * (double)ly->channels > 0x1p50 ||
+      (double)ly->filter_h * (double)ly->filter_w * (double)ly->channels * (double)ly->filters > 0x1p50 ||
+      (double)ly->ofmap_h * (double)ly->ofmap_w * (double)ly->filters > 0x1p50) {
+    out->unsupported = "an operand of more than 2^50 words";
+    return TPU_OK;
+  }
   tpu_mxu_scalesim s;
   const lctx x = layer_ctx(rows, cols, df, ly, &s);
   if (sram_words[0] < 100 || sram_words[1] < 100 || sram_words[2] < 2) {

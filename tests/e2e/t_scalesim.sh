@@ -39,6 +39,10 @@ expect_status 0 "$TPUSIM" scalesim -c user.cfg -t conv1.csv -p logs --compat sca
 [ "$(head -1 logs/user32/BANDWIDTH_REPORT.csv)" = "LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW," ] ||
   die "USER mode bandwidth report: $(cat logs/user32/BANDWIDTH_REPORT.csv)"
 [ ! -e logs/user32/DETAILED_ACCESS_REPORT.csv ] || die "USER mode wrote a detailed access report"
+# a layer beyond the memory model's range is refused, not guessed
+printf 'h\nBig, 16777216, 16777216, 3, 3, 64, 8, 1,\n' > big.csv
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t big.csv -p logs --compat scalesim
+expect_err_contains "layer 'Big' of big.csv with s32.cfg: SCALE-Sim's memory model is not reproduced for an operand of more than 2^50 words"
 # long flags and --json; os and is in compat mode
 expect_status 0 "$TPUSIM" scalesim --config s32.cfg --topology conv1.csv --logdir logs --compat scalesim --dataflow os --json
 echo "$OUT" > os.json
