@@ -6,7 +6,10 @@
 ** Two models (docs/SCALESIM.md):
 **   --compat scalesim  SCALE-Sim v2's own compute model (mxu.h's
 **                      tpu_mxu_scalesim_layer): folds end to end, each a
-**                      full fold, ws, os or is. Its cycles are SCALE-Sim's.
+**                      full fold, ws, os or is. Its cycles are SCALE-Sim's;
+**                      in CALC bandwidth mode so is its memory side
+**                      (tpu_mxu_scalesim_mem: DRAM columns, stalls,
+**                      DETAILED_ACCESS_REPORT.csv).
 **   --compat none      (the default) tpusim's MXU at the timing level
 **                      (tpu_mxu_gemm): weight-stationary, double-buffered
 **                      weights, a partial fold charged for what it uses.
@@ -27,7 +30,9 @@ static const char HELP[] =
   "                       [--compat scalesim|none] [--dataflow ws|os|is] [--json]\n\n"
   "Runs a SCALE-Sim v2 config and topology layer by layer on one systolic\n"
   "array and writes COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv in SCALE-Sim's\n"
-  "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md).\n\n"
+  "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md);\n"
+  "with --compat scalesim and InterfaceBandwidth CALC also its DRAM columns and\n"
+  "DETAILED_ACCESS_REPORT.csv.\n\n"
   "  -c, --config FILE      SCALE-Sim .cfg (array size, dataflow, SRAM sizes, ...)\n"
   "  -t, --topology FILE    topology CSV: conv layers, or GEMMs with -i gemm\n"
   "  -p, --logdir DIR       where the run's directory is made (default .)\n"
