@@ -6,7 +6,10 @@
 ** Two models (docs/SCALESIM.md):
 **   --compat scalesim  SCALE-Sim v2's own compute model (mxu.h's
 **                      tpu_mxu_scalesim_layer): folds end to end, each a
-**                      full fold, ws, os or is. Its cycles are SCALE-Sim's.
+**                      full fold, ws, os or is. Its cycles are SCALE-Sim's;
+**                      in CALC bandwidth mode so is its memory side
+**                      (tpu_mxu_scalesim_mem: DRAM columns, stalls,
+**                      DETAILED_ACCESS_REPORT.csv).
 **   --compat none      (the default) tpusim's MXU at the timing level
 **                      (tpu_mxu_gemm) in the same dataflow (mxu.h,
 **                      Dataflows): the next stationary tile loads while one
@@ -36,7 +39,9 @@ static const char HELP[] =
   "                       [--chip NAME] [--cores N] [--set KEY=VALUE]\n\n"
   "Runs a SCALE-Sim v2 config and topology layer by layer on one systolic\n"
   "array and writes COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv in SCALE-Sim's\n"
-  "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md).\n\n"
+  "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md);\n"
+  "with --compat scalesim and InterfaceBandwidth CALC also its DRAM columns and\n"
+  "DETAILED_ACCESS_REPORT.csv.\n\n"
   "  -c, --config FILE      SCALE-Sim .cfg (array size, dataflow, SRAM sizes, ...)\n"
   "  -t, --topology FILE    topology CSV: conv layers, or GEMMs with -i gemm\n"
   "  -p, --logdir DIR       where the run's directory is made (default .)\n"
@@ -73,6 +78,8 @@ typedef struct ss_row {        /* one layer's report */
   tpu_mxu_scalesim s;          /* SCALE-Sim's figures (cycles replaced outside compat) */
   uint64_t cycles;             /* the Total Cycles reported */
   uint64_t stall;              /* the Stall Cycles reported (0 but on the chip engine) */
+  bool has_mem;                /* compat, CALC: SCALE-Sim's memory side in mem */
+  tpu_mxu_ss_mem mem;
 } ss_row;
 
 static int on_value(void *ud, int id, const char *v) {
@@ -136,20 +143,41 @@ static int parse(int argc, char **argv, ss_opts *o) {
   return CLI_RUN;
 }
 
+/* SCALE-Sim's memory side of one layer (compat mode, CALC bandwidth): its
+** DRAM traffic, and the stalls its OFMAP buffer adds to the cycles and so
+** to the figures divided by them. 0, or the exit status after a message. */
+static int run_mem(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_layer *ly, ss_row *r) {
+  const tpu_mxu_ss_conv c = { (uint64_t)ly->ifmap_h, (uint64_t)ly->ifmap_w, (uint64_t)ly->filter_h,
+    (uint64_t)ly->filter_w, (uint64_t)ly->channels, (uint64_t)ly->filters, (uint64_t)ly->stride_h,
+    (uint64_t)ly->stride_w, ly->ofmap_h, ly->ofmap_w };
+  const uint64_t words[3] = { (uint64_t)cfg->ifmap_kib * 1024, (uint64_t)cfg->filter_kib * 1024,
+                              (uint64_t)cfg->ofmap_kib * 1024 };
+  tpu_status st = tpu_mxu_scalesim_mem((int)cfg->rows, (int)cfg->cols, cfg->dataflow, &c, words, false, &r->mem);
+  if (st != TPU_OK) return cli_fail("scalesim", st, "layer '%s': %s", ly->name, tpu_status_str(st));
+  if (r->mem.unsupported)
+    return cli_usage_error("scalesim", "layer '%s' of %s with %s: SCALE-Sim's memory model is not "
+                           "reproduced for %s", ly->name, o->topology, o->config, r->mem.unsupported);
+  r->has_mem = true;
+  r->cycles = r->s.total_cycles = r->mem.total_cycles;
+  r->s.overall_util_pct = (double)(r->s.macs * 100) / ((double)r->cycles * (double)cfg->rows * (double)cfg->cols);
+  return 0;
+}
+
 /* One layer: SCALE-Sim's figures, and outside compat mode tpusim's cycles
 ** and the utilization they give. 0, or the exit status after a message. */
 static int run_layer(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_layer *ly, ss_row *r) {
   tpu_mxu_scalesim_layer((int)cfg->rows, (int)cfg->cols, cfg->dataflow, ly->m, ly->n, ly->k, &r->s);
   r->cycles = r->s.total_cycles;
-  if (o->compat) return 0;
-  if (ly->m > (uint64_t)INT32_MAX || ly->n > (uint64_t)INT32_MAX || ly->k > (uint64_t)INT32_MAX)
-    return cli_usage_error("scalesim", "%s: layer '%s' has M = %llu, N = %llu, K = %llu; tpusim's MXU takes at most %d",
+  if (o->compat) return cfg->user_bandwidth ? 0 : run_mem(cfg, o, ly, r);
+  const uint64_t max = (uint64_t)TPU_MXU_MAX_GEMM_DIM;
+  if (ly->m > max || ly->n > max || ly->k > max)
+    return cli_usage_error("scalesim", "%s: layer '%s' has M = %llu, N = %llu, K = %llu; tpusim's MXU takes at most %llu",
                            o->topology, ly->name, (unsigned long long)ly->m, (unsigned long long)ly->n,
-                           (unsigned long long)ly->k, INT32_MAX);
+                           (unsigned long long)ly->k, (unsigned long long)max);
   const tpu_mxu_config mc = { .rows = (int)cfg->rows, .cols = (int)cfg->cols, .double_buffer = true,
                               .dataflow = cfg->dataflow };
   tpu_mxu_gemm_result g;
-  tpu_status st = tpu_mxu_gemm(&mc, 1, TPU_FIDELITY_TIMING, TPU_PREC_BF16, (int)ly->m, (int)ly->n, (int)ly->k,
+  tpu_status st = tpu_mxu_gemm(&mc, 1, TPU_FIDELITY_TIMING, TPU_PREC_BF16, ly->m, ly->n, ly->k,
                                NULL, NULL, NULL, &g);
   if (st != TPU_OK) return cli_fail("scalesim", st, "layer '%s': %s", ly->name, tpu_status_str(st));
   r->cycles = g.cycles;
@@ -263,14 +291,48 @@ static void py_float(tpu_text *t, double x) {
   tpu_text_printf(t, "%s%s", buf, strchr(buf, '.') ? "" : ".0");
 }
 
+/* SCALE-Sim's DRAM columns of BANDWIDTH_REPORT.csv (header when r is
+** NULL), before the row's end. */
+static void dram_columns(tpu_text *bw, const ss_row *r) {
+  if (!r) {
+    tpu_text_printf(bw, " Avg IFMAP DRAM BW, Avg FILTER DRAM BW, Avg OFMAP DRAM BW,");
+    return;
+  }
+  for (int k = 0; k < 3; k++) { tpu_text_printf(bw, " "); py_float(bw, r->mem.dram_bw[k]); tpu_text_printf(bw, ","); }
+}
+
+/* SCALE-Sim's DETAILED_ACCESS_REPORT.csv: per operand the first and last
+** cycle and the words, SRAM then DRAM (cycles printed as its floats). */
+static void detail_report(const cli_ss_topology *tp, const ss_row *rows, tpu_text *d) {
+  static const char *const what[6] = { "SRAM IFMAP", "SRAM Filter", "SRAM OFMAP", "DRAM IFMAP", "DRAM Filter",
+                                       "DRAM OFMAP" };
+  tpu_text_printf(d, "LayerID,");
+  for (int k = 0; k < 6; k++)
+    tpu_text_printf(d, " %s Start Cycle, %s Stop Cycle, %s %s,", what[k], what[k], what[k],
+                    k % 3 == 2 ? "Writes" : "Reads");
+  tpu_text_printf(d, "\n");
+  for (int i = 0; i < tp->n; i++) {
+    tpu_text_printf(d, "%d,", i);
+    for (int k = 0; k < 6; k++) {
+      const tpu_mxu_ss_access *a = k < 3 ? &rows[i].mem.sram[k] : &rows[i].mem.dram[k - 3];
+      tpu_text_printf(d, " %lld.0, %lld.0, %llu,", (long long)a->start, (long long)a->stop,
+                      (unsigned long long)a->count);
+    }
+    tpu_text_printf(d, "\n");
+  }
+}
+
 static void reports(const cli_ss_topology *tp, const ss_row *rows, tpu_text *cr, tpu_text *bw) {
   tpu_text_printf(cr, "LayerID, Total Cycles, Stall Cycles, Overall Util %%, Mapping Efficiency %%, "
                   "Compute Util %%,\n");
-  tpu_text_printf(bw, "LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW,\n");
+  tpu_text_printf(bw, "LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW,");
+  if (tp->n && rows[0].has_mem) dram_columns(bw, NULL);
+  tpu_text_printf(bw, "\n");
   for (int i = 0; i < tp->n; i++) {
     const ss_row *r = &rows[i];
     const double c = (double)r->cycles;
-    tpu_text_printf(cr, "%d, %llu, %llu, ", i, (unsigned long long)r->cycles, (unsigned long long)r->stall);
+    tpu_text_printf(cr, "%d, %llu, %llu, ", i, (unsigned long long)r->cycles,
+                    (unsigned long long)(r->has_mem ? r->mem.stall_cycles : r->stall));
     const double pct[3] = { r->s.overall_util_pct, r->s.mapping_eff_pct, r->s.compute_util_pct };
     for (int k = 0; k < 3; k++) { py_float(cr, pct[k]); tpu_text_printf(cr, ", "); }
     cr->n -= 1;                                       /* SCALE-Sim ends a row with "," */
@@ -279,7 +341,9 @@ static void reports(const cli_ss_topology *tp, const ss_row *rows, tpu_text *cr,
     const double b[3] = { (double)r->s.ifmap_sram_reads / c, (double)r->s.filter_sram_reads / c,
                           (double)r->s.ofmap_sram_writes / c };
     for (int k = 0; k < 3; k++) { py_float(bw, b[k]); tpu_text_printf(bw, ", "); }
-    bw->n -= 1;
+    bw->n -= 2;
+    tpu_text_printf(bw, ",");
+    if (r->has_mem) dram_columns(bw, r);
     tpu_text_printf(bw, "\n");
   }
 }
@@ -292,24 +356,42 @@ static int write_reports(const cli_ss_config *cfg, const ss_opts *o, const cli_s
     return cli_runtime_error("scalesim", "%s: cannot create: %s", o->logdir, strerror(errno));
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return cli_runtime_error("scalesim", "%s: cannot create: %s", dir, strerror(errno));
-  tpu_text cr = { 0 }, bw = { 0 };
+  tpu_text cr = { 0 }, bw = { 0 }, da = { 0 };
   reports(tp, rows, &cr, &bw);
+  const int nfiles = tp->n && rows[0].has_mem ? 3 : 2;
+  if (nfiles == 3) detail_report(tp, rows, &da);
   int rc = 0;
-  if (cr.oom || bw.oom) rc = cli_runtime_error("scalesim", "out of memory");
-  const tpu_text *t[2] = { &cr, &bw };
-  const char *names[2] = { "COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv" };
-  for (int k = 0; k < 2 && !rc; k++) {
+  if (cr.oom || bw.oom || da.oom) rc = cli_runtime_error("scalesim", "out of memory");
+  const tpu_text *t[3] = { &cr, &bw, &da };
+  const char *names[3] = { "COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv", "DETAILED_ACCESS_REPORT.csv" };
+  for (int k = 0; k < nfiles && !rc; k++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[k]);
     if (tpu_write_atomic(path, t[k]->s, t[k]->n))
       rc = cli_runtime_error("scalesim", "%s: cannot write: %s", path, strerror(errno));
   }
   tpu_free(cr.s);
   tpu_free(bw.s);
+  tpu_free(da.s);
   return rc;
 }
 
+/* SCALE-Sim's memory side of a layer in --json (compat mode, CALC). */
+static json_t *mem_json(json_t *j, const ss_row *r) {
+  if (!j || !r->has_mem) return j;
+  static const char *const op[3] = { "ifmap", "filter", "ofmap" };
+  char key[40];
+  for (int k = 0; k < 3; k++) {
+    snprintf(key, sizeof key, "%s_dram_%s", op[k], k == 2 ? "writes" : "reads");
+    json_object_set_new(j, key, json_integer((json_int_t)r->mem.dram[k].count));
+    snprintf(key, sizeof key, "%s_dram_bw", op[k]);
+    json_object_set_new(j, key, cli_json_real(r->mem.dram_bw[k]));
+  }
+  json_object_set_new(j, "stall_cycles", json_integer((json_int_t)r->mem.stall_cycles));
+  return j;
+}
+
 static json_t *layer_json(const cli_ss_layer *ly, const ss_row *r) {
-  return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+  return mem_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
     "name", ly->name, "m", (json_int_t)ly->m, "n", (json_int_t)ly->n, "k", (json_int_t)ly->k,
     "cycles", (json_int_t)r->cycles, "stall_cycles", (json_int_t)r->stall,
     "overall_util_pct", cli_json_real(r->s.overall_util_pct), "mapping_eff_pct", cli_json_real(r->s.mapping_eff_pct),
@@ -317,7 +399,7 @@ static json_t *layer_json(const cli_ss_layer *ly, const ss_row *r) {
     "col_folds", (json_int_t)r->s.col_folds, "scalesim_cycles", (json_int_t)r->s.total_cycles,
     "macs", (json_int_t)r->s.macs, "ifmap_sram_reads", (json_int_t)r->s.ifmap_sram_reads,
     "filter_sram_reads", (json_int_t)r->s.filter_sram_reads,
-    "ofmap_sram_writes", (json_int_t)r->s.ofmap_sram_writes);
+    "ofmap_sram_writes", (json_int_t)r->s.ofmap_sram_writes), r);
 }
 
 static int report(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topology *tp, const ss_row *rows,

@@ -382,9 +382,7 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
 **                        (rows x cols x (per_fold + cols - 1)) for ws, is
 **                        (rows x cols x per_fold) for os
 ** and its SRAM traffic (words) the operand elements each fold reads or
-** writes. This is the stall-free case (SCALE-Sim's CALC bandwidth mode);
-** its SRAM and DRAM buffer model (USER bandwidth stalls, DRAM traffic) is
-** not modelled. Values never enter it.
+** writes. Values never enter it.
 ** ================================================================== */
 typedef struct tpu_mxu_scalesim {
   uint64_t sr, sc, t;          /* the mapping: spatial rows, spatial cols, temporal */
@@ -400,6 +398,55 @@ typedef struct tpu_mxu_scalesim {
 ** array in dataflow df, by the formulas above. This function can't fail. */
 void tpu_mxu_scalesim_layer(int rows, int cols, tpu_mxu_dataflow df, uint64_t M, uint64_t N, uint64_t K,
                             tpu_mxu_scalesim *out);
+
+/* SCALE-Sim v2's memory side in its CALC bandwidth mode (docs/SCALESIM.md,
+** *The memory model*). The layer's demand rows (one a cycle, the fold
+** order above) go through three buffers of the configured SRAM sizes, one
+** word each address:
+**   IFMAP, filter read buffers: words are fetched from DRAM in sets of
+**     size/100 words; an address is a DRAM read unless it was fetched in the
+**     current epoch of 50 sets; an epoch ends when its 50th set fills, at
+**     cycle c_i. The prefetch trace, 10 words a cycle, runs from
+**     first_request - 5 set_words (the first epoch lands just before the
+**     first request) to c_last + 1, or, with no epoch ever filled, from
+**     -ceil(sets x set_words / 10) to -1.
+**   OFMAP write buffer: words fill lines of `cols` words; when more than
+**     half the buffer is taken (SCALE-Sim's free space below ceil(size/2))
+**     and no drain runs, the open line is closed and the next
+**     ceil(floor(size/2) / cols) lines drain, one a cycle; a chunk counts
+**     its lines as full but for the pad of its last line. A write finding
+**     the buffer full during a drain stalls the array until the drain ends
+**     (the Stall Cycles); after the last row the rest drains.
+** Avg DRAM BW = words / (last cycle - first cycle + 1) of each trace.
+** Addresses are the operand matrices' (a conv layer's IFMAP windows
+** overlap, so its DRAM reads are fewer than its SRAM reads); the offsets
+** only shift them. */
+typedef struct tpu_mxu_ss_access {
+  int64_t start, stop;         /* first and last cycle of the trace (SCALE-Sim's convention) */
+  uint64_t count;              /* words read or written */
+} tpu_mxu_ss_access;
+
+typedef struct tpu_mxu_ss_conv {   /* a layer as SCALE-Sim's topology gives it */
+  uint64_t ifmap_h, ifmap_w, filter_h, filter_w, channels, filters, stride_h, stride_w;
+  uint64_t ofmap_h, ofmap_w;       /* ceil((ifmap - filter + stride) / stride) */
+} tpu_mxu_ss_conv;
+
+typedef struct tpu_mxu_ss_mem {
+  uint64_t total_cycles, stall_cycles;  /* Total Cycles (stalls included), Stall Cycles */
+  tpu_mxu_ss_access sram[3], dram[3];   /* IFMAP, filter, OFMAP (DETAILED_ACCESS_REPORT) */
+  double dram_bw[3];                    /* Avg IFMAP/FILTER/OFMAP DRAM BW, words a cycle */
+  const char *unsupported;              /* non-NULL: not modelled (why): SCALE-Sim itself fails on the
+                                           layer, or an operand has more than 2^50 words */
+} tpu_mxu_ss_mem;
+
+/* Runs one layer (rows x cols array, dataflow df) through the memory model
+** with SRAMs of sram_words[3] words (IFMAP, filter, OFMAP; SCALE-Sim's
+** SzkB x 1024). every_word false takes the closed forms where they hold
+** (O(folds x (rows + cols) + drains) then); true walks every request and
+** every row (the reference the tests hold the closed forms to). Both give
+** the same figures. TPU_OK (check out->unsupported) or TPU_ERR_NOMEM. */
+tpu_status tpu_mxu_scalesim_mem(int rows, int cols, tpu_mxu_dataflow df, const tpu_mxu_ss_conv *layer,
+                                const uint64_t sram_words[3], bool every_word, tpu_mxu_ss_mem *out);
 /* }================================================================== */
 
 #endif /* TPU_MXU_H */

@@ -754,6 +754,146 @@ START_TEST(Alexnet_conv1_on_32x32_reproduces_scalesims_published_report) {
 }
 END_TEST
 
+/* A GEMM as SCALE-Sim lowers it: an M x K input, N filters of 1 x K. */
+static tpu_mxu_ss_conv gemm_layer(uint64_t M, uint64_t N, uint64_t K) {
+  return (tpu_mxu_ss_conv){ M, K, 1, K, 1, N, 1, 1, M, 1 };
+}
+
+static void check_access(const tpu_mxu_ss_access *a, int64_t start, int64_t stop, uint64_t count) {
+  ck_assert_int_eq(start, a->start);
+  ck_assert_int_eq(stop, a->stop);
+  TU_EQ_U64(count, a->count);
+}
+
+/* 4x4 ws, M = N = K = 4: one fold of 14 rows (2R + C + T - 2). 16 IFMAP and 16 filter words
+** fill 2 sets of 10 and no epoch, so each is one prefetch of 20 words at
+** 10 a cycle before cycle 0 (-2 .. -1: 8 words a cycle). The 16 OFMAP
+** words never fill half of 1024, so all 4 lines drain after the last row
+** (cycle 13), one a cycle. */
+START_TEST(Memory_hand_counts_one_fold_without_drains) {
+  const tpu_mxu_ss_conv g = gemm_layer(4, 4, 4);
+  const uint64_t words[3] = { 1024, 1024, 1024 };
+  tpu_mxu_ss_mem m;
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(4, 4, TPU_MXU_WS, &g, words, false, &m));
+  ck_assert_ptr_null(m.unsupported);
+  TU_EQ_U64(13, m.total_cycles);
+  TU_EQ_U64(0, m.stall_cycles);
+  check_access(&m.sram[0], 5, 11, 16);      /* rows 4..10 (R + t + c), served a cycle later */
+  check_access(&m.sram[1], 1, 4, 16);       /* rows 0..3, the weights upside down */
+  check_access(&m.sram[2], 7, 13, 16);      /* rows 7..13 (2R - 1 + t + c) */
+  check_access(&m.dram[0], -2, -1, 16);
+  check_access(&m.dram[1], -2, -1, 16);
+  check_access(&m.dram[2], 13, 16, 16);
+  ck_assert_double_eq(8.0, m.dram_bw[0]);
+  ck_assert_double_eq(4.0, m.dram_bw[2]);
+}
+END_TEST
+
+/* 4x2 ws, M = 6, N = 2, K = 4, an 8-word OFMAP buffer: lines of 2 words,
+** a drain takes 2 lines once more than 4 words are held. Rows 7..13 write
+** 1, 2, 2, 2, 2, 2, 1 words. Row 9 closes a padded line (1 word) and drains
+** lines 0-1 (cycles 9-10); row 11 drains lines 2-3 (cycles 11-12), line 2
+** being the padded one, counted full because it is not the chunk's last;
+** after the last row lines 4-5 drain at 13-14 and the padded line 6 at 15,
+** its pad not counted: 13 DRAM writes for 12 SRAM writes. */
+START_TEST(Memory_hand_counts_ofmap_drains_and_padded_lines) {
+  const tpu_mxu_ss_conv g = gemm_layer(6, 2, 4);
+  const uint64_t words[3] = { 1024, 1024, 8 };
+  tpu_mxu_ss_mem m;
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(4, 2, TPU_MXU_WS, &g, words, false, &m));
+  TU_EQ_U64(13, m.total_cycles);
+  TU_EQ_U64(0, m.stall_cycles);
+  check_access(&m.dram[2], 9, 15, 13);
+  ck_assert_double_eq(13.0 / 7.0, m.dram_bw[2]);
+}
+END_TEST
+
+/* An IFMAP buffer of 100 words: sets of 1 word, epochs of 50. A 10 x 10 x 10
+** GEMM on 8x8 ws reads its 100 IFMAP words twice (two column folds); the
+** second pass finds none of them in the current epoch (each epoch is 50
+** words of the same order), so the DRAM reads are 200. */
+START_TEST(Memory_epochs_forget_what_they_did_not_just_fetch) {
+  const tpu_mxu_ss_conv g = gemm_layer(10, 10, 10);
+  const uint64_t words[3] = { 100, 1024, 1024 }, big[3] = { 1024, 1024, 1024 };
+  tpu_mxu_ss_mem m;
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(8, 8, TPU_MXU_WS, &g, words, false, &m));
+  TU_EQ_U64(200, m.dram[0].count);
+  TU_EQ_U64(200, m.sram[0].count);       /* 2 column folds x M x K */
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(8, 8, TPU_MXU_WS, &g, big, false, &m));
+  TU_EQ_U64(100, m.dram[0].count);       /* 1024 words: all in one epoch, read once */
+}
+END_TEST
+
+/* The closed forms (distinct-address operands, passes, quiet OFMAP runs)
+** against the walk over every request and row, on random GEMMs and
+** convolutions (overlapping windows, windows past the edge), small SRAMs
+** (100 words up: epochs of 50 words, drains of a few lines) and all three
+** dataflows: every figure equal. */
+START_TEST(Memory_closed_forms_equal_the_walk_over_every_request) {
+  uint64_t seed = 1616;
+  int fast_paths = 0, epochs_filled = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    const int R = 1 + (int)(tpu_splitmix64(&seed) % 9), C = 1 + (int)(tpu_splitmix64(&seed) % 9);
+    const tpu_mxu_dataflow df = (tpu_mxu_dataflow)(trial % 3);
+    tpu_mxu_ss_conv g;
+    if (trial % 2) {
+      g = gemm_layer(1 + tpu_splitmix64(&seed) % 40, 1 + tpu_splitmix64(&seed) % 40, 1 + tpu_splitmix64(&seed) % 40);
+    } else {
+      const uint64_t H = 2 + tpu_splitmix64(&seed) % 12, W = 2 + tpu_splitmix64(&seed) % 12;
+      const uint64_t fh = 1 + tpu_splitmix64(&seed) % H, fw = 1 + tpu_splitmix64(&seed) % W;
+      const uint64_t sh = 1 + tpu_splitmix64(&seed) % 3, sw = 1 + tpu_splitmix64(&seed) % 3;
+      g = (tpu_mxu_ss_conv){ H, W, fh, fw, 1 + tpu_splitmix64(&seed) % 3, 1 + tpu_splitmix64(&seed) % 12, sh, sw,
+                             (H - fh + sh + sh - 1) / sh, (W - fw + sw + sw - 1) / sw };
+    }
+    const uint64_t words[3] = { 100 + tpu_splitmix64(&seed) % 400, 100 + tpu_splitmix64(&seed) % 400,
+                                2 + tpu_splitmix64(&seed) % 60 };
+    tpu_mxu_ss_mem a, b;
+    ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(R, C, df, &g, words, false, &a));
+    ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(R, C, df, &g, words, true, &b));
+    ck_assert_msg((a.unsupported == NULL) == (b.unsupported == NULL), "trial %d: unsupported differs", trial);
+    if (a.unsupported) continue;
+    fast_paths++;
+    epochs_filled += a.dram[0].stop >= 0 && a.dram[1].stop >= 0;
+    ck_assert_msg(a.total_cycles == b.total_cycles && a.stall_cycles == b.stall_cycles, "trial %d: cycles", trial);
+    for (int k = 0; k < 3; k++) {
+      ck_assert_msg(a.sram[k].start == b.sram[k].start && a.sram[k].stop == b.sram[k].stop &&
+                    a.sram[k].count == b.sram[k].count, "trial %d: %s SRAM %d: %lld..%lld %llu, walk %lld..%lld %llu",
+                    trial, tpu_mxu_dataflow_name(df), k, (long long)a.sram[k].start, (long long)a.sram[k].stop,
+                    (unsigned long long)a.sram[k].count, (long long)b.sram[k].start, (long long)b.sram[k].stop,
+                    (unsigned long long)b.sram[k].count);
+      ck_assert_msg(a.dram[k].start == b.dram[k].start && a.dram[k].stop == b.dram[k].stop &&
+                    a.dram[k].count == b.dram[k].count, "trial %d: %s %dx%d DRAM %d: %lld..%lld %llu, walk %lld..%lld %llu",
+                    trial, tpu_mxu_dataflow_name(df), R, C, k, (long long)a.dram[k].start, (long long)a.dram[k].stop,
+                    (unsigned long long)a.dram[k].count, (long long)b.dram[k].start, (long long)b.dram[k].stop,
+                    (unsigned long long)b.dram[k].count);
+    }
+  }
+  ck_assert_int_gt(fast_paths, 300);
+  ck_assert_int_gt(epochs_filled, 100);          /* the pass arithmetic and the drains both matter */
+}
+END_TEST
+
+/* SCALE-Sim's golden_trace (its test/golden_trace, Conv1 on 32x32 ws, 64 KiB
+** SRAMs): the DRAM columns of BANDWIDTH_REPORT.csv and the whole of
+** DETAILED_ACCESS_REPORT.csv. */
+START_TEST(Alexnet_conv1_memory_reproduces_scalesims_published_report) {
+  const tpu_mxu_ss_conv g = { 224, 224, 11, 11, 3, 96, 4, 4, 55, 55 };
+  const uint64_t words[3] = { 65536, 65536, 65536 };
+  tpu_mxu_ss_mem m;
+  ck_assert_int_eq(TPU_OK, tpu_mxu_scalesim_mem(32, 32, TPU_MXU_WS, &g, words, false, &m));
+  TU_EQ_U64(112283, m.total_cycles);
+  check_access(&m.sram[0], 33, 112176, 3294225);
+  check_access(&m.sram[1], 1, 109197, 34848);
+  check_access(&m.sram[2], 63, 112283, 3484800);
+  check_access(&m.dram[0], -3243, 111824, 1805023);
+  check_access(&m.dram[1], -3275, 102937, 34848);
+  check_access(&m.dram[2], 1102, 112639, 3484831);
+  ck_assert_double_eq(15.686576632947475, m.dram_bw[0]);
+  ck_assert_double_eq(0.3280954308794592, m.dram_bw[1]);
+  ck_assert_double_eq(31.243441697000126, m.dram_bw[2]);
+}
+END_TEST
+
 START_TEST(Dataflow_names_round_trip_and_unknown_ones_are_refused) {
   for (int d = 0; d < 3; d++) {
     tpu_mxu_dataflow out;
@@ -786,6 +926,10 @@ int main(void) {
           Every_dataflow_matches_its_pe_model_on_random_sizes,
           Alexnet_conv1_on_32x32_reproduces_scalesims_published_report,
           Dataflow_names_round_trip_and_unknown_ones_are_refused);
+  TU_CASE(s, "scalesim_mem", 60, Memory_hand_counts_one_fold_without_drains,
+          Memory_hand_counts_ofmap_drains_and_padded_lines, Memory_epochs_forget_what_they_did_not_just_fetch,
+          Alexnet_conv1_memory_reproduces_scalesims_published_report,
+          Memory_closed_forms_equal_the_walk_over_every_request);
   TU_CASE(s, "oom", 60, Create_and_push_survive_every_allocation_failure);
   TU_SLOW_CASE(s, "full_size", 600, Pe_and_tile_models_agree_on_many_full_size_sequences);
   return tu_main(s);

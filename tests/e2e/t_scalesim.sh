@@ -23,12 +23,26 @@ CFG
 printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nConv1,  224, 224,    11, 11,    3,      96,     4,\n' > conv1.csv
 # SCALE-Sim v2's own test run (its test/golden_trace), row for row
 expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv -p logs --compat scalesim
-[ "$(sed -n 2p logs/run32/COMPUTE_REPORT.csv)" = "0, 112283, 0, 91.68309650614964, 94.53125, 90.78000992063492," ] ||
-  die "compute report: $(cat logs/run32/COMPUTE_REPORT.csv)"
-[ "$(head -1 logs/run32/COMPUTE_REPORT.csv)" = "LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %," ] ||
-  die "compute report header"
-[ "$(sed -n 2p logs/run32/BANDWIDTH_REPORT.csv)" = "0, 29.338590881967885, 0.31035864734643714, 31.035864734643713," ] ||
-  die "bandwidth report: $(cat logs/run32/BANDWIDTH_REPORT.csv)"
+# SCALE-Sim's golden_trace files, line for line (header, layer 0)
+report_line() {  # FILE LINE EXPECTED
+  [ "$(sed -n "$2p" "logs/run32/$1")" = "$3" ] || die "$1 line $2: $(sed -n "$2p" "logs/run32/$1")"
+}
+report_line COMPUTE_REPORT.csv 1 "LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %,"
+report_line COMPUTE_REPORT.csv 2 "0, 112283, 0, 91.68309650614964, 94.53125, 90.78000992063492,"
+report_line BANDWIDTH_REPORT.csv 1 "LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW, Avg IFMAP DRAM BW, Avg FILTER DRAM BW, Avg OFMAP DRAM BW,"
+report_line BANDWIDTH_REPORT.csv 2 "0, 29.338590881967885, 0.31035864734643714, 31.035864734643713, 15.686576632947475, 0.3280954308794592, 31.243441697000126,"
+report_line DETAILED_ACCESS_REPORT.csv 1 "LayerID, SRAM IFMAP Start Cycle, SRAM IFMAP Stop Cycle, SRAM IFMAP Reads, SRAM Filter Start Cycle, SRAM Filter Stop Cycle, SRAM Filter Reads, SRAM OFMAP Start Cycle, SRAM OFMAP Stop Cycle, SRAM OFMAP Writes, DRAM IFMAP Start Cycle, DRAM IFMAP Stop Cycle, DRAM IFMAP Reads, DRAM Filter Start Cycle, DRAM Filter Stop Cycle, DRAM Filter Reads, DRAM OFMAP Start Cycle, DRAM OFMAP Stop Cycle, DRAM OFMAP Writes,"
+report_line DETAILED_ACCESS_REPORT.csv 2 "0, 33.0, 112176.0, 3294225, 1.0, 109197.0, 34848, 63.0, 112283.0, 3484800, -3243.0, 111824.0, 1805023, -3275.0, 102937.0, 34848, 1102.0, 112639.0, 3484831,"
+# USER bandwidth mode: SCALE-Sim's other buffer model is not reproduced, so no DRAM columns
+sed 's/InterfaceBandwidth: CALC/InterfaceBandwidth: USER/; s/run_name = run32/run_name = user32/' s32.cfg > user.cfg
+expect_status 0 "$TPUSIM" scalesim -c user.cfg -t conv1.csv -p logs --compat scalesim
+[ "$(head -1 logs/user32/BANDWIDTH_REPORT.csv)" = "LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW," ] ||
+  die "USER mode bandwidth report: $(cat logs/user32/BANDWIDTH_REPORT.csv)"
+[ ! -e logs/user32/DETAILED_ACCESS_REPORT.csv ] || die "USER mode wrote a detailed access report"
+# a layer beyond the memory model's range is refused, not guessed
+printf 'h\nBig, 16777216, 16777216, 3, 3, 64, 8, 1,\n' > big.csv
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t big.csv -p logs --compat scalesim
+expect_err_contains "layer 'Big' of big.csv with s32.cfg: SCALE-Sim's memory model is not reproduced for an operand of more than 2^50 words"
 # long flags and --json; os and is in compat mode
 expect_status 0 "$TPUSIM" scalesim --config s32.cfg --topology conv1.csv --logdir logs --compat scalesim --dataflow os --json
 echo "$OUT" > os.json
