@@ -276,6 +276,8 @@ tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *ch
 typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
   double stall[TPU_SIM_NSTALL];/* cycles per stall kind (TPU_SIM_MXU_BUSY ...), mean over cores */
+  uint64_t core_stall[TPU_MAX_CORES][TPU_SIM_NSTALL];   /* the same on each core of the chip timed (each
+                                  core's add up to step_cycles; entries past its cores are 0) */
   uint64_t macs;               /* multiply-adds per core (all bf16 passes) */
   uint64_t mxu_cycles_capacity;/* rows*cols*mxus*step_cycles */
   uint64_t hbm_bytes;          /* per core, moved by its DMAs */

@@ -46,5 +46,20 @@ assert abs(m["mxu_utilization"] - 130 * 64 * 300 / cap) < 1e-9, m["mxu_utilizati
 r = json.load(open("run.json")); del r["stall"]["weight_load"]
 t = json.load(open("train.json")); t["stall"]["idle"] = 1.5
 assert not v.is_valid(r) and not v.is_valid(t)
+t = json.load(open("train.json")); del t["per_core"]
+assert not v.is_valid(t)
+# train's stall parts in cycles, per core: each core's add up to its cycles
+# (the steps' cycles summed), their sums over the cores are stall_cycles,
+# and their shares of the core-cycles are the stall shares
+for name in ("train.json", "train_tile.json"):
+    t = json.load(open(name))
+    kinds = list(t["stall"])
+    assert len(t["per_core"]) == t["cores"] and t["per_core_steps"] == t["epochs"] * t["steps_per_epoch"], name
+    for c in t["per_core"]:
+        assert sum(c[k] for k in kinds) == c["cycles"] == t["sim_step_cycles"] * t["per_core_steps"], (name, c)
+    tot = t["per_core"][0]["cycles"] * t["cores"]
+    for k in kinds:
+        assert t["stall_cycles"][k] == sum(c[k] for c in t["per_core"]), (name, k)
+        assert abs(t["stall_cycles"][k] / tot - t["stall"][k]) < 1e-9, (name, k)
 PY
 [ "$n" = 10 ] || die "cases: $n"
