@@ -119,16 +119,13 @@ static int open_dir(const char *dir, const sweep_def *d) {
   json_t *want = json_pack("{s:o,s:s}", "definition", sweep_def_json(d), "shard", want_shard);
   if (!want) return cli_runtime_error(CMD, "out of memory");
   sweep_path(path, sizeof path, dir, "sweep.json");
-  json_error_t e;
-  json_t *have = json_load_file(path, 0, &e);
-  int rc = 0;
-  if (have && !json_equal(have, want))
+  json_t *have = NULL;
+  int rc = sweep_json_load(path, true, &have);
+  if (!rc && have && !json_equal(have, want))
     rc = cli_usage_error(CMD, "%s holds a different sweep (%s); use another --out, or remove it to start over", path,
                          json_equal(json_object_get(have, "definition"), json_object_get(want, "definition"))
                            ? "another shard" : "other options or axes");
-  else if (!have && access(path, F_OK) == 0)
-    rc = cli_usage_error(CMD, "%s:%d:%d: %s", path, e.line, e.column, e.text);
-  else if (!have) {
+  else if (!rc && !have) {
     char *s = json_dumps(want, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s || tpu_write_atomic(path, s, strlen(s))) rc = cli_runtime_error(CMD, "%s: cannot write: %s", path, strerror(errno));
     free(s);
@@ -388,9 +385,9 @@ static int sweep(const sweep_opts *o, sweep_def *d) {
 /* The definition of shard directory 'dir' parsed into d (d zeroed). */
 static int load_def(const char *dir, sweep_def *d, json_t **defjson) {
   char path[4096];
-  json_error_t e;
-  json_t *top = json_load_file(sweep_path(path, sizeof path, dir, "sweep.json"), 0, &e);
-  if (!top) return cli_usage_error(CMD, "%s:%d:%d: %s", path, e.line, e.column, e.text);
+  json_t *top = NULL;
+  const int rc = sweep_json_load(sweep_path(path, sizeof path, dir, "sweep.json"), false, &top);
+  if (rc) return rc;
   json_t *def = json_incref(json_object_get(top, "definition"));
   json_decref(top);
   const json_t *args = json_object_get(def, "args");

@@ -146,6 +146,18 @@ const char *sweep_path(char *buf, size_t cap, const char *dir, const char *name)
   return buf;
 }
 
+int sweep_json_load(const char *path, bool absent_ok, json_t **out) {
+  char *text = NULL, err[4200];
+  *out = NULL;
+  const tpu_status st = tpu_read_text(path, "JSON text", &text, err, sizeof err);
+  if (st == TPU_ERR_IO && errno == ENOENT && absent_ok) return 0;
+  if (st) return cli_fail(CMD, st, "%s", err);
+  json_error_t e;
+  *out = json_loads(text, 0, &e);
+  tpu_free(text);
+  return *out ? 0 : cli_usage_error(CMD, "%s:%d:%d: %s", path, e.line, e.column, e.text);
+}
+
 /* One line of the journal into j; 0, or 2 after a message. */
 static int journal_line(const char *path, long lineno, const char *line, sweep_journal *j) {
   json_error_t e;

@@ -68,6 +68,13 @@ mkdir cut && cp j1/sweep.json cut/
 { head -n 1 j1/points.jsonl; printf '{"point":6,"axes":{"mod\n'; sed -n 2p j1/points.jsonl; } > cut/points.jsonl
 expect_status 2 "$TPUSIM" sweep --out cut -j 2 $TR
 expect_err_contains "cut/points.jsonl:2: not a journal entry of this sweep"
+# sweep.json too goes through the one text reader (run and merge)
+mkdir nuldef && cp j1/sweep.json j1/points.jsonl nuldef/ && printf '\0x' >> nuldef/sweep.json
+expect_status 2 "$TPUSIM" sweep --out nuldef -j 2 $TR
+expect_err_contains "nuldef/sweep.json:"
+expect_err_contains "contains a NUL byte"
+expect_status 2 "$TPUSIM" sweep merge --no-plot --out nulm nuldef
+expect_err_contains "contains a NUL byte"
 
 # a chip configuration a point would refuse is found before any point
 # runs: exit 2 with the key, the value and what is allowed, nothing written
