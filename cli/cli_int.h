@@ -64,6 +64,8 @@ typedef struct cli_point_cmd {
   const char *name;
   size_t opts_size;
   bool threads;                /* takes --threads in every mode: sweep points get --threads 1 (theirs wins) */
+  bool chip;                   /* simulates --chip with its --set overrides (a sweep checks them up front) */
+  size_t com_offset;           /* where the options hold their cli_common */
   int (*parse)(int argc, char **argv, void *opts);
   int (*run)(const void *opts, struct json_t **report);
 } cli_point_cmd;
@@ -72,12 +74,14 @@ extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli
 ** jansson's dump 'flags'. Returns the exit status. */
 int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);
 /* Declares a command that sweeps can run as points: its cli_point_cmd
-** (NAME's options of type OPTS_T, read by PARSE_FN, run by RUN_FN; THREADS
-** as above) and the single command cli_cmd_NAME, which prints --json with
-** jansson's FLAGS. One definition of how such a command is wired. */
-#define CLI_POINT_COMMAND(NAME, OPTS_T, THREADS, PARSE_FN, RUN_FN, FLAGS)                        \
+** (NAME's options of type OPTS_T, with their cli_common in member 'com',
+** read by PARSE_FN, run by RUN_FN; THREADS and CHIP as above) and the
+** single command cli_cmd_NAME, which prints --json with jansson's FLAGS.
+** One definition of how such a command is wired. */
+#define CLI_POINT_COMMAND(NAME, OPTS_T, THREADS, CHIP, PARSE_FN, RUN_FN, FLAGS)                  \
   static int NAME##_parse_opts(int argc, char **argv, void *o) { return PARSE_FN(argc, argv, o); } \
-  const cli_point_cmd cli_##NAME##_point = { CMD, sizeof(OPTS_T), THREADS, NAME##_parse_opts, RUN_FN }; \
+  const cli_point_cmd cli_##NAME##_point = { CMD, sizeof(OPTS_T), THREADS, CHIP, offsetof(OPTS_T, com),  \
+                                             NAME##_parse_opts, RUN_FN };                          \
   int cli_cmd_##NAME(int argc, char **argv) { return cli_point_main(&cli_##NAME##_point, argc, argv, FLAGS); }
 
 /* Messages on this thread go into 'buf' (cap bytes, the last message wins)

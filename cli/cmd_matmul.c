@@ -489,5 +489,5 @@ static int matmul_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(matmul, cli_matmul_opts, false, parse, matmul_run,
+CLI_POINT_COMMAND(matmul, cli_matmul_opts, false, true, parse, matmul_run,
                   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))

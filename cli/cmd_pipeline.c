@@ -351,5 +351,5 @@ static int pipeline_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(pipeline, pl_opts, false, parse, pipeline_run,
+CLI_POINT_COMMAND(pipeline, pl_opts, false, false, parse, pipeline_run,
                   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))

@@ -187,5 +187,5 @@ static int run_opts_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(run, run_opts, false, parse, run_opts_run,
+CLI_POINT_COMMAND(run, run_opts, false, true, parse, run_opts_run,
                   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))

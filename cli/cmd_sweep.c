@@ -119,16 +119,13 @@ static int open_dir(const char *dir, const sweep_def *d) {
   json_t *want = json_pack("{s:o,s:s}", "definition", sweep_def_json(d), "shard", want_shard);
   if (!want) return cli_runtime_error(CMD, "out of memory");
   sweep_path(path, sizeof path, dir, "sweep.json");
-  json_error_t e;
-  json_t *have = json_load_file(path, 0, &e);
-  int rc = 0;
-  if (have && !json_equal(have, want))
+  json_t *have = NULL;
+  int rc = sweep_json_load(path, true, &have);
+  if (!rc && have && !json_equal(have, want))
     rc = cli_usage_error(CMD, "%s holds a different sweep (%s); use another --out, or remove it to start over", path,
                          json_equal(json_object_get(have, "definition"), json_object_get(want, "definition"))
                            ? "another shard" : "other options or axes");
-  else if (!have && access(path, F_OK) == 0)
-    rc = cli_usage_error(CMD, "%s:%d:%d: %s", path, e.line, e.column, e.text);
-  else if (!have) {
+  else if (!rc && !have) {
     char *s = json_dumps(want, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s || tpu_write_atomic(path, s, strlen(s))) rc = cli_runtime_error(CMD, "%s: cannot write: %s", path, strerror(errno));
     free(s);
@@ -256,15 +253,38 @@ static int parse_points(sweep_run *r) {
 ** not in cblas.h, and absent from a serial build (Debian's
 ** libopenblas0-serial alternative), hence weak: NULL there, and no pool. */
 extern int blas_thread_shutdown_(void) __attribute__((weak));
-/* Parses every point of this shard once, before anything is written to the
-** results directory: a bad value in the options or axes is exit 2 and
-** leaves no sweep.json behind that a corrected rerun would not match. */
+/* Point p's chip: --chip with its --set overrides, loaded as the point
+** will load it; 0, or the exit status after a message (2 for a bad key or
+** value, naming it and what is allowed). 'last' (cap bytes) holds the last
+** chip checked, so a sweep whose chip is no axis loads it once. */
+static int check_chip(const sweep_def *d, long p, const cli_common *c, char *last, size_t cap) {
+  char key[4096], err[1024];
+  int n = snprintf(key, sizeof key, "%s", c->chip);
+  for (int k = 0; k < c->nsets && n >= 0 && (size_t)n < sizeof key; k++)
+    n += snprintf(key + n, sizeof key - (size_t)n, "\n%s", c->sets[k]);
+  const bool fits = n >= 0 && (size_t)n < sizeof key && (size_t)n < cap;
+  if (fits && !strcmp(key, last)) return 0;
+  tpu_chip_config chip;
+  tpu_status st = tpu_chip_config_load(c->chip, &chip, err, sizeof err);
+  for (int k = 0; st == TPU_OK && k < c->nsets; k++) st = tpu_chip_config_set(&chip, c->sets[k], err, sizeof err);
+  if (st != TPU_OK)
+    return cli_fail(CMD, st, "%s%s%s, point %ld: %s (found before any point ran)", d->file ? d->file : "",
+                    d->file ? ": " : "", d->cmd->name, p, err);
+  snprintf(last, cap, "%s", fits ? key : "");
+  return 0;
+}
+
+/* Parses every point of this shard once, and loads its chip, before
+** anything is written to the results directory: a bad value in the
+** options or axes, or a chip configuration the point would refuse, is
+** exit 2 and leaves no sweep.json behind that a corrected rerun would not
+** match. */
 static int check_points(const sweep_def *d) {
   char *argv[SWEEP_MAX_ARGS + 8], err[2048];
   const size_t cap = 4096;
-  char *buf = malloc(cap);
+  char *buf = malloc(cap), *last = calloc(1, cap);
   void *opts = calloc(1, d->cmd->opts_size);
-  int rc = buf && opts ? 0 : cli_runtime_error(CMD, "out of memory");
+  int rc = buf && last && opts ? 0 : cli_runtime_error(CMD, "out of memory");
   for (long p = d->shard - 1; !rc && p < d->npoints; p += d->nshards) {
     const int argc = sweep_point_argv(d, p, argv, SWEEP_MAX_ARGS + 8, buf, cap);
     memset(opts, 0, d->cmd->opts_size);
@@ -274,8 +294,11 @@ static int check_points(const sweep_def *d) {
     if (prc != CLI_RUN)   /* from a --file, its options and axes are the command's options */
       rc = cli_usage_error(CMD, "%s%s%s, point %ld: %s", d->file ? d->file : "", d->file ? ": " : "", d->cmd->name,
                            p, err);
+    else if (d->cmd->chip)
+      rc = check_chip(d, p, (const cli_common *)((const char *)opts + d->cmd->com_offset), last, cap);
   }
   free(buf);
+  free(last);
   free(opts);
   return rc;
 }
@@ -362,9 +385,9 @@ static int sweep(const sweep_opts *o, sweep_def *d) {
 /* The definition of shard directory 'dir' parsed into d (d zeroed). */
 static int load_def(const char *dir, sweep_def *d, json_t **defjson) {
   char path[4096];
-  json_error_t e;
-  json_t *top = json_load_file(sweep_path(path, sizeof path, dir, "sweep.json"), 0, &e);
-  if (!top) return cli_usage_error(CMD, "%s:%d:%d: %s", path, e.line, e.column, e.text);
+  json_t *top = NULL;
+  const int rc = sweep_json_load(sweep_path(path, sizeof path, dir, "sweep.json"), false, &top);
+  if (rc) return rc;
   json_t *def = json_incref(json_object_get(top, "definition"));
   json_decref(top);
   const json_t *args = json_object_get(def, "args");

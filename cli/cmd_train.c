@@ -298,6 +298,11 @@ static int start(const opts *o, train_run *t) {
       return cli_fail(CMD, st, "--resume: %s", err);
     t->first_epoch = got.epochs_done;
     t->gstep = got.step;
+    if (got.run.cores && got.run.cores != t->cores) {   /* its per-core sums are of other cores */
+      tpu_free(got.history);
+      return cli_usage_error(CMD, "--resume: %s/checkpoint.bin: written with --cores %d; resume with the same (got "
+                             "--cores %d)", o->ckpt, got.run.cores, t->cores);
+    }
     t->run = got.run;
     tpu_free(t->hist);
     t->hist = got.history;
@@ -333,6 +338,10 @@ static void account(train_run *t, const tpu_fe_step_timing *tm) {
   t->run.mxu_capacity += (double)tm->mxu_cycles_capacity;
   t->run.steps++;
   t->nsteps++;
+  t->run.cores = t->cores;
+  t->run.core_cycles += tm->step_cycles;   /* step() keeps it under 2^63 / cores */
+  for (int c = 0; c < t->cores; c++)
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) t->run.core_stall[c][k] += tm->core_stall[c][k];
 }
 
 /* Step s of epoch ep: the batch when the infeed has it, the step's timing,
@@ -362,6 +371,11 @@ static int step(const opts *o, train_run *t, int ep, long s, int *n, double *los
     t->tm_wait = wait;
     t->tm_rows = rows;
   }
+  /* the report's cycles, summed over the steps and the cores, are JSON integers */
+  if (t->tm.step_cycles > (uint64_t)INT64_MAX / (uint64_t)t->cores - t->run.core_cycles)
+    return cli_usage_error(CMD, "%s: epoch %d, step %ld: the run's simulated core-cycles pass 2^63 (the steps so far "
+                           "took %llu cycles): the pipeline's costs are out of proportion to its elements and steps",
+                           o->pipeline ? o->pipeline : "--data", ep + 1, s + 1, (unsigned long long)t->run.core_cycles);
   *step_s = (double)t->tm.step_cycles / t->hz;
   if (t->numerics && (st = tpu_fe_trainer_step_n(&t->tr, xb, yb, *n, t->gstep, (uint64_t)(s * o->batch), loss, cor)))
     return cli_fail(CMD, st, "epoch %d, step %ld: %s", ep + 1, s + 1, tpu_status_str(st));
@@ -464,6 +478,33 @@ static summary summarize(const opts *o, train_run *t) {
   return m;
 }
 
+/* The stall parts in cycles over the run's steps (a resumed run's
+** included, from its checkpoint): "per_core" (each core's, with its
+** "cycles"), "stall_cycles" (summed over the cores) and "per_core_steps".
+** 0, or -1 when out of memory. */
+static int per_core_json(json_t *j, const train_run *t) {
+  json_t *pc = json_array(), *tot = json_object();
+  int bad = !pc || !tot;
+  for (int c = 0; !bad && c < t->cores; c++) {
+    json_t *e = json_pack("{s:i,s:I}", "core", c, "cycles", (json_int_t)t->run.core_cycles);
+    bad |= json_array_append_new(pc, e);
+    for (int i = 0; !bad && i < TPU_SIM_NSTALL; i++) {
+      const int k = tpu_sim_stall_in_report_order(i);
+      bad |= json_object_set_new(e, tpu_sim_stall_name(k), json_integer((json_int_t)t->run.core_stall[c][k]));
+    }
+  }
+  for (int i = 0; !bad && i < TPU_SIM_NSTALL; i++) {
+    const int k = tpu_sim_stall_in_report_order(i);
+    uint64_t sum = 0;
+    for (int c = 0; c < t->cores; c++) sum += t->run.core_stall[c][k];   /* <= cores * core_cycles < 2^63 */
+    bad |= json_object_set_new(tot, tpu_sim_stall_name(k), json_integer((json_int_t)sum));
+  }
+  bad |= json_object_set_new(j, "stall_cycles", tot);
+  bad |= json_object_set_new(j, "per_core", pc);
+  bad |= json_object_set_new(j, "per_core_steps", json_integer((json_int_t)t->run.steps));
+  return bad ? -1 : 0;
+}
+
 /* The --json report; NULL when out of memory. */
 static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   const bool n = t->numerics;
@@ -495,6 +536,7 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
   json_object_set_new(j, "images_per_s", cli_json_real(m->ips));
   json_object_set_new(j, "mxu_utilization", cli_json_real(m->util));
   json_object_set_new(j, "stall", stall);
+  if (per_core_json(j, t)) { json_decref(j); return NULL; }
   json_object_set_new(j, "input_wait_fraction", cli_json_real(m->fr[TPU_SIM_INFEED_WAIT]));
   json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT])));
   char alg[512];
@@ -594,4 +636,4 @@ static int train_run_opts(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(train, opts, true, parse_args, train_run_opts, JSON_INDENT(2) | JSON_REAL_PRECISION(10))
+CLI_POINT_COMMAND(train, opts, true, true, parse_args, train_run_opts, JSON_INDENT(2) | JSON_REAL_PRECISION(10))

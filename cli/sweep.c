@@ -146,6 +146,18 @@ const char *sweep_path(char *buf, size_t cap, const char *dir, const char *name)
   return buf;
 }
 
+int sweep_json_load(const char *path, bool absent_ok, json_t **out) {
+  char *text = NULL, err[4200];
+  *out = NULL;
+  const tpu_status st = tpu_read_text(path, "JSON text", &text, err, sizeof err);
+  if (st == TPU_ERR_IO && errno == ENOENT && absent_ok) return 0;
+  if (st) return cli_fail(CMD, st, "%s", err);
+  json_error_t e;
+  *out = json_loads(text, 0, &e);
+  tpu_free(text);
+  return *out ? 0 : cli_usage_error(CMD, "%s:%d:%d: %s", path, e.line, e.column, e.text);
+}
+
 /* One line of the journal into j; 0, or 2 after a message. */
 static int journal_line(const char *path, long lineno, const char *line, sweep_journal *j) {
   json_error_t e;
@@ -169,9 +181,12 @@ int sweep_journal_load(const char *dir, long npoints, sweep_journal *j) {
   j->npoints = npoints;
   j->nfinished = 0;
   if (!(j->entry = calloc((size_t)npoints, sizeof *j->entry))) return cli_runtime_error(CMD, "out of memory");
-  size_t len;
-  char *text = tpu_read_file(path, &len);
-  if (!text) return errno == ENOENT ? 0 : cli_runtime_error(CMD, "%s: cannot read: %s", path, strerror(errno));
+  /* the one text reader: a NUL byte is bad input naming its line:column */
+  char *text = NULL, err[4200];
+  const tpu_status st = tpu_read_text(path, "a journal of JSON lines (docs/SWEEPS.md)", &text, err, sizeof err);
+  if (st == TPU_ERR_IO && errno == ENOENT) return 0;
+  if (st) return cli_fail(CMD, st, "%s", err);
+  const size_t len = strlen(text);
   size_t good = 0;
   long lineno = 0;
   int rc = 0;

@@ -69,6 +69,12 @@ int sweep_point_argv(const sweep_def *d, long p, char **argv, int cap, char *buf
 /* The definition as JSON (what sweep.json compares). */
 struct json_t *sweep_def_json(const sweep_def *d);
 
+/* Reads 'path' as one JSON document through the one text reader (a NUL
+** byte is bad input at its line:column) into *out; with 'absent_ok' a file
+** that does not exist gives *out NULL. 0, or the exit status after a
+** message. */
+int sweep_json_load(const char *path, bool absent_ok, struct json_t **out);
+
 /* The journal: the last entry of every point (NULL when none). */
 typedef struct sweep_journal {
   struct json_t **entry;       /* npoints */

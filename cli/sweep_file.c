@@ -6,7 +6,7 @@
 **   { "command": "train",
 **     "options": { "model": "cnn", "level": "timing", "set": { "mxu.rows": 64 } },
 **     "axes": [ { "option": "batch", "values": [32, 64, 128] },
-**               { "set": "hbm.bandwidth_gbps", "values": [300, 600] } ] }
+**               { "set": "hbm.bandwidth_gb_per_s", "values": [300, 600] } ] }
 **
 ** Options are the command's long names without the dashes; true is a flag,
 ** false leaves it out. Errors name the file, line:column and field.

@@ -94,6 +94,18 @@ static uint8_t *alloc_u8(df_data *d, size_t n) {
 
 static bool is_gzip(const unsigned char *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
 
+/* Deflate expands at most 1032:1 (a 258-byte match costs at least two
+** bits), and a gzip member spends at least 18 bytes on its header and
+** trailer: a file of n bytes cannot inflate to more. A size field beyond
+** this is corrupt, found before anything is allocated for it. */
+#define GZIP_MAX_RATIO 1032u
+static uint64_t gzip_max_out(size_t n) { return n < 18 ? 0 : (uint64_t)GZIP_MAX_RATIO * (n - 18); }
+
+/* The uncompressed size a gzip file's trailer states (mod 2^32). */
+static uint32_t gzip_isize(const unsigned char *b, size_t n) {
+  return (uint32_t)b[n - 4] | (uint32_t)b[n - 3] << 8 | (uint32_t)b[n - 2] << 16 | (uint32_t)b[n - 1] << 24;
+}
+
 /* zlib's message for a bad trailer, in words that say which. */
 static const char *gzip_why(const z_stream *z) {
   if (z->msg && !strcmp(z->msg, "incorrect data check")) return "the CRC-32 in its trailer does not match the data";
@@ -334,8 +346,12 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
   size_t lrawlen = llen;
   if (is_gzip(lb, llen)) {
     if (llen < 18) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated gzip file", lpath); }
-    uint32_t isz = (uint32_t)lb[llen - 4] | (uint32_t)lb[llen - 3] << 8 | (uint32_t)lb[llen - 2] << 16 | (uint32_t)lb[llen - 1] << 24;
-    if (isz < 8 || isz > (1u << 30)) { tpu_free(lb); return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file (size field %u)", lpath, isz); }
+    uint32_t isz = gzip_isize(lb, llen);
+    if (isz < 8 || isz > (1u << 30) || isz > gzip_max_out(llen)) {
+      tpu_free(lb);
+      return ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file (size field %u; %zu compressed bytes hold 8..%llu)",
+                  lpath, isz, llen, (unsigned long long)(gzip_max_out(llen) < (1u << 30) ? gzip_max_out(llen) : (1u << 30)));
+    }
     lraw = tpu_malloc(isz);
     if (!lraw) { tpu_free(lb); return ferr(err, cap, TPU_ERR_NOMEM, "%s: out of memory", lpath); }
     st = gunzip(lb, llen, lraw, isz, true, lpath, err, cap);
@@ -368,7 +384,12 @@ static tpu_status open_idx(const char *ipath, const char *lpath, int classes, df
   if (n < 1) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: no images", ipath); goto fail; }
   uint64_t body = (uint64_t)n * h * w * c;
   if (gz) {
-    uint32_t isz = (uint32_t)ib[ilen - 4] | (uint32_t)ib[ilen - 3] << 8 | (uint32_t)ib[ilen - 2] << 16 | (uint32_t)ib[ilen - 1] << 24;
+    uint32_t isz = gzip_isize(ib, ilen);
+    if (hlen + body > gzip_max_out(ilen)) {
+      st = ferr(err, cap, TPU_ERR_INPUT, "%s: corrupt gzip file: %u images of %ux%ux%u need %llu bytes, more than its %zu bytes can inflate to (deflate expands at most %u:1)",
+                ipath, n, h, w, c, (unsigned long long)(hlen + body), ilen, GZIP_MAX_RATIO);
+      goto fail;
+    }
     if (isz != (uint32_t)(hlen + body)) { st = ferr(err, cap, TPU_ERR_INPUT, "%s: truncated or corrupt gzip file: expected %llu bytes uncompressed, size field says %u", ipath, (unsigned long long)(hlen + body), isz); goto fail; }
   } else if ((uint64_t)ilen != hlen + body) {
     st = ferr(err, cap, TPU_ERR_INPUT, "%s: %s: %u images of %ux%ux%u need %llu bytes, file has %zu", ipath,

@@ -276,6 +276,8 @@ tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *ch
 typedef struct tpu_fe_step_timing {
   uint64_t step_cycles;        /* the step's length (the engine run's cycles) */
   double stall[TPU_SIM_NSTALL];/* cycles per stall kind (TPU_SIM_MXU_BUSY ...), mean over cores */
+  uint64_t core_stall[TPU_MAX_CORES][TPU_SIM_NSTALL];   /* the same on each core of the chip timed (each
+                                  core's add up to step_cycles; entries past its cores are 0) */
   uint64_t macs;               /* multiply-adds per core (all bf16 passes) */
   uint64_t mxu_cycles_capacity;/* rows*cols*mxus*step_cycles */
   uint64_t hbm_bytes;          /* per core, moved by its DMAs */
@@ -418,7 +420,7 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
 /* FNV-1a of the parameters' bits: a fingerprint for bit-identity checks. */
 uint64_t tpu_fe_params_hash(const float *p, size_t n);
 
-/* Checkpoint: DIR/checkpoint.bin (format 2), written atomically: the
+/* Checkpoint: DIR/checkpoint.bin (format 3), written atomically: the
 ** model's parameter count, seed, batch and optimizer kind to check on
 ** resume, the data position, what the run measured so far and its history
 ** (so a resumed run reports the whole run), the weights and optimizer
@@ -435,6 +437,9 @@ typedef struct tpu_fe_run_log {    /* sums over the steps timed so far */
   double cycles, macs, mxu_capacity;   /* tpu_fe_step_timing's, summed */
   double stall[TPU_SIM_NSTALL];        /* cycles per stall kind, summed (they sum to 'cycles') */
   double sim_time_s;                   /* simulated time of the epochs done */
+  int cores;                           /* the cores of the per-core sums (0 before the first step) */
+  uint64_t core_cycles;                /* the steps' cycles summed, and each core's stall parts over */
+  uint64_t core_stall[TPU_MAX_CORES][TPU_SIM_NSTALL];   /* them (each core's add up to core_cycles) */
 } tpu_fe_run_log;
 typedef struct tpu_fe_ckpt_info {
   uint64_t seed;
@@ -452,10 +457,11 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
 ** most TPU_FE_CKPT_MAX_EPOCHS, step and optimizer_steps at most
 ** TPU_FE_CKPT_MAX_STEPS, step >= epochs_done, one optimizer update per
 ** step, adam's second moments >= 0, steps timed <= step, every time and sum
-** finite and >= 0 with the stall parts summing to the cycles, accuracies in
-** [0, 1]); fills info. TPU_ERR_INPUT with a message naming the file and the
-** field otherwise (a damaged file, or one of format 1, which kept no
-** history: tpusim 0.2.0 and older). */
+** finite and >= 0 with the stall parts summing to the cycles, each core's
+** too, accuracies in [0, 1]); fills info. TPU_ERR_INPUT with a message
+** naming the file and the field otherwise (a damaged file, or one of format
+** 1, which kept no history: tpusim 0.2.0 and older, or 2, which kept no
+** per-core sums: development builds before 0.3.0). */
 #define TPU_FE_CKPT_MAX_EPOCHS 1000000ull
 #define TPU_FE_CKPT_MAX_STEPS  (1ull << 53)      /* exact in a double */
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,

@@ -242,22 +242,26 @@ uint64_t tpu_fe_params_hash(const float *p, size_t n) {
 }
 
 /* {==================================================================
-** Checkpoints, format 2: "TPUSIMC2", a header of u64 fields, the run's
-** sums and each epoch's history as f64, the f32 arrays, and the CRC-32 of
-** everything before it. Little-endian host layout. Format 1 ("TPUSIMCK",
-** tpusim 0.2.0) had no run sums or history.
+** Checkpoints, format 3: "TPUSIMC3", a header of u64 fields, the run's
+** sums and each epoch's history as f64, the per-core sums as u64 (cores,
+** their cycles, then TPU_MAX_CORES x the stall kinds), the f32 arrays, and
+** the CRC-32 of everything before it. Little-endian host layout. Format 1
+** ("TPUSIMCK", tpusim 0.2.0) had no run sums or history, format 2
+** ("TPUSIMC2", development builds before 0.3.0) no per-core sums.
 ** ================================================================== */
-#define CK_MAGIC "TPUSIMC2"
+#define CK_MAGIC "TPUSIMC3"
 #define CK_MAGIC_V1 "TPUSIMCK"
+#define CK_MAGIC_V2 "TPUSIMC2"
 enum { CK_NPARAMS, CK_OPT, CK_SEED, CK_BATCH, CK_EPOCHS, CK_STEP, CK_T, CK_STEPS_TIMED, CK_NFIELDS };
 enum { CK_CYCLES, CK_MACS, CK_CAP, CK_SIM_TIME, CK_STALL0, CK_NRUN = CK_STALL0 + TPU_SIM_NSTALL };
 enum { CK_H_LOSS, CK_H_ACC, CK_H_VLOSS, CK_H_VACC, CK_H_SIM, CK_NHIST };
+enum { CK_C_CORES, CK_C_CYCLES, CK_C_STALL0, CK_NCORE = CK_C_STALL0 + TPU_MAX_CORES * TPU_SIM_NSTALL };
 
 static size_t ck_arrays(const tpu_fe_trainer *t) {
   return 1 + (t->opt.m != NULL) + (t->opt.v != NULL);
 }
 static size_t ck_size(size_t nparams, size_t na, uint64_t epochs) {
-  return 8 + CK_NFIELDS * 8 + CK_NRUN * 8 + (size_t)epochs * CK_NHIST * 8 + na * nparams * 4 + 4;
+  return 8 + CK_NFIELDS * 8 + CK_NRUN * 8 + (size_t)epochs * CK_NHIST * 8 + CK_NCORE * 8 + na * nparams * 4 + 4;
 }
 
 tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_fe_ckpt_info *info,
@@ -285,6 +289,9 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
     const double v[CK_NHIST] = { h->loss, h->accuracy, h->val_loss, h->val_accuracy, h->sim_s };
     memcpy(p, v, sizeof v);
   }
+  uint64_t c[CK_NCORE] = { (uint64_t)rl->cores, rl->core_cycles };
+  memcpy(c + CK_C_STALL0, rl->core_stall, sizeof rl->core_stall);
+  memcpy(p, c, sizeof c); p += sizeof c;
   memcpy(p, t->params, n * 4); p += n * 4;
   if (t->opt.m) { memcpy(p, t->opt.m, n * 4); p += n * 4; }
   if (t->opt.v) { memcpy(p, t->opt.v, n * 4); p += n * 4; }
@@ -338,6 +345,61 @@ static bool ck_hist_ok(const double *h, size_t e, char *field, size_t cap, doubl
   return true;
 }
 
+/* The per-core sums: as many cores as a chip has (none before the first
+** step timed), their cycles those of the run, each core's stall parts
+** adding up to them, nothing for the other cores, and small enough for the
+** report's integers. Names the first field at fault in 'field'. */
+static bool ck_cores_ok(const uint64_t *f, const double *r, const uint64_t *c, char *field, size_t cap, double *bad) {
+  const uint64_t cores = c[CK_C_CORES], cyc = c[CK_C_CYCLES];
+  const bool cores_ok = f[CK_STEPS_TIMED] ? cores >= 1 && cores <= TPU_MAX_CORES : cores == 0;
+  if (!cores_ok || fabs((double)cyc - r[CK_CYCLES]) > 1e-6 * r[CK_CYCLES] + 1e-6 ||
+      cyc > (uint64_t)INT64_MAX / (cores ? cores : 1)) {
+    snprintf(field, cap, "%s", cores_ok ? "core_cycles" : "cores");
+    *bad = (double)(cores_ok ? cyc : cores);
+    return false;
+  }
+  for (uint64_t k = 0; k < TPU_MAX_CORES; k++) {
+    const uint64_t *s = c + CK_C_STALL0 + k * TPU_SIM_NSTALL, want = k < cores ? cyc : 0;
+    uint64_t sum = 0;
+    for (int i = 0; i < TPU_SIM_NSTALL && sum <= want; i++) sum += s[i] <= want ? s[i] : want + 1;
+    if (sum != want) {
+      snprintf(field, cap, "core[%llu].stall", (unsigned long long)k);
+      *bad = (double)sum;
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The run's sums, each epoch's history (at 'hist') and the per-core sums
+** after them (into c): true, or false with the message in err. */
+static bool ck_sums_ok(const char *path, const uint64_t *f, const double *r, const unsigned char *hist, uint64_t *c,
+                       char *err, size_t errcap) {
+  char field[64];
+  double bad = 0;
+  if (!ck_run_ok(f, r, field, sizeof field, &bad)) {
+    snprintf(err, errcap, "%s: field '%s' is %g; expected a finite sum >= 0, the stall parts adding up to run.cycles "
+             "(a damaged checkpoint)", path, field, bad);
+    return false;
+  }
+  for (size_t e = 0; e < f[CK_EPOCHS]; e++) {
+    double h[CK_NHIST];
+    memcpy(h, hist + e * sizeof h, sizeof h);
+    if (!ck_hist_ok(h, e, field, sizeof field, &bad)) {
+      snprintf(err, errcap, "%s: field '%s' is %g; expected accuracies in [0, 1], losses >= 0, times finite and >= 0 "
+               "(a damaged checkpoint)", path, field, bad);
+      return false;
+    }
+  }
+  memcpy(c, hist + f[CK_EPOCHS] * CK_NHIST * 8, CK_NCORE * 8);
+  if (!ck_cores_ok(f, r, c, field, sizeof field, &bad)) {
+    snprintf(err, errcap, "%s: field '%s' is %g; expected at most %d cores, their cycles those of the run and each "
+             "core's stall parts adding up to them (a damaged checkpoint)", path, field, bad, TPU_MAX_CORES);
+    return false;
+  }
+  return true;
+}
+
 static tpu_status ck_read_failed(const char *path, char *err, size_t errcap) {
   const int e = errno;
   snprintf(err, errcap, "%s: cannot read: %s", path, strerror(e));
@@ -357,9 +419,11 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   uint64_t f[CK_NFIELDS];
   double r[CK_NRUN];
   uint32_t crc;
-  if (len >= 8 && !memcmp(buf, CK_MAGIC_V1, 8)) {
-    snprintf(err, errcap, "%s: a checkpoint of format 1 (tpusim 0.2.0), which kept no history of the run; this "
-             "tpusim resumes format 2 only: start the run again", path);
+  if (len >= 8 && (!memcmp(buf, CK_MAGIC_V1, 8) || !memcmp(buf, CK_MAGIC_V2, 8))) {
+    const bool v1 = !memcmp(buf, CK_MAGIC_V1, 8);
+    snprintf(err, errcap, "%s: a checkpoint of format %s, which kept no %s; this tpusim resumes format 3 only: "
+             "start the run again", path, v1 ? "1 (tpusim 0.2.0)" : "2 (a development build before 0.3.0)",
+             v1 ? "history of the run" : "per-core stall cycles");
     goto done;
   }
   if (len < 8 + sizeof f + sizeof r + 4 || memcmp(buf, CK_MAGIC, 8)) {
@@ -405,25 +469,10 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
              names[k], (unsigned long long)f[k], (unsigned long long)f[CK_STEP], (unsigned long long)f[CK_EPOCHS]);
     goto done;
   }
-  char field[64];
-  double bad = 0;
-  if (!ck_run_ok(f, r, field, sizeof field, &bad)) {
-    snprintf(err, errcap, "%s: field '%s' is %g; expected a finite sum >= 0, the stall parts adding up to run.cycles "
-             "(a damaged checkpoint)", path, field, bad);
-    goto done;
-  }
-  const unsigned char *p = buf + 8 + sizeof f + sizeof r;
-  for (size_t e = 0; e < f[CK_EPOCHS]; e++) {
-    double h[CK_NHIST];
-    memcpy(h, p + e * sizeof h, sizeof h);
-    if (!ck_hist_ok(h, e, field, sizeof field, &bad)) {
-      snprintf(err, errcap, "%s: field '%s' is %g; expected accuracies in [0, 1], losses >= 0, times finite and >= 0 "
-               "(a damaged checkpoint)", path, field, bad);
-      goto done;
-    }
-  }
-  const unsigned char *hist = p;
-  p += f[CK_EPOCHS] * CK_NHIST * 8;
+  const unsigned char *hist = buf + 8 + sizeof f + sizeof r;
+  uint64_t c[CK_NCORE];
+  if (!ck_sums_ok(path, f, r, hist, c, err, errcap)) goto done;
+  const unsigned char *p = hist + f[CK_EPOCHS] * CK_NHIST * 8 + sizeof c;
   if (t->opt.v) {   /* adam's second moments are means of squares */
     const unsigned char *v = p + n * 4 * (na - 1);
     for (size_t i = 0; i < n; i++) {
@@ -457,6 +506,9 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   info->run = (tpu_fe_run_log){ .steps = f[CK_STEPS_TIMED], .cycles = r[CK_CYCLES], .macs = r[CK_MACS],
                                 .mxu_capacity = r[CK_CAP], .sim_time_s = r[CK_SIM_TIME] };
   for (int k = 0; k < TPU_SIM_NSTALL; k++) info->run.stall[k] = r[CK_STALL0 + k];
+  info->run.cores = (int)c[CK_C_CORES];
+  info->run.core_cycles = c[CK_C_CYCLES];
+  memcpy(info->run.core_stall, c + CK_C_STALL0, sizeof info->run.core_stall);
   st = TPU_OK;
 done:
   tpu_free(buf);

@@ -1020,13 +1020,17 @@ tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *ch
 /* {==================================================================
 ** Step timing on the engine
 ** ================================================================== */
-/* The timing of a step from its run's figures: its cycles and the stall
-** cycles summed over the cores (the one place both paths below compute it,
-** so that they give the same bits). */
+/* The timing of a step from its run's figures: its cycles and each core's
+** stall cycles, core[0..chip->cores) (the one place both paths below
+** compute it, so that they give the same bits). */
 static void fill_timing(tpu_fe_step_timing *out, const tpu_fe_model *m, const tpu_chip_config *chip, bool train,
-                        uint64_t macs, uint64_t hbm_bytes, uint64_t cyc, const tpu_sim_stalls *s) {
+                        uint64_t macs, uint64_t hbm_bytes, uint64_t cyc, const tpu_sim_stalls *core) {
   out->step_cycles = cyc;
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) out->stall[k] = (double)s->cycles[k] / (double)chip->cores;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) {
+    uint64_t sum = 0;
+    for (int c = 0; c < chip->cores; c++) sum += out->core_stall[c][k] = core[c].cycles[k];
+    out->stall[k] = (double)sum / (double)chip->cores;
+  }
   out->macs = macs;
   out->mxu_cycles_capacity = (uint64_t)chip->mxu.rows * (uint64_t)chip->mxu.cols * (uint64_t)chip->mxus_per_core * cyc;
   out->hbm_bytes = hbm_bytes;
@@ -1034,7 +1038,8 @@ static void fill_timing(tpu_fe_step_timing *out, const tpu_fe_model *m, const tp
 }
 
 /* Runs p at the timing level into out (and the trace); err gets the
-** engine's message. */
+** engine's message. 'stalls' (NULL, or TPU_MAX_CORES entries) gets each
+** core's stall cycles. */
 static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tpu_chip_config *chip, bool train,
                              uint64_t macs, uint64_t hbm_bytes, int threads, tpu_fe_step_timing *out,
                              tpu_sim_stalls *stalls, const tpu_fe_step_trace *trace, char *err, size_t errcap) {
@@ -1045,10 +1050,10 @@ static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tp
     snprintf(err, errcap, "%s", tpu_sim_program_error(p));
     return st;
   }
-  tpu_sim_stalls s;
-  tpu_sim_result_stalls(r, -1, -1, &s);
-  fill_timing(out, m, chip, train, macs, hbm_bytes, tpu_sim_result_cycles(r), &s);
-  if (stalls) *stalls = s;
+  tpu_sim_stalls s[TPU_MAX_CORES] = { { { 0 } } };
+  for (int c = 0; c < chip->cores; c++) tpu_sim_result_stalls(r, c, -1, &s[c]);
+  fill_timing(out, m, chip, train, macs, hbm_bytes, tpu_sim_result_cycles(r), s);
+  if (stalls) memcpy(stalls, s, sizeof s);
   if (trace) tpu_sim_trace_steps_add(trace->out, r, trace->step, trace->t0_us);
   tpu_sim_result_destroy(r);
   return TPU_OK;
@@ -1076,7 +1081,7 @@ struct tpu_fe_step_timer {
   tpu_sim_program *p;
   uint64_t macs, hbm_bytes;
   uint64_t cycles0;            /* the step at wait 0 ... */
-  tpu_sim_stalls stalls0;      /* ... and its stall cycles, summed over the cores */
+  tpu_sim_stalls stalls0[TPU_MAX_CORES];   /* ... and each core's stall cycles */
 };
 
 tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
@@ -1091,7 +1096,7 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
   *t = (tpu_fe_step_timer){ .m = m, .chip = *chip, .train = train, .threads = threads, .p = t->p,
                             .macs = L.macs, .hbm_bytes = L.hbm_bytes };
   tpu_fe_step_timing tm;
-  if ((st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, &t->stalls0, NULL, err, errcap))) {
+  if ((st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, t->stalls0, NULL, err, errcap))) {
     tpu_fe_step_timer_destroy(t);
     return st;
   }
@@ -1121,9 +1126,12 @@ tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cy
   /* every op follows the infeed: the step at wait 0, later by the wait,
   ** which every core spends in infeed_wait */
   const uint64_t w = infeed_ready_cycles;
-  tpu_sim_stalls s = t->stalls0;
-  s.cycles[TPU_SIM_INFEED_WAIT] += (uint64_t)cores * w;
-  fill_timing(out, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->cycles0 + w, &s);
+  tpu_sim_stalls s[TPU_MAX_CORES];
+  for (int c = 0; c < cores; c++) {
+    s[c] = t->stalls0[c];
+    s[c].cycles[TPU_SIM_INFEED_WAIT] += w;
+  }
+  fill_timing(out, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->cycles0 + w, s);
   return TPU_OK;
 }
 /* }================================================================== */

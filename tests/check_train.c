@@ -1017,6 +1017,18 @@ START_TEST(Stall_parts_sum_to_the_step_for_the_builtin_models) {
         for (int s = 0; s < TPU_SIM_NSTALL; s++) sum += t.stall[s];
         ck_assert_msg(fabs(sum - (double)t.step_cycles) < 1e-6 * (double)t.step_cycles, "%s/%s: %g vs %llu",
                       chips[c], models[k], sum, (unsigned long long)t.step_cycles);
+        /* each core's parts add up to the step, and their mean is stall[] */
+        for (int s = 0; s < TPU_SIM_NSTALL; s++) {
+          uint64_t over_cores = 0;
+          for (int core = 0; core < chip.cores; core++) over_cores += t.core_stall[core][s];
+          ck_assert(over_cores == (uint64_t)llround(t.stall[s] * chip.cores));
+        }
+        for (int core = 0; core < TPU_MAX_CORES; core++) {
+          uint64_t own = 0;
+          for (int s = 0; s < TPU_SIM_NSTALL; s++) own += t.core_stall[core][s];
+          ck_assert_msg(own == (core < chip.cores ? t.step_cycles : 0), "%s/%s core %d: %llu", chips[c], models[k],
+                        core, (unsigned long long)own);
+        }
         ck_assert(t.macs > 0 && t.macs <= t.mxu_cycles_capacity);
         ck_assert(t.hbm_bytes > 0);
         ck_assert(train ? t.stall[TPU_SIM_COLLECTIVE_WAIT] > 0 : t.stall[TPU_SIM_COLLECTIVE_WAIT] == 0);

@@ -371,8 +371,17 @@ corpus "$TPUSIM" sweep --no-plot --out sw --file <<'CASES'
 2|s_p.json|s_p.json: matmul, point 1: --precision: expected bf16, bf16x3 or bf16x6, got 'fp8'
 >s_o.json { "command": "matmul", "options": { "mm": 4 } }
 2|s_o.json|s_o.json: matmul, point 0: unknown option '--mm'
+>s_set.json { "command": "matmul", "options": { "m": 4, "n": 4, "k": 4, "set": { "hbm.bandwidth_gb_per_s": "abc" } }, "axes": [ { "option": "m", "values": [4, 8] } ] }
+2|s_set.json|s_set.json: matmul, point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc'|found before any point ran
+>s_setax.json { "command": "run", "options": { "program": "prog.json", "chip": "teach" }, "axes": [ { "set": "ici.latency_ns", "values": [100, -5] } ] }
+2|s_setax.json|s_setax.json: run, point 1: --set ici.latency_ns:|got '-5'
+>s_chip.json { "command": "train", "options": { "model": "mlp", "chip": "nosuch-chip" }, "axes": [ { "option": "batch", "values": [8, 16] } ] }
+2|s_chip.json|s_chip.json: train, point 0: nosuch-chip: not a preset
 CASES
 corpus "$TPUSIM" <<'CASES'
+2|sweep --out sw6 matmul --m 8,16 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=abc|matmul, point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc'
+2|sweep --out sw7 --no-plot matmul --m 8 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=100,1e-300|matmul, point 1: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'
+2|sweep --out sw8 --no-plot train --model mlp --batch 8,16 --set cores=99|train, point 0: --set cores: expected an integer in 1..16, got '99'
 2|sweep --out sw2 matmul --m 0,8 --n 8 --k 8|matmul, point 0: --m: expected an integer in 1..2147483648, got '0'
 2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
 2|sweep --out sw4 --shard 3/2 matmul --m 8 --n 8 --k 8|--shard 3/2: expected I/N with 1 <= I <= N
@@ -443,6 +452,15 @@ idx("i_trunc", tail=b"")
 os.truncate("i_trunc/train-images-idx3-ubyte", 100)
 idx("i_tail", tail=b"xx")
 idx("i_zero", h=0)
+# gzip size fields beyond what the file can inflate to (deflate: at most
+# 1032:1), refused before anything is allocated for them
+def gz(path, data, isize=None):
+    z = gzip.compress(data, mtime=0)
+    if isize is not None: z = z[:-4] + struct.pack("<I", isize % 2**32)
+    open(path, "wb").write(z)
+for d in ("i_gzl", "i_gzi"): idx(d)
+gz("i_gzl/train-labels-idx1-ubyte.gz", struct.pack(">II", 0x801, 64) + bytes(64), isize=100_000_000)
+gz("i_gzi/train-images-idx3-ubyte.gz", struct.pack(">IIII", 0x803, 64, 4096, 4096), isize=16 + 64 * 4096 * 4096)
 open("bad.csv", "w").write("label,a,b\n1,0.5,x\n")
 open("ragged.csv", "w").write("1,0.5,0.25\n2,0.5\n")
 open("neg.csv", "w").write("-1,0.5,0.25\n")
@@ -454,6 +472,8 @@ corpus "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1
 2|i_trunc|i_trunc/train-images-idx3-ubyte: truncated: 64 images of 4x4x1 need 1040 bytes, file has 100
 2|i_tail|i_tail/train-images-idx3-ubyte: trailing data
 2|i_zero|i_zero/train-images-idx3-ubyte: element shape 0x4x1 out of range
+2|i_gzl|i_gzl/train-labels-idx1-ubyte.gz: truncated or corrupt gzip file (size field 100000000;|compressed bytes hold 8..
+2|i_gzi|i_gzi/train-images-idx3-ubyte.gz: corrupt gzip file: 64 images of 4096x4096x1 need 1073741840 bytes, more than its|(deflate expands at most 1032:1)
 2|cifar10:nodir|nodir/data_batch_1.bin: cannot open
 2|nodir|nodir/train-
 CASES

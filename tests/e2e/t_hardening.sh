@@ -46,7 +46,8 @@ expect_err_contains "synthetic source: the test split has no samples"
 # {== Crashes (2): every checkpoint field is range-checked (an optimizer step
 # count of 2^63 or 2^64-1 aborted on an assert in the optimizer update).
 # ckpatch FILE FIELD VALUE: a header field (u64) or a run sum / history
-# value (f64) of a format-2 checkpoint, its CRC made valid again.
+# value (f64), or a per-core sum (u64), of a format-3 checkpoint, its CRC
+# made valid again.
 ckpatch() {
   $PY - "$@" <<'PY'
 import struct, sys, zlib
@@ -55,11 +56,17 @@ b = bytearray(open(path, "rb").read())
 u64 = ["parameters", "optimizer", "seed", "global_batch", "epochs_done", "step", "optimizer_steps", "steps_timed"]
 f64 = ["run.cycles", "run.macs", "run.mxu_capacity", "run.sim_time_s"] + ["run.stall.%d" % k for k in range(7)]
 hist = ["loss", "accuracy", "val_loss", "val_accuracy", "sim_s"]
-assert b[:8] == b"TPUSIMC2"
+assert b[:8] == b"TPUSIMC3"
 if field in u64:
     struct.pack_into("<Q", b, 8 + 8 * u64.index(field), int(val) % (1 << 64))
 elif field in f64:
     struct.pack_into("<d", b, 8 + 8 * len(u64) + 8 * f64.index(field), float(val))
+elif field.startswith(("core", "cores")):   # cores, core_cycles, core[C].K (K a stall kind's index)
+    at = 8 + 8 * (len(u64) + len(f64)) + 8 * len(hist) * struct.unpack_from("<Q", b, 8 + 8 * 4)[0]
+    if field == "cores": i = 0
+    elif field == "core_cycles": i = 1
+    else: i = 2 + 7 * int(field[5:field.index("]")]) + int(field[field.index(".") + 1:])
+    struct.pack_into("<Q", b, at + 8 * i, int(val) % (1 << 64))
 else:                                   # history[E].KEY
     e, key = int(field[8:field.index("]")]), field[field.index(".") + 1:]
     struct.pack_into("<d", b, 8 + 8 * (len(u64) + len(f64)) + 8 * (len(hist) * e + hist.index(key)), float(val))
@@ -87,8 +94,15 @@ run.sim_time_s|inf|run.sim_time_s' is inf
 history[0].accuracy|2|history[0].accuracy' is 2
 history[0].val_loss|-1|history[0].val_loss' is -1
 history[0].sim_s|nan|history[0].sim_s
+cores|17|cores' is 17; expected at most 16 cores
+core_cycles|5|core_cycles' is 5
+core[0].0|0|core[0].stall'
+core[15].6|1|core[15].stall' is 1
 CASES
 cp good.bin ck/checkpoint.bin
+# its per-core sums are of its cores: resuming on others is refused
+expect_status 2 "$TPUSIM" train --model mlp $S --cores 4 --epochs 2 --checkpoint ck --resume
+expect_err_contains "ck/checkpoint.bin: written with --cores 8; resume with the same (got --cores 4)"
 expect_status 0 "$TPUSIM" train --model mlp $S --epochs 2 --checkpoint ck --resume
 # }==
 

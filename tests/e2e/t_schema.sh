@@ -57,5 +57,20 @@ r = json.load(open("run_topology.json")); del r["layers"][0]["stall"]
 m = json.load(open("matmul_topology.json")); m["layers"][1]["mxu_utilization"] = 2
 c = json.load(open("scalesim_chip.json")); del c["layers"][2]["stall"]
 assert not v.is_valid(r) and not v.is_valid(m) and not v.is_valid(c)
+t = json.load(open("train.json")); del t["per_core"]
+assert not v.is_valid(t)
+# train's stall parts in cycles, per core: each core's add up to its cycles
+# (the steps' cycles summed), their sums over the cores are stall_cycles,
+# and their shares of the core-cycles are the stall shares
+for name in ("train.json", "train_tile.json"):
+    t = json.load(open(name))
+    kinds = list(t["stall"])
+    assert len(t["per_core"]) == t["cores"] and t["per_core_steps"] == t["epochs"] * t["steps_per_epoch"], name
+    for c in t["per_core"]:
+        assert sum(c[k] for k in kinds) == c["cycles"] == t["sim_step_cycles"] * t["per_core_steps"], (name, c)
+    tot = t["per_core"][0]["cycles"] * t["cores"]
+    for k in kinds:
+        assert t["stall_cycles"][k] == sum(c[k] for c in t["per_core"]), (name, k)
+        assert abs(t["stall_cycles"][k] / tot - t["stall"][k]) < 1e-9, (name, k)
 PY
 [ "$n" = 15 ] || die "cases: $n"

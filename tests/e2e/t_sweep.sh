@@ -56,6 +56,32 @@ expect_status 0 "$TPUSIM" sweep --out torn -j 2 $TR
 expect_out_contains "3 run, 5 already done"
 cmp torn/results.csv j1/results.csv || die "CSV after a torn line differs"
 
+# a NUL byte in the journal (here after a whole entry, where a C-string
+# parse used to stop and take the line) or a cut line before the last is
+# bad input: exit 2 naming the file and line
+mkdir nul && cp j1/sweep.json nul/ && head -n 2 j1/points.jsonl > nul/points.jsonl
+sed -n 3p j1/points.jsonl | tr -d '\n' >> nul/points.jsonl && printf '\0garbage\n' >> nul/points.jsonl
+expect_status 2 "$TPUSIM" sweep --out nul -j 2 $TR
+expect_err_contains "nul/points.jsonl:3:"
+expect_err_contains "contains a NUL byte"
+mkdir cut && cp j1/sweep.json cut/
+{ head -n 1 j1/points.jsonl; printf '{"point":6,"axes":{"mod\n'; sed -n 2p j1/points.jsonl; } > cut/points.jsonl
+expect_status 2 "$TPUSIM" sweep --out cut -j 2 $TR
+expect_err_contains "cut/points.jsonl:2: not a journal entry of this sweep"
+# sweep.json too goes through the one text reader (run and merge)
+mkdir nuldef && cp j1/sweep.json j1/points.jsonl nuldef/ && printf '\0x' >> nuldef/sweep.json
+expect_status 2 "$TPUSIM" sweep --out nuldef -j 2 $TR
+expect_err_contains "nuldef/sweep.json:"
+expect_err_contains "contains a NUL byte"
+expect_status 2 "$TPUSIM" sweep merge --no-plot --out nulm nuldef
+expect_err_contains "contains a NUL byte"
+
+# a chip configuration a point would refuse is found before any point
+# runs: exit 2 with the key, the value and what is allowed, nothing written
+expect_status 2 "$TPUSIM" sweep --out badset --no-plot $TR --set hbm.bandwidth_gb_per_s=abc
+expect_err_contains "point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc' (found before any point ran)"
+[ ! -e badset ] || die "a sweep with a bad --set wrote $(ls badset)"
+
 # kill -9 in the middle, then rerun: byte-identical to the uninterrupted sweep
 BIG="train --model mlp --batch 32,64,128,256 --cores 1,2,4,8 --precision bf16,bf16x3,bf16x6 --level timing --data synthetic --steps-per-epoch 2"
 expect_status 0 "$TPUSIM" sweep --no-plot --out full -j 2 $BIG

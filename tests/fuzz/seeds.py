@@ -36,12 +36,14 @@ def npy(descr, shape, payload):
 
 
 def ckpt(seed=1, batch=2, epochs=1, step=5):
-    """Format 2 (frontend/train.c): magic, 8 u64 fields, the run's sums (4 +
-    7 stall kinds, f64), each epoch's history (5 f64), the f32 arrays, CRC-32."""
+    """Format 3 (frontend/train.c): magic, 8 u64 fields, the run's sums (4 +
+    7 stall kinds, f64), each epoch's history (5 f64), the per-core sums
+    (cores, cycles, 16 cores x 7 stall kinds, u64), the f32 arrays, CRC-32."""
     n = 15   # the target's model: dense 4 -> 3, Adam (params, m, v)
-    body = b"TPUSIMC2" + struct.pack("<8Q", n, 2, seed, batch, epochs, step, step, step)
+    body = b"TPUSIMC3" + struct.pack("<8Q", n, 2, seed, batch, epochs, step, step, step)
     body += struct.pack("<11d", 1000.0, 60.0, 16384.0, 1e-6, 100, 0, 0, 0, 800, 100, 0)
     body += b"".join(struct.pack("<5d", 1.2, 0.5, 1.3, 0.4, 1e-6) for _ in range(epochs))
+    body += struct.pack("<2Q", 1, 1000) + struct.pack("<7Q", 100, 0, 0, 0, 800, 100, 0) + bytes(8 * 7 * 15)
     body += b"".join(struct.pack("<f", 0.01 * i) for i in range(3 * n))
     return body + struct.pack("<I", zlib.crc32(body) & 0xffffffff)
 
