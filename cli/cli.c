@@ -53,6 +53,12 @@ static const char COMMON_HELP[] =
   "  --json             print one JSON object on stdout instead of the text report\n"
   "  --help             this text\n";
 
+bool cli_chip_given(int argc, char **argv, const cli_common *c) {
+  for (int i = 1; i < argc; i++)
+    if (c->chip == argv[i] || (!strncmp(argv[i], "--chip=", 7) && c->chip == argv[i] + 7)) return true;
+  return false;
+}
+
 int cli_help(const char *text, const char *more) {
   fputs(text, stdout);
   if (more) { fputs(more, stdout); fputs("\n", stdout); }

@@ -171,6 +171,10 @@ int cli_precision(const char *cmd, const char *v, tpu_precision *out);
 /* Prints a command's --help: 'text', then 'more' and a blank line if not
 ** NULL, then the common options' lines. Returns 0. */
 int cli_help(const char *text, const char *more);
+/* Whether --chip was given in argv (the argv cli_parse read into c):
+** cli_parse leaves its default otherwise, the value then being none of
+** argv's (getopt's optarg points into argv). */
+bool cli_chip_given(int argc, char **argv, const cli_common *c);
 /* }================================================================== */
 
 /* Loads --chip and applies every --set; prints the error and returns its

@@ -40,6 +40,8 @@ static const char HELP[] =
   "  --measure           also run the stages on host threads spending each modeled cost\n"
   "                      (sleeps, as the tf.data guide's ArtificialDataset) and report\n"
   "                      the measured time beside the model's\n\n";
+static const char NOCHIP[] =
+  "The pipeline runs on the host: --chip and --set do not apply here (exit 2).";
 
 static const char LEGEND[] =
   "legend: O open  R read  M map  X shuffle  B batch  C cache read  P prefetch  S serialize/put\n"
@@ -110,7 +112,11 @@ static int parse(int argc, char **argv, pl_opts *o) {
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, NULL, NULL);
   if (rc) return rc;
-  if (o->com.help) return cli_help(HELP, NULL);
+  if (o->com.help) return cli_help(HELP, NOCHIP);
+  if (o->com.nsets || cli_chip_given(argc, argv, &o->com))
+    return cli_usage_error(CMD, "%s: the pipeline runs on the host and simulates no chip; the consumer's step is "
+                           "--step-time (or consumer.step_time_s in the file; tpusim train runs a pipeline against "
+                           "a simulated chip)", o->com.nsets ? "--set" : "--chip");
   if (!o->config) return cli_usage_error(CMD, "--pipeline FILE.json is required (tpusim pipeline --help)");
   if (o->npy && !o->real) return cli_usage_error(CMD, "--npy writes what the real pipeline gives: add --real");
   return CLI_RUN;

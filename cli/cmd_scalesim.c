@@ -98,13 +98,6 @@ static int on_value(void *ud, int id, const char *v) {
   return 0;
 }
 
-/* Whether --chip was given: cli_parse leaves its default otherwise, the
-** value then being none of argv's (getopt's optarg points into argv). */
-static bool chip_given(int argc, char **argv, const char *chip) {
-  for (int i = 1; i < argc; i++)
-    if (chip == argv[i] || (!strncmp(argv[i], "--chip=", 7) && chip == argv[i] + 7)) return true;
-  return false;
-}
 
 /* SCALE-Sim's short flags become the long ones (cli_parse takes long ones). */
 static void long_flags(int argc, char **argv, char **out) {
@@ -131,7 +124,7 @@ static int parse(int argc, char **argv, ss_opts *o) {
   if (!args) return cli_runtime_error("scalesim", "out of memory");
   long_flags(argc, argv, args);
   int rc = cli_parse("scalesim", argc, args, opts, CLI_NOPTS(opts), &o->com, on_value, o);
-  o->chip = o->cores || chip_given(argc, args, o->com.chip);
+  o->chip = o->cores || cli_chip_given(argc, args, &o->com);
   tpu_free(args);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, MORE);

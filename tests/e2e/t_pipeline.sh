@@ -74,6 +74,11 @@ expect_status 2 "$TPUSIM" pipeline --config no-such.json
 expect_err_contains "no-such.json: cannot open"
 expect_status 2 "$TPUSIM" pipeline
 expect_err_contains "--pipeline FILE.json is required"
+# the pipeline runs on the host: --chip and --set are refused, not ignored
+expect_status 2 "$TPUSIM" pipeline --pipeline "$EX/cache.json" --set hbm.bandwidth_gb_per_s=1
+expect_err_contains "--set: the pipeline runs on the host and simulates no chip"
+expect_status 2 "$TPUSIM" pipeline --chip=teach --pipeline "$EX/cache.json"
+expect_err_contains "--chip: the pipeline runs on the host"
 expect_status 2 "$TPUSIM" pipeline --config neg.json --steps 0
 # a truncated data file is reported by --real with its name
 /usr/bin/python3 - <<'PY'
