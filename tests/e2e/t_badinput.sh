@@ -220,6 +220,8 @@ corpus "$TPUSIM" <<'CASES'
 2|pipeline --pipeline datafeed/examples/naive.json --host-cores 0|--host-cores
 2|pipeline --pipeline datafeed/examples/naive.json --epochs 0|--epochs
 2|pipeline --pipeline datafeed/examples/naive.json --width 5|--width
+2|pipeline --pipeline datafeed/examples/naive.json --set hbm.latency_ns=1|--set: the pipeline runs on the host and simulates no chip
+2|pipeline --chip teach --pipeline datafeed/examples/naive.json|--chip: the pipeline runs on the host
 2|pipeline --pipeline datafeed/examples/naive.json --step-time nan|--step-time
 2|pipeline --pipeline datafeed/examples/naive.json --step-time 1e308|--step-time
 CASES
@@ -382,6 +384,7 @@ corpus "$TPUSIM" <<'CASES'
 2|sweep --out sw6 matmul --m 8,16 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=abc|matmul, point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc'
 2|sweep --out sw7 --no-plot matmul --m 8 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=100,1e-300|matmul, point 1: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'
 2|sweep --out sw8 --no-plot train --model mlp --batch 8,16 --set cores=99|train, point 0: --set cores: expected an integer in 1..16, got '99'
+2|sweep --out sw9 --no-plot pipeline --pipeline datafeed/examples/naive.json --steps 5,10 --set hbm.latency_ns=1|pipeline, point 0: --set: the pipeline runs on the host
 2|sweep --out sw2 matmul --m 0,8 --n 8 --k 8|matmul, point 0: --m: expected an integer in 1..2147483648, got '0'
 2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
 2|sweep --out sw4 --shard 3/2 matmul --m 8 --n 8 --k 8|--shard 3/2: expected I/N with 1 <= I <= N
