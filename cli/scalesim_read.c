@@ -234,7 +234,11 @@ static int topo_numbers(const ss_line *l, bool gemm, const char **fb, const char
   const int used = !gemm && nf - 1 >= 8 && fb[8] != fe[8] ? 8 : want;
   for (int i = 1; i <= used; i++) {
     const char *name = gemm ? GEMM_FIELDS[i - 1] : CONV_FIELDS[i - 1];
-    const int rc = parse_long(l, fb[i], fe[i], name, 1, 1L << 24, &v[i - 1]);
+    /* a GEMM's M, N, K as far as the timing level goes; a conv's fields to
+    ** 2^24 (their products, M and K, can pass 2^31: each command then says
+    ** what it takes) */
+    const long hi = gemm ? (long)TPU_MXU_MAX_GEMM_DIM : 1L << 24;
+    const int rc = parse_long(l, fb[i], fe[i], name, 1, hi, &v[i - 1]);
     if (rc) return rc;
   }
   if (!gemm && used == 7) v[7] = v[6];                         /* one stride: both directions */

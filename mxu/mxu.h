@@ -436,7 +436,9 @@ typedef struct tpu_mxu_ss_mem {
   tpu_mxu_ss_access sram[3], dram[3];   /* IFMAP, filter, OFMAP (DETAILED_ACCESS_REPORT) */
   double dram_bw[3];                    /* Avg IFMAP/FILTER/OFMAP DRAM BW, words a cycle */
   const char *unsupported;              /* non-NULL: not modelled (why): SCALE-Sim itself fails on the
-                                           layer, or an operand has more than 2^50 words */
+                                           layer, an operand has more than 2^50 words, or the model
+                                           would take more than 2^27 steps (a layer far beyond what
+                                           SCALE-Sim can run: bounded rather than left to hang) */
 } tpu_mxu_ss_mem;
 
 /* Runs one layer (rows x cols array, dataflow df) through the memory model

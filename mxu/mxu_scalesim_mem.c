@@ -375,14 +375,15 @@ static void ask(queries *qs, int64_t row, int64_t add, int64_t *out) {
 enum { PATH_DISTINCT, PATH_PASSES, PATH_WALK };
 
 /* Distinct valid IFMAP addresses: input rows under some window x columns
-** under some window x channels (a window past the edge covers its part). */
+** under some window x channels (a window past the edge covers its part).
+** Windows that overlap (f > stride) cover one run from 0; disjoint ones
+** cover f each but the last that starts inside, which covers what is left
+** of the input (windows starting past it, as SCALE-Sim's ceil makes when
+** stride > f, cover nothing): O(1) however many outputs. */
 static int64_t covered(int64_t outs, int64_t stride, int64_t f, int64_t in) {
-  int64_t end = 0, sum = 0;
-  for (int64_t o = 0; o < outs; o++) {
-    const int64_t s = max64(o * stride, end), e = min64(o * stride + f, in);
-    if (e > s) sum += e - s, end = e;
-  }
-  return sum;
+  if (f > stride) return min64((outs - 1) * stride + f, in);
+  const int64_t k = min64(outs, (in + stride - 1) / stride);   /* windows that start inside */
+  return (k - 1) * f + min64(f, in - (k - 1) * stride);
 }
 
 /* Every IFMAP address distinct and valid: windows neither overlap nor
@@ -545,6 +546,17 @@ static void choose_paths(const lctx *x, const rd_buf rd[2], bool every_word, int
   }
 }
 
+/* The model's work in loop steps, bounded before it starts: a few passes
+** over every fold (each up to rows + cols rows), the OFMAP drains (one per
+** half buffer of writes) and, when an operand is walked, every cycle. */
+#define MEM_MAX_STEPS 0x1p27
+static double model_steps(const lctx *x, const int path[2], uint64_t ofmap_words) {
+  const double folds = (double)x->rf * (double)x->cf, half = ofmap_words / 2 ? (double)(ofmap_words / 2) : 1.0;
+  double steps = 4.0 * folds * (double)(x->R + x->C) + (double)x->g.M * (double)x->g.N / half;
+  if (path[0] == PATH_WALK || path[1] == PATH_WALK) steps += folds * (double)x->L;
+  return steps;
+}
+
 static double words_a_cycle(const tpu_mxu_ss_access *a) { return (double)a->count / (double)(a->stop - a->start + 1); }
 
 static void report(const run_state *st, const rd_buf rd[2], const tpu_mxu_scalesim *s, tpu_mxu_ss_mem *out) {
@@ -590,6 +602,11 @@ tpu_status tpu_mxu_scalesim_mem(int rows, int cols, tpu_mxu_dataflow df, const t
   tpu_status rc = TPU_OK;
   for (int op = 0; op < 2; op++) rd_init(&rd[op], sram_words[op], 0, false);
   choose_paths(&x, rd, every_word, path, distinct);
+  if (model_steps(&x, path, sram_words[2]) > MEM_MAX_STEPS) {
+    out->unsupported = "a layer whose model would take more than 2^27 steps (its folds x (rows + cols), "
+                       "its OFMAP drains and, where an operand is walked, its cycles)";
+    return TPU_OK;
+  }
   const uint64_t naddr[2] = { (uint64_t)(x.g.H * x.g.W * x.g.C), (uint64_t)distinct[1] };
   for (int op = 0; op < 2 && !rc; op++) {
     if (path[op] == PATH_WALK) rc = rd_init(&rd[op], sram_words[op], naddr[op], true);

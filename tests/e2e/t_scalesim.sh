@@ -43,6 +43,13 @@ expect_status 0 "$TPUSIM" scalesim -c user.cfg -t conv1.csv -p logs --compat sca
 printf 'h\nBig, 16777216, 16777216, 3, 3, 64, 8, 1,\n' > big.csv
 expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t big.csv -p logs --compat scalesim
 expect_err_contains "layer 'Big' of big.csv with s32.cfg: SCALE-Sim's memory model is not reproduced for an operand of more than 2^50 words"
+# one within 2^50 words whose folds or drains would run for hours is refused from its shape
+# (before: os and is ran past 20 s on this 2^48-row layer, ws took 3 s), in every dataflow
+printf 'h\nHuge, 16777216, 16777216, 1, 1, 1, 1, 1,\n' > huge.csv
+for df in ws os is; do
+  expect_status 2 timeout 10 "$TPUSIM" scalesim -c s32.cfg -t huge.csv -p logs --compat scalesim --dataflow $df
+  expect_err_contains "not reproduced for a layer whose model would take more than 2^27 steps"
+done
 # long flags and --json; os and is in compat mode
 expect_status 0 "$TPUSIM" scalesim --config s32.cfg --topology conv1.csv --logdir logs --compat scalesim --dataflow os --json
 echo "$OUT" > os.json

@@ -166,3 +166,23 @@ expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t g.csv -i gemm --set mxu.rows=8
 expect_err_contains "--set goes with --chip or --cores"
 expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t g.csv -i gemm --chip nosuchchip
 expect_err_contains "nosuchchip"
+# the chip engine is weight-stationary: os and is with --chip are refused, not run as ws
+sed 's/^Dataflow.*/Dataflow : os/' s32.cfg > s32os.cfg
+grep -q "Dataflow : os" s32os.cfg || die "s32os.cfg"
+expect_status 2 "$TPUSIM" scalesim -c s32os.cfg -t g.csv -i gemm -p logs --chip teach
+expect_err_contains "the chip engine is weight-stationary, the dataflow is os"
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t g.csv -i gemm -p logs --chip teach --dataflow is
+expect_err_contains "the dataflow is is"
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t g.csv -i gemm -p logs --chip teach --cores 99
+expect_err_contains "--cores"
+# one array at the timing level takes a layer of 2^31 rows, not one more
+printf 'L, M, N, K,\nm, 2147483648, 8, 8,\n' > m31.csv
+printf 'L, M, N, K,\nm, 2147483649, 8, 8,\n' > m31p.csv
+expect_status 0 "$TPUSIM" matmul --topology m31.csv --input-type gemm --json
+expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t m31.csv -i gemm -p logs --json
+expect_status 2 "$TPUSIM" matmul --topology m31p.csv --input-type gemm
+expect_err_contains "m31p.csv:2:4: field 'M': expected an integer in 1..2147483648, got '2147483649'"
+expect_status 2 "$TPUSIM" matmul --topology huge.csv --level timing
+expect_err_contains "a matmul at --level timing takes M, N and K of 1..2147483648"
+expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t huge.csv -p logs
+expect_err_contains "layer 'huge' has M = 4294967296, N = 1, K = 1; tpusim's MXU takes at most 2147483648"
