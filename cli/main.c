@@ -14,7 +14,7 @@ static const cmd CMDS[] = {
   { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
   { "plot",     cli_cmd_plot,     "draw PNGs from a sweep's results.csv with gnuplot (the script beside each PNG)" },
   { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
-  { "scalesim", cli_cmd_scalesim, "run SCALE-Sim v2 config and topology files; write its COMPUTE_REPORT.csv" },
+  { "scalesim", cli_cmd_scalesim, "run SCALE-Sim v2 config and topology files; write its reports (compute, bandwidth, access)" },
   { "sweep",    cli_cmd_sweep,    "run train, matmul, run or pipeline over a grid of options on host threads: resumable tidy CSV, shards" },
   { "train",    cli_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
   { "viz",      cli_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
@@ -28,7 +28,7 @@ static void usage(FILE *to) {
     "commands:\n");
   for (size_t i = 0; i < NCMDS; i++) fprintf(to, "  %-10s %s\n", CMDS[i].name, CMDS[i].summary);
   fprintf(to,
-    "\noptions every command takes:\n"
+    "\noptions every command takes (pipeline, which simulates no chip: --json and --help):\n"
     "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach) or JSON file\n"
     "  --set KEY=VALUE    override one configuration key (repeatable), e.g. mxu.rows=8\n"
     "  --json             print one JSON object on stdout (for scripts)\n"
