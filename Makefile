@@ -153,17 +153,18 @@ INST_DIRS  := include/tpusim/base include/tpusim/mxu include/tpusim/vpu include/
               share/doc/tpusim/examples share/doc/tpusim
 $(B)/tpusim.1: $(BIN) dist/mkman.py
 	$(Q)python3 dist/mkman.py $(BIN) > $@.tmp && mv $@.tmp $@
-$(B)/tpusim.pc: dist/tpusim.pc.in base/base.h Makefile
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	  -e 's|@PKGS@|$(filter-out check,$(PKGS))|' $< > $@
-install: $(BIN) $(LIB) $(B)/tpusim.1 $(B)/tpusim.pc
+# tpusim.pc is written by the install itself, from this call's PREFIX: a
+# file made at build time would keep the PREFIX of the first build.
+install: $(BIN) $(LIB) $(B)/tpusim.1
 	install -d $(I)/bin $(I)/share/man/man1 $(I)/share/bash-completion/completions $(I)/lib/pkgconfig \
 	  $(I)/share/doc/tpusim/examples $(addprefix $(I)/include/tpusim/,$(sort $(dir $(PUB_HDRS))))
 	install -m 755 $(BIN) $(I)/bin/tpusim
 	install -m 644 $(B)/tpusim.1 $(I)/share/man/man1/tpusim.1
 	install -m 644 dist/tpusim.bash $(I)/share/bash-completion/completions/tpusim
 	install -m 644 $(LIB) $(I)/lib/libtpusim.a
-	install -m 644 $(B)/tpusim.pc $(I)/lib/pkgconfig/tpusim.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(filter-out check,$(PKGS))|' \
+	  dist/tpusim.pc.in > $(I)/lib/pkgconfig/tpusim.pc.tmp && chmod 644 $(I)/lib/pkgconfig/tpusim.pc.tmp && \
+	  mv $(I)/lib/pkgconfig/tpusim.pc.tmp $(I)/lib/pkgconfig/tpusim.pc
 	for h in $(PUB_HDRS); do install -m 644 $$h $(I)/include/tpusim/$$h || exit 1; done
 	install -m 644 $(EXAMPLES) $(I)/share/doc/tpusim/examples/
 	install -m 644 LICENSE $(I)/share/doc/tpusim/LICENSE

@@ -1,7 +1,8 @@
 /*
 ** cmd_scalesim.c -- `tpusim scalesim`: runs a SCALE-Sim v2 config and
 ** topology, layer by layer on one array, and writes SCALE-Sim's
-** COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv into LOGDIR/RUN_NAME/.
+** COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv into LOGDIR/RUN/ (RUN is the
+** config's run_name, named for the dataflow and model run: run_dir_name).
 **
 ** Two models (docs/SCALESIM.md):
 **   --compat scalesim  SCALE-Sim v2's own compute model (mxu.h's
@@ -39,9 +40,11 @@ static const char HELP[] =
   "                       [--chip NAME] [--cores N] [--set KEY=VALUE]\n\n"
   "Runs a SCALE-Sim v2 config and topology layer by layer on one systolic\n"
   "array and writes COMPUTE_REPORT.csv and BANDWIDTH_REPORT.csv in SCALE-Sim's\n"
-  "columns into LOGDIR/RUN_NAME/ (LOGDIR defaults to '.'; docs/SCALESIM.md);\n"
-  "with --compat scalesim and InterfaceBandwidth CALC also its DRAM columns and\n"
-  "DETAILED_ACCESS_REPORT.csv.\n\n"
+  "columns into LOGDIR/RUN/ (LOGDIR defaults to '.'; docs/SCALESIM.md); with\n"
+  "--compat scalesim and InterfaceBandwidth CALC also its DRAM columns and\n"
+  "DETAILED_ACCESS_REPORT.csv. RUN is the config's run_name with its dataflow\n"
+  "ending (_ws, _os, _is) that of --dataflow, and _tpusim or _CHIP_Ncores added\n"
+  "when tpusim's own model or chip ran, so no run overwrites another's reports.\n\n"
   "  -c, --config FILE      SCALE-Sim .cfg (array size, dataflow, SRAM sizes, ...)\n"
   "  -t, --topology FILE    topology CSV: conv layers, or GEMMs with -i gemm\n"
   "  -p, --logdir DIR       where the run's directory is made (default .)\n"
@@ -341,10 +344,39 @@ static void reports(const cli_ss_topology *tp, const ss_row *rows, tpu_text *cr,
   }
 }
 
-static int write_reports(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topology *tp,
-                         const ss_row *rows) {
+/* The run's directory, named after what ran, so that runs of one config
+** with other dataflows or models sit side by side instead of overwriting
+** each other. SCALE-Sim names a run by the config's run_name, which by its
+** own convention ends in the dataflow (GoogleTPU_v1_ws,
+** scale_example_run_32x32_os; its test script renames the run when it
+** changes the dataflow): a --dataflow that differs from the config's
+** replaces that ending, or adds one. --compat scalesim then writes where
+** SCALE-Sim would; tpusim's own models add theirs: "_tpusim" for its MXU,
+** "_CHIP_Ncores" for the chip engine. Can't fail (names are cut at the
+** buffer's end). */
+static void run_dir_name(const cli_ss_config *cfg, const ss_opts *o, tpu_mxu_dataflow cfg_df, char *out,
+                         size_t size) {
+  const char *name = cfg->run_name;
+  size_t n = strlen(name);
+  if (cfg->dataflow != cfg_df) {
+    const char *df = tpu_mxu_dataflow_name(cfg_df);
+    if (n > 3 && name[n - 3] == '_' && !strcmp(name + n - 2, df)) n -= 3;
+    snprintf(out, size, "%.*s_%s", (int)n, name, tpu_mxu_dataflow_name(cfg->dataflow));
+  } else {
+    snprintf(out, size, "%s", name);
+  }
+  n = strlen(out);
+  if (o->engine)
+    snprintf(out + n, size - n, "_%s_%dcores", o->engine->chip.name, o->engine->chip.cores);
+  else if (!o->compat)
+    snprintf(out + n, size - n, "_tpusim");
+  for (char *c = out; *c; c++)     /* a chip's name may come from a file */
+    if (*c == '/' || *c == '\\' || *c == ' ') *c = '_';
+}
+
+static int write_reports(const ss_opts *o, const cli_ss_topology *tp, const ss_row *rows, const char *run_dir) {
   char dir[4096], path[4200];
-  snprintf(dir, sizeof dir, "%s/%s", o->logdir, cfg->run_name);
+  snprintf(dir, sizeof dir, "%s/%s", o->logdir, run_dir);
   if (mkdir(o->logdir, 0777) != 0 && errno != EEXIST)
     return cli_runtime_error("scalesim", "%s: cannot create: %s", o->logdir, strerror(errno));
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -396,12 +428,12 @@ static json_t *layer_json(const cli_ss_layer *ly, const ss_row *r) {
 }
 
 static int report(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topology *tp, const ss_row *rows,
-                  uint64_t total) {
+                  uint64_t total, const char *run_dir) {
   if (o->com.json) {
     json_t *arr = json_array();
     for (int i = 0; i < tp->n; i++) json_array_append_new(arr, layer_json(&tp->layers[i], &rows[i]));
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:o}", "run_name", cfg->run_name,
-      "compat", o->compat ? "scalesim" : "none", "dataflow", tpu_mxu_dataflow_name(cfg->dataflow),
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o}", "run_name", cfg->run_name,
+      "report_dir", run_dir, "compat", o->compat ? "scalesim" : "none", "dataflow", tpu_mxu_dataflow_name(cfg->dataflow),
       "rows", (int)cfg->rows, "cols", (int)cfg->cols, "total_cycles", (json_int_t)total, "layers", arr);
     if (j && o->engine && engine_json(j, o->engine)) { json_decref(j); j = NULL; }
     return cli_print_json("scalesim", j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
@@ -414,7 +446,7 @@ static int report(const cli_ss_config *cfg, const ss_opts *o, const cli_ss_topol
     printf("%-4d %-20s %12llu %10.2f %10.2f %10.2f\n", i, tp->layers[i].name, (unsigned long long)rows[i].cycles,
            rows[i].s.overall_util_pct, rows[i].s.mapping_eff_pct, rows[i].s.compute_util_pct);
   if (o->engine) engine_text(o->engine);
-  printf("total %llu cycles; reports in %s/%s/\n", (unsigned long long)total, o->logdir, cfg->run_name);
+  printf("total %llu cycles; reports in %s/%s/\n", (unsigned long long)total, o->logdir, run_dir);
   return 0;
 }
 
@@ -424,6 +456,7 @@ int cli_cmd_scalesim(int argc, char **argv) {
   const int parsed = parse(argc, argv, &o);          /* CLI_RUN, or the status (0 after --help) */
   int rc = parsed == CLI_RUN ? cli_ss_read_config("scalesim", o.config, &cfg) : parsed;
   if (parsed != CLI_RUN || rc) return rc;
+  const tpu_mxu_dataflow cfg_df = cfg.dataflow;
   if (o.df_set) cfg.dataflow = o.df;
   cli_ss_topology tp;
   if ((rc = cli_ss_read_topology("scalesim", o.topology, o.gemm, &tp))) return rc;
@@ -439,8 +472,10 @@ int cli_cmd_scalesim(int argc, char **argv) {
     rc = run_layer(&cfg, &o, &tp.layers[i], &rows[i]);
     total += rows[i].cycles;
   }
-  if (!rc) rc = write_reports(&cfg, &o, &tp, rows);
-  if (!rc) rc = report(&cfg, &o, &tp, rows, total);
+  char run_dir[256];
+  run_dir_name(&cfg, &o, cfg_df, run_dir, sizeof run_dir);
+  if (!rc) rc = write_reports(&o, &tp, rows, run_dir);
+  if (!rc) rc = report(&cfg, &o, &tp, rows, total, run_dir);
   tpu_free(rows);
   cli_topo_run_free(&e.run);
   cli_ss_topology_free(&tp);

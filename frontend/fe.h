@@ -461,7 +461,7 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
 ** too, accuracies in [0, 1]); fills info. TPU_ERR_INPUT with a message
 ** naming the file and the field otherwise (a damaged file, or one of format
 ** 1, which kept no history: tpusim 0.2.0 and older, or 2, which kept no
-** per-core sums: development builds before 0.3.0). */
+** per-core sums: development builds after 0.2.0). */
 #define TPU_FE_CKPT_MAX_EPOCHS 1000000ull
 #define TPU_FE_CKPT_MAX_STEPS  (1ull << 53)      /* exact in a double */
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,

@@ -44,7 +44,8 @@
 ** psum of every cell (a real fmaf, every cell, every cycle). The cell update is then one contiguous fmaf loop per row that the
 ** compiler vectorizes; it is built for AVX-512, AVX2+FMA and portable C and
 ** picked at run time (AVX2 when the host has it: as fast as AVX-512 where
-** measured, and the wide units can lower the clock), all giving the same bits (IEEE fma is
+** measured, and the wide units can lower the clock; TPU_SIMD forces any
+** path, as it does the fast kernel's), all giving the same bits (IEEE fma is
 ** exactly rounded). Columns >= N of a tile see the activation +0.0 (mxu.h):
 ** those cells are recomputed with +0.0 right after their row's pass, before
 ** the row below reads them.
@@ -99,7 +100,7 @@ struct tpu_mxu {
   uint64_t stream_free;        /* first cycle the next tile may stream (s + M of the last) */
   uint64_t quiet;              /* cycles in a row with no tile in flight */
   bool no_skip;                /* tests: step fixed-point cycles anyway */
-  mxu_kernel kernel;
+  mxu_simd kernel;
   compute_fn compute;
   tpu_mxu_stats stats;
 };
@@ -153,42 +154,16 @@ __attribute__((target("avx512f,fma,prefer-vector-width=512")))
 static void compute_avx512(tpu_mxu *m, int ng, int64_t t) { compute_body(m, ng, t); }
 #endif
 
-const char *mxu_kernel_name(mxu_kernel k) {
-  switch (k) {
-  case MXU_KERNEL_GENERIC: return "generic";
-  case MXU_KERNEL_AVX2: return "avx2";
-  case MXU_KERNEL_AVX512: return "avx512";
-  }
-  return "?";
-}
-
-bool mxu_kernel_supported(mxu_kernel k) {
-  switch (k) {
-  case MXU_KERNEL_GENERIC: return true;
-#ifdef HAVE_X86_KERNELS
-  case MXU_KERNEL_AVX2:
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  case MXU_KERNEL_AVX512:
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-#else
-  case MXU_KERNEL_AVX2: case MXU_KERNEL_AVX512: return false;
-#endif
-  }
-  return false;
-}
-
-mxu_kernel mxu_array_kernel(const tpu_mxu *m) { return m->kernel; }
+mxu_simd mxu_array_kernel(const tpu_mxu *m) { return m->kernel; }
 void mxu_array_set_skip(tpu_mxu *m, bool skip) { m->no_skip = !skip; }
 
-bool mxu_array_set_kernel(tpu_mxu *m, mxu_kernel k) {
-  if (!mxu_kernel_supported(k)) return false;
+bool mxu_array_set_kernel(tpu_mxu *m, mxu_simd k) {
+  if (!mxu_simd_supported(k)) return false;
   m->kernel = k;
   m->compute = compute_generic;
 #ifdef HAVE_X86_KERNELS
-  if (k == MXU_KERNEL_AVX2) m->compute = compute_avx2;
-  if (k == MXU_KERNEL_AVX512) m->compute = compute_avx512;
+  if (k == MXU_SIMD_AVX2) m->compute = compute_avx2;
+  if (k == MXU_SIMD_AVX512) m->compute = compute_avx512;
 #endif
   return true;
 }
@@ -219,8 +194,7 @@ tpu_status tpu_mxu_create(const tpu_mxu_config *cfg, tpu_mxu **out) {
   m->line = tpu_calloc(R * (size_t)m->line_len, sizeof(float));
   m->gates = tpu_calloc(R + C + 1, sizeof(gate));
   if (!m->psum || !m->weight || !m->chain || !m->line || !m->gates) goto fail;
-  mxu_kernel k = MXU_KERNEL_AVX2;     /* see the top comment */
-  while (!mxu_array_set_kernel(m, k)) k = (mxu_kernel)(k - 1);
+  if (!mxu_array_set_kernel(m, mxu_simd_pe_default())) mxu_array_set_kernel(m, MXU_SIMD_GENERIC);
   *out = m;
   return TPU_OK;
 fail:

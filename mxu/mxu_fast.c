@@ -343,7 +343,7 @@ bool mxu_simd_supported(mxu_simd s) {
   case MXU_SIMD_AVX2:
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   case MXU_SIMD_AVX512:
-    return __builtin_cpu_supports("avx512f") && !under_valgrind();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") && !under_valgrind();
 #endif
   default: return false;
   }
@@ -364,6 +364,7 @@ int mxu_simd_parse(const char *s, mxu_simd *out) {
 }
 
 static atomic_int active_simd = -1;
+static bool simd_from_env;     /* TPU_SIMD named a supported path */
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 
 /* Reads TPU_SIMD once. A library can't exit on a bad value, so it says on
@@ -379,10 +380,18 @@ static void simd_init(void) {
     else if (!mxu_simd_supported(want))
       fprintf(stderr, "tpusim: TPU_SIMD=%s is not supported here%s; using %s\n", env,
               under_valgrind() ? " (TPU_VALGRIND is set)" : "", mxu_simd_name(s));
-    else
+    else {
       s = want;
+      simd_from_env = strcmp(env, "auto") != 0;
+    }
   }
   atomic_store(&active_simd, (int)s);
+}
+
+mxu_simd mxu_simd_pe_default(void) {
+  const mxu_simd s = mxu_simd_active();
+  if (simd_from_env) return s;
+  return s > MXU_SIMD_AVX2 ? MXU_SIMD_AVX2 : s;
 }
 
 mxu_simd mxu_simd_active(void) {

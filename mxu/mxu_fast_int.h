@@ -6,7 +6,8 @@
 ** chosen once at the first call: AVX-512F, else AVX2+FMA, else the portable
 ** scalar path. The environment variable TPU_SIMD=generic|avx2|avx512|auto
 ** overrides the choice (a path the host lacks falls back to the best one
-** it has, with a note on stderr); TPU_VALGRIND=1 (set by `make valgrind`)
+** it has, with a note on stderr), for this kernel and the PE model's alike,
+** so a run can be replayed on each path; TPU_VALGRIND=1 (set by `make valgrind`)
 ** caps the choice at AVX2, which valgrind can run. Every path computes the
 ** Numerics paragraph of mxu.h exactly, so all give the same bits.
 */
@@ -37,6 +38,11 @@ mxu_simd mxu_simd_active(void);
 ** nothing) if s is not supported. Don't call it while another thread
 ** computes tiles. */
 bool mxu_simd_set(mxu_simd s);
+/* The PE model's kernel for a new array: TPU_SIMD's path when the variable
+** names one the host supports, else the best up to AVX2 (as fast as AVX-512
+** for the PE model where measured, and the wide units can lower the clock;
+** mxu_array.c). */
+mxu_simd mxu_simd_pe_default(void);
 /* Computes tile t with path s, which must be supported. Can't fail. */
 void mxu_tile_compute_with(mxu_simd s, int rows, const tpu_mxu_tile *t);
 

@@ -5,16 +5,15 @@
 #ifndef TPU_MXU_INT_H
 #define TPU_MXU_INT_H
 #include "mxu/mxu.h"
+#include "mxu/mxu_fast_int.h"
 
-/* The PE model's cell-update kernel comes in several builds (portable C,
-** AVX2+FMA, AVX-512), picked at tpu_mxu_create() by what the host supports.
-** Every build gives the same bits; tests force each one in turn. */
-typedef enum mxu_kernel { MXU_KERNEL_GENERIC = 0, MXU_KERNEL_AVX2, MXU_KERNEL_AVX512 } mxu_kernel;
-const char *mxu_kernel_name(mxu_kernel k);
-bool mxu_kernel_supported(mxu_kernel k);       /* by this build and this host */
-mxu_kernel mxu_array_kernel(const tpu_mxu *m);
+/* The PE model's cell-update kernel comes in the same builds as the fast
+** kernel (mxu_simd: portable C, AVX2+FMA, AVX-512), picked at
+** tpu_mxu_create() by mxu_simd_pe_default(). Every build gives the same
+** bits; tests force each one in turn. */
+mxu_simd mxu_array_kernel(const tpu_mxu *m);
 /* Selects a supported kernel (returns false, changing nothing, otherwise). */
-bool mxu_array_set_kernel(tpu_mxu *m, mxu_kernel k);
+bool mxu_array_set_kernel(tpu_mxu *m, mxu_simd k);
 /* Tests: with 'skip' false, cycles at the fixed point (nothing in flight for
 ** rows + cols + 2 cycles) are stepped like any other instead of skipped. */
 void mxu_array_set_skip(tpu_mxu *m, bool skip);

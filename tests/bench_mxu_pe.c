@@ -52,14 +52,14 @@ int main(int argc, char **argv) {
          (unsigned long long)s.done, tile_s, cells / tile_s);
 
   int rc = 0;
-  for (int k = MXU_KERNEL_AVX512; k >= MXU_KERNEL_GENERIC; k--) {
-    if (!mxu_kernel_supported((mxu_kernel)k)) continue;
+  for (int k = MXU_SIMD_AVX512; k >= MXU_SIMD_GENERIC; k--) {
+    if (!mxu_simd_supported((mxu_simd)k)) continue;
     double best = 1e30;
     uint64_t cycles = 0;
     for (int rep = 0; rep < 3; rep++) {
       tpu_mxu *m;
       if (tpu_mxu_create(&cfg, &m) != TPU_OK) return 1;
-      mxu_array_set_kernel(m, (mxu_kernel)k);
+      mxu_array_set_kernel(m, (mxu_simd)k);
       memset(o1, 0, sizeof(float) * D * D);
       t.out = o1;
       for (int i = 0; i < tiles; i++)
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     }
     double rate = (double)D * D * (double)cycles / best;
     bool ok = rate >= GOAL;
-    printf("| pe | %s | %llu | %.3f | %.3g | %.0e | %s |\n", mxu_kernel_name((mxu_kernel)k),
+    printf("| pe | %s | %llu | %.3f | %.3g | %.0e | %s |\n", mxu_simd_name((mxu_simd)k),
            (unsigned long long)cycles, best, rate, GOAL, ok ? "yes" : "no");
     if (cycles != s.done) { printf("cycle mismatch: pe %llu, tile %llu\n",
                                    (unsigned long long)cycles, (unsigned long long)s.done); rc = 1; }

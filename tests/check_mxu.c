@@ -289,8 +289,8 @@ static int random_sequence(tu_rng *rng, int R, int C, bool dbl, int max_tiles, i
   memcpy(o_tile, o_pe, sizeof(float) * (size_t)out_rows * (size_t)ldo);
   tpu_mxu *m = make(R, C, dbl);
   int nk = 0;
-  for (int k = 0; k < 3; k++) if (mxu_kernel_supported((mxu_kernel)k)) nk++;
-  ck_assert(mxu_array_set_kernel(m, (mxu_kernel)(kernel_turn++ % nk)));
+  for (int k = 0; k < MXU_SIMD_COUNT; k++) if (mxu_simd_supported((mxu_simd)k)) nk++;
+  ck_assert(mxu_array_set_kernel(m, (mxu_simd)(kernel_turn++ % nk)));
   tpu_mxu_config cfg = cfg_of(R, C, dbl);
   tpu_mxu_sched s;
   tpu_mxu_sched_init(&s, &cfg);
@@ -379,17 +379,17 @@ START_TEST(Every_kernel_build_gives_the_same_bits) {
   tu_fill(&rng, a, (size_t)M * R, 1);
   tu_fill(&rng, w, (size_t)R * C, 1);
   a[3] = NAN; w[5] = INFINITY; a[7] = 1e-40f; w[9] = -0.0f;
-  for (int k = 0; k < 3; k++) {
-    if (!mxu_kernel_supported((mxu_kernel)k)) continue;
+  for (int k = 0; k < MXU_SIMD_COUNT; k++) {
+    if (!mxu_simd_supported((mxu_simd)k)) continue;
     tpu_mxu *m = make(R, C, true);
-    ck_assert(mxu_array_set_kernel(m, (mxu_kernel)k));
+    ck_assert(mxu_array_set_kernel(m, (mxu_simd)k));
     ck_assert_int_eq(mxu_array_kernel(m), k);
     tpu_mxu_tile t = { .m = M, .k = R - 2, .n = C - 3, .act = a, .lda = R, .w = w, .ldw = C,
                        .out = k ? got : ref, .ldo = C };
     memset(t.out, 0, sizeof ref);
     ck_assert_int_eq(tpu_mxu_push(m, &t), TPU_OK);
     tpu_mxu_run(m);
-    if (k) tu_assert_same_f32(ref, got, (size_t)M * C, mxu_kernel_name((mxu_kernel)k));
+    if (k) tu_assert_same_f32(ref, got, (size_t)M * C, mxu_simd_name((mxu_simd)k));
     tpu_mxu_destroy(m);
   }
   free(a); free(w);

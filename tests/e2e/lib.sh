@@ -72,4 +72,21 @@ json_get() { /usr/bin/python3 -c 'import json,sys
 d=json.load(open(sys.argv[2]))
 for k in sys.argv[1].split("."): d=d[int(k)] if isinstance(d,list) else d[k]
 print(d)' "$1" "$2"; }
+# has_xvfb: Xvfb and xvfb-run are installed (make deps installs them).
+has_xvfb() { command -v xvfb-run >/dev/null && command -v Xvfb >/dev/null; }
+# window CMD...: runs CMD in a real window under Xvfb (SDL's own video
+# driver, not the dummy one). Under ASan, SDL's dlopen'd modules stay mapped
+# so that LeakSanitizer can name what they allocate (keep_dso.c says why),
+# and lsan_window.supp's suppressions apply.
+E2E_DIR=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+window() {
+  local keep=()
+  if [ "${MODE:-}" = asan ]; then
+    [ -f "$T/keep_dso.so" ] || cc -shared -fPIC -o "$T/keep_dso.so" "$E2E_DIR/keep_dso.c" \
+      || die "cannot build keep_dso.so"
+    keep=(LD_PRELOAD="$T/keep_dso.so" ASAN_OPTIONS=verify_asan_link_order=0)
+  fi
+  xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER "${keep[@]}" \
+    LSAN_OPTIONS=suppressions=$E2E_DIR/lsan_window.supp "$@"
+}
 . "$1"

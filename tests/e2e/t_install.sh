@@ -2,7 +2,8 @@
 # version is the one of every report and of the .pc file, its man page and
 # completion are there, an installed example runs), a ten-line C program
 # compiles and links against the installed library through pkg-config, and
-# make uninstall leaves no file behind.
+# make uninstall leaves no file behind. Then the same with a PREFIX of its
+# own and no DESTDIR, as a user installing into their home would.
 D=$T/dest
 make -s -C "$TPU_ROOT" MODE="${MODE:-release}" install DESTDIR="$D" PREFIX=/usr/local >install.log 2>&1 \
   || { cat install.log; die "make install failed"; }
@@ -41,12 +42,37 @@ int main(void) {
   return strcmp(tpu_version(), TPU_VERSION) != 0;
 }
 C
-export PKG_CONFIG_PATH=$P/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D
-[ "$(pkg-config --modversion tpusim)" = "$v" ] || die "tpusim.pc says $(pkg-config --modversion tpusim), base.h $v"
 san=; [ "${MODE:-release}" = asan ] && san="-fsanitize=address,undefined"
-cc -std=c11 $san $(pkg-config --cflags tpusim) prog.c -o prog $(pkg-config --static --libs tpusim) 2>cc.log \
-  || { cat cc.log; die "cannot compile and link a program against the installed library"; }
-[ "$(./prog)" = "$v teach 4" ] || die "the linked program printed '$(./prog)'"
+# link_prog PKG_CONFIG_PATH: README's command, and the one without --static
+link_prog() {
+  [ "$(PKG_CONFIG_PATH=$1 pkg-config --modversion tpusim)" = "$v" ] \
+    || die "tpusim.pc in $1 says $(PKG_CONFIG_PATH=$1 pkg-config --modversion tpusim), base.h $v"
+  local how
+  for how in "--static --libs" "--libs"; do
+    rm -f prog
+    # shellcheck disable=SC2046,SC2086
+    cc -std=c11 $san $(PKG_CONFIG_PATH=$1 pkg-config --cflags tpusim) prog.c -o prog \
+      $(PKG_CONFIG_PATH=$1 pkg-config $how tpusim) 2>cc.log \
+      || { cat cc.log; die "cannot compile and link a program against $1 (pkg-config $how)"; }
+    [ "$(./prog)" = "$v teach 4" ] || die "the linked program printed '$(./prog)'"
+  done
+}
+( export PKG_CONFIG_SYSROOT_DIR=$D; link_prog "$P/lib/pkgconfig" )
+
+# A PREFIX other than the default, with no DESTDIR, after the build above was
+# installed with the default: the .pc file names this PREFIX, and README's
+# command works against it as it is.
+Q=$T/opt/tpusim
+make -s -C "$TPU_ROOT" MODE="${MODE:-release}" install PREFIX="$Q" >install2.log 2>&1 \
+  || { cat install2.log; die "make install PREFIX=$Q failed"; }
+grep -qx "prefix=$Q" "$Q/lib/pkgconfig/tpusim.pc" || die "tpusim.pc under $Q: $(head -1 "$Q/lib/pkgconfig/tpusim.pc")"
+link_prog "$Q/lib/pkgconfig"
+expect_status 0 "$Q/bin/tpusim" info --chip teach --json
+make -s -C "$TPU_ROOT" MODE="${MODE:-release}" uninstall PREFIX="$Q" >uninstall2.log 2>&1 \
+  || { cat uninstall2.log; die "make uninstall PREFIX=$Q failed"; }
+left=$(find "$Q" -type f -o -type l)
+[ -z "$left" ] || die "make uninstall PREFIX=$Q left: $left"
+
 make -s -C "$TPU_ROOT" MODE="${MODE:-release}" uninstall DESTDIR="$D" PREFIX=/usr/local >uninstall.log 2>&1 \
   || { cat uninstall.log; die "make uninstall failed"; }
 left=$(find "$D" -type f -o -type l; find "$D" -name '*tpusim*')

@@ -109,7 +109,7 @@ expect_status 0 "$TPUSIM" matmul --m 2147483647 --n 4096 --k 4096 --level timing
 echo "$OUT" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d['cycles'] == 128 + 1024 * 2147483647 + 127 + 127, d['cycles']" \
   || die "2^31 - 1 rows: cycles not the first load, 1024 tiles of M rows, the drain: $OUT"
 expect_status 2 "$TPUSIM" matmul --m 100000 --n 1000 --k 1000 --mem-limit 100
-expect_err_contains "needs 1.12 GiB"
+expect_err_contains "needs 0.749 GiB"
 expect_err_contains "more than the limit of 0.0977 GiB (--mem-limit)"
 expect_status 2 "$TPUSIM" matmul --m 2147483647 --n 65536 --k 65536
 expect_err_contains "the machine's available memory; --mem-limit MIB sets another"

@@ -68,7 +68,7 @@ expect_status 0 "$TPUSIM" matmul --chip teach --m 8 --n 8 --k 8 --level pe --jso
 # the tile level holds the values (the operands, the program's HBM blocks and
 # their values in the run): refused before anything is allocated, with the figure
 expect_status 2 timeout 10 "$TPUSIM" matmul --cores 8 --m 2147483647 --n 4096 --k 4096 --level tile --mem-limit 4096
-expect_err_contains "2147483647 x 4096 x 4096 at --level tile needs 1.97e+05 GiB (A, B, C and the reference in f32, the program's HBM blocks"
+expect_err_contains "2147483647 x 4096 x 4096 at --level tile needs 1.64e+05 GiB (A, B and C in f32, the program's HBM blocks"
 expect_err_contains "more than the limit of 4 GiB (--mem-limit)"
 expect_status 0 "$TPUSIM" matmul --chip teach --cores 2 --m 64 --n 32 --k 48 --level tile --mem-limit 1
 # a trace needs the whole program: beyond the engine's op limit it is refused, saying so

@@ -64,6 +64,20 @@ echo "$OUT" > own.json
 expect_status 0 "$TPUSIM" matmul --chip teach --set mxu.rows=32 --set mxu.cols=32 --m 3025 --n 96 --k 363 --level timing --json
 echo "$OUT" > mm.json
 [ "$(json_get cycles mm.json)" = "$(json_get layers.0.cycles own.json)" ] || die "own model is not matmul's"
+# each run's reports in a directory named after what ran (run_dir_name in
+# cmd_scalesim.c): SCALE-Sim's run_name with the dataflow's ending, and the
+# model; none overwrites another. s32.cfg's run_name has no dataflow ending.
+[ "$(json_get report_dir os.json)" = run32_os ] && [ "$(json_get report_dir is.json)" = run32_is ] \
+  && [ "$(json_get report_dir own.json)" = run32_tpusim ] || die "report directories"
+sed 's/run_name = run32/run_name = tpu_32_ws/' s32.cfg > ws.cfg
+for a in "--compat scalesim:tpu_32_ws" "--compat scalesim --dataflow ws:tpu_32_ws" "--compat scalesim --dataflow os:tpu_32_os" \
+         "--dataflow is:tpu_32_is_tpusim" ":tpu_32_ws_tpusim" "--chip teach --cores 2:tpu_32_ws_teach_2cores"; do
+  # shellcheck disable=SC2086
+  expect_status 0 "$TPUSIM" scalesim -c ws.cfg -t conv1.csv -p dirs ${a%%:*}
+  expect_out_contains "reports in dirs/${a##*:}/"
+  [ -s "dirs/${a##*:}/COMPUTE_REPORT.csv" ] || die "${a%%:*}: no dirs/${a##*:}/COMPUTE_REPORT.csv"
+done
+[ "$(ls dirs | wc -l)" = 5 ] || die "report directories: $(ls dirs)"
 # tpusim's own os and is (mxu.h, Dataflows): matmul's cycles in that dataflow, fewer than SCALE-Sim's
 for df in os is; do
   expect_status 0 "$TPUSIM" scalesim -c s32.cfg -t conv1.csv -p logs --dataflow $df --json

@@ -105,7 +105,7 @@ printf '%s\n' "$OUT" > ssc.json
 expect_status 0 "$TPUSIM" run --topology g.csv --input-type gemm --cores 4 --set mxu.rows=32 --set mxu.cols=32 --json
 printf '%s\n' "$OUT" > run32.json
 same_layers ssc.json run32.json
-/usr/bin/python3 - ssc.json logs/run32/COMPUTE_REPORT.csv <<'PY' || die "scalesim --chip report"
+/usr/bin/python3 - ssc.json logs/run32_tpu-v2-8_4cores/COMPUTE_REPORT.csv <<'PY' || die "scalesim --chip report"
 import json, sys
 d = json.load(open(sys.argv[1]))
 c = d["configuration"]["chip"]

@@ -2,7 +2,7 @@
 # slices follow one another or nest, flows join slices, counters are
 # numbers; for each command that writes a trace. The checker itself is
 # shown to fail on a trace whose DMAs overlap on one track (the layout of
-# the writer before 0.3.0: about 8.5% of a training trace's slices lost).
+# the writer of 0.2.0: about 8.5% of a training trace's slices lost).
 CHECK="/usr/bin/python3 $TPU_ROOT/tests/e2e/trace_check.py"
 expect_status 0 "$TPUSIM" run --program "$TPU_ROOT/docs/examples/train_step.json" --chip teach --trace run.json
 expect_status 0 "$TPUSIM" matmul --cores 4 --m 512 --n 256 --k 384 --chip teach --level tile --trace mm.json

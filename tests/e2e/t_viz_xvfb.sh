@@ -2,7 +2,7 @@
 # core select, run) are sent as SDL events by --script; the state lines and
 # the screenshots must change exactly as the keys say.
 here=$(dirname "$(readlink -f "$1")")
-if ! command -v xvfb-run >/dev/null || ! command -v Xvfb >/dev/null; then
+if ! has_xvfb; then
   echo "t_viz_xvfb: SKIP: Xvfb is not installed (make deps installs xvfb and xauth)"; exit 0
 fi
 expect_status 0 "$TPUSIM" viz --chip teach --headless --json --out run0
@@ -10,19 +10,7 @@ echo "$OUT" > run.json
 read -r s0 s1 cx cy cc < <(/usr/bin/python3 -c 'import json; d=json.load(open("run.json")); t=d["tiles"]; L=d["layout"]
 px = L["timeline_w"] // 3
 print(t[0]["stream_start"], t[1]["stream_start"], L["timeline_x"] + px, L["core_y"][0] + 2, int(px * d["total_cycles"] / L["timeline_w"]))')
-# Under ASan, keep SDL's dlopen'd modules mapped so LeakSanitizer can name
-# what they allocate (keep_dso.c says why).
-keep=()
-if [ "${MODE:-}" = asan ]; then
-  cc -shared -fPIC -o "$T/keep_dso.so" "$here/keep_dso.c" || die "cannot build keep_dso.so"
-  keep=(LD_PRELOAD="$T/keep_dso.so" ASAN_OPTIONS=verify_asan_link_order=0)
-fi
-# tpusim in a real window under Xvfb; every window run goes through here
-window() {
-  xvfb-run -a -s "-screen 0 1400x900x24" env -u SDL_VIDEODRIVER "${keep[@]}" \
-    LSAN_OPTIONS=suppressions=$here/lsan_window.supp "$TPUSIM" "$@"
-}
-expect_status 0 window viz --chip teach \
+expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
@@ -55,7 +43,7 @@ assert cells(shots[2]) != cells(shots[3]), "shift+right did not change the array
 assert cells(shots[3]) != cells(shots[4]), "core 2 shows the same array as core 1"
 PY
 # n / p: the next event after the first row streams is later, and p comes back
-expect_status 0 window viz --chip teach \
+expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle "$s0" --script "space,n,p,p,q"
 echo "$OUT" > np.txt
 read -r _ c1 _ < <(sed -n 2p np.txt)
@@ -63,7 +51,7 @@ read -r _ c1 _ < <(sed -n 2p np.txt)
 [ "$(sed -n 3p np.txt | cut -d' ' -f2)" = "$s0" ] || die "p did not come back to $s0: $(sed -n 3p np.txt)"
 [ "$(sed -n 4p np.txt | cut -d' ' -f2)" -lt "$s0" ] || die "p did not go before $s0: $(sed -n 4p np.txt)"
 # the timeline zooms around the mouse (wheel) or the cycle shown (z / x) and pans ([ / ])
-expect_status 0 window viz --chip teach \
+expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle "$s0" --script "space,hover:$cx:$cy,wheelup,z,],x,x,q"
 echo "$OUT" > zoom.txt
 /usr/bin/python3 - zoom.txt "$cc" <<'PY' || die "zoom and pan did not move the timeline's view as the keys say: $(cat zoom.txt)"
@@ -78,7 +66,7 @@ assert views[5][1] - views[5][0] > views[4][1] - views[4][0]    # x: wider
 PY
 # resizing the window (as a user drags its corner): the frame, the layout and
 # the screenshots follow the window's new size, smaller and larger
-expect_status 0 window viz --chip teach --out rs --script "space,size:1000x700,wait:3,s,size:1300x850,wait:3,s,q"
+expect_status 0 window "$TPUSIM" viz --chip teach --out rs --script "space,size:1000x700,wait:3,s,size:1300x850,wait:3,s,q"
 /usr/bin/python3 - "$here" <<'PY' || die "the window's frame did not follow its new size"
 import struct, sys
 sys.path.insert(0, sys.argv[1]); import png_read

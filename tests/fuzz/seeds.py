@@ -95,7 +95,7 @@ def main():
         ' "set": {"hbm.bandwidth_gbs": 600}}, "axes": [{"option": "n", "values": [128, 256]}]}\n')
     put("ckpt", "seed-valid", b"\x00" + ckpt())
     put("ckpt", "seed-fixcrc", b"\x01" + ckpt(step=7))
-    put("ckpt", "seed-step-2e63", b"\x01" + ckpt(step=1 << 63))   # asserted in the optimizer before 0.3.0
+    put("ckpt", "seed-step-2e63", b"\x01" + ckpt(step=1 << 63))   # asserted in the optimizer of 0.2.0
     put("tfrecord", "seed-three", b"".join(record(example(bytes((i * 7 + k) & 255 for k in range(12)), i))
                                            for i in range(3)))
 
