@@ -325,9 +325,9 @@ static void defer(lower *L, int v, int64_t r, int64_t c, const char *what) {
   L->pend[L->npend].what = what;
   L->npend++;
 }
-static void lw_vpu(lower *L, const char *fn, int x, int y, int z, int o0, int o1, int o2, const tpu_vpu_params *prm) {
+static void lw_vpu(lower *L, tpu_vpu_op fn, int x, int y, int z, int o0, int o1, int o2, const tpu_vpu_params *prm) {
   tpu_sim_op op = { .kind = TPU_SIM_VPU, .vpu_op = fn, .in = { x, y, z }, .out = { o0, o1, o2 }, .params = prm };
-  add(L, &op, fn);
+  add(L, &op, tpu_vpu_op_name(fn));
 }
 
 /* {==================================================================
@@ -338,7 +338,8 @@ typedef struct gemm {
   int64_t M, N, K;
   bool ta, tb;                 /* A stored K x M, B stored N x K */
   bool bias;                   /* epilogue: bias_add of a 1 x N bias */
-  const char *act;             /* epilogue: an activation, or NULL */
+  bool has_act;                /* epilogue: an activation ... */
+  tpu_vpu_op act;              /* ... this one */
   bool colsum_b;               /* also db = col_sum of B (stored K x N) */
   uint64_t useful;             /* the model's multiply-adds in it, when not M*N*K (a depthwise
                                   block: M*N*K over its channels) */
@@ -407,13 +408,13 @@ static void run_gemm(lower *L, const gemm *g) {
           ** col_sum of one row: its check costs it at 0 cycles) */
           if (kb == 0) {
             db = vbuf(L, R_DB, (int)(nb & 1), 1, ni);
-            lw_vpu(L, ki > 1 ? "col_sum" : "copy", b, 0, 0, db, 0, 0, NULL);
+            lw_vpu(L, ki > 1 ? TPU_VPU_COL_SUM : TPU_VPU_COPY, b, 0, 0, db, 0, 0, NULL);
           } else if (ki == 1) {
-            lw_vpu(L, "add", db, b, 0, db, 0, 0, NULL);
+            lw_vpu(L, TPU_VPU_ADD, db, b, 0, db, 0, 0, NULL);
           } else {
             int part = vbuf(L, R_PART, 0, 1, ni);
-            lw_vpu(L, "col_sum", b, 0, 0, part, 0, 0, NULL);
-            lw_vpu(L, "add", db, part, 0, db, 0, 0, NULL);
+            lw_vpu(L, TPU_VPU_COL_SUM, b, 0, 0, part, 0, 0, NULL);
+            lw_vpu(L, TPU_VPU_ADD, db, part, 0, db, 0, 0, NULL);
           }
         }
       }
@@ -421,9 +422,9 @@ static void run_gemm(lower *L, const gemm *g) {
       if (g->bias) {
         int bias = vbuf(L, R_BIAS, (int)nb, 1, ni);
         if (mb == 0) load(L, R_BIAS, (int)nb, 1, ni, "bias dma");
-        lw_vpu(L, "bias_add", c, bias, 0, c, 0, 0, NULL);
+        lw_vpu(L, TPU_VPU_BIAS_ADD, c, bias, 0, c, 0, 0, NULL);
       }
-      if (g->act) lw_vpu(L, g->act, c, 0, 0, c, 0, 0, NULL);
+      if (g->has_act) lw_vpu(L, g->act, c, 0, 0, c, 0, 0, NULL);
       defer(L, c, mi, ni, w);
     }
   flush(L);
@@ -434,7 +435,7 @@ static void run_gemm(lower *L, const gemm *g) {
 ** Element-wise passes over an R x C tensor in HBM
 ** ================================================================== */
 typedef struct ewise {
-  const char *fn;              /* the VPU op */
+  tpu_vpu_op fn;               /* the VPU op */
   int nin;                     /* inputs read from HBM (1 or 2) */
   bool mask;                   /* second operand on chip: the dropout mask, batch_normalization's
                                   per-channel vector */
@@ -479,7 +480,7 @@ static void run_ewise(lower *L, const ewise *e, int64_t R, int64_t C) {
 /* out = fn(tap 0, tap 1, ..., tap n-1) folded left, over R x C tiles, each
 ** tap a view of the same shape (pool windows, col2im taps); 'scale' then
 ** multiplies by prm->alpha. */
-static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
+static void run_fold(lower *L, tpu_vpu_op fn, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
   int slot = 0;
   for (ew_walk w = ew_walk_of(L, R, C); ew_next(L, &w);) {
     const int64_t ri = w.ri, ci = w.ci;
@@ -490,7 +491,7 @@ static void run_fold(lower *L, const char *fn, int taps, int64_t R, int64_t C, c
       lw_vpu(L, fn, acc, x, 0, acc, 0, 0, NULL);
     }
     flush(L);
-    if (scale) lw_vpu(L, "scale", acc, 0, 0, acc, 0, 0, scale);
+    if (scale) lw_vpu(L, TPU_VPU_SCALE, acc, 0, 0, acc, 0, 0, scale);
     defer(L, acc, ri, ci, "dma");
   }
   flush(L);
@@ -506,7 +507,7 @@ static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C,
     int dy = load(L, R_Y, w.n & 1, ri, ci, "dma");
     flush(L);
     if (!maxpool) {
-      lw_vpu(L, "scale", dy, 0, 0, dy, 0, 0, scale);
+      lw_vpu(L, TPU_VPU_SCALE, dy, 0, 0, dy, 0, 0, scale);
       for (int j = 0; j < taps; j++) store(L, dy, ri, ci, "dma");
       continue;
     }
@@ -514,7 +515,7 @@ static void run_pool_bwd(lower *L, bool maxpool, int taps, int64_t R, int64_t C,
       int x = load(L, R_X, slot, ri, ci, "dma");
       flush(L);
       int o = vbuf(L, R_O, slot, ri, ci);
-      lw_vpu(L, "relu_grad", x, dy, 0, o, 0, 0, NULL);
+      lw_vpu(L, TPU_VPU_RELU_GRAD, x, dy, 0, o, 0, 0, NULL);
       defer(L, o, ri, ci, "dma");
     }
   }
@@ -572,7 +573,7 @@ static gemm gemm_of(const fe_plan *p, int k) {
     const tpu_vpu_op op = p->steps[j].vpu.op;
     if (op == TPU_VPU_BIAS_ADD) g.bias = true;
     else if (op == TPU_VPU_COL_SUM) g.colsum_b = true;
-    else g.act = tpu_vpu_op_name(op);
+    else g.act = op, g.has_act = true;
   }
   return g;
 }
@@ -607,7 +608,7 @@ static void lower_dw_expand(lower *L, const fe_step *s) {
   const fe_gemm_step g = dw_forward_of(s);
   int64_t M, N, K;
   for (int b = 0; !L->st && fe_gemm_dw_block(&g, L->chip->mxu.cols, b, &M, &N, &K); b++)
-    run_ewise(L, &(ewise){ .fn = "mul", .nin = 1, .mask = true }, K, N);
+    run_ewise(L, &(ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
 }
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row
@@ -634,8 +635,8 @@ static void lower_loss(lower *L, const fe_plan *p, const fe_vpu_step *v) {
     flush(L);
     int loss = vbuf(L, R_LOSS, slot, ri, 1), acc = vbuf(L, R_ACC, slot, 1, 1);
     int grad = p->train ? vbuf(L, R_O, slot, ri, ncls) : 0;
-    lw_vpu(L, "softmax_xent", x, lab, 0, loss, grad, 0, &xent);
-    lw_vpu(L, "accuracy", x, lab, 0, acc, 0, 0, NULL);
+    lw_vpu(L, TPU_VPU_SOFTMAX_XENT, x, lab, 0, loss, grad, 0, &xent);
+    lw_vpu(L, TPU_VPU_ACCURACY, x, lab, 0, acc, 0, 0, NULL);
     if (p->train) defer(L, grad, ri, ncls, "dma");
     defer(L, loss, ri, 1, "loss dma");
     defer(L, acc, 1, 1, "accuracy dma");
@@ -657,7 +658,8 @@ static void lower_update(lower *L, const tpu_fe_model *m) {
   const int64_t ct = min64(L->chip->vpu.lanes, Qo);
   const int64_t totrows = ((int64_t)m->nparams + ct - 1) / ct, rt = extent(totrows, Qo / ct);
   const int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
-  const char *fn = m->opt.kind == TPU_FE_ADAM ? "adam" : m->opt.kind == TPU_FE_MOMENTUM ? "momentum" : "sgd";
+  const tpu_vpu_op fn = m->opt.kind == TPU_FE_ADAM ? TPU_VPU_ADAM : m->opt.kind == TPU_FE_MOMENTUM ? TPU_VPU_MOMENTUM
+                                                                                       : TPU_VPU_SGD;
   tpu_vpu_params op = tpu_vpu_params_default();
   op.lr = (float)m->opt.lr;
   op.momentum = (float)m->opt.momentum;
@@ -688,7 +690,7 @@ static void lower_pool(lower *L, const fe_step *s) {
   const bool max = s->pool == TPU_FE_MAXPOOL;
   tpu_vpu_params sc = tpu_vpu_params_default();
   sc.alpha = (float)(1.0 / taps);
-  if (s->kind == FE_STEP_POOL) run_fold(L, max ? "max" : "add", taps, s->rows, s->cols, max ? NULL : &sc);
+  if (s->kind == FE_STEP_POOL) run_fold(L, max ? TPU_VPU_MAX : TPU_VPU_ADD, taps, s->rows, s->cols, max ? NULL : &sc);
   else run_pool_bwd(L, max, taps, s->rows, s->cols, &sc);
 }
 
@@ -697,25 +699,26 @@ static void lower_pool(lower *L, const fe_step *s) {
 ** operand is on chip (bias_add's a 1 x ci vector, mul's broadcast to the
 ** tile); col_sum writes one 1 x ci row per tile. */
 enum { BN_C = 1, BN_ONCHIP = 2, BN_NIN2 = 4, BN_REDUCE = 8, BN_DX = 16, BN_VEC = 32 | BN_ONCHIP };
-typedef struct bn_pass { const char *fn; int flags; } bn_pass;
+typedef struct bn_pass { tpu_vpu_op fn; int flags; } bn_pass;   /* a table ends with END */
+#define END TPU_VPU_OP_COUNT
 static const bn_pass BN_TRAIN[] = {   /* mean, x - mean, its square, variance, 1/sqrt(var+eps), scale, shift */
-  { "col_sum", BN_REDUCE }, { "bias_add", BN_VEC }, { "mul", BN_ONCHIP }, { "col_sum", BN_REDUCE },
-  { "rsqrt", BN_C }, { "mul", BN_C | BN_ONCHIP }, { "mul", BN_ONCHIP }, { "bias_add", BN_VEC }, { NULL, 0 } };
+  { TPU_VPU_COL_SUM, BN_REDUCE }, { TPU_VPU_BIAS_ADD, BN_VEC }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_COL_SUM, BN_REDUCE },
+  { TPU_VPU_RSQRT, BN_C }, { TPU_VPU_MUL, BN_C | BN_ONCHIP }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_BIAS_ADD, BN_VEC }, { END, 0 } };
 static const bn_pass BN_INFER[] = {   /* gamma/sqrt(moving var+eps), the shift, then scale and shift */
-  { "rsqrt", BN_C }, { "mul", BN_C | BN_ONCHIP }, { "bias_add", BN_C | BN_VEC },
-  { "mul", BN_ONCHIP }, { "bias_add", BN_VEC }, { NULL, 0 } };
+  { TPU_VPU_RSQRT, BN_C }, { TPU_VPU_MUL, BN_C | BN_ONCHIP }, { TPU_VPU_BIAS_ADD, BN_C | BN_VEC },
+  { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_BIAS_ADD, BN_VEC }, { END, 0 } };
 static const bn_pass BN_BWD[] = {     /* dbeta, xhat, dY.xhat, dgamma, then dX */
-  { "col_sum", BN_REDUCE }, { "bias_add", BN_VEC }, { "mul", BN_ONCHIP }, { "mul", BN_NIN2 },
-  { "col_sum", BN_REDUCE }, { "mul", BN_DX | BN_ONCHIP }, { "sub", BN_DX | BN_NIN2 },
-  { "bias_add", BN_DX | BN_VEC }, { "mul", BN_DX | BN_ONCHIP }, { NULL, 0 } };
+  { TPU_VPU_COL_SUM, BN_REDUCE }, { TPU_VPU_BIAS_ADD, BN_VEC }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_MUL, BN_NIN2 },
+  { TPU_VPU_COL_SUM, BN_REDUCE }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { TPU_VPU_SUB, BN_DX | BN_NIN2 },
+  { TPU_VPU_BIAS_ADD, BN_DX | BN_VEC }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { END, 0 } };
 static const bn_pass BN_MOVE[] = {    /* moving * momentum + batch * (1 - momentum) */
-  { "scale", 0 }, { "scale", 0 }, { "add", BN_NIN2 }, { NULL, 0 } };
+  { TPU_VPU_SCALE, 0 }, { TPU_VPU_SCALE, 0 }, { TPU_VPU_ADD, BN_NIN2 }, { END, 0 } };
 
 static void lower_bn(lower *L, const fe_plan *p, const fe_step *s) {
   const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
                    : p->train ? BN_TRAIN : BN_INFER;
   const bool dx = s->out.kind != FE_T_NONE;
-  for (; t->fn; t++)
+  for (; t->fn != END; t++)
     if (dx || !(t->flags & BN_DX))
       run_ewise(L, &(ewise){ .fn = t->fn, .nin = t->flags & BN_NIN2 ? 2 : 1, .mask = t->flags & BN_ONCHIP,
                              .yvec = (t->flags & BN_VEC) == BN_VEC, .reduce = t->flags & BN_REDUCE }, t->flags & BN_C ? 1 : s->rows, s->cols);
@@ -745,16 +748,16 @@ static void lower_step(lower *L, const fe_plan *p, int k) {
   case FE_STEP_VPU:
     if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(L, p, &s->vpu);
     else if (!s->fused)
-      run_ewise(L, &(ewise){ .fn = tpu_vpu_op_name(s->vpu.op), .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
+      run_ewise(L, &(ewise){ .fn = s->vpu.op, .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
                              .mask = s->vpu.y.kind == FE_T_MASK }, s->vpu.rows, s->vpu.cols);
     break;
   case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(L, s); break;
   case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
-    run_fold(L, "add", s->win.kh * s->win.kw, s->rows, s->cols, NULL);
+    run_fold(L, TPU_VPU_ADD, s->win.kh * s->win.kw, s->rows, s->cols, NULL);
     break;
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
   case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */
-    run_ewise(L, &(ewise){ .fn = "copy", .nin = 1 }, s->rows, s->cols);
+    run_ewise(L, &(ewise){ .fn = TPU_VPU_COPY, .nin = 1 }, s->rows, s->cols);
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(L); break;
   case FE_STEP_UPDATE: lower_update(L, p->model); break;
@@ -801,7 +804,7 @@ static double n_gemm(const lower *L, const gemm *g) {
   const double MB = (double)t.MB, NB = (double)t.NB, KB = (double)t.KB, tiles = MB * NB;
   double n = tiles * KB + (t.cache_a ? MB * KB : tiles * KB) + (t.cache_b ? NB * KB : tiles * KB) + tiles;
   if (g->bias) n += NB + tiles;
-  if (g->act) n += tiles;
+  if (g->has_act) n += tiles;
   if (g->colsum_b) {
     const double one_row = t.kt == 1 ? KB - 1 : t.KB > 1 && g->K - (t.KB - 1) * t.kt == 1 ? 1 : 0;
     n += NB * (2.0 + 2.0 * (KB - 1) - one_row);
@@ -824,7 +827,7 @@ static double n_bn(const lower *L, const fe_plan *p, const fe_step *s) {
                    : p->train ? BN_TRAIN : BN_INFER;
   const bool dx = s->out.kind != FE_T_NONE;
   double n = 0;
-  for (; t->fn; t++)
+  for (; t->fn != END; t++)
     if (dx || !(t->flags & BN_DX)) n += n_ewise(L, t->flags & BN_NIN2 ? 2 : 1, t->flags & BN_C ? 1 : s->rows, s->cols);
   return n;
 }

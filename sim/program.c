@@ -240,7 +240,6 @@ bool tpu_sim_program_op(const tpu_sim_program *p, int core, int index, tpu_sim_o
   const sim_op *so = &p->core[core].ops[index];
   *out = so->o;
   out->name = so->name;
-  out->vpu_op = so->vpu_op;
   out->params = NULL;
   return true;
 }
@@ -446,7 +445,7 @@ typedef struct op_plan {
   const char *nm;              /* its name (or "<kind>#<index>") */
   int reads[TPU_SIM_MAX_IN + 3], writes[TPU_SIM_MAX_OUT + 1], nr, nw;
   int64_t bytes;               /* DMA and COLL: bytes per core */
-  int unit, vcode;
+  int unit;
   tpu_vpu_params prm;
 } op_plan;
 
@@ -519,10 +518,8 @@ static tpu_status plan_matmul(op_plan *pl, const tpu_sim_op *op) {
 }
 
 static tpu_status plan_vpu(op_plan *pl, const tpu_sim_op *op) {
-  pl->vcode = op->vpu_op ? sim_vpu_lookup(op->vpu_op) : -1;
-  if (pl->vcode < 0)
-    return op_err(pl, "field 'vpu_op': unknown op '%s'; the VPU knows %s", op->vpu_op ? op->vpu_op : "(none)",
-                  sim_vpu_names());
+  if ((unsigned)op->vpu_op >= (unsigned)TPU_VPU_OP_COUNT)
+    return op_err(pl, "field 'vpu_op': unknown op %d; the VPU knows %s", (int)op->vpu_op, sim_vpu_names());
   for (int i = 0; i < TPU_SIM_MAX_IN && op->in[i]; i++) {
     if (!opnd_at(pl, "in", i, op->in[i], TPU_SIM_VMEM)) return TPU_ERR_INPUT;
     pl->reads[pl->nr++] = op->in[i];
@@ -533,7 +530,7 @@ static tpu_status plan_vpu(op_plan *pl, const tpu_sim_op *op) {
   }
   char e[512];
   pl->prm = op->params ? *op->params : tpu_vpu_params_default();
-  if (!sim_vpu_check(pl->vcode, op, &pl->prm, pl->cp, e, sizeof e)) return op_err(pl, "%s", e);
+  if (!sim_vpu_check(op, &pl->prm, pl->cp, e, sizeof e)) return op_err(pl, "%s", e);
   return TPU_OK;
 }
 
@@ -670,7 +667,7 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
     snprintf(defname, sizeof defname, "%s#%d", tpu_sim_kind_name(op->kind), cp->nops);
     nm = defname;
   }
-  op_plan pl = { .p = p, .cp = cp, .core = core, .idx = cp->nops, .nm = nm, .vcode = -1,
+  op_plan pl = { .p = p, .cp = cp, .core = core, .idx = cp->nops, .nm = nm,
                  .prm = tpu_vpu_params_default() };
   if (p->nops >= TPU_SIM_MAX_OPS) {
     op_err(&pl, "the program already holds %lld ops (all cores), the engine's limit", (long long)p->nops);
@@ -680,13 +677,11 @@ tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, in
   if (st != TPU_OK) return st;
   if (grow((void **)&cp->ops, &cp->capops, pl.idx + 1, sizeof *cp->ops)) goto nomem;
   const char *iname = intern_recent(p, nm);
-  const char *ivpu = op->vpu_op ? intern_recent(p, op->vpu_op) : NULL;
-  if (!iname || (op->vpu_op && !ivpu)) goto nomem;
+  if (!iname) goto nomem;
   sim_op *so = &cp->ops[pl.idx];
-  *so = (sim_op){ .o = *op, .name = iname, .vpu_op = ivpu, .unit = pl.unit, .bytes = pl.bytes,
-                  .vpu_code = pl.vcode, .params = pl.prm, .dep0 = cp->ndeps };
+  *so = (sim_op){ .o = *op, .name = iname, .unit = pl.unit, .bytes = pl.bytes, .params = pl.prm,
+                  .dep0 = cp->ndeps };
   so->o.name = iname;
-  so->o.vpu_op = ivpu;
   so->o.params = NULL;
   if (plan_deps(&pl, op->after, so->dep0)) { cp->ndeps = so->dep0; goto nomem; }
   commit_op(&pl, so);

@@ -211,13 +211,12 @@ static bool parse_op(pctx *x, json_t *o, const char *path, size_t i, int core, t
     }
   } else if (!strcmp(kind, "vpu")) {
     so->kind = TPU_SIM_VPU;
-    so->vpu_op = get_str(x, o, "fn", op, true);
-    if (so->vpu_op && sim_vpu_lookup(so->vpu_op) < 0) {
+    const char *fn = get_str(x, o, "fn", op, true);   /* the name, only here: the op is an enum inside */
+    if (fn && !tpu_vpu_op_parse(fn, &so->vpu_op)) {
       snprintf(sub, sizeof sub, "%s.fn", op);
-      perr(x, sub, "unknown VPU op \"%s\" (docs/VPU.md lists them: add, mul, relu, exp, softmax_xent, adam, ...)",
-           so->vpu_op);
+      perr(x, sub, "unknown VPU op \"%s\" (docs/VPU.md lists them: add, mul, relu, exp, softmax_xent, adam, ...)", fn);
     }
-    if (so->vpu_op && !x->j.failed && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
+    if (fn && !x->j.failed && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
       buf_list(x, o, "out", op, core, so->out, TPU_SIM_MAX_OUT);
     json_t *pj = json_object_get(o, "params");
     if (pj && !x->j.failed) {

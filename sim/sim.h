@@ -202,13 +202,14 @@ typedef struct tpu_sim_op {
   bool trans_a, trans_b;
   bool accumulate;             /* MATMUL: dst += product (else dst = product) */
   tpu_precision precision;     /* MATMUL: bf16 (default), bf16x3, bf16x6 */
-  /* VPU: an op of vpu/vpu.h by name ("add", "relu", "softmax_xent", "adam"...).
+  /* VPU: an op of vpu/vpu.h (TPU_VPU_ADD, TPU_VPU_RELU, TPU_VPU_ADAM, ...; the
+  ** JSON program format names it, "fn": "add").
   ** in[] holds the operands it only reads, in the order X, Y, LABELS, GRAD;
   ** out[] those it writes, in the order OUT, OUT2, IDX, PARAM, M, V (PARAM,
   ** M and V are updated in place). The op's rows x cols is the shape of X,
   ** or of PARAM for the optimizers. Labels and argmax indices are held in
   ** buffers as f32 values (exact integers). */
-  const char *vpu_op;
+  tpu_vpu_op vpu_op;
   int in[TPU_SIM_MAX_IN];
   int out[TPU_SIM_MAX_OUT];
   const tpu_vpu_params *params; /* VPU scalars (copied); NULL: tpu_vpu_params_default() */
@@ -234,8 +235,8 @@ int  tpu_sim_program_ops(const tpu_sim_program *p, int core);  /* ops on that co
 ** names the core, the op (index and name) or buffer, and what was wrong. */
 const char *tpu_sim_program_error(const tpu_sim_program *p);
 
-/* Op 'index' of 'core' as added (kind, step, operands, flags); name and
-** vpu_op point into p (valid while p lives), params is NULL. false (and
+/* Op 'index' of 'core' as added (kind, step, operands, flags); name
+** points into p (valid while p lives), params is NULL. false (and
 ** *out zeroed) when out of range. */
 bool tpu_sim_program_op(const tpu_sim_program *p, int core, int index, tpu_sim_op *out);
 /* The core's infeed queue: its batch count, and their ready cycles through

@@ -91,13 +91,11 @@ typedef struct sim_buf {
 } sim_buf;
 
 typedef struct sim_op {
-  tpu_sim_op o;                /* name and vpu_op point into the program's name table */
+  tpu_sim_op o;                /* name points into the program's name table */
   const char *name;
-  const char *vpu_op;
   int unit;
   int dep0, ndeps;             /* into sim_core_prog.deps */
   int64_t bytes;               /* DMA and COLL: bytes per core moved/reduced */
-  int vpu_code;                /* resolved VPU op (sim_vpu.c) */
   tpu_vpu_params params;       /* VPU scalars (o.params is NULL once added) */
 } sim_op;
 
@@ -154,14 +152,14 @@ int64_t sim_buf_bytes(const sim_buf *b);
 const char *sim_op_label(const sim_core_prog *cp, int op, char *buf, size_t cap);
 
 /* {==================================================================
-** The VPU as the engine sees it (sim/sim_vpu.c): resolve a name, check
-** operand shapes, cycles, values.
+** The VPU as the engine sees it (sim/sim_vpu.c): check operand shapes,
+** cycles, values.
 ** ================================================================== */
-/* Returns a code >= 0 or -1 (unknown name; 'allowed' lists the names). */
-int sim_vpu_lookup(const char *name);
+/* Every VPU op's name, comma-separated (for messages). */
 const char *sim_vpu_names(void);
-/* Checks the numbers and shapes of operands; writes a message on failure. */
-bool sim_vpu_check(int code, const tpu_sim_op *op, const tpu_vpu_params *prm, const sim_core_prog *cp,
+/* Checks op->vpu_op's numbers and shapes of operands; writes a message on
+** failure. */
+bool sim_vpu_check(const tpu_sim_op *op, const tpu_vpu_params *prm, const sim_core_prog *cp,
                    char *err, size_t cap);
 uint64_t sim_vpu_cycles(const tpu_vpu_config *vc, const sim_op *so, const sim_core_prog *cp);
 /* Computes the outputs; in[i]/out[i] are the buffers' value arrays.

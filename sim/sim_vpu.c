@@ -25,11 +25,6 @@ static const char *opnd_name(unsigned bit) {
   return "?";
 }
 
-int sim_vpu_lookup(const char *name) {
-  tpu_vpu_op op;
-  return tpu_vpu_op_parse(name, &op) ? (int)op : -1;
-}
-
 const char *sim_vpu_names(void) {
   static _Thread_local char buf[1024];   /* filled on each call, one per thread (sweep points) */
   size_t n = 0;
@@ -67,9 +62,9 @@ static const sim_buf *shape_buf(tpu_vpu_op op, const tpu_sim_op *o, const sim_co
   return B(cp, o->in[0] ? o->in[0] : o->out[0]);
 }
 
-bool sim_vpu_check(int code, const tpu_sim_op *o, const tpu_vpu_params *prm, const sim_core_prog *cp,
+bool sim_vpu_check(const tpu_sim_op *o, const tpu_vpu_params *prm, const sim_core_prog *cp,
                    char *err, size_t cap) {
-  const tpu_vpu_op op = (tpu_vpu_op)code;
+  const tpu_vpu_op op = o->vpu_op;
   unsigned ib[4], ob[6];
   const int ni = in_bits(op, ib), no = out_bits(op, ob);
   int gi = 0, go = 0;
@@ -130,12 +125,12 @@ bool sim_vpu_check(int code, const tpu_sim_op *o, const tpu_vpu_params *prm, con
 }
 
 uint64_t sim_vpu_cycles(const tpu_vpu_config *vc, const sim_op *so, const sim_core_prog *cp) {
-  const sim_buf *sb = shape_buf((tpu_vpu_op)so->vpu_code, &so->o, cp);
-  return tpu_vpu_cycles(vc, (tpu_vpu_op)so->vpu_code, (int)sb->rows, (int)sb->cols);
+  const sim_buf *sb = shape_buf(so->o.vpu_op, &so->o, cp);
+  return tpu_vpu_cycles(vc, so->o.vpu_op, (int)sb->rows, (int)sb->cols);
 }
 
 tpu_status sim_vpu_exec(const sim_op *so, const sim_core_prog *cp, float *const *in, float *const *out) {
-  const tpu_vpu_op op = (tpu_vpu_op)so->vpu_code;
+  const tpu_vpu_op op = so->o.vpu_op;
   const tpu_sim_op *o = &so->o;
   const sim_buf *sb = shape_buf(op, o, cp);
   tpu_vpu_args a = { .rows = (int)sb->rows, .cols = (int)sb->cols, .p = so->params };

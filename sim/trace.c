@@ -114,7 +114,7 @@ static void op_slice(core_ctx *x, const tpu_sim_event *e, int lane) {
                   "\"start_cycle\":%llu,\"end_cycle\":%llu", e->op, tpu_sim_kind_name(so->o.kind),
                   x->step >= 0 ? x->step : (long)so->o.step, (unsigned long long)e->start,
                   (unsigned long long)shown_start(e), (unsigned long long)e->end);
-  if (so->o.kind == TPU_SIM_VPU) { tpu_text_printf(x->b, ",\"vpu_op\":"); json_str(x->b, so->vpu_op); }
+  if (so->o.kind == TPU_SIM_VPU) { tpu_text_printf(x->b, ",\"vpu_op\":"); json_str(x->b, tpu_vpu_op_name(so->o.vpu_op)); }
   if (so->o.kind == TPU_SIM_COLLECTIVE) tpu_text_printf(x->b, ",\"collective\":\"%s\"", tpu_sim_coll_name(so->o.coll));
   if (so->bytes) tpu_text_printf(x->b, ",\"bytes\":%lld", (long long)so->bytes);
   tpu_text_printf(x->b, "}}");

@@ -59,7 +59,7 @@ static void stream_core(tpu_sim_program *p, int core, int64_t s, int64_t total, 
     snprintf(name, sizeof name, "out%lld", (long long)j);
     hout = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, rows, cols);
     const int v = slot[j % depth], o = oslot[j % depth];
-    add_op(p, core, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { v }, .out = { o } });
+    add_op(p, core, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { v }, .out = { o } });
     add_op(p, core, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = o, .dst = hout });
   }
 }

@@ -69,7 +69,7 @@ START_TEST(A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles) {
   tpu_sim_buffer_init(p, 0, w, wv);
   add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = a, .dst = va });
   add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = va, .b = w, .dst = c });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { c }, .out = { d } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { c }, .out = { d } });
   tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
   /* DMA: 100 cycles of latency + 256 bytes at 8 bytes/cycle = [0, 132).
   ** Matmul: one 8x8x8 tile, weights load 132..139, stream from 140, last
@@ -100,8 +100,8 @@ START_TEST(An_op_waits_for_the_op_named_by_after) {
   int x = buf(p, 0, "x", TPU_SIM_VMEM, 8, 8), y = buf(p, 0, "y", TPU_SIM_VMEM, 8, 8);
   int d0 = add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = a, .dst = va });
   /* shares no buffer with the DMA: without 'after' it would start at 0 */
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y }, .after = d0 + 1 });
-  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y }, .after = 3 };
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { x }, .out = { y }, .after = d0 + 1 });
+  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { x }, .out = { y }, .after = 3 };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
   ck_assert_msg(strstr(tpu_sim_program_error(p), "field 'after': 3"), "%s", tpu_sim_program_error(p));
   bad.after = -1;
@@ -126,7 +126,7 @@ START_TEST(An_all_reduce_waits_for_the_slower_core) {
     for (int i = 0; i < 64; i++) v[i] = (float)(core * 100 + i);
     tpu_sim_buffer_init(p, core, x, v);
     for (int k = 0; k < (core ? 75 : 25); k++)
-      add(p, core, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { x } });
+      add(p, core, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { x }, .out = { x } });
     add(p, core, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = x, .dst = y });
   }
   tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 2);
@@ -150,9 +150,9 @@ START_TEST(An_infeed_batch_ready_late_is_an_infeed_stall_of_that_length) {
   uint64_t ready[2] = { 500, 520 };
   ck_assert(tpu_sim_infeed(p, 0, 2, ready) == TPU_OK);
   add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = x });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { x }, .out = { y } });
   add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = x, .step = 1 });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { x }, .out = { y }, .step = 1 });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { x }, .out = { y }, .step = 1 });
   tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
   /* step 0: wait to 500, relu [500, 504); step 1: the second dequeue waits
   ** for the relu to have read x (504) then for the batch (520); relu to 524 */
@@ -617,9 +617,9 @@ START_TEST(A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_by
   tpu_chip_config cfg = teach(1);
   tpu_sim_program *p = program(1);
   int a = buf(p, 0, "a", TPU_SIM_VMEM, 128, 64), b = buf(p, 0, "b", TPU_SIM_VMEM, 129, 64);
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { a }, .out = { a } });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .name = "too_much", .vpu_op = "relu", .in = { b }, .out = { b } });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { a }, .out = { a } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { a }, .out = { a } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .name = "too_much", .vpu_op = TPU_VPU_RELU, .in = { b }, .out = { b } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { a }, .out = { a } });
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 };
   tpu_sim_result *r = NULL;
   ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_RANGE);
@@ -632,8 +632,8 @@ START_TEST(A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_by
   a = buf(p, 0, "a", TPU_SIM_VMEM, 128, 64);
   b = buf(p, 0, "b", TPU_SIM_VMEM, 128, 64);
   int c = buf(p, 0, "c", TPU_SIM_VMEM, 128, 64);
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { a }, .out = { b } });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { b }, .out = { c } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { a }, .out = { b } });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { b }, .out = { c } });
   ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_OK);
   tpu_sim_result_destroy(r);
 }
@@ -652,9 +652,9 @@ START_TEST(Bad_ops_are_rejected_with_a_message) {
   op = (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = v, .b = v, .dst = v };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
   ck_assert(strstr(tpu_sim_program_error(p), "shapes do not agree"));
-  op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "frobnicate", .in = { v }, .out = { v } };
+  op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = (tpu_vpu_op)999, .in = { v }, .out = { v } };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
-  ck_assert(strstr(tpu_sim_program_error(p), "unknown op 'frobnicate'"));
+  ck_assert(strstr(tpu_sim_program_error(p), "unknown op 999"));
   op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = 99, .dst = v };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
   ck_assert_int_eq(tpu_sim_buffer(p, 0, "a", TPU_SIM_HBM, TPU_SIM_F32, 1, 1), 0);
@@ -693,7 +693,7 @@ START_TEST(Setup_errors_name_the_lowest_core_whatever_the_threads) {
       add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = s, .dst = s });
       if (c == 3 || (c == 1 && hog)) {   /* 129 x 128 f32 is more than teach's 64 KiB of VMEM */
         int h = buf(p, c, "hog", TPU_SIM_VMEM, 129, 128);
-        add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { h }, .out = { h } });
+        add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { h }, .out = { h } });
       }
     }
     for (int threads = 1; threads <= 4; threads *= 2) {
@@ -742,12 +742,12 @@ static tpu_sim_program *random_program(int cores, int steps, uint64_t seed) {
       add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hx, .dst = s % 2 ? x2 : x, .step = s });
       add(p, c, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = s % 2 ? x2 : x, .b = w, .dst = y, .step = s,
                               .precision = (tpu_precision)(s % 3) });
-      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y }, .out = { z }, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { y }, .out = { z }, .step = s });
       add(p, c, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = s % 2 ? x2 : x, .b = z, .trans_a = true, .dst = g,
                               .step = s });
       add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = z, .dst = hy, .step = s });
       add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = in, .dst = in, .step = s });
-      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "add", .in = { w, g }, .out = { w }, .step = s });
+      add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_ADD, .in = { w, g }, .out = { w }, .step = s });
     }
   }
   return p;
@@ -900,8 +900,8 @@ START_TEST(Vpu_ops_run_through_vpu_h_with_their_operands_in_order) {
   tpu_vpu_params prm = tpu_vpu_params_default();
   prm.alpha = 1.0f / R;
   prm.lr = 0.01f;
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "softmax_xent", .in = { lg, lb }, .out = { loss, gr }, .params = &prm });
-  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "adam", .in = { gr }, .out = { w, m, v }, .params = &prm });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_SOFTMAX_XENT, .in = { lg, lb }, .out = { loss, gr }, .params = &prm });
+  add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_ADAM, .in = { gr }, .out = { w, m, v }, .params = &prm });
   tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 1);
   /* the same two ops called directly */
   float eloss[R], egrad[R * C], ew[R * C], em[R * C] = { 0 }, ev[R * C] = { 0 };
@@ -924,10 +924,10 @@ START_TEST(Vpu_ops_run_through_vpu_h_with_their_operands_in_order) {
   TU_EQ_U64(e0, s1);
   TU_EQ_U64(tpu_vpu_cycles(&cfg.vpu, TPU_VPU_ADAM, R, C), e1 - s1);
   /* operand counts and sizes are checked when the op is added */
-  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = "adam", .in = { gr }, .out = { w, m } };
+  tpu_sim_op bad = { .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_ADAM, .in = { gr }, .out = { w, m } };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
   ck_assert_msg(strstr(tpu_sim_program_error(p), "in: [grad], out: [param, m, v]"), "%s", tpu_sim_program_error(p));
-  bad = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "add", .in = { lg, lb }, .out = { gr } };
+  bad = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_ADD, .in = { lg, lb }, .out = { gr } };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &bad, NULL), TPU_ERR_INPUT);
   ck_assert_msg(strstr(tpu_sim_program_error(p), "has 6 elements; it needs 60"), "%s", tpu_sim_program_error(p));
 }
@@ -1175,7 +1175,7 @@ static void loop_core(tpu_sim_program *p, int c, uint64_t seed) {
   for (int i = 0; i < 12; i++) {
     add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = hx, .dst = x, .name = "load" });
     add(p, c, (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = x, .b = w, .dst = y, .name = "mm" });
-    add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y }, .out = { y } });
+    add(p, c, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { y }, .out = { y } });
     add(p, c, (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = y, .dst = hy, .name = "store" });
     if (i % 4 == 3) add(p, c, (tpu_sim_op){ .kind = TPU_SIM_COLLECTIVE, .coll = TPU_SIM_ALL_REDUCE, .src = g, .dst = g });
   }
@@ -1267,7 +1267,7 @@ static void alike_core(tpu_sim_program *p, int c, uint64_t seed) {
   for (int i = 0, n = 0; i < 24; i++) {
     tpu_sim_op ops[] = {
       { .kind = TPU_SIM_DMA, .src = hx, .dst = x }, { .kind = TPU_SIM_MATMUL, .a = x, .b = w, .dst = y },
-      { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y }, .out = { y } }, { .kind = TPU_SIM_DMA, .src = y, .dst = hy },
+      { .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { y }, .out = { y } }, { .kind = TPU_SIM_DMA, .src = y, .dst = hy },
     };
     if (i % 8 == 0) add(p, c, (tpu_sim_op){ .kind = TPU_SIM_INFEED, .dst = in }), n++;
     for (int k = 0; k < 4; k++, n++) {
@@ -1358,11 +1358,11 @@ START_TEST(Building_a_program_takes_constant_time_per_buffer_and_op) {
     ck_assert_int_eq(tpu_sim_buffer_find(p, 0, name), i + 1);
     tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = i + 1, .dst = i + 2, .name = "load" };
     ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
-    op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { i + 2 }, .out = { i + 2 } };
+    op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { i + 2 }, .out = { i + 2 } };
     ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
     op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = i + 2, .dst = i + 1, .name = "store" };
     ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
-    op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { i + 2 }, .out = { i + 2 }, .name = "again" };
+    op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { i + 2 }, .out = { i + 2 }, .name = "again" };
     ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_OK);
   }
   const double dt = tu_cpu_now() - t0;
@@ -1445,7 +1445,7 @@ START_TEST(Programs_beyond_the_size_limits_are_refused_before_they_are_built) {
   /* the step limit holds for programs built through the API too */
   p = program(1);
   int v = buf(p, 0, "v", TPU_SIM_VMEM, 8, 8);
-  op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { v }, .out = { v }, .step = TPU_SIM_MAX_STEPS };
+  op = (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { v }, .out = { v }, .step = TPU_SIM_MAX_STEPS };
   ck_assert_int_eq(tpu_sim_add_op(p, 0, &op, NULL), TPU_ERR_INPUT);
   ck_assert_msg(strstr(tpu_sim_program_error(p), "steps are 0..1048575"), "%s", tpu_sim_program_error(p));
 }

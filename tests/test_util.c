@@ -98,7 +98,7 @@ static tpu_status dp_core(tpu_sim_program *p, int c, int rows, int iters, int al
     tpu_sim_op ops[] = {
       { .kind = TPU_SIM_DMA, .src = hx, .dst = x[q] },
       { .kind = TPU_SIM_MATMUL, .a = x[q], .b = w, .dst = y[q] },
-      { .kind = TPU_SIM_VPU, .vpu_op = "relu", .in = { y[q] }, .out = { y[q] } },
+      { .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { y[q] }, .out = { y[q] } },
       { .kind = TPU_SIM_DMA, .src = y[q], .dst = hy },
     };
     for (int k = 0; k < 4 && st == TPU_OK; k++, n++) {
