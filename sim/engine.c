@@ -1,7 +1,8 @@
 /*
-** engine.c -- runs a program on a chip: units, the HBM share, collectives,
-** host threads. The design (and why it is exact and thread-independent) is
-** at the top of sim/sim_int.h.
+** engine.c -- runs a program on a chip: units, the HBM share, the
+** collectives' barrier, host threads. The design (and why it is exact and
+** thread-independent) is at the top of sim/sim_int.h; how long a
+** collective lasts is sim/collective.c.
 **
 ** Units and their models (times in core cycles):
 **   DMA        issued at max(inputs ready, the previous DMA's issue) once
@@ -22,7 +23,7 @@
 **              batch's ready cycle); [start, end) is an infeed stall.
 **   COLL       arrives at max(inputs ready, unit free); starts when the last
 **              core arrives; lasts tpu_sim_collective_cycles(): the
-**              hierarchical alpha-beta forms of coll_time().
+**              hierarchical alpha-beta forms of sim/collective.c.
 */
 #include <math.h>
 #include <stdio.h>
@@ -38,123 +39,6 @@
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-/* Cycle arithmetic saturates at SIM_CYCLE_CAP, far below SIM_UNRESOLVED and
-** far above TPU_SIM_MAX_CYCLES: a run that gets there fails (account())
-** instead of wrapping. */
-#define SIM_CYCLE_CAP (UINT64_C(1) << 62)
-static uint64_t add_cyc(uint64_t a, uint64_t b) { return a >= SIM_CYCLE_CAP - min_u64(b, SIM_CYCLE_CAP) ? SIM_CYCLE_CAP : a + b; }
-/* ceil(x) as cycles, for x >= 0 (saturated; NaN too). */
-static uint64_t ceil_cyc(double x) { return x < (double)SIM_CYCLE_CAP ? (uint64_t)ceil(x) : SIM_CYCLE_CAP; }
-
-/* {==================================================================
-** Collective timing (closed forms; see docs/PROGRAMS.md)
-** ================================================================== */
-/* The torus shape: rows x cols = n with rows the largest divisor <= sqrt(n). */
-static void torus_shape(int n, int *rows, int *cols) {
-  int r = 1;
-  for (int d = 1; d * d <= n; d++)
-    if (n % d == 0) r = d;
-  *rows = r;
-  *cols = n / r;
-}
-
-/* The collective's plan: c cores per chip, p chips, the chips as r x q
-** (r = 1: a ring), and the link parameters in cycles and bytes per cycle. */
-typedef struct coll_plan {
-  int c, p, r, q;
-  double a_on, b_on;           /* on-chip hop: latency (cycles), bytes per cycle */
-  double a, b;                 /* ICI hop */
-  int h;                       /* slices sharing one ring direction: ceil(c / 2) */
-} coll_plan;
-
-static coll_plan plan_of(const tpu_chip_config *cfg) {
-  coll_plan k;
-  k.c = cfg->cores_per_chip;
-  k.p = cfg->cores / cfg->cores_per_chip;
-  k.r = 1;
-  k.q = k.p;
-  if (k.p > 1 && tpu_ici_topology_resolve(cfg) == TPU_ICI_TORUS) torus_shape(k.p, &k.r, &k.q);
-  const double hz = cfg->clock_mhz * 1e6;
-  k.a_on = cfg->onchip_latency_ns * cfg->clock_mhz / 1000.0;
-  k.b_on = cfg->onchip_link_gbit_per_s * 1e9 / 8.0 / hz;
-  k.a = cfg->ici_latency_ns * cfg->clock_mhz / 1000.0;
-  k.b = cfg->ici_link_gbit_per_s * 1e9 / 8.0 / hz;
-  k.h = (k.c + 1) / 2;
-  return k;
-}
-
-/* The alpha-beta cost of 'steps' steps of 'bytes' each over hops (a, b). */
-static double ab(double steps, double a, double bytes, double b) { return steps * (a + bytes / b); }
-
-/* Hierarchical collectives, in cycles, for n bytes per core (the textbook
-** alpha-beta forms; docs/PROGRAMS.md):
-**   all_reduce      on-chip ring reduce-scatter among the chip's c cores,
-**                   then each core's 1/c slice all-reduced among the p chips
-**                   (a ring, or on an r x q torus a ring along the rows then
-**                   along the columns, and back), the chip's slices on the
-**                   ring's two directions, then on-chip ring all-gather
-**   reduce_scatter  the first two stages' reduce-scatter halves
-**   all_gather      each core's n around its chip ring, then on-chip
-**   broadcast       pipelined along the chips, then along the chip's cores */
-static double coll_time(const coll_plan *k, tpu_sim_coll coll, double n) {
-  const int c = k->c, p = k->p, r = k->r, q = k->q;
-  const double h = k->h;
-  double t = 0;
-  switch (coll) {
-  case TPU_SIM_ALL_REDUCE:
-    t += 2 * ab(c - 1, k->a_on, n / c, k->b_on);
-    t += 2 * (ab(q - 1, k->a, h * n / c / q, k->b) + ab(r - 1, k->a, h * n / c / q / r, k->b));
-    break;
-  case TPU_SIM_REDUCE_SCATTER:
-    t += ab(c - 1, k->a_on, n / c, k->b_on);
-    t += ab(q - 1, k->a, h * n / c / q, k->b) + ab(r - 1, k->a, h * n / c / q / r, k->b);
-    break;
-  case TPU_SIM_ALL_GATHER:
-    t += ab(q - 1, k->a, h * n, k->b) + ab(r - 1, k->a, h * q * n, k->b);
-    t += ab(c - 1, k->a_on, p * n, k->b_on);
-    break;
-  default:
-    if (p > 1) t += n / k->b + (q - 1 + r - 1) * k->a;
-    if (c > 1) t += n / k->b_on + (c - 1) * k->a_on;
-    break;
-  }
-  return t;
-}
-
-uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes) {
-  if (cfg->cores <= 1 || bytes <= 0) return 0;
-  const coll_plan k = plan_of(cfg);
-  const double t = coll_time(&k, c, (double)bytes);
-  uint64_t cyc = ceil_cyc(t - 1e-9 * t);
-  return cyc ? cyc : 1;
-}
-
-const char *tpu_sim_collective_algorithm(const tpu_chip_config *cfg, tpu_sim_coll coll, char *buf, size_t cap) {
-  const coll_plan k = plan_of(cfg);
-  static const char *const NAMES[] = { "all-reduce", "all-gather", "reduce-scatter", "broadcast" };
-  const char *name = (unsigned)coll < 4 ? NAMES[coll] : "?";
-  char on[96] = "", ici[128] = "";
-  snprintf(on, sizeof on, "an on-chip ring of the chip's %d cores", k.c);
-  if (k.r > 1) snprintf(ici, sizeof ici, "a %dx%d 2-D torus of %d chips (rings along the rows, then the columns)", k.r, k.q, k.p);
-  else snprintf(ici, sizeof ici, "a ring of %d chips", k.p);
-  if (!buf || !cap) return "";
-  if (cfg->cores <= 1) snprintf(buf, cap, "%s: none (one core)", name);
-  else if (k.p == 1) snprintf(buf, cap, "%s %s over %s", coll == TPU_SIM_BROADCAST ? "pipelined" : "ring", name, on);
-  else if (k.c == 1) snprintf(buf, cap, "%s %s over %s", coll == TPU_SIM_BROADCAST ? "pipelined" : "ring", name, ici);
-  else if (coll == TPU_SIM_ALL_REDUCE)
-    snprintf(buf, cap, "hierarchical all-reduce: ring reduce-scatter over %s, ring all-reduce of each core's 1/%d "
-             "slice over %s (the slices on the two ring directions), ring all-gather over %s", on, k.c, ici, on);
-  else if (coll == TPU_SIM_REDUCE_SCATTER)
-    snprintf(buf, cap, "hierarchical reduce-scatter: ring reduce-scatter over %s, then of each core's 1/%d slice "
-             "over %s", on, k.c, ici);
-  else if (coll == TPU_SIM_ALL_GATHER)
-    snprintf(buf, cap, "hierarchical all-gather: ring all-gather over %s, then over %s", ici, on);
-  else
-    snprintf(buf, cap, "pipelined broadcast over %s, then over %s", ici, on);
-  return buf;
-}
-/* }================================================================== */
-
 /* {==================================================================
 ** Thread pool. A batch of tasks (one per chip, or per core) is handed out
 ** through one atomic ticket, (generation << 32) | next task, so a thread
@@ -519,7 +403,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
     break;
   case SIM_U_VPU: {
     const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
-    c->end[i] = c->unit_free[u] = add_cyc(start, cyc);
+    c->end[i] = c->unit_free[u] = sim_add_cyc(start, cyc);
     if (values) {
       float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
       for (int k = 0; k < TPU_SIM_MAX_IN && so->o.in[k]; k++) in[k] = c->val[so->o.in[k] - 1];
@@ -546,7 +430,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   case SIM_U_DMA: {
     sim_xfer *x = &c->xf[c->nxf++];
     c->unit_free[u] = start;             /* issued in program order */
-    *x = (sim_xfer){ .op = i, .enter = add_cyc(start, ceil_cyc(r->hbm_lat - 1e-9)) };
+    *x = (sim_xfer){ .op = i, .enter = sim_add_cyc(start, sim_ceil_cyc(r->hbm_lat - 1e-9)) };
     if (x->enter < ch->tlast) x->enter = ch->tlast;   /* proven not to happen; stay safe */
     c->mid[i] = x->enter;
     if (values) dma_values(c, so);
@@ -563,7 +447,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
       c->head[u]--;                      /* stays at the head until resolved */
       c->coll_arrived = i;
       c->coll_arrival = start;
-      const uint64_t lb = add_cyc(start, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
+      const uint64_t lb = sim_add_cyc(start, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
       ch->horizon = ch->horizon == SIM_UNRESOLVED ? lb : max_u64(ch->horizon, lb);
     }
     break;
@@ -620,7 +504,7 @@ static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
       if (!x->in_pool) continue;
       x->rate = core_rate / c->npool;
       const double cyc = x->rem / x->rate;
-      x->fin = add_cyc(t, cyc <= 1e-9 ? 0 : ceil_cyc(cyc - 1e-9 * cyc));
+      x->fin = sim_add_cyc(t, cyc <= 1e-9 ? 0 : sim_ceil_cyc(cyc - 1e-9 * cyc));
     }
   }
 }
@@ -972,7 +856,7 @@ static void copy_results(tpu_sim_result *r) {
 ** it on every core, with its values, and opens the next round. */
 static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t last) {
   const sim_op *so = &r->core[0].cp->ops[ops[0]];
-  const uint64_t end = add_cyc(last, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
+  const uint64_t end = sim_add_cyc(last, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
   if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
     sim_seterr(r->p, "out of memory in a collective");
     return TPU_ERR_NOMEM;
@@ -1011,7 +895,7 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
       if (t != SIM_UNRESOLVED) lb = max_u64(lb, t);
     }
   }
-  lb = add_cyc(lb, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
+  lb = sim_add_cyc(lb, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
   const bool raised = lb > *glb;
   *glb = max_u64(*glb, lb);
   for (int s = 0; s < r->nsimchips; s++) {

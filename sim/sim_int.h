@@ -1,6 +1,6 @@
 /*
 ** sim_int.h -- internals of the chip engine (sim/program.c, sim/engine.c,
-** sim/stats.c, sim/program_json.c). Not a public header.
+** sim/collective.c, sim/stats.c, sim/program_json.c). Not a public header.
 **
 ** Design.
 **
@@ -65,6 +65,7 @@
 */
 #ifndef TPU_SIM_INT_H
 #define TPU_SIM_INT_H
+#include <math.h>
 #include <pthread.h>
 
 #include "sim/sim.h"
@@ -76,6 +77,15 @@ enum { SIM_U_DMA = TPU_SIM_DMA, SIM_U_MXU = TPU_SIM_MATMUL, SIM_U_VPU = TPU_SIM_
 ** column), or -1 (idle). */
 int sim_stall_unit(int s);
 #define SIM_UNRESOLVED UINT64_MAX
+/* Cycle arithmetic saturates at SIM_CYCLE_CAP, far below SIM_UNRESOLVED and
+** far above TPU_SIM_MAX_CYCLES: a run that gets there fails (engine.c,
+** account()) instead of wrapping. */
+#define SIM_CYCLE_CAP (UINT64_C(1) << 62)
+static inline uint64_t sim_add_cyc(uint64_t a, uint64_t b) {
+  return a >= SIM_CYCLE_CAP - (b < SIM_CYCLE_CAP ? b : SIM_CYCLE_CAP) ? SIM_CYCLE_CAP : a + b;
+}
+/* ceil(x) as cycles, for x >= 0 (saturated; NaN too). */
+static inline uint64_t sim_ceil_cyc(double x) { return x < (double)SIM_CYCLE_CAP ? (uint64_t)ceil(x) : SIM_CYCLE_CAP; }
 
 typedef struct sim_buf {
   const char *name;            /* in the program's name table (sim_intern) */
