@@ -1,8 +1,8 @@
 /*
 ** engine.c -- runs a program on a chip: units, the HBM share, the
-** collectives' barrier, host threads. The design (and why it is exact and
-** thread-independent) is at the top of sim/sim_int.h; how long a
-** collective lasts is sim/collective.c.
+** collectives' barrier, the rounds of chips on host threads (sim/pool.c).
+** The design (and why it is exact and thread-independent) is at the top of
+** sim/sim_int.h; how long a collective lasts is sim/collective.c.
 **
 ** Units and their models (times in core cycles):
 **   DMA        issued at max(inputs ready, the previous DMA's issue) once
@@ -30,151 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "sim/sim_int.h"
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-/* {==================================================================
-** Thread pool. A batch of tasks (one per chip, or per core) is handed out
-** through one atomic ticket, (generation << 32) | next task, so a thread
-** that is not running (a busy host) never holds up the others: whoever is
-** awake takes the next task, and the caller takes them all if need be.
-** Which thread runs which task never affects results (tasks share
-** nothing). Waiting first spins for up to SPIN_NS, yielding, before
-** sleeping on a condition variable: a round between two collectives can be
-** shorter than a futex wake-up.
-** ================================================================== */
-#define SPIN_NS 200000
-#define POOL_CLOSED 0x7fffffffu   /* a task index past every batch */
-
-typedef struct pool {
-  int nthreads;
-  pthread_t *tid;
-  pthread_mutex_t mu;
-  pthread_cond_t go, done;
-  _Atomic uint64_t ticket;     /* generation << 32 | index of the next task */
-  _Atomic int finished;        /* tasks of the current generation done */
-  _Atomic bool quit;
-  void (*fn)(void *ctx, int task);
-  void *ctx;
-  _Atomic int ntasks;
-} pool;
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Runs tasks of generation 'gen' while any are left. */
-static void take_tasks(pool *p, uint64_t gen) {
-  for (;;) {
-    uint64_t t = atomic_load(&p->ticket);
-    if (t >> 32 != gen) return;                       /* a newer batch: the caller re-enters */
-    const int idx = (int)(t & 0xffffffffu);
-    if (idx >= atomic_load(&p->ntasks)) return;
-    if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue;
-    /* the CAS proves generation 'gen' is current, so fn and ctx are its own
-    ** and stay so until every one of its tasks (this one too) has finished */
-    p->fn(p->ctx, idx);
-    if (atomic_fetch_add(&p->finished, 1) + 1 == atomic_load(&p->ntasks)) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
-  }
-}
-
-static void *worker(void *arg) {
-  pool *p = arg;
-  uint64_t seen = 0;
-  for (;;) {
-    const uint64_t t0 = mono_ns();
-    for (unsigned i = 1; atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit); i++) {
-      if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
-        pthread_mutex_unlock(&p->mu);
-        break;
-      }
-      if (i > 256) sched_yield();        /* an oversubscribed host: let the others run */
-    }
-    if (atomic_load(&p->quit)) break;
-    seen = atomic_load(&p->ticket) >> 32;
-    take_tasks(p, seen);
-  }
-  return NULL;
-}
-
-static void pool_run(pool *p, int ntasks, void (*fn)(void *, int), void *ctx) {
-  /* The previous batch is finished, but a worker may still hold a ticket
-  ** of it (all of its tasks taken) and be about to compare it with ntasks.
-  ** Were ntasks raised first, that worker's compare-exchange on the stale
-  ** ticket could succeed and run a task of this batch under the old
-  ** generation (twice, and counted once too often: the caller then went on
-  ** while a task still ran). So first close the old generation: a ticket
-  ** of a new generation whose index is past any batch; then set up the
-  ** batch; then open it under a generation of its own. */
-  const uint64_t g0 = atomic_load(&p->ticket) >> 32;
-  atomic_store(&p->ticket, ((g0 + 1) << 32) | POOL_CLOSED);
-  p->fn = fn;
-  p->ctx = ctx;
-  atomic_store(&p->ntasks, ntasks);
-  atomic_store(&p->finished, 0);
-  const uint64_t gen = g0 + 2;
-  pthread_mutex_lock(&p->mu);
-  atomic_store(&p->ticket, gen << 32);
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  take_tasks(p, gen);
-  const uint64_t t0 = mono_ns();
-  for (unsigned i = 1; atomic_load(&p->finished) < ntasks; i++) {
-    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
-      pthread_mutex_lock(&p->mu);
-      while (atomic_load(&p->finished) < ntasks) pthread_cond_wait(&p->done, &p->mu);
-      pthread_mutex_unlock(&p->mu);
-      break;
-    }
-    if (i > 256) sched_yield();
-  }
-}
-
-/* Starts nthreads-1 workers; on failure runs with fewer (never fails). */
-static void pool_start(pool *p, int nthreads) {
-  memset(p, 0, sizeof *p);
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->go, NULL);
-  pthread_cond_init(&p->done, NULL);
-  atomic_init(&p->ticket, 0);
-  atomic_init(&p->finished, 0);
-  atomic_init(&p->ntasks, 0);
-  atomic_init(&p->quit, false);
-  p->nthreads = 1;
-  p->tid = tpu_calloc((size_t)nthreads, sizeof *p->tid);
-  if (!p->tid) return;
-  for (int w = 1; w < nthreads; w++) {
-    if (pthread_create(&p->tid[w], NULL, worker, p) != 0) break;
-    p->nthreads = w + 1;
-  }
-}
-
-static void pool_stop(pool *p) {
-  pthread_mutex_lock(&p->mu);
-  atomic_store(&p->quit, true);
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  for (int w = 1; w < p->nthreads; w++) pthread_join(p->tid[w], NULL);
-  tpu_free(p->tid);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->go);
-  pthread_cond_destroy(&p->done);
-}
-/* }================================================================== */
 
 /* {==================================================================
 ** Values (tile level)
@@ -758,11 +618,6 @@ static void account_task(void *ctx, int task) {
   r->core[core].oom = sim_account(r, core) != TPU_OK || (r->events && sim_build_log(r, core) != TPU_OK);
 }
 
-static int host_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
-
 /* {==================================================================
 ** The run
 ** ================================================================== */
@@ -909,10 +764,10 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
 
 /* Rounds: every chip advances until blocked, then the collective at the
 ** barrier is resolved or bounded, until nothing moves. */
-static tpu_status run_rounds(tpu_sim_result *r, pool *pl) {
+static tpu_status run_rounds(tpu_sim_result *r, sim_pool *pl) {
   uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
   for (;;) {
-    pool_run(pl, r->nsimchips, chip_advance, r);
+    sim_pool_run(pl, r->nsimchips, chip_advance, r);
     bool progressed = false;
     for (int k = 0; k < r->chips; k++) {
       if (r->chip[k].st != TPU_OK) { sim_seterr(r->p, "%s", r->chip[k].err); return r->chip[k].st; }
@@ -968,8 +823,8 @@ static const char *first_past(const tpu_sim_result *r, char *buf, size_t cap) {
   return buf;
 }
 
-static tpu_status account(tpu_sim_result *r, pool *pl) {
-  pool_run(pl, r->nsim, maxend_task, r);
+static tpu_status account(tpu_sim_result *r, sim_pool *pl) {
+  sim_pool_run(pl, r->nsim, maxend_task, r);
   for (int s = 0; s < r->nsim; s++) r->cycles = max_u64(r->cycles, r->core[r->sim[s]].maxend);
   if (r->cycles > TPU_SIM_MAX_CYCLES) {
     char at[224];
@@ -981,7 +836,7 @@ static tpu_status account(tpu_sim_result *r, pool *pl) {
                r->cfg.clock_mhz);
     return TPU_ERR_RANGE;
   }
-  pool_run(pl, r->nsim, account_task, r);
+  sim_pool_run(pl, r->nsim, account_task, r);
   for (int s = 0; s < r->nsim; s++)
     if (r->core[r->sim[s]].oom) { sim_seterr(r->p, "out of memory in the stall accounting"); return TPU_ERR_NOMEM; }
   copy_results(r);
@@ -1012,14 +867,14 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (st != TPU_OK) return st;
   tpu_sim_result *r = new_result(cfg, p, opt);
   if (!r) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
-  int nthreads = opt->threads > 0 ? opt->threads : host_cores();
+  int nthreads = opt->threads > 0 ? opt->threads : sim_host_cores();
   plan_cores(r);
   if (nthreads > r->nsimchips) nthreads = r->nsimchips;
   if (nthreads > 64) nthreads = 64;
-  pool pl;
-  pool_start(&pl, nthreads);
+  sim_pool pl;
+  sim_pool_start(&pl, nthreads);
   alloc_ops(r);                          /* a failure is reported by setup_core */
-  pool_run(&pl, r->cores, setup_task, r);
+  sim_pool_run(&pl, r->cores, setup_task, r);
   for (int c = 0; c < r->cores && st == TPU_OK; c++) {   /* the lowest core's error, whatever the threads */
     if ((st = check_colls(p, c, e, sizeof e)) != TPU_OK) sim_seterr(p, "%s", e);
     else if ((st = r->core[c].setup_st) != TPU_OK) sim_seterr(p, "%s", r->core[c].setup_err);
@@ -1027,7 +882,7 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (st == TPU_OK) st = run_rounds(r, &pl);
   if (st == TPU_OK) st = check_resolved(r);
   if (st == TPU_OK) st = account(r, &pl);
-  pool_stop(&pl);
+  sim_pool_stop(&pl);
   if (st != TPU_OK) { tpu_sim_result_destroy(r); return st; }
   *out = r;
   return TPU_OK;

@@ -1,6 +1,7 @@
 /*
 ** sim_int.h -- internals of the chip engine (sim/program.c, sim/engine.c,
-** sim/collective.c, sim/stats.c, sim/program_json.c). Not a public header.
+** sim/collective.c, sim/pool.c, sim/stats.c, sim/program_json.c). Not a
+** public header.
 **
 ** Design.
 **
@@ -67,6 +68,7 @@
 #define TPU_SIM_INT_H
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "sim/sim.h"
 
@@ -175,6 +177,35 @@ uint64_t sim_vpu_cycles(const tpu_vpu_config *vc, const sim_op *so, const sim_co
 /* Computes the outputs; in[i]/out[i] are the buffers' value arrays.
 ** TPU_ERR_NOMEM (label scratch) or the VPU's error. */
 tpu_status sim_vpu_exec(const sim_op *so, const sim_core_prog *cp, float *const *in, float *const *out);
+/* }================================================================== */
+
+/* {==================================================================
+** Host threads (sim/pool.c)
+** ================================================================== */
+/* A pool of threads that runs batches of tasks; on the caller's stack,
+** set up by sim_pool_start, torn down by sim_pool_stop. */
+typedef struct sim_pool {
+  int nthreads;
+  pthread_t *tid;
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  _Atomic uint64_t ticket;     /* generation << 32 | index of the next task */
+  _Atomic int finished;        /* tasks of the current generation done */
+  _Atomic bool quit;
+  void (*fn)(void *ctx, int task);
+  void *ctx;
+  _Atomic int ntasks;
+} sim_pool;
+
+/* Starts nthreads-1 workers (the caller is the last); on failure runs with
+** fewer. This function can't fail. */
+void sim_pool_start(sim_pool *p, int nthreads);
+/* Runs fn(ctx, 0 .. ntasks-1) on the pool and the calling thread; returns
+** when every task has finished. Tasks must not depend on each other. */
+void sim_pool_run(sim_pool *p, int ntasks, void (*fn)(void *, int), void *ctx);
+void sim_pool_stop(sim_pool *p);
+/* The host's online processors, 1..64. */
+int sim_host_cores(void);
 /* }================================================================== */
 
 /* {==================================================================
