@@ -2,7 +2,10 @@
 ** engine.c -- runs a program on a chip: units, the HBM share, the
 ** collectives' barrier, the rounds of chips on host threads (sim/pool.c).
 ** The design (and why it is exact and thread-independent) is at the top of
-** sim/sim_int.h; how long a collective lasts is sim/collective.c.
+** sim/sim_int.h; how long a collective lasts is sim/collective.c. This file
+** is the timing: at the tile level each op's values are computed, once it
+** is timed, by the functional layer (sim/values.c); none of them is read
+** here.
 **
 ** Units and their models (times in core cycles):
 **   DMA        issued at max(inputs ready, the previous DMA's issue) once
@@ -24,6 +27,7 @@
 **   COLL       arrives at max(inputs ready, unit free); starts when the last
 **              core arrives; lasts tpu_sim_collective_cycles(): the
 **              hierarchical alpha-beta forms of sim/collective.c.
+** Not modelled: sim_int.h lists it (the end of its design note).
 */
 #include <math.h>
 #include <stdio.h>
@@ -35,120 +39,6 @@
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-/* {==================================================================
-** Values (tile level)
-** ================================================================== */
-static void store(const sim_buf *b, float *dst, const float *src, size_t n) {
-  if (dst != src) memmove(dst, src, n * sizeof *dst);
-  if (b->dtype == TPU_SIM_BF16) tpu_bf16_round_array(dst, n);
-}
-
-/* dst (M x N) = op(a) . op(b) through the MXU's fast kernel. */
-static tpu_status matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, const sim_op *so) {
-  const sim_core_prog *cp = c->cp;
-  const tpu_sim_op *o = &so->o;
-  const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
-  const int64_t M = D->rows, N = D->cols, K = o->trans_a ? A->rows : A->cols;
-  const float *a = c->val[o->a - 1], *b = c->val[o->b - 1];
-  float *at = NULL, *bt = NULL, *cm = tpu_malloc((size_t)(M * N) * sizeof *cm);
-  tpu_status st = TPU_ERR_NOMEM;
-  if (!cm) goto out;
-  if (o->trans_a) {                      /* a is K x M */
-    if (!(at = tpu_malloc((size_t)(M * K) * sizeof *at))) goto out;
-    for (int64_t i = 0; i < K; i++)
-      for (int64_t j = 0; j < M; j++) at[j * K + i] = a[i * M + j];
-    a = at;
-  }
-  if (o->trans_b) {                      /* b is N x K */
-    if (!(bt = tpu_malloc((size_t)(K * N) * sizeof *bt))) goto out;
-    for (int64_t i = 0; i < N; i++)
-      for (int64_t j = 0; j < K; j++) bt[j * N + i] = b[i * K + j];
-    b = bt;
-  }
-  float *d = c->val[o->dst - 1];
-  const size_t n = (size_t)(M * N);
-  if (o->accumulate) memcpy(cm, d, n * sizeof *cm);   /* the accumulators hold the earlier folds' sums */
-  st = tpu_mxu_gemm_acc(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
-                        (int)K, a, b, cm, o->accumulate, NULL);
-  if (st != TPU_OK) goto out;
-  store(D, d, cm, n);
-out:
-  tpu_free(at);
-  tpu_free(bt);
-  tpu_free(cm);
-  return st;
-}
-
-static void dma_values(sim_core_rt *c, const sim_op *so) {
-  const sim_buf *S = &c->cp->bufs[so->o.src - 1], *D = &c->cp->bufs[so->o.dst - 1];
-  store(D, c->val[so->o.dst - 1], c->val[so->o.src - 1], (size_t)(S->rows * S->cols));
-}
-
-/* Collective values over every core. Sums run in core order 0..n-1
-** (tpu_sim_sum_cores, the trainer's order too), whatever the ring's chunk
-** schedule: the timing is the ring's, the bits are the one data-parallel sum. */
-static tpu_status coll_values(tpu_sim_result *r, const int *ops) {
-  const int n = r->cores;
-  const sim_op *so0 = &r->core[0].cp->ops[ops[0]];
-  const tpu_sim_op *o = &so0->o;
-  const sim_buf *S0 = &r->core[0].cp->bufs[o->src - 1];
-  const int64_t E = S0->rows * S0->cols;
-  float *sum = NULL;
-  if (o->coll == TPU_SIM_ALL_REDUCE || o->coll == TPU_SIM_REDUCE_SCATTER) {
-    if (!(sum = tpu_malloc((size_t)E * sizeof *sum))) return TPU_ERR_NOMEM;
-    const float *src[TPU_MAX_CORES];
-    for (int q = 0; q < n; q++) src[q] = r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1];
-    tpu_sim_sum_cores(n, src, E, sum);
-  }
-  if (o->coll == TPU_SIM_ALL_GATHER) {
-    /* dst may alias nobody's src (shapes differ), so write in place */
-    for (int c = 0; c < n; c++) {
-      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
-      const sim_buf *D = &r->core[c].cp->bufs[oc->dst - 1];
-      float *d = r->core[c].val[oc->dst - 1];
-      for (int q = 0; q < n; q++)
-        memcpy(d + (size_t)(q * E), r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1], (size_t)E * sizeof *d);
-      if (D->dtype == TPU_SIM_BF16) tpu_bf16_round_array(d, (size_t)(n * E));
-    }
-  } else if (o->coll == TPU_SIM_BROADCAST) {
-    const int root = o->root;
-    const float *s = r->core[root].val[r->core[root].cp->ops[ops[root]].o.src - 1];
-    float *tmp = tpu_malloc((size_t)E * sizeof *tmp);
-    if (!tmp) return TPU_ERR_NOMEM;
-    memcpy(tmp, s, (size_t)E * sizeof *tmp);
-    for (int c = 0; c < n; c++) {
-      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
-      store(&r->core[c].cp->bufs[oc->dst - 1], r->core[c].val[oc->dst - 1], tmp, (size_t)E);
-    }
-    tpu_free(tmp);
-  } else {
-    for (int c = 0; c < n; c++) {
-      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
-      const sim_buf *D = &r->core[c].cp->bufs[oc->dst - 1];
-      if (o->coll == TPU_SIM_ALL_REDUCE)
-        store(D, r->core[c].val[oc->dst - 1], sum, (size_t)E);
-      else
-        store(D, r->core[c].val[oc->dst - 1], sum + E / n * c, (size_t)(E / n));
-    }
-  }
-  tpu_free(sum);
-  return TPU_OK;
-}
-
-static void infeed_values(tpu_sim_result *r, sim_core_rt *c, const sim_op *so, int64_t batch) {
-  const sim_buf *D = &c->cp->bufs[so->o.dst - 1];
-  float *d = c->val[so->o.dst - 1];
-  const size_t n = (size_t)(D->rows * D->cols);
-  if (r->p->fill) {
-    r->p->fill(r->p->fill_ud, c->id, batch, d, n);
-  } else {
-    const float v = (float)(c->id * 1000 + batch);
-    for (size_t i = 0; i < n; i++) d[i] = v;
-  }
-  if (D->dtype == TPU_SIM_BF16) tpu_bf16_round_array(d, n);
-}
-/* }================================================================== */
 
 /* {==================================================================
 ** One chip's advance (runs on a worker thread; touches only its cores)
@@ -178,9 +68,10 @@ static bool record_tile(sim_core_rt *c, int i, const tpu_mxu_walk_tile *t, const
   return true;
 }
 
-/* Resolves matmul op i, whose inputs are ready at 'start': its tiles in
-** walk order through their arrays' schedules (the arrays keep their state
-** from op to op), then its values. */
+/* Times matmul op i, whose inputs are ready at 'start': its tiles in walk
+** order through their arrays' schedules (the arrays keep their state from
+** op to op). From shapes only: try_start computes the values next
+** (sim_matmul_values, sim/values.c). */
 static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i, uint64_t start) {
   const sim_op *so = &c->cp->ops[i];
   const tpu_sim_op *o = &so->o;
@@ -209,10 +100,6 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   uint64_t most = 0;
   for (int a = 0; a < r->cfg.mxus_per_core; a++) most = max_u64(most, streaming[a]);
   c->wl[i] = streamed_end - first > most ? streamed_end - first - most : 0;
-  if (r->opt.level != TPU_FIDELITY_TIMING) {
-    tpu_status st = matmul_values(&r->cfg, c, so);
-    if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
-  }
 }
 
 /* True when matmul 'so' adds into the accumulators that the earlier matmul
@@ -260,15 +147,17 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   switch (u) {
   case SIM_U_MXU:
     mxu_start(r, ch, c, i, start);
+    if (values) {
+      const tpu_status ms = sim_matmul_values(&r->cfg, c, so);
+      if (ms != TPU_OK)
+        chip_fail(ch, ms, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
+    }
     break;
   case SIM_U_VPU: {
     const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
     c->end[i] = c->unit_free[u] = sim_add_cyc(start, cyc);
     if (values) {
-      float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
-      for (int k = 0; k < TPU_SIM_MAX_IN && so->o.in[k]; k++) in[k] = c->val[so->o.in[k] - 1];
-      for (int k = 0; k < TPU_SIM_MAX_OUT && so->o.out[k]; k++) out[k] = c->val[so->o.out[k] - 1];
-      tpu_status vs = sim_vpu_exec(so, cp, in, out);
+      const tpu_status vs = sim_vpu_values(c, so);
       if (vs != TPU_OK)
         chip_fail(ch, vs == TPU_ERR_NOMEM ? TPU_ERR_NOMEM : TPU_ERR_INPUT, "core %d: op %d ('%s'): the VPU "
                   "rejected its operands: %s (labels must lie in [0, cols))", c->id, i, so->name, tpu_status_str(vs));
@@ -284,7 +173,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
       break;
     }
     c->end[i] = c->unit_free[u] = max_u64(start, cp->infeed_ready[b]);
-    if (values) infeed_values(r, c, so, b);
+    if (values) sim_infeed_values(r, c, so, b);
     break;
   }
   case SIM_U_DMA: {
@@ -293,7 +182,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
     *x = (sim_xfer){ .op = i, .enter = sim_add_cyc(start, sim_ceil_cyc(r->hbm_lat - 1e-9)) };
     if (x->enter < ch->tlast) x->enter = ch->tlast;   /* proven not to happen; stay safe */
     c->mid[i] = x->enter;
-    if (values) dma_values(c, so);
+    if (values) sim_dma_values(c, so);
     break;
   }
   case SIM_U_COLL:
@@ -301,7 +190,7 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
       c->end[i] = c->unit_free[u] = start;
       if (values) {
         int one[1] = { i };
-        if (coll_values(r, one) != TPU_OK) chip_fail(ch, TPU_ERR_NOMEM, "out of memory in a collective");
+        if (sim_coll_values(r, one) != TPU_OK) chip_fail(ch, TPU_ERR_NOMEM, "out of memory in a collective");
       }
     } else {
       c->head[u]--;                      /* stays at the head until resolved */
@@ -518,9 +407,7 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
   if (!r) return;
   for (int c = 0; r->core && c < r->cores; c++) {
     sim_core_rt *k = &r->core[c];
-    if (k->val)
-      for (int b = 0; b < k->cp->nbufs; b++) tpu_free(k->val[b]);
-    tpu_free(k->val);
+    sim_values_free(k);
     tpu_free(k->steps);
     tpu_free(k->step_end);
     tpu_free(k->slices);
@@ -582,16 +469,7 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
   for (int i = 0; i < cp->nops; i++) c->end[i] = SIM_UNRESOLVED;
   for (int u = 0; u < SIM_NUNITS; u++) { c->q[u] = cp->uq[u]; c->qn[u] = cp->uqn[u]; }
   for (int a = 0; a < r->cfg.mxus_per_core; a++) tpu_mxu_sched_init(&c->mxu[a], &r->cfg.mxu);
-  if (r->opt.level != TPU_FIDELITY_TIMING) {
-    if (!(c->val = tpu_calloc((size_t)cp->nbufs + 1, sizeof *c->val))) return TPU_ERR_NOMEM;
-    for (int b = 0; b < cp->nbufs; b++) {
-      const sim_buf *B = &cp->bufs[b];
-      const size_t ne = (size_t)(B->rows * B->cols);
-      if (!(c->val[b] = tpu_calloc(ne, sizeof(float)))) return TPU_ERR_NOMEM;
-      if (B->init) memcpy(c->val[b], B->init, ne * sizeof(float));
-    }
-  }
-  return TPU_OK;
+  return r->opt.level != TPU_FIDELITY_TIMING ? sim_values_alloc(c) : TPU_OK;
 }
 
 static void setup_task(void *ctx, int core) {
@@ -712,7 +590,7 @@ static void copy_results(tpu_sim_result *r) {
 static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t last) {
   const sim_op *so = &r->core[0].cp->ops[ops[0]];
   const uint64_t end = sim_add_cyc(last, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
-  if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
+  if (r->opt.level != TPU_FIDELITY_TIMING && sim_coll_values(r, ops) != TPU_OK) {
     sim_seterr(r->p, "out of memory in a collective");
     return TPU_ERR_NOMEM;
   }

@@ -1,7 +1,7 @@
 /*
 ** sim_int.h -- internals of the chip engine (sim/program.c, sim/engine.c,
-** sim/collective.c, sim/pool.c, sim/stats.c, sim/program_json.c). Not a
-** public header.
+** sim/collective.c, sim/pool.c, sim/values.c, sim/stats.c,
+** sim/program_json.c). Not a public header.
 **
 ** Design.
 **
@@ -37,7 +37,11 @@
 **     count or on scheduling.
 **   - Values (tile level) are computed when an op resolves: its inputs are
 **     final then (their writers resolved first) and no later writer of its
-**     outputs has resolved (write-after-read dependencies).
+**     outputs has resolved (write-after-read dependencies). They are a
+**     layer of their own (sim/values.c), called after the op is timed: an
+**     op's times come from shapes only (mxu_start times a matmul, its
+**     values are sim_matmul_values'), so the timing level runs the same
+**     code without them and gives the same cycles.
 **   - Stall accounting is a sweep after the run over each core's busy and
 **     wait intervals (sim/stats.c).
 **   - The event log (options.events): while running, a core records only
@@ -297,5 +301,29 @@ struct tpu_sim_result {
 ** log) slices. Then the core's event log from its ops, tiles and slices. */
 tpu_status sim_account(tpu_sim_result *r, int core);
 tpu_status sim_build_log(tpu_sim_result *r, int core);
+/* }================================================================== */
+
+/* {==================================================================
+** Values (sim/values.c): the functional layer, at the tile level. The
+** engine calls these as an op resolves, after timing it; none of them
+** reads or changes a cycle, and the timing never reads a value.
+** ================================================================== */
+/* Core c's value arrays (c->val), one per buffer of c->cp: its initial
+** values, or zeros. TPU_ERR_NOMEM leaves what was allocated for
+** sim_values_free. */
+tpu_status sim_values_alloc(sim_core_rt *c);
+void sim_values_free(sim_core_rt *c);    /* no values (c->val NULL) is a no-op */
+/* Matmul so: dst (+)= op(a) . op(b) by tpu_mxu_gemm_acc at the tile level
+** on cfg's arrays. TPU_ERR_NOMEM (scratch for the product). */
+tpu_status sim_matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, const sim_op *so);
+/* VPU op so on its buffers' values: sim_vpu_exec's status. */
+tpu_status sim_vpu_values(sim_core_rt *c, const sim_op *so);
+void sim_dma_values(sim_core_rt *c, const sim_op *so);     /* dst = src; can't fail */
+/* Infeed so: dst = batch 'batch' of core c (the program's fill, else
+** c * 1000 + batch). Can't fail. */
+void sim_infeed_values(tpu_sim_result *r, sim_core_rt *c, const sim_op *so, int64_t batch);
+/* The collective that every core has arrived at (ops[q]: its op on core q;
+** with one core, ops[0] alone): dst on every core. TPU_ERR_NOMEM. */
+tpu_status sim_coll_values(tpu_sim_result *r, const int *ops);
 /* }================================================================== */
 #endif
