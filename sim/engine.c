@@ -80,7 +80,7 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   tpu_mxu_walk_tile t;
   tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, D->rows, D->cols,
                     o->trans_a ? A->rows : A->cols);
-  uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[8] = { 0 };
+  uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[TPU_MAX_MXUS_PER_CORE] = { 0 };
   while (tpu_mxu_walk_next(&w, &t)) {
     tpu_mxu_tile_times tt;
     tpu_mxu_sched_tile(&c->mxu[t.array], t.m, t.k, t.n, start, &tt);

@@ -48,6 +48,10 @@
 #include "vpu/vpu.h"
 
 #define TPU_MAX_CORES 16
+/* The most MXUs a core holds (mxu.per_core): the engine keeps each core's
+** arrays' state and per-array counts in arrays of this size. The MXU's
+** GEMM driver (tpu_mxu_gemm, which computes the values) takes as many. */
+#define TPU_MAX_MXUS_PER_CORE 8
 /* The longest run the engine times: 2^53 cycles (exact in a double; 104
 ** days at 1 GHz). Cycle counts given to it (infeed ready cycles) must not
 ** exceed it, and a run that would last longer fails with TPU_ERR_RANGE
@@ -64,7 +68,7 @@ typedef struct tpu_chip_config {
   int cores_per_chip;              /* divides cores; cores of a chip share its HBM */
   double clock_mhz;                /* core clock */
   tpu_mxu_config mxu;              /* one array's geometry and buffering */
-  int mxus_per_core;               /* 1..8 */
+  int mxus_per_core;               /* 1..TPU_MAX_MXUS_PER_CORE */
   tpu_vpu_config vpu;
   double hbm_capacity_gib;         /* per chip */
   double hbm_bandwidth_gb_per_s;   /* per chip, shared by its cores (GB = 1e9 bytes) */

@@ -244,7 +244,7 @@ typedef struct sim_core_rt {
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
   uint64_t *mid;               /* per op: tpu_sim_event.mid (DMA: joins the pool; COLL: all arrived) */
   uint64_t *wl;                /* per op: a matmul's weight-load cycles not hidden (from busy on) */
-  tpu_mxu_sched mxu[8];
+  tpu_mxu_sched mxu[TPU_MAX_MXUS_PER_CORE];   /* the first cfg.mxus_per_core */
   float **val;                 /* per buffer values (tile level), else NULL */
   int64_t infeed_next;
   int coll_arrived;            /* op index of the collective waiting at the barrier, -1 none */
