@@ -131,8 +131,9 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** buffers, each buffer living in the chip's HBM or in the core's VMEM.
 ** Dependencies are derived from the buffers an op reads and writes (read
 ** after write, write after read, write after write, in program order). Each
-** core has five units that run their queues in program order: DMA, MXU, VPU,
-** INFEED and COLLECTIVE; an op starts when its inputs are ready and its unit
+** core has five units that run their queues in program order, one per op
+** kind of the op table (sim/ops.def): DMA, MXU, VPU, INFEED and
+** COLLECTIVE; an op starts when its inputs are ready and its unit
 ** is free, and lasts as long as the unit's model says:
 **   dma        up to dma.outstanding per core in flight; HBM latency, then
 **              its bytes at its core's fair share of the chip's HBM bandwidth
@@ -154,13 +155,16 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** ================================================================== */
 typedef enum tpu_sim_space { TPU_SIM_HBM = 0, TPU_SIM_VMEM } tpu_sim_space;
 typedef enum tpu_sim_dtype { TPU_SIM_F32 = 0, TPU_SIM_BF16 } tpu_sim_dtype;
-typedef enum tpu_sim_kind {
-  TPU_SIM_DMA = 0,             /* dst = src; one of them in HBM, the other in VMEM */
-  TPU_SIM_MATMUL,              /* dst (+)= op(a) . op(b); all three in VMEM */
-  TPU_SIM_VPU,                 /* vpu_op on in[] into out[]; all in VMEM */
-  TPU_SIM_INFEED,              /* dst = the next infeed batch */
-  TPU_SIM_COLLECTIVE           /* coll over every core: src -> dst */
+typedef enum tpu_sim_kind {   /* the op kinds (sim/ops.def, which says what each does) */
+#define X(id, name, json, unit, track, row) TPU_SIM_##id,
+#include "sim/ops.def"
+#undef X
 } tpu_sim_kind;
+#define X(id, name, json, unit, track, row) +1
+enum { TPU_SIM_NKINDS = 0      /* the number of op kinds: one per row */
+#include "sim/ops.def"
+};
+#undef X
 typedef enum tpu_sim_coll {
   TPU_SIM_ALL_REDUCE = 0,      /* dst = sum over cores of src (same shape) */
   TPU_SIM_ALL_GATHER,          /* dst = the cores' src, concatenated by core (n x size) */
@@ -185,7 +189,9 @@ bool tpu_sim_stall_busy(int s);
 /* The kind at position i (0..TPU_SIM_NSTALL-1) of the training report's
 ** order (the table's 'report' column); -1 out of range. */
 int tpu_sim_stall_in_report_order(int i);
-const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... */
+/* The op table's columns (sim/ops.def). These functions can't fail. */
+const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ...; "?" out of range */
+const char *tpu_sim_kind_unit(tpu_sim_kind k);          /* its unit: "DMA", "MXU", ...; "?" out of range */
 const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
 /* The one order of every data-parallel sum: dst[e] = src[0][e] + src[1][e]
 ** + ... + src[n-1][e] in f32, core by core (the engine's all_reduce and
@@ -345,8 +351,9 @@ typedef struct tpu_sim_options {
 ** The log is built after the run from per-core records, so it is the same
 ** for any number of host threads. */
 typedef enum tpu_sim_event_type {
-  TPU_SIM_EV_DMA = TPU_SIM_DMA, TPU_SIM_EV_MATMUL = TPU_SIM_MATMUL, TPU_SIM_EV_VPU = TPU_SIM_VPU,
-  TPU_SIM_EV_INFEED = TPU_SIM_INFEED, TPU_SIM_EV_COLLECTIVE = TPU_SIM_COLLECTIVE,
+#define X(id, name, json, unit, track, row) TPU_SIM_EV_##id = TPU_SIM_##id,
+#include "sim/ops.def"
+#undef X
   TPU_SIM_EV_TILE,             /* one tile of the matmul 'op' */
   TPU_SIM_EV_STALL             /* one state of the core */
 } tpu_sim_event_type;
