@@ -1,7 +1,19 @@
 /*
-** sim_int.h -- internals of the chip engine (sim/program.c, sim/engine.c,
-** sim/collective.c, sim/pool.c, sim/values.c, sim/stats.c,
-** sim/program_json.c). Not a public header.
+** sim_int.h -- internals of sim/: what its files share, and white-box
+** tests read. Not a public header.
+**
+** Files. The engine is split as its models are:
+**   engine.c        the timing: the event loop, each unit's model, the HBM
+**                   share, the collectives' barrier, the checks before a run
+**   collective.c    how long a collective lasts (closed forms)
+**   values.c        the functional layer: what each op computes (tile
+**                   level), called by the engine once the op is timed
+**   sim_vpu.c       the VPU's operands, cycles and values for the engine
+**   pool.c          the host threads the rounds run on
+**   stats.c         after the run: the stall sweep, the event log, results
+**   program.c, program_json.c   building programs (in C, from JSON)
+**   trace.c         traces, from the event log
+**   ops.def, stall.def          the op-kind and stall tables (public)
 **
 ** Design.
 **
@@ -76,9 +88,10 @@
 
 #include "sim/sim.h"
 
-/* The units; each runs the ops of one kind, and its number is that kind. */
+/* The units; each runs the ops of one kind (a row of sim/ops.def), and its
+** number is that kind. */
 enum { SIM_U_DMA = TPU_SIM_DMA, SIM_U_MXU = TPU_SIM_MATMUL, SIM_U_VPU = TPU_SIM_VPU, SIM_U_INFEED = TPU_SIM_INFEED,
-       SIM_U_COLL = TPU_SIM_COLLECTIVE, SIM_NUNITS };
+       SIM_U_COLL = TPU_SIM_COLLECTIVE, SIM_NUNITS = TPU_SIM_NKINDS };
 /* The unit whose busy intervals make stall kind s true (the table's 'kind'
 ** column), or -1 (idle). */
 int sim_stall_unit(int s);
