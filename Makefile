@@ -142,7 +142,7 @@ bench: $(BENCHES) tpusim
 PREFIX     ?= /usr/local
 VERSION    := $(shell sed -n 's/^\#define TPU_VERSION "\(.*\)"/\1/p' base/base.h)
 PUB_HDRS   := base/base.h mxu/mxu.h vpu/vpu.h vpu/vpu_ops.def datafeed/df.h sim/sim.h sim/stall.def \
-              frontend/fe.h viz/viz.h
+              sim/ops.def frontend/fe.h viz/viz.h
 EXAMPLES   := $(sort $(wildcard docs/examples/*))
 I          := $(DESTDIR)$(PREFIX)
 INST_FILES := bin/tpusim share/man/man1/tpusim.1 share/bash-completion/completions/tpusim \

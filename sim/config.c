@@ -51,7 +51,7 @@ static const key_def KEYS[] = {
   { "clock_mhz",                 K_DBL,   F(clock_mhz),                0,    1,       10000,      "MHz",      false },
   { "mxu.rows",                  K_INT,   F(mxu.rows),                 0,    1,       TPU_MXU_MAX_DIM, NULL,  false },
   { "mxu.cols",                  K_INT,   F(mxu.cols),                 0,    1,       TPU_MXU_MAX_DIM, NULL,  false },
-  { "mxu.per_core",              K_INT,   F(mxus_per_core),            0,    1,       8,          NULL,       false },
+  { "mxu.per_core",              K_INT,   F(mxus_per_core),            0,    1,       TPU_MAX_MXUS_PER_CORE, NULL, false },
   { "mxu.double_buffer",         K_BOOL,  F(mxu.double_buffer),        0,    0,       0,          NULL,       false },
   { "vpu.sublanes",              K_INT,   F(vpu.sublanes),             0,    1,       1024,       NULL,       false },
   { "vpu.lanes",                 K_INT,   F(vpu.lanes),                0,    1,       4096,       NULL,       false },

@@ -1,7 +1,11 @@
 /*
-** engine.c -- runs a program on a chip: units, the HBM share, collectives,
-** host threads. The design (and why it is exact and thread-independent) is
-** at the top of sim/sim_int.h.
+** engine.c -- runs a program on a chip: units, the HBM share, the
+** collectives' barrier, the rounds of chips on host threads (sim/pool.c).
+** The design (and why it is exact and thread-independent) is at the top of
+** sim/sim_int.h; how long a collective lasts is sim/collective.c. This file
+** is the timing: at the tile level each op's values are computed, once it
+** is timed, by the functional layer (sim/values.c); none of them is read
+** here.
 **
 ** Units and their models (times in core cycles):
 **   DMA        issued at max(inputs ready, the previous DMA's issue) once
@@ -22,389 +26,19 @@
 **              batch's ready cycle); [start, end) is an infeed stall.
 **   COLL       arrives at max(inputs ready, unit free); starts when the last
 **              core arrives; lasts tpu_sim_collective_cycles(): the
-**              hierarchical alpha-beta forms of coll_time().
+**              hierarchical alpha-beta forms of sim/collective.c.
+** Not modelled: sim_int.h lists it (the end of its design note).
 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "sim/sim_int.h"
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-/* Cycle arithmetic saturates at SIM_CYCLE_CAP, far below SIM_UNRESOLVED and
-** far above TPU_SIM_MAX_CYCLES: a run that gets there fails (account())
-** instead of wrapping. */
-#define SIM_CYCLE_CAP (UINT64_C(1) << 62)
-static uint64_t add_cyc(uint64_t a, uint64_t b) { return a >= SIM_CYCLE_CAP - min_u64(b, SIM_CYCLE_CAP) ? SIM_CYCLE_CAP : a + b; }
-/* ceil(x) as cycles, for x >= 0 (saturated; NaN too). */
-static uint64_t ceil_cyc(double x) { return x < (double)SIM_CYCLE_CAP ? (uint64_t)ceil(x) : SIM_CYCLE_CAP; }
-
-/* {==================================================================
-** Collective timing (closed forms; see docs/PROGRAMS.md)
-** ================================================================== */
-/* The torus shape: rows x cols = n with rows the largest divisor <= sqrt(n). */
-static void torus_shape(int n, int *rows, int *cols) {
-  int r = 1;
-  for (int d = 1; d * d <= n; d++)
-    if (n % d == 0) r = d;
-  *rows = r;
-  *cols = n / r;
-}
-
-/* The collective's plan: c cores per chip, p chips, the chips as r x q
-** (r = 1: a ring), and the link parameters in cycles and bytes per cycle. */
-typedef struct coll_plan {
-  int c, p, r, q;
-  double a_on, b_on;           /* on-chip hop: latency (cycles), bytes per cycle */
-  double a, b;                 /* ICI hop */
-  int h;                       /* slices sharing one ring direction: ceil(c / 2) */
-} coll_plan;
-
-static coll_plan plan_of(const tpu_chip_config *cfg) {
-  coll_plan k;
-  k.c = cfg->cores_per_chip;
-  k.p = cfg->cores / cfg->cores_per_chip;
-  k.r = 1;
-  k.q = k.p;
-  if (k.p > 1 && tpu_ici_topology_resolve(cfg) == TPU_ICI_TORUS) torus_shape(k.p, &k.r, &k.q);
-  const double hz = cfg->clock_mhz * 1e6;
-  k.a_on = cfg->onchip_latency_ns * cfg->clock_mhz / 1000.0;
-  k.b_on = cfg->onchip_link_gbit_per_s * 1e9 / 8.0 / hz;
-  k.a = cfg->ici_latency_ns * cfg->clock_mhz / 1000.0;
-  k.b = cfg->ici_link_gbit_per_s * 1e9 / 8.0 / hz;
-  k.h = (k.c + 1) / 2;
-  return k;
-}
-
-/* The alpha-beta cost of 'steps' steps of 'bytes' each over hops (a, b). */
-static double ab(double steps, double a, double bytes, double b) { return steps * (a + bytes / b); }
-
-/* Hierarchical collectives, in cycles, for n bytes per core (the textbook
-** alpha-beta forms; docs/PROGRAMS.md):
-**   all_reduce      on-chip ring reduce-scatter among the chip's c cores,
-**                   then each core's 1/c slice all-reduced among the p chips
-**                   (a ring, or on an r x q torus a ring along the rows then
-**                   along the columns, and back), the chip's slices on the
-**                   ring's two directions, then on-chip ring all-gather
-**   reduce_scatter  the first two stages' reduce-scatter halves
-**   all_gather      each core's n around its chip ring, then on-chip
-**   broadcast       pipelined along the chips, then along the chip's cores */
-static double coll_time(const coll_plan *k, tpu_sim_coll coll, double n) {
-  const int c = k->c, p = k->p, r = k->r, q = k->q;
-  const double h = k->h;
-  double t = 0;
-  switch (coll) {
-  case TPU_SIM_ALL_REDUCE:
-    t += 2 * ab(c - 1, k->a_on, n / c, k->b_on);
-    t += 2 * (ab(q - 1, k->a, h * n / c / q, k->b) + ab(r - 1, k->a, h * n / c / q / r, k->b));
-    break;
-  case TPU_SIM_REDUCE_SCATTER:
-    t += ab(c - 1, k->a_on, n / c, k->b_on);
-    t += ab(q - 1, k->a, h * n / c / q, k->b) + ab(r - 1, k->a, h * n / c / q / r, k->b);
-    break;
-  case TPU_SIM_ALL_GATHER:
-    t += ab(q - 1, k->a, h * n, k->b) + ab(r - 1, k->a, h * q * n, k->b);
-    t += ab(c - 1, k->a_on, p * n, k->b_on);
-    break;
-  default:
-    if (p > 1) t += n / k->b + (q - 1 + r - 1) * k->a;
-    if (c > 1) t += n / k->b_on + (c - 1) * k->a_on;
-    break;
-  }
-  return t;
-}
-
-uint64_t tpu_sim_collective_cycles(const tpu_chip_config *cfg, tpu_sim_coll c, int64_t bytes) {
-  if (cfg->cores <= 1 || bytes <= 0) return 0;
-  const coll_plan k = plan_of(cfg);
-  const double t = coll_time(&k, c, (double)bytes);
-  uint64_t cyc = ceil_cyc(t - 1e-9 * t);
-  return cyc ? cyc : 1;
-}
-
-const char *tpu_sim_collective_algorithm(const tpu_chip_config *cfg, tpu_sim_coll coll, char *buf, size_t cap) {
-  const coll_plan k = plan_of(cfg);
-  static const char *const NAMES[] = { "all-reduce", "all-gather", "reduce-scatter", "broadcast" };
-  const char *name = (unsigned)coll < 4 ? NAMES[coll] : "?";
-  char on[96] = "", ici[128] = "";
-  snprintf(on, sizeof on, "an on-chip ring of the chip's %d cores", k.c);
-  if (k.r > 1) snprintf(ici, sizeof ici, "a %dx%d 2-D torus of %d chips (rings along the rows, then the columns)", k.r, k.q, k.p);
-  else snprintf(ici, sizeof ici, "a ring of %d chips", k.p);
-  if (!buf || !cap) return "";
-  if (cfg->cores <= 1) snprintf(buf, cap, "%s: none (one core)", name);
-  else if (k.p == 1) snprintf(buf, cap, "%s %s over %s", coll == TPU_SIM_BROADCAST ? "pipelined" : "ring", name, on);
-  else if (k.c == 1) snprintf(buf, cap, "%s %s over %s", coll == TPU_SIM_BROADCAST ? "pipelined" : "ring", name, ici);
-  else if (coll == TPU_SIM_ALL_REDUCE)
-    snprintf(buf, cap, "hierarchical all-reduce: ring reduce-scatter over %s, ring all-reduce of each core's 1/%d "
-             "slice over %s (the slices on the two ring directions), ring all-gather over %s", on, k.c, ici, on);
-  else if (coll == TPU_SIM_REDUCE_SCATTER)
-    snprintf(buf, cap, "hierarchical reduce-scatter: ring reduce-scatter over %s, then of each core's 1/%d slice "
-             "over %s", on, k.c, ici);
-  else if (coll == TPU_SIM_ALL_GATHER)
-    snprintf(buf, cap, "hierarchical all-gather: ring all-gather over %s, then over %s", ici, on);
-  else
-    snprintf(buf, cap, "pipelined broadcast over %s, then over %s", ici, on);
-  return buf;
-}
-/* }================================================================== */
-
-/* {==================================================================
-** Thread pool. A batch of tasks (one per chip, or per core) is handed out
-** through one atomic ticket, (generation << 32) | next task, so a thread
-** that is not running (a busy host) never holds up the others: whoever is
-** awake takes the next task, and the caller takes them all if need be.
-** Which thread runs which task never affects results (tasks share
-** nothing). Waiting first spins for up to SPIN_NS, yielding, before
-** sleeping on a condition variable: a round between two collectives can be
-** shorter than a futex wake-up.
-** ================================================================== */
-#define SPIN_NS 200000
-#define POOL_CLOSED 0x7fffffffu   /* a task index past every batch */
-
-typedef struct pool {
-  int nthreads;
-  pthread_t *tid;
-  pthread_mutex_t mu;
-  pthread_cond_t go, done;
-  _Atomic uint64_t ticket;     /* generation << 32 | index of the next task */
-  _Atomic int finished;        /* tasks of the current generation done */
-  _Atomic bool quit;
-  void (*fn)(void *ctx, int task);
-  void *ctx;
-  _Atomic int ntasks;
-} pool;
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Runs tasks of generation 'gen' while any are left. */
-static void take_tasks(pool *p, uint64_t gen) {
-  for (;;) {
-    uint64_t t = atomic_load(&p->ticket);
-    if (t >> 32 != gen) return;                       /* a newer batch: the caller re-enters */
-    const int idx = (int)(t & 0xffffffffu);
-    if (idx >= atomic_load(&p->ntasks)) return;
-    if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue;
-    /* the CAS proves generation 'gen' is current, so fn and ctx are its own
-    ** and stay so until every one of its tasks (this one too) has finished */
-    p->fn(p->ctx, idx);
-    if (atomic_fetch_add(&p->finished, 1) + 1 == atomic_load(&p->ntasks)) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
-  }
-}
-
-static void *worker(void *arg) {
-  pool *p = arg;
-  uint64_t seen = 0;
-  for (;;) {
-    const uint64_t t0 = mono_ns();
-    for (unsigned i = 1; atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit); i++) {
-      if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->ticket) >> 32 == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->go, &p->mu);
-        pthread_mutex_unlock(&p->mu);
-        break;
-      }
-      if (i > 256) sched_yield();        /* an oversubscribed host: let the others run */
-    }
-    if (atomic_load(&p->quit)) break;
-    seen = atomic_load(&p->ticket) >> 32;
-    take_tasks(p, seen);
-  }
-  return NULL;
-}
-
-static void pool_run(pool *p, int ntasks, void (*fn)(void *, int), void *ctx) {
-  /* The previous batch is finished, but a worker may still hold a ticket
-  ** of it (all of its tasks taken) and be about to compare it with ntasks.
-  ** Were ntasks raised first, that worker's compare-exchange on the stale
-  ** ticket could succeed and run a task of this batch under the old
-  ** generation (twice, and counted once too often: the caller then went on
-  ** while a task still ran). So first close the old generation: a ticket
-  ** of a new generation whose index is past any batch; then set up the
-  ** batch; then open it under a generation of its own. */
-  const uint64_t g0 = atomic_load(&p->ticket) >> 32;
-  atomic_store(&p->ticket, ((g0 + 1) << 32) | POOL_CLOSED);
-  p->fn = fn;
-  p->ctx = ctx;
-  atomic_store(&p->ntasks, ntasks);
-  atomic_store(&p->finished, 0);
-  const uint64_t gen = g0 + 2;
-  pthread_mutex_lock(&p->mu);
-  atomic_store(&p->ticket, gen << 32);
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  take_tasks(p, gen);
-  const uint64_t t0 = mono_ns();
-  for (unsigned i = 1; atomic_load(&p->finished) < ntasks; i++) {
-    if ((i & 63) == 0 && mono_ns() - t0 > SPIN_NS) {
-      pthread_mutex_lock(&p->mu);
-      while (atomic_load(&p->finished) < ntasks) pthread_cond_wait(&p->done, &p->mu);
-      pthread_mutex_unlock(&p->mu);
-      break;
-    }
-    if (i > 256) sched_yield();
-  }
-}
-
-/* Starts nthreads-1 workers; on failure runs with fewer (never fails). */
-static void pool_start(pool *p, int nthreads) {
-  memset(p, 0, sizeof *p);
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->go, NULL);
-  pthread_cond_init(&p->done, NULL);
-  atomic_init(&p->ticket, 0);
-  atomic_init(&p->finished, 0);
-  atomic_init(&p->ntasks, 0);
-  atomic_init(&p->quit, false);
-  p->nthreads = 1;
-  p->tid = tpu_calloc((size_t)nthreads, sizeof *p->tid);
-  if (!p->tid) return;
-  for (int w = 1; w < nthreads; w++) {
-    if (pthread_create(&p->tid[w], NULL, worker, p) != 0) break;
-    p->nthreads = w + 1;
-  }
-}
-
-static void pool_stop(pool *p) {
-  pthread_mutex_lock(&p->mu);
-  atomic_store(&p->quit, true);
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  for (int w = 1; w < p->nthreads; w++) pthread_join(p->tid[w], NULL);
-  tpu_free(p->tid);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->go);
-  pthread_cond_destroy(&p->done);
-}
-/* }================================================================== */
-
-/* {==================================================================
-** Values (tile level)
-** ================================================================== */
-static void store(const sim_buf *b, float *dst, const float *src, size_t n) {
-  if (dst != src) memmove(dst, src, n * sizeof *dst);
-  if (b->dtype == TPU_SIM_BF16) tpu_bf16_round_array(dst, n);
-}
-
-/* dst (M x N) = op(a) . op(b) through the MXU's fast kernel. */
-static tpu_status matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, const sim_op *so) {
-  const sim_core_prog *cp = c->cp;
-  const tpu_sim_op *o = &so->o;
-  const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
-  const int64_t M = D->rows, N = D->cols, K = o->trans_a ? A->rows : A->cols;
-  const float *a = c->val[o->a - 1], *b = c->val[o->b - 1];
-  float *at = NULL, *bt = NULL, *cm = tpu_malloc((size_t)(M * N) * sizeof *cm);
-  tpu_status st = TPU_ERR_NOMEM;
-  if (!cm) goto out;
-  if (o->trans_a) {                      /* a is K x M */
-    if (!(at = tpu_malloc((size_t)(M * K) * sizeof *at))) goto out;
-    for (int64_t i = 0; i < K; i++)
-      for (int64_t j = 0; j < M; j++) at[j * K + i] = a[i * M + j];
-    a = at;
-  }
-  if (o->trans_b) {                      /* b is N x K */
-    if (!(bt = tpu_malloc((size_t)(K * N) * sizeof *bt))) goto out;
-    for (int64_t i = 0; i < N; i++)
-      for (int64_t j = 0; j < K; j++) bt[j * N + i] = b[i * K + j];
-    b = bt;
-  }
-  float *d = c->val[o->dst - 1];
-  const size_t n = (size_t)(M * N);
-  if (o->accumulate) memcpy(cm, d, n * sizeof *cm);   /* the accumulators hold the earlier folds' sums */
-  st = tpu_mxu_gemm_acc(&cfg->mxu, cfg->mxus_per_core, TPU_FIDELITY_TILE, o->precision, (int)M, (int)N,
-                        (int)K, a, b, cm, o->accumulate, NULL);
-  if (st != TPU_OK) goto out;
-  store(D, d, cm, n);
-out:
-  tpu_free(at);
-  tpu_free(bt);
-  tpu_free(cm);
-  return st;
-}
-
-static void dma_values(sim_core_rt *c, const sim_op *so) {
-  const sim_buf *S = &c->cp->bufs[so->o.src - 1], *D = &c->cp->bufs[so->o.dst - 1];
-  store(D, c->val[so->o.dst - 1], c->val[so->o.src - 1], (size_t)(S->rows * S->cols));
-}
-
-/* Collective values over every core. Sums run in core order 0..n-1
-** (tpu_sim_sum_cores, the trainer's order too), whatever the ring's chunk
-** schedule: the timing is the ring's, the bits are the one data-parallel sum. */
-static tpu_status coll_values(tpu_sim_result *r, const int *ops) {
-  const int n = r->cores;
-  const sim_op *so0 = &r->core[0].cp->ops[ops[0]];
-  const tpu_sim_op *o = &so0->o;
-  const sim_buf *S0 = &r->core[0].cp->bufs[o->src - 1];
-  const int64_t E = S0->rows * S0->cols;
-  float *sum = NULL;
-  if (o->coll == TPU_SIM_ALL_REDUCE || o->coll == TPU_SIM_REDUCE_SCATTER) {
-    if (!(sum = tpu_malloc((size_t)E * sizeof *sum))) return TPU_ERR_NOMEM;
-    const float *src[TPU_MAX_CORES];
-    for (int q = 0; q < n; q++) src[q] = r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1];
-    tpu_sim_sum_cores(n, src, E, sum);
-  }
-  if (o->coll == TPU_SIM_ALL_GATHER) {
-    /* dst may alias nobody's src (shapes differ), so write in place */
-    for (int c = 0; c < n; c++) {
-      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
-      const sim_buf *D = &r->core[c].cp->bufs[oc->dst - 1];
-      float *d = r->core[c].val[oc->dst - 1];
-      for (int q = 0; q < n; q++)
-        memcpy(d + (size_t)(q * E), r->core[q].val[r->core[q].cp->ops[ops[q]].o.src - 1], (size_t)E * sizeof *d);
-      if (D->dtype == TPU_SIM_BF16) tpu_bf16_round_array(d, (size_t)(n * E));
-    }
-  } else if (o->coll == TPU_SIM_BROADCAST) {
-    const int root = o->root;
-    const float *s = r->core[root].val[r->core[root].cp->ops[ops[root]].o.src - 1];
-    float *tmp = tpu_malloc((size_t)E * sizeof *tmp);
-    if (!tmp) return TPU_ERR_NOMEM;
-    memcpy(tmp, s, (size_t)E * sizeof *tmp);
-    for (int c = 0; c < n; c++) {
-      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
-      store(&r->core[c].cp->bufs[oc->dst - 1], r->core[c].val[oc->dst - 1], tmp, (size_t)E);
-    }
-    tpu_free(tmp);
-  } else {
-    for (int c = 0; c < n; c++) {
-      const tpu_sim_op *oc = &r->core[c].cp->ops[ops[c]].o;
-      const sim_buf *D = &r->core[c].cp->bufs[oc->dst - 1];
-      if (o->coll == TPU_SIM_ALL_REDUCE)
-        store(D, r->core[c].val[oc->dst - 1], sum, (size_t)E);
-      else
-        store(D, r->core[c].val[oc->dst - 1], sum + E / n * c, (size_t)(E / n));
-    }
-  }
-  tpu_free(sum);
-  return TPU_OK;
-}
-
-static void infeed_values(tpu_sim_result *r, sim_core_rt *c, const sim_op *so, int64_t batch) {
-  const sim_buf *D = &c->cp->bufs[so->o.dst - 1];
-  float *d = c->val[so->o.dst - 1];
-  const size_t n = (size_t)(D->rows * D->cols);
-  if (r->p->fill) {
-    r->p->fill(r->p->fill_ud, c->id, batch, d, n);
-  } else {
-    const float v = (float)(c->id * 1000 + batch);
-    for (size_t i = 0; i < n; i++) d[i] = v;
-  }
-  if (D->dtype == TPU_SIM_BF16) tpu_bf16_round_array(d, n);
-}
-/* }================================================================== */
 
 /* {==================================================================
 ** One chip's advance (runs on a worker thread; touches only its cores)
@@ -434,9 +68,10 @@ static bool record_tile(sim_core_rt *c, int i, const tpu_mxu_walk_tile *t, const
   return true;
 }
 
-/* Resolves matmul op i, whose inputs are ready at 'start': its tiles in
-** walk order through their arrays' schedules (the arrays keep their state
-** from op to op), then its values. */
+/* Times matmul op i, whose inputs are ready at 'start': its tiles in walk
+** order through their arrays' schedules (the arrays keep their state from
+** op to op). From shapes only: try_start computes the values next
+** (sim_matmul_values, sim/values.c). */
 static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i, uint64_t start) {
   const sim_op *so = &c->cp->ops[i];
   const tpu_sim_op *o = &so->o;
@@ -445,7 +80,7 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   tpu_mxu_walk_tile t;
   tpu_mxu_walk_init(&w, &r->cfg.mxu, r->cfg.mxus_per_core, o->precision, D->rows, D->cols,
                     o->trans_a ? A->rows : A->cols);
-  uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[8] = { 0 };
+  uint64_t first = UINT64_MAX, last = 0, streamed_end = 0, streaming[TPU_MAX_MXUS_PER_CORE] = { 0 };
   while (tpu_mxu_walk_next(&w, &t)) {
     tpu_mxu_tile_times tt;
     tpu_mxu_sched_tile(&c->mxu[t.array], t.m, t.k, t.n, start, &tt);
@@ -465,10 +100,6 @@ static void mxu_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int i,
   uint64_t most = 0;
   for (int a = 0; a < r->cfg.mxus_per_core; a++) most = max_u64(most, streaming[a]);
   c->wl[i] = streamed_end - first > most ? streamed_end - first - most : 0;
-  if (r->opt.level != TPU_FIDELITY_TIMING) {
-    tpu_status st = matmul_values(&r->cfg, c, so);
-    if (st != TPU_OK) chip_fail(ch, st, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
-  }
 }
 
 /* True when matmul 'so' adds into the accumulators that the earlier matmul
@@ -516,15 +147,17 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
   switch (u) {
   case SIM_U_MXU:
     mxu_start(r, ch, c, i, start);
+    if (values) {
+      const tpu_status ms = sim_matmul_values(&r->cfg, c, so);
+      if (ms != TPU_OK)
+        chip_fail(ch, ms, "core %d: op %d ('%s'): out of memory for the matmul's values", c->id, i, so->name);
+    }
     break;
   case SIM_U_VPU: {
     const uint64_t cyc = sim_vpu_cycles(&r->cfg.vpu, so, cp);
-    c->end[i] = c->unit_free[u] = add_cyc(start, cyc);
+    c->end[i] = c->unit_free[u] = sim_add_cyc(start, cyc);
     if (values) {
-      float *in[TPU_SIM_MAX_IN] = { 0 }, *out[TPU_SIM_MAX_OUT] = { 0 };
-      for (int k = 0; k < TPU_SIM_MAX_IN && so->o.in[k]; k++) in[k] = c->val[so->o.in[k] - 1];
-      for (int k = 0; k < TPU_SIM_MAX_OUT && so->o.out[k]; k++) out[k] = c->val[so->o.out[k] - 1];
-      tpu_status vs = sim_vpu_exec(so, cp, in, out);
+      const tpu_status vs = sim_vpu_values(c, so);
       if (vs != TPU_OK)
         chip_fail(ch, vs == TPU_ERR_NOMEM ? TPU_ERR_NOMEM : TPU_ERR_INPUT, "core %d: op %d ('%s'): the VPU "
                   "rejected its operands: %s (labels must lie in [0, cols))", c->id, i, so->name, tpu_status_str(vs));
@@ -540,16 +173,16 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
       break;
     }
     c->end[i] = c->unit_free[u] = max_u64(start, cp->infeed_ready[b]);
-    if (values) infeed_values(r, c, so, b);
+    if (values) sim_infeed_values(r, c, so, b);
     break;
   }
   case SIM_U_DMA: {
     sim_xfer *x = &c->xf[c->nxf++];
     c->unit_free[u] = start;             /* issued in program order */
-    *x = (sim_xfer){ .op = i, .enter = add_cyc(start, ceil_cyc(r->hbm_lat - 1e-9)) };
+    *x = (sim_xfer){ .op = i, .enter = sim_add_cyc(start, sim_ceil_cyc(r->hbm_lat - 1e-9)) };
     if (x->enter < ch->tlast) x->enter = ch->tlast;   /* proven not to happen; stay safe */
     c->mid[i] = x->enter;
-    if (values) dma_values(c, so);
+    if (values) sim_dma_values(c, so);
     break;
   }
   case SIM_U_COLL:
@@ -557,13 +190,13 @@ static bool try_start(tpu_sim_result *r, sim_chip_rt *ch, sim_core_rt *c, int u)
       c->end[i] = c->unit_free[u] = start;
       if (values) {
         int one[1] = { i };
-        if (coll_values(r, one) != TPU_OK) chip_fail(ch, TPU_ERR_NOMEM, "out of memory in a collective");
+        if (sim_coll_values(r, one) != TPU_OK) chip_fail(ch, TPU_ERR_NOMEM, "out of memory in a collective");
       }
     } else {
       c->head[u]--;                      /* stays at the head until resolved */
       c->coll_arrived = i;
       c->coll_arrival = start;
-      const uint64_t lb = add_cyc(start, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
+      const uint64_t lb = sim_add_cyc(start, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
       ch->horizon = ch->horizon == SIM_UNRESOLVED ? lb : max_u64(ch->horizon, lb);
     }
     break;
@@ -620,7 +253,7 @@ static void pool_events(tpu_sim_result *r, sim_chip_rt *ch, uint64_t t) {
       if (!x->in_pool) continue;
       x->rate = core_rate / c->npool;
       const double cyc = x->rem / x->rate;
-      x->fin = add_cyc(t, cyc <= 1e-9 ? 0 : ceil_cyc(cyc - 1e-9 * cyc));
+      x->fin = sim_add_cyc(t, cyc <= 1e-9 ? 0 : sim_ceil_cyc(cyc - 1e-9 * cyc));
     }
   }
 }
@@ -774,9 +407,7 @@ void tpu_sim_result_destroy(tpu_sim_result *r) {
   if (!r) return;
   for (int c = 0; r->core && c < r->cores; c++) {
     sim_core_rt *k = &r->core[c];
-    if (k->val)
-      for (int b = 0; b < k->cp->nbufs; b++) tpu_free(k->val[b]);
-    tpu_free(k->val);
+    sim_values_free(k);
     tpu_free(k->steps);
     tpu_free(k->step_end);
     tpu_free(k->slices);
@@ -838,16 +469,7 @@ static tpu_status setup_core(tpu_sim_result *r, int id) {
   for (int i = 0; i < cp->nops; i++) c->end[i] = SIM_UNRESOLVED;
   for (int u = 0; u < SIM_NUNITS; u++) { c->q[u] = cp->uq[u]; c->qn[u] = cp->uqn[u]; }
   for (int a = 0; a < r->cfg.mxus_per_core; a++) tpu_mxu_sched_init(&c->mxu[a], &r->cfg.mxu);
-  if (r->opt.level != TPU_FIDELITY_TIMING) {
-    if (!(c->val = tpu_calloc((size_t)cp->nbufs + 1, sizeof *c->val))) return TPU_ERR_NOMEM;
-    for (int b = 0; b < cp->nbufs; b++) {
-      const sim_buf *B = &cp->bufs[b];
-      const size_t ne = (size_t)(B->rows * B->cols);
-      if (!(c->val[b] = tpu_calloc(ne, sizeof(float)))) return TPU_ERR_NOMEM;
-      if (B->init) memcpy(c->val[b], B->init, ne * sizeof(float));
-    }
-  }
-  return TPU_OK;
+  return r->opt.level != TPU_FIDELITY_TIMING ? sim_values_alloc(c) : TPU_OK;
 }
 
 static void setup_task(void *ctx, int core) {
@@ -872,11 +494,6 @@ static void account_task(void *ctx, int task) {
   tpu_sim_result *r = ctx;
   const int core = r->sim[task];
   r->core[core].oom = sim_account(r, core) != TPU_OK || (r->events && sim_build_log(r, core) != TPU_OK);
-}
-
-static int host_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
 /* {==================================================================
@@ -972,8 +589,8 @@ static void copy_results(tpu_sim_result *r) {
 ** it on every core, with its values, and opens the next round. */
 static tpu_status resolve_collective(tpu_sim_result *r, const int *ops, uint64_t last) {
   const sim_op *so = &r->core[0].cp->ops[ops[0]];
-  const uint64_t end = add_cyc(last, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
-  if (r->opt.level != TPU_FIDELITY_TIMING && coll_values(r, ops) != TPU_OK) {
+  const uint64_t end = sim_add_cyc(last, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
+  if (r->opt.level != TPU_FIDELITY_TIMING && sim_coll_values(r, ops) != TPU_OK) {
     sim_seterr(r->p, "out of memory in a collective");
     return TPU_ERR_NOMEM;
   }
@@ -1011,7 +628,7 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
       if (t != SIM_UNRESOLVED) lb = max_u64(lb, t);
     }
   }
-  lb = add_cyc(lb, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
+  lb = sim_add_cyc(lb, tpu_sim_collective_cycles(&r->cfg, so->o.coll, so->bytes));
   const bool raised = lb > *glb;
   *glb = max_u64(*glb, lb);
   for (int s = 0; s < r->nsimchips; s++) {
@@ -1025,10 +642,10 @@ static bool bound_collective(tpu_sim_result *r, uint64_t last, uint64_t *glb) {
 
 /* Rounds: every chip advances until blocked, then the collective at the
 ** barrier is resolved or bounded, until nothing moves. */
-static tpu_status run_rounds(tpu_sim_result *r, pool *pl) {
+static tpu_status run_rounds(tpu_sim_result *r, sim_pool *pl) {
   uint64_t glb = 0;                      /* global lower bound on the pending collective's end */
   for (;;) {
-    pool_run(pl, r->nsimchips, chip_advance, r);
+    sim_pool_run(pl, r->nsimchips, chip_advance, r);
     bool progressed = false;
     for (int k = 0; k < r->chips; k++) {
       if (r->chip[k].st != TPU_OK) { sim_seterr(r->p, "%s", r->chip[k].err); return r->chip[k].st; }
@@ -1084,8 +701,8 @@ static const char *first_past(const tpu_sim_result *r, char *buf, size_t cap) {
   return buf;
 }
 
-static tpu_status account(tpu_sim_result *r, pool *pl) {
-  pool_run(pl, r->nsim, maxend_task, r);
+static tpu_status account(tpu_sim_result *r, sim_pool *pl) {
+  sim_pool_run(pl, r->nsim, maxend_task, r);
   for (int s = 0; s < r->nsim; s++) r->cycles = max_u64(r->cycles, r->core[r->sim[s]].maxend);
   if (r->cycles > TPU_SIM_MAX_CYCLES) {
     char at[224];
@@ -1097,7 +714,7 @@ static tpu_status account(tpu_sim_result *r, pool *pl) {
                r->cfg.clock_mhz);
     return TPU_ERR_RANGE;
   }
-  pool_run(pl, r->nsim, account_task, r);
+  sim_pool_run(pl, r->nsim, account_task, r);
   for (int s = 0; s < r->nsim; s++)
     if (r->core[r->sim[s]].oom) { sim_seterr(r->p, "out of memory in the stall accounting"); return TPU_ERR_NOMEM; }
   copy_results(r);
@@ -1128,14 +745,14 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (st != TPU_OK) return st;
   tpu_sim_result *r = new_result(cfg, p, opt);
   if (!r) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
-  int nthreads = opt->threads > 0 ? opt->threads : host_cores();
+  int nthreads = opt->threads > 0 ? opt->threads : sim_host_cores();
   plan_cores(r);
   if (nthreads > r->nsimchips) nthreads = r->nsimchips;
   if (nthreads > 64) nthreads = 64;
-  pool pl;
-  pool_start(&pl, nthreads);
+  sim_pool pl;
+  sim_pool_start(&pl, nthreads);
   alloc_ops(r);                          /* a failure is reported by setup_core */
-  pool_run(&pl, r->cores, setup_task, r);
+  sim_pool_run(&pl, r->cores, setup_task, r);
   for (int c = 0; c < r->cores && st == TPU_OK; c++) {   /* the lowest core's error, whatever the threads */
     if ((st = check_colls(p, c, e, sizeof e)) != TPU_OK) sim_seterr(p, "%s", e);
     else if ((st = r->core[c].setup_st) != TPU_OK) sim_seterr(p, "%s", r->core[c].setup_err);
@@ -1143,7 +760,7 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (st == TPU_OK) st = run_rounds(r, &pl);
   if (st == TPU_OK) st = check_resolved(r);
   if (st == TPU_OK) st = account(r, &pl);
-  pool_stop(&pl);
+  sim_pool_stop(&pl);
   if (st != TPU_OK) { tpu_sim_result_destroy(r); return st; }
   *out = r;
   return TPU_OK;

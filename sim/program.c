@@ -21,11 +21,23 @@ int64_t sim_buf_bytes(const sim_buf *b) {
   return b->rows * b->cols * (b->dtype == TPU_SIM_BF16 ? 2 : 4);
 }
 
-static const char *const KIND_NAMES[] = { "dma", "matmul", "vpu", "infeed", "collective" };
+#define X(id, name, json, unit, track, row) name,
+static const char *const KIND_NAMES[TPU_SIM_NKINDS] = {
+#include "sim/ops.def"
+};
+#undef X
+#define X(id, name, json, unit, track, row) unit,
+static const char *const KIND_UNITS[TPU_SIM_NKINDS] = {
+#include "sim/ops.def"
+};
+#undef X
 static const char *const COLL_NAMES[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
 
 const char *tpu_sim_kind_name(tpu_sim_kind k) {
-  return (unsigned)k < 5 ? KIND_NAMES[k] : "?";
+  return (unsigned)k < TPU_SIM_NKINDS ? KIND_NAMES[k] : "?";
+}
+const char *tpu_sim_kind_unit(tpu_sim_kind k) {
+  return (unsigned)k < TPU_SIM_NKINDS ? KIND_UNITS[k] : "?";
 }
 const char *tpu_sim_coll_name(tpu_sim_coll c) {
   return (unsigned)c < 4 ? COLL_NAMES[c] : "?";

@@ -174,7 +174,72 @@ static bool buf_list(pctx *x, json_t *op, const char *key, const char *path, int
   return true;
 }
 
-static const char *const COLLS[] = { "all_reduce", "all_gather", "reduce_scatter", "broadcast" };
+#define X(id, name, json, unit, track, row) json,
+static const bool KIND_JSON[TPU_SIM_NKINDS] = {   /* the op table's json column */
+#include "sim/ops.def"
+};
+#undef X
+
+/* The kind an op's "op" names: a kind's name where the op table says the
+** format uses it, else a collective's (*coll gets which); -1 for neither. */
+static int kind_of(const char *s, tpu_sim_coll *coll) {
+  for (int k = 0; k < TPU_SIM_NKINDS; k++)
+    if (KIND_JSON[k] && !strcmp(s, tpu_sim_kind_name((tpu_sim_kind)k))) return k;
+  for (int c = 0; c <= TPU_SIM_BROADCAST; c++)
+    if (!strcmp(s, tpu_sim_coll_name((tpu_sim_coll)c))) {
+      *coll = (tpu_sim_coll)c;
+      return TPU_SIM_COLLECTIVE;
+    }
+  return -1;
+}
+
+/* Every "op" kind_of knows, for messages: "dma, matmul, ... or broadcast". */
+static const char *op_names(char *buf, size_t cap) {
+  const char *nm[TPU_SIM_NKINDS + TPU_SIM_BROADCAST + 1];
+  int n = 0;
+  for (int k = 0; k < TPU_SIM_NKINDS; k++)
+    if (KIND_JSON[k]) nm[n++] = tpu_sim_kind_name((tpu_sim_kind)k);
+  for (int c = 0; c <= TPU_SIM_BROADCAST; c++) nm[n++] = tpu_sim_coll_name((tpu_sim_coll)c);
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && len < cap; i++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", nm[i]);
+  return buf;
+}
+
+/* The fields of a VPU op: "fn", "in", "out" and its "params" (into *prm,
+** which so->params then points at); errors set on x. */
+static void parse_vpu(pctx *x, json_t *o, const char *op, int core, tpu_sim_op *so, tpu_vpu_params *prm) {
+  char sub[300];
+  const char *fn = get_str(x, o, "fn", op, true);   /* the name, only here: the op is an enum inside */
+  if (fn && !tpu_vpu_op_parse(fn, &so->vpu_op)) {
+    snprintf(sub, sizeof sub, "%s.fn", op);
+    perr(x, sub, "unknown VPU op \"%s\" (docs/VPU.md lists them: add, mul, relu, exp, softmax_xent, adam, ...)", fn);
+  }
+  if (fn && !x->j.failed && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
+    buf_list(x, o, "out", op, core, so->out, TPU_SIM_MAX_OUT);
+  json_t *pj = json_object_get(o, "params");
+  if (pj && !x->j.failed) {
+    static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
+    snprintf(sub, sizeof sub, "%s.params", op);
+    *prm = tpu_vpu_params_default();
+    if (!json_is_object(pj)) {
+      perr(x, sub, "expected an object of VPU parameters");
+    } else if (only_keys(x, pj, sub, PK)) {
+      float *dst[] = { &prm->alpha, &prm->lr, &prm->momentum, &prm->beta1, &prm->beta2, &prm->eps };
+      for (int k = 0; k < 6 && !x->j.failed; k++) {
+        json_t *v = json_object_get(pj, PK[k]);
+        char kp[340];
+        snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
+        if (v && !json_is_number(v)) perr(x, kp, "expected a number");
+        else if (v) *dst[k] = (float)json_number_value(v);
+      }
+      long long stp = prm->step;
+      if (!x->j.failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm->step = stp;
+      so->params = prm;
+    }
+  }
+}
 
 /* Op i of the list at 'path' into *so (its params, when it has some, into
 ** *prm, which *so then points at); false with the error set. Names point
@@ -192,12 +257,20 @@ static bool parse_op(pctx *x, json_t *o, const char *path, size_t i, int core, t
   long long step = 0;
   if (!get_int(x, o, "step", op, 0, 1000000, &step, false)) return false;
   so->step = (int)step;
-  if (!strcmp(kind, "dma")) {
-    so->kind = TPU_SIM_DMA;
+  tpu_sim_coll coll = TPU_SIM_ALL_REDUCE;
+  const int k = kind_of(kind, &coll);
+  if (k < 0) {
+    char names[160];
+    perr(x, sub, "unknown op \"%s\"; expected %s", kind, op_names(names, sizeof names));
+    return false;
+  }
+  so->kind = (tpu_sim_kind)k;
+  switch (so->kind) {
+  case TPU_SIM_DMA:
     so->src = buf_ref(x, o, "src", op, core, true);
     so->dst = so->src ? buf_ref(x, o, "dst", op, core, true) : 0;
-  } else if (!strcmp(kind, "matmul")) {
-    so->kind = TPU_SIM_MATMUL;
+    break;
+  case TPU_SIM_MATMUL: {
     so->a = buf_ref(x, o, "a", op, core, true);
     so->b = so->a ? buf_ref(x, o, "b", op, core, true) : 0;
     so->dst = so->b ? buf_ref(x, o, "dst", op, core, true) : 0;
@@ -209,55 +282,23 @@ static bool parse_op(pctx *x, json_t *o, const char *path, size_t i, int core, t
       snprintf(sub, sizeof sub, "%s.precision", op);
       perr(x, sub, "expected \"bf16\", \"bf16x3\" or \"bf16x6\", got \"%s\"", pr);
     }
-  } else if (!strcmp(kind, "vpu")) {
-    so->kind = TPU_SIM_VPU;
-    const char *fn = get_str(x, o, "fn", op, true);   /* the name, only here: the op is an enum inside */
-    if (fn && !tpu_vpu_op_parse(fn, &so->vpu_op)) {
-      snprintf(sub, sizeof sub, "%s.fn", op);
-      perr(x, sub, "unknown VPU op \"%s\" (docs/VPU.md lists them: add, mul, relu, exp, softmax_xent, adam, ...)", fn);
-    }
-    if (fn && !x->j.failed && buf_list(x, o, "in", op, core, so->in, TPU_SIM_MAX_IN))
-      buf_list(x, o, "out", op, core, so->out, TPU_SIM_MAX_OUT);
-    json_t *pj = json_object_get(o, "params");
-    if (pj && !x->j.failed) {
-      static const char *const PK[] = { "alpha", "lr", "momentum", "beta1", "beta2", "eps", "step", NULL };
-      snprintf(sub, sizeof sub, "%s.params", op);
-      *prm = tpu_vpu_params_default();
-      if (!json_is_object(pj)) {
-        perr(x, sub, "expected an object of VPU parameters");
-      } else if (only_keys(x, pj, sub, PK)) {
-        float *dst[] = { &prm->alpha, &prm->lr, &prm->momentum, &prm->beta1, &prm->beta2, &prm->eps };
-        for (int k = 0; k < 6 && !x->j.failed; k++) {
-          json_t *v = json_object_get(pj, PK[k]);
-          char kp[340];
-          snprintf(kp, sizeof kp, "%s.%s", sub, PK[k]);
-          if (v && !json_is_number(v)) perr(x, kp, "expected a number");
-          else if (v) *dst[k] = (float)json_number_value(v);
-        }
-        long long stp = prm->step;
-        if (!x->j.failed && get_int(x, pj, "step", sub, 1, (long long)1 << 40, &stp, false)) prm->step = stp;
-        so->params = prm;
-      }
-    }
-  } else if (!strcmp(kind, "infeed")) {
-    so->kind = TPU_SIM_INFEED;
+    break;
+  }
+  case TPU_SIM_VPU:
+    parse_vpu(x, o, op, core, so, prm);
+    break;
+  case TPU_SIM_INFEED:
     so->dst = buf_ref(x, o, "dst", op, core, true);
-  } else {
-    int c = -1;
-    for (int k = 0; k < 4; k++)
-      if (!strcmp(kind, COLLS[k])) c = k;
-    if (c < 0) {
-      perr(x, sub, "unknown op \"%s\"; expected dma, matmul, vpu, infeed, all_reduce, all_gather, "
-           "reduce_scatter or broadcast", kind);
-      return false;
-    }
-    so->kind = TPU_SIM_COLLECTIVE;
-    so->coll = (tpu_sim_coll)c;
+    break;
+  case TPU_SIM_COLLECTIVE: {
+    so->coll = coll;
     so->src = buf_ref(x, o, "src", op, core, true);
     so->dst = so->src ? buf_ref(x, o, "dst", op, core, true) : 0;
     long long root = 0;
     if (!x->j.failed && !get_int(x, o, "root", op, 0, x->p->cores - 1, &root, false)) return false;
     so->root = (int)root;
+    break;
+  }
   }
   return !x->j.failed;
 }

@@ -48,6 +48,10 @@
 #include "vpu/vpu.h"
 
 #define TPU_MAX_CORES 16
+/* The most MXUs a core holds (mxu.per_core): the engine keeps each core's
+** arrays' state and per-array counts in arrays of this size. The MXU's
+** GEMM driver (tpu_mxu_gemm, which computes the values) takes as many. */
+#define TPU_MAX_MXUS_PER_CORE 8
 /* The longest run the engine times: 2^53 cycles (exact in a double; 104
 ** days at 1 GHz). Cycle counts given to it (infeed ready cycles) must not
 ** exceed it, and a run that would last longer fails with TPU_ERR_RANGE
@@ -64,7 +68,7 @@ typedef struct tpu_chip_config {
   int cores_per_chip;              /* divides cores; cores of a chip share its HBM */
   double clock_mhz;                /* core clock */
   tpu_mxu_config mxu;              /* one array's geometry and buffering */
-  int mxus_per_core;               /* 1..8 */
+  int mxus_per_core;               /* 1..TPU_MAX_MXUS_PER_CORE */
   tpu_vpu_config vpu;
   double hbm_capacity_gib;         /* per chip */
   double hbm_bandwidth_gb_per_s;   /* per chip, shared by its cores (GB = 1e9 bytes) */
@@ -127,8 +131,9 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** buffers, each buffer living in the chip's HBM or in the core's VMEM.
 ** Dependencies are derived from the buffers an op reads and writes (read
 ** after write, write after read, write after write, in program order). Each
-** core has five units that run their queues in program order: DMA, MXU, VPU,
-** INFEED and COLLECTIVE; an op starts when its inputs are ready and its unit
+** core has five units that run their queues in program order, one per op
+** kind of the op table (sim/ops.def): DMA, MXU, VPU, INFEED and
+** COLLECTIVE; an op starts when its inputs are ready and its unit
 ** is free, and lasts as long as the unit's model says:
 **   dma        up to dma.outstanding per core in flight; HBM latency, then
 **              its bytes at its core's fair share of the chip's HBM bandwidth
@@ -150,13 +155,16 @@ tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
 ** ================================================================== */
 typedef enum tpu_sim_space { TPU_SIM_HBM = 0, TPU_SIM_VMEM } tpu_sim_space;
 typedef enum tpu_sim_dtype { TPU_SIM_F32 = 0, TPU_SIM_BF16 } tpu_sim_dtype;
-typedef enum tpu_sim_kind {
-  TPU_SIM_DMA = 0,             /* dst = src; one of them in HBM, the other in VMEM */
-  TPU_SIM_MATMUL,              /* dst (+)= op(a) . op(b); all three in VMEM */
-  TPU_SIM_VPU,                 /* vpu_op on in[] into out[]; all in VMEM */
-  TPU_SIM_INFEED,              /* dst = the next infeed batch */
-  TPU_SIM_COLLECTIVE           /* coll over every core: src -> dst */
+typedef enum tpu_sim_kind {   /* the op kinds (sim/ops.def, which says what each does) */
+#define X(id, name, json, unit, track, row) TPU_SIM_##id,
+#include "sim/ops.def"
+#undef X
 } tpu_sim_kind;
+#define X(id, name, json, unit, track, row) +1
+enum { TPU_SIM_NKINDS = 0      /* the number of op kinds: one per row */
+#include "sim/ops.def"
+};
+#undef X
 typedef enum tpu_sim_coll {
   TPU_SIM_ALL_REDUCE = 0,      /* dst = sum over cores of src (same shape) */
   TPU_SIM_ALL_GATHER,          /* dst = the cores' src, concatenated by core (n x size) */
@@ -181,7 +189,9 @@ bool tpu_sim_stall_busy(int s);
 /* The kind at position i (0..TPU_SIM_NSTALL-1) of the training report's
 ** order (the table's 'report' column); -1 out of range. */
 int tpu_sim_stall_in_report_order(int i);
-const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ... */
+/* The op table's columns (sim/ops.def). These functions can't fail. */
+const char *tpu_sim_kind_name(tpu_sim_kind k);          /* "dma", "matmul", ...; "?" out of range */
+const char *tpu_sim_kind_unit(tpu_sim_kind k);          /* its unit: "DMA", "MXU", ...; "?" out of range */
 const char *tpu_sim_coll_name(tpu_sim_coll c);          /* "all_reduce", ... */
 /* The one order of every data-parallel sum: dst[e] = src[0][e] + src[1][e]
 ** + ... + src[n-1][e] in f32, core by core (the engine's all_reduce and
@@ -341,8 +351,9 @@ typedef struct tpu_sim_options {
 ** The log is built after the run from per-core records, so it is the same
 ** for any number of host threads. */
 typedef enum tpu_sim_event_type {
-  TPU_SIM_EV_DMA = TPU_SIM_DMA, TPU_SIM_EV_MATMUL = TPU_SIM_MATMUL, TPU_SIM_EV_VPU = TPU_SIM_VPU,
-  TPU_SIM_EV_INFEED = TPU_SIM_INFEED, TPU_SIM_EV_COLLECTIVE = TPU_SIM_COLLECTIVE,
+#define X(id, name, json, unit, track, row) TPU_SIM_EV_##id = TPU_SIM_##id,
+#include "sim/ops.def"
+#undef X
   TPU_SIM_EV_TILE,             /* one tile of the matmul 'op' */
   TPU_SIM_EV_STALL             /* one state of the core */
 } tpu_sim_event_type;

@@ -1,4 +1,6 @@
-# sim/: the chip (config, presets, engine).
+# sim/: the chip (config, presets, programs, the engine and its parts:
+# timing engine.c, collective.c, values.c, pool.c; stats, traces). Every
+# sim/*.c is in the library, so a new file needs no line here.
 LIB_SRCS  += $(sort $(wildcard sim/*.c))
 PRESETS    = sim/presets/tpu-v2-8.json sim/presets/tpu-v3-8.json sim/presets/teach.json
 # The presets are embedded in the binary; the header is generated into the

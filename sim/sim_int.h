@@ -1,6 +1,19 @@
 /*
-** sim_int.h -- internals of the chip engine (sim/program.c, sim/engine.c,
-** sim/stats.c, sim/program_json.c). Not a public header.
+** sim_int.h -- internals of sim/: what its files share, and white-box
+** tests read. Not a public header.
+**
+** Files. The engine is split as its models are:
+**   engine.c        the timing: the event loop, each unit's model, the HBM
+**                   share, the collectives' barrier, the checks before a run
+**   collective.c    how long a collective lasts (closed forms)
+**   values.c        the functional layer: what each op computes (tile
+**                   level), called by the engine once the op is timed
+**   sim_vpu.c       the VPU's operands, cycles and values for the engine
+**   pool.c          the host threads the rounds run on
+**   stats.c         after the run: the stall sweep, the event log, results
+**   program.c, program_json.c   building programs (in C, from JSON)
+**   trace.c         traces, from the event log
+**   ops.def, stall.def          the op-kind and stall tables (public)
 **
 ** Design.
 **
@@ -36,7 +49,11 @@
 **     count or on scheduling.
 **   - Values (tile level) are computed when an op resolves: its inputs are
 **     final then (their writers resolved first) and no later writer of its
-**     outputs has resolved (write-after-read dependencies).
+**     outputs has resolved (write-after-read dependencies). They are a
+**     layer of their own (sim/values.c), called after the op is timed: an
+**     op's times come from shapes only (mxu_start times a matmul, its
+**     values are sim_matmul_values'), so the timing level runs the same
+**     code without them and gives the same cycles.
 **   - Stall accounting is a sweep after the run over each core's busy and
 **     wait intervals (sim/stats.c).
 **   - The event log (options.events): while running, a core records only
@@ -65,17 +82,29 @@
 */
 #ifndef TPU_SIM_INT_H
 #define TPU_SIM_INT_H
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "sim/sim.h"
 
-/* The units; each runs the ops of one kind, and its number is that kind. */
+/* The units; each runs the ops of one kind (a row of sim/ops.def), and its
+** number is that kind. */
 enum { SIM_U_DMA = TPU_SIM_DMA, SIM_U_MXU = TPU_SIM_MATMUL, SIM_U_VPU = TPU_SIM_VPU, SIM_U_INFEED = TPU_SIM_INFEED,
-       SIM_U_COLL = TPU_SIM_COLLECTIVE, SIM_NUNITS };
+       SIM_U_COLL = TPU_SIM_COLLECTIVE, SIM_NUNITS = TPU_SIM_NKINDS };
 /* The unit whose busy intervals make stall kind s true (the table's 'kind'
 ** column), or -1 (idle). */
 int sim_stall_unit(int s);
 #define SIM_UNRESOLVED UINT64_MAX
+/* Cycle arithmetic saturates at SIM_CYCLE_CAP, far below SIM_UNRESOLVED and
+** far above TPU_SIM_MAX_CYCLES: a run that gets there fails (engine.c,
+** account()) instead of wrapping. */
+#define SIM_CYCLE_CAP (UINT64_C(1) << 62)
+static inline uint64_t sim_add_cyc(uint64_t a, uint64_t b) {
+  return a >= SIM_CYCLE_CAP - (b < SIM_CYCLE_CAP ? b : SIM_CYCLE_CAP) ? SIM_CYCLE_CAP : a + b;
+}
+/* ceil(x) as cycles, for x >= 0 (saturated; NaN too). */
+static inline uint64_t sim_ceil_cyc(double x) { return x < (double)SIM_CYCLE_CAP ? (uint64_t)ceil(x) : SIM_CYCLE_CAP; }
 
 typedef struct sim_buf {
   const char *name;            /* in the program's name table (sim_intern) */
@@ -168,6 +197,35 @@ tpu_status sim_vpu_exec(const sim_op *so, const sim_core_prog *cp, float *const 
 /* }================================================================== */
 
 /* {==================================================================
+** Host threads (sim/pool.c)
+** ================================================================== */
+/* A pool of threads that runs batches of tasks; on the caller's stack,
+** set up by sim_pool_start, torn down by sim_pool_stop. */
+typedef struct sim_pool {
+  int nthreads;
+  pthread_t *tid;
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  _Atomic uint64_t ticket;     /* generation << 32 | index of the next task */
+  _Atomic int finished;        /* tasks of the current generation done */
+  _Atomic bool quit;
+  void (*fn)(void *ctx, int task);
+  void *ctx;
+  _Atomic int ntasks;
+} sim_pool;
+
+/* Starts nthreads-1 workers (the caller is the last); on failure runs with
+** fewer. This function can't fail. */
+void sim_pool_start(sim_pool *p, int nthreads);
+/* Runs fn(ctx, 0 .. ntasks-1) on the pool and the calling thread; returns
+** when every task has finished. Tasks must not depend on each other. */
+void sim_pool_run(sim_pool *p, int ntasks, void (*fn)(void *, int), void *ctx);
+void sim_pool_stop(sim_pool *p);
+/* The host's online processors, 1..64. */
+int sim_host_cores(void);
+/* }================================================================== */
+
+/* {==================================================================
 ** Run state
 ** ================================================================== */
 typedef struct sim_iv { uint64_t a, b; } sim_iv;       /* [a, b) cycles */
@@ -199,7 +257,7 @@ typedef struct sim_core_rt {
   uint64_t *busy;              /* per op: start of its busy interval (MXU: first weight load) */
   uint64_t *mid;               /* per op: tpu_sim_event.mid (DMA: joins the pool; COLL: all arrived) */
   uint64_t *wl;                /* per op: a matmul's weight-load cycles not hidden (from busy on) */
-  tpu_mxu_sched mxu[8];
+  tpu_mxu_sched mxu[TPU_MAX_MXUS_PER_CORE];   /* the first cfg.mxus_per_core */
   float **val;                 /* per buffer values (tile level), else NULL */
   int64_t infeed_next;
   int coll_arrived;            /* op index of the collective waiting at the barrier, -1 none */
@@ -256,5 +314,29 @@ struct tpu_sim_result {
 ** log) slices. Then the core's event log from its ops, tiles and slices. */
 tpu_status sim_account(tpu_sim_result *r, int core);
 tpu_status sim_build_log(tpu_sim_result *r, int core);
+/* }================================================================== */
+
+/* {==================================================================
+** Values (sim/values.c): the functional layer, at the tile level. The
+** engine calls these as an op resolves, after timing it; none of them
+** reads or changes a cycle, and the timing never reads a value.
+** ================================================================== */
+/* Core c's value arrays (c->val), one per buffer of c->cp: its initial
+** values, or zeros. TPU_ERR_NOMEM leaves what was allocated for
+** sim_values_free. */
+tpu_status sim_values_alloc(sim_core_rt *c);
+void sim_values_free(sim_core_rt *c);    /* no values (c->val NULL) is a no-op */
+/* Matmul so: dst (+)= op(a) . op(b) by tpu_mxu_gemm_acc at the tile level
+** on cfg's arrays. TPU_ERR_NOMEM (scratch for the product). */
+tpu_status sim_matmul_values(const tpu_chip_config *cfg, sim_core_rt *c, const sim_op *so);
+/* VPU op so on its buffers' values: sim_vpu_exec's status. */
+tpu_status sim_vpu_values(sim_core_rt *c, const sim_op *so);
+void sim_dma_values(sim_core_rt *c, const sim_op *so);     /* dst = src; can't fail */
+/* Infeed so: dst = batch 'batch' of core c (the program's fill, else
+** c * 1000 + batch). Can't fail. */
+void sim_infeed_values(tpu_sim_result *r, sim_core_rt *c, const sim_op *so, int64_t batch);
+/* The collective that every core has arrived at (ops[q]: its op on core q;
+** with one core, ops[0] alone): dst on every core. TPU_ERR_NOMEM. */
+tpu_status sim_coll_values(tpu_sim_result *r, const int *ops);
 /* }================================================================== */
 #endif

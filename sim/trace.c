@@ -6,7 +6,8 @@
 **   - a process per core ("CHIP core N (chip K)");
 **   - its "core (stalls)" track (tid 0): the core's waiting states, the
 **     stall kinds that are not busy, named after the stall table;
-**   - per unit (DMA, MXU, VPU, infeed, ICI) one track or more: an op is a
+**   - per unit (MXU, VPU, DMA, ICI, infeed: the op table's unit and track
+**     columns, sim/ops.def) one track or more: an op is a
 **     slice over [start, end) (a matmul from its first weight load: the
 **     cycles its ready-to-busy wait are the stall track's); ops of one unit
 **     that overlap (DMAs in flight together, a matmul streaming while the
@@ -45,25 +46,27 @@ static void json_str(tpu_text *b, const char *s) {
 /* {==================================================================
 ** Tracks
 ** ================================================================== */
-/* The units' tracks, in display order: lane k of unit u is tid
-** TR_BASE(u) + k for the first 99 lanes, and beyond (more transfers in
-** flight: dma.outstanding goes to 4096) 100000 * (u + 1) + k, so no two
-** units' lanes share a tid. */
-enum { TR_MXU = 0, TR_VPU, TR_DMA, TR_ICI, TR_INFEED, TR_NUNITS };
-static const char *const TR_NAMES[TR_NUNITS] = { "MXU", "VPU", "DMA", "ICI", "infeed" };
+/* The units' tracks, one unit per op kind, in display order (the op
+** table's track column): lane k of unit u is tid TR_BASE(u) + k for the
+** first 99 lanes, and beyond (more transfers in flight: dma.outstanding
+** goes to 4096) 100000 * (u + 1) + k, so no two units' lanes share a tid. */
+#define X(id, name, json, unit, track, row) track,
+static const int TRACK[TPU_SIM_NKINDS] = {
+#include "sim/ops.def"
+};
+#undef X
+#define TR_NUNITS TPU_SIM_NKINDS
 #define TR_STALLS 0
 #define TR_BASE(u) (100 * ((u) + 1))
 static int lane_tid(int u, int lane) { return lane < 99 ? TR_BASE(u) + lane : 100000 * (u + 1) + lane; }
 
-static int track_of(tpu_sim_event_type t) {
-  switch (t) {
-  case TPU_SIM_EV_MATMUL: return TR_MXU;
-  case TPU_SIM_EV_VPU: return TR_VPU;
-  case TPU_SIM_EV_DMA: return TR_DMA;
-  case TPU_SIM_EV_COLLECTIVE: return TR_ICI;
-  case TPU_SIM_EV_INFEED: return TR_INFEED;
-  default: return -1;
-  }
+/* The track of an op's events; -1 for the other events (tiles, stalls). */
+static int track_of(tpu_sim_event_type t) { return (unsigned)t < TPU_SIM_NKINDS ? TRACK[t] : -1; }
+/* The unit whose tracks are at place u. */
+static const char *track_name(int u) {
+  for (int k = 0; k < TPU_SIM_NKINDS; k++)
+    if (TRACK[k] == u) return tpu_sim_kind_unit((tpu_sim_kind)k);
+  return "?";
 }
 
 /* A waiting state worth a slice: a kind that is not busy, not empty. */
@@ -154,8 +157,8 @@ static void core_meta(core_ctx *x) {
   for (int u = 0; u < TR_NUNITS; u++)
     for (int l = 0; l < x->nlanes[u]; l++) {
       char name[32];
-      if (l) snprintf(name, sizeof name, "%s #%d", TR_NAMES[u], l + 1);
-      else snprintf(name, sizeof name, "%s", TR_NAMES[u]);
+      if (l) snprintf(name, sizeof name, "%s #%d", track_name(u), l + 1);
+      else snprintf(name, sizeof name, "%s", track_name(u));
       tpu_text_printf(b, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                       x->c, lane_tid(u, l), name);
       tpu_text_printf(b, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
@@ -223,11 +226,11 @@ static tpu_status flows(core_ctx *x, const tpu_sim_event *ev, size_t n) {
       const long long id = ((long long)(x->step < 0 ? 0 : x->step) << 40) + ((long long)x->c << 32) +
                            ((long long)mm->op << 8) + d;
       tpu_text_printf(x->b, ",\n{\"ph\":\"s\",\"cat\":\"dma\",\"name\":\"feeds\",\"id\":%lld,\"pid\":%d,\"tid\":%d", id,
-                      x->c, lane_tid(TR_DMA, x->lane[dj]));
+                      x->c, lane_tid(TRACK[TPU_SIM_DMA], x->lane[dj]));
       put_us(x->b, "ts", ps_of(&x->k, ev[dj].start));
       tpu_text_printf(x->b, "}");
       tpu_text_printf(x->b, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"dma\",\"name\":\"feeds\",\"id\":%lld,\"pid\":%d,"
-                      "\"tid\":%d", id, x->c, lane_tid(TR_MXU, x->lane[j]));
+                      "\"tid\":%d", id, x->c, lane_tid(TRACK[TPU_SIM_MATMUL], x->lane[j]));
       put_us(x->b, "ts", ps_of(&x->k, shown_start(mm)));
       tpu_text_printf(x->b, "}");
     }

@@ -804,7 +804,7 @@ END_TEST
 ** to back on 1, 2 and 8 threads: the same cycles and stall parts every
 ** time. This once failed about one run in two on 2 threads: the host-thread
 ** pool could run a task of the next batch under the previous one's ticket
-** and return while it still ran (see pool_run in sim/engine.c). */
+** and return while it still ran (see sim_pool_run in sim/pool.c). */
 START_TEST(Random_programs_give_the_same_result_on_every_thread_count) {
   tpu_chip_config cfg;
   char err[256];

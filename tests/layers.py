@@ -18,7 +18,7 @@ FLOOR = {"base": 0, "mxu": 1, "vpu": 1, "datafeed": 1, "sim": 2,
          "frontend": 3, "viz": 3, "cli": 4}
 PUBLIC = {"base": {"base/base.h"}, "mxu": {"mxu/mxu.h"},
           "vpu": {"vpu/vpu.h", "vpu/vpu_ops.def"}, "datafeed": {"datafeed/df.h"},
-          "sim": {"sim/sim.h", "sim/stall.def"}, "frontend": {"frontend/fe.h"},
+          "sim": {"sim/sim.h", "sim/stall.def", "sim/ops.def"}, "frontend": {"frontend/fe.h"},
           "viz": {"viz/viz.h"}, "cli": set()}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

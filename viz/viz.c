@@ -15,14 +15,31 @@ static const uint32_t STALL_COLORS[TPU_SIM_NSTALL] = {
 #include "sim/stall.def"
 };
 #undef X
-static const char *const UNIT_NAMES[TPU_VIZ_NUNIT] = { "MXU", "VPU", "DMA", "ICI" };
-/* The op kind each unit row shows. */
-static const tpu_sim_kind UNIT_KIND[TPU_VIZ_NUNIT] = { TPU_SIM_MATMUL, TPU_SIM_VPU, TPU_SIM_DMA, TPU_SIM_COLLECTIVE };
+/* Each op kind's unit row (the op table's row column); -1: none (the
+** infeed, drawn as its queue). */
+#define X(id, name, json, unit, track, row) row,
+static const int KIND_ROW[TPU_SIM_NKINDS] = {
+#include "sim/ops.def"
+};
+#undef X
+#define X(id, name, json, unit, track, row) \
+  _Static_assert((row) < TPU_VIZ_NUNIT, "sim/ops.def: the row of " #id " is not a tpu_viz_unit");
+#include "sim/ops.def"
+#undef X
+
+/* The op kind unit row u shows; -1 none. */
+static int kind_of_row(int u) {
+  for (int k = 0; k < TPU_SIM_NKINDS; k++)
+    if (KIND_ROW[k] == u) return k;
+  return -1;
+}
 
 uint32_t tpu_viz_stall_color(int stall) {
   return stall >= 0 && stall < TPU_SIM_NSTALL ? STALL_COLORS[stall] : 0xff000000u;
 }
-const char *tpu_viz_unit_name(tpu_viz_unit u) { return (unsigned)u < TPU_VIZ_NUNIT ? UNIT_NAMES[u] : "?"; }
+const char *tpu_viz_unit_name(tpu_viz_unit u) {
+  return (unsigned)u < TPU_VIZ_NUNIT ? tpu_sim_kind_unit((tpu_sim_kind)kind_of_row(u)) : "?";
+}
 
 uint32_t tpu_viz_value_color(float value, float scale) {
   float x = scale > 0 ? value / scale : 0.0f;
@@ -87,11 +104,7 @@ void tpu_viz_totals(const tpu_viz *v, int core, uint64_t out[TPU_SIM_NSTALL]) {
 ** Laying a program's run out (the engine's events)
 ** ================================================================== */
 /* The timeline row of an op kind; -1 for the infeed (no row of its own). */
-static int unit_of_kind(tpu_sim_kind k) {
-  for (int u = 0; u < TPU_VIZ_NUNIT; u++)
-    if (UNIT_KIND[u] == k) return u;
-  return -1;
-}
+static int unit_of_kind(tpu_sim_kind k) { return (unsigned)k < TPU_SIM_NKINDS ? KIND_ROW[k] : -1; }
 static bool is_op(const tpu_sim_event *e) { return e->type != TPU_SIM_EV_TILE && e->type != TPU_SIM_EV_STALL; }
 /* Where an op keeps its unit busy: a matmul from its first weight load. */
 static uint64_t busy_start(const tpu_sim_event *e) { return e->type == TPU_SIM_EV_MATMUL ? e->mid : e->start; }
@@ -164,7 +177,8 @@ static tpu_status collect_ops(tpu_viz *v, int p, const tpu_sim_program *prog, co
       if (!nm) return TPU_ERR_NOMEM;
       vc->opiv[unit][vc->nopiv[unit]++] = (viz_opiv){ busy_start(e), e->end, nm };
     }
-    if (e->type == TPU_SIM_EV_MATMUL && !(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : "matmul")))
+    if (e->type == TPU_SIM_EV_MATMUL &&
+        !(vc->opname[vc->nopname++] = tpu_strdup(o.name ? o.name : tpu_sim_kind_name(o.kind))))
       return TPU_ERR_NOMEM;
   }
   return TPU_OK;
@@ -198,7 +212,8 @@ static tpu_status build_segments(tpu_viz *v, int p, const tpu_sim_event *ev, siz
   qsort(eg, ne, sizeof *eg, edge_cmp);
   vc->seg = tpu_malloc((ne + 1) * sizeof *vc->seg);
   if (!vc->seg) { tpu_free(eg); return TPU_ERR_NOMEM; }
-  int cnt[TPU_VIZ_NUNIT] = { 0 }, core = TPU_SIM_IDLE;
+  int cnt[TPU_VIZ_NUNIT] = { 0 }, core = TPU_SIM_IDLE, busy[TPU_VIZ_NUNIT];
+  for (int u = 0; u < TPU_VIZ_NUNIT; u++) busy[u] = tpu_sim_stall_of_kind((tpu_sim_kind)kind_of_row(u));
   for (size_t i = 0; i < ne;) {
     const uint64_t t = eg[i].t;
     for (; i < ne && eg[i].t == t; i++) {
@@ -208,7 +223,7 @@ static tpu_status build_segments(tpu_viz *v, int p, const tpu_sim_event *ev, siz
     if (t >= v->total) break;
     viz_seg sg = { .at = t, .core = (uint8_t)core };
     for (int u = 0; u < TPU_VIZ_NUNIT; u++)
-      sg.unit[u] = (uint8_t)(cnt[u] > 0 ? tpu_sim_stall_of_kind(UNIT_KIND[u]) : TPU_SIM_IDLE);
+      sg.unit[u] = (uint8_t)(cnt[u] > 0 ? busy[u] : TPU_SIM_IDLE);
     if (vc->nseg && !memcmp(&vc->seg[vc->nseg - 1].core, &sg.core, 1 + TPU_VIZ_NUNIT)) continue;
     vc->seg[vc->nseg++] = sg;
   }

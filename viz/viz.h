@@ -53,6 +53,8 @@
 ** stall table (sim/stall.def), 0xAARRGGBB; opaque black out of range. */
 uint32_t tpu_viz_stall_color(int stall);
 
+/* The timeline's unit rows, top to bottom: the op table's row column
+** (sim/ops.def), which names them (tpu_sim_kind_unit). */
 typedef enum tpu_viz_unit { TPU_VIZ_UNIT_MXU = 0, TPU_VIZ_UNIT_VPU, TPU_VIZ_UNIT_DMA,
                             TPU_VIZ_UNIT_ICI, TPU_VIZ_NUNIT } tpu_viz_unit;
 const char *tpu_viz_unit_name(tpu_viz_unit u);      /* "MXU", ... */
