@@ -3,11 +3,12 @@
 ** data-parallel across its cores, and report accuracy, simulated speed and
 ** where the cores' time went.
 **
-** Numerics run through the chosen backend (fe_gemm, frontend/layers.c). The step's simulated
-** time does not depend on values: the step is lowered into per-core
-** programs and run on the chip engine at the timing level once, and a step
-** whose batch is ready late is that step delayed by the wait
-** (tpu_fe_step_timer); docs/TRAINING.md says so.
+** The run itself -- feed, infeed waits, step timing, trainer, sums,
+** evaluation, checkpoints -- is the front-end's training run (tpu_fe_run,
+** frontend/run.c; docs/TRAINING.md, "What runs where"). This file parses
+** the options, prints Keras-style progress from each step's record, writes
+** the CSV rows, the trace and the checkpoints the options ask for, and the
+** report from the run's totals.
 */
 #include <limits.h>
 #include <errno.h>
@@ -192,6 +193,7 @@ typedef struct train_cli {
   json_t *ignored;                     /* a Keras model's options not modelled (--json), or NULL */
   tpu_fe_run *run;
   tpu_text csv, tb;                    /* --csv rows, --trace */
+  bool tty;                            /* the progress bar is redrawn in place */
   double wall;                         /* this invocation's wall time */
 } train_cli;
 
@@ -244,6 +246,7 @@ static void start(const opts *o, train_cli *t, const tpu_fe_run_totals *tot) {
     tpu_text_printf(&t->csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n",
                     tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
   char be[32];
+  t->tty = !o->com.json && cli_stdout_is_tty();
   if (!o->com.json)
     printf("Training %s (%zu parameters) on %s: %d cores x %d samples = batch %ld, backend %s%s, data %s%s\n",
            t->model.name, t->model.nparams, t->chip.name, tot->cores, tot->per_core_batch, o->batch,
@@ -255,7 +258,7 @@ static void start(const opts *o, train_cli *t, const tpu_fe_run_totals *tot) {
 ** the checkpoint. 'ew0' is the epoch's start on the wall clock. */
 static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, long steps, double ew0,
                       double *last_draw) {
-  const bool n = o->level != TPU_FIDELITY_TIMING, tty = !o->com.json && cli_stdout_is_tty();
+  const bool n = o->level != TPU_FIDELITY_TIMING, tty = t->tty;
   if (o->csv)
     tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", r->epoch + 1, (unsigned long long)r->global_step + 1,
                     n ? r->loss : NAN, n ? (double)r->correct / (double)r->samples : NAN, r->sim_step_s,
