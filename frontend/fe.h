@@ -500,10 +500,10 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
 ** functions of the seed, the epoch and the step).
 **
 ** Nothing here prints or reads the command line; messages name the option
-** a value came from (--batch, --data, --pipeline, --resume), since that is
-** how tpusim and its Python module spell them. A run keeps its state on
-** the heap, so runs may go on several host threads at once (tpusim sweep).
-** After a step fails the run only reports that failure again.
+** a value came from as tpusim spells it (--batch, --data, --pipeline,
+** --resume). A run keeps its state on the heap, so runs may go on several
+** host threads at once (tpusim sweep). After a step fails the run only
+** reports that failure again.
 ** ================================================================== */
 /* The data-parallel split of a global batch over 'cores' cores, as
 ** TPUStrategy and MirroredStrategy split it: each core gets global_batch /
@@ -559,8 +559,9 @@ typedef struct tpu_fe_step_record {
                                   size, as Keras'); NaN at the timing level */
   double epoch_accuracy;       /* and accuracy (0 at the timing level) */
   double epoch_sim_s;          /* the epoch's simulated time so far */
-  bool epoch_end;              /* the epoch's last step: the test split evaluated, and ... */
-  tpu_fe_epoch_log epoch_log;  /* ... the epoch's history entry (val_* NaN at the timing level) */
+  bool epoch_end;              /* the epoch's last step: the test split evaluated (tile level) and */
+  tpu_fe_epoch_log epoch_log;  /* the epoch's history entry (losses and accuracies 0 at the timing
+                                  level, as the history keeps them) */
 } tpu_fe_step_record;
 
 /* The run's figures so far, the derived ones computed when asked. */
