@@ -26,6 +26,15 @@ const char *tpu_status_str(tpu_status s) {
   return (unsigned)s < sizeof text / sizeof text[0] ? text[s] : "unknown status";
 }
 
+tpu_status tpu_errorf(char *err, size_t errcap, tpu_status st, const char *fmt, ...) {
+  if (!err || !errcap) return st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errcap, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
 int tpu_status_exit_code(tpu_status s) {
   switch (s) {
     case TPU_OK: return 0;

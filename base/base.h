@@ -42,6 +42,11 @@ typedef enum tpu_status {
 /* Static text for a status code; never NULL. This function can't fail. */
 const char *tpu_status_str(tpu_status s);
 
+/* How a function fails with a message: writes it into err (errcap bytes,
+** truncated; err NULL: nowhere) and returns st. */
+tpu_status tpu_errorf(char *err, size_t errcap, tpu_status st, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
 /* Exit status for a command that failed with 's': 2 for bad input
 ** (CONFIG, INPUT, and IO on an input file is the caller's call), else 1. */
 int tpu_status_exit_code(tpu_status s);

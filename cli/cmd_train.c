@@ -3,11 +3,12 @@
 ** data-parallel across its cores, and report accuracy, simulated speed and
 ** where the cores' time went.
 **
-** Numerics run through the chosen backend (fe_gemm, frontend/layers.c). The step's simulated
-** time does not depend on values: the step is lowered into per-core
-** programs and run on the chip engine at the timing level once, and a step
-** whose batch is ready late is that step delayed by the wait
-** (tpu_fe_step_timer); docs/TRAINING.md says so.
+** The run itself -- feed, infeed waits, step timing, trainer, sums,
+** evaluation, checkpoints -- is the front-end's training run (tpu_fe_run,
+** frontend/run.c; docs/TRAINING.md, "What runs where"). This file parses
+** the options, prints Keras-style progress from each step's record, writes
+** the CSV rows, the trace and the checkpoints the options ask for, and the
+** report from the run's totals.
 */
 #include <limits.h>
 #include <errno.h>
@@ -113,9 +114,9 @@ static int option(void *ud, int id, const char *v) {
 
 static int parse_args(int argc, char **argv, opts *o) {
   const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  *o = (opts){ .data = "fashion-mnist", .epochs = 1, .batch = 128, .seed = -1, .synth_n = 2048,
-               .backend = TPU_FE_BACKEND_SIM, .level = TPU_FIDELITY_TILE, .prec = TPU_PREC_BF16,
-               .threads = ncpu > 0 ? ncpu : 1 };
+  const tpu_fe_run_config d = tpu_fe_run_config_default();
+  *o = (opts){ .data = d.data, .epochs = d.epochs, .batch = d.global_batch, .seed = d.seed, .synth_n = d.synthetic_n,
+               .backend = d.backend, .level = d.level, .prec = d.prec, .threads = ncpu > 0 ? ncpu : 1 };
   const cli_opt table[] = {
     CLI_STR("model", &o->model, NULL), CLI_STR("data", &o->data, NULL), CLI_STR("trace", &o->trace, NULL),
     CLI_STR("csv", &o->csv, NULL), CLI_STR("checkpoint", &o->ckpt, NULL), CLI_STR("pipeline", &o->pipeline, NULL),
@@ -184,269 +185,125 @@ static void progress(bool tty, bool final, long step, long total, double wall_s,
 /* }================================================================== */
 
 /* {==================================================================
-** The run
+** The run (frontend/fe.h, "The training run"), its progress and outputs
 ** ================================================================== */
-
-typedef struct train_run {
-  tpu_chip_config chip, tchip;         /* the chip, and the chip cut to the cores in use */
+typedef struct train_cli {
+  tpu_chip_config chip;                /* the whole chip (the run's is cut to --cores) */
   tpu_fe_model model;
-  int cores;
-  bool numerics, tty, text;
-  double hz;
-  tpu_fe_feed *feed;
-  tpu_fe_feed_info fi;
-  tpu_fe_dataset test;
-  long steps, steps_avail;             /* per epoch: run, and in the training set */
-  tpu_fe_step_timer *timer;            /* the step on the engine, for timer_rows samples per core */
-  int timer_rows;
-  tpu_fe_step_timing tm, tm0;          /* the step's timing: now, and with no infeed wait */
-  uint64_t tm_wait;                    /* the infeed wait 'tm' was timed with */
-  int tm_rows;                         /* and the shard of its busiest core */
-  tpu_fe_run_log run;                  /* sums over the steps timed, sim_time_s: the whole run (checkpointed) */
-  long nsteps;                         /* steps timed by this invocation */
-  tpu_fe_trainer tr;
-  tpu_fe_ckpt_info ck;
-  int first_epoch;                     /* the epochs a resumed checkpoint had done */
-  uint64_t gstep;
-  tpu_text csv, tb;
-  tpu_fe_epoch_log *hist;              /* the whole run's history: nhist epochs (checkpointed) */
-  int nhist;
   json_t *ignored;                     /* a Keras model's options not modelled (--json), or NULL */
-  double test_loss, test_acc, last_loss, last_acc, wall;
-} train_run;
+  tpu_fe_run *run;
+  tpu_text csv, tb;                    /* --csv rows, --trace */
+  bool tty;                            /* the progress bar is redrawn in place */
+  double wall;                         /* this invocation's wall time */
+} train_cli;
 
-/* The model, the cores and the chip cut to them. */
-static int load_model(const opts *o, train_run *t) {
+/* The model, the chip cut to the cores, and the run on them. */
+static int create_run(const opts *o, train_cli *t) {
   int rc = cli_load_chip(CMD, &o->com, &t->chip);
   if (rc || (rc = cli_load_model(CMD, o->model, o->com.json, &t->model, &t->ignored))) return rc;
-  if (o->seed >= 0) t->model.seed = (uint64_t)o->seed;
-  t->cores = o->cores ? (int)o->cores : t->chip.cores;
-  if (t->cores > t->chip.cores)
-    return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", t->cores, t->chip.name, t->chip.cores);
+  const int cores = o->cores ? (int)o->cores : t->chip.cores;
+  if (cores > t->chip.cores)
+    return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, t->chip.name, t->chip.cores);
   /* sample counts are ints: no training set here holds more (synthetic data
   ** at most 2^31 - 1 samples, --synthetic-n), so a batch of 2^31 never fits */
   if (o->batch > INT_MAX)
     return cli_usage_error(CMD, "--batch %ld is larger than the training set (%s: at most %d samples%s)", o->batch,
                            o->data, INT_MAX, strcmp(o->data, "synthetic") ? "" : ", --synthetic-n's range");
-  if (o->level != TPU_FIDELITY_TIMING && o->synth_n > (1L << 22))
-    return cli_usage_error(CMD, "--synthetic-n %ld: --level tile holds the synthetic set in memory, at most 4194304 "
-                           "samples; --level timing makes none and takes up to %d", o->synth_n, INT_MAX);
-  if (o->batch % t->cores)
-    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d "
-                          "(the global batch is split evenly, as TPUStrategy does)", o->batch, t->cores, t->cores);
-  t->numerics = o->level != TPU_FIDELITY_TIMING;
-  t->hz = t->chip.clock_mhz * 1e6;
-  /* the cores in use take part in the all-reduce; the chip is cut to them */
-  t->tchip = t->chip;
-  cli_chip_cut(&t->tchip, t->cores);
-  return 0;
+  tpu_fe_run_config c = tpu_fe_run_config_default();
+  c.model = &t->model;
+  c.model_label = o->model;
+  c.chip = t->chip;
+  cli_chip_cut(&c.chip, cores);        /* the cores in use take part in the all-reduce */
+  c.global_batch = (int)o->batch;
+  c.seed = o->seed;
+  c.backend = o->backend;
+  c.level = o->level;
+  c.prec = o->prec;
+  c.threads = (int)o->threads;
+  c.epochs = (int)o->epochs;
+  c.steps_per_epoch = o->steps;
+  c.data = o->data;
+  c.pipeline = o->pipeline;
+  c.synthetic_n = (int)o->synth_n;
+  c.resume_dir = o->resume ? o->ckpt : NULL;
+  c.trace = o->trace ? &t->tb : NULL;
+  if (o->trace) tpu_sim_trace_steps_begin(&t->tb, t->chip.name, cores);
+  char err[2048];
+  const tpu_status st = tpu_fe_run_create(&c, &t->run, err, sizeof err);
+  return st ? cli_fail(CMD, st, "%s", err) : 0;
 }
 
-/* The input: datafeed's pipeline (values) and host-time model (ready
-** times), checked against the model, and the test split. */
-static int open_data(const opts *o, train_run *t) {
-  char err[1024];
-  const int ncls = t->model.layers[t->model.nlayers - 1].out.c;
-  /* synthetic data takes the model's input shape and classes */
-  tpu_fe_feed_opts fo = { .data = o->data, .pipeline = o->pipeline, .global_batch = (int)o->batch,
-                          .epochs = (int)o->epochs, .synthetic_n = (int)o->synth_n, .seed = t->model.seed,
-                          .input_shape = t->model.input, .synthetic_classes = ncls,
-                          .no_values = !t->numerics, .model_shape = t->model.input, .model_classes = ncls };
-  if (t->numerics && ncls > 256)
-    return cli_usage_error(CMD, "%s gives %d classes; --level tile computes values with at most 256 classes "
-                           "(byte labels); --level timing takes any count", o->model, ncls);
-  tpu_status st = tpu_fe_feed_open(&fo, &t->feed, &t->fi, err, sizeof err);
-  /* every split is checked against the model (tpu_fe_feed_opts.model_shape) */
-  if (st) return o->pipeline ? cli_fail(CMD, st, "--pipeline: %s", err) : cli_fail(CMD, st, "--data %s: %s", o->data, err);
-  if (t->numerics && (st = tpu_fe_feed_test_set(&fo, &t->test, err, sizeof err)))
-    return cli_fail(CMD, st, "--data %s (test split): %s", o->data, err);
-  t->steps_avail = (long)t->fi.batches_per_epoch;
-  if (t->steps_avail < 1) return cli_usage_error(CMD, "--batch %ld is larger than the training set", o->batch);
-  t->steps = o->steps && o->steps < t->steps_avail ? o->steps : t->steps_avail;
-  return 0;
+/* "sim bf16x3", or "reference" (OpenBLAS f32). */
+static const char *backend_str(const opts *o, char *b, size_t n) {
+  if (o->backend != TPU_FE_BACKEND_SIM) return "reference";
+  snprintf(b, n, "sim %s", tpu_precision_name(o->prec));
+  return b;
 }
 
-/* Times the step of 'rows' samples per core for an infeed 'wait' (values
-** never enter it; see the top of this file): the step timer's, timed once,
-** for whole batches; a partial last batch's step is timed on its own. */
-static tpu_status time_step(const opts *o, train_run *t, int rows, uint64_t wait, bool traced, tpu_fe_step_timing *out,
-                            char *err, size_t errcap) {
-  const tpu_fe_step_trace tr = { .out = &t->tb, .step = (long)t->gstep, .t0_us = t->run.sim_time_s * 1e6 };
-  if (rows == t->timer_rows) return tpu_fe_step_timer_time(t->timer, wait, traced ? &tr : NULL, out, err, errcap);
-  return tpu_fe_time_step(&t->model, &t->tchip, o->prec, rows, true, wait, (int)o->threads,
-                          out, traced ? &tr : NULL, err, errcap);
-}
-
-/* The trainer (from the checkpoint with --resume), the CSV header, the
-** trace's metadata and the banner. */
-static int start(const opts *o, train_run *t) {
-  char err[1024];
-  t->timer_rows = (int)(o->batch / t->cores);
-  tpu_status st = tpu_fe_step_timer_create(&t->model, &t->tchip, o->prec, t->timer_rows, true,
-                                           (int)o->threads, &t->timer, err, sizeof err);
-  if (!st) st = time_step(o, t, t->timer_rows, 0, false, &t->tm0, err, sizeof err);
-  if (st) return cli_fail(CMD, st, "%s: %s", o->model, err);
-  t->tm = t->tm0;
-  t->tm_rows = (int)(o->batch / t->cores);
-  tpu_fe_backend be = { .kind = o->backend, .mxu = t->chip.mxu, .mxus = t->chip.mxus_per_core, .prec = o->prec };
-  if (t->numerics && (st = tpu_fe_trainer_create(&t->model, &be, t->cores, (int)o->batch, (int)o->threads, &t->tr)))
-    return cli_fail(CMD, st, "out of memory creating the trainer");
-  t->ck = (tpu_fe_ckpt_info){ .seed = t->model.seed, .global_batch = (int)o->batch };
-  if (o->resume) {   /* the run so far: weights, data position, sums and history */
-    tpu_fe_ckpt_info got;
-    if ((st = tpu_fe_ckpt_load(o->ckpt, &t->tr, &t->ck, &got, err, sizeof err)))
-      return cli_fail(CMD, st, "--resume: %s", err);
-    t->first_epoch = got.epochs_done;
-    t->gstep = got.step;
-    if (got.run.cores && got.run.cores != t->cores) {   /* its per-core sums are of other cores */
-      tpu_free(got.history);
-      return cli_usage_error(CMD, "--resume: %s/checkpoint.bin: written with --cores %d; resume with the same (got "
-                             "--cores %d)", o->ckpt, got.run.cores, t->cores);
-    }
-    t->run = got.run;
-    tpu_free(t->hist);
-    t->hist = got.history;
-    t->nhist = got.epochs_done;
-    if (t->first_epoch < o->epochs && (st = tpu_fe_feed_seek(t->feed, t->first_epoch, err, sizeof err)))
-      return cli_fail(CMD, st, "%s", err);
-  }
-  const int need = (int)(o->epochs > t->nhist ? o->epochs : t->nhist);
-  tpu_fe_epoch_log *h = tpu_realloc(t->hist, (size_t)(need ? need : 1) * sizeof *h);
-  if (!h) return cli_runtime_error(CMD, "out of memory");
-  t->hist = h;
+/* The CSV header and the banner. */
+static void start(const opts *o, train_cli *t, const tpu_fe_run_totals *tot) {
   if (o->csv)
     tpu_text_printf(&t->csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n",
                     tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
-  if (o->trace) tpu_sim_trace_steps_begin(&t->tb, t->chip.name, t->cores);
+  char be[32];
   t->tty = !o->com.json && cli_stdout_is_tty();
-  t->text = !o->com.json;
-  if (t->text)
-    printf("Training %s (%zu parameters) on %s: %d cores x %ld samples = batch %ld, backend %s%s%s, data %s%s%s\n",
-           t->model.name, t->model.nparams, t->chip.name, t->cores, o->batch / t->cores, o->batch,
-           o->backend == TPU_FE_BACKEND_SIM ? "sim " : "reference",
-           o->backend == TPU_FE_BACKEND_SIM ? tpu_precision_name(o->prec) : "",
-           t->numerics ? "" : " (timing level: no values)", o->pipeline ? "pipeline " : "",
-           o->pipeline ? o->pipeline : o->data, "");
-  return 0;
+  if (!o->com.json)
+    printf("Training %s (%zu parameters) on %s: %d cores x %d samples = batch %ld, backend %s%s, data %s%s\n",
+           t->model.name, t->model.nparams, t->chip.name, tot->cores, tot->per_core_batch, o->batch,
+           backend_str(o, be, sizeof be), o->level != TPU_FIDELITY_TIMING ? "" : " (timing level: no values)",
+           o->pipeline ? "pipeline " : "", o->pipeline ? o->pipeline : o->data);
 }
 
-/* Adds a step's timing to the sums the report is made of. */
-static void account(train_run *t, const tpu_fe_step_timing *tm) {
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) t->run.stall[k] += tm->stall[k];
-  t->run.cycles += (double)tm->step_cycles;
-  t->run.macs += (double)tm->macs;
-  t->run.mxu_capacity += (double)tm->mxu_cycles_capacity;
-  t->run.steps++;
-  t->nsteps++;
-  t->run.cores = t->cores;
-  t->run.core_cycles += tm->step_cycles;   /* step() keeps it under 2^63 / cores */
-  for (int c = 0; c < t->cores; c++)
-    for (int k = 0; k < TPU_SIM_NSTALL; k++) t->run.core_stall[c][k] += tm->core_stall[c][k];
-}
-
-/* Step s of epoch ep: the batch when the infeed has it, the step's timing,
-** the numerics; *loss, *cor and *step_s get its loss, correct predictions
-** and simulated time. */
-static int step(const opts *o, train_run *t, int ep, long s, int *n, double *loss, int *cor, double *step_s) {
-  char err[1024];
-  const float *xb;
-  const uint8_t *yb;
-  double ready_s;
-  tpu_status st = tpu_fe_feed_next(t->feed, t->run.sim_time_s, &xb, &yb, n, &ready_s, err, sizeof err);
-  if (st) return cli_fail(CMD, st, "epoch %d, step %ld: %s", ep + 1, s + 1, err);
-  const double wait_cyc = (ready_s - t->run.sim_time_s) * t->hz;   /* >= 0: the feed never returns an earlier time */
-  if (!(wait_cyc <= (double)TPU_SIM_MAX_CYCLES))
-    return cli_usage_error(CMD, "%s: epoch %d, step %ld: the batch is ready %.4g s after the cores ask for it (%.4g "
-                           "cycles), longer than the engine times (2^53 cycles): the pipeline's costs are out of "
-                           "proportion to its elements and steps", o->pipeline ? o->pipeline : "--data", ep + 1, s + 1,
-                           ready_s - t->run.sim_time_s, wait_cyc);
-  const uint64_t wait = (uint64_t)llround(wait_cyc);
-  const bool traced = o->trace && t->nsteps < 20;
-  /* a partial last batch (a pipeline without drop_remainder) fills whole
-  ** shards on the first cores: the step is timed with the busiest core's
-  ** shard on every core (the others would wait for it at the all-reduce) */
-  const int per_core = (int)(o->batch / t->cores), rows = *n < per_core ? *n : per_core;
-  if (wait != t->tm_wait || rows != t->tm_rows || traced) {
-    if ((st = time_step(o, t, rows, wait, traced, &t->tm, err, sizeof err))) return cli_fail(CMD, st, "%s", err);
-    t->tm_wait = wait;
-    t->tm_rows = rows;
-  }
-  /* the report's cycles, summed over the steps and the cores, are JSON integers */
-  if (t->tm.step_cycles > (uint64_t)INT64_MAX / (uint64_t)t->cores - t->run.core_cycles)
-    return cli_usage_error(CMD, "%s: epoch %d, step %ld: the run's simulated core-cycles pass 2^63 (the steps so far "
-                           "took %llu cycles): the pipeline's costs are out of proportion to its elements and steps",
-                           o->pipeline ? o->pipeline : "--data", ep + 1, s + 1, (unsigned long long)t->run.core_cycles);
-  *step_s = (double)t->tm.step_cycles / t->hz;
-  if (t->numerics && (st = tpu_fe_trainer_step_n(&t->tr, xb, yb, *n, t->gstep, (uint64_t)(s * o->batch), loss, cor)))
-    return cli_fail(CMD, st, "epoch %d, step %ld: %s", ep + 1, s + 1, tpu_status_str(st));
-  account(t, &t->tm);
-  t->run.sim_time_s += *step_s;
+/* A step's CSV row and progress; after an epoch's last step its line and
+** the checkpoint. 'ew0' is the epoch's start on the wall clock. */
+static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, long steps, double ew0,
+                      double *last_draw) {
+  const bool n = o->level != TPU_FIDELITY_TIMING, tty = t->tty;
   if (o->csv)
-    tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", ep + 1, (unsigned long long)t->gstep + 1,
-                    t->numerics ? *loss : NAN, t->numerics ? (double)*cor / (double)*n : NAN, *step_s,
-                    (double)wait / t->hz, t->run.sim_time_s);
-  return 0;
-}
-
-/* The end of an epoch: the next epoch's data, the test set, the progress
-** line, the history and the checkpoint. */
-static int end_epoch(const opts *o, train_run *t, int ep, double ewall, double ep_sim) {
-  char err[1024];
-  tpu_status st;
-  if (t->steps < t->steps_avail && ep + 1 < o->epochs && (st = tpu_fe_feed_seek(t->feed, ep + 1, err, sizeof err)))
-    return cli_fail(CMD, st, "%s", err);
-  if (t->numerics && (st = tpu_fe_trainer_eval(&t->tr, &t->test, &t->test_loss, &t->test_acc)))
-    return cli_fail(CMD, st, "evaluation: %s", tpu_status_str(st));
-  if (t->text) {
-    progress(t->tty, true, t->steps, t->steps, ewall, ep_sim / (double)t->steps, t->last_loss, t->last_acc);
-    if (t->numerics) printf(" - val_loss: %.4f - val_accuracy: %.4f\n", t->test_loss, t->test_acc);
+    tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", r->epoch + 1, (unsigned long long)r->global_step + 1,
+                    n ? r->loss : NAN, n ? (double)r->correct / (double)r->samples : NAN, r->sim_step_s,
+                    r->infeed_wait_s, r->sim_time_s);
+  const double now = cli_now_s();
+  if (tty && (now - *last_draw > 0.05 || r->step + 1 == steps)) {
+    progress(true, false, r->step + 1, steps, now - ew0, r->epoch_sim_s / (double)(r->step + 1), r->epoch_loss,
+             r->epoch_accuracy);
+    *last_draw = now;
+  }
+  if (!r->epoch_end) return 0;
+  if (!o->com.json) {
+    progress(tty, true, steps, steps, r->epoch_log.wall_s, r->epoch_sim_s / (double)steps, r->epoch_loss,
+             r->epoch_accuracy);
+    if (n) printf(" - val_loss: %.4f - val_accuracy: %.4f\n", r->epoch_log.val_loss, r->epoch_log.val_accuracy);
     else printf("\n");
     fflush(stdout);
   }
-  const bool n = t->numerics;
-  t->hist[ep] = (tpu_fe_epoch_log){ n ? t->last_loss : 0.0, n ? t->last_acc : 0.0, n ? t->test_loss : 0.0,
-                                    n ? t->test_acc : 0.0, ep_sim, ewall };
-  t->nhist = ep + 1;
-  if (o->ckpt && n) {
-    t->ck.epochs_done = ep + 1;
-    t->ck.step = t->gstep;
-    t->ck.run = t->run;
-    t->ck.history = t->hist;
-    if (tpu_fe_ckpt_save(o->ckpt, &t->tr, &t->ck, err, sizeof err))   /* an output: a runtime failure */
-      return cli_runtime_error(CMD, "%s", err);
+  char err[1024];
+  if (o->ckpt && tpu_fe_run_save(t->run, o->ckpt, err, sizeof err))   /* an output: a runtime failure */
+    return cli_runtime_error(CMD, "%s", err);
+  return 0;
+}
+
+/* The steps left, with their progress. */
+static int run_steps(const opts *o, train_cli *t, long steps) {
+  double ew0 = 0, last_draw = 0;
+  int ep;
+  long s;
+  char err[2048];
+  while (tpu_fe_run_next(t->run, &ep, &s)) {
+    if (s == 0) {
+      if (!o->com.json) printf("Epoch %d/%ld\n", ep + 1, o->epochs);
+      ew0 = cli_now_s();
+      last_draw = 0;
+    }
+    tpu_fe_step_record r;
+    const tpu_status st = tpu_fe_run_step(t->run, &r, err, sizeof err);
+    int rc = st ? cli_fail(CMD, st, "%s", err) : after_step(o, t, &r, steps, ew0, &last_draw);
+    if (rc) return rc;
   }
   return 0;
 }
 
-static int run_epoch(const opts *o, train_run *t, int ep) {
-  const double ew0 = cli_now_s();
-  double lsum = 0, wsum = 0, last_draw = 0, ep_sim = 0;
-  long csum = 0, seen = 0;
-  if (t->text) printf("Epoch %d/%ld\n", ep + 1, o->epochs);
-  for (long s = 0; s < t->steps; s++, t->gstep++) {
-    double loss = NAN, step_s = 0;
-    int cor = 0, n = 0, rc;
-    if ((rc = step(o, t, ep, s, &n, &loss, &cor, &step_s))) return rc;
-    ep_sim += step_s;
-    /* the running means weigh each batch by its size, as Keras' (a full
-    ** batch weighs exactly 1) */
-    const double w = (double)n / (double)o->batch;
-    lsum += loss * w;
-    wsum += w;
-    csum += cor;
-    seen += n;
-    t->last_loss = t->numerics ? lsum / wsum : NAN;
-    t->last_acc = (double)csum / (double)seen;
-    const double now = cli_now_s();
-    if (t->tty && (now - last_draw > 0.05 || s + 1 == t->steps)) {
-      progress(true, false, s + 1, t->steps, now - ew0, ep_sim / (double)(s + 1), t->last_loss, t->last_acc);
-      last_draw = now;
-    }
-  }
-  return end_epoch(o, t, ep, cli_now_s() - ew0, ep_sim);
-}
-
-static int write_outputs(const opts *o, train_run *t) {
+static int write_outputs(const opts *o, train_cli *t) {
   if (o->csv && (t->csv.oom || tpu_write_atomic(o->csv, t->csv.s, t->csv.n)))
     return cli_runtime_error(CMD, "--csv %s: cannot write: %s", o->csv, t->csv.oom ? "out of memory" : strerror(errno));
   if (o->trace) {
@@ -459,97 +316,44 @@ static int write_outputs(const opts *o, train_run *t) {
 /* }================================================================== */
 
 /* {==================================================================
-** The report
+** The report, from the run's totals
 ** ================================================================== */
-typedef struct summary {
-  double fr[TPU_SIM_NSTALL];   /* the stall parts (TPU_SIM_* order), fractions of the step */
-  double util;                 /* useful MACs over the array's capacity */
-  double step_s, ips;
-} summary;
-
-static summary summarize(const opts *o, train_run *t) {
-  if (t->run.steps == 0) account(t, &t->tm0);  /* no step timed (never happens in a whole run): report one */
-  summary m;
-  for (int k = 0; k < TPU_SIM_NSTALL; k++) m.fr[k] = t->run.stall[k] / t->run.cycles;
-  /* useful MACs only: extra bf16 passes cost time but are not model work */
-  m.util = t->run.macs / (double)tpu_precision_passes(o->prec) / t->run.mxu_capacity;
-  m.step_s = t->run.cycles / (double)t->run.steps / t->hz;
-  m.ips = (double)o->batch / m.step_s;
-  return m;
-}
-
 /* The stall parts in cycles over the run's steps (a resumed run's
 ** included, from its checkpoint): "per_core" (each core's, with its
 ** "cycles"), "stall_cycles" (summed over the cores) and "per_core_steps".
 ** 0, or -1 when out of memory. */
-static int per_core_json(json_t *j, const train_run *t) {
+static int per_core_json(json_t *j, const tpu_fe_run_totals *t) {
+  const tpu_fe_run_log *r = &t->sums;
   json_t *pc = json_array(), *tot = json_object();
   int bad = !pc || !tot;
   for (int c = 0; !bad && c < t->cores; c++) {
-    json_t *e = json_pack("{s:i,s:I}", "core", c, "cycles", (json_int_t)t->run.core_cycles);
+    json_t *e = json_pack("{s:i,s:I}", "core", c, "cycles", (json_int_t)r->core_cycles);
     bad |= json_array_append_new(pc, e);
     for (int i = 0; !bad && i < TPU_SIM_NSTALL; i++) {
       const int k = tpu_sim_stall_in_report_order(i);
-      bad |= json_object_set_new(e, tpu_sim_stall_name(k), json_integer((json_int_t)t->run.core_stall[c][k]));
+      bad |= json_object_set_new(e, tpu_sim_stall_name(k), json_integer((json_int_t)r->core_stall[c][k]));
     }
   }
   for (int i = 0; !bad && i < TPU_SIM_NSTALL; i++) {
     const int k = tpu_sim_stall_in_report_order(i);
     uint64_t sum = 0;
-    for (int c = 0; c < t->cores; c++) sum += t->run.core_stall[c][k];   /* <= cores * core_cycles < 2^63 */
+    for (int c = 0; c < t->cores; c++) sum += r->core_stall[c][k];   /* <= cores * core_cycles < 2^63 */
     bad |= json_object_set_new(tot, tpu_sim_stall_name(k), json_integer((json_int_t)sum));
   }
   bad |= json_object_set_new(j, "stall_cycles", tot);
   bad |= json_object_set_new(j, "per_core", pc);
-  bad |= json_object_set_new(j, "per_core_steps", json_integer((json_int_t)t->run.steps));
+  bad |= json_object_set_new(j, "per_core_steps", json_integer((json_int_t)r->steps));
   return bad ? -1 : 0;
 }
 
-/* The --json report; NULL when out of memory. */
-static json_t *report_json(const opts *o, train_run *t, const summary *m) {
-  const bool n = t->numerics;
-  json_t *stall = json_object();
-  for (int i = 0; i < TPU_SIM_NSTALL; i++) {   /* in the training report's order (sim/stall.def) */
-    const int k = tpu_sim_stall_in_report_order(i);
-    json_object_set_new(stall, tpu_sim_stall_name(k), cli_json_real(m->fr[k]));
-  }
-  char hs[32];
-  snprintf(hs, sizeof hs, "%016llx", n ? (unsigned long long)tpu_fe_params_hash(t->tr.params, t->model.nparams) : 0ull);
-  json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
-                        "model", t->model.name, "chip", t->chip.name, "cores", t->cores, "global_batch", (int)o->batch,
-                        "per_core_batch", (int)(o->batch / t->cores),
-                        "backend", o->backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
-                        "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
-                        "data", o->data, "epochs", t->nhist, "steps_per_epoch", (int)t->steps,
-                        "parameters", (json_int_t)t->model.nparams);
-  /* a resumed run reports the whole run; epochs_run says how much of it this invocation ran */
-  json_object_set_new(j, "epochs_run", json_integer(t->nhist - t->first_epoch > 0 ? t->nhist - t->first_epoch : 0));
-  json_object_set_new(j, "val_loss", n ? cli_json_real(t->test_loss) : json_null());
-  json_object_set_new(j, "val_accuracy", n ? cli_json_real(t->test_acc) : json_null());
-  json_object_set_new(j, "test_loss", n ? cli_json_real(t->test_loss) : json_null());      /* alias of val_loss */
-  json_object_set_new(j, "test_accuracy", n ? cli_json_real(t->test_acc) : json_null());
-  json_object_set_new(j, "train_loss", n ? cli_json_real(t->last_loss) : json_null());
-  json_object_set_new(j, "train_accuracy", n ? cli_json_real(t->last_acc) : json_null());
-  json_object_set_new(j, "sim_step_s", cli_json_real(m->step_s));
-  json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(t->run.cycles / (double)t->run.steps)));
-  json_object_set_new(j, "sim_time_s", cli_json_real(t->run.sim_time_s));
-  json_object_set_new(j, "images_per_s", cli_json_real(m->ips));
-  json_object_set_new(j, "mxu_utilization", cli_json_real(m->util));
-  json_object_set_new(j, "stall", stall);
-  if (per_core_json(j, t)) { json_decref(j); return NULL; }
-  json_object_set_new(j, "input_wait_fraction", cli_json_real(m->fr[TPU_SIM_INFEED_WAIT]));
-  json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT])));
-  char alg[512];
-  json_object_set_new(j, "all_reduce_algorithm",
-                      json_string(tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg)));
-  json_object_set_new(j, "wall_s", cli_json_real(t->wall));   /* this invocation's */
-  json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
+/* The run's history: val_* as Keras names them; test_* are their aliases
+** for one release; wall_s is null for the epochs before a --resume
+** (checkpoints keep no wall time, so that identical runs write identical
+** files). */
+static json_t *history_json(const tpu_fe_run_totals *m) {
   json_t *hist = json_array();
-  /* val_* as Keras names them; test_* are their aliases for one release;
-  ** wall_s is null for the epochs before a --resume (checkpoints keep no
-  ** wall time, so that identical runs write identical files) */
-  for (int e = 0; e < t->nhist; e++) {
-    const tpu_fe_epoch_log *h = &t->hist[e];
+  for (int e = 0; e < m->epochs_done; e++) {
+    const tpu_fe_epoch_log *h = &m->history[e];
     json_array_append_new(hist, json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "epoch", e + 1,
                                           "loss", cli_json_real(h->loss), "accuracy", cli_json_real(h->accuracy),
                                           "val_loss", cli_json_real(h->val_loss),
@@ -558,25 +362,75 @@ static json_t *report_json(const opts *o, train_run *t, const summary *m) {
                                           "test_accuracy", cli_json_real(h->val_accuracy),
                                           "wall_s", cli_json_real(h->wall_s), "sim_s", cli_json_real(h->sim_s)));
   }
-  json_object_set_new(j, "history", hist);
+  return hist;
+}
+
+/* The --json report; NULL when out of memory. */
+static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_totals *m) {
+  const bool n = o->level != TPU_FIDELITY_TIMING;
+  json_t *stall = json_object();
+  for (int i = 0; i < TPU_SIM_NSTALL; i++) {   /* in the training report's order (sim/stall.def) */
+    const int k = tpu_sim_stall_in_report_order(i);
+    json_object_set_new(stall, tpu_sim_stall_name(k), cli_json_real(m->stall_fraction[k]));
+  }
+  char hs[32];
+  size_t np;
+  const float *params = tpu_fe_run_params(t->run, &np);
+  snprintf(hs, sizeof hs, "%016llx", n ? (unsigned long long)tpu_fe_params_hash(params, np) : 0ull);
+  json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
+                        "model", t->model.name, "chip", t->chip.name, "cores", m->cores, "global_batch", (int)o->batch,
+                        "per_core_batch", m->per_core_batch,
+                        "backend", o->backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
+                        "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
+                        "data", o->data, "epochs", m->epochs_done, "steps_per_epoch", (int)m->steps_per_epoch,
+                        "parameters", (json_int_t)t->model.nparams);
+  /* a resumed run reports the whole run; epochs_run says how much of it this invocation ran */
+  const int run = m->epochs_done - m->first_epoch;
+  json_object_set_new(j, "epochs_run", json_integer(run > 0 ? run : 0));
+  json_object_set_new(j, "val_loss", n ? cli_json_real(m->val_loss) : json_null());
+  json_object_set_new(j, "val_accuracy", n ? cli_json_real(m->val_accuracy) : json_null());
+  json_object_set_new(j, "test_loss", n ? cli_json_real(m->val_loss) : json_null());      /* alias of val_loss */
+  json_object_set_new(j, "test_accuracy", n ? cli_json_real(m->val_accuracy) : json_null());
+  json_object_set_new(j, "train_loss", n ? cli_json_real(m->train_loss) : json_null());
+  json_object_set_new(j, "train_accuracy", n ? cli_json_real(m->train_accuracy) : json_null());
+  json_object_set_new(j, "sim_step_s", cli_json_real(m->sim_step_s));
+  json_object_set_new(j, "sim_step_cycles", json_integer((json_int_t)llround(m->sim_step_cycles)));
+  json_object_set_new(j, "sim_time_s", cli_json_real(m->sums.sim_time_s));
+  json_object_set_new(j, "images_per_s", cli_json_real(m->images_per_s));
+  json_object_set_new(j, "mxu_utilization", cli_json_real(m->mxu_utilization));
+  json_object_set_new(j, "stall", stall);
+  if (per_core_json(j, m)) { json_decref(j); return NULL; }
+  json_object_set_new(j, "input_wait_fraction", cli_json_real(m->stall_fraction[TPU_SIM_INFEED_WAIT]));
+  json_object_set_new(j, "input_verdict", json_string(tpu_df_verdict(m->stall_fraction[TPU_SIM_INFEED_WAIT])));
+  char alg[512];
+  json_object_set_new(j, "all_reduce_algorithm",
+                      json_string(tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg)));
+  json_object_set_new(j, "wall_s", cli_json_real(t->wall));   /* this invocation's */
+  json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
+  json_object_set_new(j, "history", history_json(m));
   json_object_set_new(j, "tpusim_version", json_string(TPU_VERSION));
   if (t->ignored) json_object_set(j, "keras_ignored", t->ignored);
   return j;
 }
 
-static int report_text(const opts *o, const train_run *t, const summary *m) {
-  printf("\nSummary: %s on %s, %d cores, global batch %ld (%ld per core), backend %s\n", t->model.name, t->chip.name,
-         t->cores, o->batch, o->batch / t->cores, o->backend == TPU_FE_BACKEND_SIM ? (o->prec == TPU_PREC_BF16 ? "sim bf16" : o->prec == TPU_PREC_BF16X3 ? "sim bf16x3" : "sim bf16x6") : "reference f32");
-  if (t->numerics) printf("  test accuracy     %.4f (test loss %.4f)\n", t->test_acc, t->test_loss);
-  printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %llu steps), %.4g images/s\n", m->step_s * 1e6,
-         t->run.cycles / (double)t->run.steps, t->chip.clock_mhz, (unsigned long long)t->run.steps, m->ips);
-  printf("  MXU utilization   %.2f%%\n", m->util * 100);
+static int report_text(const opts *o, const train_cli *t, const tpu_fe_run_totals *m) {
+  char be[32];
+  printf("\nSummary: %s on %s, %d cores, global batch %ld (%d per core), backend %s%s\n", t->model.name, t->chip.name,
+         m->cores, o->batch, m->per_core_batch, backend_str(o, be, sizeof be),
+         o->backend == TPU_FE_BACKEND_SIM ? "" : " f32");
+  if (o->level != TPU_FIDELITY_TIMING)
+    printf("  test accuracy     %.4f (test loss %.4f)\n", m->val_accuracy, m->val_loss);
+  printf("  simulated step    %.4g us (%.0f cycles at %g MHz, mean of %llu steps), %.4g images/s\n",
+         m->sim_step_s * 1e6, m->sim_step_cycles, t->chip.clock_mhz, (unsigned long long)m->sums.steps,
+         m->images_per_s);
+  printf("  MXU utilization   %.2f%%\n", m->mxu_utilization * 100);
   printf("  step time         ");
   for (int i = 0; i < TPU_SIM_NSTALL; i++) {
     const int k = tpu_sim_stall_in_report_order(i);
-    printf("%s %.1f%%%s", tpu_sim_stall_name(k), m->fr[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
+    printf("%s %.1f%%%s", tpu_sim_stall_name(k), m->stall_fraction[k] * 100, i < TPU_SIM_NSTALL - 1 ? "  " : "\n");
   }
-  printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", m->fr[TPU_SIM_INFEED_WAIT] * 100, tpu_df_verdict(m->fr[TPU_SIM_INFEED_WAIT]));
+  const double in = m->stall_fraction[TPU_SIM_INFEED_WAIT];
+  printf("  input pipeline    %.1f%% of the step waiting for input: %s\n", in * 100, tpu_df_verdict(in));
   char alg[512];
   if (t->chip.cores > 1)
     printf("  all-reduce        %s\n", tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg));
@@ -587,33 +441,30 @@ static int report_text(const opts *o, const train_run *t, const summary *m) {
 
 /* With --json, *report gets the report (the caller prints it); otherwise
 ** the text report is printed and *report is NULL. */
-static int train(const opts *o, train_run *t, json_t **report) {
-  int rc;
-  if ((rc = load_model(o, t)) || (rc = open_data(o, t)) || (rc = start(o, t))) return rc;
+static int train(const opts *o, train_cli *t, json_t **report) {
+  int rc = create_run(o, t);
+  if (rc) return rc;
+  tpu_fe_run_totals m;
+  tpu_fe_run_get_totals(t->run, &m);
+  start(o, t, &m);
   const double wall0 = cli_now_s();
-  if (t->first_epoch >= o->epochs) {
+  if (!tpu_fe_run_next(t->run, NULL, NULL))
     /* resumed after the last epoch: the report is the checkpointed run's,
     ** whose last epoch's figures are those of the weights restored */
     fprintf(stderr, "tpusim train: nothing left to do: %s/checkpoint.bin has %d epoch(s) done and --epochs is %ld; "
-            "give a larger --epochs to train on\n", o->ckpt, t->first_epoch, o->epochs);
-    const tpu_fe_epoch_log *last = &t->hist[t->nhist - 1];
-    t->last_loss = last->loss;
-    t->last_acc = last->accuracy;
-    t->test_loss = last->val_loss;
-    t->test_acc = last->val_accuracy;
-  }
-  for (int ep = t->first_epoch; ep < o->epochs; ep++)
-    if ((rc = run_epoch(o, t, ep))) return rc;
+            "give a larger --epochs to train on\n", o->ckpt, m.first_epoch, o->epochs);
+  if ((rc = run_steps(o, t, m.steps_per_epoch))) return rc;
   t->wall = cli_now_s() - wall0;
   if ((rc = write_outputs(o, t))) return rc;
-  const summary m = summarize(o, t);
+  tpu_fe_run_get_totals(t->run, &m);
   if (!o->com.json) return report_text(o, t, &m);
   if (!(*report = report_json(o, t, &m))) return cli_runtime_error(CMD, "out of memory");
   return 0;
 }
 
 /* One run of train on parsed options: all its state is on this call's
-** stack, so runs may go on several host threads at once (tpusim sweep). */
+** stack or the run's, so runs may go on several host threads at once
+** (tpusim sweep). */
 static int train_run_opts(const void *op, json_t **report) {
   const opts *o = op;
   *report = NULL;
@@ -621,18 +472,13 @@ static int train_run_opts(const void *op, json_t **report) {
   ** from mmap-ing (and page-faulting) them afresh every time. */
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  train_run t;
+  train_cli t;
   memset(&t, 0, sizeof t);
-  t.test_loss = t.test_acc = t.last_loss = t.last_acc = NAN;
   int rc = train(o, &t, report);
-  tpu_free(t.hist);
+  tpu_fe_run_destroy(t.run);
   json_decref(t.ignored);
-  tpu_fe_step_timer_destroy(t.timer);
-  if (t.numerics) tpu_fe_trainer_destroy(&t.tr);
   tpu_free(t.csv.s);
   tpu_free(t.tb.s);
-  tpu_fe_feed_close(t.feed);
-  tpu_fe_dataset_free(&t.test);
   return rc;
 }
 

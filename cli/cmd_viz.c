@@ -84,6 +84,7 @@ enum { OPT_PRECISION = 1, OPT_SIZE };
 
 typedef struct viz_opts {
   long m, n, k, seed, core, cycle, frames, every, cores, batch, infeed_ready, steps;   /* 0: not given */
+  long per_core;               /* with --model: the run's split of --batch (which it sets) */
   double speed, scale;
   tpu_precision prec;
   bool prec_given, headless;
@@ -184,23 +185,55 @@ static int check_output(const viz_opts *o, const tpu_chip_config *chip) {
 /* {==================================================================
 ** The session
 ** ================================================================== */
+/* The training run of --model behind the picture, as tpusim train makes
+** it at the timing level (frontend/fe.h, "The training run"): with
+** --pipeline its --steps steps fed by the pipeline, else one step on
+** synthetic data. Sets o->batch and o->per_core to the run's split. */
+static int create_run(viz_opts *o, const tpu_chip_config *chip, const tpu_fe_model *model, tpu_fe_run **run) {
+  char label[256], err[2048];
+  snprintf(label, sizeof label, "--model %s", o->model);
+  tpu_fe_run_config c = tpu_fe_run_config_default();
+  c.model = model;
+  c.model_label = label;
+  c.chip = *chip;
+  c.level = TPU_FIDELITY_TIMING;
+  c.prec = o->prec;
+  if (o->batch) c.global_batch = (int)o->batch;
+  if (o->pipeline) {
+    c.pipeline = o->pipeline;
+    c.steps_per_epoch = o->steps;
+    c.timeline_steps = (int)o->steps;
+  } else {
+    c.data = "synthetic";
+    c.synthetic_n = c.global_batch;
+    c.steps_per_epoch = 1;
+  }
+  const tpu_status st = tpu_fe_run_create(&c, run, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "%s", err);
+  tpu_fe_run_totals t;
+  tpu_fe_run_get_totals(*run, &t);
+  o->batch = c.global_batch;
+  o->per_core = t.per_core_batch;
+  if (o->pipeline && t.steps_per_epoch < o->steps)
+    return cli_usage_error(CMD, "--pipeline %s: the data ends after %ld batches; give fewer --steps", o->pipeline,
+                           t.steps_per_epoch);
+  return 0;
+}
+
 /* One training step of --model, lowered as tpusim train lowers it. */
-static int create_model(const viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
+static int create_model(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   char err[1024];
-  const long batch = o->batch ? o->batch : 128;         /* tpusim train's default */
-  if (batch % chip->cores)
-    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d (the global "
-                           "batch is split evenly, as tpusim train splits it)", batch, chip->cores, chip->cores);
   tpu_fe_model model;
+  tpu_fe_run *run = NULL;
   int rc = cli_load_model(CMD, o->model, false, &model, NULL);
-  if (rc) return rc;
+  if (rc || (rc = create_run(o, chip, &model, &run))) { tpu_fe_run_destroy(run); return rc; }
   tpu_sim_program *p = NULL;
-  tpu_status st;
-  if ((st = tpu_fe_step_program(&model, chip, o->prec, (int)(batch / chip->cores), true, (uint64_t)o->infeed_ready,
-                                &p, err, sizeof err)) != TPU_OK)
-    return cli_fail(CMD, st, "--model %s: %s", o->model, err);
+  const uint64_t ready = (uint64_t)o->infeed_ready;
+  tpu_status st = tpu_fe_run_program(run, 1, &ready, &p, err, sizeof err);
+  tpu_fe_run_destroy(run);
+  if (st) return cli_fail(CMD, st, "--model %s: %s", o->model, err);
   char title[128];
-  snprintf(title, sizeof title, "%.40s, batch %ld (%ld per core)", model.name, batch, batch / chip->cores);
+  snprintf(title, sizeof title, "%.40s, batch %ld (%ld per core)", model.name, o->batch, o->per_core);
   st = tpu_viz_create_program(chip, p, title, (uint64_t)o->seed, v, err, sizeof err);
   tpu_sim_program_destroy(p);
   return st == TPU_OK ? 0 : cli_fail(CMD, st, "--model %s: %s", o->model, err);
@@ -209,29 +242,19 @@ static int create_model(const viz_opts *o, const tpu_chip_config *chip, tpu_viz 
 /* {==================================================================
 ** --pipeline: training steps fed by an input pipeline
 ** ================================================================== */
-/* The steps as tpusim train --pipeline times them: the host-time model says
-** when each batch is ready for a consumer asking when the step before
-** ended, and each step is timed with its infeed wait. ready[k] gets step
-** k's ready cycle from the run's start; 0 or the exit status. */
-static int pipeline_steps(const viz_opts *o, const tpu_fe_model *model, const tpu_chip_config *chip, int rows,
-                          tpu_df_model *dm, uint64_t *ready, json_t *waits) {
-  char err[1024];
-  const double hz = chip->clock_mhz * 1e6;
-  uint64_t t = 0, last_wait = UINT64_MAX;
-  tpu_fe_step_timing tm = { 0 };
+/* The run's --steps steps, each asking for its batch when the step before
+** ended: ready[k] gets step k's ready cycle from the run's start, waits
+** each step's infeed wait; 0 or the exit status. */
+static int pipeline_steps(const viz_opts *o, tpu_fe_run *run, uint64_t *ready, json_t *waits) {
+  char err[2048];
+  uint64_t t = 0;
   for (long k = 0; k < o->steps; k++) {
-    const double got = tpu_df_model_next(dm, (double)t / hz);
-    if (got < 0)
-      return cli_usage_error(CMD, "--pipeline %s: the data ends after %ld batches; give fewer --steps", o->pipeline, k);
-    const double w = got * hz - (double)t;
-    const uint64_t wait = w > 0 ? (uint64_t)llround(w) : 0;
-    tpu_status st = TPU_OK;
-    if (wait != last_wait && (st = tpu_fe_time_step(model, chip, o->prec, rows, true, wait, 1, &tm, NULL, err, sizeof err)))
-      return cli_fail(CMD, st, "--model %s: %s", o->model, err);
-    last_wait = wait;
-    ready[k] = t + wait;
-    json_array_append_new(waits, json_integer((json_int_t)wait));
-    t += tm.step_cycles;
+    tpu_fe_step_record r;
+    const tpu_status st = tpu_fe_run_step(run, &r, err, sizeof err);
+    if (st) return cli_fail(CMD, st, "%s", err);
+    ready[k] = t + r.infeed_wait_cycles;
+    json_array_append_new(waits, json_integer((json_int_t)r.infeed_wait_cycles));
+    t += r.step_cycles;
   }
   return 0;
 }
@@ -260,41 +283,30 @@ static int pipeline_spans(const viz_opts *o, const tpu_chip_config *chip, const 
 ** program, with the pipeline's timeline above the cores'. */
 static int create_pipeline(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   char err[1024];
-  const long batch = o->batch ? o->batch : 128;         /* tpusim train's default */
-  if (batch % chip->cores)
-    return cli_usage_error(CMD, "--batch %ld does not divide across %d cores; use a multiple of %d", batch, chip->cores,
-                           chip->cores);
   tpu_fe_model model;
-  tpu_df_spec *spec = NULL;
-  tpu_df_model *dm = NULL;
+  tpu_fe_run *run = NULL;
   tpu_sim_program *p = NULL;
   uint64_t *ready = tpu_malloc((size_t)o->steps * sizeof *ready);
   json_t *waits = json_array();
   int rc = ready && waits ? 0 : cli_runtime_error(CMD, "out of memory");
   tpu_status st = rc ? TPU_OK : tpu_fe_model_load(o->model, &model, err, sizeof err);
   if (!rc && st) rc = cli_fail(CMD, st, "%s", err);
-  if (!rc && (st = tpu_df_spec_load(o->pipeline, &spec, err, sizeof err))) rc = cli_fail(CMD, st, "--pipeline: %s", err);
-  if (!rc && tpu_df_spec_set_batch_size(spec, (int)batch) != TPU_OK)   /* --batch is the batch, as for train */
-    rc = cli_usage_error(CMD, "--pipeline %s: no batch stage to take the global batch (%ld, --batch)", o->pipeline, batch);
-  tpu_df_model_options mo = tpu_df_model_options_default();
-  mo.timeline_steps = o->steps;
-  if (!rc && (st = tpu_df_model_create(spec, &mo, &dm, err, sizeof err))) rc = cli_fail(CMD, st, "--pipeline %s: %s", o->pipeline, err);
-  const int rows = (int)(batch / chip->cores);
-  if (!rc) rc = pipeline_steps(o, &model, chip, rows, dm, ready, waits);
-  if (!rc && (st = tpu_fe_steps_program(&model, chip, o->prec, rows, (int)o->steps, ready, &p, err, sizeof err)))
+  if (!rc) rc = create_run(o, chip, &model, &run);
+  if (!rc) rc = pipeline_steps(o, run, ready, waits);
+  if (!rc && (st = tpu_fe_run_program(run, (int)o->steps, ready, &p, err, sizeof err)))
     rc = cli_fail(CMD, st, "--model %s: %s", o->model, err);
   char title[160] = "";
-  if (!rc) snprintf(title, sizeof title, "%.40s, batch %ld, %ld steps fed by %.60s", model.name, batch, o->steps, o->pipeline);
+  if (!rc)
+    snprintf(title, sizeof title, "%.40s, batch %ld, %ld steps fed by %.60s", model.name, o->batch, o->steps, o->pipeline);
   if (!rc && (st = tpu_viz_create_program(chip, p, title, (uint64_t)o->seed, v, err, sizeof err)))
     rc = cli_fail(CMD, st, "--model %s: %s", o->model, err);
-  if (!rc) rc = pipeline_spans(o, chip, dm, *v);
-  if (!rc) o->pipe_json = json_pack("{s:s,s:I,s:I,s:o}", "file", o->pipeline, "global_batch", (json_int_t)batch,
+  if (!rc) rc = pipeline_spans(o, chip, tpu_fe_run_host_model(run), *v);
+  if (!rc) o->pipe_json = json_pack("{s:s,s:I,s:I,s:o}", "file", o->pipeline, "global_batch", (json_int_t)o->batch,
                                     "steps", (json_int_t)o->steps, "infeed_wait_cycles", json_incref(waits));
   json_decref(waits);
   tpu_free(ready);
   tpu_sim_program_destroy(p);
-  tpu_df_model_destroy(dm);
-  tpu_df_spec_destroy(spec);
+  tpu_fe_run_destroy(run);
   return rc;
 }
 /* }================================================================== */
@@ -349,9 +361,8 @@ static int create(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
 ** ================================================================== */
 static void add_workload(json_t *j, const viz_opts *o, const tpu_chip_config *chip) {
   if (o->model) {
-    const long batch = o->batch ? o->batch : 128;
     json_object_set_new(j, "model", json_pack("{s:s, s:I, s:I, s:s, s:I}", "name", o->model,
-                        "global_batch", (json_int_t)batch, "per_core_batch", (json_int_t)(batch / chip->cores),
+                        "global_batch", (json_int_t)o->batch, "per_core_batch", (json_int_t)o->per_core,
                         "precision", tpu_precision_name(o->prec), "infeed_ready", (json_int_t)o->infeed_ready));
     json_object_set_new(j, "seed", json_integer((json_int_t)o->seed));
   } else if (o->program) {

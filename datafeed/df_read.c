@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,14 +34,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static tpu_status ferr(char *err, size_t cap, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static tpu_status ferr(char *err, size_t cap, tpu_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, cap, fmt, ap);
-  va_end(ap);
-  return st;
-}
+#define ferr tpu_errorf   /* base.h: the message into err, then the status */
 
 static uint32_t be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];

@@ -353,6 +353,7 @@ typedef struct tpu_fe_feed_opts {
                                   threads or prefetch, its batches made in the caller */
   tpu_fe_shape model_shape;    /* the model's input and classes: every split (training and test) */
   int model_classes;           /* must match them, else TPU_ERR_INPUT naming the file (0: not checked) */
+  int timeline_steps;          /* the host-time model records its first N batches' intervals (0: none) */
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;
@@ -389,7 +390,7 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
 typedef struct tpu_fe_trainer {
   const tpu_fe_model *model;       /* borrowed; must outlive the trainer */
   tpu_fe_backend be;
-  int cores, rows;             /* rows per core = global batch / cores */
+  int cores, rows;             /* samples per core: the global batch's split (tpu_fe_batch_split) */
   int threads;                 /* host threads running the cores (1..cores) */
   struct fe_core_ws *ws;       /* [cores]; fe_int.h */
   struct fe_plan *plan;        /* the training step's plan; fe_int.h */
@@ -397,6 +398,9 @@ typedef struct tpu_fe_trainer {
   tpu_fe_opt_state opt;
 } tpu_fe_trainer;
 
+/* A trainer of m (borrowed: it must outlive the trainer) on 'cores' cores,
+** the global batch split by tpu_fe_batch_split. TPU_ERR_CONFIG when it does
+** not split, TPU_ERR_NOMEM; *t is zeroed then (destroying it is a no-op). */
 tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be, int cores, int global_batch,
                              int threads, tpu_fe_trainer *t);
 void tpu_fe_trainer_destroy(tpu_fe_trainer *t);
@@ -466,6 +470,156 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
 #define TPU_FE_CKPT_MAX_STEPS  (1ull << 53)      /* exact in a double */
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
                         char *err, size_t errcap);
+/* }================================================================== */
+
+/* {==================================================================
+** The training run (run.c): what `tpusim train` does, as an object
+**
+** A run owns the input feed, the step timer, the trainer (at the tile
+** level) and the running totals, and runs one step a call:
+**
+**   tpu_fe_run_config c = tpu_fe_run_config_default();
+**   c.model = &model; c.chip = chip; c.data = "synthetic";
+**   tpu_fe_run *run;
+**   if (tpu_fe_run_create(&c, &run, err, sizeof err)) ...;   // nothing to destroy
+**   while (tpu_fe_run_next(run, &epoch, &step))
+**     if (tpu_fe_run_step(run, &rec, err, sizeof err)) ...;  // rec: the step's figures
+**   tpu_fe_run_get_totals(run, &tot);                        // the whole run's
+**   tpu_fe_run_destroy(run);
+**
+** Step s asks for its batch when step s-1 has ended on the simulated clock;
+** the feed's host-time model says when the batch is ready, and the cores
+** wait on infeed until then. The step's time is the step timer's at that
+** wait (a partial last batch's step is timed on its own, the busiest
+** core's shard on every core); at the tile level the trainer computes its
+** values (tpu_fe_trainer_step_n). An epoch's last step also moves the feed
+** to the next epoch, evaluates the test split (tile level) and adds the
+** epoch to the history. tpu_fe_run_save writes a checkpoint between epochs;
+** a run created with resume_dir continues it and computes, bit for bit,
+** what the uninterrupted run would have (data order and dropout masks are
+** functions of the seed, the epoch and the step).
+**
+** Nothing here prints or reads the command line; messages name the option
+** a value came from as tpusim spells it (--batch, --data, --pipeline,
+** --resume). A run keeps its state on the heap, so runs may go on several
+** host threads at once (tpusim sweep). After a step fails the run only
+** reports that failure again.
+** ================================================================== */
+/* The data-parallel split of a global batch over 'cores' cores, as
+** TPUStrategy and MirroredStrategy split it: each core gets global_batch /
+** cores samples, in core order. TPU_OK with *per_core set, or
+** TPU_ERR_CONFIG with a message naming --batch (when err is not NULL) if
+** the batch does not divide across the cores or either is < 1. The one
+** place the split is made: the run, the trainer and the viewer use it. */
+tpu_status tpu_fe_batch_split(int global_batch, int cores, int *per_core, char *err, size_t errcap);
+
+typedef struct tpu_fe_run tpu_fe_run;
+
+typedef struct tpu_fe_run_config {
+  const tpu_fe_model *model;   /* read by tpu_fe_run_create only: the run keeps a copy */
+  const char *model_label;     /* the model as messages name it (the file or name given); NULL: its name */
+  tpu_chip_config chip;        /* the chip simulated, every core of it taking part (cut it first to
+                                  use fewer) */
+  int global_batch;            /* default 128; split over the cores by tpu_fe_batch_split */
+  int64_t seed;                /* initializer, dropout and data order; -1 (default): the model's */
+  tpu_fe_backend_kind backend; /* where the tile level's matmuls run (default sim) */
+  tpu_fidelity level;          /* TILE (default): values and time; TIMING: time only */
+  tpu_precision prec;          /* MXU passes a matmul (default bf16) */
+  int threads;                 /* host threads running the cores (default 1); results do not depend on it */
+  int epochs;                  /* default 1 */
+  long steps_per_epoch;        /* stop each epoch after this many steps; 0 (default): the whole set */
+  const char *data;            /* tpu_fe_feed_opts.data (default "fashion-mnist") */
+  const char *pipeline;        /* a datafeed JSON file; NULL (default): the built-in pipeline */
+  int synthetic_n;             /* synthetic data's training samples (default 2048; the test set N/4) */
+  const char *resume_dir;      /* continue the checkpoint in this directory (tile level); NULL: a
+                                  fresh run */
+  tpu_text *trace;             /* the first trace_steps steps' events go here, a trace begun with
+                                  tpu_sim_trace_steps_begin (the caller ends it); NULL: none */
+  int trace_steps;             /* default 20 */
+  int timeline_steps;          /* the host-time model records the intervals of its first N batches
+                                  (tpu_fe_run_host_model; default 0) */
+} tpu_fe_run_config;
+/* The strings and 'trace' of a config are borrowed: they must outlive the
+** run. */
+tpu_fe_run_config tpu_fe_run_config_default(void);
+
+/* What one step did (tpu_fe_run_step). */
+typedef struct tpu_fe_step_record {
+  int epoch;                   /* 0-based */
+  long step;                   /* 0-based, within the epoch */
+  uint64_t global_step;        /* 0-based, over the whole run (a resumed run's steps included) */
+  int samples;                 /* the batch's: the global batch, or fewer (a partial last batch) */
+  double loss;                 /* the batch's mean loss; NaN at the timing level */
+  int correct;                 /* its samples predicted right; 0 at the timing level */
+  uint64_t infeed_wait_cycles; /* how long the cores waited for the batch */
+  uint64_t step_cycles;        /* the step's length, the wait included */
+  double infeed_wait_s, sim_step_s;    /* the same in seconds of the chip's clock */
+  double sim_time_s;           /* the run's simulated time after the step */
+  double epoch_loss;           /* the epoch's running mean loss so far (each batch weighed by its
+                                  size, as Keras'); NaN at the timing level */
+  double epoch_accuracy;       /* and accuracy (0 at the timing level) */
+  double epoch_sim_s;          /* the epoch's simulated time so far */
+  bool epoch_end;              /* the epoch's last step: the test split evaluated (tile level) and */
+  tpu_fe_epoch_log epoch_log;  /* the epoch's history entry (losses and accuracies 0 at the timing
+                                  level, as the history keeps them) */
+} tpu_fe_step_record;
+
+/* The run's figures so far, the derived ones computed when asked. */
+typedef struct tpu_fe_run_totals {
+  int cores, per_core_batch;   /* the split */
+  long steps_per_epoch;        /* steps an epoch runs */
+  int first_epoch;             /* epochs done before this run (a resumed checkpoint's) */
+  int epochs_done;             /* entries in history */
+  const tpu_fe_epoch_log *history;     /* borrowed: valid until the next step or destroy */
+  uint64_t global_step;        /* steps done, a resumed run's included */
+  long steps_run;              /* of which this run's */
+  tpu_fe_run_log sums;         /* over every step timed (a resumed run's included); before any, the
+                                  step at no infeed wait, once */
+  double stall_fraction[TPU_SIM_NSTALL];   /* sums.stall / sums.cycles */
+  double mxu_utilization;      /* useful MACs (one bf16 pass) over the MXUs' capacity */
+  double sim_step_cycles, sim_step_s;      /* the mean step */
+  double images_per_s;         /* global batch / sim_step_s */
+  double train_loss, train_accuracy;   /* the last epoch's history entry (NaN at the timing level */
+  double val_loss, val_accuracy;       /* or before an epoch ended) */
+} tpu_fe_run_totals;
+
+/* Creates a run: checks the config (the split, the data against the model,
+** a timing level without a checkpoint), opens the feed and, at the tile
+** level, the test split, times the step at no infeed wait, makes the
+** trainer and, with resume_dir, restores the checkpoint. On success *out
+** owns a new run (tpu_fe_run_destroy); on failure *out is NULL, nothing is
+** left allocated and err names the option, file and field at fault:
+** TPU_ERR_CONFIG / INPUT / IO / RANGE for bad input, TPU_ERR_NOMEM. */
+tpu_status tpu_fe_run_create(const tpu_fe_run_config *cfg, tpu_fe_run **out, char *err, size_t errcap);
+void tpu_fe_run_destroy(tpu_fe_run *r);                          /* NULL is a no-op */
+/* Whether a step is left; *epoch and *step (either may be NULL) get the
+** next one's position (0-based), or the end's. This function can't fail. */
+bool tpu_fe_run_next(const tpu_fe_run *r, int *epoch, long *step);
+/* Runs the next step and fills *rec. Errors name the epoch and step:
+** those of the feed (a corrupt file met while training: TPU_ERR_INPUT /
+** IO), TPU_ERR_INPUT for a batch ready later than the engine times or a
+** run whose cycles pass 2^63, the timer's and trainer's, TPU_ERR_INPUT
+** when no step is left. */
+tpu_status tpu_fe_run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, size_t errcap);
+/* This function can't fail. */
+void tpu_fe_run_get_totals(const tpu_fe_run *r, tpu_fe_run_totals *out);
+/* Writes DIR/checkpoint.bin (tpu_fe_ckpt_save): the weights, the optimizer
+** state, the data position, the sums and the history. Only between epochs
+** (before the first step or after an epoch's last); TPU_ERR_CONFIG within
+** an epoch or at the timing level, else tpu_fe_ckpt_save's errors (an
+** output: TPU_ERR_IO names the path and the reason). */
+tpu_status tpu_fe_run_save(const tpu_fe_run *r, const char *dir, char *err, size_t errcap);
+/* The parameters (*n of them; borrowed, changed by each step), or NULL at
+** the timing level. */
+const float *tpu_fe_run_params(const tpu_fe_run *r, size_t *n);
+/* The engine program of 'steps' whole-batch steps of the run's model on its
+** chip, step s's batch ready at ready_cycles[s] (tpu_fe_steps_program),
+** for a viewer that runs it with its events; the caller owns *out. */
+tpu_status tpu_fe_run_program(const tpu_fe_run *r, int steps, const uint64_t *ready_cycles, tpu_sim_program **out,
+                              char *err, size_t errcap);
+/* The feed's host-time model (datafeed/df.h; borrowed), which records
+** timeline_steps batches' intervals. */
+const struct tpu_df_model *tpu_fe_run_host_model(const tpu_fe_run *r);
 /* }================================================================== */
 
 #endif

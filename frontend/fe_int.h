@@ -258,6 +258,9 @@ void fe_opt_destroy(tpu_fe_opt_state *s);
 tpu_status fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *params, const float *grad);
 /* }================================================================== */
 
+/* The host-time model of a feed (train_feed.c; borrowed). */
+const struct tpu_df_model *fe_feed_host_model(const tpu_fe_feed *f);
+
 /* {==================================================================
 ** Keras import (keras.c): Keras JSON -> the native model JSON object
 ** ================================================================== */

@@ -24,14 +24,15 @@
 tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be, int cores, int global_batch,
                              int threads, tpu_fe_trainer *t) {
   memset(t, 0, sizeof *t);
-  if (cores < 1 || global_batch % cores) return TPU_ERR_CONFIG;
+  int rows = 0;
+  if (tpu_fe_batch_split(global_batch, cores, &rows, NULL, 0)) return TPU_ERR_CONFIG;
   t->model = m;
   t->be = *be;
   /* the cores are our threads; OpenBLAS threads inside them would only
   ** oversubscribe the host (and make timing noisy) */
   if (be->kind == TPU_FE_BACKEND_REFERENCE) openblas_set_num_threads(1);
   t->cores = cores;
-  t->rows = global_batch / cores;
+  t->rows = rows;
   t->threads = threads < 1 ? 1 : threads > cores ? cores : threads;
   t->ws = tpu_calloc((size_t)cores, sizeof *t->ws);
   t->params = tpu_malloc(m->nparams * sizeof(float) + 1);

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "datafeed/df.h"
-#include "frontend/fe.h"
+#include "frontend/fe_int.h"
 
 /* The share of images:DIR and tfrecord:FILES held out as the test set
 ** (Keras' validation_split of its image classification tutorial). */
@@ -181,6 +181,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     goto out;
   }
   tpu_df_model_options mo = tpu_df_model_options_default();
+  mo.timeline_steps = o->timeline_steps;
   if ((st = tpu_df_model_create(spec, &mo, &f->model, err, errcap)) != TPU_OK) goto out;
   f->batch = o->global_batch;
   f->classes = di.classes;
@@ -199,6 +200,10 @@ out:
   tpu_df_spec_destroy(spec);
   tpu_fe_feed_close(f);
   return st;
+}
+
+const struct tpu_df_model *fe_feed_host_model(const tpu_fe_feed *f) {
+  return f->model;
 }
 
 void tpu_fe_feed_close(tpu_fe_feed *f) {

@@ -1,13 +1,15 @@
 /*
 ** check_train.c -- the training front-end: model parsing and its errors,
 ** gradients of every layer against finite differences, bit-identity across
-** thread counts, checkpoint round trips, and the step timing against a hand
-** count.
+** thread counts, checkpoint round trips, the step timing against a hand
+** count, and the training run (run.c) driven as a library: its steps,
+** determinism, resume, batch split and allocation failures.
 **
 ** The front-end lives in the tpusim binary, not in libtpusim.a, so this
 ** suite compiles its files in directly (they share no static names).
 */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1584,6 +1586,293 @@ START_TEST(Step_timing_survives_every_allocation_failure) {
 END_TEST
 /* }================================================================== */
 
+/* {==================================================================
+** The training run (run.c): the loop of `tpusim train`, driven without
+** the program
+** ================================================================== */
+/* SMALL_CNN with adam (optimizer state to checkpoint) and dropout (masks
+** keyed by the step). */
+static const char RUN_CNN[] =
+  "{ \"input\": [28, 28, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"stride\": 2 },"
+  " { \"type\": \"relu\" }, { \"type\": \"maxpool\", \"size\": 2 }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dropout\", \"rate\": 0.25 }, { \"type\": \"dense\", \"units\": 10 } ],"
+  " \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.01 }, \"seed\": 5 }";
+
+/* The small run of these tests: RUN_CNN on teach's 4 cores, synthetic
+** data of 32 samples, a global batch of 8 (2 per core): 4 steps an epoch. */
+static tpu_fe_run_config run_config(const tpu_fe_model *m, int epochs) {
+  tpu_fe_run_config c = tpu_fe_run_config_default();
+  c.model = m;
+  c.chip = tu_chip("teach", 0);
+  c.data = "synthetic";
+  c.synthetic_n = 32;
+  c.global_batch = 8;
+  c.epochs = epochs;
+  return c;
+}
+
+static tpu_fe_run *run_create_ok(const tpu_fe_run_config *c) {
+  tpu_fe_run *r = NULL;
+  char err[2048];
+  ck_assert_msg(tpu_fe_run_create(c, &r, err, sizeof err) == TPU_OK, "%s", err);
+  return r;
+}
+
+/* Runs r to its end, the records into rec[0..*n) (at most cap). */
+static void run_to_end(tpu_fe_run *r, tpu_fe_step_record *rec, int cap, int *n) {
+  char err[2048];
+  for (*n = 0; tpu_fe_run_next(r, NULL, NULL); (*n)++) {
+    ck_assert_int_lt(*n, cap);
+    ck_assert_msg(tpu_fe_run_step(r, &rec[*n], err, sizeof err) == TPU_OK, "step %d: %s", *n, err);
+  }
+}
+
+static uint64_t run_params_hash(const tpu_fe_run *r) {
+  size_t n;
+  const float *p = tpu_fe_run_params(r, &n);
+  return tpu_fe_params_hash(p, n);
+}
+
+#define SAME(a, b, f) (!memcmp(&(a)->f, &(b)->f, sizeof (a)->f))   /* bit for bit, NaN included */
+
+/* Two records of the same step say the same, bit for bit (the wall time aside). */
+static void same_record(const tpu_fe_step_record *a, const tpu_fe_step_record *b) {
+  const tpu_fe_epoch_log *x = &a->epoch_log, *y = &b->epoch_log;
+  ck_assert_msg(SAME(a, b, epoch) && SAME(a, b, step) && SAME(a, b, global_step) && SAME(a, b, samples) &&
+                SAME(a, b, loss) && SAME(a, b, correct) && SAME(a, b, infeed_wait_cycles) && SAME(a, b, step_cycles) &&
+                SAME(a, b, infeed_wait_s) && SAME(a, b, sim_step_s) && SAME(a, b, sim_time_s) &&
+                SAME(a, b, epoch_loss) && SAME(a, b, epoch_accuracy) && SAME(a, b, epoch_sim_s) &&
+                SAME(a, b, epoch_end), "epoch %d step %ld: loss %.17g / %.17g, time %.17g / %.17g", a->epoch, a->step,
+                a->loss, b->loss, a->sim_time_s, b->sim_time_s);
+  ck_assert_msg(!a->epoch_end || (SAME(x, y, loss) && SAME(x, y, accuracy) && SAME(x, y, val_loss) &&
+                                  SAME(x, y, val_accuracy) && SAME(x, y, sim_s)), "epoch %d's log", a->epoch);
+}
+
+/* Two runs' sums are the same, bit for bit. */
+static void same_sums(const tpu_fe_run_log *a, const tpu_fe_run_log *b) {
+  ck_assert(SAME(a, b, steps) && SAME(a, b, cycles) && SAME(a, b, macs) && SAME(a, b, mxu_capacity) &&
+            SAME(a, b, stall) && SAME(a, b, sim_time_s) && SAME(a, b, cores) && SAME(a, b, core_cycles) &&
+            SAME(a, b, core_stall));
+}
+
+START_TEST(A_run_steps_through_its_epochs_and_sums_what_it_timed) {
+  tpu_fe_model m = parse_ok(RUN_CNN);
+  const tpu_fe_run_config c = run_config(&m, 2);
+  tpu_fe_run *r = run_create_ok(&c);
+  tpu_fe_run_totals t;
+  tpu_fe_run_get_totals(r, &t);
+  ck_assert(t.cores == 4 && t.per_core_batch == 2 && t.steps_per_epoch == 4 && t.epochs_done == 0);
+  ck_assert(t.global_step == 0 && t.steps_run == 0 && isnan(t.val_loss));
+  double sim = 0, ep_sim = 0;
+  for (int k = 0; k < 8; k++) {
+    int ep;
+    long st;
+    ck_assert(tpu_fe_run_next(r, &ep, &st));
+    ck_assert(ep == k / 4 && st == k % 4);
+    tpu_fe_step_record rec;
+    char err[1024];
+    ck_assert_msg(tpu_fe_run_step(r, &rec, err, sizeof err) == TPU_OK, "%s", err);
+    ck_assert(rec.epoch == ep && rec.step == st && rec.global_step == (uint64_t)k && rec.samples == 8);
+    ck_assert(isfinite(rec.loss) && rec.loss > 0 && rec.correct >= 0 && rec.correct <= 8);
+    /* the built-in pipeline costs nothing: no step waits for its batch */
+    ck_assert(rec.infeed_wait_cycles == 0 && rec.infeed_wait_s == 0 && rec.step_cycles > 0);
+    ck_assert(rec.sim_step_s == (double)rec.step_cycles / (c.chip.clock_mhz * 1e6));
+    ep_sim = st ? ep_sim + rec.sim_step_s : rec.sim_step_s;
+    ck_assert(rec.sim_time_s == (sim += rec.sim_step_s) && rec.epoch_sim_s == ep_sim);
+    ck_assert(rec.epoch_end == (st == 3));
+    if (rec.epoch_end)
+      ck_assert(rec.epoch_log.sim_s == ep_sim && rec.epoch_log.loss == rec.epoch_loss &&
+                rec.epoch_log.val_accuracy >= 0 && rec.epoch_log.val_accuracy <= 1 && isfinite(rec.epoch_log.val_loss));
+  }
+  ck_assert(!tpu_fe_run_next(r, NULL, NULL));
+  tpu_fe_step_record rec;
+  char err[1024];
+  ck_assert_int_eq(tpu_fe_run_step(r, &rec, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(err, "no step left") != NULL, "%s", err);
+  tpu_fe_run_get_totals(r, &t);
+  ck_assert(t.epochs_done == 2 && t.global_step == 8 && t.steps_run == 8 && t.sums.steps == 8 && t.sums.cores == 4);
+  ck_assert(t.sums.sim_time_s == sim && fabs(t.history[1].sim_s + t.history[0].sim_s - sim) <= 1e-15 * sim);
+  ck_assert(t.train_loss == t.history[1].loss && t.val_accuracy == t.history[1].val_accuracy);
+  double fr = 0;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) fr += t.stall_fraction[k];
+  ck_assert_msg(fabs(fr - 1) < 1e-12, "stall fractions sum to %.17g", fr);
+  ck_assert(t.sim_step_cycles * 8 == t.sums.cycles && t.images_per_s == 8 / t.sim_step_s);
+  ck_assert(t.mxu_utilization > 0 && t.mxu_utilization < 1);
+  tpu_fe_run_destroy(r);
+  /* the timing level: the same steps' time, no values, nothing to save */
+  tpu_fe_run_config ct = c;
+  ct.level = TPU_FIDELITY_TIMING;
+  r = run_create_ok(&ct);
+  tpu_fe_step_record tr[8];
+  int n;
+  run_to_end(r, tr, 8, &n);
+  ck_assert_int_eq(n, 8);
+  ck_assert(isnan(tr[7].loss) && isnan(tr[7].epoch_loss) && tr[7].correct == 0 && tr[7].sim_time_s == sim);
+  size_t np;
+  ck_assert(tpu_fe_run_params(r, &np) == NULL && np == 0);
+  tpu_fe_run_totals tt;
+  tpu_fe_run_get_totals(r, &tt);
+  ck_assert(isnan(tt.val_loss));
+  same_sums(&tt.sums, &t.sums);
+  ck_assert_int_eq(tpu_fe_run_save(r, tu_scratch("run"), err, sizeof err), TPU_ERR_CONFIG);
+  tpu_fe_run_destroy(r);
+}
+END_TEST
+
+/* The same run twice gives the same bits; so do 1 and 4 host threads. */
+START_TEST(A_run_is_deterministic_for_every_thread_count) {
+  tpu_fe_model m = parse_ok(RUN_CNN);
+  tpu_fe_step_record a[8], b[8];
+  uint64_t hash[3];
+  tpu_fe_run_log sums[3];
+  for (int i = 0; i < 3; i++) {
+    tpu_fe_run_config c = run_config(&m, 2);
+    c.threads = i == 2 ? 4 : 1;
+    tpu_fe_run *r = run_create_ok(&c);
+    int n;
+    run_to_end(r, i ? b : a, 8, &n);
+    ck_assert_int_eq(n, 8);
+    for (int k = 0; i && k < 8; k++) same_record(&a[k], &b[k]);
+    hash[i] = run_params_hash(r);
+    tpu_fe_run_totals t;
+    tpu_fe_run_get_totals(r, &t);
+    sums[i] = t.sums;
+    tpu_fe_run_destroy(r);
+  }
+  TU_EQ_U64(hash[0], hash[1]);
+  TU_EQ_U64(hash[0], hash[2]);
+  same_sums(&sums[0], &sums[1]);
+  same_sums(&sums[0], &sums[2]);
+}
+END_TEST
+
+/* A run checkpointed after its first epoch and resumed computes what the
+** uninterrupted run does: its steps, parameters, sums and history. */
+START_TEST(A_resumed_run_equals_the_uninterrupted_run) {
+  tpu_fe_model m = parse_ok(RUN_CNN);
+  const char *dir = tu_scratch("run");
+  char err[2048];
+  tpu_fe_step_record full[12], part[12];
+  int n;
+  tpu_fe_run_config c = run_config(&m, 3);
+  tpu_fe_run *r = run_create_ok(&c);
+  run_to_end(r, full, 12, &n);
+  ck_assert_int_eq(n, 12);
+  const uint64_t hash = run_params_hash(r);
+  tpu_fe_run_totals want;
+  tpu_fe_run_get_totals(r, &want);
+  tpu_fe_epoch_log hist[3];
+  memcpy(hist, want.history, sizeof hist);
+  tpu_fe_run_destroy(r);
+  /* epoch 1, saved; a save within an epoch is refused */
+  c.epochs = 1;
+  r = run_create_ok(&c);
+  ck_assert_int_eq(tpu_fe_run_step(r, &part[0], err, sizeof err), TPU_OK);
+  ck_assert_int_eq(tpu_fe_run_save(r, dir, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "between epochs") != NULL, "%s", err);
+  run_to_end(r, part + 1, 11, &n);
+  ck_assert_int_eq(n, 3);
+  ck_assert_msg(tpu_fe_run_save(r, dir, err, sizeof err) == TPU_OK, "%s", err);
+  tpu_fe_run_destroy(r);
+  /* epochs 2 and 3 from the checkpoint */
+  c.epochs = 3;
+  c.resume_dir = dir;
+  r = run_create_ok(&c);
+  int ep;
+  long st;
+  ck_assert(tpu_fe_run_next(r, &ep, &st) && ep == 1 && st == 0);
+  run_to_end(r, part + 4, 8, &n);
+  ck_assert_int_eq(n, 8);
+  for (int k = 0; k < 12; k++) same_record(&full[k], &part[k]);
+  TU_EQ_U64(hash, run_params_hash(r));
+  tpu_fe_run_totals got;
+  tpu_fe_run_get_totals(r, &got);
+  ck_assert(got.first_epoch == 1 && got.epochs_done == 3 && got.global_step == 12 && got.steps_run == 8);
+  same_sums(&got.sums, &want.sums);
+  for (int e = 0; e < 3; e++) {
+    tpu_fe_epoch_log x = got.history[e], y = hist[e];
+    ck_assert(e ? !isnan(x.wall_s) : isnan(x.wall_s));   /* checkpoints keep no wall time */
+    x.wall_s = y.wall_s = 0;
+    ck_assert_msg(!memcmp(&x, &y, sizeof x), "history[%d]", e);
+  }
+  tpu_fe_run_destroy(r);
+  /* a run that has all its epochs has no step left; another batch is refused */
+  c.epochs = 1;
+  r = run_create_ok(&c);
+  ck_assert(!tpu_fe_run_next(r, NULL, NULL));
+  tpu_fe_run_destroy(r);
+  c.global_batch = 16;
+  ck_assert_int_eq(tpu_fe_run_create(&c, &r, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strstr(err, "--resume: ") == err && strstr(err, "--batch 8") != NULL, "%s", err);
+}
+END_TEST
+
+/* The global batch splits over the cores, or the message says how to fix it. */
+START_TEST(The_batch_split_divides_the_global_batch_or_says_why) {
+  static const struct { int batch, cores, per_core; const char *says; } t[] = {
+    { 128, 8, 16, NULL }, { 1, 1, 1, NULL }, { 8, 4, 2, NULL }, { INT_MAX, 1, INT_MAX, NULL },
+    { 1 << 30, 16, 1 << 26, NULL },
+    { 7, 8, 0, "--batch 7 does not divide across 8 cores; use a multiple of 8 (the global batch is split evenly, "
+               "as TPUStrategy does)" },
+    { 100, 8, 0, "--batch 100 does not divide across 8 cores; use a multiple of 8" },
+    { 0, 4, 0, "--batch 0 over 4 cores: expected at least one sample" },
+    { 16, 0, 0, "--batch 16 over 0 cores" },
+  };
+  for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+    int per = -1;
+    char err[256] = "";
+    const tpu_status st = tpu_fe_batch_split(t[k].batch, t[k].cores, &per, err, sizeof err);
+    ck_assert_int_eq(st, t[k].says ? TPU_ERR_CONFIG : TPU_OK);
+    ck_assert_int_eq(per, t[k].says ? -1 : t[k].per_core);
+    ck_assert_msg(!t[k].says || strstr(err, t[k].says) == err, "%s", err);
+    ck_assert_int_eq(tpu_fe_batch_split(t[k].batch, t[k].cores, &per, NULL, 0), st);   /* no message wanted */
+  }
+  /* the run and the trainer refuse such a batch the same way */
+  tpu_fe_model m = parse_ok(RUN_CNN);
+  tpu_fe_run_config c = run_config(&m, 1);
+  c.global_batch = 6;
+  tpu_fe_run *r = (tpu_fe_run *)&c;
+  char err[2048];
+  ck_assert_int_eq(tpu_fe_run_create(&c, &r, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_ptr_null(r);
+  ck_assert_str_eq(err, "--batch 6 does not divide across 4 cores; use a multiple of 4 (the global batch is split "
+                        "evenly, as TPUStrategy does)");
+  tpu_fe_trainer tr;
+  const tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, 4, 6, 1, &tr), TPU_ERR_CONFIG);
+  tpu_fe_trainer_destroy(&tr);
+  /* a batch larger than the training set */
+  c.global_batch = 64;
+  ck_assert_int_eq(tpu_status_exit_code(tpu_fe_run_create(&c, &r, err, sizeof err)), 2);
+  ck_assert_msg(strstr(err, "--data synthetic: ") == err, "%s", err);
+}
+END_TEST
+
+/* A run's creation, a step and its end, with each allocation failing in
+** turn: TPU_ERR_NOMEM with a message, nothing left allocated. */
+static tpu_status run_once(void *ctx) {
+  const tpu_fe_run_config *c = ctx;
+  tpu_fe_run *r = NULL;
+  tpu_fe_step_record rec;
+  char err[2048] = "";
+  tpu_status st = tpu_fe_run_create(c, &r, err, sizeof err);
+  ck_assert_msg(st ? r == NULL && err[0] : r != NULL, "status %s: %s", tpu_status_str(st), err);
+  if (!st) st = tpu_fe_run_step(r, &rec, err, sizeof err);
+  tpu_fe_run_destroy(r);
+  return st;
+}
+START_TEST(Creating_and_stepping_a_run_survive_every_allocation_failure) {
+  tpu_fe_model m = parse_ok(RUN_CNN);
+  tpu_fe_run_config c = run_config(&m, 1);
+  c.steps_per_epoch = 1;
+  ck_assert_int_ge(tu_oom_sweep(20000, run_once, &c), 50);
+  c.level = TPU_FIDELITY_TIMING;
+  ck_assert_int_ge(tu_oom_sweep(20000, run_once, &c), 50);
+}
+END_TEST
+/* }================================================================== */
+
 /* Several steps as one engine program (tpu_fe_steps_program, what `viz
 ** --pipeline` runs): a step's infeed is issued after the step before's
 ** last op, so with batch k ready at the cycle the single-step timings say,
@@ -1657,6 +1946,10 @@ int main(void) {
           Step_timing_is_identical_for_1_2_and_8_threads, Stall_parts_sum_to_the_step_for_the_builtin_models,
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
           Steps_run_one_after_another_with_their_infeed_waits, Resnet152v2_times_a_whole_training_step);
+  TU_CASE(s, "run", 120, A_run_steps_through_its_epochs_and_sums_what_it_timed,
+          A_run_is_deterministic_for_every_thread_count, A_resumed_run_equals_the_uninterrupted_run,
+          The_batch_split_divides_the_global_batch_or_says_why,
+          Creating_and_stepping_a_run_survive_every_allocation_failure);
   TU_CASE(s, "size", 240, The_step_size_from_the_shapes_is_the_programs,
           Steps_too_big_for_the_engine_or_the_hbm_are_refused_before_they_are_built,
           The_step_timer_gives_the_engines_timing_for_every_wait);

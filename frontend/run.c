@@ -1,0 +1,407 @@
+/*
+** run.c -- the training run (fe.h, "The training run"): the feed, the step
+** timer, the trainer and the running totals, one step a call.
+**
+** A step's simulated time does not depend on values, so the whole-batch
+** step is lowered and run on the engine once (tpu_fe_step_timer), and a
+** step whose batch is ready W cycles late is that step delayed by W
+** (docs/TRAINING.md). The engine runs again only for a partial last batch
+** (a pipeline without drop_remainder) and for a traced step. The loss and
+** accuracy of an epoch are Keras' running means, each batch weighed by its
+** size; the test split is evaluated after the epoch's last step.
+**
+** Invariants: 'epoch' and 'step' are the next step's position; the epoch's
+** running sums hold steps 0..step-1 of it; 'sums' holds every step timed,
+** a resumed checkpoint's included, and its stall parts add up to its
+** cycles (the engine's, summed). Not here: printing, the command line's
+** options, reports, wall time other than each epoch's.
+*/
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "frontend/fe_int.h"
+
+struct tpu_fe_run {
+  tpu_fe_run_config cfg;       /* the caller's; cfg.model points at 'model' */
+  tpu_fe_model model;          /* the caller's model, with cfg.seed */
+  int cores, rows;             /* the split: samples per core */
+  bool numerics;               /* the tile level: values (trainer, test split) */
+  double hz;                   /* the chip's clock */
+  tpu_fe_feed *feed;
+  tpu_fe_dataset test;         /* numerics: the test split */
+  long steps, steps_avail;     /* per epoch: run, and in the training set */
+  tpu_fe_step_timer *timer;    /* the whole-batch step on the engine */
+  tpu_fe_step_timing tm, tm0;  /* the step's timing: the last one, and with no infeed wait */
+  uint64_t tm_wait;            /* the infeed wait 'tm' was timed with */
+  int tm_rows;                 /* and the shard of its busiest core */
+  tpu_fe_run_log sums;         /* over the steps timed; sim_time_s: the whole run (checkpointed) */
+  long nsteps;                 /* steps timed by this run */
+  tpu_fe_trainer tr;           /* numerics only */
+  int first_epoch;             /* the epochs a resumed checkpoint had done */
+  uint64_t gstep;              /* steps done, a resumed run's included */
+  tpu_fe_epoch_log *hist;      /* the whole run's history: nhist epochs (checkpointed) */
+  int nhist;
+  int epoch;                   /* the next step's position */
+  long step;
+  double lsum, wsum;           /* the epoch so far: loss summed with each batch's weight, the weights */
+  long csum, seen;             /* ... samples right, samples */
+  double ep_sim, ep_wall0;     /* ... simulated time, and the wall clock at its start */
+  tpu_status failed;           /* a step failed: the run only says so again */
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+tpu_status tpu_fe_batch_split(int global_batch, int cores, int *per_core, char *err, size_t errcap) {
+  if (global_batch >= 1 && cores >= 1 && global_batch % cores == 0) {
+    *per_core = global_batch / cores;
+    return TPU_OK;
+  }
+  if (global_batch < 1 || cores < 1)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--batch %d over %d cores: expected at least one sample and "
+                      "one core", global_batch, cores);
+  return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--batch %d does not divide across %d cores; use a multiple of %d "
+                    "(the global batch is split evenly, as TPUStrategy does)", global_batch, cores, cores);
+}
+
+tpu_fe_run_config tpu_fe_run_config_default(void) {
+  return (tpu_fe_run_config){ .global_batch = 128, .seed = -1, .backend = TPU_FE_BACKEND_SIM,
+                              .level = TPU_FIDELITY_TILE, .prec = TPU_PREC_BF16, .threads = 1, .epochs = 1,
+                              .data = "fashion-mnist", .synthetic_n = 2048, .trace_steps = 20 };
+}
+
+/* {==================================================================
+** Creation: the config, the data, the timer, the trainer, the checkpoint
+** ================================================================== */
+/* What the command line's options cannot get wrong but a caller can. */
+static tpu_status check_config(const tpu_fe_run_config *c, char *err, size_t errcap) {
+  if (!c->model || c->chip.cores < 1 || c->chip.cores > TPU_MAX_CORES || c->chip.clock_mhz <= 0)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "a run needs a model and a chip of 1..%d cores", TPU_MAX_CORES);
+  if (c->level != TPU_FIDELITY_TILE && c->level != TPU_FIDELITY_TIMING)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--level: a run is at the tile or the timing level, got %s",
+                      tpu_fidelity_name(c->level));
+  if (c->epochs < 1 || c->steps_per_epoch < 0 || c->threads < 1 || c->synthetic_n < 1 || c->trace_steps < 0 ||
+      c->timeline_steps < 0 || !c->data)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "a run needs epochs, threads, synthetic_n >= 1, steps_per_epoch, "
+                      "trace_steps, timeline_steps >= 0 and data; got %d, %d, %d, %ld, %d, %d", c->epochs, c->threads,
+                      c->synthetic_n, c->steps_per_epoch, c->trace_steps, c->timeline_steps);
+  if (c->resume_dir && c->level == TPU_FIDELITY_TIMING)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--resume %s: --level timing computes no weights to resume",
+                      c->resume_dir);
+  if (c->level != TPU_FIDELITY_TIMING && c->synthetic_n > (1 << 22))
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--synthetic-n %d: --level tile holds the synthetic set in memory, "
+                      "at most 4194304 samples; --level timing makes none and takes up to %d", c->synthetic_n,
+                      INT_MAX);
+  return TPU_OK;
+}
+
+/* The input: datafeed's pipeline (values) and host-time model (ready
+** times), checked against the model, and the test split. */
+static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t errcap) {
+  const tpu_fe_run_config *c = &r->cfg;
+  char e[1024];
+  const int ncls = r->model.layers[r->model.nlayers - 1].out.c;
+  /* synthetic data takes the model's input shape and classes */
+  tpu_fe_feed_opts fo = { .data = c->data, .pipeline = c->pipeline, .global_batch = c->global_batch,
+                          .epochs = c->epochs, .synthetic_n = c->synthetic_n, .seed = r->model.seed,
+                          .input_shape = r->model.input, .synthetic_classes = ncls, .no_values = !r->numerics,
+                          .model_shape = r->model.input, .model_classes = ncls, .timeline_steps = c->timeline_steps };
+  if (r->numerics && ncls > 256)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "%s gives %d classes; --level tile computes values with at most "
+                      "256 classes (byte labels); --level timing takes any count", label, ncls);
+  tpu_fe_feed_info fi;
+  tpu_status st = tpu_fe_feed_open(&fo, &r->feed, &fi, e, sizeof e);
+  /* every split is checked against the model (tpu_fe_feed_opts.model_shape) */
+  if (st && c->pipeline) return tpu_errorf(err, errcap, st, "--pipeline: %s", e);
+  if (st) return tpu_errorf(err, errcap, st, "--data %s: %s", c->data, e);
+  if (r->numerics && (st = tpu_fe_feed_test_set(&fo, &r->test, e, sizeof e)))
+    return tpu_errorf(err, errcap, st, "--data %s (test split): %s", c->data, e);
+  r->steps_avail = (long)fi.batches_per_epoch;
+  if (r->steps_avail < 1)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--batch %d is larger than the training set", c->global_batch);
+  r->steps = c->steps_per_epoch && c->steps_per_epoch < r->steps_avail ? c->steps_per_epoch : r->steps_avail;
+  return TPU_OK;
+}
+
+/* Times the step of 'rows' samples per core for an infeed 'wait' (values
+** never enter it): the step timer's for whole batches; a partial last
+** batch's step is timed on its own. */
+static tpu_status time_step(tpu_fe_run *r, int rows, uint64_t wait, bool traced, tpu_fe_step_timing *out, char *err,
+                            size_t errcap) {
+  const tpu_fe_step_trace tr = { .out = r->cfg.trace, .step = (long)r->gstep, .t0_us = r->sums.sim_time_s * 1e6 };
+  if (rows == r->rows) return tpu_fe_step_timer_time(r->timer, wait, traced ? &tr : NULL, out, err, errcap);
+  return tpu_fe_time_step(&r->model, &r->cfg.chip, r->cfg.prec, rows, true, wait, r->cfg.threads, out,
+                          traced ? &tr : NULL, err, errcap);
+}
+
+/* The run a checkpoint had done: its weights, data position, sums and history. */
+static tpu_status resume(tpu_fe_run *r, char *err, size_t errcap) {
+  const tpu_fe_run_config *c = &r->cfg;
+  char e[1024];
+  const tpu_fe_ckpt_info want = { .seed = r->model.seed, .global_batch = c->global_batch };
+  tpu_fe_ckpt_info got;
+  tpu_status st = tpu_fe_ckpt_load(c->resume_dir, &r->tr, &want, &got, e, sizeof e);
+  if (st) return tpu_errorf(err, errcap, st, "--resume: %s", e);
+  if (got.run.cores && got.run.cores != r->cores) {   /* its per-core sums are of other cores */
+    tpu_free(got.history);
+    return tpu_errorf(err, errcap, TPU_ERR_INPUT, "--resume: %s/checkpoint.bin: written with --cores %d; resume with "
+                      "the same (got --cores %d)", c->resume_dir, got.run.cores, r->cores);
+  }
+  r->first_epoch = r->epoch = got.epochs_done;
+  r->gstep = got.step;
+  r->sums = got.run;
+  r->hist = got.history;
+  r->nhist = got.epochs_done;
+  if (r->first_epoch < c->epochs && (st = tpu_fe_feed_seek(r->feed, r->first_epoch, err, errcap))) return st;
+  return TPU_OK;
+}
+
+/* The step timer and the step at no wait, the trainer, the checkpoint and
+** room for the history. */
+static tpu_status start(tpu_fe_run *r, const char *label, char *err, size_t errcap) {
+  const tpu_fe_run_config *c = &r->cfg;
+  char e[1024];
+  tpu_status st = tpu_fe_step_timer_create(&r->model, &c->chip, c->prec, r->rows, true, c->threads, &r->timer, e,
+                                           sizeof e);
+  if (!st) st = time_step(r, r->rows, 0, false, &r->tm0, e, sizeof e);
+  if (st) return tpu_errorf(err, errcap, st, "%s: %s", label, e);
+  r->tm = r->tm0;
+  r->tm_rows = r->rows;
+  const tpu_fe_backend be = { .kind = c->backend, .mxu = c->chip.mxu, .mxus = c->chip.mxus_per_core, .prec = c->prec };
+  if (r->numerics && (st = tpu_fe_trainer_create(&r->model, &be, r->cores, c->global_batch, c->threads, &r->tr)))
+    return tpu_errorf(err, errcap, st, "out of memory creating the trainer");
+  if (c->resume_dir && (st = resume(r, err, errcap))) return st;
+  const int need = c->epochs > r->nhist ? c->epochs : r->nhist;
+  tpu_fe_epoch_log *h = tpu_realloc(r->hist, (size_t)(need ? need : 1) * sizeof *h);
+  if (!h) return tpu_errorf(err, errcap, TPU_ERR_NOMEM, "out of memory");
+  r->hist = h;
+  return TPU_OK;
+}
+
+tpu_status tpu_fe_run_create(const tpu_fe_run_config *cfg, tpu_fe_run **out, char *err, size_t errcap) {
+  *out = NULL;
+  tpu_status st = check_config(cfg, err, errcap);
+  if (st) return st;
+  int rows = 0;
+  if ((st = tpu_fe_batch_split(cfg->global_batch, cfg->chip.cores, &rows, err, errcap))) return st;
+  tpu_fe_run *r = tpu_calloc(1, sizeof *r);
+  if (!r) return tpu_errorf(err, errcap, TPU_ERR_NOMEM, "out of memory");
+  r->model = *cfg->model;
+  if (cfg->seed >= 0) r->model.seed = (uint64_t)cfg->seed;
+  const char *label = cfg->model_label ? cfg->model_label : r->model.name;
+  r->cfg = *cfg;
+  r->cfg.model = &r->model;
+  r->cfg.model_label = NULL;   /* read only here */
+  r->cores = cfg->chip.cores;
+  r->rows = rows;
+  r->numerics = cfg->level != TPU_FIDELITY_TIMING;
+  r->hz = cfg->chip.clock_mhz * 1e6;
+  if ((st = open_data(r, label, err, errcap)) || (st = start(r, label, err, errcap))) {
+    tpu_fe_run_destroy(r);
+    return st;
+  }
+  *out = r;
+  return TPU_OK;
+}
+
+void tpu_fe_run_destroy(tpu_fe_run *r) {
+  if (!r) return;
+  tpu_free(r->hist);
+  tpu_fe_step_timer_destroy(r->timer);
+  if (r->tr.model) tpu_fe_trainer_destroy(&r->tr);
+  tpu_fe_feed_close(r->feed);
+  tpu_fe_dataset_free(&r->test);
+  tpu_free(r);
+}
+/* }================================================================== */
+
+/* {==================================================================
+** A step
+** ================================================================== */
+bool tpu_fe_run_next(const tpu_fe_run *r, int *epoch, long *step) {
+  if (epoch) *epoch = r->epoch;
+  if (step) *step = r->step;
+  return r->epoch < r->cfg.epochs;
+}
+
+/* Adds a step's timing to the sums the report is made of. */
+static void account(tpu_fe_run_log *s, const tpu_fe_step_timing *tm, int cores) {
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) s->stall[k] += tm->stall[k];
+  s->cycles += (double)tm->step_cycles;
+  s->macs += (double)tm->macs;
+  s->mxu_capacity += (double)tm->mxu_cycles_capacity;
+  s->steps++;
+  s->cores = cores;
+  s->core_cycles += tm->step_cycles;   /* timed_step keeps it under 2^63 / cores */
+  for (int c = 0; c < cores; c++)
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) s->core_stall[c][k] += tm->core_stall[c][k];
+}
+
+/* The batch when the infeed has it, and the step's timing at that wait:
+** rec's batch and time. *x and *y get the batch's values (NULL when none). */
+static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float **x, const uint8_t **y, char *err,
+                             size_t errcap) {
+  const int ep = r->epoch;
+  const long s = r->step;
+  const char *input = r->cfg.pipeline ? r->cfg.pipeline : "--data";
+  char e[1024];
+  double ready_s;
+  tpu_status st = tpu_fe_feed_next(r->feed, r->sums.sim_time_s, x, y, &rec->samples, &ready_s, e, sizeof e);
+  if (st) return tpu_errorf(err, errcap, st, "epoch %d, step %ld: %s", ep + 1, s + 1, e);
+  const double wait_cyc = (ready_s - r->sums.sim_time_s) * r->hz;   /* >= 0: the feed never returns an earlier time */
+  if (!(wait_cyc <= (double)TPU_SIM_MAX_CYCLES))
+    return tpu_errorf(err, errcap, TPU_ERR_INPUT, "%s: epoch %d, step %ld: the batch is ready %.4g s after the cores "
+                      "ask for it (%.4g cycles), longer than the engine times (2^53 cycles): the pipeline's costs are "
+                      "out of proportion to its elements and steps", input, ep + 1, s + 1, ready_s - r->sums.sim_time_s,
+                      wait_cyc);
+  const uint64_t wait = (uint64_t)llround(wait_cyc);
+  const bool traced = r->cfg.trace && r->nsteps < r->cfg.trace_steps;
+  /* a partial last batch (a pipeline without drop_remainder) fills whole
+  ** shards on the first cores: the step is timed with the busiest core's
+  ** shard on every core (the others would wait for it at the all-reduce) */
+  const int rows = rec->samples < r->rows ? rec->samples : r->rows;
+  if (wait != r->tm_wait || rows != r->tm_rows || traced) {
+    if ((st = time_step(r, rows, wait, traced, &r->tm, err, errcap))) return st;
+    r->tm_wait = wait;
+    r->tm_rows = rows;
+  }
+  /* the report's cycles, summed over the steps and the cores, are JSON integers */
+  if (r->tm.step_cycles > (uint64_t)INT64_MAX / (uint64_t)r->cores - r->sums.core_cycles)
+    return tpu_errorf(err, errcap, TPU_ERR_INPUT, "%s: epoch %d, step %ld: the run's simulated core-cycles pass 2^63 "
+                      "(the steps so far took %llu cycles): the pipeline's costs are out of proportion to its elements "
+                      "and steps", input, ep + 1, s + 1, (unsigned long long)r->sums.core_cycles);
+  rec->infeed_wait_cycles = wait;
+  rec->step_cycles = r->tm.step_cycles;
+  rec->infeed_wait_s = (double)wait / r->hz;
+  rec->sim_step_s = (double)r->tm.step_cycles / r->hz;
+  return TPU_OK;
+}
+
+/* The end of an epoch: the next epoch's data, the test split, the history. */
+static tpu_status end_epoch(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, size_t errcap) {
+  const int ep = r->epoch;
+  const double ewall = now_s() - r->ep_wall0;
+  const bool n = r->numerics;
+  double val_loss = NAN, val_acc = NAN;
+  tpu_status st;
+  if (r->steps < r->steps_avail && ep + 1 < r->cfg.epochs && (st = tpu_fe_feed_seek(r->feed, ep + 1, err, errcap)))
+    return st;
+  if (n && (st = tpu_fe_trainer_eval(&r->tr, &r->test, &val_loss, &val_acc)))
+    return tpu_errorf(err, errcap, st, "evaluation: %s", tpu_status_str(st));
+  r->hist[ep] = (tpu_fe_epoch_log){ n ? rec->epoch_loss : 0.0, n ? rec->epoch_accuracy : 0.0, n ? val_loss : 0.0,
+                                    n ? val_acc : 0.0, r->ep_sim, ewall };
+  r->nhist = ep + 1;
+  rec->epoch_end = true;
+  rec->epoch_log = r->hist[ep];
+  return TPU_OK;
+}
+
+/* Step r->step of epoch r->epoch: the batch, its timing, its values, the
+** sums and the epoch's running means. */
+static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, size_t errcap) {
+  const int ep = r->epoch;
+  const long s = r->step;
+  *rec = (tpu_fe_step_record){ .epoch = ep, .step = s, .global_step = r->gstep, .loss = NAN };
+  if (s == 0) {
+    r->lsum = r->wsum = r->ep_sim = 0;
+    r->csum = r->seen = 0;
+    r->ep_wall0 = now_s();
+  }
+  const float *x;
+  const uint8_t *y;
+  tpu_status st = timed_step(r, rec, &x, &y, err, errcap);
+  if (st) return st;
+  if (r->numerics && (st = tpu_fe_trainer_step_n(&r->tr, x, y, rec->samples, r->gstep,
+                                                 (uint64_t)s * (uint64_t)r->cfg.global_batch, &rec->loss,
+                                                 &rec->correct)))
+    return tpu_errorf(err, errcap, st, "epoch %d, step %ld: %s", ep + 1, s + 1, tpu_status_str(st));
+  account(&r->sums, &r->tm, r->cores);
+  r->nsteps++;
+  r->sums.sim_time_s += rec->sim_step_s;
+  rec->sim_time_s = r->sums.sim_time_s;
+  r->ep_sim += rec->sim_step_s;
+  /* the running means weigh each batch by its size, as Keras' (a full
+  ** batch weighs exactly 1) */
+  const double w = (double)rec->samples / (double)r->cfg.global_batch;
+  r->lsum += rec->loss * w;
+  r->wsum += w;
+  r->csum += rec->correct;
+  r->seen += rec->samples;
+  rec->epoch_loss = r->numerics ? r->lsum / r->wsum : NAN;
+  rec->epoch_accuracy = (double)r->csum / (double)r->seen;
+  rec->epoch_sim_s = r->ep_sim;
+  return s + 1 == r->steps ? end_epoch(r, rec, err, errcap) : TPU_OK;
+}
+
+tpu_status tpu_fe_run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, size_t errcap) {
+  if (r->failed) return tpu_errorf(err, errcap, r->failed, "the run failed at an earlier step");
+  if (!tpu_fe_run_next(r, NULL, NULL))
+    return tpu_errorf(err, errcap, TPU_ERR_INPUT, "the run has no step left: its %d epochs are done", r->cfg.epochs);
+  tpu_status st = run_step(r, rec, err, errcap);
+  if (st) {
+    r->failed = st;
+    return st;
+  }
+  r->gstep++;
+  if (++r->step == r->steps) {
+    r->epoch++;
+    r->step = 0;
+  }
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** What the run did, its checkpoint, its program
+** ================================================================== */
+void tpu_fe_run_get_totals(const tpu_fe_run *r, tpu_fe_run_totals *out) {
+  *out = (tpu_fe_run_totals){ .cores = r->cores, .per_core_batch = r->rows, .steps_per_epoch = r->steps,
+                              .first_epoch = r->first_epoch, .epochs_done = r->nhist, .history = r->hist,
+                              .global_step = r->gstep, .steps_run = r->nsteps, .sums = r->sums };
+  tpu_fe_run_log *s = &out->sums;
+  if (s->steps == 0) account(s, &r->tm0, r->cores);   /* no step timed (a checkpoint's run never has none) */
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) out->stall_fraction[k] = s->stall[k] / s->cycles;
+  /* useful MACs only: extra bf16 passes cost time but are not model work */
+  out->mxu_utilization = s->macs / (double)tpu_precision_passes(r->cfg.prec) / s->mxu_capacity;
+  out->sim_step_cycles = s->cycles / (double)s->steps;
+  out->sim_step_s = s->cycles / (double)s->steps / r->hz;
+  out->images_per_s = (double)r->cfg.global_batch / out->sim_step_s;
+  const tpu_fe_epoch_log *last = r->nhist ? &r->hist[r->nhist - 1] : NULL;
+  const bool n = r->numerics && last;
+  out->train_loss = n ? last->loss : NAN;
+  out->train_accuracy = n ? last->accuracy : NAN;
+  out->val_loss = n ? last->val_loss : NAN;
+  out->val_accuracy = n ? last->val_accuracy : NAN;
+}
+
+tpu_status tpu_fe_run_save(const tpu_fe_run *r, const char *dir, char *err, size_t errcap) {
+  if (!r->numerics)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--checkpoint %s: --level timing computes no weights to save", dir);
+  if (r->failed || r->step != 0)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--checkpoint %s: a checkpoint is written between epochs; the run "
+                      "is %s", dir, r->failed ? "failed" : "within an epoch");
+  const tpu_fe_ckpt_info ck = { .seed = r->model.seed, .global_batch = r->cfg.global_batch, .epochs_done = r->nhist,
+                                .step = r->gstep, .run = r->sums, .history = r->hist };
+  return tpu_fe_ckpt_save(dir, &r->tr, &ck, err, errcap);
+}
+
+const float *tpu_fe_run_params(const tpu_fe_run *r, size_t *n) {
+  *n = r->numerics ? r->model.nparams : 0;
+  return r->numerics ? r->tr.params : NULL;
+}
+
+tpu_status tpu_fe_run_program(const tpu_fe_run *r, int steps, const uint64_t *ready_cycles, tpu_sim_program **out,
+                              char *err, size_t errcap) {
+  return tpu_fe_steps_program(&r->model, &r->cfg.chip, r->cfg.prec, r->rows, steps, ready_cycles, out, err, errcap);
+}
+
+const struct tpu_df_model *tpu_fe_run_host_model(const tpu_fe_run *r) {
+  return fe_feed_host_model(r->feed);
+}
+/* }================================================================== */
