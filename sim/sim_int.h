@@ -257,4 +257,14 @@ struct tpu_sim_result {
 tpu_status sim_account(tpu_sim_result *r, int core);
 tpu_status sim_build_log(tpu_sim_result *r, int core);
 /* }================================================================== */
+/* {==================================================================
+** The lowering's hooks for the GEMM program (lower.c, gemm.c)
+** ================================================================== */
+/* fn(ud, op, place) for every matmul op the lowering adds, in order (the
+** GEMM program's places). */
+void sim_lower_on_matmul(tpu_sim_lowering *L, void (*fn)(void *ud, int op, const tpu_sim_gemm_place *pl),
+                         void *ud);
+/* The name of block (r0, c0) of block tensor 'name' (what gemm.c gathers). */
+void sim_lower_block_name(const char *name, int64_t r0, int64_t c0, char *buf, size_t cap);
+/* }================================================================== */
 #endif
