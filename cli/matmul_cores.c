@@ -2,19 +2,15 @@
 ** matmul_cores.c -- `tpusim matmul --cores C`: one GEMM split across C cores
 ** along M, with the operands starting in HBM, run on the chip engine.
 **
-** The program is built by tpu_sim_gemm_program (sim/gemm.c; tpusim viz shows
-** the same one). Each core gets rows [i*M/C, (i+1)*M/C) of A and C and all of B. HBM holds
-** the operands in a blocked layout (one buffer per T x T block, as a TPU
-** compiler would lay them out), so every DMA moves one block. Per core:
-**
-**   for each block row mb, for each block column nb:
-**     for each kb:  DMA A[mb][kb] and B[kb][nb] into one of two VMEM slots
-**                   (double buffering: the next block's DMA overlaps this
-**                   block's matmul), matmul-accumulate into a C tile
-**     DMA the C tile back to HBM (C tiles alternate between two slots)
-**
-** T is the largest power of two whose worst-case working set (six T x T f32
-** tiles, twice over for edge shapes) fits the core's VMEM. The report puts
+** The program is built by tpu_sim_gemm_program (sim/gemm.c, with the one
+** GEMM lowering of sim.h, "The lowering"; tpusim viz shows the same one).
+** Each core gets rows [i*M/C, (i+1)*M/C) of A and C and all of B. HBM holds
+** the operands in blocks of the lowering's tiles, so every DMA moves one
+** tile. Per core, for each result tile (mb, nb), for each k slice: DMA A's
+** and B's tiles into one of two VMEM slots (double buffering: the next
+** tile's DMA overlaps this tile's matmul; an operand small enough stays in
+** VMEM, loaded once), matmul-accumulate into a C tile, whose DMA back to
+** HBM is queued after the next tile's first loads. The report puts
 ** the run on the roofline: arithmetic intensity = 2MNK / HBM bytes the
 ** program moves, against the chip's ridge point (peak FLOP/s / HBM bytes/s);
 ** and it says which resource the simulation found bounding
@@ -22,7 +18,6 @@
 ** The chip is cut to C cores (chips of min(cores_per_chip, C) cores, the
 ** largest divisor of C that fits), so idle cores do not dilute the report.
 */
-#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -36,15 +31,13 @@
 
 #define CMD "matmul"
 
-static long minl(long a, long b) { return a < b ? a : b; }
-
 /* The run: the chip cut to the cores, the program, its result, and C
 ** gathered from every core's C tiles. */
 typedef struct mc_run {
   tpu_chip_config chip;
   int cores;
   tpu_fidelity level;          /* tile or timing */
-  long T;                      /* the block side */
+  tpu_sim_tiling t;            /* core 0's tiles (its block rows are the fewest) */
   float *A, *B, *C;            /* NULL at the timing level */
   tpu_sim_program *p;
   tpu_sim_result *res;
@@ -70,23 +63,12 @@ static int run(const cli_matmul_opts *o, mc_run *r) {
   return 0;
 }
 
-/* C from the C_mb_nb tiles of every core (rows [c*M/C, (c+1)*M/C) on core
-** c), then its error against the f64 reference. */
+/* C from every core's C blocks (the lowering knows their names), then its
+** error against the f64 reference. */
 static int gather(const cli_matmul_opts *o, mc_run *r) {
-  const long M = o->m, N = o->n, T = r->T;
-  for (int c = 0; c < r->cores; c++) {
-    const long m0 = M * c / r->cores, mi = M * (c + 1) / r->cores - m0;
-    char name[64];
-    for (long mb = 0; mb * T < mi; mb++)
-      for (long nb = 0; nb * T < N; nb++) {
-        snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-        const float *v = tpu_sim_result_buffer(r->res, c, tpu_sim_buffer_find(r->p, c, name));
-        const long rows = minl(T, mi - mb * T), w = minl(T, N - nb * T);
-        for (long i = 0; i < rows; i++)
-          memcpy(r->C + (m0 + mb * T + i) * N + nb * T, v + i * w, (size_t)w * sizeof *v);
-      }
-  }
-  cli_matmul_error(M, N, o->k, r->A, r->B, r->C, &r->max_abs, &r->max_rel);
+  tpu_status st = tpu_sim_gemm_result(r->res, r->p, &r->chip, o->m, o->n, o->k, r->C);
+  if (st) return cli_fail(CMD, st, "the result's C blocks are not in the run: %s", tpu_status_str(st));
+  cli_matmul_error(o->m, o->n, o->k, r->A, r->B, r->C, &r->max_abs, &r->max_rel);
   return 0;
 }
 
@@ -124,11 +106,14 @@ static int report_json(const cli_matmul_opts *o, const mc_run *r, json_t **out) 
   json_t *j = json_pack("{s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I}", "chip", r->chip.name, "cores", r->cores,
                         "m", (json_int_t)o->m, "n", (json_int_t)o->n, "k", (json_int_t)o->k, "precision",
                         tpu_precision_name(o->precision), "level", tpu_fidelity_name(r->level), "block",
-                        (json_int_t)r->T);
+                        (json_int_t)r->t.mt);
   if (!j || cli_sim_report_json(j, r->res, &r->chip)) {
     json_decref(j);
     return cli_runtime_error(CMD, "out of memory");
   }
+  json_object_set_new(j, "tiling", json_pack("{s:I, s:I, s:I, s:b, s:b}", "mt", (json_int_t)r->t.mt, "nt",
+                                              (json_int_t)r->t.nt, "kt", (json_int_t)r->t.kt, "cache_a",
+                                              r->t.cache_a, "cache_b", r->t.cache_b));
   json_object_set_new(j, "flops", cli_json_real(f.flops));
   json_object_set_new(j, "hbm_bytes", cli_json_real(r->bytes));
   json_object_set_new(j, "arithmetic_intensity", cli_json_real(f.intensity));
@@ -149,7 +134,9 @@ static int report_text(const cli_matmul_opts *o, const mc_run *r) {
   printf("matmul %ld x %ld x %ld (M x N x K) split along M over %d core%s of %s, %s, level %s\n", o->m, o->n, o->k,
          r->cores, r->cores > 1 ? "s" : "", r->chip.name, tpu_precision_name(o->precision),
          tpu_fidelity_name(r->level));
-  printf("  operands start in HBM in %ld x %ld blocks, double-buffered into VMEM\n", r->T, r->T);
+  printf("  operands start in HBM, streamed through VMEM in tiles of %lld x %lld x %lld (M x N x K)%s%s, "
+         "double-buffered\n", (long long)r->t.mt, (long long)r->t.nt, (long long)r->t.kt,
+         r->t.cache_a ? "; A stays in VMEM" : "", r->t.cache_b ? "; B stays in VMEM" : "");
   if (r->info.rows_run)
     printf("  extended          run of %lld block rows per core (the fewest), its growth over %d block row%s "
            "added %llu times\n", (long long)r->info.rows_run, r->info.period, r->info.period > 1 ? "s" : "",
@@ -174,7 +161,9 @@ int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, json
                            o->cores);
   mc_run r = { .chip = *chip, .cores = (int)o->cores, .level = o->level };
   cli_chip_cut(&r.chip, r.cores);
-  r.T = (long)tpu_sim_gemm_block(&r.chip);
+  int64_t m0, mi;
+  tpu_sim_gemm_rows(o->m, r.cores, 0, &m0, &mi);
+  r.t = tpu_sim_gemm_tiling(&r.chip, mi > 0 ? mi : 1, o->n, o->k);
   int rc = run(o, &r);
   if (!rc && r.A) rc = gather(o, &r);
   if (!rc) rc = o->com.json ? report_json(o, &r, report) : report_text(o, &r);

@@ -244,9 +244,11 @@ tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chi
 
 /* The size of that program, from the shapes alone (nothing is built): its
 ** ops on each core (every core runs the same program) and the bytes of HBM
-** its whole tensors take on each core (activations and their gradients,
-** the parameters, their gradients and the optimizer state, all f32; the
-** tiles' views come on top). tpu_fe_step_program refuses, with
+** its whole tensors take on each core (activations and their gradients
+** with the step's working tensors -- a depthwise kernel expanded,
+** separable_conv2d's middle --, the parameters, their gradients and the
+** optimizer state, all f32; the tiles' views come on top), counted by the
+** lowering itself, run without a program (sim.h, "The lowering"). tpu_fe_step_program refuses, with
 ** TPU_ERR_RANGE and these figures, before building anything, a step whose
 ** ops over all the cores exceed TPU_SIM_MAX_OPS or whose tensors exceed a
 ** chip's HBM. Errors: TPU_ERR_INPUT (no model, rows < 1), TPU_ERR_CONFIG

@@ -1,8 +1,10 @@
 /*
 ** gemm.c -- the chip program of one GEMM split across cores along M: what
-** `tpusim matmul --cores` runs and `tpusim viz` shows (one builder, so their
-** figures agree). The layout and op order are documented at
-** tpu_sim_gemm_program in sim.h.
+** `tpusim matmul --cores`, `run --topology`, `scalesim --chip` and `tpusim
+** viz` run (sim.h states its layout). Each core's part is lowered by the one
+** GEMM lowering (lower.c) over block tensors A (its rows), B and C (its
+** rows), so the sizes that refuse a program before it is built are the
+** lowering's own counts, and the places viz shows are the lowering's.
 */
 #include <math.h>
 #include <stdio.h>
@@ -10,167 +12,119 @@
 
 #include "sim/sim_int.h"
 
-/* A VMEM tile buffer of shape r x c for slot s, created on first use. */
-static int vtile(tpu_sim_program *p, int core, const char *what, long r, long c, int s) {
-  char name[64];
-  snprintf(name, sizeof name, "%s_%ldx%ld_%d", what, r, c, s);
-  int h = tpu_sim_buffer_find(p, core, name);
-  return h ? h : tpu_sim_buffer(p, core, name, TPU_SIM_VMEM, TPU_SIM_F32, r, c);
-}
-
-static long minl(long a, long b) { return a < b ? a : b; }
-
-/* The HBM block "WHAT_I_J" of r x c, holding the r x c values at src (row
-** stride ld) when src is set (copied through scratch). 0 or -1. */
-static int hbm_block(tpu_sim_program *p, int core, const char *what, long i, long j, long r, long c,
-                     const float *src, long ld, float *scratch) {
-  char name[64];
-  snprintf(name, sizeof name, "%s_%ld_%ld", what, i, j);
-  int h = tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c);
-  if (!h) return -1;
-  if (!src) return 0;
-  for (long k = 0; k < r; k++) memcpy(scratch + k * c, src + k * ld, (size_t)c * sizeof *src);
-  return tpu_sim_buffer_init(p, core, h, scratch) == TPU_OK ? 0 : -1;
-}
-
-/* Builds core 'core's program for rows [m0, m0+mi); adds its HBM traffic to
-** *bytes. A, B hold values (or NULL at the timing level). Returns 0 or -1
-** (message in tpu_sim_program_error). */
-static int build_core(tpu_sim_program *p, int core, long m0, long mi, long N, long K, long T,
-                      tpu_precision prec, const float *A, const float *B, float *scratch, double *bytes) {
-  const long MB = (mi + T - 1) / T, NB = (N + T - 1) / T, KB = (K + T - 1) / T;
-  char name[64];
-  /* HBM blocks */
-  for (long mb = 0; mb < MB; mb++)
-    for (long kb = 0; kb < KB; kb++)
-      if (hbm_block(p, core, "A", mb, kb, minl(T, mi - mb * T), minl(T, K - kb * T),
-                    A ? A + (m0 + mb * T) * K + kb * T : NULL, K, scratch)) return -1;
-  for (long kb = 0; kb < KB; kb++)
-    for (long nb = 0; nb < NB; nb++)
-      if (hbm_block(p, core, "B", kb, nb, minl(T, K - kb * T), minl(T, N - nb * T),
-                    B ? B + (kb * T) * N + nb * T : NULL, N, scratch)) return -1;
-  for (long mb = 0; mb < MB; mb++)
-    for (long nb = 0; nb < NB; nb++) {
-      snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-      if (!tpu_sim_buffer(p, core, name, TPU_SIM_HBM, TPU_SIM_F32, minl(T, mi - mb * T), minl(T, N - nb * T))) return -1;
-    }
-  /* The C tile's write-back is queued on the (in-order) DMA unit after the
-  ** next block's first loads, not before them: otherwise it would wait for
-  ** the block's last matmul and hold back the prefetch behind it. */
-  int wb_src = 0, wb_dst = 0;
-  long slot = 0, cslot = 0;
-  for (long mb = 0; mb < MB; mb++)
-    for (long nb = 0; nb < NB; nb++, cslot ^= 1) {
-      const long r = minl(T, mi - mb * T), c = minl(T, N - nb * T);
-      const int vc = vtile(p, core, "c", r, c, (int)cslot);
-      if (!vc) return -1;
-      for (long kb = 0; kb < KB; kb++, slot ^= 1) {
-        const long kk = minl(T, K - kb * T);
-        const int va = vtile(p, core, "a", r, kk, (int)slot), vb = vtile(p, core, "b", kk, c, (int)slot);
-        if (!va || !vb) return -1;
-        snprintf(name, sizeof name, "A_%ld_%ld", mb, kb);
-        tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = tpu_sim_buffer_find(p, core, name), .dst = va };
-        if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-        snprintf(name, sizeof name, "B_%ld_%ld", kb, nb);
-        op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = tpu_sim_buffer_find(p, core, name), .dst = vb };
-        if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-        if (wb_src) {
-          op = (tpu_sim_op){ .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
-          if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-          wb_src = 0;
-        }
-        op = (tpu_sim_op){ .kind = TPU_SIM_MATMUL, .a = va, .b = vb, .dst = vc, .accumulate = kb > 0, .precision = prec };
-        if (tpu_sim_add_op(p, core, &op, NULL) != TPU_OK) return -1;
-        *bytes += 4.0 * (double)(r * kk + kk * c);
-      }
-      snprintf(name, sizeof name, "C_%ld_%ld", mb, nb);
-      wb_src = vc;
-      wb_dst = tpu_sim_buffer_find(p, core, name);
-      *bytes += 4.0 * (double)(r * c);
-    }
-  tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = wb_src, .dst = wb_dst };
-  return tpu_sim_add_op(p, core, &op, NULL) == TPU_OK ? 0 : -1;
-}
-
-int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg) {
-  long T = 1;
-  while (T < 1024 && 12.0 * (double)(2 * T) * (double)(2 * T) * 4.0 <= (double)cfg->vmem_capacity_kib * 1024.0) T *= 2;
-  return T;
-}
-
-/* Core c's first row and row count: rows [M*c/cores, M*(c+1)/cores). */
-static void core_rows(int64_t M, int cores, int c, int64_t *m0, int64_t *mi) {
+void tpu_sim_gemm_rows(int64_t M, int cores, int c, int64_t *m0, int64_t *mi) {
   /* M <= 2^31 and c < 16: the products fit */
   *m0 = M * c / cores;
   *mi = M * (c + 1) / cores - *m0;
 }
 
-/* The ops of the whole program (as a double: it may pass 2^63) and the
-** bytes it moves, in closed form: per core and block (mb, nb), KB pairs of
-** A and B loads, KB matmuls and one write-back; A's rows once per block
-** column, B once per block row, C once. */
-static double gemm_ops(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, double *bytes) {
-  const double T = (double)tpu_sim_gemm_block(cfg), NB = ceil((double)N / T), KB = ceil((double)K / T);
-  double ops = 0, b = 0;
-  for (int c = 0; c < cores; c++) {
-    int64_t m0, mi;
-    core_rows(M, cores, c, &m0, &mi);
-    const double MB = ceil((double)mi / T);
-    ops += MB * NB * (3.0 * KB + 1.0);
-    b += 4.0 * ((double)mi * (double)K * NB + MB * (double)K * (double)N + (double)mi * (double)N);
-  }
-  if (bytes) *bytes = b;
-  return ops;
+/* Core c's part: rows [m0, m0 + mi) of the GEMM, lowered onto core c of p
+** (p NULL: counted into *n) with the tiling t of the core's whole part.
+** 'on' (may be NULL) hears every matmul. 0, or -1 with err set. */
+typedef struct gemm_part {
+  int64_t m0, mi, N, K;
+  tpu_precision prec;
+  const float *A, *B;          /* NULL at the timing level */
+  const tpu_sim_tiling *t;
+  void (*on)(void *, int, const tpu_sim_gemm_place *);
+  void *on_ud;
+} gemm_part;
+
+static tpu_status lower_part(const tpu_chip_config *cfg, tpu_sim_program *p, int core, const gemm_part *g,
+                             tpu_sim_lower_counts *n, char *err, size_t errcap) {
+  tpu_sim_lowering *L;
+  tpu_status st = tpu_sim_lower_create(cfg, p, core, &L, err, errcap);
+  if (st) return st;
+  if (g->on) sim_lower_on_matmul(L, g->on, g->on_ud);
+  tpu_sim_lower_section(L, "gemm");
+  const int a = tpu_sim_lower_tensor(L, "A", NULL, TPU_SIM_T_ACTIVATION, g->mi, g->K,
+                                     g->A ? g->A + g->m0 * g->K : NULL);
+  const int b = tpu_sim_lower_tensor(L, "B", NULL, TPU_SIM_T_PARAMETER, g->K, g->N, g->B);
+  const int c = tpu_sim_lower_tensor(L, "C", NULL, TPU_SIM_T_ACTIVATION, g->mi, g->N, NULL);
+  tpu_sim_lower_gemm_add(L, &(tpu_sim_lower_gemm){ .what = "matmul", .M = g->mi, .N = g->N, .K = g->K, .a = a,
+                                                    .b = b, .c = c, .prec = g->prec, .tiling = g->t });
+  if ((st = tpu_sim_lower_status(L)) != TPU_OK)
+    snprintf(err, errcap, "cannot build core %d's program: %s", core, tpu_sim_lower_error(L));
+  if (n) tpu_sim_lower_counts_of(L, n);
+  tpu_sim_lower_destroy(L);
+  return st;
 }
 
-/* The program with 'drop' rows taken off the top of every core's share
-** (0: the whole GEMM). */
-static tpu_status build(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t drop,
-                        tpu_precision prec, const float *A, const float *B, tpu_sim_program **out, char *err,
-                        size_t errcap) {
-  const long T = (long)tpu_sim_gemm_block(cfg);
+/* The tiling of core c's whole part. */
+static tpu_sim_tiling part_tiling(const tpu_chip_config *cfg, int cores, int c, int64_t M, int64_t N, int64_t K) {
+  int64_t m0, mi;
+  tpu_sim_gemm_rows(M, cores, c, &m0, &mi);
+  return tpu_sim_gemm_tiling(cfg, mi > 0 ? mi : 1, N, K);
+}
+
+/* What a program with 'drop' rows taken off the top of every core's share
+** holds (0: the whole GEMM): its ops (as a double: it may pass 2^63), the
+** bytes it moves and, per chip, its HBM tensors' bytes. */
+typedef struct gemm_size { double ops, bytes, chip_bytes[TPU_MAX_CORES]; } gemm_size;
+
+/* That program, each part lowered with its whole part's tiling, built into
+** *out, or (out NULL) counted into *z. */
+static tpu_status lower(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t drop,
+                        tpu_precision prec, const float *A, const float *B, tpu_sim_program **out, gemm_size *z,
+                        char *err, size_t errcap) {
   tpu_sim_program *p = NULL;
-  float *scratch = NULL;
-  if (tpu_sim_program_create(cores, &p) != TPU_OK) goto nomem;
-  if (A && !(scratch = tpu_malloc((size_t)(T * T) * sizeof *scratch))) goto nomem;
-  double bytes = 0;
+  if (z) memset(z, 0, sizeof *z);
+  if (out && tpu_sim_program_create(cores, &p) != TPU_OK) {
+    snprintf(err, errcap, "out of memory for the program of a %lld x %lld x %lld GEMM", (long long)M, (long long)N,
+             (long long)K);
+    return TPU_ERR_NOMEM;
+  }
   for (int c = 0; c < cores; c++) {
     int64_t m0, mi;
-    core_rows(M, cores, c, &m0, &mi);
-    if (mi - drop > 0 && build_core(p, c, (long)(m0 + drop), (long)(mi - drop), (long)N, (long)K, T, prec, A, B,
-                                    scratch, &bytes)) {
-      snprintf(err, errcap, "cannot build core %d's program: %s", c, tpu_sim_program_error(p));
-      tpu_status st = strstr(tpu_sim_program_error(p), "out of memory") ? TPU_ERR_NOMEM : TPU_ERR_INPUT;
-      tpu_free(scratch);
+    tpu_sim_gemm_rows(M, cores, c, &m0, &mi);
+    if (mi - drop <= 0) continue;
+    const tpu_sim_tiling t = part_tiling(cfg, cores, c, M, N, K);
+    tpu_sim_lower_counts n;
+    tpu_status st = lower_part(cfg, p, c, &(gemm_part){ m0 + drop, mi - drop, N, K, prec, A, B, &t, NULL, NULL },
+                               &n, err, errcap);
+    if (st) {
       tpu_sim_program_destroy(p);
-      return st;
+      return st == TPU_ERR_NOMEM || !out ? st : TPU_ERR_INPUT;
     }
+    if (!z) continue;
+    z->ops += n.ops;
+    z->bytes += n.hbm_bytes;
+    for (int k = 0; k < TPU_SIM_T_NCLASS; k++) z->chip_bytes[c / cfg->cores_per_chip] += n.tensor_bytes[k];
   }
-  tpu_free(scratch);
-  *out = p;
+  if (out) *out = p;
   return TPU_OK;
-nomem:
-  tpu_free(scratch);
-  tpu_sim_program_destroy(p);
-  snprintf(err, errcap, "out of memory for the program of a %lld x %lld x %lld GEMM", (long long)M, (long long)N,
-           (long long)K);
-  return TPU_ERR_NOMEM;
 }
 
-/* The shape's checks: sizes, and the program within the engine's limit. */
+/* The shape's checks: sizes, and the program within the engine's limit
+** max_ops, its size counted by the lowering (into *z when not NULL).
+** Counting visits a few block rows of each core (lower.c), each NB x KB
+** tiles, every tile a matmul op: a block row of every core beyond the
+** engine's limit is refused before it is counted. */
 static tpu_status check_shape(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
-                              double max_ops, char *err, size_t errcap) {
+                              tpu_precision prec, double max_ops, gemm_size *z, char *err, size_t errcap) {
   if (cores < 1 || cores > TPU_MAX_CORES || M < 1 || N < 1 || K < 1 || M > TPU_SIM_MAX_DIM ||
       N > TPU_SIM_MAX_DIM || K > TPU_SIM_MAX_DIM) {
     snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: shapes must be 1..2147483648 (2^31) and cores 1..%d",
              (long long)M, (long long)N, (long long)K, cores, TPU_MAX_CORES);
     return TPU_ERR_CONFIG;
   }
-  const double ops = gemm_ops(cfg, cores, M, N, K, NULL);
-  if (ops > max_ops) {
-    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the program would hold %.4g ops (blocks of %lld), "
-             "more than the engine's limit of %.0f", (long long)M, (long long)N, (long long)K, cores, ops,
-             (long long)tpu_sim_gemm_block(cfg), max_ops);
+  const tpu_sim_tiling t = part_tiling(cfg, cores, 0, M, N, K);
+  const double row = (double)t.NB * (double)t.KB * cores;
+  if (row > (double)TPU_SIM_MAX_OPS) {
+    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: one block row of every core holds %.4g matmul ops "
+             "(tiles of %lld x %lld x %lld), more than the engine's limit of %lld: N and K are too large for the chip "
+             "engine's GEMM program", (long long)M, (long long)N, (long long)K, cores, row, (long long)t.mt,
+             (long long)t.nt, (long long)t.kt, (long long)TPU_SIM_MAX_OPS);
+    return TPU_ERR_RANGE;
+  }
+  gemm_size zz;
+  if (!z) z = &zz;
+  tpu_status st = lower(cfg, cores, M, N, K, 0, prec, NULL, NULL, NULL, z, err, errcap);
+  if (st) return st;
+  if (z->ops > max_ops) {
+    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the program would hold %.4g ops (tiles of %lld x "
+             "%lld x %lld), more than the engine's limit of %.0f", (long long)M, (long long)N, (long long)K, cores,
+             z->ops, (long long)t.mt, (long long)t.nt, (long long)t.kt, max_ops);
     return TPU_ERR_RANGE;
   }
   return TPU_OK;
@@ -181,10 +135,73 @@ tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M
                                 double *hbm_bytes, char *err, size_t errcap) {
   *out = NULL;
   if (hbm_bytes) *hbm_bytes = 0;
-  tpu_status st = check_shape(cfg, cores, M, N, K, (double)TPU_SIM_MAX_OPS, err, errcap);
-  if (st == TPU_OK && (st = build(cfg, cores, M, N, K, 0, prec, A, B, out, err, errcap)) == TPU_OK && hbm_bytes)
-    gemm_ops(cfg, cores, M, N, K, hbm_bytes);
+  gemm_size z;
+  tpu_status st = check_shape(cfg, cores, M, N, K, prec, (double)TPU_SIM_MAX_OPS, &z, err, errcap);
+  if (st == TPU_OK && (st = lower(cfg, cores, M, N, K, 0, prec, A, B, out, NULL, err, errcap)) == TPU_OK && hbm_bytes)
+    *hbm_bytes = z.bytes;
   return st;
+}
+
+tpu_status tpu_sim_gemm_result(const tpu_sim_result *r, const tpu_sim_program *p, const tpu_chip_config *cfg,
+                               int64_t M, int64_t N, int64_t K, float *C) {
+  const int cores = tpu_sim_program_cores(p);
+  char name[96];
+  for (int c = 0; c < cores; c++) {
+    int64_t m0, mi;
+    tpu_sim_gemm_rows(M, cores, c, &m0, &mi);
+    if (mi < 1) continue;
+    const tpu_sim_tiling t = tpu_sim_gemm_tiling(cfg, mi, N, K);
+    for (int64_t mb = 0; mb < t.MB; mb++)
+      for (int64_t nb = 0; nb < t.NB; nb++) {
+        sim_lower_block_name("C", mb * t.mt, nb * t.nt, name, sizeof name);
+        const float *v = tpu_sim_result_buffer(r, c, tpu_sim_buffer_find(p, c, name));
+        if (!v) return TPU_ERR_INPUT;
+        const int64_t rows = mi - mb * t.mt < t.mt ? mi - mb * t.mt : t.mt;
+        const int64_t w = N - nb * t.nt < t.nt ? N - nb * t.nt : t.nt;
+        for (int64_t i = 0; i < rows; i++)
+          memcpy(C + (m0 + mb * t.mt + i) * N + nb * t.nt, v + i * w, (size_t)w * sizeof *v);
+      }
+  }
+  return TPU_OK;
+}
+
+typedef struct places { tpu_sim_gemm_place *v; size_t n, cap; int64_t m0; bool oom; } places;
+static void on_place(void *ud, int op, const tpu_sim_gemm_place *pl) {
+  places *ps = ud;
+  if (ps->oom) return;
+  if (ps->n == ps->cap) {
+    const size_t cap = ps->cap ? 2 * ps->cap : 64;
+    tpu_sim_gemm_place *v = tpu_realloc(ps->v, cap * sizeof *v);
+    if (!v) { ps->oom = true; return; }
+    ps->v = v;
+    ps->cap = cap;
+  }
+  ps->v[ps->n] = *pl;
+  ps->v[ps->n].op = op;
+  ps->v[ps->n].m0 += ps->m0;
+  ps->n++;
+}
+
+tpu_status tpu_sim_gemm_places(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+                               tpu_precision prec, int c, tpu_sim_gemm_place **out, size_t *n, char *err,
+                               size_t errcap) {
+  *out = NULL;
+  *n = 0;
+  tpu_status st = check_shape(cfg, cores, M, N, K, prec, (double)TPU_SIM_MAX_OPS, NULL, err, errcap);
+  if (st) return st;
+  if (c < 0 || c >= cores) { snprintf(err, errcap, "core %d of %d", c, cores); return TPU_ERR_INPUT; }
+  places ps = { 0 };
+  int64_t mi;
+  tpu_sim_gemm_rows(M, cores, c, &ps.m0, &mi);
+  if (mi < 1) return TPU_OK;
+  const tpu_sim_tiling t = part_tiling(cfg, cores, c, M, N, K);
+  st = lower_part(cfg, NULL, c, &(gemm_part){ ps.m0, mi, N, K, prec, NULL, NULL, &t, on_place, &ps }, NULL, err,
+                  errcap);
+  if (!st && ps.oom) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; }
+  if (st) { tpu_free(ps.v); return st; }
+  *out = ps.v;
+  *n = ps.n;
+  return TPU_OK;
 }
 
 /* {==================================================================
@@ -242,7 +259,7 @@ static bool extend(const uint64_t *x, const int64_t *d, int n, uint64_t q, uint6
 static tpu_status run_rows(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t drop,
                            tpu_precision prec, const tpu_sim_options *opt, tpu_sim_program **p, tpu_sim_result **r,
                            uint64_t *x, char *err, size_t errcap) {
-  tpu_status st = build(cfg, cores, M, N, K, drop, prec, NULL, NULL, p, err, errcap);
+  tpu_status st = lower(cfg, cores, M, N, K, drop, prec, NULL, NULL, p, NULL, err, errcap);
   if (st != TPU_OK) return st;
   if ((st = tpu_sim_run(cfg, *p, opt, r)) != TPU_OK) {
     snprintf(err, errcap, "%s", tpu_sim_program_error(*p));
@@ -254,25 +271,18 @@ static tpu_status run_rows(const tpu_chip_config *cfg, int cores, int64_t M, int
   return TPU_OK;
 }
 
-/* The HBM the whole GEMM's buffers take on each chip (the engine checks the
-** programs it runs; an extended run's whole program is never built). */
-static tpu_status check_hbm(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, char *err,
-                            size_t errcap) {
+/* The HBM the whole GEMM's tensors take on each chip (z: its count; the
+** engine checks the programs it runs, but an extended run's whole program
+** is never built). */
+static tpu_status check_hbm(const tpu_chip_config *cfg, int cores, const gemm_size *z, char *err, size_t errcap) {
   const double cap = cfg->hbm_capacity_gib * 1073741824.0;
-  for (int chip = 0; chip * cfg->cores_per_chip < cores; chip++) {
-    double used = 0;
-    for (int c = chip * cfg->cores_per_chip; c < (chip + 1) * cfg->cores_per_chip && c < cores; c++) {
-      int64_t m0, mi;
-      core_rows(M, cores, c, &m0, &mi);
-      if (mi > 0) used += 4.0 * ((double)mi * (double)K + (double)K * (double)N + (double)mi * (double)N);
-    }
-    if (used > cap) {
+  for (int chip = 0; chip * cfg->cores_per_chip < cores; chip++)
+    if (z->chip_bytes[chip] > cap) {
       snprintf(err, errcap, "the GEMM's HBM buffers (A's rows, B and C's rows of each core) need %.0f bytes on chip "
-               "%d, more than its capacity of %.0f bytes (hbm.capacity_gib %g)", used, chip, cap,
+               "%d, more than its capacity of %.0f bytes (hbm.capacity_gib %g)", z->chip_bytes[chip], chip, cap,
                cfg->hbm_capacity_gib);
       return TPU_ERR_RANGE;
     }
-  }
   return TPU_OK;
 }
 
@@ -307,10 +317,9 @@ static bool find_period(uint64_t (*x)[XMAX], int j, int n, int *j0, int *p, int6
 /* Runs of 1, 2, ... block rows on the smallest core (of b) into x until
 ** their figures grow alike over three periods: *j0, *p and d then describe
 ** the pattern; *p is 0 when none showed within JMAX + 1 runs. */
-static tpu_status find_pattern(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t b,
-                               tpu_precision prec, const tpu_sim_options *opt, uint64_t (*x)[XMAX], int *j0, int *p,
-                               int64_t *d, char *err, size_t errcap) {
-  const int64_t T = tpu_sim_gemm_block(cfg);
+static tpu_status find_pattern(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t T,
+                               int64_t b, tpu_precision prec, const tpu_sim_options *opt, uint64_t (*x)[XMAX], int *j0,
+                               int *p, int64_t *d, char *err, size_t errcap) {
   const int n = 1 + cores * XCORE;
   *p = 0;
   for (int j = 0; j <= JMAX && j < b; j++) {
@@ -348,14 +357,14 @@ static bool mxu_bound(const int64_t *d, int cores) {
 static tpu_status run_extended(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K, int64_t b,
                                tpu_precision prec, const tpu_sim_options *opt, tpu_sim_program **prog,
                                tpu_sim_result **res, tpu_sim_gemm_info *info, char *err, size_t errcap) {
-  const int64_t T = tpu_sim_gemm_block(cfg);
+  const int64_t T = info->block;
   const int n = 1 + cores * XCORE;
   uint64_t (*x)[XMAX] = tpu_malloc((JMAX + 1) * sizeof *x), y[XMAX] = { 0 }, v[XMAX] = { 0 };
   if (!x) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   int64_t d[XMAX];
   int j0 = 0, p = 0;
   double cyc;
-  tpu_status st = find_pattern(cfg, cores, M, N, K, b, prec, opt, x, &j0, &p, d, err, errcap);
+  tpu_status st = find_pattern(cfg, cores, M, N, K, T, b, prec, opt, x, &j0, &p, d, err, errcap);
   if (st != TPU_OK || !p || !mxu_bound(d, cores)) goto out;
   const int jb = j0 + (int)((b - 1 - j0) % p), jv = jb + (JVER - jb) / p * p;
   /* the check: the run of jv + 1 block rows has the figures the pattern gives */
@@ -386,7 +395,7 @@ out:
 static tpu_status run_whole(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
                             tpu_precision prec, const float *A, const float *B, const tpu_sim_options *opt,
                             tpu_sim_program **prog, tpu_sim_result **res, char *err, size_t errcap) {
-  tpu_status st = tpu_sim_gemm_program(cfg, cores, M, N, K, prec, A, B, prog, NULL, err, errcap);
+  tpu_status st = lower(cfg, cores, M, N, K, 0, prec, A, B, prog, NULL, err, errcap);
   if (st == TPU_OK && (st = tpu_sim_run(cfg, *prog, opt, res)) != TPU_OK) {
     snprintf(err, errcap, "%s", tpu_sim_program_error(*prog));
     tpu_sim_program_destroy(*prog);
@@ -403,36 +412,43 @@ tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, in
   *res = NULL;
   memset(info, 0, sizeof *info);
   const bool can_extend = opt->level == TPU_FIDELITY_TIMING && !opt->events && !opt->trace;
-  tpu_status st = check_shape(cfg, cores, M, N, K, can_extend ? INFINITY : (double)TPU_SIM_MAX_OPS, err, errcap);
-  if (st == TPU_ERR_RANGE) {   /* why the whole program: values, or the event log */
-    const size_t n = strlen(err);
-    snprintf(err + n, errcap - n, "; %s needs the whole program (the timing level without a trace runs larger "
-             "GEMMs extended)", opt->level != TPU_FIDELITY_TIMING ? "the tile level" : "a trace or event log");
-  }
-  if (st != TPU_OK) return st;
-  info->block = tpu_sim_gemm_block(cfg);
-  const double ops = gemm_ops(cfg, cores, M, N, K, &info->hbm_bytes);
   /* the cycles are at least the MACs over every array of the cores */
   const double least = (double)M * (double)N * (double)K * tpu_precision_passes(prec) /
-                       ((double)cfg->mxu.rows * cfg->mxu.cols * cfg->mxus_per_core * cores);
+                       ((double)cfg->mxu.rows * cfg->mxu.cols * cfg->mxus_per_core * (cores > 0 ? cores : 1));
   if (least > (double)TPU_SIM_MAX_CYCLES) {
     snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the run lasts at least %.4g cycles (its multiply-adds "
              "over the cores' arrays), longer than the engine times (2^53 = %llu cycles)", (long long)M,
              (long long)N, (long long)K, cores, least, (unsigned long long)TPU_SIM_MAX_CYCLES);
     return TPU_ERR_RANGE;
   }
-  const int64_t T = info->block, b = (M / cores + T - 1) / T;   /* block rows of the core with the fewest */
+  gemm_size z;
+  tpu_status st = check_shape(cfg, cores, M, N, K, prec, can_extend ? INFINITY : (double)TPU_SIM_MAX_OPS, &z, err,
+                              errcap);
+  if (st == TPU_ERR_RANGE && strstr(err, "would hold")) {   /* why the whole program: values, or the event log */
+    const size_t n = strlen(err);
+    snprintf(err + n, errcap - n, "; %s needs the whole program (the timing level without a trace runs larger "
+             "GEMMs extended)", opt->level != TPU_FIDELITY_TIMING ? "the tile level" : "a trace or event log");
+  }
+  if (st != TPU_OK) return st;
+  const tpu_sim_tiling t0 = part_tiling(cfg, cores, 0, M, N, K);   /* core 0 has the fewest rows */
+  info->block = t0.mt;
+  info->hbm_bytes = z.bytes;
+  const double ops = z.ops;
+  const int64_t T = info->block, b = t0.MB;   /* block rows of the core with the fewest */
   if (!can_extend || ops <= (double)(whole_ops > 0 ? whole_ops : TPU_SIM_GEMM_WHOLE_OPS) || b - 1 <= JVER)
     return run_whole(cfg, cores, M, N, K, prec, A, B, opt, prog, res, err, errcap);
-  const double row_ops = gemm_ops(cfg, cores, (int64_t)cores * T, N, K, NULL);   /* one block row per core */
-  if (row_ops * (JVER + 1) > (double)TPU_SIM_MAX_OPS) {
-    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: one block row of every core is %.4g ops (blocks of "
+  gemm_size zr;   /* the longest run that finds and checks the pattern: JVER + 1 block rows on core 0 */
+  if ((st = lower(cfg, cores, M, N, K, (b - 1 - JVER) * T, prec, NULL, NULL, NULL, &zr, err, errcap)) != TPU_OK)
+    return st;
+  const double row_ops = zr.ops / (JVER + 1);
+  if (zr.ops > (double)TPU_SIM_MAX_OPS) {
+    snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: one block row of every core is %.4g ops (block rows of "
              "%lld); the runs that find and check the GEMM's repeating pattern take up to %d of them, more than the "
              "engine's limit of %lld ops: N and K are too large for the chip engine's GEMM program", (long long)M,
              (long long)N, (long long)K, cores, row_ops, (long long)T, JVER + 1, (long long)TPU_SIM_MAX_OPS);
     return TPU_ERR_RANGE;
   }
-  if ((st = check_hbm(cfg, cores, M, N, K, err, errcap)) != TPU_OK ||
+  if ((st = check_hbm(cfg, cores, &z, err, errcap)) != TPU_OK ||
       (st = run_extended(cfg, cores, M, N, K, b, prec, opt, prog, res, info, err, errcap)) != TPU_OK || *res)
     return st;
   if (ops <= (double)TPU_SIM_MAX_OPS) return run_whole(cfg, cores, M, N, K, prec, A, B, opt, prog, res, err, errcap);

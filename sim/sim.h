@@ -442,32 +442,249 @@ void tpu_sim_trace_steps_begin(tpu_text *out, const char *chip, int cores);
 tpu_status tpu_sim_trace_steps_add(tpu_text *out, const tpu_sim_result *r, long step, double t0_us);
 void tpu_sim_trace_steps_end(tpu_text *out);
 /* }================================================================== */
-/* The program of one GEMM C = A.B (M x K times K x N, each
-** 1..TPU_SIM_MAX_DIM) split
-** along M over 'cores' cores, as `tpusim matmul --cores` and `tpusim viz`
-** run it. Core c gets rows [m0, m0+mi) with m0 = M*c/cores. HBM holds A's
-** rows, B and C in T x T blocks (T = tpu_sim_gemm_block(cfg)), buffers
-** "A_mb_kb", "B_kb_nb", "C_mb_nb" (block indices within the core's rows). Per
-** core, for each block row mb, each block column nb, each kb: DMA A and B
-** blocks into one of two VMEM slots, then a matmul (accumulating from kb 1);
-** the C tile's write-back DMA is queued after the next block's first loads.
-** So the core's j-th matmul op is block (mb, nb, kb) in that loop order.
-** A and B (row-major, f32) are copied into the blocks when non-NULL (tile
-** level); NULL gives a timing-level program. *hbm_bytes (may be NULL) gets
-** the bytes the program moves. On failure *out is NULL, err says why
+/* {==================================================================
+** The lowering (sim/lower.c): one core's program built from tensors in
+** HBM and tiles of them streamed through VMEM. It holds THE one GEMM
+** lowering every path uses -- tpusim matmul --cores, run --topology,
+** scalesim --chip and viz (tpu_sim_gemm_program below) and the training
+** step (frontend's step lowering) -- and the tile walks of element-wise
+** passes. The same code either builds the ops or, made without a program,
+** only counts them (ops, bytes moved, multiply-adds, tensor bytes): a
+** builder sizes, and refuses, a program before building it by running
+** itself, never by a formula kept equal to it by hand.
+**
+** Tiles. The core's VMEM of V bytes (vmem_capacity_kib) sets the budget:
+** a streamed tile holds at most Q = V/256 f32 values, and S is the largest
+** power of two with S*S <= Q. A GEMM C[M x N] = op(A).op(B) is cut into
+** result tiles of mt x nt over kt-deep slices: nt = min(N, S), kt =
+** min(K, S), mt = min(M, Q/max(nt, kt)), then kt = min(K, Q/max(mt, nt))
+** (an extent that splits its dimension is cut to whole sublane groups of
+** 8). Its a, b and c operands have two VMEM slots each, so that the next
+** tile's DMA overlaps this tile's compute, and each slot meets at most 4
+** edge shapes: 6 x 4 x 4Q bytes < V/2. An operand reused across result
+** tiles whose whole fits in V/8 stays in VMEM for the GEMM (loaded once):
+** the two such caches take at most V/4; the rest is for bias and db.
+** Element-wise passes walk tiles of 2Q values (up to 6 slots of 4 shapes:
+** 3/4 of V).
+**
+** Order. Per result tile (mb, nb) in row-major order, for each kb: load
+** the a and b tiles (or take the cached block; loaded at its first use),
+** then the matmul (accumulating from kb 1). A result tile's epilogue runs
+** on it in VMEM (bias_add of a 1 x N bias, an activation; and for dW, db
+** = the column sums of B); its store is deferred until the next tile's
+** first loads are issued, so that the DMA unit, which runs in program
+** order, fetches ahead instead of queueing behind it.
+**
+** Sections. A lowering's ops are grouped in sections ("fwd 1 dense"): a
+** section labels its ops in traces ("<label> matmul", "<label> matmul
+** dma") and owns its VMEM buffers, made by role, slot and shape at first
+** use ("s3 a0 16x256") and live only within it (the engine checks VMEM
+** liveness and capacity).
+**
+** Tensors in HBM. A tensor is rows x cols f32 values, declared once by
+** name (a later declaration of the name is the same tensor). Its tiles are
+** addressed one of two ways:
+**   blocks  each tile is an HBM buffer of its own ("A@256,512"), holding
+**           the tensor's values when the declaration gave them: what the
+**           tile level computes with (tpusim matmul --cores);
+**   views   (a view group: "hbm") timing only: a tile is the buffer of its
+**           shape in the group ("hbm 16x256"), shared by every tensor of
+**           the group, and the whole tensor is one more buffer so that HBM
+**           capacity is checked. Shared views order same-shape tiles as
+**           one buffer would (write after read); the step lowering's
+**           tensors are views.
+** Not modelled: tile DMAs are never strided gathers (a tile's bytes are
+** charged as one transfer), and nothing orders a tile read after a write of
+** another tile of the same tensor but program order (the DMA unit issues in
+** order; 'after' links say where more is needed).
+** ================================================================== */
+typedef struct tpu_sim_lowering tpu_sim_lowering;   /* opaque */
+
+/* What a GEMM's tiling is (the Tiles paragraph): mt x nt result tiles over
+** kt-deep slices, MB x NB x KB of them, and which operands stay in VMEM. */
+typedef struct tpu_sim_tiling {
+  int64_t mt, nt, kt, MB, NB, KB;
+  bool cache_a, cache_b;
+} tpu_sim_tiling;
+/* The tiling of an M x N x K GEMM on cfg's VMEM. Can't fail (shapes >= 1). */
+tpu_sim_tiling tpu_sim_gemm_tiling(const tpu_chip_config *cfg, int64_t M, int64_t N, int64_t K);
+
+/* What a tensor's bytes count as in the totals (and refusals). */
+typedef enum tpu_sim_tensor_class {
+  TPU_SIM_T_ACTIVATION = 0, TPU_SIM_T_PARAMETER, TPU_SIM_T_GRADIENT, TPU_SIM_T_OPTIMIZER, TPU_SIM_T_NCLASS
+} tpu_sim_tensor_class;
+
+/* What a lowering built (or would build), summed since its creation. */
+typedef struct tpu_sim_lower_counts {
+  double ops;                  /* ops added (a double: a count may pass 2^63) */
+  double hbm_bytes;            /* bytes its DMAs move */
+  double macs;                 /* the multiply-adds its matmuls do, passes included (useful ones when
+                                  a GEMM says so) */
+  double tensor_bytes[TPU_SIM_T_NCLASS];   /* the distinct tensors it declared, by class */
+} tpu_sim_lower_counts;
+
+/* A lowering onto core 'core' of p (ops are appended to what p holds), or,
+** with p NULL, one that only counts. VMEM and the tile budget come from
+** cfg. On success *out owns it (tpu_sim_lower_destroy; p must outlive it);
+** TPU_ERR_CONFIG when cfg's VMEM cannot hold 8 values per tile (err says
+** so), TPU_ERR_NOMEM. */
+tpu_status tpu_sim_lower_create(const tpu_chip_config *cfg, tpu_sim_program *p, int core, tpu_sim_lowering **out,
+                                char *err, size_t errcap);
+void tpu_sim_lower_destroy(tpu_sim_lowering *L);           /* NULL is a no-op */
+/* The first failure of any call below (they do nothing once one failed):
+** TPU_OK, or the status, with its message ("<section>: what"). */
+tpu_status tpu_sim_lower_status(const tpu_sim_lowering *L);
+const char *tpu_sim_lower_error(const tpu_sim_lowering *L);
+/* A caller's own refusal (a tile that cannot hold a row of logits): the
+** lowering fails with st and msg, in its section, unless it failed before. */
+void tpu_sim_lower_fail(tpu_sim_lowering *L, tpu_status st, const char *msg);
+void tpu_sim_lower_counts_of(const tpu_sim_lowering *L, tpu_sim_lower_counts *out);
+/* Q, the values in one streamed tile (the Tiles paragraph). */
+int64_t tpu_sim_lower_tile_values(const tpu_sim_lowering *L);
+/* A tile's extent along a dimension of n: at most lim (>= 1), cut to whole
+** sublane groups of 8 when it splits n. Can't fail. */
+int64_t tpu_sim_lower_extent(int64_t n, int64_t lim);
+/* Starts a section labelled 'label' (copied; cut to 63 bytes). */
+void tpu_sim_lower_section(tpu_sim_lowering *L, const char *label);
+/* The training step the next ops belong to (tpu_sim_op.step). */
+void tpu_sim_lower_set_step(tpu_sim_lowering *L, int step);
+
+/* Declares tensor 'name' (rows x cols; a name already declared is that
+** tensor, and must have this shape) and returns its handle (>= 1; 0 after
+** a failure). 'views' NULL: its tiles are blocks, holding 'init' (rows x
+** cols, row-major, copied tile by tile as tiles are made; NULL: zeros);
+** else the name of its view group (init must be NULL). Its bytes count
+** once in cls. 'init' is borrowed: it must outlive the lowering. */
+int tpu_sim_lower_tensor(tpu_sim_lowering *L, const char *name, const char *views, tpu_sim_tensor_class cls,
+                         int64_t rows, int64_t cols, const float *init);
+/* A view group's handle without a whole tensor behind it: tiles of an
+** operand the lowering streams but no tensor of the step holds (an im2col
+** matrix gathered by the DMA). */
+int tpu_sim_lower_views(tpu_sim_lowering *L, const char *group);
+/* The engine buffer holding tensor t whole (views: its capacity buffer;
+** blocks: 0, a block tensor has none). */
+int tpu_sim_lower_buffer(const tpu_sim_lowering *L, int t);
+
+/* VMEM buffer (role, slot) of this section with shape r x c, made at its
+** first use. Roles name the buffers ("s3 a0 16x256"). */
+typedef enum tpu_sim_lower_role {
+  TPU_SIM_R_A = 0, TPU_SIM_R_B, TPU_SIM_R_C, TPU_SIM_R_CA, TPU_SIM_R_CB, TPU_SIM_R_BIAS, TPU_SIM_R_DB,
+  TPU_SIM_R_PART, TPU_SIM_R_X, TPU_SIM_R_Y, TPU_SIM_R_O, TPU_SIM_R_MASK, TPU_SIM_R_LAB, TPU_SIM_R_LOSS,
+  TPU_SIM_R_ACC, TPU_SIM_R_P, TPU_SIM_R_G, TPU_SIM_R_M, TPU_SIM_R_V, TPU_SIM_R_NROLES
+} tpu_sim_lower_role;
+int tpu_sim_lower_vmem(tpu_sim_lowering *L, tpu_sim_lower_role role, int slot, int64_t r, int64_t c);
+/* DMA of tile [r0, r0+r) x [c0, c0+c) of tensor t into VMEM buffer (role,
+** slot); returns the VMEM buffer. 'what' labels the op (a literal, or a
+** string that outlives the section: the lowering keeps the pointer). */
+int tpu_sim_lower_load(tpu_sim_lowering *L, int t, tpu_sim_lower_role role, int slot, int64_t r0, int64_t c0,
+                       int64_t r, int64_t c, const char *what);
+/* DMA of VMEM buffer v (r x c) into tile (r0, c0) of tensor t: now, or
+** deferred until the next tile's loads are issued (tpu_sim_lower_flush
+** issues every deferred store; at most 4 wait, a fifth flushes them). */
+void tpu_sim_lower_store(tpu_sim_lowering *L, int v, int t, int64_t r0, int64_t c0, int64_t r, int64_t c,
+                         const char *what);
+void tpu_sim_lower_defer(tpu_sim_lowering *L, int v, int t, int64_t r0, int64_t c0, int64_t r, int64_t c,
+                         const char *what);
+void tpu_sim_lower_flush(tpu_sim_lowering *L);
+/* A VPU op on VMEM buffers (in[], out[] as tpu_sim_op; 0 for none),
+** labelled by the op's name. */
+void tpu_sim_lower_vpu(tpu_sim_lowering *L, tpu_vpu_op fn, const int in[3], const int out[3],
+                       const tpu_vpu_params *prm);
+/* Appends op as it is (its name becomes "<section> <what>", its step the
+** lowering's); returns its index in the core's program (counting: the
+** index it would have), -1 after a failure. */
+int tpu_sim_lower_op(tpu_sim_lowering *L, tpu_sim_op *op, const char *what);
+/* The next DMA waits for op 'index' (tpu_sim_op.after). */
+void tpu_sim_lower_dma_after(tpu_sim_lowering *L, int index);
+/* The index of the last op, and of the last DMA, added; -1 before any. */
+int tpu_sim_lower_last_op(const tpu_sim_lowering *L);
+int tpu_sim_lower_last_dma(const tpu_sim_lowering *L);
+
+/* The one GEMM lowering: C = op(A).op(B) over tensors a, b, c. */
+typedef struct tpu_sim_lower_gemm {
+  const char *what;            /* ops' label: "matmul", "dW", "dX" (its DMAs: "<what> dma") */
+  int64_t M, N, K;
+  bool ta, tb;                 /* A stored K x M, B stored N x K */
+  int a, b, c;                 /* tensors (handles); c gets the result */
+  tpu_precision prec;
+  int bias;                    /* 0, or a 1 x N tensor added to each result tile (bias_add) */
+  bool has_act;                /* an activation on each result tile ... */
+  tpu_vpu_op act;              /* ... this one */
+  int db;                      /* 0, or a 1 x N tensor: the column sums of B (stored K x N, so not tb;
+                                  dW's db) */
+  uint64_t useful;             /* the model's multiply-adds in it when not M*N*K (a depthwise block) */
+  const tpu_sim_tiling *tiling;   /* NULL: tpu_sim_gemm_tiling of the shape; else this one (a part of a
+                                     larger GEMM lowered as the whole would be) */
+} tpu_sim_lower_gemm;
+void tpu_sim_lower_gemm_add(tpu_sim_lowering *L, const tpu_sim_lower_gemm *g);
+
+/* Element-wise passes over R x C tensors, tile by tile (2Q values a tile,
+** row-major). ewise: out = fn(x[, y]) with x (and y when nin is 2) loaded
+** from tensor t, or y on chip (mask: an R x C tile; yvec: a 1 x C vector);
+** reduce: a 1 x ci result per tile (col_sum). fold: out = fn(tap 0, tap
+** 1, ...) over 'taps' same-shape tiles (pool windows, col2im taps), then
+** a 'scale' by scale->alpha when scale is set. */
+typedef struct tpu_sim_lower_ewise {
+  tpu_vpu_op fn;
+  int nin;                     /* inputs read from HBM: 1 or 2 */
+  bool mask, yvec, reduce;
+  const tpu_vpu_params *prm;
+} tpu_sim_lower_ewise;
+void tpu_sim_lower_ewise_add(tpu_sim_lowering *L, int t, const tpu_sim_lower_ewise *e, int64_t R, int64_t C);
+void tpu_sim_lower_fold_add(tpu_sim_lowering *L, int t, tpu_vpu_op fn, int taps, int64_t R, int64_t C,
+                            const tpu_vpu_params *scale);
+/* The tile walk of those passes: tile n is rows [r0, r0+ri) x columns
+** [c0, c0+ci), row-major. Start with tpu_sim_lower_walk_of, then
+** tpu_sim_lower_walk_next while it returns true (false at the end, or once
+** the lowering failed). */
+typedef struct tpu_sim_lower_walk { int64_t R, C, rt, ct, r0, c0, ri, ci; int n; } tpu_sim_lower_walk;
+tpu_sim_lower_walk tpu_sim_lower_walk_of(const tpu_sim_lowering *L, int64_t R, int64_t C);
+bool tpu_sim_lower_walk_next(const tpu_sim_lowering *L, tpu_sim_lower_walk *w);
+/* }================================================================== */
+
+/* {==================================================================
+** The program of one GEMM C = A.B (M x K times K x N, each
+** 1..TPU_SIM_MAX_DIM) split along M over 'cores' cores, as `tpusim
+** matmul --cores`, `run --topology` and `tpusim viz` run it (sim/gemm.c).
+** Core c gets rows [m0, m0+mi), m0 = M*c/cores (tpu_sim_gemm_rows), and
+** lowers its part with the one GEMM lowering above: tensors "A" (its
+** rows), "B" and "C" (its rows) in blocks, in one section "gemm". A and B
+** (row-major, f32) are copied into the blocks when non-NULL (tile level);
+** NULL gives a timing-level program. *hbm_bytes (may be NULL) gets the
+** bytes the program moves. On failure *out is NULL, err says why
 ** (TPU_ERR_CONFIG bad shape, TPU_ERR_RANGE a program of more than
 ** TPU_SIM_MAX_OPS ops, refused before anything is built; TPU_ERR_NOMEM). */
 tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
                                 tpu_precision prec, const float *A, const float *B, tpu_sim_program **out,
                                 double *hbm_bytes, char *err, size_t errcap);
+/* Core c's first row and row count of an M-row GEMM over 'cores' cores:
+** rows [M*c/cores, M*(c+1)/cores). Can't fail (M <= 2^31, cores <= 16). */
+void tpu_sim_gemm_rows(int64_t M, int cores, int c, int64_t *m0, int64_t *mi);
+/* C (M x N, row-major) gathered from the C blocks of every core of a run
+** of such a program at the tile level. TPU_ERR_INPUT when r holds no
+** values (the timing level). */
+tpu_status tpu_sim_gemm_result(const tpu_sim_result *r, const tpu_sim_program *p, const tpu_chip_config *cfg,
+                               int64_t M, int64_t N, int64_t K, float *C);
+/* Where each matmul op of core c's part sits in the GEMM: for the j-th
+** matmul op of the core, in program order, places[j] gets its program
+** index and its tile's first row (within the whole GEMM), column and
+** depth and its extents. *n gets the count; *places is the caller's
+** (tpu_free). Users of the program (viz) read this instead of re-deriving
+** the lowering. TPU_ERR_NOMEM, or the errors of tpu_sim_gemm_program. */
+typedef struct tpu_sim_gemm_place { int op; int64_t m0, n0, k0, m, n, k; } tpu_sim_gemm_place;
+tpu_status tpu_sim_gemm_places(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
+                               tpu_precision prec, int c, tpu_sim_gemm_place **places, size_t *n, char *err,
+                               size_t errcap);
 /* The run of that program on cfg (cfg->cores == cores) with options opt.
 ** A program of at most 'whole_ops' ops (0: TPU_SIM_GEMM_WHOLE_OPS) is built
 ** whole and run (so is any at the tile level or with events or a trace;
 ** then up to TPU_SIM_MAX_OPS). A larger one at the timing level is run
-** *extended*, so a GEMM of M = 2^31 costs what a few block rows cost: the
-** cores' block rows repeat, so after a few of them the engine's state
+** *extended*, so a GEMM of M = 2^31 costs what a few block rows cost (a
+** block row is mt rows of the core with the fewest, tpu_sim_gemm_tiling):
+** the cores' block rows repeat, so after a few of them the engine's state
 ** repeats shifted in time. The program is run with the first block rows of
-** every core left out, keeping 1, 2, 3, ... on the core with the fewest,
+** every core left out (each core's part lowered with its whole part's
+** tiling), keeping 1, 2, 3, ... on the core with the fewest,
 ** until the run's figures (its cycles; per core each stall kind,
 ** tpu_sim_result_memory_busy and its end) grow by the same amounts over
 ** three periods of p block rows (p = 1..4) from some length j0 on, and
@@ -490,7 +707,7 @@ tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M
 ** *prog and *res are NULL and err says why. */
 #define TPU_SIM_GEMM_WHOLE_OPS ((int64_t)1 << 18)
 typedef struct tpu_sim_gemm_info {
-  int64_t block;               /* T */
+  int64_t block;               /* mt of the core with the fewest rows: a block row */
   double hbm_bytes;            /* the whole GEMM's HBM traffic */
   int64_t rows_run;            /* extended: block rows of the smallest core in the run behind the result; 0: whole */
   int period;                  /* extended: p, in block rows */
@@ -500,9 +717,6 @@ tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, in
                             tpu_precision prec, const float *A, const float *B, const tpu_sim_options *opt,
                             int64_t whole_ops, tpu_sim_program **prog, tpu_sim_result **res,
                             tpu_sim_gemm_info *info, char *err, size_t errcap);
-/* The block side T of tpu_sim_gemm_program: the largest power of two (up
-** to 1024) whose worst-case working set fits the core's VMEM. */
-int64_t tpu_sim_gemm_block(const tpu_chip_config *cfg);
 /* The closed-form cycles of one collective of 'bytes' per core over all the
 ** chip's cores (what the engine charges once every core has arrived);
 ** at most 2^62 (saturated). */

@@ -339,4 +339,15 @@ void sim_infeed_values(tpu_sim_result *r, sim_core_rt *c, const sim_op *so, int6
 ** with one core, ops[0] alone): dst on every core. TPU_ERR_NOMEM. */
 tpu_status sim_coll_values(tpu_sim_result *r, const int *ops);
 /* }================================================================== */
+
+/* {==================================================================
+** The lowering's hooks for the GEMM program (lower.c, gemm.c)
+** ================================================================== */
+/* fn(ud, op, place) for every matmul op the lowering adds, in order (the
+** GEMM program's places). */
+void sim_lower_on_matmul(tpu_sim_lowering *L, void (*fn)(void *ud, int op, const tpu_sim_gemm_place *pl),
+                         void *ud);
+/* The name of block (r0, c0) of block tensor 'name' (what gemm.c gathers). */
+void sim_lower_block_name(const char *name, int64_t r0, int64_t c0, char *buf, size_t cap);
+/* }================================================================== */
 #endif

@@ -311,7 +311,7 @@ START_TEST(An_extended_gemm_run_equals_the_whole_run) {
 }
 END_TEST
 
-/* The same over random shapes on the teaching chip (blocks of 16: 70 to
+/* The same over random shapes on the teaching chip (tiles of 32: 70 to
 ** 120 block rows), 1 to 4 cores, 1 or 2 arrays, 1 to 16 DMAs in flight,
 ** HBM from starved to ample, every precision: extended and whole runs agree
 ** on cycles and every core's stall kinds (fixed seed). A memory-bound one
@@ -331,7 +331,7 @@ START_TEST(Extended_gemm_runs_equal_whole_runs_on_random_shapes) {
     ck_assert(tpu_chip_config_set(&cfg, bw[tu_range(&rng, 0, 2)], err, sizeof err) == TPU_OK);
     ck_assert(tpu_chip_config_set(&cfg, out[tu_range(&rng, 0, 2)], err, sizeof err) == TPU_OK);
     if (it % 3 == 2) ck_assert(tpu_chip_config_set(&cfg, "mxu.per_core=2", err, sizeof err) == TPU_OK);
-    const int64_t T = tpu_sim_gemm_block(&cfg);
+    const int64_t T = tpu_sim_gemm_tiling(&cfg, 1 << 20, 1 << 20, 1 << 20).nt;   /* the square tile's side */
     const int64_t M = tu_range(&rng, (int)(70 * T * cores), (int)(120 * T * cores));
     const int64_t N = tu_range(&rng, 1, (int)(8 * T)), K = tu_range(&rng, (int)T, (int)(8 * T));
     const tpu_precision prec = (tpu_precision)tu_range(&rng, 0, 2);
@@ -1452,6 +1452,179 @@ START_TEST(Programs_beyond_the_size_limits_are_refused_before_they_are_built) {
 END_TEST
 /* }================================================================== */
 
+/* {==================================================================
+** The lowering (sim/lower.c): counts equal builds; the GEMM program's
+** places and values
+** ================================================================== */
+/* The ops, DMA bytes and kinds of core 0 of a built program. */
+static void program_figures(const tpu_sim_program *p, double *ops, double *bytes, int *matmuls) {
+  *ops = tpu_sim_program_ops(p, 0);
+  *bytes = 0;
+  *matmuls = 0;
+  for (int i = 0; i < (int)*ops; i++) {
+    tpu_sim_op op;
+    ck_assert(tpu_sim_program_op(p, 0, i, &op));
+    if (op.kind == TPU_SIM_DMA) *bytes += 4.0 * (double)tpu_sim_buffer_elems(p, 0, op.dst);
+    *matmuls += op.kind == TPU_SIM_MATMUL;
+  }
+}
+
+/* One random job for a lowering: a GEMM with a random epilogue on block
+** tensors (or on views), an element-wise pass and a fold. */
+typedef struct lw_job {
+  tpu_sim_lower_gemm g;
+  bool views;
+  tpu_sim_lower_ewise e;
+  int64_t R, C;
+  int taps;
+} lw_job;
+
+static void lower_job(tpu_sim_lowering *L, const lw_job *j) {
+  tpu_sim_lower_section(L, "job");
+  tpu_sim_lower_gemm g = j->g;
+  const int64_t ar = g.ta ? g.K : g.M, ac = g.ta ? g.M : g.K, br = g.tb ? g.N : g.K, bc = g.tb ? g.K : g.N;
+  const char *v = j->views ? "hbm" : NULL;
+  g.a = tpu_sim_lower_tensor(L, "a", v, TPU_SIM_T_ACTIVATION, ar, ac, NULL);
+  g.b = tpu_sim_lower_tensor(L, "b", v, TPU_SIM_T_PARAMETER, br, bc, NULL);
+  g.c = tpu_sim_lower_tensor(L, "c", v, TPU_SIM_T_ACTIVATION, g.M, g.N, NULL);
+  if (g.bias) g.bias = tpu_sim_lower_tensor(L, "bias", "hbm", TPU_SIM_T_PARAMETER, 1, g.N, NULL);
+  if (g.db) g.db = tpu_sim_lower_tensor(L, "db", "hbm", TPU_SIM_T_GRADIENT, 1, g.N, NULL);
+  tpu_sim_lower_gemm_add(L, &g);
+  tpu_sim_lower_section(L, "pass");
+  const int t = tpu_sim_lower_views(L, "hbm");
+  tpu_sim_lower_ewise_add(L, t, &j->e, j->R, j->C);
+  tpu_sim_lower_fold_add(L, t, TPU_VPU_ADD, j->taps, j->R, j->C, NULL);
+  ck_assert_msg(tpu_sim_lower_status(L) == TPU_OK, "%s", tpu_sim_lower_error(L));
+}
+
+/* Whatever the shapes, the epilogue, the VMEM and the tensors, a lowering
+** without a program counts exactly the ops and DMA bytes the same calls
+** build (so refusing a program from its count refuses what would be
+** built), including GEMMs of many block rows, which the count takes as
+** row 1's counts repeated (fixed seed). */
+START_TEST(The_lowering_counts_exactly_what_it_builds) {
+  tu_rng rng = { 2611 };
+  static const char *const vmem[] = { "vmem.capacity_kib=16", "vmem.capacity_kib=64", "vmem.capacity_kib=512",
+                                      "vmem.capacity_kib=16384" };
+  for (int it = 0; it < 60; it++) {
+    tpu_chip_config cfg = teach(1);
+    char err[256];
+    ck_assert(tpu_chip_config_set(&cfg, vmem[tu_range(&rng, 0, 3)], err, sizeof err) == TPU_OK);
+    lw_job j = { .g = { .what = tu_range(&rng, 0, 2) == 0 ? "dW" : "matmul", .M = tu_range(&rng, 1, 3000),
+                        .N = tu_range(&rng, 1, 600), .K = tu_range(&rng, 1, 600), .ta = tu_range(&rng, 0, 1),
+                        .tb = tu_range(&rng, 0, 1), .prec = (tpu_precision)tu_range(&rng, 0, 2),
+                        .bias = tu_range(&rng, 0, 1), .has_act = tu_range(&rng, 0, 1), .act = TPU_VPU_RELU,
+                        .db = tu_range(&rng, 0, 1) },
+                 .views = tu_range(&rng, 0, 1), .R = tu_range(&rng, 1, 5000), .C = tu_range(&rng, 1, 3000),
+                 .taps = tu_range(&rng, 1, 9) };
+    if (j.g.db) j.g.tb = false;   /* db sums B's columns: B stored K x N */
+    j.e = (tpu_sim_lower_ewise){ .nin = tu_range(&rng, 1, 2), .mask = tu_range(&rng, 0, 1) };
+    j.e.fn = j.e.nin == 2 || j.e.mask ? TPU_VPU_ADD : TPU_VPU_RELU;
+    tpu_sim_program *p = program(1);
+    tpu_sim_lowering *B, *C;
+    ck_assert(tpu_sim_lower_create(&cfg, p, 0, &B, err, sizeof err) == TPU_OK);
+    ck_assert(tpu_sim_lower_create(&cfg, NULL, 0, &C, err, sizeof err) == TPU_OK);
+    lower_job(B, &j);
+    lower_job(C, &j);
+    tpu_sim_lower_counts b, c;
+    tpu_sim_lower_counts_of(B, &b);
+    tpu_sim_lower_counts_of(C, &c);
+    double ops, bytes;
+    int matmuls;
+    program_figures(p, &ops, &bytes, &matmuls);
+    ck_assert_msg(c.ops == ops && b.ops == ops, "it %d: %lld x %lld x %lld: counted %.0f ops, built %.0f", it,
+                  (long long)j.g.M, (long long)j.g.N, (long long)j.g.K, c.ops, ops);
+    ck_assert_msg(c.hbm_bytes == bytes && b.hbm_bytes == bytes, "it %d: counted %.0f bytes, built %.0f", it,
+                  c.hbm_bytes, bytes);
+    ck_assert(c.macs == b.macs && c.macs == (double)j.g.M * (double)j.g.N * (double)j.g.K *
+                                            tpu_precision_passes(j.g.prec));
+    for (int k = 0; k < TPU_SIM_T_NCLASS; k++) ck_assert(c.tensor_bytes[k] == b.tensor_bytes[k]);
+    tpu_sim_lower_destroy(B);
+    tpu_sim_lower_destroy(C);
+  }
+}
+END_TEST
+
+/* The GEMM program publishes where each matmul op sits (what viz shows):
+** every place is a matmul op of the program built, inside the core's rows,
+** and the places cover each core's M x N x K exactly once (fixed seed). */
+START_TEST(The_gemm_places_are_the_programs_matmuls_and_cover_the_gemm) {
+  tu_rng rng = { 77 };
+  for (int it = 0; it < 30; it++) {
+    const int cores = tu_range(&rng, 1, 4);
+    const tpu_chip_config cfg = teach(cores);
+    const int64_t M = tu_range(&rng, cores, 700), N = tu_range(&rng, 1, 200), K = tu_range(&rng, 1, 200);
+    tpu_sim_program *p;
+    char err[512];
+    ck_assert(tpu_sim_gemm_program(&cfg, cores, M, N, K, TPU_PREC_BF16, NULL, NULL, &p, NULL, err, sizeof err) ==
+              TPU_OK);
+    tu_defer(destroy_program, p);
+    for (int c = 0; c < cores; c++) {
+      tpu_sim_gemm_place *pl;
+      size_t n;
+      ck_assert_msg(tpu_sim_gemm_places(&cfg, cores, M, N, K, TPU_PREC_BF16, c, &pl, &n, err, sizeof err) == TPU_OK,
+                    "%s", err);
+      int64_t m0, mi;
+      tpu_sim_gemm_rows(M, cores, c, &m0, &mi);
+      double covered = 0;
+      int matmuls = 0;
+      for (int i = 0; i < tpu_sim_program_ops(p, c); i++) {
+        tpu_sim_op op;
+        tpu_sim_program_op(p, c, i, &op);
+        matmuls += op.kind == TPU_SIM_MATMUL;
+      }
+      ck_assert_int_eq(matmuls, (int)n);
+      for (size_t k = 0; k < n; k++) {
+        tpu_sim_op op;
+        ck_assert(tpu_sim_program_op(p, c, pl[k].op, &op) && op.kind == TPU_SIM_MATMUL);
+        ck_assert(k == 0 || pl[k].op > pl[k - 1].op);
+        ck_assert(pl[k].m0 >= m0 && pl[k].m0 + pl[k].m <= m0 + mi && pl[k].n0 + pl[k].n <= N &&
+                  pl[k].k0 + pl[k].k <= K);
+        covered += (double)pl[k].m * (double)pl[k].n * (double)pl[k].k;
+      }
+      ck_assert(covered == (double)mi * (double)N * (double)K);
+      tpu_free(pl);
+    }
+  }
+}
+END_TEST
+
+/* The GEMM program at the tile level gives C with the bits of one
+** tpu_mxu_gemm of the whole product (its k slices accumulate in K order in
+** the arrays' accumulators), gathered from every core's blocks. */
+START_TEST(The_gemm_program_gives_the_bits_of_tpu_mxu_gemm) {
+  tu_rng rng = { 919 };
+  for (int it = 0; it < 8; it++) {
+    const int cores = tu_range(&rng, 1, 4);
+    const tpu_chip_config cfg = teach(cores);
+    const int64_t M = tu_range(&rng, cores, 300), N = tu_range(&rng, 1, 90), K = tu_range(&rng, 1, 90);
+    const tpu_precision prec = (tpu_precision)tu_range(&rng, 0, 2);
+    float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+    float *C = malloc(sizeof(float) * (size_t)(M * N)), *want = malloc(sizeof(float) * (size_t)(M * N));
+    tu_fill(&rng, A, (size_t)(M * K), 0);
+    tu_fill(&rng, B, (size_t)(K * N), 0);
+    tpu_sim_program *p;
+    char err[512];
+    ck_assert(tpu_sim_gemm_program(&cfg, cores, M, N, K, prec, A, B, &p, NULL, err, sizeof err) == TPU_OK);
+    tu_defer(destroy_program, p);
+    const tpu_sim_result *r = run(&cfg, p, TPU_FIDELITY_TILE, 2);
+    ck_assert(tpu_sim_gemm_result(r, p, &cfg, M, N, K, C) == TPU_OK);
+    for (int c = 0; c < cores; c++) {
+      int64_t m0, mi;
+      tpu_sim_gemm_rows(M, cores, c, &m0, &mi);
+      ck_assert(tpu_mxu_gemm(&cfg.mxu, cfg.mxus_per_core, TPU_FIDELITY_TILE, prec, mi, N, K, A + m0 * K, B,
+                             want + m0 * N, NULL) == TPU_OK);
+    }
+    tu_assert_same_f32(want, C, (size_t)(M * N), "gemm program");
+    const tpu_sim_result *t = run(&cfg, p, TPU_FIDELITY_TIMING, 1);
+    ck_assert_int_eq(tpu_sim_gemm_result(t, p, &cfg, M, N, K, C), TPU_ERR_INPUT);
+    ck_assert_uint_eq(tpu_sim_result_cycles(t), tpu_sim_result_cycles(r));
+    free(A); free(B); free(C); free(want);
+  }
+}
+END_TEST
+/* }================================================================== */
+
 int main(void) {
   Suite *s = suite_create("sim");
   TU_CASE(s, "schedules", 60, A_dma_then_matmul_then_vpu_chain_takes_the_hand_computed_cycles,
@@ -1473,6 +1646,8 @@ int main(void) {
           Reading_and_running_survive_every_allocation_failure,
           Programs_beyond_the_size_limits_are_refused_before_they_are_built,
           A_run_past_2_to_the_53_cycles_is_refused_naming_the_op);
+  TU_CASE(s, "lowering", 120, The_lowering_counts_exactly_what_it_builds,
+          The_gemm_places_are_the_programs_matmuls_and_cover_the_gemm, The_gemm_program_gives_the_bits_of_tpu_mxu_gemm);
   TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do, Alike_cores_and_chips_run_once_with_every_result_of_their_own,
           Building_a_program_takes_constant_time_per_buffer_and_op);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,

@@ -165,10 +165,10 @@ static tpu_status collect_ops(tpu_viz *v, int p, const tpu_sim_program *prog, co
     op_start = e->start;
     if (e->type == TPU_SIM_EV_INFEED) vc->inf_deq[vc->ndeq++] = e->end;
     char gname[96];
-    if (e->type == TPU_SIM_EV_MATMUL && !v->prog) {  /* tpu_sim_gemm_program's j-th matmul: block (mb, nb, kb) */
-      const long nb_ = v->gemm_nb, kb_ = v->gemm_kb, i = vc->nopname;
-      snprintf(gname, sizeof gname, "C_%ld_%ld += A_%ld_%ld . B_%ld_%ld", i / (nb_ * kb_), i / kb_ % nb_,
-               i / (nb_ * kb_), i % kb_, i % kb_, i / kb_ % nb_);
+    if (e->type == TPU_SIM_EV_MATMUL && !v->prog && (size_t)vc->nopname < vc->nplaces) {   /* where the lowering put it */
+      const tpu_sim_gemm_place *pl = &vc->places[vc->nopname];
+      snprintf(gname, sizeof gname, "C@%lld,%lld += A@%lld,%lld . B@%lld,%lld", (long long)pl->m0,
+               (long long)pl->n0, (long long)pl->m0, (long long)pl->k0, (long long)pl->k0, (long long)pl->n0);
       o.name = gname;
     }
     const int unit = unit_of_kind(o.kind);
@@ -377,21 +377,22 @@ static bool gemm_inputs(tpu_viz *v, const tpu_viz_workload *w) {
 }
 
 /* Each array-0 tile reads its block of the real operands: tile j of core p
-** belongs to the core's matmul op tsrc.op, block (mb, nb, kb) of
-** tpu_sim_gemm_program, at its walk's offsets and bf16 parts. */
+** belongs to the core's matmul op tsrc.op, whose place in the GEMM the
+** lowering published (tpu_sim_gemm_places), at its walk's offsets and bf16
+** parts. */
 static void place_gemm_tiles(tpu_viz *v, const tpu_viz_workload *w) {
   const size_t mk = (size_t)w->m * (size_t)w->k, kn = (size_t)w->k * (size_t)w->n;
-  const long T = v->gemm_block;
   for (int p = 0; p < v->ncores; p++) {
     viz_core *vc = &v->core[p];
-    vc->m0 = (int)((int64_t)w->m * p / v->ncores);
-    vc->mrows = (int)((int64_t)w->m * (p + 1) / v->ncores) - vc->m0;
+    int64_t m0, mi;
+    tpu_sim_gemm_rows(w->m, v->ncores, p, &m0, &mi);
+    vc->m0 = (int)m0;
+    vc->mrows = (int)mi;
     for (size_t j = 0; j < vc->ntiles; j++) {
       const viz_tsrc *ts = &vc->tsrc[j];
-      const long mb = ts->op / (v->gemm_nb * v->gemm_kb), nb = ts->op / v->gemm_kb % v->gemm_nb,
-                 kb = ts->op % v->gemm_kb;
-      const size_t row = (size_t)vc->m0 + (size_t)(mb * T), k0 = (size_t)(kb * T) + (size_t)ts->walk.k0,
-                   n0 = (size_t)(nb * T) + (size_t)ts->walk.n0;
+      const tpu_sim_gemm_place *pl = &vc->places[ts->op];
+      const size_t row = (size_t)pl->m0, k0 = (size_t)pl->k0 + (size_t)ts->walk.k0,
+                   n0 = (size_t)pl->n0 + (size_t)ts->walk.n0;
       tpu_mxu_tile *t = &vc->tiles[j];
       t->act = v->A + (size_t)ts->walk.a_part * mk + row * (size_t)w->k + k0; t->lda = w->k;
       t->w = v->B + (size_t)ts->walk.b_part * kn + k0 * (size_t)w->n + n0; t->ldw = w->n;
@@ -420,10 +421,9 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
   /* the program tpusim matmul --cores runs, on every core of the chip */
   if ((st = tpu_sim_gemm_program(chip, chip->cores, w->m, w->n, w->k, w->precision, NULL, NULL, &prog, NULL,
                                  err, errcap)) != TPU_OK) goto fail;
-  const int64_t T = tpu_sim_gemm_block(chip);
-  v->gemm_block = (long)T;
-  v->gemm_nb = (long)((w->n + T - 1) / T);
-  v->gemm_kb = (long)((w->k + T - 1) / T);
+  for (int c = 0; c < chip->cores; c++)
+    if ((st = tpu_sim_gemm_places(chip, chip->cores, w->m, w->n, w->k, w->precision, c, &v->core[c].places,
+                                  &v->core[c].nplaces, err, errcap)) != TPU_OK) goto fail;
   int max_m = 1, max_k = 1;
   if ((st = run_program(v, prog, &max_m, &max_k, err, errcap)) != TPU_OK) goto fail;
   place_gemm_tiles(v, w);
@@ -442,7 +442,7 @@ void tpu_viz_destroy(tpu_viz *v) {
   if (!v) return;
   for (int p = 0; p < TPU_MAX_CORES; p++) {
     viz_core *vc = &v->core[p];
-    tpu_free(vc->seg); tpu_free(vc->tiles); tpu_free(vc->times); tpu_free(vc->tsrc);
+    tpu_free(vc->seg); tpu_free(vc->tiles); tpu_free(vc->times); tpu_free(vc->tsrc); tpu_free(vc->places);
     for (int i = 0; vc->opname && i < vc->nopname; i++) tpu_free(vc->opname[i]);
     tpu_free(vc->opname); tpu_free(vc->inf_ready); tpu_free(vc->inf_deq);
     for (int u = 0; u < TPU_VIZ_NUNIT; u++) {

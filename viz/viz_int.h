@@ -25,6 +25,8 @@ typedef struct viz_opiv { uint64_t a, b; char *name; } viz_opiv;
 
 typedef struct viz_core {
   int m0, mrows;                     /* GEMM: the core's rows of A and C */
+  tpu_sim_gemm_place *places;        /* GEMM: where each matmul op sits (tpu_sim_gemm_places) */
+  size_t nplaces;
   viz_seg *seg; size_t nseg;         /* last segment is idle up to the run's end */
   uint64_t end;                      /* the run's length (segments end there) */
   uint64_t totals[TPU_SIM_NSTALL];   /* the engine's (tpu_sim_result_stalls) */
@@ -52,7 +54,6 @@ struct tpu_viz {
   tpu_chip_config chip;
   tpu_viz_workload w;                /* GEMM sessions */
   bool prog;                         /* a program given by the caller (synthetic values) */
-  long gemm_block, gemm_nb, gemm_kb; /* GEMM: tpu_sim_gemm_program's block side and counts */
   char title[160];                   /* "GEMM M x N x K" or "program NAME" */
   int rows, cols, ncores;
   float *A, *B, *C;                  /* bf16-valued inputs, f32 result (all cores' rows) */

@@ -29,11 +29,12 @@ echo "$OUT" > rep.out
 # 262144 -> 10 lowers to 8 million ops per core (it used to be lowered for
 # 82 s before a capacity check failed), 784 -> 65536 -> 10 needs 3.4 GB of
 # HBM on a 1 GiB chip (11 s before the engine said so).
-echo '{ "name": "wide", "input": [784], "layers": [ { "type": "dense", "units": 262144 }, { "type": "dense", "units": 10 } ] }' > wide.json
+echo '{ "name": "wide", "input": [784], "layers": [ { "type": "dense", "units": 524288 }, { "type": "dense", "units": 10 } ] }' > wide.json
 echo '{ "name": "wide", "input": [784], "layers": [ { "type": "dense", "units": 65536 }, { "type": "dense", "units": 10 } ] }' > hbm.json
 T1="--chip teach --data synthetic --synthetic-n 64 --batch 64 --steps-per-epoch 1"
 expect_status 2 timeout 10 "$TPUSIM" train --model wide.json $T1 --level timing
-expect_err_contains "wide on teach at 16 samples per core: the step lowers to 8019992 engine ops per core, 32079968 on the 4 cores"
+expect_err_contains "wide on teach at 16 samples per core: the step lowers to 7389208 engine ops per core, 29556832 on the 4 cores"
+expect_err_contains "64 KiB of VMEM gives GEMM tiles of 32 x 32 and element-wise tiles of 512 values"
 expect_err_contains "more than the engine's limit of 16777216 ops"
 expect_status 2 timeout 10 "$TPUSIM" train --model hbm.json $T1 --level timing
 expect_err_contains "the step's tensors need 3368232832 bytes of HBM per chip"

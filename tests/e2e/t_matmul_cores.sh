@@ -74,6 +74,6 @@ expect_status 0 "$TPUSIM" matmul --chip teach --cores 2 --m 64 --n 32 --k 48 --l
 # a trace needs the whole program: beyond the engine's op limit it is refused, saying so
 expect_status 2 timeout 10 "$TPUSIM" matmul --cores 8 --m 2147483648 --n 4096 --k 4096 --level timing \
   --set hbm.capacity_gib=65536 --trace bigtrace.json
-expect_err_contains "the program would hold 8.389e+08 ops (blocks of 512), more than the engine's limit of 16777216"
+expect_err_contains "the program would hold 8.389e+08 ops (tiles of 512 x 512 x 512), more than the engine's limit of 16777216"
 expect_err_contains "a trace or event log needs the whole program"
 [ ! -e bigtrace.json ] || die "a refused run wrote its trace"

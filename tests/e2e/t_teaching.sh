@@ -10,8 +10,8 @@ expect_status 0 "$TPUSIM" viz --cores 1 --m 8 --n 256 --k 256 --headless --cycle
 expect_status 0 "$TPUSIM" matmul --chip teach --m 64 --n 128 --k 16 --json; a=$(echo "$OUT" | j 'd["tiles"], d["mxu_utilization"]')
 expect_status 0 "$TPUSIM" matmul --chip teach --m 64 --n 130 --k 16 --json; b=$(echo "$OUT" | j 'd["tiles"], d["mxu_utilization"]')
 /usr/bin/python3 -c "import sys; a=eval(sys.argv[1]); b=eval(sys.argv[2]); assert b[0] == a[0] + 2 and b[1] < a[1]" "$a" "$b" || die "N=130: $a $b"
-expect_status 0 "$TPUSIM" viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 4567 --png ex2.png --json
-echo "$OUT" | j '[t for t in d["tiles"] if t["n"] == 2 and t["stream_start"] <= 4567 < t["last_result"]]' | grep -q "'n': 2" \
+expect_status 0 "$TPUSIM" viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 7100 --png ex2.png --json
+echo "$OUT" | j '[t for t in d["tiles"] if t["n"] == 2 and t["stream_start"] <= 7100 < t["last_result"]]' | grep -q "'n': 2" \
   || die "exercise 2's picture is not during a 2-column tile"
 # 3. precision passes: cycles x3 and x6, error falls
 for p in bf16 bf16x3 bf16x6; do
