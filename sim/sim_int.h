@@ -12,6 +12,9 @@
 **   pool.c          the host threads the rounds run on
 **   stats.c         after the run: the stall sweep, the event log, results
 **   program.c, program_json.c   building programs (in C, from JSON)
+**   lower.c         the lowering: programs from tensors and tiles, the one
+**                   GEMM lowering, and its counting mode (sim.h)
+**   gemm.c          the GEMM program over the cores, and its extended runs
 **   trace.c         traces, from the event log
 **   ops.def, stall.def          the op-kind and stall tables (public)
 **
