@@ -128,6 +128,9 @@
 
 #define TPU_MXU_DIM 128
 #define TPU_MXU_MAX_DIM 1024
+/* The arrays one GEMM may run on at once (tpu_mxu_gemm's 'mxus'; a core's
+** mxu.per_core in sim). */
+#define TPU_MXU_MAX_ARRAYS 8
 
 /* Which operand stays in the PEs (see Dataflows above). */
 typedef enum tpu_mxu_dataflow { TPU_MXU_WS = 0, TPU_MXU_OS, TPU_MXU_IS } tpu_mxu_dataflow;

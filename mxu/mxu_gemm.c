@@ -93,11 +93,11 @@ typedef struct gemm_run {
   const tpu_mxu_config *cfg;
   tpu_fidelity level;
   int mxus;
-  tpu_mxu_sched sched[8];      /* timing and tile levels: one per array */
-  tpu_mxu *pe[8];              /* PE level (ws, is) */
+  tpu_mxu_sched sched[TPU_MXU_MAX_ARRAYS];   /* timing and tile levels: one per array */
+  tpu_mxu *pe[TPU_MXU_MAX_ARRAYS];            /* PE level (ws, is) */
   tpu_mxu_tile *os_tiles;      /* PE level, os: array a's tiles from a * os_cap */
   size_t os_cap;
-  int os_n[8];
+  int os_n[TPU_MXU_MAX_ARRAYS];
   tpu_mxu_gemm_result res;
 } gemm_run;
 
@@ -333,7 +333,7 @@ tpu_status tpu_mxu_gemm_acc(const tpu_mxu_config *cfg, int mxus, tpu_fidelity le
                             tpu_precision prec, int64_t M, int64_t N, int64_t K,
                             const float *A, const float *B, float *C, bool accumulate,
                             tpu_mxu_gemm_result *out) {
-  if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > 8) return TPU_ERR_CONFIG;
+  if (tpu_mxu_config_check(cfg) != TPU_OK || mxus < 1 || mxus > TPU_MXU_MAX_ARRAYS) return TPU_ERR_CONFIG;
   if (M < 1 || N < 1 || K < 1 || (unsigned)prec > TPU_PREC_BF16X6) return TPU_ERR_CONFIG;
   const int64_t maxdim = level == TPU_FIDELITY_TIMING ? TPU_MXU_MAX_GEMM_DIM : INT_MAX;
   if (M > maxdim || N > maxdim || K > maxdim) return TPU_ERR_CONFIG;

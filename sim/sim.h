@@ -51,7 +51,7 @@
 /* The most MXUs a core holds (mxu.per_core): the engine keeps each core's
 ** arrays' state and per-array counts in arrays of this size. The MXU's
 ** GEMM driver (tpu_mxu_gemm, which computes the values) takes as many. */
-#define TPU_MAX_MXUS_PER_CORE 8
+#define TPU_MAX_MXUS_PER_CORE TPU_MXU_MAX_ARRAYS
 /* The longest run the engine times: 2^53 cycles (exact in a double; 104
 ** days at 1 GHz). Cycle counts given to it (infeed ready cycles) must not
 ** exceed it, and a run that would last longer fails with TPU_ERR_RANGE
