@@ -1505,9 +1505,10 @@ START_TEST(The_real_cost_run_is_never_faster_than_the_model_and_refuses_what_is_
   TU_EQ_U64(8, model.steps);
   TU_EQ_U64(model.steps, meas.steps);
   /* sleeping every cost, the run cannot beat the ideal timeline (it would
-  ** then overlap more than the semantics allow); a busy host slows it */
-  ck_assert_msg(meas.total_s >= model.total_s - 1e-3 && meas.total_s <= 3 * model.total_s + 0.05,
-                "model %.4f s, measured %.4f s", model.total_s, meas.total_s);
+  ** then overlap more than the semantics allow). How close it comes is a
+  ** measurement of the host (a busy one slows it): make bench's
+  ** tests/bench/b_datafeed.sh, not a bound here. */
+  ck_assert_msg(meas.total_s >= model.total_s - 1e-3, "model %.4f s, measured %.4f s", model.total_s, meas.total_s);
   /* a run that ends inside an epoch stops every thread */
   ck_assert(tpu_df_costrun(s, NULL, 0.005, 3, &meas, errbuf, sizeof errbuf) == TPU_OK);
   TU_EQ_U64(3, meas.steps);
