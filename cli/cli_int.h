@@ -69,20 +69,12 @@ typedef struct cli_point_cmd {
   int (*parse)(int argc, char **argv, void *opts);
   int (*run)(const void *opts, struct json_t **report);
 } cli_point_cmd;
+/* Each is defined, with its single command cli_cmd_NAME, at the end of
+** its command's file (cmd_train.c, cmd_matmul.c, cmd_run.c, cmd_pipeline.c). */
 extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli_pipeline_point;
 /* The single command: parse, run, and print the --json report with
 ** jansson's dump 'flags'. Returns the exit status. */
 int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);
-/* Declares a command that sweeps can run as points: its cli_point_cmd
-** (NAME's options of type OPTS_T, with their cli_common in member 'com',
-** read by PARSE_FN, run by RUN_FN; THREADS and CHIP as above) and the
-** single command cli_cmd_NAME, which prints --json with jansson's FLAGS.
-** One definition of how such a command is wired. */
-#define CLI_POINT_COMMAND(NAME, OPTS_T, THREADS, CHIP, PARSE_FN, RUN_FN, FLAGS)                  \
-  static int NAME##_parse_opts(int argc, char **argv, void *o) { return PARSE_FN(argc, argv, o); } \
-  const cli_point_cmd cli_##NAME##_point = { CMD, sizeof(OPTS_T), THREADS, CHIP, offsetof(OPTS_T, com),  \
-                                             NAME##_parse_opts, RUN_FN };                          \
-  int cli_cmd_##NAME(int argc, char **argv) { return cli_point_main(&cli_##NAME##_point, argc, argv, FLAGS); }
 
 /* Messages on this thread go into 'buf' (cap bytes, the last message wins)
 ** instead of stderr while 'buf' is set; NULL restores stderr. A sweep
@@ -197,7 +189,7 @@ int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_progr
 void cli_chip_cut(tpu_chip_config *chip, int cores);
 
 /* {==================================================================
-** tpusim matmul (cmd_matmul.c, matmul_cores.c)
+** tpusim matmul (cmd_matmul.c, matmul_cores.c; the inputs and reference: matmul_ref.c)
 ** ================================================================== */
 typedef struct cli_matmul_opts {
   long m, n, k, seed, cores, threads;

@@ -357,5 +357,11 @@ static int pipeline_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(pipeline, pl_opts, false, false, parse, pipeline_run,
-                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+/* The command as a sweep point (cli_int.h, cli_point_cmd) and as itself. */
+static int parse_opts(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+const cli_point_cmd cli_pipeline_point = { CMD, sizeof(pl_opts), false, false, offsetof(pl_opts, com),
+                                           parse_opts, pipeline_run };
+
+int cli_cmd_pipeline(int argc, char **argv) {
+  return cli_point_main(&cli_pipeline_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}

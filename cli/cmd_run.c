@@ -187,5 +187,11 @@ static int run_opts_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(run, run_opts, false, true, parse, run_opts_run,
-                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
+/* The command as a sweep point (cli_int.h, cli_point_cmd) and as itself. */
+static int parse_opts(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+const cli_point_cmd cli_run_point = { CMD, sizeof(run_opts), false, true, offsetof(run_opts, com),
+                                      parse_opts, run_opts_run };
+
+int cli_cmd_run(int argc, char **argv) {
+  return cli_point_main(&cli_run_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+}

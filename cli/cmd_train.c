@@ -636,4 +636,11 @@ static int train_run_opts(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(train, opts, true, true, parse_args, train_run_opts, JSON_INDENT(2) | JSON_REAL_PRECISION(10))
+/* The command as a sweep point (cli_int.h, cli_point_cmd) and as itself. */
+static int parse_opts(int argc, char **argv, void *o) { return parse_args(argc, argv, o); }
+const cli_point_cmd cli_train_point = { CMD, sizeof(opts), true, true, offsetof(opts, com),
+                                        parse_opts, train_run_opts };
+
+int cli_cmd_train(int argc, char **argv) {
+  return cli_point_main(&cli_train_point, argc, argv, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+}
