@@ -182,6 +182,14 @@ int cli_precision(const char *cmd, const char *v, tpu_precision *out) {
   return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", v);
 }
 
+int cli_ss_input_type(const char *cmd, const char *v, bool *gemm) {
+  if (!strcmp(v, "gemm") || !strcmp(v, "conv")) {
+    *gemm = v[0] == 'g';
+    return 0;
+  }
+  return cli_usage_error(cmd, "--input-type: expected conv or gemm, got '%s'", v);
+}
+
 /* The chip the command simulates, for its report's "config" (docs/JSON.md):
 ** noted when loaded and when cut to the run's cores, taken by the report.
 ** Per thread: a sweep runs its points on several. */

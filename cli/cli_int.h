@@ -14,9 +14,9 @@
 **     --gif, a checkpoint, a sweep's files) is a runtime failure (1), its
 **     message naming the path and the reason.
 ** It calls the modules only through their public headers (base.h, mxu.h,
-** sim.h, df.h, fe.h, viz.h): simulation, numerics and file formats live
-** there, never here. Each command is a file: parse its options into a
-** struct, load its inputs, run, report (JSON or text).
+** sim.h, df.h, fe.h, viz.h, scalesim.h): simulation, numerics and file
+** formats live there, never here. Each command is a file: parse its options
+** into a struct, load its inputs, run, report (JSON or text).
 **
 ** Conventions every command follows:
 **   - `tpusim CMD --help` prints usage on stdout and exits 0.
@@ -218,91 +218,15 @@ void cli_matmul_error(long m, long n, long k, const float *a, const float *b, co
 /* }================================================================== */
 
 /* {==================================================================
-** SCALE-Sim v2 files (scalesim_read.c). The config is read by tpusim
-** scalesim; topologies by scalesim, run --topology and matmul --topology
-** (one reader, one lowering). They live in cli/ because they are file
-** formats of the command line; the models they feed are mxu.h's
-** tpu_mxu_scalesim_layer and tpu_mxu_gemm, and the chip engine.
-** docs/SCALESIM.md describes both formats.
+** SCALE-Sim topologies (scalesim/scalesim.h reads and runs them) in
+** tpusim scalesim, run --topology and matmul --topology
 ** ================================================================== */
-typedef struct cli_ss_config {
-  char run_name[128];          /* [general] run_name */
-  long rows, cols;             /* ArrayHeight, ArrayWidth */
-  long ifmap_kib, filter_kib, ofmap_kib;   /* *SramSzkB */
-  long ifmap_offset, filter_offset, ofmap_offset;
-  long bandwidth;              /* Bandwidth (words per cycle; the first if a list) */
-  long banks;                  /* MemoryBanks, 1 when absent */
-  bool user_bandwidth;         /* InterfaceBandwidth USER (else CALC) */
-  tpu_mxu_dataflow dataflow;   /* Dataflow ws|os|is */
-} cli_ss_config;
-
-typedef struct cli_ss_layer {
-  char name[64];
-  int line;                    /* the topology line it came from (messages) */
-  long ifmap_h, ifmap_w, filter_h, filter_w, channels, filters, stride_h, stride_w;
-  uint64_t ofmap_h, ofmap_w;   /* ceil((ifmap - filter + stride) / stride), no padding */
-  uint64_t m, n, k;            /* the GEMM: ofmap pixels, filters, filter_h x filter_w x channels */
-} cli_ss_layer;
-
-typedef struct cli_ss_topology { cli_ss_layer *layers; int n, cap; } cli_ss_topology;
-
-/* Reads a SCALE-Sim .cfg into *out. Returns 0, or prints "FILE:LINE:COL:
-** ..." and returns 2 (bad input) or 1 (out of memory). */
-int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out);
-/* Reads a conv topology (gemm false: name, IFMAP height, width, filter
-** height, width, channels, filters, stride[, stride w]) or a GEMM one (name,
-** M, N, K) into *out (free with cli_ss_topology_free). Same returns. */
-int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_topology *out);
-void cli_ss_topology_free(cli_ss_topology *t);                /* a zeroed one is fine */
 /* --input-type V: conv or gemm into *gemm; 0, or 2 after a message. */
 int cli_ss_input_type(const char *cmd, const char *v, bool *gemm);
-/* }================================================================== */
-
-/* {==================================================================
-** A topology on the chip engine (topology.c; tpusim run --topology and
-** scalesim --chip). Each layer is one GEMM (M x N x K of its lowering),
-** built by tpu_sim_gemm_program exactly as `matmul --cores` builds one:
-** operands start in HBM, the result goes back, M split over the chip's
-** cores. The layers run one after another, each its own engine run (a
-** layer starts when the previous one's last write-back is done: no
-** overlap between layers), so a network's cycles are the sum of its
-** layers'.
-** ================================================================== */
-typedef struct cli_topo_layer {
-  uint64_t cycles;             /* the layer's run */
-  tpu_sim_stalls stall;        /* summed over the cores */
-  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core */
-  uint64_t memory_busy;        /* tpu_sim_result_memory_busy over the cores */
-  const char *bound;           /* tpu_sim_result_bound: "memory" or "compute" */
-  double hbm_bytes;            /* HBM traffic of the layer's program */
-  double hbm_operand_bytes[3]; /* the same by operand: ifmap (A) read, filter (B) read, ofmap (C) written */
-} cli_topo_layer;
-
-typedef struct cli_topo_run {
-  int n;                       /* layers */
-  cli_topo_layer *layers;      /* n of them (cli_topo_run_free) */
-  uint64_t cycles;             /* sum over the layers */
-  tpu_sim_stalls stall;        /* summed over layers and cores */
-  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core, summed over layers */
-  uint64_t memory_busy;
-  double hbm_bytes, macs;      /* sums; macs = sum of M*N*K */
-  double wall_s;               /* host time of the runs */
-} cli_topo_run;
-
-/* Runs topology 'tp' (read from 'path', for messages) on 'chip' (its cores
-** all used; cut it first with cli_chip_cut) at 'level' (tile: zero-valued
-** operands, the same cycles) on 'threads' host threads (0: the host's).
-** With 'trace' set, writes one Perfetto trace of all layers (each a step,
-** one after another) through the trace writer. A layer the GEMM builder
-** refuses is bad input: "PATH:LINE: layer 'NAME' (M x N x K): why", exit
-** 2. Returns 0 or the exit status after a message; *out is filled on
-** success (free with cli_topo_run_free; a zeroed one is fine). */
-int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
-                      tpu_fidelity level, int threads, const char *trace, cli_topo_run *out);
-void cli_topo_run_free(cli_topo_run *r);
-/* Adds a layer's "hbm_ifmap_bytes", "hbm_filter_bytes" and
+/* Adds a chip layer's "hbm_ifmap_bytes", "hbm_filter_bytes" and
 ** "hbm_ofmap_bytes" to the JSON object o; 0, or -1 out of memory. */
-int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly);
+struct tpu_ss_chip_layer;
+int cli_ss_operand_json(struct json_t *o, const struct tpu_ss_chip_layer *ly);
 /* tpusim run --topology (run_topology.c): the run and its report, as text
 ** on stdout or with json in *report (the caller's). */
 typedef struct cli_run_topology_opts {
@@ -315,10 +239,6 @@ typedef struct cli_run_topology_opts {
   bool json;
 } cli_run_topology_opts;
 int cli_run_topology(const tpu_chip_config *chip, const cli_run_topology_opts *o, struct json_t **report);
-/* The bound of a whole run: tpu_sim_result_bound's comparison (transfers
-** in flight plus weight_load against mxu_busy) over the summed counters.
-** This function can't fail. */
-const char *cli_topo_bound(const cli_topo_run *r);
 /* }================================================================== */
 
 struct json_t;

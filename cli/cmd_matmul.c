@@ -22,6 +22,7 @@
 
 #include "cli/cli_int.h"
 #include "mxu/mxu.h"
+#include "scalesim/scalesim.h"
 #include "sim/sim.h"
 
 static const char HELP[] =
@@ -314,7 +315,7 @@ static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, co
 typedef struct mt_layer { tpu_mxu_gemm_result res; double max_abs, max_rel, wall; } mt_layer;
 
 /* Layer i as a matmul on one core, as the single command runs one. */
-static int topology_layer(const tpu_chip_config *chip, cli_matmul_opts *o, const cli_ss_layer *L, mt_layer *out) {
+static int topology_layer(const tpu_chip_config *chip, cli_matmul_opts *o, const tpu_ss_layer *L, mt_layer *out) {
   char what[256];
   snprintf(what, sizeof what, "%s:%d: layer '%s': ", o->topology, L->line, L->name);
   const int64_t max = o->level == TPU_FIDELITY_TIMING ? TPU_MXU_MAX_GEMM_DIM : INT_MAX;
@@ -358,13 +359,13 @@ static json_t *topology_fig_json(const tpu_chip_config *chip, const cli_matmul_o
     "max_rel_err", values ? cli_json_real(l->max_rel) : json_null());
 }
 
-static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const cli_ss_topology *tp,
+static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const tpu_ss_topology *tp,
                              const mt_layer *ls) {
   const mt_layer t = topology_total(ls, tp->n);
   json_t *arr = json_array();
   double all = 0;
   for (int i = 0; arr && i < tp->n; i++) {
-    const cli_ss_layer *L = &tp->layers[i];
+    const tpu_ss_layer *L = &tp->layers[i];
     const double macs = (double)L->m * (double)L->n * (double)L->k;
     json_t *e = json_pack("{s:s, s:i, s:I, s:I, s:I}", "name", L->name, "line", L->line, "m", (json_int_t)L->m,
                           "n", (json_int_t)L->n, "k", (json_int_t)L->k);
@@ -387,7 +388,7 @@ static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts 
   return j;
 }
 
-static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const cli_ss_topology *tp,
+static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const tpu_ss_topology *tp,
                           const mt_layer *ls) {
   const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
   const bool values = o->level != TPU_FIDELITY_TIMING;
@@ -399,7 +400,7 @@ static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o,
          values ? "  max rel err" : "");
   double all = 0;
   for (int i = 0; i < tp->n; i++) {
-    const cli_ss_layer *L = &tp->layers[i];
+    const tpu_ss_layer *L = &tp->layers[i];
     const double macs = (double)L->m * (double)L->n * (double)L->k;
     all += macs;
     printf("  %-4d %-22s %8llu %8llu %8llu %12llu %7.2f", i, L->name, (unsigned long long)L->m,
@@ -416,16 +417,18 @@ static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o,
 
 static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t **report) {
   if (!o->level_set) o->level = TPU_FIDELITY_TIMING;
-  cli_ss_topology tp;
-  int rc = cli_ss_read_topology(CMD, o->topology, o->gemm, &tp);
-  if (rc) return rc;
+  tpu_ss_topology tp;
+  char err[1024];
+  const tpu_status st = tpu_ss_topology_read(o->topology, o->gemm, &tp, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "%s", err);
+  int rc = 0;
   mt_layer *ls = tpu_calloc((size_t)tp.n, sizeof *ls);
   if (!ls) rc = cli_runtime_error(CMD, "out of memory");
   for (int i = 0; i < tp.n && !rc; i++) rc = topology_layer(chip, o, &tp.layers[i], &ls[i]);
   if (!rc && !o->com.json) topology_text(chip, o, &tp, ls);
   else if (!rc && !(*report = topology_json(chip, o, &tp, ls))) rc = cli_runtime_error(CMD, "out of memory");
   tpu_free(ls);
-  cli_ss_topology_free(&tp);
+  tpu_ss_topology_free(&tp);
   return rc;
 }
 /* }================================================================== */
