@@ -280,12 +280,12 @@ int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   return 0;
 }
 
-int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags) {
+int cli_point_main(const tpu_sweep_cmd *c, int argc, char **argv, size_t flags) {
   void *o = calloc(1, c->opts_size);
   if (!o) return cli_runtime_error(c->name, "out of memory");
   json_t *rep = NULL;
   int rc = c->parse(argc, argv, o);
-  if (rc == CLI_RUN) rc = c->run(o, &rep);
+  if (rc == CLI_RUN) rc = c->run(o, &rep, NULL);
   if (!rc && rep) rc = cli_print_json(c->name, rep, flags);
   free(o);
   return rc;

@@ -35,6 +35,7 @@
 
 #include "base/base.h"
 #include "sim/sim.h"
+#include "sweep/sweep.h"
 
 /* A subcommand: argv[0] is the subcommand name; returns the exit status. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
@@ -48,33 +49,10 @@ int cli_cmd_train(int argc, char **argv);
 int cli_cmd_viz(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
-/* The default plots of a sweep's results CSV (cmd_plot.c), drawn beside it;
-** without gnuplot only the scripts are written. 0, or 1 after a message. */
-int cli_plot_sweep(const char *csv);
 
-struct json_t;
-/* A command a sweep point runs (tpusim sweep), the same functions the
-** single command calls: 'parse' reads argv (argv[0] the command's name)
-** into an options object of opts_size bytes at 'opts', returning
-** CLI_RUN or an exit status after a message; it uses getopt_long's globals,
-** so call it on one thread. 'run' runs the parsed options and, when they
-** say --json, hands back the report in *report (the caller owns it); it
-** keeps its state on its own stack, so runs may go on several threads. */
-typedef struct cli_point_cmd {
-  const char *name;
-  size_t opts_size;
-  bool threads;                /* takes --threads in every mode: sweep points get --threads 1 (theirs wins) */
-  bool chip;                   /* simulates --chip with its --set overrides (a sweep checks them up front) */
-  size_t com_offset;           /* where the options hold their cli_common */
-  int (*parse)(int argc, char **argv, void *opts);
-  int (*run)(const void *opts, struct json_t **report);
-} cli_point_cmd;
-/* Each is defined, with its single command cli_cmd_NAME, at the end of
-** its command's file (cmd_train.c, cmd_matmul.c, cmd_run.c, cmd_pipeline.c). */
-extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli_pipeline_point;
-/* The single command: parse, run, and print the --json report with
-** jansson's dump 'flags'. Returns the exit status. */
-int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);
+/* The plots of a sweep's results.csv, drawn beside it (cmd_plot.c); without
+** gnuplot only the scripts are written. 0, or 1 after a message. */
+int cli_plot_sweep(const char *csv);
 
 /* Messages on this thread go into 'buf' (cap bytes, the last message wins)
 ** instead of stderr while 'buf' is set; NULL restores stderr. A sweep
@@ -158,8 +136,9 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
 int cli_precision(const char *cmd, const char *v, tpu_precision *out);
 
 /* What parse functions return to let the command go on; anything else is
-** the exit status (0 after --help, 2 after a usage error). */
-#define CLI_RUN (-1)
+** the exit status (0 after --help, 2 after a usage error). The sweep's
+** TPU_SWEEP_GO, so a parse function serves both. */
+#define CLI_RUN TPU_SWEEP_GO
 /* Prints a command's --help: 'text', then 'more' and a blank line if not
 ** NULL, then the common options' lines. Returns 0. */
 int cli_help(const char *text, const char *more);
@@ -189,6 +168,39 @@ int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_progr
 void cli_chip_cut(tpu_chip_config *chip, int cores);
 
 /* {==================================================================
+** The commands a sweep runs (sweep/sweep.h). Each of train, matmul, run
+** and pipeline is a tpu_sweep_cmd, defined with its single command
+** cli_cmd_NAME at the end of its file (cmd_train.c, cmd_matmul.c,
+** cmd_run.c, cmd_pipeline.c): the same parse and run functions, and its
+** CSV columns, which its run fills from what it computed. sweep_cmds.c
+** holds the one table of them that sweeps get.
+** ================================================================== */
+extern const tpu_sweep_cmd cli_train_cmd, cli_matmul_cmd, cli_run_cmd, cli_pipeline_cmd;
+/* The single command: parse, run, and print the --json report with
+** jansson's dump 'flags'. Returns the exit status. */
+int cli_point_main(const tpu_sweep_cmd *c, int argc, char **argv, size_t flags);
+/* What sweeps get: the one table of the commands they run, this thread's
+** message capture, the reports' closing keys (cli_report_envelope). Call it
+** before any point runs (it fills cli_stall_fields once). */
+const tpu_sweep_env *cli_sweep_env(void);
+/* The stall columns train and run share (their 'more'): <part>_cycles and
+** <part>_share of every part of sim/stall.def, in the report's order. */
+#define CLI_STALL_FIELDS (2 * TPU_SIM_NSTALL)
+extern tpu_sweep_field cli_stall_fields[CLI_STALL_FIELDS];
+/* Sets them from cycles[k] and share[k] (k the TPU_SIM_* part). row NULL:
+** nothing. This function can't fail. */
+void cli_sweep_stalls(tpu_sweep_row *row, const double cycles[TPU_SIM_NSTALL], const double share[TPU_SIM_NSTALL]);
+/* The <part>_share columns, stacked in a sweep's stall plot: *n of them. */
+const char *const *cli_stall_shares(int *n);
+/* A sweep point's check (tpu_sweep_cmd.check) of the chip its options
+** load: --chip with every --set, loaded as the point will load it; 0, or
+** the exit status after a message naming the key, the value and what is
+** allowed. memo: the last chip checked, loaded once for all the points of
+** a sweep whose chip is no axis. */
+int cli_sweep_check_chip(const cli_common *c, char *memo, size_t cap);
+/* }================================================================== */
+
+/* {==================================================================
 ** tpusim matmul (cmd_matmul.c, matmul_cores.c; the inputs and reference: matmul_ref.c)
 ** ================================================================== */
 typedef struct cli_matmul_opts {
@@ -205,8 +217,23 @@ typedef struct cli_matmul_opts {
 } cli_matmul_opts;
 struct json_t;
 /* --cores: the GEMM split along M over the cores, run on the chip engine.
-** With --json *report gets the report, else the text is printed. */
-int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, struct json_t **report);
+** With --json *report gets the report, else the text is printed; a sweep
+** point's row gets its CSV columns. */
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, struct json_t **report,
+                     tpu_sweep_row *row);
+/* matmul's CSV columns (a sweep point's row; NULL: none), one core,
+** --cores or --topology alike; what a run does not have is NAN, -1 or
+** NULL (an empty column). This function can't fail. */
+typedef struct cli_matmul_figures {
+  int64_t cycles;
+  double time_s, mxu_utilization, flops_per_s, achieved_flops_per_s;
+  int64_t tiles, macs;
+  double hbm_bytes;
+  const char *bound;
+  bool values;                 /* the errors below were measured */
+  double max_abs_err, max_rel_err;
+} cli_matmul_figures;
+void cli_matmul_row(tpu_sweep_row *row, const cli_matmul_figures *f);
 /* A and B of `tpusim matmul --seed S`: N(0,1) from base.h's stream, A first.
 ** NULL (both) when out of memory. */
 bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b);
@@ -238,7 +265,13 @@ typedef struct cli_run_topology_opts {
   const char *trace;           /* --trace or NULL */
   bool json;
 } cli_run_topology_opts;
-int cli_run_topology(const tpu_chip_config *chip, const cli_run_topology_opts *o, struct json_t **report);
+int cli_run_topology(const tpu_chip_config *chip, const cli_run_topology_opts *o, struct json_t **report,
+                     tpu_sweep_row *row);
+/* run's CSV columns (a sweep point's row; NULL: none; cmd_run.c): the
+** cycles, their time on 'chip', the program's ops (-1: none, a topology)
+** and the stall parts s (summed over the cores) in cycles and as shares
+** of their sum. This function can't fail. */
+void cli_run_row(tpu_sweep_row *row, const tpu_chip_config *chip, uint64_t cycles, int ops, const tpu_sim_stalls *s);
 /* }================================================================== */
 
 struct json_t;

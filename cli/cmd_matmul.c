@@ -283,6 +283,31 @@ static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o
   return j;
 }
 
+/* A sweep point's row (NULL: none): the one-core figures, no roofline. */
+static void sweep_row(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r, tpu_sweep_row *row) {
+  const mm_figures f = figures(chip, o, r);
+  cli_matmul_row(row, &(cli_matmul_figures){ (int64_t)r->res.cycles, f.time_s, f.util, f.flops, NAN,
+                                             (int64_t)r->res.tiles, (int64_t)r->res.macs, NAN, NULL, r->values,
+                                             r->max_abs, r->max_rel });
+}
+
+void cli_matmul_row(tpu_sweep_row *row, const cli_matmul_figures *f) {
+  tpu_sweep_row_int(row, "cycles", f->cycles);
+  tpu_sweep_row_real(row, "time_s", f->time_s);
+  tpu_sweep_row_real(row, "mxu_utilization", f->mxu_utilization);
+  tpu_sweep_row_real(row, "flops_per_s", f->flops_per_s);
+  tpu_sweep_row_real(row, "achieved_flops_per_s", f->achieved_flops_per_s);
+  if (f->tiles < 0) tpu_sweep_row_null(row, "tiles");
+  else tpu_sweep_row_int(row, "tiles", f->tiles);
+  if (f->macs < 0) tpu_sweep_row_null(row, "macs");
+  else tpu_sweep_row_int(row, "macs", f->macs);
+  tpu_sweep_row_real(row, "hbm_bytes", f->hbm_bytes);
+  if (f->bound) tpu_sweep_row_str(row, "bound", f->bound, strlen(f->bound));
+  else tpu_sweep_row_null(row, "bound");
+  tpu_sweep_row_real(row, "max_abs_err", f->values ? f->max_abs_err : NAN);
+  tpu_sweep_row_real(row, "max_rel_err", f->values ? f->max_rel_err : NAN);
+}
+
 static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
   printf("matmul %ld x %ld x %ld (M x N x K), %s, level %s%s%s, on one core of %s "
@@ -415,7 +440,20 @@ static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o,
          100.0 * all / (cells * (double)t.res.cycles), (unsigned long long)t.res.tiles, t.wall);
 }
 
-static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t **report) {
+/* A sweep point's row (NULL: none): the total's figures. */
+static void topology_row(const tpu_chip_config *chip, const cli_matmul_opts *o, const tpu_ss_topology *tp,
+                         const mt_layer *ls, tpu_sweep_row *row) {
+  const mt_layer t = topology_total(ls, tp->n);
+  const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
+  double all = 0;
+  for (int i = 0; i < tp->n; i++) all += (double)tp->layers[i].m * (double)tp->layers[i].n * (double)tp->layers[i].k;
+  cli_matmul_row(row, &(cli_matmul_figures){ (int64_t)t.res.cycles, (double)t.res.cycles / (chip->clock_mhz * 1e6),
+                                             all / (cells * (double)t.res.cycles), NAN, NAN, (int64_t)t.res.tiles,
+                                             (int64_t)t.res.macs, NAN, NULL, o->level != TPU_FIDELITY_TIMING,
+                                             t.max_abs, t.max_rel });
+}
+
+static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t **report, tpu_sweep_row *row) {
   if (!o->level_set) o->level = TPU_FIDELITY_TIMING;
   tpu_ss_topology tp;
   char err[1024];
@@ -425,6 +463,7 @@ static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t 
   mt_layer *ls = tpu_calloc((size_t)tp.n, sizeof *ls);
   if (!ls) rc = cli_runtime_error(CMD, "out of memory");
   for (int i = 0; i < tp.n && !rc; i++) rc = topology_layer(chip, o, &tp.layers[i], &ls[i]);
+  if (!rc) topology_row(chip, o, &tp, ls, row);
   if (!rc && !o->com.json) topology_text(chip, o, &tp, ls);
   else if (!rc && !(*report = topology_json(chip, o, &tp, ls))) rc = cli_runtime_error(CMD, "out of memory");
   tpu_free(ls);
@@ -435,8 +474,9 @@ static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t 
 
 /* One run of matmul on parsed options (reentrant: tpusim sweep runs points
 ** on several threads). With --json, *report gets the report; otherwise the
-** text report is printed and *report is NULL. */
-static int matmul_run(const void *op, json_t **report) {
+** text report is printed and *report is NULL. A sweep point's row gets its
+** CSV columns. */
+static int matmul_run(const void *op, json_t **report, tpu_sweep_row *row) {
   cli_matmul_opts o = *(const cli_matmul_opts *)op;   /* load_npy fills in --m, --n, --k */
   *report = NULL;
   tpu_chip_config chip;
@@ -445,11 +485,12 @@ static int matmul_run(const void *op, json_t **report) {
   if (o.dataflow == TPU_MXU_OS && !chip.mxu.double_buffer)
     return cli_usage_error(CMD, "--dataflow os needs the second accumulator bank of a double-buffered MXU, and "
                            "chip %s has mxu.double_buffer false (a single-bank os array is not modelled)", chip.name);
-  if (o.topology) return topology_run(&chip, &o, report);
+  if (o.topology) return topology_run(&chip, &o, report, row);
   if (!o.a && (rc = check_memory(&o, ""))) return rc;
-  if (o.cores) return cli_matmul_cores(&chip, &o, report);
+  if (o.cores) return cli_matmul_cores(&chip, &o, report, row);
   mm_run r = { 0 };
   if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
+    sweep_row(&chip, &o, &r, row);
     if (!o.com.json) rc = report_text(&chip, &o, &r);
     else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");
   }
@@ -459,11 +500,20 @@ static int matmul_run(const void *op, json_t **report) {
   return rc;
 }
 
-/* The command as a sweep point (cli_int.h, cli_point_cmd) and as itself. */
-static int parse_opts(int argc, char **argv, void *o) { return parse(argc, argv, o); }
-const cli_point_cmd cli_matmul_point = { CMD, sizeof(cli_matmul_opts), false, true, offsetof(cli_matmul_opts, com),
-                                         parse_opts, matmul_run };
+/* The command as a sweep point (sweep/sweep.h) and as itself. */
+static const tpu_sweep_field FIELDS[] = {
+  { "cycles", TPU_SWEEP_INT }, { "time_s", TPU_SWEEP_REAL }, { "mxu_utilization", TPU_SWEEP_REAL },
+  { "flops_per_s", TPU_SWEEP_REAL }, { "achieved_flops_per_s", TPU_SWEEP_REAL }, { "tiles", TPU_SWEEP_INT },
+  { "macs", TPU_SWEEP_INT }, { "hbm_bytes", TPU_SWEEP_REAL }, { "bound", TPU_SWEEP_STR },
+  { "max_abs_err", TPU_SWEEP_REAL }, { "max_rel_err", TPU_SWEEP_REAL },
+};
+static int parse_point(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+static int check_point(const void *o, char *memo, size_t cap) {
+  return cli_sweep_check_chip(&((const cli_matmul_opts *)o)->com, memo, cap);
+}
+const tpu_sweep_cmd cli_matmul_cmd = { CMD, sizeof(cli_matmul_opts), false, parse_point, check_point, matmul_run,
+                                       FIELDS, (int)(sizeof FIELDS / sizeof *FIELDS), NULL, 0 };
 
 int cli_cmd_matmul(int argc, char **argv) {
-  return cli_point_main(&cli_matmul_point, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  return cli_point_main(&cli_matmul_cmd, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 }

@@ -122,7 +122,8 @@ static void report_text(const tpu_chip_config *chip, const cli_run_topology_opts
   printf("  wall time         %.3f s\n", r->wall_s);
 }
 
-int cli_run_topology(const tpu_chip_config *chip_in, const cli_run_topology_opts *o, json_t **report) {
+int cli_run_topology(const tpu_chip_config *chip_in, const cli_run_topology_opts *o, json_t **report,
+                     tpu_sweep_row *row) {
   tpu_chip_config chip = *chip_in;
   if (o->cores > chip.cores)
     return cli_usage_error(CMD, "--cores: expected 1..%d (the cores of %s), got %d", chip.cores, chip.name, o->cores);
@@ -138,6 +139,7 @@ int cli_run_topology(const tpu_chip_config *chip_in, const cli_run_topology_opts
   if (!rc && o->trace && trace.oom) rc = cli_runtime_error(CMD, "out of memory for the trace");
   else if (!rc && o->trace && tpu_write_atomic(o->trace, trace.s, trace.n))
     rc = cli_runtime_error(CMD, "--trace %s: cannot write: %s", o->trace, strerror(errno));
+  if (!rc) cli_run_row(row, &chip, r.cycles, -1, &r.stall);
   if (!rc && !o->json) report_text(&chip, o, &tp, &r);
   else if (!rc && !(*report = report_json(&chip, o, &tp, &r))) rc = cli_runtime_error(CMD, "out of memory");
   tpu_free(trace.s);

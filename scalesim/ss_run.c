@@ -10,7 +10,8 @@
 
 #include "scalesim/scalesim.h"
 
-static tpu_status fail(tpu_status st, char *err, size_t errcap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static tpu_status fail(tpu_status st, char *err, size_t errcap, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
 static tpu_status fail(tpu_status st, char *err, size_t errcap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
