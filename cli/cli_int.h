@@ -14,9 +14,10 @@
 **     --gif, a checkpoint, a sweep's files) is a runtime failure (1), its
 **     message naming the path and the reason.
 ** It calls the modules only through their public headers (base.h, mxu.h,
-** sim.h, df.h, fe.h, viz.h, scalesim.h): simulation, numerics and file
-** formats live there, never here. Each command is a file: parse its options
-** into a struct, load its inputs, run, report (JSON or text).
+** sim.h, df.h, fe.h, viz.h, scalesim.h, sweep.h): simulation, numerics,
+** file formats and the sweep engine live there, never here. Each command
+** is a file: parse its options into a struct, load its inputs, run, report
+** (JSON or text).
 **
 ** Conventions every command follows:
 **   - `tpusim CMD --help` prints usage on stdout and exits 0.

@@ -53,7 +53,8 @@ static void set(tpu_sweep_row *row, const char *name, int t, json_t *v) {
   if (i == ncolumns(row->cmd)) snprintf(why, sizeof why, "is not one of its columns");
   else if (t >= 0 && (int)column(row->cmd, i)->type != t)
     snprintf(why, sizeof why, "holds %s; the run gave %s", TYPE[column(row->cmd, i)->type], TYPE[t]);
-  else if (!v || json_object_set(row->values, name, v)) snprintf(why, sizeof why, "could not be stored: out of memory");
+  else if (!v || json_object_set(row->values, name, v))
+    snprintf(why, sizeof why, "could not be stored (out of memory, or not UTF-8)");
   json_decref(v);
   if (why[0] && !row->err[0]) snprintf(row->err, sizeof row->err, "%s's CSV column '%s' %s", row->cmd->name, name, why);
 }
