@@ -283,6 +283,14 @@ static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o
   return j;
 }
 
+/* The CSV columns of a sweep point (sweep/sweep.h), set by cli_matmul_row below. */
+static const tpu_sweep_field FIELDS[] = {
+  { "cycles", TPU_SWEEP_INT }, { "time_s", TPU_SWEEP_REAL }, { "mxu_utilization", TPU_SWEEP_REAL },
+  { "flops_per_s", TPU_SWEEP_REAL }, { "achieved_flops_per_s", TPU_SWEEP_REAL }, { "tiles", TPU_SWEEP_INT },
+  { "macs", TPU_SWEEP_INT }, { "hbm_bytes", TPU_SWEEP_REAL }, { "bound", TPU_SWEEP_STR },
+  { "max_abs_err", TPU_SWEEP_REAL }, { "max_rel_err", TPU_SWEEP_REAL },
+};
+
 /* A sweep point's row (NULL: none): the one-core figures, no roofline. */
 static void sweep_row(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r, tpu_sweep_row *row) {
   const mm_figures f = figures(chip, o, r);
@@ -501,12 +509,6 @@ static int matmul_run(const void *op, json_t **report, tpu_sweep_row *row) {
 }
 
 /* The command as a sweep point (sweep/sweep.h) and as itself. */
-static const tpu_sweep_field FIELDS[] = {
-  { "cycles", TPU_SWEEP_INT }, { "time_s", TPU_SWEEP_REAL }, { "mxu_utilization", TPU_SWEEP_REAL },
-  { "flops_per_s", TPU_SWEEP_REAL }, { "achieved_flops_per_s", TPU_SWEEP_REAL }, { "tiles", TPU_SWEEP_INT },
-  { "macs", TPU_SWEEP_INT }, { "hbm_bytes", TPU_SWEEP_REAL }, { "bound", TPU_SWEEP_STR },
-  { "max_abs_err", TPU_SWEEP_REAL }, { "max_rel_err", TPU_SWEEP_REAL },
-};
 static int parse_point(int argc, char **argv, void *o) { return parse(argc, argv, o); }
 static int check_point(const void *o, char *memo, size_t cap) {
   return cli_sweep_check_chip(&((const cli_matmul_opts *)o)->com, memo, cap);

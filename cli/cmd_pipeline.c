@@ -311,6 +311,13 @@ static json_t *report_json(const pl_opts *o, pl_run *r) {
   return j;
 }
 
+/* The CSV columns of a sweep point (sweep/sweep.h), set below. */
+static const tpu_sweep_field FIELDS[] = {
+  { "steps", TPU_SWEEP_INT }, { "step_time_s", TPU_SWEEP_REAL }, { "total_s", TPU_SWEEP_REAL },
+  { "wait_mean_s", TPU_SWEEP_REAL }, { "wait_max_s", TPU_SWEEP_REAL }, { "input_bound_share", TPU_SWEEP_REAL },
+  { "host_cores", TPU_SWEEP_INT },
+};
+
 /* A sweep point's row (NULL: none): the consumer's figures. */
 static void sweep_row(const pl_run *r, tpu_sweep_row *row) {
   tpu_sweep_row_int(row, "steps", r->res.steps);
@@ -371,11 +378,6 @@ static int pipeline_run(const void *op, json_t **report, tpu_sweep_row *row) {
 
 /* The command as a sweep point (sweep/sweep.h) and as itself: it
 ** simulates no chip, so nothing to check before its points run. */
-static const tpu_sweep_field FIELDS[] = {
-  { "steps", TPU_SWEEP_INT }, { "step_time_s", TPU_SWEEP_REAL }, { "total_s", TPU_SWEEP_REAL },
-  { "wait_mean_s", TPU_SWEEP_REAL }, { "wait_max_s", TPU_SWEEP_REAL }, { "input_bound_share", TPU_SWEEP_REAL },
-  { "host_cores", TPU_SWEEP_INT },
-};
 static int parse_point(int argc, char **argv, void *o) { return parse(argc, argv, o); }
 const tpu_sweep_cmd cli_pipeline_cmd = { CMD, sizeof(pl_opts), false, parse_point, NULL, pipeline_run, FIELDS,
                                          (int)(sizeof FIELDS / sizeof *FIELDS), NULL, 0 };
