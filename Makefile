@@ -40,7 +40,7 @@ CLI_SRCS   :=
 TEST_SRCS  :=
 BENCH_SRCS :=
 include base/base.mk sim/sim.mk mxu/mxu.mk vpu/vpu.mk datafeed/datafeed.mk frontend/frontend.mk cli/cli.mk \
-        viz/viz.mk tests/tests.mk
+        viz/viz.mk scalesim/scalesim.mk sweep/sweep.mk tests/tests.mk
 
 LIB_OBJS   = $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS   = $(CLI_SRCS:%.c=$(B)/%.o)
@@ -142,14 +142,15 @@ bench: $(BENCHES) tpusim
 PREFIX     ?= /usr/local
 VERSION    := $(shell sed -n 's/^\#define TPU_VERSION "\(.*\)"/\1/p' base/base.h)
 PUB_HDRS   := base/base.h mxu/mxu.h vpu/vpu.h vpu/vpu_ops.def datafeed/df.h sim/sim.h sim/stall.def \
-              sim/ops.def frontend/fe.h viz/viz.h
+              sim/ops.def frontend/fe.h viz/viz.h scalesim/scalesim.h sweep/sweep.h
 EXAMPLES   := $(sort $(wildcard docs/examples/*))
 I          := $(DESTDIR)$(PREFIX)
 INST_FILES := bin/tpusim share/man/man1/tpusim.1 share/bash-completion/completions/tpusim \
               lib/libtpusim.a lib/pkgconfig/tpusim.pc $(PUB_HDRS:%=include/tpusim/%) \
               $(EXAMPLES:docs/examples/%=share/doc/tpusim/examples/%) share/doc/tpusim/LICENSE
 INST_DIRS  := include/tpusim/base include/tpusim/mxu include/tpusim/vpu include/tpusim/datafeed \
-              include/tpusim/sim include/tpusim/frontend include/tpusim/viz include/tpusim \
+              include/tpusim/sim include/tpusim/frontend include/tpusim/viz include/tpusim/scalesim \
+              include/tpusim/sweep include/tpusim \
               share/doc/tpusim/examples share/doc/tpusim
 $(B)/tpusim.1: $(BIN) dist/mkman.py
 	$(Q)python3 dist/mkman.py $(BIN) > $@.tmp && mv $@.tmp $@

@@ -182,6 +182,14 @@ int cli_precision(const char *cmd, const char *v, tpu_precision *out) {
   return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", v);
 }
 
+int cli_ss_input_type(const char *cmd, const char *v, bool *gemm) {
+  if (!strcmp(v, "gemm") || !strcmp(v, "conv")) {
+    *gemm = v[0] == 'g';
+    return 0;
+  }
+  return cli_usage_error(cmd, "--input-type: expected conv or gemm, got '%s'", v);
+}
+
 /* The chip the command simulates, for its report's "config" (docs/JSON.md):
 ** noted when loaded and when cut to the run's cores, taken by the report.
 ** Per thread: a sweep runs its points on several. */
@@ -272,12 +280,12 @@ int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   return 0;
 }
 
-int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags) {
+int cli_point_main(const tpu_sweep_cmd *c, int argc, char **argv, size_t flags) {
   void *o = calloc(1, c->opts_size);
   if (!o) return cli_runtime_error(c->name, "out of memory");
   json_t *rep = NULL;
   int rc = c->parse(argc, argv, o);
-  if (rc == CLI_RUN) rc = c->run(o, &rep);
+  if (rc == CLI_RUN) rc = c->run(o, &rep, NULL);
   if (!rc && rep) rc = cli_print_json(c->name, rep, flags);
   free(o);
   return rc;

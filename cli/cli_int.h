@@ -14,9 +14,10 @@
 **     --gif, a checkpoint, a sweep's files) is a runtime failure (1), its
 **     message naming the path and the reason.
 ** It calls the modules only through their public headers (base.h, mxu.h,
-** sim.h, df.h, fe.h, viz.h): simulation, numerics and file formats live
-** there, never here. Each command is a file: parse its options into a
-** struct, load its inputs, run, report (JSON or text).
+** sim.h, df.h, fe.h, viz.h, scalesim.h, sweep.h): simulation, numerics,
+** file formats and the sweep engine live there, never here. Each command
+** is a file: parse its options into a struct, load its inputs, run, report
+** (JSON or text).
 **
 ** Conventions every command follows:
 **   - `tpusim CMD --help` prints usage on stdout and exits 0.
@@ -35,6 +36,7 @@
 
 #include "base/base.h"
 #include "sim/sim.h"
+#include "sweep/sweep.h"
 
 /* A subcommand: argv[0] is the subcommand name; returns the exit status. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
@@ -48,41 +50,10 @@ int cli_cmd_train(int argc, char **argv);
 int cli_cmd_viz(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
-/* The default plots of a sweep's results CSV (cmd_plot.c), drawn beside it;
-** without gnuplot only the scripts are written. 0, or 1 after a message. */
-int cli_plot_sweep(const char *csv);
 
-struct json_t;
-/* A command a sweep point runs (tpusim sweep), the same functions the
-** single command calls: 'parse' reads argv (argv[0] the command's name)
-** into an options object of opts_size bytes at 'opts', returning
-** CLI_RUN or an exit status after a message; it uses getopt_long's globals,
-** so call it on one thread. 'run' runs the parsed options and, when they
-** say --json, hands back the report in *report (the caller owns it); it
-** keeps its state on its own stack, so runs may go on several threads. */
-typedef struct cli_point_cmd {
-  const char *name;
-  size_t opts_size;
-  bool threads;                /* takes --threads in every mode: sweep points get --threads 1 (theirs wins) */
-  bool chip;                   /* simulates --chip with its --set overrides (a sweep checks them up front) */
-  size_t com_offset;           /* where the options hold their cli_common */
-  int (*parse)(int argc, char **argv, void *opts);
-  int (*run)(const void *opts, struct json_t **report);
-} cli_point_cmd;
-extern const cli_point_cmd cli_train_point, cli_matmul_point, cli_run_point, cli_pipeline_point;
-/* The single command: parse, run, and print the --json report with
-** jansson's dump 'flags'. Returns the exit status. */
-int cli_point_main(const cli_point_cmd *c, int argc, char **argv, size_t flags);
-/* Declares a command that sweeps can run as points: its cli_point_cmd
-** (NAME's options of type OPTS_T, with their cli_common in member 'com',
-** read by PARSE_FN, run by RUN_FN; THREADS and CHIP as above) and the
-** single command cli_cmd_NAME, which prints --json with jansson's FLAGS.
-** One definition of how such a command is wired. */
-#define CLI_POINT_COMMAND(NAME, OPTS_T, THREADS, CHIP, PARSE_FN, RUN_FN, FLAGS)                  \
-  static int NAME##_parse_opts(int argc, char **argv, void *o) { return PARSE_FN(argc, argv, o); } \
-  const cli_point_cmd cli_##NAME##_point = { CMD, sizeof(OPTS_T), THREADS, CHIP, offsetof(OPTS_T, com),  \
-                                             NAME##_parse_opts, RUN_FN };                          \
-  int cli_cmd_##NAME(int argc, char **argv) { return cli_point_main(&cli_##NAME##_point, argc, argv, FLAGS); }
+/* The plots of a sweep's results.csv, drawn beside it (cmd_plot.c); without
+** gnuplot only the scripts are written. 0, or 1 after a message. */
+int cli_plot_sweep(const char *csv);
 
 /* Messages on this thread go into 'buf' (cap bytes, the last message wins)
 ** instead of stderr while 'buf' is set; NULL restores stderr. A sweep
@@ -166,8 +137,9 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
 int cli_precision(const char *cmd, const char *v, tpu_precision *out);
 
 /* What parse functions return to let the command go on; anything else is
-** the exit status (0 after --help, 2 after a usage error). */
-#define CLI_RUN (-1)
+** the exit status (0 after --help, 2 after a usage error). The sweep's
+** TPU_SWEEP_GO, so a parse function serves both. */
+#define CLI_RUN TPU_SWEEP_GO
 /* Prints a command's --help: 'text', then 'more' and a blank line if not
 ** NULL, then the common options' lines. Returns 0. */
 int cli_help(const char *text, const char *more);
@@ -197,7 +169,40 @@ int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_progr
 void cli_chip_cut(tpu_chip_config *chip, int cores);
 
 /* {==================================================================
-** tpusim matmul (cmd_matmul.c, matmul_cores.c)
+** The commands a sweep runs (sweep/sweep.h). Each of train, matmul, run
+** and pipeline is a tpu_sweep_cmd, defined with its single command
+** cli_cmd_NAME at the end of its file (cmd_train.c, cmd_matmul.c,
+** cmd_run.c, cmd_pipeline.c): the same parse and run functions, and its
+** CSV columns, which its run fills from what it computed. sweep_cmds.c
+** holds the one table of them that sweeps get.
+** ================================================================== */
+extern const tpu_sweep_cmd cli_train_cmd, cli_matmul_cmd, cli_run_cmd, cli_pipeline_cmd;
+/* The single command: parse, run, and print the --json report with
+** jansson's dump 'flags'. Returns the exit status. */
+int cli_point_main(const tpu_sweep_cmd *c, int argc, char **argv, size_t flags);
+/* What sweeps get: the one table of the commands they run, this thread's
+** message capture, the reports' closing keys (cli_report_envelope). Call it
+** before any point runs (it fills cli_stall_fields once). */
+const tpu_sweep_env *cli_sweep_env(void);
+/* The stall columns train and run share (their 'more'): <part>_cycles and
+** <part>_share of every part of sim/stall.def, in the report's order. */
+#define CLI_STALL_FIELDS (2 * TPU_SIM_NSTALL)
+extern tpu_sweep_field cli_stall_fields[CLI_STALL_FIELDS];
+/* Sets them from cycles[k] and share[k] (k the TPU_SIM_* part). row NULL:
+** nothing. This function can't fail. */
+void cli_sweep_stalls(tpu_sweep_row *row, const double cycles[TPU_SIM_NSTALL], const double share[TPU_SIM_NSTALL]);
+/* The <part>_share columns, stacked in a sweep's stall plot: *n of them. */
+const char *const *cli_stall_shares(int *n);
+/* A sweep point's check (tpu_sweep_cmd.check) of the chip its options
+** load: --chip with every --set, loaded as the point will load it; 0, or
+** the exit status after a message naming the key, the value and what is
+** allowed. memo: the last chip checked, loaded once for all the points of
+** a sweep whose chip is no axis. */
+int cli_sweep_check_chip(const cli_common *c, char *memo, size_t cap);
+/* }================================================================== */
+
+/* {==================================================================
+** tpusim matmul (cmd_matmul.c, matmul_cores.c; the inputs and reference: matmul_ref.c)
 ** ================================================================== */
 typedef struct cli_matmul_opts {
   long m, n, k, seed, cores, threads;
@@ -213,8 +218,23 @@ typedef struct cli_matmul_opts {
 } cli_matmul_opts;
 struct json_t;
 /* --cores: the GEMM split along M over the cores, run on the chip engine.
-** With --json *report gets the report, else the text is printed. */
-int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, struct json_t **report);
+** With --json *report gets the report, else the text is printed; a sweep
+** point's row gets its CSV columns. */
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, struct json_t **report,
+                     tpu_sweep_row *row);
+/* matmul's CSV columns (a sweep point's row; NULL: none), one core,
+** --cores or --topology alike; what a run does not have is NAN, -1 or
+** NULL (an empty column). This function can't fail. */
+typedef struct cli_matmul_figures {
+  int64_t cycles;
+  double time_s, mxu_utilization, flops_per_s, achieved_flops_per_s;
+  int64_t tiles, macs;
+  double hbm_bytes;
+  const char *bound;
+  bool values;                 /* the errors below were measured */
+  double max_abs_err, max_rel_err;
+} cli_matmul_figures;
+void cli_matmul_row(tpu_sweep_row *row, const cli_matmul_figures *f);
 /* A and B of `tpusim matmul --seed S`: N(0,1) from base.h's stream, A first.
 ** NULL (both) when out of memory. */
 bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b);
@@ -226,91 +246,15 @@ void cli_matmul_error(long m, long n, long k, const float *a, const float *b, co
 /* }================================================================== */
 
 /* {==================================================================
-** SCALE-Sim v2 files (scalesim_read.c). The config is read by tpusim
-** scalesim; topologies by scalesim, run --topology and matmul --topology
-** (one reader, one lowering). They live in cli/ because they are file
-** formats of the command line; the models they feed are mxu.h's
-** tpu_mxu_scalesim_layer and tpu_mxu_gemm, and the chip engine.
-** docs/SCALESIM.md describes both formats.
+** SCALE-Sim topologies (scalesim/scalesim.h reads and runs them) in
+** tpusim scalesim, run --topology and matmul --topology
 ** ================================================================== */
-typedef struct cli_ss_config {
-  char run_name[128];          /* [general] run_name */
-  long rows, cols;             /* ArrayHeight, ArrayWidth */
-  long ifmap_kib, filter_kib, ofmap_kib;   /* *SramSzkB */
-  long ifmap_offset, filter_offset, ofmap_offset;
-  long bandwidth;              /* Bandwidth (words per cycle; the first if a list) */
-  long banks;                  /* MemoryBanks, 1 when absent */
-  bool user_bandwidth;         /* InterfaceBandwidth USER (else CALC) */
-  tpu_mxu_dataflow dataflow;   /* Dataflow ws|os|is */
-} cli_ss_config;
-
-typedef struct cli_ss_layer {
-  char name[64];
-  int line;                    /* the topology line it came from (messages) */
-  long ifmap_h, ifmap_w, filter_h, filter_w, channels, filters, stride_h, stride_w;
-  uint64_t ofmap_h, ofmap_w;   /* ceil((ifmap - filter + stride) / stride), no padding */
-  uint64_t m, n, k;            /* the GEMM: ofmap pixels, filters, filter_h x filter_w x channels */
-} cli_ss_layer;
-
-typedef struct cli_ss_topology { cli_ss_layer *layers; int n, cap; } cli_ss_topology;
-
-/* Reads a SCALE-Sim .cfg into *out. Returns 0, or prints "FILE:LINE:COL:
-** ..." and returns 2 (bad input) or 1 (out of memory). */
-int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out);
-/* Reads a conv topology (gemm false: name, IFMAP height, width, filter
-** height, width, channels, filters, stride[, stride w]) or a GEMM one (name,
-** M, N, K) into *out (free with cli_ss_topology_free). Same returns. */
-int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_topology *out);
-void cli_ss_topology_free(cli_ss_topology *t);                /* a zeroed one is fine */
 /* --input-type V: conv or gemm into *gemm; 0, or 2 after a message. */
 int cli_ss_input_type(const char *cmd, const char *v, bool *gemm);
-/* }================================================================== */
-
-/* {==================================================================
-** A topology on the chip engine (topology.c; tpusim run --topology and
-** scalesim --chip). Each layer is one GEMM (M x N x K of its lowering),
-** built by tpu_sim_gemm_program exactly as `matmul --cores` builds one:
-** operands start in HBM, the result goes back, M split over the chip's
-** cores. The layers run one after another, each its own engine run (a
-** layer starts when the previous one's last write-back is done: no
-** overlap between layers), so a network's cycles are the sum of its
-** layers'.
-** ================================================================== */
-typedef struct cli_topo_layer {
-  uint64_t cycles;             /* the layer's run */
-  tpu_sim_stalls stall;        /* summed over the cores */
-  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core */
-  uint64_t memory_busy;        /* tpu_sim_result_memory_busy over the cores */
-  const char *bound;           /* tpu_sim_result_bound: "memory" or "compute" */
-  double hbm_bytes;            /* HBM traffic of the layer's program */
-  double hbm_operand_bytes[3]; /* the same by operand: ifmap (A) read, filter (B) read, ofmap (C) written */
-} cli_topo_layer;
-
-typedef struct cli_topo_run {
-  int n;                       /* layers */
-  cli_topo_layer *layers;      /* n of them (cli_topo_run_free) */
-  uint64_t cycles;             /* sum over the layers */
-  tpu_sim_stalls stall;        /* summed over layers and cores */
-  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core, summed over layers */
-  uint64_t memory_busy;
-  double hbm_bytes, macs;      /* sums; macs = sum of M*N*K */
-  double wall_s;               /* host time of the runs */
-} cli_topo_run;
-
-/* Runs topology 'tp' (read from 'path', for messages) on 'chip' (its cores
-** all used; cut it first with cli_chip_cut) at 'level' (tile: zero-valued
-** operands, the same cycles) on 'threads' host threads (0: the host's).
-** With 'trace' set, writes one Perfetto trace of all layers (each a step,
-** one after another) through the trace writer. A layer the GEMM builder
-** refuses is bad input: "PATH:LINE: layer 'NAME' (M x N x K): why", exit
-** 2. Returns 0 or the exit status after a message; *out is filled on
-** success (free with cli_topo_run_free; a zeroed one is fine). */
-int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
-                      tpu_fidelity level, int threads, const char *trace, cli_topo_run *out);
-void cli_topo_run_free(cli_topo_run *r);
-/* Adds a layer's "hbm_ifmap_bytes", "hbm_filter_bytes" and
+/* Adds a chip layer's "hbm_ifmap_bytes", "hbm_filter_bytes" and
 ** "hbm_ofmap_bytes" to the JSON object o; 0, or -1 out of memory. */
-int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly);
+struct tpu_ss_chip_layer;
+int cli_ss_operand_json(struct json_t *o, const struct tpu_ss_chip_layer *ly);
 /* tpusim run --topology (run_topology.c): the run and its report, as text
 ** on stdout or with json in *report (the caller's). */
 typedef struct cli_run_topology_opts {
@@ -322,11 +266,13 @@ typedef struct cli_run_topology_opts {
   const char *trace;           /* --trace or NULL */
   bool json;
 } cli_run_topology_opts;
-int cli_run_topology(const tpu_chip_config *chip, const cli_run_topology_opts *o, struct json_t **report);
-/* The bound of a whole run: tpu_sim_result_bound's comparison (transfers
-** in flight plus weight_load against mxu_busy) over the summed counters.
-** This function can't fail. */
-const char *cli_topo_bound(const cli_topo_run *r);
+int cli_run_topology(const tpu_chip_config *chip, const cli_run_topology_opts *o, struct json_t **report,
+                     tpu_sweep_row *row);
+/* run's CSV columns (a sweep point's row; NULL: none; cmd_run.c): the
+** cycles, their time on 'chip', the program's ops (-1: none, a topology)
+** and the stall parts s (summed over the cores) in cycles and as shares
+** of their sum. This function can't fail. */
+void cli_run_row(tpu_sweep_row *row, const tpu_chip_config *chip, uint64_t cycles, int ops, const tpu_sim_stalls *s);
 /* }================================================================== */
 
 struct json_t;

@@ -22,6 +22,7 @@
 
 #include "cli/cli_int.h"
 #include "mxu/mxu.h"
+#include "scalesim/scalesim.h"
 #include "sim/sim.h"
 
 static const char HELP[] =
@@ -173,72 +174,8 @@ static int check_memory(const cli_matmul_opts *o, const char *what) {
 /* }================================================================== */
 
 /* {==================================================================
-** Inputs and the reference (shared with matmul_cores.c)
+** Inputs (the seeded ones and the reference are matmul_ref.c's)
 ** ================================================================== */
-bool cli_matmul_seeded(long seed, long m, long n, long k, float **a, float **b) {
-  const size_t mk = (size_t)m * (size_t)k, kn = (size_t)k * (size_t)n;
-  *a = tpu_malloc(mk * sizeof **a);
-  *b = tpu_malloc(kn * sizeof **b);
-  if (!*a || !*b) {
-    tpu_free(*a); tpu_free(*b);
-    *a = *b = NULL;
-    return false;
-  }
-  uint64_t r = (uint64_t)seed;
-  tpu_normal_fill(&r, *a, mk);
-  tpu_normal_fill(&r, *b, kn);
-  return true;
-}
-
-/* The reference is A.B in double precision, each entry summed in k order:
-** a product of two f32 values is exact in double, and the k-order sum is a
-** fixed sequence of IEEE double additions (the build has -ffp-contract=off,
-** so nothing is fused), so the reference and the errors measured against it
-** are the same bits on every x86-64 host. An sgemm would not be: OpenBLAS
-** picks its kernel, and with it the order of the sums, by CPU
-** (docs/TESTING.md, "What a record may hold"). The rows are taken RB_I at a
-** time and the columns RB_J at a time, so one row of B serves RB_I rows of A
-** from the cache and the accumulators stay in L1; the errors are gathered as
-** the blocks finish, and no M x N reference is ever held. */
-enum { RB_I = 4, RB_J = 512 };
-
-__attribute__((target_clones("avx2", "default")))
-static void ref_block(long n, long k, const float *a, const float *b, long i0, long ni, long j0, long nj,
-                      double acc[RB_I][RB_J]) {
-  for (long r = 0; r < ni; r++)
-    for (long j = 0; j < nj; j++) acc[r][j] = 0.0;
-  for (long kk = 0; kk < k; kk++) {
-    const float *brow = b + (size_t)kk * (size_t)n + (size_t)j0;
-    for (long r = 0; r < ni; r++) {
-      const double av = (double)a[(size_t)(i0 + r) * (size_t)k + (size_t)kk];
-      double *ar = acc[r];
-      for (long j = 0; j < nj; j++) ar[j] += av * (double)brow[j];
-    }
-  }
-}
-
-void cli_matmul_error(long m, long n, long k, const float *a, const float *b, const float *c, double *max_abs,
-                      double *max_rel) {
-  double acc[RB_I][RB_J];          /* 16 KiB: sweeps run points on several threads */
-  double mx = 0, max_ref = 0;
-  for (long i0 = 0; i0 < m; i0 += RB_I) {
-    const long ni = m - i0 < RB_I ? m - i0 : RB_I;
-    for (long j0 = 0; j0 < n; j0 += RB_J) {
-      const long nj = n - j0 < RB_J ? n - j0 : RB_J;
-      ref_block(n, k, a, b, i0, ni, j0, nj, acc);
-      for (long r = 0; r < ni; r++)
-        for (long j = 0; j < nj; j++) {
-          const double ref = acc[r][j], got = (double)c[(size_t)(i0 + r) * (size_t)n + (size_t)(j0 + j)];
-          const double d = fabs(got - ref);
-          if (!(d <= mx)) mx = d;                    /* NaN propagates */
-          if (fabs(ref) > max_ref) max_ref = fabs(ref);
-        }
-    }
-  }
-  *max_abs = mx;
-  *max_rel = max_ref > 0 ? mx / max_ref : mx;
-}
-
 /* The one-core run: inputs, result and what it measured. */
 typedef struct mm_run {
   float *a, *b, *c;            /* C is NULL at the timing level */
@@ -346,6 +283,39 @@ static json_t *report_json(const tpu_chip_config *chip, const cli_matmul_opts *o
   return j;
 }
 
+/* The CSV columns of a sweep point (sweep/sweep.h), set by cli_matmul_row below. */
+static const tpu_sweep_field FIELDS[] = {
+  { "cycles", TPU_SWEEP_INT }, { "time_s", TPU_SWEEP_REAL }, { "mxu_utilization", TPU_SWEEP_REAL },
+  { "flops_per_s", TPU_SWEEP_REAL }, { "achieved_flops_per_s", TPU_SWEEP_REAL }, { "tiles", TPU_SWEEP_INT },
+  { "macs", TPU_SWEEP_INT }, { "hbm_bytes", TPU_SWEEP_REAL }, { "bound", TPU_SWEEP_STR },
+  { "max_abs_err", TPU_SWEEP_REAL }, { "max_rel_err", TPU_SWEEP_REAL },
+};
+
+/* A sweep point's row (NULL: none): the one-core figures, no roofline. */
+static void sweep_row(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r, tpu_sweep_row *row) {
+  const mm_figures f = figures(chip, o, r);
+  cli_matmul_row(row, &(cli_matmul_figures){ (int64_t)r->res.cycles, f.time_s, f.util, f.flops, NAN,
+                                             (int64_t)r->res.tiles, (int64_t)r->res.macs, NAN, NULL, r->values,
+                                             r->max_abs, r->max_rel });
+}
+
+void cli_matmul_row(tpu_sweep_row *row, const cli_matmul_figures *f) {
+  tpu_sweep_row_int(row, "cycles", f->cycles);
+  tpu_sweep_row_real(row, "time_s", f->time_s);
+  tpu_sweep_row_real(row, "mxu_utilization", f->mxu_utilization);
+  tpu_sweep_row_real(row, "flops_per_s", f->flops_per_s);
+  tpu_sweep_row_real(row, "achieved_flops_per_s", f->achieved_flops_per_s);
+  if (f->tiles < 0) tpu_sweep_row_null(row, "tiles");
+  else tpu_sweep_row_int(row, "tiles", f->tiles);
+  if (f->macs < 0) tpu_sweep_row_null(row, "macs");
+  else tpu_sweep_row_int(row, "macs", f->macs);
+  tpu_sweep_row_real(row, "hbm_bytes", f->hbm_bytes);
+  if (f->bound) tpu_sweep_row_str(row, "bound", f->bound, strlen(f->bound));
+  else tpu_sweep_row_null(row, "bound");
+  tpu_sweep_row_real(row, "max_abs_err", f->values ? f->max_abs_err : NAN);
+  tpu_sweep_row_real(row, "max_rel_err", f->values ? f->max_rel_err : NAN);
+}
+
 static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const mm_run *r) {
   const mm_figures f = figures(chip, o, r);
   printf("matmul %ld x %ld x %ld (M x N x K), %s, level %s%s%s, on one core of %s "
@@ -378,7 +348,7 @@ static int report_text(const tpu_chip_config *chip, const cli_matmul_opts *o, co
 typedef struct mt_layer { tpu_mxu_gemm_result res; double max_abs, max_rel, wall; } mt_layer;
 
 /* Layer i as a matmul on one core, as the single command runs one. */
-static int topology_layer(const tpu_chip_config *chip, cli_matmul_opts *o, const cli_ss_layer *L, mt_layer *out) {
+static int topology_layer(const tpu_chip_config *chip, cli_matmul_opts *o, const tpu_ss_layer *L, mt_layer *out) {
   char what[256];
   snprintf(what, sizeof what, "%s:%d: layer '%s': ", o->topology, L->line, L->name);
   const int64_t max = o->level == TPU_FIDELITY_TIMING ? TPU_MXU_MAX_GEMM_DIM : INT_MAX;
@@ -422,13 +392,13 @@ static json_t *topology_fig_json(const tpu_chip_config *chip, const cli_matmul_o
     "max_rel_err", values ? cli_json_real(l->max_rel) : json_null());
 }
 
-static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const cli_ss_topology *tp,
+static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts *o, const tpu_ss_topology *tp,
                              const mt_layer *ls) {
   const mt_layer t = topology_total(ls, tp->n);
   json_t *arr = json_array();
   double all = 0;
   for (int i = 0; arr && i < tp->n; i++) {
-    const cli_ss_layer *L = &tp->layers[i];
+    const tpu_ss_layer *L = &tp->layers[i];
     const double macs = (double)L->m * (double)L->n * (double)L->k;
     json_t *e = json_pack("{s:s, s:i, s:I, s:I, s:I}", "name", L->name, "line", L->line, "m", (json_int_t)L->m,
                           "n", (json_int_t)L->n, "k", (json_int_t)L->k);
@@ -451,7 +421,7 @@ static json_t *topology_json(const tpu_chip_config *chip, const cli_matmul_opts 
   return j;
 }
 
-static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const cli_ss_topology *tp,
+static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o, const tpu_ss_topology *tp,
                           const mt_layer *ls) {
   const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
   const bool values = o->level != TPU_FIDELITY_TIMING;
@@ -463,7 +433,7 @@ static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o,
          values ? "  max rel err" : "");
   double all = 0;
   for (int i = 0; i < tp->n; i++) {
-    const cli_ss_layer *L = &tp->layers[i];
+    const tpu_ss_layer *L = &tp->layers[i];
     const double macs = (double)L->m * (double)L->n * (double)L->k;
     all += macs;
     printf("  %-4d %-22s %8llu %8llu %8llu %12llu %7.2f", i, L->name, (unsigned long long)L->m,
@@ -478,26 +448,43 @@ static void topology_text(const tpu_chip_config *chip, const cli_matmul_opts *o,
          100.0 * all / (cells * (double)t.res.cycles), (unsigned long long)t.res.tiles, t.wall);
 }
 
-static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t **report) {
+/* A sweep point's row (NULL: none): the total's figures. */
+static void topology_row(const tpu_chip_config *chip, const cli_matmul_opts *o, const tpu_ss_topology *tp,
+                         const mt_layer *ls, tpu_sweep_row *row) {
+  const mt_layer t = topology_total(ls, tp->n);
+  const double cells = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
+  double all = 0;
+  for (int i = 0; i < tp->n; i++) all += (double)tp->layers[i].m * (double)tp->layers[i].n * (double)tp->layers[i].k;
+  cli_matmul_row(row, &(cli_matmul_figures){ (int64_t)t.res.cycles, (double)t.res.cycles / (chip->clock_mhz * 1e6),
+                                             all / (cells * (double)t.res.cycles), NAN, NAN, (int64_t)t.res.tiles,
+                                             (int64_t)t.res.macs, NAN, NULL, o->level != TPU_FIDELITY_TIMING,
+                                             t.max_abs, t.max_rel });
+}
+
+static int topology_run(const tpu_chip_config *chip, cli_matmul_opts *o, json_t **report, tpu_sweep_row *row) {
   if (!o->level_set) o->level = TPU_FIDELITY_TIMING;
-  cli_ss_topology tp;
-  int rc = cli_ss_read_topology(CMD, o->topology, o->gemm, &tp);
-  if (rc) return rc;
+  tpu_ss_topology tp;
+  char err[1024];
+  const tpu_status st = tpu_ss_topology_read(o->topology, o->gemm, &tp, err, sizeof err);
+  if (st) return cli_fail(CMD, st, "%s", err);
+  int rc = 0;
   mt_layer *ls = tpu_calloc((size_t)tp.n, sizeof *ls);
   if (!ls) rc = cli_runtime_error(CMD, "out of memory");
   for (int i = 0; i < tp.n && !rc; i++) rc = topology_layer(chip, o, &tp.layers[i], &ls[i]);
+  if (!rc) topology_row(chip, o, &tp, ls, row);
   if (!rc && !o->com.json) topology_text(chip, o, &tp, ls);
   else if (!rc && !(*report = topology_json(chip, o, &tp, ls))) rc = cli_runtime_error(CMD, "out of memory");
   tpu_free(ls);
-  cli_ss_topology_free(&tp);
+  tpu_ss_topology_free(&tp);
   return rc;
 }
 /* }================================================================== */
 
 /* One run of matmul on parsed options (reentrant: tpusim sweep runs points
 ** on several threads). With --json, *report gets the report; otherwise the
-** text report is printed and *report is NULL. */
-static int matmul_run(const void *op, json_t **report) {
+** text report is printed and *report is NULL. A sweep point's row gets its
+** CSV columns. */
+static int matmul_run(const void *op, json_t **report, tpu_sweep_row *row) {
   cli_matmul_opts o = *(const cli_matmul_opts *)op;   /* load_npy fills in --m, --n, --k */
   *report = NULL;
   tpu_chip_config chip;
@@ -506,11 +493,12 @@ static int matmul_run(const void *op, json_t **report) {
   if (o.dataflow == TPU_MXU_OS && !chip.mxu.double_buffer)
     return cli_usage_error(CMD, "--dataflow os needs the second accumulator bank of a double-buffered MXU, and "
                            "chip %s has mxu.double_buffer false (a single-bank os array is not modelled)", chip.name);
-  if (o.topology) return topology_run(&chip, &o, report);
+  if (o.topology) return topology_run(&chip, &o, report, row);
   if (!o.a && (rc = check_memory(&o, ""))) return rc;
-  if (o.cores) return cli_matmul_cores(&chip, &o, report);
+  if (o.cores) return cli_matmul_cores(&chip, &o, report, row);
   mm_run r = { 0 };
   if (!(rc = load_inputs(&o, &r)) && !(rc = run(&chip, &o, &r))) {
+    sweep_row(&chip, &o, &r, row);
     if (!o.com.json) rc = report_text(&chip, &o, &r);
     else if (!(*report = report_json(&chip, &o, &r))) rc = cli_runtime_error(CMD, "out of memory");
   }
@@ -520,5 +508,14 @@ static int matmul_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(matmul, cli_matmul_opts, false, true, parse, matmul_run,
-                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+/* The command as a sweep point (sweep/sweep.h) and as itself. */
+static int parse_point(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+static int check_point(const void *o, char *memo, size_t cap) {
+  return cli_sweep_check_chip(&((const cli_matmul_opts *)o)->com, memo, cap);
+}
+const tpu_sweep_cmd cli_matmul_cmd = { CMD, sizeof(cli_matmul_opts), false, parse_point, check_point, matmul_run,
+                                       FIELDS, (int)(sizeof FIELDS / sizeof *FIELDS), NULL, 0 };
+
+int cli_cmd_matmul(int argc, char **argv) {
+  return cli_point_main(&cli_matmul_cmd, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}

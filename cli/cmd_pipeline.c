@@ -311,6 +311,24 @@ static json_t *report_json(const pl_opts *o, pl_run *r) {
   return j;
 }
 
+/* The CSV columns of a sweep point (sweep/sweep.h), set below. */
+static const tpu_sweep_field FIELDS[] = {
+  { "steps", TPU_SWEEP_INT }, { "step_time_s", TPU_SWEEP_REAL }, { "total_s", TPU_SWEEP_REAL },
+  { "wait_mean_s", TPU_SWEEP_REAL }, { "wait_max_s", TPU_SWEEP_REAL }, { "input_bound_share", TPU_SWEEP_REAL },
+  { "host_cores", TPU_SWEEP_INT },
+};
+
+/* A sweep point's row (NULL: none): the consumer's figures. */
+static void sweep_row(const pl_run *r, tpu_sweep_row *row) {
+  tpu_sweep_row_int(row, "steps", r->res.steps);
+  tpu_sweep_row_real(row, "step_time_s", r->step_s);
+  tpu_sweep_row_real(row, "total_s", r->res.total_s);
+  tpu_sweep_row_real(row, "wait_mean_s", r->res.wait_mean_s);
+  tpu_sweep_row_real(row, "wait_max_s", r->res.wait_max_s);
+  tpu_sweep_row_real(row, "input_bound_share", r->res.input_bound_share);
+  tpu_sweep_row_int(row, "host_cores", r->cores);
+}
+
 static int report_text(const pl_opts *o, pl_run *r) {
   printf("pipeline     %s\n", o->config);
   printf("consumer     %lld steps of %.6g s\n", (long long)r->res.steps, r->step_s);
@@ -339,7 +357,7 @@ static int report_text(const pl_opts *o, pl_run *r) {
 
 /* One run on parsed options (reentrant: sweep points run on several
 ** threads). With --json *report gets the report, else the text is printed. */
-static int pipeline_run(const void *op, json_t **report) {
+static int pipeline_run(const void *op, json_t **report, tpu_sweep_row *row) {
   const pl_opts *o = op;
   *report = NULL;
   pl_run r;
@@ -348,6 +366,7 @@ static int pipeline_run(const void *op, json_t **report) {
   if (!(rc = load(o, &r))) {
     simulate(o, &r);
     if ((!o->real || !(rc = run_real(o, &r))) && (!o->measure || !(rc = run_measured(&r)))) {
+      sweep_row(&r, row);
       if (!o->com.json) rc = report_text(o, &r);
       else if (!(*report = report_json(o, &r))) rc = cli_runtime_error(CMD, "out of memory");
     }
@@ -357,5 +376,12 @@ static int pipeline_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(pipeline, pl_opts, false, false, parse, pipeline_run,
-                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+/* The command as a sweep point (sweep/sweep.h) and as itself: it
+** simulates no chip, so nothing to check before its points run. */
+static int parse_point(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+const tpu_sweep_cmd cli_pipeline_cmd = { CMD, sizeof(pl_opts), false, parse_point, NULL, pipeline_run, FIELDS,
+                                         (int)(sizeof FIELDS / sizeof *FIELDS), NULL, 0 };
+
+int cli_cmd_pipeline(int argc, char **argv) {
+  return cli_point_main(&cli_pipeline_cmd, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+}

@@ -166,7 +166,7 @@ static int report_text(const run_opts *o, const run_state *r, int ops) {
 
 /* One run on parsed options (reentrant: sweep points run on several
 ** threads). With --json *report gets the report, else the text is printed. */
-static int run_opts_run(const void *op, json_t **report) {
+static int run_opts_run(const void *op, json_t **report, tpu_sweep_row *row) {
   const run_opts *o = op;
   *report = NULL;
   run_state r = { .p = NULL };
@@ -174,11 +174,15 @@ static int run_opts_run(const void *op, json_t **report) {
   if (o->topology) {
     const cli_run_topology_opts t = { o->topology, o->gemm, o->level, (int)o->cores, (int)o->threads, o->trace,
                                       o->com.json };
-    return (rc = cli_load_chip(CMD, &o->com, &r.chip)) ? rc : cli_run_topology(&r.chip, &t, report);
+    return (rc = cli_load_chip(CMD, &o->com, &r.chip)) ? rc : cli_run_topology(&r.chip, &t, report, row);
   }
   if (!(rc = load(o, &r)) && !(rc = run(o, &r))) {
     int ops = 0;
     for (int core = 0; core < r.chip.cores; core++) ops += tpu_sim_program_ops(r.p, core);
+    const uint64_t cycles = tpu_sim_result_cycles(r.res);
+    tpu_sim_stalls s;
+    tpu_sim_result_stalls(r.res, -1, -1, &s);
+    cli_run_row(row, &r.chip, cycles, ops, &s);
     if (!o->com.json) rc = report_text(o, &r, ops);
     else if (!(*report = report_json(o, &r, ops))) rc = cli_runtime_error(CMD, "out of memory");
   }
@@ -187,5 +191,30 @@ static int run_opts_run(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(run, run_opts, false, true, parse, run_opts_run,
-                  JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
+/* The command as a sweep point (sweep/sweep.h) and as itself: its CSV
+** columns (filled by cli_run_row), then the stall parts. */
+static const tpu_sweep_field FIELDS[] = {
+  { "cycles", TPU_SWEEP_INT }, { "time_s", TPU_SWEEP_REAL }, { "ops", TPU_SWEEP_INT },
+};
+static int parse_point(int argc, char **argv, void *o) { return parse(argc, argv, o); }
+static int check_point(const void *o, char *memo, size_t cap) {
+  return cli_sweep_check_chip(&((const run_opts *)o)->com, memo, cap);
+}
+const tpu_sweep_cmd cli_run_cmd = { CMD, sizeof(run_opts), false, parse_point, check_point, run_opts_run, FIELDS,
+                                    (int)(sizeof FIELDS / sizeof *FIELDS), cli_stall_fields, CLI_STALL_FIELDS };
+
+void cli_run_row(tpu_sweep_row *row, const tpu_chip_config *chip, uint64_t cycles, int ops,
+                 const tpu_sim_stalls *s) {
+  double cyc[TPU_SIM_NSTALL], share[TPU_SIM_NSTALL], sum = 0;
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) sum += cyc[k] = (double)s->cycles[k];
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) share[k] = sum > 0 ? cyc[k] / sum : 0.0;
+  tpu_sweep_row_int(row, "cycles", (int64_t)cycles);
+  tpu_sweep_row_real(row, "time_s", (double)cycles / (chip->clock_mhz * 1e6));
+  if (ops < 0) tpu_sweep_row_null(row, "ops");
+  else tpu_sweep_row_int(row, "ops", ops);
+  cli_sweep_stalls(row, cyc, share);
+}
+
+int cli_cmd_run(int argc, char **argv) {
+  return cli_point_main(&cli_run_cmd, argc, argv, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+}

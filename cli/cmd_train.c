@@ -439,9 +439,40 @@ static int report_text(const opts *o, const train_cli *t, const tpu_fe_run_total
 }
 /* }================================================================== */
 
+/* train's CSV columns (a sweep's, sweep/sweep.h), filled by sweep_row, then
+** the stall parts (cli_stall_fields). */
+static const tpu_sweep_field FIELDS[] = {
+  { "sim_step_s", TPU_SWEEP_REAL }, { "sim_step_cycles", TPU_SWEEP_INT }, { "images_per_s", TPU_SWEEP_REAL },
+  { "mxu_utilization", TPU_SWEEP_REAL }, { "input_wait_fraction", TPU_SWEEP_REAL },
+  { "input_verdict", TPU_SWEEP_STR }, { "test_accuracy", TPU_SWEEP_REAL }, { "test_loss", TPU_SWEEP_REAL },
+};
+
+/* A sweep point's row (NULL: none) from the run's totals: the mean step,
+** the verdict's words before ':', the test figures (none at the timing
+** level) and each stall part per step (its share x the mean step's cycles)
+** and as a share of the step. */
+static void sweep_row(const opts *o, const tpu_fe_run_totals *m, tpu_sweep_row *row) {
+  if (!row) return;
+  const bool numerics = o->level != TPU_FIDELITY_TIMING;
+  const long long step_cycles = llround(m->sim_step_cycles);
+  const char *verdict = tpu_df_verdict(m->stall_fraction[TPU_SIM_INFEED_WAIT]);
+  double cycles[TPU_SIM_NSTALL];
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) cycles[k] = m->stall_fraction[k] * (double)step_cycles;
+  tpu_sweep_row_real(row, "sim_step_s", m->sim_step_s);
+  tpu_sweep_row_int(row, "sim_step_cycles", step_cycles);
+  tpu_sweep_row_real(row, "images_per_s", m->images_per_s);
+  tpu_sweep_row_real(row, "mxu_utilization", m->mxu_utilization);
+  tpu_sweep_row_real(row, "input_wait_fraction", m->stall_fraction[TPU_SIM_INFEED_WAIT]);
+  tpu_sweep_row_str(row, "input_verdict", verdict, strcspn(verdict, ":"));
+  tpu_sweep_row_real(row, "test_accuracy", numerics ? m->val_accuracy : NAN);
+  tpu_sweep_row_real(row, "test_loss", numerics ? m->val_loss : NAN);
+  cli_sweep_stalls(row, cycles, m->stall_fraction);
+}
+
 /* With --json, *report gets the report (the caller prints it); otherwise
-** the text report is printed and *report is NULL. */
-static int train(const opts *o, train_cli *t, json_t **report) {
+** the text report is printed and *report is NULL. A sweep point's row gets
+** its CSV columns. */
+static int train(const opts *o, train_cli *t, json_t **report, tpu_sweep_row *row) {
   int rc = create_run(o, t);
   if (rc) return rc;
   tpu_fe_run_totals m;
@@ -457,6 +488,7 @@ static int train(const opts *o, train_cli *t, json_t **report) {
   t->wall = cli_now_s() - wall0;
   if ((rc = write_outputs(o, t))) return rc;
   tpu_fe_run_get_totals(t->run, &m);
+  sweep_row(o, &m, row);
   if (!o->com.json) return report_text(o, t, &m);
   if (!(*report = report_json(o, t, &m))) return cli_runtime_error(CMD, "out of memory");
   return 0;
@@ -465,7 +497,7 @@ static int train(const opts *o, train_cli *t, json_t **report) {
 /* One run of train on parsed options: all its state is on this call's
 ** stack or the run's, so runs may go on several host threads at once
 ** (tpusim sweep). */
-static int train_run_opts(const void *op, json_t **report) {
+static int train_run_opts(const void *op, json_t **report, tpu_sweep_row *row) {
   const opts *o = op;
   *report = NULL;
   /* The GEMM driver allocates its bf16 operand copies per call; keep glibc
@@ -474,7 +506,7 @@ static int train_run_opts(const void *op, json_t **report) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   train_cli t;
   memset(&t, 0, sizeof t);
-  int rc = train(o, &t, report);
+  int rc = train(o, &t, report, row);
   tpu_fe_run_destroy(t.run);
   json_decref(t.ignored);
   tpu_free(t.csv.s);
@@ -482,4 +514,14 @@ static int train_run_opts(const void *op, json_t **report) {
   return rc;
 }
 
-CLI_POINT_COMMAND(train, opts, true, true, parse_args, train_run_opts, JSON_INDENT(2) | JSON_REAL_PRECISION(10))
+/* The command as a sweep point (sweep/sweep.h) and as itself. */
+static int parse_point(int argc, char **argv, void *o) { return parse_args(argc, argv, o); }
+static int check_point(const void *o, char *memo, size_t cap) {
+  return cli_sweep_check_chip(&((const opts *)o)->com, memo, cap);
+}
+const tpu_sweep_cmd cli_train_cmd = { CMD, sizeof(opts), true, parse_point, check_point, train_run_opts, FIELDS,
+                                      (int)(sizeof FIELDS / sizeof *FIELDS), cli_stall_fields, CLI_STALL_FIELDS };
+
+int cli_cmd_train(int argc, char **argv) {
+  return cli_point_main(&cli_train_cmd, argc, argv, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+}

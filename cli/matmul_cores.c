@@ -129,6 +129,16 @@ static int report_json(const cli_matmul_opts *o, const mc_run *r, json_t **out) 
   return 0;
 }
 
+/* A sweep point's row (NULL: none): the engine's figures, no MXU counts. */
+static void sweep_row(const cli_matmul_opts *o, const mc_run *r, tpu_sweep_row *row) {
+  const mc_figures f = figures(o, r);
+  const uint64_t cycles = tpu_sim_result_cycles(r->res);
+  cli_matmul_row(row, &(cli_matmul_figures){ (int64_t)cycles, (double)cycles / (r->chip.clock_mhz * 1e6), NAN, NAN,
+                                             f.flops / f.time_s, -1, -1, r->bytes,
+                                             f.mem_bound_sim ? "memory" : "compute", r->A != NULL, r->max_abs,
+                                             r->max_rel });
+}
+
 static int report_text(const cli_matmul_opts *o, const mc_run *r) {
   const mc_figures f = figures(o, r);
   printf("matmul %ld x %ld x %ld (M x N x K) split along M over %d core%s of %s, %s, level %s\n", o->m, o->n, o->k,
@@ -155,7 +165,7 @@ static int report_text(const cli_matmul_opts *o, const mc_run *r) {
   return 0;
 }
 
-int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, json_t **report) {
+int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, json_t **report, tpu_sweep_row *row) {
   if (o->cores > chip->cores)
     return cli_usage_error(CMD, "--cores: expected 1..%d (the cores of %s), got %ld", chip->cores, chip->name,
                            o->cores);
@@ -166,6 +176,7 @@ int cli_matmul_cores(const tpu_chip_config *chip, const cli_matmul_opts *o, json
   r.t = tpu_sim_gemm_tiling(&r.chip, mi > 0 ? mi : 1, o->n, o->k);
   int rc = run(o, &r);
   if (!rc && r.A) rc = gather(o, &r);
+  if (!rc) sweep_row(o, &r, row);
   if (!rc) rc = o->com.json ? report_json(o, &r, report) : report_text(o, &r);
   tpu_sim_result_destroy(r.res);
   tpu_sim_program_destroy(r.p);

@@ -2,8 +2,8 @@
 ** sim_report.h -- reporting helpers shared by the commands that run the
 ** chip engine (tpusim run, tpusim matmul --cores, training). Not public.
 */
-#ifndef TPU_FE_SIM_REPORT_H
-#define TPU_FE_SIM_REPORT_H
+#ifndef TPU_CLI_SIM_REPORT_H
+#define TPU_CLI_SIM_REPORT_H
 #include <jansson.h>
 #include <stdio.h>
 

@@ -7,8 +7,9 @@ BENCH_SRCS += $(sort $(wildcard tests/bench_*.c))
 # tests/fuzz/fuzz.h). In every mode each is linked with replay.c into
 # NAME-replay, which make test runs over its seed corpus tests/fuzz/NAME/;
 # with MODE=fuzz (make fuzz, clang) each is linked with libFuzzer into
-# NAME-fuzz. The cli objects (all but main.o) are linked for the readers
-# that live in cli/ (SCALE-Sim files, sweep files).
+# NAME-fuzz. The cli objects (all but main.o) are linked for the sweep
+# target, which reads sweep files over the command line's table of
+# sweepable commands (cli/sweep_cmds.c).
 FUZZ_NAMES   = $(patsubst tests/fuzz/fz_%.c,%,$(sort $(wildcard tests/fuzz/fz_*.c)))
 FUZZ_REPLAYS = $(FUZZ_NAMES:%=$(B)/tests/fuzz/%-replay)
 FUZZ_BINS    = $(FUZZ_NAMES:%=$(B)/tests/fuzz/%-fuzz)

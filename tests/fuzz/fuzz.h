@@ -1,8 +1,8 @@
 /*
 ** In-process fuzz targets (docs/TESTING.md, "Fuzzing"). Each fz_*.c defines
 ** the libFuzzer entry point LLVMFuzzerTestOneInput for one parser of the
-** tool and links against libtpusim.a (and the cli objects for the readers
-** that live there). The same file builds two ways:
+** tool and links against libtpusim.a (and the cli objects, for the table
+** of sweepable commands the sweep target reads files over). The same file builds two ways:
 **   - with clang -fsanitize=fuzzer,address,undefined (make fuzz), where
 **     libFuzzer drives it for FUZZ_SECONDS per target from tests/fuzz/NAME/;
 **   - with the project's compiler and replay.c's main (make test, make
@@ -33,11 +33,9 @@ const char *fz_dir(void);
 void fz_write(const char *path, const void *data, size_t size);
 /* A NUL-terminated copy of data (the caller frees it with free()). */
 char *fz_text(const uint8_t *data, size_t size);
-/* The outcome of one stage of the target: a tpu_status, or a cli reader's
-** exit status (0 OK, 1 out of memory, 2 bad input) through fz_exit. An
-** out-of-memory outcome sticks for the rest of the input. */
+/* The outcome of one stage of the target, a tpu_status. An out-of-memory
+** outcome sticks for the rest of the input. */
 int fz_status(int st);   /* returns st */
-int fz_exit(int rc);     /* returns rc */
 /* For replay: the input's outcome so far, and a fresh start. */
 int fz_outcome(void);
 void fz_reset(void);

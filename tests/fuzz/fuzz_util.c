@@ -75,10 +75,6 @@ int fz_status(int st) {
   if (outcome != TPU_ERR_NOMEM) outcome = st;
   return st;
 }
-int fz_exit(int rc) {
-  fz_status(rc == 0 ? TPU_OK : rc == 1 ? TPU_ERR_NOMEM : TPU_ERR_INPUT);
-  return rc;
-}
 int fz_outcome(void) { return outcome; }
 void fz_reset(void) { outcome = TPU_OK; }
 

@@ -1,9 +1,10 @@
 /*
-** topology.c -- a SCALE-Sim topology on the chip engine: every layer's GEMM
-** (the reader's lowering, scalesim_read.c) built by tpu_sim_gemm_program,
+** ss_chip.c -- a SCALE-Sim topology on the chip engine: every layer's GEMM
+** (the reader's lowering, ss_read.c) built by tpu_sim_gemm_program,
 ** the builder `matmul --cores` uses, and run on the engine, layer after
 ** layer. `tpusim run --topology` reports it with the full stall table;
-** `tpusim scalesim --chip` turns it into SCALE-Sim's reports.
+** `tpusim scalesim --chip` turns it into SCALE-Sim's figures
+** (tpu_ss_chip_results, at the end of the file).
 **
 ** What it models: each layer's operands start in HBM and its result goes
 ** back there; M is split over the cores; within a layer, blocks are double
@@ -14,12 +15,11 @@
 ** op), the layout change of an im2col lowering (the GEMM's A is taken as
 ** already laid out in HBM, SCALE-Sim's convention too).
 */
-#include <errno.h>
-#include <jansson.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-#include "cli/cli_int.h"
-#include "sim/sim.h"
+#include "scalesim/scalesim.h"
 
 static void add_stalls(tpu_sim_stalls *to, const tpu_sim_stalls *s) {
   for (int k = 0; k < TPU_SIM_NSTALL; k++) to->cycles[k] += s->cycles[k];
@@ -56,25 +56,36 @@ static bool traffic(const tpu_sim_program *p, int cores, double bytes[3]) {
   return true;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* One layer's program run; its figures into *ly and the totals of *r,
 ** its trace slices (as step 'i', from t0_us) into *tr when tracing. */
-static int run_layer(const char *cmd, const char *path, const cli_ss_layer *L, int i, const tpu_chip_config *chip,
-                     const tpu_sim_options *opt, tpu_text *tr, cli_topo_run *r) {
-  cli_topo_layer *ly = &r->layers[i];
-  char err[512];
+static tpu_status run_layer(const char *path, const tpu_ss_layer *L, int i, const tpu_chip_config *chip,
+                            const tpu_sim_options *opt, tpu_text *tr, tpu_ss_chip_result *r, char *err,
+                            size_t errcap) {
+  tpu_ss_chip_layer *ly = &r->layers[i];
+  char why[512];
   tpu_sim_program *p = NULL;
   tpu_sim_result *res = NULL;
-  if (L->m > INT64_MAX || L->n > INT64_MAX || L->k > INT64_MAX)
-    return cli_usage_error(cmd, "%s:%d: layer '%s': a dimension beyond 2^63", path, L->line, L->name);
+  if (L->m > INT64_MAX || L->n > INT64_MAX || L->k > INT64_MAX) {
+    snprintf(err, errcap, "%s:%d: layer '%s': a dimension beyond 2^63", path, L->line, L->name);
+    return TPU_ERR_INPUT;
+  }
   tpu_status st = tpu_sim_gemm_program(chip, chip->cores, (int64_t)L->m, (int64_t)L->n, (int64_t)L->k,
-                                       TPU_PREC_BF16, NULL, NULL, &p, &ly->hbm_bytes, err, sizeof err);
-  if (st != TPU_OK)
-    return cli_fail(cmd, st, "%s:%d: layer '%s' (GEMM %llu x %llu x %llu): %s", path, L->line, L->name,
-                    (unsigned long long)L->m, (unsigned long long)L->n, (unsigned long long)L->k, err);
+                                       TPU_PREC_BF16, NULL, NULL, &p, &ly->hbm_bytes, why, sizeof why);
+  if (st != TPU_OK) {
+    snprintf(err, errcap, "%s:%d: layer '%s' (GEMM %llu x %llu x %llu): %s", path, L->line, L->name,
+             (unsigned long long)L->m, (unsigned long long)L->n, (unsigned long long)L->k, why);
+    return st;
+  }
   if ((st = tpu_sim_run(chip, p, opt, &res)) != TPU_OK) {
-    const int rc = cli_fail(cmd, st, "%s:%d: layer '%s': %s", path, L->line, L->name, tpu_sim_program_error(p));
+    snprintf(err, errcap, "%s:%d: layer '%s': %s", path, L->line, L->name, tpu_sim_program_error(p));
     tpu_sim_program_destroy(p);
-    return rc;
+    return st;
   }
   ly->cycles = tpu_sim_result_cycles(res);
   tpu_sim_result_stalls(res, -1, -1, &ly->stall);
@@ -93,46 +104,53 @@ static int run_layer(const char *cmd, const char *path, const cli_ss_layer *L, i
   r->macs += (double)L->m * (double)L->n * (double)L->k;
   tpu_sim_result_destroy(res);
   tpu_sim_program_destroy(p);
-  return st == TPU_OK ? 0 : cli_runtime_error(cmd, "out of memory");
+  if (st != TPU_OK) snprintf(err, errcap, "out of memory");
+  return st;
 }
 
-int cli_topo_chip_run(const char *cmd, const char *path, const cli_ss_topology *tp, const tpu_chip_config *chip,
-                      tpu_fidelity level, int threads, const char *trace, cli_topo_run *out) {
+tpu_status tpu_ss_chip_run(const char *path, const tpu_ss_topology *tp, const tpu_chip_config *chip,
+                           tpu_fidelity level, int threads, tpu_text *trace, tpu_ss_chip_result *out, char *err,
+                           size_t errcap) {
   memset(out, 0, sizeof *out);
-  if (!(out->layers = tpu_calloc((size_t)tp->n, sizeof *out->layers))) return cli_runtime_error(cmd, "out of memory");
+  if (!(out->layers = tpu_calloc((size_t)tp->n, sizeof *out->layers))) {
+    snprintf(err, errcap, "out of memory");
+    return TPU_ERR_NOMEM;
+  }
   out->n = tp->n;
   const tpu_sim_options opt = { .level = level, .threads = threads, .trace = trace != NULL };
-  tpu_text tr = { 0 };
-  if (trace) tpu_sim_trace_steps_begin(&tr, chip->name, chip->cores);
-  const double t0 = cli_now_s();
-  int rc = 0;
-  for (int i = 0; i < tp->n && !rc; i++)
-    rc = run_layer(cmd, path, &tp->layers[i], i, chip, &opt, trace ? &tr : NULL, out);
-  out->wall_s = cli_now_s() - t0;
-  if (trace && !rc) {
-    tpu_sim_trace_steps_end(&tr);
-    if (tr.oom) rc = cli_runtime_error(cmd, "out of memory for the trace");
-    else if (tpu_write_atomic(trace, tr.s, tr.n))
-      rc = cli_runtime_error(cmd, "--trace %s: cannot write: %s", trace, strerror(errno));
-  }
-  tpu_free(tr.s);
-  if (rc) cli_topo_run_free(out);
-  return rc;
+  if (trace) tpu_sim_trace_steps_begin(trace, chip->name, chip->cores);
+  const double t0 = now_s();
+  tpu_status st = TPU_OK;
+  for (int i = 0; i < tp->n && !st; i++) st = run_layer(path, &tp->layers[i], i, chip, &opt, trace, out, err, errcap);
+  out->wall_s = now_s() - t0;
+  if (trace && !st) tpu_sim_trace_steps_end(trace);
+  if (st) tpu_ss_chip_result_free(out);
+  return st;
 }
 
-void cli_topo_run_free(cli_topo_run *r) {
+void tpu_ss_chip_result_free(tpu_ss_chip_result *r) {
   tpu_free(r->layers);
   memset(r, 0, sizeof *r);
 }
 
-int cli_topo_operand_json(struct json_t *o, const cli_topo_layer *ly) {
-  static const char *const key[3] = { "hbm_ifmap_bytes", "hbm_filter_bytes", "hbm_ofmap_bytes" };
-  for (int k = 0; k < 3; k++)
-    if (json_object_set_new(o, key[k], cli_json_real(ly->hbm_operand_bytes[k]))) return -1;
-  return 0;
-}
-
-const char *cli_topo_bound(const cli_topo_run *r) {
+const char *tpu_ss_chip_bound(const tpu_ss_chip_result *r) {
   return r->memory_busy + r->stall.cycles[TPU_SIM_WEIGHT_LOAD] > r->stall.cycles[TPU_SIM_MXU_BUSY] ? "memory"
                                                                                                       : "compute";
+}
+
+void tpu_ss_chip_results(const tpu_ss_config *cfg, const tpu_ss_topology *tp, const tpu_chip_config *chip,
+                         const tpu_ss_chip_result *run, tpu_ss_result *rows) {
+  const double pes = (double)chip->mxu.rows * chip->mxu.cols * chip->mxus_per_core;
+  for (int i = 0; i < tp->n; i++) {
+    const tpu_ss_chip_layer *ly = &run->layers[i];
+    uint64_t busy = 0;
+    for (int k = 0; k < TPU_SIM_NSTALL; k++) busy += tpu_sim_stall_busy(k) ? ly->stall.cycles[k] : 0;
+    tpu_ss_result *r = &rows[i];
+    tpu_ss_compute_layer((int)cfg->rows, (int)cfg->cols, cfg->dataflow, tp->layers[i].m, tp->layers[i].n,
+                         tp->layers[i].k, &r->s);
+    r->cycles = ly->cycles;
+    r->stall = ly->cycles - busy / (uint64_t)chip->cores;
+    r->s.overall_util_pct = 100.0 * (double)r->s.macs / ((double)ly->cycles * pes * chip->cores);
+    r->s.compute_util_pct = busy ? 100.0 * (double)r->s.macs / ((double)busy * pes) : 0;
+  }
 }

@@ -12,19 +12,17 @@
 ** false leaves it out. Errors name the file, line:column and field.
 */
 #include <errno.h>
-#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/sweep.h"
+#include "sweep/sweep_int.h"
 
-#define CMD "sweep"
+typedef struct toks { tpu_sweep_file *f; tpu_json *doc; const tpu_sweep_env *env; } toks;
 
-typedef struct toks { sweep_file *f; tpu_json *doc; } toks;
-
-static int push(sweep_file *f, char *s) {
+static int push(tpu_sweep_file *f, char *s) {
   if (!s) return -1;
-  if (f->argc == SWEEP_MAX_ARGS) { free(s); return -1; }
+  if (f->argc == TPU_SWEEP_MAX_ARGS) { free(s); return -1; }
   f->argv[f->argc++] = s;
   return 0;
 }
@@ -97,10 +95,12 @@ static tpu_status convert(toks *t) {
   tpu_json_obj root = { t->doc, t->doc->root, "", NULL };
   static const char *const keys[] = { "command", "options", "axes", NULL };
   const char *cmd = NULL;
+  char list[512];
   tpu_status st;
   if ((st = tpu_json_keys(&root, keys)) || (st = tpu_json_str(&root, "command", TPU_JSON_REQUIRED, &cmd))) return st;
-  if (strcmp(cmd, "train") && strcmp(cmd, "matmul") && strcmp(cmd, "run") && strcmp(cmd, "pipeline"))
-    return tpu_json_fail(t->doc, "command", "expected the command to sweep, train, matmul, run or pipeline, got '%s'", cmd);
+  if (!sweep_cmd_find(t->env, cmd))
+    return tpu_json_fail(t->doc, "command", "expected the command to sweep, %s, got '%s'",
+                         sweep_cmd_list(t->env, list, sizeof list), cmd);
   if (push(t->f, strdup(cmd))) return tpu_json_fail(t->doc, "command", "out of memory");
   json_t *opts = json_object_get(t->doc->root, "options"), *axes = json_object_get(t->doc->root, "axes");
   if (opts && !json_is_object(opts)) return tpu_json_fail(t->doc, "options", "expected an object, got %s", tpu_json_type(opts));
@@ -111,22 +111,23 @@ static tpu_status convert(toks *t) {
   return TPU_OK;
 }
 
-int sweep_file_load(const char *path, sweep_file *f) {
-  char err[1024];
+tpu_status tpu_sweep_file_load(const char *path, const tpu_sweep_env *env, tpu_sweep_file *f, char *err,
+                               size_t errcap) {
+  char msg[1024];
   char *text;
-  tpu_status st = tpu_json_read_file(path, &text, err, sizeof err);
-  if (st == TPU_ERR_IO) return cli_usage_error(CMD, "--file %s: cannot read: %s", path, strerror(errno));
-  if (st) return cli_fail(CMD, st, "--file %s", err);
-  tpu_json doc = { .where = path, .err = err, .errcap = sizeof err, .field_prefix = true };
-  toks t = { f, &doc };
+  tpu_status st = tpu_json_read_file(path, &text, msg, sizeof msg);
+  if (st == TPU_ERR_IO) return sweep_fail(err, errcap, TPU_ERR_INPUT, "--file %s: cannot read: %s", path, strerror(errno));
+  if (st) return sweep_fail(err, errcap, st, "--file %s", msg);
+  tpu_json doc = { .where = path, .err = err, .errcap = errcap, .field_prefix = true };
+  toks t = { f, &doc, env };
   st = tpu_json_parse(&doc, text, "a sweep");
   if (!st) st = convert(&t);
   tpu_json_free(&doc);
   tpu_free(text);
-  return st ? cli_fail(CMD, st, "%s", err) : 0;
+  return st;
 }
 
-void sweep_file_free(sweep_file *f) {
+void tpu_sweep_file_free(tpu_sweep_file *f) {
   for (int i = 0; i < f->argc; i++) free(f->argv[i]);
   f->argc = 0;
 }

@@ -1,6 +1,6 @@
 /*
-** mxu_scalesim_mem.c -- SCALE-Sim v2's memory side in its CALC bandwidth
-** mode (mxu.h states the model, docs/SCALESIM.md the behaviour it was
+** ss_mem.c -- SCALE-Sim v2's memory side in its CALC bandwidth
+** mode (scalesim.h states the model, docs/SCALESIM.md the behaviour it was
 ** learned from): the IFMAP and filter read buffers that count a DRAM read
 ** for every address not fetched in the current epoch of 50 sets, the OFMAP
 ** write buffer that drains half its size in lines of `cols` words, and the
@@ -21,11 +21,11 @@
 **   Otherwise (overlapping windows and an operand larger than an epoch):
 **     every request's address is looked up in a per-address epoch stamp,
 **     row by row, O(cycles + SRAM reads). That walk also checks the fast
-**     paths (tests/check_mxu.c runs both on random layers).
+**     paths (tests/check_scalesim.c runs both on random layers).
 */
 #include <string.h>
 
-#include "mxu/mxu.h"
+#include "scalesim/scalesim.h"
 
 enum { SETS_ACTIVE = 50 };     /* active_buf_frac 0.5 of 100 sets */
 enum { RD_BW = 10 };           /* SCALE-Sim's "arbitrary" 10 words a cycle in CALC mode */
@@ -46,7 +46,7 @@ typedef struct rd_buf {
   uint64_t triggers;           /* epochs filled */
   int64_t first_req, c_last;   /* first cycle with a request; cycle of the last fill */
   bool seen, zero_window;
-  tpu_mxu_ss_access sram;
+  tpu_ss_access sram;
 } rd_buf;
 
 static void rd_access(rd_buf *b, int64_t addr, int64_t cycle) {
@@ -66,7 +66,7 @@ static void rd_access(rd_buf *b, int64_t addr, int64_t cycle) {
 
 /* The DRAM side of a read buffer once every request is in: the reads and
 ** the first and last cycle of its prefetch trace. */
-static void rd_finish(const rd_buf *b, tpu_mxu_ss_access *dram) {
+static void rd_finish(const rd_buf *b, tpu_ss_access *dram) {
   dram->count = b->fetched;
   if (!b->triggers) {          /* everything in one prefetch before cycle 0 */
     const int64_t sets = ceil_div((int64_t)b->fetched, b->set_words);
@@ -93,7 +93,7 @@ typedef struct wr_buf {
   int64_t *pidx, *pfill;       /* padded lines not yet drained, oldest first */
   size_t ph, pn, pcap;
   bool oom, no_lines;
-  tpu_mxu_ss_access dram;
+  tpu_ss_access dram;
 } wr_buf;
 
 static void wr_store(wr_buf *w, int64_t k) {
@@ -306,7 +306,7 @@ typedef struct run_state {
   wr_buf wr;
   bool bulk;                   /* take quiet runs of rows in one step */
   int64_t row, stalls;         /* the next row; stall cycles before it */
-  tpu_mxu_ss_access ofmap_sram;
+  tpu_ss_access ofmap_sram;
   bool ofmap_seen;
 } run_state;
 
@@ -521,13 +521,13 @@ static void wr_init(wr_buf *w, uint64_t words, int64_t bw) {
   w->chunk = ceil_div((int64_t)words - w->active, bw);  /* the drain half, in lines */
 }
 
-static lctx layer_ctx(int rows, int cols, tpu_mxu_dataflow df, const tpu_mxu_ss_conv *ly, tpu_mxu_scalesim *s) {
+static lctx layer_ctx(int rows, int cols, tpu_mxu_dataflow df, const tpu_ss_conv *ly, tpu_ss_compute *s) {
   lctx x = { .g = { .M = (int64_t)(ly->ofmap_h * ly->ofmap_w), .N = (int64_t)ly->filters,
     .K = (int64_t)(ly->filter_h * ly->filter_w * ly->channels), .H = (int64_t)ly->ifmap_h,
     .W = (int64_t)ly->ifmap_w, .C = (int64_t)ly->channels, .fh = (int64_t)ly->filter_h,
     .fw = (int64_t)ly->filter_w, .sh = (int64_t)ly->stride_h, .sw = (int64_t)ly->stride_w,
     .oh = (int64_t)ly->ofmap_h, .ow = (int64_t)ly->ofmap_w }, .df = df, .R = rows, .C = cols };
-  tpu_mxu_scalesim_layer(rows, cols, df, (uint64_t)x.g.M, (uint64_t)x.g.N, (uint64_t)x.g.K, s);
+  tpu_ss_compute_layer(rows, cols, df, (uint64_t)x.g.M, (uint64_t)x.g.N, (uint64_t)x.g.K, s);
   x.T = (int64_t)s->t, x.sr = (int64_t)s->sr, x.sc = (int64_t)s->sc;
   x.rf = (int64_t)s->row_folds, x.cf = (int64_t)s->col_folds, x.L = (int64_t)s->cycles_per_fold;
   return x;
@@ -557,9 +557,9 @@ static double model_steps(const lctx *x, const int path[2], uint64_t ofmap_words
   return steps;
 }
 
-static double words_a_cycle(const tpu_mxu_ss_access *a) { return (double)a->count / (double)(a->stop - a->start + 1); }
+static double words_a_cycle(const tpu_ss_access *a) { return (double)a->count / (double)(a->stop - a->start + 1); }
 
-static void report(const run_state *st, const rd_buf rd[2], const tpu_mxu_scalesim *s, tpu_mxu_ss_mem *out) {
+static void report(const run_state *st, const rd_buf rd[2], const tpu_ss_compute *s, tpu_ss_mem *out) {
   for (int op = 0; op < 2; op++) {
     rd_finish(&rd[op], &out->dram[op]);
     out->sram[op] = rd[op].sram;
@@ -577,8 +577,8 @@ static void report(const run_state *st, const rd_buf rd[2], const tpu_mxu_scales
   for (int k = 0; k < 3; k++) out->dram_bw[k] = words_a_cycle(&out->dram[k]);
 }
 
-tpu_status tpu_mxu_scalesim_mem(int rows, int cols, tpu_mxu_dataflow df, const tpu_mxu_ss_conv *ly,
-                                const uint64_t sram_words[3], bool every_word, tpu_mxu_ss_mem *out) {
+tpu_status tpu_ss_mem_layer(int rows, int cols, tpu_mxu_dataflow df, const tpu_ss_conv *ly,
+                            const uint64_t sram_words[3], bool every_word, tpu_ss_mem *out) {
   memset(out, 0, sizeof *out);
   /* operands of up to 2^50 words keep every product below in int64 */
   if ((double)ly->ifmap_h * (double)ly->ifmap_w * (double)ly->channels > 0x1p50 ||
@@ -587,7 +587,7 @@ tpu_status tpu_mxu_scalesim_mem(int rows, int cols, tpu_mxu_dataflow df, const t
     out->unsupported = "an operand of more than 2^50 words";
     return TPU_OK;
   }
-  tpu_mxu_scalesim s;
+  tpu_ss_compute s;
   const lctx x = layer_ctx(rows, cols, df, ly, &s);
   if (sram_words[0] < 100 || sram_words[1] < 100 || sram_words[2] < 2) {
     out->unsupported = "an SRAM smaller than 100 words (SCALE-Sim's buffers have no sets then)";

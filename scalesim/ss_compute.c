@@ -1,23 +1,24 @@
 /*
-** mxu_scalesim.c -- SCALE-Sim v2's compute model in closed form: fold
+** ss_compute.c -- SCALE-Sim v2's compute model in closed form: fold
 ** counts, cycles, utilization and SRAM traffic of one layer on one array,
-** for the ws, os and is dataflows (mxu.h states the formulas). O(1) a
+** for the ws, os and is dataflows (scalesim.h states the formulas). O(1) a
 ** layer: SCALE-Sim builds a demand matrix of one row per cycle per operand;
 ** only its shape matters for the stall-free cycle count, so it is computed,
-** never built. tests/check_mxu.c builds the demand matrices' shapes fold by
-** fold (the PE-level view of each dataflow) and checks these figures.
+** never built. tests/check_scalesim.c builds the demand matrices' shapes
+** fold by fold (the PE-level view of each dataflow) and checks these
+** figures.
 */
 #include <string.h>
 
-#include "mxu/mxu.h"
+#include "scalesim/scalesim.h"
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 /* Used PEs summed over the folds of one spatial dimension is that
 ** dimension's size (every element lands in exactly one fold), so the mean
 ** over the fold grid of used/(rows x cols) is sr sc / (rows cols folds). */
-void tpu_mxu_scalesim_layer(int rows, int cols, tpu_mxu_dataflow df, uint64_t M, uint64_t N, uint64_t K,
-                            tpu_mxu_scalesim *out) {
+void tpu_ss_compute_layer(int rows, int cols, tpu_mxu_dataflow df, uint64_t M, uint64_t N, uint64_t K,
+                          tpu_ss_compute *out) {
   const uint64_t R = (uint64_t)rows, C = (uint64_t)cols;
   memset(out, 0, sizeof *out);
   switch (df) {

@@ -1,5 +1,5 @@
 /*
-** scalesim_read.c -- SCALE-Sim v2's input files: the .cfg (an INI file as
+** ss_read.c -- SCALE-Sim v2's input files: the .cfg (an INI file as
 ** Python's configparser reads it: [section] headers, "key: value" or
 ** "key = value", keys case-insensitive, '#' and ';' comment lines) and the
 ** topology CSVs (a header line, then one layer a line, fields separated by
@@ -20,27 +20,32 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "cli/cli_int.h"
+#include "scalesim/scalesim.h"
 
-/* A line being read: where it is, for messages. */
+/* A line being read: where it is, and where its messages go. */
 typedef struct ss_line {
-  const char *cmd, *path;
+  const char *path;
   int line;
   const char *start;           /* the line's first character */
+  char *err;
+  size_t errcap;
 } ss_line;
 
-static int fail_at(const ss_line *l, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail_at(const ss_line *l, const char *at, const char *fmt, ...) {
+/* "PATH:LINE:COL: message" into the line's err; TPU_ERR_INPUT. */
+static tpu_status fail_at(const ss_line *l, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tpu_status fail_at(const ss_line *l, const char *at, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return cli_usage_error(l->cmd, "%s:%d:%d: %s", l->path, l->line, (int)(at - l->start) + 1, msg);
+  snprintf(l->err, l->errcap, "%s:%d:%d: %s", l->path, l->line, (int)(at - l->start) + 1, msg);
+  return TPU_ERR_INPUT;
 }
 
 /* Trims spaces at both ends of [*b, *e) in place. */
@@ -50,7 +55,7 @@ static void trim(const char **b, const char **e) {
 }
 
 /* A whole decimal integer in [lo, hi] spanning [b, e). */
-static int parse_long(const ss_line *l, const char *b, const char *e, const char *field, long lo, long hi,
+static tpu_status parse_long(const ss_line *l, const char *b, const char *e, const char *field, long lo, long hi,
                       long *out) {
   char buf[32];
   const size_t n = (size_t)(e - b);
@@ -63,7 +68,7 @@ static int parse_long(const ss_line *l, const char *b, const char *e, const char
   if (*end || errno || x < lo || x > hi)
     return fail_at(l, b, "field '%s': expected an integer in %ld..%ld, got '%s'", field, lo, hi, buf);
   *out = x;
-  return 0;
+  return TPU_OK;
 }
 
 /* {==================================================================
@@ -76,8 +81,8 @@ typedef struct cfg_key { int section; const char *name; long *dst; bool required
 enum { K_RUNNAME, K_DATAFLOW, K_BW, K_IFBW, K_TOPO, K_NLONG = 9 };
 
 /* One "key: value" of section sec; seen[] marks the keys given. */
-static int cfg_value(const ss_line *l, int sec, const char *kb, const char *ke, const char *vb, const char *ve,
-                     cli_ss_config *o, bool *seen) {
+static tpu_status cfg_value(const ss_line *l, int sec, const char *kb, const char *ke, const char *vb, const char *ve,
+                           tpu_ss_config *o, bool *seen) {
   const cfg_key longs[K_NLONG] = {
     { SEC_ARCH, "arrayheight", &o->rows, true }, { SEC_ARCH, "arraywidth", &o->cols, true },
     { SEC_ARCH, "ifmapsramszkb", &o->ifmap_kib, true }, { SEC_ARCH, "filtersramszkb", &o->filter_kib, true },
@@ -103,7 +108,7 @@ static int cfg_value(const ss_line *l, int sec, const char *kb, const char *ke, 
       if (vb[i] == '/' || vb[i] == '\\') return fail_at(l, vb + i, "field 'run_name': names a directory; no '/' allowed");
     memcpy(o->run_name, vb, (size_t)n);
     o->run_name[n] = 0;
-    return 0;
+    return TPU_OK;
   }
   if (sec == SEC_ARCH && !strcmp(key, "dataflow")) {
     char df[8] = "";
@@ -111,7 +116,7 @@ static int cfg_value(const ss_line *l, int sec, const char *kb, const char *ke, 
     if (!tpu_mxu_dataflow_parse(df, &o->dataflow))
       return fail_at(l, vb, "field 'Dataflow': expected ws, os or is, got '%.*s'", n, vb);
     seen[K_NLONG + K_DATAFLOW] = true;
-    return 0;
+    return TPU_OK;
   }
   if (sec == SEC_ARCH && !strcmp(key, "bandwidth")) {      /* "10" or "10,10,10": the first is used */
     const char *c = memchr(vb, ',', (size_t)n);
@@ -125,15 +130,15 @@ static int cfg_value(const ss_line *l, int sec, const char *kb, const char *ke, 
     else if (n == 4 && !strncmp(vb, "USER", 4)) o->user_bandwidth = true;
     else return fail_at(l, vb, "field 'InterfaceBandwidth': expected CALC or USER, got '%.*s'", n, vb);
     seen[K_NLONG + K_IFBW] = true;
-    return 0;
+    return TPU_OK;
   }
-  if (sec == SEC_NETWORK && !strcmp(key, "topologycsvloc")) return 0;  /* -t names the topology */
+  if (sec == SEC_NETWORK && !strcmp(key, "topologycsvloc")) return TPU_OK;  /* -t names the topology */
   return fail_at(l, kb, "unknown key '%.*s' in section [%s]", (int)kn, kb, SECTIONS[sec]);
 }
 
-static int cfg_line(ss_line *l, const char *b, const char *e, int *sec, cli_ss_config *o, bool *seen) {
+static tpu_status cfg_line(ss_line *l, const char *b, const char *e, int *sec, tpu_ss_config *o, bool *seen) {
   trim(&b, &e);
-  if (b == e || *b == '#' || *b == ';') return 0;
+  if (b == e || *b == '#' || *b == ';') return TPU_OK;
   if (*b == '[') {
     if (e[-1] != ']') return fail_at(l, b, "a section header is '[name]'");
     const char *nb = b + 1, *ne = e - 1;
@@ -141,7 +146,7 @@ static int cfg_line(ss_line *l, const char *b, const char *e, int *sec, cli_ss_c
     for (int s = SEC_GENERAL; s <= SEC_NETWORK; s++)
       if ((size_t)(ne - nb) == strlen(SECTIONS[s]) && !strncmp(nb, SECTIONS[s], (size_t)(ne - nb))) {
         *sec = s;
-        return 0;
+        return TPU_OK;
       }
     return fail_at(l, nb, "unknown section '%.*s'; allowed: general, architecture_presets, run_presets, "
                    "network_presets", (int)(ne - nb), nb);
@@ -156,39 +161,43 @@ static int cfg_line(ss_line *l, const char *b, const char *e, int *sec, cli_ss_c
   return cfg_value(l, *sec, kb, ke, vb, ve, o, seen);
 }
 
-static int cfg_missing(const char *cmd, const char *path, const bool *seen) {
+static tpu_status cfg_missing(const char *path, const bool *seen, char *err, size_t errcap) {
   static const char *const names[] = { "ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
     "OfmapSramSzkB", "IfmapOffset", "FilterOffset", "OfmapOffset", "MemoryBanks", "run_name", "Dataflow",
     "Bandwidth", "InterfaceBandwidth" };
   for (int i = 0; i < K_NLONG + 4; i++) {
     if (seen[i] || i == 8 || i == K_NLONG + K_BW) continue;   /* MemoryBanks: 1; Bandwidth: only for USER */
     if (i == K_NLONG + K_RUNNAME) continue;                   /* checked by the caller */
-    return cli_usage_error(cmd, "%s: missing key '%s'", path, names[i]);
+    snprintf(err, errcap, "%s: missing key '%s'", path, names[i]);
+    return TPU_ERR_INPUT;
   }
-  return 0;
+  return TPU_OK;
 }
 
-int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out) {
+tpu_status tpu_ss_config_read(const char *path, tpu_ss_config *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   out->banks = 1;
   out->bandwidth = 10;
-  char *text, err[1024];
-  tpu_status st = tpu_read_text(path, "a SCALE-Sim configuration (text)", &text, err, sizeof err);
-  if (st) return cli_fail(cmd, st, "%s", err);
+  char *text;
+  tpu_status st = tpu_read_text(path, "a SCALE-Sim configuration (text)", &text, err, errcap);
+  if (st) return st;
   bool seen[K_NLONG + 5] = { false };
-  int sec = SEC_NONE, rc = 0;
-  ss_line l = { cmd, path, 0, text };
-  for (const char *p = text; *p && !rc;) {
+  int sec = SEC_NONE;
+  ss_line l = { path, 0, text, err, errcap };
+  for (const char *p = text; *p && !st;) {
     const char *e = p + strcspn(p, "\n");
     l.line++;
     l.start = p;
-    rc = cfg_line(&l, p, e, &sec, out, seen);
+    st = cfg_line(&l, p, e, &sec, out, seen);
     p = *e ? e + 1 : e;
   }
   tpu_free(text);
-  if (rc) return rc;
-  if (!out->run_name[0]) return cli_usage_error(cmd, "%s: missing key 'run_name' in [general]", path);
-  return cfg_missing(cmd, path, seen);
+  if (st) return st;
+  if (!out->run_name[0]) {
+    snprintf(err, errcap, "%s: missing key 'run_name' in [general]", path);
+    return TPU_ERR_INPUT;
+  }
+  return cfg_missing(path, seen, err, errcap);
 }
 /* }================================================================== */
 
@@ -197,20 +206,22 @@ int cli_ss_read_config(const char *cmd, const char *path, cli_ss_config *out) {
 ** ================================================================== */
 #define SS_MAX_FIELDS 64
 
-static int add_layer(const char *cmd, cli_ss_topology *t, const cli_ss_layer *ly) {
+static tpu_status add_layer(const ss_line *l, tpu_ss_topology *t, const tpu_ss_layer *ly) {
   if (t->n == t->cap) {
     const int cap = t->cap ? 2 * t->cap : 64;
-    cli_ss_layer *nl = tpu_realloc(t->layers, (size_t)cap * sizeof *nl);
-    if (!nl) return cli_runtime_error(cmd, "out of memory");
+    tpu_ss_layer *nl = tpu_realloc(t->layers, (size_t)cap * sizeof *nl);
+    if (!nl) {
+      snprintf(l->err, l->errcap, "out of memory");
+      return TPU_ERR_NOMEM;
+    }
     t->layers = nl;
     t->cap = cap;
   }
   t->layers[t->n++] = *ly;
-  return 0;
+  return TPU_OK;
 }
 
-/* Lowers a conv layer to its GEMM (see the top of the file). */
-static void lower(cli_ss_layer *ly) {
+void tpu_ss_lower(tpu_ss_layer *ly) {
   ly->ofmap_h = (uint64_t)((ly->ifmap_h - ly->filter_h + ly->stride_h - 1) / ly->stride_h + 1);
   ly->ofmap_w = (uint64_t)((ly->ifmap_w - ly->filter_w + ly->stride_w - 1) / ly->stride_w + 1);
   ly->m = ly->ofmap_h * ly->ofmap_w;
@@ -225,7 +236,7 @@ static const char *const GEMM_FIELDS[] = { "M", "N", "K" };
 /* The numbers of one line (fields 1..) into v[]; the layer checks. Fields
 ** past the last one used (stride width for conv, K for GEMM) are ignored:
 ** spreadsheet-made topologies carry notes in extra columns. */
-static int topo_numbers(const ss_line *l, bool gemm, const char **fb, const char **fe, int nf, long *v) {
+static tpu_status topo_numbers(const ss_line *l, bool gemm, const char **fb, const char **fe, int nf, long *v) {
   const int want = gemm ? 3 : 7;
   if (nf - 1 < want)
     return fail_at(l, l->start, "expected %s, got %d fields", gemm ? "name, M, N, K" :
@@ -238,18 +249,18 @@ static int topo_numbers(const ss_line *l, bool gemm, const char **fb, const char
     ** 2^24 (their products, M and K, can pass 2^31: each command then says
     ** what it takes) */
     const long hi = gemm ? (long)TPU_MXU_MAX_GEMM_DIM : 1L << 24;
-    const int rc = parse_long(l, fb[i], fe[i], name, 1, hi, &v[i - 1]);
-    if (rc) return rc;
+    const tpu_status st = parse_long(l, fb[i], fe[i], name, 1, hi, &v[i - 1]);
+    if (st) return st;
   }
   if (!gemm && used == 7) v[7] = v[6];                         /* one stride: both directions */
   if (!gemm && v[2] > v[0]) return fail_at(l, fb[3], "field 'Filter Height': %ld is larger than the IFMAP "
                                            "height %ld", v[2], v[0]);
   if (!gemm && v[3] > v[1]) return fail_at(l, fb[4], "field 'Filter Width': %ld is larger than the IFMAP "
                                            "width %ld", v[3], v[1]);
-  return 0;
+  return TPU_OK;
 }
 
-static int topo_line(const ss_line *l, const char *b, const char *e, bool gemm, cli_ss_topology *t) {
+static tpu_status topo_line(const ss_line *l, const char *b, const char *e, bool gemm, tpu_ss_topology *t) {
   const char *fb[SS_MAX_FIELDS + 1], *fe[SS_MAX_FIELDS + 1];
   int nf = 0;
   for (const char *p = b;;) {
@@ -265,65 +276,59 @@ static int topo_line(const ss_line *l, const char *b, const char *e, bool gemm, 
   if (nf > 1 && fb[nf - 1] == fe[nf - 1]) nf--;                /* the trailing comma */
   bool empty = true;                                           /* ",,,,": a blank spreadsheet row */
   for (int i = 0; i < nf; i++) empty = empty && fb[i] == fe[i];
-  if (empty) return 0;
-  cli_ss_layer ly;
+  if (empty) return TPU_OK;
+  tpu_ss_layer ly;
   memset(&ly, 0, sizeof ly);
   const int nl = (int)(fe[0] - fb[0]);
   if (nl < 1 || nl >= (int)sizeof ly.name) return fail_at(l, fb[0], "field 'Layer name': expected 1..63 characters");
   memcpy(ly.name, fb[0], (size_t)nl);
   ly.line = l->line;
   long v[8] = { 0 };
-  int rc = topo_numbers(l, gemm, fb, fe, nf, v);
-  if (rc) return rc;
+  tpu_status st = topo_numbers(l, gemm, fb, fe, nf, v);
+  if (st) return st;
   if (gemm) {                                                  /* M x K ifmap, 1 x K filter, N filters */
     const long g[8] = { v[0], v[2], 1, v[2], 1, v[1], 1, 1 };
     memcpy(v, g, sizeof g);
   }
   ly.ifmap_h = v[0]; ly.ifmap_w = v[1]; ly.filter_h = v[2]; ly.filter_w = v[3];
   ly.channels = v[4]; ly.filters = v[5]; ly.stride_h = v[6]; ly.stride_w = v[7];
-  lower(&ly);
-  if (gemm || !strstr(ly.name, "DP")) return add_layer(l->cmd, t, &ly);
-  cli_ss_layer one = ly;                                       /* depthwise: a layer per channel */
+  tpu_ss_lower(&ly);
+  if (gemm || !strstr(ly.name, "DP")) return add_layer(l, t, &ly);
+  tpu_ss_layer one = ly;                                       /* depthwise: a layer per channel */
   one.channels = 1;
-  lower(&one);
-  for (long c = 0; c < ly.channels && !rc; c++) {
+  tpu_ss_lower(&one);
+  for (long c = 0; c < ly.channels && !st; c++) {
     snprintf(one.name, sizeof one.name, "%.40sChannel_%d", ly.name, (int)(c & 0xfffffff));
-    rc = add_layer(l->cmd, t, &one);
+    st = add_layer(l, t, &one);
   }
-  return rc;
+  return st;
 }
 
-int cli_ss_read_topology(const char *cmd, const char *path, bool gemm, cli_ss_topology *out) {
+tpu_status tpu_ss_topology_read(const char *path, bool gemm, tpu_ss_topology *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
-  char *text, err[1024];
-  tpu_status st = tpu_read_text(path, "a SCALE-Sim topology (CSV text)", &text, err, sizeof err);
-  if (st) return cli_fail(cmd, st, "%s", err);
-  ss_line l = { cmd, path, 0, text };
-  int rc = 0;
-  for (const char *p = text; *p && !rc;) {
+  char *text;
+  tpu_status st = tpu_read_text(path, "a SCALE-Sim topology (CSV text)", &text, err, errcap);
+  if (st) return st;
+  ss_line l = { path, 0, text, err, errcap };
+  for (const char *p = text; *p && !st;) {
     const char *b = p, *e = p + strcspn(p, "\n");
     l.line++;
     l.start = p;
     p = *e ? e + 1 : e;
     trim(&b, &e);
     if (l.line == 1 || b == e) continue;                       /* the header; blank lines */
-    rc = topo_line(&l, b, e, gemm, out);
+    st = topo_line(&l, b, e, gemm, out);
   }
   tpu_free(text);
-  if (!rc && out->n == 0) rc = cli_usage_error(cmd, "%s: no layers (a header line, then one layer a line)", path);
-  if (rc) cli_ss_topology_free(out);
-  return rc;
-}
-
-int cli_ss_input_type(const char *cmd, const char *v, bool *gemm) {
-  if (!strcmp(v, "gemm") || !strcmp(v, "conv")) {
-    *gemm = v[0] == 'g';
-    return 0;
+  if (!st && out->n == 0) {
+    snprintf(err, errcap, "%s: no layers (a header line, then one layer a line)", path);
+    st = TPU_ERR_INPUT;
   }
-  return cli_usage_error(cmd, "--input-type: expected conv or gemm, got '%s'", v);
+  if (st) tpu_ss_topology_free(out);
+  return st;
 }
 
-void cli_ss_topology_free(cli_ss_topology *t) {
+void tpu_ss_topology_free(tpu_ss_topology *t) {
   tpu_free(t->layers);
   memset(t, 0, sizeof *t);
 }

@@ -11,14 +11,13 @@
 */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/sweep.h"
-
-#define CMD "sweep"
+#include "sweep/sweep_int.h"
 
 /* 's' quoted for the shell: 'it'\''s'. */
 static void shq(tpu_text *t, const char *s) {
@@ -32,17 +31,18 @@ static void shq(tpu_text *t, const char *s) {
 }
 
 /* The tpusim binary (absolute) and DIR (absolute): jobs may start elsewhere. */
-static int paths(const char *dir, char *exe, char *adir) {
+static tpu_status paths(const char *dir, char *exe, char *adir, char *err, size_t cap) {
   const ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
-  if (n < 0) return cli_runtime_error(CMD, "/proc/self/exe: %s", strerror(errno));
+  if (n < 0) return sweep_fail(err, cap, TPU_ERR_IO, "/proc/self/exe: %s", strerror(errno));
   exe[n] = 0;
-  if (mkdir(dir, 0777) && errno != EEXIST) return cli_runtime_error(CMD, "--out %s: cannot create: %s", dir, strerror(errno));
-  if (!realpath(dir, adir)) return cli_runtime_error(CMD, "--out %s: %s", dir, strerror(errno));
-  return 0;
+  if (mkdir(dir, 0777) && errno != EEXIST)
+    return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot create: %s", dir, strerror(errno));
+  if (!realpath(dir, adir)) return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: %s", dir, strerror(errno));
+  return TPU_OK;
 }
 
 /* One shard's command; 'shard' is a number or a shell variable. */
-static void shard_cmd(tpu_text *t, const char *exe, const char *adir, const sweep_def *d, const char *shard,
+static void shard_cmd(tpu_text *t, const char *exe, const char *adir, const tpu_sweep_def *d, const char *shard,
                       long jobs) {
   shq(t, exe);
   tpu_text_printf(t, " sweep --out ");
@@ -67,18 +67,21 @@ static void merge_cmd(tpu_text *t, const char *exe, const char *adir, int nshard
   tpu_text_printf(t, "\n");
 }
 
-static int write_file(const char *adir, const char *name, tpu_text *t, mode_t mode) {
+static tpu_status write_file(const char *adir, const char *name, tpu_text *t, mode_t mode, char *err, size_t cap) {
   char path[PATH_MAX + 64];
   sweep_path(path, sizeof path, adir, name);
-  const int bad = t->oom || tpu_write_atomic(path, t->s, t->n) || chmod(path, mode);
-  const int err = errno;
+  const bool oom = t->oom;
+  const int bad = oom || tpu_write_atomic(path, t->s, t->n) || chmod(path, mode);
+  const int e = errno;
   tpu_free(t->s);
   *t = (tpu_text){ 0 };
-  return bad ? cli_runtime_error(CMD, "%s: cannot write: %s", path, t->oom ? "out of memory" : strerror(err)) : 0;
+  return bad ? sweep_fail(err, cap, oom ? TPU_ERR_NOMEM : TPU_ERR_IO, "%s: cannot write: %s", path,
+                          oom ? "out of memory" : strerror(e)) : TPU_OK;
 }
 
 /* DIR/parallel-jobs.txt: one line per shard; DIR/parallel-merge.sh. */
-static int emit_parallel(const char *exe, const char *adir, const sweep_def *d, long jobs) {
+static tpu_status emit_parallel(const char *exe, const char *adir, const tpu_sweep_def *d, long jobs, char *note,
+                                size_t notecap, char *err, size_t cap) {
   tpu_text t = { 0 };
   char s[16];
   for (int i = 1; i <= d->nshards; i++) {
@@ -86,45 +89,49 @@ static int emit_parallel(const char *exe, const char *adir, const sweep_def *d, 
     shard_cmd(&t, exe, adir, d, s, jobs);
     tpu_text_printf(&t, "\n");
   }
-  int rc = write_file(adir, "parallel-jobs.txt", &t, 0644);
+  tpu_status st = write_file(adir, "parallel-jobs.txt", &t, 0644, err, cap);
   tpu_text_printf(&t, "#!/bin/sh\n# The shards' results into one results.csv (after parallel-jobs.txt ran).\nexec ");
   merge_cmd(&t, exe, adir, d->nshards);
-  if (!rc) rc = write_file(adir, "parallel-merge.sh", &t, 0755);
-  if (!rc)
-    printf("wrote %s/parallel-jobs.txt (%d shards of %ld points) and %s/parallel-merge.sh; run\n"
+  if (!st) st = write_file(adir, "parallel-merge.sh", &t, 0755, err, cap);
+  tpu_free(t.s);
+  snprintf(note, notecap, "wrote %s/parallel-jobs.txt (%d shards of %ld points) and %s/parallel-merge.sh; run\n"
            "  parallel --will-cite --joblog %s/joblog --resume-failed < %s/parallel-jobs.txt && %s/parallel-merge.sh\n",
            adir, d->nshards, d->npoints, adir, adir, adir, adir);
-  return rc;
+  return st;
 }
 
 /* DIR/slurm-array.sh (a job array over the shards), DIR/slurm-merge.sh and
 ** DIR/slurm-submit.sh (submits the array, then the merge after it). */
-static int emit_slurm(const char *exe, const char *adir, const sweep_def *d, long jobs) {
+static tpu_status emit_slurm(const char *exe, const char *adir, const tpu_sweep_def *d, long jobs, char *note,
+                             size_t notecap, char *err, size_t cap) {
   tpu_text t = { 0 };
   tpu_text_printf(&t, "#!/bin/sh\n#SBATCH --job-name=tpusim-sweep\n#SBATCH --array=1-%d\n#SBATCH --cpus-per-task=%ld\n"
                   "#SBATCH --output=%s/slurm-%%A_%%a.out\n# shard $SLURM_ARRAY_TASK_ID of %d; a rerun resumes it\nexec ",
                   d->nshards, jobs, adir, d->nshards);
   shard_cmd(&t, exe, adir, d, "$SLURM_ARRAY_TASK_ID", jobs);
   tpu_text_printf(&t, "\n");
-  int rc = write_file(adir, "slurm-array.sh", &t, 0755);
+  tpu_status st = write_file(adir, "slurm-array.sh", &t, 0755, err, cap);
   tpu_text_printf(&t, "#!/bin/sh\n#SBATCH --job-name=tpusim-sweep-merge\n#SBATCH --output=%s/slurm-merge-%%j.out\nexec ", adir);
   merge_cmd(&t, exe, adir, d->nshards);
-  if (!rc) rc = write_file(adir, "slurm-merge.sh", &t, 0755);
+  if (!st) st = write_file(adir, "slurm-merge.sh", &t, 0755, err, cap);
   tpu_text_printf(&t, "#!/bin/sh\n# Submits the shards as a job array and the merge as a job that runs after\n"
                   "# all of them succeeded; prints both job ids.\nset -e\ncd ");
   shq(&t, adir);
   tpu_text_printf(&t, "\narray=$(sbatch --parsable slurm-array.sh)\n"
                   "merge=$(sbatch --parsable --dependency=afterok:${array%%%%;*} slurm-merge.sh)\necho \"$array $merge\"\n");
-  if (!rc) rc = write_file(adir, "slurm-submit.sh", &t, 0755);
-  if (!rc)
-    printf("wrote %s/slurm-array.sh (--array=1-%d over %ld points), %s/slurm-merge.sh and %s/slurm-submit.sh; run\n"
-           "  %s/slurm-submit.sh\n", adir, d->nshards, d->npoints, adir, adir, adir);
-  return rc;
+  if (!st) st = write_file(adir, "slurm-submit.sh", &t, 0755, err, cap);
+  tpu_free(t.s);
+  snprintf(note, notecap, "wrote %s/slurm-array.sh (--array=1-%d over %ld points), %s/slurm-merge.sh and "
+           "%s/slurm-submit.sh; run\n  %s/slurm-submit.sh\n", adir, d->nshards, d->npoints, adir, adir, adir);
+  return st;
 }
 
-int sweep_emit(const char *engine, const char *dir, sweep_def *d, long jobs) {
+tpu_status tpu_sweep_emit(const tpu_sweep_def *d, tpu_sweep_engine engine, const char *dir, long jobs, char *note,
+                          size_t notecap, char *err, size_t errcap) {
   char exe[PATH_MAX], adir[PATH_MAX];
-  int rc = paths(dir, exe, adir);
-  if (rc) return rc;
-  return !strcmp(engine, "parallel") ? emit_parallel(exe, adir, d, jobs) : emit_slurm(exe, adir, d, jobs);
+  note[0] = 0;
+  const tpu_status st = paths(dir, exe, adir, err, errcap);
+  if (st) return st;
+  return engine == TPU_SWEEP_PARALLEL ? emit_parallel(exe, adir, d, jobs, note, notecap, err, errcap)
+                                      : emit_slurm(exe, adir, d, jobs, note, notecap, err, errcap);
 }
