@@ -453,19 +453,20 @@ void tpu_sim_trace_steps_end(tpu_text *out);
 ** builder sizes, and refuses, a program before building it by running
 ** itself, never by a formula kept equal to it by hand.
 **
-** Tiles. The core's VMEM of V bytes (vmem_capacity_kib) sets the budget:
-** a streamed tile holds at most Q = V/256 f32 values, and S is the largest
-** power of two with S*S <= Q. A GEMM C[M x N] = op(A).op(B) is cut into
-** result tiles of mt x nt over kt-deep slices: nt = min(N, S), kt =
-** min(K, S), mt = min(M, Q/max(nt, kt)), then kt = min(K, Q/max(mt, nt))
-** (an extent that splits its dimension is cut to whole sublane groups of
-** 8). Its a, b and c operands have two VMEM slots each, so that the next
-** tile's DMA overlaps this tile's compute, and each slot meets at most 4
-** edge shapes: 6 x 4 x 4Q bytes < V/2. An operand reused across result
-** tiles whose whole fits in V/8 stays in VMEM for the GEMM (loaded once):
-** the two such caches take at most V/4; the rest is for bias and db.
-** Element-wise passes walk tiles of 2Q values (up to 6 slots of 4 shapes:
-** 3/4 of V).
+** Tiles. The core's VMEM of V bytes (vmem_capacity_kib) sets the budget.
+** A GEMM's tiles come from a square S x S, S the largest power of two up
+** to 1024 with 48 S^2 <= V (512 on 16 MiB, 32 on teach's 64 KiB): six
+** slots (a, b and c, two each, so that the next tile's DMA overlaps this
+** tile's compute) of S^2 f32 values, twice over for the edge shapes a
+** slot meets. C[M x N] = op(A).op(B) is cut into result tiles of mt x nt
+** over kt-deep slices: nt = min(N, S), kt = min(K, S), mt = min(M, S^2 /
+** max(nt, kt)), then kt = min(K, S^2 / max(mt, nt)) (an extent that
+** splits its dimension is cut to whole sublane groups of 8): a narrow
+** GEMM takes more rows a tile. An operand reused across result tiles
+** whose whole fits in V/8 stays in VMEM for the GEMM (loaded once). The
+** engine checks VMEM liveness on every run and refuses an overflow.
+** Element-wise passes walk tiles of 2Q values, Q = V/256 (up to 6 slots of
+** 4 shapes: 3/4 of V).
 **
 ** Order. Per result tile (mb, nb) in row-major order, for each kb: load
 ** the a and b tiles (or take the cached block; loaded at its first use),

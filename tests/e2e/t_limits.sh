@@ -25,10 +25,10 @@ echo "$OUT" > rep.out
 /usr/bin/python3 -c 'import json,sys; d=json.load(open("rep.out")); assert d["cycles"] > 2000 * 1000, d["cycles"]' \
   || die "repeat 2000: $(head -c 300 rep.out)"
 
-# A huge dense layer on teach (64 KiB of VMEM: 256-value tiles): 784 ->
-# 262144 -> 10 lowers to 8 million ops per core (it used to be lowered for
-# 82 s before a capacity check failed), 784 -> 65536 -> 10 needs 3.4 GB of
-# HBM on a 1 GiB chip (11 s before the engine said so).
+# A huge dense layer on teach (64 KiB of VMEM: GEMM tiles of 32 x 32): 784 ->
+# 524288 -> 10 lowers to 7.4 million ops per core, refused from the
+# lowering's count before anything is built; 784 -> 65536 -> 10 needs 3.4 GB
+# of HBM on a 1 GiB chip.
 echo '{ "name": "wide", "input": [784], "layers": [ { "type": "dense", "units": 524288 }, { "type": "dense", "units": 10 } ] }' > wide.json
 echo '{ "name": "wide", "input": [784], "layers": [ { "type": "dense", "units": 65536 }, { "type": "dense", "units": 10 } ] }' > hbm.json
 T1="--chip teach --data synthetic --synthetic-n 64 --batch 64 --steps-per-epoch 1"
