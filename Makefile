@@ -182,9 +182,9 @@ docs-images: tpusim $(B)/tests/bench_hbm
 	$(BIN) viz --headless --cycle 2600 --png docs/viz-128.png
 	@mkdir -p docs/teaching
 	$(BIN) viz --cores 1 --m 8 --n 256 --k 256 --headless --cycle 1300 --png docs/teaching/ex1-batch8.png
-	$(BIN) viz --cores 1 --m 512 --n 256 --k 256 --headless --cycle 1900 --png docs/teaching/ex1-batch512.png
-	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 7100 --png docs/teaching/ex2-n130.png
-	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 1250 --png docs/teaching/ex3-bf16x3.png
+	$(BIN) viz --cores 1 --m 512 --n 256 --k 256 --headless --cycle 2400 --png docs/teaching/ex1-batch512.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 7115 --png docs/teaching/ex2-n130.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 2240 --png docs/teaching/ex3-bf16x3.png
 	$(BIN) viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png docs/teaching/ex4-infeed.png
 	$(BIN) viz --pipeline docs/examples/train-naive.json --steps 24 --headless --png docs/teaching/ex4-pipeline-naive.png
 	$(BIN) viz --pipeline docs/examples/train-prefetch.json --steps 24 --headless --png docs/teaching/ex4-pipeline-prefetch.png

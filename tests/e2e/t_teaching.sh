@@ -6,13 +6,18 @@ expect_status 0 "$TPUSIM" matmul --m 8 --n 256 --k 256 --json;   u8=$(echo "$OUT
 expect_status 0 "$TPUSIM" matmul --m 512 --n 256 --k 256 --json; u512=$(echo "$OUT" | j 'd["mxu_utilization"]')
 /usr/bin/python3 -c "import sys; assert float(sys.argv[1]) < 0.1 < 0.8 < float(sys.argv[2])" "$u8" "$u512" || die "batch 8 vs 512: $u8 $u512"
 expect_status 0 "$TPUSIM" viz --cores 1 --m 8 --n 256 --k 256 --headless --cycle 1300 --png ex1.png
+expect_status 0 "$TPUSIM" viz --cores 1 --m 512 --n 256 --k 256 --headless --cycle 2400 --png ex1-512.png --json
+echo "$OUT" | j '[t for t in d["tiles"] if t["stream_start"] + t["k"] + t["n"] - 2 <= 2400 < t["stream_start"] + t["m"]]' | grep -q "'m': 512" \
+  || die "exercise 1's batch-512 picture is not while a tile's rows fill the whole array"
 # 2. N = 130: two more tiles than N = 128, lower utilization
 expect_status 0 "$TPUSIM" matmul --chip teach --m 64 --n 128 --k 16 --json; a=$(echo "$OUT" | j 'd["tiles"], d["mxu_utilization"]')
 expect_status 0 "$TPUSIM" matmul --chip teach --m 64 --n 130 --k 16 --json; b=$(echo "$OUT" | j 'd["tiles"], d["mxu_utilization"]')
 /usr/bin/python3 -c "import sys; a=eval(sys.argv[1]); b=eval(sys.argv[2]); assert b[0] == a[0] + 2 and b[1] < a[1]" "$a" "$b" || die "N=130: $a $b"
-expect_status 0 "$TPUSIM" viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 7100 --png ex2.png --json
-echo "$OUT" | j '[t for t in d["tiles"] if t["n"] == 2 and t["stream_start"] <= 7100 < t["last_result"]]' | grep -q "'n': 2" \
+expect_status 0 "$TPUSIM" viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 7115 --png ex2.png --json
+echo "$OUT" | j '[t for t in d["tiles"] if t["stream_start"] <= 7115 < t["last_result"]]' | grep -q "'n': 2" \
   || die "exercise 2's picture is not during a 2-column tile"
+[ "$(echo "$OUT" | j 'len([t for t in d["tiles"] if t["n"] != 2 and t["load_start"] <= 7115 < t["last_result"]])')" = 0 ] \
+  || die "exercise 2's picture shows a full tile beside the 2-column one"
 # 3. precision passes: cycles x3 and x6, error falls
 for p in bf16 bf16x3 bf16x6; do
   expect_status 0 "$TPUSIM" matmul --chip teach --m 64 --n 64 --k 64 --precision $p --json
@@ -23,7 +28,9 @@ c = {p: eval(open(p + ".txt").read()) for p in ("bf16", "bf16x3", "bf16x6")}
 assert 2.5 < c["bf16x3"][0] / c["bf16"][0] < 3.5 and 5 < c["bf16x6"][0] / c["bf16"][0] < 7, c
 assert c["bf16x6"][1] < c["bf16x3"][1] < c["bf16"][1] / 100, c
 PY
-expect_status 0 "$TPUSIM" viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 1250 --png ex3.png
+expect_status 0 "$TPUSIM" viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 2240 --png ex3.png --json
+echo "$OUT" | j '[t for t in d["tiles"] if t["stream_start"] <= 2240 < t["last_result"]]' | grep -q "'m': 32" \
+  || die "exercise 3's picture is not while the array computes"
 # 4. the naive pipeline waits more for input than the prefetching one
 expect_status 0 "$TPUSIM" train --model mlp --level timing --steps-per-epoch 60 --pipeline "$TPU_ROOT/docs/examples/train-naive.json" --json
 n=$(echo "$OUT" | j 'd["input_wait_fraction"]')
