@@ -113,8 +113,8 @@ static tpu_sim_tiling tiling_of(int64_t vmem, int64_t S, int64_t M, int64_t N, i
   t.MB = (M + t.mt - 1) / t.mt;
   t.NB = (N + t.nt - 1) / t.nt;
   t.KB = (K + t.kt - 1) / t.kt;
-  t.cache_a = t.NB > 1 && M * K * 4 <= vmem / 8;
-  t.cache_b = t.MB > 1 && K * N * 4 <= vmem / 8;
+  t.cache_a = t.NB > 1 && 4.0 * (double)M * (double)K <= (double)(vmem / 8);   /* doubles: M, K up to 2^31 */
+  t.cache_b = t.MB > 1 && 4.0 * (double)K * (double)N <= (double)(vmem / 8);
   return t;
 }
 
