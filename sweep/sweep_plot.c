@@ -155,6 +155,15 @@ static tpu_status write_pair(const char *base, tpu_text *dat, tpu_text *gp, bool
   return gnuplot(p, quiet, err, cap);
 }
 
+tpu_status tpu_sweep_gnuplot(const char *base, const char *dat, size_t ndat, const char *gp, size_t ngp, bool quiet,
+                             char *err, size_t errcap) {
+  if (!strchr(base, '/')) return sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: expected DIR/NAME", base);
+  tpu_text d = { 0 }, g = { 0 };
+  tpu_text_printf(&d, "%.*s", (int)ndat, dat);
+  tpu_text_printf(&g, "%.*s", (int)ngp, gp);
+  return write_pair(base, &d, &g, quiet, err, errcap);
+}
+
 /* The script's head: PNG terminal, the output beside the script (gnuplot
 ** runs in its directory), labels. */
 static void gp_head(tpu_text *gp, const char *base, const char *title, const char *xl, const char *yl) {
