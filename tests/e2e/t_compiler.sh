@@ -56,3 +56,17 @@ expect_out_contains "HBM bytes per core"
 # one point per layer with MXU work: ResNet-50's 53 convolutions and its dense head
 [ "$(grep -vc '^#' roof/r50.dat)" = 54 ] || die "roofline points: $(grep -vc '^#' roof/r50.dat)"
 # }==
+
+# {== One sweep measures each mechanism: string axes, plotted with their names
+expect_status 0 "$TPUSIM" sweep --out sw -j 1 train --model mobilenetv2@64x64x3:10 --data synthetic --synthetic-n 32 --batch 32 \
+  --level timing --steps-per-epoch 1 --dtype-policy float32,mixed_bfloat16 --set compiler.fusion=false,true
+/usr/bin/python3 - sw/results.csv <<'PY' || die "the sweep over the switches"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), rows
+c = {(r["dtype-policy"], r["compiler.fusion"]): int(r["sim_step_cycles"]) for r in rows}
+assert c[("mixed_bfloat16", "true")] < c[("float32", "true")] < c[("float32", "false")], c
+assert c[("mixed_bfloat16", "true")] < c[("mixed_bfloat16", "false")], c
+PY
+ls sw/images_per_s-vs-dtype-policy-by-compiler.fusion*.png > /dev/null || die "the sweep's plot of a name axis"
+# }==
