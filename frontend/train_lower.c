@@ -175,7 +175,10 @@ static void lower_infeed(lower *w, const fe_plan *p) {
   ** the shard's part of it declared above */
   const bool plan = w->chip->compiler_memory_planning;
   const double arena = w->cc->act_peak_bytes - 4.0 * rows * (double)tpu_fe_shape_size(m->input);
-  if (plan && arena > 0) tensor(w, "activations", 0, A, F, ((int64_t)arena + 3) / 4, 1);
+  if (plan && arena > 0) {   /* rows of 4096 values: a buffer's dimensions stay within the engine's 2^31 */
+    const int64_t vals = ((int64_t)arena + 3) / 4, cols = 4096;
+    tensor(w, "activations", 0, A, F, (vals + cols - 1) / cols, cols);
+  }
   for (int i = 0; i < n; i++) {
     const tpu_fe_layer *l = &m->layers[i];
     if (!plan) tensor(w, "x", i + 1, A, fe_tensor_dtype(p, ft(FE_T_ACT, i + 1)), rows, (int64_t)tpu_fe_shape_size(l->out));
