@@ -70,3 +70,9 @@ assert c[("mixed_bfloat16", "true")] < c[("mixed_bfloat16", "false")], c
 PY
 ls sw/images_per_s-vs-dtype-policy-by-compiler.fusion*.png > /dev/null || die "the sweep's plot of a name axis"
 # }==
+
+# {== A planned arena of more than 2^31 values (12 GB of Xception's activations
+# on one core) is a buffer the engine takes: rows of 4096 values
+expect_status 0 "$TPUSIM" train --model xception@192x192x3:5 --batch 256 --cores 1 --chip tpu-v2-8 --level timing \
+  --data synthetic --synthetic-n 256 --steps-per-epoch 1
+# }==
