@@ -421,11 +421,9 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
   tpu_chip_config chip = t->chip;
   cli_chip_cut(&chip, m->cores);
   tpu_fe_step_costs k;
-  char err[1024];
-  if (o->backend == TPU_FE_BACKEND_SIM) {   /* the same program as the run's timing: only memory can fail */
+  if (o->backend == TPU_FE_BACKEND_SIM) {   /* the run's own timing of the step: only memory can fail */
     json_t *step = NULL;
-    if (tpu_fe_step_costs_of(&t->model, &chip, o->prec, m->per_core_batch, true, &k, err, sizeof err) == TPU_OK)
-      step = cli_step_costs_json(&t->model, &chip, o->batch, &k);
+    if (tpu_fe_run_step_costs(t->run, &k) == TPU_OK) step = cli_step_costs_json(&t->model, &chip, o->batch, &k);
     tpu_fe_step_costs_free(&k);
     if (!step || json_object_set_new(j, "step", step)) { json_decref(j); return NULL; }
   }

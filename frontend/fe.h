@@ -366,6 +366,10 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
 tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cycles, const tpu_fe_step_trace *trace,
                                   tpu_fe_step_timing *out, char *err, size_t errcap);
 void tpu_fe_step_timer_destroy(tpu_fe_step_timer *t);          /* NULL is a no-op */
+/* The per-layer split of the timer's own run (tpu_fe_step_costs_of's, at
+** no wait) into *out, the caller's (tpu_fe_step_costs_free). TPU_OK or
+** TPU_ERR_NOMEM. */
+tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs *out);
 /* }================================================================== */
 
 /* {==================================================================
@@ -657,6 +661,9 @@ tpu_status tpu_fe_run_save(const tpu_fe_run *r, const char *dir, char *err, size
 /* The parameters (*n of them; borrowed, changed by each step), or NULL at
 ** the timing level. */
 const float *tpu_fe_run_params(const tpu_fe_run *r, size_t *n);
+/* The whole-batch step's per-layer split, from the run's own timing of it
+** (tpu_fe_step_timer_costs): *out is the caller's. TPU_OK or TPU_ERR_NOMEM. */
+tpu_status tpu_fe_run_step_costs(const tpu_fe_run *r, tpu_fe_step_costs *out);
 /* The engine program of 'steps' whole-batch steps of the run's model on its
 ** chip, step s's batch ready at ready_cycles[s] (tpu_fe_steps_program),
 ** for a viewer that runs it with its events; the caller owns *out. */

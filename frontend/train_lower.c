@@ -175,8 +175,8 @@ static void lower_infeed(lower *w, const fe_plan *p) {
   ** the shard's part of it declared above */
   const bool plan = w->chip->compiler_memory_planning;
   const double arena = w->cc->act_peak_bytes - 4.0 * rows * (double)tpu_fe_shape_size(m->input);
-  if (plan && arena > 0) {   /* rows of 4096 values: a buffer's dimensions stay within the engine's 2^31 */
-    const int64_t vals = ((int64_t)arena + 3) / 4, cols = 4096;
+  if (plan && arena > 0) {   /* past 2^31 values, rows of 4096 (< 16 KiB more): the engine's bound per dimension */
+    const int64_t vals = ((int64_t)arena + 3) / 4, cols = vals < INT32_MAX ? 1 : 4096;
     tensor(w, "activations", 0, A, F, (vals + cols - 1) / cols, cols);
   }
   for (int i = 0; i < n; i++) {
@@ -785,7 +785,8 @@ static void fill_timing(tpu_fe_step_timing *out, const tpu_fe_model *m, const tp
 ** core's stall cycles. */
 static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tpu_chip_config *chip, bool train,
                              uint64_t macs, uint64_t hbm_bytes, int threads, tpu_fe_step_timing *out,
-                             tpu_sim_stalls *stalls, const tpu_fe_step_trace *trace, char *err, size_t errcap) {
+                             tpu_sim_stalls *stalls, const tpu_fe_step_trace *trace, tpu_sim_result **keep, char *err,
+                             size_t errcap) {
   tpu_sim_result *r = NULL;
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads, .trace = trace != NULL };
   tpu_status st = tpu_sim_run(chip, p, &o, &r);
@@ -798,7 +799,8 @@ static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tp
   fill_timing(out, m, chip, train, macs, hbm_bytes, tpu_sim_result_cycles(r), s);
   if (stalls) memcpy(stalls, s, sizeof s);
   if (trace) tpu_sim_trace_steps_add(trace->out, r, trace->step, trace->t0_us);
-  tpu_sim_result_destroy(r);
+  if (keep) *keep = r;
+  else tpu_sim_result_destroy(r);
   return TPU_OK;
 }
 
@@ -810,11 +812,15 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
   tpu_sim_lower_counts n;
   tpu_sim_program *p = NULL;
   tpu_status st = build(m, chip, prec, rows, train, 1, &infeed_ready_cycles, &p, &n, NULL, NULL, err, errcap);
-  if (!st) st = run_timing(p, m, chip, train, (uint64_t)n.macs, (uint64_t)n.hbm_bytes, threads, out, NULL, trace, err,
-                           errcap);
+  if (!st) st = run_timing(p, m, chip, train, (uint64_t)n.macs, (uint64_t)n.hbm_bytes, threads, out, NULL, trace, NULL,
+                           err, errcap);
   tpu_sim_program_destroy(p);
   return st;
 }
+
+static tpu_status costs_from(const tpu_sim_program *p, const tpu_sim_result *r, const fe_mark *mk, const int *lay,
+                             const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                             const tpu_sim_lower_counts *n, tpu_fe_step_costs *out);   /* below */
 
 /* The step timer (fe.h): the program, and its run at wait 0. */
 struct tpu_fe_step_timer {
@@ -826,6 +832,7 @@ struct tpu_fe_step_timer {
   uint64_t macs, hbm_bytes;
   uint64_t cycles0;            /* the step at wait 0 ... */
   tpu_sim_stalls stalls0[TPU_MAX_CORES];   /* ... and each core's stall cycles */
+  tpu_fe_step_costs costs;     /* that run's per-layer split (tpu_fe_step_timer_costs) */
 };
 
 tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
@@ -835,15 +842,21 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
   if (!t) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   tpu_sim_lower_counts n;
   const uint64_t ready0 = 0;
-  tpu_status st = build(m, chip, prec, rows, train, 1, &ready0, &t->p, &n, NULL, NULL, err, errcap);
-  if (st) { tpu_free(t); return st; }
+  fe_mark *mk = NULL;
+  int *lay = NULL;
+  tpu_status st = build(m, chip, prec, rows, train, 1, &ready0, &t->p, &n, &mk, &lay, err, errcap);
+  if (st) { tpu_free(mk); tpu_free(lay); tpu_free(t); return st; }
   *t = (tpu_fe_step_timer){ .m = m, .chip = *chip, .train = train, .threads = threads, .p = t->p,
                             .macs = (uint64_t)n.macs, .hbm_bytes = (uint64_t)n.hbm_bytes };
   tpu_fe_step_timing tm;
-  if ((st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, t->stalls0, NULL, err, errcap))) {
-    tpu_fe_step_timer_destroy(t);
-    return st;
-  }
+  tpu_sim_result *r = NULL;
+  st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, t->stalls0, NULL, &r, err, errcap);
+  if (!st && (st = costs_from(t->p, r, mk, lay, m, chip, prec, &n, &t->costs)) != TPU_OK)
+    snprintf(err, errcap, "out of memory");
+  tpu_sim_result_destroy(r);
+  tpu_free(mk);
+  tpu_free(lay);
+  if (st) { tpu_fe_step_timer_destroy(t); return st; }
   t->cycles0 = tm.step_cycles;
   *out = t;
   return TPU_OK;
@@ -851,6 +864,7 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
 
 void tpu_fe_step_timer_destroy(tpu_fe_step_timer *t) {
   if (!t) return;
+  tpu_fe_step_costs_free(&t->costs);
   tpu_sim_program_destroy(t->p);
   tpu_free(t);
 }
@@ -864,7 +878,7 @@ tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cy
       tpu_status st = tpu_sim_infeed(t->p, c, 1, &infeed_ready_cycles);
       if (st) { snprintf(err, errcap, "%s", tpu_sim_program_error(t->p)); return st; }
     }
-    return run_timing(t->p, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->threads, out, NULL, trace, err,
+    return run_timing(t->p, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->threads, out, NULL, trace, NULL, err,
                       errcap);
   }
   /* every op follows the infeed: the step at wait 0, later by the wait,
@@ -910,6 +924,33 @@ static void finish_costs(tpu_fe_step_costs *out, const tpu_chip_config *chip, tp
   }
 }
 
+/* The per-layer split of run r of program p (marks mk, layers lay from
+** build), counts n the lowering's. TPU_OK or TPU_ERR_NOMEM. */
+static tpu_status costs_from(const tpu_sim_program *p, const tpu_sim_result *r, const fe_mark *mk, const int *lay,
+                             const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                             const tpu_sim_lower_counts *n, tpu_fe_step_costs *out) {
+  memset(out, 0, sizeof *out);
+  if (!(out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer))) return TPU_ERR_NOMEM;
+  out->n = m->nlayers + 1;
+  for (int i = 0; i < out->n; i++) out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .group = -1 };
+  uint64_t end = 0, prev = 0;
+  for (int k = 0; lay[k] != INT_MIN; k++) {
+    tpu_fe_layer_cost *c = &out->layer[lay[k] >= 0 ? lay[k] : m->nlayers];
+    for (int i = mk[k].op0; i < mk[k].op1; i++) add_op(p, r, i, c, &end);
+    c->cycles += (double)(end - prev);
+    prev = end;
+    c->hbm_bytes += mk[k].bytes;
+    c->flops += mk[k].macs;
+    if (c->group < 0) c->group = mk[k].kernel;
+  }
+  out->layer[m->nlayers].cycles += (double)(tpu_sim_result_cycles(r) - prev);
+  out->step_cycles = tpu_sim_result_cycles(r);
+  out->hbm_bytes = n->hbm_bytes;
+  memcpy(out->class_bytes, n->class_bytes, sizeof out->class_bytes);
+  finish_costs(out, chip, prec);
+  return TPU_OK;
+}
+
 tpu_status tpu_fe_step_costs_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                                 bool train, tpu_fe_step_costs *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
@@ -920,36 +961,22 @@ tpu_status tpu_fe_step_costs_of(const tpu_fe_model *m, const tpu_chip_config *ch
   int *lay = NULL;
   const uint64_t ready0 = 0;
   tpu_status st = build(m, chip, prec, rows, train, 1, &ready0, &p, &n, &mk, &lay, err, errcap);
-  if (!st && !(out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer))) st = TPU_ERR_NOMEM;
   if (!st && (st = tpu_sim_run(chip, p, &(tpu_sim_options){ .level = TPU_FIDELITY_TIMING, .threads = 1 }, &r)))
     snprintf(err, errcap, "%s", tpu_sim_program_error(p));
-  if (!st) {
-    out->n = m->nlayers + 1;
-    for (int i = 0; i < out->n; i++) out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .group = -1 };
-    uint64_t end = 0, prev = 0;
-    for (int k = 0; lay[k] != INT_MIN; k++) {
-      tpu_fe_layer_cost *c = &out->layer[lay[k] >= 0 ? lay[k] : m->nlayers];
-      for (int i = mk[k].op0; i < mk[k].op1; i++) add_op(p, r, i, c, &end);
-      c->cycles += (double)(end - prev);
-      prev = end;
-      c->hbm_bytes += mk[k].bytes;
-      c->flops += mk[k].macs;
-      if (c->group < 0) c->group = mk[k].kernel;
-    }
-    out->layer[m->nlayers].cycles += (double)(tpu_sim_result_cycles(r) - prev);
-    out->step_cycles = tpu_sim_result_cycles(r);
-    out->hbm_bytes = n.hbm_bytes;
-    memcpy(out->class_bytes, n.class_bytes, sizeof out->class_bytes);
-    finish_costs(out, chip, prec);
-  } else if (st == TPU_ERR_NOMEM) {
-    snprintf(err, errcap, "out of memory");
-  }
+  if (!st && (st = costs_from(p, r, mk, lay, m, chip, prec, &n, out)) != TPU_OK) snprintf(err, errcap, "out of memory");
   tpu_sim_result_destroy(r);
   tpu_sim_program_destroy(p);
   tpu_free(mk);
   tpu_free(lay);
-  if (st) tpu_fe_step_costs_free(out);
   return st;
+}
+
+tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs *out) {
+  *out = t->costs;
+  out->layer = tpu_malloc((size_t)t->costs.n * sizeof *out->layer);
+  if (!out->layer) { memset(out, 0, sizeof *out); return TPU_ERR_NOMEM; }
+  memcpy(out->layer, t->costs.layer, (size_t)t->costs.n * sizeof *out->layer);
+  return TPU_OK;
 }
 
 void tpu_fe_step_costs_free(tpu_fe_step_costs *c) {
