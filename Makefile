@@ -191,7 +191,7 @@ docs-images: tpusim $(B)/tests/bench_hbm
 	$(BIN) viz --chip teach --model mlp --batch 64 --headless --png docs/teaching/ex5-allreduce.png
 	rm -rf build/seed-sweep && $(BIN) sweep --out build/seed-sweep -j 2 train \
 	  --model seed_cnn,vgg19@192x192x3:5,xception@192x192x3:5,resnet152v2@192x192x3:5 --batch 32,64,128,256 \
-	  --cores 1,2,4,8 --chip tpu-v2-8 --level timing --data synthetic --synthetic-n 2936 --epochs 1 > /dev/null || true   # 16 points do not fit HBM (docs/SWEEPS.md)
+	  --cores 1,2,4,8 --chip tpu-v2-8 --level timing --data synthetic --synthetic-n 2936 --epochs 1 > /dev/null || true   # 1 point does not fit HBM (docs/SWEEPS.md)
 	cp "build/seed-sweep/images_per_s-vs-batch-by-cores-model=vgg19@192x192x3:5.png" docs/sweep-seed-vgg19.png
 	docs/teaching/ex6-dataflow.sh $(BIN) docs/teaching/ex6-dataflow.png
 # The main job: mlp on Fashion-MNIST on a simulated tpu-v2-8, 2 epochs, fed by

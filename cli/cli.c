@@ -177,6 +177,11 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
 }
 /* }================================================================== */
 
+int cli_dtype_policy(const char *cmd, const char *v, tpu_fe_dtype_policy *out) {
+  if (tpu_fe_dtype_policy_parse(v, out)) return 0;
+  return cli_usage_error(cmd, "--dtype-policy: expected mixed_bfloat16 or float32 (Keras' policy names), got '%s'", v);
+}
+
 int cli_precision(const char *cmd, const char *v, tpu_precision *out) {
   if (tpu_precision_parse(v, out)) return 0;
   return cli_usage_error(cmd, "--precision: expected bf16, bf16x3 or bf16x6, got '%s'", v);

@@ -35,6 +35,7 @@
 #include <stdio.h>
 
 #include "base/base.h"
+#include "frontend/fe.h"
 #include "sim/sim.h"
 #include "sweep/sweep.h"
 
@@ -135,6 +136,8 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
 
 /* --precision V: bf16, bf16x3 or bf16x6 into *out; 0, or 2 after a message. */
 int cli_precision(const char *cmd, const char *v, tpu_precision *out);
+/* --dtype-policy V (Keras' names) into *out; 0, or 2 after a message. */
+int cli_dtype_policy(const char *cmd, const char *v, tpu_fe_dtype_policy *out);
 
 /* What parse functions return to let the command go on; anything else is
 ** the exit status (0 after --help, 2 after a usage error). The sweep's

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli_int.h"
+#include "cli/sim_report.h"
 #include "datafeed/df.h"
 #include "frontend/fe.h"
 #include "sim/sim.h"
@@ -65,6 +66,9 @@ static const char HELP[] =
   "                         precision; reference: OpenBLAS f32, no simulation\n"
   "  --level tile|timing    tile (default): values and time; timing: time only\n"
   "  --precision P          bf16 (default), bf16x3, bf16x6\n"
+  "  --dtype-policy P       mixed_bfloat16 (default: bf16 activations and their gradients,\n"
+  "                         f32 weights and optimizer state, as TPUs train) or float32\n"
+  "                         (Keras' policy names; docs/COMPILER.md)\n"
   "  --seed S               seed for initialization, dropout and shuffling (default:\n"
   "                         the model's \"seed\")\n"
   "  --threads T            host threads running the cores (default: CPUs online);\n"
@@ -78,7 +82,7 @@ static const char HELP[] =
   "  --resume               continue from DIR's checkpoint (results identical to an\n"
   "                         uninterrupted run)\n";
 
-enum { OPT_BACKEND = 1, OPT_LEVEL, OPT_PRECISION };
+enum { OPT_BACKEND = 1, OPT_LEVEL, OPT_PRECISION, OPT_POLICY };
 
 typedef struct opts {
   const char *model, *data, *trace, *csv, *ckpt, *pipeline;
@@ -87,6 +91,7 @@ typedef struct opts {
   tpu_fe_backend_kind backend;
   tpu_fidelity level;
   tpu_precision prec;
+  tpu_fe_dtype_policy policy;
   bool resume;
   cli_common com;
 } opts;
@@ -107,6 +112,8 @@ static int option(void *ud, int id, const char *v) {
       return cli_usage_error(CMD, "--level: expected tile or timing, got '%s'", v);
     o->level = strcmp(v, "tile") ? TPU_FIDELITY_TIMING : TPU_FIDELITY_TILE;
     return 0;
+  case OPT_POLICY:
+    return cli_dtype_policy(CMD, v, &o->policy);
   default:
     return cli_precision(CMD, v, &o->prec);
   }
@@ -125,7 +132,7 @@ static int parse_args(int argc, char **argv, opts *o) {
     CLI_LONG("threads", &o->threads, 1, 256), CLI_LONG("synthetic-n", &o->synth_n, 1, INT_MAX),
     CLI_LONG("seed", &o->seed, 0, 2147483647L),
     CLI_ID("backend", OPT_BACKEND, NULL), CLI_ID("level", OPT_LEVEL, NULL), CLI_ID("precision", OPT_PRECISION, NULL),
-    CLI_FLAG("resume", &o->resume),
+    CLI_ID("dtype-policy", OPT_POLICY, NULL), CLI_FLAG("resume", &o->resume),
   };
   const int rc = cli_parse(CMD, argc, argv, table, CLI_NOPTS(table), &o->com, option, o);
   if (rc) return rc;
@@ -201,6 +208,7 @@ typedef struct train_cli {
 static int create_run(const opts *o, train_cli *t) {
   int rc = cli_load_chip(CMD, &o->com, &t->chip);
   if (rc || (rc = cli_load_model(CMD, o->model, o->com.json, &t->model, &t->ignored))) return rc;
+  t->model.policy = o->policy;
   const int cores = o->cores ? (int)o->cores : t->chip.cores;
   if (cores > t->chip.cores)
     return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, t->chip.name, t->chip.cores);
@@ -384,6 +392,7 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
                         "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
                         "data", o->data, "epochs", m->epochs_done, "steps_per_epoch", (int)m->steps_per_epoch,
                         "parameters", (json_int_t)t->model.nparams);
+  json_object_set_new(j, "dtype_policy", json_string(tpu_fe_dtype_policy_name(t->model.policy)));
   /* a resumed run reports the whole run; epochs_run says how much of it this invocation ran */
   const int run = m->epochs_done - m->first_epoch;
   json_object_set_new(j, "epochs_run", json_integer(run > 0 ? run : 0));
@@ -408,6 +417,16 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
   json_object_set_new(j, "wall_s", cli_json_real(t->wall));   /* this invocation's */
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", history_json(m));
+  /* the step's table: where one step's time and bytes go, per layer */
+  tpu_chip_config chip = t->chip;
+  cli_chip_cut(&chip, m->cores);
+  tpu_fe_step_costs k;
+  if (o->backend == TPU_FE_BACKEND_SIM) {   /* the run's own timing of the step: only memory can fail */
+    json_t *step = NULL;
+    if (tpu_fe_run_step_costs(t->run, &k) == TPU_OK) step = cli_step_costs_json(&t->model, &chip, o->batch, &k);
+    tpu_fe_step_costs_free(&k);
+    if (!step || json_object_set_new(j, "step", step)) { json_decref(j); return NULL; }
+  }
   json_object_set_new(j, "tpusim_version", json_string(TPU_VERSION));
   if (t->ignored) json_object_set(j, "keras_ignored", t->ignored);
   return j;

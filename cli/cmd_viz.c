@@ -55,6 +55,7 @@ static const char HELP[] =
   "                         chip cut as tpusim matmul and train cut it (default: all)\n"
   "  --seed S               seed for random N(0,1) inputs (default 1)\n"
   "  --precision P          bf16 (1 pass, default), bf16x3 or bf16x6 (3 or 6 passes)\n"
+  "  --dtype-policy P       with --model: mixed_bfloat16 (default) or float32, as tpusim train\n"
   "  --core C               core shown first (1-based, default 1)\n"
   "  --cycle C              first cycle shown (default: the selected core's first\n"
   "                         weight load, where something first happens in the array)\n"
@@ -80,13 +81,14 @@ static const char HELP[] =
 
 #define CMD "viz"
 
-enum { OPT_PRECISION = 1, OPT_SIZE };
+enum { OPT_PRECISION = 1, OPT_SIZE, OPT_POLICY };
 
 typedef struct viz_opts {
   long m, n, k, seed, core, cycle, frames, every, cores, batch, infeed_ready, steps;   /* 0: not given */
   long per_core;               /* with --model: the run's split of --batch (which it sets) */
   double speed, scale;
   tpu_precision prec;
+  tpu_fe_dtype_policy policy;  /* with --model */
   bool prec_given, headless;
   int width, height;
   const char *out_dir, *script, *png, *gif, *program, *model, *pipeline;
@@ -103,6 +105,7 @@ static int option(void *ud, int id, const char *v) {
     o->prec_given = true;
     return cli_precision(CMD, v, &o->prec);
   }
+  if (id == OPT_POLICY) return cli_dtype_policy(CMD, v, &o->policy);
   char *e = (char *)"?";                       /* --size WxH */
   long w = 0, h = 0;
   errno = 0;
@@ -122,7 +125,7 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_LONG("cycle", &o->cycle, 0, LONG_MAX), CLI_LONG("frames", &o->frames, 1, 100000),
     CLI_LONG("every", &o->every, 1, LONG_MAX), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
     CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("infeed-ready", &o->infeed_ready, 0, (long)TPU_SIM_MAX_CYCLES),
-    CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL),
+    CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL), CLI_ID("dtype-policy", OPT_POLICY, NULL),
     CLI_STR("model", &o->model, "--model needs a name or a file"),
     CLI_STR("program", &o->program, "--program needs a file name"),
     CLI_STR("pipeline", &o->pipeline, "--pipeline needs a datafeed JSON file"), CLI_LONG("steps", &o->steps, 1, 200),
@@ -226,6 +229,7 @@ static int create_model(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   tpu_fe_model model;
   tpu_fe_run *run = NULL;
   int rc = cli_load_model(CMD, o->model, false, &model, NULL);
+  model.policy = o->policy;
   if (rc || (rc = create_run(o, chip, &model, &run))) { tpu_fe_run_destroy(run); return rc; }
   tpu_sim_program *p = NULL;
   const uint64_t ready = (uint64_t)o->infeed_ready;
@@ -291,6 +295,7 @@ static int create_pipeline(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v
   int rc = ready && waits ? 0 : cli_runtime_error(CMD, "out of memory");
   tpu_status st = rc ? TPU_OK : tpu_fe_model_load(o->model, &model, err, sizeof err);
   if (!rc && st) rc = cli_fail(CMD, st, "%s", err);
+  model.policy = o->policy;
   if (!rc) rc = create_run(o, chip, &model, &run);
   if (!rc) rc = pipeline_steps(o, run, ready, waits);
   if (!rc && (st = tpu_fe_run_program(run, (int)o->steps, ready, &p, err, sizeof err)))

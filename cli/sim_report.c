@@ -86,3 +86,57 @@ int cli_sim_write_trace(const tpu_sim_result *r, const char *path) {
   errno = e;
   return rc;
 }
+
+const char *cli_layer_name(const tpu_fe_model *m, int i, char *buf, size_t cap) {
+  const tpu_fe_layer *l = &m->layers[i];
+  if (l->name[0]) snprintf(buf, cap, "%s", l->name);
+  else snprintf(buf, cap, "%s_%d", tpu_fe_layer_kind_name(l->kind), i);
+  return buf;
+}
+
+/* The step's table (--chip): per layer its share of the step. */
+void cli_step_costs_text(const tpu_fe_model *m, const tpu_chip_config *chip, long batch, const tpu_fe_step_costs *k) {
+  char nm[64];
+  const double us = 1e6 / (chip->clock_mhz * 1e6), step = (double)k->step_cycles;
+  printf("\nTraining step on %s: batch %ld (%ld per core), dtype policy %s, fusion %s, implicit convolution %s\n",
+         chip->name, batch, batch / chip->cores, tpu_fe_dtype_policy_name(m->policy), chip->compiler_fusion ? "on" : "off",
+         chip->compiler_implicit_conv ? "on" : "off");
+  printf("%-34s %7s %11s %6s %5s %12s %12s %9s\n", "Layer", "Kernel", "Time (us)", "%", "Bound", "GFLOP", "HBM MB",
+         "FLOP/B");
+  for (int i = 0; i < k->n; i++) {
+    const tpu_fe_layer_cost *c = &k->layer[i];
+    char g[16] = "-";
+    if (c->group >= 0) snprintf(g, sizeof g, "k%d", c->group);
+    printf("%-34s %7s %11.1f %6.2f %5s %12.3f %12.3f %9.1f\n", i < m->nlayers ? cli_layer_name(m, i, nm, sizeof nm)
+           : "(infeed, loss, all-reduce, update)", g, c->cycles * us, 100.0 * c->cycles / step, c->bound ? c->bound : "-",
+           c->flops / 1e9, c->hbm_bytes / 1e6, c->hbm_bytes > 0 ? c->flops / c->hbm_bytes : 0.0);
+  }
+  const double *b = k->class_bytes;
+  printf("Step: %llu cycles (%.3f ms); HBM bytes per core %.1f MB: activations %.1f, parameters %.1f, gradients "
+         "%.1f, optimizer state %.1f\n", (unsigned long long)k->step_cycles, step * us / 1000.0, k->hbm_bytes / 1e6,
+         b[TPU_SIM_T_ACTIVATION] / 1e6, b[TPU_SIM_T_PARAMETER] / 1e6, b[TPU_SIM_T_GRADIENT] / 1e6,
+         b[TPU_SIM_T_OPTIMIZER] / 1e6);
+}
+
+json_t *cli_step_costs_json(const tpu_fe_model *m, const tpu_chip_config *chip, long batch, const tpu_fe_step_costs *k) {
+  char nm[64];
+  json_t *a = json_array();
+  for (int i = 0; a && i < k->n; i++) {
+    const tpu_fe_layer_cost *c = &k->layer[i];
+    json_t *o = json_pack("{s:s?, s:i, s:f, s:f, s:s?, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "name",
+                          i < m->nlayers ? cli_layer_name(m, i, nm, sizeof nm) : NULL, "kernel", c->group, "cycles",
+                          c->cycles, "time_s", c->cycles / (chip->clock_mhz * 1e6), "bound", c->bound, "flops", c->flops,
+                          "hbm_bytes", c->hbm_bytes, "intensity", c->hbm_bytes > 0 ? c->flops / c->hbm_bytes : 0.0,
+                          "mxu_cycles", c->mxu_cycles, "vpu_cycles", c->vpu_cycles, "hbm_cycles", c->hbm_cycles,
+                          "ici_cycles", c->ici_cycles);
+    if (!o || json_array_append_new(a, o)) { json_decref(a); a = NULL; }
+  }
+  const double *b = k->class_bytes;
+  return json_pack("{s:s, s:I, s:s, s:b, s:b, s:I, s:f, s:{s:f, s:f, s:f, s:f}, s:o*}", "chip", chip->name,
+                   "batch", (json_int_t)batch, "dtype_policy", tpu_fe_dtype_policy_name(m->policy), "fusion",
+                   chip->compiler_fusion, "implicit_conv", chip->compiler_implicit_conv, "step_cycles",
+                   (json_int_t)k->step_cycles, "hbm_bytes", k->hbm_bytes, "hbm_bytes_by_class", "activations",
+                   b[TPU_SIM_T_ACTIVATION], "parameters", b[TPU_SIM_T_PARAMETER], "gradients", b[TPU_SIM_T_GRADIENT],
+                   "optimizer_state", b[TPU_SIM_T_OPTIMIZER], "layers", a);
+}
+

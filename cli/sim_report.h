@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "frontend/fe.h"
 #include "sim/sim.h"
 
 /* Adds "cycles", "time_s", "stall" (the six parts in cycles, summed over
@@ -21,4 +22,14 @@ json_t *cli_sim_stalls_json(const tpu_sim_stalls *s);
 void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip);
 /* Writes the trace to 'path' atomically; 0 or -1 with errno set. */
 int cli_sim_write_trace(const tpu_sim_result *r, const char *path);
+
+/* Layer i's name, or "<kind>_<i>" for a layer without one, in buf. */
+const char *cli_layer_name(const tpu_fe_model *m, int i, char *buf, size_t cap);
+/* One training step's costs (tpu_fe_step_costs_of) on 'chip' for a global
+** batch of 'batch': the per-layer table (time, bound, FLOPs, HBM bytes,
+** intensity, fused kernel) and the step's HBM bytes by class, as text on
+** stdout or as the "step" JSON object (NULL when out of memory). */
+void cli_step_costs_text(const tpu_fe_model *m, const tpu_chip_config *chip, long batch, const tpu_fe_step_costs *k);
+json_t *cli_step_costs_json(const tpu_fe_model *m, const tpu_chip_config *chip, long batch,
+                            const tpu_fe_step_costs *k);
 #endif

@@ -126,6 +126,17 @@ typedef struct tpu_fe_optimizer {
 /* Layers of one model at most: ResNet152V2 has 564 Keras layers. The
 ** model stays a plain value (copied by assignment) at about 256 KiB. */
 #define TPU_FE_MAX_LAYERS 1024
+/* Keras' dtype policies (tf.keras.mixed_precision): where a step keeps its
+** values. mixed_bfloat16, the one TPU training uses and the default: each
+** layer's output and its gradient are bf16 (in HBM, and rounded so in the
+** value path), the last layer's output (the logits the loss reads) f32 as
+** Keras' mixed-precision guide has it; weights, their gradients and the
+** optimizer state f32. float32: everything f32. docs/COMPILER.md. */
+typedef enum tpu_fe_dtype_policy { TPU_FE_MIXED_BFLOAT16 = 0, TPU_FE_FLOAT32 } tpu_fe_dtype_policy;
+const char *tpu_fe_dtype_policy_name(tpu_fe_dtype_policy p);   /* "mixed_bfloat16", "float32"; "?" */
+/* Parses a policy name; 1 and *out set, or 0 (unknown) leaving *out. */
+int tpu_fe_dtype_policy_parse(const char *s, tpu_fe_dtype_policy *out);
+
 typedef struct tpu_fe_model {
   char name[64];
   tpu_fe_shape input;
@@ -139,6 +150,7 @@ typedef struct tpu_fe_model {
   size_t max_cols;             /* largest per-sample im2col buffer (floats) */
   size_t max_wx;               /* largest depthwise kernel expanded to its block-diagonal GEMM
                                   operand, kh*kw*C x C*depth_multiplier (floats; 0: none) */
+  tpu_fe_dtype_policy policy;  /* not from the file: the run's (--dtype-policy), mixed_bfloat16 unless set */
 } tpu_fe_model;
 
 /* Names of the built-in models, NULL-terminated. */
@@ -305,6 +317,37 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
                         int rows, bool train, uint64_t infeed_ready_cycles, int threads,
                         tpu_fe_step_timing *out, const tpu_fe_step_trace *trace,
                         char *err, size_t errcap);
+/* Where one step's time and bytes go, layer by layer (the report of
+** `tpusim model NAME --batch B --chip C` and of train --json): the step
+** lowered and run once at the timing level on core 0's program (every
+** core runs the same), each plan step's ops attributed to its layer. */
+typedef struct tpu_fe_layer_cost {
+  int layer;                   /* model layer, or -1: the step's own parts (infeed, loss, all-reduce, optimizer) */
+  double cycles;               /* how far its ops moved the step's end (the entries add up to the step) */
+  double mxu_cycles;           /* its units' work: the matmuls' MXU time, ... */
+  double vpu_cycles;           /* ... the VPU ops', ... */
+  double hbm_cycles;           /* ... its bytes at the core's share of the chip's HBM bandwidth, ... */
+  double ici_cycles;           /* ... and the collectives' */
+  double flops;                /* 2 x the multiply-adds it asks of the MXU (one pass) */
+  double hbm_bytes;            /* moved by its DMAs */
+  int group;                   /* the first fused kernel (docs/COMPILER.md) it is part of, or -1 */
+  const char *bound;           /* "MXU", "VPU", "HBM" or "ICI": the largest of its four units' work; NULL
+                                  when it has none of its own (a view; a layer whose work runs in the
+                                  fused kernel of an earlier one, which the kernel's first layer reports) */
+} tpu_fe_layer_cost;
+typedef struct tpu_fe_step_costs {
+  uint64_t step_cycles;
+  int n;                       /* entries of layer: the model's layers + 1 */
+  tpu_fe_layer_cost *layer;    /* layer i at i, the step's own parts last (owned; tpu_fe_step_costs_free) */
+  double hbm_bytes;            /* the step's, per core */
+  double class_bytes[TPU_SIM_T_NCLASS];   /* the same by what they move (tpu_sim_tensor_class: activations and
+                                             their gradients, parameters, gradients, optimizer state) */
+} tpu_fe_step_costs;
+/* Errors: those of tpu_fe_time_step. */
+tpu_status tpu_fe_step_costs_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                bool train, tpu_fe_step_costs *out, char *err, size_t errcap);
+void tpu_fe_step_costs_free(tpu_fe_step_costs *c);             /* frees what it owns; NULL is a no-op */
+
 /* A step timer: the timing of one step for any number of infeed waits,
 ** the step lowered and run on the engine once. The step's program does not
 ** depend on the wait (its infeed queue does), and every op in it follows
@@ -323,6 +366,10 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
 tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cycles, const tpu_fe_step_trace *trace,
                                   tpu_fe_step_timing *out, char *err, size_t errcap);
 void tpu_fe_step_timer_destroy(tpu_fe_step_timer *t);          /* NULL is a no-op */
+/* The per-layer split of the timer's own run (tpu_fe_step_costs_of's, at
+** no wait) into *out, the caller's (tpu_fe_step_costs_free). TPU_OK or
+** TPU_ERR_NOMEM. */
+tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs *out);
 /* }================================================================== */
 
 /* {==================================================================
@@ -614,6 +661,9 @@ tpu_status tpu_fe_run_save(const tpu_fe_run *r, const char *dir, char *err, size
 /* The parameters (*n of them; borrowed, changed by each step), or NULL at
 ** the timing level. */
 const float *tpu_fe_run_params(const tpu_fe_run *r, size_t *n);
+/* The whole-batch step's per-layer split, from the run's own timing of it
+** (tpu_fe_step_timer_costs): *out is the caller's. TPU_OK or TPU_ERR_NOMEM. */
+tpu_status tpu_fe_run_step_costs(const tpu_fe_run *r, tpu_fe_step_costs *out);
 /* The engine program of 'steps' whole-batch steps of the run's model on its
 ** chip, step s's batch ready at ready_cycles[s] (tpu_fe_steps_program),
 ** for a viewer that runs it with its events; the caller owns *out. */

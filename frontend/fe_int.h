@@ -148,7 +148,7 @@ typedef struct fe_step {
   bool fused;                  /* runs inside the previous step's loop (GEMM epilogue, loss) */
   fe_gemm_step gemm;           /* FE_STEP_GEMM */
   fe_vpu_step vpu;             /* FE_STEP_VPU */
-  fe_window win;               /* IM2COL, COL2IM, POOL, POOL_BWD */
+  fe_window win;               /* IM2COL, COL2IM, POOL, POOL_BWD; a layer's GEMMs (a convolution's) */
   tpu_fe_layer_kind pool;      /* POOL, POOL_BWD: TPU_FE_MAXPOOL or TPU_FE_AVGPOOL */
   int64_t rows, cols;          /* VIEW, POOL*, COL2IM, DROPOUT_MASK: the output's pixels x channels;
                                   CONCAT, SPLIT: pixels x the input's channels */
@@ -175,6 +175,63 @@ tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu
 void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
 /* "fwd", "loss", "bwd", ... */
 const char *fe_phase_name(fe_phase ph);
+/* Where the model's dtype policy keeps tensor t (fe.h): under
+** mixed_bfloat16 a layer's output ACT j (0 < j < nlayers: not the input as
+** the pipeline gives it, not the logits) and every activation gradient
+** (DACT, DTMP, MID, DMID; not the loss's gradient of the logits) are bf16,
+** everything else f32; under float32 everything. An im2col matrix (COLS)
+** is its source's: the caller says which (the forward's, or dX's
+** dcols, a gradient). The value path rounds what is bf16 as it is written,
+** the timing path stores it so: one program. */
+tpu_sim_dtype fe_tensor_dtype(const fe_plan *p, fe_tensor t);
+/* }================================================================== */
+
+/* {==================================================================
+** The step compiler (compile.c; docs/COMPILER.md): what the timing path
+** fuses and forms on chip, decided over a plan for a chip's switches
+** (compiler.fusion, compiler.implicit_conv)
+** ================================================================== */
+enum { FE_KERNEL_MAX_IO = 4, FE_KERNEL_MAX_MEMBERS = 12 };
+/* A fused element-wise kernel: plan steps [first, last], one R x C walk,
+** in one or two passes. Pass 0 (when red >= 0) runs members first..red,
+** red's reduction last; pass 1 runs members from..last. Each pass loads
+** its tensors once a tile (load[]: dtype, and the member that takes it:
+** the pass's first member its chain input, then each member its other
+** operand) and stores what a step after the kernel reads (store[]). */
+typedef struct fe_kernel_pass {
+  int from, to;                /* members (plan steps) it runs */
+  int nload, nstore;
+  tpu_sim_dtype load_dt[FE_KERNEL_MAX_IO], store_dt[FE_KERNEL_MAX_IO];
+  int store_step[FE_KERNEL_MAX_IO];   /* the member whose result each store is */
+  int chain;                   /* the load that is the first member's chain input, or -1 */
+  int other[FE_KERNEL_MAX_MEMBERS];   /* member from+i's other operand: a load, or -1 */
+} fe_kernel_pass;
+typedef struct fe_kernel {
+  int first, last;
+  int red;                     /* the member whose reduction needs a first pass, or -1 */
+  int64_t rows, cols;
+  fe_kernel_pass pass[2];      /* pass[0] used when red >= 0 */
+} fe_kernel;
+typedef struct fe_step_compiled {
+  int kernel;                  /* the kernel it is part of, or -1 */
+  bool stats;                  /* a GEMM reducing the next batch norm's statistics in its epilogue */
+  bool stats_fused;            /* a batch norm whose statistics its producer reduced */
+  bool skip;                   /* done elsewhere (a col2im summed in its dX GEMM's VMEM) */
+  double a_share;              /* a GEMM's implicit A (tpu_sim_lower_gemm.a_share), or 0 */
+  double c_window_pixels;      /* a dX GEMM's col2im window: input pixels per block row (x its channels:
+                                  tpu_sim_lower_gemm.c_window), or 0 */
+} fe_step_compiled;
+typedef struct fe_compiled {
+  fe_step_compiled *step;      /* [plan->nsteps] */
+  fe_kernel *kernels;
+  int nkernels;
+  double act_peak_bytes;       /* activations and their gradients in HBM: the most live at once ... */
+  double act_sum_bytes;        /* ... and all of them (each tensor its own space) */
+} fe_compiled;
+/* The compiler's decisions over plan p for chip's switches; *out owns
+** them (fe_compiled_destroy). TPU_ERR_NOMEM or TPU_OK. */
+tpu_status fe_compile(const fe_plan *p, const tpu_chip_config *chip, fe_compiled **out);
+void fe_compiled_destroy(fe_compiled *c);                 /* NULL is a no-op */
 /* }================================================================== */
 
 /* {==================================================================

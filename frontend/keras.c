@@ -703,7 +703,8 @@ static tpu_status common_options(lctx *x) {
     note(K, x->node, "trainable false", "the layer is trained (tpusim trains every layer, and BatchNormalization "
          "uses batch statistics in training)");
   if (!dtype_is_f32(v = take(x, "dtype")))
-    note_kv(K, x->node, "dtype", v, "values are f32 (reference backend) or bf16 MXU operands (sim backend)");
+    note_kv(K, x->node, "dtype", v, "a layer's own policy is not modelled: every layer follows the run's "
+            "--dtype-policy (mixed_bfloat16 unless given)");
   v = take(x, "data_format");
   if (v && !json_is_null(v) && strcmp(str_or(v, ""), "channels_last"))
     return kfail(K, x->node, "data_format", "'%s' is not supported: tpusim stores activations channels last "

@@ -533,12 +533,45 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   }
 }
 
+/* Tensor t's values in the workspace, their count (0: not one the policy
+** may keep in bf16). */
+static size_t policy_elems(exec *e, fe_tensor t) {
+  const tpu_fe_model *m = e->p->model;
+  const size_t rows = (size_t)e->p->rows;
+  switch (t.kind) {
+  case FE_T_ACT: case FE_T_DACT: case FE_T_DTMP:
+    return rows * tpu_fe_shape_size(t.layer ? m->layers[t.layer - 1].out : m->input);
+  case FE_T_MID: case FE_T_DMID: {
+    const tpu_fe_layer *L = &m->layers[t.layer];
+    return rows * (size_t)L->out.h * (size_t)L->out.w * (size_t)L->in.c * (size_t)L->depth_multiplier;
+  }
+  default: return 0;
+  }
+}
+/* What the dtype policy keeps in bf16 is rounded so as a step writes it
+** (fe_tensor_dtype), on the simulated chip: its later readers see the
+** stored values, as the timing path stores them. The reference backend is
+** the f32 baseline and keeps f32. */
+static void store_as_policy(exec *e, fe_tensor t) {
+  if (e->be->kind != TPU_FE_BACKEND_SIM || fe_tensor_dtype(e->p, t) != TPU_SIM_BF16) return;
+  const size_t n = policy_elems(e, t);
+  if (n) tpu_bf16_round_array(tensor_of(e, t), n);
+}
+static void store_outputs(exec *e, const fe_step *s) {
+  switch (s->kind) {
+  case FE_STEP_GEMM: store_as_policy(e, s->gemm.c); break;
+  case FE_STEP_VPU: store_as_policy(e, s->vpu.out); store_as_policy(e, s->vpu.out2); break;
+  default: store_as_policy(e, s->out); break;
+  }
+}
+
 static tpu_status run_phases(exec *e, fe_phase from, fe_phase to) {
   for (int k = 0; k < e->p->nsteps; k++) {
     const fe_step *s = &e->p->steps[k];
     if (s->phase < from || s->phase > to) continue;
     tpu_status st = run_step(e, s);
     if (st) return st;
+    store_outputs(e, s);
   }
   return TPU_OK;
 }

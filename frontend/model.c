@@ -23,6 +23,16 @@ const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
 }
 
+static const char *const POLICY_NAMES[] = { "mixed_bfloat16", "float32" };
+const char *tpu_fe_dtype_policy_name(tpu_fe_dtype_policy p) {
+  return (unsigned)p <= TPU_FE_FLOAT32 ? POLICY_NAMES[p] : "?";
+}
+int tpu_fe_dtype_policy_parse(const char *s, tpu_fe_dtype_policy *out) {
+  for (int i = 0; i <= TPU_FE_FLOAT32; i++)
+    if (!strcmp(s, POLICY_NAMES[i])) { *out = (tpu_fe_dtype_policy)i; return 1; }
+  return 0;
+}
+
 /* The built-in models share their frame: a 28x28x1 input, softmax
 ** cross-entropy, adam at 0.001, seed 1. */
 #define BUILTIN_JSON(name, layers)                                                     \

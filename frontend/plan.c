@@ -32,6 +32,17 @@ const char *fe_phase_name(fe_phase ph) {
 }
 
 static fe_tensor T(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
+
+tpu_sim_dtype fe_tensor_dtype(const fe_plan *p, fe_tensor t) {
+  if (p->model->policy != TPU_FE_MIXED_BFLOAT16) return TPU_SIM_F32;
+  const int n = p->model->nlayers;
+  switch (t.kind) {
+  case FE_T_ACT: return t.layer > 0 && t.layer < n ? TPU_SIM_BF16 : TPU_SIM_F32;
+  case FE_T_DACT: return t.layer < n ? TPU_SIM_BF16 : TPU_SIM_F32;
+  case FE_T_DTMP: case FE_T_MID: case FE_T_DMID: return TPU_SIM_BF16;
+  default: return TPU_SIM_F32;
+  }
+}
 static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w; }
 static bool has_params(const tpu_fe_layer *l) { return l->nw || l->nb; }   /* trainable ones */
 static bool is_dw(const tpu_fe_layer *l) { return l->kind == TPU_FE_DEPTHWISE || l->kind == TPU_FE_SEPARABLE; }
@@ -85,6 +96,7 @@ static fe_gemm_step *gemm(builder *b, const char *what, int M, int N, int K, boo
   s->gemm = (fe_gemm_step){ .what = what, .M = M, .N = N, .K = K, .ta = ta, .tb = tb, .acc = false,
                             .swapped = fe_gemm_swapped(prec, ta, tb, M, N, K),
                             .passes = tpu_precision_passes(prec), .a = a, .b = bb, .c = c };
+  if (b->layer >= 0) s->win = window_of(&b->p->model->layers[b->layer]);   /* a convolution's geometry */
   return &s->gemm;
 }
 static fe_step *vpu(builder *b, tpu_vpu_op op, int64_t rows, int64_t cols, fe_tensor x, fe_tensor y, fe_tensor out,

@@ -391,6 +391,10 @@ tpu_status tpu_fe_run_save(const tpu_fe_run *r, const char *dir, char *err, size
   return tpu_fe_ckpt_save(dir, &r->tr, &ck, err, errcap);
 }
 
+tpu_status tpu_fe_run_step_costs(const tpu_fe_run *r, tpu_fe_step_costs *out) {
+  return tpu_fe_step_timer_costs(r->timer, out);
+}
+
 const float *tpu_fe_run_params(const tpu_fe_run *r, size_t *n) {
   *n = r->numerics ? r->model.nparams : 0;
   return r->numerics ? r->tr.params : NULL;

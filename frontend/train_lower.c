@@ -71,8 +71,9 @@
 ** and its VMEM buffers live only within it.
 **
 ** Memory. Every tensor (activations, parameters, gradients, optimizer
-** state) lives in HBM in f32, declared whole in the lowering's view group
-** "hbm" (the labels in "labels": nothing writes those views, so when the
+** state) lives in HBM, f32 or bf16 by the dtype policy, declared whole in
+** the lowering's view group "hbm" (its bf16 twin for bf16 tensors; handles
+** of the f32 group count parameters, gradients and state apart) (the labels in "labels": nothing writes those views, so when the
 ** program is run at the tile level they stay valid class indices, zeros);
 ** each op streams tiles into VMEM by DMA and its results back (sim.h: the
 ** tile budget, double buffering, operands kept in VMEM). The loss walks
@@ -93,14 +94,27 @@
 ** overlapping the reduction with the backward pass (buckets), and the HBM
 ** traffic of the collective itself (the engine does not model it).
 **
-** Not modelled: bf16 storage of activations (everything is f32 in HBM),
-** layout changes beyond free views (flatten, im2col's gather is charged as
+** The step compiler (compile.c, docs/COMPILER.md) changes what the table
+** above says, each mechanism a chip switch: with compiler.fusion a run of
+** element-wise steps (BN, BN_BWD, unfused VPU steps, views) is one kernel
+** (lower_kernel: per tile its loads once, its members' VPU ops, its
+** stores of what is read after it; BN_BWD in two passes), and a forward
+** GEMM whose result a training BN reads reduces its statistics in the
+** epilogue; with compiler.implicit_conv a convolution's A tiles move their
+** share of the input's window and dX sums its taps in VMEM (COL2IM
+** skipped); with compiler.memory_planning the activations are one arena of
+** their liveness peak. Storage follows the model's dtype policy: a bf16
+** tensor's tiles are in the bf16 view group (2 bytes a value). With all
+** off and float32, the table above is the whole story.
+**
+** Not modelled: layout changes beyond free views (flatten, im2col's gather is charged as
 ** the bytes it reads), the RNG of dropout masks, exact col2im bytes for
 ** strided or 'valid' convolutions (the tap-wise sum is over dX-shaped tiles,
 ** exact for stride 1 'same'), padding of the flat optimizer vector to whole
 ** rows of lanes (at most lanes-1 values).
 */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +127,10 @@ typedef struct lower {
   tpu_sim_lowering *L;
   const tpu_chip_config *chip;
   tpu_precision prec;
-  int hbm, labels;             /* the view groups of the step's tensors and of its labels */
+  const fe_plan *p;
+  const fe_compiled *cc;       /* the compiler's decisions (compile.c) */
+  int hbm, bf, labels;         /* the view groups of the step's f32 and bf16 activations and of its labels */
+  int wt, gr, os;              /* "hbm" f32 again, its bytes counted as parameters, gradients, optimizer state */
   int grads;                   /* the gradients' tensor (the all-reduce's operand) */
   int step;                    /* the training step being lowered */
 } lower;
@@ -125,11 +142,23 @@ static void vpu(lower *w, tpu_vpu_op fn, int x, int y, int z, int o0, int o1, in
   tpu_sim_lower_vpu(w->L, fn, (const int[3]){ x, y, z }, (const int[3]){ o0, o1, o2 }, prm);
 }
 /* A whole tensor "WHATi" of the step in HBM (declared once; 'cls' counts it). */
-static int tensor(lower *w, const char *what, int i, tpu_sim_tensor_class cls, int64_t r, int64_t c) {
+static int tensor(lower *w, const char *what, int i, tpu_sim_tensor_class cls, tpu_sim_dtype dt, int64_t r,
+                  int64_t c) {
   char name[64];
   snprintf(name, sizeof name, "%s%d", what, i);
-  return tpu_sim_lower_tensor(w->L, name, "hbm", cls, r, c, NULL);
+  return tpu_sim_lower_tensor(w->L, name, "hbm", cls, dt, r, c, NULL);
 }
+/* The view group a plan tensor's tiles are in: its dtype's. */
+static int group(const lower *w, tpu_sim_dtype dt) { return dt == TPU_SIM_BF16 ? w->bf : w->hbm; }
+static int view(const lower *w, fe_tensor t) {
+  switch (t.kind) {
+  case FE_T_W: case FE_T_B: case FE_T_W2: case FE_T_WX: case FE_T_PARAMS: return w->wt;
+  case FE_T_DW: case FE_T_DB: case FE_T_DW2: case FE_T_DWX: case FE_T_GRADS: return w->gr;
+  case FE_T_OPT: return w->os;
+  default: return group(w, fe_tensor_dtype(w->p, t));
+  }
+}
+static fe_tensor ft(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
 
 /* {==================================================================
 ** The plan's steps, lowered one by one
@@ -140,28 +169,41 @@ static void lower_infeed(lower *w, const fe_plan *p) {
   const tpu_fe_model *m = p->model;
   const int n = m->nlayers, rows = p->rows, chip_cols = w->chip->mxu.cols;
   const tpu_sim_tensor_class A = TPU_SIM_T_ACTIVATION;
-  int x0 = tensor(w, "x", 0, A, rows, (int64_t)tpu_fe_shape_size(m->input) + 1);   /* + the label */
+  const tpu_sim_dtype F = TPU_SIM_F32, mid = fe_tensor_dtype(p, ft(FE_T_MID, 0));
+  int x0 = tensor(w, "x", 0, A, F, rows, (int64_t)tpu_fe_shape_size(m->input) + 1);   /* + the label */
+  /* planned: one arena of the activations' peak by liveness (compile.c),
+  ** the shard's part of it declared above */
+  const bool plan = w->chip->compiler_memory_planning;
+  const double arena = w->cc->act_peak_bytes - 4.0 * rows * (double)tpu_fe_shape_size(m->input);
+  if (plan && arena > 0) {   /* past 2^31 values, rows of 4096 (< 16 KiB more): the engine's bound per dimension */
+    const int64_t vals = ((int64_t)arena + 3) / 4, cols = vals < INT32_MAX ? 1 : 4096;
+    tensor(w, "activations", 0, A, F, (vals + cols - 1) / cols, cols);
+  }
   for (int i = 0; i < n; i++) {
     const tpu_fe_layer *l = &m->layers[i];
-    tensor(w, "x", i + 1, A, rows, (int64_t)tpu_fe_shape_size(l->out));
+    if (!plan) tensor(w, "x", i + 1, A, fe_tensor_dtype(p, ft(FE_T_ACT, i + 1)), rows, (int64_t)tpu_fe_shape_size(l->out));
     if (l->kind != TPU_FE_DEPTHWISE && l->kind != TPU_FE_SEPARABLE) continue;
     const int64_t cm = (int64_t)l->in.c * l->depth_multiplier;   /* and its block-diagonal weights */
     const fe_gemm_step g = { .M = 1, .N = (int)cm, .K = l->kh * l->kw * l->in.c, .dw = l->in.c };
     int64_t M, N, K, wx = 0;
     for (int b = 0; fe_gemm_dw_block(&g, chip_cols, b, &M, &N, &K); b++) wx += N * K;
-    tensor(w, "wx", i + 1, A, wx, 1);   /* a working tensor of the step, counted with the activations */
-    if (l->kind == TPU_FE_SEPARABLE) tensor(w, "mid", i + 1, A, rows, (int64_t)l->out.h * l->out.w * cm);
-    if (l->kind == TPU_FE_SEPARABLE && p->train) tensor(w, "gmid", i + 1, A, rows, (int64_t)l->out.h * l->out.w * cm);
+    tensor(w, "wx", i + 1, A, F, wx, 1);   /* a working tensor of the step, counted with the activations */
+    if (plan) continue;
+    if (l->kind == TPU_FE_SEPARABLE) tensor(w, "mid", i + 1, A, mid, rows, (int64_t)l->out.h * l->out.w * cm);
+    if (l->kind == TPU_FE_SEPARABLE && p->train)
+      tensor(w, "gmid", i + 1, A, mid, rows, (int64_t)l->out.h * l->out.w * cm);
   }
   w->grads = 0;
   if (p->train) {
-    for (int i = 0; i < n; i++) tensor(w, "g", i + 1, A, rows, (int64_t)tpu_fe_shape_size(m->layers[i].out));
-    tensor(w, "params", 0, TPU_SIM_T_PARAMETER, (int64_t)m->nparams, 1);
-    w->grads = tensor(w, "grads", 0, TPU_SIM_T_GRADIENT, (int64_t)m->nparams, 1);
+    for (int i = 0; i < n && !plan; i++)
+      tensor(w, "g", i + 1, A, fe_tensor_dtype(p, ft(FE_T_DACT, i + 1)), rows,
+             (int64_t)tpu_fe_shape_size(m->layers[i].out));
+    tensor(w, "params", 0, TPU_SIM_T_PARAMETER, F, (int64_t)m->nparams, 1);
+    w->grads = tensor(w, "grads", 0, TPU_SIM_T_GRADIENT, F, (int64_t)m->nparams, 1);
     int state = m->opt.kind == TPU_FE_ADAM ? 2 : m->opt.kind == TPU_FE_MOMENTUM ? 1 : 0;
-    for (int k = 0; k < state; k++) tensor(w, "opt_state", k, TPU_SIM_T_OPTIMIZER, (int64_t)m->nparams, 1);
+    for (int k = 0; k < state; k++) tensor(w, "opt_state", k, TPU_SIM_T_OPTIMIZER, F, (int64_t)m->nparams, 1);
   } else {
-    tensor(w, "params", 0, TPU_SIM_T_PARAMETER, (int64_t)m->nparams, 1);
+    tensor(w, "params", 0, TPU_SIM_T_PARAMETER, F, (int64_t)m->nparams, 1);
   }
   /* a later step asks for its batch when the step before has ended (its
   ** last op: the optimizer's last store), as a training loop does */
@@ -179,12 +221,20 @@ static void lower_infeed(lower *w, const fe_plan *p) {
 ** multiply-adds as useful, not the zeros the array multiplies. */
 static tpu_sim_lower_gemm gemm_of(const lower *w, const fe_plan *p, int k) {
   const fe_gemm_step *s = &p->steps[k].gemm;
+  const fe_step_compiled *c = &w->cc->step[k];
+  /* an im2col matrix is its source's: the input's (forward, dW), or dX's
+  ** dcols, a gradient of the input */
+  const fe_tensor src = { FE_T_ACT, p->model->layers[p->steps[k].layer].inputs[0] + 1 },
+                  dsrc = { FE_T_DACT, src.layer };
   tpu_sim_lower_gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb,
-                           .a = w->hbm, .b = w->hbm, .c = w->hbm, .prec = w->prec };
+                           .a = view(w, s->a.kind == FE_T_COLS ? src : s->a), .b = view(w, s->b),
+                           .c = view(w, s->c.kind == FE_T_COLS ? dsrc : s->c), .prec = w->prec,
+                           .stats = c->stats ? w->hbm : 0, .a_share = c->a_share,
+                           .c_window = (int64_t)ceil(c->c_window_pixels * p->steps[k].win.c) };
   for (int j = k + 1; j < p->nsteps && p->steps[j].fused && p->steps[j].kind == FE_STEP_VPU; j++) {
     const tpu_vpu_op op = p->steps[j].vpu.op;
-    if (op == TPU_VPU_BIAS_ADD) g.bias = w->hbm;
-    else if (op == TPU_VPU_COL_SUM) g.db = w->hbm;
+    if (op == TPU_VPU_BIAS_ADD) g.bias = w->wt;
+    else if (op == TPU_VPU_COL_SUM) g.db = w->gr;
     else g.act = op, g.has_act = true;
   }
   return g;
@@ -202,6 +252,7 @@ static void lower_gemm(lower *w, const fe_plan *p, int k) {
     g.N = N;
     g.K = K;
     g.useful = (uint64_t)M * (uint64_t)N * (uint64_t)K / (uint64_t)kg;
+    g.c_window = (int64_t)ceil(w->cc->step[k].c_window_pixels * (double)kg);   /* this block's channels */
     tpu_sim_lower_gemm_add(w->L, &g);
   }
 }
@@ -214,7 +265,8 @@ static void lower_dw_expand(lower *w, const fe_step *s) {
   const fe_gemm_step g = { .M = 1, .N = (int)s->cols, .K = (int)s->rows, .dw = s->win.c };   /* a forward's */
   int64_t M, N, K;
   for (int b = 0; !failed(w) && fe_gemm_dw_block(&g, w->chip->mxu.cols, b, &M, &N, &K); b++)
-    tpu_sim_lower_ewise_add(w->L, w->hbm, &(tpu_sim_lower_ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
+    tpu_sim_lower_ewise_add(w->L, s->kind == FE_STEP_DW_EXPAND ? w->wt : w->gr,
+                            &(tpu_sim_lower_ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
 }
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row
@@ -279,15 +331,15 @@ static void lower_update(lower *w, const tpu_fe_model *m) {
   int slot = 0;
   for (int64_t r0 = 0; r0 < totrows && !failed(w); r0 += rt, slot ^= 1) {
     const int64_t ri = min64(rt, totrows - r0);
-    int pp = tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_P, slot, r0, 0, ri, ct, "params dma");
-    int gg = tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_G, slot, r0, 0, ri, ct, "grads dma");
-    int mm = state >= 1 ? tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_M, slot, r0, 0, ri, ct, "state dma") : 0;
-    int vv = state >= 2 ? tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_V, slot, r0, 0, ri, ct, "state dma") : 0;
+    int pp = tpu_sim_lower_load(L, w->wt, TPU_SIM_R_P, slot, r0, 0, ri, ct, "params dma");
+    int gg = tpu_sim_lower_load(L, w->gr, TPU_SIM_R_G, slot, r0, 0, ri, ct, "grads dma");
+    int mm = state >= 1 ? tpu_sim_lower_load(L, w->os, TPU_SIM_R_M, slot, r0, 0, ri, ct, "state dma") : 0;
+    int vv = state >= 2 ? tpu_sim_lower_load(L, w->os, TPU_SIM_R_V, slot, r0, 0, ri, ct, "state dma") : 0;
     tpu_sim_lower_flush(L);
     vpu(w, fn, gg, 0, 0, pp, mm, vv, &op);
-    tpu_sim_lower_defer(L, pp, w->hbm, r0, 0, ri, ct, "params dma");
-    if (mm) tpu_sim_lower_defer(L, mm, w->hbm, r0, 0, ri, ct, "state dma");
-    if (vv) tpu_sim_lower_defer(L, vv, w->hbm, r0, 0, ri, ct, "state dma");
+    tpu_sim_lower_defer(L, pp, w->wt, r0, 0, ri, ct, "params dma");
+    if (mm) tpu_sim_lower_defer(L, mm, w->os, r0, 0, ri, ct, "state dma");
+    if (vv) tpu_sim_lower_defer(L, vv, w->os, r0, 0, ri, ct, "state dma");
   }
   tpu_sim_lower_flush(L);
 }
@@ -295,24 +347,25 @@ static void lower_update(lower *w, const tpu_fe_model *m) {
 /* Pool backward: for each output tile, dY once, then per tap: maxpool a
 ** select against the forward input's tap (relu_grad's cost), avgpool the
 ** scaled dY; each result goes to its tap of dX. */
-static void lower_pool_bwd(lower *w, bool maxpool, int taps, int64_t R, int64_t C, const tpu_vpu_params *scale) {
+static void lower_pool_bwd(lower *w, int hbm, bool maxpool, int taps, int64_t R, int64_t C,
+                           const tpu_vpu_params *scale) {
   tpu_sim_lowering *L = w->L;
   int slot = 0;
   for (tpu_sim_lower_walk t = tpu_sim_lower_walk_of(L, R, C); tpu_sim_lower_walk_next(L, &t);) {
     const int64_t ri = t.ri, ci = t.ci;
-    int dy = tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_Y, t.n & 1, t.r0, t.c0, ri, ci, "dma");
+    int dy = tpu_sim_lower_load(L, hbm, TPU_SIM_R_Y, t.n & 1, t.r0, t.c0, ri, ci, "dma");
     tpu_sim_lower_flush(L);
     if (!maxpool) {
       vpu(w, TPU_VPU_SCALE, dy, 0, 0, dy, 0, 0, scale);
-      for (int j = 0; j < taps; j++) tpu_sim_lower_store(L, dy, w->hbm, t.r0, t.c0, ri, ci, "dma");
+      for (int j = 0; j < taps; j++) tpu_sim_lower_store(L, dy, hbm, t.r0, t.c0, ri, ci, "dma");
       continue;
     }
     for (int j = 0; j < taps; j++, slot ^= 1) {
-      int x = tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_X, slot, t.r0, t.c0, ri, ci, "dma");
+      int x = tpu_sim_lower_load(L, hbm, TPU_SIM_R_X, slot, t.r0, t.c0, ri, ci, "dma");
       tpu_sim_lower_flush(L);
       int o = tpu_sim_lower_vmem(L, TPU_SIM_R_O, slot, ri, ci);
       vpu(w, TPU_VPU_RELU_GRAD, x, dy, 0, o, 0, 0, NULL);
-      tpu_sim_lower_defer(L, o, w->hbm, t.r0, t.c0, ri, ci, "dma");
+      tpu_sim_lower_defer(L, o, hbm, t.r0, t.c0, ri, ci, "dma");
     }
   }
   tpu_sim_lower_flush(L);
@@ -326,9 +379,10 @@ static void lower_pool(lower *w, const fe_step *s) {
   tpu_vpu_params sc = tpu_vpu_params_default();
   sc.alpha = (float)(1.0 / taps);
   if (s->kind == FE_STEP_POOL)
-    tpu_sim_lower_fold_add(w->L, w->hbm, max ? TPU_VPU_MAX : TPU_VPU_ADD, taps, s->rows, s->cols, max ? NULL : &sc);
+    tpu_sim_lower_fold_add(w->L, view(w, s->out), max ? TPU_VPU_MAX : TPU_VPU_ADD, taps, s->rows, s->cols,
+                           max ? NULL : &sc);
   else
-    lower_pool_bwd(w, max, taps, s->rows, s->cols, &sc);
+    lower_pool_bwd(w, view(w, s->out), max, taps, s->rows, s->cols, &sc);
 }
 
 /* batch_normalization, unfused: each VPU op one pass over the R x C tiles
@@ -357,14 +411,123 @@ static void lower_bn(lower *w, const fe_plan *p, const fe_step *s) {
   const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
                    : p->train ? BN_TRAIN : BN_INFER;
   const bool dx = s->out.kind != FE_T_NONE;
+  const int hbm = s->kind == FE_STEP_BN_MOVING ? w->wt : view(w, s->in);
   for (; t->fn != END; t++)
     if (dx || !(t->flags & BN_DX))
-      tpu_sim_lower_ewise_add(w->L, w->hbm, &(tpu_sim_lower_ewise){ .fn = t->fn, .nin = t->flags & BN_NIN2 ? 2 : 1,
+      tpu_sim_lower_ewise_add(w->L, t->flags & BN_C ? w->wt : hbm, &(tpu_sim_lower_ewise){ .fn = t->fn, .nin = t->flags & BN_NIN2 ? 2 : 1,
                                                                     .mask = t->flags & BN_ONCHIP,
                                                                     .yvec = (t->flags & BN_VEC) == BN_VEC,
                                                                     .reduce = t->flags & BN_REDUCE },
                               t->flags & BN_C ? 1 : s->rows, s->cols);
 }
+
+/* {==================================================================
+** A fused element-wise kernel (compile.c): per tile, its loads once, its
+** members' VPU ops on VMEM, its stores of what is read outside it
+** ================================================================== */
+typedef struct ktile {
+  tpu_sim_lowering *L;
+  int in[FE_KERNEL_MAX_IO];    /* the tile's loads */
+  int vec, mask, tmp, part;    /* on-chip per-channel operands, a scratch tile and a partial sum row */
+  int sums[2];                 /* the reduction's running column sums */
+  int64_t ri;
+  bool first_tile;
+} ktile;
+
+static void op2(ktile *t, tpu_vpu_op fn, int x, int y, int o) {
+  tpu_sim_lower_vpu(t->L, fn, (const int[3]){ x, y, 0 }, (const int[3]){ o, 0, 0 }, NULL);
+}
+/* A column sum of tile x added into running sum i (a one-row tile is its own). */
+static void colsum_into(ktile *t, int x, int i) {
+  const tpu_vpu_op sum = t->ri > 1 ? TPU_VPU_COL_SUM : TPU_VPU_COPY;
+  if (t->first_tile) { op2(t, sum, x, 0, t->sums[i]); return; }
+  op2(t, sum, x, 0, t->part);
+  op2(t, TPU_VPU_ADD, t->sums[i], t->part, t->sums[i]);
+}
+
+/* Member s's ops on the tile: cur its chain input, y its other input (0:
+** none loaded), into dst; 'reduce' the reduction part of the member that
+** has one, else its element-wise part. */
+static void member_ops(ktile *t, const fe_plan *p, const fe_step *s, int cur, int y, int dst, bool reduce) {
+  if (s->kind == FE_STEP_VPU) {
+    const bool two = s->vpu.y.kind != FE_T_NONE || s->vpu.op == TPU_VPU_RELU_GRAD ||
+                     s->vpu.op == TPU_VPU_RELU_CAP_GRAD || s->vpu.op == TPU_VPU_TANH_GRAD ||
+                     s->vpu.op == TPU_VPU_SIGMOID_GRAD;
+    const int second = !two ? 0 : y ? y : s->vpu.y.kind == FE_T_MASK ? t->mask : cur;
+    op2(t, s->vpu.op, cur, second, dst);
+  } else if (s->kind == FE_STEP_BN && reduce) {             /* the batch's mean and variance */
+    colsum_into(t, cur, 0);
+    op2(t, TPU_VPU_MUL, cur, cur, t->tmp);
+    colsum_into(t, t->tmp, 1);
+  } else if (s->kind == FE_STEP_BN) {                       /* scale and shift */
+    op2(t, TPU_VPU_MUL, cur, t->mask, dst);
+    op2(t, TPU_VPU_BIAS_ADD, dst, t->vec, dst);
+  } else if (s->kind == FE_STEP_BN_BWD) {                   /* xhat from x, then dbeta, dgamma or dX */
+    const int x = y ? y : cur;
+    op2(t, TPU_VPU_BIAS_ADD, x, t->vec, t->tmp);
+    op2(t, TPU_VPU_MUL, t->tmp, t->mask, t->tmp);
+    if (reduce) {
+      op2(t, TPU_VPU_MUL, cur, t->tmp, t->tmp);
+      colsum_into(t, cur, 0);
+      colsum_into(t, t->tmp, 1);
+    } else if (s->out.kind) {
+      op2(t, TPU_VPU_MUL, t->tmp, t->mask, t->tmp);
+      op2(t, TPU_VPU_SUB, cur, t->tmp, dst);
+      op2(t, TPU_VPU_BIAS_ADD, dst, t->vec, dst);
+      op2(t, TPU_VPU_MUL, dst, t->mask, dst);
+    }
+  }
+  (void)p;
+}
+
+/* One tile of pass ps (pass 0: up to the reducing member g->red). */
+static void kernel_tile(lower *w, ktile *t, const fe_kernel *g, const fe_kernel_pass *ps, bool reduction,
+                        const tpu_sim_lower_walk *wk) {
+  const fe_plan *p = w->p;
+  tpu_sim_lowering *L = w->L;
+  const int par = wk->n & 1;
+  for (int i = 0; i < ps->nload; i++)
+    t->in[i] = tpu_sim_lower_load(L, group(w, ps->load_dt[i]), TPU_SIM_R_X, 2 * i + par, wk->r0, wk->c0, wk->ri,
+                                  wk->ci, "dma");
+  tpu_sim_lower_flush(L);
+  t->ri = wk->ri;
+  t->vec = tpu_sim_lower_vmem(L, TPU_SIM_R_MASK, 0, 1, wk->ci);
+  t->mask = tpu_sim_lower_vmem(L, TPU_SIM_R_MASK, 1, wk->ri, wk->ci);
+  t->tmp = tpu_sim_lower_vmem(L, TPU_SIM_R_Y, par, wk->ri, wk->ci);
+  t->part = tpu_sim_lower_vmem(L, TPU_SIM_R_PART, 0, 1, wk->ci);
+  t->sums[0] = tpu_sim_lower_vmem(L, TPU_SIM_R_ST, 0, 1, wk->ci);
+  t->sums[1] = tpu_sim_lower_vmem(L, TPU_SIM_R_ST, 1, 1, wk->ci);
+  t->first_tile = wk->r0 == 0;
+  int cur = ps->chain >= 0 ? t->in[ps->chain] : 0, oj = 0;
+  for (int k = ps->from; k <= ps->to && !failed(w); k++) {
+    const fe_step *s = &p->steps[k];
+    if (s->kind == FE_STEP_VIEW || s->kind == FE_STEP_DROPOUT_MASK) continue;
+    const int y = ps->other[k - ps->from] >= 0 ? t->in[ps->other[k - ps->from]] : 0;
+    if (reduction && k == g->red) { member_ops(t, p, s, cur, y, 0, true); break; }
+    const bool stored = oj < ps->nstore && ps->store_step[oj] == k;
+    const int dst = stored ? tpu_sim_lower_vmem(L, TPU_SIM_R_O, 2 * oj + par, wk->ri, wk->ci) : cur;
+    member_ops(t, p, s, cur, y, dst, false);
+    cur = dst;
+    for (; oj < ps->nstore && ps->store_step[oj] == k; oj++)
+      tpu_sim_lower_defer(L, dst, group(w, ps->store_dt[oj]), wk->r0, wk->c0, wk->ri, wk->ci, "dma");
+  }
+}
+
+static void lower_kernel(lower *w, const fe_plan *p, const fe_kernel *g) {
+  ktile t = { .L = w->L };
+  for (int k = g->first; k <= g->last; k++)   /* a batch norm's per-channel factors, once */
+    if (p->steps[k].kind == FE_STEP_BN || p->steps[k].kind == FE_STEP_BN_BWD) {
+      const int v = tpu_sim_lower_vmem(w->L, TPU_SIM_R_ST, 2, 1, g->cols);
+      op2(&t, TPU_VPU_RSQRT, v, 0, v);
+      op2(&t, TPU_VPU_MUL, v, v, v);
+    }
+  for (int pass = g->red >= 0 ? 0 : 1; pass <= 1; pass++) {
+    for (tpu_sim_lower_walk wk = tpu_sim_lower_walk_of(w->L, g->rows, g->cols); tpu_sim_lower_walk_next(w->L, &wk);)
+      kernel_tile(w, &t, g, &g->pass[pass], pass == 0, &wk);
+    tpu_sim_lower_flush(w->L);
+  }
+}
+/* }================================================================== */
 
 /* Starts a section where a step begins a new part of the program: a layer
 ** of a phase (fused steps stay in their GEMM's or the loss's), col2im, or a
@@ -383,24 +546,28 @@ static void step_section(lower *w, const fe_plan *p, const fe_step *s, const fe_
 ** gather the receptive fields) and the dropout mask cost nothing here. */
 static void lower_step(lower *w, const fe_plan *p, int k) {
   const fe_step *s = &p->steps[k];
+  const fe_step_compiled *c = &w->cc->step[k];
+  if (c->skip || (c->kernel >= 0 && w->cc->kernels[c->kernel].first != k)) return;
   step_section(w, p, s, k > 0 ? &p->steps[k - 1] : NULL);
+  if (c->kernel >= 0) { lower_kernel(w, p, &w->cc->kernels[c->kernel]); return; }
   switch (s->kind) {
   case FE_STEP_INFEED: lower_infeed(w, p); break;
   case FE_STEP_GEMM: lower_gemm(w, p, k); break;
   case FE_STEP_VPU:
     if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(w, p, &s->vpu);
     else if (!s->fused)
-      tpu_sim_lower_ewise_add(w->L, w->hbm, &(tpu_sim_lower_ewise){ .fn = s->vpu.op,
+      tpu_sim_lower_ewise_add(w->L, view(w, s->vpu.out), &(tpu_sim_lower_ewise){ .fn = s->vpu.op,
                               .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
                               .mask = s->vpu.y.kind == FE_T_MASK }, s->vpu.rows, s->vpu.cols);
     break;
   case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(w, s); break;
   case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
-    tpu_sim_lower_fold_add(w->L, w->hbm, TPU_VPU_ADD, s->win.kh * s->win.kw, s->rows, s->cols, NULL);
+    tpu_sim_lower_fold_add(w->L, view(w, s->out), TPU_VPU_ADD, s->win.kh * s->win.kw, s->rows, s->cols, NULL);
     break;
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
   case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */
-    tpu_sim_lower_ewise_add(w->L, w->hbm, &(tpu_sim_lower_ewise){ .fn = TPU_VPU_COPY, .nin = 1 }, s->rows, s->cols);
+    tpu_sim_lower_ewise_add(w->L, view(w, s->out), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_COPY, .nin = 1 }, s->rows,
+                            s->cols);
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(w); break;
   case FE_STEP_UPDATE: lower_update(w, p->model); break;
@@ -410,23 +577,49 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   }
 }
 
+/* What lowering plan step k made (of the first training step): ops
+** [op0, op1) of core 0, the bytes its DMAs move, its multiply-adds, its
+** fused kernel (-1). */
+typedef struct fe_mark { int op0, op1, kernel; double bytes, macs; } fe_mark;
+
+static void lower_marked(lower *w, const fe_plan *plan, int k, fe_mark *mark) {
+  tpu_sim_lower_counts a, b;
+  if (mark) tpu_sim_lower_counts_of(w->L, &a);
+  const int op0 = tpu_sim_lower_last_op(w->L) + 1;
+  lower_step(w, plan, k);
+  if (!mark) return;
+  tpu_sim_lower_counts_of(w->L, &b);
+  const int kern = w->cc->step[k].kernel;
+  *mark = (fe_mark){ op0, tpu_sim_lower_last_op(w->L) + 1, kern, b.hbm_bytes - a.hbm_bytes, b.macs - a.macs };
+}
+
 /* Lowers 'nsteps' steps of plan onto core 0 of prog (NULL: counts them),
-** step s's... into *counts. TPU_OK, or the lowering's failure (err). */
+** step s's... into *counts, and each plan step's part of the first into
+** marks[k] (NULL: not wanted). TPU_OK, or the lowering's failure (err). */
 static tpu_status lower_plan(const fe_plan *plan, const tpu_chip_config *chip, tpu_precision prec,
-                             tpu_sim_program *prog, int nsteps, tpu_sim_lower_counts *counts, char *err,
-                             size_t errcap) {
-  lower w = { .chip = chip, .prec = prec };
-  tpu_status st = tpu_sim_lower_create(chip, prog, 0, &w.L, err, errcap);
-  if (st) return st;
-  w.hbm = tpu_sim_lower_views(w.L, "hbm");
-  w.labels = tpu_sim_lower_views(w.L, "labels");
+                             tpu_sim_program *prog, int nsteps, tpu_sim_lower_counts *counts, fe_mark *marks,
+                             char *err, size_t errcap) {
+  lower w = { .chip = chip, .prec = prec, .p = plan };
+  fe_compiled *cc = NULL;
+  tpu_status st = fe_compile(plan, chip, &cc);
+  if (st) { snprintf(err, errcap, "out of memory"); return st; }
+  w.cc = cc;
+  if ((st = tpu_sim_lower_create(chip, prog, 0, &w.L, err, errcap)) != TPU_OK) { fe_compiled_destroy(cc); return st; }
+  const tpu_sim_dtype F = TPU_SIM_F32;
+  w.hbm = tpu_sim_lower_views(w.L, "hbm", F, TPU_SIM_T_ACTIVATION);
+  w.bf = tpu_sim_lower_views(w.L, "hbm", TPU_SIM_BF16, TPU_SIM_T_ACTIVATION);
+  w.wt = tpu_sim_lower_views(w.L, "hbm", F, TPU_SIM_T_PARAMETER);
+  w.gr = tpu_sim_lower_views(w.L, "hbm", F, TPU_SIM_T_GRADIENT);
+  w.os = tpu_sim_lower_views(w.L, "hbm", F, TPU_SIM_T_OPTIMIZER);
+  w.labels = tpu_sim_lower_views(w.L, "labels", F, TPU_SIM_T_ACTIVATION);
   for (w.step = 0; w.step < nsteps && !failed(&w); w.step++) {
     tpu_sim_lower_set_step(w.L, w.step);
-    for (int k = 0; k < plan->nsteps && !failed(&w); k++) lower_step(&w, plan, k);
+    for (int k = 0; k < plan->nsteps && !failed(&w); k++) lower_marked(&w, plan, k, marks && !w.step ? &marks[k] : NULL);
   }
   if ((st = tpu_sim_lower_status(w.L)) != TPU_OK) snprintf(err, errcap, "%s", tpu_sim_lower_error(w.L));
   if (counts) tpu_sim_lower_counts_of(w.L, counts);
   tpu_sim_lower_destroy(w.L);
+  fe_compiled_destroy(cc);
   return st;
 }
 /* }================================================================== */
@@ -438,7 +631,7 @@ static tpu_status lower_plan(const fe_plan *plan, const tpu_chip_config *chip, t
 static tpu_status size_of(const fe_plan *plan, const tpu_chip_config *chip, tpu_precision prec,
                           tpu_fe_step_size *out, char *err, size_t errcap) {
   tpu_sim_lower_counts n;
-  tpu_status st = lower_plan(plan, chip, prec, NULL, 1, &n, err, errcap);
+  tpu_status st = lower_plan(plan, chip, prec, NULL, 1, &n, NULL, err, errcap);
   if (st) return st;
   const double *t = n.tensor_bytes;
   *out = (tpu_fe_step_size){ .ops_per_core = n.ops,
@@ -468,10 +661,12 @@ static tpu_status check_size(const tpu_fe_step_size *z, const fe_plan *plan, int
   const double hcap = chip->hbm_capacity_gib * 1073741824.0;
   if (per_chip > hcap) {
     snprintf(err, errcap, "%s on %s at %d samples per core: the step's tensors need %.0f bytes of HBM per chip "
-             "(%d cores per chip, each holding activations and their gradients %.0f, parameters %.0f, gradients "
+             "(%d cores per chip, each holding activations and their gradients %.0f%s, parameters %.0f, gradients "
              "%.0f, optimizer state %.0f), more than its capacity of %.0f bytes (hbm.capacity_gib %g)", m->name,
-             chip->name, plan->rows, per_chip, chip->cores_per_chip, z->activation_bytes, z->parameter_bytes,
-             z->gradient_bytes, z->optimizer_state_bytes, hcap, chip->hbm_capacity_gib);
+             chip->name, plan->rows, per_chip, chip->cores_per_chip, z->activation_bytes,
+             chip->compiler_memory_planning ? " at their planned peak" : " (each tensor its own space: "
+             "compiler.memory_planning is off)", z->parameter_bytes, z->gradient_bytes, z->optimizer_state_bytes, hcap,
+             chip->hbm_capacity_gib);
     return TPU_ERR_RANGE;
   }
   return TPU_OK;
@@ -490,10 +685,12 @@ static tpu_status plan_of(const tpu_fe_model *m, const tpu_chip_config *chip, tp
 }
 
 /* Builds the program of 'nsteps' steps into *out, step s's batch ready at
-** ready[s]; *counts (may be NULL) gets core 0's ops, bytes and MACs. */
+** ready[s]; *counts (may be NULL) gets core 0's ops, bytes and MACs; with
+** 'marks' not NULL, *marks gets each plan step's marks (fe_mark; the
+** caller's, tpu_free) and *layers their layers. */
 static tpu_status build(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows, bool train,
                         int nsteps, const uint64_t *ready, tpu_sim_program **out, tpu_sim_lower_counts *counts,
-                        char *err, size_t errcap) {
+                        fe_mark **marks, int **layers, char *err, size_t errcap) {
   *out = NULL;
   if (!m || !chip || rows < 1 || m->nlayers < 1 || chip->cores < 1 || chip->cores > TPU_MAX_CORES) {
     snprintf(err, errcap, "the step program needs a model, a chip of 1..%d cores and rows >= 1 (got %d)",
@@ -513,7 +710,14 @@ static tpu_status build(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_
   ** in the one program, each op tagged with its step. */
   if (!st && (st = tpu_sim_program_reserve(p, 0, (int64_t)z.ops_per_core * nsteps)) != TPU_OK)
     snprintf(err, errcap, "%s", tpu_sim_program_error(p));
-  if (!st) st = lower_plan(plan, chip, prec, p, nsteps, counts, err, errcap);
+  if (!st && marks) {
+    *marks = tpu_calloc((size_t)plan->nsteps + 1, sizeof **marks);
+    *layers = tpu_calloc((size_t)plan->nsteps + 1, sizeof **layers);
+    if (!*marks || !*layers) { st = TPU_ERR_NOMEM; snprintf(err, errcap, "out of memory"); }
+    for (int k = 0; !st && k < plan->nsteps; k++) (*layers)[k] = plan->steps[k].layer;
+    if (!st) (*layers)[plan->nsteps] = INT_MIN;   /* the end */
+  }
+  if (!st) st = lower_plan(plan, chip, prec, p, nsteps, counts, marks ? *marks : NULL, err, errcap);
   if (!st && (st = tpu_sim_infeed(p, 0, nsteps, ready)) != TPU_OK) snprintf(err, errcap, "%s", tpu_sim_program_error(p));
   for (int c = 1; c < chip->cores && !st; c++)
     if ((st = tpu_sim_program_share(p, 0, c)) != TPU_OK) snprintf(err, errcap, "%s", tpu_sim_program_error(p));
@@ -541,7 +745,7 @@ tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chi
 tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap) {
-  return build(m, chip, prec, rows, train, 1, &infeed_ready_cycles, out, NULL, err, errcap);
+  return build(m, chip, prec, rows, train, 1, &infeed_ready_cycles, out, NULL, NULL, NULL, err, errcap);
 }
 
 tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
@@ -552,7 +756,7 @@ tpu_status tpu_fe_steps_program(const tpu_fe_model *m, const tpu_chip_config *ch
     snprintf(err, errcap, "steps: expected 1..1000 training steps with their ready cycles, got %d", steps);
     return TPU_ERR_INPUT;
   }
-  return build(m, chip, prec, rows, true, steps, ready_cycles, out, NULL, err, errcap);
+  return build(m, chip, prec, rows, true, steps, ready_cycles, out, NULL, NULL, NULL, err, errcap);
 }
 /* }================================================================== */
 
@@ -581,7 +785,8 @@ static void fill_timing(tpu_fe_step_timing *out, const tpu_fe_model *m, const tp
 ** core's stall cycles. */
 static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tpu_chip_config *chip, bool train,
                              uint64_t macs, uint64_t hbm_bytes, int threads, tpu_fe_step_timing *out,
-                             tpu_sim_stalls *stalls, const tpu_fe_step_trace *trace, char *err, size_t errcap) {
+                             tpu_sim_stalls *stalls, const tpu_fe_step_trace *trace, tpu_sim_result **keep, char *err,
+                             size_t errcap) {
   tpu_sim_result *r = NULL;
   tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = threads < 1 ? 1 : threads, .trace = trace != NULL };
   tpu_status st = tpu_sim_run(chip, p, &o, &r);
@@ -594,7 +799,8 @@ static tpu_status run_timing(tpu_sim_program *p, const tpu_fe_model *m, const tp
   fill_timing(out, m, chip, train, macs, hbm_bytes, tpu_sim_result_cycles(r), s);
   if (stalls) memcpy(stalls, s, sizeof s);
   if (trace) tpu_sim_trace_steps_add(trace->out, r, trace->step, trace->t0_us);
-  tpu_sim_result_destroy(r);
+  if (keep) *keep = r;
+  else tpu_sim_result_destroy(r);
   return TPU_OK;
 }
 
@@ -605,12 +811,16 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
   memset(out, 0, sizeof *out);
   tpu_sim_lower_counts n;
   tpu_sim_program *p = NULL;
-  tpu_status st = build(m, chip, prec, rows, train, 1, &infeed_ready_cycles, &p, &n, err, errcap);
-  if (!st) st = run_timing(p, m, chip, train, (uint64_t)n.macs, (uint64_t)n.hbm_bytes, threads, out, NULL, trace, err,
-                           errcap);
+  tpu_status st = build(m, chip, prec, rows, train, 1, &infeed_ready_cycles, &p, &n, NULL, NULL, err, errcap);
+  if (!st) st = run_timing(p, m, chip, train, (uint64_t)n.macs, (uint64_t)n.hbm_bytes, threads, out, NULL, trace, NULL,
+                           err, errcap);
   tpu_sim_program_destroy(p);
   return st;
 }
+
+static tpu_status costs_from(const tpu_sim_program *p, const tpu_sim_result *r, const fe_mark *mk, const int *lay,
+                             const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                             const tpu_sim_lower_counts *n, tpu_fe_step_costs *out);   /* below */
 
 /* The step timer (fe.h): the program, and its run at wait 0. */
 struct tpu_fe_step_timer {
@@ -622,6 +832,7 @@ struct tpu_fe_step_timer {
   uint64_t macs, hbm_bytes;
   uint64_t cycles0;            /* the step at wait 0 ... */
   tpu_sim_stalls stalls0[TPU_MAX_CORES];   /* ... and each core's stall cycles */
+  tpu_fe_step_costs costs;     /* that run's per-layer split (tpu_fe_step_timer_costs) */
 };
 
 tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
@@ -631,15 +842,21 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
   if (!t) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
   tpu_sim_lower_counts n;
   const uint64_t ready0 = 0;
-  tpu_status st = build(m, chip, prec, rows, train, 1, &ready0, &t->p, &n, err, errcap);
-  if (st) { tpu_free(t); return st; }
+  fe_mark *mk = NULL;
+  int *lay = NULL;
+  tpu_status st = build(m, chip, prec, rows, train, 1, &ready0, &t->p, &n, &mk, &lay, err, errcap);
+  if (st) { tpu_free(mk); tpu_free(lay); tpu_free(t); return st; }
   *t = (tpu_fe_step_timer){ .m = m, .chip = *chip, .train = train, .threads = threads, .p = t->p,
                             .macs = (uint64_t)n.macs, .hbm_bytes = (uint64_t)n.hbm_bytes };
   tpu_fe_step_timing tm;
-  if ((st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, t->stalls0, NULL, err, errcap))) {
-    tpu_fe_step_timer_destroy(t);
-    return st;
-  }
+  tpu_sim_result *r = NULL;
+  st = run_timing(t->p, m, chip, train, t->macs, t->hbm_bytes, threads, &tm, t->stalls0, NULL, &r, err, errcap);
+  if (!st && (st = costs_from(t->p, r, mk, lay, m, chip, prec, &n, &t->costs)) != TPU_OK)
+    snprintf(err, errcap, "out of memory");
+  tpu_sim_result_destroy(r);
+  tpu_free(mk);
+  tpu_free(lay);
+  if (st) { tpu_fe_step_timer_destroy(t); return st; }
   t->cycles0 = tm.step_cycles;
   *out = t;
   return TPU_OK;
@@ -647,6 +864,7 @@ tpu_status tpu_fe_step_timer_create(const tpu_fe_model *m, const tpu_chip_config
 
 void tpu_fe_step_timer_destroy(tpu_fe_step_timer *t) {
   if (!t) return;
+  tpu_fe_step_costs_free(&t->costs);
   tpu_sim_program_destroy(t->p);
   tpu_free(t);
 }
@@ -660,7 +878,7 @@ tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cy
       tpu_status st = tpu_sim_infeed(t->p, c, 1, &infeed_ready_cycles);
       if (st) { snprintf(err, errcap, "%s", tpu_sim_program_error(t->p)); return st; }
     }
-    return run_timing(t->p, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->threads, out, NULL, trace, err,
+    return run_timing(t->p, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->threads, out, NULL, trace, NULL, err,
                       errcap);
   }
   /* every op follows the infeed: the step at wait 0, later by the wait,
@@ -673,5 +891,97 @@ tpu_status tpu_fe_step_timer_time(tpu_fe_step_timer *t, uint64_t infeed_ready_cy
   }
   fill_timing(out, t->m, &t->chip, t->train, t->macs, t->hbm_bytes, t->cycles0 + w, s);
   return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Where a step's time and bytes go, layer by layer
+** ================================================================== */
+/* Adds op i of core 0 to cost c: its unit's work, and the step's end so far. */
+static void add_op(const tpu_sim_program *p, const tpu_sim_result *r, int i, tpu_fe_layer_cost *c, uint64_t *end) {
+  tpu_sim_op op;
+  uint64_t t0, t1;
+  if (!tpu_sim_program_op(p, 0, i, &op)) return;
+  tpu_sim_result_op_times(r, 0, i, &t0, &t1);
+  if (t1 > *end) *end = t1;
+  if (op.kind == TPU_SIM_MATMUL) c->mxu_cycles += (double)(t1 - tpu_sim_result_op_busy(r, 0, i));
+  else if (op.kind == TPU_SIM_VPU) c->vpu_cycles += (double)(t1 - t0);
+  else if (op.kind == TPU_SIM_COLLECTIVE) c->ici_cycles += (double)(t1 - t0);
+}
+
+static void finish_costs(tpu_fe_step_costs *out, const tpu_chip_config *chip, tpu_precision prec) {
+  const double per_core = chip->hbm_bandwidth_gb_per_s * 1e9 / (chip->clock_mhz * 1e6) / chip->cores_per_chip;
+  const double passes = tpu_precision_passes(prec);
+  for (int i = 0; i < out->n; i++) {
+    tpu_fe_layer_cost *c = &out->layer[i];
+    c->hbm_cycles = c->hbm_bytes / per_core;
+    c->flops = 2.0 * c->flops / passes;
+    const double u[4] = { c->mxu_cycles, c->vpu_cycles, c->hbm_cycles, c->ici_cycles };
+    static const char *const NAME[4] = { "MXU", "VPU", "HBM", "ICI" };
+    int b = 0;
+    for (int k = 1; k < 4; k++) if (u[k] > u[b]) b = k;
+    c->bound = u[b] > 0 ? NAME[b] : NULL;   /* no work of its own (a view, or fused into another's kernel) */
+  }
+}
+
+/* The per-layer split of run r of program p (marks mk, layers lay from
+** build), counts n the lowering's. TPU_OK or TPU_ERR_NOMEM. */
+static tpu_status costs_from(const tpu_sim_program *p, const tpu_sim_result *r, const fe_mark *mk, const int *lay,
+                             const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
+                             const tpu_sim_lower_counts *n, tpu_fe_step_costs *out) {
+  memset(out, 0, sizeof *out);
+  if (!(out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer))) return TPU_ERR_NOMEM;
+  out->n = m->nlayers + 1;
+  for (int i = 0; i < out->n; i++) out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .group = -1 };
+  uint64_t end = 0, prev = 0;
+  for (int k = 0; lay[k] != INT_MIN; k++) {
+    tpu_fe_layer_cost *c = &out->layer[lay[k] >= 0 ? lay[k] : m->nlayers];
+    for (int i = mk[k].op0; i < mk[k].op1; i++) add_op(p, r, i, c, &end);
+    c->cycles += (double)(end - prev);
+    prev = end;
+    c->hbm_bytes += mk[k].bytes;
+    c->flops += mk[k].macs;
+    if (c->group < 0) c->group = mk[k].kernel;
+  }
+  out->layer[m->nlayers].cycles += (double)(tpu_sim_result_cycles(r) - prev);
+  out->step_cycles = tpu_sim_result_cycles(r);
+  out->hbm_bytes = n->hbm_bytes;
+  memcpy(out->class_bytes, n->class_bytes, sizeof out->class_bytes);
+  finish_costs(out, chip, prec);
+  return TPU_OK;
+}
+
+tpu_status tpu_fe_step_costs_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                bool train, tpu_fe_step_costs *out, char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  tpu_sim_lower_counts n;
+  tpu_sim_program *p = NULL;
+  tpu_sim_result *r = NULL;
+  fe_mark *mk = NULL;
+  int *lay = NULL;
+  const uint64_t ready0 = 0;
+  tpu_status st = build(m, chip, prec, rows, train, 1, &ready0, &p, &n, &mk, &lay, err, errcap);
+  if (!st && (st = tpu_sim_run(chip, p, &(tpu_sim_options){ .level = TPU_FIDELITY_TIMING, .threads = 1 }, &r)))
+    snprintf(err, errcap, "%s", tpu_sim_program_error(p));
+  if (!st && (st = costs_from(p, r, mk, lay, m, chip, prec, &n, out)) != TPU_OK) snprintf(err, errcap, "out of memory");
+  tpu_sim_result_destroy(r);
+  tpu_sim_program_destroy(p);
+  tpu_free(mk);
+  tpu_free(lay);
+  return st;
+}
+
+tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs *out) {
+  *out = t->costs;
+  out->layer = tpu_malloc((size_t)t->costs.n * sizeof *out->layer);
+  if (!out->layer) { memset(out, 0, sizeof *out); return TPU_ERR_NOMEM; }
+  memcpy(out->layer, t->costs.layer, (size_t)t->costs.n * sizeof *out->layer);
+  return TPU_OK;
+}
+
+void tpu_fe_step_costs_free(tpu_fe_step_costs *c) {
+  if (!c) return;
+  tpu_free(c->layer);
+  memset(c, 0, sizeof *c);
 }
 /* }================================================================== */

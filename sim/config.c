@@ -71,12 +71,15 @@ static const key_def KEYS[] = {
   { "dma.request_bytes",         K_I64,   F(dma_request_bytes),        0,    1,       16777216,   "bytes",    true },
   { "onchip.link_gbit_per_s",    K_DBL,   F(onchip_link_gbit_per_s),   0,    0.01,    1e7,        "Gbit/s",   true },
   { "onchip.latency_ns",         K_DBL,   F(onchip_latency_ns),        0,    0,       1e6,        "ns",       true },
+  { "compiler.fusion",           K_BOOL,  F(compiler_fusion),          0,    0,       0,          NULL,       true },
+  { "compiler.implicit_conv",    K_BOOL,  F(compiler_implicit_conv),   0,    0,       0,          NULL,       true },
+  { "compiler.memory_planning",  K_BOOL,  F(compiler_memory_planning), 0,    0,       0,          NULL,       true },
 };
 #undef S
 #undef F
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 /* Objects that group keys; anything else that is an object is an error. */
-static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici", "dma", "onchip" };
+static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici", "dma", "onchip", "compiler" };
 
 static void seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t cap, const char *fmt, ...) {
@@ -244,8 +247,11 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
     }
     has_base = true;
   }
-  if (!has_base) cfg.dma_outstanding = -1, cfg.dma_request_bytes = -1, cfg.onchip_link_gbit_per_s = -1,
-                 cfg.onchip_latency_ns = -1;   /* "absent": filled below from the other keys */
+  if (!has_base) {
+    cfg.dma_outstanding = -1, cfg.dma_request_bytes = -1, cfg.onchip_link_gbit_per_s = -1,
+    cfg.onchip_latency_ns = -1;   /* "absent": filled below from the other keys */
+    cfg.compiler_fusion = cfg.compiler_implicit_conv = cfg.compiler_memory_planning = true;   /* absent: on */
+  }
   if (!walk(&c, &cfg, j.root, "")) goto done;
   if (cfg.dma_outstanding < 0) cfg.dma_outstanding = 16;
   if (cfg.dma_request_bytes < 0) cfg.dma_request_bytes = 512;

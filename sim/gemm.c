@@ -37,10 +37,10 @@ static tpu_status lower_part(const tpu_chip_config *cfg, tpu_sim_program *p, int
   if (st) return st;
   if (g->on) sim_lower_on_matmul(L, g->on, g->on_ud);
   tpu_sim_lower_section(L, "gemm");
-  const int a = tpu_sim_lower_tensor(L, "A", NULL, TPU_SIM_T_ACTIVATION, g->mi, g->K,
+  const int a = tpu_sim_lower_tensor(L, "A", NULL, TPU_SIM_T_ACTIVATION, TPU_SIM_F32, g->mi, g->K,
                                      g->A ? g->A + g->m0 * g->K : NULL);
-  const int b = tpu_sim_lower_tensor(L, "B", NULL, TPU_SIM_T_PARAMETER, g->K, g->N, g->B);
-  const int c = tpu_sim_lower_tensor(L, "C", NULL, TPU_SIM_T_ACTIVATION, g->mi, g->N, NULL);
+  const int b = tpu_sim_lower_tensor(L, "B", NULL, TPU_SIM_T_PARAMETER, TPU_SIM_F32, g->K, g->N, g->B);
+  const int c = tpu_sim_lower_tensor(L, "C", NULL, TPU_SIM_T_ACTIVATION, TPU_SIM_F32, g->mi, g->N, NULL);
   tpu_sim_lower_gemm_add(L, &(tpu_sim_lower_gemm){ .what = "matmul", .M = g->mi, .N = g->N, .K = g->K, .a = a,
                                                     .b = b, .c = c, .prec = g->prec, .tiling = g->t });
   if ((st = tpu_sim_lower_status(L)) != TPU_OK)

@@ -26,11 +26,11 @@
 #include "sim/sim_int.h"
 
 static const char *const ROLE[TPU_SIM_R_NROLES] = { "a", "b", "c", "ca", "cb", "bias", "db", "part", "x", "y",
-                                                    "o", "mask", "lab", "loss", "acc", "p", "g", "m", "v" };
+                                                    "o", "mask", "lab", "loss", "acc", "p", "g", "m", "v", "st", "sq", "w" };
 
 /* A buffer by key and shape: key is (role, slot) in VMEM, (view group, 0)
-** in HBM. */
-typedef struct cbuf { int key, slot; int64_t r, c; int h; } cbuf;
+** in HBM; and its dtype. */
+typedef struct cbuf { int key, slot; int64_t r, c; int h; tpu_sim_dtype dt; } cbuf;
 /* The buffers made so far, and an index of them by key (open addressing:
 ** 1 + the position in v, 0 empty), so that finding one costs O(1) however
 ** many a section has (a GEMM keeps one cached block per slot). */
@@ -42,6 +42,8 @@ enum { NAMES = 16, MAX_GROUPS = 8, PEND = 4 };
 typedef struct lw_tensor {
   char name[64];
   int64_t rows, cols;
+  tpu_sim_dtype dt;            /* its values in HBM */
+  tpu_sim_tensor_class cls;    /* what its DMAs' bytes count as */
   int group;                   /* view group, or -1: blocks */
   int whole;                   /* views: the capacity buffer (0 counting) */
   const float *init;           /* blocks: the values, or NULL */
@@ -61,6 +63,7 @@ struct tpu_sim_lowering {
   bufcache vmem_bufs;          /* this section's VMEM buffers */
   bufcache hbm_views;          /* HBM tiles by group and shape */
   char groups[MAX_GROUPS][16];
+  tpu_sim_dtype group_dt[MAX_GROUPS];
   int ngroups;
   lw_tensor *t;                /* tensors by handle - 1 */
   int nt, capt;
@@ -81,6 +84,7 @@ struct tpu_sim_lowering {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t esize(tpu_sim_dtype dt) { return dt == TPU_SIM_BF16 ? 2 : 4; }
 int64_t tpu_sim_lower_extent(int64_t n, int64_t lim) {
   int64_t e = min64(n, max64(1, lim));
   if (e < n && e > 8) e -= e % 8;
@@ -200,8 +204,9 @@ static void *grow(tpu_sim_lowering *L, void *arr, int n, int *cap, int first, si
   return p;
 }
 
-static uint32_t cbuf_hash(int key, int slot, int64_t r, int64_t c) {
-  uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull ^ (uint64_t)slot * 0xc2b2ae3d27d4eb4full;
+static uint32_t cbuf_hash(int key, int slot, int64_t r, int64_t c, tpu_sim_dtype dt) {
+  uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull ^ (uint64_t)slot * 0xc2b2ae3d27d4eb4full ^
+               (uint64_t)dt * 0x94d049bb133111ebull;
   h ^= (uint64_t)r * 0x165667b19e3779f9ull ^ (uint64_t)c * 0xd6e8feb86659fd93ull;
   return (uint32_t)(tpu_mix64(h) >> 32);
 }
@@ -232,38 +237,41 @@ static bool index_add(tpu_sim_lowering *L, int **idx, int *idxcap, int n, uint32
 
 static uint32_t cbuf_hash_at(const void *arr, int k) {
   const cbuf *v = (const cbuf *)arr + k;
-  return cbuf_hash(v->key, v->slot, v->r, v->c);
+  return cbuf_hash(v->key, v->slot, v->r, v->c, v->dt);
 }
 
-/* The buffer of cache bc for (key, slot) with shape r x c, added to the
-** program at its first use: in VMEM, this section's "s3 a0 16x256"; in
-** HBM, the view "<group> 16x256" shared by every tile of that shape. */
-static int cached(tpu_sim_lowering *L, bufcache *bc, tpu_sim_space space, int key, int slot, int64_t r, int64_t c) {
+/* The buffer of cache bc for (key, slot) with shape r x c and dtype dt,
+** added to the program at its first use: in VMEM, this section's "s3 a0
+** 16x256" ("s3 a0 bf16 16x256"); in HBM, the view "<group> 16x256" shared
+** by every tile of that shape. */
+static int cached(tpu_sim_lowering *L, bufcache *bc, tpu_sim_space space, int key, int slot, int64_t r, int64_t c,
+                  tpu_sim_dtype dt) {
   if (L->st) return 0;
   if (!L->p) return 1;
   if (bc->idxcap) {
     const int mask = bc->idxcap - 1;
-    for (int i = (int)(cbuf_hash(key, slot, r, c) & (uint32_t)mask); bc->idx[i]; i = (i + 1) & mask) {
+    for (int i = (int)(cbuf_hash(key, slot, r, c, dt) & (uint32_t)mask); bc->idx[i]; i = (i + 1) & mask) {
       const cbuf *v = &bc->v[bc->idx[i] - 1];
-      if (v->key == key && v->slot == slot && v->r == r && v->c == c) return v->h;
+      if (v->key == key && v->slot == slot && v->r == r && v->c == c && v->dt == dt) return v->h;
     }
   }
   cbuf *v = grow(L, bc->v, bc->n, &bc->cap, 32, sizeof *v);
   if (!v) return 0;
   bc->v = v;
   char name[80];
+  const char *dts = dt == TPU_SIM_BF16 ? "bf16 " : "";
   if (space == TPU_SIM_VMEM)
-    snprintf(name, sizeof name, "s%d %s%d %lldx%lld", L->sec, ROLE[key], slot, (long long)r, (long long)c);
+    snprintf(name, sizeof name, "s%d %s%d %s%lldx%lld", L->sec, ROLE[key], slot, dts, (long long)r, (long long)c);
   else
-    snprintf(name, sizeof name, "%s %lldx%lld", L->groups[key], (long long)r, (long long)c);
-  int h = tpu_sim_buffer(L->p, L->core, name, space, TPU_SIM_F32, r, c);
+    snprintf(name, sizeof name, "%s %s%lldx%lld", L->groups[key], dts, (long long)r, (long long)c);
+  int h = tpu_sim_buffer(L->p, L->core, name, space, dt, r, c);
   if (!h) { lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p)); return 0; }
-  bc->v[bc->n++] = (cbuf){ key, slot, r, c, h };
+  bc->v[bc->n++] = (cbuf){ key, slot, r, c, h, dt };
   return index_add(L, &bc->idx, &bc->idxcap, bc->n, cbuf_hash_at, bc->v) ? h : 0;
 }
 
 int tpu_sim_lower_vmem(tpu_sim_lowering *L, tpu_sim_lower_role role, int slot, int64_t r, int64_t c) {
-  return cached(L, &L->vmem_bufs, TPU_SIM_VMEM, (int)role, slot, r, c);
+  return cached(L, &L->vmem_bufs, TPU_SIM_VMEM, (int)role, slot, r, c, TPU_SIM_F32);
 }
 /* }================================================================== */
 
@@ -277,14 +285,15 @@ static uint32_t name_hash(const char *s) {   /* FNV-1a, mixed */
 }
 static uint32_t tensor_hash_at(const void *arr, int k) { return name_hash(((const lw_tensor *)arr)[k].name); }
 
-static int group_of(tpu_sim_lowering *L, const char *group) {
+static int group_of(tpu_sim_lowering *L, const char *group, tpu_sim_dtype dt) {
   for (int g = 0; g < L->ngroups; g++)
-    if (!strcmp(L->groups[g], group)) return g;
+    if (!strcmp(L->groups[g], group) && L->group_dt[g] == dt) return g;
   if (L->ngroups == MAX_GROUPS || strlen(group) >= sizeof L->groups[0]) {
     lw_fail(L, TPU_ERR_INPUT, "too many view groups, or a name too long");
     return -1;
   }
   snprintf(L->groups[L->ngroups], sizeof L->groups[0], "%s", group);
+  L->group_dt[L->ngroups] = dt;
   return L->ngroups++;
 }
 
@@ -298,24 +307,25 @@ static int find_tensor(const tpu_sim_lowering *L, const char *name) {
 }
 
 /* A new tensor entry (its group and shape set), or 0. */
-static int new_tensor(tpu_sim_lowering *L, const char *name, int group, int64_t rows, int64_t cols) {
+static int new_tensor(tpu_sim_lowering *L, const char *name, int group, tpu_sim_dtype dt, tpu_sim_tensor_class cls,
+                      int64_t rows, int64_t cols) {
   if (strlen(name) >= sizeof L->t[0].name) { lw_fail(L, TPU_ERR_INPUT, "a tensor name too long"); return 0; }
   lw_tensor *t = grow(L, L->t, L->nt, &L->capt, 64, sizeof *t);
   if (!t) return 0;
   L->t = t;
-  L->t[L->nt] = (lw_tensor){ .rows = rows, .cols = cols, .group = group };
+  L->t[L->nt] = (lw_tensor){ .rows = rows, .cols = cols, .dt = dt, .cls = cls, .group = group };
   snprintf(L->t[L->nt].name, sizeof L->t[0].name, "%s", name);
   L->nt++;
   return index_add(L, &L->tidx, &L->tidxcap, L->nt, tensor_hash_at, L->t) ? L->nt : 0;
 }
 
 int tpu_sim_lower_tensor(tpu_sim_lowering *L, const char *name, const char *views, tpu_sim_tensor_class cls,
-                         int64_t rows, int64_t cols, const float *init) {
+                         tpu_sim_dtype dt, int64_t rows, int64_t cols, const float *init) {
   if (L->st) return 0;
   int h = find_tensor(L, name);
   if (h) {
     const lw_tensor *t = &L->t[h - 1];
-    if (t->rows != rows || t->cols != cols) {
+    if (t->rows != rows || t->cols != cols || t->dt != dt) {
       char msg[160];
       snprintf(msg, sizeof msg, "tensor '%s' declared again as %lld x %lld (it is %lld x %lld)", name,
                (long long)rows, (long long)cols, (long long)t->rows, (long long)t->cols);
@@ -324,28 +334,32 @@ int tpu_sim_lower_tensor(tpu_sim_lowering *L, const char *name, const char *view
     }
     return h;
   }
-  const int g = views ? group_of(L, views) : -1;
-  if (L->st || !(h = new_tensor(L, name, g, rows, cols))) return 0;
+  const int g = views ? group_of(L, views, dt) : -1;
+  if (L->st || !(h = new_tensor(L, name, g, dt, cls, rows, cols))) return 0;
   lw_tensor *t = &L->t[h - 1];
   t->init = views ? NULL : init;
-  L->n.tensor_bytes[cls] += 4.0 * (double)rows * (double)cols;
+  L->n.tensor_bytes[cls] += (double)esize(dt) * (double)rows * (double)cols;
   if (views && L->p) {
     /* a later program's step may have made it already (tpu_sim_buffer_find) */
     if (!(t->whole = tpu_sim_buffer_find(L->p, L->core, name)) &&
-        !(t->whole = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, rows, cols)))
+        !(t->whole = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, dt, rows, cols)))
       lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p));
   }
   return L->st ? 0 : h;
 }
 
-int tpu_sim_lower_views(tpu_sim_lowering *L, const char *group) {
+int tpu_sim_lower_views(tpu_sim_lowering *L, const char *group, tpu_sim_dtype dt, tpu_sim_tensor_class cls) {
   if (L->st) return 0;
   char name[64];
-  snprintf(name, sizeof name, "<%s>", group);   /* not a name a tensor can have: <> never appear */
+  snprintf(name, sizeof name, "<%s %d %d>", group, (int)dt, (int)cls);   /* <> never appear in a tensor's name */
   int h = find_tensor(L, name);
   if (h) return h;
-  const int g = group_of(L, group);
-  return L->st ? 0 : new_tensor(L, name, g, 0, 0);
+  const int g = group_of(L, group, dt);
+  return L->st ? 0 : new_tensor(L, name, g, dt, cls, 0, 0);
+}
+
+tpu_sim_dtype tpu_sim_lower_tensor_dtype(const tpu_sim_lowering *L, int t) {
+  return t >= 1 && t <= L->nt ? L->t[t - 1].dt : TPU_SIM_F32;
 }
 
 int tpu_sim_lower_buffer(const tpu_sim_lowering *L, int t) {
@@ -359,13 +373,13 @@ static int hbm_tile(tpu_sim_lowering *L, int t, int64_t r0, int64_t c0, int64_t 
   if (L->st) return 0;
   if (t < 1 || t > L->nt) { lw_fail(L, TPU_ERR_INPUT, "a tile of no tensor"); return 0; }
   const lw_tensor *T = &L->t[t - 1];
-  if (T->group >= 0) return cached(L, &L->hbm_views, TPU_SIM_HBM, T->group, 0, r, c);
+  if (T->group >= 0) return cached(L, &L->hbm_views, TPU_SIM_HBM, T->group, 0, r, c, T->dt);
   if (!L->p) return 1;
   char name[96];
   snprintf(name, sizeof name, "%s@%lld,%lld", T->name, (long long)r0, (long long)c0);
   int h = tpu_sim_buffer_find(L->p, L->core, name);
   if (h) return h;
-  if (!(h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, TPU_SIM_F32, r, c))) {
+  if (!(h = tpu_sim_buffer(L->p, L->core, name, TPU_SIM_HBM, T->dt, r, c))) {
     lw_fail(L, TPU_ERR_NOMEM, tpu_sim_program_error(L->p));
     return 0;
   }
@@ -422,24 +436,30 @@ int tpu_sim_lower_op(tpu_sim_lowering *L, tpu_sim_op *op, const char *what) {
   return idx;
 }
 
-static int dma(tpu_sim_lowering *L, int src, int dst, int64_t bytes, const char *what) {
+/* A DMA of tensor t's tile (its bytes counted in t's class). */
+static int dma(tpu_sim_lowering *L, int src, int dst, int t, int64_t bytes, const char *what) {
   tpu_sim_op op = { .kind = TPU_SIM_DMA, .src = src, .dst = dst, .after = L->after };
   int idx = tpu_sim_lower_op(L, &op, what);
-  if (idx >= 0) { L->after = 0; L->last_dma = idx; L->n.hbm_bytes += (double)bytes; }
+  if (idx >= 0) {
+    L->after = 0;
+    L->last_dma = idx;
+    L->n.hbm_bytes += (double)bytes;
+    L->n.class_bytes[L->t[t - 1].cls] += (double)bytes;
+  }
   return idx;
 }
 
 int tpu_sim_lower_load(tpu_sim_lowering *L, int t, tpu_sim_lower_role role, int slot, int64_t r0, int64_t c0,
                        int64_t r, int64_t c, const char *what) {
   int v = tpu_sim_lower_vmem(L, role, slot, r, c), h = hbm_tile(L, t, r0, c0, r, c);
-  if (!L->st) dma(L, h, v, r * c * 4, what);
+  if (!L->st) dma(L, h, v, t, r * c * esize(tpu_sim_lower_tensor_dtype(L, t)), what);
   return v;
 }
 
 void tpu_sim_lower_store(tpu_sim_lowering *L, int v, int t, int64_t r0, int64_t c0, int64_t r, int64_t c,
                          const char *what) {
   int h = hbm_tile(L, t, r0, c0, r, c);
-  if (!L->st) dma(L, v, h, r * c * 4, what);
+  if (!L->st) dma(L, v, h, t, r * c * esize(tpu_sim_lower_tensor_dtype(L, t)), what);
 }
 
 void tpu_sim_lower_flush(tpu_sim_lowering *L) {
@@ -482,6 +502,8 @@ typedef struct gemm_walk {     /* the state one block row hands the next */
   tpu_sim_tiling t;
   const char *w;               /* the DMA label */
   int slot, cslot;
+  int wdma;                    /* implicit A: the window DMA the next matmul waits for, or -1 */
+  int wlast[2];                /* ... and the last matmul that read each window slot, or -1 */
 } gemm_walk;
 
 /* db: the column sums of B's tile (ki x ni), accumulated over the k tiles
@@ -501,6 +523,25 @@ static int colsum(tpu_sim_lowering *L, int b, int db, int64_t kb, int64_t ki, in
   return db;
 }
 
+/* An implicit A tile (sr x sc, VMEM buffer (role, slot)): its share of
+** the input's window lands in window slot gw->slot once the matmul that
+** last read that slot has ended; the tile itself is formed on chip (the
+** MXU's operand feed reads the window), so the matmul waits for the DMA. */
+static int window(tpu_sim_lowering *L, gemm_walk *gw, int tensor, tpu_sim_lower_role role, int slot, int64_t sr,
+                  int64_t sc) {
+  const double want = (double)sr * (double)sc * gw->g->a_share;
+  const int64_t v = max64(1, (int64_t)want + ((double)(int64_t)want < want));
+  if (L->st) return 0;
+  if (tensor < 1 || tensor > L->nt || L->t[tensor - 1].group < 0) {
+    lw_fail(L, TPU_ERR_INPUT, "an implicit operand must be a view tensor");
+    return 0;
+  }
+  const int w = tpu_sim_lower_vmem(L, TPU_SIM_R_W, gw->slot, 1, v), h = hbm_tile(L, tensor, 0, 0, 1, v);
+  if (!L->after && gw->wlast[gw->slot] >= 0) L->after = gw->wlast[gw->slot] + 1;
+  if (!L->st) gw->wdma = dma(L, h, w, tensor, v * esize(L->t[tensor - 1].dt), gw->w);
+  return tpu_sim_lower_vmem(L, role, slot, sr, sc);
+}
+
 /* The a (or b) tile of k slice kb for result tile (mb, nb): the cached
 ** block (loaded at its first use) or a streamed tile. */
 static int operand(tpu_sim_lowering *L, gemm_walk *gw, bool is_a, int64_t mb, int64_t nb, int64_t kb) {
@@ -514,11 +555,38 @@ static int operand(tpu_sim_lowering *L, gemm_walk *gw, bool is_a, int64_t mb, in
                 c0 = is_a ? kb * t->kt : nb * t->nt;
   const int64_t sr = tr ? cols : rows, sc = tr ? rows : cols, s0 = tr ? c0 : r0, s1 = tr ? r0 : c0;
   const int tensor = is_a ? g->a : g->b;
+  if (is_a && g->a_share > 0 && (!cache || nb == 0)) return window(L, gw, tensor, cache ? TPU_SIM_R_CA : TPU_SIM_R_A,
+                                                                  cache ? (int)(mb * t->KB + kb) : gw->slot, sr, sc);
   if (!cache) return tpu_sim_lower_load(L, tensor, is_a ? TPU_SIM_R_A : TPU_SIM_R_B, gw->slot, s0, s1, sr, sc, gw->w);
   const int slot = (int)(is_a ? mb * t->KB + kb : kb * t->NB + nb);
   const tpu_sim_lower_role role = is_a ? TPU_SIM_R_CA : TPU_SIM_R_CB;
   if (is_a ? nb == 0 : mb == 0) return tpu_sim_lower_load(L, tensor, role, slot, s0, s1, sr, sc, gw->w);
   return tpu_sim_lower_vmem(L, role, slot, sr, sc);
+}
+
+/* A batch norm's statistics of result tile c (mi x ni) in the epilogue:
+** its column sums and those of its square, added into block column nb's
+** two 1 x ni rows, which go to rows 0 and 1 of g->stats after the last
+** block row (a one-row tile is its own column sum). */
+static void stats(tpu_sim_lowering *L, const gemm_walk *gw, int c, int64_t mb, int64_t nb, int64_t mi, int64_t ni) {
+  const tpu_vpu_op sum = mi > 1 ? TPU_VPU_COL_SUM : TPU_VPU_COPY;
+  const int s0 = tpu_sim_lower_vmem(L, TPU_SIM_R_ST, (int)(2 * nb), 1, ni),
+            s1 = tpu_sim_lower_vmem(L, TPU_SIM_R_ST, (int)(2 * nb + 1), 1, ni),
+            sq = tpu_sim_lower_vmem(L, TPU_SIM_R_SQ, 1, mi, ni);
+  vpu2(L, TPU_VPU_MUL, c, c, sq, NULL);
+  if (mb == 0) {
+    vpu2(L, sum, c, 0, s0, NULL);
+    vpu2(L, sum, sq, 0, s1, NULL);
+  } else {
+    const int part = tpu_sim_lower_vmem(L, TPU_SIM_R_PART, 1, 1, ni);
+    vpu2(L, sum, c, 0, part, NULL);
+    vpu2(L, TPU_VPU_ADD, s0, part, s0, NULL);
+    vpu2(L, sum, sq, 0, part, NULL);
+    vpu2(L, TPU_VPU_ADD, s1, part, s1, NULL);
+  }
+  if (mb < gw->t.MB - 1) return;
+  tpu_sim_lower_defer(L, s0, gw->g->stats, 0, nb * gw->t.nt, 1, ni, "stats dma");
+  tpu_sim_lower_defer(L, s1, gw->g->stats, 1, nb * gw->t.nt, 1, ni, "stats dma");
 }
 
 /* Result tile (mb, nb): its k slices, its epilogue, its deferred store. */
@@ -533,8 +601,10 @@ static void gemm_tile(tpu_sim_lowering *L, gemm_walk *gw, int64_t mb, int64_t nb
     const int a = operand(L, gw, true, mb, nb, kb), b = operand(L, gw, false, mb, nb, kb);
     if (kb == 0) tpu_sim_lower_flush(L);
     tpu_sim_op op = { .kind = TPU_SIM_MATMUL, .a = a, .b = b, .dst = c, .trans_a = g->ta, .trans_b = g->tb,
-                      .accumulate = kb > 0, .precision = g->prec };
+                      .accumulate = kb > 0, .precision = g->prec, .after = gw->wdma + 1 };
     const int idx = tpu_sim_lower_op(L, &op, g->what);
+    if (gw->wdma >= 0) gw->wlast[gw->slot] = idx;
+    gw->wdma = -1;
     if (L->on_matmul && idx >= 0)
       L->on_matmul(L->on_matmul_ud, idx, &(tpu_sim_gemm_place){ idx, mb * t->mt, nb * t->nt, kb * t->kt, mi, ni,
                                                                  ki });
@@ -547,7 +617,21 @@ static void gemm_tile(tpu_sim_lowering *L, gemm_walk *gw, int64_t mb, int64_t nb
     vpu2(L, TPU_VPU_BIAS_ADD, c, bias, c, NULL);
   }
   if (g->has_act) vpu2(L, g->act, c, 0, c, NULL);
-  tpu_sim_lower_defer(L, c, g->c, mb * t->mt, nb * t->nt, mi, ni, gw->w);
+  if (g->stats) stats(L, gw, c, mb, nb, mi, ni);
+  if (!g->c_window) {
+    tpu_sim_lower_defer(L, c, g->c, mb * t->mt, nb * t->nt, mi, ni, gw->w);
+    return;
+  }
+  /* col2im in VMEM: the tile added into its block row's window, which is
+  ** stored once after the row's last tile (its values: the row's share) */
+  const int acc = tpu_sim_lower_vmem(L, TPU_SIM_R_SQ, 0, mi, ni);
+  vpu2(L, TPU_VPU_ADD, acc, c, acc, NULL);
+  if (nb < t->NB - 1) return;
+  const double want = (double)g->c_window * (double)mi / (double)t->mt;
+  const int64_t v = max64(1, (int64_t)want + ((double)(int64_t)want < want));
+  const int win = tpu_sim_lower_vmem(L, TPU_SIM_R_W, 2 + (int)(mb & 1), 1, v);
+  tpu_sim_lower_dma_after(L, L->last_op);
+  tpu_sim_lower_store(L, win, g->c, 0, 0, 1, v, gw->w);
 }
 
 static void gemm_row(tpu_sim_lowering *L, gemm_walk *gw, int64_t mb) {
@@ -561,7 +645,7 @@ void tpu_sim_lower_gemm_add(tpu_sim_lowering *L, const tpu_sim_lower_gemm *g) {
     return;
   }
   gemm_walk gw = { .g = g, .t = g->tiling ? *g->tiling : tiling_of(L->vmem, L->S, g->M, g->N, g->K),
-                   .w = dma_label(g->what) };
+                   .w = dma_label(g->what), .wdma = -1, .wlast = { -1, -1 } };
   /* a given tiling (a part of a larger GEMM): its tiles over this part's shape */
   gw.t.MB = (g->M + gw.t.mt - 1) / gw.t.mt;
   gw.t.NB = (g->N + gw.t.nt - 1) / gw.t.nt;
@@ -577,6 +661,8 @@ void tpu_sim_lower_gemm_add(tpu_sim_lowering *L, const tpu_sim_lower_gemm *g) {
       const double k = (double)(MB - 3);
       L->n.ops += (L->n.ops - before.ops) * (k - 1);
       L->n.hbm_bytes += (L->n.hbm_bytes - before.hbm_bytes) * (k - 1);
+      for (int c = 0; c < TPU_SIM_T_NCLASS; c++)
+        L->n.class_bytes[c] += (L->n.class_bytes[c] - before.class_bytes[c]) * (k - 1);
       mb = MB - 1;
     }
     gemm_row(L, &gw, mb);

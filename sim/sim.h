@@ -82,6 +82,14 @@ typedef struct tpu_chip_config {
   int64_t dma_request_bytes;       /* a core's DMA engine issues one request of this size per cycle (default 512) */
   double onchip_link_gbit_per_s;   /* between two cores of one chip, per direction (default: the ICI link's) */
   double onchip_latency_ns;        /* per on-chip hop (default: the ICI latency) */
+  /* The step compiler's mechanisms (docs/COMPILER.md), each on unless a
+  ** chip file or --set turns it off ("compiler.fusion": false), so that
+  ** each one's effect can be measured in one sweep; with all three off and the
+  ** float32 dtype policy a training step is lowered as before them. Only
+  ** the training step's lowering (frontend) reads them. */
+  bool compiler_fusion;            /* element-wise work fused into kernels; BN statistics in the producer */
+  bool compiler_implicit_conv;     /* convolutions as implicit GEMMs: input windows formed in VMEM */
+  bool compiler_memory_planning;   /* activations in HBM by liveness: the step's peak, not their sum */
 } tpu_chip_config;
 
 /* Peaks derived from a configuration (computed at report time). */
@@ -522,6 +530,7 @@ typedef struct tpu_sim_lower_counts {
   double macs;                 /* the multiply-adds its matmuls do, passes included (useful ones when
                                   a GEMM says so) */
   double tensor_bytes[TPU_SIM_T_NCLASS];   /* the distinct tensors it declared, by class */
+  double class_bytes[TPU_SIM_T_NCLASS];    /* hbm_bytes by the class of the tensor each DMA moves */
 } tpu_sim_lower_counts;
 
 /* A lowering onto core 'core' of p (ops are appended to what p holds), or,
@@ -557,21 +566,31 @@ void tpu_sim_lower_set_step(tpu_sim_lowering *L, int step);
 ** else the name of its view group (init must be NULL). Its bytes count
 ** once in cls. 'init' is borrowed: it must outlive the lowering. */
 int tpu_sim_lower_tensor(tpu_sim_lowering *L, const char *name, const char *views, tpu_sim_tensor_class cls,
-                         int64_t rows, int64_t cols, const float *init);
+                         tpu_sim_dtype dt, int64_t rows, int64_t cols, const float *init);
 /* A view group's handle without a whole tensor behind it: tiles of an
 ** operand the lowering streams but no tensor of the step holds (an im2col
-** matrix gathered by the DMA). */
-int tpu_sim_lower_views(tpu_sim_lowering *L, const char *group);
+** matrix gathered by the DMA). A group is its name and its dtype: "hbm"
+** in bf16 and "hbm" in f32 are two groups, each tile of the first moving
+** 2 bytes a value. Handles of one group with other classes share its
+** buffers (and so its ordering); they differ in what their DMAs' bytes
+** count as (tpu_sim_lower_counts.class_bytes). */
+int tpu_sim_lower_views(tpu_sim_lowering *L, const char *group, tpu_sim_dtype dt, tpu_sim_tensor_class cls);
+/* The dtype tensor (or view group) t is stored in (f32 for no tensor). */
+tpu_sim_dtype tpu_sim_lower_tensor_dtype(const tpu_sim_lowering *L, int t);
 /* The engine buffer holding tensor t whole (views: its capacity buffer;
 ** blocks: 0, a block tensor has none). */
 int tpu_sim_lower_buffer(const tpu_sim_lowering *L, int t);
 
 /* VMEM buffer (role, slot) of this section with shape r x c, made at its
-** first use. Roles name the buffers ("s3 a0 16x256"). */
+** first use. Roles name the buffers ("s3 a0 16x256"). VMEM buffers hold
+** f32 whatever the tensor's dtype in HBM: a bf16 tile is widened as it
+** lands (the VPUs of TPU v2/v3 have no bf16 arithmetic), so its DMA moves
+** 2 bytes a value and VMEM is charged 4. */
 typedef enum tpu_sim_lower_role {
   TPU_SIM_R_A = 0, TPU_SIM_R_B, TPU_SIM_R_C, TPU_SIM_R_CA, TPU_SIM_R_CB, TPU_SIM_R_BIAS, TPU_SIM_R_DB,
   TPU_SIM_R_PART, TPU_SIM_R_X, TPU_SIM_R_Y, TPU_SIM_R_O, TPU_SIM_R_MASK, TPU_SIM_R_LAB, TPU_SIM_R_LOSS,
-  TPU_SIM_R_ACC, TPU_SIM_R_P, TPU_SIM_R_G, TPU_SIM_R_M, TPU_SIM_R_V, TPU_SIM_R_NROLES
+  TPU_SIM_R_ACC, TPU_SIM_R_P, TPU_SIM_R_G, TPU_SIM_R_M, TPU_SIM_R_V, TPU_SIM_R_ST, TPU_SIM_R_SQ, TPU_SIM_R_W,
+  TPU_SIM_R_NROLES
 } tpu_sim_lower_role;
 int tpu_sim_lower_vmem(tpu_sim_lowering *L, tpu_sim_lower_role role, int slot, int64_t r, int64_t c);
 /* DMA of tile [r0, r0+r) x [c0, c0+c) of tensor t into VMEM buffer (role,
@@ -614,6 +633,19 @@ typedef struct tpu_sim_lower_gemm {
   int db;                      /* 0, or a 1 x N tensor: the column sums of B (stored K x N, so not tb;
                                   dW's db) */
   uint64_t useful;             /* the model's multiply-adds in it when not M*N*K (a depthwise block) */
+  int stats;                   /* 0, or a 2 x N tensor: the column sums of the result and of its
+                                  squares (a batch norm's statistics reduced in its producer's
+                                  epilogue: per tile a col_sum, a mul and a col_sum, added up over
+                                  the block rows, stored after the last) */
+  double a_share;              /* 0: A is streamed as stored. In (0, 1]: A is an implicit operand (a
+                                  convolution's im2col matrix formed in VMEM from the input's
+                                  window): each A tile's DMA moves ceil(a_share * its values) into
+                                  a window buffer, the matmul waits for that DMA, and the next DMA
+                                  into the same window slot for the matmul that used it */
+  int64_t c_window;            /* 0: C tiles are stored. > 0: C is summed on chip into a window of
+                                  this many values per block row (a transposed convolution's taps
+                                  added into dX, col2im in VMEM: an 'add' per tile), stored once
+                                  after the block row's last tile */
   const tpu_sim_tiling *tiling;   /* NULL: tpu_sim_gemm_tiling of the shape; else this one (a part of a
                                      larger GEMM lowered as the whole would be) */
 } tpu_sim_lower_gemm;

@@ -235,5 +235,12 @@ typedef struct tpu_sweep_plot_opts {
 ** sweep's or an axis or column it does not have; TPU_ERR_IO when a file
 ** cannot be written, gnuplot fails or (unless 'quiet') is not installed. */
 tpu_status tpu_sweep_plot(const tpu_sweep_plot_opts *o, bool quiet, char *err, size_t errcap);
+/* How every plot here is drawn, for other figures (the roofline of
+** `tpusim model --roofline`): writes BASE.dat and BASE.gp (base is
+** DIR/NAME; the script draws NAME.png beside them) and runs gnuplot in
+** DIR. TPU_OK, or TPU_ERR_IO with the message (gnuplot missing: unless
+** quiet), TPU_ERR_INPUT for a base without a directory. */
+tpu_status tpu_sweep_gnuplot(const char *base, const char *dat, size_t ndat, const char *gp, size_t ngp, bool quiet,
+                             char *err, size_t errcap);
 /* }================================================================== */
 #endif /* TPU_SWEEP_H */

@@ -155,6 +155,15 @@ static tpu_status write_pair(const char *base, tpu_text *dat, tpu_text *gp, bool
   return gnuplot(p, quiet, err, cap);
 }
 
+tpu_status tpu_sweep_gnuplot(const char *base, const char *dat, size_t ndat, const char *gp, size_t ngp, bool quiet,
+                             char *err, size_t errcap) {
+  if (!strchr(base, '/')) return sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: expected DIR/NAME", base);
+  tpu_text d = { 0 }, g = { 0 };
+  tpu_text_printf(&d, "%.*s", (int)ndat, dat);
+  tpu_text_printf(&g, "%.*s", (int)ngp, gp);
+  return write_pair(base, &d, &g, quiet, err, errcap);
+}
+
 /* The script's head: PNG terminal, the output beside the script (gnuplot
 ** runs in its directory), labels. */
 static void gp_head(tpu_text *gp, const char *base, const char *title, const char *xl, const char *yl) {
@@ -181,21 +190,34 @@ static tpu_status line_plot(const table *t, int x, int y, int s, long fix, const
       m += snprintf(title + m, sizeof title - (size_t)m, " %s=%s", t->head[a], t->rows[fix][a]);
     }
   for (char *c = base + strlen(dir) + 1; *c; c++) if (*c == '/' || *c == ' ') *c = '_';
-  const char *sv[256];
+  const char *sv[256], *xv[256];
   const int ns = s > 0 ? distinct(t, s, sv, 256) : 1;
+  /* an axis of names (models, policies, true/false): its values at 0, 1, ... labelled */
+  bool xnum = true;
+  for (long i = 0; i < t->nrows; i++) xnum &= numeric(t->rows[i][x]);
+  const int nx = xnum ? 0 : distinct(t, x, xv, 256);
   tpu_text dat = { 0 }, gp = { 0 };
   gp_head(&gp, base, title, t->head[x], t->head[y]);
+  if (!xnum) tpu_text_printf(&gp, "set xrange [-0.5:%d.5]\n", nx - 1);
   tpu_text_printf(&gp, "plot");
   for (int k = 0; k < ns; k++) {
     tpu_text_printf(&dat, "# %s=%s\n", s > 0 ? t->head[s] : "all", s > 0 ? sv[k] : "");
     for (long i = 0; i < t->nrows; i++) {
       bool same = ok(t, i) && (s <= 0 || !strcmp(t->rows[i][s], sv[k])) && numeric(t->rows[i][y]);
       for (int a = 1; a <= t->naxes && same; a++) same = a == x || a == s || !strcmp(t->rows[i][a], t->rows[fix][a]);
-      if (same) tpu_text_printf(&dat, "%s %s\n", t->rows[i][x], t->rows[i][y]);
+      if (!same) continue;
+      if (xnum) {
+        tpu_text_printf(&dat, "%s %s\n", t->rows[i][x], t->rows[i][y]);
+        continue;
+      }
+      int at = 0;
+      while (at < nx - 1 && strcmp(xv[at], t->rows[i][x])) at++;
+      tpu_text_printf(&dat, "%d \"%s\" %s\n", at, t->rows[i][x], t->rows[i][y]);
     }
     tpu_text_printf(&dat, "\n\n");
-    tpu_text_printf(&gp, "%s '%s.dat' index %d using 1:2 with linespoints lw 2 title '%s%s%s'", k ? ", \\\n     " : " ",
-                    strrchr(base, '/') + 1, k, s > 0 ? t->head[s] : t->head[y], s > 0 ? "=" : "", s > 0 ? sv[k] : "");
+    tpu_text_printf(&gp, "%s '%s.dat' index %d using %s with linespoints lw 2 title '%s%s%s'", k ? ", \\\n     " : " ",
+                    strrchr(base, '/') + 1, k, xnum ? "1:2" : "1:3:xtic(2)", s > 0 ? t->head[s] : t->head[y],
+                    s > 0 ? "=" : "", s > 0 ? sv[k] : "");
   }
   tpu_text_printf(&gp, "\n");
   return write_pair(base, &dat, &gp, quiet, err, cap);

@@ -405,8 +405,8 @@ START_TEST(Options_not_modelled_are_listed_once) {
       "and beta at 0, gamma at 1, moving statistics at 0 and 1\n"
       "kernel_constraint MaxNorm(max_value=2): 1 layer (c1): weights are not constrained\n"
       "Conv2D option 'new_option' 7: 1 layer (c1): not modelled\n"
-      "dtype Policy(name=mixed_bfloat16): 1 layer (c2): values are f32 (reference backend) or bf16 MXU operands (sim "
-      "backend)\n"
+      "dtype Policy(name=mixed_bfloat16): 1 layer (c2): a layer's own policy is not modelled: every layer follows the "
+      "run's --dtype-policy (mixed_bfloat16 unless given)\n"
       "beta_regularizer L2(l2=0.01): 1 layer (bn): no regularization term is added to the loss\n"
       "synchronized true: 1 layer (bn): batch statistics are per core (per replica), not synchronized\n");
   tpu_fe_model_notes_free(&n);

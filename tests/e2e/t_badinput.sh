@@ -525,6 +525,14 @@ corpus "$TPUSIM" <<'CASES'
 2|info --set =5|--set '=5': expected KEY=VALUE
 2|info --set mxu.rows|--set 'mxu.rows': expected KEY=VALUE
 2|info --set mxu.double_buffer=1|--set mxu.double_buffer: expected true or false, got '1'
+2|info --set compiler.fusion=yes|--set compiler.fusion: expected true or false, got 'yes'
+2|info --set compiler.implicit_conv=0|--set compiler.implicit_conv: expected true or false, got '0'
+2|info --set compiler.memory_planning=|--set compiler.memory_planning: expected true or false, got ''
+2|train --model mlp --dtype-policy mixed_float16|--dtype-policy: expected mixed_bfloat16 or float32 (Keras' policy names), got 'mixed_float16'
+2|model resnet50 --chip tpu-v2-8 --dtype-policy bf16|--dtype-policy: expected mixed_bfloat16 or float32 (Keras' policy names), got 'bf16'
+2|model resnet50 --roofline r.png|--roofline needs --chip
+2|model resnet50 --chip tpu-v2-8 --roofline r.svg|--roofline r.svg: expected a file name ending in .png
+2|model resnet50 --chip tpu-v2-8 --batch 100|--batch 100 does not divide across 8 cores
 2|info --set ici.topology=hypercube|--set ici.topology: expected "auto", "ring" or "torus", got 'hypercube'
 2|info --set cores=3|key 'cores_per_chip': 2 does not divide cores (3)
 2|matmul --m 0 --n 4 --k 4|--m
