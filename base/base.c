@@ -246,6 +246,12 @@ int tpu_write_atomic(const char *path, const void *data, size_t n) {
 char *tpu_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
+  struct stat st;   /* fopen opens a directory; reading it would say only "Input/output error" */
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    errno = EISDIR;
+    return NULL;
+  }
   size_t cap = 65536, n = 0;
   char *buf = tpu_malloc(cap);
   while (buf) {

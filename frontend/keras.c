@@ -270,20 +270,35 @@ static tpu_status give_name(fe_keras *K, const char *want, char out[KNAME]) {
 /* {==================================================================
 ** Reading option values
 ** ================================================================== */
-/* An integer, or an [a, b] pair of integers (a = b for a single one). */
-static bool int_pair(json_t *v, int *a, int *b) {
-  if (json_is_integer(v)) { *a = *b = (int)json_integer_value(v); return true; }
-  if (json_is_array(v) && json_array_size(v) == 1 && json_is_integer(json_array_get(v, 0))) {
-    *a = *b = (int)json_integer_value(json_array_get(v, 0));
-    return true;
+/* An integer, or an [a, b] pair of integers (a = b for a single one),
+** read as 64-bit values into p[2]; false for anything else. */
+static bool int_pair64(json_t *v, int64_t p[2]) {
+  if (json_is_integer(v)) { p[0] = p[1] = json_integer_value(v); return true; }
+  const size_t n = json_is_array(v) ? json_array_size(v) : 0;
+  if (n != 1 && n != 2) return false;
+  for (size_t i = 0; i < n; i++) {
+    json_t *e = json_array_get(v, i);
+    if (!json_is_integer(e)) return false;
+    p[i] = json_integer_value(e);
   }
-  if (json_is_array(v) && json_array_size(v) == 2 && json_is_integer(json_array_get(v, 0)) &&
-      json_is_integer(json_array_get(v, 1))) {
-    *a = (int)json_integer_value(json_array_get(v, 0));
-    *b = (int)json_integer_value(json_array_get(v, 1));
-    return true;
-  }
-  return false;
+  if (n == 1) p[1] = p[0];
+  return true;
+}
+
+/* Option 'key' (value v; NULL: absent, an error) as an integer or an [a, b]
+** pair, each in lo..hi, into *a, *b: TPU_OK, or the failure with the range
+** and the value given (a value past 2^32 is that value, not what it wraps to). */
+static tpu_status take_pair(fe_keras *K, int node, const char *key, json_t *v, const char *form, long lo, long hi,
+                            int *a, int *b) {
+  int64_t p[2];
+  if (!v) return kfail(K, node, key, "missing");
+  if (!int_pair64(v, p)) return kfail(K, node, key, "expected %s, integers in %ld..%ld", form, lo, hi);
+  for (int i = 0; i < 2; i++)
+    if (p[i] < lo || p[i] > hi) return kfail(K, node, key, "expected %s, integers in %ld..%ld, got %lld", form, lo, hi,
+                                             (long long)p[i]);
+  *a = (int)p[0];
+  *b = (int)p[1];
+  return TPU_OK;
 }
 
 /* An initializer at Keras' default for its key: GlorotUniform for the
@@ -476,11 +491,12 @@ static tpu_status take_padding(lctx *x, json_t *L) {
 static tpu_status take_strides(lctx *x, json_t *L, int dflt) {
   json_t *v = take(x, "strides");
   int a = dflt, b = dflt;
-  if (v && !json_is_null(v) && !int_pair(v, &a, &b)) return kfail(x->K, x->node, "strides", "expected an integer or [sh, sw]");
+  tpu_status st;
+  if (v && !json_is_null(v) && (st = take_pair(x->K, x->node, "strides", v, "an integer or [sh, sw]", 1, 64, &a, &b)))
+    return st;
   if (a != b)
     return kfail(x->K, x->node, "strides", "[%d, %d]: unequal strides are not supported (one stride for height "
                  "and width)", a, b);
-  if (a < 1) return kfail(x->K, x->node, "strides", "expected strides >= 1");
   if (L && v && !json_is_null(v)) put(x->K, L, "stride", json_integer(a));
   return TPU_OK;
 }
@@ -492,10 +508,11 @@ static tpu_status x_conv(lctx *x) {
   tpu_status st = need_rank(x, 4, "; Conv1D and Conv3D inputs are not supported");
   if (st) return st;
   json_t *v;
-  int kh, kw, a, b;
-  if (!int_pair(v = take(x, "kernel_size"), &kh, &kw))
-    return kfail(K, x->node, "kernel_size", v ? "expected an integer or [kh, kw]" : "missing");
-  if ((v = take(x, "dilation_rate")) && (!int_pair(v, &a, &b) || a != 1 || b != 1)) {
+  int kh, kw;
+  int64_t dr[2];
+  if ((st = take_pair(K, x->node, "kernel_size", take(x, "kernel_size"), "an integer or [kh, kw]", 1, 64, &kh, &kw)))
+    return st;
+  if ((v = take(x, "dilation_rate")) && (!int_pair64(v, dr) || dr[0] != 1 || dr[1] != 1)) {
     char d[48];
     describe(v, d, sizeof d);
     return kfail(K, x->node, "dilation_rate", "%s: dilated convolutions are not supported (only 1)", d);
@@ -625,10 +642,9 @@ static tpu_status x_pool(lctx *x) {
   fe_keras *K = x->K;
   tpu_status st = need_rank(x, 4, "; 1-D and 3-D pooling are not supported");
   if (st) return st;
-  int a, b;
+  int a = 2, b = 2;
   json_t *v = take(x, "pool_size");
-  if (!v) a = b = 2;
-  else if (!int_pair(v, &a, &b)) return kfail(K, x->node, "pool_size", "expected an integer or [ph, pw]");
+  if (v && (st = take_pair(K, x->node, "pool_size", v, "an integer or [ph, pw]", 1, 64, &a, &b))) return st;
   if (a != b) return kfail(K, x->node, "pool_size", "[%d, %d]: only square windows are supported", a, b);
   json_t *L = emit(x, !strcmp(N(x)->cls, "MaxPooling2D") ? "maxpool" : "avgpool", NULL);
   if (!L) return TPU_ERR_NOMEM;
@@ -833,7 +849,7 @@ static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *pa
     while (*p && ng < 3) {
       char *e;
       long v = strtol(p, &e, 10);
-      if (e == p || v < 1 || v > 65536 || (*e && *e != 'x')) { ng = -1; break; }
+      if (e == p || v < 1 || v > 65536 || (*e && *e != 'x') || (*e == 'x' && !e[1])) { ng = -1; break; }   /* "28x" */
       given[ng++] = (int)v;
       p = *e ? e + 1 : e;
     }

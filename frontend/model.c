@@ -140,18 +140,26 @@ static tpu_status parse_bias_act(tpu_json *c, json_t *jl, const char *path, cons
                               "relu, relu6, tanh, sigmoid or softmax", a);
 }
 
-/* The convs' "kernel": an integer or [height, width], 1..64 (required). */
+/* The convs' "kernel": an integer or [height, width], 1..64 (required),
+** read as 64-bit values so that one past 2^32 is refused as itself. */
 static tpu_status parse_kernel(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
   json_t *k = json_object_get(jl, "kernel");
   if (!k) return tpu_json_missing(OBJ(c, jl, path, what), "kernel", "an integer or [height, width] in 1..64");
-  if (json_is_integer(k)) L->kh = L->kw = (int)json_integer_value(k);
+  int64_t v[2];
+  if (json_is_integer(k)) v[0] = v[1] = json_integer_value(k);
   else if (json_is_array(k) && json_array_size(k) == 2 && json_is_integer(json_array_get(k, 0)) &&
            json_is_integer(json_array_get(k, 1))) {
-    L->kh = (int)json_integer_value(json_array_get(k, 0));
-    L->kw = (int)json_integer_value(json_array_get(k, 1));
-  } else L->kh = 0;
-  if (L->kh < 1 || L->kh > 64 || L->kw < 1 || L->kw > 64)
+    v[0] = json_integer_value(json_array_get(k, 0));
+    v[1] = json_integer_value(json_array_get(k, 1));
+  } else {
     return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in 1..64");
+  }
+  for (int i = 0; i < 2; i++)
+    if (v[i] < 1 || v[i] > 64)
+      return tpu_json_fail_member(OBJ(c, jl, path, what), "kernel", "expected an integer or [height, width] in "
+                                  "1..64, got %lld", (long long)v[i]);
+  L->kh = (int)v[0];
+  L->kw = (int)v[1];
   return TPU_OK;
 }
 
@@ -194,25 +202,33 @@ static tpu_status parse_batchnorm(tpu_json *c, json_t *jl, const char *path, con
 ** (top and bottom h, left and right w) or [[top, bottom], [left, right]]. */
 static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
   json_t *pd = json_object_get(jl, "padding");
-  int v[4] = { -1, -1, -1, -1 };   /* top, bottom, left, right */
+  int64_t v[4] = { -1, -1, -1, -1 };   /* top, bottom, left, right; 64-bit: 2^32 + 1 is not 1 */
+  bool shape = true;
   if (!pd) v[0] = v[1] = v[2] = v[3] = 1;
-  else if (json_is_integer(pd)) v[0] = v[1] = v[2] = v[3] = (int)json_integer_value(pd);
+  else if (json_is_integer(pd)) v[0] = v[1] = v[2] = v[3] = json_integer_value(pd);
   else if (json_is_array(pd) && json_array_size(pd) == 2) {
     for (size_t a = 0; a < 2; a++) {
       json_t *e = json_array_get(pd, a);
-      if (json_is_integer(e)) v[2 * a] = v[2 * a + 1] = (int)json_integer_value(e);
+      if (json_is_integer(e)) v[2 * a] = v[2 * a + 1] = json_integer_value(e);
       else if (json_is_array(e) && json_array_size(e) == 2 && json_is_integer(json_array_get(e, 0)) &&
                json_is_integer(json_array_get(e, 1))) {
-        v[2 * a] = (int)json_integer_value(json_array_get(e, 0));
-        v[2 * a + 1] = (int)json_integer_value(json_array_get(e, 1));
+        v[2 * a] = json_integer_value(json_array_get(e, 0));
+        v[2 * a + 1] = json_integer_value(json_array_get(e, 1));
+      } else {
+        shape = false;
       }
     }
+  } else {
+    shape = false;
   }
   for (int k = 0; k < 4; k++)
-    if (v[k] < 0 || v[k] > 1024)
+    if (!shape || v[k] < 0 || v[k] > 1024) {
+      char got[48] = "";
+      if (shape) snprintf(got, sizeof got, ", got %lld", (long long)v[k]);
       return tpu_json_fail_member(OBJ(c, jl, path, what), "padding", "expected p, [h, w] or [[top, bottom], "
-                                  "[left, right]], integers in 0..1024");
-  L->pad_top = v[0]; L->pad_bottom = v[1]; L->pad_left = v[2]; L->pad_right = v[3];
+                                  "[left, right]], integers in 0..1024%s", got);
+    }
+  L->pad_top = (int)v[0]; L->pad_bottom = (int)v[1]; L->pad_left = (int)v[2]; L->pad_right = (int)v[3];
   return TPU_OK;
 }
 

@@ -305,6 +305,8 @@ tpu_status tpu_sweep_plot(const tpu_sweep_plot_opts *o, bool quiet, char *err, s
     const char *sl = strrchr(o->csv, '/');
     snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - o->csv) : 1, sl ? o->csv : ".");
   }
+  if (!st && t.nrows == 0)   /* a header only: nothing to draw is an answer, not a plot */
+    st = sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: no points (only the header); nothing to plot", o->csv);
   if (!st) st = pick(&t, o, &x, &y, &s, err, errcap);
   if (!st) st = line_plots(&t, x, y, s, dir, quiet, err, errcap);
   if (!st) st = stall_plot(&t, o, dir, quiet, err, errcap);

@@ -774,6 +774,20 @@ out:
 }
 /* }================================================================== */
 
+/* Whether every action of 'script' (cut in place) is one: the whole
+** script is checked before the window runs any of it. */
+static bool script_valid(char *script) {
+  char *save = NULL;
+  for (char *a = strtok_r(script, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+    SDL_Event e;
+    int wait, sw, sh;
+    if ((sscanf(a, "size:%dx%d", &sw, &sh) == 2 && sw > 0 && sh > 0) || script_event(a, &e, &wait)) continue;
+    fprintf(stderr, "tpusim viz: --script: unknown action '%s'\n", a);
+    return false;
+  }
+  return true;
+}
+
 int tpu_viz_app_run(tpu_viz *v, const tpu_viz_app_opts *o) {
   if (o->start) tpu_viz_seek(v, o->start);
   if (o->headless) return run_headless(v, o);
@@ -781,6 +795,10 @@ int tpu_viz_app_run(tpu_viz *v, const tpu_viz_app_opts *o) {
   if (o->script) {
     script = tpu_strdup(o->script);
     if (!script) { fprintf(stderr, "tpusim viz: out of memory\n"); return 1; }
+    const bool ok = script_valid(script);
+    tpu_free(script);
+    if (!ok) return 2;
+    if (!(script = tpu_strdup(o->script))) { fprintf(stderr, "tpusim viz: out of memory\n"); return 1; }
   }
   int rc = run_window(v, o, script);
   tpu_free(script);

@@ -310,6 +310,14 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_k.json|layers[0] (conv2d): field 'kernel'
 >m_k2.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 0 }, { "type": "flatten" } ] }
 2|m_k2.json|layers[0] (conv2d): field 'kernel'
+>m_kwrap.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 4294967299 }, { "type": "flatten" } ] }
+2|m_kwrap.json|m_kwrap.json:1:79: layers[0] (conv2d): field 'kernel': expected an integer or [height, width] in 1..64, got 4294967299
+>m_kwrap2.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": [3, -4294967293] }, { "type": "flatten" } ] }
+2|m_kwrap2.json|layers[0] (conv2d): field 'kernel': expected an integer or [height, width] in 1..64, got -4294967293
+>m_zpwrap.json { "input": [8, 8, 1], "layers": [ { "type": "zero_padding", "padding": 4294967297 }, { "type": "flatten" } ] }
+2|m_zpwrap.json|layers[0] (zero_padding): field 'padding': expected p, [h, w] or [[top, bottom], [left, right]], integers in 0..1024, got 4294967297
+>m_zpwrap2.json { "input": [8, 8, 1], "layers": [ { "type": "zero_padding", "padding": [[1, 4294967297], 2] }, { "type": "flatten" } ] }
+2|m_zpwrap2.json|got 4294967297
 >m_pad.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 3, "padding": "full" }, { "type": "flatten" } ] }
 2|m_pad.json|layers[0] (conv2d): field 'padding'
 >m_st.json { "input": [8, 8, 1], "layers": [ { "type": "conv2d", "filters": 2, "kernel": 3, "stride": 0 }, { "type": "flatten" } ] }
@@ -574,6 +582,11 @@ corpus "$TPUSIM" <<'CASES'
 2|viz --headless --png v.png --model mlp --batch 7|--batch
 2|viz --headless --png v.png --program nosuch.json|nosuch.json: cannot read
 2|plot nosuch.csv|nosuch.csv: cannot read
+2|model docs|docs: not a built-in model|Is a directory
+2|run --chip teach --program docs|docs: cannot read: Is a directory
+2|info --chip docs|cannot open it as a file: Is a directory
+>hdr.csv point,model,status,images_per_s\n
+2|plot hdr.csv|hdr.csv: no points (only the header); nothing to plot
 2|scalesim -c docs/scalesim/tpu_128.cfg -t docs/scalesim/alexnet.csv --compat yes|--compat
 2|nosuchcommand|nosuchcommand
 2|info --bogus|--bogus

@@ -92,7 +92,21 @@ kcf.json|$F0,\n$CV, "data_format": "channels_first"}, "inbound_nodes": [[["in", 
 kdil.json|$F0,\n$CV, "dilation_rate": [2, 2]}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'dilation_rate': [2, 2]: dilated convolutions are not supported
 kshape.json|$F0,\n$CV}, "inbound_nodes": [[["in", 0, 0, {}]]]},\n{"class_name": "Add", "name": "s", "config": {"name": "s"}, "inbound_nodes": [[["c", 0, 0, {}], ["in", 0, 0, {}]]]}$(hd s)|kshape.json:4:1: Keras layer 's' (Add), translated to layers[1] (add 's'): input shapes do not match
 k1.json|{"class_name": "Sequential", "keras_version": "1.2.1", "config": []}|k1.json:1:47: a Keras 1.2.1 file; Keras 1 files are not supported
+kbigk.json|$F0,\n{"class_name": "Conv2D", "name": "c", "config": {"name": "c", "filters": 4, "kernel_size": 4294967299}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'kernel_size': expected an integer or [kh, kw], integers in 1..64, got 4294967299
+kbigs.json|$F0,\n$CV, "strides": [4294967298, 4294967298]}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'strides': expected an integer or [sh, sw], integers in 1..64, got 4294967298
+kbigs40.json|$F0,\n$CV, "strides": 1099511627776}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'strides': expected an integer or [sh, sw], integers in 1..64, got 1099511627776
+kbigp.json|$F0,\n{"class_name": "MaxPooling2D", "name": "c", "config": {"name": "c", "pool_size": 4294967298}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (MaxPooling2D): field 'pool_size': expected an integer or [ph, pw], integers in 1..64, got 4294967298
+kbigps.json|$F0,\n{"class_name": "MaxPooling2D", "name": "c", "config": {"name": "c", "pool_size": 2, "strides": 4294967298}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (MaxPooling2D): field 'strides': expected an integer or [sh, sw], integers in 1..64, got 4294967298
 CASES
+
+# an input shape given after the file name is whole dimensions, nothing after them
+INU='{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, null, null, 2]}, "inbound_nodes": []}'
+printf '%b' '{"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [' "$INU" ',' "$CV"'}, "inbound_nodes": [[["in", 0, 0, {}]]]}' "$(hd c)" > kun.json
+expect_status 0 "$TPUSIM" model kun.json@8x8x2
+for junk in 8x8x2x 8x8x2x3 8xx8x2 x8x8x2; do
+  expect_status 2 "$TPUSIM" model "kun.json@$junk"
+  expect_err_contains "@$junk: expected 3 dimensions (HxWxC)"
+done
 
 # real files saved from Keras by others (tests/check_keras.c checks all of them)
 R="$TPU_ROOT/../shared/keras-models"

@@ -10,6 +10,10 @@ cmp j1/results.csv j2/results.csv || die "-j 1 and -j 2 CSVs differ"
 head -1 j1/results.csv | grep -q '^point,model,batch,cores,status,sim_step_s,sim_step_cycles,images_per_s,mxu_utilization,' \
   || die "CSV header: $(head -1 j1/results.csv)"
 
+# an axis of names only (matmul's --level): both points run, the plot labels them
+expect_status 0 "$TPUSIM" sweep --out lv -j 1 matmul --m 8 --n 8 --k 8 --level tile,timing
+if command -v gnuplot >/dev/null; then [ -s lv/cycles-vs-level.png ] || die "cycles-vs-level.png: $(ls -l lv)"; fi
+
 # the default plots, each with its gnuplot script beside it
 if command -v gnuplot >/dev/null; then
   for f in images_per_s-vs-batch-by-cores-model=mlp images_per_s-vs-batch-by-cores-model=cnn stall-shares; do

@@ -23,6 +23,10 @@ expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY SDL_VIDEODRIVER=dummy "$TPUSIM
 expect_err_contains "no display"; expect_err_contains "--headless"
 expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$TPUSIM" viz --chip teach
 expect_err_contains "--headless"
+# a script is checked whole before any of it runs: 'space' is not acted on before 'bogus' is refused
+expect_status 2 env SDL_VIDEODRIVER=dummy "$TPUSIM" viz --chip teach --script space,bogus
+expect_err_contains "--script: unknown action 'bogus'"
+[ -z "$OUT" ] || die "viz --script space,bogus ran 'space' first: $OUT"
 
 # the run's tile times and layout, then frames across the first tile
 expect_status 0 "$TPUSIM" viz --chip teach --m 40 --n 12 --k 20 --headless --json --out run0
