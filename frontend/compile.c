@@ -391,13 +391,12 @@ static double tensor_bytes(const fe_plan *p, fe_tensor t) {
 }
 
 /* Whether step k's result t goes to HBM: not when a kernel keeps it. */
-static bool stored_at(const fe_compiled *c, int k, fe_tensor t, const fe_plan *p) {
+static bool stored_at(const fe_compiled *c, int k, const fe_plan *p) {
   const int g = c->step[k].kernel;
   if (g < 0) return p->steps[k].kind != FE_STEP_VIEW;
   for (int ps = 0; ps < 2; ps++)
     for (int i = 0; i < c->kernels[g].pass[ps].nstore; i++)
       if (c->kernels[g].pass[ps].store_step[i] == k) return true;
-  (void)t;
   return false;
 }
 
@@ -424,7 +423,7 @@ static tpu_status plan_memory(cstate *s) {
     for (int x = 0; x < nw; x++) {
       const int key = resolve(s, key_of(p, w[x]));
       const double b = tensor_bytes(p, w[x]);
-      if (born[key] || b == 0 || !stored_at(c, k, w[x], p)) continue;
+      if (born[key] || b == 0 || !stored_at(c, k, p)) continue;
       born[key] = 1;
       c->act_sum_bytes += b;
       const int end = s->last_read[key] >= k ? s->last_read[key] : k;

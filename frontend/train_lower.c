@@ -448,7 +448,7 @@ static void colsum_into(ktile *t, int x, int i) {
 /* Member s's ops on the tile: cur its chain input, y its other input (0:
 ** none loaded), into dst; 'reduce' the reduction part of the member that
 ** has one, else its element-wise part. */
-static void member_ops(ktile *t, const fe_plan *p, const fe_step *s, int cur, int y, int dst, bool reduce) {
+static void member_ops(ktile *t, const fe_step *s, int cur, int y, int dst, bool reduce) {
   if (s->kind == FE_STEP_VPU) {
     const bool two = s->vpu.y.kind != FE_T_NONE || s->vpu.op == TPU_VPU_RELU_GRAD ||
                      s->vpu.op == TPU_VPU_RELU_CAP_GRAD || s->vpu.op == TPU_VPU_TANH_GRAD ||
@@ -477,7 +477,6 @@ static void member_ops(ktile *t, const fe_plan *p, const fe_step *s, int cur, in
       op2(t, TPU_VPU_MUL, dst, t->mask, dst);
     }
   }
-  (void)p;
 }
 
 /* One tile of pass ps (pass 0: up to the reducing member g->red). */
@@ -503,10 +502,10 @@ static void kernel_tile(lower *w, ktile *t, const fe_kernel *g, const fe_kernel_
     const fe_step *s = &p->steps[k];
     if (s->kind == FE_STEP_VIEW || s->kind == FE_STEP_DROPOUT_MASK) continue;
     const int y = ps->other[k - ps->from] >= 0 ? t->in[ps->other[k - ps->from]] : 0;
-    if (reduction && k == g->red) { member_ops(t, p, s, cur, y, 0, true); break; }
+    if (reduction && k == g->red) { member_ops(t, s, cur, y, 0, true); break; }
     const bool stored = oj < ps->nstore && ps->store_step[oj] == k;
     const int dst = stored ? tpu_sim_lower_vmem(L, TPU_SIM_R_O, 2 * oj + par, wk->ri, wk->ci) : cur;
-    member_ops(t, p, s, cur, y, dst, false);
+    member_ops(t, s, cur, y, dst, false);
     cur = dst;
     for (; oj < ps->nstore && ps->store_step[oj] == k; oj++)
       tpu_sim_lower_defer(L, dst, group(w, ps->store_dt[oj]), wk->r0, wk->c0, wk->ri, wk->ci, "dma");
