@@ -204,6 +204,7 @@ static _Thread_local bool report_has_chip;
 int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
   char err[1024];
   tpu_status st = tpu_chip_config_load(c->chip, out, err, sizeof err);
+  if (st == TPU_OK && c->host) st = tpu_chip_host_preset(out, c->host, err, sizeof err);
   for (int k = 0; st == TPU_OK && k < c->nsets; k++) st = tpu_chip_config_set(out, c->sets[k], err, sizeof err);
   if (st == TPU_OK) { report_chip = *out; report_has_chip = true; }
   return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);

@@ -123,6 +123,8 @@ typedef struct cli_common {
   int nsets;
   bool json;                         /* --json */
   bool help;                         /* --help / -h */
+  const char *host;                  /* --host NAME (train's own option): the host setup, applied to the
+                                        chip before the --set's; NULL: the chip's */
 } cli_common;
 
 /* An ID option's value: returns 0, or the exit status after a message. */
@@ -152,7 +154,7 @@ int cli_help(const char *text, const char *more);
 bool cli_chip_given(int argc, char **argv, const cli_common *c);
 /* }================================================================== */
 
-/* Loads --chip and applies every --set; prints the error and returns its
+/* Loads --chip, applies --host (when given) and every --set; prints the error and returns its
 ** exit status (2 for bad input), or 0. */
 int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out);
 /* Loads a model (a built-in or zoo name, a native or Keras JSON file,

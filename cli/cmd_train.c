@@ -58,7 +58,13 @@ static const char HELP[] =
   "  --pipeline FILE        the input pipeline, a datafeed JSON (docs/DATAFEED.md): its\n"
   "                         batches feed the cores and its host-time model says when each\n"
   "                         is ready (default: shuffle, normalize, batch, prefetch, no costs)\n"
-  "  --steps-per-epoch S    stop each epoch after S steps (default: the whole training set)\n"
+  "  --steps-per-epoch S    stop each epoch after S steps (default: ceil(training set /\n"
+  "                         batch), the last batch partial, as Keras' fit counts them)\n"
+  "  --steps-per-execution N  steps run by one call from the host, as Keras'\n"
+  "                         steps_per_execution (default 1); each call costs host.dispatch_s\n"
+  "  --host H               the host driving the TPU: tpu-vm (default; Keras on the TPU's\n"
+  "                         own host) or colab (a TPU node reached over the network, as\n"
+  "                         Colab's was); sets the chip's host.* keys (docs/CHIPS.md)\n"
   "  --batch B              global batch (default 128, at most 2^31); must divide by the\n"
   "                         cores and fit the training set\n"
   "  --cores C              cores to use (default: the chip's)\n"
@@ -82,11 +88,11 @@ static const char HELP[] =
   "  --resume               continue from DIR's checkpoint (results identical to an\n"
   "                         uninterrupted run)\n";
 
-enum { OPT_BACKEND = 1, OPT_LEVEL, OPT_PRECISION, OPT_POLICY };
+enum { OPT_BACKEND = 1, OPT_LEVEL, OPT_PRECISION, OPT_POLICY, OPT_HOST };
 
 typedef struct opts {
   const char *model, *data, *trace, *csv, *ckpt, *pipeline;
-  long epochs, steps, batch, cores, threads, synth_n;
+  long epochs, steps, batch, cores, threads, synth_n, spe;
   long seed;                   /* -1: the model's */
   tpu_fe_backend_kind backend;
   tpu_fidelity level;
@@ -114,6 +120,14 @@ static int option(void *ud, int id, const char *v) {
     return 0;
   case OPT_POLICY:
     return cli_dtype_policy(CMD, v, &o->policy);
+  case OPT_HOST: {
+    char err[256];
+    tpu_chip_config probe;
+    memset(&probe, 0, sizeof probe);
+    if (tpu_chip_host_preset(&probe, v, err, sizeof err)) return cli_usage_error(CMD, "%s", err);
+    o->com.host = v;
+    return 0;
+  }
   default:
     return cli_precision(CMD, v, &o->prec);
   }
@@ -123,14 +137,16 @@ static int parse_args(int argc, char **argv, opts *o) {
   const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   const tpu_fe_run_config d = tpu_fe_run_config_default();
   *o = (opts){ .data = d.data, .epochs = d.epochs, .batch = d.global_batch, .seed = d.seed, .synth_n = d.synthetic_n,
-               .backend = d.backend, .level = d.level, .prec = d.prec, .threads = ncpu > 0 ? ncpu : 1 };
+               .backend = d.backend, .level = d.level, .prec = d.prec, .threads = ncpu > 0 ? ncpu : 1,
+               .spe = d.steps_per_execution };
   const cli_opt table[] = {
     CLI_STR("model", &o->model, NULL), CLI_STR("data", &o->data, NULL), CLI_STR("trace", &o->trace, NULL),
     CLI_STR("csv", &o->csv, NULL), CLI_STR("checkpoint", &o->ckpt, NULL), CLI_STR("pipeline", &o->pipeline, NULL),
     CLI_LONG("epochs", &o->epochs, 1, 100000), CLI_LONG("steps-per-epoch", &o->steps, 1, 100000000),
     CLI_LONG("batch", &o->batch, 1, 1L << 31), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
     CLI_LONG("threads", &o->threads, 1, 256), CLI_LONG("synthetic-n", &o->synth_n, 1, INT_MAX),
-    CLI_LONG("seed", &o->seed, 0, 2147483647L),
+    CLI_LONG("seed", &o->seed, 0, 2147483647L), CLI_LONG("steps-per-execution", &o->spe, 1, 100000000),
+    CLI_ID("host", OPT_HOST, NULL),
     CLI_ID("backend", OPT_BACKEND, NULL), CLI_ID("level", OPT_LEVEL, NULL), CLI_ID("precision", OPT_PRECISION, NULL),
     CLI_ID("dtype-policy", OPT_POLICY, NULL), CLI_FLAG("resume", &o->resume),
   };
@@ -159,9 +175,11 @@ static void fmt_step(char *b, size_t n, double s) {
 }
 
 /* The progress line as Keras prints it: while running the bar, the step
-** count and the ETA (wall time), at the end the epoch's wall time and wall
-** time per step; then the simulated time per step, labelled 'sim' so no one
-** takes one for the other, and the running loss and accuracy. */
+** count, the ETA (this host's wall time) and the simulated time per step
+** so far, labelled 'sim'; at the end the epoch's simulated wall time (the
+** fit's: steps, calls, validation, compile) and that time per step, as
+** Keras would print it on the simulated TPU. Then the running loss and
+** accuracy. */
 static void progress(bool tty, bool final, long step, long total, double wall_s, double sim_step_s,
                      double loss, double acc) {
   if (!tty && !final) return;
@@ -176,14 +194,14 @@ static void progress(bool tty, bool final, long step, long total, double wall_s,
   printf("%s%*ld/%ld [%s]", tty ? "\r" : "", dig, step, total, bar);
   if (final) {
     fmt_step(wt, sizeof wt, step ? wall_s / (double)step : 0);
-    printf(" - %.0fs %s/step (wall)", wall_s, wt);
+    printf(" - %.0fs %s/step", wall_s, wt);
   } else {
     const long eta = step ? lround(wall_s / (double)step * (double)(total - step)) : 0;
     if (eta >= 3600) printf(" - ETA: %ld:%02ld:%02ld", eta / 3600, eta / 60 % 60, eta % 60);
     else if (eta >= 60) printf(" - ETA: %ld:%02ld", eta / 60, eta % 60);
     else printf(" - ETA: %lds", eta);
+    printf(" - sim %s/step", t);
   }
-  printf(" - sim %s/step", t);
   /* --level timing computes no values: no loss to show (NaN) */
   if (!isnan(loss)) printf(" - loss: %.4f - accuracy: %.4f", loss, acc);
   if (!final) fflush(stdout);
@@ -230,6 +248,7 @@ static int create_run(const opts *o, train_cli *t) {
   c.threads = (int)o->threads;
   c.epochs = (int)o->epochs;
   c.steps_per_epoch = o->steps;
+  c.steps_per_execution = (int)o->spe;
   c.data = o->data;
   c.pipeline = o->pipeline;
   c.synthetic_n = (int)o->synth_n;
@@ -279,10 +298,15 @@ static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, 
   }
   if (!r->epoch_end) return 0;
   if (!o->com.json) {
-    progress(tty, true, steps, steps, r->epoch_log.wall_s, r->epoch_sim_s / (double)steps, r->epoch_loss,
-             r->epoch_accuracy);
+    const tpu_fe_fit_time *f = &r->epoch_log.fit;
+    progress(tty, true, steps, steps, f->fit_s, r->epoch_sim_s / (double)steps, r->epoch_loss, r->epoch_accuracy);
     if (n) printf(" - val_loss: %.4f - val_accuracy: %.4f\n", r->epoch_log.val_loss, r->epoch_log.val_accuracy);
     else printf("\n");
+    char cs[32];
+    fmt_step(cs, sizeof cs, r->epoch_sim_s / (double)steps);
+    printf("  simulated %.3gs: chip %.3gs (%s/step), input %.3gs, dispatch %.3gs, validation %.3gs, compile %.3gs; "
+           "host wall %.2fs\n", f->fit_s, f->chip_s, cs, f->input_s, f->dispatch_s, f->validation_s, f->compile_s,
+           r->epoch_log.wall_s);
     fflush(stdout);
   }
   char err[1024];
@@ -354,6 +378,32 @@ static int per_core_json(json_t *j, const tpu_fe_run_totals *t) {
   return bad ? -1 : 0;
 }
 
+/* A simulated fit time, split (tpu_fe_fit_time): null parts before a
+** --resume (checkpoints keep none). */
+static json_t *fit_json(const tpu_fe_fit_time *f) {
+  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "time_s", cli_json_real(f->fit_s), "chip_s", cli_json_real(f->chip_s),
+                   "input_s", cli_json_real(f->input_s), "dispatch_s", cli_json_real(f->dispatch_s),
+                   "validation_s", cli_json_real(f->validation_s), "compile_s", cli_json_real(f->compile_s));
+}
+
+/* The run's "fit": its simulated wall time split, and what made it. */
+static json_t *fit_report_json(const opts *o, const tpu_chip_config *chip, const tpu_fe_run_totals *m) {
+  json_t *f = fit_json(&m->fit);
+  const int run = m->epochs_done - m->first_epoch;
+  json_object_set_new(f, "epoch_s", cli_json_real(run > 0 ? m->fit.fit_s / run : NAN));
+  json_object_set_new(f, "steps_per_execution", json_integer(o->spe));
+  json_object_set_new(f, "executions", json_integer(m->executions));
+  json_object_set_new(f, "validation_samples", json_integer(m->val_samples));
+  json_object_set_new(f, "validation_steps", json_integer(m->val_steps));
+  json_object_set_new(f, "programs", json_integer(m->programs));
+  json_object_set_new(f, "kernels", json_pack("{s:i,s:i}", "train", m->kernels_train, "eval", m->kernels_eval));
+  json_object_set_new(f, "host", json_pack("{s:o,s:o,s:o,s:o}", "dispatch_s", cli_json_real(chip->host_dispatch_s),
+                                           "infeed_gb_per_s", cli_json_real(chip->host_infeed_gb_per_s),
+                                           "compile_s", cli_json_real(chip->host_compile_s),
+                                           "compile_s_per_kernel", cli_json_real(chip->host_compile_s_per_kernel)));
+  return f;
+}
+
 /* The run's history: val_* as Keras names them; test_* are their aliases
 ** for one release; wall_s is null for the epochs before a --resume
 ** (checkpoints keep no wall time, so that identical runs write identical
@@ -369,6 +419,7 @@ static json_t *history_json(const tpu_fe_run_totals *m) {
                                           "test_loss", cli_json_real(h->val_loss),
                                           "test_accuracy", cli_json_real(h->val_accuracy),
                                           "wall_s", cli_json_real(h->wall_s), "sim_s", cli_json_real(h->sim_s)));
+    json_object_set_new(json_array_get(hist, (size_t)e), "fit", fit_json(&h->fit));
   }
   return hist;
 }
@@ -417,6 +468,7 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
   json_object_set_new(j, "wall_s", cli_json_real(t->wall));   /* this invocation's */
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
   json_object_set_new(j, "history", history_json(m));
+  json_object_set_new(j, "fit", fit_report_json(o, &t->chip, m));
   /* the step's table: where one step's time and bytes go, per layer */
   tpu_chip_config chip = t->chip;
   cli_chip_cut(&chip, m->cores);
@@ -453,6 +505,17 @@ static int report_text(const opts *o, const train_cli *t, const tpu_fe_run_total
   char alg[512];
   if (t->chip.cores > 1)
     printf("  all-reduce        %s\n", tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg));
+  const tpu_fe_fit_time *f = &m->fit;
+  const int run = m->epochs_done - m->first_epoch;
+  if (run > 0) {
+    printf("  simulated fit     %.4g s over %d epoch%s (%.4g s each): chip %.4g s, input %.4g s, dispatch %.4g s, "
+           "validation %.4g s, compile %.4g s\n", f->fit_s, run, run == 1 ? "" : "s", f->fit_s / run, f->chip_s,
+           f->input_s, f->dispatch_s, f->validation_s, f->compile_s);
+    printf("  host              %ld call%s of %ld step%s (%.3g ms each), %d program%s compiled (train %d kernels, "
+           "eval %d), validation %ld samples in %ld steps\n", m->executions, m->executions == 1 ? "" : "s", o->spe,
+           o->spe == 1 ? "" : "s", t->chip.host_dispatch_s * 1e3, m->programs, m->programs == 1 ? "" : "s",
+           m->kernels_train, m->kernels_eval, m->val_samples, m->val_steps);
+  }
   printf("  wall time         %.2f s\n", t->wall);
   return 0;
 }
@@ -464,6 +527,9 @@ static const tpu_sweep_field FIELDS[] = {
   { "sim_step_s", TPU_SWEEP_REAL }, { "sim_step_cycles", TPU_SWEEP_INT }, { "images_per_s", TPU_SWEEP_REAL },
   { "mxu_utilization", TPU_SWEEP_REAL }, { "input_wait_fraction", TPU_SWEEP_REAL },
   { "input_verdict", TPU_SWEEP_STR }, { "test_accuracy", TPU_SWEEP_REAL }, { "test_loss", TPU_SWEEP_REAL },
+  { "fit_time_s", TPU_SWEEP_REAL }, { "epoch_s", TPU_SWEEP_REAL }, { "fit_chip_s", TPU_SWEEP_REAL },
+  { "fit_input_s", TPU_SWEEP_REAL }, { "fit_dispatch_s", TPU_SWEEP_REAL }, { "fit_validation_s", TPU_SWEEP_REAL },
+  { "fit_compile_s", TPU_SWEEP_REAL }, { "executions", TPU_SWEEP_INT },
 };
 
 /* A sweep point's row (NULL: none) from the run's totals: the mean step,
@@ -485,6 +551,15 @@ static void sweep_row(const opts *o, const tpu_fe_run_totals *m, tpu_sweep_row *
   tpu_sweep_row_str(row, "input_verdict", verdict, strcspn(verdict, ":"));
   tpu_sweep_row_real(row, "test_accuracy", numerics ? m->val_accuracy : NAN);
   tpu_sweep_row_real(row, "test_loss", numerics ? m->val_loss : NAN);
+  const int run = m->epochs_done - m->first_epoch;
+  tpu_sweep_row_real(row, "fit_time_s", m->fit.fit_s);
+  tpu_sweep_row_real(row, "epoch_s", run > 0 ? m->fit.fit_s / run : NAN);
+  tpu_sweep_row_real(row, "fit_chip_s", m->fit.chip_s);
+  tpu_sweep_row_real(row, "fit_input_s", m->fit.input_s);
+  tpu_sweep_row_real(row, "fit_dispatch_s", m->fit.dispatch_s);
+  tpu_sweep_row_real(row, "fit_validation_s", m->fit.validation_s);
+  tpu_sweep_row_real(row, "fit_compile_s", m->fit.compile_s);
+  tpu_sweep_row_int(row, "executions", m->executions);
   cli_sweep_stalls(row, cycles, m->stall_fraction);
 }
 

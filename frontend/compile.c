@@ -483,3 +483,15 @@ void fe_compiled_destroy(fe_compiled *c) {
   tpu_free(c->kernels);
   tpu_free(c);
 }
+
+int fe_compiled_kernels(const fe_plan *p, const fe_compiled *c) {
+  int n = 0;
+  for (int k = 0; k < p->nsteps; k++) {
+    const fe_step_kind kind = p->steps[k].kind;
+    const fe_step_compiled *x = &c->step[k];
+    if (kind == FE_STEP_INFEED || kind == FE_STEP_VIEW || kind == FE_STEP_DROPOUT_MASK || x->skip) continue;
+    if (x->kernel >= 0 && c->kernels[x->kernel].first != k) continue;   /* counted at its first member */
+    n++;
+  }
+  return n;
+}

@@ -273,6 +273,13 @@ typedef struct tpu_fe_step_size {
 tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
                                bool train, tpu_fe_step_size *out);
 
+/* The kernels of one step's compiled program (a training step, or an
+** inference pass when !train): what XLA would compile, each fused kernel
+** once (docs/TRAINING.md, "Compilation"). TPU_ERR_INPUT (no model, rows <
+** 1), TPU_ERR_NOMEM, or TPU_OK with *out set. */
+tpu_status tpu_fe_program_kernels(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                  bool train, int *out);
+
 /* The engine program of 'steps' training steps (1..1000) one after another,
 ** the batch of step s ready at ready_cycles[s] (cycles from the run's start,
 ** nondecreasing; one infeed entry per core and step). A step's infeed asks
@@ -408,6 +415,7 @@ typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;
   int classes;
   int64_t batches_per_epoch;
+  int64_t elements;            /* the training split's samples */
 } tpu_fe_feed_info;
 /* Opens the training pipeline and its host-time model. On failure *out is
 ** NULL and err names the file and field (TPU_ERR_CONFIG / INPUT / IO). */
@@ -419,7 +427,8 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
 ** host-time model alone, see no_values), its size *n (the
 ** global batch, or less for the last batch of an epoch of a pipeline
 ** without drop_remainder) and the simulated host time it is ready, for a
-** consumer asking at 'request_s'. The labels are bytes: *y is NULL when the
+** consumer asking at 'request_s' (request_s itself when the pipeline had
+** it ready: a prefetched batch). The labels are bytes: *y is NULL when the
 ** data has more than 256 classes (then only the timing, which never reads
 ** values, can use the batch). */
 tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, int *n,
@@ -478,12 +487,24 @@ uint64_t tpu_fe_params_hash(const float *p, size_t n);
 ** resume, the data position, what the run measured so far and its history
 ** (so a resumed run reports the whole run), the weights and optimizer
 ** state, and a CRC-32 of it all. */
+/* The simulated wall time of a Keras fit, split by where it went
+** (docs/TRAINING.md, "The host side of a fit"): the parts add up to fit_s. */
+typedef struct tpu_fe_fit_time {
+  double fit_s;                    /* the whole: what Keras' progress bar shows */
+  double chip_s;                   /* the training steps on the chip, less their input waits */
+  double input_s;                  /* the training steps' waits for their batch on the device */
+  double dispatch_s;               /* the host's calls to the TPU (steps_per_execution steps each) */
+  double validation_s;             /* the validation pass: its steps, their input and their calls */
+  double compile_s;                /* XLA's compile of each program the first time it runs */
+} tpu_fe_fit_time;
 typedef struct tpu_fe_epoch_log {  /* one epoch of the history (Keras' History) */
   double loss, accuracy;           /* the epoch's running means over its steps */
   double val_loss, val_accuracy;   /* on the test split after the epoch */
-  double sim_s;                    /* the epoch's simulated time */
+  double sim_s;                    /* the epoch's simulated time on the chip (fit.chip_s + fit.input_s) */
   double wall_s;                   /* and its wall time: not saved (identical runs write identical
                                       checkpoints), NaN after a load */
+  tpu_fe_fit_time fit;             /* the epoch's simulated wall time, split: not saved (NaN after a
+                                      load) */
 } tpu_fe_epoch_log;
 typedef struct tpu_fe_run_log {    /* sums over the steps timed so far */
   uint64_t steps;
@@ -587,6 +608,8 @@ typedef struct tpu_fe_run_config {
   int trace_steps;             /* default 20 */
   int timeline_steps;          /* the host-time model records the intervals of its first N batches
                                   (tpu_fe_run_host_model; default 0) */
+  int steps_per_execution;     /* Keras' steps_per_execution: steps run by one call from the host
+                                  (default 1); the host's costs are the chip's host.* keys */
 } tpu_fe_run_config;
 /* The strings and 'trace' of a config are borrowed: they must outlive the
 ** run. */
@@ -630,6 +653,11 @@ typedef struct tpu_fe_run_totals {
   double images_per_s;         /* global batch / sim_step_s */
   double train_loss, train_accuracy;   /* the last epoch's history entry (NaN at the timing level */
   double val_loss, val_accuracy;       /* or before an epoch ended) */
+  tpu_fe_fit_time fit;         /* this run's simulated wall time (a resumed run: its own epochs) */
+  long executions;             /* this run's calls from the host (training and validation) */
+  long val_samples, val_steps; /* the validation pass after each epoch (the test split at the batch) */
+  int kernels_train, kernels_eval;     /* the kernels of the two compiled programs */
+  int programs;                /* programs this run compiled (whole and partial batches) */
 } tpu_fe_run_totals;
 
 /* Creates a run: checks the config (the split, the data against the model,

@@ -232,6 +232,10 @@ typedef struct fe_compiled {
 ** them (fe_compiled_destroy). TPU_ERR_NOMEM or TPU_OK. */
 tpu_status fe_compile(const fe_plan *p, const tpu_chip_config *chip, fe_compiled **out);
 void fe_compiled_destroy(fe_compiled *c);                 /* NULL is a no-op */
+/* The kernels the compiled step launches: each plan step with work of its
+** own (not the infeed, a view, a dropout mask or a step done elsewhere),
+** a fused kernel once. This function can't fail. */
+int fe_compiled_kernels(const fe_plan *p, const fe_compiled *c);
 /* }================================================================== */
 
 /* {==================================================================

@@ -49,6 +49,19 @@ struct tpu_fe_run {
   double lsum, wsum;           /* the epoch so far: loss summed with each batch's weight, the weights */
   long csum, seen;             /* ... samples right, samples */
   double ep_sim, ep_wall0;     /* ... simulated time, and the wall clock at its start */
+  /* The host side of the fit (docs/TRAINING.md, "The host side of a fit") */
+  double clock_s;              /* the fit's simulated wall clock: steps, calls, compiles, validation */
+  double dequeue_s;            /* when the last step took its batch (its infeed buffer freed) */
+  double xfer_s;               /* a sample's host-to-device transfer over the chips' links */
+  double compile_s[2];         /* a program's compile: the training step's, the inference pass's */
+  int kernels[2];              /* their kernels */
+  bool compiled[4];            /* this run compiled: training whole / partial, eval whole / partial */
+  long val_n, val_steps;       /* the validation split and its steps */
+  int val_tail;                /* the last validation batch's samples (< the batch), or 0 */
+  tpu_fe_step_timing ev, ev_tail;      /* the inference pass at the shard, and at the tail's */
+  tpu_fe_fit_time fit, ep_fit; /* this run's, and the epoch's so far */
+  long executions;
+  int programs;
   tpu_status failed;           /* a step failed: the run only says so again */
 };
 
@@ -73,7 +86,8 @@ tpu_status tpu_fe_batch_split(int global_batch, int cores, int *per_core, char *
 tpu_fe_run_config tpu_fe_run_config_default(void) {
   return (tpu_fe_run_config){ .global_batch = 128, .seed = -1, .backend = TPU_FE_BACKEND_SIM,
                               .level = TPU_FIDELITY_TILE, .prec = TPU_PREC_BF16, .threads = 1, .epochs = 1,
-                              .data = "fashion-mnist", .synthetic_n = 2048, .trace_steps = 20 };
+                              .data = "fashion-mnist", .synthetic_n = 2048, .trace_steps = 20,
+                              .steps_per_execution = 1 };
 }
 
 /* {==================================================================
@@ -87,10 +101,11 @@ static tpu_status check_config(const tpu_fe_run_config *c, char *err, size_t err
     return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--level: a run is at the tile or the timing level, got %s",
                       tpu_fidelity_name(c->level));
   if (c->epochs < 1 || c->steps_per_epoch < 0 || c->threads < 1 || c->synthetic_n < 1 || c->trace_steps < 0 ||
-      c->timeline_steps < 0 || !c->data)
-    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "a run needs epochs, threads, synthetic_n >= 1, steps_per_epoch, "
-                      "trace_steps, timeline_steps >= 0 and data; got %d, %d, %d, %ld, %d, %d", c->epochs, c->threads,
-                      c->synthetic_n, c->steps_per_epoch, c->trace_steps, c->timeline_steps);
+      c->timeline_steps < 0 || !c->data || c->steps_per_execution < 1)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "a run needs epochs, threads, synthetic_n, steps_per_execution >= 1, "
+                      "steps_per_epoch, trace_steps, timeline_steps >= 0 and data; got %d, %d, %d, %d, %ld, %d, %d",
+                      c->epochs, c->threads, c->synthetic_n, c->steps_per_execution, c->steps_per_epoch,
+                      c->trace_steps, c->timeline_steps);
   if (c->resume_dir && c->level == TPU_FIDELITY_TIMING)
     return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--resume %s: --level timing computes no weights to resume",
                       c->resume_dir);
@@ -123,9 +138,56 @@ static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t 
   if (r->numerics && (st = tpu_fe_feed_test_set(&fo, &r->test, e, sizeof e)))
     return tpu_errorf(err, errcap, st, "--data %s (test split): %s", c->data, e);
   r->steps_avail = (long)fi.batches_per_epoch;
+  /* the built-in pipeline keeps a partial batch, but not a batch larger
+  ** than the whole set */
+  if (!c->pipeline && fi.elements < c->global_batch)
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--data %s: --batch %d is larger than the training set (%lld "
+                      "samples)", c->data, c->global_batch, (long long)fi.elements);
   if (r->steps_avail < 1)
     return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--batch %d is larger than the training set", c->global_batch);
   r->steps = c->steps_per_epoch && c->steps_per_epoch < r->steps_avail ? c->steps_per_epoch : r->steps_avail;
+  /* the validation split: the test split's samples (synthetic: N/4, known
+  ** without making them; at the timing level another split is read for
+  ** its count) */
+  if (r->numerics) r->val_n = r->test.n;
+  else if (!strcmp(c->data, "synthetic")) r->val_n = c->synthetic_n / 4;
+  else if (c->pipeline) r->val_n = 0;   /* the file describes the training input alone: no validation timed */
+  else {
+    tpu_fe_dataset d;
+    if ((st = tpu_fe_feed_test_set(&fo, &d, e, sizeof e)))
+      return tpu_errorf(err, errcap, st, "--data %s (test split): %s", c->data, e);
+    r->val_n = d.n;
+    tpu_fe_dataset_free(&d);
+  }
+  return TPU_OK;
+}
+
+/* The host side's constants (docs/TRAINING.md, "The host side of a fit"):
+** the two programs' kernels and compile times, the validation pass's steps
+** and their timing, a sample's transfer to the device. */
+static tpu_status host_setup(tpu_fe_run *r, char *err, size_t errcap) {
+  const tpu_fe_run_config *c = &r->cfg;
+  const tpu_chip_config *chip = &c->chip;
+  const int gb = c->global_batch;
+  tpu_status st = TPU_OK;
+  for (int t = 0; !st && t < 2; t++)
+    st = tpu_fe_program_kernels(&r->model, chip, c->prec, r->rows, t == 0, &r->kernels[t]);
+  if (st) return tpu_errorf(err, errcap, st, "counting the step's kernels: %s", tpu_status_str(st));
+  for (int t = 0; t < 2; t++) r->compile_s[t] = chip->host_compile_s + chip->host_compile_s_per_kernel * r->kernels[t];
+  r->val_steps = (r->val_n + gb - 1) / gb;
+  r->val_tail = (int)(r->val_n % gb);
+  if (r->val_n > r->val_tail &&
+      (st = tpu_fe_time_step(&r->model, chip, c->prec, r->rows, false, 0, c->threads, &r->ev, NULL, err, errcap)))
+    return st;
+  /* a partial batch fills whole shards on the first cores: the busiest's */
+  const int tail_rows = r->val_tail < r->rows ? r->val_tail : r->rows;
+  if (r->val_tail &&
+      (st = tpu_fe_time_step(&r->model, chip, c->prec, tail_rows, false, 0, c->threads, &r->ev_tail, NULL, err, errcap)))
+    return st;
+  /* the pipeline's f32 samples, each chip's shards over its own link */
+  const double chips = (double)(chip->cores / chip->cores_per_chip);
+  const tpu_fe_shape in = r->model.input;
+  r->xfer_s = (double)in.h * in.w * in.c * sizeof(float) / (chips * chip->host_infeed_gb_per_s * 1e9);
   return TPU_OK;
 }
 
@@ -170,6 +232,7 @@ static tpu_status start(tpu_fe_run *r, const char *label, char *err, size_t errc
   tpu_status st = tpu_fe_step_timer_create(&r->model, &c->chip, c->prec, r->rows, true, c->threads, &r->timer, e,
                                            sizeof e);
   if (!st) st = time_step(r, r->rows, 0, false, &r->tm0, e, sizeof e);
+  if (!st) st = host_setup(r, e, sizeof e);
   if (st) return tpu_errorf(err, errcap, st, "%s: %s", label, e);
   r->tm = r->tm0;
   r->tm_rows = r->rows;
@@ -251,21 +314,54 @@ static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float
   const long s = r->step;
   const char *input = r->cfg.pipeline ? r->cfg.pipeline : "--data";
   char e[1024];
-  double ready_s;
-  tpu_status st = tpu_fe_feed_next(r->feed, r->sums.sim_time_s, x, y, &rec->samples, &ready_s, e, sizeof e);
+  const tpu_chip_config *chip = &r->cfg.chip;
+  /* a call from the host runs steps_per_execution steps, counted from the
+  ** epoch's first */
+  double pre_s = 0;   /* the host's work right before the step: its call, a compile */
+  if (s % r->cfg.steps_per_execution == 0) {
+    pre_s += chip->host_dispatch_s;
+    r->clock_s += chip->host_dispatch_s;
+    r->ep_fit.dispatch_s += chip->host_dispatch_s;
+    r->executions++;
+  }
+  /* the input pipeline runs on the chip's clock (the steps alone): the
+  ** host's calls, compiles and validation do not let it run ahead */
+  double host_s;   /* when the batch is ready on the host: when asked if prefetched */
+  const double asked_s = r->sums.sim_time_s;
+  tpu_status st = tpu_fe_feed_next(r->feed, asked_s, x, y, &rec->samples, &host_s, e, sizeof e);
   if (st) return tpu_errorf(err, errcap, st, "epoch %d, step %ld: %s", ep + 1, s + 1, e);
-  const double wait_cyc = (ready_s - r->sums.sim_time_s) * r->hz;   /* >= 0: the feed never returns an earlier time */
-  if (!(wait_cyc <= (double)TPU_SIM_MAX_CYCLES))
-    return tpu_errorf(err, errcap, TPU_ERR_INPUT, "%s: epoch %d, step %ld: the batch is ready %.4g s after the cores "
-                      "ask for it (%.4g cycles), longer than the engine times (2^53 cycles): the pipeline's costs are "
-                      "out of proportion to its elements and steps", input, ep + 1, s + 1, ready_s - r->sums.sim_time_s,
-                      wait_cyc);
-  const uint64_t wait = (uint64_t)llround(wait_cyc);
-  const bool traced = r->cfg.trace && r->nsteps < r->cfg.trace_steps;
   /* a partial last batch (a pipeline without drop_remainder) fills whole
   ** shards on the first cores: the step is timed with the busiest core's
   ** shard on every core (the others would wait for it at the all-reduce) */
   const int rows = rec->samples < r->rows ? rec->samples : r->rows;
+  /* the program's first run compiles it; a partial batch is another shape */
+  const int prog = rec->samples == r->cfg.global_batch ? 0 : 1;
+  if (!r->compiled[prog]) {
+    r->compiled[prog] = true;
+    r->programs++;
+    pre_s += r->compile_s[0];
+    r->clock_s += r->compile_s[0];
+    r->ep_fit.compile_s += r->compile_s[0];
+  }
+  /* the batch goes to the device once the host has it and the device's
+  ** buffer is free (the step before took its batch; for an epoch's first,
+  ** when its iterator was made): a batch the host had when asked
+  ** (prefetched) is taken to have been there when the buffer freed, so its
+  ** transfer overlaps the step before and the host's work since (the call,
+  ** a compile: pre_s of wall time that the chip's clock does not count);
+  ** one the host makes late goes when it is made */
+  const double request_s = asked_s;
+  const double start_s = host_s > asked_s ? host_s : (s == 0 ? request_s : r->dequeue_s) - pre_s;
+  const double ready_s = start_s + rec->samples * r->xfer_s;
+  const double wait_cyc = ready_s > request_s ? (ready_s - request_s) * r->hz : 0;
+  if (!(wait_cyc <= (double)TPU_SIM_MAX_CYCLES))
+    return tpu_errorf(err, errcap, TPU_ERR_INPUT, "%s: epoch %d, step %ld: the batch is ready %.4g s after the cores "
+                      "ask for it (%.4g cycles), longer than the engine times (2^53 cycles): the pipeline's costs are "
+                      "out of proportion to its elements and steps", input, ep + 1, s + 1, ready_s - request_s,
+                      wait_cyc);
+  const uint64_t wait = (uint64_t)llround(wait_cyc);
+  r->dequeue_s = request_s + (double)wait / r->hz;
+  const bool traced = r->cfg.trace && r->nsteps < r->cfg.trace_steps;
   if (wait != r->tm_wait || rows != r->tm_rows || traced) {
     if ((st = time_step(r, rows, wait, traced, &r->tm, err, errcap))) return st;
     r->tm_wait = wait;
@@ -283,6 +379,36 @@ static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float
   return TPU_OK;
 }
 
+/* The validation pass after an epoch, on the simulated clock: the test
+** split at the global batch, forward only, steps_per_execution steps a
+** call; each program compiled on its first run; the first batch's transfer
+** waited for, each next one's hidden behind the step before as far as it
+** goes. */
+static void validation_time(tpu_fe_run *r) {
+  const tpu_chip_config *chip = &r->cfg.chip;
+  const long whole = r->val_steps - (r->val_tail ? 1 : 0);
+  const int spe = r->cfg.steps_per_execution;
+  if (!r->val_steps) return;
+  for (int k = 0; k < 2; k++)
+    if ((k == 0 ? whole > 0 : r->val_tail > 0) && !r->compiled[2 + k]) {
+      r->compiled[2 + k] = true;
+      r->programs++;
+      r->ep_fit.compile_s += r->compile_s[1];
+      r->clock_s += r->compile_s[1];
+    }
+  const long calls = (r->val_steps + spe - 1) / spe;
+  const double ev = (double)r->ev.step_cycles / r->hz, ev_tail = (double)r->ev_tail.step_cycles / r->hz;
+  const double x = r->cfg.global_batch * r->xfer_s, x_tail = r->val_tail * r->xfer_s;
+  const double first = whole > 0 ? x : x_tail;
+  const double hidden = (whole > 1 ? (double)(whole - 1) * fmax(0, x - ev) : 0) +
+                        (whole > 0 && r->val_tail ? fmax(0, x_tail - ev) : 0);
+  const double t = (double)calls * chip->host_dispatch_s + (double)whole * ev + (r->val_tail ? ev_tail : 0) + first +
+                   hidden;
+  r->executions += calls;
+  r->ep_fit.validation_s += t;
+  r->clock_s += t;
+}
+
 /* The end of an epoch: the next epoch's data, the test split, the history. */
 static tpu_status end_epoch(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, size_t errcap) {
   const int ep = r->epoch;
@@ -294,8 +420,13 @@ static tpu_status end_epoch(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, s
     return st;
   if (n && (st = tpu_fe_trainer_eval(&r->tr, &r->test, &val_loss, &val_acc)))
     return tpu_errorf(err, errcap, st, "evaluation: %s", tpu_status_str(st));
+  validation_time(r);
+  tpu_fe_fit_time *f = &r->ep_fit;
+  f->fit_s = f->chip_s + f->input_s + f->dispatch_s + f->validation_s + f->compile_s;
+  r->fit.fit_s += f->fit_s, r->fit.chip_s += f->chip_s, r->fit.input_s += f->input_s;
+  r->fit.dispatch_s += f->dispatch_s, r->fit.validation_s += f->validation_s, r->fit.compile_s += f->compile_s;
   r->hist[ep] = (tpu_fe_epoch_log){ n ? rec->epoch_loss : 0.0, n ? rec->epoch_accuracy : 0.0, n ? val_loss : 0.0,
-                                    n ? val_acc : 0.0, r->ep_sim, ewall };
+                                    n ? val_acc : 0.0, r->ep_sim, ewall, *f };
   r->nhist = ep + 1;
   rec->epoch_end = true;
   rec->epoch_log = r->hist[ep];
@@ -312,6 +443,7 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
     r->lsum = r->wsum = r->ep_sim = 0;
     r->csum = r->seen = 0;
     r->ep_wall0 = now_s();
+    r->ep_fit = (tpu_fe_fit_time){ 0 };
   }
   const float *x;
   const uint8_t *y;
@@ -326,6 +458,9 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
   r->sums.sim_time_s += rec->sim_step_s;
   rec->sim_time_s = r->sums.sim_time_s;
   r->ep_sim += rec->sim_step_s;
+  r->clock_s += rec->sim_step_s;   /* from the step's request: its wait included */
+  r->ep_fit.chip_s += rec->sim_step_s - rec->infeed_wait_s;
+  r->ep_fit.input_s += rec->infeed_wait_s;
   /* the running means weigh each batch by its size, as Keras' (a full
   ** batch weighs exactly 1) */
   const double w = (double)rec->samples / (double)r->cfg.global_batch;
@@ -363,7 +498,10 @@ tpu_status tpu_fe_run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
 void tpu_fe_run_get_totals(const tpu_fe_run *r, tpu_fe_run_totals *out) {
   *out = (tpu_fe_run_totals){ .cores = r->cores, .per_core_batch = r->rows, .steps_per_epoch = r->steps,
                               .first_epoch = r->first_epoch, .epochs_done = r->nhist, .history = r->hist,
-                              .global_step = r->gstep, .steps_run = r->nsteps, .sums = r->sums };
+                              .global_step = r->gstep, .steps_run = r->nsteps, .sums = r->sums, .fit = r->fit,
+                              .executions = r->executions, .val_samples = r->val_n, .val_steps = r->val_steps,
+                              .kernels_train = r->kernels[0], .kernels_eval = r->kernels[1],
+                              .programs = r->programs };
   tpu_fe_run_log *s = &out->sums;
   if (s->steps == 0) account(s, &r->tm0, r->cores);   /* no step timed (a checkpoint's run never has none) */
   for (int k = 0; k < TPU_SIM_NSTALL; k++) out->stall_fraction[k] = s->stall[k] / s->cycles;

@@ -494,7 +494,8 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   for (size_t e = 0; e < f[CK_EPOCHS]; e++) {
     double h[CK_NHIST];
     memcpy(h, hist + e * sizeof h, sizeof h);
-    info->history[e] = (tpu_fe_epoch_log){ h[CK_H_LOSS], h[CK_H_ACC], h[CK_H_VLOSS], h[CK_H_VACC], h[CK_H_SIM], NAN };
+    info->history[e] = (tpu_fe_epoch_log){ h[CK_H_LOSS], h[CK_H_ACC], h[CK_H_VLOSS], h[CK_H_VACC], h[CK_H_SIM], NAN,
+                                          { NAN, NAN, NAN, NAN, NAN, NAN } };
   }
   memcpy(t->params, p, n * 4); p += n * 4;
   if (t->opt.m) { memcpy(t->opt.m, p, n * 4); p += n * 4; }

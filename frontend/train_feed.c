@@ -4,8 +4,9 @@
 ** (tpu_df_model) says when that batch reaches the cores' infeed.
 **
 ** Without --pipeline the description is built here from --data: source,
-** shuffle over the whole set (seeded), normalize to [0, 1], batch (global,
-** drop_remainder), prefetch(2), with no modeled costs (so the input is
+** shuffle over the whole set (seeded), normalize to [0, 1], batch (global;
+** the last batch partial, as Keras' fit batches arrays: ceil(n / batch)
+** steps an epoch), prefetch(2), with no modeled costs (so the input is
 ** free: infeed waits are zero). With --pipeline FILE it is the user's
 ** datafeed JSON (docs/DATAFEED.md); the global batch (--batch) replaces
 ** its batch stage's batch_size.
@@ -35,6 +36,7 @@ struct tpu_fe_feed {
   tpu_df_model *model;
   int batch, classes;
   int64_t per_epoch;           /* batches per epoch */
+  int64_t elements;            /* per epoch (the host-time model alone: the last batch's size) */
   bool fresh;                  /* each epoch a fresh iteration (no repeat stage) */
   int epoch, index;            /* position of the next batch */
   int epochs;                  /* fresh iterations (without the real pipeline: the model's) */
@@ -150,7 +152,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
     TRY(tpu_df_spec_set_source(spec, &src));
     TRY(tpu_df_spec_shuffle(spec, src.kind == TPU_DF_SRC_SYNTHETIC ? src.n : 60000, o->seed));
     TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0));
-    TRY(tpu_df_spec_batch(spec, o->global_batch, true));
+    TRY(tpu_df_spec_batch(spec, o->global_batch, false));
     TRY(tpu_df_spec_prefetch(spec, 2));
   }
   f->fresh = tpu_df_spec_repeat_count(spec) == 0;
@@ -159,7 +161,8 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   if (model_only) {
     tpu_df_source src;
     if ((st = source_of(o, false, &src, err, errcap))) goto out;
-    di = (tpu_df_info){ .elements = src.n, .batches_per_epoch = src.n / o->global_batch, .epochs = o->epochs,
+    di = (tpu_df_info){ .elements = src.n, .batches_per_epoch = (src.n + o->global_batch - 1) / o->global_batch,
+                        .epochs = o->epochs,
                         .features = src.height * src.width * src.channels, .height = src.height, .width = src.width,
                         .channels = src.channels, .classes = src.classes, .batch_size = o->global_batch };
   } else {
@@ -186,11 +189,13 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   f->batch = o->global_batch;
   f->classes = di.classes;
   f->per_epoch = di.batches_per_epoch;
+  f->elements = di.elements;
   f->epochs = o->epochs;
   if (!(f->y = tpu_malloc((size_t)f->batch))) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
   info->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   info->classes = di.classes;
   info->batches_per_epoch = di.batches_per_epoch;
+  info->elements = di.elements;
   *out = f;
   f = NULL;
   goto out;
@@ -227,13 +232,14 @@ tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, c
                             double *ready_s, char *err, size_t errcap) {
   *x = NULL;
   *y = NULL;
-  if (!f->df) {   /* the host-time model only (no_values, synthetic: whole batches) */
+  if (!f->df) {   /* the host-time model only (no_values, synthetic; the last batch partial) */
     if (f->index == f->per_epoch) { f->epoch++; f->index = 0; }   /* the next fresh iteration */
     if (f->epoch >= f->epochs || f->index >= f->per_epoch) {
       snprintf(err, errcap, "the pipeline ran out of batches");
       return TPU_ERR_INPUT;
     }
-    *n = f->batch;
+    const int64_t left = f->elements - (int64_t)f->index * f->batch;
+    *n = left < f->batch ? (int)left : f->batch;
   } else {
     tpu_df_batch b;
     tpu_status st = tpu_df_next(f->df, &b);

@@ -741,6 +741,20 @@ tpu_status tpu_fe_step_size_of(const tpu_fe_model *m, const tpu_chip_config *chi
   return st;
 }
 
+tpu_status tpu_fe_program_kernels(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec, int rows,
+                                  bool train, int *out) {
+  *out = 0;
+  if (!m || !chip || rows < 1 || m->nlayers < 1) return TPU_ERR_INPUT;
+  fe_plan *plan = NULL;
+  fe_compiled *cc = NULL;
+  tpu_status st = fe_plan_create(m, rows, rows * chip->cores, prec, train, &plan);
+  if (!st) st = fe_compile(plan, chip, &cc);
+  if (!st) *out = fe_compiled_kernels(plan, cc);
+  fe_compiled_destroy(cc);
+  fe_plan_destroy(plan);
+  return st;
+}
+
 tpu_status tpu_fe_step_program(const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                            int rows, bool train, uint64_t infeed_ready_cycles,
                            tpu_sim_program **out, char *err, size_t errcap) {

@@ -74,12 +74,16 @@ static const key_def KEYS[] = {
   { "compiler.fusion",           K_BOOL,  F(compiler_fusion),          0,    0,       0,          NULL,       true },
   { "compiler.implicit_conv",    K_BOOL,  F(compiler_implicit_conv),   0,    0,       0,          NULL,       true },
   { "compiler.memory_planning",  K_BOOL,  F(compiler_memory_planning), 0,    0,       0,          NULL,       true },
+  { "host.dispatch_s",           K_DBL,   F(host_dispatch_s),          0,    0,       60,         "s",        true },
+  { "host.infeed_gb_per_s",      K_DBL,   F(host_infeed_gb_per_s),     0,    0.001,   1e4,        "GB/s",     true },
+  { "host.compile_s",            K_DBL,   F(host_compile_s),           0,    0,       3600,       "s",        true },
+  { "host.compile_s_per_kernel", K_DBL,   F(host_compile_s_per_kernel), 0,   0,       60,         "s",        true },
 };
 #undef S
 #undef F
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 /* Objects that group keys; anything else that is an object is an error. */
-static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici", "dma", "onchip", "compiler" };
+static const char *const SECTIONS[] = { "mxu", "vpu", "vpu.cycles", "hbm", "vmem", "ici", "dma", "onchip", "compiler", "host" };
 
 static void seterr(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t cap, const char *fmt, ...) {
@@ -251,6 +255,7 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
     cfg.dma_outstanding = -1, cfg.dma_request_bytes = -1, cfg.onchip_link_gbit_per_s = -1,
     cfg.onchip_latency_ns = -1;   /* "absent": filled below from the other keys */
     cfg.compiler_fusion = cfg.compiler_implicit_conv = cfg.compiler_memory_planning = true;   /* absent: on */
+    tpu_chip_host_preset(&cfg, tpu_chip_host_names()[0], NULL, 0);   /* absent: the default host's */
   }
   if (!walk(&c, &cfg, j.root, "")) goto done;
   if (cfg.dma_outstanding < 0) cfg.dma_outstanding = 16;
@@ -278,6 +283,36 @@ done:
 }
 
 const char *const *tpu_chip_preset_names(void) { return tpu_preset_names; }
+
+/* The host setups (docs/CHIPS.md, "The host"): each value a source or a
+** stated assumption there. */
+typedef struct host_setup {
+  const char *name;
+  double dispatch_s, infeed_gb_per_s, compile_s, compile_s_per_kernel;
+} host_setup;
+static const host_setup HOSTS[] = {
+  /* a TPU VM: Keras runs on the TPU's own host, the chips on its PCIe */
+  { "tpu-vm", 0.5e-3, 16.0, 2.0, 0.02 },
+  /* a TPU node, as Colab's TPU was: Keras on a separate VM, each call a
+  ** gRPC round trip over the data centre's network to the TPU's host */
+  { "colab", 10e-3, 16.0, 2.0, 0.02 },
+};
+static const char *const HOST_NAMES[] = { "tpu-vm", "colab", NULL };
+
+const char *const *tpu_chip_host_names(void) { return HOST_NAMES; }
+
+tpu_status tpu_chip_host_preset(tpu_chip_config *cfg, const char *name, char *err, size_t errcap) {
+  for (size_t i = 0; i < sizeof HOSTS / sizeof HOSTS[0]; i++)
+    if (!strcmp(HOSTS[i].name, name)) {
+      cfg->host_dispatch_s = HOSTS[i].dispatch_s;
+      cfg->host_infeed_gb_per_s = HOSTS[i].infeed_gb_per_s;
+      cfg->host_compile_s = HOSTS[i].compile_s;
+      cfg->host_compile_s_per_kernel = HOSTS[i].compile_s_per_kernel;
+      return TPU_OK;
+    }
+  seterr(err, errcap, "--host: expected tpu-vm or colab, got '%s'", name);
+  return TPU_ERR_CONFIG;
+}
 const char *tpu_chip_preset_json(const char *name) {
   for (size_t i = 0; tpu_preset_names[i]; i++)
     if (strcmp(tpu_preset_names[i], name) == 0) return tpu_preset_texts[i];

@@ -90,7 +90,23 @@ typedef struct tpu_chip_config {
   bool compiler_fusion;            /* element-wise work fused into kernels; BN statistics in the producer */
   bool compiler_implicit_conv;     /* convolutions as implicit GEMMs: input windows formed in VMEM */
   bool compiler_memory_planning;   /* activations in HBM by liveness: the step's peak, not their sum */
+  /* The host side of a training run (docs/TRAINING.md, "The host side of a
+  ** fit"; optional in files: the tpu-vm host's values when absent, see
+  ** tpu_chip_host_preset). Only the training run reads them. */
+  double host_dispatch_s;          /* one call from the host to the TPU and its results back */
+  double host_infeed_gb_per_s;     /* host-to-device link, per chip (GB = 1e9 bytes) */
+  double host_compile_s;           /* XLA's compile of one program: a fixed part ... */
+  double host_compile_s_per_kernel;/* ... and a part per kernel of the compiled program */
 } tpu_chip_config;
+
+/* The host setups a chip may be driven from (`tpusim train --host NAME`),
+** NULL-terminated; the first is the default (what a chip file without
+** "host" keys gets). */
+const char *const *tpu_chip_host_names(void);
+/* Sets cfg's host.* keys to the named setup's (docs/CHIPS.md gives each
+** value's source or assumption). TPU_ERR_CONFIG with the names allowed
+** when there is no such setup. */
+tpu_status tpu_chip_host_preset(tpu_chip_config *cfg, const char *name, char *err, size_t errcap);
 
 /* Peaks derived from a configuration (computed at report time). */
 typedef struct tpu_chip_peaks {

@@ -1678,8 +1678,16 @@ START_TEST(A_run_steps_through_its_epochs_and_sums_what_it_timed) {
     ck_assert_msg(tpu_fe_run_step(r, &rec, err, sizeof err) == TPU_OK, "%s", err);
     ck_assert(rec.epoch == ep && rec.step == st && rec.global_step == (uint64_t)k && rec.samples == 8);
     ck_assert(isfinite(rec.loss) && rec.loss > 0 && rec.correct >= 0 && rec.correct <= 8);
-    /* the built-in pipeline costs nothing: no step waits for its batch */
-    ck_assert(rec.infeed_wait_cycles == 0 && rec.infeed_wait_s == 0 && rec.step_cycles > 0);
+    /* the built-in pipeline costs nothing: a step waits only for its
+    ** batch's transfer (8 samples of 28x28x1 f32 over teach's one link),
+    ** hidden behind the step before and the host's work since (an epoch's
+    ** first: behind its call and, in the first epoch, its compile) */
+    const double xfer = 8.0 * 28 * 28 * 4 / (c.chip.host_infeed_gb_per_s * 1e9);
+    const double hidden = ep == 0 && st == 0 ? c.chip.host_dispatch_s + c.chip.host_compile_s : c.chip.host_dispatch_s;
+    const uint64_t want = st || xfer <= hidden ? 0 : (uint64_t)llround((xfer - hidden) * c.chip.clock_mhz * 1e6);
+    ck_assert_msg(rec.infeed_wait_cycles == want && rec.step_cycles > 0, "step %d waits %llu cycles, not %llu", k,
+                  (unsigned long long)rec.infeed_wait_cycles, (unsigned long long)want);
+    ck_assert(want == 0);   /* 1.6 us: the call hides it */
     ck_assert(rec.sim_step_s == (double)rec.step_cycles / (c.chip.clock_mhz * 1e6));
     ep_sim = st ? ep_sim + rec.sim_step_s : rec.sim_step_s;
     ck_assert(rec.sim_time_s == (sim += rec.sim_step_s) && rec.epoch_sim_s == ep_sim);
@@ -1720,6 +1728,93 @@ START_TEST(A_run_steps_through_its_epochs_and_sums_what_it_timed) {
   same_sums(&tt.sums, &t.sums);
   ck_assert_int_eq(tpu_fe_run_save(r, tu_scratch("run"), err, sizeof err), TPU_ERR_CONFIG);
   tpu_fe_run_destroy(r);
+}
+END_TEST
+
+/* The host side of a fit (docs/TRAINING.md): one call per
+** steps_per_execution steps, each program compiled on its first run, the
+** validation pass after each epoch; the parts add up to the epoch. */
+static void fit_parts_add_up(const tpu_fe_epoch_log *h) {
+  const tpu_fe_fit_time *f = &h->fit;
+  ck_assert(f->chip_s > 0 && f->input_s >= 0 && f->dispatch_s >= 0 && f->validation_s > 0 && f->compile_s >= 0);
+  ck_assert(fabs(f->chip_s + f->input_s - h->sim_s) <= 1e-12 * h->sim_s);
+  ck_assert(fabs(f->chip_s + f->input_s + f->dispatch_s + f->validation_s + f->compile_s - f->fit_s) <= 1e-12 * f->fit_s);
+}
+
+START_TEST(The_host_side_of_a_fit_adds_calls_compiles_and_validation) {
+  tpu_fe_model m = parse_ok(RUN_CNN);
+  tpu_fe_run_config c = run_config(&m, 2);   /* 4 steps an epoch; validation: 8 samples, one step */
+  c.level = TPU_FIDELITY_TIMING;
+  c.steps_per_execution = 3;
+  c.chip.host_dispatch_s = 0.25e-3;
+  c.chip.host_compile_s = 1.5;
+  c.chip.host_compile_s_per_kernel = 0.01;
+  tpu_fe_run *r = run_create_ok(&c);
+  tpu_fe_step_record rec[16];
+  int n;
+  run_to_end(r, rec, 16, &n);
+  tpu_fe_run_totals t;
+  tpu_fe_run_get_totals(r, &t);
+  ck_assert_int_eq(n, 8);
+  ck_assert(t.kernels_train > t.kernels_eval && t.kernels_eval > 0 && t.val_samples == 8 && t.val_steps == 1);
+  ck_assert_int_eq(t.executions, 2 * (2 + 1));   /* an epoch: calls of 3 and 1 steps, and one for validation */
+  ck_assert_int_eq(t.programs, 2);               /* the training step and the inference pass, whole batches */
+  const double ct = 1.5 + 0.01 * t.kernels_train, ce = 1.5 + 0.01 * t.kernels_eval;
+  const tpu_fe_epoch_log *h = t.history;
+  ck_assert(h[0].fit.compile_s == ct + ce && h[1].fit.compile_s == 0);
+  ck_assert(h[0].fit.dispatch_s == 2 * 0.25e-3 && h[1].fit.dispatch_s == h[0].fit.dispatch_s);
+  ck_assert(h[0].fit.validation_s == h[1].fit.validation_s && h[0].fit.validation_s > 0.25e-3);
+  for (int e = 0; e < 2; e++) fit_parts_add_up(&h[e]);
+  ck_assert(fabs(t.fit.fit_s - h[0].fit.fit_s - h[1].fit.fit_s) <= 1e-12 * t.fit.fit_s);
+  tpu_fe_run_destroy(r);
+  /* the tile level times the same fit, bit for bit */
+  c.level = TPU_FIDELITY_TILE;
+  r = run_create_ok(&c);
+  run_to_end(r, rec, 16, &n);
+  tpu_fe_run_totals tv;
+  tpu_fe_run_get_totals(r, &tv);
+  ck_assert(!memcmp(&tv.fit, &t.fit, sizeof t.fit) && tv.executions == t.executions && tv.programs == t.programs);
+  tpu_fe_run_destroy(r);
+  /* 36 samples: 5 steps, the last of 4 (another program); validation 9:
+  ** a whole step and a partial one (two more); one call does it all */
+  c.synthetic_n = 36;
+  c.steps_per_execution = 100;
+  c.level = TPU_FIDELITY_TIMING;
+  r = run_create_ok(&c);
+  run_to_end(r, rec, 16, &n);
+  tpu_fe_run_get_totals(r, &t);
+  ck_assert(n == 10 && rec[4].samples == 4 && rec[3].samples == 8 && t.val_steps == 2 && t.val_samples == 9);
+  ck_assert_int_eq(t.programs, 4);
+  ck_assert_int_eq(t.executions, 2 * (1 + 1));
+  ck_assert(fabs(t.history[0].fit.compile_s - 2 * (ct + ce)) <= 1e-12 && t.history[0].fit.dispatch_s == 0.25e-3);
+  for (int e = 0; e < 2; e++) fit_parts_add_up(&t.history[e]);
+  tpu_fe_run_destroy(r);
+  /* a slow host link: each batch's transfer (8 x 3136 bytes at 1 MB/s,
+  ** 25 ms) is hidden behind the host's work before the step and the step
+  ** before it, as far as they go; the first epoch's first behind its
+  ** compile, the second's behind its call only */
+  c.synthetic_n = 32;
+  c.steps_per_execution = 3;
+  c.chip.host_infeed_gb_per_s = 0.001;
+  r = run_create_ok(&c);
+  run_to_end(r, rec, 16, &n);
+  const double hz = c.chip.clock_mhz * 1e6, xfer = 8.0 * 3136 / 1e6;
+  ck_assert_int_eq(rec[0].infeed_wait_cycles, 0);
+  TU_EQ_U64(rec[4].infeed_wait_cycles, (uint64_t)llround((xfer - 0.25e-3) * hz));
+  for (int k = 1; k < 8; k++) {
+    if (k == 4) continue;
+    const double before = (double)(rec[k - 1].step_cycles - rec[k - 1].infeed_wait_cycles) / hz +
+                          (k % 4 == 3 ? 0.25e-3 : 0);   /* step 3 of an epoch begins a call */
+    const double want = xfer - before;
+    ck_assert_msg(fabs((double)rec[k].infeed_wait_cycles - want * hz) <= 1.0, "step %d waits %llu cycles, not %.1f", k,
+                  (unsigned long long)rec[k].infeed_wait_cycles, want * hz);
+  }
+  tpu_fe_run_destroy(r);
+  /* a call runs at least one step */
+  c.steps_per_execution = 0;
+  char err[512];
+  ck_assert_int_eq(tpu_fe_run_create(&c, &r, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "steps_per_execution") != NULL, "%s", err);
 }
 END_TEST
 
@@ -1797,6 +1892,10 @@ START_TEST(A_resumed_run_equals_the_uninterrupted_run) {
     tpu_fe_epoch_log x = got.history[e], y = hist[e];
     ck_assert(e ? !isnan(x.wall_s) : isnan(x.wall_s));   /* checkpoints keep no wall time */
     x.wall_s = y.wall_s = 0;
+    /* nor the fit's split; the resumed run compiles again in its first epoch */
+    ck_assert(e ? !isnan(x.fit.fit_s) : isnan(x.fit.fit_s));
+    if (e == 1) ck_assert(x.fit.compile_s == hist[0].fit.compile_s && y.fit.compile_s == 0);
+    if (e < 2) x.fit = y.fit = (tpu_fe_fit_time){ 0 };
     ck_assert_msg(!memcmp(&x, &y, sizeof x), "history[%d]", e);
   }
   tpu_fe_run_destroy(r);
@@ -2102,6 +2201,7 @@ int main(void) {
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
           Steps_run_one_after_another_with_their_infeed_waits, Resnet152v2_times_a_whole_training_step);
   TU_CASE(s, "run", 120, A_run_steps_through_its_epochs_and_sums_what_it_timed,
+          The_host_side_of_a_fit_adds_calls_compiles_and_validation,
           A_run_is_deterministic_for_every_thread_count, A_resumed_run_equals_the_uninterrupted_run,
           The_batch_split_divides_the_global_batch_or_says_why,
           Creating_and_stepping_a_run_survive_every_allocation_failure);

@@ -572,7 +572,10 @@ corpus "$TPUSIM" <<'CASES'
 2|train --model mlp --synthetic-n 0 --data synthetic|--synthetic-n
 2|train --model mlp --seed -5|--seed
 2|train --model mlp --precision bf32|--precision
-2|train --model mlp --data synthetic --batch 4096 --synthetic-n 100|--data synthetic: batch: batch_size 4096 with drop_remainder leaves no batch
+2|train --model mlp --data synthetic --batch 4096 --synthetic-n 100|--data synthetic: --batch 4096 is larger than the training set (100 samples)
+2|train --model mlp --steps-per-execution 0|--steps-per-execution
+2|train --model mlp --host nowhere|--host: expected tpu-vm or colab, got 'nowhere'
+2|train --model mlp --set host.infeed_gb_per_s=0|host.infeed_gb_per_s
 2|train --model mlp --data mnist:x|--data mnist:x
 2|train --model mlp --epochs 3 --checkpoint no_ck --resume --data synthetic|--resume: no_ck/checkpoint.bin: cannot read
 2|viz --headless --m 0|--m: expected an integer in 1..65536, got '0'

@@ -200,14 +200,19 @@ expect_err_contains "nothing left to do: ck/checkpoint.bin has 3 epoch(s) done a
 $PY - full.json resumed.json again.json <<'PY' || die "a resumed run does not report the whole run"
 import json, sys
 full, resumed, again = (json.load(open(f)) for f in sys.argv[1:])
-def same(d):   # all but this invocation's wall times and epoch count
-    d = dict(d); d.pop("wall_s"); d.pop("epochs_run")
-    d["history"] = [{k: v for k, v in h.items() if k != "wall_s"} for h in d["history"]]
+def same(d):   # all but this invocation's wall times, epoch count and fit (its own epochs')
+    d = dict(d); d.pop("wall_s"); d.pop("epochs_run"); d.pop("fit")
+    d["history"] = [{k: v for k, v in h.items() if k not in ("wall_s", "fit")} for h in d["history"]]
     return d
 assert same(full) == same(resumed), "resume"
 assert same(full) == same(again), "nothing left"
 assert [resumed["epochs_run"], again["epochs_run"]] == [2, 0]
 assert [h["wall_s"] is None for h in resumed["history"]] == [True, False, False]
+# the fit's split is not checkpointed either; a resumed run compiles again, a finished one runs nothing
+assert [h["fit"]["time_s"] is None for h in resumed["history"]] == [True, False, False]
+assert resumed["history"][1]["fit"]["compile_s"] == full["history"][0]["fit"]["compile_s"] > 0
+assert abs(resumed["fit"]["time_s"] - resumed["history"][1]["fit"]["time_s"] - resumed["history"][2]["fit"]["time_s"]) < 1e-9
+assert again["fit"]["time_s"] == 0 and again["fit"]["executions"] == 0
 for d in (resumed, again):
     for k in ("test_loss", "test_accuracy", "val_loss", "val_accuracy", "train_loss", "train_accuracy"):
         assert isinstance(d[k], float), k

@@ -34,12 +34,47 @@ expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 3 --steps-per-epoc
 
 # text output when stdout is not a terminal: progress lines, no control characters
 expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --backend reference
-expect_out_contains "4/4 [==============================]"
-expect_out_contains "us/step - loss: "
+expect_out_contains "4/4 [==============================] - 5s 1.15s/step - loss: "
 expect_out_contains "val_accuracy: "
-expect_out_contains "/step (wall) - sim "
+expect_out_contains "  simulated 4.6s: chip "
+expect_out_contains "; host wall "
 expect_out_contains "collective_wait"
+expect_out_contains "  simulated fit     "
 ! grep -q $'[\r\x1b]' "$T/out.txt" || die "control characters in non-tty output"
+
+# the host side of a fit (docs/TRAINING.md): calls of --steps-per-execution
+# steps, XLA's compile in the first epoch, validation after each; --host
+# picks the setup, --set changes one key; the parts add up to each epoch
+expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 2 --level timing --host colab --steps-per-execution 3 --json
+echo "$OUT" > fit.json
+/usr/bin/python3 - fit.json <<'PY' || die "the fit's split"
+import json, sys
+r = json.load(open(sys.argv[1])); f = r["fit"]; h = r["history"]
+parts = ("chip_s", "input_s", "dispatch_s", "validation_s", "compile_s")
+for e in h:
+    assert abs(sum(e["fit"][k] for k in parts) - e["fit"]["time_s"]) <= 1e-9 * e["fit"]["time_s"], e
+    assert abs(e["fit"]["chip_s"] + e["fit"]["input_s"] - e["sim_s"]) <= 1e-9 * e["sim_s"], e
+assert f["host"]["dispatch_s"] == 0.01 and r["configuration"]["chip"]["host"]["dispatch_s"] == 0.01
+assert f["steps_per_execution"] == 3 and r["steps_per_epoch"] == 4
+assert f["validation_samples"] == 64 and f["validation_steps"] == 1
+assert f["executions"] == 2 * (2 + 1), f              # calls of 3 and 1 steps, one for validation
+assert h[0]["fit"]["dispatch_s"] == 2 * 0.01 and h[1]["fit"]["compile_s"] == 0
+assert h[0]["fit"]["compile_s"] == 2 * 2.0 + 0.02 * (f["kernels"]["train"] + f["kernels"]["eval"])
+assert f["programs"] == 2 and abs(f["time_s"] - h[0]["fit"]["time_s"] - h[1]["fit"]["time_s"]) < 1e-9
+PY
+expect_status 0 "$TPUSIM" train --model tiny.json $S --epochs 1 --level timing --host colab --set host.dispatch_s=0.5 --json
+echo "$OUT" > fit2.json
+[ "$(json_get fit.host.dispatch_s fit2.json)" = 0.5 ] || die "--set after --host"
+expect_status 2 "$TPUSIM" train --model tiny.json $S --host nosuch
+expect_err_contains "--host: expected tpu-vm or colab, got 'nosuch'"
+expect_status 2 "$TPUSIM" train --model tiny.json $S --steps-per-execution 0
+expect_err_contains "--steps-per-execution"
+expect_status 2 "$TPUSIM" train --model tiny.json $S --set host.dispatch_s=61
+expect_err_contains "host.dispatch_s"
+# Keras' step count: ceil(n / batch), the last batch partial
+expect_status 0 "$TPUSIM" train --model tiny.json --data synthetic --synthetic-n 300 --batch 64 --level timing --json
+echo "$OUT" > ceil.json
+[ "$(json_get steps_per_epoch ceil.json)" = 5 ] || die "ceil(300 / 64) steps"
 
 # resume is bit-identical to an uninterrupted run (both backends)
 for be in reference sim; do
