@@ -58,7 +58,13 @@ static tpu_status run_layer(const tpu_ss_config *cfg, const char *cfg_path, cons
   tpu_mxu_gemm_result g;
   tpu_status st = tpu_mxu_gemm(&mc, 1, TPU_FIDELITY_TIMING, TPU_PREC_BF16, ly->m, ly->n, ly->k,
                                NULL, NULL, NULL, &g);
-  if (st != TPU_OK) return fail(st, err, errcap, "layer '%s': %s", ly->name, tpu_status_str(st));
+  if (st == TPU_ERR_RANGE)
+    return fail(st, err, errcap, "%s:%d: layer '%s' (GEMM %llu x %llu x %llu): its %.4g multiply-adds or its cycles on "
+                "a %dx%d array pass what tpusim's MXU counts (2^62)", tp_path, ly->line, ly->name,
+                (unsigned long long)ly->m, (unsigned long long)ly->n, (unsigned long long)ly->k,
+                (double)ly->m * (double)ly->n * (double)ly->k, (int)cfg->rows, (int)cfg->cols);
+  if (st != TPU_OK) return fail(st, err, errcap, "%s:%d: layer '%s': %s", tp_path, ly->line, ly->name,
+                                tpu_status_str(st));
   r->cycles = g.cycles;
   const double pes = (double)cfg->rows * (double)cfg->cols;
   r->s.overall_util_pct = (double)(r->s.macs * 100) / ((double)g.cycles * pes);

@@ -130,6 +130,22 @@ static tpu_status check_shape(const tpu_chip_config *cfg, int cores, int64_t M, 
   return TPU_OK;
 }
 
+/* The HBM the whole GEMM's tensors take on each chip (z: its count, from
+** the shape): checked before any program is built (the engine checks the
+** programs it runs too, but only once they are built, and an extended
+** run's whole program never is). */
+static tpu_status check_hbm(const tpu_chip_config *cfg, int cores, const gemm_size *z, char *err, size_t errcap) {
+  const double cap = cfg->hbm_capacity_gib * 1073741824.0;
+  for (int chip = 0; chip * cfg->cores_per_chip < cores; chip++)
+    if (z->chip_bytes[chip] > cap) {
+      snprintf(err, errcap, "the GEMM's HBM buffers (A's rows, B and C's rows of each core) need %.0f bytes on chip "
+               "%d, more than its capacity of %.0f bytes (hbm.capacity_gib %g)", z->chip_bytes[chip], chip, cap,
+               cfg->hbm_capacity_gib);
+      return TPU_ERR_RANGE;
+    }
+  return TPU_OK;
+}
+
 tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
                                 tpu_precision prec, const float *A, const float *B, tpu_sim_program **out,
                                 double *hbm_bytes, char *err, size_t errcap) {
@@ -137,6 +153,7 @@ tpu_status tpu_sim_gemm_program(const tpu_chip_config *cfg, int cores, int64_t M
   if (hbm_bytes) *hbm_bytes = 0;
   gemm_size z;
   tpu_status st = check_shape(cfg, cores, M, N, K, prec, (double)TPU_SIM_MAX_OPS, &z, err, errcap);
+  if (st == TPU_OK) st = check_hbm(cfg, cores, &z, err, errcap);   /* from the shape, before building */
   if (st == TPU_OK && (st = lower(cfg, cores, M, N, K, 0, prec, A, B, out, NULL, err, errcap)) == TPU_OK && hbm_bytes)
     *hbm_bytes = z.bytes;
   return st;
@@ -271,20 +288,6 @@ static tpu_status run_rows(const tpu_chip_config *cfg, int cores, int64_t M, int
   return TPU_OK;
 }
 
-/* The HBM the whole GEMM's tensors take on each chip (z: its count; the
-** engine checks the programs it runs, but an extended run's whole program
-** is never built). */
-static tpu_status check_hbm(const tpu_chip_config *cfg, int cores, const gemm_size *z, char *err, size_t errcap) {
-  const double cap = cfg->hbm_capacity_gib * 1073741824.0;
-  for (int chip = 0; chip * cfg->cores_per_chip < cores; chip++)
-    if (z->chip_bytes[chip] > cap) {
-      snprintf(err, errcap, "the GEMM's HBM buffers (A's rows, B and C's rows of each core) need %.0f bytes on chip "
-               "%d, more than its capacity of %.0f bytes (hbm.capacity_gib %g)", z->chip_bytes[chip], chip, cap,
-               cfg->hbm_capacity_gib);
-      return TPU_ERR_RANGE;
-    }
-  return TPU_OK;
-}
 
 /* The figures' growth from run a to run b into d; true when it equals e's
 ** (or e is NULL). */
@@ -429,7 +432,9 @@ tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, in
     snprintf(err + n, errcap - n, "; %s needs the whole program (the timing level without a trace runs larger "
              "GEMMs extended)", opt->level != TPU_FIDELITY_TIMING ? "the tile level" : "a trace or event log");
   }
-  if (st != TPU_OK) return st;
+  /* the HBM the operands need is known from the shape: decided before any
+  ** program is built */
+  if (st != TPU_OK || (st = check_hbm(cfg, cores, &z, err, errcap)) != TPU_OK) return st;
   const tpu_sim_tiling t0 = part_tiling(cfg, cores, 0, M, N, K);   /* core 0 has the fewest rows */
   info->block = t0.mt;
   info->hbm_bytes = z.bytes;
@@ -448,8 +453,7 @@ tpu_status tpu_sim_gemm_run(const tpu_chip_config *cfg, int cores, int64_t M, in
              (long long)N, (long long)K, cores, row_ops, (long long)T, JVER + 1, (long long)TPU_SIM_MAX_OPS);
     return TPU_ERR_RANGE;
   }
-  if ((st = check_hbm(cfg, cores, &z, err, errcap)) != TPU_OK ||
-      (st = run_extended(cfg, cores, M, N, K, b, prec, opt, prog, res, info, err, errcap)) != TPU_OK || *res)
+  if ((st = run_extended(cfg, cores, M, N, K, b, prec, opt, prog, res, info, err, errcap)) != TPU_OK || *res)
     return st;
   if (ops <= (double)TPU_SIM_MAX_OPS) return run_whole(cfg, cores, M, N, K, prec, A, B, opt, prog, res, err, errcap);
   snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: the engine's runs of up to %d block rows per core show "

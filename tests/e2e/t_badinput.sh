@@ -72,6 +72,19 @@ corpus "$TPUSIM" <<'CASES'
 0|run --chip teach --program docs/examples/train_step.json --level timing --set hbm.latency_ns=1000000 --set vpu.cycles.divide=100000 --json|
 0|train --model mlp --data synthetic --synthetic-n 128 --batch 64 --level timing --chip teach --set hbm.bandwidth_gb_per_s=0.01|
 CASES
+# HBM a GEMM needs is decided from its shape, before any program is built
+# (it took 8.9 s and 1.9 GB to find out; #33)
+printf 'Layer name, M, N, K,\ng, 8, 8, 16777216,\n' > hbm_g.csv
+for cmd in "matmul --chip teach --cores 4 --m 8 --n 8 --k 16777216 --level timing" \
+           "run --topology hbm_g.csv --input-type gemm --chip teach --cores 4"; do
+  # shellcheck disable=SC2086
+  expect_status 2 timeout 5 "$TPUSIM" $cmd
+  expect_err_contains "the GEMM's HBM buffers (A's rows, B and C's rows of each core) need 2684354816 bytes on chip 0, more than its capacity of 1073741824 bytes (hbm.capacity_gib 1)"
+done
+# a layer past the MXU's counters names the file, the line and the limit (it said "layer 'g': capacity exceeded")
+printf 'Layer name, M, N, K,\ng, 2147483648, 2147483648, 2147483648,\n' > big_g.csv
+expect_status 2 "$TPUSIM" scalesim -c "$TPU_ROOT/docs/scalesim/tpu_128.cfg" -t big_g.csv -i gemm -p ssbig
+expect_err_contains "big_g.csv:2: layer 'g' (GEMM 2147483648 x 2147483648 x 2147483648): its 9.904e+27 multiply-adds or its cycles on a 128x128 array pass what tpusim's MXU counts (2^62)"
 # }==
 
 # {== Pipeline costs: both ends of every range (docs/DATAFEED.md), in place
