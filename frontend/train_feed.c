@@ -49,6 +49,13 @@ void tpu_fe_dataset_free(tpu_fe_dataset *d) {
   memset(d, 0, sizeof *d);
 }
 
+/* IDX files say nothing of their classes: labels in [0, the model's units)
+** are taken, as Keras' sparse categorical cross-entropy takes them (a set
+** of 5 classes for a 5-unit model; MNIST's 10 when no model says). */
+static void idx_classes(const tpu_fe_feed_opts *o, tpu_df_source *src) {
+  if (o->model_classes > 0) src->classes = o->model_classes;
+}
+
 static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source *src, char *err, size_t errcap) {
   const char *data = o->data;
   *src = tpu_df_source_default();
@@ -59,6 +66,7 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
     ** the name works once the files are where a package would put them. */
     src->kind = TPU_DF_SRC_MNIST;
     src->dir = "/usr/share/datasets/mnist";
+    idx_classes(o, src);
     if (access("/usr/share/datasets/mnist/train-labels-idx1-ubyte.gz", R_OK) != 0 &&
         access("/usr/share/datasets/mnist/train-labels-idx1-ubyte", R_OK) != 0) {
       snprintf(err, errcap, "MNIST is not installed (no Debian package ships it; "
@@ -103,6 +111,7 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
   }
   src->kind = TPU_DF_SRC_MNIST;      /* a directory of the four IDX files */
   src->dir = data;
+  idx_classes(o, src);
   (void)err; (void)errcap;
   return TPU_OK;
 }

@@ -30,6 +30,25 @@ no_nan() { ! grep -qiE '(^|[^a-z0-9_.])-?(nan|inf|infinity)([^a-z0-9_.]|$)' "$T/
 idx d1 28 28 32 32
 expect_status 2 "$TPUSIM" train --model mlp --data d1 --batch 64 --cores 2
 expect_err_contains "--data d1 (test split): d1/t10k-images-idx3-ubyte: the test split has samples of 32x32x1 and 10 classes; the model takes input 28x28x1"
+# IDX files carry no class count: a 5-unit model takes labels 0..4 (it was
+# refused: "the training split has samples of 32x32x3 and 10 classes"), and a
+# label past the model's units is named with its file and element (#33)
+$PY - <<'PY'
+import os, random, struct
+os.makedirs("d5", exist_ok=True)
+r = random.Random(1)
+for pre, n in (("train", 128), ("t10k", 32)):
+    img = struct.pack(">BBBBIIII", 0, 0, 8, 4, n, 32, 32, 3) + bytes(r.randrange(256) for _ in range(n * 32 * 32 * 3))
+    lab = struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes(r.randrange(5) for _ in range(n))
+    open("d5/%s-images-idx3-ubyte" % pre, "wb").write(img)
+    open("d5/%s-labels-idx1-ubyte" % pre, "wb").write(lab)
+PY
+echo '{ "input": [32, 32, 3], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 5 } ] }' > five.json
+echo '{ "input": [32, 32, 3], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 4 } ] }' > four.json
+expect_status 0 "$TPUSIM" train --model five.json --data d5 --batch 32 --cores 2
+expect_status 2 "$TPUSIM" train --model four.json --data d5 --batch 32 --cores 2
+expect_err_contains "d5/train-labels-idx1-ubyte: label 4 of element "
+expect_err_contains "is out of range; allowed 0..3"
 idx d2 32 32 28 28
 expect_status 2 "$TPUSIM" train --model mlp --data d2 --batch 64 --cores 2 --level timing
 expect_err_contains "d2/train-images-idx3-ubyte: the training split has samples of 32x32x1"
