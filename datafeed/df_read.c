@@ -884,19 +884,39 @@ static bool tfr_check(tfr_ex *ex, const tpu_df_source *src, int d, bool *encoded
   return true;
 }
 
+/* A record's header h (its first min(left, 12) bytes; 'left' bytes from it
+** to the file's end; 'off' its offset): true and the data's length in *L
+** when the length (and, with 'crc', its CRC) is sound and the data and its
+** CRC fit, else the message. The one check of the framing the reader and
+** the record count share. */
+static bool tfr_head(const unsigned char *h, uint64_t left, uint64_t off, bool crc, uint64_t *L, char *why,
+                     size_t cap) {
+  if (left < 12) {
+    snprintf(why, cap, "truncated (the length and its CRC need 12 bytes, %llu left)", (unsigned long long)left);
+    return false;
+  }
+  if (crc && tfr_masked_crc(h, 8) != (uint32_t)le_n(h + 8, 4)) {
+    const bool gz = off == 0 && h[0] == 0x1f && h[1] == 0x8b;   /* TFRecordDataset's compression_type="GZIP" */
+    snprintf(why, cap, "corrupt length (masked CRC-32C mismatch)%s",
+             gz ? "; the file is gzip data: decompress it first (TFRecord files with compression_type GZIP are not "
+                  "read)" : "");
+    return false;
+  }
+  *L = le_n(h, 8);
+  if (*L > left - 12 || left - 12 - *L < 4) {
+    snprintf(why, cap, "truncated (%llu data bytes and a 4-byte CRC announced, %llu bytes left)", (unsigned long long)*L,
+             (unsigned long long)(left - 12));
+    return false;
+  }
+  return true;
+}
+
 /* One record's framing at b + off (len bytes in all): 0 and the data's
 ** length in *L when sound, else the message (the CRCs are checked only when
 ** 'crc'). */
 static bool tfr_frame(const unsigned char *b, size_t len, size_t off, bool crc, uint64_t *L, char *why, size_t cap) {
-  const size_t left = len - off;
   const unsigned char *h = b + off;
-  if (left < 12) { snprintf(why, cap, "truncated (the length and its CRC need 12 bytes, %zu left)", left); return false; }
-  if (crc && tfr_masked_crc(h, 8) != (uint32_t)le_n(h + 8, 4)) { snprintf(why, cap, "corrupt length (masked CRC-32C mismatch)"); return false; }
-  *L = le_n(h, 8);
-  if (*L > left - 12 || left - 12 - *L < 4) {
-    snprintf(why, cap, "truncated (%llu data bytes and a 4-byte CRC announced, %zu bytes left)", (unsigned long long)*L, left - 12);
-    return false;
-  }
+  if (!tfr_head(h, len - off, off, crc, L, why, cap)) return false;
   if (crc && tfr_masked_crc(h + 12, *L) != (uint32_t)le_n(h + 12 + *L, 4)) { snprintf(why, cap, "corrupt data (masked CRC-32C mismatch)"); return false; }
   return true;
 }
@@ -1087,13 +1107,23 @@ tpu_status df_tfrecord_count(const tpu_df_source *src, int64_t *records, uint64_
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0) { st = ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", names[i], strerror(errno)); if (fd >= 0) close(fd); break; }
     *bytes += (uint64_t)sb.st_size;
-    for (off_t off = 0; off + 12 <= sb.st_size;) {     /* the lengths alone: the reader checks the rest */
-      unsigned char h[8];
-      if (pread(fd, h, 8, off) != 8) break;
-      uint64_t L = le_n(h, 8);
-      if (L > (uint64_t)(sb.st_size - off)) break;
+    /* the framing as the reader checks it (the data's CRCs aside): a bad
+    ** file gives the reader's message here, not a count that stops short */
+    for (off_t off = 0, r = 0; off < sb.st_size && st == TPU_OK; r++) {
+      unsigned char h[12];
+      const uint64_t left = (uint64_t)(sb.st_size - off);
+      uint64_t L;
+      char why[256];
+      if (pread(fd, h, left < 12 ? (size_t)left : 12, off) != (ssize_t)(left < 12 ? left : 12)) {
+        st = ferr(err, cap, TPU_ERR_IO, "%s: cannot read: %s", names[i], strerror(errno));
+        break;
+      }
+      if (!tfr_head(h, left, (uint64_t)off, true, &L, why, sizeof why)) {
+        st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %lld: %s", names[i], (long long)r, why);
+        break;
+      }
       off += (off_t)(16 + L);
-      if (off <= sb.st_size) ++*records;
+      ++*records;
     }
     close(fd);
   }

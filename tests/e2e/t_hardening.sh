@@ -49,6 +49,23 @@ expect_status 0 "$TPUSIM" train --model five.json --data d5 --batch 32 --cores 2
 expect_status 2 "$TPUSIM" train --model four.json --data d5 --batch 32 --cores 2
 expect_err_contains "d5/train-labels-idx1-ubyte: label 4 of element "
 expect_err_contains "is out of range; allowed 0..3"
+# TFRecord: one reader, one message. A record whose length runs past the
+# file (its CRC valid), or a gzip'd file, gave "validation_split 0.2 of 2
+# records leaves the training subset empty" where the reader says what is
+# wrong (#33); the record count now checks the framing as the reader does
+PYTHONPATH="$TPU_ROOT/tests/e2e" $PY - <<'PY'
+import gzip, struct
+from tfrecord_write import record, example, masked
+recs = b"".join(record(example(bytes(range(12)), k % 2)) for k in range(2))
+n = struct.pack("<Q", 1 << 63)
+open("long.tfrecord", "wb").write(recs + n + struct.pack("<I", masked(n)) + b"xxxx")
+open("gz.tfrecord", "wb").write(gzip.compress(recs))
+PY
+echo '{ "input": [2, 2, 3], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 2 } ] }' > m223.json
+expect_status 2 "$TPUSIM" train --model m223.json --data tfrecord:long.tfrecord --batch 2 --cores 1
+expect_err_contains "long.tfrecord: record 2: truncated (9223372036854775808 data bytes and a 4-byte CRC announced, 4 bytes left)"
+expect_status 2 "$TPUSIM" train --model m223.json --data tfrecord:gz.tfrecord --batch 2 --cores 1
+expect_err_contains "gz.tfrecord: record 0: corrupt length (masked CRC-32C mismatch); the file is gzip data: decompress it first"
 idx d2 32 32 28 28
 expect_status 2 "$TPUSIM" train --model mlp --data d2 --batch 64 --cores 2 --level timing
 expect_err_contains "d2/train-images-idx3-ubyte: the training split has samples of 32x32x1"
