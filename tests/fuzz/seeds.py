@@ -5,7 +5,7 @@ built here; run from the repository root: python3 tests/fuzz/seeds.py.
 The seeds are committed (make test replays them); this script says where
 each came from and rebuilds them. Crash reproducers found by make fuzz are
 added by hand as tests/fuzz/NAME/crash-*, next to the seeds, and kept."""
-import glob, gzip, os, shutil, struct, sys, zlib
+import glob, gzip, os, shutil, struct, subprocess, sys, zlib
 
 sys.path.insert(0, "tests/e2e")
 from tfrecord_write import example, record   # noqa: E402
@@ -98,6 +98,24 @@ def main():
     put("ckpt", "seed-step-2e63", b"\x01" + ckpt(step=1 << 63))   # asserted in the optimizer of 0.2.0
     put("tfrecord", "seed-three", b"".join(record(example(bytes((i * 7 + k) & 255 for k in range(12)), i))
                                            for i in range(3)))
+    rec = bytes([1]) + bytes((i * 5) % 256 for i in range(3072))   # CIFAR-10: a label byte, 3072 pixels
+    put("cifar", "seed-two", rec * 2)
+    put("cifar", "seed-short", rec + rec[:100])
+    put("images", "seed-png", b"\x00" + png(4, 3, (10, 200, 30)))
+    jpg = subprocess.run(["cjpeg", "-quality", "90"], input=b"P6 4 3 255\n" + bytes((10, 200, 30)) * 12,
+                         stdout=subprocess.PIPE, check=True).stdout   # Debian's libjpeg-turbo-progs
+    put("images", "seed-jpeg", b"\x01" + jpg)
+    put("images", "seed-gif", b"\x02" + jpg[:40])
+
+
+def png(w, h, rgb):
+    """An 8-bit RGB PNG of one colour, written by hand (zlib for IDAT)."""
+    raw = b"".join(b"\0" + bytes(rgb) * w for _ in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 if __name__ == "__main__":
