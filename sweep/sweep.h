@@ -53,8 +53,10 @@
 **
 ** Errors: functions that can fail return a tpu_status and write the
 ** message into err (errcap bytes): TPU_ERR_INPUT for bad input (a bad
-** option or file, another sweep in the directory), TPU_ERR_IO or
-** TPU_ERR_NOMEM for what could not be written or allocated.
+** option or file, another sweep in the directory, a shard directory
+** merge cannot read), TPU_ERR_IO or TPU_ERR_NOMEM for what could not be
+** written or allocated (the results directory: --out naming a regular
+** file is TPU_ERR_IO, an output problem, which `tpusim sweep` exits 1 on).
 */
 #ifndef TPU_SWEEP_H
 #define TPU_SWEEP_H

@@ -35,8 +35,8 @@ static tpu_status paths(const char *dir, char *exe, char *adir, char *err, size_
   const ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
   if (n < 0) return sweep_fail(err, cap, TPU_ERR_IO, "/proc/self/exe: %s", strerror(errno));
   exe[n] = 0;
-  if (mkdir(dir, 0777) && errno != EEXIST)
-    return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot create: %s", dir, strerror(errno));
+  const tpu_status made = sweep_make_dir(dir, err, cap);
+  if (made) return made;
   if (!realpath(dir, adir)) return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: %s", dir, strerror(errno));
   return TPU_OK;
 }

@@ -33,6 +33,9 @@ void sweep_capture(const tpu_sweep_env *env, char *buf, size_t cap);
 ** byte is bad input at its line:column) into *out; with 'absent_ok' a file
 ** that does not exist gives *out NULL. */
 tpu_status sweep_json_load(const char *path, bool absent_ok, json_t **out, char *err, size_t cap);
+/* DIR created, or checked to be a directory: TPU_OK, or TPU_ERR_IO
+** naming --out DIR (an output that cannot be written; the caller exits 1). */
+tpu_status sweep_make_dir(const char *dir, char *err, size_t cap);
 /* DIR and DIR/sweep.json: created, or checked to hold this very sweep. */
 tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, size_t cap);
 

@@ -29,10 +29,19 @@ tpu_status sweep_json_load(const char *path, bool absent_ok, json_t **out, char 
   return *out ? TPU_OK : sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%d:%d: %s", path, e.line, e.column, e.text);
 }
 
-tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, size_t cap) {
-  char path[4096], want_shard[32];
+tpu_status sweep_make_dir(const char *dir, char *err, size_t cap) {
   if (mkdir(dir, 0777) && errno != EEXIST)
     return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot create: %s", dir, strerror(errno));
+  struct stat sb;                /* EEXIST may be a regular file, or a link to one */
+  const int e = stat(dir, &sb) ? errno : S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+  return e ? sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot be the results directory: %s", dir, strerror(e))
+           : TPU_OK;
+}
+
+tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, size_t cap) {
+  char path[4096], want_shard[32];
+  const tpu_status made = sweep_make_dir(dir, err, cap);
+  if (made) return made;
   snprintf(want_shard, sizeof want_shard, "%d/%d", d->shard, d->nshards);
   json_t *want = json_pack("{s:o,s:s}", "definition", sweep_def_json(d), "shard", want_shard);
   if (!want) return sweep_fail(err, cap, TPU_ERR_NOMEM, "out of memory");
@@ -158,7 +167,7 @@ static tpu_status load_def(const tpu_sweep_env *env, const char *dir, tpu_sweep_
   json_t *top = NULL;
   memset(d, 0, sizeof *d);
   const tpu_status st = sweep_json_load(sweep_path(path, sizeof path, dir, "sweep.json"), false, &top, err, cap);
-  if (st) return st;
+  if (st) return st == TPU_ERR_IO ? TPU_ERR_INPUT : st;   /* a shard directory is input: exit 2 */
   json_t *def = json_incref(json_object_get(top, "definition"));
   json_decref(top);
   const json_t *args = json_object_get(def, "args");
@@ -184,7 +193,7 @@ static tpu_status merge_one(const tpu_sweep_env *env, const char *dir, const cha
   tpu_status st = load_def(env, dir, &dk, &defk, err, cap);
   if (!st && !json_equal(def, defk))
     st = sweep_fail(err, cap, TPU_ERR_INPUT, "%s/sweep.json: a different sweep from %s's", dir, first);
-  if (!st) st = sweep_journal_load(dir, all->npoints, &j, err, cap);
+  if (!st && (st = sweep_journal_load(dir, all->npoints, &j, err, cap)) == TPU_ERR_IO) st = TPU_ERR_INPUT;
   for (long p = 0; !st && p < all->npoints; p++)
     if (j.entry[p] && !all->entry[p]) {
       all->entry[p] = json_incref(j.entry[p]);

@@ -397,6 +397,15 @@ corpus "$TPUSIM" <<'CASES'
 2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
 2|sweep --out sw4 --shard 3/2 matmul --m 8 --n 8 --k 8|--shard 3/2: expected I/N with 1 <= I <= N
 2|sweep --out sw5 nosuch --m 8|'nosuch': expected the command to sweep, train, matmul, run or pipeline
+# --out naming a regular file is an output that cannot be written: exit 1,
+# as for every command's outputs (a shard directory merge cannot read is input: 2)
+>afile.txt x
+1|sweep --out afile.txt -j 1 --no-plot matmul --m 8 --n 8 --k 8|--out afile.txt: cannot be the results directory: Not a directory
+1|sweep --out afile.txt/res -j 1 --no-plot matmul --m 8 --n 8 --k 8|--out afile.txt/res: cannot create: Not a directory
+1|sweep --emit slurm --out afile.txt matmul --m 8,16 --n 8 --k 8|--out afile.txt: cannot be the results directory
+0|sweep --out swok -j 1 --no-plot matmul --m 8 --n 8 --k 8
+1|sweep merge --no-plot --out afile.txt swok|--out afile.txt: cannot be the results directory: Not a directory
+2|sweep merge --no-plot --out swm nosuchdir|nosuchdir/sweep.json: cannot read
 CASES
 # }==
 
