@@ -215,8 +215,10 @@ tpu_status tpu_sweep_merge(const tpu_sweep_env *env, const char *dir, char *cons
 typedef enum tpu_sweep_engine { TPU_SWEEP_PARALLEL, TPU_SWEEP_SLURM } tpu_sweep_engine;
 /* Writes d as d->nshards shards of -j 'jobs' into DIR's scripts for the
 ** engine (absolute paths: the tpusim binary, DIR), and into note (notecap
-** bytes) what was written and how to run it. TPU_OK, or TPU_ERR_IO with
-** the message. */
+** bytes) what was written and how to run it. Every point is parsed and
+** checked first, as tpu_sweep_run checks its shard's: a bad one is
+** TPU_ERR_INPUT before anything is written. TPU_OK, or the status (also
+** TPU_ERR_IO, TPU_ERR_NOMEM) with the message. */
 tpu_status tpu_sweep_emit(const tpu_sweep_def *d, tpu_sweep_engine engine, const char *dir, long jobs, char *note,
                           size_t notecap, char *err, size_t errcap);
 

@@ -130,7 +130,10 @@ tpu_status tpu_sweep_emit(const tpu_sweep_def *d, tpu_sweep_engine engine, const
                           size_t notecap, char *err, size_t errcap) {
   char exe[PATH_MAX], adir[PATH_MAX];
   note[0] = 0;
-  const tpu_status st = paths(dir, exe, adir, err, errcap);
+  /* every point, as the plain sweep checks its own: scripts that would
+  ** fail on the cluster are not written */
+  tpu_status st = sweep_check_points(d, 0, 1, err, errcap);
+  if (!st) st = paths(dir, exe, adir, err, errcap);
   if (st) return st;
   return engine == TPU_SWEEP_PARALLEL ? emit_parallel(exe, adir, d, jobs, note, notecap, err, errcap)
                                       : emit_slurm(exe, adir, d, jobs, note, notecap, err, errcap);

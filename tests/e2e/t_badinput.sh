@@ -406,7 +406,11 @@ corpus "$TPUSIM" <<'CASES'
 0|sweep --out swok -j 1 --no-plot matmul --m 8 --n 8 --k 8
 1|sweep merge --no-plot --out afile.txt swok|--out afile.txt: cannot be the results directory: Not a directory
 2|sweep merge --no-plot --out swm nosuchdir|nosuchdir/sweep.json: cannot read
+# --emit checks every point as the plain sweep does, before it writes a script
+2|sweep --emit slurm --out em1 matmul --m 8,abc --n 8 --k 8|matmul, point 1: --m: expected an integer in 1..2147483648, got 'abc'
+2|sweep --emit parallel --shards 2 --out em2 matmul --m 8,16,24 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=100,1e-300|matmul, point 1: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'
 CASES
+[ ! -e em1 ] && [ ! -e em2 ] || die "--emit with a bad point wrote $(ls em1 em2 2>&1)"
 # }==
 
 # {== .npy operands (tpusim matmul --a/--b)
