@@ -26,11 +26,13 @@
 **                 shard; a different sweep in the same directory is refused;
 **   points.jsonl  the journal: one line per finished point, {"point",
 **                 "axes", "status", "exit" and "error" when failed,
-**                 "report", "row"}, appended with one write(2) to the
-**                 O_APPEND file (by the point's thread, no lock held) in
-**                 completion order and fdatasync'd by a group-commit thread;
-**                 a torn last line (the process was killed mid-write) is
-**                 dropped on reload;
+**                 "report" (an object when ok), "row"}, appended with
+**                 one write(2) to the O_APPEND file (by the point's
+**                 thread, no lock held) in completion order and
+**                 fdatasync'd by a group-commit thread; a torn last line
+**                 (the process was killed mid-write) is dropped on
+**                 reload, any other line that is not such an entry is
+**                 refused naming the file and the line;
 **   results.csv   the tidy table, one row per point in point order, rebuilt
 **                 whole (tpu_write_atomic) from the journal's rows: so it is
 **                 the same bytes for every -j, completion order, resume or
@@ -114,7 +116,8 @@ typedef struct tpu_sweep_cmd {
   int (*check)(const void *opts, char *memo, size_t memocap);
   /* Runs parsed options: 0, or an exit status after a message. The report
   ** into *report (the caller's; NULL unless the options say --json), the
-  ** CSV columns into row (NULL: not a sweep point). Its state is on its
+  ** CSV columns into row (NULL: not a sweep point). A point (always
+  ** --json) that succeeds without a report fails. Its state is on its
   ** own stack: several points run at once, on host threads. */
   int (*run)(const void *opts, struct json_t **report, tpu_sweep_row *row);
   const tpu_sweep_field *fields;   /* its CSV columns, in order, ... */

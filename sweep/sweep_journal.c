@@ -68,16 +68,40 @@ tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, si
 /* {==================================================================
 ** The journal
 ** ================================================================== */
+/* What is wrong with entry o, whose point is in range, as sweep_run writes
+** entries (sweep.h): NULL when nothing. An "ok" entry carries its report
+** (an object) and its row (an object; absent or null in a journal of a
+** tpusim before rows, whose points a rerun runs again); a "failed" one its
+** exit status and error. */
+static const char *entry_problem(const json_t *o) {
+  const char *status = json_string_value(json_object_get(o, "status"));
+  const json_t *row = json_object_get(o, "row"), *ex = json_object_get(o, "exit");
+  if (!json_is_object(json_object_get(o, "axes"))) return "field 'axes': expected an object";
+  if (!status || (strcmp(status, "ok") && strcmp(status, "failed")))
+    return "field 'status': expected \"ok\" or \"failed\"";
+  if (!strcmp(status, "failed"))
+    return !json_is_integer(ex) || json_integer_value(ex) < 1 || json_integer_value(ex) > 255
+             ? "field 'exit': expected the failed point's exit status, 1..255"
+             : !json_is_string(json_object_get(o, "error")) ? "field 'error': expected the failed point's message"
+                                                              : NULL;
+  if (!json_is_object(json_object_get(o, "report")))
+    return "field 'report': expected the point's report (an object) with status \"ok\"";
+  return row && !json_is_object(row) && !json_is_null(row) ? "field 'row': expected an object of CSV values" : NULL;
+}
+
 /* One line of the journal into j. */
 static tpu_status journal_line(const char *path, long lineno, const char *line, sweep_journal *j, char *err,
                                size_t cap) {
   json_error_t e;
   json_t *o = json_loads(line, 0, &e);
   const json_t *pt = json_object_get(o, "point");
-  if (!o || !json_is_integer(pt) || json_integer_value(pt) < 0 || json_integer_value(pt) >= j->npoints) {
-    json_decref(o);
-    return sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%ld: not a journal entry of this sweep (%s)", path, lineno,
-                      o ? "no 'point' in 0..points-1" : e.text);
+  const bool in_range = json_is_integer(pt) && json_integer_value(pt) >= 0 && json_integer_value(pt) < j->npoints;
+  const char *why = !o ? e.text : !in_range ? "no 'point' in 0..points-1" : entry_problem(o);
+  if (why) {
+    const tpu_status st = sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%ld: not a journal entry of this sweep (%s)", path,
+                                     lineno, why);
+    json_decref(o);                /* after: e.text is in e, why may point into o */
+    return st;
   }
   const long p = (long)json_integer_value(pt);
   if (!j->entry[p]) j->nfinished++;

@@ -63,7 +63,8 @@ static json_t *entry_of(const tpu_sweep_def *d, long p, int rc, const char *err,
 }
 
 /* Runs point p and records it in the journal. A run that succeeds but
-** leaves a column of its row without a value fails the point (1). */
+** gives no report, or leaves a column of its row without a value, fails
+** the point (1). */
 static void run_point(sweep_run *r, long p, void *opts) {
   const tpu_sweep_env *env = r->d->env;
   char err[2048];
@@ -76,6 +77,10 @@ static void run_point(sweep_run *r, long p, void *opts) {
   if (!values || (!rc && rep && end)) {
     rc = 1;
     snprintf(err, sizeof err, "out of memory");
+  }
+  if (!rc && !rep) {             /* every point runs with --json: the journal holds its report */
+    rc = 1;
+    snprintf(err, sizeof err, "%s's run gave no report", r->d->cmd->name);
   }
   if (!rc && !(row = sweep_row_json(values, err, sizeof err))) rc = 1;
   sweep_row_free(values);

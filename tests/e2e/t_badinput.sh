@@ -411,6 +411,26 @@ corpus "$TPUSIM" <<'CASES'
 2|sweep --emit parallel --shards 2 --out em2 matmul --m 8,16,24 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=100,1e-300|matmul, point 1: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'
 CASES
 [ ! -e em1 ] && [ ! -e em2 ] || die "--emit with a bad point wrote $(ls em1 em2 2>&1)"
+# a journal line that is not an entry as the sweep writes them (an "ok"
+# without its report, ...) is refused naming the journal and the line, by
+# the sweep that resumes it and by merge
+SW="matmul --m 8,16 --n 8 --k 8"
+expect_status 0 "$TPUSIM" sweep --out jr0 -j 1 --no-plot $SW
+while IFS='|' read -r line msg; do
+  rm -rf jr && cp -r jr0 jr && printf '%s\n' "$line" >> jr/points.jsonl
+  expect_status 2 "$TPUSIM" sweep --out jr -j 1 --no-plot $SW
+  expect_err_contains "jr/points.jsonl:3: not a journal entry of this sweep ($msg"
+  expect_status 2 "$TPUSIM" sweep merge --no-plot --out jrm jr
+  expect_err_contains "jr/points.jsonl:3: not a journal entry of this sweep ($msg"
+done <<'LINES'
+{"point":0,"axes":{"m":"8"},"status":"ok"}|field 'report': expected the point's report (an object) with status "ok")
+{"point":0,"axes":{"m":"8"},"status":"ok","report":[],"row":{}}|field 'report'
+{"point":0,"axes":{"m":"8"},"status":"done","report":{}}|field 'status': expected "ok" or "failed")
+{"point":1,"axes":{"m":"16"},"status":"failed","exit":1}|field 'error'
+{"point":1,"axes":{"m":"16"},"status":"failed","exit":0,"error":"x"}|field 'exit': expected the failed point's exit status, 1..255)
+{"point":1,"axes":{"m":"16"},"status":"ok","report":{},"row":3}|field 'row'
+{"point":0,"status":"ok","report":{}}|field 'axes': expected an object)
+LINES
 # }==
 
 # {== .npy operands (tpusim matmul --a/--b)
