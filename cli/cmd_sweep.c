@@ -160,9 +160,11 @@ int cli_cmd_sweep(int argc, char **argv) {
   tpu_sweep_file f = { .argc = 0 };
   char err[4200];
   tpu_status st = o.file ? tpu_sweep_file_load(o.file, env, &f, err, sizeof err) : TPU_OK;
-  if (!st) st = o.file ? tpu_sweep_def_parse(&d, env, f.argc, f.argv, err, sizeof err)
-                       : tpu_sweep_def_parse(&d, env, argc - o.first, argv + o.first, err, sizeof err);
-  rc = st ? cli_fail(CMD, st, "%s", err) : 0;
+  rc = 0;
+  if (st) rc = cli_fail(CMD, st, "%s", err);   /* names the file itself */
+  else if ((st = o.file ? tpu_sweep_def_parse(&d, env, f.argc, f.argv, err, sizeof err)
+                        : tpu_sweep_def_parse(&d, env, argc - o.first, argv + o.first, err, sizeof err)))
+    rc = cli_fail(CMD, st, "%s%s%s", o.file ? o.file : "", o.file ? ": " : "", err);
   d.shard = o.shard;
   d.nshards = o.nshards;
   d.file = o.file;

@@ -387,6 +387,16 @@ corpus "$TPUSIM" sweep --no-plot --out sw --file <<'CASES'
 2|s_setax.json|s_setax.json: run, point 1: --set ici.latency_ns:|got '-5'
 >s_chip.json { "command": "train", "options": { "model": "mlp", "chip": "nosuch-chip" }, "axes": [ { "option": "batch", "values": [8, 16] } ] }
 2|s_chip.json|s_chip.json: train, point 0: nosuch-chip: not a preset
+# an axis given twice: the file, line:column and field, not a bare "given
+# twice" (or, when the second has one value, the first silently winning)
+>s_dup.json { "command": "matmul", "options": { "n": 8, "k": 8 }, "axes": [ { "option": "m", "values": [8, 16] }, { "option": "m", "values": [4, 5] } ] }
+2|s_dup.json|s_dup.json:1:115: field 'axes[1].option': 'm' is already axes[0]; one axis per option
+>s_dup1.json { "command": "matmul", "options": { "n": 8, "k": 8 }, "axes": [ { "option": "m", "values": [8, 16] }, { "option": "m", "values": [4] } ] }
+2|s_dup1.json|s_dup1.json:1:115: field 'axes[1].option': 'm' is already axes[0]
+>s_dup3.json { "command": "matmul", "options": { "m": 8, "n": 8, "k": 8 }, "axes": [ { "set": "mxu.rows", "values": [4, 8] }, { "set": "mxu.rows", "values": [16] } ] }
+2|s_dup3.json|s_dup3.json:1:123: field 'axes[1].set': 'mxu.rows' is already axes[0]
+>s_dup4.json { "command": "matmul", "options": { "n": 8, "k": 8 }, "axes": [ { "option": "m", "values": [8, 16] }, { "set": "m", "values": [4, 5] } ] }
+2|s_dup4.json|s_dup4.json: axis 'm' is given twice
 CASES
 corpus "$TPUSIM" <<'CASES'
 2|sweep --out sw6 matmul --m 8,16 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=abc|matmul, point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc'
