@@ -979,12 +979,21 @@ static tpu_status build_sequential(fe_keras *K, json_t *m, const char *path, boo
 /* A [layer, node, tensor] reference (legacy, or a keras_history) within
 ** the scope first..last of a Functional's nodes: the node. */
 static tpu_status resolve_ref(fe_keras *K, int node, json_t *ref, int first, int last, const char *what, int *out) {
-  json_t *nm = json_array_get(ref, 0), *ti = json_array_get(ref, 2);
-  if (!json_is_array(ref) || json_array_size(ref) < 3 || !json_is_string(nm) || !json_is_integer(ti))
+  json_t *nm = json_array_get(ref, 0), *ni = json_array_get(ref, 1), *ti = json_array_get(ref, 2);
+  if (!json_is_array(ref) || json_array_size(ref) < 3 || !json_is_string(nm) || !json_is_integer(ni) ||
+      !json_is_integer(ti))
     return node >= 0 ? kfail(K, node, "inbound_nodes", "expected [layer name, node index, tensor index]")
                      : tpu_json_fail(K->doc, what, "expected [layer name, node index, tensor index]");
   for (int j = first; j < last; j++) {
     if (strcmp(K->n[j].name, json_string_value(nm))) continue;
+    /* A layer is called once (a shared layer is refused), so its one node
+    ** is 0; tf.keras 2 numbers a nested model's call 1 when the model's own
+    ** construction (from its InputLayer) is its node 0. */
+    const int maxnode = K->n[j].kind == K_MODEL ? 1 : 0;
+    if (json_integer_value(ni) < 0 || json_integer_value(ni) > maxnode)
+      return kfail(K, node >= 0 ? node : j, node >= 0 ? "inbound_nodes" : NULL, "takes node %lld of layer '%s'; "
+                   "node index out of range 0..%d (each layer is called once)", (long long)json_integer_value(ni),
+                   json_string_value(nm), maxnode);
     if (json_integer_value(ti) != 0)
       return kfail(K, node >= 0 ? node : j, node >= 0 ? "inbound_nodes" : NULL, "takes output %lld of layer '%s'; "
                    "layers with one output are supported", (long long)json_integer_value(ti), json_string_value(nm));
@@ -1336,7 +1345,10 @@ static void native_root(fe_keras *K, json_t *root) {
   put(K, K->native, "input", in);
   if (json_object_set(K->native, "layers", K->layers)) K->oom = true;
   if (json_is_false(json_object_get(cfg, "trainable"))) note(K, -1, "model trainable false", "every layer is trained");
-  if (json_is_object(json_object_get(root, "compile_config"))) compile_options(K, json_object_get(root, "compile_config"));
+  json_t *cc = json_object_get(root, "compile_config");
+  if (json_is_object(cc)) compile_options(K, cc);
+  else if (cc && !json_is_null(cc))   /* null: not compiled; anything else is listed, as other keys are */
+    note_kv(K, -1, "compile_config", cc, "not an object (Keras 3 writes the compile arguments as one): not read");
   json_object_foreach(root, k, v) {
     static const char *const known[] = { "class_name", "config", "keras_version", "backend", "module",
                                          "registered_name", "build_config", "compile_config", NULL };
