@@ -366,6 +366,32 @@ corpus "$TPUSIM" <<'CASES'
 2|model vgg16:0|vgg16:0: a zoo model is NAME[@HxWxC][:CLASSES]
 2|model mlp --batch 0|--batch: expected an integer in 1..4096, got '0'
 CASES
+# a Keras chain of 100k layers is refused from the layer count, before the
+# walk (which was quadratic in the layers: over 60 s), as fast as a native
+# model of that size is (both are the parse of the 14 MB file); two Keras
+# layers of one name in one model are refused, still, at the second
+$PY - <<'PY'
+import json
+def func(n, path, dup=False):
+    layers = [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [None, 8]}, "inbound_nodes": []}]
+    prev = "in"
+    for i in range(n):
+        nm = "a0" if dup and i == n - 1 else "a%d" % i
+        layers.append({"class_name": "Activation", "name": nm, "config": {"name": nm, "activation": "relu"}, "inbound_nodes": [[[prev, 0, 0, {}]]]})
+        prev = nm
+    json.dump({"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "layers": layers,
+               "input_layers": [["in", 0, 0]], "output_layers": [[prev, 0, 0]]}}, open(path, "w"))
+func(100000, "k_chain.json")
+func(3, "k_dupname.json", dup=True)
+PY
+t0=$(date +%s%N)
+expect_status 2 "$TPUSIM" model k_chain.json
+t1=$(date +%s%N)
+expect_err_contains "k_chain.json:1:570182: layer 'a4095' (Activation): the model has more than 4096 layers (nested models' included); the native model it becomes holds at most 1024"
+[ $(( (t1 - t0) / 1000000 )) -lt 5000 ] || die "a 100k-layer Keras chain took $(( (t1 - t0) / 1000000 )) ms to refuse"
+expect_status 2 "$TPUSIM" model k_dupname.json
+expect_err_contains "k_dupname.json:1:"
+expect_err_contains "layer 'a0' (Activation): its name is already that of layer 1 of the model"
 # }==
 
 # {== Sweep files
