@@ -593,6 +593,16 @@ corpus "$TPUSIM" scalesim -t ss.csv -c <<'CASES'
 2|ss_w.cfg|ss_w.cfg:5:13: field 'ArrayWidth'
 >ss_nul.cfg [general]\nrun_name = x\0\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\n
 2|ss_nul.cfg|ss_nul.cfg:2:
+# a key or a section given twice: refused, as configparser refuses it
+# (DuplicateOptionError, DuplicateSectionError), not the last one taken
+>ss_dk.cfg [general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\narraywidth = 16\nDataflow : ws\nFilterSramSzkB: 1\nIfmapSramSzkB: 1\nOfmapSramSzkB: 1\nIfmapOffset: 0\nFilterOffset: 100\nOfmapOffset: 200\n[run_presets]\nInterfaceBandwidth: CALC\n
+2|ss_dk.cfg|ss_dk.cfg:6:1: option 'arraywidth' in section [architecture_presets] already exists (line 5); a key is given once per section
+>ss_dr.cfg [general]\nrun_name = x\nRun_Name = y\n
+2|ss_dr.cfg|ss_dr.cfg:3:1: option 'run_name' in section [general] already exists (line 2)
+>ss_dd.cfg [general]\nrun_name = x\n[architecture_presets]\nDataflow : ws\nDataflow : os\n
+2|ss_dd.cfg|ss_dd.cfg:5:1: option 'dataflow' in section [architecture_presets] already exists (line 4)
+>ss_ds.cfg [general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\n[general]\n
+2|ss_ds.cfg|ss_ds.cfg:5:2: section [general] already exists (line 1); a section is given once
 CASES
 corpus "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -t <<'CASES'
 >ss_s.csv h\nC1, 10, 10, 3, 3, 4, 8, 0,\n
