@@ -665,18 +665,36 @@ static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, si
 ** file and record.
 ** ================================================================== */
 #define CIFAR_REC 3073
+/* The nf batch files' paths, and their sizes checked to be whole records
+** before any is read (a 9 GB file of a wrong size is refused from its size,
+** not read whole first). What cannot be opened is left to the read. */
+static tpu_status cifar_files(const tpu_df_source *src, int nf, char path[][4096], char *err, size_t cap) {
+  if (!src->dir[0])      /* not "/data_batch_1.bin" */
+    return ferr(err, cap, TPU_ERR_INPUT, "cifar10: the directory of the CIFAR-10 binary files is empty (\"\")");
+  for (int f = 0; f < nf; f++) {
+    if (src->test_split) snprintf(path[f], 4096, "%s/test_batch.bin", src->dir);
+    else snprintf(path[f], 4096, "%s/data_batch_%d.bin", src->dir, f + 1);
+    struct stat sb;
+    if (stat(path[f], &sb) || !S_ISREG(sb.st_mode)) continue;
+    const uint64_t len = (uint64_t)sb.st_size;
+    if (len == 0 || len % CIFAR_REC)
+      return ferr(err, cap, TPU_ERR_INPUT, "%s: record %llu: truncated (%llu of %d bytes); a CIFAR-10 file holds "
+                  "records of 1 label byte and 3072 pixel bytes", path[f], (unsigned long long)(len / CIFAR_REC),
+                  (unsigned long long)(len % CIFAR_REC), CIFAR_REC);
+  }
+  return TPU_OK;
+}
+
 static tpu_status open_cifar(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
   const int nf = src->test_split ? 1 : 5;
   unsigned char *buf[5] = { 0 };
   size_t len[5] = { 0 };
   char path[5][4096];
-  tpu_status st = TPU_OK;
+  tpu_status st = cifar_files(src, nf, path, err, cap);
   d->n = 0;
   for (int f = 0; f < nf && st == TPU_OK; f++) {
-    if (src->test_split) snprintf(path[f], sizeof path[f], "%s/test_batch.bin", src->dir);
-    else snprintf(path[f], sizeof path[f], "%s/data_batch_%d.bin", src->dir, f + 1);
     if (!(buf[f] = slurp(path[f], &len[f], &st, err, cap))) break;
-    if (len[f] == 0 || len[f] % CIFAR_REC)
+    if (len[f] == 0 || len[f] % CIFAR_REC)   /* changed since the check */
       st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %zu: truncated (%zu of %d bytes); a CIFAR-10 file holds records "
                 "of 1 label byte and 3072 pixel bytes", path[f], len[f] / CIFAR_REC, len[f] % CIFAR_REC, CIFAR_REC);
     d->n += (int64_t)(len[f] / CIFAR_REC);

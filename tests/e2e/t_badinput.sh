@@ -564,8 +564,28 @@ corpus "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1
 2|i_gzl|i_gzl/train-labels-idx1-ubyte.gz: truncated or corrupt gzip file (size field 100000000;|compressed bytes hold 8..
 2|i_gzi|i_gzi/train-images-idx3-ubyte.gz: corrupt gzip file: 64 images of 4096x4096x1 need 1073741840 bytes, more than its|(deflate expands at most 1032:1)
 2|cifar10:nodir|nodir/data_batch_1.bin: cannot open
+2|cifar10:|--data cifar10:: expected cifar10:DIR, got nothing after the colon
+2|images:|--data images:: expected images:DIR, got nothing after the colon
+2|tfrecord:|--data tfrecord:: expected tfrecord:FILE, got nothing after the colon
 2|nodir|nodir/train-
 CASES
+# a CIFAR-10 batch file whose size is not whole records is refused from its
+# size, before it is read: a sparse 9.2 GB one (read whole before, then "out
+# of memory", exit 1) in well under a second; the address space is bounded
+# so that a reader that reads it first fails at once instead of taking the
+# machine's memory (not under ASan, which maps terabytes)
+mkdir -p c_small c_big
+head -c $((2 * 3073 + 17)) /dev/zero > c_small/data_batch_1.bin
+truncate -s 9219000017 c_big/data_batch_1.bin
+expect_status 2 "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1 --data cifar10:c_small
+expect_err_contains "c_small/data_batch_1.bin: record 2: truncated (17 of 3073 bytes)"
+ulimit_v=""
+[ "${MODE:-}" = asan ] || ulimit_v="ulimit -v 4000000;"
+t0=$(date +%s%N)
+expect_status 2 bash -c "$ulimit_v exec \"\$@\"" - "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1 --data cifar10:c_big
+t1=$(date +%s%N)
+expect_err_contains "c_big/data_batch_1.bin: record 3000000: truncated (17 of 3073 bytes); a CIFAR-10 file holds records of 1 label byte and 3072 pixel bytes"
+[ $(( (t1 - t0) / 1000000 )) -lt 3000 ] || die "the 9.2 GB CIFAR-10 file took $(( (t1 - t0) / 1000000 )) ms to refuse"
 $PY - <<'PY'
 # pipelines over the bad data files (the messages name the data file)
 open('csv1.json', 'w').write('{ "source": { "kind": "csv", "path": "bad.csv", "elements": 1 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
