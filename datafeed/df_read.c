@@ -42,7 +42,7 @@ static uint32_t be32(const unsigned char *p) {
 
 /* Reads a whole file. NULL with a message on failure. */
 static unsigned char *slurp(const char *path, size_t *len, tpu_status *st, char *err, size_t cap) {
-  int fd = open(path, O_RDONLY);
+  int fd = open(path, O_RDONLY | O_NONBLOCK);   /* a FIFO does not block the open; fstat refuses it */
   if (fd < 0) { *st = ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
@@ -1221,13 +1221,15 @@ static tpu_status walk(const char *top, int32_t label, bool follow, int depth, i
     char full[4096];
     if (snprintf(full, sizeof full, "%s/%s", top, e->d_name) >= (int)sizeof full) continue;
     struct stat sb, lb;
-    bool isdir = stat(full, &sb) == 0 && S_ISDIR(sb.st_mode);
-    if (isdir) {
+    const bool found = stat(full, &sb) == 0;
+    if (found && S_ISDIR(sb.st_mode)) {
       bool link = lstat(full, &lb) == 0 && S_ISLNK(lb.st_mode);
       if (!link || follow) st = add_name(&subs, &nsub, full, NULL);
       continue;
     }
-    if (!image_ext(e->d_name)) continue;
+    /* only regular files (or links to them): a FIFO named x.png would block
+    ** the read forever, a dangling link or a device is no image */
+    if (!found || !S_ISREG(sb.st_mode) || !image_ext(e->d_name)) continue;
     if (L->n == L->cap) {
       int64_t nc = L->cap ? L->cap * 2 : 256;
       img_ent *nv = tpu_realloc(L->v, (size_t)nc * sizeof *nv);
@@ -1408,6 +1410,7 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   if (st == TPU_OK && !d->img_path) {   /* the name messages give the source by */
     const char *name = "synthetic source";
     if (src->kind == TPU_DF_SRC_NPY) name = src->images;
+    else if (src->kind == TPU_DF_SRC_IMAGES) name = src->dir;   /* its class folders */
     else if (src->kind == TPU_DF_SRC_CSV || src->kind == TPU_DF_SRC_TFRECORD) name = src->path ? src->path : src->files[0];
     else if (src->kind == TPU_DF_SRC_CIFAR10) {
       snprintf(ip, sizeof ip, "%s/%s", src->dir, src->test_split ? "test_batch.bin" : "data_batch_*.bin");

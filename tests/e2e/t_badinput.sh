@@ -586,6 +586,23 @@ expect_status 2 bash -c "$ulimit_v exec \"\$@\"" - "$TPUSIM" train --model mlp -
 t1=$(date +%s%N)
 expect_err_contains "c_big/data_batch_1.bin: record 3000000: truncated (17 of 3073 bytes); a CIFAR-10 file holds records of 1 label byte and 3072 pixel bytes"
 [ $(( (t1 - t0) / 1000000 )) -lt 3000 ] || die "the 9.2 GB CIFAR-10 file took $(( (t1 - t0) / 1000000 )) ms to refuse"
+# image class folders: what is not a regular file is skipped (a FIFO named
+# x.png blocked the run forever; a dangling link named y.png stopped it),
+# and a class count the model does not give names the folder, not a
+# "synthetic source"
+mkdir -p im/a im/b
+PYTHONPATH=$TPU_ROOT/tests/e2e $PY - <<'PY'
+import numpy as np
+from image_write import png
+for i in range(10):
+    png("im/%s/p%d.png" % ("ab"[i % 2], i), (np.arange(64).reshape(8, 8, 1) * (i + 1) % 256).astype(np.uint8))
+PY
+mkfifo im/a/x.png && ln -s nowhere.png im/b/y.png
+printf '{ "input": [8, 8, 1], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 2 } ] }' > m_im2.json
+expect_status 0 timeout 60 "$TPUSIM" train --model m_im2.json --data images:im --cores 1 --batch 2 --epochs 1 --steps-per-epoch 1
+expect_status 2 "$TPUSIM" train --model mlp --data images:im --cores 1 --batch 2 --epochs 1 --steps-per-epoch 1
+expect_err_contains "--data images:im: im: the training split has samples of 28x28x1 and 2 classes; the model takes input 28x28x1 and gives 10 classes"
+! grep -q "synthetic" "$T/err.txt" || die "images:DIR called a synthetic source: $ERR"
 $PY - <<'PY'
 # pipelines over the bad data files (the messages name the data file)
 open('csv1.json', 'w').write('{ "source": { "kind": "csv", "path": "bad.csv", "elements": 1 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
