@@ -364,6 +364,11 @@ corpus "$TPUSIM" <<'CASES'
 2|model nosuch.json|nosuch.json: not a built-in model
 2|model vgg16@0x0x3|vgg16@0x0x3: a zoo model is NAME[@HxWxC][:CLASSES]
 2|model vgg16:0|vgg16:0: a zoo model is NAME[@HxWxC][:CLASSES]
+# a zoo model's errors name the spec, without the line:col of tpusim's own
+# text of it (vgg19@...:5:5 read like a class count)
+2|model vgg19@65536x65536x3|vgg19@65536x65536x3: layers[0] (conv2d): output shape 65536x65536x64 is too large
+2|model vgg19@65536x65536x3:5|vgg19@65536x65536x3:5: layers[0] (conv2d): output shape
+2|model vgg16@32x32x3:1000000|vgg16@32x32x3:1000000: the model has 4130597248 parameters; at most 2^30 are supported
 2|model mlp --batch 0|--batch: expected an integer in 1..4096, got '0'
 CASES
 # a Keras chain of 100k layers is refused from the layer count, before the
