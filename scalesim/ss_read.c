@@ -318,7 +318,14 @@ static tpu_status topo_line(const ss_line *l, const char *b, const char *e, bool
   ly.ifmap_h = v[0]; ly.ifmap_w = v[1]; ly.filter_h = v[2]; ly.filter_w = v[3];
   ly.channels = v[4]; ly.filters = v[5]; ly.stride_h = v[6]; ly.stride_w = v[7];
   tpu_ss_lower(&ly);
-  if (gemm || !strstr(ly.name, "DP")) return add_layer(l, t, &ly);
+  const bool dp = !gemm && strstr(ly.name, "DP");
+  const long adds = dp ? ly.channels : 1;
+  if (adds > TPU_SS_MAX_LAYERS - t->n) {  /* from the fields, before any layer is made */
+    if (!dp) return fail_at(l, fb[0], "layer %d: a topology may have at most %d layers", t->n + 1, TPU_SS_MAX_LAYERS);
+    return fail_at(l, fb[5], "field 'Channels': a depthwise layer is a layer per channel: %ld layers after the %d "
+                   "before make more than the %d a topology may have", adds, t->n, TPU_SS_MAX_LAYERS);
+  }
+  if (!dp) return add_layer(l, t, &ly);
   tpu_ss_layer one = ly;                                       /* depthwise: a layer per channel */
   one.channels = 1;
   tpu_ss_lower(&one);

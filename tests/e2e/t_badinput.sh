@@ -653,7 +653,23 @@ corpus "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -t <<'CASES'
 2|ss_c.csv|ss_c.csv:2:|field 'Channels'
 >ss_f.csv h\nC1, 10, 10, 3, 3, 4, 99999999999, 1,\n
 2|ss_f.csv|ss_f.csv:2:|field 'Num Filter'
+# the layers a topology expands to are capped, from the text, before any is
+# made (one depthwise line of 2^24 channels was 2^24 layers, 2.8 GB, then a
+# bare "out of memory", exit 1)
+>ss_dp65.csv h\nconv1, 8, 8, 3, 3, 3, 4, 1,\nconvDP, 3, 3, 3, 3, 65536, 1, 1,\n
+2|ss_dp65.csv|ss_dp65.csv:3:21: field 'Channels': a depthwise layer is a layer per channel: 65536 layers after the 1 before make more than the 65536 a topology may have
 CASES
+printf 'h\nconv1, 8, 8, 3, 3, 3, 4, 1,\nconvDP, 3, 3, 3, 3, 16777216, 1, 1,\n' > ss_dp24.csv
+ulimit_v=""
+[ "${MODE:-}" = asan ] || ulimit_v="ulimit -v 4000000;"
+for cmd in "scalesim -c docs/scalesim/tpu_128.cfg -p ss_out -t" "run --chip teach --topology"; do
+  # shellcheck disable=SC2086
+  expect_status 2 bash -c "$ulimit_v exec \"\$@\"" - "$TPUSIM" $cmd ss_dp24.csv
+  expect_err_contains "ss_dp24.csv:3:21: field 'Channels': a depthwise layer is a layer per channel: 16777216 layers after the 1 before make more than the 65536 a topology may have"
+done
+$PY -c 'import sys; sys.stdout.write("h\n" + "c, 4, 4, 3, 3, 1, 1, 1,\n" * 65537)' > ss_many.csv
+expect_status 2 "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -p ss_out -t ss_many.csv
+expect_err_contains "ss_many.csv:65538:1: layer 65537: a topology may have at most 65536 layers"
 # }==
 
 # {== Command-line options of every command
