@@ -128,6 +128,7 @@ typedef struct tpu_json {
   const char *noun;            /* what the format calls a member ("field" [default] or "key") */
   tpu_status code;             /* what errors return (TPU_ERR_CONFIG [default] or TPU_ERR_INPUT) */
   bool field_prefix;           /* tpu_json_fail starts its text "field 'PATH': " */
+  bool generated;              /* the text is tpusim's own (a zoo model's), not the user's: no line:col */
   char *err; size_t errcap;    /* the message */
   const char *text;            /* set by tpu_json_parse */
   struct json_t *root;         /* set by tpu_json_parse; released by tpu_json_free */

@@ -31,7 +31,7 @@ static tpu_status vfail(tpu_json *j, const char *at, const char *field, const ch
   char mapped[512];
   if (at && j->map_path) at = j->map_path(j->map_ud, at, mapped, sizeof mapped);
   if (at && j->text) tpu_json_locate(j->text, at, &line, &col);
-  if (line > 0) snprintf(pos, sizeof pos, ":%d:%d", line, col);
+  if (line > 0 && !j->generated) snprintf(pos, sizeof pos, ":%d:%d", line, col);
   if (field) snprintf(j->err, j->errcap, "%s%s: field '%s': %s", j->where, pos, field, msg);
   else snprintf(j->err, j->errcap, "%s%s: %s", j->where, pos, msg);
   return j->code;

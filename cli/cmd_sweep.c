@@ -103,6 +103,13 @@ static int parse_sweep_opts(int argc, char **argv, sweep_opts *o) {
 }
 /* }================================================================== */
 
+/* The exit status after the sweep's message: what could not be written
+** (TPU_ERR_IO: the results directory, its files, the scripts) is a
+** runtime failure, 1, as for every command's outputs; bad input is 2. */
+static int sweep_failed(tpu_status st, const char *err) {
+  return st == TPU_ERR_IO ? cli_runtime_error(CMD, "%s", err) : cli_fail(CMD, st, "%s", err);
+}
+
 /* The sweep's plots beside DIR/results.csv. 0, or the exit status after a message. */
 static int plots(const char *dir) {
   char path[4096];
@@ -114,7 +121,7 @@ static int run(const sweep_opts *o, tpu_sweep_def *d) {
   char err[4200];
   tpu_sweep_counts n;
   tpu_status st = tpu_sweep_run(d, o->out, o->jobs, isatty(STDERR_FILENO) == 1 ? stderr : NULL, &n, err, sizeof err);
-  if (st) return cli_fail(CMD, st, "%s", err);
+  if (st) return sweep_failed(st, err);
   const int rc = o->no_plot ? 0 : plots(o->out);
   if (rc) return rc;
   printf("sweep: %ld points of %ld (shard %d/%d): %ld run, %ld already done, %ld failed; %s/results.csv\n", n.points,
@@ -135,7 +142,7 @@ static int merge(int argc, char **argv) {
   char err[4200];
   long npoints;
   const tpu_status st = tpu_sweep_merge(cli_sweep_env(), out, argv + i, argc - i, &npoints, err, sizeof err);
-  if (st) return cli_fail(CMD, st, "%s", err);
+  if (st) return sweep_failed(st, err);
   const int rc = no_plot ? 0 : plots(out);
   if (!rc) printf("sweep merge: %ld points from %d shard directories; %s/results.csv\n", npoints, argc - i, out);
   return rc;
@@ -153,9 +160,11 @@ int cli_cmd_sweep(int argc, char **argv) {
   tpu_sweep_file f = { .argc = 0 };
   char err[4200];
   tpu_status st = o.file ? tpu_sweep_file_load(o.file, env, &f, err, sizeof err) : TPU_OK;
-  if (!st) st = o.file ? tpu_sweep_def_parse(&d, env, f.argc, f.argv, err, sizeof err)
-                       : tpu_sweep_def_parse(&d, env, argc - o.first, argv + o.first, err, sizeof err);
-  rc = st ? cli_fail(CMD, st, "%s", err) : 0;
+  rc = 0;
+  if (st) rc = cli_fail(CMD, st, "%s", err);   /* names the file itself */
+  else if ((st = o.file ? tpu_sweep_def_parse(&d, env, f.argc, f.argv, err, sizeof err)
+                        : tpu_sweep_def_parse(&d, env, argc - o.first, argv + o.first, err, sizeof err)))
+    rc = cli_fail(CMD, st, "%s%s%s", o.file ? o.file : "", o.file ? ": " : "", err);
   d.shard = o.shard;
   d.nshards = o.nshards;
   d.file = o.file;
@@ -166,7 +175,7 @@ int cli_cmd_sweep(int argc, char **argv) {
     char note[8 * 4096];   /* a few absolute paths */
     st = tpu_sweep_emit(&d, strcmp(o.emit, "parallel") ? TPU_SWEEP_SLURM : TPU_SWEEP_PARALLEL, o.out,
                         o.jobs_given ? o.jobs : 1, note, sizeof note, err, sizeof err);
-    if (st) rc = cli_fail(CMD, st, "%s", err);
+    if (st) rc = sweep_failed(st, err);
     else fputs(note, stdout);
   } else if (!rc) rc = run(&o, &d);
   tpu_sweep_def_free(&d);

@@ -354,7 +354,7 @@ typedef struct load_all {
 
 /* Reads a whole file (the job's path). */
 static tpu_status read_path(const char *path, unsigned char **buf, size_t *len, char *why, size_t cap) {
-  int fd = open(path, O_RDONLY);
+  int fd = open(path, O_RDONLY | O_NONBLOCK);   /* a FIFO does not block the open; fstat refuses it */
   if (fd < 0) { snprintf(why, cap, "cannot open: %s", strerror(errno)); return TPU_ERR_IO; }
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { close(fd); snprintf(why, cap, "not a regular file"); return TPU_ERR_IO; }

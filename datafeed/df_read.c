@@ -42,7 +42,7 @@ static uint32_t be32(const unsigned char *p) {
 
 /* Reads a whole file. NULL with a message on failure. */
 static unsigned char *slurp(const char *path, size_t *len, tpu_status *st, char *err, size_t cap) {
-  int fd = open(path, O_RDONLY);
+  int fd = open(path, O_RDONLY | O_NONBLOCK);   /* a FIFO does not block the open; fstat refuses it */
   if (fd < 0) { *st = ferr(err, cap, TPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
@@ -665,18 +665,36 @@ static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, si
 ** file and record.
 ** ================================================================== */
 #define CIFAR_REC 3073
+/* The nf batch files' paths, and their sizes checked to be whole records
+** before any is read (a 9 GB file of a wrong size is refused from its size,
+** not read whole first). What cannot be opened is left to the read. */
+static tpu_status cifar_files(const tpu_df_source *src, int nf, char path[][4096], char *err, size_t cap) {
+  if (!src->dir[0])      /* not "/data_batch_1.bin" */
+    return ferr(err, cap, TPU_ERR_INPUT, "cifar10: the directory of the CIFAR-10 binary files is empty (\"\")");
+  for (int f = 0; f < nf; f++) {
+    if (src->test_split) snprintf(path[f], 4096, "%s/test_batch.bin", src->dir);
+    else snprintf(path[f], 4096, "%s/data_batch_%d.bin", src->dir, f + 1);
+    struct stat sb;
+    if (stat(path[f], &sb) || !S_ISREG(sb.st_mode)) continue;
+    const uint64_t len = (uint64_t)sb.st_size;
+    if (len == 0 || len % CIFAR_REC)
+      return ferr(err, cap, TPU_ERR_INPUT, "%s: record %llu: truncated (%llu of %d bytes); a CIFAR-10 file holds "
+                  "records of 1 label byte and 3072 pixel bytes", path[f], (unsigned long long)(len / CIFAR_REC),
+                  (unsigned long long)(len % CIFAR_REC), CIFAR_REC);
+  }
+  return TPU_OK;
+}
+
 static tpu_status open_cifar(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
   const int nf = src->test_split ? 1 : 5;
   unsigned char *buf[5] = { 0 };
   size_t len[5] = { 0 };
   char path[5][4096];
-  tpu_status st = TPU_OK;
+  tpu_status st = cifar_files(src, nf, path, err, cap);
   d->n = 0;
   for (int f = 0; f < nf && st == TPU_OK; f++) {
-    if (src->test_split) snprintf(path[f], sizeof path[f], "%s/test_batch.bin", src->dir);
-    else snprintf(path[f], sizeof path[f], "%s/data_batch_%d.bin", src->dir, f + 1);
     if (!(buf[f] = slurp(path[f], &len[f], &st, err, cap))) break;
-    if (len[f] == 0 || len[f] % CIFAR_REC)
+    if (len[f] == 0 || len[f] % CIFAR_REC)   /* changed since the check */
       st = ferr(err, cap, TPU_ERR_INPUT, "%s: record %zu: truncated (%zu of %d bytes); a CIFAR-10 file holds records "
                 "of 1 label byte and 3072 pixel bytes", path[f], len[f] / CIFAR_REC, len[f] % CIFAR_REC, CIFAR_REC);
     d->n += (int64_t)(len[f] / CIFAR_REC);
@@ -1233,13 +1251,15 @@ static tpu_status walk(const char *top, int32_t label, bool follow, int depth, i
     char full[4096];
     if (snprintf(full, sizeof full, "%s/%s", top, e->d_name) >= (int)sizeof full) continue;
     struct stat sb, lb;
-    bool isdir = stat(full, &sb) == 0 && S_ISDIR(sb.st_mode);
-    if (isdir) {
+    const bool found = stat(full, &sb) == 0;
+    if (found && S_ISDIR(sb.st_mode)) {
       bool link = lstat(full, &lb) == 0 && S_ISLNK(lb.st_mode);
       if (!link || follow) st = add_name(&subs, &nsub, full, NULL);
       continue;
     }
-    if (!image_ext(e->d_name)) continue;
+    /* only regular files (or links to them): a FIFO named x.png would block
+    ** the read forever, a dangling link or a device is no image */
+    if (!found || !S_ISREG(sb.st_mode) || !image_ext(e->d_name)) continue;
     if (L->n == L->cap) {
       int64_t nc = L->cap ? L->cap * 2 : 256;
       img_ent *nv = tpu_realloc(L->v, (size_t)nc * sizeof *nv);
@@ -1420,6 +1440,7 @@ tpu_status df_data_open(const tpu_df_source *src, df_data **out, char *err, size
   if (st == TPU_OK && !d->img_path) {   /* the name messages give the source by */
     const char *name = "synthetic source";
     if (src->kind == TPU_DF_SRC_NPY) name = src->images;
+    else if (src->kind == TPU_DF_SRC_IMAGES) name = src->dir;   /* its class folders */
     else if (src->kind == TPU_DF_SRC_CSV || src->kind == TPU_DF_SRC_TFRECORD) name = src->path ? src->path : src->files[0];
     else if (src->kind == TPU_DF_SRC_CIFAR10) {
       snprintf(ip, sizeof ip, "%s/%s", src->dir, src->test_split ? "test_batch.bin" : "data_batch_*.bin");

@@ -52,6 +52,11 @@
 #define KPATH 192              /* a layer's path in the file */
 #define KNAME 32               /* native names: tpu_fe_layer.name */
 #define KMAX_DEPTH 8           /* models nested in models */
+/* Keras layers read at most (nested models' included), decided by the class
+** check before any other work: the native model holds TPU_FE_MAX_LAYERS,
+** and a Keras layer may become none (InputLayer, a linear Activation), so
+** the bound leaves room for those. */
+#define KMAX_LAYERS (4 * TPU_FE_MAX_LAYERS)
 
 enum { K_LAYER, K_INPUT, K_MODEL };
 
@@ -66,6 +71,11 @@ typedef struct knode {
   char out[KNAME];             /* name of its output in the native model ("input": the model input) */
   bool reached, done;
 } knode;
+
+/* A name in the hash table: Keras layer 'idx' of the model whose layers
+** start at node 'scope', or (scope -1) native name K->names[idx]. The name
+** is read through the index, as both arrays move when they grow. */
+typedef struct kslot { int scope, idx; } kslot;
 
 typedef struct knote {         /* an option not modelled, grouped by option and value */
   char what[160];
@@ -83,6 +93,9 @@ struct fe_keras {
   int nsrc, srccap;
   char (*names)[KNAME];        /* native names given out */
   int nnames, namecap;
+  int nlisted;                 /* layers the class check has seen, up to KMAX_LAYERS */
+  kslot *tab;                  /* names -> nodes or native names, hashed (tabcap a power of 2) */
+  size_t tabn, tabcap;
   knote *notes;
   int nnotes, notecap;
   bool oom;
@@ -239,10 +252,51 @@ static void note_kv(fe_keras *K, int node, const char *key, json_t *v, const cha
   note(K, node, what, why);
 }
 
+/* {==================================================================
+** Names, hashed: a model's layers by name, and the native names given
+** out, so that resolving every input and naming every layer is linear in
+** the layers (a chain of 100k layers took minutes with a scan per name).
+** ================================================================== */
+static const char *slot_name(const fe_keras *K, kslot s) { return s.scope < 0 ? K->names[s.idx] : K->n[s.idx].name; }
+static size_t name_hash(int scope, const char *s) {
+  uint32_t h = 2166136261u ^ (uint32_t)scope;       /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+/* The index under (scope, name), or -1. */
+static int tab_find(const fe_keras *K, int scope, const char *name) {
+  for (size_t i = name_hash(scope, name); K->tabcap; i++) {
+    const kslot e = K->tab[i & (K->tabcap - 1)];
+    if (e.idx < 0) break;
+    if (e.scope == scope && !strcmp(slot_name(K, e), name)) return e.idx;
+  }
+  return -1;
+}
+/* Adds (scope, idx), whose name is not in the table yet. */
+static tpu_status tab_put(fe_keras *K, int scope, int idx) {
+  if (2 * (K->tabn + 1) > K->tabcap) {         /* at most half full */
+    const size_t cap = K->tabcap ? 2 * K->tabcap : 256;
+    kslot *t = tpu_realloc(NULL, cap * sizeof *t), *old = K->tab;
+    if (!t) return oom(K);
+    for (size_t i = 0; i < cap; i++) t[i].idx = -1;
+    const size_t oldcap = K->tabcap;
+    K->tab = t;
+    K->tabcap = cap;
+    K->tabn = 0;
+    for (size_t i = 0; i < oldcap; i++)
+      if (old[i].idx >= 0) tab_put(K, old[i].scope, old[i].idx);   /* cannot grow again */
+    tpu_free(old);
+  }
+  size_t i = name_hash(scope, scope < 0 ? K->names[idx] : K->n[idx].name);
+  while (K->tab[i & (K->tabcap - 1)].idx >= 0) i++;
+  K->tab[i & (K->tabcap - 1)] = (kslot){ scope, idx };
+  K->tabn++;
+  return TPU_OK;
+}
+/* }================================================================== */
+
 static bool name_used(const fe_keras *K, const char *s) {
-  if (!strcmp(s, "input")) return true;
-  for (int i = 0; i < K->nnames; i++) if (!strcmp(K->names[i], s)) return true;
-  return false;
+  return !strcmp(s, "input") || tab_find(K, -1, s) >= 0;
 }
 /* A native name for 'want': itself when it fits and is free, else a cut
 ** and numbered one ("a_very_long_keras_layer_nam~2"). */
@@ -262,8 +316,8 @@ static tpu_status give_name(fe_keras *K, const char *want, char out[KNAME]) {
     K->names = p;
     K->namecap = cap;
   }
-  snprintf(K->names[K->nnames++], KNAME, "%s", out);
-  return TPU_OK;
+  snprintf(K->names[K->nnames], KNAME, "%s", out);
+  return tab_put(K, -1, K->nnames++);
 }
 /* }================================================================== */
 
@@ -813,6 +867,10 @@ static tpu_status check_classes(fe_keras *K, json_t *model, const char *path, in
       return tpu_json_fail(K->doc, lp, "expected a layer: an object with \"class_name\" and \"config\"");
     const char *c = json_string_value(json_object_get(l, "class_name"));
     const char *nm = str_or(json_object_get(l, "name"), str_or(json_object_get(json_object_get(l, "config"), "name"), "?"));
+    if (++K->nlisted > KMAX_LAYERS)
+      return tpu_json_fail(K->doc, lp, "layer '%s' (%s): the model has more than %d layers (nested models' "
+                           "included); the native model it becomes holds at most %d", nm, c, KMAX_LAYERS,
+                           TPU_FE_MAX_LAYERS);
     if (is_model_class(c)) {
       tpu_status st = check_classes(K, l, lp, depth + 1);
       if (st) return st;
@@ -979,12 +1037,21 @@ static tpu_status build_sequential(fe_keras *K, json_t *m, const char *path, boo
 /* A [layer, node, tensor] reference (legacy, or a keras_history) within
 ** the scope first..last of a Functional's nodes: the node. */
 static tpu_status resolve_ref(fe_keras *K, int node, json_t *ref, int first, int last, const char *what, int *out) {
-  json_t *nm = json_array_get(ref, 0), *ti = json_array_get(ref, 2);
-  if (!json_is_array(ref) || json_array_size(ref) < 3 || !json_is_string(nm) || !json_is_integer(ti))
+  json_t *nm = json_array_get(ref, 0), *ni = json_array_get(ref, 1), *ti = json_array_get(ref, 2);
+  if (!json_is_array(ref) || json_array_size(ref) < 3 || !json_is_string(nm) || !json_is_integer(ni) ||
+      !json_is_integer(ti))
     return node >= 0 ? kfail(K, node, "inbound_nodes", "expected [layer name, node index, tensor index]")
                      : tpu_json_fail(K->doc, what, "expected [layer name, node index, tensor index]");
-  for (int j = first; j < last; j++) {
-    if (strcmp(K->n[j].name, json_string_value(nm))) continue;
+  const int j = tab_find(K, first, json_string_value(nm));
+  if (j >= first && j < last) {
+    /* A layer is called once (a shared layer is refused), so its one node
+    ** is 0; tf.keras 2 numbers a nested model's call 1 when the model's own
+    ** construction (from its InputLayer) is its node 0. */
+    const int maxnode = K->n[j].kind == K_MODEL ? 1 : 0;
+    if (json_integer_value(ni) < 0 || json_integer_value(ni) > maxnode)
+      return kfail(K, node >= 0 ? node : j, node >= 0 ? "inbound_nodes" : NULL, "takes node %lld of layer '%s'; "
+                   "node index out of range 0..%d (each layer is called once)", (long long)json_integer_value(ni),
+                   json_string_value(nm), maxnode);
     if (json_integer_value(ti) != 0)
       return kfail(K, node >= 0 ? node : j, node >= 0 ? "inbound_nodes" : NULL, "takes output %lld of layer '%s'; "
                    "layers with one output are supported", (long long)json_integer_value(ti), json_string_value(nm));
@@ -1115,10 +1182,11 @@ static tpu_status build_functional(fe_keras *K, json_t *m, const char *path, boo
     if (new_node(K, json_array_get(layers, i), p) < 0) return TPU_ERR_NOMEM;
   }
   const int last = K->nn;
-  for (int j = first; j < last; j++)
-    for (int q = first; q < j; q++)
-      if (!strcmp(K->n[q].name, K->n[j].name))
-        return kfail(K, j, NULL, "its name is already that of layer %d of the model", q - first);
+  for (int j = first; j < last; j++) {
+    const int q = tab_find(K, first, K->n[j].name);
+    if (q >= 0) return kfail(K, j, NULL, "its name is already that of layer %d of the model", q - first);
+    if (tab_put(K, first, j)) return TPU_ERR_NOMEM;
+  }
   /* inputs */
   int io[TPU_FE_MAX_INPUTS], nio;
   tpu_status st = io_refs(K, json_object_get(cfg, "input_layers"), ip, first, last, io, TPU_FE_MAX_INPUTS, &nio);
@@ -1336,7 +1404,10 @@ static void native_root(fe_keras *K, json_t *root) {
   put(K, K->native, "input", in);
   if (json_object_set(K->native, "layers", K->layers)) K->oom = true;
   if (json_is_false(json_object_get(cfg, "trainable"))) note(K, -1, "model trainable false", "every layer is trained");
-  if (json_is_object(json_object_get(root, "compile_config"))) compile_options(K, json_object_get(root, "compile_config"));
+  json_t *cc = json_object_get(root, "compile_config");
+  if (json_is_object(cc)) compile_options(K, cc);
+  else if (cc && !json_is_null(cc))   /* null: not compiled; anything else is listed, as other keys are */
+    note_kv(K, -1, "compile_config", cc, "not an object (Keras 3 writes the compile arguments as one): not read");
   json_object_foreach(root, k, v) {
     static const char *const known[] = { "class_name", "config", "keras_version", "backend", "module",
                                          "registered_name", "build_config", "compile_config", NULL };
@@ -1469,6 +1540,6 @@ void fe_keras_free(fe_keras *K) {
   if (!K) return;
   json_decref(K->native);
   json_decref(K->layers);
-  void *const arrays[] = { K->n, K->src, K->names, K->notes, K };
+  void *const arrays[] = { K->n, K->src, K->names, K->tab, K->notes, K };
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) tpu_free(arrays[i]);
 }

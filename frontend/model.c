@@ -717,9 +717,13 @@ void tpu_fe_model_notes_free(tpu_fe_model_notes *n) {
   memset(n, 0, sizeof *n);
 }
 
-tpu_status tpu_fe_model_parse_notes(const char *text, const char *where, const char *input_shape,
-                                    tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap) {
-  tpu_json doc = { .where = where, .err = err, .errcap = errcap }, *c = &doc;
+/* tpu_fe_model_parse_notes; 'generated': the text is tpusim's own (a zoo
+** model's or a built-in one's), so messages name 'where' (the spec) without
+** a line:col of a text the user never saw ("vgg19@8x8x3:5:5" would read as
+** a class count). */
+static tpu_status parse_text(const char *text, const char *where, bool generated, const char *input_shape,
+                             tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap) {
+  tpu_json doc = { .where = where, .err = err, .errcap = errcap, .generated = generated }, *c = &doc;
   if (notes) memset(notes, 0, sizeof *notes);
   tpu_status st = tpu_json_parse(c, text, "see docs/MODELS.md");
   if (st == TPU_OK) {
@@ -731,6 +735,11 @@ tpu_status tpu_fe_model_parse_notes(const char *text, const char *where, const c
   }
   tpu_json_free(&doc);
   return st;
+}
+
+tpu_status tpu_fe_model_parse_notes(const char *text, const char *where, const char *input_shape,
+                                    tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap) {
+  return parse_text(text, where, false, input_shape, out, notes, err, errcap);
 }
 
 tpu_status tpu_fe_model_parse(const char *text, const char *where, tpu_fe_model *out, char *err, size_t errcap) {
@@ -752,14 +761,14 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
   const char *b = tpu_fe_model_builtin_json(name_or_file);
   tpu_status st;
   if (b) {
-    if ((st = tpu_fe_model_parse(b, name_or_file, out, err, errcap)) == TPU_OK && notes)
+    if ((st = parse_text(b, name_or_file, true, NULL, out, NULL, err, errcap)) == TPU_OK && notes)
       snprintf(notes->format, sizeof notes->format, "built-in");
     return st;
   }
   char *text = NULL;
   if ((st = tpu_fe_model_zoo_json(name_or_file, &text, err, errcap))) return st;
   if (text) {
-    if ((st = tpu_fe_model_parse(text, name_or_file, out, err, errcap)) == TPU_OK && notes)
+    if ((st = parse_text(text, name_or_file, true, NULL, out, NULL, err, errcap)) == TPU_OK && notes)
       snprintf(notes->format, sizeof notes->format, "zoo");
     tpu_free(text);
     return st;

@@ -89,6 +89,12 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
     src->seed = o->seed;
     return TPU_OK;
   }
+  static const char *const with_path[] = { "cifar10:", "images:", "tfrecord:" };
+  for (size_t i = 0; i < sizeof with_path / sizeof *with_path; i++)
+    if (!strcmp(data, with_path[i])) {   /* an empty path would read "/data_batch_1.bin" or the current directory */
+      snprintf(err, errcap, "expected %s%s, got nothing after the colon", with_path[i], i == 2 ? "FILE" : "DIR");
+      return TPU_ERR_INPUT;
+    }
   if (!strncmp(data, "cifar10:", 8)) { src->kind = TPU_DF_SRC_CIFAR10; src->dir = data + 8; return TPU_OK; }
   if (!strncmp(data, "images:", 7) || !strncmp(data, "tfrecord:", 9)) {
     /* as Keras' image_dataset_from_directory(validation_split=0.2, subset=...,

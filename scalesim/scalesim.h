@@ -135,6 +135,10 @@ typedef struct tpu_ss_layer {
 } tpu_ss_layer;
 
 typedef struct tpu_ss_topology { tpu_ss_layer *layers; int n, cap; } tpu_ss_topology;
+/* The layers a topology may expand to (a depthwise line is a layer per
+** channel), decided from each line's fields before its layers are made:
+** one line "convDP, 3, 3, 3, 3, 16777216, 1, 1" was 2^24 layers and 2.8 GB. */
+#define TPU_SS_MAX_LAYERS 65536
 
 /* Reads a SCALE-Sim .cfg into *out. TPU_OK, or with the message in err
 ** ("FILE:LINE:COL: ..."): TPU_ERR_INPUT for a malformed file, the file
@@ -143,7 +147,8 @@ typedef struct tpu_ss_topology { tpu_ss_layer *layers; int n, cap; } tpu_ss_topo
 tpu_status tpu_ss_config_read(const char *path, tpu_ss_config *out, char *err, size_t errcap);
 /* Reads a conv topology (gemm false) or a GEMM one into *out, each layer
 ** lowered; on success *out owns its layers (free with
-** tpu_ss_topology_free), on failure it holds none. Returns as above. */
+** tpu_ss_topology_free), on failure it holds none. Returns as above; more
+** than TPU_SS_MAX_LAYERS layers is TPU_ERR_INPUT at the line that passes it. */
 tpu_status tpu_ss_topology_read(const char *path, bool gemm, tpu_ss_topology *out, char *err, size_t errcap);
 void tpu_ss_topology_free(tpu_ss_topology *t);   /* a zeroed one is fine */
 /* Fills ofmap_h, ofmap_w and m, n, k from the conv fields (the lowering

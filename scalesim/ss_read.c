@@ -79,10 +79,25 @@ static const char *const SECTIONS[] = { "", "general", "architecture_presets", "
 
 typedef struct cfg_key { int section; const char *name; long *dst; bool required; } cfg_key;
 enum { K_RUNNAME, K_DATAFLOW, K_BW, K_IFBW, K_TOPO, K_NLONG = 9 };
+/* seen[]: the line each key was given on (0: not given), the K_NLONG
+** integers, then K_NLONG + K_RUNNAME ..; then each section's header line. */
+#define K_SECTION(s) (K_NLONG + 5 + (s))
+#define K_NSEEN K_SECTION(SEC_NETWORK + 1)
+
+/* Key 'key' (lower case, as configparser reports it) of section sec, at
+** kb, marked given: a key given twice in a section is refused, as
+** configparser refuses it (DuplicateOptionError) instead of taking the last. */
+static tpu_status given(const ss_line *l, const char *kb, int *seen, int i, const char *key, int sec) {
+  if (seen[i])
+    return fail_at(l, kb, "option '%s' in section [%s] already exists (line %d); a key is given once per section, "
+                   "as Python's configparser requires", key, SECTIONS[sec], seen[i]);
+  seen[i] = l->line;
+  return TPU_OK;
+}
 
 /* One "key: value" of section sec; seen[] marks the keys given. */
 static tpu_status cfg_value(const ss_line *l, int sec, const char *kb, const char *ke, const char *vb, const char *ve,
-                           tpu_ss_config *o, bool *seen) {
+                           tpu_ss_config *o, int *seen) {
   const cfg_key longs[K_NLONG] = {
     { SEC_ARCH, "arrayheight", &o->rows, true }, { SEC_ARCH, "arraywidth", &o->cols, true },
     { SEC_ARCH, "ifmapsramszkb", &o->ifmap_kib, true }, { SEC_ARCH, "filtersramszkb", &o->filter_kib, true },
@@ -97,11 +112,20 @@ static tpu_status cfg_value(const ss_line *l, int sec, const char *kb, const cha
   }
   for (int i = 0; i < K_NLONG; i++) {
     if (strcmp(key, longs[i].name) || sec != longs[i].section) continue;
-    seen[i] = true;
+    const tpu_status st = given(l, kb, seen, i, key, sec);
+    if (st) return st;
     const long hi = i < 2 ? TPU_MXU_MAX_DIM : 0x7fffffffL;
     return parse_long(l, vb, ve, orig, i < 2 ? 1 : 0, hi, longs[i].dst);
   }
   const int n = (int)(ve - vb);
+  static const struct { int sec, idx; const char *name; } others[] = {
+    { SEC_GENERAL, K_RUNNAME, "run_name" }, { SEC_ARCH, K_DATAFLOW, "dataflow" }, { SEC_ARCH, K_BW, "bandwidth" },
+    { SEC_RUN, K_IFBW, "interfacebandwidth" }, { SEC_NETWORK, K_TOPO, "topologycsvloc" } };
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    tpu_status st = sec == others[i].sec && !strcmp(key, others[i].name)
+                        ? given(l, kb, seen, K_NLONG + others[i].idx, key, sec) : TPU_OK;
+    if (st) return st;
+  }
   if (sec == SEC_GENERAL && !strcmp(key, "run_name")) {
     if (n < 1 || n >= (int)sizeof o->run_name) return fail_at(l, vb, "field 'run_name': expected 1..127 characters");
     for (int i = 0; i < n; i++)
@@ -115,28 +139,25 @@ static tpu_status cfg_value(const ss_line *l, int sec, const char *kb, const cha
     if (n < (int)sizeof df) memcpy(df, vb, (size_t)n);
     if (!tpu_mxu_dataflow_parse(df, &o->dataflow))
       return fail_at(l, vb, "field 'Dataflow': expected ws, os or is, got '%.*s'", n, vb);
-    seen[K_NLONG + K_DATAFLOW] = true;
     return TPU_OK;
   }
   if (sec == SEC_ARCH && !strcmp(key, "bandwidth")) {      /* "10" or "10,10,10": the first is used */
     const char *c = memchr(vb, ',', (size_t)n);
     const char *e1 = c ? c : ve;
     trim(&vb, &e1);
-    seen[K_NLONG + K_BW] = true;
     return parse_long(l, vb, e1, "Bandwidth", 1, 0x7fffffffL, &o->bandwidth);
   }
   if (sec == SEC_RUN && !strcmp(key, "interfacebandwidth")) {
     if (n == 4 && !strncmp(vb, "CALC", 4)) o->user_bandwidth = false;
     else if (n == 4 && !strncmp(vb, "USER", 4)) o->user_bandwidth = true;
     else return fail_at(l, vb, "field 'InterfaceBandwidth': expected CALC or USER, got '%.*s'", n, vb);
-    seen[K_NLONG + K_IFBW] = true;
     return TPU_OK;
   }
   if (sec == SEC_NETWORK && !strcmp(key, "topologycsvloc")) return TPU_OK;  /* -t names the topology */
   return fail_at(l, kb, "unknown key '%.*s' in section [%s]", (int)kn, kb, SECTIONS[sec]);
 }
 
-static tpu_status cfg_line(ss_line *l, const char *b, const char *e, int *sec, tpu_ss_config *o, bool *seen) {
+static tpu_status cfg_line(ss_line *l, const char *b, const char *e, int *sec, tpu_ss_config *o, int *seen) {
   trim(&b, &e);
   if (b == e || *b == '#' || *b == ';') return TPU_OK;
   if (*b == '[') {
@@ -145,6 +166,10 @@ static tpu_status cfg_line(ss_line *l, const char *b, const char *e, int *sec, t
     trim(&nb, &ne);
     for (int s = SEC_GENERAL; s <= SEC_NETWORK; s++)
       if ((size_t)(ne - nb) == strlen(SECTIONS[s]) && !strncmp(nb, SECTIONS[s], (size_t)(ne - nb))) {
+        if (seen[K_SECTION(s)])   /* configparser: DuplicateSectionError, not a merge */
+          return fail_at(l, nb, "section [%s] already exists (line %d); a section is given once, as Python's "
+                         "configparser requires", SECTIONS[s], seen[K_SECTION(s)]);
+        seen[K_SECTION(s)] = l->line;
         *sec = s;
         return TPU_OK;
       }
@@ -161,7 +186,7 @@ static tpu_status cfg_line(ss_line *l, const char *b, const char *e, int *sec, t
   return cfg_value(l, *sec, kb, ke, vb, ve, o, seen);
 }
 
-static tpu_status cfg_missing(const char *path, const bool *seen, char *err, size_t errcap) {
+static tpu_status cfg_missing(const char *path, const int *seen, char *err, size_t errcap) {
   static const char *const names[] = { "ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
     "OfmapSramSzkB", "IfmapOffset", "FilterOffset", "OfmapOffset", "MemoryBanks", "run_name", "Dataflow",
     "Bandwidth", "InterfaceBandwidth" };
@@ -181,7 +206,7 @@ tpu_status tpu_ss_config_read(const char *path, tpu_ss_config *out, char *err, s
   char *text;
   tpu_status st = tpu_read_text(path, "a SCALE-Sim configuration (text)", &text, err, errcap);
   if (st) return st;
-  bool seen[K_NLONG + 5] = { false };
+  int seen[K_NSEEN] = { 0 };
   int sec = SEC_NONE;
   ss_line l = { path, 0, text, err, errcap };
   for (const char *p = text; *p && !st;) {
@@ -293,7 +318,14 @@ static tpu_status topo_line(const ss_line *l, const char *b, const char *e, bool
   ly.ifmap_h = v[0]; ly.ifmap_w = v[1]; ly.filter_h = v[2]; ly.filter_w = v[3];
   ly.channels = v[4]; ly.filters = v[5]; ly.stride_h = v[6]; ly.stride_w = v[7];
   tpu_ss_lower(&ly);
-  if (gemm || !strstr(ly.name, "DP")) return add_layer(l, t, &ly);
+  const bool dp = !gemm && strstr(ly.name, "DP");
+  const long adds = dp ? ly.channels : 1;
+  if (adds > TPU_SS_MAX_LAYERS - t->n) {  /* from the fields, before any layer is made */
+    if (!dp) return fail_at(l, fb[0], "layer %d: a topology may have at most %d layers", t->n + 1, TPU_SS_MAX_LAYERS);
+    return fail_at(l, fb[5], "field 'Channels': a depthwise layer is a layer per channel: %ld layers after the %d "
+                   "before make more than the %d a topology may have", adds, t->n, TPU_SS_MAX_LAYERS);
+  }
+  if (!dp) return add_layer(l, t, &ly);
   tpu_ss_layer one = ly;                                       /* depthwise: a layer per channel */
   one.channels = 1;
   tpu_ss_lower(&one);

@@ -26,11 +26,13 @@
 **                 shard; a different sweep in the same directory is refused;
 **   points.jsonl  the journal: one line per finished point, {"point",
 **                 "axes", "status", "exit" and "error" when failed,
-**                 "report", "row"}, appended with one write(2) to the
-**                 O_APPEND file (by the point's thread, no lock held) in
-**                 completion order and fdatasync'd by a group-commit thread;
-**                 a torn last line (the process was killed mid-write) is
-**                 dropped on reload;
+**                 "report" (an object when ok), "row"}, appended with
+**                 one write(2) to the O_APPEND file (by the point's
+**                 thread, no lock held) in completion order and
+**                 fdatasync'd by a group-commit thread; a torn last line
+**                 (the process was killed mid-write) is dropped on
+**                 reload, any other line that is not such an entry is
+**                 refused naming the file and the line;
 **   results.csv   the tidy table, one row per point in point order, rebuilt
 **                 whole (tpu_write_atomic) from the journal's rows: so it is
 **                 the same bytes for every -j, completion order, resume or
@@ -53,8 +55,10 @@
 **
 ** Errors: functions that can fail return a tpu_status and write the
 ** message into err (errcap bytes): TPU_ERR_INPUT for bad input (a bad
-** option or file, another sweep in the directory), TPU_ERR_IO or
-** TPU_ERR_NOMEM for what could not be written or allocated.
+** option or file, another sweep in the directory, a shard directory
+** merge cannot read), TPU_ERR_IO or TPU_ERR_NOMEM for what could not be
+** written or allocated (the results directory: --out naming a regular
+** file is TPU_ERR_IO, an output problem, which `tpusim sweep` exits 1 on).
 */
 #ifndef TPU_SWEEP_H
 #define TPU_SWEEP_H
@@ -112,7 +116,8 @@ typedef struct tpu_sweep_cmd {
   int (*check)(const void *opts, char *memo, size_t memocap);
   /* Runs parsed options: 0, or an exit status after a message. The report
   ** into *report (the caller's; NULL unless the options say --json), the
-  ** CSV columns into row (NULL: not a sweep point). Its state is on its
+  ** CSV columns into row (NULL: not a sweep point). A point (always
+  ** --json) that succeeds without a report fails. Its state is on its
   ** own stack: several points run at once, on host threads. */
   int (*run)(const void *opts, struct json_t **report, tpu_sweep_row *row);
   const tpu_sweep_field *fields;   /* its CSV columns, in order, ... */
@@ -213,8 +218,10 @@ tpu_status tpu_sweep_merge(const tpu_sweep_env *env, const char *dir, char *cons
 typedef enum tpu_sweep_engine { TPU_SWEEP_PARALLEL, TPU_SWEEP_SLURM } tpu_sweep_engine;
 /* Writes d as d->nshards shards of -j 'jobs' into DIR's scripts for the
 ** engine (absolute paths: the tpusim binary, DIR), and into note (notecap
-** bytes) what was written and how to run it. TPU_OK, or TPU_ERR_IO with
-** the message. */
+** bytes) what was written and how to run it. Every point is parsed and
+** checked first, as tpu_sweep_run checks its shard's: a bad one is
+** TPU_ERR_INPUT before anything is written. TPU_OK, or the status (also
+** TPU_ERR_IO, TPU_ERR_NOMEM) with the message. */
 tpu_status tpu_sweep_emit(const tpu_sweep_def *d, tpu_sweep_engine engine, const char *dir, long jobs, char *note,
                           size_t notecap, char *err, size_t errcap);
 

@@ -35,8 +35,8 @@ static tpu_status paths(const char *dir, char *exe, char *adir, char *err, size_
   const ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
   if (n < 0) return sweep_fail(err, cap, TPU_ERR_IO, "/proc/self/exe: %s", strerror(errno));
   exe[n] = 0;
-  if (mkdir(dir, 0777) && errno != EEXIST)
-    return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot create: %s", dir, strerror(errno));
+  const tpu_status made = sweep_make_dir(dir, err, cap);
+  if (made) return made;
   if (!realpath(dir, adir)) return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: %s", dir, strerror(errno));
   return TPU_OK;
 }
@@ -130,7 +130,10 @@ tpu_status tpu_sweep_emit(const tpu_sweep_def *d, tpu_sweep_engine engine, const
                           size_t notecap, char *err, size_t errcap) {
   char exe[PATH_MAX], adir[PATH_MAX];
   note[0] = 0;
-  const tpu_status st = paths(dir, exe, adir, err, errcap);
+  /* every point, as the plain sweep checks its own: scripts that would
+  ** fail on the cluster are not written */
+  tpu_status st = sweep_check_points(d, 0, 1, err, errcap);
+  if (!st) st = paths(dir, exe, adir, err, errcap);
   if (st) return st;
   return engine == TPU_SWEEP_PARALLEL ? emit_parallel(exe, adir, d, jobs, note, notecap, err, errcap)
                                       : emit_slurm(exe, adir, d, jobs, note, notecap, err, errcap);

@@ -64,6 +64,24 @@ static tpu_status options(toks *t, json_t *opts) {
   return TPU_OK;
 }
 
+/* Axis i (its "option" opt or its "set" key) is the only axis of its
+** option: as argv, an axis given again with one value would be a fixed
+** option the axis silently overrides. (A fixed option in "options" that an
+** axis overrides is allowed, as on the command line.) */
+static tpu_status axis_unique(toks *t, const char *path, size_t i, const char *opt, const char *set) {
+  const json_t *axes = json_object_get(t->doc->root, "axes");
+  const char *kind = opt ? "option" : "set", *name = opt ? opt : set;
+  char field[80];
+  snprintf(field, sizeof field, "%s.%s", path, kind);
+  for (size_t j = 0; j < i; j++) {
+    const char *other = json_string_value(json_object_get(json_array_get(axes, j), kind));
+    if (other && !strcmp(other, name))
+      return tpu_json_fail(t->doc, field, "'%s' is already axes[%zu]; one axis per option, its values in one list",
+                           name, j);
+  }
+  return TPU_OK;
+}
+
 /* One axis: {"option": NAME, "values": [...]} or {"set": KEY, "values": [...]}. */
 static tpu_status axis(toks *t, json_t *a, size_t i) {
   char path[64], list[4096], val[512];
@@ -75,6 +93,7 @@ static tpu_status axis(toks *t, json_t *a, size_t i) {
   if (!json_is_object(a)) return tpu_json_fail(t->doc, path, "expected an object like {\"option\": \"batch\", \"values\": [32, 64]}, got %s", tpu_json_type(a));
   if ((st = tpu_json_keys(&o, keys)) || (st = tpu_json_str(&o, "option", 0, &opt)) || (st = tpu_json_str(&o, "set", 0, &set))) return st;
   if (!opt == !set) return tpu_json_fail(t->doc, path, "give one of \"option\" and \"set\"");
+  if ((st = axis_unique(t, path, i, opt, set))) return st;
   const json_t *vs = json_object_get(a, "values");
   if (!json_is_array(vs) || !json_array_size(vs)) return tpu_json_fail_member(&o, "values", "expected a non-empty array of values");
   size_t n = (size_t)snprintf(list, sizeof list, "%s%s", set ? set : "", set ? "=" : "");

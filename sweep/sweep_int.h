@@ -29,10 +29,19 @@ json_t *sweep_def_json(const tpu_sweep_def *d);
 /* Calls env's capture hook, if any. */
 void sweep_capture(const tpu_sweep_env *env, char *buf, size_t cap);
 
+/* Parses and checks (the command's check: its chip) points first,
+** first + step, ... of d before anything is written: TPU_OK, or
+** TPU_ERR_INPUT naming the point, the option and what is allowed (the
+** sweep run checks its shard, emit every point). */
+tpu_status sweep_check_points(const tpu_sweep_def *d, long first, long step, char *err, size_t errcap);
+
 /* Reads 'path' as one JSON document through the one text reader (a NUL
 ** byte is bad input at its line:column) into *out; with 'absent_ok' a file
 ** that does not exist gives *out NULL. */
 tpu_status sweep_json_load(const char *path, bool absent_ok, json_t **out, char *err, size_t cap);
+/* DIR created, or checked to be a directory: TPU_OK, or TPU_ERR_IO
+** naming --out DIR (an output that cannot be written; the caller exits 1). */
+tpu_status sweep_make_dir(const char *dir, char *err, size_t cap);
 /* DIR and DIR/sweep.json: created, or checked to hold this very sweep. */
 tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, size_t cap);
 

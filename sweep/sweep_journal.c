@@ -29,10 +29,19 @@ tpu_status sweep_json_load(const char *path, bool absent_ok, json_t **out, char 
   return *out ? TPU_OK : sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%d:%d: %s", path, e.line, e.column, e.text);
 }
 
-tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, size_t cap) {
-  char path[4096], want_shard[32];
+tpu_status sweep_make_dir(const char *dir, char *err, size_t cap) {
   if (mkdir(dir, 0777) && errno != EEXIST)
     return sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot create: %s", dir, strerror(errno));
+  struct stat sb;                /* EEXIST may be a regular file, or a link to one */
+  const int e = stat(dir, &sb) ? errno : S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+  return e ? sweep_fail(err, cap, TPU_ERR_IO, "--out %s: cannot be the results directory: %s", dir, strerror(e))
+           : TPU_OK;
+}
+
+tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, size_t cap) {
+  char path[4096], want_shard[32];
+  const tpu_status made = sweep_make_dir(dir, err, cap);
+  if (made) return made;
   snprintf(want_shard, sizeof want_shard, "%d/%d", d->shard, d->nshards);
   json_t *want = json_pack("{s:o,s:s}", "definition", sweep_def_json(d), "shard", want_shard);
   if (!want) return sweep_fail(err, cap, TPU_ERR_NOMEM, "out of memory");
@@ -59,16 +68,40 @@ tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, si
 /* {==================================================================
 ** The journal
 ** ================================================================== */
+/* What is wrong with entry o, whose point is in range, as sweep_run writes
+** entries (sweep.h): NULL when nothing. An "ok" entry carries its report
+** (an object) and its row (an object; absent or null in a journal of a
+** tpusim before rows, whose points a rerun runs again); a "failed" one its
+** exit status and error. */
+static const char *entry_problem(const json_t *o) {
+  const char *status = json_string_value(json_object_get(o, "status"));
+  const json_t *row = json_object_get(o, "row"), *ex = json_object_get(o, "exit");
+  if (!json_is_object(json_object_get(o, "axes"))) return "field 'axes': expected an object";
+  if (!status || (strcmp(status, "ok") && strcmp(status, "failed")))
+    return "field 'status': expected \"ok\" or \"failed\"";
+  if (!strcmp(status, "failed"))
+    return !json_is_integer(ex) || json_integer_value(ex) < 1 || json_integer_value(ex) > 255
+             ? "field 'exit': expected the failed point's exit status, 1..255"
+             : !json_is_string(json_object_get(o, "error")) ? "field 'error': expected the failed point's message"
+                                                              : NULL;
+  if (!json_is_object(json_object_get(o, "report")))
+    return "field 'report': expected the point's report (an object) with status \"ok\"";
+  return row && !json_is_object(row) && !json_is_null(row) ? "field 'row': expected an object of CSV values" : NULL;
+}
+
 /* One line of the journal into j. */
 static tpu_status journal_line(const char *path, long lineno, const char *line, sweep_journal *j, char *err,
                                size_t cap) {
   json_error_t e;
   json_t *o = json_loads(line, 0, &e);
   const json_t *pt = json_object_get(o, "point");
-  if (!o || !json_is_integer(pt) || json_integer_value(pt) < 0 || json_integer_value(pt) >= j->npoints) {
-    json_decref(o);
-    return sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%ld: not a journal entry of this sweep (%s)", path, lineno,
-                      o ? "no 'point' in 0..points-1" : e.text);
+  const bool in_range = json_is_integer(pt) && json_integer_value(pt) >= 0 && json_integer_value(pt) < j->npoints;
+  const char *why = !o ? e.text : !in_range ? "no 'point' in 0..points-1" : entry_problem(o);
+  if (why) {
+    const tpu_status st = sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%ld: not a journal entry of this sweep (%s)", path,
+                                     lineno, why);
+    json_decref(o);                /* after: e.text is in e, why may point into o */
+    return st;
   }
   const long p = (long)json_integer_value(pt);
   if (!j->entry[p]) j->nfinished++;
@@ -158,7 +191,7 @@ static tpu_status load_def(const tpu_sweep_env *env, const char *dir, tpu_sweep_
   json_t *top = NULL;
   memset(d, 0, sizeof *d);
   const tpu_status st = sweep_json_load(sweep_path(path, sizeof path, dir, "sweep.json"), false, &top, err, cap);
-  if (st) return st;
+  if (st) return st == TPU_ERR_IO ? TPU_ERR_INPUT : st;   /* a shard directory is input: exit 2 */
   json_t *def = json_incref(json_object_get(top, "definition"));
   json_decref(top);
   const json_t *args = json_object_get(def, "args");
@@ -184,7 +217,7 @@ static tpu_status merge_one(const tpu_sweep_env *env, const char *dir, const cha
   tpu_status st = load_def(env, dir, &dk, &defk, err, cap);
   if (!st && !json_equal(def, defk))
     st = sweep_fail(err, cap, TPU_ERR_INPUT, "%s/sweep.json: a different sweep from %s's", dir, first);
-  if (!st) st = sweep_journal_load(dir, all->npoints, &j, err, cap);
+  if (!st && (st = sweep_journal_load(dir, all->npoints, &j, err, cap)) == TPU_ERR_IO) st = TPU_ERR_INPUT;
   for (long p = 0; !st && p < all->npoints; p++)
     if (j.entry[p] && !all->entry[p]) {
       all->entry[p] = json_incref(j.entry[p]);

@@ -63,7 +63,8 @@ static json_t *entry_of(const tpu_sweep_def *d, long p, int rc, const char *err,
 }
 
 /* Runs point p and records it in the journal. A run that succeeds but
-** leaves a column of its row without a value fails the point (1). */
+** gives no report, or leaves a column of its row without a value, fails
+** the point (1). */
 static void run_point(sweep_run *r, long p, void *opts) {
   const tpu_sweep_env *env = r->d->env;
   char err[2048];
@@ -76,6 +77,10 @@ static void run_point(sweep_run *r, long p, void *opts) {
   if (!values || (!rc && rep && end)) {
     rc = 1;
     snprintf(err, sizeof err, "out of memory");
+  }
+  if (!rc && !rep) {             /* every point runs with --json: the journal holds its report */
+    rc = 1;
+    snprintf(err, sizeof err, "%s's run gave no report", r->d->cmd->name);
   }
   if (!rc && !(row = sweep_row_json(values, err, sizeof err))) rc = 1;
   sweep_row_free(values);
@@ -150,18 +155,18 @@ static tpu_status parse_points(sweep_run *r, char *err, size_t errcap) {
   return st;
 }
 
-/* Parses every point of this shard once, and checks it (its chip), before
+/* Parses points first, first + step, ... once, and checks each (its chip), before
 ** anything is written to the results directory: a bad value in the
 ** options or axes, or a chip configuration the point would refuse, is
 ** bad input and leaves no sweep.json behind that a corrected rerun would
 ** not match. */
-static tpu_status check_points(const tpu_sweep_def *d, char *err, size_t errcap) {
+tpu_status sweep_check_points(const tpu_sweep_def *d, long first, long step, char *err, size_t errcap) {
   char msg[2048];
   const size_t cap = 4096;
   char *buf = malloc(cap), *memo = calloc(1, cap);
   void *opts = calloc(1, d->cmd->opts_size);
   tpu_status st = buf && memo && opts ? TPU_OK : sweep_fail(err, errcap, TPU_ERR_NOMEM, "out of memory");
-  for (long p = d->shard - 1; !st && p < d->npoints; p += d->nshards) {
+  for (long p = first; !st && p < d->npoints; p += step) {
     memset(opts, 0, d->cmd->opts_size);
     if ((st = parse_point(d, p, opts, buf, cap, err, errcap)) || !d->cmd->check) continue;
     sweep_capture(d->env, msg, sizeof msg);
@@ -243,7 +248,7 @@ tpu_status tpu_sweep_run(const tpu_sweep_def *d, const char *dir, long jobs, FIL
   sweep_run r = { .d = d, .fd = -1, .progress = progress_to };
   pthread_mutex_init(&r.mu, NULL);
   pthread_cond_init(&r.wrote, NULL);
-  tpu_status st = check_points(d, err, errcap);
+  tpu_status st = sweep_check_points(d, d->shard - 1, d->nshards, err, errcap);
   if (!st) st = sweep_open_dir(dir, d, err, errcap);
   if (!st) st = sweep_journal_load(dir, d->npoints, &j, err, errcap);
   if (!st) st = pending(d, &j, &r, err, errcap);

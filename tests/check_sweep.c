@@ -5,9 +5,11 @@
 ** strings quoted), the same bytes for every -j and after a resume; a
 ** column the run leaves without a value, fills with another type or does
 ** not declare fails the point instead of emptying the column, and a
-** journal row missing a column is refused; shards merge into the one
+** journal row missing a column, or an entry that is not as the sweep
+** writes them (an "ok" without its report), is refused; shards merge into the one
 ** process's CSV; the definition lists the table's commands.
 */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,7 @@ static int fake_run(const void *o, struct json_t **report, tpu_sweep_row *row) {
   const fake_opts *f = o;
   *report = NULL;
   if (!strcmp(f->mode, "fail")) return say(1, "it failed, as asked");
+  if (strcmp(f->mode, "silent") && !(*report = json_pack("{s:I}", "x", (json_int_t)f->x))) return say(1, "out of memory");
   tpu_sweep_row_int(row, "n", f->x * 1000000000000LL);
   if (strcmp(f->mode, "missing")) tpu_sweep_row_real(row, "half", (double)f->x / 3.0);
   if (!strcmp(f->mode, "wrong")) tpu_sweep_row_int(row, "word", 7);
@@ -141,6 +144,38 @@ START_TEST(A_value_of_another_type_or_an_undeclared_column_fails_the_point) {
   point_fails("wrong", "fake's CSV column 'word' holds a string; the run gave an integer");
   point_fails("undeclared", "fake's CSV column 'extra' is not one of its columns");
   point_fails("fail", "it failed, as asked");
+  point_fails("silent", "fake's run gave no report");
+}
+END_TEST
+
+/* Point 0's journal entry replaced by 'line'; the sweep's resume and a
+** merge of the directory both refuse it with 'why' at line 2. */
+static void journal_refused(const char *line, const char *why) {
+  tu_scratch("sweep");
+  static const char *argv[] = { "fake", "--x", "1,2", NULL };
+  run_into(tu_path("d"), argv, 1);
+  FILE *f = fopen(tu_path("d/points.jsonl"), "a");
+  fprintf(f, "%s\n", line);
+  fclose(f);
+  tpu_sweep_def d;
+  tpu_sweep_counts n;
+  def_of(&d, argv);
+  ck_assert_int_eq(tpu_sweep_run(&d, tu_path("d"), 1, NULL, &n, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(err, "d/points.jsonl:3: not a journal entry of this sweep (") && strstr(err, why), "%s", err);
+  tpu_sweep_def_free(&d);
+  char *const dirs[] = { (char *)tu_path("d") };
+  long points;
+  ck_assert_int_eq(tpu_sweep_merge(&ENV, tu_path("m"), dirs, 1, &points, err, sizeof err), TPU_ERR_INPUT);
+  ck_assert_msg(strstr(err, "d/points.jsonl:3: not a journal entry of this sweep (") && strstr(err, why), "%s", err);
+}
+
+START_TEST(A_journal_entry_not_as_the_sweep_writes_them_is_refused_at_its_line) {
+  journal_refused("{\"point\":0,\"axes\":{\"x\":\"1\"},\"status\":\"ok\"}", "field 'report'");
+  journal_refused("{\"point\":0,\"axes\":{\"x\":\"1\"},\"status\":\"ok\",\"report\":null,\"row\":{}}",
+                  "field 'report'");
+  journal_refused("{\"point\":0,\"axes\":{\"x\":\"1\"},\"status\":\"maybe\",\"report\":{}}", "field 'status'");
+  journal_refused("{\"point\":0,\"axes\":{\"x\":\"1\"},\"status\":\"failed\",\"exit\":1}", "field 'error'");
+  journal_refused("{\"point\":0,\"status\":\"ok\",\"report\":{},\"row\":{}}", "field 'axes'");
 }
 END_TEST
 
@@ -240,7 +275,8 @@ int main(void) {
   TU_CASE(s, "rows", 60, Typed_rows_make_the_csv_the_same_for_every_job_count,
           A_column_the_run_leaves_without_a_value_fails_the_point, Journal_entries_without_rows_are_run_again,
           A_value_of_another_type_or_an_undeclared_column_fails_the_point,
-          A_journal_row_missing_a_column_is_refused_not_written_empty);
+          A_journal_row_missing_a_column_is_refused_not_written_empty,
+          A_journal_entry_not_as_the_sweep_writes_them_is_refused_at_its_line);
   TU_CASE(s, "definition", 60, The_definition_takes_its_commands_from_the_table, Shards_merge_into_the_one_process_csv);
   return tu_main(s);
 }

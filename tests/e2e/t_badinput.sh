@@ -299,6 +299,15 @@ CASES
 
 # {== Models (tpusim model and train)
 corpus "$TPUSIM" model <<'CASES'
+# Keras inbound node indices: a layer is called once, so its node is 0
+>k_node5.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3]}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", 5, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_node5.json|k_node5.json:1:|layer 'f' (Flatten): takes node 5 of layer 'conv'; node index out of range 0..0
+>k_nodem1.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3]}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", -1, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_nodem1.json|layer 'f' (Flatten): takes node -1 of layer 'conv'; node index out of range 0..0
+>k_nodes.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3]}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", "0", 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_nodes.json|layer 'f' (Flatten): expected [layer name, node index, tensor index]
+>k_nodeout.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 1, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3]}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", 0, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_nodeout.json|layer 'd' (Dense): takes node 1 of layer 'd'; node index out of range 0..0
 >m_nul.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }\0
 2|m_nul.json|m_nul.json:1:64: contains a NUL byte
 >m_in.json { "input": [4, 4], "layers": [ { "type": "dense", "units": 2 } ] }
@@ -368,8 +377,39 @@ corpus "$TPUSIM" <<'CASES'
 2|model nosuch.json|nosuch.json: not a built-in model
 2|model vgg16@0x0x3|vgg16@0x0x3: a zoo model is NAME[@HxWxC][:CLASSES]
 2|model vgg16:0|vgg16:0: a zoo model is NAME[@HxWxC][:CLASSES]
+# a zoo model's errors name the spec, without the line:col of tpusim's own
+# text of it (vgg19@...:5:5 read like a class count)
+2|model vgg19@65536x65536x3|vgg19@65536x65536x3: layers[0] (conv2d): output shape 65536x65536x64 is too large
+2|model vgg19@65536x65536x3:5|vgg19@65536x65536x3:5: layers[0] (conv2d): output shape
+2|model vgg16@32x32x3:1000000|vgg16@32x32x3:1000000: the model has 4130597248 parameters; at most 2^30 are supported
 2|model mlp --batch 0|--batch: expected an integer in 1..4096, got '0'
 CASES
+# a Keras chain of 100k layers is refused from the layer count, before the
+# walk (which was quadratic in the layers: over 60 s), as fast as a native
+# model of that size is (both are the parse of the 14 MB file); two Keras
+# layers of one name in one model are refused, still, at the second
+$PY - <<'PY'
+import json
+def func(n, path, dup=False):
+    layers = [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [None, 8]}, "inbound_nodes": []}]
+    prev = "in"
+    for i in range(n):
+        nm = "a0" if dup and i == n - 1 else "a%d" % i
+        layers.append({"class_name": "Activation", "name": nm, "config": {"name": nm, "activation": "relu"}, "inbound_nodes": [[[prev, 0, 0, {}]]]})
+        prev = nm
+    json.dump({"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "layers": layers,
+               "input_layers": [["in", 0, 0]], "output_layers": [[prev, 0, 0]]}}, open(path, "w"))
+func(100000, "k_chain.json")
+func(3, "k_dupname.json", dup=True)
+PY
+t0=$(date +%s%N)
+expect_status 2 "$TPUSIM" model k_chain.json
+t1=$(date +%s%N)
+expect_err_contains "k_chain.json:1:570182: layer 'a4095' (Activation): the model has more than 4096 layers (nested models' included); the native model it becomes holds at most 1024"
+[ $(( (t1 - t0) / 1000000 )) -lt 5000 ] || die "a 100k-layer Keras chain took $(( (t1 - t0) / 1000000 )) ms to refuse"
+expect_status 2 "$TPUSIM" model k_dupname.json
+expect_err_contains "k_dupname.json:1:"
+expect_err_contains "layer 'a0' (Activation): its name is already that of layer 1 of the model"
 # }==
 
 # {== Sweep files
@@ -400,6 +440,16 @@ corpus "$TPUSIM" sweep --no-plot --out sw --file <<'CASES'
 2|s_setax.json|s_setax.json: run, point 1: --set ici.latency_ns:|got '-5'
 >s_chip.json { "command": "train", "options": { "model": "mlp", "chip": "nosuch-chip" }, "axes": [ { "option": "batch", "values": [8, 16] } ] }
 2|s_chip.json|s_chip.json: train, point 0: nosuch-chip: not a preset
+# an axis given twice: the file, line:column and field, not a bare "given
+# twice" (or, when the second has one value, the first silently winning)
+>s_dup.json { "command": "matmul", "options": { "n": 8, "k": 8 }, "axes": [ { "option": "m", "values": [8, 16] }, { "option": "m", "values": [4, 5] } ] }
+2|s_dup.json|s_dup.json:1:115: field 'axes[1].option': 'm' is already axes[0]; one axis per option
+>s_dup1.json { "command": "matmul", "options": { "n": 8, "k": 8 }, "axes": [ { "option": "m", "values": [8, 16] }, { "option": "m", "values": [4] } ] }
+2|s_dup1.json|s_dup1.json:1:115: field 'axes[1].option': 'm' is already axes[0]
+>s_dup3.json { "command": "matmul", "options": { "m": 8, "n": 8, "k": 8 }, "axes": [ { "set": "mxu.rows", "values": [4, 8] }, { "set": "mxu.rows", "values": [16] } ] }
+2|s_dup3.json|s_dup3.json:1:123: field 'axes[1].set': 'mxu.rows' is already axes[0]
+>s_dup4.json { "command": "matmul", "options": { "n": 8, "k": 8 }, "axes": [ { "option": "m", "values": [8, 16] }, { "set": "m", "values": [4, 5] } ] }
+2|s_dup4.json|s_dup4.json: axis 'm' is given twice
 CASES
 corpus "$TPUSIM" <<'CASES'
 2|sweep --out sw6 matmul --m 8,16 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=abc|matmul, point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc'
@@ -410,7 +460,40 @@ corpus "$TPUSIM" <<'CASES'
 2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
 2|sweep --out sw4 --shard 3/2 matmul --m 8 --n 8 --k 8|--shard 3/2: expected I/N with 1 <= I <= N
 2|sweep --out sw5 nosuch --m 8|'nosuch': expected the command to sweep, train, matmul, run or pipeline
+# --out naming a regular file is an output that cannot be written: exit 1,
+# as for every command's outputs (a shard directory merge cannot read is input: 2)
+>afile.txt x
+1|sweep --out afile.txt -j 1 --no-plot matmul --m 8 --n 8 --k 8|--out afile.txt: cannot be the results directory: Not a directory
+1|sweep --out afile.txt/res -j 1 --no-plot matmul --m 8 --n 8 --k 8|--out afile.txt/res: cannot create: Not a directory
+1|sweep --emit slurm --out afile.txt matmul --m 8,16 --n 8 --k 8|--out afile.txt: cannot be the results directory
+0|sweep --out swok -j 1 --no-plot matmul --m 8 --n 8 --k 8
+1|sweep merge --no-plot --out afile.txt swok|--out afile.txt: cannot be the results directory: Not a directory
+2|sweep merge --no-plot --out swm nosuchdir|nosuchdir/sweep.json: cannot read
+# --emit checks every point as the plain sweep does, before it writes a script
+2|sweep --emit slurm --out em1 matmul --m 8,abc --n 8 --k 8|matmul, point 1: --m: expected an integer in 1..2147483648, got 'abc'
+2|sweep --emit parallel --shards 2 --out em2 matmul --m 8,16,24 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=100,1e-300|matmul, point 1: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'
 CASES
+[ ! -e em1 ] && [ ! -e em2 ] || die "--emit with a bad point wrote $(ls em1 em2 2>&1)"
+# a journal line that is not an entry as the sweep writes them (an "ok"
+# without its report, ...) is refused naming the journal and the line, by
+# the sweep that resumes it and by merge
+SW="matmul --m 8,16 --n 8 --k 8"
+expect_status 0 "$TPUSIM" sweep --out jr0 -j 1 --no-plot $SW
+while IFS='|' read -r line msg; do
+  rm -rf jr && cp -r jr0 jr && printf '%s\n' "$line" >> jr/points.jsonl
+  expect_status 2 "$TPUSIM" sweep --out jr -j 1 --no-plot $SW
+  expect_err_contains "jr/points.jsonl:3: not a journal entry of this sweep ($msg"
+  expect_status 2 "$TPUSIM" sweep merge --no-plot --out jrm jr
+  expect_err_contains "jr/points.jsonl:3: not a journal entry of this sweep ($msg"
+done <<'LINES'
+{"point":0,"axes":{"m":"8"},"status":"ok"}|field 'report': expected the point's report (an object) with status "ok")
+{"point":0,"axes":{"m":"8"},"status":"ok","report":[],"row":{}}|field 'report'
+{"point":0,"axes":{"m":"8"},"status":"done","report":{}}|field 'status': expected "ok" or "failed")
+{"point":1,"axes":{"m":"16"},"status":"failed","exit":1}|field 'error'
+{"point":1,"axes":{"m":"16"},"status":"failed","exit":0,"error":"x"}|field 'exit': expected the failed point's exit status, 1..255)
+{"point":1,"axes":{"m":"16"},"status":"ok","report":{},"row":3}|field 'row'
+{"point":0,"status":"ok","report":{}}|field 'axes': expected an object)
+LINES
 # }==
 
 # {== .npy operands (tpusim matmul --a/--b)
@@ -499,8 +582,45 @@ corpus "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1
 2|i_gzl|i_gzl/train-labels-idx1-ubyte.gz: truncated or corrupt gzip file (size field 100000000;|compressed bytes hold 8..
 2|i_gzi|i_gzi/train-images-idx3-ubyte.gz: corrupt gzip file: 64 images of 4096x4096x1 need 1073741840 bytes, more than its|(deflate expands at most 1032:1)
 2|cifar10:nodir|nodir/data_batch_1.bin: cannot open
+2|cifar10:|--data cifar10:: expected cifar10:DIR, got nothing after the colon
+2|images:|--data images:: expected images:DIR, got nothing after the colon
+2|tfrecord:|--data tfrecord:: expected tfrecord:FILE, got nothing after the colon
 2|nodir|nodir/train-
 CASES
+# a CIFAR-10 batch file whose size is not whole records is refused from its
+# size, before it is read: a sparse 9.2 GB one (read whole before, then "out
+# of memory", exit 1) in well under a second; the address space is bounded
+# so that a reader that reads it first fails at once instead of taking the
+# machine's memory (not under ASan, which maps terabytes)
+mkdir -p c_small c_big
+head -c $((2 * 3073 + 17)) /dev/zero > c_small/data_batch_1.bin
+truncate -s 9219000017 c_big/data_batch_1.bin
+expect_status 2 "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1 --data cifar10:c_small
+expect_err_contains "c_small/data_batch_1.bin: record 2: truncated (17 of 3073 bytes)"
+ulimit_v=""
+[ "${MODE:-}" = asan ] || ulimit_v="ulimit -v 4000000;"
+t0=$(date +%s%N)
+expect_status 2 bash -c "$ulimit_v exec \"\$@\"" - "$TPUSIM" train --model mlp --level timing --batch 16 --steps-per-epoch 1 --data cifar10:c_big
+t1=$(date +%s%N)
+expect_err_contains "c_big/data_batch_1.bin: record 3000000: truncated (17 of 3073 bytes); a CIFAR-10 file holds records of 1 label byte and 3072 pixel bytes"
+[ $(( (t1 - t0) / 1000000 )) -lt 3000 ] || die "the 9.2 GB CIFAR-10 file took $(( (t1 - t0) / 1000000 )) ms to refuse"
+# image class folders: what is not a regular file is skipped (a FIFO named
+# x.png blocked the run forever; a dangling link named y.png stopped it),
+# and a class count the model does not give names the folder, not a
+# "synthetic source"
+mkdir -p im/a im/b
+PYTHONPATH=$TPU_ROOT/tests/e2e $PY - <<'PY'
+import numpy as np
+from image_write import png
+for i in range(10):
+    png("im/%s/p%d.png" % ("ab"[i % 2], i), (np.arange(64).reshape(8, 8, 1) * (i + 1) % 256).astype(np.uint8))
+PY
+mkfifo im/a/x.png && ln -s nowhere.png im/b/y.png
+printf '{ "input": [8, 8, 1], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 2 } ] }' > m_im2.json
+expect_status 0 timeout 60 "$TPUSIM" train --model m_im2.json --data images:im --cores 1 --batch 2 --epochs 1 --steps-per-epoch 1
+expect_status 2 "$TPUSIM" train --model mlp --data images:im --cores 1 --batch 2 --epochs 1 --steps-per-epoch 1
+expect_err_contains "--data images:im: im: the training split has samples of 28x28x1 and 2 classes; the model takes input 28x28x1 and gives 10 classes"
+! grep -q "synthetic" "$T/err.txt" || die "images:DIR called a synthetic source: $ERR"
 $PY - <<'PY'
 # pipelines over the bad data files (the messages name the data file)
 open('csv1.json', 'w').write('{ "source": { "kind": "csv", "path": "bad.csv", "elements": 1 }, "stages": [ { "op": "batch", "batch_size": 1 } ] }')
@@ -528,6 +648,16 @@ corpus "$TPUSIM" scalesim -t ss.csv -c <<'CASES'
 2|ss_w.cfg|ss_w.cfg:5:13: field 'ArrayWidth'
 >ss_nul.cfg [general]\nrun_name = x\0\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\n
 2|ss_nul.cfg|ss_nul.cfg:2:
+# a key or a section given twice: refused, as configparser refuses it
+# (DuplicateOptionError, DuplicateSectionError), not the last one taken
+>ss_dk.cfg [general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\narraywidth = 16\nDataflow : ws\nFilterSramSzkB: 1\nIfmapSramSzkB: 1\nOfmapSramSzkB: 1\nIfmapOffset: 0\nFilterOffset: 100\nOfmapOffset: 200\n[run_presets]\nInterfaceBandwidth: CALC\n
+2|ss_dk.cfg|ss_dk.cfg:6:1: option 'arraywidth' in section [architecture_presets] already exists (line 5); a key is given once per section
+>ss_dr.cfg [general]\nrun_name = x\nRun_Name = y\n
+2|ss_dr.cfg|ss_dr.cfg:3:1: option 'run_name' in section [general] already exists (line 2)
+>ss_dd.cfg [general]\nrun_name = x\n[architecture_presets]\nDataflow : ws\nDataflow : os\n
+2|ss_dd.cfg|ss_dd.cfg:5:1: option 'dataflow' in section [architecture_presets] already exists (line 4)
+>ss_ds.cfg [general]\nrun_name = x\n[architecture_presets]\nArrayHeight: 8\n[general]\n
+2|ss_ds.cfg|ss_ds.cfg:5:2: section [general] already exists (line 1); a section is given once
 CASES
 corpus "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -t <<'CASES'
 >ss_s.csv h\nC1, 10, 10, 3, 3, 4, 8, 0,\n
@@ -536,7 +666,23 @@ corpus "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -t <<'CASES'
 2|ss_c.csv|ss_c.csv:2:|field 'Channels'
 >ss_f.csv h\nC1, 10, 10, 3, 3, 4, 99999999999, 1,\n
 2|ss_f.csv|ss_f.csv:2:|field 'Num Filter'
+# the layers a topology expands to are capped, from the text, before any is
+# made (one depthwise line of 2^24 channels was 2^24 layers, 2.8 GB, then a
+# bare "out of memory", exit 1)
+>ss_dp65.csv h\nconv1, 8, 8, 3, 3, 3, 4, 1,\nconvDP, 3, 3, 3, 3, 65536, 1, 1,\n
+2|ss_dp65.csv|ss_dp65.csv:3:21: field 'Channels': a depthwise layer is a layer per channel: 65536 layers after the 1 before make more than the 65536 a topology may have
 CASES
+printf 'h\nconv1, 8, 8, 3, 3, 3, 4, 1,\nconvDP, 3, 3, 3, 3, 16777216, 1, 1,\n' > ss_dp24.csv
+ulimit_v=""
+[ "${MODE:-}" = asan ] || ulimit_v="ulimit -v 4000000;"
+for cmd in "scalesim -c docs/scalesim/tpu_128.cfg -p ss_out -t" "run --chip teach --topology"; do
+  # shellcheck disable=SC2086
+  expect_status 2 bash -c "$ulimit_v exec \"\$@\"" - "$TPUSIM" $cmd ss_dp24.csv
+  expect_err_contains "ss_dp24.csv:3:21: field 'Channels': a depthwise layer is a layer per channel: 16777216 layers after the 1 before make more than the 65536 a topology may have"
+done
+$PY -c 'import sys; sys.stdout.write("h\n" + "c, 4, 4, 3, 3, 1, 1, 1,\n" * 65537)' > ss_many.csv
+expect_status 2 "$TPUSIM" scalesim -c docs/scalesim/tpu_128.cfg -p ss_out -t ss_many.csv
+expect_err_contains "ss_many.csv:65538:1: layer 65537: a topology may have at most 65536 layers"
 # }==
 
 # {== Command-line options of every command

@@ -54,6 +54,19 @@ for pair in cnn_seq_tf2:cnn_native res_func_tf2:res_native; do
   /usr/bin/python3 -c 'import json,math,sys; d=json.load(open(sys.argv[1])); assert math.isfinite(d["train_loss"]), d' \
     "r_${pair%%:*}.json" || die "${pair%%:*}: loss"
 done
+# a compile_config that is not an object is listed as not read, as other
+# keys the importer does not use are (null: a model never compiled, silent)
+for cc in '"adam"' '[1]' 'null'; do
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["compile_config"]=json.loads(sys.argv[2]); json.dump(d,open("kcc.json","w"))' \
+    "$K/cnn_seq_k3.json" "$cc"
+  expect_status 0 "$TPUSIM" model kcc.json --json
+  echo "$OUT" > kcc_r.json
+  n=$(/usr/bin/python3 -c 'import json,sys; print(sum(i.startswith("compile_config ") for i in json.load(open(sys.argv[1]))["keras_ignored"]))' kcc_r.json)
+  [ "$n" = "$([ "$cc" = null ] && echo 0 || echo 1)" ] || die "compile_config $cc: keras_ignored $(json_get keras_ignored kcc_r.json)"
+done
+sed 's/"compile_config": null/"compile_config": "adam"/' kcc.json > kcc2.json
+expect_status 0 "$TPUSIM" model kcc2.json
+expect_err_contains 'compile_config adam: not an object (Keras 3 writes the compile arguments as one): not read'
 # the Keras 3 CNN's compile_config (SGD with momentum) is its optimizer
 expect_status 0 "$TPUSIM" train --model "$K/cnn_seq_k3.json" $S --epochs 1 --steps-per-epoch 3 --backend reference --json
 echo "$OUT" > r_k3.json
