@@ -343,6 +343,10 @@ const char *fe_keras_map_path(void *ud, const char *path, char *buf, size_t cap)
 void fe_keras_explain(const fe_keras *k, const char *where, char *err, size_t errcap);
 /* The format and the options not modelled. TPU_ERR_NOMEM or TPU_OK. */
 tpu_status fe_keras_notes(const fe_keras *k, tpu_fe_model_notes *notes);
+/* Each nested model's InputLayer against what the outer model feeds it in
+** m (the translated model, shapes inferred): TPU_ERR_CONFIG with the
+** declared and the fed shape when a dimension the file gives differs. */
+tpu_status fe_keras_check_inputs(const fe_keras *k, const tpu_fe_model *m);
 void fe_keras_free(fe_keras *k);                            /* NULL is a no-op */
 /* }================================================================== */
 

@@ -1473,6 +1473,47 @@ fail:
 
 json_t *fe_keras_native(const fe_keras *k) { return k->native; }
 
+/* The shape a node's output has in the translated model m: the model input,
+** or the native layer it names. false when none is found. */
+static bool node_shape(const fe_keras *K, const knode *n, const tpu_fe_model *m, tpu_fe_shape *out) {
+  (void)K;
+  if (!strcmp(n->out, "input")) { *out = m->input; return true; }
+  for (int i = 0; i < m->nlayers; i++)
+    if (!strcmp(m->layers[i].name, n->out)) { *out = m->layers[i].out; return true; }
+  return false;
+}
+
+tpu_status fe_keras_check_inputs(const fe_keras *K, const tpu_fe_model *m) {
+  for (int j = 0; j < K->nn; j++) {
+    const knode *n = &K->n[j];
+    if (n->kind != K_INPUT || !n->reached || !n->nin || n->in[0] < 0) continue;   /* a nested model's input */
+    const char *key = json_object_get(n->cfg, "batch_shape") ? "batch_shape" : "batch_input_shape";
+    json_t *s = json_object_get(n->cfg, key);
+    const size_t r = json_is_array(s) ? json_array_size(s) - 1 : 0;   /* the batch dimension aside */
+    tpu_fe_shape got;
+    if ((r != 1 && r != 3) || !node_shape(K, n, m, &got)) continue;
+    const int have[3] = { got.h, got.w, got.c };
+    const int flat = got.h * got.w * got.c;
+    bool same = true;
+    char decl[96] = "[", *p = decl + 1;
+    for (size_t k = 0; k < r; k++) {
+      json_t *d = json_array_get(s, k + 1);
+      const long long v = json_is_integer(d) ? (long long)json_integer_value(d) : -1;
+      same &= v < 0 || v == (r == 1 ? flat : have[k]);
+      p += snprintf(p, sizeof decl - (size_t)(p - decl), "%s%s", k ? ", " : "", v < 0 ? "None" : "");
+      if (v >= 0) p += snprintf(p, sizeof decl - (size_t)(p - decl), "%lld", v);
+    }
+    snprintf(p, sizeof decl - (size_t)(p - decl), "]");
+    if (same) continue;
+    char path[KPATH + 32], shp[48];
+    snprintf(path, sizeof path, "%s.config.%s", n->path, key);
+    return tpu_json_fail(K->doc, path, "layer '%s' (InputLayer) of a nested model declares the input shape %s; it is "
+                         "fed %s (the output of %s)", n->name, decl, tpu_fe_shape_str(got, shp, sizeof shp),
+                         strcmp(n->out, "input") ? n->out : "the model input");
+  }
+  return TPU_OK;
+}
+
 /* Native field -> Keras config key. */
 static const char *keras_key(const char *f) {
   static const char *const MAP[][2] = { { "kernel", "kernel_size" }, { "stride", "strides" }, { "size", "pool_size" },

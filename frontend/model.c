@@ -705,6 +705,7 @@ static tpu_status parse_keras(tpu_json *kdoc, const char *input_shape, tpu_fe_mo
                     .map_path = fe_keras_map_path, .map_ud = k };
   st = parse_root(&ndoc, out);
   if (st == TPU_ERR_CONFIG) fe_keras_explain(k, kdoc->where, kdoc->err, kdoc->errcap);
+  if (!st) st = fe_keras_check_inputs(k, out);
   if (!st && notes && (st = fe_keras_notes(k, notes)))
     snprintf(kdoc->err, kdoc->errcap, "%s: out of memory", kdoc->where);
   fe_keras_free(k);

@@ -449,6 +449,17 @@ START_TEST(Nested_models_are_flattened) {
   TU_EQ_U64(3 * 3 * 2 * 4 + 4 + 4 * 3 + 3, m->nparams);
   ck_assert_msg(strstr(n.ignored, "called with training=false: 1 layer (base)") == n.ignored, "%s", n.ignored);
   tpu_fe_model_notes_free(&n);
+  /* a nested model's InputLayer declaring another shape than it is fed is
+  ** refused (it was accepted silently; #33) */
+  char bad[sizeof tf2];
+  memcpy(bad, tf2, sizeof tf2);
+  char *inner = strstr(strstr(bad, "[null, 8, 8, 2]") + 1, "[null, 8, 8, 2]");
+  ck_assert_ptr_nonnull(inner);
+  inner[13] = '3';
+  ck_assert_int_eq(tpu_fe_model_parse_notes(bad, "k.json", NULL, m, &n, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "k.json:4:90: ") == err && strstr(err, "layer 'x' (InputLayer) of a nested model declares "
+                "the input shape [8, 8, 3]; it is fed 8x8x2 (the output of the model input)"), "%s", err);
+
   /* Keras 3: the outer Sequential feeds the nested Functional */
   static const char k3[] = K3_SEQ(
       "{\"module\": \"keras.src.models.functional\", \"class_name\": \"Functional\", \"config\": {\"name\": \"base\", "
