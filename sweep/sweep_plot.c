@@ -273,6 +273,23 @@ static bool all_numeric(const table *t, int c) {
   return num;
 }
 
+/* Every figure drawn, of every point that ran: a number, or empty (not
+** measured: left out). A text would be dropped without a word. */
+static tpu_status check_figures(const table *t, const tpu_sweep_plot_opts *o, int y, char *err, size_t cap) {
+  for (long i = 0; i < t->nrows; i++) {
+    if (!ok(t, i)) continue;
+    for (int k = -1; k < o->nstack; k++) {
+      const int c = k < 0 ? y : col(t, o->stack[k]);
+      const char *v = c > 0 ? t->rows[i][c] : "";
+      if (*v && !numeric(v))
+        return sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%ld: column '%s' of point %s: '%s' is not a number (a figure "
+                          "column holds numbers, or nothing for a figure not measured)", o->csv, i + 2, t->head[c],
+                          t->rows[i][0], v);
+    }
+  }
+  return TPU_OK;
+}
+
 /* The defaults: x the first numeric axis, series the next axis with more
 ** than one value, y images_per_s or cycles. */
 static tpu_status pick(const table *t, const tpu_sweep_plot_opts *o, int *x, int *y, int *s, char *err, size_t cap) {
@@ -308,6 +325,7 @@ tpu_status tpu_sweep_plot(const tpu_sweep_plot_opts *o, bool quiet, char *err, s
   if (!st && t.nrows == 0)   /* a header only: nothing to draw is an answer, not a plot */
     st = sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: no points (only the header); nothing to plot", o->csv);
   if (!st) st = pick(&t, o, &x, &y, &s, err, errcap);
+  if (!st) st = check_figures(&t, o, y, err, errcap);
   if (!st) st = line_plots(&t, x, y, s, dir, quiet, err, errcap);
   if (!st) st = stall_plot(&t, o, dir, quiet, err, errcap);
   table_free(&t);

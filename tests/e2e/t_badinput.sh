@@ -749,6 +749,8 @@ corpus "$TPUSIM" <<'CASES'
 2|info --chip docs|cannot open it as a file: Is a directory
 >hdr.csv point,model,status,images_per_s\n
 2|plot hdr.csv|hdr.csv: no points (only the header); nothing to plot
+>txt.csv point,m,status,cycles\n0,8,ok,150\n1,16,ok,abc\n
+2|plot txt.csv|txt.csv:3: column 'cycles' of point 1: 'abc' is not a number
 2|scalesim -c docs/scalesim/tpu_128.cfg -t docs/scalesim/alexnet.csv --compat yes|--compat
 2|nosuchcommand|nosuchcommand
 2|info --bogus|--bogus
