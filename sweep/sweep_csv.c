@@ -180,7 +180,7 @@ tpu_status sweep_write_csv(const char *dir, const tpu_sweep_def *d, const sweep_
   const int e = errno;
   tpu_free(t.s);
   if (bad)
-    st = sweep_fail(err, cap, t.oom ? TPU_ERR_NOMEM : TPU_ERR_IO, "%s: cannot write: %s", path,
+    st = sweep_fail(err, cap, t.oom || e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO, "%s: cannot write: %s", path,
                     t.oom ? "out of memory" : strerror(e));
   return st;
 }

@@ -17,6 +17,20 @@
 /* {==================================================================
 ** sweep.json
 ** ================================================================== */
+/* json_loads, telling an allocation that failed (jansson allocates through
+** tpu_malloc and may report it as a syntax error, or even succeed without a
+** character) from bad text: NULL with *oom set then. */
+static json_t *loads(const char *text, json_error_t *e, bool *oom) {
+  const unsigned long failed = tpu_alloc_failures();
+  json_t *o = json_loads(text, 0, e);
+  *oom = tpu_alloc_failures() != failed || (!o && json_error_code(e) == json_error_out_of_memory);
+  if (*oom) {
+    json_decref(o);
+    o = NULL;
+  }
+  return o;
+}
+
 tpu_status sweep_json_load(const char *path, bool absent_ok, json_t **out, char *err, size_t cap) {
   char *text = NULL;
   *out = NULL;
@@ -24,8 +38,10 @@ tpu_status sweep_json_load(const char *path, bool absent_ok, json_t **out, char 
   if (st == TPU_ERR_IO && errno == ENOENT && absent_ok) return TPU_OK;
   if (st) return st;
   json_error_t e;
-  *out = json_loads(text, 0, &e);
+  bool oom;
+  *out = loads(text, &e, &oom);
   tpu_free(text);
+  if (oom) return sweep_fail(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path);
   return *out ? TPU_OK : sweep_fail(err, cap, TPU_ERR_INPUT, "%s:%d:%d: %s", path, e.line, e.column, e.text);
 }
 
@@ -43,8 +59,12 @@ tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, si
   const tpu_status made = sweep_make_dir(dir, err, cap);
   if (made) return made;
   snprintf(want_shard, sizeof want_shard, "%d/%d", d->shard, d->nshards);
+  const unsigned long failed = tpu_alloc_failures();   /* a definition built short is no definition */
   json_t *want = json_pack("{s:o,s:s}", "definition", sweep_def_json(d), "shard", want_shard);
-  if (!want) return sweep_fail(err, cap, TPU_ERR_NOMEM, "out of memory");
+  if (!want || tpu_alloc_failures() != failed) {
+    json_decref(want);
+    return sweep_fail(err, cap, TPU_ERR_NOMEM, "out of memory");
+  }
   sweep_path(path, sizeof path, dir, "sweep.json");
   json_t *have = NULL;
   tpu_status st = sweep_json_load(path, true, &have, err, cap);
@@ -55,8 +75,10 @@ tpu_status sweep_open_dir(const char *dir, const tpu_sweep_def *d, char *err, si
                                                                                         : "other options or axes");
   else if (!st && !have) {
     char *s = json_dumps(want, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!s || tpu_write_atomic(path, s, strlen(s)))
-      st = sweep_fail(err, cap, TPU_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (!s) st = sweep_fail(err, cap, TPU_ERR_NOMEM, "%s: out of memory", path);
+    else if (tpu_write_atomic(path, s, strlen(s)))
+      st = sweep_fail(err, cap, errno == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO, "%s: cannot write: %s", path,
+                      strerror(errno));
     free(s);
   }
   json_decref(have);
@@ -93,7 +115,9 @@ static const char *entry_problem(const json_t *o) {
 static tpu_status journal_line(const char *path, long lineno, const char *line, sweep_journal *j, char *err,
                                size_t cap) {
   json_error_t e;
-  json_t *o = json_loads(line, 0, &e);
+  bool oom;
+  json_t *o = loads(line, &e, &oom);
+  if (oom) return sweep_fail(err, cap, TPU_ERR_NOMEM, "%s:%ld: out of memory", path, lineno);
   const json_t *pt = json_object_get(o, "point");
   const bool in_range = json_is_integer(pt) && json_integer_value(pt) >= 0 && json_integer_value(pt) < j->npoints;
   const char *why = !o ? e.text : !in_range ? "no 'point' in 0..points-1" : entry_problem(o);
@@ -178,7 +202,7 @@ static tpu_status write_merged(const char *dir, const tpu_sweep_def *d, const sw
   const int e = errno;
   tpu_free(t.s);
   if (bad)
-    return sweep_fail(err, cap, t.oom ? TPU_ERR_NOMEM : TPU_ERR_IO, "%s: cannot write: %s", path,
+    return sweep_fail(err, cap, t.oom || e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO, "%s: cannot write: %s", path,
                       t.oom ? "out of memory" : strerror(e));
   return sweep_write_csv(dir, d, j, err, cap);
 }
