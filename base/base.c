@@ -4,6 +4,7 @@
 */
 #include "base/base.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -271,5 +272,46 @@ char *tpu_read_file(const char *path, size_t *len) {
   buf[n] = 0;
   if (len) *len = n;
   return buf;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Names
+** ================================================================== */
+/* The optimal-string-alignment distance of a and b (each < 64 bytes), case
+** ignored. */
+static int edit_distance(const char *a, const char *b) {
+  enum { M = 64 };
+  const int la = (int)strlen(a), lb = (int)strlen(b);
+  int d[M + 1][M + 1];
+  for (int i = 0; i <= la; i++) d[i][0] = i;
+  for (int j = 0; j <= lb; j++) d[0][j] = j;
+  for (int i = 1; i <= la; i++)
+    for (int j = 1; j <= lb; j++) {
+      const int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+      int v = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+      if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
+      if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) && d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
+      d[i][j] = v;
+    }
+  return d[la][lb];
+}
+
+const char *tpu_nearest(const char *s, const char *const *cands, int n) {
+  const size_t ls = strlen(s);
+  if (ls >= 64) return NULL;
+  const int limit = ls / 3 > 1 ? (int)(ls / 3) : 1;
+  const char *best = NULL;
+  int bd = limit + 1;
+  for (int i = 0; i < n; i++) {
+    if (!cands[i] || strlen(cands[i]) >= 64) continue;
+    const int dist = edit_distance(s, cands[i]);
+    if (dist == 0) return NULL;
+    if (dist < bd) { bd = dist; best = cands[i]; }
+  }
+  return best;
 }
 /* }================================================================== */

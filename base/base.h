@@ -207,6 +207,17 @@ int tpu_json_locate(const char *text, const char *path, int *line, int *col);
 /* }================================================================== */
 
 /* {==================================================================
+** Names
+** ================================================================== */
+/* The candidate closest to 's' in edit distance (insertions, deletions,
+** substitutions and swaps of two neighbours, case ignored), for a message's
+** "did you mean": NULL when none is within max(1, strlen(s) / 3) edits, or
+** s itself is one. cands has n entries (NULL entries are skipped); s and
+** the candidates longer than 63 bytes never match. Can't fail. */
+const char *tpu_nearest(const char *s, const char *const *cands, int n);
+/* }================================================================== */
+
+/* {==================================================================
 ** Seeded generators (one family for the whole project: splitmix64)
 ** ================================================================== */
 /* The splitmix64 finalizer of x + golden gamma: a stateless hash, used to key

@@ -105,6 +105,15 @@ static void args_init(cli_args *a, const char *cmd, const cli_opt *opts, int nop
 }
 
 static int unknown(const cli_args *a, const char *arg) {
+  char want[72];
+  const char *names[CLI_MAX_OPTS + 5];
+  int n = 0;
+  for (const struct option *o = a->lopts; o->name; o++) names[n++] = o->name;
+  /* the nearest option name to what was given, for "--epoch" or "--heedless" */
+  snprintf(want, sizeof want, "%.*s", (int)strcspn(arg + strspn(arg, "-"), "="), arg + strspn(arg, "-"));
+  const char *near = arg[0] == '-' ? tpu_nearest(want, names, n) : NULL;
+  if (near) return cli_usage_error(a->cmd, "unknown option '%s'; did you mean '--%s'? (tpusim %s --help)", arg, near,
+                                   a->cmd);
   return cli_usage_error(a->cmd, "unknown option '%s' (tpusim %s --help)", arg, a->cmd);
 }
 

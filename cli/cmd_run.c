@@ -149,7 +149,7 @@ static json_t *report_json(const run_opts *o, const run_state *r, int ops) {
 static int report_text(const run_opts *o, const run_state *r, int ops) {
   printf("run %s on %s (%d core%s, level %s, %d ops)\n", o->program, r->chip.name, r->chip.cores,
          r->chip.cores > 1 ? "s" : "", tpu_fidelity_name(o->level), ops);
-  cli_sim_report_text(stdout, r->res, &r->chip);
+  cli_sim_report_text(stdout, r->res, &r->chip, cli_sim_has_collective(r->p));
   for (int k = 0; k < o->nprint; k++)
     for (int core = 0; core < r->chip.cores; core++) {
       const int h = tpu_sim_buffer_find(r->p, core, o->prints[k]);

@@ -103,11 +103,25 @@ static int parse_sweep_opts(int argc, char **argv, sweep_opts *o) {
 }
 /* }================================================================== */
 
+/* A point refused for an option of the sweep's own, given after the
+** command: where it goes. "" otherwise. */
+static const char *own_option_hint(const char *err) {
+  static const char *const OWN[] = { "--out", "--jobs", "-j", "--no-plot", "--shard", "--shards", "--emit", "--file" };
+  const char *u = strstr(err, "unknown option '");   /* the command's parser, or the axes' */
+  u = u ? u + 15 : strstr(err, "': expected an option of ") ? strchr(err, '\'') : NULL;
+  if (!u) return "";
+  const size_t n = strcspn(++u, "'=");   /* the option as given, to its quote or '=' */
+  for (size_t i = 0; i < sizeof OWN / sizeof OWN[0]; i++)
+    if (strlen(OWN[i]) == n && !strncmp(u, OWN[i], n))
+      return "; it is an option of tpusim sweep: give it before the command (tpusim sweep --out DIR train ...)";
+  return "";
+}
+
 /* The exit status after the sweep's message: what could not be written
 ** (TPU_ERR_IO: the results directory, its files, the scripts) is a
 ** runtime failure, 1, as for every command's outputs; bad input is 2. */
 static int sweep_failed(tpu_status st, const char *err) {
-  return st == TPU_ERR_IO ? cli_runtime_error(CMD, "%s", err) : cli_fail(CMD, st, "%s", err);
+  return st == TPU_ERR_IO ? cli_runtime_error(CMD, "%s", err) : cli_fail(CMD, st, "%s%s", err, own_option_hint(err));
 }
 
 /* The sweep's plots beside DIR/results.csv. 0, or the exit status after a message. */
@@ -122,7 +136,7 @@ static int run(const sweep_opts *o, tpu_sweep_def *d) {
   tpu_sweep_counts n;
   tpu_status st = tpu_sweep_run(d, o->out, o->jobs, isatty(STDERR_FILENO) == 1 ? stderr : NULL, &n, err, sizeof err);
   if (st) return sweep_failed(st, err);
-  const int rc = o->no_plot ? 0 : plots(o->out);
+  const int rc = o->no_plot || d->naxes == 0 ? 0 : plots(o->out);   /* a single point draws no line */
   if (rc) return rc;
   printf("sweep: %ld points of %ld (shard %d/%d): %ld run, %ld already done, %ld failed; %s/results.csv\n", n.points,
          d->npoints, d->shard, d->nshards, n.run, n.done_before, n.failed, o->out);
@@ -164,7 +178,7 @@ int cli_cmd_sweep(int argc, char **argv) {
   if (st) rc = cli_fail(CMD, st, "%s", err);   /* names the file itself */
   else if ((st = o.file ? tpu_sweep_def_parse(&d, env, f.argc, f.argv, err, sizeof err)
                         : tpu_sweep_def_parse(&d, env, argc - o.first, argv + o.first, err, sizeof err)))
-    rc = cli_fail(CMD, st, "%s%s%s", o.file ? o.file : "", o.file ? ": " : "", err);
+    rc = cli_fail(CMD, st, "%s%s%s%s", o.file ? o.file : "", o.file ? ": " : "", err, own_option_hint(err));
   d.shard = o.shard;
   d.nshards = o.nshards;
   d.file = o.file;

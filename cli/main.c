@@ -49,7 +49,11 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < NCMDS; i++)
     if (!strcmp(argv[1], CMDS[i].name)) return CMDS[i].fn(argc - 1, argv + 1);
-  fprintf(stderr, "tpusim: unknown command '%s'; the commands are:", argv[1]);
+  const char *names[sizeof CMDS / sizeof CMDS[0]];
+  for (size_t i = 0; i < NCMDS; i++) names[i] = CMDS[i].name;
+  const char *near = tpu_nearest(argv[1], names, (int)NCMDS);
+  fprintf(stderr, "tpusim: unknown command '%s'%s%s%s; the commands are:", argv[1], near ? " (did you mean '" : "",
+          near ? near : "", near ? "'?)" : "");
   for (size_t i = 0; i < NCMDS; i++) fprintf(stderr, " %s", CMDS[i].name);
   fprintf(stderr, " (tpusim --help)\n");
   return 2;

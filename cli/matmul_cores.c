@@ -151,7 +151,7 @@ static int report_text(const cli_matmul_opts *o, const mc_run *r) {
     printf("  extended          run of %lld block rows per core (the fewest), its growth over %d block row%s "
            "added %llu times\n", (long long)r->info.rows_run, r->info.period, r->info.period > 1 ? "s" : "",
            (unsigned long long)r->info.periods);
-  cli_sim_report_text(stdout, r->res, &r->chip);
+  cli_sim_report_text(stdout, r->res, &r->chip, cli_sim_has_collective(r->p));   /* a GEMM split along M: none */
   printf("  HBM traffic       %.0f bytes\n", r->bytes);
   printf("  intensity         %.2f FLOP/byte vs ridge point %.2f FLOP/byte: %s-bound on the roofline\n",
          f.intensity, f.ridge, f.roof);

@@ -50,7 +50,7 @@ int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_confi
   return bad ? -1 : 0;
 }
 
-void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip) {
+void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip, bool collective) {
   const uint64_t cyc = tpu_sim_result_cycles(r);
   fprintf(to, "  cycles            %llu (%.3f us at %.0f MHz)\n", (unsigned long long)cyc,
           (double)cyc / chip->clock_mhz, chip->clock_mhz);
@@ -73,8 +73,16 @@ void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_confi
     fprintf(to, " %9llu %5.1f%%", (unsigned long long)s.cycles[k], tot > 0 ? 100.0 * (double)s.cycles[k] / tot : 0);
   fputc('\n', to);
   char alg[512];
-  if (chip->cores > 1)
+  if (chip->cores > 1 && collective)
     fprintf(to, "  all-reduce        %s\n", tpu_sim_collective_algorithm(chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg));
+}
+
+bool cli_sim_has_collective(const tpu_sim_program *p) {
+  tpu_sim_op op;
+  for (int c = 0; c < tpu_sim_program_cores(p); c++)
+    for (int i = 0; tpu_sim_program_op(p, c, i, &op); i++)
+      if (op.kind == TPU_SIM_COLLECTIVE) return true;
+  return false;
 }
 
 int cli_sim_write_trace(const tpu_sim_result *r, const char *path) {

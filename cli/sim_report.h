@@ -18,8 +18,11 @@ int cli_sim_report_json(json_t *o, const tpu_sim_result *r, const tpu_chip_confi
 ** out of memory. */
 json_t *cli_sim_stalls_json(const tpu_sim_stalls *s);
 /* The text table: one row per core and a total row, percentages of the
-** core's cycles. This function can't fail. */
-void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip);
+** core's cycles; then, on several cores and when the run has a collective,
+** how its all-reduce runs. This function can't fail. */
+void cli_sim_report_text(FILE *to, const tpu_sim_result *r, const tpu_chip_config *chip, bool collective);
+/* Whether program p has a collective op on any core. Can't fail. */
+bool cli_sim_has_collective(const tpu_sim_program *p);
 /* Writes the trace to 'path' atomically; 0 or -1 with errno set. */
 int cli_sim_write_trace(const tpu_sim_result *r, const char *path);
 

@@ -790,12 +790,20 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
     if (st == TPU_ERR_IO) {
       const int why = file ? errno : e;
       char names[256] = "";   /* the built-in and zoo names, from their tables */
+      const char *all[64];
       size_t n = 0;
+      int na = 0;
       for (int t = 0; t < 2; t++)
-        for (const char *const *q = t ? tpu_fe_model_zoo_names() : tpu_fe_model_builtin_names(); *q; q++)
+        for (const char *const *q = t ? tpu_fe_model_zoo_names() : tpu_fe_model_builtin_names(); *q; q++) {
           if (n < sizeof names) n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", *q);
-      snprintf(err, errcap, "%s: not a built-in model (%s) and cannot be read: %s", file ? file : name_or_file,
-               names, strerror(why));
+          if (na < 64) all[na++] = *q;
+        }
+      const char *given = file ? file : name_or_file;
+      char base[64];   /* a zoo spec's name: what comes before '@' or ':' */
+      snprintf(base, sizeof base, "%.*s", (int)strcspn(given, "@:"), given);
+      const char *near = strchr(given, '/') || strstr(given, ".json") ? NULL : tpu_nearest(base, all, na);
+      snprintf(err, errcap, "%s: not a built-in model (%s%s%s%s) and cannot be read: %s", given, near ? "did you mean " : "",
+               near ? near : "", near ? "? the models are " : "", names, strerror(why));
       tpu_free(file);
       return TPU_ERR_IO;
     }

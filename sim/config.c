@@ -332,7 +332,11 @@ tpu_status tpu_chip_config_load(const char *name_or_file, tpu_chip_config *out, 
     int e = errno;
     char names[256];
     preset_list(names, sizeof names);
-    seterr(err, errcap, "%s: not a preset (%s) and cannot open it as a file: %s", name_or_file, names, strerror(e));
+    int np = 0;
+    while (tpu_preset_names[np]) np++;
+    const char *near = strchr(name_or_file, '/') ? NULL : tpu_nearest(name_or_file, tpu_preset_names, np);
+    seterr(err, errcap, "%s: not a preset (%s%s%s%s) and cannot open it as a file: %s", name_or_file,
+           near ? "did you mean " : "", near ? near : "", near ? "? the presets are " : "", names, strerror(e));
     return TPU_ERR_IO;
   }
   if (rst != TPU_OK) return rst == TPU_ERR_INPUT ? TPU_ERR_CONFIG : rst;   /* a NUL byte: the message says so */
@@ -387,7 +391,11 @@ tpu_status tpu_chip_config_set(tpu_chip_config *cfg, const char *assignment, cha
       if (i) strcat(names, ", ");
       strcat(names, KEYS[i].path);
     }
-    seterr(err, errcap, "--set: unknown key '%s'; known keys: %s", path, names);
+    const char *keys[NKEYS];
+    for (size_t i = 0; i < NKEYS; i++) keys[i] = KEYS[i].path;
+    const char *near = tpu_nearest(path, keys, (int)NKEYS);
+    seterr(err, errcap, "--set: unknown key '%s'%s%s%s; known keys: %s", path, near ? " (did you mean '" : "",
+           near ? near : "", near ? "'?)" : "", names);
     return TPU_ERR_CONFIG;
   }
   tpu_chip_config c = *cfg;

@@ -324,6 +324,9 @@ tpu_status tpu_sweep_plot(const tpu_sweep_plot_opts *o, bool quiet, char *err, s
   }
   if (!st && t.nrows == 0)   /* a header only: nothing to draw is an answer, not a plot */
     st = sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: no points (only the header); nothing to plot", o->csv);
+  if (!st && t.naxes == 0)   /* one point, no axis: nothing to draw it against */
+    st = sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: the sweep has no axis (a single point); nothing to plot against",
+                    o->csv);
   if (!st) st = pick(&t, o, &x, &y, &s, err, errcap);
   if (!st) st = check_figures(&t, o, y, err, errcap);
   if (!st) st = line_plots(&t, x, y, s, dir, quiet, err, errcap);

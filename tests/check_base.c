@@ -337,6 +337,29 @@ START_TEST(Write_atomic_follows_symlinks_and_writes_devices_directly) {
 }
 END_TEST
 
+/* "Did you mean": the nearest name within a third of the length in edits
+** (a swap of two neighbours is one), case ignored; none for an exact name,
+** a far one or a long one. */
+START_TEST(The_nearest_name_is_within_a_third_of_the_length) {
+  static const char *const CMDS[] = { "info", "matmul", "model", "train", NULL, "viz" };
+  ck_assert_str_eq(tpu_nearest("trian", CMDS, 6), "train");       /* a swap */
+  ck_assert_str_eq(tpu_nearest("TRAIN2", CMDS, 6), "train");      /* case, an insertion */
+  ck_assert_str_eq(tpu_nearest("mdel", CMDS, 6), "model");        /* a deletion */
+  ck_assert_ptr_null(tpu_nearest("train", CMDS, 6));              /* exact: nothing to suggest */
+  ck_assert_ptr_null(tpu_nearest("sweep", CMDS, 6));              /* too far */
+  ck_assert_ptr_null(tpu_nearest("vz", CMDS, 5));                 /* past n */
+  ck_assert_str_eq(tpu_nearest("vz", CMDS, 6), "viz");
+  static const char *const KEYS[] = { "mxu.rows", "mxu.cols", "hbm.latency_ns" };
+  ck_assert_str_eq(tpu_nearest("mxu.row", KEYS, 3), "mxu.rows");
+  ck_assert_str_eq(tpu_nearest("hbm.latncy_sn", KEYS, 3), "hbm.latency_ns");   /* two edits in 13 */
+  ck_assert_ptr_null(tpu_nearest("hbm.lat", KEYS, 3));          /* 7 edits */
+  char long_name[80];
+  memset(long_name, 'a', sizeof long_name - 1);
+  long_name[79] = 0;
+  ck_assert_ptr_null(tpu_nearest(long_name, KEYS, 3));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("base");
   TU_CASE(s, "bf16", 120, Every_bf16_value_round_trips_through_f32,
@@ -346,6 +369,7 @@ int main(void) {
           Text_buffer_grows_and_reports_running_out_of_memory, Json_locator_finds_nested_values,
           Json_readers_name_the_file_position_and_field, Npy_files_round_trip_and_bad_ones_are_named,
           Npy_headers_are_read_as_numpy_reads_them,
-          Write_atomic_follows_symlinks_and_writes_devices_directly);
+          Write_atomic_follows_symlinks_and_writes_devices_directly,
+          The_nearest_name_is_within_a_third_of_the_length);
   return tu_main(s);
 }

@@ -751,6 +751,17 @@ corpus "$TPUSIM" <<'CASES'
 2|plot hdr.csv|hdr.csv: no points (only the header); nothing to plot
 >txt.csv point,m,status,cycles\n0,8,ok,150\n1,16,ok,abc\n
 2|plot txt.csv|txt.csv:3: column 'cycles' of point 1: 'abc' is not a number
+>one.csv point,status,cycles\n0,ok,150\n
+2|plot one.csv|one.csv: the sweep has no axis (a single point); nothing to plot against
+2|trian|unknown command 'trian' (did you mean 'train'?)
+2|train --model mlp --epoch 2|unknown option '--epoch'; did you mean '--epochs'?
+2|viz --heedless|unknown option '--heedless'; did you mean '--headless'?
+2|info --chip tpuv2-8|tpuv2-8: not a preset (did you mean tpu-v2-8? the presets are tpu-v2-8, tpu-v3-8, teach)
+2|info --set mxu.row=8|--set: unknown key 'mxu.row' (did you mean 'mxu.rows'?)
+2|model resnet5|resnet5: not a built-in model (did you mean resnet50? the models are mlp
+2|model vgg91@192x192x3:5|not a built-in model (did you mean vgg19?
+2|sweep --out swo train --model mlp --batch 32,64 --out X|unknown option '--out' (tpusim train --help); it is an option of tpusim sweep: give it before the command
+2|sweep --out swj train --model mlp --batch 32,64 -j 2|it is an option of tpusim sweep: give it before the command
 2|scalesim -c docs/scalesim/tpu_128.cfg -t docs/scalesim/alexnet.csv --compat yes|--compat
 2|nosuchcommand|nosuchcommand
 2|info --bogus|--bogus

@@ -77,3 +77,6 @@ expect_status 2 timeout 10 "$TPUSIM" matmul --cores 8 --m 2147483648 --n 4096 --
 expect_err_contains "the program would hold 8.389e+08 ops (tiles of 512 x 512 x 512), more than the engine's limit of 16777216"
 expect_err_contains "a trace or event log needs the whole program"
 [ ! -e bigtrace.json ] || die "a refused run wrote its trace"
+# a GEMM split along M has no collective: no all-reduce line (#32)
+expect_status 0 "$TPUSIM" matmul --cores 4 --m 64 --n 64 --k 64 --chip teach
+! grep -q "all-reduce" "$T/out.txt" || die "matmul --cores printed an all-reduce line for a run without a collective"
