@@ -136,7 +136,14 @@ static int run(const sweep_opts *o, tpu_sweep_def *d) {
   tpu_sweep_counts n;
   tpu_status st = tpu_sweep_run(d, o->out, o->jobs, isatty(STDERR_FILENO) == 1 ? stderr : NULL, &n, err, sizeof err);
   if (st) return sweep_failed(st, err);
-  const int rc = o->no_plot || d->naxes == 0 ? 0 : plots(o->out);   /* a single point draws no line */
+  /* a single point draws no line; with every point failed, plot says why instead */
+  const int rc = o->no_plot || d->naxes == 0 || (n.failed && n.failed == n.points) ? 0 : plots(o->out);
+  if (n.failed && n.failed == n.points && !o->no_plot) {
+    char path[4200], why[4200];
+    snprintf(path, sizeof path, "%s/results.csv", o->out);
+    const tpu_sweep_plot_opts po = { .csv = path };
+    if (tpu_sweep_plot(&po, true, why, sizeof why)) fprintf(stderr, "tpusim sweep: %s\n", why);
+  }
   if (rc) return rc;
   printf("sweep: %ld points of %ld (shard %d/%d): %ld run, %ld already done, %ld failed; %s/results.csv\n", n.points,
          d->npoints, d->shard, d->nshards, n.run, n.done_before, n.failed, o->out);

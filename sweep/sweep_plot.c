@@ -111,35 +111,55 @@ static int distinct(const table *t, int c, const char **v, int cap) {
 /* {==================================================================
 ** gnuplot
 ** ================================================================== */
-/* Runs `gnuplot NAME.gp` in the script's directory (DIR/NAME.gp). */
+/* Runs `gnuplot NAME.gp` in the script's directory (DIR/NAME.gp). Its
+** warnings are kept from the terminal; when it fails, its last line of
+** them is the message's. */
 static tpu_status gnuplot(const char *gp, bool quiet, char *err, size_t cap) {
   const char *name = strrchr(gp, '/') + 1;
   char dir[4096];
   snprintf(dir, sizeof dir, "%.*s", (int)(name - 1 - gp), gp);
   char *argv[] = { "gnuplot", (char *)name, NULL };
-  int st, pipefd[2];
+  int st, pipefd[2], errfd[2];
   if (pipe(pipefd)) return sweep_fail(err, cap, TPU_ERR_IO, "pipe: %s", strerror(errno));
+  if (pipe(errfd)) {
+    close(pipefd[0]);
+    close(pipefd[1]);
+    return sweep_fail(err, cap, TPU_ERR_IO, "pipe: %s", strerror(errno));
+  }
   fflush(NULL);
   const pid_t pid = fork();
   if (pid == 0) {              /* the child: into DIR, then gnuplot; tells a failed exec through the pipe */
     close(pipefd[0]);
+    close(errfd[0]);
     fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
+    dup2(errfd[1], STDERR_FILENO);
     if (chdir(dir) == 0) execvp("gnuplot", argv);
     const char e = 1;
     if (write(pipefd[1], &e, 1)) _exit(127);
     _exit(127);
   }
   close(pipefd[1]);
-  char e;
+  close(errfd[1]);
+  char e, said[4096] = "";
   const bool noexec = pid < 0 || read(pipefd[0], &e, 1) == 1;
   close(pipefd[0]);
+  size_t n = 0;                /* gnuplot's stderr, its last 4 KiB */
+  for (ssize_t r; (r = read(errfd[0], said + n, sizeof said - 1 - n)) > 0;) {
+    n += (size_t)r;
+    if (n == sizeof said - 1) { memmove(said, said + n / 2, n - n / 2); n -= n / 2; }
+  }
+  close(errfd[0]);
+  said[n] = 0;
   if (noexec) {
     if (pid > 0) waitpid(pid, &st, 0);
     if (quiet) return TPU_OK;
     return sweep_fail(err, cap, TPU_ERR_IO, "gnuplot not found (make deps installs gnuplot-nox); the script is %s", gp);
   }
-  if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-    return sweep_fail(err, cap, TPU_ERR_IO, "gnuplot %s failed", gp);
+  if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+    while (n && (said[n - 1] == '\n' || said[n - 1] == ' ')) said[--n] = 0;
+    const char *last = strrchr(said, '\n');
+    return sweep_fail(err, cap, TPU_ERR_IO, "gnuplot %s failed%s%s", gp, n ? ": " : "", last ? last + 1 : said);
+  }
   return TPU_OK;
 }
 
@@ -273,6 +293,19 @@ static bool all_numeric(const table *t, int c) {
   return num;
 }
 
+/* No point ran: no figure to draw; the first failures say why. */
+static tpu_status all_failed(const table *t, const char *csv, char *err, size_t cap) {
+  for (long i = 0; i < t->nrows; i++)
+    if (ok(t, i)) return TPU_OK;
+  const int ec = col(t, "error");
+  size_t n = (size_t)snprintf(err, cap, "%s: no point ran (%ld failed), nothing to plot; the first failures:", csv,
+                              t->nrows);
+  for (long i = 0; i < t->nrows && i < 3 && n < cap; i++)
+    n += (size_t)snprintf(err + n, cap - n, "%s point %s: %s", i ? ";" : "", t->rows[i][0],
+                          ec > 0 && *t->rows[i][ec] ? t->rows[i][ec] : "(no message)");
+  return TPU_ERR_INPUT;
+}
+
 /* Every figure drawn, of every point that ran: a number, or empty (not
 ** measured: left out). A text would be dropped without a word. */
 static tpu_status check_figures(const table *t, const tpu_sweep_plot_opts *o, int y, char *err, size_t cap) {
@@ -324,6 +357,7 @@ tpu_status tpu_sweep_plot(const tpu_sweep_plot_opts *o, bool quiet, char *err, s
   }
   if (!st && t.nrows == 0)   /* a header only: nothing to draw is an answer, not a plot */
     st = sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: no points (only the header); nothing to plot", o->csv);
+  if (!st) st = all_failed(&t, o->csv, err, errcap);
   if (!st && t.naxes == 0)   /* one point, no axis: nothing to draw it against */
     st = sweep_fail(err, errcap, TPU_ERR_INPUT, "%s: the sweep has no axis (a single point); nothing to plot against",
                     o->csv);

@@ -185,3 +185,12 @@ import json, sys
 p = sorted((json.loads(l) for l in open(sys.argv[1])), key=lambda e: e["point"])
 assert [e["report"]["global_batch"] for e in p] == [64, 256], [e["report"]["global_batch"] for e in p]
 PY
+
+# a sweep whose points all fail says why, not gnuplot's "x range is invalid";
+# gnuplot's warnings (one point left on a line) stay off the terminal (#32)
+expect_status 1 "$TPUSIM" sweep --out allf matmul --chip teach --cores 4 --m 8 --n 8 --k 16777216,16777000 --level timing
+expect_err_contains "allf/results.csv: no point ran (2 failed), nothing to plot; the first failures: point 0: the GEMM's HBM buffers"
+! grep -q "x range" "$T/err.txt" || die "gnuplot's message leaked"
+expect_status 1 "$TPUSIM" sweep --out onef matmul --chip teach --cores 4 --m 8 --n 8 --k 8,16777216 --level timing
+! grep -qi "warning" "$T/err.txt" || die "gnuplot's warnings leaked: $(cat "$T/err.txt")"
+[ -s onef/cycles-vs-k.png ] || die "the point that ran is drawn"
