@@ -245,6 +245,20 @@ static int report(const tpu_ss_config *cfg, const ss_opts *o, const tpu_ss_topol
   return 0;
 }
 
+/* When the file that failed to read as a .cfg (or, with 'topology', as a
+** topology) looks like the other kind: how to give them. "" otherwise. */
+static const char *swapped_hint(const ss_opts *o, bool topology) {
+  const tpu_ss_looks c = tpu_ss_looks_like(o->config), t = tpu_ss_looks_like(o->topology);
+  if (!topology && c == TPU_SS_LOOKS_TOPOLOGY && t == TPU_SS_LOOKS_CFG)
+    return "; -c and -t look swapped: the -c file looks like a topology CSV and the -t file like a .cfg (-c takes "
+           "the .cfg, -t the topology)";
+  if (!topology && c == TPU_SS_LOOKS_TOPOLOGY)
+    return "; the -c file looks like a topology CSV: give it with -t, and the .cfg with -c";
+  if (topology && t == TPU_SS_LOOKS_CFG)
+    return "; the -t file looks like a SCALE-Sim .cfg: give it with -c, and the topology with -t";
+  return "";
+}
+
 int cli_cmd_scalesim(int argc, char **argv) {
   ss_opts o;
   tpu_ss_config cfg;
@@ -252,11 +266,12 @@ int cli_cmd_scalesim(int argc, char **argv) {
   const int parsed = parse(argc, argv, &o);          /* CLI_RUN, or the status (0 after --help) */
   if (parsed != CLI_RUN) return parsed;
   tpu_status st = tpu_ss_config_read(o.config, &cfg, err, sizeof err);
-  if (st) return cli_fail("scalesim", st, "%s", err);
+  if (st) return cli_fail("scalesim", st, "%s%s", err, swapped_hint(&o, false));
   const tpu_mxu_dataflow cfg_df = cfg.dataflow;
   if (o.df_set) cfg.dataflow = o.df;
   tpu_ss_topology tp;
-  if ((st = tpu_ss_topology_read(o.topology, o.gemm, &tp, err, sizeof err))) return cli_fail("scalesim", st, "%s", err);
+  if ((st = tpu_ss_topology_read(o.topology, o.gemm, &tp, err, sizeof err)))
+    return cli_fail("scalesim", st, "%s%s", err, swapped_hint(&o, true));
   tpu_ss_result *rows = tpu_calloc((size_t)tp.n, sizeof *rows);
   uint64_t total = 0;
   ss_engine e = { .run = { 0 } };

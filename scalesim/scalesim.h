@@ -140,6 +140,13 @@ typedef struct tpu_ss_topology { tpu_ss_layer *layers; int n, cap; } tpu_ss_topo
 ** one line "convDP, 3, 3, 3, 3, 16777216, 1, 1" was 2^24 layers and 2.8 GB. */
 #define TPU_SS_MAX_LAYERS 65536
 
+/* What a file looks like from its first lines, for a message when -c and
+** -t are swapped: TPU_SS_LOOKS_CFG (a '[section]' line), _TOPOLOGY (a
+** line of comma-separated fields before any section), or _UNKNOWN (also
+** when it cannot be read). Reads at most its first 16 lines; can't fail. */
+typedef enum tpu_ss_looks { TPU_SS_LOOKS_UNKNOWN = 0, TPU_SS_LOOKS_CFG, TPU_SS_LOOKS_TOPOLOGY } tpu_ss_looks;
+tpu_ss_looks tpu_ss_looks_like(const char *path);
+
 /* Reads a SCALE-Sim .cfg into *out. TPU_OK, or with the message in err
 ** ("FILE:LINE:COL: ..."): TPU_ERR_INPUT for a malformed file, the file
 ** reader's status (TPU_ERR_IO, TPU_ERR_INPUT, TPU_ERR_NOMEM) when it

@@ -199,6 +199,20 @@ static tpu_status cfg_missing(const char *path, const int *seen, char *err, size
   return TPU_OK;
 }
 
+tpu_ss_looks tpu_ss_looks_like(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return TPU_SS_LOOKS_UNKNOWN;
+  char line[512];
+  tpu_ss_looks k = TPU_SS_LOOKS_UNKNOWN;
+  for (int n = 0; k == TPU_SS_LOOKS_UNKNOWN && n < 16 && fgets(line, sizeof line, f); n++) {
+    const char *b = line + strspn(line, " \t");
+    if (*b == '[' && strchr(b, ']')) k = TPU_SS_LOOKS_CFG;
+    else if (*b != '#' && *b != ';' && strchr(b, ',')) k = TPU_SS_LOOKS_TOPOLOGY;
+  }
+  fclose(f);
+  return k;
+}
+
 tpu_status tpu_ss_config_read(const char *path, tpu_ss_config *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   out->banks = 1;
