@@ -24,6 +24,7 @@
 #include <SDL.h>
 #include <SDL_ttf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -647,10 +648,26 @@ void tpu_viz_window_present(tpu_viz_window *w) {
   SDL_RenderPresent(w->ren);
 }
 
+/* SDL_Init(SDL_INIT_VIDEO) with stderr closed: the display libraries it
+** probes print their own complaints ("error: XDG_RUNTIME_DIR is invalid or
+** not set in the environment.") before ours; SDL_GetError keeps what
+** matters. */
+static int sdl_init_quiet(void) {
+  fflush(stderr);
+  const int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved >= 0 && null >= 0) dup2(null, STDERR_FILENO);
+  const int rc = SDL_Init(SDL_INIT_VIDEO);
+  fflush(stderr);
+  if (saved >= 0 && null >= 0) dup2(saved, STDERR_FILENO);
+  if (saved >= 0) close(saved);
+  if (null >= 0) close(null);
+  return rc;
+}
+
 /* The window loop. 'script' is a private copy (tokens are cut in place). */
 static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
   char err[4300];
-  if (SDL_Init(SDL_INIT_VIDEO) != 0) {
+  if (sdl_init_quiet() != 0) {
     fprintf(stderr, "tpusim viz: no display (%s); run with --headless --frames N --out DIR to write PNG frames instead\n",
             SDL_GetError());
     return 2;
@@ -734,7 +751,7 @@ static int run_headless(tpu_viz *v, const tpu_viz_app_opts *o) {
   char err[4300];
   viz_gif *gif = NULL;
   SDL_SetHint(SDL_HINT_VIDEODRIVER, "offscreen,dummy");
-  if (SDL_Init(SDL_INIT_VIDEO) != 0) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); return 1; }
+  if (sdl_init_quiet() != 0) { fprintf(stderr, "tpusim viz: SDL: %s\n", SDL_GetError()); return 1; }
   ui u;
   int rc = 1;
   if (ui_open(&u, v, o->width, o->height, err, sizeof err) != 0) { fprintf(stderr, "tpusim viz: %s\n", err); goto out; }

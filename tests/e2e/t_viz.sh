@@ -23,6 +23,9 @@ expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY SDL_VIDEODRIVER=dummy "$TPUSIM
 expect_err_contains "no display"; expect_err_contains "--headless"
 expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$TPUSIM" viz --chip teach
 expect_err_contains "--headless"
+# ours is the only message: the display libraries' own complaints stay off (#32)
+expect_status 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER -u XDG_RUNTIME_DIR "$TPUSIM" viz --chip teach
+[ "$(wc -l < "$T/err.txt")" = 1 ] && head -1 "$T/err.txt" | grep -q "^tpusim viz: no display" || die "more than our message: $ERR"
 # a script is checked whole before any of it runs: 'space' is not acted on before 'bogus' is refused
 expect_status 2 env SDL_VIDEODRIVER=dummy "$TPUSIM" viz --chip teach --script space,bogus
 expect_err_contains "--script: unknown action 'bogus'"
