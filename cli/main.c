@@ -33,8 +33,44 @@ static void usage(FILE *to) {
     "  --set KEY=VALUE    override one configuration key (repeatable), e.g. mxu.rows=8\n"
     "  --json             print one JSON object on stdout (for scripts)\n"
     "  --help             this text, or a command's own\n"
-    "  --version          the release (tpusim " TPU_VERSION ")\n\n"
+    "  --version          the release (tpusim " TPU_VERSION ")\n"
+    "  --values OPTION    the values OPTION takes, one a line (chip, model, precision, level,\n"
+    "                     dataflow, host, data, dtype-policy, backend, emit): for shell completion\n\n"
     "exit status: 0 ok, 1 runtime failure, 2 bad input\n");
+}
+
+/* `tpusim --values OPTION`: the values OPTION takes, one a line, from the
+** tables the program itself checks them against (the bash completion reads
+** them). 0, or 2 for an option without a fixed set of values. */
+static int values(const char *opt) {
+  const char *const *list = NULL;
+  static const char *const BACKEND[] = { "sim", "reference", NULL };
+  static const char *const DATA[] = { "fashion-mnist", "mnist", "synthetic", "cifar10:", "images:", "tfrecord:",
+                                      NULL };
+  static const char *const EMIT[] = { "parallel", "slurm", NULL };
+  if (!strcmp(opt, "chip")) list = tpu_chip_preset_names();
+  else if (!strcmp(opt, "host")) list = tpu_chip_host_names();
+  else if (!strcmp(opt, "backend")) list = BACKEND;
+  else if (!strcmp(opt, "data")) list = DATA;
+  else if (!strcmp(opt, "emit")) list = EMIT;
+  else if (!strcmp(opt, "model"))
+    for (int t = 0; t < 2; t++)
+      for (const char *const *q = t ? tpu_fe_model_zoo_names() : tpu_fe_model_builtin_names(); *q; q++) puts(*q);
+  else if (!strcmp(opt, "precision"))
+    for (int p = TPU_PREC_BF16; p <= TPU_PREC_BF16X6; p++) puts(tpu_precision_name((tpu_precision)p));
+  else if (!strcmp(opt, "level"))
+    for (int f = TPU_FIDELITY_PE; f <= TPU_FIDELITY_TIMING; f++) puts(tpu_fidelity_name((tpu_fidelity)f));
+  else if (!strcmp(opt, "dataflow"))
+    for (int d = TPU_MXU_WS; d <= TPU_MXU_IS; d++) puts(tpu_mxu_dataflow_name((tpu_mxu_dataflow)d));
+  else if (!strcmp(opt, "dtype-policy"))
+    for (int d = TPU_FE_MIXED_BFLOAT16; d <= TPU_FE_FLOAT32; d++) puts(tpu_fe_dtype_policy_name((tpu_fe_dtype_policy)d));
+  else {
+    fprintf(stderr, "tpusim --values: expected one of backend, chip, data, dataflow, dtype-policy, emit, host, level, "
+            "model, precision; got '%s'\n", opt);
+    return 2;
+  }
+  for (; list && *list; list++) puts(*list);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -47,6 +83,7 @@ int main(int argc, char **argv) {
     printf("tpusim %s\n", TPU_VERSION);
     return 0;
   }
+  if (!strcmp(argv[1], "--values")) return values(argc > 2 ? argv[2] : "");
   for (size_t i = 0; i < NCMDS; i++)
     if (!strcmp(argv[1], CMDS[i].name)) return CMDS[i].fn(argc - 1, argv + 1);
   const char *names[sizeof CMDS / sizeof CMDS[0]];

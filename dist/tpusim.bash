@@ -10,8 +10,16 @@ _tpusim() {
     COMPREPLY=($(compgen -W "$cmds --help --version" -- "$cur"))
     return
   fi
+  # values from the program's own tables (tpusim --values OPTION), files where a file may stand instead
   case $prev in
-    --out|--csv|--trace|--checkpoint|--png|--program|--pipeline|--model|--chip|--data|--npy|--topology)
+    --precision|--level|--dataflow|--host|--dtype-policy|--backend|--emit)
+      COMPREPLY=($(compgen -W "$("$exe" --values "${prev#--}" 2>/dev/null)" -- "$cur")); return ;;
+    --chip|--model)
+      COMPREPLY=($(compgen -W "$("$exe" --values "${prev#--}" 2>/dev/null)" -- "$cur") \
+                 $(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur")); return ;;
+    --data)
+      COMPREPLY=($(compgen -W "$("$exe" --values data 2>/dev/null)" -- "$cur") $(compgen -d -- "$cur")); return ;;
+    --out|--csv|--trace|--checkpoint|--png|--program|--pipeline|--npy|--topology)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   if [[ $cur == -* ]]; then

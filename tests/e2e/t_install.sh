@@ -29,6 +29,16 @@ out=$(bash -c 'source "$1"; COMP_WORDS=("$2" vi); COMP_CWORD=1; _tpusim; echo "$
 out=$(bash -c 'source "$1"; COMP_WORDS=("$2" viz --sca); COMP_CWORD=2; _tpusim; echo "${COMPREPLY[*]}"' _ \
       "$P/share/bash-completion/completions/tpusim" "$P/bin/tpusim")
 [ "$out" = --scale ] || die "completion of 'viz --sca' gave '$out'"
+# values, from the program's own tables (tpusim --values; #32)
+comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tpusim; echo "${COMPREPLY[*]}"' _ \
+      "$P/share/bash-completion/completions/tpusim" "$P/bin/tpusim" "$@"; }
+[ "$(comp train --chip tpu-v)" = "tpu-v2-8 tpu-v3-8" ] || die "completion of --chip tpu-v gave '$(comp train --chip tpu-v)'"
+[ "$(comp train --model resnet)" = "resnet50 resnet152v2" ] || die "completion of --model resnet gave '$(comp train --model resnet)'"
+[ "$(comp matmul --precision bf16x)" = "bf16x3 bf16x6" ] || die "completion of --precision"
+[ "$(comp matmul --dataflow o)" = "os" ] || die "completion of --dataflow"
+[ "$(comp train --level t)" = "tile timing" ] || die "completion of --level"
+[ "$(comp train --host c)" = "colab" ] || die "completion of --host"
+[ "$(comp train --data cif)" = "cifar10:" ] || die "completion of --data"
 # a C program against the installed engine, through pkg-config
 cat > prog.c <<'C'
 #include <stdio.h>
