@@ -196,8 +196,9 @@ extern tpu_sweep_field cli_stall_fields[CLI_STALL_FIELDS];
 /* Sets them from cycles[k] and share[k] (k the TPU_SIM_* part). row NULL:
 ** nothing. This function can't fail. */
 void cli_sweep_stalls(tpu_sweep_row *row, const double cycles[TPU_SIM_NSTALL], const double share[TPU_SIM_NSTALL]);
-/* The <part>_share columns, stacked in a sweep's stall plot: *n of them. */
-const char *const *cli_stall_shares(int *n);
+/* The <part>_share columns, stacked in a sweep's stall plot: *n of them,
+** and (rgb not NULL) their colours, the window's (sim/stall.def), 0xRRGGBB. */
+const char *const *cli_stall_shares(int *n, const uint32_t **rgb);
 /* A sweep point's check (tpu_sweep_cmd.check) of the chip its options
 ** load: --chip with every --set, loaded as the point will load it; 0, or
 ** the exit status after a message naming the key, the value and what is

@@ -24,7 +24,7 @@ static const char HELP[] =
 ** message. */
 static int plot(tpu_sweep_plot_opts *o, bool quiet) {
   char err[4200];
-  o->stack = cli_stall_shares(&o->nstack);
+  o->stack = cli_stall_shares(&o->nstack, &o->stack_rgb);
   const tpu_status st = tpu_sweep_plot(o, quiet, err, sizeof err);
   return st ? cli_fail(CMD, st, "%s", err) : 0;
 }

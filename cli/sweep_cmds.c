@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli_int.h"
+#include "viz/viz.h"
 
 #define CMD "sweep"
 
@@ -20,6 +21,7 @@ static const tpu_sweep_cmd *const SWEEPABLE[] = { &cli_train_cmd, &cli_matmul_cm
 
 tpu_sweep_field cli_stall_fields[CLI_STALL_FIELDS];
 static const char *stall_shares[TPU_SIM_NSTALL];
+static uint32_t stall_rgb[TPU_SIM_NSTALL];    /* their colours (sim/stall.def), 0xRRGGBB */
 static char stall_names[CLI_STALL_FIELDS][48];
 static pthread_once_t stall_once = PTHREAD_ONCE_INIT;
 
@@ -33,6 +35,7 @@ static void stall_init(void) {
       cli_stall_fields[2 * i + k] = (tpu_sweep_field){ name, TPU_SWEEP_REAL };
     }
     stall_shares[i] = stall_names[2 * i + 1];
+    stall_rgb[i] = tpu_viz_stall_color(tpu_sim_stall_in_report_order(i)) & 0xffffffu;
   }
 }
 
@@ -43,9 +46,10 @@ const tpu_sweep_env *cli_sweep_env(void) {
   return &env;
 }
 
-const char *const *cli_stall_shares(int *n) {
+const char *const *cli_stall_shares(int *n, const uint32_t **rgb) {
   pthread_once(&stall_once, stall_init);
   *n = TPU_SIM_NSTALL;
+  if (rgb) *rgb = stall_rgb;
   return stall_shares;
 }
 

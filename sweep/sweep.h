@@ -236,6 +236,7 @@ tpu_status tpu_sweep_emit(const tpu_sweep_def *d, tpu_sweep_engine engine, const
 typedef struct tpu_sweep_plot_opts {
   const char *csv, *x, *y, *series, *out;
   const char *const *stack;    /* nstack columns stacked in stall-shares (those the CSV has) */
+  const uint32_t *stack_rgb;   /* their colours, 0xRRGGBB (NULL: gnuplot's) */
   int nstack;
 } tpu_sweep_plot_opts;
 /* TPU_OK, or the status and message: TPU_ERR_INPUT for a CSV that is not a

@@ -186,12 +186,12 @@ tpu_status tpu_sweep_gnuplot(const char *base, const char *dat, size_t ndat, con
 
 /* The script's head: PNG terminal, the output beside the script (gnuplot
 ** runs in its directory), labels. */
-static void gp_head(tpu_text *gp, const char *base, const char *title, const char *xl, const char *yl) {
+static void gp_head(tpu_text *gp, const char *base, const char *title, const char *xl, const char *yl, long width) {
   const char *name = strrchr(base, '/') + 1;     /* base is DIR/NAME */
   tpu_text_printf(gp, "# gnuplot script written by tpusim plot; edit it and rerun `gnuplot %s.gp` in its directory\n"
-                  "set terminal pngcairo size 960,600 noenhanced\nset output '%s.png'\n"
+                  "set terminal pngcairo size %ld,600 noenhanced\nset output '%s.png'\n"
                   "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\nset grid\nset key outside right\n",
-                  name, name, title, xl, yl);
+                  name, width, name, title, xl, yl);
 }
 /* }================================================================== */
 
@@ -217,7 +217,7 @@ static tpu_status line_plot(const table *t, int x, int y, int s, long fix, const
   for (long i = 0; i < t->nrows; i++) xnum &= numeric(t->rows[i][x]);
   const int nx = xnum ? 0 : distinct(t, x, xv, 256);
   tpu_text dat = { 0 }, gp = { 0 };
-  gp_head(&gp, base, title, t->head[x], t->head[y]);
+  gp_head(&gp, base, title, t->head[x], t->head[y], 960);
   if (!xnum) tpu_text_printf(&gp, "set xrange [-0.5:%d.5]\n", nx - 1);
   tpu_text_printf(&gp, "plot");
   for (int k = 0; k < ns; k++) {
@@ -261,14 +261,18 @@ static tpu_status line_plots(const table *t, int x, int y, int s, const char *di
 /* The stall shares of every point (the columns o->stack names), stacked. */
 static tpu_status stall_plot(const table *t, const tpu_sweep_plot_opts *o, const char *dir, bool quiet, char *err,
                              size_t cap) {
-  int sc[MAXCOL], n = 0;
+  int sc[MAXCOL], si[MAXCOL], n = 0;
   for (int i = 0; i < o->nstack && n < MAXCOL; i++)
-    if ((sc[n] = col(t, o->stack[i])) > 0) n++;
+    if ((sc[n] = col(t, o->stack[i])) > 0) si[n++] = i;
   if (!n) return TPU_OK;
   char base[4200];
   snprintf(base, sizeof base, "%s/stall-shares", dir);
   tpu_text dat = { 0 }, gp = { 0 };
-  gp_head(&gp, base, "share of the step per stall part", "point", "share of the step");
+  long pts = 0;
+  for (long i = 0; i < t->nrows; i++) pts += ok(t, i);
+  /* every point's bar and label legible: 20 pixels a point past 40 of them */
+  gp_head(&gp, base, "share of the step per stall part", "point", "share of the step",
+          pts <= 40 ? 960 : pts * 20 + 160 > 8192 ? 8192 : pts * 20 + 160);
   tpu_text_printf(&gp, "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.9 border -1\n"
                   "set boxwidth 0.8\nset yrange [0:1]\nset xtics rotate by -60 font ',7'\nplot");
   for (long i = 0; i < t->nrows; i++) {
@@ -279,9 +283,13 @@ static tpu_status stall_plot(const table *t, const tpu_sweep_plot_opts *o, const
     for (int k = 0; k < n; k++) tpu_text_printf(&dat, " %s", t->rows[i][sc[k]]);
     tpu_text_printf(&dat, "\n");
   }
-  for (int k = 0; k < n; k++)
-    tpu_text_printf(&gp, "%s 'stall-shares.dat' using %d%s title '%.*s'", k ? ", \\\n    " : " ", k + 2,
-                    k ? "" : ":xticlabels(1)", (int)(strstr(t->head[sc[k]], "_share") - t->head[sc[k]]), t->head[sc[k]]);
+  for (int k = 0; k < n; k++) {
+    char lc[32] = "";   /* the window's colour of the part (sim/stall.def) */
+    if (o->stack_rgb) snprintf(lc, sizeof lc, " lc rgb '#%06x'", (unsigned)(o->stack_rgb[si[k]] & 0xffffffu));
+    tpu_text_printf(&gp, "%s 'stall-shares.dat' using %d%s%s title '%.*s'", k ? ", \\\n    " : " ", k + 2,
+                    k ? "" : ":xticlabels(1)", lc, (int)(strstr(t->head[sc[k]], "_share") - t->head[sc[k]]),
+                    t->head[sc[k]]);
+  }
   tpu_text_printf(&gp, "\n");
   return write_pair(base, &dat, &gp, quiet, err, cap);
 }

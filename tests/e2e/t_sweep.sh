@@ -194,3 +194,20 @@ expect_err_contains "allf/results.csv: no point ran (2 failed), nothing to plot;
 expect_status 1 "$TPUSIM" sweep --out onef matmul --chip teach --cores 4 --m 8 --n 8 --k 8,16777216 --level timing
 ! grep -qi "warning" "$T/err.txt" || die "gnuplot's warnings leaked: $(cat "$T/err.txt")"
 [ -s onef/cycles-vs-k.png ] || die "the point that ran is drawn"
+# one palette: the stall-shares plot colours each part as the window does
+# (sim/stall.def: mxu_busy green), and widens with the points (#32)
+expect_status 0 "$TPUSIM" sweep --out pal -j 2 train --model mlp --data synthetic --synthetic-n 256 --batch 32,64 --level timing --steps-per-epoch 2
+grep -qF "lc rgb '#2ca02c' title 'mxu_busy'" pal/stall-shares.gp || die "stall-shares.gp: mxu_busy is not the window's green"
+grep -qF "lc rgb '#d62728' title 'infeed_wait'" pal/stall-shares.gp || die "stall-shares.gp: infeed_wait is not the window's red"
+/usr/bin/python3 - <<'PY'
+import csv
+rows = list(csv.reader(open("pal/results.csv")))
+h, r = rows[0], rows[1]
+w = csv.writer(open("pal60.csv", "w"))
+w.writerow(h)
+for i in range(60):
+    x = list(r); x[0] = str(i); x[h.index("batch")] = str(8 * (i + 1)); w.writerow(x)
+PY
+mkdir -p p60
+expect_status 0 "$TPUSIM" plot pal60.csv --out p60
+grep -q "set terminal pngcairo size 1360,600" p60/stall-shares.gp || die "60 points: the stall-shares plot is not widened"
