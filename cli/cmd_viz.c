@@ -59,6 +59,9 @@ static const char HELP[] =
   "  --core C               core shown first (1-based, default 1)\n"
   "  --cycle C              first cycle shown (default: the selected core's first\n"
   "                         weight load, where something first happens in the array)\n"
+  "  --at EVENT             first cycle shown: the selected core's first weight-load,\n"
+  "                         wavefront (the first full diagonal), result (a tile's\n"
+  "                         results written), partial-tile, infeed-wait or all-reduce\n"
   "  --scale X              text size factor, 0.5..4 (default 1; text also grows\n"
   "                         with the window: 13 px at 1280x800, 18 px at 1920x1080)\n"
   "  --speed X              cycles per second when running (default 4 on arrays\n"
@@ -81,7 +84,7 @@ static const char HELP[] =
 
 #define CMD "viz"
 
-enum { OPT_PRECISION = 1, OPT_SIZE, OPT_POLICY };
+enum { OPT_PRECISION = 1, OPT_SIZE, OPT_POLICY, OPT_AT };
 
 typedef struct viz_opts {
   long m, n, k, seed, core, cycle, frames, every, cores, batch, infeed_ready, steps;   /* 0: not given */
@@ -89,6 +92,7 @@ typedef struct viz_opts {
   double speed, scale;
   tpu_precision prec;
   tpu_fe_dtype_policy policy;  /* with --model */
+  int at;                      /* --at: the event (tpu_viz_event), or -1 */
   bool prec_given, headless;
   int width, height;
   const char *out_dir, *script, *png, *gif, *program, *model, *pipeline;
@@ -106,6 +110,12 @@ static int option(void *ud, int id, const char *v) {
     return cli_precision(CMD, v, &o->prec);
   }
   if (id == OPT_POLICY) return cli_dtype_policy(CMD, v, &o->policy);
+  if (id == OPT_AT) {
+    for (int e = 0; e < TPU_VIZ_NEVENT; e++)
+      if (!strcmp(v, tpu_viz_event_name((tpu_viz_event)e))) { o->at = e; return 0; }
+    return cli_usage_error(CMD, "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait or "
+                           "all-reduce, got '%s'", v);
+  }
   char *e = (char *)"?";                       /* --size WxH */
   long w = 0, h = 0;
   errno = 0;
@@ -118,7 +128,7 @@ static int option(void *ud, int id, const char *v) {
 }
 
 static int parse(int argc, char **argv, viz_opts *o) {
-  *o = (viz_opts){ .seed = 1, .core = 1, .cycle = -1, .scale = 1, .every = 1, .prec = TPU_PREC_BF16, .width = 1280, .height = 800 };
+  *o = (viz_opts){ .seed = 1, .core = 1, .cycle = -1, .at = -1, .scale = 1, .every = 1, .prec = TPU_PREC_BF16, .width = 1280, .height = 800 };
   const cli_opt opts[] = {
     CLI_LONG("m", &o->m, 1, 65536), CLI_LONG("n", &o->n, 1, 65536), CLI_LONG("k", &o->k, 1, 65536),
     CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("core", &o->core, 1, TPU_MAX_CORES),
@@ -126,6 +136,7 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_LONG("every", &o->every, 1, LONG_MAX), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
     CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("infeed-ready", &o->infeed_ready, 0, (long)TPU_SIM_MAX_CYCLES),
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL), CLI_ID("dtype-policy", OPT_POLICY, NULL),
+    CLI_ID("at", OPT_AT, NULL),
     CLI_STR("model", &o->model, "--model needs a name or a file"),
     CLI_STR("program", &o->program, "--program needs a file name"),
     CLI_STR("pipeline", &o->pipeline, "--pipeline needs a datafeed JSON file"), CLI_LONG("steps", &o->steps, 1, 200),
@@ -136,6 +147,8 @@ static int parse(int argc, char **argv, viz_opts *o) {
     CLI_FLAG("headless", &o->headless),
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, option, o);
+  if (!rc && !o->com.help && o->at >= 0 && o->cycle >= 0)
+    return cli_usage_error(CMD, "--at and --cycle both choose the first cycle shown; give one");
   return rc ? rc : o->com.help ? cli_help(HELP, TPU_VIZ_KEYS_HELP) : CLI_RUN;
 }
 
@@ -356,6 +369,12 @@ static int create(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
                            (unsigned long long)total, (unsigned long long)total - 1);
   if (tpu_viz_select_core(*v, (int)o->core - 1) != TPU_OK) return cli_runtime_error(CMD, "out of memory");
   tpu_viz_set_text_scale(*v, o->scale);
+  uint64_t at;
+  if (o->at >= 0 && !tpu_viz_event_cycle(*v, (tpu_viz_event)o->at, &at))
+    return cli_usage_error(CMD, "--at %s: core %ld has none in this run%s", tpu_viz_event_name((tpu_viz_event)o->at),
+                           o->core, o->at == TPU_VIZ_AT_INFEED_WAIT ? " (--model with --infeed-ready C makes one)"
+                           : o->at == TPU_VIZ_AT_ALL_REDUCE ? " (--model on several cores has one)" : "");
+  if (o->at >= 0) o->cycle = (long)at;
   return 0;
 }
 /* }================================================================== */

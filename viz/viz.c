@@ -588,6 +588,34 @@ static uint64_t nearest_event(const tpu_viz *v, int dir) {
 uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return nearest_event(v, 1); }
 uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return nearest_event(v, -1); }
 
+const char *tpu_viz_event_name(tpu_viz_event e) {
+  static const char *const N[TPU_VIZ_NEVENT] = { "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",
+                                                 "all-reduce" };
+  return (unsigned)e < TPU_VIZ_NEVENT ? N[e] : NULL;
+}
+
+bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c) {
+  const viz_core *vc = &v->core[v->sel];
+  const tpu_mxu_tile *t = vc->tiles;
+  const tpu_mxu_tile_times *tt = vc->times;
+  switch (e) {
+  case TPU_VIZ_AT_WEIGHT_LOAD: if (!vc->ntiles) return false; *c = tt[0].load_start; return true;
+  case TPU_VIZ_AT_WAVEFRONT: if (!vc->ntiles) return false; *c = tt[0].stream_start + (uint64_t)(t[0].k - 1); return true;
+  case TPU_VIZ_AT_RESULT: if (!vc->ntiles) return false; *c = tt[0].last_result; return true;
+  case TPU_VIZ_AT_PARTIAL_TILE:
+    for (size_t i = 0; i < vc->ntiles; i++)
+      if (t[i].k < v->rows || t[i].n < v->cols) { *c = tt[i].stream_start + (uint64_t)(t[i].k - 1); return true; }
+    return false;
+  case TPU_VIZ_AT_INFEED_WAIT: case TPU_VIZ_AT_ALL_REDUCE: {
+    const int want = e == TPU_VIZ_AT_INFEED_WAIT ? TPU_SIM_INFEED_WAIT : TPU_SIM_COLLECTIVE_WAIT;
+    for (size_t i = 0; i < vc->nseg; i++)
+      if (vc->seg[i].core == want && vc->seg[i].at < v->total) { *c = vc->seg[i].at; return true; }
+    return false;
+  }
+  default: return false;
+  }
+}
+
 /* The tile loading weights into array 0 at the cycle shown (-1 if none). */
 static long loading_tile(const tpu_viz *v) {
   const viz_core *vc = &v->core[v->sel];

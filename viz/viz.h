@@ -127,6 +127,24 @@ uint64_t tpu_viz_first_event_cycle(const tpu_viz *v);
 ** all-reduce beginning or ending). The run's last cycle / 0 if none. */
 uint64_t tpu_viz_next_event_cycle(const tpu_viz *v);
 uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v);
+/* The moments a picture is chosen by (`viz --at EVENT`), on the selected
+** core: its first weight load (array 0's first tile starts loading); its
+** first full wavefront (that tile's first activation diagonal reaching the
+** last row it uses); its first result (that tile's results all written);
+** its first partial tile (one using fewer rows or columns than the array),
+** at its full wavefront; its first infeed wait; its first all-reduce (the
+** first cycle in collective_wait). */
+typedef enum tpu_viz_event {
+  TPU_VIZ_AT_WEIGHT_LOAD = 0, TPU_VIZ_AT_WAVEFRONT, TPU_VIZ_AT_RESULT, TPU_VIZ_AT_PARTIAL_TILE,
+  TPU_VIZ_AT_INFEED_WAIT, TPU_VIZ_AT_ALL_REDUCE, TPU_VIZ_NEVENT
+} tpu_viz_event;
+/* "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",
+** "all-reduce"; NULL out of range. */
+const char *tpu_viz_event_name(tpu_viz_event e);
+/* The event's cycle into *c: true, or false when the run has none on the
+** selected core (a GEMM without a partial tile, a step without infeed wait).
+** This function can't fail. */
+bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c);
 /* The selected core's array-0 tiles in order and their times (borrowed,
 ** valid until the session is destroyed); returns their count. */
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);

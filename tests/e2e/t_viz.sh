@@ -210,3 +210,31 @@ expect_out_contains "12 frames, cycles 1740..1784"
 expect_status 2 "$TPUSIM" viz --chip teach --gif x.gif;                      expect_err_contains "--gif"
 expect_status 2 "$TPUSIM" viz --chip teach --headless --gif x.gif --out o;   expect_err_contains "without --out"
 expect_status 1 "$TPUSIM" viz --chip teach --headless --gif /nonexistent/x.gif; expect_err_contains "/nonexistent/x.gif"
+# --at EVENT chooses a picture by what it should show, not a cycle number (#32):
+# the first tile's load, full diagonal and results, a partial tile, an
+# infeed wait, an all-reduce
+expect_status 0 "$TPUSIM" viz --chip teach --headless --png at0.png --json
+echo "$OUT" > at0.json
+for e in weight-load wavefront result; do
+  expect_status 0 "$TPUSIM" viz --chip teach --headless --png "at-$e.png" --at "$e" --json
+  echo "$OUT" > "at-$e.json"
+done
+/usr/bin/python3 - <<'PY' || die "--at: the cycles are not the first tile's events"
+import json
+t = json.load(open("at0.json"))["tiles"][0]
+at = {e: json.load(open("at-%s.json" % e))["start_cycle"] for e in ("weight-load", "wavefront", "result")}
+assert at == {"weight-load": t["load_start"], "wavefront": t["stream_start"] + t["k"] - 1, "result": t["last_result"]}, (at, t)
+PY
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --infeed-ready 5000 --headless --png at-i.png --at infeed-wait --json
+[ "$(json_get start_cycle /dev/stdin <<< "$OUT")" = 0 ] || die "--at infeed-wait: the wait begins the step"
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --png at-a.png --at all-reduce --json
+echo "$OUT" > at-a.json
+/usr/bin/python3 -c 'import json; d=json.load(open("at-a.json")); assert 0 < d["start_cycle"] < d["total_cycles"], d["start_cycle"]' \
+  || die "--at all-reduce"
+expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --png at-p.png --at partial-tile
+expect_status 2 "$TPUSIM" viz --chip teach --m 8 --n 8 --k 8 --headless --png at-x.png --at all-reduce
+expect_err_contains "--at all-reduce: core 1 has none in this run"
+expect_status 2 "$TPUSIM" viz --chip teach --headless --png at-x.png --at sunrise
+expect_err_contains "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait or all-reduce, got 'sunrise'"
+expect_status 2 "$TPUSIM" viz --chip teach --headless --png at-x.png --at result --cycle 5
+expect_err_contains "--at and --cycle both choose the first cycle shown"
