@@ -130,13 +130,14 @@ printf 'L, M, N, K,\nok, 8, 8, 8,\nbig, 70000, 8, 8,\n' > big.csv
 printf 'L, M, N, K,\nok, 8, 8, x,\n' > badk.csv
 printf 'h\nhuge, 65536, 65536, 1, 1, 1, 1, 1,\n' > huge.csv
 # a layer too big for the chip: the GEMM builder's shape limit refuses M = 70000 today and
-# the HBM capacity would once that limit is lifted; 60000 rows overflow the HBM either way
+# the HBM capacity would once that limit is lifted; 60000 rows overflow the HBM either way,
+# decided from the shape before a program is built (#33)
 printf 'L, M, N, K,\nok, 8, 8, 8,\nbig, 60000, 8, 8,\n' > b60.csv
 small="--cores 1 --set hbm.capacity_gib=0.001"
 expect_status 2 "$TPUSIM" run --topology big.csv --input-type gemm $small
 expect_err_contains "big.csv:3: layer 'big'"
 expect_status 2 "$TPUSIM" run --topology b60.csv --input-type gemm $small
-expect_err_contains "b60.csv:3: layer 'big': core 0: buffer"
+expect_err_contains "b60.csv:3: layer 'big' (GEMM 60000 x 8 x 8): the GEMM's HBM buffers (A's rows, B and C's rows of each core) need 3840256 bytes on chip 0"
 expect_err_contains "more than its capacity"
 expect_status 2 "$TPUSIM" scalesim -c s32.cfg -t big.csv -i gemm -p logs --chip teach $small
 expect_err_contains "big.csv:3: layer 'big'"
