@@ -1475,8 +1475,7 @@ json_t *fe_keras_native(const fe_keras *k) { return k->native; }
 
 /* The shape a node's output has in the translated model m: the model input,
 ** or the native layer it names. false when none is found. */
-static bool node_shape(const fe_keras *K, const knode *n, const tpu_fe_model *m, tpu_fe_shape *out) {
-  (void)K;
+static bool node_shape(const knode *n, const tpu_fe_model *m, tpu_fe_shape *out) {
   if (!strcmp(n->out, "input")) { *out = m->input; return true; }
   for (int i = 0; i < m->nlayers; i++)
     if (!strcmp(m->layers[i].name, n->out)) { *out = m->layers[i].out; return true; }
@@ -1491,7 +1490,7 @@ tpu_status fe_keras_check_inputs(const fe_keras *K, const tpu_fe_model *m) {
     json_t *s = json_object_get(n->cfg, key);
     const size_t r = json_is_array(s) ? json_array_size(s) - 1 : 0;   /* the batch dimension aside */
     tpu_fe_shape got;
-    if ((r != 1 && r != 3) || !node_shape(K, n, m, &got)) continue;
+    if ((r != 1 && r != 3) || !node_shape(n, m, &got)) continue;
     const int have[3] = { got.h, got.w, got.c };
     const int flat = got.h * got.w * got.c;
     bool same = true;

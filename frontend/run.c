@@ -50,7 +50,6 @@ struct tpu_fe_run {
   long csum, seen;             /* ... samples right, samples */
   double ep_sim, ep_wall0;     /* ... simulated time, and the wall clock at its start */
   /* The host side of the fit (docs/TRAINING.md, "The host side of a fit") */
-  double clock_s;              /* the fit's simulated wall clock: steps, calls, compiles, validation */
   double dequeue_s;            /* when the last step took its batch (its infeed buffer freed) */
   double xfer_s;               /* a sample's host-to-device transfer over the chips' links */
   double compile_s[2];         /* a program's compile: the training step's, the inference pass's */
@@ -320,7 +319,6 @@ static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float
   double pre_s = 0;   /* the host's work right before the step: its call, a compile */
   if (s % r->cfg.steps_per_execution == 0) {
     pre_s += chip->host_dispatch_s;
-    r->clock_s += chip->host_dispatch_s;
     r->ep_fit.dispatch_s += chip->host_dispatch_s;
     r->executions++;
   }
@@ -340,7 +338,6 @@ static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float
     r->compiled[prog] = true;
     r->programs++;
     pre_s += r->compile_s[0];
-    r->clock_s += r->compile_s[0];
     r->ep_fit.compile_s += r->compile_s[0];
   }
   /* the batch goes to the device once the host has it and the device's
@@ -394,19 +391,17 @@ static void validation_time(tpu_fe_run *r) {
       r->compiled[2 + k] = true;
       r->programs++;
       r->ep_fit.compile_s += r->compile_s[1];
-      r->clock_s += r->compile_s[1];
     }
   const long calls = (r->val_steps + spe - 1) / spe;
   const double ev = (double)r->ev.step_cycles / r->hz, ev_tail = (double)r->ev_tail.step_cycles / r->hz;
   const double x = r->cfg.global_batch * r->xfer_s, x_tail = r->val_tail * r->xfer_s;
   const double first = whole > 0 ? x : x_tail;
-  const double hidden = (whole > 1 ? (double)(whole - 1) * fmax(0, x - ev) : 0) +
-                        (whole > 0 && r->val_tail ? fmax(0, x_tail - ev) : 0);
+  const double exposed = (whole > 1 ? (double)(whole - 1) * fmax(0, x - ev) : 0) +   /* what the step */
+                         (whole > 0 && r->val_tail ? fmax(0, x_tail - ev) : 0);        /* before leaves */
   const double t = (double)calls * chip->host_dispatch_s + (double)whole * ev + (r->val_tail ? ev_tail : 0) + first +
-                   hidden;
+                   exposed;
   r->executions += calls;
   r->ep_fit.validation_s += t;
-  r->clock_s += t;
 }
 
 /* The end of an epoch: the next epoch's data, the test split, the history. */
@@ -458,7 +453,6 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
   r->sums.sim_time_s += rec->sim_step_s;
   rec->sim_time_s = r->sums.sim_time_s;
   r->ep_sim += rec->sim_step_s;
-  r->clock_s += rec->sim_step_s;   /* from the step's request: its wait included */
   r->ep_fit.chip_s += rec->sim_step_s - rec->infeed_wait_s;
   r->ep_fit.input_s += rec->infeed_wait_s;
   /* the running means weigh each batch by its size, as Keras' (a full

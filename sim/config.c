@@ -286,31 +286,32 @@ const char *const *tpu_chip_preset_names(void) { return tpu_preset_names; }
 
 /* The host setups (docs/CHIPS.md, "The host"): each value a source or a
 ** stated assumption there. */
-typedef struct host_setup {
-  const char *name;
-  double dispatch_s, infeed_gb_per_s, compile_s, compile_s_per_kernel;
-} host_setup;
-static const host_setup HOSTS[] = {
+typedef struct host_setup { double dispatch_s, infeed_gb_per_s, compile_s, compile_s_per_kernel; } host_setup;
+static const char *const HOST_NAMES[] = { "tpu-vm", "colab", NULL };
+static const host_setup HOSTS[] = {   /* HOST_NAMES[i]'s */
   /* a TPU VM: Keras runs on the TPU's own host, the chips on its PCIe */
-  { "tpu-vm", 0.5e-3, 16.0, 2.0, 0.02 },
+  { 0.5e-3, 16.0, 2.0, 0.02 },
   /* a TPU node, as Colab's TPU was: Keras on a separate VM, each call a
   ** gRPC round trip over the data centre's network to the TPU's host */
-  { "colab", 10e-3, 16.0, 2.0, 0.02 },
+  { 10e-3, 16.0, 2.0, 0.02 },
 };
-static const char *const HOST_NAMES[] = { "tpu-vm", "colab", NULL };
 
 const char *const *tpu_chip_host_names(void) { return HOST_NAMES; }
 
 tpu_status tpu_chip_host_preset(tpu_chip_config *cfg, const char *name, char *err, size_t errcap) {
   for (size_t i = 0; i < sizeof HOSTS / sizeof HOSTS[0]; i++)
-    if (!strcmp(HOSTS[i].name, name)) {
+    if (!strcmp(HOST_NAMES[i], name)) {
       cfg->host_dispatch_s = HOSTS[i].dispatch_s;
       cfg->host_infeed_gb_per_s = HOSTS[i].infeed_gb_per_s;
       cfg->host_compile_s = HOSTS[i].compile_s;
       cfg->host_compile_s_per_kernel = HOSTS[i].compile_s_per_kernel;
       return TPU_OK;
     }
-  seterr(err, errcap, "--host: expected tpu-vm or colab, got '%s'", name);
+  char names[128] = "";
+  for (size_t i = 0; HOST_NAMES[i]; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? (HOST_NAMES[i + 1] ? ", " : " or ") : "",
+             HOST_NAMES[i]);
+  seterr(err, errcap, "--host: expected %s, got '%s'", names, name);
   return TPU_ERR_CONFIG;
 }
 const char *tpu_chip_preset_json(const char *name) {

@@ -754,6 +754,8 @@ corpus "$TPUSIM" <<'CASES'
 >one.csv point,status,cycles\n0,ok,150\n
 2|plot one.csv|one.csv: the sweep has no axis (a single point); nothing to plot against
 2|trian|unknown command 'trian' (did you mean 'train'?)
+2|--values bogus|tpusim --values: expected one of backend, chip, data, dataflow, dtype-policy, emit, host, level, model, precision; got 'bogus'
+2|--values|tpusim --values: expected one of
 2|scalesim -c docs/scalesim/alexnet.csv -t docs/scalesim/tpu_128.cfg -p ssw|a key before any [section]; -c and -t look swapped: the -c file looks like a topology CSV and the -t file like a .cfg
 2|scalesim -c docs/scalesim/tpu_128.cfg -t docs/scalesim/tpu_128.cfg -p ssw|the -t file looks like a SCALE-Sim .cfg: give it with -c, and the topology with -t
 2|train --model mlp --epoch 2|unknown option '--epoch'; did you mean '--epochs'?
