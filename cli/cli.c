@@ -48,7 +48,8 @@ int cli_fail(const char *cmd, tpu_status st, const char *fmt, ...) { REPORT(tpu_
 ** Options
 ** ================================================================== */
 static const char COMMON_HELP[] =
-  "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach) or a JSON file\n"
+  "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach; pod slices\n"
+  "                     tpu-v2-32 .. tpu-v2-512, tpu-v3-32 .. tpu-v3-2048) or a JSON file\n"
   "  --set KEY=VALUE    override one configuration key (repeatable), e.g. --set mxu.rows=8\n"
   "  --json             print one JSON object on stdout instead of the text report\n"
   "  --help             this text\n";
@@ -258,10 +259,7 @@ int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_progr
 }
 
 void cli_chip_cut(tpu_chip_config *chip, int cores) {
-  int cpc = chip->cores_per_chip < cores ? chip->cores_per_chip : cores;
-  while (cores % cpc) cpc--;
-  chip->cores = cores;
-  chip->cores_per_chip = cpc;
+  tpu_chip_config_cut(chip, cores);
   report_chip = *chip;
   report_has_chip = true;
 }

@@ -37,8 +37,14 @@ static int report_json(const char *cmd, const tpu_chip_config *cfg, const tpu_ch
 
 static int report_text(const tpu_chip_config *cfg, const tpu_chip_peaks *pk) {
   printf("chip        %s -- %s\n", cfg->name, cfg->description);
-  printf("layout      %d cores on %d chips (%d per chip), %s ICI\n", cfg->cores, pk->chips,
-         cfg->cores_per_chip, tpu_ici_topology_name(tpu_ici_topology_resolve(cfg)));
+  int x, y;
+  tpu_chip_torus(cfg, &x, &y);
+  printf("layout      %d cores on %d chips (%d per chip), %s ICI", cfg->cores, pk->chips, cfg->cores_per_chip,
+         tpu_ici_topology_name(tpu_ici_topology_resolve(cfg)));
+  if (y > 1) printf(" %dx%d (x by y; wraparound along x %s, along y %s)", x, y, cfg->ici_wrap_x ? "yes" : "no",
+                    cfg->ici_wrap_y ? "yes" : "no");
+  printf(", %d host%s (each feeding up to %d chips)\n", cfg->hosts, cfg->hosts == 1 ? "" : "s",
+         tpu_chip_chips_per_host(cfg));
   printf("clock       %.0f MHz\n", cfg->clock_mhz);
   printf("mxu         %d x %d per array, %d per core, weights %s\n", cfg->mxu.rows, cfg->mxu.cols,
          cfg->mxus_per_core, cfg->mxu.double_buffer ? "double-buffered" : "single-buffered");

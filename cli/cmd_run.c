@@ -67,7 +67,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     CLI_ID("level", OPT_LEVEL, NULL),
     CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"),
     CLI_ID("input-type", OPT_INPUT, NULL),
-    CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
+    CLI_LONG("cores", &o->cores, 1, TPU_SIM_GEMM_MAX_CORES),
   };
   const int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), &o->com, option, o);
   if (rc) return rc;

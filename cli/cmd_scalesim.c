@@ -104,7 +104,7 @@ static int parse(int argc, char **argv, ss_opts *o) {
     CLI_STR("topology", &o->topology, "--topology needs a topology .csv file"),
     CLI_STR("logdir", &o->logdir, "--logdir needs a directory"),
     CLI_ID("input-type", OPT_INPUT, NULL), CLI_ID("compat", OPT_COMPAT, NULL),
-    CLI_ID("dataflow", OPT_DATAFLOW, NULL), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES) };
+    CLI_ID("dataflow", OPT_DATAFLOW, NULL), CLI_LONG("cores", &o->cores, 1, TPU_SIM_GEMM_MAX_CORES) };
   char **args = tpu_malloc((size_t)(argc + 1) * sizeof *args);
   if (!args) return cli_runtime_error("scalesim", "out of memory");
   long_flags(argc, argv, args);

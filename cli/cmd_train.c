@@ -67,6 +67,8 @@ static const char HELP[] =
   "                         Colab's was); sets the chip's host.* keys (docs/CHIPS.md)\n"
   "  --batch B              global batch (default 128, at most 2^31); must divide by the\n"
   "                         cores and fit the training set\n"
+  "  --batch-per-core B     each core's batch instead: the global batch is B x the cores\n"
+  "                         (a sweep over --cores at a fixed B is weak scaling)\n"
   "  --cores C              cores to use (default: the chip's)\n"
   "  --backend sim|reference  sim (default): matmuls on the MXU model in the chosen\n"
   "                         precision; reference: OpenBLAS f32, no simulation\n"
@@ -92,7 +94,7 @@ enum { OPT_BACKEND = 1, OPT_LEVEL, OPT_PRECISION, OPT_POLICY, OPT_HOST };
 
 typedef struct opts {
   const char *model, *data, *trace, *csv, *ckpt, *pipeline;
-  long epochs, steps, batch, cores, threads, synth_n, spe;
+  long epochs, steps, batch, bpc, cores, threads, synth_n, spe;   /* bpc: --batch-per-core */
   long seed;                   /* -1: the model's */
   tpu_fe_backend_kind backend;
   tpu_fidelity level;
@@ -136,14 +138,15 @@ static int option(void *ud, int id, const char *v) {
 static int parse_args(int argc, char **argv, opts *o) {
   const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   const tpu_fe_run_config d = tpu_fe_run_config_default();
-  *o = (opts){ .data = d.data, .epochs = d.epochs, .batch = d.global_batch, .seed = d.seed, .synth_n = d.synthetic_n,
+  *o = (opts){ .data = d.data, .epochs = d.epochs, .batch = -1, .seed = d.seed, .synth_n = d.synthetic_n,
                .backend = d.backend, .level = d.level, .prec = d.prec, .threads = ncpu > 0 ? ncpu : 1,
                .spe = d.steps_per_execution };
   const cli_opt table[] = {
     CLI_STR("model", &o->model, NULL), CLI_STR("data", &o->data, NULL), CLI_STR("trace", &o->trace, NULL),
     CLI_STR("csv", &o->csv, NULL), CLI_STR("checkpoint", &o->ckpt, NULL), CLI_STR("pipeline", &o->pipeline, NULL),
     CLI_LONG("epochs", &o->epochs, 1, 100000), CLI_LONG("steps-per-epoch", &o->steps, 1, 100000000),
-    CLI_LONG("batch", &o->batch, 1, 1L << 31), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
+    CLI_LONG("batch", &o->batch, 1, 1L << 31), CLI_LONG("batch-per-core", &o->bpc, 1, 1L << 31),
+    CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
     CLI_LONG("threads", &o->threads, 1, 256), CLI_LONG("synthetic-n", &o->synth_n, 1, INT_MAX),
     CLI_LONG("seed", &o->seed, 0, 2147483647L), CLI_LONG("steps-per-execution", &o->spe, 1, 100000000),
     CLI_ID("host", OPT_HOST, NULL),
@@ -153,6 +156,10 @@ static int parse_args(int argc, char **argv, opts *o) {
   const int rc = cli_parse(CMD, argc, argv, table, CLI_NOPTS(table), &o->com, option, o);
   if (rc) return rc;
   if (o->com.help) return cli_help(HELP, NULL);
+  if (o->batch > 0 && o->bpc)
+    return cli_usage_error(CMD, "--batch %ld and --batch-per-core %ld: give one (the global batch, or each core's, "
+                           "the global batch then that times the cores)", o->batch, o->bpc);
+  if (o->batch < 0 && !o->bpc) o->batch = d.global_batch;
   if (!o->model) return cli_usage_error(CMD, "--model is required: a built-in or zoo name (see --help) or a JSON file");
   if (o->resume && !o->ckpt) return cli_usage_error(CMD, "--resume needs --checkpoint DIR");
   if (o->backend == TPU_FE_BACKEND_REFERENCE && o->level == TPU_FIDELITY_TIMING)
@@ -232,15 +239,17 @@ static int create_run(const opts *o, train_cli *t) {
     return cli_usage_error(CMD, "--cores %d: the chip %s has %d cores", cores, t->chip.name, t->chip.cores);
   /* sample counts are ints: no training set here holds more (synthetic data
   ** at most 2^31 - 1 samples, --synthetic-n), so a batch of 2^31 never fits */
-  if (o->batch > INT_MAX)
-    return cli_usage_error(CMD, "--batch %ld is larger than the training set (%s: at most %d samples%s)", o->batch,
+  const double batch = o->bpc ? (double)o->bpc * cores : (double)o->batch;
+  if (batch > INT_MAX)
+    return cli_usage_error(CMD, "--batch%s %ld%s is larger than the training set (%s: at most %d samples%s)",
+                           o->bpc ? "-per-core" : "", o->bpc ? o->bpc : o->batch, o->bpc ? " x the cores" : "",
                            o->data, INT_MAX, strcmp(o->data, "synthetic") ? "" : ", --synthetic-n's range");
   tpu_fe_run_config c = tpu_fe_run_config_default();
   c.model = &t->model;
   c.model_label = o->model;
   c.chip = t->chip;
   cli_chip_cut(&c.chip, cores);        /* the cores in use take part in the all-reduce */
-  c.global_batch = (int)o->batch;
+  c.global_batch = (int)batch;
   c.seed = o->seed;
   c.backend = o->backend;
   c.level = o->level;
@@ -276,7 +285,8 @@ static void start(const opts *o, train_cli *t, const tpu_fe_run_totals *tot) {
   t->tty = !o->com.json && cli_stdout_is_tty();
   if (!o->com.json)
     printf("Training %s (%zu parameters) on %s: %d cores x %d samples = batch %ld, backend %s%s, data %s%s\n",
-           t->model.name, t->model.nparams, t->chip.name, tot->cores, tot->per_core_batch, o->batch,
+           t->model.name, t->model.nparams, t->chip.name, tot->cores, tot->per_core_batch,
+           (long)tot->per_core_batch * tot->cores,
            backend_str(o, be, sizeof be), o->level != TPU_FIDELITY_TIMING ? "" : " (timing level: no values)",
            o->pipeline ? "pipeline " : "", o->pipeline ? o->pipeline : o->data);
 }
@@ -437,7 +447,8 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
   const float *params = tpu_fe_run_params(t->run, &np);
   snprintf(hs, sizeof hs, "%016llx", n ? (unsigned long long)tpu_fe_params_hash(params, np) : 0ull);
   json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:I}",
-                        "model", t->model.name, "chip", t->chip.name, "cores", m->cores, "global_batch", (int)o->batch,
+                        "model", t->model.name, "chip", t->chip.name, "cores", m->cores,
+                        "global_batch", m->per_core_batch * m->cores,
                         "per_core_batch", m->per_core_batch,
                         "backend", o->backend == TPU_FE_BACKEND_SIM ? "sim" : "reference",
                         "level", tpu_fidelity_name(o->level), "precision", tpu_precision_name(o->prec),
@@ -475,7 +486,7 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
   tpu_fe_step_costs k;
   if (o->backend == TPU_FE_BACKEND_SIM) {   /* the run's own timing of the step: only memory can fail */
     json_t *step = NULL;
-    if (tpu_fe_run_step_costs(t->run, &k) == TPU_OK) step = cli_step_costs_json(&t->model, &chip, o->batch, &k);
+    if (tpu_fe_run_step_costs(t->run, &k) == TPU_OK) step = cli_step_costs_json(&t->model, &chip, (long)m->per_core_batch * m->cores, &k);
     tpu_fe_step_costs_free(&k);
     if (!step || json_object_set_new(j, "step", step)) { json_decref(j); return NULL; }
   }
@@ -487,7 +498,7 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
 static int report_text(const opts *o, const train_cli *t, const tpu_fe_run_totals *m) {
   char be[32];
   printf("\nSummary: %s on %s, %d cores, global batch %ld (%d per core), backend %s%s\n", t->model.name, t->chip.name,
-         m->cores, o->batch, m->per_core_batch, backend_str(o, be, sizeof be),
+         m->cores, (long)m->per_core_batch * m->cores, m->per_core_batch, backend_str(o, be, sizeof be),
          o->backend == TPU_FE_BACKEND_SIM ? "" : " f32");
   if (o->level != TPU_FIDELITY_TIMING)
     printf("  test accuracy     %.4f (test loss %.4f)\n", m->val_accuracy, m->val_loss);

@@ -131,9 +131,9 @@ static int parse(int argc, char **argv, viz_opts *o) {
   *o = (viz_opts){ .seed = 1, .core = 1, .cycle = -1, .at = -1, .scale = 1, .every = 1, .prec = TPU_PREC_BF16, .width = 1280, .height = 800 };
   const cli_opt opts[] = {
     CLI_LONG("m", &o->m, 1, 65536), CLI_LONG("n", &o->n, 1, 65536), CLI_LONG("k", &o->k, 1, 65536),
-    CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("core", &o->core, 1, TPU_MAX_CORES),
+    CLI_LONG("seed", &o->seed, 0, LONG_MAX), CLI_LONG("core", &o->core, 1, TPU_SIM_GEMM_MAX_CORES),
     CLI_LONG("cycle", &o->cycle, 0, LONG_MAX), CLI_LONG("frames", &o->frames, 1, 100000),
-    CLI_LONG("every", &o->every, 1, LONG_MAX), CLI_LONG("cores", &o->cores, 1, TPU_MAX_CORES),
+    CLI_LONG("every", &o->every, 1, LONG_MAX), CLI_LONG("cores", &o->cores, 1, TPU_SIM_GEMM_MAX_CORES),
     CLI_LONG("batch", &o->batch, 1, 1 << 20), CLI_LONG("infeed-ready", &o->infeed_ready, 0, (long)TPU_SIM_MAX_CYCLES),
     CLI_ID("precision", OPT_PRECISION, NULL), CLI_ID("size", OPT_SIZE, NULL), CLI_ID("dtype-policy", OPT_POLICY, NULL),
     CLI_ID("at", OPT_AT, NULL),

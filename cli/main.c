@@ -29,7 +29,8 @@ static void usage(FILE *to) {
   for (size_t i = 0; i < NCMDS; i++) fprintf(to, "  %-10s %s\n", CMDS[i].name, CMDS[i].summary);
   fprintf(to,
     "\noptions every command takes (pipeline, which simulates no chip: --json and --help):\n"
-    "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach) or JSON file\n"
+    "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach; pod slices\n"
+    "                     tpu-v2-32 .. tpu-v2-512, tpu-v3-32 .. tpu-v3-2048) or JSON file\n"
     "  --set KEY=VALUE    override one configuration key (repeatable), e.g. mxu.rows=8\n"
     "  --json             print one JSON object on stdout (for scripts)\n"
     "  --help             this text, or a command's own\n"

@@ -410,6 +410,15 @@ typedef struct tpu_fe_feed_opts {
   tpu_fe_shape model_shape;    /* the model's input and classes: every split (training and test) */
   int model_classes;           /* must match them, else TPU_ERR_INPUT naming the file (0: not checked) */
   int timeline_steps;          /* the host-time model records its first N batches' intervals (0: none) */
+  /* A pod slice's hosts (tpu_chip_config.hosts; 0 or 1: one host feeds
+  ** every chip): each host runs its own pipeline, as tf.data's
+  ** distribute_datasets_from_function does, and the host-time model is the
+  ** busiest host's: batches of host_batch elements (its chips' share of the
+  ** global batch), the built-in pipeline reading its shard (shard(hosts,
+  ** 0)) of the source, a --pipeline file as written (its own shard stage,
+  ** if any) with its batch_size host_batch. The values stay the global
+  ** batch's. */
+  int hosts, host_batch;
 } tpu_fe_feed_opts;
 typedef struct tpu_fe_feed_info {
   tpu_fe_shape shape;

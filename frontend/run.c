@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "frontend/fe_int.h"
 
@@ -125,7 +126,10 @@ static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t 
   tpu_fe_feed_opts fo = { .data = c->data, .pipeline = c->pipeline, .global_batch = c->global_batch,
                           .epochs = c->epochs, .synthetic_n = c->synthetic_n, .seed = r->model.seed,
                           .input_shape = r->model.input, .synthetic_classes = ncls, .no_values = !r->numerics,
-                          .model_shape = r->model.input, .model_classes = ncls, .timeline_steps = c->timeline_steps };
+                          .model_shape = r->model.input, .model_classes = ncls, .timeline_steps = c->timeline_steps,
+                          /* a slice's hosts each feed their chips: the busiest host's share */
+                          .hosts = c->chip.hosts,
+                          .host_batch = r->rows * c->chip.cores_per_chip * tpu_chip_chips_per_host(&c->chip) };
   if (r->numerics && ncls > 256)
     return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "%s gives %d classes; --level tile computes values with at most "
                       "256 classes (byte labels); --level timing takes any count", label, ncls);
@@ -225,9 +229,33 @@ static tpu_status resume(tpu_fe_run *r, char *err, size_t errcap) {
 
 /* The step timer and the step at no wait, the trainer, the checkpoint and
 ** room for the history. */
+/* The tile level holds the global batch's activations and their gradients
+** (every core's shard), the parameters, their gradient and the optimizer's
+** state in the host's memory: a run that would need more than the host has
+** is refused before it starts (a pod slice's global batch at the tile
+** level, say). The timing level holds none of them. */
+static tpu_status check_host_memory(const tpu_fe_run *r, char *err, size_t errcap) {
+  if (!r->numerics) return TPU_OK;
+  const tpu_fe_model *m = &r->model;
+  double per_row = (double)tpu_fe_shape_size(m->input);
+  for (int i = 0; i < m->nlayers; i++) per_row += 2.0 * (double)tpu_fe_shape_size(m->layers[i].out);
+  const double need = 4.0 * (per_row * r->cfg.global_batch + 4.0 * (double)m->nparams);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+  if (need <= have) return TPU_OK;
+  return tpu_errorf(err, errcap, TPU_ERR_RANGE, "--level %s computes every core's values on this host: %.3g GiB for "
+                    "the global batch of %d on %d cores (activations and their gradients, the parameters, their "
+                    "gradient and the optimizer's state), more than the host's %.3g GiB of memory; --level timing "
+                    "times the same step without values on any slice, or use a smaller --batch",
+                    tpu_fidelity_name(r->cfg.level), need / 1073741824.0, r->cfg.global_batch, r->cores,
+                    have / 1073741824.0);
+}
+
 static tpu_status start(tpu_fe_run *r, const char *label, char *err, size_t errcap) {
   const tpu_fe_run_config *c = &r->cfg;
   char e[1024];
+  tpu_status st0 = check_host_memory(r, err, errcap);
+  if (st0) return st0;
   tpu_status st = tpu_fe_step_timer_create(&r->model, &c->chip, c->prec, r->rows, true, c->threads, &r->timer, e,
                                            sizeof e);
   if (!st) st = time_step(r, r->rows, 0, false, &r->tm0, e, sizeof e);

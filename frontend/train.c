@@ -243,26 +243,32 @@ uint64_t tpu_fe_params_hash(const float *p, size_t n) {
 }
 
 /* {==================================================================
-** Checkpoints, format 3: "TPUSIMC3", a header of u64 fields, the run's
+** Checkpoints, format 4: "TPUSIMC4", a header of u64 fields, the run's
 ** sums and each epoch's history as f64, the per-core sums as u64 (cores,
-** their cycles, then TPU_MAX_CORES x the stall kinds), the f32 arrays, and
-** the CRC-32 of everything before it. Little-endian host layout. Format 1
+** their cycles, then 'cores' x the stall kinds), the f32 arrays, and the
+** CRC-32 of everything before it. Little-endian host layout. Format 3
+** ("TPUSIMC3", tpusim 0.3 and 0.4) is read too: its per-core sums always
+** held 16 rows (a board's cores, the most a chip had then). Format 1
 ** ("TPUSIMCK", tpusim 0.2.0) had no run sums or history, format 2
 ** ("TPUSIMC2", development builds before 0.3.0) no per-core sums.
 ** ================================================================== */
-#define CK_MAGIC "TPUSIMC3"
+#define CK_MAGIC "TPUSIMC4"
+#define CK_MAGIC_V3 "TPUSIMC3"
+#define CK_V3_ROWS 16
 #define CK_MAGIC_V1 "TPUSIMCK"
 #define CK_MAGIC_V2 "TPUSIMC2"
 enum { CK_NPARAMS, CK_OPT, CK_SEED, CK_BATCH, CK_EPOCHS, CK_STEP, CK_T, CK_STEPS_TIMED, CK_NFIELDS };
 enum { CK_CYCLES, CK_MACS, CK_CAP, CK_SIM_TIME, CK_STALL0, CK_NRUN = CK_STALL0 + TPU_SIM_NSTALL };
 enum { CK_H_LOSS, CK_H_ACC, CK_H_VLOSS, CK_H_VACC, CK_H_SIM, CK_NHIST };
-enum { CK_C_CORES, CK_C_CYCLES, CK_C_STALL0, CK_NCORE = CK_C_STALL0 + TPU_MAX_CORES * TPU_SIM_NSTALL };
+enum { CK_C_CORES, CK_C_CYCLES, CK_C_STALL0 };
+/* u64 values of the per-core sums with 'rows' rows */
+static size_t ck_ncore(uint64_t rows) { return CK_C_STALL0 + (size_t)rows * TPU_SIM_NSTALL; }
 
 static size_t ck_arrays(const tpu_fe_trainer *t) {
   return 1 + (t->opt.m != NULL) + (t->opt.v != NULL);
 }
-static size_t ck_size(size_t nparams, size_t na, uint64_t epochs) {
-  return 8 + CK_NFIELDS * 8 + CK_NRUN * 8 + (size_t)epochs * CK_NHIST * 8 + CK_NCORE * 8 + na * nparams * 4 + 4;
+static size_t ck_size(size_t nparams, size_t na, uint64_t epochs, uint64_t rows) {
+  return 8 + CK_NFIELDS * 8 + CK_NRUN * 8 + (size_t)epochs * CK_NHIST * 8 + ck_ncore(rows) * 8 + na * nparams * 4 + 4;
 }
 
 tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_fe_ckpt_info *info,
@@ -272,10 +278,11 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
     return TPU_ERR_IO;
   }
   const size_t n = t->model->nparams, na = ck_arrays(t), ne = info->epochs_done > 0 ? (size_t)info->epochs_done : 0;
-  const size_t size = ck_size(n, na, ne);
+  const tpu_fe_run_log *rl = &info->run;
+  const int rows = rl->cores > 0 && rl->cores <= TPU_MAX_CORES ? rl->cores : 0;
+  const size_t size = ck_size(n, na, ne, (uint64_t)rows);
   unsigned char *buf = tpu_calloc(1, size);
   if (!buf) { snprintf(err, errcap, "checkpoint: out of memory"); return TPU_ERR_NOMEM; }
-  const tpu_fe_run_log *rl = &info->run;
   uint64_t f[CK_NFIELDS] = { n, (uint64_t)t->model->opt.kind, info->seed, (uint64_t)info->global_batch,
                              (uint64_t)ne, info->step, t->opt.t, rl->steps };
   double r[CK_NRUN] = { rl->cycles, rl->macs, rl->mxu_capacity, rl->sim_time_s };
@@ -290,9 +297,9 @@ tpu_status tpu_fe_ckpt_save(const char *dir, const tpu_fe_trainer *t, const tpu_
     const double v[CK_NHIST] = { h->loss, h->accuracy, h->val_loss, h->val_accuracy, h->sim_s };
     memcpy(p, v, sizeof v);
   }
-  uint64_t c[CK_NCORE] = { (uint64_t)rl->cores, rl->core_cycles };
-  memcpy(c + CK_C_STALL0, rl->core_stall, sizeof rl->core_stall);
+  const uint64_t c[CK_C_STALL0] = { (uint64_t)rows, rl->core_cycles };
   memcpy(p, c, sizeof c); p += sizeof c;
+  memcpy(p, rl->core_stall, (size_t)rows * sizeof rl->core_stall[0]); p += (size_t)rows * sizeof rl->core_stall[0];
   memcpy(p, t->params, n * 4); p += n * 4;
   if (t->opt.m) { memcpy(p, t->opt.m, n * 4); p += n * 4; }
   if (t->opt.v) { memcpy(p, t->opt.v, n * 4); p += n * 4; }
@@ -350,16 +357,17 @@ static bool ck_hist_ok(const double *h, size_t e, char *field, size_t cap, doubl
 ** step timed), their cycles those of the run, each core's stall parts
 ** adding up to them, nothing for the other cores, and small enough for the
 ** report's integers. Names the first field at fault in 'field'. */
-static bool ck_cores_ok(const uint64_t *f, const double *r, const uint64_t *c, char *field, size_t cap, double *bad) {
+static bool ck_cores_ok(const uint64_t *f, const double *r, const uint64_t *c, uint64_t rows, char *field, size_t cap,
+                        double *bad) {
   const uint64_t cores = c[CK_C_CORES], cyc = c[CK_C_CYCLES];
-  const bool cores_ok = f[CK_STEPS_TIMED] ? cores >= 1 && cores <= TPU_MAX_CORES : cores == 0;
+  const bool cores_ok = f[CK_STEPS_TIMED] ? cores >= 1 && cores <= rows : cores == 0;
   if (!cores_ok || fabs((double)cyc - r[CK_CYCLES]) > 1e-6 * r[CK_CYCLES] + 1e-6 ||
       cyc > (uint64_t)INT64_MAX / (cores ? cores : 1)) {
     snprintf(field, cap, "%s", cores_ok ? "core_cycles" : "cores");
     *bad = (double)(cores_ok ? cyc : cores);
     return false;
   }
-  for (uint64_t k = 0; k < TPU_MAX_CORES; k++) {
+  for (uint64_t k = 0; k < rows; k++) {
     const uint64_t *s = c + CK_C_STALL0 + k * TPU_SIM_NSTALL, want = k < cores ? cyc : 0;
     uint64_t sum = 0;
     for (int i = 0; i < TPU_SIM_NSTALL && sum <= want; i++) sum += s[i] <= want ? s[i] : want + 1;
@@ -373,9 +381,9 @@ static bool ck_cores_ok(const uint64_t *f, const double *r, const uint64_t *c, c
 }
 
 /* The run's sums, each epoch's history (at 'hist') and the per-core sums
-** after them (into c): true, or false with the message in err. */
-static bool ck_sums_ok(const char *path, const uint64_t *f, const double *r, const unsigned char *hist, uint64_t *c,
-                       char *err, size_t errcap) {
+** after them ('rows' rows, at c): true, or false with the message in err. */
+static bool ck_sums_ok(const char *path, const uint64_t *f, const double *r, const unsigned char *hist,
+                       const uint64_t *c, uint64_t rows, char *err, size_t errcap) {
   char field[64];
   double bad = 0;
   if (!ck_run_ok(f, r, field, sizeof field, &bad)) {
@@ -392,10 +400,9 @@ static bool ck_sums_ok(const char *path, const uint64_t *f, const double *r, con
       return false;
     }
   }
-  memcpy(c, hist + f[CK_EPOCHS] * CK_NHIST * 8, CK_NCORE * 8);
-  if (!ck_cores_ok(f, r, c, field, sizeof field, &bad)) {
-    snprintf(err, errcap, "%s: field '%s' is %g; expected at most %d cores, their cycles those of the run and each "
-             "core's stall parts adding up to them (a damaged checkpoint)", path, field, bad, TPU_MAX_CORES);
+  if (!ck_cores_ok(f, r, c, rows, field, sizeof field, &bad)) {
+    snprintf(err, errcap, "%s: field '%s' is %g; expected at most %llu cores, their cycles those of the run and each "
+             "core's stall parts adding up to them (a damaged checkpoint)", path, field, bad, (unsigned long long)rows);
     return false;
   }
   return true;
@@ -405,6 +412,21 @@ static tpu_status ck_read_failed(const char *path, char *err, size_t errcap) {
   const int e = errno;
   snprintf(err, errcap, "%s: cannot read: %s", path, strerror(e));
   return e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+}
+
+static const char *const CK_NAMES[CK_NFIELDS] = { "parameters", "optimizer", "seed", "global_batch", "epochs_done",
+                                                  "step", "optimizer_steps", "steps_timed" };
+/* The header's fields within their ranges: true, or false with the message. */
+static bool ck_fields_ok(const char *path, const uint64_t *f, char *err, size_t errcap) {
+  static const uint64_t hi[CK_NFIELDS] = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, TPU_FE_CKPT_MAX_EPOCHS,
+                                           TPU_FE_CKPT_MAX_STEPS, TPU_FE_CKPT_MAX_STEPS, TPU_FE_CKPT_MAX_STEPS };
+  for (int k = 0; k < CK_NFIELDS; k++)
+    if (f[k] > hi[k]) {
+      snprintf(err, errcap, "%s: field '%s' is %llu; expected 0..%llu (a damaged checkpoint)", path, CK_NAMES[k],
+               (unsigned long long)f[k], (unsigned long long)hi[k]);
+      return false;
+    }
+  return true;
 }
 
 tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckpt_info *want, tpu_fe_ckpt_info *info,
@@ -420,14 +442,16 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   uint64_t f[CK_NFIELDS];
   double r[CK_NRUN];
   uint32_t crc;
+  uint64_t *c = NULL;          /* the per-core sums */
   if (len >= 8 && (!memcmp(buf, CK_MAGIC_V1, 8) || !memcmp(buf, CK_MAGIC_V2, 8))) {
     const bool v1 = !memcmp(buf, CK_MAGIC_V1, 8);
-    snprintf(err, errcap, "%s: a checkpoint of format %s, which kept no %s; this tpusim resumes format 3 only: "
+    snprintf(err, errcap, "%s: a checkpoint of format %s, which kept no %s; this tpusim resumes formats 3 and 4: "
              "start the run again", path, v1 ? "1 (tpusim 0.2.0)" : "2 (a development build before 0.3.0)",
              v1 ? "history of the run" : "per-core stall cycles");
     goto done;
   }
-  if (len < 8 + sizeof f + sizeof r + 4 || memcmp(buf, CK_MAGIC, 8)) {
+  const bool v3 = len >= 8 && !memcmp(buf, CK_MAGIC_V3, 8);
+  if (len < 8 + sizeof f + sizeof r + 4 || (!v3 && memcmp(buf, CK_MAGIC, 8))) {
     snprintf(err, errcap, "%s: not a tpusim checkpoint", path); goto done;
   }
   memcpy(f, buf + 8, sizeof f);
@@ -437,24 +461,25 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
     snprintf(err, errcap, "%s: corrupt (CRC mismatch)", path); goto done;
   }
   /* the CRC only says the file is as written: every field is checked too */
-  static const char *const names[CK_NFIELDS] = { "parameters", "optimizer", "seed", "global_batch", "epochs_done",
-                                                 "step", "optimizer_steps", "steps_timed" };
-  static const uint64_t hi[CK_NFIELDS] = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, TPU_FE_CKPT_MAX_EPOCHS,
-                                           TPU_FE_CKPT_MAX_STEPS, TPU_FE_CKPT_MAX_STEPS, TPU_FE_CKPT_MAX_STEPS };
-  for (int k = 0; k < CK_NFIELDS; k++)
-    if (f[k] > hi[k]) {
-      snprintf(err, errcap, "%s: field '%s' is %llu; expected 0..%llu (a damaged checkpoint)", path, names[k],
-               (unsigned long long)f[k], (unsigned long long)hi[k]);
-      goto done;
-    }
+  if (!ck_fields_ok(path, f, err, errcap)) goto done;
   if (f[CK_NPARAMS] != n || f[CK_OPT] != (uint64_t)t->model->opt.kind) {
     snprintf(err, errcap, "%s: written for another model (%llu parameters, optimizer %llu); this one has %zu",
              path, (unsigned long long)f[CK_NPARAMS], (unsigned long long)f[CK_OPT], n);
     goto done;
   }
-  if (len != ck_size(n, na, f[CK_EPOCHS])) {
-    snprintf(err, errcap, "%s: %zu bytes, but its fields (%zu parameters, epochs_done %llu) make %zu (a damaged "
-             "checkpoint)", path, len, n, (unsigned long long)f[CK_EPOCHS], ck_size(n, na, f[CK_EPOCHS]));
+  /* the per-core sums' rows: format 3's 16, else the cores they hold */
+  const size_t at = 8 + sizeof f + sizeof r + (size_t)f[CK_EPOCHS] * CK_NHIST * 8;
+  uint64_t rows = CK_V3_ROWS;
+  if (!v3 && len >= at + 8) memcpy(&rows, buf + at, 8);
+  if (rows > TPU_MAX_CORES) {
+    snprintf(err, errcap, "%s: field 'cores' is %llu; expected 0..%d (a damaged checkpoint)", path,
+             (unsigned long long)rows, TPU_MAX_CORES);
+    goto done;
+  }
+  if (len != ck_size(n, na, f[CK_EPOCHS], rows)) {
+    snprintf(err, errcap, "%s: %zu bytes, but its fields (%zu parameters, epochs_done %llu, %llu cores) make %zu (a "
+             "damaged checkpoint)", path, len, n, (unsigned long long)f[CK_EPOCHS], (unsigned long long)rows,
+             ck_size(n, na, f[CK_EPOCHS], rows));
     goto done;
   }
   if (f[CK_SEED] != want->seed || f[CK_BATCH] != (uint64_t)want->global_batch) {
@@ -467,13 +492,15 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
     const int k = f[CK_STEP] < f[CK_EPOCHS] ? CK_STEP : f[CK_T] != f[CK_STEP] ? CK_T : CK_STEPS_TIMED;
     snprintf(err, errcap, "%s: field '%s' is %llu with step %llu and epochs_done %llu; every epoch runs at least one "
              "step, every step makes one optimizer update and is timed at most once (a damaged checkpoint)", path,
-             names[k], (unsigned long long)f[k], (unsigned long long)f[CK_STEP], (unsigned long long)f[CK_EPOCHS]);
+             CK_NAMES[k], (unsigned long long)f[k], (unsigned long long)f[CK_STEP], (unsigned long long)f[CK_EPOCHS]);
     goto done;
   }
   const unsigned char *hist = buf + 8 + sizeof f + sizeof r;
-  uint64_t c[CK_NCORE];
-  if (!ck_sums_ok(path, f, r, hist, c, err, errcap)) goto done;
-  const unsigned char *p = hist + f[CK_EPOCHS] * CK_NHIST * 8 + sizeof c;
+  c = tpu_malloc(ck_ncore(rows) * sizeof *c);
+  if (!c) { snprintf(err, errcap, "%s: out of memory", path); st = TPU_ERR_NOMEM; goto done; }
+  memcpy(c, buf + at, ck_ncore(rows) * sizeof *c);
+  if (!ck_sums_ok(path, f, r, hist, c, rows, err, errcap)) goto done;
+  const unsigned char *p = buf + at + ck_ncore(rows) * sizeof *c;
   if (t->opt.v) {   /* adam's second moments are means of squares */
     const unsigned char *v = p + n * 4 * (na - 1);
     for (size_t i = 0; i < n; i++) {
@@ -510,9 +537,10 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
   for (int k = 0; k < TPU_SIM_NSTALL; k++) info->run.stall[k] = r[CK_STALL0 + k];
   info->run.cores = (int)c[CK_C_CORES];
   info->run.core_cycles = c[CK_C_CYCLES];
-  memcpy(info->run.core_stall, c + CK_C_STALL0, sizeof info->run.core_stall);
+  memcpy(info->run.core_stall, c + CK_C_STALL0, (size_t)c[CK_C_CORES] * sizeof info->run.core_stall[0]);
   st = TPU_OK;
 done:
+  tpu_free(c);
   tpu_free(buf);
   return st;
 }

@@ -140,9 +140,46 @@ static tpu_status check_split(const tpu_fe_feed_opts *o, const tpu_df_info *di, 
   return TPU_ERR_INPUT;
 }
 
+/* The training pipeline's description, batching 'batch' elements: the
+** --pipeline file, or the built-in one over the --data source (reading
+** shard 0 of 'shards' of it when shards > 1), with the run's epochs. */
+static tpu_status spec_of(const tpu_fe_feed_opts *o, int batch, int shards, tpu_df_spec **out, char *err,
+                          size_t errcap) {
+  tpu_df_spec *spec = NULL;
+  tpu_status st;
+  if (o->pipeline) {
+    if ((st = tpu_df_spec_load(o->pipeline, &spec, err, errcap)) != TPU_OK) return st;
+    /* the run's --batch is the batch: it replaces the file's batch_size */
+    if (tpu_df_spec_set_batch_size(spec, batch) != TPU_OK) {
+      snprintf(err, errcap, "%s: the pipeline has no batch stage; training takes the global batch (%d, --batch) "
+               "from a batch stage", o->pipeline, o->global_batch);
+      tpu_df_spec_destroy(spec);
+      return TPU_ERR_CONFIG;
+    }
+  } else {
+    tpu_df_source src;
+    if ((st = source_of(o, false, &src, err, errcap))) return st;
+    if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); return st; }
+    const int64_t n = src.kind == TPU_DF_SRC_SYNTHETIC ? src.n : 60000;
+    TRY(tpu_df_spec_set_source(spec, &src));
+    if (shards > 1) TRY(tpu_df_spec_shard(spec, shards, 0));
+    TRY(tpu_df_spec_shuffle(spec, shards > 1 ? (n + shards - 1) / shards : n, o->seed));
+    TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0));
+    TRY(tpu_df_spec_batch(spec, batch, false));
+    TRY(tpu_df_spec_prefetch(spec, 2));
+  }
+  if (tpu_df_spec_repeat_count(spec) == 0) TRY(tpu_df_spec_set_epochs(spec, o->epochs));
+  *out = spec;
+  return TPU_OK;
+fail:
+  snprintf(err, errcap, "%s", tpu_df_spec_errmsg(spec));
+  tpu_df_spec_destroy(spec);
+  return st;
+}
+
 tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe_feed_info *info, char *err, size_t errcap) {
   *out = NULL;
-  tpu_df_spec *spec = NULL;
+  tpu_df_spec *spec = NULL, *host = NULL;   /* the global pipeline; the busiest host's (several hosts) */
   tpu_status st;
   tpu_fe_feed *f = tpu_calloc(1, sizeof *f);
   if (!f) { snprintf(err, errcap, "out of memory"); return TPU_ERR_NOMEM; }
@@ -151,27 +188,9 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   ** bytes, are most of the time and memory of a timing-level run); the
   ** host-time model alone says when each batch is ready. */
   const bool model_only = o->no_values && !o->pipeline && !strcmp(o->data, "synthetic");
-  if (o->pipeline) {
-    if ((st = tpu_df_spec_load(o->pipeline, &spec, err, errcap)) != TPU_OK) goto out;
-    /* the run's --batch is the batch: it replaces the file's batch_size */
-    if (tpu_df_spec_set_batch_size(spec, o->global_batch) != TPU_OK) {
-      snprintf(err, errcap, "%s: the pipeline has no batch stage; training takes the global batch (%d, --batch) "
-               "from a batch stage", o->pipeline, o->global_batch);
-      st = TPU_ERR_CONFIG;
-      goto out;
-    }
-  } else {
-    tpu_df_source src;
-    if ((st = source_of(o, false, &src, err, errcap))) goto out;
-    if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); goto out; }
-    TRY(tpu_df_spec_set_source(spec, &src));
-    TRY(tpu_df_spec_shuffle(spec, src.kind == TPU_DF_SRC_SYNTHETIC ? src.n : 60000, o->seed));
-    TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0));
-    TRY(tpu_df_spec_batch(spec, o->global_batch, false));
-    TRY(tpu_df_spec_prefetch(spec, 2));
-  }
+  if ((st = spec_of(o, o->global_batch, 1, &spec, err, errcap))) goto out;
+  if (o->hosts > 1 && o->host_batch > 0 && (st = spec_of(o, o->host_batch, o->hosts, &host, err, errcap))) goto out;
   f->fresh = tpu_df_spec_repeat_count(spec) == 0;
-  if (f->fresh) TRY(tpu_df_spec_set_epochs(spec, o->epochs));
   tpu_df_info di;
   if (model_only) {
     tpu_df_source src;
@@ -200,7 +219,7 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   }
   tpu_df_model_options mo = tpu_df_model_options_default();
   mo.timeline_steps = o->timeline_steps;
-  if ((st = tpu_df_model_create(spec, &mo, &f->model, err, errcap)) != TPU_OK) goto out;
+  if ((st = tpu_df_model_create(host ? host : spec, &mo, &f->model, err, errcap)) != TPU_OK) goto out;
   f->batch = o->global_batch;
   f->classes = di.classes;
   f->per_epoch = di.batches_per_epoch;
@@ -213,11 +232,9 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   info->elements = di.elements;
   *out = f;
   f = NULL;
-  goto out;
-fail:
-  snprintf(err, errcap, "%s", spec ? tpu_df_spec_errmsg(spec) : "out of memory");
 out:
   tpu_df_spec_destroy(spec);
+  tpu_df_spec_destroy(host);
   tpu_fe_feed_close(f);
   return st;
 }

@@ -645,13 +645,14 @@ static tpu_status size_of(const fe_plan *plan, const tpu_chip_config *chip, tpu_
 ** refuse the program of nsteps steps of size z (its op limit, a chip's HBM). */
 static tpu_status check_size(const tpu_fe_step_size *z, const fe_plan *plan, int nsteps, const tpu_fe_model *m,
                              const tpu_chip_config *chip, char *err, size_t errcap) {
-  const double ops = z->ops_per_core * chip->cores * nsteps;
+  /* the cores share one program (build): it holds one core's ops */
+  const double ops = z->ops_per_core * nsteps;
   if (ops > (double)TPU_SIM_MAX_OPS) {
     const int64_t S = tpu_sim_gemm_tiling(chip, TPU_SIM_MAX_DIM, TPU_SIM_MAX_DIM, TPU_SIM_MAX_DIM).nt;
-    snprintf(err, errcap, "%s on %s at %d samples per core: the step lowers to %.0f engine ops per core, %.0f on "
-             "the %d cores, more than the engine's limit of %lld ops in a program (the tiles are VMEM-sized: "
+    snprintf(err, errcap, "%s on %s at %d samples per core: the step lowers to %.0f engine ops per core, %.0f in "
+             "the program, more than the engine's limit of %lld ops in a program (the tiles are VMEM-sized: "
              "%lld KiB of VMEM gives GEMM tiles of %lld x %lld and element-wise tiles of %lld values); use a smaller "
-             "batch or a chip with more VMEM", m->name, chip->name, plan->rows, z->ops_per_core, ops, chip->cores,
+             "batch or a chip with more VMEM", m->name, chip->name, plan->rows, z->ops_per_core, ops,
              (long long)TPU_SIM_MAX_OPS, (long long)chip->vmem_capacity_kib, (long long)S, (long long)S,
              (long long)(chip->vmem_capacity_kib * 1024 / 128));
     return TPU_ERR_RANGE;

@@ -271,7 +271,7 @@ tpu_status tpu_ss_write_reports(const char *logdir, const char *run_dir, const t
 typedef struct tpu_ss_chip_layer {
   uint64_t cycles;             /* the layer's run */
   tpu_sim_stalls stall;        /* summed over the cores */
-  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core */
+  tpu_sim_stalls core[TPU_SIM_GEMM_MAX_CORES];      /* per core */
   uint64_t memory_busy;        /* tpu_sim_result_memory_busy over the cores */
   const char *bound;           /* tpu_sim_result_bound: "memory" or "compute" */
   double hbm_bytes;            /* HBM traffic of the layer's program */
@@ -283,7 +283,7 @@ typedef struct tpu_ss_chip_result {
   tpu_ss_chip_layer *layers;   /* n of them (tpu_ss_chip_result_free) */
   uint64_t cycles;             /* sum over the layers */
   tpu_sim_stalls stall;        /* summed over layers and cores */
-  tpu_sim_stalls core[TPU_MAX_CORES];      /* per core, summed over layers */
+  tpu_sim_stalls core[TPU_SIM_GEMM_MAX_CORES];      /* per core, summed over layers */
   uint64_t memory_busy;
   double hbm_bytes, macs;      /* sums; macs = sum of M*N*K */
   double wall_s;               /* host time of the runs */

@@ -67,6 +67,11 @@ static const key_def KEYS[] = {
   { "ici.link_gbit_per_s",       K_DBL,   F(ici_link_gbit_per_s),      0,    0.01,    1e7,        "Gbit/s",   false },
   { "ici.latency_ns",            K_DBL,   F(ici_latency_ns),           0,    0,       1e6,        "ns",       false },
   { "ici.topology",              K_TOPO,  F(ici_topology),             0,    0,       0,          NULL,       false },
+  { "ici.torus_x",               K_INT,   F(ici_torus_x),              0,    0,       TPU_MAX_CORES, "chips", true },
+  { "ici.torus_y",               K_INT,   F(ici_torus_y),              0,    0,       TPU_MAX_CORES, "chips", true },
+  { "ici.wrap_x",                K_BOOL,  F(ici_wrap_x),               0,    0,       0,          NULL,       true },
+  { "ici.wrap_y",                K_BOOL,  F(ici_wrap_y),               0,    0,       0,          NULL,       true },
+  { "hosts",                     K_INT,   F(hosts),                    0,    1,       TPU_MAX_CORES, NULL,    true },
   { "dma.outstanding",           K_INT,   F(dma_outstanding),          0,    1,       4096,       "transfers", true },
   { "dma.request_bytes",         K_I64,   F(dma_request_bytes),        0,    1,       16777216,   "bytes",    true },
   { "onchip.link_gbit_per_s",    K_DBL,   F(onchip_link_gbit_per_s),   0,    0.01,    1e7,        "Gbit/s",   true },
@@ -181,6 +186,9 @@ static bool store_json(tpu_chip_config *cfg, const key_def *k, json_t *v, char *
   return false;
 }
 
+/* Cloud TPU v2 and v3 hosts: one per 4 chips (a board's), one for fewer. */
+static int default_hosts(int chips) { return chips >= 4 ? (chips + 3) / 4 : 1; }
+
 typedef struct load_ctx {
   tpu_json *j;                 /* the document, its name and its one error */
   bool seen[NKEYS];
@@ -255,6 +263,8 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
     cfg.dma_outstanding = -1, cfg.dma_request_bytes = -1, cfg.onchip_link_gbit_per_s = -1,
     cfg.onchip_latency_ns = -1;   /* "absent": filled below from the other keys */
     cfg.compiler_fusion = cfg.compiler_implicit_conv = cfg.compiler_memory_planning = true;   /* absent: on */
+    cfg.ici_wrap_x = cfg.ici_wrap_y = true;   /* absent: a torus's wraparound links */
+    cfg.hosts = -1;                           /* absent: one per 4 chips, below */
     tpu_chip_host_preset(&cfg, tpu_chip_host_names()[0], NULL, 0);   /* absent: the default host's */
   }
   if (!walk(&c, &cfg, j.root, "")) goto done;
@@ -262,6 +272,7 @@ static tpu_status load_text(const char *where, const char *text, bool allow_base
   if (cfg.dma_request_bytes < 0) cfg.dma_request_bytes = 512;
   if (cfg.onchip_link_gbit_per_s < 0) cfg.onchip_link_gbit_per_s = cfg.ici_link_gbit_per_s;
   if (cfg.onchip_latency_ns < 0) cfg.onchip_latency_ns = cfg.ici_latency_ns;
+  if (cfg.hosts < 0) cfg.hosts = default_hosts(cfg.cores_per_chip > 0 ? cfg.cores / cfg.cores_per_chip : 1);
   if (!has_base)
     for (size_t i = 0; i < NKEYS; i++)
       if (!c.seen[i] && !KEYS[i].optional) {
@@ -350,6 +361,65 @@ tpu_status tpu_chip_config_load(const char *name_or_file, tpu_chip_config *out, 
   return st;
 }
 
+/* The slice's keys against its chips: a layout that holds them all, a
+** ring's single row, a host for at most every chip. */
+static tpu_status validate_slice(const tpu_chip_config *cfg, char *err, size_t errcap) {
+  const int chips = cfg->cores / cfg->cores_per_chip, x = cfg->ici_torus_x, y = cfg->ici_torus_y;
+  if ((x == 0) != (y == 0) || (x && (long)x * y != chips)) {
+    seterr(err, errcap, "keys 'ici.torus_x' and 'ici.torus_y': %d x %d chips; expected both 0 (chosen from the chips) "
+           "or a layout of all %d chips (cores / cores_per_chip)", x, y, chips);
+    return TPU_ERR_CONFIG;
+  }
+  if (x && y > 1 && cfg->ici_topology == TPU_ICI_RING) {
+    seterr(err, errcap, "key 'ici.torus_y': %d with ici.topology \"ring\"; a ring is one row (torus_y 1) or give "
+           "ici.topology \"torus\"", y);
+    return TPU_ERR_CONFIG;
+  }
+  if (cfg->hosts > chips) {
+    seterr(err, errcap, "key 'hosts': %d hosts for %d chips; expected 1..%d (each host feeds at least one chip)",
+           cfg->hosts, chips, chips);
+    return TPU_ERR_CONFIG;
+  }
+  return TPU_OK;
+}
+
+void tpu_chip_torus(const tpu_chip_config *cfg, int *x, int *y) {
+  const int p = cfg->cores / cfg->cores_per_chip;
+  if (cfg->ici_torus_x > 0 && cfg->ici_torus_y > 0) { *x = cfg->ici_torus_x; *y = cfg->ici_torus_y; return; }
+  int r = 1;
+  if (p > 1 && tpu_ici_topology_resolve(cfg) == TPU_ICI_TORUS)
+    for (int d = 1; d * d <= p; d++)
+      if (p % d == 0) r = d;
+  *x = p / r;
+  *y = r;
+}
+
+int tpu_chip_chips_per_host(const tpu_chip_config *cfg) {
+  const int chips = cfg->cores / cfg->cores_per_chip;
+  return (chips + cfg->hosts - 1) / cfg->hosts;
+}
+
+void tpu_chip_config_cut(tpu_chip_config *cfg, int cores) {
+  const int per_host = tpu_chip_chips_per_host(cfg), chips0 = cfg->cores / cfg->cores_per_chip;
+  int x0, y0;
+  tpu_chip_torus(cfg, &x0, &y0);
+  int cpc = cfg->cores_per_chip < cores ? cfg->cores_per_chip : cores;
+  while (cores % cpc) cpc--;
+  cfg->cores = cores;
+  cfg->cores_per_chip = cpc;
+  const int chips = cores / cpc;
+  if (chips != chips0 && cfg->ici_torus_x > 0) {   /* a slice's sub-slice: laid out anew */
+    cfg->ici_torus_x = cfg->ici_torus_y = 0;
+    int x, y;
+    tpu_chip_torus(cfg, &x, &y);
+    cfg->ici_wrap_x = cfg->ici_wrap_x && x == x0;
+    cfg->ici_wrap_y = cfg->ici_wrap_y && y == y0;
+    cfg->ici_torus_x = x;
+    cfg->ici_torus_y = y;
+  }
+  cfg->hosts = (chips + per_host - 1) / per_host;
+}
+
 tpu_status tpu_chip_config_validate(const tpu_chip_config *cfg, char *err, size_t errcap) {
   char allow[128];
   for (size_t i = 0; i < NKEYS; i++) {
@@ -370,7 +440,7 @@ tpu_status tpu_chip_config_validate(const tpu_chip_config *cfg, char *err, size_
     seterr(err, errcap, "key 'cores_per_chip': %d does not divide cores (%d)", cfg->cores_per_chip, cfg->cores);
     return TPU_ERR_CONFIG;
   }
-  return TPU_OK;
+  return validate_slice(cfg, err, errcap);
 }
 
 tpu_status tpu_chip_config_set(tpu_chip_config *cfg, const char *assignment, char *err, size_t errcap) {
@@ -434,6 +504,14 @@ tpu_status tpu_chip_config_set(tpu_chip_config *cfg, const char *assignment, cha
   if (!ok) {
     seterr(err, errcap, "--set %s: expected %s, got '%s'", path, allow, val);
     return TPU_ERR_CONFIG;
+  }
+  /* one dimension of the layout given: the other follows from the chips (0: both chosen) */
+  if (k->off == offsetof(tpu_chip_config, ici_torus_x) || k->off == offsetof(tpu_chip_config, ici_torus_y)) {
+    const bool is_x = k->off == offsetof(tpu_chip_config, ici_torus_x);
+    const int v = is_x ? c.ici_torus_x : c.ici_torus_y, chips = c.cores / c.cores_per_chip;
+    int *other = is_x ? &c.ici_torus_y : &c.ici_torus_x;
+    if (v == 0) *other = 0;
+    else if (chips % v == 0) *other = chips / v;
   }
   char verr[512];
   if (tpu_chip_config_validate(&c, verr, sizeof verr) != TPU_OK) {

@@ -291,6 +291,7 @@ static tpu_status check_colls(const tpu_sim_program *p, int c, char *err, size_t
   char lab[160];
   if (c == 0) return TPU_OK;
   const sim_core_prog *cp = &p->core[c], *c0 = &p->core[0];
+  if (cp->ops == c0->ops) return TPU_OK;   /* core 0's program, shared (tpu_sim_program_share) */
   const int n = cp->uqn[SIM_U_COLL], ncoll0 = c0->uqn[SIM_U_COLL];
   for (int k = 0; k < n; k++) {
     const int i = cp->uq[SIM_U_COLL][k];
@@ -363,7 +364,7 @@ static tpu_status check_matmuls(const tpu_chip_config *cfg, tpu_sim_program *p) 
   char lab[160];
   for (int c = 0; c < p->cores; c++) {
     const sim_core_prog *cp = &p->core[c];
-    for (int i = 0; i < cp->nops; i++) {
+    for (int i = 0; i < cp->nops && !cp->share; i++) {   /* a shared program is its owner's, checked there */
       const tpu_sim_op *o = &cp->ops[i].o;
       if (o->kind != TPU_SIM_MATMUL) continue;
       const sim_buf *A = &cp->bufs[o->a - 1], *D = &cp->bufs[o->dst - 1];
@@ -384,8 +385,17 @@ static tpu_status check_matmuls(const tpu_chip_config *cfg, tpu_sim_program *p) 
 static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) {
   if (check_matmuls(cfg, p) != TPU_OK) return TPU_ERR_RANGE;
   const double hcap = cfg->hbm_capacity_gib * 1073741824.0;
+  double *own = tpu_calloc((size_t)p->cores, sizeof *own);   /* each owner's HBM bytes */
+  if (!own) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
+  for (int c = 0; c < p->cores; c++)
+    for (int b = 0; b < p->core[c].nbufs && !p->core[c].share; b++)
+      if (p->core[c].bufs[b].space == TPU_SIM_HBM) own[c] += (double)sim_buf_bytes(&p->core[c].bufs[b]);
   for (int chip = 0; chip < cfg->cores / cfg->cores_per_chip; chip++) {
     double used = 0;
+    for (int c = chip * cfg->cores_per_chip; c < (chip + 1) * cfg->cores_per_chip; c++)
+      used += own[p->core[c].share ? p->core[c].share - 1 : c];
+    if (used <= hcap) continue;
+    used = 0;                            /* over: find the buffer that makes it so */
     for (int c = chip * cfg->cores_per_chip; c < (chip + 1) * cfg->cores_per_chip; c++)
       for (int b = 0; b < p->core[c].nbufs; b++) {
         const sim_buf *B = &p->core[c].bufs[b];
@@ -395,10 +405,12 @@ static tpu_status check_program(const tpu_chip_config *cfg, tpu_sim_program *p) 
           sim_seterr(p, "core %d: buffer '%s' (%lld bytes): the HBM buffers of chip %d need %.0f bytes, more "
                      "than its capacity of %.0f bytes (hbm.capacity_gib %g)", c, B->name,
                      (long long)sim_buf_bytes(B), chip, used, hcap, cfg->hbm_capacity_gib);
+          tpu_free(own);
           return TPU_ERR_RANGE;
         }
       }
   }
+  tpu_free(own);
   return TPU_OK;
 }
 /* }================================================================== */
@@ -569,6 +581,23 @@ static void plan_cores(tpu_sim_result *r) {
     for (int i = 0; i < ch->n; i++) r->sim[r->nsim++] = f + i;
     r->simchip[r->nsimchips++] = k;
   }
+}
+
+/* The ops the run simulates, over its simulated cores, within the engine's
+** bound (each costs the run about 40 bytes): a pod slice's data-parallel
+** step at the timing level simulates one core; at the tile level, or with
+** the event log, every core. */
+static tpu_status check_simulated(tpu_sim_result *r) {
+  int64_t ops = 0;
+  for (int s = 0; s < r->nsim; s++) ops += r->p->core[r->sim[s]].nops;
+  if (ops <= TPU_SIM_MAX_OPS) return TPU_OK;
+  const bool fold = r->opt.level == TPU_FIDELITY_TIMING && !r->events;
+  sim_seterr(r->p, "the run simulates %d of the %d cores, %lld ops in all, more than the engine's limit of %lld: %s",
+             r->nsim, r->cores, (long long)ops, (long long)TPU_SIM_MAX_OPS,
+             fold ? "its cores are not alike (each its own program or infeed)"
+                  : r->events ? "the event log (a trace, the visualizer) keeps every core's; run without it, or on fewer cores"
+                              : "the tile level computes every core's values; use the timing level, or fewer cores");
+  return TPU_ERR_RANGE;
 }
 
 /* A core that is not simulated takes its stall parts from the one that is. */
@@ -747,6 +776,7 @@ tpu_status tpu_sim_run(const tpu_chip_config *cfg, tpu_sim_program *p, const tpu
   if (!r) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
   int nthreads = opt->threads > 0 ? opt->threads : sim_host_cores();
   plan_cores(r);
+  if ((st = check_simulated(r)) != TPU_OK) { tpu_sim_result_destroy(r); return st; }
   if (nthreads > r->nsimchips) nthreads = r->nsimchips;
   if (nthreads > 64) nthreads = 64;
   sim_pool pl;

@@ -60,7 +60,7 @@ static tpu_sim_tiling part_tiling(const tpu_chip_config *cfg, int cores, int c, 
 /* What a program with 'drop' rows taken off the top of every core's share
 ** holds (0: the whole GEMM): its ops (as a double: it may pass 2^63), the
 ** bytes it moves and, per chip, its HBM tensors' bytes. */
-typedef struct gemm_size { double ops, bytes, chip_bytes[TPU_MAX_CORES]; } gemm_size;
+typedef struct gemm_size { double ops, bytes, chip_bytes[TPU_SIM_GEMM_MAX_CORES]; } gemm_size;
 
 /* That program, each part lowered with its whole part's tiling, built into
 ** *out, or (out NULL) counted into *z. */
@@ -102,10 +102,10 @@ static tpu_status lower(const tpu_chip_config *cfg, int cores, int64_t M, int64_
 ** engine's limit is refused before it is counted. */
 static tpu_status check_shape(const tpu_chip_config *cfg, int cores, int64_t M, int64_t N, int64_t K,
                               tpu_precision prec, double max_ops, gemm_size *z, char *err, size_t errcap) {
-  if (cores < 1 || cores > TPU_MAX_CORES || M < 1 || N < 1 || K < 1 || M > TPU_SIM_MAX_DIM ||
+  if (cores < 1 || cores > TPU_SIM_GEMM_MAX_CORES || M < 1 || N < 1 || K < 1 || M > TPU_SIM_MAX_DIM ||
       N > TPU_SIM_MAX_DIM || K > TPU_SIM_MAX_DIM) {
     snprintf(err, errcap, "GEMM %lld x %lld x %lld on %d cores: shapes must be 1..2147483648 (2^31) and cores 1..%d",
-             (long long)M, (long long)N, (long long)K, cores, TPU_MAX_CORES);
+             (long long)M, (long long)N, (long long)K, cores, TPU_SIM_GEMM_MAX_CORES);
     return TPU_ERR_CONFIG;
   }
   const tpu_sim_tiling t = part_tiling(cfg, cores, 0, M, N, K);
@@ -225,7 +225,7 @@ tpu_status tpu_sim_gemm_places(const tpu_chip_config *cfg, int cores, int64_t M,
 ** The run, whole or extended (tpu_sim_gemm_run)
 ** ================================================================== */
 #define XCORE (TPU_SIM_NSTALL + 2)         /* per core: the stall kinds, memory_busy, its end */
-#define XMAX (1 + TPU_MAX_CORES * XCORE)
+#define XMAX (1 + TPU_SIM_GEMM_MAX_CORES * XCORE)
 #define JMAX 24                            /* block rows tried for the pattern */
 #define JVER 64                            /* block rows of the run that checks it */
 

@@ -331,11 +331,6 @@ tpu_status tpu_sim_program_share(tpu_sim_program *p, int from, int to) {
                : dst->nsharers ? "is shared itself" : "has buffers or ops of its own");
     return TPU_ERR_INPUT;
   }
-  if (p->nops + src->nops > TPU_SIM_MAX_OPS) {
-    sim_seterr(p, "core %d: sharing core %d's %d ops would make %lld ops in the program, more than the engine's "
-               "limit of %lld", to, from, src->nops, (long long)(p->nops + src->nops), (long long)TPU_SIM_MAX_OPS);
-    return TPU_ERR_RANGE;
-  }
   uint64_t *r = NULL;
   if (src->ninfeed > 0) {
     if (!(r = tpu_malloc((size_t)src->ninfeed * sizeof *r))) { sim_seterr(p, "out of memory"); return TPU_ERR_NOMEM; }
@@ -349,7 +344,6 @@ tpu_status tpu_sim_program_share(tpu_sim_program *p, int from, int to) {
   dst->share = from + 1;
   dst->nsharers = 0;
   src->nsharers++;
-  p->nops += src->nops;
   return TPU_OK;
 }
 

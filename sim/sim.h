@@ -47,7 +47,14 @@
 #include "mxu/mxu.h"
 #include "vpu/vpu.h"
 
-#define TPU_MAX_CORES 16
+/* The most cores a chip configuration holds: a v3 pod's 2048 (docs/CHIPS.md,
+** "Pod slices"). Alike cores are simulated once (sim_int.h), so a slice's
+** data-parallel step costs about one core's. */
+#define TPU_MAX_CORES 2048
+/* The most cores a GEMM is split across (tpu_sim_gemm_*: `matmul --cores`,
+** `run --topology`, `scalesim --chip`, the visualizer), each core's figures
+** kept side by side: a board's. */
+#define TPU_SIM_GEMM_MAX_CORES 16
 /* The most MXUs a core holds (mxu.per_core): the engine keeps each core's
 ** arrays' state and per-array counts in arrays of this size. The MXU's
 ** GEMM driver (tpu_mxu_gemm, which computes the values) takes as many. */
@@ -77,6 +84,11 @@ typedef struct tpu_chip_config {
   double ici_link_gbit_per_s;      /* per link, per direction */
   double ici_latency_ns;           /* per hop */
   tpu_ici_topology ici_topology;   /* how the chips are linked; AUTO: a 2-D torus from 4 chips on, else a ring */
+  /* Added with issue #34, pod slices (optional in files; docs/CHIPS.md,
+  ** "Pod slices"). */
+  int ici_torus_x, ici_torus_y;    /* chips along each dimension (x * y = chips); 0, 0: chosen (tpu_chip_torus) */
+  bool ici_wrap_x, ici_wrap_y;     /* wraparound links along x, along y (default true: a board's torus) */
+  int hosts;                       /* host machines, each feeding ceil(chips / hosts) chips (default: one per 4 chips) */
   /* Added with issue #15 (optional in files: defaults below when absent). */
   int dma_outstanding;             /* DMA transfers in flight per core (default 16) */
   int64_t dma_request_bytes;       /* a core's DMA engine issues one request of this size per cycle (default 512) */
@@ -147,6 +159,19 @@ void tpu_chip_peaks_of(const tpu_chip_config *cfg, tpu_chip_peaks *out);
 const char *tpu_ici_topology_name(tpu_ici_topology t);
 /* The topology actually used (AUTO resolved by core count). */
 tpu_ici_topology tpu_ici_topology_resolve(const tpu_chip_config *cfg);
+/* The chips' arrangement: *x chips along x (the first ring of a
+** collective), *y along y; a ring is x = chips, y = 1. ici.torus_x/_y when
+** set, else for a torus y the largest divisor of the chips <= their square
+** root. Can't fail. */
+void tpu_chip_torus(const tpu_chip_config *cfg, int *x, int *y);
+/* The chips one host feeds at most: ceil(chips / hosts). */
+int tpu_chip_chips_per_host(const tpu_chip_config *cfg);
+/* Cuts cfg to its first 'cores' cores (1..cfg->cores), as `--cores N`
+** does: chips of at most cores_per_chip cores (the largest count that
+** divides 'cores'); a slice cut to fewer chips is laid out anew
+** (tpu_chip_torus's choice), keeps a wraparound link only along a
+** dimension it still spans whole, and keeps its chips per host. */
+void tpu_chip_config_cut(tpu_chip_config *cfg, int cores);
 /* {==================================================================
 ** The chip engine (sim/engine.c; design in sim/sim_int.h; the JSON program
 ** format in docs/PROGRAMS.md).
@@ -301,7 +326,8 @@ tpu_status tpu_sim_buffer_init(tpu_sim_program *p, int core, int buf, const floa
 ** their shapes agree (TPU_ERR_INPUT with a message otherwise). Returns the
 ** op's index in the core's program through *index when non-NULL. A
 ** program holds at most TPU_SIM_MAX_OPS ops, all cores together (a core
-** that shares another's program counts its ops too): beyond, TPU_ERR_RANGE.
+** that shares another's program adds none: they are held once): beyond,
+** TPU_ERR_RANGE. A run is bounded too: tpu_sim_run.
 ** Costs O(1) (amortized) whatever the program's size; so do
 ** tpu_sim_buffer and tpu_sim_buffer_find. */
 tpu_status tpu_sim_add_op(tpu_sim_program *p, int core, const tpu_sim_op *op, int *index);
@@ -324,8 +350,7 @@ tpu_status tpu_sim_program_reserve(tpu_sim_program *p, int core, int64_t ops);
 ** from; afterwards neither core takes more buffers, initial values or ops
 ** (those calls fail with TPU_ERR_INPUT). Each core keeps its own infeed
 ** queue: 'to' starts with a copy of from's, and tpu_sim_infeed may replace
-** either. Errors: TPU_ERR_INPUT (bad cores, 'to' not empty), TPU_ERR_RANGE
-** (TPU_SIM_MAX_OPS), TPU_ERR_NOMEM. */
+** either. Errors: TPU_ERR_INPUT (bad cores, 'to' not empty), TPU_ERR_NOMEM. */
 tpu_status tpu_sim_program_share(tpu_sim_program *p, int from, int to);
 /* The core's infeed queue: n batches with the cycle at which each is ready
 ** (copied; nondecreasing, at most TPU_SIM_MAX_CYCLES). Replaces any earlier queue. Batch values come
@@ -398,7 +423,9 @@ typedef struct tpu_sim_result tpu_sim_result;     /* opaque */
 /* Runs program p on chip cfg (cfg->cores must equal the program's cores).
 ** Errors: TPU_ERR_RANGE (VMEM or HBM capacity exceeded: the message names
 ** the core, the op and the bytes; a run longer than TPU_SIM_MAX_CYCLES: the message names the
-** first op that ends past it; a matmul whose rows alone would stream longer, before the run), TPU_ERR_INPUT (mismatched collectives,
+** first op that ends past it; a matmul whose rows alone would stream longer, before the run; more than
+** TPU_SIM_MAX_OPS ops over the cores the run simulates: alike cores count once at the timing level without
+** the event log, every core otherwise, before the run), TPU_ERR_INPUT (mismatched collectives,
 ** too few infeed batches), TPU_ERR_NOMEM; message in
 ** tpu_sim_program_error(p). On success *out owns the result
 ** (tpu_sim_result_destroy). p is not changed and may be run again; it must

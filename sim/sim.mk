@@ -2,7 +2,9 @@
 # timing engine.c, collective.c, values.c, pool.c; stats, traces). Every
 # sim/*.c is in the library, so a new file needs no line here.
 LIB_SRCS  += $(sort $(wildcard sim/*.c))
-PRESETS    = sim/presets/tpu-v2-8.json sim/presets/tpu-v3-8.json sim/presets/teach.json
+PRESETS    = sim/presets/tpu-v2-8.json sim/presets/tpu-v3-8.json sim/presets/teach.json \
+             $(foreach n,32 128 256 512,sim/presets/tpu-v2-$(n).json) \
+             $(foreach n,32 64 128 256 512 1024 2048,sim/presets/tpu-v3-$(n).json)
 # The presets are embedded in the binary; the header is generated into the
 # build tree and found through -I$(B)/gen.
 $(B)/gen/sim/presets.h: $(PRESETS) sim/gen_presets.sh

@@ -12,6 +12,7 @@
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,13 @@ static tpu_status line_plot(const table *t, int x, int y, int s, long fix, const
   tpu_text dat = { 0 }, gp = { 0 };
   gp_head(&gp, base, title, t->head[x], t->head[y], 960);
   if (!xnum) tpu_text_printf(&gp, "set xrange [-0.5:%d.5]\n", nx - 1);
+  /* an axis over two orders of magnitude and more (cores 8 .. 2048): log 2 */
+  double lo = INFINITY, hi = 0;
+  for (long i = 0; xnum && i < t->nrows; i++) {
+    const double v = strtod(t->rows[i][x], NULL);
+    lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+  }
+  if (xnum && lo > 0 && hi >= 64 * lo) tpu_text_printf(&gp, "set logscale x 2\n");
   tpu_text_printf(&gp, "plot");
   for (int k = 0; k < ns; k++) {
     tpu_text_printf(&dat, "# %s=%s\n", s > 0 ? t->head[s] : "all", s > 0 ? sv[k] : "");

@@ -16,8 +16,17 @@ START_TEST(Every_preset_loads_and_validates) {
     ck_assert_msg(tpu_chip_config_load(*p, &c, err, sizeof err) == TPU_OK, "%s: %s", *p, err);
     ck_assert_str_eq(c.name, *p);
     ck_assert(tpu_chip_config_validate(&c, err, sizeof err) == TPU_OK);
+    /* a slice preset: its cores in its name, its layout holding its chips, a host per 4 chips */
+    const char *dash = strrchr(*p, '-');
+    if (!strncmp(*p, "tpu-v", 5) && atoi(dash + 1) > 8) {
+      int x, y;
+      tpu_chip_torus(&c, &x, &y);
+      ck_assert_int_eq(c.cores, atoi(dash + 1));
+      ck_assert_int_eq(x * y * c.cores_per_chip, c.cores);
+      ck_assert(x >= y && c.hosts * 4 == x * y);
+    }
   }
-  ck_assert_int_eq(n, 3);
+  ck_assert_int_eq(n, 14);   /* the boards, teach, 4 v2 and 7 v3 pod slices */
   ck_assert_str_eq(tpu_chip_preset_names()[0], "tpu-v2-8");
 }
 END_TEST

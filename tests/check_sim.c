@@ -592,6 +592,74 @@ START_TEST(All_reduce_costs_the_alpha_beta_formula_of_its_algorithm) {
 }
 END_TEST
 
+/* One dimension of a pod slice's all-reduce, for a chip of 2 cores (each
+** core's n/2 slice, X = n bytes a chip): L chips along it, with
+** wraparound links a ring both ways at once (two textbook rings of X/2),
+** without them the ring folded onto the line (one textbook ring of X, each
+** step over two links, one on a line of 2). */
+static double torus_dim(int L, bool wrap, double X, double a, double b) {
+  if (L < 2) return 0;
+  return wrap ? ring_allreduce(L, X / 2, a, b) : ring_allreduce(L, X, L > 2 ? 2 * a : a, b);
+}
+
+/* Pod slices (issue #34): the all-reduce over an x by y torus of any size
+** is the core pair's ring, then the rings along x on the chip's n, then
+** along y on the n/x each chip keeps: checked against the alpha-beta
+** formula on every v2 and v3 slice preset and on random layouts, with and
+** without wraparound, for several message sizes. */
+START_TEST(A_pod_slice_all_reduce_is_the_sum_of_its_rings_along_each_dimension) {
+  static const char *const presets[] = { "tpu-v2-32", "tpu-v2-128", "tpu-v2-256", "tpu-v2-512", "tpu-v3-32",
+                                         "tpu-v3-64", "tpu-v3-128", "tpu-v3-256", "tpu-v3-512", "tpu-v3-1024",
+                                         "tpu-v3-2048" };
+  static const double sizes[] = { 4096, 1e6, 102.4e6, 7 * 1048576.0 + 12 };
+  tu_rng rng = { 34 };
+  for (int t = 0; t < 40; t++) {
+    tpu_chip_config c = tu_chip(presets[t % 11], 0);
+    const int chips = c.cores / c.cores_per_chip;
+    if (t >= 11) {                             /* a random layout and wraparound */
+      int x = chips;
+      for (int d = 1; d <= chips; d++)
+        if (chips % d == 0 && tu_range(&rng, 0, 2) == 0) x = d;
+      c.ici_torus_x = x, c.ici_torus_y = chips / x;
+      c.ici_wrap_x = tu_range(&rng, 0, 1), c.ici_wrap_y = tu_range(&rng, 0, 1);
+    }
+    char err[256];
+    ck_assert_msg(tpu_chip_config_validate(&c, err, sizeof err) == TPU_OK, "%s", err);
+    int x, y;
+    tpu_chip_torus(&c, &x, &y);
+    ck_assert_int_eq(x * y, chips);
+    const double clk = c.clock_mhz * 1e6;
+    const double a_on = c.onchip_latency_ns * 1e-9 * clk, b_on = c.onchip_link_gbit_per_s * 1e9 / 8 / clk;
+    const double a = c.ici_latency_ns * 1e-9 * clk, b = c.ici_link_gbit_per_s * 1e9 / 8 / clk;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      const double n = sizes[i];
+      const double want = ring_allreduce(2, n, a_on, b_on) + torus_dim(x, c.ici_wrap_x, n, a, b) +
+                          torus_dim(y, c.ici_wrap_y, n / x, a, b);
+      const uint64_t got = tpu_sim_collective_cycles(&c, TPU_SIM_ALL_REDUCE, (int64_t)n);
+      ck_assert_msg((double)got >= want - 1e-6 * want && (double)got <= ceil(want) + 1, "%s %dx%d wrap %d%d n %g: %llu "
+                    "cycles, the formula %.3f", c.name, x, y, c.ici_wrap_x, c.ici_wrap_y, n, (unsigned long long)got,
+                    want);
+    }
+  }
+  /* the presets' layouts as published, wraparound where a dimension spans the pod */
+  tpu_chip_config c = tu_chip("tpu-v3-2048", 0);
+  int x, y;
+  tpu_chip_torus(&c, &x, &y);
+  ck_assert(x == 32 && y == 32 && c.ici_wrap_x && c.ici_wrap_y && c.hosts == 256);
+  c = tu_chip("tpu-v3-1024", 0);
+  tpu_chip_torus(&c, &x, &y);
+  ck_assert(x == 32 && y == 16 && c.ici_wrap_x && !c.ici_wrap_y && c.hosts == 128);
+  c = tu_chip("tpu-v2-32", 0);
+  tpu_chip_torus(&c, &x, &y);
+  ck_assert(x == 4 && y == 4 && !c.ici_wrap_x && !c.ici_wrap_y && c.hosts == 4);
+  /* a sub-slice (--cores) keeps wraparound only along a dimension it spans */
+  c = tu_chip("tpu-v3-2048", 0);
+  tpu_chip_config_cut(&c, 1024);
+  tpu_chip_torus(&c, &x, &y);
+  ck_assert(x == 32 && y == 16 && c.ici_wrap_x && !c.ici_wrap_y && c.hosts == 128);
+}
+END_TEST
+
 /* The engine charges the formula on tpu-v2-8 as it is, and the sums agree. */
 START_TEST(The_tpu_v2_8_all_reduce_runs_on_its_torus_of_core_pairs) {
   tpu_chip_config c = tu_chip("tpu-v2-8", 0);
@@ -1278,32 +1346,30 @@ static void alike_core(tpu_sim_program *p, int c, uint64_t seed) {
   }
 }
 
-/* At the timing level the engine simulates a chip of alike cores (one
-** program, the same infeed) as one core and takes an earlier alike chip's
-** results instead of simulating it (sim_int.h). Random mixes of programs
-** and infeeds on tpu-v2-8, each core's program shared or a copy of its own
-** (which the engine never folds): every op's times, every stall part of
-** every core and step, the step ends and the cycles are equal. */
-START_TEST(Alike_cores_and_chips_run_once_with_every_result_of_their_own) {
-  tpu_chip_config cfg;
-  char err[256];
-  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err), TPU_OK);
-  tu_rng rng = { 20261125 };
+/* Runs 'trials' random mixes of programs and infeeds on cfg (its cores),
+** each core's program shared or a copy of its own (which the engine never
+** folds), and compares every op's times, every stall part of every core
+** and step, the step ends and the cycles. The count of trials whose whole
+** chip folded into one core. */
+static int check_alike(const tpu_chip_config *cfg, uint64_t seed, int trials) {
+  const int n = cfg->cores;
+  tu_rng rng = { seed };
   int folded = 0;
-  for (int trial = 0; trial < 40; trial++) {
-    int prog[8], feed[8], first[8];              /* each core's program and infeed classes */
+  int prog[64], feed[64], first[64];             /* each core's program and infeed classes */
+  ck_assert_int_le(n, 64);
+  for (int trial = 0; trial < trials; trial++) {
     const int nprog = tu_range(&rng, 1, 3), nfeed = tu_range(&rng, 1, 2);
     const uint64_t pseed = tu_next(&rng);
-    for (int c = 0; c < 8; c++) prog[c] = tu_range(&rng, 0, nprog - 1), feed[c] = tu_range(&rng, 0, nfeed - 1);
-    tpu_sim_program *copies = program(8), *shared = program(8);
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < n; c++) prog[c] = tu_range(&rng, 0, nprog - 1), feed[c] = tu_range(&rng, 0, nfeed - 1);
+    tpu_sim_program *copies = program(n), *shared = program(n);
+    for (int c = 0; c < n; c++) {
       first[c] = c;
       for (int d = c - 1; d >= 0; d--)
         if (prog[d] == prog[c]) first[c] = d;
       alike_core(copies, c, pseed + (uint64_t)prog[c]);
       if (first[c] == c) alike_core(shared, c, pseed + (uint64_t)prog[c]);
     }
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < n; c++) {
       if (first[c] != c) ck_assert_int_eq(tpu_sim_program_share(shared, first[c], c), TPU_OK);
       const uint64_t ready[3] = { 0, 500u * (uint64_t)feed[c], 90000u * (uint64_t)feed[c] };
       ck_assert_int_eq(tpu_sim_infeed(copies, c, 3, ready), TPU_OK);
@@ -1312,18 +1378,19 @@ START_TEST(Alike_cores_and_chips_run_once_with_every_result_of_their_own) {
     folded += nprog == 1 && nfeed == 1;
     tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 1 + trial % 2 };
     tpu_sim_result *rc, *rs;
-    ck_assert_msg(tpu_sim_run(&cfg, copies, &o, &rc) == TPU_OK, "%s", tpu_sim_program_error(copies));
+    ck_assert_msg(tpu_sim_run(cfg, copies, &o, &rc) == TPU_OK, "%s", tpu_sim_program_error(copies));
     tu_defer(destroy_result, rc);
-    ck_assert_msg(tpu_sim_run(&cfg, shared, &o, &rs) == TPU_OK, "%s", tpu_sim_program_error(shared));
+    ck_assert_msg(tpu_sim_run(cfg, shared, &o, &rs) == TPU_OK, "%s", tpu_sim_program_error(shared));
     tu_defer(destroy_result, rs);
     TU_EQ_U64(tpu_sim_result_cycles(rc), tpu_sim_result_cycles(rs));
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < n; c++) {
       TU_EQ_U64(tpu_sim_result_memory_busy(rc, c), tpu_sim_result_memory_busy(rs, c));
       for (int step = -1; step < tpu_sim_result_steps(rc); step++) {
         tpu_sim_stalls a, b;
         tpu_sim_result_stalls(rc, c, step, &a);
         tpu_sim_result_stalls(rs, c, step, &b);
-        ck_assert_msg(!memcmp(&a, &b, sizeof a), "trial %d: core %d step %d: stalls differ", trial, c, step);
+        ck_assert_msg(!memcmp(&a, &b, sizeof a), "%s trial %d: core %d step %d: stalls differ", cfg->name, trial, c,
+                      step);
         if (step >= 0) TU_EQ_U64(tpu_sim_result_step_end(rc, c, step), tpu_sim_result_step_end(rs, c, step));
       }
       for (int i = 0; i < tpu_sim_program_ops(copies, c); i++) {
@@ -1331,12 +1398,77 @@ START_TEST(Alike_cores_and_chips_run_once_with_every_result_of_their_own) {
         tpu_sim_result_op_times(rc, c, i, &s0, &e0);
         tpu_sim_result_op_times(rs, c, i, &s1, &e1);
         ck_assert_msg(s0 == s1 && e0 == e1 && tpu_sim_result_op_busy(rc, c, i) == tpu_sim_result_op_busy(rs, c, i),
-                      "trial %d: core %d op %d: [%llu, %llu) against [%llu, %llu)", trial, c, i,
+                      "%s trial %d: core %d op %d: [%llu, %llu) against [%llu, %llu)", cfg->name, trial, c, i,
                       (unsigned long long)s0, (unsigned long long)e0, (unsigned long long)s1, (unsigned long long)e1);
       }
     }
   }
-  ck_assert_int_gt(folded, 0);                   /* the whole chip folded into one core at least once */
+  return folded;
+}
+
+/* At the timing level the engine simulates a chip of alike cores (one
+** program, the same infeed) as one core and takes an earlier alike chip's
+** results instead of simulating it (sim_int.h). Random mixes on tpu-v2-8:
+** the same results as simulating every core. */
+START_TEST(Alike_cores_and_chips_run_once_with_every_result_of_their_own) {
+  tpu_chip_config cfg;
+  char err[256];
+  ck_assert_int_eq(tpu_chip_config_load("tpu-v2-8", &cfg, err, sizeof err), TPU_OK);
+  ck_assert_int_gt(check_alike(&cfg, 20261125, 40), 0);   /* the whole chip folded into one core at least once */
+}
+END_TEST
+
+/* A pod's data-parallel program is held once (every core shares core 0's)
+** and, at the timing level, simulated once: 2048 cores of 10,000 ops each
+** run within the engine's bound; the event log keeps every core's, 20.5 M
+** ops, and is refused before the run, saying why. */
+START_TEST(A_2048_core_program_is_held_and_simulated_once) {
+  tpu_chip_config cfg = tu_chip("tpu-v3-2048", 0);
+  tpu_sim_program *p = program(2048);
+  const int x = buf(p, 0, "x", TPU_SIM_VMEM, 8, 128);
+  for (int i = 0; i < 10000; i++) add(p, 0, (tpu_sim_op){ .kind = TPU_SIM_VPU, .vpu_op = TPU_VPU_RELU, .in = { x }, .out = { x } });
+  for (int c = 1; c < 2048; c++) ck_assert_int_eq(tpu_sim_program_share(p, 0, c), TPU_OK);
+  tpu_sim_options o = { .level = TPU_FIDELITY_TIMING, .threads = 2 };
+  tpu_sim_result *r;
+  const double t0 = tu_cpu_now();
+  ck_assert_msg(tpu_sim_run(&cfg, p, &o, &r) == TPU_OK, "%s", tpu_sim_program_error(p));
+  tu_defer(destroy_result, r);
+  ck_assert_int_eq(tpu_sim_result_cores(r), 2048);
+  tpu_sim_stalls a, b;
+  tpu_sim_result_stalls(r, 0, -1, &a);
+  tpu_sim_result_stalls(r, 2047, -1, &b);
+  ck_assert(!memcmp(&a, &b, sizeof a) && a.cycles[TPU_SIM_VPU_BUSY] > 0);
+  ck_assert_msg(tu_cpu_now() - t0 < 2.0, "a 2048-core run of one core's program took %.2f s of CPU", tu_cpu_now() - t0);
+  o.events = true;
+  ck_assert_int_eq(tpu_sim_run(&cfg, p, &o, &r), TPU_ERR_RANGE);
+  ck_assert_msg(strstr(tpu_sim_program_error(p), "the run simulates 2048 of the 2048 cores, 20480000 ops in all, more "
+                       "than the engine's limit of 16777216: the event log"), "%s", tpu_sim_program_error(p));
+}
+END_TEST
+
+/* The same on pod slices (issue #34): random slices of 16 to 64 cores,
+** their torus laid out at random, with and without wraparound links, and
+** several hosts. Simulating the alike cores once gives every core's
+** results as simulating each does. */
+START_TEST(A_pod_slice_simulates_alike_cores_once_with_the_results_of_all) {
+  tu_rng rng = { 20261202 };
+  static const char *const presets[] = { "tpu-v3-32", "tpu-v2-32", "tpu-v3-64" };
+  int folded = 0;
+  for (int k = 0; k < 6; k++) {
+    tpu_chip_config cfg = tu_chip(presets[k % 3], 0);
+    const int chips = cfg.cores / cfg.cores_per_chip;
+    int x = 1;                                 /* a random layout of the chips */
+    for (int d = 1; d <= chips; d++)
+      if (chips % d == 0 && tu_range(&rng, 0, 1)) x = d;
+    char set[96], err[256];
+    snprintf(set, sizeof set, "ici.torus_x=%d", x);
+    cfg.ici_torus_x = x, cfg.ici_torus_y = chips / x;
+    cfg.ici_wrap_x = tu_range(&rng, 0, 1), cfg.ici_wrap_y = tu_range(&rng, 0, 1);
+    cfg.hosts = 1 << tu_range(&rng, 0, 2);
+    ck_assert_msg(tpu_chip_config_validate(&cfg, err, sizeof err) == TPU_OK, "%s: %s", set, err);
+    folded += check_alike(&cfg, tu_next(&rng), 3);
+  }
+  ck_assert_int_gt(folded, 0);
 }
 END_TEST
 
@@ -1652,7 +1784,8 @@ int main(void) {
           A_lone_matmul_takes_the_cycles_and_bits_of_tpu_mxu_gemm,
           Vpu_ops_run_through_vpu_h_with_their_operands_in_order);
   TU_CASE(s, "collectives", 60, Collectives_take_the_ring_closed_form_and_sum_in_a_fixed_order,
-          All_reduce_costs_the_alpha_beta_formula_of_its_algorithm, The_tpu_v2_8_all_reduce_runs_on_its_torus_of_core_pairs);
+          All_reduce_costs_the_alpha_beta_formula_of_its_algorithm, The_tpu_v2_8_all_reduce_runs_on_its_torus_of_core_pairs,
+          A_pod_slice_all_reduce_is_the_sum_of_its_rings_along_each_dimension);
   TU_CASE(s, "limits", 60, A_program_that_needs_more_vmem_gets_an_error_naming_the_op_and_the_bytes,
           Bad_ops_are_rejected_with_a_message, Setup_errors_name_the_lowest_core_whatever_the_threads,
           Reading_and_running_survive_every_allocation_failure,
@@ -1661,6 +1794,7 @@ int main(void) {
   TU_CASE(s, "lowering", 120, The_lowering_counts_exactly_what_it_builds,
           The_gemm_places_are_the_programs_matmuls_and_cover_the_gemm, The_gemm_program_gives_the_bits_of_tpu_mxu_gemm);
   TU_CASE(s, "building", 60, A_shared_program_runs_as_its_copies_do, Alike_cores_and_chips_run_once_with_every_result_of_their_own,
+          A_pod_slice_simulates_alike_cores_once_with_the_results_of_all, A_2048_core_program_is_held_and_simulated_once,
           Building_a_program_takes_constant_time_per_buffer_and_op);
   TU_CASE(s, "engine", 120, Results_and_cycles_do_not_depend_on_the_thread_count,
           K_split_folds_accumulate_without_a_drain_at_every_level,

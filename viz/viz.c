@@ -281,6 +281,14 @@ static tpu_status run_program(tpu_viz *v, tpu_sim_program *prog, int *max_m, int
   return st;
 }
 
+/* The visualizer draws each core's strip: a board's cores at most. */
+static tpu_status check_cores(const tpu_chip_config *chip, char *err, size_t errcap) {
+  if (chip->cores <= TPU_SIM_GEMM_MAX_CORES) return TPU_OK;
+  snprintf(err, errcap, "the chip '%s' has %d cores; the visualizer shows at most %d (a board): use --cores N to "
+           "watch N of them", chip->name, chip->cores, TPU_SIM_GEMM_MAX_CORES);
+  return TPU_ERR_CONFIG;
+}
+
 /* A session with the chip set and the cell views allocated, or NULL. */
 static tpu_viz *new_session(const tpu_chip_config *chip) {
   tpu_viz *v = tpu_calloc(1, sizeof *v);
@@ -302,6 +310,7 @@ static tpu_viz *new_session(const tpu_chip_config *chip) {
 tpu_status tpu_viz_create_program(const tpu_chip_config *chip, tpu_sim_program *prog, const char *title,
                                   uint64_t seed, tpu_viz **out, char *err, size_t errcap) {
   *out = NULL;
+  if (check_cores(chip, err, errcap) != TPU_OK) return TPU_ERR_CONFIG;
   if (tpu_sim_program_cores(prog) != chip->cores) {
     snprintf(err, errcap, "the program is for %d cores, the chip '%s' has %d", tpu_sim_program_cores(prog),
              chip->name, chip->cores);
@@ -412,6 +421,7 @@ tpu_status tpu_viz_create(const tpu_chip_config *chip, const tpu_viz_workload *w
     snprintf(err, errcap, "unknown precision %d", (int)w->precision);
     return TPU_ERR_CONFIG;
   }
+  if (check_cores(chip, err, errcap) != TPU_OK) return TPU_ERR_CONFIG;
   tpu_sim_program *prog = NULL;
   tpu_viz *v = new_session(chip);
   tpu_status st = TPU_ERR_NOMEM;
@@ -440,7 +450,7 @@ fail:
 
 void tpu_viz_destroy(tpu_viz *v) {
   if (!v) return;
-  for (int p = 0; p < TPU_MAX_CORES; p++) {
+  for (int p = 0; p < TPU_SIM_GEMM_MAX_CORES; p++) {
     viz_core *vc = &v->core[p];
     tpu_free(vc->seg); tpu_free(vc->tiles); tpu_free(vc->times); tpu_free(vc->tsrc); tpu_free(vc->places);
     for (int i = 0; vc->opname && i < vc->nopname; i++) tpu_free(vc->opname[i]);

@@ -57,7 +57,7 @@ struct tpu_viz {
   char title[160];                   /* "GEMM M x N x K" or "program NAME" */
   int rows, cols, ncores;
   float *A, *B, *C;                  /* bf16-valued inputs, f32 result (all cores' rows) */
-  viz_core core[TPU_MAX_CORES];
+  viz_core core[TPU_SIM_GEMM_MAX_CORES];
   uint64_t total;                    /* run length: max over cores */
   int sel;                           /* selected core */
   uint64_t shown;                    /* cycle shown */

@@ -59,7 +59,8 @@ for line in open(sys.argv[1]):
             f = "k_%s_%s.json" % (k.replace(".", "_"), "lo" if v == below else "hi")
             print(">%s %s%s }" % (f, js, inner % v))
             print("2|info --chip %s|%s:1:|key '%s': expected %s" % (f, f, k, shown))
-        if k not in ("cores", "cores_per_chip"):   # these must also divide each other
+        # these must also agree with each other (a divisor, the chips' layout, a host per chip at most)
+        if k not in ("cores", "cores_per_chip", "ici.torus_x", "ici.torus_y", "hosts"):
             for v in inside:
                 print("0|info --chip %s --set %s=%s --json|" % (base, k, v))
 assert n >= 19, n     # every numeric key of the table was found
@@ -293,7 +294,7 @@ corpus "$TPUSIM" run --chip teach --program <<'CASES'
 >r_pc.json { "per_core": [ { "ops": [] }, { "ops": [] }, { "ops": [] }, { "opz": [] } ] }
 2|r_pc.json|field 'per_core[3].opz': unknown field; allowed here: buffers, ops, infeed
 >r_cores.json { "cores": 0, "ops": [] }
-2|r_cores.json|field 'cores': expected an integer in 1..16, got 0
+2|r_cores.json|field 'cores': expected an integer in 1..2048, got 0
 CASES
 # }==
 
@@ -454,7 +455,7 @@ CASES
 corpus "$TPUSIM" <<'CASES'
 2|sweep --out sw6 matmul --m 8,16 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=abc|matmul, point 0: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got 'abc'
 2|sweep --out sw7 --no-plot matmul --m 8 --n 8 --k 8 --set hbm.bandwidth_gb_per_s=100,1e-300|matmul, point 1: --set hbm.bandwidth_gb_per_s: expected a number in [0.01, 1000000] GB/s, got '1e-300'
-2|sweep --out sw8 --no-plot train --model mlp --batch 8,16 --set cores=99|train, point 0: --set cores: expected an integer in 1..16, got '99'
+2|sweep --out sw8 --no-plot train --model mlp --batch 8,16 --set cores=4099|train, point 0: --set cores: expected an integer in 1..2048, got '4099'
 2|sweep --out sw9 --no-plot pipeline --pipeline datafeed/examples/naive.json --steps 5,10 --set hbm.latency_ns=1|pipeline, point 0: --set: the pipeline runs on the host
 2|sweep --out sw2 matmul --m 0,8 --n 8 --k 8|matmul, point 0: --m: expected an integer in 1..2147483648, got '0'
 2|sweep --out sw3 -j 0 matmul --m 8 --n 8 --k 8|-j: expected a whole number in 1..1024, got '0'
@@ -701,6 +702,18 @@ corpus "$TPUSIM" <<'CASES'
 2|model resnet50 --chip tpu-v2-8 --roofline r.svg|--roofline r.svg: expected a file name ending in .png
 2|model resnet50 --chip tpu-v2-8 --batch 100|--batch 100 does not divide across 8 cores
 2|info --set ici.topology=hypercube|--set ici.topology: expected "auto", "ring" or "torus", got 'hypercube'
+2|info --set ici.torus_x=3|--set ici.torus_x: keys 'ici.torus_x' and 'ici.torus_y': 3 x 0 chips; expected both 0 (chosen from the chips) or a layout of all 4 chips (cores / cores_per_chip)
+2|info --chip tpu-v3-32 --set ici.torus_y=5|--set ici.torus_y: keys 'ici.torus_x' and 'ici.torus_y': 4 x 5 chips; expected both 0 (chosen from the chips) or a layout of all 16 chips (cores / cores_per_chip)
+2|info --chip tpu-v3-32 --set ici.topology=ring|--set ici.topology: key 'ici.torus_y': 4 with ici.topology "ring"; a ring is one row (torus_y 1) or give ici.topology "torus"
+2|info --chip tpu-v3-32 --set hosts=17|--set hosts: key 'hosts': 17 hosts for 16 chips; expected 1..16 (each host feeds at least one chip)
+>slice_bad.json { "base": "tpu-v3-8", "cores": 96, "ici": { "torus_x": 12, "torus_y": 5 } }
+2|info --chip slice_bad.json|slice_bad.json: keys 'ici.torus_x' and 'ici.torus_y': 12 x 5 chips; expected both 0 (chosen from the chips) or a layout of all 48 chips (cores / cores_per_chip)
+>slice_ok.json { "base": "tpu-v3-8", "cores": 96, "ici": { "topology": "torus", "torus_x": 12, "torus_y": 4, "wrap_x": false, "wrap_y": false }, "hosts": 12 }
+0|info --chip slice_ok.json --json|
+2|train --model mlp --batch 64 --batch-per-core 8|--batch 64 and --batch-per-core 8: give one
+2|viz --chip tpu-v3-32 --headless --png x.png|the chip 'tpu-v3-32' has 32 cores; the visualizer shows at most 16 (a board)
+2|matmul --chip tpu-v3-32 --cores 32 --m 64 --n 64 --k 64|--cores: expected an integer in 1..16
+2|train --model cnn --chip tpu-v3-2048 --batch 1048576 --data synthetic --synthetic-n 1048576 --level tile|computes every core's values on this host
 2|info --set cores=3|key 'cores_per_chip': 2 does not divide cores (3)
 2|matmul --m 0 --n 4 --k 4|--m
 2|matmul --m 4 --n 3000000000 --k 4|--n
@@ -760,7 +773,7 @@ corpus "$TPUSIM" <<'CASES'
 2|scalesim -c docs/scalesim/tpu_128.cfg -t docs/scalesim/tpu_128.cfg -p ssw|the -t file looks like a SCALE-Sim .cfg: give it with -c, and the topology with -t
 2|train --model mlp --epoch 2|unknown option '--epoch'; did you mean '--epochs'?
 2|viz --heedless|unknown option '--heedless'; did you mean '--headless'?
-2|info --chip tpuv2-8|tpuv2-8: not a preset (did you mean tpu-v2-8? the presets are tpu-v2-8, tpu-v3-8, teach)
+2|info --chip tpuv2-8|tpuv2-8: not a preset (did you mean tpu-v2-8? the presets are tpu-v2-8, tpu-v3-8, teach, tpu-v2-32,
 2|info --set mxu.row=8|--set: unknown key 'mxu.row' (did you mean 'mxu.rows'?)
 2|model resnet5|resnet5: not a built-in model (did you mean resnet50? the models are mlp
 2|model vgg91@192x192x3:5|not a built-in model (did you mean vgg19?

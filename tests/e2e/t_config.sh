@@ -26,7 +26,7 @@ echo "$OUT" > s.json
 # bad input: exit 2, a message naming file, key, line:col and what is allowed
 bad_inputs "$TPUSIM" info --chip <<'CASES'
 big.json|{ "base": "teach",\n  "mxu": { "rows": 2000 } }|big.json:2:20: key 'mxu.rows': expected an integer in 1..1024, got 2000
-zero.json|{ "base": "teach", "cores": 0 }|key 'cores': expected an integer in 1..16, got 0
+zero.json|{ "base": "teach", "cores": 0 }|key 'cores': expected an integer in 1..2048, got 0
 neg.json|{ "base": "teach", "hbm": { "bandwidth_gb_per_s": -3 } }|key 'hbm.bandwidth_gb_per_s': expected a number in [0.01, 1000000] GB/s, got -3
 ovf.json|{ "base": "teach", "cores": 99999999999999999999999 }|ovf.json:1:
 type.json|{ "base": "teach", "mxu": { "rows": "eight" } }|key 'mxu.rows': expected an integer in 1..1024, got a non-number
@@ -34,7 +34,7 @@ real.json|{ "base": "teach", "mxu": { "rows": 8.5 } }|got a non-integer number
 unk.json|{ "base": "teach",\n "mxu": { "rowz": 8 } }|unk.json:2:19: unknown key 'mxu.rowz'
 trunc.json|{ "base": "teach", "cores": 4,\n|trunc.json:2:|malformed JSON
 missing.json|{ "cores": 4 }|missing key 'cores_per_chip'
-badbase.json|{ "base": "tpu-v9" }|key 'base': expected the name of a preset (tpu-v2-8, tpu-v3-8, teach)
+badbase.json|{ "base": "tpu-v9" }|key 'base': expected the name of a preset (tpu-v2-8, tpu-v3-8, teach, tpu-v2-32, tpu-v2-128, tpu-v2-256, tpu-v2-512, tpu-v3-32, tpu-v3-64, tpu-v3-128, tpu-v3-256, tpu-v3-512, tpu-v3-1024, tpu-v3-2048)
 div.json|{ "base": "teach", "cores": 3 }|does not divide cores
 arr.json|[1,2]|expected a JSON object
 CASES

@@ -32,7 +32,7 @@ out=$(bash -c 'source "$1"; COMP_WORDS=("$2" viz --sca); COMP_CWORD=2; _tpusim; 
 # values, from the program's own tables (tpusim --values; #32)
 comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tpusim; echo "${COMPREPLY[*]}"' _ \
       "$P/share/bash-completion/completions/tpusim" "$P/bin/tpusim" "$@"; }
-[ "$(comp train --chip tpu-v)" = "tpu-v2-8 tpu-v3-8" ] || die "completion of --chip tpu-v gave '$(comp train --chip tpu-v)'"
+[ "$(comp train --chip tpu-v3-1)" = "tpu-v3-128 tpu-v3-1024" ] || die "completion of --chip tpu-v3-1 gave '$(comp train --chip tpu-v3-1)'"
 [ "$(comp train --model resnet)" = "resnet50 resnet152v2" ] || die "completion of --model resnet gave '$(comp train --model resnet)'"
 [ "$(comp matmul --precision bf16x)" = "bf16x3 bf16x6" ] || die "completion of --precision"
 [ "$(comp matmul --dataflow o)" = "os" ] || die "completion of --dataflow"

@@ -39,15 +39,16 @@ def npy(descr, shape, payload):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + payload
 
 
-def ckpt(seed=1, batch=2, epochs=1, step=5):
+def ckpt(seed=1, batch=2, epochs=1, step=5, v4=False):
     """Format 3 (frontend/train.c): magic, 8 u64 fields, the run's sums (4 +
     7 stall kinds, f64), each epoch's history (5 f64), the per-core sums
-    (cores, cycles, 16 cores x 7 stall kinds, u64), the f32 arrays, CRC-32."""
+    (cores, cycles, 16 cores x 7 stall kinds, u64), the f32 arrays, CRC-32.
+    Format 4 (v4): the per-core sums hold the cores' rows only."""
     n = 15   # the target's model: dense 4 -> 3, Adam (params, m, v)
-    body = b"TPUSIMC3" + struct.pack("<8Q", n, 2, seed, batch, epochs, step, step, step)
+    body = (b"TPUSIMC4" if v4 else b"TPUSIMC3") + struct.pack("<8Q", n, 2, seed, batch, epochs, step, step, step)
     body += struct.pack("<11d", 1000.0, 60.0, 16384.0, 1e-6, 100, 0, 0, 0, 800, 100, 0)
     body += b"".join(struct.pack("<5d", 1.2, 0.5, 1.3, 0.4, 1e-6) for _ in range(epochs))
-    body += struct.pack("<2Q", 1, 1000) + struct.pack("<7Q", 100, 0, 0, 0, 800, 100, 0) + bytes(8 * 7 * 15)
+    body += struct.pack("<2Q", 1, 1000) + struct.pack("<7Q", 100, 0, 0, 0, 800, 100, 0) + bytes(0 if v4 else 8 * 7 * 15)
     body += b"".join(struct.pack("<f", 0.01 * i) for i in range(3 * n))
     return body + struct.pack("<I", zlib.crc32(body) & 0xffffffff)
 
@@ -100,6 +101,7 @@ def main():
     put("ckpt", "seed-valid", b"\x00" + ckpt())
     put("ckpt", "seed-fixcrc", b"\x01" + ckpt(step=7))
     put("ckpt", "seed-step-2e63", b"\x01" + ckpt(step=1 << 63))   # asserted in the optimizer of 0.2.0
+    put("ckpt", "seed-valid-v4", b"\x00" + ckpt(v4=True))
     put("tfrecord", "seed-three", b"".join(record(example(bytes((i * 7 + k) & 255 for k in range(12)), i))
                                            for i in range(3)))
     rec = bytes([1]) + bytes((i * 5) % 256 for i in range(3072))   # CIFAR-10: a label byte, 3072 pixels
