@@ -264,7 +264,8 @@ tpu_status tpu_sweep_run(const tpu_sweep_def *d, const char *dir, long jobs, FIL
   if (!st && (r.fd = open(sweep_path(path, sizeof path, dir, "points.jsonl"), O_WRONLY | O_APPEND | O_CREAT, 0666)) < 0)
     st = sweep_fail(err, errcap, TPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!st) st = run_points(&r, jobs, err, errcap);
-  if (!st && tpu_cancel_requested())   /* the journal holds the points that finished; no results.csv now */
+  /* cancelled: the journal holds the points that finished, and no results.csv is written */
+  if (!st && tpu_cancel_requested() && r.done < r.ntodo)
     st = sweep_fail(err, errcap, TPU_ERR_RUNTIME, "interrupted after %ld of %ld points; rerun the sweep to resume",
                     r.done, r.ntodo);
   if (!st && r.io_errors)

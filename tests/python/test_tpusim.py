@@ -1,6 +1,7 @@
 """The tpusim package against the program: the same reports bit for bit,
 the errors as exceptions with the program's messages, Ctrl-C and the
 training callback (docs/PYTHON.md)."""
+import json
 import os
 import signal
 import threading
@@ -159,7 +160,35 @@ def test_ctrl_c_stops_a_sweep_between_points_and_a_rerun_resumes(in_tmp):
     with pytest.raises(KeyboardInterrupt):
         tpusim.sweep("train", out="sw", jobs=1, **args)
     assert not os.path.exists("sw/results.csv")
-    done = len(open("sw/points.jsonl").read().splitlines())
-    assert done < 8
+    lines = open("sw/points.jsonl").read().splitlines()
+    assert len(lines) < 8
+    assert all(json.loads(x)["status"] == "ok" for x in lines)      # the interrupted point is not journaled
     rows = tpusim.sweep("train", out="sw", jobs=2, **args)
     assert len(rows) == 8 and set(rows["status"]) == {"ok"}
+
+
+def test_a_sweep_without_pandas_is_a_list_of_dicts(in_tmp, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)      # import pandas raises ImportError
+    rows = tpusim.sweep("matmul", out="mm", m=[8, 16], n=8, k=8, level="timing")
+    assert [(r["point"], r["m"], r["status"]) for r in rows] == [(0, 8, "ok"), (1, 16, "ok")]
+    assert all(isinstance(r["cycles"], int) for r in rows)
+
+
+def test_calls_print_nothing_and_threads_may_call_at_once(capfd):
+    results, errors = [], []
+
+    def one(i):
+        try:
+            results.append(tpusim.model("mlp", batch=i + 1)["batch"])
+        except Exception as e:      # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sorted(results) == [1, 2, 3, 4]
+    with pytest.raises(ValueError):
+        tpusim.call("model", "no-such-model")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
