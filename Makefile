@@ -11,7 +11,8 @@
 #   make demo       the main job                    make headers each header alone
 #   make test-all   tests including the slow tag    make echo    effective flags
 #   make docs-images  the pictures in docs/ and README.md, from the commands they print
-#   make install / make uninstall  (PREFIX=/usr/local, DESTDIR= for staging)
+#   make install / make uninstall  (PREFIX=/usr/local, DESTDIR= for staging; the Python package too)
+#   make python     the Python package in build/python (PYTHON=/usr/bin/python3)
 
 .DEFAULT_GOAL := all
 CC      ?= cc
@@ -21,7 +22,8 @@ DEB_PKGS = build-essential pkg-config libopenblas-dev libsdl2-dev libsdl2-ttf-de
            libsdl2-image-dev check libjansson-dev zlib1g-dev libjpeg-dev libpng-dev libjpeg-turbo-progs dataset-fashion-mnist \
            fonts-dejavu-core xvfb xauth valgrind python3 python3-numpy \
            parallel gnuplot-nox slurmctld slurmd slurm-client munge clang \
-           python3-jsonschema
+           python3-jsonschema python3-dev python3-pytest python3-pandas python3-matplotlib \
+           jupyter-nbconvert python3-ipykernel
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wvla -Wformat=2
 CFLAGS_debug   = -O0 -g3
@@ -49,7 +51,7 @@ BENCHES    = $(BENCH_SRCS:%.c=$(B)/%)
 LIB        = $(B)/libtpusim.a
 BIN        = $(B)/tpusim
 
-.PHONY: all deps test test-all asan fuzz valgrind bench demo docs-images install uninstall headers perf clean echo FORCE
+.PHONY: all deps python test-python test test-all asan fuzz valgrind bench demo docs-images install uninstall headers perf clean echo FORCE
 all: tpusim
 
 # ./tpusim points at the release build; other modes (asan, debug) leave it alone.
@@ -97,16 +99,65 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# {==================================================================
+# The Python module (docs/PYTHON.md): the package python/tpusim/ and its
+# CPython extension, tpusim._tpusim, linking the engine and the command line
+# (all but main.o) compiled once more with -fPIC under $(B)/pic/. Built for
+# the system's python3 (Debian's; `python3` on PATH may be another one):
+# `make python`, then PYTHONPATH=$(PY_OUT).
+# ==================================================================
+PYTHON   ?= /usr/bin/python3
+PY_CFG    = $(shell $(PYTHON) -c "import sys, sysconfig; print(sysconfig.get_paths()['include'], sysconfig.get_config_var('EXT_SUFFIX'), '%d.%d' % sys.version_info[:2])" 2>/dev/null)
+PY_INC    = $(word 1,$(PY_CFG))
+PY_EXT    = $(word 2,$(PY_CFG))
+PY_VER    = $(word 3,$(PY_CFG))
+PY_OUT    = $(if $(filter release,$(MODE)),build/python,$(B)/python)
+PY_SO     = $(PY_OUT)/tpusim/_tpusim$(PY_EXT)
+PY_FILES  = $(PY_OUT)/tpusim/__init__.py
+PIC_OBJS  = $(LIB_SRCS:%.c=$(B)/pic/%.o) $(filter-out $(B)/pic/cli/main.o,$(CLI_SRCS:%.c=$(B)/pic/%.o)) \
+            $(B)/pic/python/tpusim_module.o
+# shared libraries only: libcheck is for the test programs
+PY_LDLIBS = $(shell pkg-config --libs $(filter-out check,$(PKGS))) -lm -lpthread
+# the sanitizers' runtimes, preloaded into the interpreter by `make asan`'s
+# Python tests (an extension cannot bring ASan in after the fact)
+PY_PRELOAD = $(if $(filter asan,$(MODE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0)
+
+$(B)/pic/%.o: %.c $(B)/.flags
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  CC -fPIC $<")
+	$(Q)$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+$(B)/pic/python/%.o: python/%.c $(B)/.flags
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  CC -fPIC $<")
+	$(Q)$(CC) $(CFLAGS) -isystem $(PY_INC) -fPIC -c -o $@ $<
+$(B)/pic/sim/config.o: $(B)/gen/sim/presets.h
+$(PY_SO): $(PIC_OBJS)
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $^ $(PY_LDLIBS)
+$(PY_OUT)/tpusim/%.py: python/tpusim/%.py
+	@mkdir -p $(@D)
+	$(Q)cp $< $@
+python: $(PY_SO) $(PY_FILES)
+# pytest (Debian's python3-pytest) over tests/python/, against this MODE's build
+PYTEST = $(TEST_ENV) $(PY_PRELOAD) PYTHONPATH=$(CURDIR)/$(PY_OUT) TPUSIM=$(CURDIR)/$(BIN) MODE=$(MODE) \
+         $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+test-python: python tpusim
+	$(PYTEST)
+# }==================================================================
+
 # Test runners: libcheck suites (check prints its own summary line per suite),
 # then the end-to-end tests of the binary.
 TEST_ENV = OPENBLAS_NUM_THREADS=1 SDL_VIDEODRIVER=dummy CK_DEFAULT_TIMEOUT=600
-test: $(TESTS) $(FUZZ_REPLAYS) tpusim
+test: $(TESTS) $(FUZZ_REPLAYS) tpusim python
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) $$t || fail=1; done; \
 	for f in $(FUZZ_NAMES); do $(TEST_ENV) FUZZ_OOM=1 $(B)/tests/fuzz/$$f-replay tests/fuzz/$$f || fail=1; done; \
+	$(PYTEST) || fail=1; \
 	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
-test-all: $(TESTS) $(FUZZ_REPLAYS) tpusim
+test-all: $(TESTS) $(FUZZ_REPLAYS) tpusim python
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) CK_INCLUDE_TAGS= TPU_SLOW=1 $$t || fail=1; done; \
 	for f in $(FUZZ_NAMES); do $(TEST_ENV) FUZZ_OOM=1 $(B)/tests/fuzz/$$f-replay tests/fuzz/$$f || fail=1; done; \
+	$(PYTEST) || fail=1; \
 	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
 asan:
 	$(MAKE) MODE=asan test
@@ -148,7 +199,11 @@ I          := $(DESTDIR)$(PREFIX)
 INST_FILES := bin/tpusim share/man/man1/tpusim.1 share/bash-completion/completions/tpusim \
               lib/libtpusim.a lib/pkgconfig/tpusim.pc $(PUB_HDRS:%=include/tpusim/%) \
               $(EXAMPLES:docs/examples/%=share/doc/tpusim/examples/%) share/doc/tpusim/LICENSE
-INST_DIRS  := include/tpusim/base include/tpusim/mxu include/tpusim/vpu include/tpusim/datafeed \
+# the Python package, in the system python3's site directory under PREFIX
+# (Debian's: lib/python3.X/dist-packages, on sys.path for /usr/local and /usr)
+PY_SITE     = lib/python$(PY_VER)/dist-packages
+PY_INST     = $(PY_SITE)/tpusim/__init__.py $(PY_SITE)/tpusim/_tpusim$(PY_EXT)
+INST_DIRS  := $(PY_SITE)/tpusim/__pycache__ $(PY_SITE)/tpusim include/tpusim/base include/tpusim/mxu include/tpusim/vpu include/tpusim/datafeed \
               include/tpusim/sim include/tpusim/frontend include/tpusim/viz include/tpusim/scalesim \
               include/tpusim/sweep include/tpusim \
               share/doc/tpusim/examples share/doc/tpusim
@@ -156,8 +211,8 @@ $(B)/tpusim.1: $(BIN) dist/mkman.py
 	$(Q)python3 dist/mkman.py $(BIN) > $@.tmp && mv $@.tmp $@
 # tpusim.pc is written by the install itself, from this call's PREFIX: a
 # file made at build time would keep the PREFIX of the first build.
-install: $(BIN) $(LIB) $(B)/tpusim.1
-	install -d $(I)/bin $(I)/share/man/man1 $(I)/share/bash-completion/completions $(I)/lib/pkgconfig \
+install: $(BIN) $(LIB) $(B)/tpusim.1 python
+	install -d $(I)/$(PY_SITE)/tpusim $(I)/bin $(I)/share/man/man1 $(I)/share/bash-completion/completions $(I)/lib/pkgconfig \
 	  $(I)/share/doc/tpusim/examples $(addprefix $(I)/include/tpusim/,$(sort $(dir $(PUB_HDRS))))
 	install -m 755 $(BIN) $(I)/bin/tpusim
 	install -m 644 $(B)/tpusim.1 $(I)/share/man/man1/tpusim.1
@@ -169,8 +224,10 @@ install: $(BIN) $(LIB) $(B)/tpusim.1
 	for h in $(PUB_HDRS); do install -m 644 $$h $(I)/include/tpusim/$$h || exit 1; done
 	install -m 644 $(EXAMPLES) $(I)/share/doc/tpusim/examples/
 	install -m 644 LICENSE $(I)/share/doc/tpusim/LICENSE
+	install -m 644 $(PY_FILES) $(I)/$(PY_SITE)/tpusim/
+	install -m 755 $(PY_SO) $(I)/$(PY_SITE)/tpusim/
 uninstall:
-	rm -f $(addprefix $(I)/,$(INST_FILES))
+	rm -f $(addprefix $(I)/,$(INST_FILES) $(PY_INST)) $(I)/$(PY_SITE)/tpusim/__pycache__/*.pyc
 	-for d in $(INST_DIRS); do [ ! -d $(I)/$$d ] || rmdir $(I)/$$d 2>/dev/null || true; done
 # }==================================================================
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,13 @@
 #include <unistd.h>
 
 const char *tpu_version(void) { return TPU_VERSION; }
+
+/* Relaxed is enough: the flag orders nothing else, and a loop that reads it
+** one step late only stops one step later. */
+static atomic_int cancel_flag;
+void tpu_cancel_request(void) { atomic_store_explicit(&cancel_flag, 1, memory_order_relaxed); }
+void tpu_cancel_clear(void) { atomic_store_explicit(&cancel_flag, 0, memory_order_relaxed); }
+bool tpu_cancel_requested(void) { return atomic_load_explicit(&cancel_flag, memory_order_relaxed) != 0; }
 
 const char *tpu_status_str(tpu_status s) {
   static const char *const text[] = {

@@ -234,6 +234,17 @@ void tpu_normal_fill(uint64_t *state, float *x, size_t n);
 /* {==================================================================
 ** Files
 ** ================================================================== */
+/* Cancellation: one process-wide flag that a front end raises (the Python
+** module, on KeyboardInterrupt) and the long loops poll between units of
+** work: the training run before each step (cli/cmd_train.c), a sweep before
+** each point (sweep/sweep_run.c). A loop that sees it stops as a failure
+** ("interrupted") before writing any output, so nothing is half-written;
+** whoever raised the flag clears it. The command line never raises it.
+** These functions can't fail and are safe from any thread. */
+void tpu_cancel_request(void);
+void tpu_cancel_clear(void);
+bool tpu_cancel_requested(void);
+
 /* Writes 'n' bytes to 'path'. Symlinks are followed first (the link stays,
 ** its target gets the bytes). A regular file or a new path is written
 ** through a temporary file in the target's directory and rename(2), so

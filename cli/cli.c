@@ -27,6 +27,22 @@ void cli_capture_errors(char *buf, size_t cap) {
   if (buf && cap) buf[0] = 0;
 }
 
+/* A sweep's capture of its points' messages, inside a capture of the
+** sweep's own (tpu_cli_run's): NULL goes back to the outer one, not stderr. */
+static _Thread_local char *outer_buf;
+static _Thread_local size_t outer_size;
+void cli_capture_point_errors(char *buf, size_t cap) {
+  if (buf) {
+    outer_buf = cap_buf;
+    outer_size = cap_size;
+    cli_capture_errors(buf, cap);
+  } else {
+    cap_buf = outer_buf;
+    cap_size = outer_size;
+    outer_buf = NULL;
+  }
+}
+
 static int report(int code, const char *cmd, const char *fmt, va_list ap) {
   if (cap_buf) {
     vsnprintf(cap_buf, cap_size, fmt, ap);
@@ -285,8 +301,37 @@ int cli_report_envelope(const char *cmd, json_t *o) {
 
 json_t *cli_json_real(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+/* Where this thread's reports go instead of stdout (tpu_cli_run), and its
+** training run's step hook. */
+static _Thread_local char **cap_report;
+static _Thread_local cli_step_fn step_fn;
+static _Thread_local void *step_ud;
+void cli_capture_report(char **sink) {
+  cap_report = sink;
+  if (sink) *sink = NULL;
+}
+bool cli_reports_captured(void) { return cap_report != NULL; }
+void cli_on_step(cli_step_fn fn, void *ud) {
+  step_fn = fn;
+  step_ud = ud;
+}
+bool cli_step_hooked(void) { return step_fn != NULL; }
+int cli_step_hook(const char *cmd, json_t *step) {
+  if (!step_fn) return 0;
+  char *s = step ? json_dumps(step, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+  const int stop = s ? step_fn(step_ud, s) : 1;
+  free(s);
+  if (!step) return cli_runtime_error(cmd, "out of memory");
+  return stop ? cli_runtime_error(cmd, "stopped by the step callback") : 0;
+}
+
 int cli_print_json(const char *cmd, json_t *o, size_t flags) {
   if (!o || cli_report_envelope(cmd, o)) { json_decref(o); return cli_runtime_error(cmd, "out of memory"); }
+  if (cap_report) {              /* the same text, with the same flags, into the caller's string */
+    *cap_report = json_dumps(o, flags);
+    json_decref(o);
+    return *cap_report ? 0 : cli_runtime_error(cmd, "out of memory");
+  }
   json_dumpf(o, stdout, flags);
   putchar('\n');
   json_decref(o);

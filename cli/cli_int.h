@@ -52,6 +52,12 @@ int cli_cmd_viz(int argc, char **argv);
 int cli_cmd_sweep(int argc, char **argv);
 int cli_cmd_plot(int argc, char **argv);
 
+/* The commands (commands.c), in the order `tpusim --help` lists them. */
+typedef struct cli_command { const char *name; cli_cmd_fn fn; const char *summary; } cli_command;
+extern const cli_command cli_commands[];
+extern const int cli_ncommands;
+const cli_command *cli_command_find(const char *name);   /* NULL: no such command */
+
 /* The plots of a sweep's results.csv, drawn beside it (cmd_plot.c); without
 ** gnuplot only the scripts are written. 0, or 1 after a message. */
 int cli_plot_sweep(const char *csv);
@@ -60,6 +66,27 @@ int cli_plot_sweep(const char *csv);
 ** instead of stderr while 'buf' is set; NULL restores stderr. A sweep
 ** records a failing point's message this way. */
 void cli_capture_errors(char *buf, size_t cap);
+/* The same for a sweep's points (cli_sweep_env's capture): NULL goes back
+** to the capture that was set before buf, if any (a sweep run in-process,
+** call.h), else to stderr. */
+void cli_capture_point_errors(char *buf, size_t cap);
+
+/* Reports on this thread go into *sink (json_dumps' text with the
+** command's own flags, the caller's to free) instead of stdout while sink
+** is set; NULL restores stdout. tpu_cli_run (call.h) sets it. */
+void cli_capture_report(char **sink);
+/* Whether reports are captured: a command then prints nothing on stdout
+** (tpusim sweep's summary line becomes its report). */
+bool cli_reports_captured(void);
+/* The training run's per-step hook on this thread (call.h's on_step):
+** fn(ud, the step as compact JSON) after each step; NULL: none. */
+typedef int (*cli_step_fn)(void *ud, const char *step_json);
+void cli_on_step(cli_step_fn fn, void *ud);
+bool cli_step_hooked(void);   /* a hook is set on this thread */
+/* Hands 'step' (borrowed; NULL: out of memory) to the hook, if any: 0, or
+** 1 after a message when the hook asked to stop or memory ran out. */
+struct json_t;
+int cli_step_hook(const char *cmd, struct json_t *step);
 
 /* {==================================================================
 ** Messages and exit codes

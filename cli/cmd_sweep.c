@@ -5,6 +5,7 @@
 ** can run are cli_sweep_env's (sweep_cmds.c).
 */
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -134,7 +135,9 @@ static int plots(const char *dir) {
 static int run(const sweep_opts *o, tpu_sweep_def *d) {
   char err[4200];
   tpu_sweep_counts n;
-  tpu_status st = tpu_sweep_run(d, o->out, o->jobs, isatty(STDERR_FILENO) == 1 ? stderr : NULL, &n, err, sizeof err);
+  const bool quiet = cli_reports_captured();   /* in-process (call.h): no progress, a report for the summary */
+  tpu_status st = tpu_sweep_run(d, o->out, o->jobs, !quiet && isatty(STDERR_FILENO) == 1 ? stderr : NULL, &n, err,
+                                sizeof err);
   if (st) return sweep_failed(st, err);
   /* a single point draws no line; with every point failed, plot says why instead */
   const int rc = o->no_plot || d->naxes == 0 || (n.failed && n.failed == n.points) ? 0 : plots(o->out);
@@ -145,6 +148,15 @@ static int run(const sweep_opts *o, tpu_sweep_def *d) {
     if (tpu_sweep_plot(&po, true, why, sizeof why)) fprintf(stderr, "tpusim sweep: %s\n", why);
   }
   if (rc) return rc;
+  if (quiet) {
+    char csv[4200];
+    snprintf(csv, sizeof csv, "%s/results.csv", o->out);
+    const int prc = cli_print_json(CMD, json_pack("{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:s}", "points", (json_int_t)n.points,
+                                       "sweep_points", (json_int_t)d->npoints, "shard", d->shard, "shards", d->nshards,
+                                       "run", (json_int_t)n.run, "done_before", (json_int_t)n.done_before,
+                                       "failed", (json_int_t)n.failed, "results_csv", csv), JSON_COMPACT);
+    return prc ? prc : n.failed ? 1 : 0;
+  }
   printf("sweep: %ld points of %ld (shard %d/%d): %ld run, %ld already done, %ld failed; %s/results.csv\n", n.points,
          d->npoints, d->shard, d->nshards, n.run, n.done_before, n.failed, o->out);
   return n.failed ? 1 : 0;

@@ -325,13 +325,38 @@ static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, 
   return 0;
 }
 
-/* The steps left, with their progress. */
+/* The step for the step hook (cli_step_hook; the Python callback), with
+** the CSV row's figures; at an epoch's end its history entry's too. 0, or
+** 1 after a message. */
+static int step_hook(const opts *o, const tpu_fe_step_record *r) {
+  if (!cli_step_hooked()) return 0;
+  const bool n = o->level != TPU_FIDELITY_TIMING;
+  json_t *j = json_pack("{s:i,s:I,s:I,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}", "epoch", r->epoch + 1, "step",
+                        (json_int_t)r->step + 1, "global_step", (json_int_t)r->global_step + 1, "samples", r->samples,
+                        "loss", cli_json_real(n ? r->loss : NAN),
+                        "accuracy", cli_json_real(n ? (double)r->correct / (double)r->samples : NAN),
+                        "epoch_loss", cli_json_real(n ? r->epoch_loss : NAN),
+                        "epoch_accuracy", cli_json_real(n ? r->epoch_accuracy : NAN),
+                        "sim_step_s", cli_json_real(r->sim_step_s), "infeed_wait_s", cli_json_real(r->infeed_wait_s),
+                        "sim_time_s", cli_json_real(r->sim_time_s), "epoch_end", r->epoch_end);
+  if (j && r->epoch_end && n) {
+    json_object_set_new(j, "val_loss", cli_json_real(r->epoch_log.val_loss));
+    json_object_set_new(j, "val_accuracy", cli_json_real(r->epoch_log.val_accuracy));
+  }
+  const int rc = cli_step_hook(CMD, j);
+  json_decref(j);
+  return rc;
+}
+
+/* The steps left, with their progress. A cancellation (base.h) stops the
+** run before a step, as a failure: the outputs are not written. */
 static int run_steps(const opts *o, train_cli *t, long steps) {
   double ew0 = 0, last_draw = 0;
   int ep;
   long s;
   char err[2048];
   while (tpu_fe_run_next(t->run, &ep, &s)) {
+    if (tpu_cancel_requested()) return cli_runtime_error(CMD, "interrupted");
     if (s == 0) {
       if (!o->com.json) printf("Epoch %d/%ld\n", ep + 1, o->epochs);
       ew0 = cli_now_s();
@@ -340,6 +365,7 @@ static int run_steps(const opts *o, train_cli *t, long steps) {
     tpu_fe_step_record r;
     const tpu_status st = tpu_fe_run_step(t->run, &r, err, sizeof err);
     int rc = st ? cli_fail(CMD, st, "%s", err) : after_step(o, t, &r, steps, ew0, &last_draw);
+    if (!rc) rc = step_hook(o, &r);
     if (rc) return rc;
   }
   return 0;

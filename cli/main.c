@@ -6,27 +6,13 @@
 
 #include "cli/cli_int.h"
 
-typedef struct cmd { const char *name; cli_cmd_fn fn; const char *summary; } cmd;
-static const cmd CMDS[] = {
-  { "info",     cli_cmd_info,     "print a chip configuration and its peak figures" },
-  { "matmul",   cli_cmd_matmul,   "run one GEMM on one core's MXU and report cycles and error" },
-  { "model",    cli_cmd_model,    "summarize a model: layers, output shapes, parameters, MXU GEMMs and step FLOPs" },
-  { "pipeline", cli_cmd_pipeline, "simulate an input pipeline's host time against a consumer (datafeed)" },
-  { "plot",     cli_cmd_plot,     "draw PNGs from a sweep's results.csv with gnuplot (the script beside each PNG)" },
-  { "run",      cli_cmd_run,      "run a JSON program on the chip and report every core's stalls" },
-  { "scalesim", cli_cmd_scalesim, "run SCALE-Sim v2 config and topology files; write its reports (compute, bandwidth, access)" },
-  { "sweep",    cli_cmd_sweep,    "run train, matmul, run or pipeline over a grid of options on host threads: resumable tidy CSV, shards" },
-  { "train",    cli_cmd_train,    "train a model on the simulated chip, data-parallel across its cores" },
-  { "viz",      cli_cmd_viz,      "watch the wavefront cross an MXU and where each core stalls (SDL2 window or PNG frames)" },
-};
-#define NCMDS (sizeof CMDS / sizeof CMDS[0])
 
 static void usage(FILE *to) {
   fprintf(to,
     "tpusim -- a cycle-level simulator of a TPU-like chip\n\n"
     "usage: tpusim COMMAND [options]      (tpusim COMMAND --help for its options)\n\n"
     "commands:\n");
-  for (size_t i = 0; i < NCMDS; i++) fprintf(to, "  %-10s %s\n", CMDS[i].name, CMDS[i].summary);
+  for (int i = 0; i < cli_ncommands; i++) fprintf(to, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
   fprintf(to,
     "\noptions every command takes (pipeline, which simulates no chip: --json and --help):\n"
     "  --chip NAME|FILE   chip preset (tpu-v2-8 [default], tpu-v3-8, teach; pod slices\n"
@@ -85,14 +71,14 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "--values")) return values(argc > 2 ? argv[2] : "");
-  for (size_t i = 0; i < NCMDS; i++)
-    if (!strcmp(argv[1], CMDS[i].name)) return CMDS[i].fn(argc - 1, argv + 1);
-  const char *names[sizeof CMDS / sizeof CMDS[0]];
-  for (size_t i = 0; i < NCMDS; i++) names[i] = CMDS[i].name;
-  const char *near = tpu_nearest(argv[1], names, (int)NCMDS);
+  const cli_command *c = cli_command_find(argv[1]);
+  if (c) return c->fn(argc - 1, argv + 1);
+  const char *names[64];   /* more than the commands */
+  for (int i = 0; i < cli_ncommands; i++) names[i] = cli_commands[i].name;
+  const char *near = tpu_nearest(argv[1], names, cli_ncommands);
   fprintf(stderr, "tpusim: unknown command '%s'%s%s%s; the commands are:", argv[1], near ? " (did you mean '" : "",
           near ? near : "", near ? "'?)" : "");
-  for (size_t i = 0; i < NCMDS; i++) fprintf(stderr, " %s", CMDS[i].name);
+  for (int i = 0; i < cli_ncommands; i++) fprintf(stderr, " %s", cli_commands[i].name);
   fprintf(stderr, " (tpusim --help)\n");
   return 2;
 }

@@ -40,7 +40,7 @@ static void stall_init(void) {
 }
 
 const tpu_sweep_env *cli_sweep_env(void) {
-  static const tpu_sweep_env env = { SWEEPABLE, (int)(sizeof SWEEPABLE / sizeof *SWEEPABLE), cli_capture_errors,
+  static const tpu_sweep_env env = { SWEEPABLE, (int)(sizeof SWEEPABLE / sizeof *SWEEPABLE), cli_capture_point_errors,
                                      cli_report_envelope };
   pthread_once(&stall_once, stall_init);
   return &env;

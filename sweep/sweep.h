@@ -205,7 +205,10 @@ typedef struct tpu_sweep_counts {
 ** DIR/sweep.json, runs the points not finished in DIR's journal on 'jobs'
 ** host threads (progress on 'progress' when not NULL), journals each, and
 ** writes DIR/results.csv. TPU_OK (failed points are counted in *out, not
-** an error), or the status and message of what stopped it. */
+** an error), or the status and message of what stopped it. Once
+** tpu_cancel_requested (base.h), no point starts, a point that fails then is
+** left out of the journal (a rerun runs it), results.csv is not rewritten,
+** and the run ends TPU_ERR_RUNTIME ("interrupted ..."). */
 tpu_status tpu_sweep_run(const tpu_sweep_def *d, const char *dir, long jobs, FILE *progress, tpu_sweep_counts *out,
                          char *err, size_t errcap);
 /* Joins the shard directories dirs[0..ndirs) (the same sweep, every point

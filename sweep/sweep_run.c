@@ -74,6 +74,11 @@ static void run_point(sweep_run *r, long p, void *opts) {
   int rc = values ? r->d->cmd->run(opts, &rep, values) : 1;
   const int end = env->report_end ? env->report_end(r->d->cmd->name, rc ? NULL : rep) : 0;
   sweep_capture(env, NULL, 0);
+  if (rc && tpu_cancel_requested()) {   /* interrupted, not failed: no entry, so a rerun runs it */
+    json_decref(rep);
+    sweep_row_free(values);
+    return;
+  }
   if (!values || (!rc && rep && end)) {
     rc = 1;
     snprintf(err, sizeof err, "out of memory");
@@ -123,7 +128,9 @@ static void *syncer(void *ud) {
 
 static void *worker(void *ud) {
   sweep_run *r = ud;
-  for (long i; (i = atomic_fetch_add(&r->next, 1)) < r->ntodo;) run_point(r, r->todo[i], r->popts[i]);
+  /* tpu_cancel_requested (base.h): no new point starts */
+  for (long i; !tpu_cancel_requested() && (i = atomic_fetch_add(&r->next, 1)) < r->ntodo;)
+    run_point(r, r->todo[i], r->popts[i]);
   return NULL;
 }
 
@@ -257,6 +264,10 @@ tpu_status tpu_sweep_run(const tpu_sweep_def *d, const char *dir, long jobs, FIL
   if (!st && (r.fd = open(sweep_path(path, sizeof path, dir, "points.jsonl"), O_WRONLY | O_APPEND | O_CREAT, 0666)) < 0)
     st = sweep_fail(err, errcap, TPU_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!st) st = run_points(&r, jobs, err, errcap);
+  /* cancelled: the journal holds the points that finished, and no results.csv is written */
+  if (!st && tpu_cancel_requested() && r.done < r.ntodo)
+    st = sweep_fail(err, errcap, TPU_ERR_RUNTIME, "interrupted after %ld of %ld points; rerun the sweep to resume",
+                    r.done, r.ntodo);
   if (!st && r.io_errors)
     st = sweep_fail(err, errcap, TPU_ERR_IO, "%s: %ld points could not be written", path, r.io_errors);
   if (!st) {

@@ -2,7 +2,8 @@
 # version is the one of every report and of the .pc file, its man page and
 # completion are there, an installed example runs), a ten-line C program
 # compiles and links against the installed library through pkg-config, and
-# make uninstall leaves no file behind. Then the same with a PREFIX of its
+# make uninstall leaves no file behind. The Python package is installed
+# and imported from there too. Then the same with a PREFIX of its
 # own and no DESTDIR, as a user installing into their home would.
 D=$T/dest
 make -s -C "$TPU_ROOT" MODE="${MODE:-release}" install DESTDIR="$D" PREFIX=/usr/local >install.log 2>&1 \
@@ -39,6 +40,18 @@ comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_W
 [ "$(comp train --level t)" = "tile timing" ] || die "completion of --level"
 [ "$(comp train --host c)" = "colab" ] || die "completion of --host"
 [ "$(comp train --data cif)" = "cifar10:" ] || die "completion of --data"
+# the Python package, in the system python3's site directory under PREFIX
+# (one on its sys.path for /usr/local), imported from there and run
+site=$(/usr/bin/python3 -c 'import sys; print("lib/python%d.%d/dist-packages" % sys.version_info[:2])')
+/usr/bin/python3 -c 'import sys; assert "/usr/local/" + sys.argv[1] in sys.path, sys.path' "$site" \
+  || die "/usr/local/$site is not on the system python3's sys.path"
+ls "$P/$site"/tpusim/_tpusim*.so >/dev/null 2>&1 && [ -s "$P/$site/tpusim/__init__.py" ] \
+  || die "make install did not install the Python package into $site"
+pre=; [ "${MODE:-release}" = asan ] && pre="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+out=$(cd / && LD_PRELOAD=$pre ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$P/$site" /usr/bin/python3 -c \
+      'import tpusim; r = tpusim.info(chip="teach"); print(tpusim.__file__, tpusim.__version__, r["chip"]["cores"])') \
+  || die "the installed package does not import and run"
+[ "$out" = "$P/$site/tpusim/__init__.py $v 4" ] || die "the installed package says '$out'"
 # a C program against the installed engine, through pkg-config
 cat > prog.c <<'C'
 #include <stdio.h>
