@@ -590,7 +590,7 @@ uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return nearest_event(v, -1
 
 const char *tpu_viz_event_name(tpu_viz_event e) {
   static const char *const N[TPU_VIZ_NEVENT] = { "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",
-                                                 "all-reduce" };
+                                                 "all-reduce", "full-array" };
   return (unsigned)e < TPU_VIZ_NEVENT ? N[e] : NULL;
 }
 
@@ -604,7 +604,17 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c) {
   case TPU_VIZ_AT_RESULT: if (!vc->ntiles) return false; *c = tt[0].last_result; return true;
   case TPU_VIZ_AT_PARTIAL_TILE:
     for (size_t i = 0; i < vc->ntiles; i++)
-      if (t[i].k < v->rows || t[i].n < v->cols) { *c = tt[i].stream_start + (uint64_t)(t[i].k - 1); return true; }
+      if (t[i].k < v->rows || t[i].n < v->cols) {
+        *c = tt[i].stream_start + (uint64_t)(t[i].k - 1);
+        /* the tile before it still draining: once it has, if this one still streams */
+        if (i > 0 && tt[i - 1].last_result + 1 > *c && tt[i - 1].last_result + 1 < tt[i].stream_start + (uint64_t)t[i].m)
+          *c = tt[i - 1].last_result + 1;
+        return true;
+      }
+    return false;
+  case TPU_VIZ_AT_FULL_ARRAY:
+    for (size_t i = 0; i < vc->ntiles; i++)
+      if (t[i].m >= t[i].k + t[i].n - 1) { *c = tt[i].stream_start + (uint64_t)(t[i].k + t[i].n - 2); return true; }
     return false;
   case TPU_VIZ_AT_INFEED_WAIT: case TPU_VIZ_AT_ALL_REDUCE: {
     const int want = e == TPU_VIZ_AT_INFEED_WAIT ? TPU_SIM_INFEED_WAIT : TPU_SIM_COLLECTIVE_WAIT;
@@ -614,6 +624,36 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c) {
   }
   default: return false;
   }
+}
+
+void tpu_viz_moment_of(const tpu_viz *v, tpu_viz_moment *out) {
+  *out = (tpu_viz_moment){ .core_stall = tpu_viz_core_cat_at(v, v->sel, v->shown), .cells = v->rows * v->cols };
+  int colc[TPU_MXU_MAX_DIM] = { 0 };
+  for (int r = 0; r < v->rows; r++) {
+    int rowc = 0;
+    for (int c = 0; c < v->cols; c++) {
+      const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+      const int st = v->state[x];
+      out->loading += st == TPU_MXU_CELL_LOADING;
+      out->holding += st == TPU_MXU_CELL_IDLE && v->weight[x] != 0;
+      if (st == TPU_MXU_CELL_COMPUTING) { out->computing++; rowc = 1; colc[c] = 1; }
+    }
+    out->rows_computing += rowc;
+  }
+  for (int c = 0; c < v->cols; c++) out->cols_computing += colc[c];
+}
+
+bool tpu_viz_stall_span(const tpu_viz *v, int stall, uint64_t *a, uint64_t *b) {
+  const viz_core *vc = &v->core[v->sel];
+  bool found = false;
+  for (size_t i = 0; i < vc->nseg; i++) {
+    const uint64_t end = i + 1 < vc->nseg ? vc->seg[i + 1].at : vc->end;
+    if (vc->seg[i].core != stall || vc->seg[i].at >= end) continue;
+    if (!found) *a = vc->seg[i].at;
+    *b = end;
+    found = true;
+  }
+  return found;
 }
 
 /* The tile loading weights into array 0 at the cycle shown (-1 if none). */

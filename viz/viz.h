@@ -132,19 +132,37 @@ uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v);
 ** first full wavefront (that tile's first activation diagonal reaching the
 ** last row it uses); its first result (that tile's results all written);
 ** its first partial tile (one using fewer rows or columns than the array),
-** at its full wavefront; its first infeed wait; its first all-reduce (the
-** first cycle in collective_wait). */
+** at its full wavefront, or once the tile before it has drained if that is
+** later and the partial tile still streams (so it is seen computing alone); its first infeed wait; its first all-reduce (the
+** first cycle in collective_wait); its first full array (the first cycle
+** at which every cell of a tile computes at once: a tile whose M is at
+** least its rows + columns - 1, from stream_start + k + n - 2). */
 typedef enum tpu_viz_event {
   TPU_VIZ_AT_WEIGHT_LOAD = 0, TPU_VIZ_AT_WAVEFRONT, TPU_VIZ_AT_RESULT, TPU_VIZ_AT_PARTIAL_TILE,
-  TPU_VIZ_AT_INFEED_WAIT, TPU_VIZ_AT_ALL_REDUCE, TPU_VIZ_NEVENT
+  TPU_VIZ_AT_INFEED_WAIT, TPU_VIZ_AT_ALL_REDUCE, TPU_VIZ_AT_FULL_ARRAY, TPU_VIZ_NEVENT
 } tpu_viz_event;
 /* "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",
-** "all-reduce"; NULL out of range. */
+** "all-reduce", "full-array"; NULL out of range. */
 const char *tpu_viz_event_name(tpu_viz_event e);
 /* The event's cycle into *c: true, or false when the run has none on the
 ** selected core (a GEMM without a partial tile, a step without infeed wait).
 ** This function can't fail. */
 bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c);
+/* What the picture at the cycle shown holds, for a script to check a
+** picture's claim without reading pixels (`viz --json`'s "moment"): the
+** selected core's stall kind and, over its array 0's cells, how many load
+** weights, hold weights without computing (idle cells that kept a tile's
+** weight), compute, and how many rows and columns have a computing cell.
+** This function can't fail. */
+typedef struct tpu_viz_moment {
+  int core_stall;              /* TPU_SIM_* */
+  int cells, loading, holding, computing;
+  int rows_computing, cols_computing;
+} tpu_viz_moment;
+void tpu_viz_moment_of(const tpu_viz *v, tpu_viz_moment *out);
+/* Where stall kind 'stall' lies on the selected core: [*a, *b) from its
+** first cycle to the end of its last; false when the core has none. */
+bool tpu_viz_stall_span(const tpu_viz *v, int stall, uint64_t *a, uint64_t *b);
 /* The selected core's array-0 tiles in order and their times (borrowed,
 ** valid until the session is destroyed); returns their count. */
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);

@@ -232,9 +232,20 @@ echo "$OUT" > at-a.json
 /usr/bin/python3 -c 'import json; d=json.load(open("at-a.json")); assert 0 < d["start_cycle"] < d["total_cycles"], d["start_cycle"]' \
   || die "--at all-reduce"
 expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --png at-p.png --at partial-tile
+# full-array: the first cycle every cell of a tile computes, and the moment says so
+expect_status 0 "$TPUSIM" viz --chip teach --headless --png at-f.png --at full-array --json
+echo "$OUT" > at-f.json
+/usr/bin/python3 - <<'PY' || die "--at full-array: not the first cycle every cell computes"
+import json
+d = json.load(open("at-f.json")); t = d["tiles"][0]; m = d["moment"]
+assert d["start_cycle"] == m["cycle"] == t["stream_start"] + t["k"] + t["n"] - 2, (d["start_cycle"], t)
+assert m["event"] == "full-array" and m["cells_computing"] == m["cells"] == 64 and m["core_stall"] == "mxu_busy", m
+PY
+expect_status 2 "$TPUSIM" viz --chip teach --m 8 --n 8 --k 8 --headless --png at-x.png --at full-array
+expect_err_contains "a tile needs M of at least its rows + columns - 1"
 expect_status 2 "$TPUSIM" viz --chip teach --m 8 --n 8 --k 8 --headless --png at-x.png --at all-reduce
 expect_err_contains "--at all-reduce: core 1 has none in this run"
 expect_status 2 "$TPUSIM" viz --chip teach --headless --png at-x.png --at sunrise
-expect_err_contains "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait or all-reduce, got 'sunrise'"
+expect_err_contains "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait, all-reduce or full-array, got 'sunrise'"
 expect_status 2 "$TPUSIM" viz --chip teach --headless --png at-x.png --at result --cycle 5
 expect_err_contains "--at and --cycle both choose the first cycle shown"
