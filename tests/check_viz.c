@@ -727,6 +727,27 @@ START_TEST(Events_start_at_the_first_load_and_step_both_ways) {
 }
 END_TEST
 
+/* The playback's skippable wait: before the first tile the core waits for
+** memory with an empty array, up to the first weight load; while a tile
+** computes nothing is skippable. The named step says what it reaches. */
+START_TEST(Waits_with_an_empty_array_end_at_the_next_event_which_is_named) {
+  tpu_viz *v = make("teach", 0, 40, 12, 20);
+  const tpu_mxu_tile_times *tt;
+  tpu_viz_tiles(v, NULL, &tt);
+  int k = -1;
+  ck_assert(tpu_viz_seek(v, 0) == TPU_OK);
+  ck_assert_uint_eq(tpu_viz_wait_end(v, &k), tt[0].load_start);
+  ck_assert_int_eq(k, TPU_SIM_MEMORY_WAIT);
+  char what[128];
+  ck_assert_uint_eq(tpu_viz_event_step(v, 1, what, sizeof what), tt[0].load_start);
+  ck_assert_str_eq(what, "tile 1 of 6: weights start loading");
+  ck_assert(tpu_viz_seek(v, tt[0].stream_start + 2) == TPU_OK);
+  ck_assert_uint_eq(tpu_viz_wait_end(v, &k), tt[0].stream_start + 2);     /* computing: nothing to skip */
+  ck_assert_uint_eq(tpu_viz_event_step(v, -1, what, sizeof what), tt[0].stream_start);
+  ck_assert_str_eq(what, "tile 1 of 6: first row streams in");
+}
+END_TEST
+
 /* Text is 13 px at 1280x800 and twice that at scale 2, at least 18 px at
 ** 1920x1080; the legend has a swatch per stall kind and the cell states. */
 START_TEST(Text_scales_and_the_legend_is_drawn) {
@@ -919,7 +940,7 @@ int main(void) {
   TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
   TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
   TU_CASE(s, "pipeline", 120, Pipeline_spans_are_drawn_on_their_rows_at_their_cycles);
-  TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Text_scales_and_the_legend_is_drawn,
+  TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Waits_with_an_empty_array_end_at_the_next_event_which_is_named, Text_scales_and_the_legend_is_drawn,
           Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette,
           Timeline_zooms_and_pans_within_the_run);
   return tu_main(s);

@@ -564,29 +564,50 @@ uint64_t tpu_viz_first_event_cycle(const tpu_viz *v) {
 ** streamed row, first full wavefront (the diagonal reaching the last row)
 ** and first result; each change of the core's stall kind. Returns the
 ** nearest one after (dir > 0) or before (dir < 0) the cycle shown, or the
-** run's last cycle / 0 when there is none. */
-static uint64_t nearest_event(const tpu_viz *v, int dir) {
+** run's last cycle / 0 when there is none; 'what' (when not NULL) gets
+** what happens there, "" when there is none. Ties go to the tile event. */
+uint64_t tpu_viz_event_step(const tpu_viz *v, int dir, char *what, size_t cap) {
+  static const char *const TILE_EV[4] = { "weights start loading", "first row streams in", "full wavefront",
+                                          "results written" };
   const viz_core *vc = &v->core[v->sel];
   const uint64_t at = v->shown;
   uint64_t best = dir > 0 ? v->total - 1 : 0;
   bool found = false;
-#define CONSIDER(c) do { uint64_t c_ = (c); \
+  size_t btile = 0;
+  int bkind = -1;                     /* 0..3: a tile event; 4 + stall kind: a stall begins */
+#define CONSIDER(c, kind, tile) do { uint64_t c_ = (c); \
     if ((dir > 0 ? c_ > at : c_ < at) && c_ < v->total && \
-        (!found || (dir > 0 ? c_ < best : c_ > best))) { best = c_; found = true; } } while (0)
+        (!found || (dir > 0 ? c_ < best : c_ > best))) { best = c_; found = true; bkind = (kind); btile = (tile); } } while (0)
   for (size_t i = 0; i < vc->ntiles; i++) {
     const tpu_mxu_tile_times *t = &vc->times[i];
-    CONSIDER(t->load_start);
-    CONSIDER(t->stream_start);
-    CONSIDER(t->stream_start + (uint64_t)(vc->tiles[i].k - 1));
-    CONSIDER(t->last_result);
+    CONSIDER(t->load_start, 0, i);
+    CONSIDER(t->stream_start, 1, i);
+    CONSIDER(t->stream_start + (uint64_t)(vc->tiles[i].k - 1), 2, i);
+    CONSIDER(t->last_result, 3, i);
   }
   for (size_t i = 1; i < vc->nseg; i++)
-    if (vc->seg[i].core != vc->seg[i - 1].core) CONSIDER(vc->seg[i].at);
+    if (vc->seg[i].core != vc->seg[i - 1].core) CONSIDER(vc->seg[i].at, 4 + vc->seg[i].core, 0);
 #undef CONSIDER
+  if (what && cap) {
+    if (bkind < 0) what[0] = 0;
+    else if (bkind < 4) snprintf(what, cap, "tile %zu of %zu: %s", btile + 1, vc->ntiles, TILE_EV[bkind]);
+    else snprintf(what, cap, "the core's %s begins", tpu_sim_stall_name(bkind - 4));
+  }
   return best;
 }
-uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return nearest_event(v, 1); }
-uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return nearest_event(v, -1); }
+uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return tpu_viz_event_step(v, 1, NULL, 0); }
+uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return tpu_viz_event_step(v, -1, NULL, 0); }
+
+uint64_t tpu_viz_wait_end(const tpu_viz *v, int *stall) {
+  const int k = tpu_viz_core_cat_at(v, v->sel, v->shown);
+  *stall = k;
+  if (k != TPU_SIM_MEMORY_WAIT && k != TPU_SIM_INFEED_WAIT && k != TPU_SIM_COLLECTIVE_WAIT && k != TPU_SIM_IDLE)
+    return v->shown;
+  const size_t cells = (size_t)v->rows * (size_t)v->cols;
+  for (size_t x = 0; x < cells; x++)
+    if (v->state[x] != TPU_MXU_CELL_IDLE) return v->shown;     /* the array still shows something */
+  return tpu_viz_next_event_cycle(v);
+}
 
 const char *tpu_viz_event_name(tpu_viz_event e) {
   static const char *const N[TPU_VIZ_NEVENT] = { "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",

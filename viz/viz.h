@@ -127,6 +127,16 @@ uint64_t tpu_viz_first_event_cycle(const tpu_viz *v);
 ** all-reduce beginning or ending). The run's last cycle / 0 if none. */
 uint64_t tpu_viz_next_event_cycle(const tpu_viz *v);
 uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v);
+/* The same step, dir > 0 next, dir < 0 previous, naming the event in
+** 'what' (NULL: not wanted): "tile 3 of 64: full wavefront", "the core's
+** memory_wait begins"; "" when there is none. For the window's banner. */
+uint64_t tpu_viz_event_step(const tpu_viz *v, int dir, char *what, size_t cap);
+/* A wait the playback may skip: when the selected core waits at the cycle
+** shown (memory_wait, infeed_wait, collective_wait or idle) and its array
+** 0 shows nothing (no cell loading or computing), the cycle of the next
+** event, where the wait ends or the array changes; else the cycle shown.
+** *stall gets the core's stall kind at the cycle shown. Can't fail. */
+uint64_t tpu_viz_wait_end(const tpu_viz *v, int *stall);
 /* The moments a picture is chosen by (`viz --at EVENT`), on the selected
 ** core: its first weight load (array 0's first tile starts loading); its
 ** first full wavefront (that tile's first activation diagonal reaching the

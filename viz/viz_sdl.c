@@ -43,6 +43,9 @@ const char TPU_VIZ_KEYS_HELP[] =
   "  n / p        next / previous event: a tile's weight load, first row, full\n"
   "               wavefront, first result; a stall (infeed wait, all-reduce)\n"
   "  + / -        run faster / slower (cycles per second, x2)\n"
+  "  w            skip long waits while running, on (default) / off: a wait with\n"
+  "               an empty array longer than 2 s of playback jumps to 1/2 s before\n"
+  "               its end, and a banner says how many cycles of which stall\n"
   "  1..8         select the core shown in the MXU panel\n"
   "  a            shade computing cells by activation or by partial sum\n"
   "  click        on the timeline: jump to that cycle (the array shows it)\n"
@@ -62,6 +65,9 @@ struct tpu_viz_canvas {
   struct tpu_viz_window *win;      /* the window showing it, or NULL */
   TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
   bool running, help, quit;
+  bool show_waits;                 /* 'w': play long waits instead of skipping them */
+  char banner[200];                /* what a jump skipped or reached (n, p, a skipped wait) */
+  double banner_s;                 /* seconds the banner stays on screen */
   double speed, carry;             /* cycles per second; fractional cycles pending */
   int hover_r, hover_c, mouse_x;
   int shots;
@@ -273,9 +279,15 @@ static void compose_info(ui *u) {
       y += TTF_FontLineSkip(u->mono);
       s += n + (e ? 1 : 0);
     }
+  } else if (u->banner_s > 0 && u->banner[0]) {      /* a jump, said as such: amber box, dark text */
+    int tw = 0, th = 0;
+    if (TTF_SizeUTF8(u->font, u->banner, &tw, &th) != 0) tw = l->info.w, th = l->line;
+    SDL_Rect r = { l->info.x - 4, y, tw + 8 < l->width - l->info.x ? tw + 8 : l->width - l->info.x, th + 2 };
+    SDL_FillRect(u->frame, &r, SDL_MapRGB(u->frame->format, 0xe0, 0xb0, 0x00));
+    text_fit(u, u->font, l->info.x, y + 1, 0xff141414u, u->banner, r.w - 8);
   } else {
     text(u, u->small, l->info.x, y, 0xff909090u,
-         "h: help   space: pause   n / p: next / previous event   right: step   q: quit");
+         "h: help   space: pause   n / p: next / previous event   w: skip waits   right: step   q: quit");
   }
 }
 
@@ -436,7 +448,41 @@ static void screenshot(ui *u) {
   fflush(stdout);
 }
 
-static void handle(ui *u, const SDL_Event *e) {
+/* Puts 'msg' on screen for 3 s and, in --script mode, on stdout. */
+static void set_banner(ui *u, bool script, const char *msg) {
+  snprintf(u->banner, sizeof u->banner, "%s", msg);
+  u->banner_s = 3.0;
+  if (script) { printf("banner: %s\n", u->banner); fflush(stdout); }
+}
+
+/* n / p: jump to the next / previous event and say which it is. */
+static void jump_event(ui *u, int dir, bool script) {
+  char what[128], b[200];
+  const uint64_t c = tpu_viz_event_step(u->v, dir, what, sizeof what);
+  u->running = false;
+  tpu_viz_seek(u->v, c);
+  if (what[0]) snprintf(b, sizeof b, "%s event: %s (cycle %llu)", dir > 0 ? "next" : "previous", what, (unsigned long long)c);
+  else snprintf(b, sizeof b, "no %s event: cycle %llu", dir > 0 ? "later" : "earlier", (unsigned long long)c);
+  set_banner(u, script, b);
+}
+
+/* While running: a wait with an empty array that would take more than 2 s
+** of playback is skipped to 1/2 s before its end, with a banner saying so.
+** Returns the cycle to go to from 'to' (the cycle the clock reached). */
+static uint64_t skip_wait(ui *u, uint64_t to, bool script) {
+  int k;
+  const uint64_t end = tpu_viz_wait_end(u->v, &k), now = u->v->shown;
+  const double lead = u->speed * 0.5 > 1 ? u->speed * 0.5 : 1;
+  if (u->show_waits || end <= now || (double)(end - now) <= 2 * u->speed || end <= to) return to;
+  const uint64_t dest = end - (uint64_t)lead;
+  if (dest <= to) return to;
+  char b[200];
+  snprintf(b, sizeof b, "skipping %llu cycles of %s (w: play waits)", (unsigned long long)(dest - now), tpu_sim_stall_name(k));
+  set_banner(u, script, b);
+  return dest;
+}
+
+static void handle(ui *u, const SDL_Event *e, bool script) {
   tpu_viz *v = u->v;
   if (e->type == SDL_QUIT) { u->quit = true; return; }
   if (e->type == SDL_MOUSEMOTION) {
@@ -483,8 +529,12 @@ static void handle(ui *u, const SDL_Event *e) {
   case SDLK_x: tpu_viz_zoom(v, 0.5, v->shown); break;
   case SDLK_LEFTBRACKET: tpu_viz_pan(v, -0.25); break;
   case SDLK_RIGHTBRACKET: tpu_viz_pan(v, 0.25); break;
-  case SDLK_n: u->running = false; tpu_viz_seek(v, tpu_viz_next_event_cycle(v)); break;
-  case SDLK_p: u->running = false; tpu_viz_seek(v, tpu_viz_prev_event_cycle(v)); break;
+  case SDLK_n: jump_event(u, 1, script); break;
+  case SDLK_p: jump_event(u, -1, script); break;
+  case SDLK_w:
+    u->show_waits = !u->show_waits;
+    set_banner(u, script, u->show_waits ? "waits are played cycle by cycle (w: skip them)" : "long waits are skipped (w: play them)");
+    break;
   case SDLK_a: v->shade_psum = !v->shade_psum; break;
   case SDLK_h: case SDLK_QUESTION: case SDLK_SLASH: u->help = !u->help; break;
   case SDLK_s: screenshot(u); break;
@@ -516,7 +566,7 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
     { "space", SDLK_SPACE, 0 }, { "right", SDLK_RIGHT, 0 }, { "shift+right", SDLK_RIGHT, KMOD_LSHIFT },
     { "left", SDLK_LEFT, 0 }, { "plus", SDLK_PLUS, 0 }, { "minus", SDLK_MINUS, 0 },
     { "s", SDLK_s, 0 }, { "q", SDLK_q, 0 }, { "esc", SDLK_ESCAPE, 0 }, { "h", SDLK_h, 0 },
-    { "a", SDLK_a, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "z", SDLK_z, 0 }, { "x", SDLK_x, 0 },
+    { "a", SDLK_a, 0 }, { "w", SDLK_w, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "z", SDLK_z, 0 }, { "x", SDLK_x, 0 },
     { "[", SDLK_LEFTBRACKET, 0 }, { "]", SDLK_RIGHTBRACKET, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
     { "5", SDLK_5, 0 }, { "6", SDLK_6, 0 }, { "7", SDLK_7, 0 }, { "8", SDLK_8, 0 } };
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -698,7 +748,7 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
   Uint64 last = SDL_GetPerformanceCounter();
   while (!u->quit) {
     SDL_Event e;
-    while (SDL_PollEvent(&e)) handle(u, &e);
+    while (SDL_PollEvent(&e)) handle(u, &e, script != NULL);
     if (script) {
       if (wait > 0) wait--;
       else if (next) {
@@ -714,7 +764,7 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
           rc = 2;
           goto out;
         }
-        if (se.type) { handle(u, &se); say_state(u); }
+        if (se.type) { handle(u, &se, true); say_state(u); }
         next = strtok_r(NULL, ",", &save);
       } else if (!u->quit) u->quit = true;    /* a script ends the session */
     }
@@ -722,12 +772,13 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
     Uint64 now = SDL_GetPerformanceCounter();
     double dt = script ? 1.0 / 30 : (double)(now - last) / (double)SDL_GetPerformanceFrequency();
     last = now;
+    if (u->banner_s > 0) u->banner_s -= dt;
     if (u->running) {
       u->carry += u->speed * dt;
       uint64_t n = (uint64_t)u->carry;
       u->carry -= (double)n;
-      if (n) {
-        uint64_t to = v->shown + n;
+      uint64_t to = skip_wait(u, v->shown + n, script != NULL);
+      if (to != v->shown) {
         if (to >= v->total - 1) { to = v->total - 1; u->running = false; }
         tpu_viz_seek(v, to);
       }

@@ -14,8 +14,8 @@ expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
-st() { sed -n "$1p" states.txt | grep -v '^saved' || true; }
-grep -v '^saved' states.txt > s.txt
+st() { sed -n "$1p" states.txt | grep -v '^saved\|^banner' || true; }
+grep -v '^saved\|^banner' states.txt > s.txt
 line() { sed -n "$1p" s.txt; }
 [ "$(line 1)" = "cycle $((s0 + 2)) core 1 paused speed 30" ] || die "space did not pause at the start cycle: $(line 1)"
 [ "$(line 4)" = "cycle $((s0 + 3)) core 1 paused speed 30" ] || die "right did not step one cycle: $(line 4)"
@@ -45,7 +45,7 @@ PY
 # n / p: the next event after the first row streams is later, and p comes back
 expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle "$s0" --script "space,n,p,p,q"
-echo "$OUT" > np.txt
+echo "$OUT" | grep -v '^banner' > np.txt
 read -r _ c1 _ < <(sed -n 2p np.txt)
 [ "$c1" -gt "$s0" ] || die "n did not move forward from $s0: $(sed -n 2p np.txt)"
 [ "$(sed -n 3p np.txt | cut -d' ' -f2)" = "$s0" ] || die "p did not come back to $s0: $(sed -n 3p np.txt)"
@@ -78,3 +78,25 @@ for n, size in ((1, (1000, 700)), (2, (1300, 850))):
     right = {png_read.pixel(img, x, y)[:3] for x in range(size[0] // 2, size[0], 4) for y in range(size[1] // 2, size[1], 4)}
     assert len(right) > 5, (path, len(right))
 PY
+# playback skips a long wait with an empty array, and says so on screen: from
+# cycle 0 on teach (memory_wait until the first weight load w0), the first
+# frame jumps to half a second (2 cycles at 4 cycles/s) before w0; n names
+# the event it jumps to; w turns skipping off, and the wait plays (#32)
+w0=$(/usr/bin/python3 -c 'import json; print(json.load(open("run.json"))["tiles"][0]["load_start"])')
+expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --out sk --script "wait:1,space,s,n,q"
+echo "$OUT" > skip.txt
+[ "$(sed -n 1p skip.txt)" = "banner: skipping $((w0 - 2)) cycles of memory_wait (w: play waits)" ] || die "no skip banner: $(cat skip.txt)"
+[ "$(sed -n 2p skip.txt)" = "cycle $((w0 - 2)) core 1 paused speed 4" ] || die "the skip did not stop before the weight load: $(cat skip.txt)"
+grep -qx "banner: next event: tile 1 of 4: weights start loading (cycle $w0)" skip.txt || die "n did not name its event: $(cat skip.txt)"
+/usr/bin/python3 - "$here" <<'PY' || die "the skip banner is not on screen"
+import sys
+sys.path.insert(0, sys.argv[1]); import png_read
+img = png_read.read("sk/tpusim-viz-001.png")
+amber = sum(png_read.pixel(img, x, y)[:3] == (0xe0, 0xb0, 0x00) for x in range(640, 1280, 2) for y in range(400, 800, 2))
+assert amber > 500, amber          # the banner's box, in the right half (the array's amber cells are left)
+PY
+expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --script "w,wait:30,space,q"
+echo "$OUT" > noskip.txt
+grep -qx "banner: waits are played cycle by cycle (w: skip them)" noskip.txt || die "w did not say so: $(cat noskip.txt)"
+c=$(grep '^cycle' noskip.txt | tail -1 | cut -d' ' -f2)
+[ "$c" -ge 3 ] && [ "$c" -le 5 ] || die "with w, 31 frames at 4 cycles/s should play about 4 cycles of the wait, got $c"
