@@ -598,15 +598,33 @@ uint64_t tpu_viz_event_step(const tpu_viz *v, int dir, char *what, size_t cap) {
 uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return tpu_viz_event_step(v, 1, NULL, 0); }
 uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return tpu_viz_event_step(v, -1, NULL, 0); }
 
+/* A stall kind a class watches for: the skip stops where one begins or ends. */
+static bool is_teaching_stall(int k) { return k == TPU_SIM_INFEED_WAIT || k == TPU_SIM_COLLECTIVE_WAIT; }
+
 uint64_t tpu_viz_wait_end(const tpu_viz *v, int *stall) {
-  const int k = tpu_viz_core_cat_at(v, v->sel, v->shown);
-  *stall = k;
-  if (k != TPU_SIM_MEMORY_WAIT && k != TPU_SIM_INFEED_WAIT && k != TPU_SIM_COLLECTIVE_WAIT && k != TPU_SIM_IDLE)
-    return v->shown;
+  const viz_core *vc = &v->core[v->sel];
+  const uint64_t now = v->shown;
+  *stall = tpu_viz_core_cat_at(v, v->sel, now);
   const size_t cells = (size_t)v->rows * (size_t)v->cols;
   for (size_t x = 0; x < cells; x++)
-    if (v->state[x] != TPU_MXU_CELL_IDLE) return v->shown;     /* the array still shows something */
-  return tpu_viz_next_event_cycle(v);
+    if (v->state[x] != TPU_MXU_CELL_IDLE) return now;          /* the array shows something */
+  uint64_t end = v->total - 1;
+  for (size_t i = 0; i < vc->ntiles; i++)
+    if (vc->times[i].load_start > now) { end = vc->times[i].load_start; break; }
+  if (!vc->nseg || now < vc->seg[0].at || now >= vc->end) return end;
+  /* the segments from now to end: stop at an infeed wait or all-reduce
+  ** beginning or ending; the kind covering the most cycles names the skip */
+  uint64_t most = 0, by[TPU_SIM_NSTALL] = { 0 };
+  for (size_t i = seg_index(vc, now); i < vc->nseg && vc->seg[i].at < end; i++) {
+    const uint64_t a = vc->seg[i].at > now ? vc->seg[i].at : now;
+    const uint64_t b = i + 1 < vc->nseg && vc->seg[i + 1].at < end ? vc->seg[i + 1].at : end;
+    if (i > 0 && vc->seg[i].at > now && vc->seg[i].core != vc->seg[i - 1].core &&
+        (is_teaching_stall(vc->seg[i].core) || is_teaching_stall(vc->seg[i - 1].core))) { end = vc->seg[i].at; break; }
+    if (b > a) by[vc->seg[i].core] += b - a;
+  }
+  for (int k = 0; k < TPU_SIM_NSTALL; k++)
+    if (by[k] > most) { most = by[k]; *stall = k; }
+  return end;
 }
 
 const char *tpu_viz_event_name(tpu_viz_event e) {

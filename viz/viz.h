@@ -131,11 +131,13 @@ uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v);
 ** 'what' (NULL: not wanted): "tile 3 of 64: full wavefront", "the core's
 ** memory_wait begins"; "" when there is none. For the window's banner. */
 uint64_t tpu_viz_event_step(const tpu_viz *v, int dir, char *what, size_t cap);
-/* A wait the playback may skip: when the selected core waits at the cycle
-** shown (memory_wait, infeed_wait, collective_wait or idle) and its array
-** 0 shows nothing (no cell loading or computing), the cycle of the next
-** event, where the wait ends or the array changes; else the cycle shown.
-** *stall gets the core's stall kind at the cycle shown. Can't fail. */
+/* A stretch the playback may skip: when the selected core's array 0 shows
+** nothing at the cycle shown (no cell loading or computing), the cycle
+** where something next happens for a class to see: the next tile starts
+** loading, or an infeed wait or all-reduce begins or ends (else the run's
+** last cycle); otherwise the cycle shown. *stall gets the stall kind that
+** covers most of the stretch (memory_wait, vpu_busy, ...), or the core's
+** kind at the cycle shown. This function can't fail. */
 uint64_t tpu_viz_wait_end(const tpu_viz *v, int *stall);
 /* The moments a picture is chosen by (`viz --at EVENT`), on the selected
 ** core: its first weight load (array 0's first tile starts loading); its

@@ -43,9 +43,10 @@ const char TPU_VIZ_KEYS_HELP[] =
   "  n / p        next / previous event: a tile's weight load, first row, full\n"
   "               wavefront, first result; a stall (infeed wait, all-reduce)\n"
   "  + / -        run faster / slower (cycles per second, x2)\n"
-  "  w            skip long waits while running, on (default) / off: a wait with\n"
-  "               an empty array longer than 2 s of playback jumps to 1/2 s before\n"
-  "               its end, and a banner says how many cycles of which stall\n"
+  "  w            skip long waits while running, on (default) / off: a stretch\n"
+  "               with an empty array longer than 2 s of playback jumps to 1/2 s\n"
+  "               (2 s in an infeed wait or all-reduce) before the next tile,\n"
+  "               infeed wait or all-reduce; a banner says how many cycles\n"
   "  1..8         select the core shown in the MXU panel\n"
   "  a            shade computing cells by activation or by partial sum\n"
   "  click        on the timeline: jump to that cycle (the array shows it)\n"
@@ -466,18 +467,23 @@ static void jump_event(ui *u, int dir, bool script) {
   set_banner(u, script, b);
 }
 
-/* While running: a wait with an empty array that would take more than 2 s
-** of playback is skipped to 1/2 s before its end, with a banner saying so.
+/* While running: a stretch with an empty array (tpu_viz_wait_end) that
+** would take more than 2 s of playback is skipped to 1/2 s before its end
+** (2 s for an infeed wait or all-reduce), with a banner saying so.
 ** Returns the cycle to go to from 'to' (the cycle the clock reached). */
 static uint64_t skip_wait(ui *u, uint64_t to, bool script) {
   int k;
   const uint64_t end = tpu_viz_wait_end(u->v, &k), now = u->v->shown;
-  const double lead = u->speed * 0.5 > 1 ? u->speed * 0.5 : 1;
-  if (u->show_waits || end <= now || (double)(end - now) <= 2 * u->speed || end <= to) return to;
+  /* half a second of the stretch's end is played; 2 s of an infeed wait or
+  ** an all-reduce, long enough to read the band and the ICI row */
+  const double sec = k == TPU_SIM_INFEED_WAIT || k == TPU_SIM_COLLECTIVE_WAIT ? 2.0 : 0.5;
+  const double lead = u->speed * sec > 1 ? u->speed * sec : 1;
+  if (u->show_waits || end <= now || (double)(end - now) <= 2 * u->speed + lead || end <= to) return to;
   const uint64_t dest = end - (uint64_t)lead;
   if (dest <= to) return to;
   char b[200];
-  snprintf(b, sizeof b, "skipping %llu cycles of %s (w: play waits)", (unsigned long long)(dest - now), tpu_sim_stall_name(k));
+  snprintf(b, sizeof b, "skipping %llu cycles with an empty array, mostly %s (w: play them)", (unsigned long long)(dest - now),
+           tpu_sim_stall_name(k));
   set_banner(u, script, b);
   return dest;
 }

@@ -85,7 +85,8 @@ PY
 w0=$(/usr/bin/python3 -c 'import json; print(json.load(open("run.json"))["tiles"][0]["load_start"])')
 expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --out sk --script "wait:1,space,s,n,q"
 echo "$OUT" > skip.txt
-[ "$(sed -n 1p skip.txt)" = "banner: skipping $((w0 - 2)) cycles of memory_wait (w: play waits)" ] || die "no skip banner: $(cat skip.txt)"
+[ "$(sed -n 1p skip.txt)" = "banner: skipping $((w0 - 2)) cycles with an empty array, mostly memory_wait (w: play them)" ] \
+  || die "no skip banner: $(cat skip.txt)"
 [ "$(sed -n 2p skip.txt)" = "cycle $((w0 - 2)) core 1 paused speed 4" ] || die "the skip did not stop before the weight load: $(cat skip.txt)"
 grep -qx "banner: next event: tile 1 of 4: weights start loading (cycle $w0)" skip.txt || die "n did not name its event: $(cat skip.txt)"
 /usr/bin/python3 - "$here" <<'PY' || die "the skip banner is not on screen"
@@ -100,3 +101,27 @@ echo "$OUT" > noskip.txt
 grep -qx "banner: waits are played cycle by cycle (w: skip them)" noskip.txt || die "w did not say so: $(cat noskip.txt)"
 c=$(grep '^cycle' noskip.txt | tail -1 | cut -d' ' -f2)
 [ "$c" -ge 3 ] && [ "$c" -le 5 ] || die "with w, 31 frames at 4 cycles/s should play about 4 cycles of the wait, got $c"
+# docs/TEACHING.md's class workload, its command as quoted: within the first
+# minute of playback (60 state lines, one a second) the cores wait on infeed,
+# and the all-reduce comes; the partial tile and the first wavefront come
+# before it (their cycles from --at)
+cmd=$(grep -m1 -- "--model docs/examples/teach-class.json" "$TPU_ROOT/docs/TEACHING.md") || die "TEACHING.md has no class workload"
+cmd=${cmd#*./tpusim }
+script=$(/usr/bin/python3 -c "print(','.join(['wait:29,a'] * 60) + ',q')")
+# shellcheck disable=SC2086
+(cd "$TPU_ROOT" && xvfb-run -a "$TPUSIM" $cmd --script "$script") > class.txt 2>&1 || die "the class workload did not run: $(tail -3 class.txt)"
+# shellcheck disable=SC2086
+for e in partial-tile wavefront all-reduce infeed-wait; do
+  (cd "$TPU_ROOT" && SDL_VIDEODRIVER=dummy "$TPUSIM" ${cmd/--cycle 0/} --headless --png "$T/c.png" --at $e --json) > "class-$e.json" \
+    || die "the class workload has no $e"
+done
+/usr/bin/python3 - <<'PY' || die "the class workload does not show its events in the first minute: $(grep banner class.txt)"
+import json
+lines = open("class.txt").read().splitlines()
+at = {e: json.load(open("class-%s.json" % e))["start_cycle"] for e in ("partial-tile", "wavefront", "all-reduce", "infeed-wait")}
+assert at["infeed-wait"] == 0 and "infeed_wait" in lines[0], (at, lines[0])
+seconds = [l for l in lines if l.startswith("cycle")]
+reached = int(seconds[-1].split()[1])
+assert len(seconds) >= 60 and reached > at["all-reduce"] > at["partial-tile"] and at["all-reduce"] > at["wavefront"], (at, reached)
+assert any("mostly collective_wait" in l for l in lines), "no banner for the all-reduce"
+PY
