@@ -92,7 +92,8 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
     }
     for (uint64_t i = 0; i <= t; i++) tpu_mxu_tick(pe);
     uint8_t st[64];
-    tpu_mxu_view view = { .state = st };
+    float wt[64];
+    tpu_mxu_view view = { .state = st, .weight = wt };
     tpu_mxu_view_cells(pe, &view);
     for (int r = 0; r < R; r++)
       for (int c = 0; c < C; c++) {
@@ -113,7 +114,9 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
                         (unsigned long long)t, r, c, got, want);
           computing_seen++;
         } else {
-          uint32_t want = st[r * C + c] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING : TPU_VIZ_COLOR_IDLE;
+          uint32_t want = st[r * C + c] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING
+                        : tpu_viz_cell_holds(v, r, c) ? TPU_VIZ_COLOR_HOLDING : TPU_VIZ_COLOR_IDLE;
+          if (st[r * C + c] == TPU_MXU_CELL_IDLE && wt[r * C + c] != 0) ck_assert(tpu_viz_cell_holds(v, r, c));
           ck_assert_msg(got == want, "cycle %llu cell (%d,%d): pixel 0x%08x, expected 0x%08x",
                         (unsigned long long)t, r, c, got, want);
         }
@@ -748,6 +751,76 @@ START_TEST(Waits_with_an_empty_array_end_at_the_next_event_which_is_named) {
 }
 END_TEST
 
+/* On a 128x128 array a cell that keeps a tile's weight without computing
+** (here after the run's last tile, which uses 64 of the 128 columns) is
+** drawn apart from an empty one: dim amber against idle grey. */
+START_TEST(Cells_holding_weights_differ_from_empty_ones) {
+  tpu_viz *v = make("tpu-v2-8", 1, 256, 64, 128);
+  ck_assert(tpu_viz_seek(v, tpu_viz_total_cycles(v) - 1) == TPU_OK);
+  tpu_viz_layout l;
+  uint32_t *px = frame(v, &l);
+  tpu_viz_moment m;
+  tpu_viz_moment_of(v, &m);
+  ck_assert_int_eq(m.computing, 0);
+  ck_assert_int_eq(m.holding, 128 * 64);
+  const int y = l.array.y + 5 * l.cell + l.cell / 2;
+  ck_assert_uint_eq(px_at(px, l.array.x + 3 * l.cell + l.cell / 2, y), TPU_VIZ_COLOR_HOLDING);
+  ck_assert_uint_eq(px_at(px, l.array.x + 100 * l.cell + l.cell / 2, y), TPU_VIZ_COLOR_IDLE);
+  free(px);
+  /* teach, the first tile: cell (7, 7) has its weight (its shadow load ends
+  ** at load_start + 7 + 8 - 1) before the wavefront reaches it
+  ** (stream_start + 14): held, not empty, in between */
+  tpu_viz *t = make("teach", 1, 32, 8, 8);
+  const tpu_mxu_tile_times *tt;
+  tpu_viz_tiles(t, NULL, &tt);
+  const uint64_t loaded = tt[0].load_start + 14, reached = tt[0].stream_start + 14;
+  ck_assert_uint_lt(loaded + 1, reached);
+  ck_assert(tpu_viz_seek(t, loaded + 1) == TPU_OK);
+  ck_assert(tpu_viz_cell_holds(t, 7, 7));
+  px = frame(t, &l);
+  ck_assert_uint_eq(px_at(px, l.array.x + 7 * l.cell + 2, l.array.y + 7 * l.cell + l.cell - 3), TPU_VIZ_COLOR_HOLDING);
+  free(px);
+  ck_assert(tpu_viz_seek(t, reached) == TPU_OK);
+  ck_assert(!tpu_viz_cell_holds(t, 7, 7));
+  tpu_viz_cell cell;
+  ck_assert(tpu_viz_cell_info(t, 7, 7, &cell) && cell.state == TPU_MXU_CELL_COMPUTING);
+}
+END_TEST
+
+/* The timeline's cycle axis: round ticks (1, 2 or 5 times a power of ten
+** apart) inside the visible range, each drawn as a tick under the bands,
+** also when zoomed; labels are short. */
+START_TEST(Axis_ticks_are_round_and_drawn) {
+  tpu_viz *v = make("teach", 0, 40, 12, 20);
+  for (int zoom = 0; zoom < 3; zoom++) {
+    if (zoom) tpu_viz_zoom(v, 8.0, tpu_viz_total_cycles(v) / 3);
+    tpu_viz_layout l;
+    uint32_t *px = frame(v, &l);
+    uint64_t t[64], a, b;
+    const int n = tpu_viz_axis_ticks(v, &l, t, 64);
+    tpu_viz_view_range(v, &a, &b);
+    ck_assert_int_ge(n, 2);
+    uint64_t step = t[1] - t[0], p = 1;
+    while (p * 10 <= step) p *= 10;
+    ck_assert(step == p || step == 2 * p || step == 5 * p);
+    int drawn = 0;
+    for (int x = l.axis.x; x < l.axis.x + l.axis.w; x++) drawn += px_at(px, x, l.axis.y + 2) == TPU_VIZ_COLOR_TICK;
+    ck_assert(drawn == n || drawn == n - 1);      /* the cursor may cover one */
+    for (int i = 0; i < n; i++) {
+      ck_assert(t[i] >= a && t[i] < b && t[i] % step == 0);
+      if (i) ck_assert_uint_eq(t[i] - t[i - 1], step);
+      ck_assert_int_ge((int)((double)step * l.timeline.w / (double)(b - a)), 6 * l.font);
+    }
+    free(px);
+  }
+  char lb[16];
+  tpu_viz_cycle_label(750, lb, sizeof lb);      ck_assert_str_eq(lb, "750");
+  tpu_viz_cycle_label(12000, lb, sizeof lb);    ck_assert_str_eq(lb, "12k");
+  tpu_viz_cycle_label(1500000, lb, sizeof lb);  ck_assert_str_eq(lb, "1500k");
+  tpu_viz_cycle_label(25000000, lb, sizeof lb); ck_assert_str_eq(lb, "25M");
+}
+END_TEST
+
 /* Text is 13 px at 1280x800 and twice that at scale 2, at least 18 px at
 ** 1920x1080; the legend has a swatch per stall kind and the cell states. */
 START_TEST(Text_scales_and_the_legend_is_drawn) {
@@ -759,7 +832,8 @@ START_TEST(Text_scales_and_the_legend_is_drawn) {
     ck_assert_uint_eq(px_at(px, l.legend.x + 2, l.legend.y + (k + 1) * l.line + l.line / 2), tpu_viz_stall_color(k));
   const int cy = l.legend.y + (TPU_SIM_NSTALL + 1) * l.line + l.line / 2;
   ck_assert_uint_eq(px_at(px, l.legend.x + 2, cy), TPU_VIZ_COLOR_IDLE);
-  ck_assert_uint_eq(px_at(px, l.legend.x + 6 * l.font + 2, cy), TPU_VIZ_COLOR_LOADING);
+  ck_assert_uint_eq(px_at(px, l.legend.x + 9 * l.font / 2 + 2, cy), TPU_VIZ_COLOR_LOADING);
+  ck_assert_uint_eq(px_at(px, l.legend.x + 10 * l.font + 2, cy), TPU_VIZ_COLOR_HOLDING);
   free(px);
   tpu_viz_set_text_scale(v, 2);
   ck_assert_int_eq(layout(v).font, 26);
@@ -940,7 +1014,7 @@ int main(void) {
   TU_CASE(s, "limits", 120, Bad_shapes_are_rejected_with_a_message, Create_survives_every_allocation_failure);
   TU_CASE(s, "sdl", 120, Png_frame_matches_the_rendered_buffer);
   TU_CASE(s, "pipeline", 120, Pipeline_spans_are_drawn_on_their_rows_at_their_cycles);
-  TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Waits_with_an_empty_array_end_at_the_next_event_which_is_named, Text_scales_and_the_legend_is_drawn,
+  TU_CASE(s, "teach", 120, Events_start_at_the_first_load_and_step_both_ways, Axis_ticks_are_round_and_drawn, Cells_holding_weights_differ_from_empty_ones, Waits_with_an_empty_array_end_at_the_next_event_which_is_named, Text_scales_and_the_legend_is_drawn,
           Loading_cells_show_the_arriving_weight, Gif_frames_are_the_canvas_in_the_palette,
           Timeline_zooms_and_pans_within_the_run);
   return tu_main(s);

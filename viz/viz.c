@@ -665,16 +665,51 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c) {
   }
 }
 
+/* The last tile of the selected core's array 0 to start loading by the
+** cycle shown, + 1 (0: none). */
+static size_t tiles_loaded(const viz_core *vc, uint64_t t) {
+  size_t lo = 0, hi = vc->ntiles;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (vc->times[mid].load_start <= t) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* An idle cell holding a weight: its register keeps a tile's weight, or a
+** tile's weight has finished shifting into its shadow (cycle L + c + k - 1
+** of the load) and the tile's first activation has not reached it yet
+** (stream_start + r + c). 'nl' is tiles_loaded() at the cycle shown. */
+static bool cell_holds(const tpu_viz *v, size_t nl, int r, int c) {
+  const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+  if (v->state[x] != TPU_MXU_CELL_IDLE) return false;
+  if (v->weight[x] != 0) return true;
+  const viz_core *vc = &v->core[v->sel];
+  for (size_t i = nl, seen = 0; i-- > 0 && seen < 2; seen++) {      /* the double buffer: the last two loaded */
+    const tpu_mxu_tile *t = &vc->tiles[i];
+    if (r < t->k && c < t->n && v->shown > vc->times[i].load_start + (uint64_t)(c + t->k - 1) &&
+        v->shown < vc->times[i].stream_start + (uint64_t)(r + c))
+      return true;
+  }
+  return false;
+}
+
+bool tpu_viz_cell_holds(const tpu_viz *v, int r, int c) {
+  if (r < 0 || c < 0 || r >= v->rows || c >= v->cols) return false;
+  return cell_holds(v, tiles_loaded(&v->core[v->sel], v->shown), r, c);
+}
+
 void tpu_viz_moment_of(const tpu_viz *v, tpu_viz_moment *out) {
   *out = (tpu_viz_moment){ .core_stall = tpu_viz_core_cat_at(v, v->sel, v->shown), .cells = v->rows * v->cols };
   int colc[TPU_MXU_MAX_DIM] = { 0 };
+  const size_t nl = tiles_loaded(&v->core[v->sel], v->shown);
   for (int r = 0; r < v->rows; r++) {
     int rowc = 0;
     for (int c = 0; c < v->cols; c++) {
       const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
       const int st = v->state[x];
       out->loading += st == TPU_MXU_CELL_LOADING;
-      out->holding += st == TPU_MXU_CELL_IDLE && v->weight[x] != 0;
+      out->holding += cell_holds(v, nl, r, c);
       if (st == TPU_MXU_CELL_COMPUTING) { out->computing++; rowc = 1; colc[c] = 1; }
     }
     out->rows_computing += rowc;
@@ -837,7 +872,8 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
   l->strip_h = l->row_h;
   l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
   l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, width - tx - 12, v->ncores * l->core_h };
-  l->infeed = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 10, l->timeline.w, 2 * ln + 4 };
+  l->axis = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 2, l->timeline.w, ln + 6 };
+  l->infeed = (tpu_viz_rect){ tx, l->axis.y + l->axis.h + 6, l->timeline.w, 2 * ln + 4 };
   /* legend: a heading, one row per stall kind, one row of cell states */
   /* (and one row of the pipeline's span kinds when there is one) */
   l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 10, width - lw - 22,
@@ -890,6 +926,28 @@ static int x_of_cycle(const tpu_viz *v, const tpu_viz_layout *l, uint64_t c) {
 
 int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
 
+int tpu_viz_axis_ticks(const tpu_viz *v, const tpu_viz_layout *l, uint64_t *out, int max) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  const double gap = 6.0 * l->font, per_px = (double)(b - a) / (l->timeline.w > 0 ? l->timeline.w : 1);
+  uint64_t step = 1;
+  for (uint64_t p = 1; step * 1.0 / per_px < gap && p < UINT64_C(1) << 60; p *= 10)
+    for (int k = 0; k < 3; k++) {
+      static const int M[3] = { 1, 2, 5 };
+      step = p * (uint64_t)M[k];
+      if ((double)step / per_px >= gap) break;
+    }
+  int n = 0;
+  for (uint64_t c = (a + step - 1) / step * step; c < b && n < max; c += step) out[n++] = c;
+  return n;
+}
+
+void tpu_viz_cycle_label(uint64_t c, char *b, size_t n) {
+  if (c < 10000) snprintf(b, n, "%llu", (unsigned long long)c);
+  else if (c < 10000000) snprintf(b, n, "%.4gk", (double)c / 1e3);
+  else snprintf(b, n, "%.4gM", (double)c / 1e6);
+}
+
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
@@ -939,13 +997,15 @@ static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pi
   const int cell = l->cell, inner = cell >= 6 ? cell - 1 : cell;
   const float scale = tpu_viz_shade_scale(v);
   const float *val = v->shade_psum ? v->psum : v->act;
+  const size_t nl = tiles_loaded(&v->core[v->sel], v->shown);
   for (int r = 0; r < v->rows; r++) {
     const int y = l->array.y + r * cell;
     if (y >= l->height) break;
     for (int c = 0; c < v->cols; c++) {
       const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
       uint32_t col = v->state[x] == TPU_MXU_CELL_COMPUTING ? tpu_viz_value_color(val[x], scale)
-                   : v->state[x] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING : TPU_VIZ_COLOR_IDLE;
+                   : v->state[x] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING
+                   : cell_holds(v, nl, r, c) ? TPU_VIZ_COLOR_HOLDING : TPU_VIZ_COLOR_IDLE;
       fill(px, pitch, l, l->array.x + c * cell, y, inner, inner, col);
     }
   }
@@ -1059,6 +1119,11 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
       draw_tl_column(px, pitch, l, l->timeline.x + x, y0, cats);
     }
   }
+  /* the cycle axis: a baseline and a tick per round cycle (labels by the SDL layer) */
+  uint64_t ticks[64];
+  const int nt = tpu_viz_axis_ticks(v, l, ticks, 64);
+  fill(px, pitch, l, l->axis.x, l->axis.y, l->axis.w, 1, 0xff404040u);
+  for (int i = 0; i < nt; i++) fill(px, pitch, l, x_of_cycle(v, l, ticks[i]), l->axis.y, 1, 5, TPU_VIZ_COLOR_TICK);
   /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
   fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
   const int qmax = tpu_viz_infeed_max(v, v->sel);
@@ -1081,7 +1146,7 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
 }
 
 /* The legend's swatches (its text is drawn by the SDL layer): one per stall
-** kind, then the cell states: idle, loading, and the computing scale from
+** kind, then the cell states: idle, loading, holding, and the computing scale from
 ** -1 (blue) through 0 to +1 (red). */
 static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int ln = l->line, sw = l->font, pad = (ln - sw) / 2;
@@ -1089,8 +1154,9 @@ static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
     fill(px, pitch, l, l->legend.x, l->legend.y + (k + 1) * ln + pad, sw, sw, tpu_viz_stall_color(k));
   const int y = l->legend.y + (TPU_SIM_NSTALL + 1) * ln + pad;
   fill(px, pitch, l, l->legend.x, y, sw, sw, TPU_VIZ_COLOR_IDLE);
-  fill(px, pitch, l, l->legend.x + 6 * l->font, y, sw, sw, TPU_VIZ_COLOR_LOADING);
-  const int gx = l->legend.x + 14 * l->font, gw = 6 * l->font;
+  fill(px, pitch, l, l->legend.x + 9 * l->font / 2, y, sw, sw, TPU_VIZ_COLOR_LOADING);
+  fill(px, pitch, l, l->legend.x + 10 * l->font, y, sw, sw, TPU_VIZ_COLOR_HOLDING);
+  const int gx = l->legend.x + 16 * l->font, gw = 6 * l->font;
   for (int i = 0; i < gw; i++)
     fill(px, pitch, l, gx + i, y, 1, sw, tpu_viz_value_color((float)(2.0 * i / (gw - 1) - 1.0), 1));
 }

@@ -65,6 +65,8 @@ struct tpu_viz_canvas {
   bool frame_is_window;
   struct tpu_viz_window *win;      /* the window showing it, or NULL */
   TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
+  TTF_Font *help_font; int help_px;        /* the help overlay's, sized so every key fits the frame */
+  TTF_Font *unit;                          /* the timeline's unit labels, sized to fit a unit row */
   bool running, help, quit;
   bool show_waits;                 /* 'w': play long waits instead of skipping them */
   char banner[200];                /* what a jump skipped or reached (n, p, a skipped wait) */
@@ -127,7 +129,7 @@ static void compose_header(ui *u) {
   if (l->arrows) {
     const int y = l->acc.y + l->acc.h + 2;
     text(u, u->small, l->queue.x, l->array.y - ln - 2, 0xff6fa8dcu, "input queue (activations)");
-    text_fit(u, u->small, l->queue.x, y, 0xffe0b000u, "weights load from the top, one row a cycle", half);
+    text_fit(u, u->small, l->queue.x, y, 0xffe0b000u, "weights load from the top in a diagonal staircase", half);
     text_fit(u, u->small, l->queue.x, y + ln, 0xff6fa8dcu, "activations enter from the left, skewed by the input queue", half);
     text_fit(u, u->small, l->queue.x, y + 2 * ln, 0xff3cb371u, "partial sums flow down into the accumulators (bars)", half);
   } else {
@@ -185,13 +187,31 @@ static void compose_timeline_labels(ui *u) {
   for (int p = 0; p < v->ncores; p++) {
     int y = tpu_viz_core_y(l, p);
     snprintf(b, sizeof b, "core %d", p + 1);
-    if (l->row_h >= l->font - 2) {
-      text(u, u->small, lx, y - 2, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (l->core_h >= ln) text(u, u->small, lx, y + (l->row_h >= l->font - 2 ? -2 : 0), p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (u->unit) {                              /* each unit's name in its row, in a size that fits it */
+      const int uh = TTF_FontLineSkip(u->unit);
+      int cw = 0;
+      TTF_SizeUTF8(u->small, b, &cw, NULL);
+      int x = ux;
+      if (x < lx + cw + 6 && l->row_h < l->font - 2) x = lx + cw + 6;     /* clear of "core N" on its line */
       for (int un = 0; un < TPU_VIZ_NUNIT; un++)
-        text(u, u->small, ux, y + l->strip_h + un * l->row_h - 2, 0xff909090u, tpu_viz_unit_name((tpu_viz_unit)un));
-    } else if (l->core_h >= ln) {
-      text(u, u->small, lx, y, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+        text_fit(u, u->unit, x, y + l->strip_h + un * l->row_h + (l->row_h - uh) / 2, 0xff909090u,
+                 tpu_viz_unit_name((tpu_viz_unit)un), l->timeline.x - x - 2);
     }
+  }
+  uint64_t ticks[64];                           /* the cycle axis's labels, centred under their ticks */
+  const int nt = tpu_viz_axis_ticks(v, l, ticks, 64);
+  uint64_t a, e;
+  tpu_viz_view_range(v, &a, &e);
+  text(u, u->small, lx, l->axis.y, 0xff808080u, "cycle");
+  for (int i = 0; i < nt; i++) {
+    int tw = 0, x = l->timeline.x + (int)((double)(ticks[i] - a) * (double)l->timeline.w / (double)(e - a));
+    tpu_viz_cycle_label(ticks[i], b, sizeof b);
+    if (TTF_SizeUTF8(u->small, b, &tw, NULL) != 0) continue;
+    x -= tw / 2;
+    if (x < l->timeline.x) x = l->timeline.x;
+    if (x + tw > l->timeline.x + l->timeline.w) x = l->timeline.x + l->timeline.w - tw;
+    text(u, u->small, x, l->axis.y + 5, 0xffa0a0a0u, b);
   }
   text(u, u->small, lx, l->infeed.y, 0xffa0a0a0u, "infeed");
   snprintf(b, sizeof b, "max %d", tpu_viz_infeed_max(v, v->sel));
@@ -227,9 +247,11 @@ static void compose_legend(ui *u) {
   }
   /* cell states (swatches by tpu_viz_render) */
   const int y = l->legend.y + (TPU_SIM_NSTALL + 1) * ln;
-  text(u, u->small, x0, y, 0xffffffffu, "idle cell");
-  text(u, u->small, l->legend.x + 7 * f + 6, y, 0xffffffffu, "loading");
-  text(u, u->small, l->legend.x + 20 * f + 6, y, 0xffffffffu, v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+");
+  text(u, u->small, x0, y, 0xffffffffu, "idle");
+  text(u, u->small, l->legend.x + 9 * f / 2 + f + 6, y, 0xffffffffu, "loading");
+  text(u, u->small, l->legend.x + 11 * f + 6, y, 0xffffffffu, "holding");
+  text_fit(u, u->small, l->legend.x + 22 * f + 6, y, 0xffffffffu,
+           v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+", l->legend.w - 22 * f - 6);
   /* the input pipeline's span kinds, swatch and name, as many as fit the line */
   char kinds[16];
   const int nk = tpu_viz_pipeline_rows(v) > 0 ? tpu_viz_pipeline_kinds(v, kinds) : 0;
@@ -257,7 +279,7 @@ static void compose_info(ui *u) {
       const char *op = tpu_viz_op_at(v, v->sel, (tpu_viz_unit)un, v->shown);
       n += snprintf(b + n, sizeof b - (size_t)n, "   %s %.28s", tpu_viz_unit_name((tpu_viz_unit)un), op ? op : "-");
     }
-    text(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b);
+    text_fit(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b, l->info.w);
   }
   /* hover info, help */
   int y = l->info.y + l->line;
@@ -270,25 +292,57 @@ static void compose_info(ui *u) {
     text(u, u->small, l->info.x, y, 0xffffffffu, b);
   }
   y += l->line;
-  if (u->help) {
-    const char *s = TPU_VIZ_KEYS_HELP;
-    while (*s && y < l->height - l->line) {
-      const char *e = strchr(s, '\n');
-      size_t n = e ? (size_t)(e - s) : strlen(s);
-      snprintf(b, sizeof b, "%.*s", (int)n, s);
-      text(u, u->mono, l->info.x, y, 0xffe0e0e0u, b);
-      y += TTF_FontLineSkip(u->mono);
-      s += n + (e ? 1 : 0);
-    }
-  } else if (u->banner_s > 0 && u->banner[0]) {      /* a jump, said as such: amber box, dark text */
+  if (u->banner_s > 0 && u->banner[0]) {      /* a jump, said as such: amber box, dark text */
     int tw = 0, th = 0;
     if (TTF_SizeUTF8(u->font, u->banner, &tw, &th) != 0) tw = l->info.w, th = l->line;
     SDL_Rect r = { l->info.x - 4, y, tw + 8 < l->width - l->info.x ? tw + 8 : l->width - l->info.x, th + 2 };
     SDL_FillRect(u->frame, &r, SDL_MapRGB(u->frame->format, 0xe0, 0xb0, 0x00));
     text_fit(u, u->font, l->info.x, y + 1, 0xff141414u, u->banner, r.w - 8);
   } else {
-    text(u, u->small, l->info.x, y, 0xff909090u,
-         "h: help   space: pause   n / p: next / previous event   w: skip waits   right: step   q: quit");
+    text_fit(u, u->small, l->info.x, y, 0xff909090u,
+             "h: help   space: pause   n / p: next / previous event   w: skip waits   right: step   q: quit", l->info.w);
+  }
+}
+
+/* The help: every key, over the whole frame, in a monospace size chosen so
+** that all its lines fit whatever the window's size (at most the labels'
+** size x 1.5, at least 6 px). */
+static void compose_help(ui *u) {
+  const tpu_viz_layout *l = &u->l;
+  int lines = 2, cols = 0;                      /* a title line and a blank one, then the keys */
+  for (const char *s = TPU_VIZ_KEYS_HELP; *s;) {
+    const char *e = strchr(s, '\n');
+    const int n = e ? (int)(e - s) : (int)strlen(s);
+    if (n > cols) cols = n;
+    lines++;
+    s += n + (e ? 1 : 0);
+  }
+  const int m = 12;                             /* margin: the frame shows around the box */
+  int px = (int)((double)(l->height - 4 * m) / (lines * 1.18));     /* DejaVu Sans Mono: line 1.17 em, */
+  const int by_w = (int)((double)(l->width - 4 * m) / (cols * 0.61)); /* advance 0.602 em */
+  if (px > by_w) px = by_w;
+  if (px > l->font * 3 / 2) px = l->font * 3 / 2;
+  if (px < 6) px = 6;
+  if (!u->help_font || u->help_px != px) {
+    if (u->help_font) TTF_CloseFont(u->help_font);
+    u->help_font = TTF_OpenFont(MONO_PATH, px);
+    u->help_px = px;
+    if (!u->help_font) return;                  /* text is decoration */
+  }
+  const int skip = TTF_FontLineSkip(u->help_font);
+  SDL_Rect box = { m, m, l->width - 2 * m, lines * skip + 2 * m };
+  if (box.h > l->height - 2 * m) box.h = l->height - 2 * m;
+  SDL_FillRect(u->frame, &box, SDL_MapRGB(u->frame->format, 0x10, 0x10, 0x24));
+  int y = box.y + m;
+  text(u, u->help_font, box.x + m, y, 0xffffffffu, "keys (h or ? closes this help)");
+  y += 2 * skip;
+  char b[256];
+  for (const char *s = TPU_VIZ_KEYS_HELP; *s; y += skip) {
+    const char *e = strchr(s, '\n');
+    const size_t n = e ? (size_t)(e - s) : strlen(s);
+    snprintf(b, sizeof b, "%.*s", (int)n, s);
+    text(u, u->help_font, box.x + m, y, 0xffe0e0e0u, b);
+    s += n + (e ? 1 : 0);
   }
 }
 
@@ -301,6 +355,7 @@ static void compose(ui *u) {
   compose_timeline_labels(u);
   compose_legend(u);
   compose_info(u);
+  if (u->help) compose_help(u);
 }
 
 static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errcap) {
@@ -308,7 +363,7 @@ static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errc
 }
 
 static void close_fonts(ui *u) {
-  TTF_Font **f[] = { &u->font, &u->small, &u->mono, &u->value };
+  TTF_Font **f[] = { &u->font, &u->small, &u->mono, &u->value, &u->help_font, &u->unit };
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (*f[i]) { TTF_CloseFont(*f[i]); *f[i] = NULL; }
 }
@@ -326,7 +381,11 @@ static int open_fonts(ui *u, char *err, size_t errcap) {
   u->small = TTF_OpenFont(FONT_PATH, l->font);
   u->mono = TTF_OpenFont(MONO_PATH, l->font);
   u->value = TTF_OpenFont(FONT_PATH, vs);
-  if (!u->font || !u->small || !u->mono || !u->value) {
+  /* a unit label fits its row: DejaVu's line is 1.17 em; below 7 px none is drawn */
+  int us = (int)((l->row_h + 1) / 1.17);
+  if (us > l->font) us = l->font;
+  u->unit = us >= 7 ? TTF_OpenFont(FONT_PATH, us) : NULL;
+  if (!u->font || !u->small || !u->mono || !u->value || (us >= 7 && !u->unit)) {
     snprintf(err, errcap, "cannot open the font %s (Debian package fonts-dejavu-core): %s", FONT_PATH, TTF_GetError());
     return -1;
   }

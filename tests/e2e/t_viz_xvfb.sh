@@ -125,3 +125,18 @@ reached = int(seconds[-1].split()[1])
 assert len(seconds) >= 60 and reached > at["all-reduce"] > at["partial-tile"] and at["all-reduce"] > at["wavefront"], (at, reached)
 assert any("mostly collective_wait" in l for l in lines), "no banner for the all-reduce"
 PY
+# the help lists every key at any window size: at 640x480 and 1920x1080 its
+# box (#101024) ends above the frame's bottom margin, so no line is cut, and
+# its last line (q or Esc) is drawn inside it (#32)
+expect_status 0 window "$TPUSIM" viz --chip teach --size 640x480 --out hs --script "space,h,s,size:1920x1080,wait:3,s,q"
+/usr/bin/python3 - "$here" <<'PY' || die "the help does not fit the window"
+import sys
+sys.path.insert(0, sys.argv[1]); import png_read
+for n, (w, h) in ((1, (640, 480)), (2, (1920, 1080))):
+    img = png_read.read("hs/tpusim-viz-%03d.png" % n)
+    col = [png_read.pixel(img, 14, y)[:3] for y in range(h)]
+    box = [y for y in range(h) if col[y] == (0x10, 0x10, 0x24)]
+    assert box and box[0] <= 14 and box[-1] < h - 12, (n, box[:1], box[-1:])
+    last = [y for y in range(box[-1] - 40, box[-1]) if any(sum(png_read.pixel(img, x, y)[:3]) > 450 for x in range(20, w // 2))]
+    assert last, (n, "no text in the box's last lines")
+PY
