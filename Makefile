@@ -149,12 +149,12 @@ test-python: python tpusim
 # Test runners: libcheck suites (check prints its own summary line per suite),
 # then the end-to-end tests of the binary.
 TEST_ENV = OPENBLAS_NUM_THREADS=1 SDL_VIDEODRIVER=dummy CK_DEFAULT_TIMEOUT=600
-test: $(TESTS) $(FUZZ_REPLAYS) tpusim python
+test: $(TESTS) $(FUZZ_REPLAYS) tpusim python $(B)/tests/bench_hbm   # bench_hbm: t_docs_images redraws its plot
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) $$t || fail=1; done; \
 	for f in $(FUZZ_NAMES); do $(TEST_ENV) FUZZ_OOM=1 $(B)/tests/fuzz/$$f-replay tests/fuzz/$$f || fail=1; done; \
 	$(PYTEST) || fail=1; \
 	TPUSIM=$(BIN) MODE=$(MODE) bash tests/e2e/run.sh || fail=1; exit $$fail
-test-all: $(TESTS) $(FUZZ_REPLAYS) tpusim python
+test-all: $(TESTS) $(FUZZ_REPLAYS) tpusim python $(B)/tests/bench_hbm
 	@fail=0; for t in $(TESTS); do $(TEST_ENV) CK_INCLUDE_TAGS= TPU_SLOW=1 $$t || fail=1; done; \
 	for f in $(FUZZ_NAMES); do $(TEST_ENV) FUZZ_OOM=1 $(B)/tests/fuzz/$$f-replay tests/fuzz/$$f || fail=1; done; \
 	$(PYTEST) || fail=1; \
@@ -235,31 +235,32 @@ uninstall:
 # The exercises' pictures are docs/TEACHING.md's commands, exactly.
 docs-images: tpusim $(B)/tests/bench_hbm
 	$(B)/tests/bench_hbm build/hbm.csv > /dev/null && gnuplot -e "csv='build/hbm.csv'; out='docs/hbm-bandwidth.png'" docs/hbm-bandwidth.gp
-	$(BIN) viz --chip teach --headless --cycle 1752 --png docs/viz-teach.png
-	$(BIN) viz --headless --cycle 2600 --png docs/viz-128.png
+	$(BIN) viz --chip teach --headless --at wavefront --png docs/viz-teach.png
+	$(BIN) viz --headless --at full-array --png docs/viz-128.png
 	@mkdir -p docs/teaching
-	$(BIN) viz --cores 1 --m 8 --n 256 --k 256 --headless --cycle 1300 --png docs/teaching/ex1-batch8.png
-	$(BIN) viz --cores 1 --m 512 --n 256 --k 256 --headless --cycle 2400 --png docs/teaching/ex1-batch512.png
-	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --cycle 7115 --png docs/teaching/ex2-n130.png
-	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --cycle 2240 --png docs/teaching/ex3-bf16x3.png
-	$(BIN) viz --chip teach --model mlp --batch 64 --infeed-ready 50000 --headless --png docs/teaching/ex4-infeed.png
+	$(BIN) viz --cores 1 --m 8 --n 256 --k 256 --headless --at wavefront --png docs/teaching/ex1-batch8.png
+	$(BIN) viz --cores 1 --m 512 --n 256 --k 256 --headless --at full-array --png docs/teaching/ex1-batch512.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 130 --k 16 --headless --at partial-tile --png docs/teaching/ex2-n130.png
+	$(BIN) viz --chip teach --cores 1 --m 64 --n 64 --k 64 --precision bf16x3 --headless --at wavefront --png docs/teaching/ex3-bf16x3.png
+	$(BIN) viz --chip teach --model mlp --batch 64 --infeed-ready 2000000 --headless --at infeed-wait --png docs/teaching/ex4-infeed.png
 	$(BIN) viz --pipeline docs/examples/train-naive.json --steps 24 --headless --png docs/teaching/ex4-pipeline-naive.png
 	$(BIN) viz --pipeline docs/examples/train-prefetch.json --steps 24 --headless --png docs/teaching/ex4-pipeline-prefetch.png
-	$(BIN) viz --chip teach --model mlp --batch 64 --headless --png docs/teaching/ex5-allreduce.png
+	$(BIN) viz --chip teach --model mlp --batch 64 --headless --at all-reduce --png docs/teaching/ex5-allreduce.png
 	rm -rf build/seed-sweep && $(BIN) sweep --out build/seed-sweep -j 2 train \
 	  --model seed_cnn,vgg19@192x192x3:5,xception@192x192x3:5,resnet152v2@192x192x3:5 --batch 32,64,128,256 \
 	  --cores 1,2,4,8 --chip tpu-v2-8 --level timing --data synthetic --synthetic-n 2936 --epochs 1 > /dev/null || true   # 1 point does not fit HBM (docs/SWEEPS.md)
 	cp "build/seed-sweep/images_per_s-vs-batch-by-cores-model=vgg19@192x192x3:5.png" docs/sweep-seed-vgg19.png
 	docs/teaching/ex6-dataflow.sh $(BIN) docs/teaching/ex6-dataflow.png
-	rm -rf build/pod-weak build/pod-strong
-	$(BIN) sweep --out build/pod-weak -j 2 train --model resnet50 --chip tpu-v3-2048 --cores 8,32,128,512,2048 \
-	  --batch-per-core 32,128 --level timing --data synthetic --synthetic-n 262144 --steps-per-epoch 1 > /dev/null
-	$(BIN) sweep --out build/pod-strong -j 2 train --model resnet50 --chip tpu-v3-2048 --cores 32,128,512,2048 \
-	  --batch 2048,4096 --level timing --data synthetic --synthetic-n 8192 --steps-per-epoch 1 > /dev/null
-	$(BIN) plot build/pod-strong/results.csv --y collective_wait_share
-	cp build/pod-weak/images_per_s-vs-cores-by-batch-per-core.png docs/sweep-pod-weak.png
-	cp build/pod-strong/images_per_s-vs-cores-by-batch.png docs/sweep-pod-strong.png
-	cp build/pod-strong/collective_wait_share-vs-cores-by-batch.png docs/sweep-pod-allreduce.png
+	rm -rf build/pod-weak && $(BIN) sweep --out build/pod-weak -j 2 train --model resnet50 --chip tpu-v3-2048 \
+	  --cores 8,32,128,512,2048 --batch-per-core 32,128 --level timing --data synthetic --synthetic-n 262144 \
+	  --steps-per-epoch 1 > /dev/null && cp build/pod-weak/images_per_s-vs-cores-by-batch-per-core.png docs/sweep-pod-weak.png
+	rm -rf build/pod-strong && $(BIN) sweep --out build/pod-strong -j 2 train --model resnet50 --chip tpu-v3-2048 \
+	  --cores 32,128,512,2048 --batch 2048,4096 --level timing --data synthetic --synthetic-n 8192 \
+	  --steps-per-epoch 1 > /dev/null && cp build/pod-strong/images_per_s-vs-cores-by-batch.png docs/sweep-pod-strong.png
+	rm -rf build/pod-share && $(BIN) sweep --out build/pod-share --no-plot -j 2 train --model resnet50 --chip tpu-v3-2048 \
+	  --cores 32,128,512,2048 --batch 2048,4096 --level timing --data synthetic --synthetic-n 8192 --steps-per-epoch 1 \
+	  > /dev/null && $(BIN) plot build/pod-share/results.csv --y collective_wait_share && \
+	  cp build/pod-share/collective_wait_share-vs-cores-by-batch.png docs/sweep-pod-allreduce.png
 # The main job: mlp on Fashion-MNIST on a simulated tpu-v2-8, 2 epochs, fed by
 # a prefetching pipeline; writes a Perfetto trace to build/train-trace.json.
 demo: tpusim

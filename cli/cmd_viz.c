@@ -58,10 +58,12 @@ static const char HELP[] =
   "  --dtype-policy P       with --model: mixed_bfloat16 (default) or float32, as tpusim train\n"
   "  --core C               core shown first (1-based, default 1)\n"
   "  --cycle C              first cycle shown (default: the selected core's first\n"
-  "                         weight load, where something first happens in the array)\n"
+  "                         weight load, where something first happens in the array;\n"
+  "                         for one headless frame, its first full wavefront)\n"
   "  --at EVENT             first cycle shown: the selected core's first weight-load,\n"
   "                         wavefront (the first full diagonal), result (a tile's\n"
-  "                         results written), partial-tile, infeed-wait or all-reduce\n"
+  "                         results written), partial-tile, infeed-wait, all-reduce\n"
+  "                         or full-array (the first cycle every cell of a tile computes)\n"
   "  --scale X              text size factor, 0.5..4 (default 1; text also grows\n"
   "                         with the window: 13 px at 1280x800, 18 px at 1920x1080)\n"
   "  --speed X              cycles per second when running (default 4 on arrays\n"
@@ -76,9 +78,10 @@ static const char HELP[] =
   "                         one animated GIF at 10 frames/s, for slides\n"
   "  --script ACTIONS       test mode: comma-separated actions sent as events, one\n"
   "                         per frame (space, right, shift+right, left, plus, minus,\n"
-  "                         1..8, a, h, s, q, esc, n, p, z, x, [, ], wait:FRAMES,\n"
+  "                         1..8, a, h, s, q, esc, n, p, w, z, x, [, ], wait:FRAMES,\n"
   "                         click:X:Y, hover:X:Y, wheelup, wheeldown, size:WxH);\n"
-  "                         prints the state after each; the session ends with them\n"
+  "                         prints the state after each (and each banner, as\n"
+  "                         'banner: TEXT'); the session ends with them\n"
   "  --json                 headless: print one JSON object (run, totals, frames)\n\n"
   "keys in the window:\n";
 
@@ -113,8 +116,8 @@ static int option(void *ud, int id, const char *v) {
   if (id == OPT_AT) {
     for (int e = 0; e < TPU_VIZ_NEVENT; e++)
       if (!strcmp(v, tpu_viz_event_name((tpu_viz_event)e))) { o->at = e; return 0; }
-    return cli_usage_error(CMD, "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait or "
-                           "all-reduce, got '%s'", v);
+    return cli_usage_error(CMD, "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait, "
+                           "all-reduce or full-array, got '%s'", v);
   }
   char *e = (char *)"?";                       /* --size WxH */
   long w = 0, h = 0;
@@ -373,8 +376,15 @@ static int create(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   if (o->at >= 0 && !tpu_viz_event_cycle(*v, (tpu_viz_event)o->at, &at))
     return cli_usage_error(CMD, "--at %s: core %ld has none in this run%s", tpu_viz_event_name((tpu_viz_event)o->at),
                            o->core, o->at == TPU_VIZ_AT_INFEED_WAIT ? " (--model with --infeed-ready C makes one)"
-                           : o->at == TPU_VIZ_AT_ALL_REDUCE ? " (--model on several cores has one)" : "");
+                           : o->at == TPU_VIZ_AT_ALL_REDUCE ? " (--model on several cores has one)"
+                           : o->at == TPU_VIZ_AT_FULL_ARRAY ? " (a tile needs M of at least its rows + columns - 1)" : "");
   if (o->at >= 0) o->cycle = (long)at;
+  /* Without --cycle or --at: a still is taken where it shows the dataflow
+  ** (the first full wavefront); a window, frames or a GIF start at the first
+  ** weight load, to watch it. */
+  const bool still = o->headless && !o->gif && o->frames <= 1;
+  if (o->cycle < 0) o->cycle = (long)(still && tpu_viz_event_cycle(*v, TPU_VIZ_AT_WAVEFRONT, &at) ? at
+                                      : tpu_viz_first_event_cycle(*v));
   return 0;
 }
 /* }================================================================== */
@@ -466,15 +476,39 @@ static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores
   json_object_set_new(j, "layout", lj);
 }
 
-static int report_json(const viz_opts *o, const tpu_chip_config *chip, const tpu_viz *v) {
+/* The picture's first frame, as figures: what a doc's "look for" claims of
+** it can be checked against (the cells lit, the core's stall kind), and
+** where each stall kind lies on the selected core (an all-reduce band's
+** place in the step). Seeks the session back to the first frame. */
+static void add_moment(json_t *j, const viz_opts *o, tpu_viz *v) {
+  const uint64_t start = (uint64_t)o->cycle;
+  tpu_viz_seek(v, start);          /* a replay's allocation failure leaves the last frame: the figures say which cycle */
+  tpu_viz_moment m;
+  tpu_viz_moment_of(v, &m);
+  json_t *mj = json_pack("{s:I, s:s?, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f}", "cycle", (json_int_t)tpu_viz_cycle(v),
+    "event", o->at >= 0 ? tpu_viz_event_name((tpu_viz_event)o->at) : NULL, "core_stall", tpu_sim_stall_name(m.core_stall),
+    "cells", m.cells, "cells_loading", m.loading, "cells_holding", m.holding, "cells_computing", m.computing,
+    "rows_computing", m.rows_computing, "cols_computing", m.cols_computing,
+    "computing_fraction", m.cells ? (double)m.computing / m.cells : 0.0);
+  json_object_set_new(j, "moment", mj);
+  json_t *sp = json_object();
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) {
+    uint64_t a, b;
+    if (tpu_viz_stall_span(v, k, &a, &b))
+      json_object_set_new(sp, tpu_sim_stall_name(k), json_pack("{s:I, s:I}", "first", (json_int_t)a, "end", (json_int_t)b));
+  }
+  json_object_set_new(j, "stall_spans", sp);
+}
+
+static int report_json(const viz_opts *o, const tpu_chip_config *chip, tpu_viz *v) {
   json_t *j = json_pack("{s:s, s:i}", "chip", chip->name, "cores", chip->cores);
   add_workload(j, o, chip);
   json_object_set_new(j, "total_cycles", json_integer((json_int_t)tpu_viz_total_cycles(v)));
-  json_object_set_new(j, "start_cycle", json_integer((json_int_t)(o->cycle >= 0 ? (uint64_t)o->cycle
-                                                                     : tpu_viz_first_event_cycle(v))));
+  json_object_set_new(j, "start_cycle", json_integer((json_int_t)o->cycle));
   json_object_set_new(j, "frames", json_integer(o->frames ? o->frames : 1));
   json_object_set_new(j, "every", json_integer((json_int_t)o->every));
   add_totals(j, v, chip->cores);
+  add_moment(j, o, v);
   if (o->pipe_json) {                 /* the rows drawn, and each step's infeed wait as train times it */
     json_t *rows = json_array(), *colors = json_object();
     for (int r = 0; r < tpu_viz_pipeline_rows(v); r++) json_array_append_new(rows, json_string(tpu_viz_pipeline_row_name(v, r)));
@@ -510,7 +544,7 @@ int cli_cmd_viz(int argc, char **argv) {
   if (!(rc = create(&o, &chip, &v))) {
     tpu_viz_app_opts ao = {
       .headless = o.headless, .frames = o.frames ? (int)o.frames : 1, .every = (uint64_t)o.every,
-      .start = o.cycle >= 0 ? (uint64_t)o.cycle : tpu_viz_first_event_cycle(v), .out_dir = o.out_dir, .png = o.png, .gif = o.gif, .script = o.script, .width = o.width,
+      .start = (uint64_t)o.cycle, .out_dir = o.out_dir, .png = o.png, .gif = o.gif, .script = o.script, .width = o.width,
       .height = o.height, .speed = o.speed > 0 ? o.speed : (chip.mxu.rows <= 16 ? 4 : 64), .quiet = o.com.json };
     rc = tpu_viz_app_run(v, &ao);
     if (rc == 0 && o.com.json) rc = report_json(&o, &chip, v);

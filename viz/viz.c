@@ -574,33 +574,72 @@ uint64_t tpu_viz_first_event_cycle(const tpu_viz *v) {
 ** streamed row, first full wavefront (the diagonal reaching the last row)
 ** and first result; each change of the core's stall kind. Returns the
 ** nearest one after (dir > 0) or before (dir < 0) the cycle shown, or the
-** run's last cycle / 0 when there is none. */
-static uint64_t nearest_event(const tpu_viz *v, int dir) {
+** run's last cycle / 0 when there is none; 'what' (when not NULL) gets
+** what happens there, "" when there is none. Ties go to the tile event. */
+uint64_t tpu_viz_event_step(const tpu_viz *v, int dir, char *what, size_t cap) {
+  static const char *const TILE_EV[4] = { "weights start loading", "first row streams in", "full wavefront",
+                                          "results written" };
   const viz_core *vc = &v->core[v->sel];
   const uint64_t at = v->shown;
   uint64_t best = dir > 0 ? v->total - 1 : 0;
   bool found = false;
-#define CONSIDER(c) do { uint64_t c_ = (c); \
+  size_t btile = 0;
+  int bkind = -1;                     /* 0..3: a tile event; 4 + stall kind: a stall begins */
+#define CONSIDER(c, kind, tile) do { uint64_t c_ = (c); \
     if ((dir > 0 ? c_ > at : c_ < at) && c_ < v->total && \
-        (!found || (dir > 0 ? c_ < best : c_ > best))) { best = c_; found = true; } } while (0)
+        (!found || (dir > 0 ? c_ < best : c_ > best))) { best = c_; found = true; bkind = (kind); btile = (tile); } } while (0)
   for (size_t i = 0; i < vc->ntiles; i++) {
     const tpu_mxu_tile_times *t = &vc->times[i];
-    CONSIDER(t->load_start);
-    CONSIDER(t->stream_start);
-    CONSIDER(t->stream_start + (uint64_t)(vc->tiles[i].k - 1));
-    CONSIDER(t->last_result);
+    CONSIDER(t->load_start, 0, i);
+    CONSIDER(t->stream_start, 1, i);
+    CONSIDER(t->stream_start + (uint64_t)(vc->tiles[i].k - 1), 2, i);
+    CONSIDER(t->last_result, 3, i);
   }
   for (size_t i = 1; i < vc->nseg; i++)
-    if (vc->seg[i].core != vc->seg[i - 1].core) CONSIDER(vc->seg[i].at);
+    if (vc->seg[i].core != vc->seg[i - 1].core) CONSIDER(vc->seg[i].at, 4 + vc->seg[i].core, 0);
 #undef CONSIDER
+  if (what && cap) {
+    if (bkind < 0) what[0] = 0;
+    else if (bkind < 4) snprintf(what, cap, "tile %zu of %zu: %s", btile + 1, vc->ntiles, TILE_EV[bkind]);
+    else snprintf(what, cap, "the core's %s begins", tpu_sim_stall_name(bkind - 4));
+  }
   return best;
 }
-uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return nearest_event(v, 1); }
-uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return nearest_event(v, -1); }
+uint64_t tpu_viz_next_event_cycle(const tpu_viz *v) { return tpu_viz_event_step(v, 1, NULL, 0); }
+uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v) { return tpu_viz_event_step(v, -1, NULL, 0); }
+
+/* A stall kind a class watches for: the skip stops where one begins or ends. */
+static bool is_teaching_stall(int k) { return k == TPU_SIM_INFEED_WAIT || k == TPU_SIM_COLLECTIVE_WAIT; }
+
+uint64_t tpu_viz_wait_end(const tpu_viz *v, int *stall) {
+  const viz_core *vc = &v->core[v->sel];
+  const uint64_t now = v->shown;
+  *stall = tpu_viz_core_cat_at(v, v->sel, now);
+  const size_t cells = (size_t)v->rows * (size_t)v->cols;
+  for (size_t x = 0; x < cells; x++)
+    if (v->state[x] != TPU_MXU_CELL_IDLE) return now;          /* the array shows something */
+  uint64_t end = v->total - 1;
+  for (size_t i = 0; i < vc->ntiles; i++)
+    if (vc->times[i].load_start > now) { end = vc->times[i].load_start; break; }
+  if (!vc->nseg || now < vc->seg[0].at || now >= vc->end) return end;
+  /* the segments from now to end: stop at an infeed wait or all-reduce
+  ** beginning or ending; the kind covering the most cycles names the skip */
+  uint64_t most = 0, by[TPU_SIM_NSTALL] = { 0 };
+  for (size_t i = seg_index(vc, now); i < vc->nseg && vc->seg[i].at < end; i++) {
+    const uint64_t a = vc->seg[i].at > now ? vc->seg[i].at : now;
+    const uint64_t b = i + 1 < vc->nseg && vc->seg[i + 1].at < end ? vc->seg[i + 1].at : end;
+    if (i > 0 && vc->seg[i].at > now && vc->seg[i].core != vc->seg[i - 1].core &&
+        (is_teaching_stall(vc->seg[i].core) || is_teaching_stall(vc->seg[i - 1].core))) { end = vc->seg[i].at; break; }
+    if (b > a) by[vc->seg[i].core] += b - a;
+  }
+  for (int k = 0; k < TPU_SIM_NSTALL; k++)
+    if (by[k] > most) { most = by[k]; *stall = k; }
+  return end;
+}
 
 const char *tpu_viz_event_name(tpu_viz_event e) {
   static const char *const N[TPU_VIZ_NEVENT] = { "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",
-                                                 "all-reduce" };
+                                                 "all-reduce", "full-array" };
   return (unsigned)e < TPU_VIZ_NEVENT ? N[e] : NULL;
 }
 
@@ -614,7 +653,17 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c) {
   case TPU_VIZ_AT_RESULT: if (!vc->ntiles) return false; *c = tt[0].last_result; return true;
   case TPU_VIZ_AT_PARTIAL_TILE:
     for (size_t i = 0; i < vc->ntiles; i++)
-      if (t[i].k < v->rows || t[i].n < v->cols) { *c = tt[i].stream_start + (uint64_t)(t[i].k - 1); return true; }
+      if (t[i].k < v->rows || t[i].n < v->cols) {
+        *c = tt[i].stream_start + (uint64_t)(t[i].k - 1);
+        /* the tile before it still draining: once it has, if this one still streams */
+        if (i > 0 && tt[i - 1].last_result + 1 > *c && tt[i - 1].last_result + 1 < tt[i].stream_start + (uint64_t)t[i].m)
+          *c = tt[i - 1].last_result + 1;
+        return true;
+      }
+    return false;
+  case TPU_VIZ_AT_FULL_ARRAY:
+    for (size_t i = 0; i < vc->ntiles; i++)
+      if (t[i].m >= t[i].k + t[i].n - 1) { *c = tt[i].stream_start + (uint64_t)(t[i].k + t[i].n - 2); return true; }
     return false;
   case TPU_VIZ_AT_INFEED_WAIT: case TPU_VIZ_AT_ALL_REDUCE: {
     const int want = e == TPU_VIZ_AT_INFEED_WAIT ? TPU_SIM_INFEED_WAIT : TPU_SIM_COLLECTIVE_WAIT;
@@ -624,6 +673,71 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c) {
   }
   default: return false;
   }
+}
+
+/* The last tile of the selected core's array 0 to start loading by the
+** cycle shown, + 1 (0: none). */
+static size_t tiles_loaded(const viz_core *vc, uint64_t t) {
+  size_t lo = 0, hi = vc->ntiles;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (vc->times[mid].load_start <= t) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* An idle cell holding a weight: its register keeps a tile's weight, or a
+** tile's weight has finished shifting into its shadow (cycle L + c + k - 1
+** of the load) and the tile's first activation has not reached it yet
+** (stream_start + r + c). 'nl' is tiles_loaded() at the cycle shown. */
+static bool cell_holds(const tpu_viz *v, size_t nl, int r, int c) {
+  const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+  if (v->state[x] != TPU_MXU_CELL_IDLE) return false;
+  if (v->weight[x] != 0) return true;
+  const viz_core *vc = &v->core[v->sel];
+  for (size_t i = nl, seen = 0; i-- > 0 && seen < 2; seen++) {      /* the double buffer: the last two loaded */
+    const tpu_mxu_tile *t = &vc->tiles[i];
+    if (r < t->k && c < t->n && v->shown > vc->times[i].load_start + (uint64_t)(c + t->k - 1) &&
+        v->shown < vc->times[i].stream_start + (uint64_t)(r + c))
+      return true;
+  }
+  return false;
+}
+
+bool tpu_viz_cell_holds(const tpu_viz *v, int r, int c) {
+  if (r < 0 || c < 0 || r >= v->rows || c >= v->cols) return false;
+  return cell_holds(v, tiles_loaded(&v->core[v->sel], v->shown), r, c);
+}
+
+void tpu_viz_moment_of(const tpu_viz *v, tpu_viz_moment *out) {
+  *out = (tpu_viz_moment){ .core_stall = tpu_viz_core_cat_at(v, v->sel, v->shown), .cells = v->rows * v->cols };
+  int colc[TPU_MXU_MAX_DIM] = { 0 };
+  const size_t nl = tiles_loaded(&v->core[v->sel], v->shown);
+  for (int r = 0; r < v->rows; r++) {
+    int rowc = 0;
+    for (int c = 0; c < v->cols; c++) {
+      const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
+      const int st = v->state[x];
+      out->loading += st == TPU_MXU_CELL_LOADING;
+      out->holding += cell_holds(v, nl, r, c);
+      if (st == TPU_MXU_CELL_COMPUTING) { out->computing++; rowc = 1; colc[c] = 1; }
+    }
+    out->rows_computing += rowc;
+  }
+  for (int c = 0; c < v->cols; c++) out->cols_computing += colc[c];
+}
+
+bool tpu_viz_stall_span(const tpu_viz *v, int stall, uint64_t *a, uint64_t *b) {
+  const viz_core *vc = &v->core[v->sel];
+  bool found = false;
+  for (size_t i = 0; i < vc->nseg; i++) {
+    const uint64_t end = i + 1 < vc->nseg ? vc->seg[i + 1].at : vc->end;
+    if (vc->seg[i].core != stall || vc->seg[i].at >= end) continue;
+    if (!found) *a = vc->seg[i].at;
+    *b = end;
+    found = true;
+  }
+  return found;
 }
 
 /* The tile loading weights into array 0 at the cycle shown (-1 if none). */
@@ -768,7 +882,8 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
   l->strip_h = l->row_h;
   l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
   l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, width - tx - 12, v->ncores * l->core_h };
-  l->infeed = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 10, l->timeline.w, 2 * ln + 4 };
+  l->axis = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 2, l->timeline.w, ln + 6 };
+  l->infeed = (tpu_viz_rect){ tx, l->axis.y + l->axis.h + 6, l->timeline.w, 2 * ln + 4 };
   /* legend: a heading, one row per stall kind, one row of cell states */
   /* (and one row of the pipeline's span kinds when there is one) */
   l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 10, width - lw - 22,
@@ -821,6 +936,28 @@ static int x_of_cycle(const tpu_viz *v, const tpu_viz_layout *l, uint64_t c) {
 
 int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
 
+int tpu_viz_axis_ticks(const tpu_viz *v, const tpu_viz_layout *l, uint64_t *out, int max) {
+  uint64_t a, b;
+  tpu_viz_view_range(v, &a, &b);
+  const double gap = 6.0 * l->font, per_px = (double)(b - a) / (l->timeline.w > 0 ? l->timeline.w : 1);
+  uint64_t step = 1;
+  for (uint64_t p = 1; step * 1.0 / per_px < gap && p < UINT64_C(1) << 60; p *= 10)
+    for (int k = 0; k < 3; k++) {
+      static const int M[3] = { 1, 2, 5 };
+      step = p * (uint64_t)M[k];
+      if ((double)step / per_px >= gap) break;
+    }
+  int n = 0;
+  for (uint64_t c = (a + step - 1) / step * step; c < b && n < max; c += step) out[n++] = c;
+  return n;
+}
+
+void tpu_viz_cycle_label(uint64_t c, char *b, size_t n) {
+  if (c < 10000) snprintf(b, n, "%llu", (unsigned long long)c);
+  else if (c < 10000000) snprintf(b, n, "%.4gk", (double)c / 1e3);
+  else snprintf(b, n, "%.4gM", (double)c / 1e6);
+}
+
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
@@ -870,13 +1007,15 @@ static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pi
   const int cell = l->cell, inner = cell >= 6 ? cell - 1 : cell;
   const float scale = tpu_viz_shade_scale(v);
   const float *val = v->shade_psum ? v->psum : v->act;
+  const size_t nl = tiles_loaded(&v->core[v->sel], v->shown);
   for (int r = 0; r < v->rows; r++) {
     const int y = l->array.y + r * cell;
     if (y >= l->height) break;
     for (int c = 0; c < v->cols; c++) {
       const size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
       uint32_t col = v->state[x] == TPU_MXU_CELL_COMPUTING ? tpu_viz_value_color(val[x], scale)
-                   : v->state[x] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING : TPU_VIZ_COLOR_IDLE;
+                   : v->state[x] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING
+                   : cell_holds(v, nl, r, c) ? TPU_VIZ_COLOR_HOLDING : TPU_VIZ_COLOR_IDLE;
       fill(px, pitch, l, l->array.x + c * cell, y, inner, inner, col);
     }
   }
@@ -990,6 +1129,11 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
       draw_tl_column(px, pitch, l, l->timeline.x + x, y0, cats);
     }
   }
+  /* the cycle axis: a baseline and a tick per round cycle (labels by the SDL layer) */
+  uint64_t ticks[64];
+  const int nt = tpu_viz_axis_ticks(v, l, ticks, 64);
+  fill(px, pitch, l, l->axis.x, l->axis.y, l->axis.w, 1, 0xff404040u);
+  for (int i = 0; i < nt; i++) fill(px, pitch, l, x_of_cycle(v, l, ticks[i]), l->axis.y, 1, 5, TPU_VIZ_COLOR_TICK);
   /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
   fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
   const int qmax = tpu_viz_infeed_max(v, v->sel);
@@ -1012,7 +1156,7 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
 }
 
 /* The legend's swatches (its text is drawn by the SDL layer): one per stall
-** kind, then the cell states: idle, loading, and the computing scale from
+** kind, then the cell states: idle, loading, holding, and the computing scale from
 ** -1 (blue) through 0 to +1 (red). */
 static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int ln = l->line, sw = l->font, pad = (ln - sw) / 2;
@@ -1020,8 +1164,9 @@ static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
     fill(px, pitch, l, l->legend.x, l->legend.y + (k + 1) * ln + pad, sw, sw, tpu_viz_stall_color(k));
   const int y = l->legend.y + (TPU_SIM_NSTALL + 1) * ln + pad;
   fill(px, pitch, l, l->legend.x, y, sw, sw, TPU_VIZ_COLOR_IDLE);
-  fill(px, pitch, l, l->legend.x + 6 * l->font, y, sw, sw, TPU_VIZ_COLOR_LOADING);
-  const int gx = l->legend.x + 14 * l->font, gw = 6 * l->font;
+  fill(px, pitch, l, l->legend.x + 9 * l->font / 2, y, sw, sw, TPU_VIZ_COLOR_LOADING);
+  fill(px, pitch, l, l->legend.x + 10 * l->font, y, sw, sw, TPU_VIZ_COLOR_HOLDING);
+  const int gx = l->legend.x + 16 * l->font, gw = 6 * l->font;
   for (int i = 0; i < gw; i++)
     fill(px, pitch, l, gx + i, y, 1, sw, tpu_viz_value_color((float)(2.0 * i / (gw - 1) - 1.0), 1));
 }

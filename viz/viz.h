@@ -59,11 +59,14 @@ typedef enum tpu_viz_unit { TPU_VIZ_UNIT_MXU = 0, TPU_VIZ_UNIT_VPU, TPU_VIZ_UNIT
                             TPU_VIZ_UNIT_ICI, TPU_VIZ_NUNIT } tpu_viz_unit;
 const char *tpu_viz_unit_name(tpu_viz_unit u);      /* "MXU", ... */
 
-/* Cell colors (0xAARRGGBB). Computing cells are shaded by a value: x in
+/* Cell colors (0xAARRGGBB): idle (empty), loading, holding (idle but
+** keeping a tile's weight: loaded and waiting for activations, or done and
+** not yet replaced). Computing cells are shaded by a value: x in
 ** [-1, 1] (value / scale, clamped) from blue (-1) through near-white (0) to
 ** red (+1). This function can't fail. */
 #define TPU_VIZ_COLOR_IDLE    0xff2a2a2au
 #define TPU_VIZ_COLOR_LOADING 0xffe0b000u
+#define TPU_VIZ_COLOR_HOLDING 0xff5a4a1eu   /* idle, holding a tile's weight (dim amber) */
 #define TPU_VIZ_COLOR_BG      0xff141414u
 uint32_t tpu_viz_value_color(float value, float scale);
 
@@ -127,24 +130,58 @@ uint64_t tpu_viz_first_event_cycle(const tpu_viz *v);
 ** all-reduce beginning or ending). The run's last cycle / 0 if none. */
 uint64_t tpu_viz_next_event_cycle(const tpu_viz *v);
 uint64_t tpu_viz_prev_event_cycle(const tpu_viz *v);
+/* The same step, dir > 0 next, dir < 0 previous, naming the event in
+** 'what' (NULL: not wanted): "tile 3 of 64: full wavefront", "the core's
+** memory_wait begins"; "" when there is none. For the window's banner. */
+uint64_t tpu_viz_event_step(const tpu_viz *v, int dir, char *what, size_t cap);
+/* A stretch the playback may skip: when the selected core's array 0 shows
+** nothing at the cycle shown (no cell loading or computing), the cycle
+** where something next happens for a class to see: the next tile starts
+** loading, or an infeed wait or all-reduce begins or ends (else the run's
+** last cycle); otherwise the cycle shown. *stall gets the stall kind that
+** covers most of the stretch (memory_wait, vpu_busy, ...), or the core's
+** kind at the cycle shown. This function can't fail. */
+uint64_t tpu_viz_wait_end(const tpu_viz *v, int *stall);
 /* The moments a picture is chosen by (`viz --at EVENT`), on the selected
 ** core: its first weight load (array 0's first tile starts loading); its
 ** first full wavefront (that tile's first activation diagonal reaching the
 ** last row it uses); its first result (that tile's results all written);
 ** its first partial tile (one using fewer rows or columns than the array),
-** at its full wavefront; its first infeed wait; its first all-reduce (the
-** first cycle in collective_wait). */
+** at its full wavefront, or once the tile before it has drained if that is
+** later and the partial tile still streams (so it is seen computing alone); its first infeed wait; its first all-reduce (the
+** first cycle in collective_wait); its first full array (the first cycle
+** at which every cell of a tile computes at once: a tile whose M is at
+** least its rows + columns - 1, from stream_start + k + n - 2). */
 typedef enum tpu_viz_event {
   TPU_VIZ_AT_WEIGHT_LOAD = 0, TPU_VIZ_AT_WAVEFRONT, TPU_VIZ_AT_RESULT, TPU_VIZ_AT_PARTIAL_TILE,
-  TPU_VIZ_AT_INFEED_WAIT, TPU_VIZ_AT_ALL_REDUCE, TPU_VIZ_NEVENT
+  TPU_VIZ_AT_INFEED_WAIT, TPU_VIZ_AT_ALL_REDUCE, TPU_VIZ_AT_FULL_ARRAY, TPU_VIZ_NEVENT
 } tpu_viz_event;
 /* "weight-load", "wavefront", "result", "partial-tile", "infeed-wait",
-** "all-reduce"; NULL out of range. */
+** "all-reduce", "full-array"; NULL out of range. */
 const char *tpu_viz_event_name(tpu_viz_event e);
 /* The event's cycle into *c: true, or false when the run has none on the
 ** selected core (a GEMM without a partial tile, a step without infeed wait).
 ** This function can't fail. */
 bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c);
+/* The selected core's cell (r, c) is idle and holds a weight at the cycle
+** shown: its register keeps one, or a tile's weight has finished shifting
+** into its shadow and the tile's first activation has not reached it yet
+** (drawn TPU_VIZ_COLOR_HOLDING). false out of range. */
+bool tpu_viz_cell_holds(const tpu_viz *v, int r, int c);
+/* What the picture at the cycle shown holds, for a script to check a
+** picture's claim without reading pixels (`viz --json`'s "moment"): the
+** selected core's stall kind and, over its array 0's cells, how many load
+** weights, hold weights without computing (tpu_viz_cell_holds), compute, and how many rows and columns have a computing cell.
+** This function can't fail. */
+typedef struct tpu_viz_moment {
+  int core_stall;              /* TPU_SIM_* */
+  int cells, loading, holding, computing;
+  int rows_computing, cols_computing;
+} tpu_viz_moment;
+void tpu_viz_moment_of(const tpu_viz *v, tpu_viz_moment *out);
+/* Where stall kind 'stall' lies on the selected core: [*a, *b) from its
+** first cycle to the end of its last; false when the core has none. */
+bool tpu_viz_stall_span(const tpu_viz *v, int stall, uint64_t *a, uint64_t *b);
 /* The selected core's array-0 tiles in order and their times (borrowed,
 ** valid until the session is destroyed); returns their count. */
 size_t tpu_viz_tiles(const tpu_viz *v, const tpu_mxu_tile **tiles, const tpu_mxu_tile_times **times);
@@ -216,6 +253,7 @@ typedef struct tpu_viz_layout {
   tpu_viz_rect pipeline;       /* the input pipeline's rows, above the timeline (h 0 without) */
   int pipe_row_h;              /* a pipeline row's height */
   tpu_viz_rect timeline;       /* the band area (labels are left of it) */
+  tpu_viz_rect axis;           /* the cycle axis under it: ticks, then their labels */
   int core_h, row_h, strip_h;  /* per-core block height; unit row and core strip heights */
   tpu_viz_rect infeed;         /* infeed occupancy graph */
   tpu_viz_rect legend;         /* legend and totals */
@@ -242,6 +280,13 @@ void tpu_viz_pan(tpu_viz *v, double fraction);
 ** (x, y) (false if none). */
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x);
 bool tpu_viz_cell_at(const tpu_viz *v, const tpu_viz_layout *l, int x, int y, int *r, int *c);
+/* The cycle axis: up to 'max' ticks into out (cycles in the visible range,
+** increasing, a round step apart: 1, 2 or 5 times a power of ten, the
+** smallest that leaves 6 text heights between ticks); their count. */
+int tpu_viz_axis_ticks(const tpu_viz *v, const tpu_viz_layout *l, uint64_t *out, int max);
+/* A tick's label: "750", "12k", "1.5M" (at most 7 characters). */
+void tpu_viz_cycle_label(uint64_t c, char *b, size_t n);
+#define TPU_VIZ_COLOR_TICK 0xff909090u
 
 /* Draws the frame (every shape; text is drawn on top by the SDL layer) into
 ** 'pixels' (width x height of the layout, 'pitch' pixels per row, caller-

@@ -2,11 +2,16 @@
 ** viz_gif.c -- an animated GIF writer (GIF89a, LZW, one fixed palette) for
 ** slide-ready exports of a headless cycle range (tpusim viz --gif FILE).
 **
-** The palette is a fixed 6 x 7 x 6 colour cube (252 entries; green gets
-** seven levels, the eye is most sensitive to it); each pixel maps to the
-** nearest level per channel, so frames need no per-frame palette and the
-** mapping is exact and testable (viz_gif_index). Frames are gathered in
-** memory and written by tpu_write_atomic at the end: whole or not at all.
+** The palette is the viewer's own colours first, so a GIF shows them
+** exactly: every stall kind's (sim/stall.def, tpu_viz_stall_color), every
+** pipeline span kind's, the cell states', the text and panel greys, and 49
+** samples of the computing scale (blue through near-white to red); then a
+** 5 x 6 x 5 cube for what lies between (antialiased text edges). A pixel of
+** one of the named colours maps to it exactly (a hash); any other to the
+** nearest palette entry by its 15-bit colour (a table built once per file).
+** A colour cube alone turned near-white, light blue and light red cells
+** into mauve and tan. Frames are gathered in memory and written by
+** tpu_write_atomic at the end: whole or not at all.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +20,7 @@
 
 #include "viz/viz_int.h"
 
-enum { GIF_CLEAR = 256, GIF_EOI = 257, GIF_MAXCODE = 4096 };
+enum { GIF_CLEAR = 256, GIF_EOI = 257, GIF_MAXCODE = 4096, GIF_HASH = 512 };
 
 struct viz_gif {
   FILE *f;                           /* a memory stream over buf */
@@ -27,17 +32,62 @@ struct viz_gif {
   int16_t *child;                    /* LZW dictionary: child[code*256 + byte], -1 = none */
   uint8_t blk[256]; int nblk;        /* the current data sub-block */
   uint32_t acc; int nacc;            /* bits not yet written, LSB first */
+  uint32_t pal[256]; int npal;       /* the palette (0xffRRGGBB) */
+  uint32_t key[GIF_HASH];            /* named colours -> index: open addressing, 0 = empty */
+  uint8_t val[GIF_HASH];
+  uint8_t lut[32768];                /* any other colour: nearest entry by 5-bit channels */
 };
 
-uint8_t viz_gif_index(uint32_t argb) {
-  const int r = (int)((argb >> 16) & 255), g = (int)((argb >> 8) & 255), b = (int)(argb & 255);
-  return (uint8_t)(((r * 5 + 127) / 255) * 42 + ((g * 6 + 127) / 255) * 6 + (b * 5 + 127) / 255);
+static size_t slot(const viz_gif *g, uint32_t c) {
+  size_t h = (size_t)((c * 2654435761u) >> 23) & (GIF_HASH - 1);
+  while (g->key[h] && g->key[h] != c) h = (h + 1) & (GIF_HASH - 1);
+  return h;
 }
 
-uint32_t viz_gif_color(uint8_t i) {
-  const uint32_t r = (uint32_t)(i / 42) * 255 / 5, g = (uint32_t)(i / 6 % 7) * 255 / 6, b = (uint32_t)(i % 6) * 255 / 5;
-  return 0xff000000u | r << 16 | g << 8 | b;
+/* Adds colour c (alpha forced opaque) unless present; named colours are
+** also entered in the hash. Silently full at 256. */
+static void add(viz_gif *g, uint32_t c, bool named) {
+  c |= 0xff000000u;
+  const size_t h = slot(g, c);
+  if (g->key[h]) return;
+  for (int i = 0; !named && i < g->npal; i++) if (g->pal[i] == c) return;
+  if (g->npal == 256) return;
+  if (named) { g->key[h] = c; g->val[h] = (uint8_t)g->npal; }
+  g->pal[g->npal++] = c;
 }
+
+static void build_palette(viz_gif *g) {
+  static const uint32_t UI[] = { 0xffffffffu, 0xff000000u, 0xffc0c0c0u, 0xffa0a0a0u, 0xff909090u, 0xff808080u,
+    0xffd0d0d0u, 0xffe0e0e0u, 0xff6fa8dcu, 0xff3cb371u, 0xff202020u, 0xff262626u, 0xff404040u, 0xff101024u,
+    TPU_VIZ_COLOR_IDLE, TPU_VIZ_COLOR_LOADING, TPU_VIZ_COLOR_HOLDING, TPU_VIZ_COLOR_BG, TPU_VIZ_COLOR_TICK };
+  for (size_t i = 0; i < sizeof UI / sizeof UI[0]; i++) add(g, UI[i], true);
+  for (int k = 0; k < TPU_SIM_NSTALL; k++) add(g, tpu_viz_stall_color(k), true);
+  for (const char *k = "ORMXBCPSDIWT?"; *k; k++) add(g, tpu_viz_span_color(*k), true);
+  for (int i = 0; i <= 48; i++) add(g, tpu_viz_value_color((float)(i - 24) / 24.0f, 1), true);
+  for (int r = 0; r < 5; r++)
+    for (int gr = 0; gr < 6; gr++)
+      for (int b = 0; b < 5; b++)
+        add(g, (uint32_t)(r * 255 / 4) << 16 | (uint32_t)(gr * 255 / 5) << 8 | (uint32_t)(b * 255 / 4), false);
+  for (int c = 0; c < 32768; c++) {
+    const int r = (c >> 10) * 255 / 31, gg = (c >> 5 & 31) * 255 / 31, b = (c & 31) * 255 / 31;
+    int best = 0, bd = 1 << 30;
+    for (int i = 0; i < g->npal; i++) {
+      const int dr = r - (int)(g->pal[i] >> 16 & 255), dg = gg - (int)(g->pal[i] >> 8 & 255), db = b - (int)(g->pal[i] & 255);
+      const int d = dr * dr + dg * dg + db * db;
+      if (d < bd) { bd = d; best = i; }
+    }
+    g->lut[c] = (uint8_t)best;
+  }
+}
+
+uint8_t viz_gif_index(const viz_gif *g, uint32_t argb) {
+  argb |= 0xff000000u;
+  const size_t h = slot(g, argb);
+  if (g->key[h]) return g->val[h];
+  return g->lut[(argb >> 9 & 0x7c00) | (argb >> 6 & 0x3e0) | (argb >> 3 & 0x1f)];
+}
+
+uint32_t viz_gif_color(const viz_gif *g, uint8_t i) { return i < g->npal ? g->pal[i] : 0xff000000u; }
 
 static void put(viz_gif *g, const void *p, size_t n) {
   if (!g->bad && fwrite(p, 1, n, g->f) != n) g->bad = true;
@@ -110,8 +160,9 @@ viz_gif *viz_gif_open(const char *path, int w, int h, char *err, size_t errcap) 
   put16(g, w); put16(g, h);
   const uint8_t lsd[3] = { 0xf7, 0, 0 };           /* global table of 256 entries */
   put(g, lsd, 3);
+  build_palette(g);
   for (int i = 0; i < 256; i++) {
-    const uint32_t c = i < 252 ? viz_gif_color((uint8_t)i) : 0;
+    const uint32_t c = i < g->npal ? g->pal[i] : 0;
     const uint8_t rgb[3] = { (uint8_t)(c >> 16), (uint8_t)(c >> 8), (uint8_t)c };
     put(g, rgb, 3);
   }
@@ -122,7 +173,7 @@ viz_gif *viz_gif_open(const char *path, int w, int h, char *err, size_t errcap) 
 
 void viz_gif_frame(viz_gif *g, const uint32_t *px, int pitch, int delay_cs) {
   for (int y = 0; y < g->h; y++)
-    for (int x = 0; x < g->w; x++) g->idx[(size_t)y * (size_t)g->w + (size_t)x] = viz_gif_index(px[(size_t)y * (size_t)pitch + (size_t)x]);
+    for (int x = 0; x < g->w; x++) g->idx[(size_t)y * (size_t)g->w + (size_t)x] = viz_gif_index(g, px[(size_t)y * (size_t)pitch + (size_t)x]);
   const uint8_t gce[8] = { 0x21, 0xf9, 4, 0, (uint8_t)delay_cs, (uint8_t)(delay_cs >> 8), 0, 0 };
   put(g, gce, 8);
   const uint8_t sep = 0x2c;

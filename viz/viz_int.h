@@ -77,13 +77,15 @@ struct tpu_viz {
 /* Writes 32-bit 0xAARRGGBB pixels as an RGB PNG, whole or not at all
 ** (tpu_write_atomic). 0, or -1 with err set. (viz_png.c) */
 int viz_png_write(const char *path, const uint32_t *px, int w, int h, int pitch, char *err, size_t errcap);
-/* Animated GIF (viz_gif.c): frames of w x h pixels, each mapped to a fixed
-** 6x7x6 colour cube (viz_gif_index; viz_gif_color is the palette entry);
-** gathered in memory and written by viz_gif_close(keep) (tpu_write_atomic).
+/* Animated GIF (viz_gif.c): frames of w x h pixels, each mapped to one
+** palette per file: the viewer's named colours exactly (stall kinds, span
+** kinds, cell states, greys, the computing scale), others to the nearest
+** entry (viz_gif_index; viz_gif_color is the palette entry); gathered in
+** memory and written by viz_gif_close(keep) (tpu_write_atomic).
 ** open returns NULL with err set; close returns 0, or -1 with err set. */
 typedef struct viz_gif viz_gif;
-uint8_t viz_gif_index(uint32_t argb);
-uint32_t viz_gif_color(uint8_t i);
+uint8_t viz_gif_index(const viz_gif *g, uint32_t argb);
+uint32_t viz_gif_color(const viz_gif *g, uint8_t i);
 viz_gif *viz_gif_open(const char *path, int w, int h, char *err, size_t errcap);
 void viz_gif_frame(viz_gif *g, const uint32_t *px, int pitch, int delay_cs);
 int viz_gif_close(viz_gif *g, bool keep, char *err, size_t errcap);

@@ -43,6 +43,10 @@ const char TPU_VIZ_KEYS_HELP[] =
   "  n / p        next / previous event: a tile's weight load, first row, full\n"
   "               wavefront, first result; a stall (infeed wait, all-reduce)\n"
   "  + / -        run faster / slower (cycles per second, x2)\n"
+  "  w            skip long waits while running, on (default) / off: a stretch\n"
+  "               with an empty array longer than 2 s of playback jumps to 1/2 s\n"
+  "               (2 s in an infeed wait or all-reduce) before the next tile,\n"
+  "               infeed wait or all-reduce; a banner says how many cycles\n"
   "  1..8         select the core shown in the MXU panel\n"
   "  a            shade computing cells by activation or by partial sum\n"
   "  click        on the timeline: jump to that cycle (the array shows it)\n"
@@ -61,7 +65,12 @@ struct tpu_viz_canvas {
   bool frame_is_window;
   struct tpu_viz_window *win;      /* the window showing it, or NULL */
   TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
+  TTF_Font *help_font; int help_px;        /* the help overlay's, sized so every key fits the frame */
+  TTF_Font *unit;                          /* the timeline's unit labels, sized to fit a unit row */
   bool running, help, quit;
+  bool show_waits;                 /* 'w': play long waits instead of skipping them */
+  char banner[200];                /* what a jump skipped or reached (n, p, a skipped wait) */
+  double banner_s;                 /* seconds the banner stays on screen */
   double speed, carry;             /* cycles per second; fractional cycles pending */
   int hover_r, hover_c, mouse_x;
   int shots;
@@ -120,7 +129,7 @@ static void compose_header(ui *u) {
   if (l->arrows) {
     const int y = l->acc.y + l->acc.h + 2;
     text(u, u->small, l->queue.x, l->array.y - ln - 2, 0xff6fa8dcu, "input queue (activations)");
-    text_fit(u, u->small, l->queue.x, y, 0xffe0b000u, "weights load from the top, one row a cycle", half);
+    text_fit(u, u->small, l->queue.x, y, 0xffe0b000u, "weights load from the top in a diagonal staircase", half);
     text_fit(u, u->small, l->queue.x, y + ln, 0xff6fa8dcu, "activations enter from the left, skewed by the input queue", half);
     text_fit(u, u->small, l->queue.x, y + 2 * ln, 0xff3cb371u, "partial sums flow down into the accumulators (bars)", half);
   } else {
@@ -178,13 +187,31 @@ static void compose_timeline_labels(ui *u) {
   for (int p = 0; p < v->ncores; p++) {
     int y = tpu_viz_core_y(l, p);
     snprintf(b, sizeof b, "core %d", p + 1);
-    if (l->row_h >= l->font - 2) {
-      text(u, u->small, lx, y - 2, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (l->core_h >= ln) text(u, u->small, lx, y + (l->row_h >= l->font - 2 ? -2 : 0), p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (u->unit) {                              /* each unit's name in its row, in a size that fits it */
+      const int uh = TTF_FontLineSkip(u->unit);
+      int cw = 0;
+      TTF_SizeUTF8(u->small, b, &cw, NULL);
+      int x = ux;
+      if (x < lx + cw + 6 && l->row_h < l->font - 2) x = lx + cw + 6;     /* clear of "core N" on its line */
       for (int un = 0; un < TPU_VIZ_NUNIT; un++)
-        text(u, u->small, ux, y + l->strip_h + un * l->row_h - 2, 0xff909090u, tpu_viz_unit_name((tpu_viz_unit)un));
-    } else if (l->core_h >= ln) {
-      text(u, u->small, lx, y, p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+        text_fit(u, u->unit, x, y + l->strip_h + un * l->row_h + (l->row_h - uh) / 2, 0xff909090u,
+                 tpu_viz_unit_name((tpu_viz_unit)un), l->timeline.x - x - 2);
     }
+  }
+  uint64_t ticks[64];                           /* the cycle axis's labels, centred under their ticks */
+  const int nt = tpu_viz_axis_ticks(v, l, ticks, 64);
+  uint64_t a, e;
+  tpu_viz_view_range(v, &a, &e);
+  text(u, u->small, lx, l->axis.y, 0xff808080u, "cycle");
+  for (int i = 0; i < nt; i++) {
+    int tw = 0, x = l->timeline.x + (int)((double)(ticks[i] - a) * (double)l->timeline.w / (double)(e - a));
+    tpu_viz_cycle_label(ticks[i], b, sizeof b);
+    if (TTF_SizeUTF8(u->small, b, &tw, NULL) != 0) continue;
+    x -= tw / 2;
+    if (x < l->timeline.x) x = l->timeline.x;
+    if (x + tw > l->timeline.x + l->timeline.w) x = l->timeline.x + l->timeline.w - tw;
+    text(u, u->small, x, l->axis.y + 5, 0xffa0a0a0u, b);
   }
   text(u, u->small, lx, l->infeed.y, 0xffa0a0a0u, "infeed");
   snprintf(b, sizeof b, "max %d", tpu_viz_infeed_max(v, v->sel));
@@ -220,9 +247,11 @@ static void compose_legend(ui *u) {
   }
   /* cell states (swatches by tpu_viz_render) */
   const int y = l->legend.y + (TPU_SIM_NSTALL + 1) * ln;
-  text(u, u->small, x0, y, 0xffffffffu, "idle cell");
-  text(u, u->small, l->legend.x + 7 * f + 6, y, 0xffffffffu, "loading");
-  text(u, u->small, l->legend.x + 20 * f + 6, y, 0xffffffffu, v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+");
+  text(u, u->small, x0, y, 0xffffffffu, "idle");
+  text(u, u->small, l->legend.x + 9 * f / 2 + f + 6, y, 0xffffffffu, "loading");
+  text(u, u->small, l->legend.x + 11 * f + 6, y, 0xffffffffu, "holding");
+  text_fit(u, u->small, l->legend.x + 22 * f + 6, y, 0xffffffffu,
+           v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+", l->legend.w - 22 * f - 6);
   /* the input pipeline's span kinds, swatch and name, as many as fit the line */
   char kinds[16];
   const int nk = tpu_viz_pipeline_rows(v) > 0 ? tpu_viz_pipeline_kinds(v, kinds) : 0;
@@ -250,7 +279,7 @@ static void compose_info(ui *u) {
       const char *op = tpu_viz_op_at(v, v->sel, (tpu_viz_unit)un, v->shown);
       n += snprintf(b + n, sizeof b - (size_t)n, "   %s %.28s", tpu_viz_unit_name((tpu_viz_unit)un), op ? op : "-");
     }
-    text(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b);
+    text_fit(u, u->small, l->info.x, l->info.y, 0xffd0d0d0u, b, l->info.w);
   }
   /* hover info, help */
   int y = l->info.y + l->line;
@@ -263,19 +292,57 @@ static void compose_info(ui *u) {
     text(u, u->small, l->info.x, y, 0xffffffffu, b);
   }
   y += l->line;
-  if (u->help) {
-    const char *s = TPU_VIZ_KEYS_HELP;
-    while (*s && y < l->height - l->line) {
-      const char *e = strchr(s, '\n');
-      size_t n = e ? (size_t)(e - s) : strlen(s);
-      snprintf(b, sizeof b, "%.*s", (int)n, s);
-      text(u, u->mono, l->info.x, y, 0xffe0e0e0u, b);
-      y += TTF_FontLineSkip(u->mono);
-      s += n + (e ? 1 : 0);
-    }
+  if (u->banner_s > 0 && u->banner[0]) {      /* a jump, said as such: amber box, dark text */
+    int tw = 0, th = 0;
+    if (TTF_SizeUTF8(u->font, u->banner, &tw, &th) != 0) tw = l->info.w, th = l->line;
+    SDL_Rect r = { l->info.x - 4, y, tw + 8 < l->width - l->info.x ? tw + 8 : l->width - l->info.x, th + 2 };
+    SDL_FillRect(u->frame, &r, SDL_MapRGB(u->frame->format, 0xe0, 0xb0, 0x00));
+    text_fit(u, u->font, l->info.x, y + 1, 0xff141414u, u->banner, r.w - 8);
   } else {
-    text(u, u->small, l->info.x, y, 0xff909090u,
-         "h: help   space: pause   n / p: next / previous event   right: step   q: quit");
+    text_fit(u, u->small, l->info.x, y, 0xff909090u,
+             "h: help   space: pause   n / p: next / previous event   w: skip waits   right: step   q: quit", l->info.w);
+  }
+}
+
+/* The help: every key, over the whole frame, in a monospace size chosen so
+** that all its lines fit whatever the window's size (at most the labels'
+** size x 1.5, at least 6 px). */
+static void compose_help(ui *u) {
+  const tpu_viz_layout *l = &u->l;
+  int lines = 2, cols = 0;                      /* a title line and a blank one, then the keys */
+  for (const char *s = TPU_VIZ_KEYS_HELP; *s;) {
+    const char *e = strchr(s, '\n');
+    const int n = e ? (int)(e - s) : (int)strlen(s);
+    if (n > cols) cols = n;
+    lines++;
+    s += n + (e ? 1 : 0);
+  }
+  const int m = 12;                             /* margin: the frame shows around the box */
+  int px = (int)((double)(l->height - 4 * m) / (lines * 1.18));     /* DejaVu Sans Mono: line 1.17 em, */
+  const int by_w = (int)((double)(l->width - 4 * m) / (cols * 0.61)); /* advance 0.602 em */
+  if (px > by_w) px = by_w;
+  if (px > l->font * 3 / 2) px = l->font * 3 / 2;
+  if (px < 6) px = 6;
+  if (!u->help_font || u->help_px != px) {
+    if (u->help_font) TTF_CloseFont(u->help_font);
+    u->help_font = TTF_OpenFont(MONO_PATH, px);
+    u->help_px = px;
+    if (!u->help_font) return;                  /* text is decoration */
+  }
+  const int skip = TTF_FontLineSkip(u->help_font);
+  SDL_Rect box = { m, m, l->width - 2 * m, lines * skip + 2 * m };
+  if (box.h > l->height - 2 * m) box.h = l->height - 2 * m;
+  SDL_FillRect(u->frame, &box, SDL_MapRGB(u->frame->format, 0x10, 0x10, 0x24));
+  int y = box.y + m;
+  text(u, u->help_font, box.x + m, y, 0xffffffffu, "keys (h or ? closes this help)");
+  y += 2 * skip;
+  char b[256];
+  for (const char *s = TPU_VIZ_KEYS_HELP; *s; y += skip) {
+    const char *e = strchr(s, '\n');
+    const size_t n = e ? (size_t)(e - s) : strlen(s);
+    snprintf(b, sizeof b, "%.*s", (int)n, s);
+    text(u, u->help_font, box.x + m, y, 0xffe0e0e0u, b);
+    s += n + (e ? 1 : 0);
   }
 }
 
@@ -288,6 +355,7 @@ static void compose(ui *u) {
   compose_timeline_labels(u);
   compose_legend(u);
   compose_info(u);
+  if (u->help) compose_help(u);
 }
 
 static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errcap) {
@@ -295,7 +363,7 @@ static int save_surface(SDL_Surface *s, const char *path, char *err, size_t errc
 }
 
 static void close_fonts(ui *u) {
-  TTF_Font **f[] = { &u->font, &u->small, &u->mono, &u->value };
+  TTF_Font **f[] = { &u->font, &u->small, &u->mono, &u->value, &u->help_font, &u->unit };
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (*f[i]) { TTF_CloseFont(*f[i]); *f[i] = NULL; }
 }
@@ -313,7 +381,11 @@ static int open_fonts(ui *u, char *err, size_t errcap) {
   u->small = TTF_OpenFont(FONT_PATH, l->font);
   u->mono = TTF_OpenFont(MONO_PATH, l->font);
   u->value = TTF_OpenFont(FONT_PATH, vs);
-  if (!u->font || !u->small || !u->mono || !u->value) {
+  /* a unit label fits its row: DejaVu's line is 1.17 em; below 7 px none is drawn */
+  int us = (int)((l->row_h + 1) / 1.17);
+  if (us > l->font) us = l->font;
+  u->unit = us >= 7 ? TTF_OpenFont(FONT_PATH, us) : NULL;
+  if (!u->font || !u->small || !u->mono || !u->value || (us >= 7 && !u->unit)) {
     snprintf(err, errcap, "cannot open the font %s (Debian package fonts-dejavu-core): %s", FONT_PATH, TTF_GetError());
     return -1;
   }
@@ -436,7 +508,46 @@ static void screenshot(ui *u) {
   fflush(stdout);
 }
 
-static void handle(ui *u, const SDL_Event *e) {
+/* Puts 'msg' on screen for 3 s and, in --script mode, on stdout. */
+static void set_banner(ui *u, bool script, const char *msg) {
+  snprintf(u->banner, sizeof u->banner, "%s", msg);
+  u->banner_s = 3.0;
+  if (script) { printf("banner: %s\n", u->banner); fflush(stdout); }
+}
+
+/* n / p: jump to the next / previous event and say which it is. */
+static void jump_event(ui *u, int dir, bool script) {
+  char what[128], b[200];
+  const uint64_t c = tpu_viz_event_step(u->v, dir, what, sizeof what);
+  u->running = false;
+  tpu_viz_seek(u->v, c);
+  if (what[0]) snprintf(b, sizeof b, "%s event: %s (cycle %llu)", dir > 0 ? "next" : "previous", what, (unsigned long long)c);
+  else snprintf(b, sizeof b, "no %s event: cycle %llu", dir > 0 ? "later" : "earlier", (unsigned long long)c);
+  set_banner(u, script, b);
+}
+
+/* While running: a stretch with an empty array (tpu_viz_wait_end) that
+** would take more than 2 s of playback is skipped to 1/2 s before its end
+** (2 s for an infeed wait or all-reduce), with a banner saying so.
+** Returns the cycle to go to from 'to' (the cycle the clock reached). */
+static uint64_t skip_wait(ui *u, uint64_t to, bool script) {
+  int k;
+  const uint64_t end = tpu_viz_wait_end(u->v, &k), now = u->v->shown;
+  /* half a second of the stretch's end is played; 2 s of an infeed wait or
+  ** an all-reduce, long enough to read the band and the ICI row */
+  const double sec = k == TPU_SIM_INFEED_WAIT || k == TPU_SIM_COLLECTIVE_WAIT ? 2.0 : 0.5;
+  const double lead = u->speed * sec > 1 ? u->speed * sec : 1;
+  if (u->show_waits || end <= now || (double)(end - now) <= 2 * u->speed + lead || end <= to) return to;
+  const uint64_t dest = end - (uint64_t)lead;
+  if (dest <= to) return to;
+  char b[200];
+  snprintf(b, sizeof b, "skipping %llu cycles with an empty array, mostly %s (w: play them)", (unsigned long long)(dest - now),
+           tpu_sim_stall_name(k));
+  set_banner(u, script, b);
+  return dest;
+}
+
+static void handle(ui *u, const SDL_Event *e, bool script) {
   tpu_viz *v = u->v;
   if (e->type == SDL_QUIT) { u->quit = true; return; }
   if (e->type == SDL_MOUSEMOTION) {
@@ -483,8 +594,12 @@ static void handle(ui *u, const SDL_Event *e) {
   case SDLK_x: tpu_viz_zoom(v, 0.5, v->shown); break;
   case SDLK_LEFTBRACKET: tpu_viz_pan(v, -0.25); break;
   case SDLK_RIGHTBRACKET: tpu_viz_pan(v, 0.25); break;
-  case SDLK_n: u->running = false; tpu_viz_seek(v, tpu_viz_next_event_cycle(v)); break;
-  case SDLK_p: u->running = false; tpu_viz_seek(v, tpu_viz_prev_event_cycle(v)); break;
+  case SDLK_n: jump_event(u, 1, script); break;
+  case SDLK_p: jump_event(u, -1, script); break;
+  case SDLK_w:
+    u->show_waits = !u->show_waits;
+    set_banner(u, script, u->show_waits ? "waits are played cycle by cycle (w: skip them)" : "long waits are skipped (w: play them)");
+    break;
   case SDLK_a: v->shade_psum = !v->shade_psum; break;
   case SDLK_h: case SDLK_QUESTION: case SDLK_SLASH: u->help = !u->help; break;
   case SDLK_s: screenshot(u); break;
@@ -516,7 +631,7 @@ static bool script_event(const char *a, SDL_Event *e, int *wait) {
     { "space", SDLK_SPACE, 0 }, { "right", SDLK_RIGHT, 0 }, { "shift+right", SDLK_RIGHT, KMOD_LSHIFT },
     { "left", SDLK_LEFT, 0 }, { "plus", SDLK_PLUS, 0 }, { "minus", SDLK_MINUS, 0 },
     { "s", SDLK_s, 0 }, { "q", SDLK_q, 0 }, { "esc", SDLK_ESCAPE, 0 }, { "h", SDLK_h, 0 },
-    { "a", SDLK_a, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "z", SDLK_z, 0 }, { "x", SDLK_x, 0 },
+    { "a", SDLK_a, 0 }, { "w", SDLK_w, 0 }, { "n", SDLK_n, 0 }, { "p", SDLK_p, 0 }, { "z", SDLK_z, 0 }, { "x", SDLK_x, 0 },
     { "[", SDLK_LEFTBRACKET, 0 }, { "]", SDLK_RIGHTBRACKET, 0 }, { "1", SDLK_1, 0 }, { "2", SDLK_2, 0 }, { "3", SDLK_3, 0 }, { "4", SDLK_4, 0 },
     { "5", SDLK_5, 0 }, { "6", SDLK_6, 0 }, { "7", SDLK_7, 0 }, { "8", SDLK_8, 0 } };
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -698,7 +813,7 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
   Uint64 last = SDL_GetPerformanceCounter();
   while (!u->quit) {
     SDL_Event e;
-    while (SDL_PollEvent(&e)) handle(u, &e);
+    while (SDL_PollEvent(&e)) handle(u, &e, script != NULL);
     if (script) {
       if (wait > 0) wait--;
       else if (next) {
@@ -714,7 +829,7 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
           rc = 2;
           goto out;
         }
-        if (se.type) { handle(u, &se); say_state(u); }
+        if (se.type) { handle(u, &se, true); say_state(u); }
         next = strtok_r(NULL, ",", &save);
       } else if (!u->quit) u->quit = true;    /* a script ends the session */
     }
@@ -722,12 +837,13 @@ static int run_window(tpu_viz *v, const tpu_viz_app_opts *o, char *script) {
     Uint64 now = SDL_GetPerformanceCounter();
     double dt = script ? 1.0 / 30 : (double)(now - last) / (double)SDL_GetPerformanceFrequency();
     last = now;
+    if (u->banner_s > 0) u->banner_s -= dt;
     if (u->running) {
       u->carry += u->speed * dt;
       uint64_t n = (uint64_t)u->carry;
       u->carry -= (double)n;
-      if (n) {
-        uint64_t to = v->shown + n;
+      uint64_t to = skip_wait(u, v->shown + n, script != NULL);
+      if (to != v->shown) {
         if (to >= v->total - 1) { to = v->total - 1; u->running = false; }
         tpu_viz_seek(v, to);
       }

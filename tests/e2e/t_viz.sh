@@ -44,7 +44,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1]); import png_read
 d = json.load(open(sys.argv[2])); L = d["layout"]; tiles = d["tiles"]
 s0 = tiles[0]["stream_start"]
-IDLE, LOADING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00)
+IDLE, LOADING, HOLDING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00), (0x5a, 0x4a, 0x1e)
 for f in range(4):
     t = s0 + 2 + 3 * f
     img = png_read.read("fr/frame_%06d.png" % f, L["array_y"] + 8 * L["cell"])
@@ -54,7 +54,7 @@ for f in range(4):
             dd = t - r - c
             comp = any(x["stream_start"] <= dd < x["stream_start"] + x["m"] and r < x["k"] and c < x["n"] for x in tiles)
             px = png_read.pixel(img, L["array_x"] + c * L["cell"] + L["cell"] - 3, L["array_y"] + r * L["cell"] + L["cell"] - 3)
-            got = px not in (IDLE, LOADING)
+            got = px not in (IDLE, LOADING, HOLDING)
             assert got == comp, "cycle %d cell (%d,%d): pixel %s, computing expected: %s" % (t, r, c, px, comp)
 # the stall strip of each core: band lengths proportional to the reported totals
 img = png_read.read("fr/frame_000000.png", max(L["core_y"]) + L["strip_h"])
@@ -177,7 +177,7 @@ expect_status 0 "$TPUSIM" viz --chip teach --headless --scale 2 --png s2.png
 /usr/bin/python3 - "$here" <<'PY' || die "the README example's frames do not show the array working, the legend or scaled text"
 import json, sys
 sys.path.insert(0, sys.argv[1]); import png_read
-IDLE, LOADING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00)
+IDLE, LOADING, HOLDING = (0x2a, 0x2a, 0x2a), (0xe0, 0xb0, 0x00), (0x5a, 0x4a, 0x1e)
 def cells(path, L, full=False):   # each cell's colour, away from its value text
     img = png_read.read(path, None if full else L["array_y"] + L["array_h"])
     n, off = L["array_w"] // L["cell"], (L["cell"] - 3 if L["cell"] >= 8 else L["cell"] // 2)
@@ -187,8 +187,8 @@ for run, dirname in (("readme.json", "readme"), ("teach.json", "teach")):
     d = json.load(open(run)); L = d["layout"]
     assert d["start_cycle"] == d["tiles"][0]["load_start"] > 0, (d["start_cycle"], d["tiles"][0])
     img, first = cells(dirname + "/frame_000000.png", L, True)
-    assert sum(1 for p in first if p != IDLE) >= 1, dirname + ": the first frame shows an idle array"
-    busy = [sum(1 for p in cells(dirname + "/frame_%06d.png" % f, L)[1] if p not in (IDLE, LOADING)) for f in range(1, 20)]
+    assert sum(1 for p in first if p not in (IDLE, HOLDING)) >= 1, dirname + ": the first frame shows an idle array"
+    busy = [sum(1 for p in cells(dirname + "/frame_%06d.png" % f, L)[1] if p not in (IDLE, LOADING, HOLDING)) for f in range(1, 20)]
     assert max(busy) >= 8, (dirname + ": no wavefront in the 20 frames", busy)
     col = [tuple(int(v[i:i + 2], 16) for i in (1, 3, 5)) for v in d["colors"].values()]
     for k, c in enumerate(col + [IDLE]):
@@ -232,9 +232,44 @@ echo "$OUT" > at-a.json
 /usr/bin/python3 -c 'import json; d=json.load(open("at-a.json")); assert 0 < d["start_cycle"] < d["total_cycles"], d["start_cycle"]' \
   || die "--at all-reduce"
 expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --png at-p.png --at partial-tile
+# full-array: the first cycle every cell of a tile computes, and the moment says so
+expect_status 0 "$TPUSIM" viz --chip teach --headless --png at-f.png --at full-array --json
+echo "$OUT" > at-f.json
+/usr/bin/python3 - <<'PY' || die "--at full-array: not the first cycle every cell computes"
+import json
+d = json.load(open("at-f.json")); t = d["tiles"][0]; m = d["moment"]
+assert d["start_cycle"] == m["cycle"] == t["stream_start"] + t["k"] + t["n"] - 2, (d["start_cycle"], t)
+assert m["event"] == "full-array" and m["cells_computing"] == m["cells"] == 64 and m["core_stall"] == "mxu_busy", m
+PY
+expect_status 2 "$TPUSIM" viz --chip teach --m 8 --n 8 --k 8 --headless --png at-x.png --at full-array
+expect_err_contains "a tile needs M of at least its rows + columns - 1"
 expect_status 2 "$TPUSIM" viz --chip teach --m 8 --n 8 --k 8 --headless --png at-x.png --at all-reduce
 expect_err_contains "--at all-reduce: core 1 has none in this run"
 expect_status 2 "$TPUSIM" viz --chip teach --headless --png at-x.png --at sunrise
-expect_err_contains "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait or all-reduce, got 'sunrise'"
+expect_err_contains "--at: expected weight-load, wavefront, result, partial-tile, infeed-wait, all-reduce or full-array, got 'sunrise'"
 expect_status 2 "$TPUSIM" viz --chip teach --headless --png at-x.png --at result --cycle 5
 expect_err_contains "--at and --cycle both choose the first cycle shown"
+# every preset, at --scale 1 and 1.5: each core's four unit rows carry their
+# label (text pixels in the label column beside the row), and the labels do
+# not run into each other (a blank pixel row at each boundary between rows) (#32)
+for c in $("$TPUSIM" --values chip); do
+  for s in 1 1.5; do
+    expect_status 0 "$TPUSIM" viz --chip "$c" --headless --scale $s --png "lab-$c-$s.png" --json
+    echo "$OUT" > "lab-$c-$s.json"
+  done
+done
+/usr/bin/python3 - "$here" $("$TPUSIM" --values chip) <<'PY' || die "unit labels missing or overlapping"
+import json, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+for c in sys.argv[2:]:
+    for s in ("1", "1.5"):
+        d = json.load(open("lab-%s-%s.json" % (c, s))); L = d["layout"]
+        img = png_read.read("lab-%s-%s.png" % (c, s))
+        f, tx, rh = L["font"], L["timeline_x"], L["strip_h"]
+        txt = lambda y: any(sum(png_read.pixel(img, x, y)[:3]) > 120 for x in range(tx - 4 * f, tx))
+        for p, cy in enumerate(L["core_y"]):
+            for u in range(4):
+                top = cy + rh + u * rh
+                assert any(txt(y) for y in range(top, top + rh)), (c, s, "core", p + 1, "unit row", u, "has no label")
+                assert u == 0 or not txt(top) or not txt(top - 1), (c, s, "core", p + 1, "unit rows", u - 1, u, "touch")
+PY

@@ -14,8 +14,8 @@ expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
-st() { sed -n "$1p" states.txt | grep -v '^saved' || true; }
-grep -v '^saved' states.txt > s.txt
+st() { sed -n "$1p" states.txt | grep -v '^saved\|^banner' || true; }
+grep -v '^saved\|^banner' states.txt > s.txt
 line() { sed -n "$1p" s.txt; }
 [ "$(line 1)" = "cycle $((s0 + 2)) core 1 paused speed 30" ] || die "space did not pause at the start cycle: $(line 1)"
 [ "$(line 4)" = "cycle $((s0 + 3)) core 1 paused speed 30" ] || die "right did not step one cycle: $(line 4)"
@@ -45,7 +45,7 @@ PY
 # n / p: the next event after the first row streams is later, and p comes back
 expect_status 0 window "$TPUSIM" viz --chip teach \
   --cycle "$s0" --script "space,n,p,p,q"
-echo "$OUT" > np.txt
+echo "$OUT" | grep -v '^banner' > np.txt
 read -r _ c1 _ < <(sed -n 2p np.txt)
 [ "$c1" -gt "$s0" ] || die "n did not move forward from $s0: $(sed -n 2p np.txt)"
 [ "$(sed -n 3p np.txt | cut -d' ' -f2)" = "$s0" ] || die "p did not come back to $s0: $(sed -n 3p np.txt)"
@@ -77,4 +77,66 @@ for n, size in ((1, (1000, 700)), (2, (1300, 850))):
     # the legend's stall swatches sit in the right half, below the middle: laid out for this size
     right = {png_read.pixel(img, x, y)[:3] for x in range(size[0] // 2, size[0], 4) for y in range(size[1] // 2, size[1], 4)}
     assert len(right) > 5, (path, len(right))
+PY
+# playback skips a long wait with an empty array, and says so on screen: from
+# cycle 0 on teach (memory_wait until the first weight load w0), the first
+# frame jumps to half a second (2 cycles at 4 cycles/s) before w0; n names
+# the event it jumps to; w turns skipping off, and the wait plays (#32)
+w0=$(/usr/bin/python3 -c 'import json; print(json.load(open("run.json"))["tiles"][0]["load_start"])')
+expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --out sk --script "wait:1,space,s,n,q"
+echo "$OUT" > skip.txt
+[ "$(sed -n 1p skip.txt)" = "banner: skipping $((w0 - 2)) cycles with an empty array, mostly memory_wait (w: play them)" ] \
+  || die "no skip banner: $(cat skip.txt)"
+[ "$(sed -n 2p skip.txt)" = "cycle $((w0 - 2)) core 1 paused speed 4" ] || die "the skip did not stop before the weight load: $(cat skip.txt)"
+grep -qx "banner: next event: tile 1 of 4: weights start loading (cycle $w0)" skip.txt || die "n did not name its event: $(cat skip.txt)"
+/usr/bin/python3 - "$here" <<'PY' || die "the skip banner is not on screen"
+import sys
+sys.path.insert(0, sys.argv[1]); import png_read
+img = png_read.read("sk/tpusim-viz-001.png")
+amber = sum(png_read.pixel(img, x, y)[:3] == (0xe0, 0xb0, 0x00) for x in range(640, 1280, 2) for y in range(400, 800, 2))
+assert amber > 500, amber          # the banner's box, in the right half (the array's amber cells are left)
+PY
+expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --script "w,wait:30,space,q"
+echo "$OUT" > noskip.txt
+grep -qx "banner: waits are played cycle by cycle (w: skip them)" noskip.txt || die "w did not say so: $(cat noskip.txt)"
+c=$(grep '^cycle' noskip.txt | tail -1 | cut -d' ' -f2)
+[ "$c" -ge 3 ] && [ "$c" -le 5 ] || die "with w, 31 frames at 4 cycles/s should play about 4 cycles of the wait, got $c"
+# docs/TEACHING.md's class workload, its command as quoted: within the first
+# minute of playback (60 state lines, one a second) the cores wait on infeed,
+# and the all-reduce comes; the partial tile and the first wavefront come
+# before it (their cycles from --at)
+cmd=$(grep -m1 -- "--model docs/examples/teach-class.json" "$TPU_ROOT/docs/TEACHING.md") || die "TEACHING.md has no class workload"
+cmd=${cmd#*./tpusim }
+script=$(/usr/bin/python3 -c "print(','.join(['wait:29,a'] * 60) + ',q')")
+# shellcheck disable=SC2086
+(cd "$TPU_ROOT" && xvfb-run -a "$TPUSIM" $cmd --script "$script") > class.txt 2>&1 || die "the class workload did not run: $(tail -3 class.txt)"
+# shellcheck disable=SC2086
+for e in partial-tile wavefront all-reduce infeed-wait; do
+  (cd "$TPU_ROOT" && SDL_VIDEODRIVER=dummy "$TPUSIM" ${cmd/--cycle 0/} --headless --png "$T/c.png" --at $e --json) > "class-$e.json" \
+    || die "the class workload has no $e"
+done
+/usr/bin/python3 - <<'PY' || die "the class workload does not show its events in the first minute: $(grep banner class.txt)"
+import json
+lines = open("class.txt").read().splitlines()
+at = {e: json.load(open("class-%s.json" % e))["start_cycle"] for e in ("partial-tile", "wavefront", "all-reduce", "infeed-wait")}
+assert at["infeed-wait"] == 0 and "infeed_wait" in lines[0], (at, lines[0])
+seconds = [l for l in lines if l.startswith("cycle")]
+reached = int(seconds[-1].split()[1])
+assert len(seconds) >= 60 and reached > at["all-reduce"] > at["partial-tile"] and at["all-reduce"] > at["wavefront"], (at, reached)
+assert any("mostly collective_wait" in l for l in lines), "no banner for the all-reduce"
+PY
+# the help lists every key at any window size: at 640x480 and 1920x1080 its
+# box (#101024) ends above the frame's bottom margin, so no line is cut, and
+# its last line (q or Esc) is drawn inside it (#32)
+expect_status 0 window "$TPUSIM" viz --chip teach --size 640x480 --out hs --script "space,h,s,size:1920x1080,wait:3,s,q"
+/usr/bin/python3 - "$here" <<'PY' || die "the help does not fit the window"
+import sys
+sys.path.insert(0, sys.argv[1]); import png_read
+for n, (w, h) in ((1, (640, 480)), (2, (1920, 1080))):
+    img = png_read.read("hs/tpusim-viz-%03d.png" % n)
+    col = [png_read.pixel(img, 14, y)[:3] for y in range(h)]
+    box = [y for y in range(h) if col[y] == (0x10, 0x10, 0x24)]
+    assert box and box[0] <= 14 and box[-1] < h - 12, (n, box[:1], box[-1:])
+    last = [y for y in range(box[-1] - 40, box[-1]) if any(sum(png_read.pixel(img, x, y)[:3]) > 450 for x in range(20, w // 2))]
+    assert last, (n, "no text in the box's last lines")
 PY
