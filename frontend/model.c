@@ -712,9 +712,36 @@ static tpu_status parse_keras(tpu_json *kdoc, const char *input_shape, tpu_fe_mo
   return st;
 }
 
+/* An ONNX file: translated (onnx.c), then the native loader on the
+** translation; the initializers become the notes' weights. */
+tpu_status tpu_fe_model_parse_onnx(const void *buf, size_t len, const char *where, tpu_fe_model *out,
+                                   tpu_fe_model_notes *notes, char *err, size_t errcap) {
+  if (notes) memset(notes, 0, sizeof *notes);
+  fe_onnx *o = NULL;
+  tpu_status st = fe_onnx_translate(buf, len, where, &o, err, errcap);
+  if (st) return st;
+  tpu_fe_model *m = tpu_malloc(sizeof *m);
+  tpu_json ndoc = { .where = where, .err = err, .errcap = errcap, .code = TPU_ERR_CONFIG, .noun = "field",
+                    .generated = true, .root = fe_onnx_native(o), .map_path = fe_onnx_map_path, .map_ud = o };
+  float *w = NULL;
+  if (!m) st = TPU_ERR_NOMEM;
+  else if ((st = parse_root(&ndoc, m)) == TPU_ERR_CONFIG) fe_onnx_explain(o, err, errcap);
+  if (!st && notes && (st = fe_onnx_weights(o, m, &w)) == TPU_OK)
+    snprintf(notes->format, sizeof notes->format, "%s", fe_onnx_format(o));
+  if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "%s: out of memory", where);
+  if (!st) {
+    *out = *m;
+    if (notes) notes->weights = w;
+  }
+  tpu_free(m);
+  fe_onnx_free(o);
+  return st;
+}
+
 void tpu_fe_model_notes_free(tpu_fe_model_notes *n) {
   if (!n) return;
   tpu_free(n->ignored);
+  tpu_free(n->weights);
   memset(n, 0, sizeof *n);
 }
 
@@ -756,6 +783,20 @@ static const char *shape_suffix(const char *spec) {
   return at;
 }
 
+static tpu_status load_onnx(const char *path, tpu_fe_model *out, tpu_fe_model_notes *notes, char *err,
+                            size_t errcap) {
+  size_t n = 0;
+  char *buf = tpu_read_file(path, &n);
+  if (!buf) {
+    const int e = errno;
+    snprintf(err, errcap, e == ENOMEM ? "%s: out of memory" : "%s: cannot read: %s", path, strerror(e));
+    return e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+  }
+  tpu_status st = tpu_fe_model_parse_onnx(buf, n, path, out, notes, err, errcap);
+  tpu_free(buf);
+  return st;
+}
+
 tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, tpu_fe_model_notes *notes,
                                    char *err, size_t errcap) {
   if (notes) memset(notes, 0, sizeof *notes);
@@ -774,6 +815,8 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
     tpu_free(text);
     return st;
   }
+  const size_t nl = strlen(name_or_file);
+  if (nl > 5 && !strcmp(name_or_file + nl - 5, ".onnx")) return load_onnx(name_or_file, out, notes, err, errcap);
   const char *shape = NULL;
   char *file = NULL;
   char rerr[512];

@@ -266,6 +266,7 @@ static tpu_status start(tpu_fe_run *r, const char *label, char *err, size_t errc
   const tpu_fe_backend be = { .kind = c->backend, .mxu = c->chip.mxu, .mxus = c->chip.mxus_per_core, .prec = c->prec };
   if (r->numerics && (st = tpu_fe_trainer_create(&r->model, &be, r->cores, c->global_batch, c->threads, &r->tr)))
     return tpu_errorf(err, errcap, st, "out of memory creating the trainer");
+  if (r->numerics && c->init_params) memcpy(r->tr.params, c->init_params, r->model.nparams * sizeof(float));
   if (c->resume_dir && (st = resume(r, err, errcap))) return st;
   const int need = c->epochs > r->nhist ? c->epochs : r->nhist;
   tpu_fe_epoch_log *h = tpu_realloc(r->hist, (size_t)(need ? need : 1) * sizeof *h);

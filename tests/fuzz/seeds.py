@@ -5,7 +5,7 @@ built here; run from the repository root: python3 tests/fuzz/seeds.py.
 The seeds are committed (make test replays them); this script says where
 each came from and rebuilds them. Crash reproducers found by make fuzz are
 added by hand as tests/fuzz/NAME/crash-*, next to the seeds, and kept."""
-import glob, gzip, os, shutil, struct, subprocess, sys, zlib
+import glob, gzip, os, shutil, struct, subprocess, sys, tempfile, zlib
 
 sys.path.insert(0, "tests/e2e")
 from tfrecord_write import example, record   # noqa: E402
@@ -78,6 +78,12 @@ def main():
         '{"type": "add", "inputs": ["a", "b"]}, {"type": "zero_padding", "padding": 1},'
         '{"type": "maxpool", "size": 3, "stride": 2, "padding": "same"},'
         '{"type": "global_avgpool"}, {"type": "dense", "units": 3, "activation": "softmax"}]}\n')
+    # ONNX: the files of tests/e2e/t_onnx.sh and t_badinput.sh, built with
+    # Debian's python3-onnx (which the system's python3 has)
+    with tempfile.TemporaryDirectory() as tmp:
+        for how in ("make", "bad"):
+            subprocess.run(["/usr/bin/python3", "tests/e2e/onnx_write.py", how, tmp], check=True)
+        copy("onnx", os.path.join(tmp, "*.onnx"))
     copy("pipeline", "datafeed/examples/*.json")
     copy("pipeline", "docs/examples/train-*.json")
     put("npy", "seed-f4.npy", npy("<f4", [2, 3], struct.pack("<6f", *range(6))))
