@@ -363,8 +363,7 @@ static tpu_status zero_pad(fe_onnx *O, int i, otensor *x, const int p[4]) {
   char name[ONAME];
   json_t *L = emit_as(O, i, O->g->node[i]->op_type && !strcmp(O->g->node[i]->op_type, "Pad") ? NULL : "_pad",
                       "zero_padding", in, 1, NULL, name);
-  json_t *pd = json_pack("[[ii][ii]]", p[0], p[2], p[1], p[3]);
-  if (!L || !pd || json_object_set_new(L, "padding", pd)) return NOMEM(O);
+  if (!L || json_object_set_new(L, "padding", json_pack("[[ii][ii]]", p[0], p[2], p[1], p[3]))) return NOMEM(O);
   x->h += p[0] + p[2];
   x->w += p[1] + p[3];
   snprintf(x->nat, sizeof x->nat, "%s", name);
