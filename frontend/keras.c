@@ -108,6 +108,8 @@ struct fe_keras {
   char opt_path[KPATH];        /* compile_config's optimizer, when translated */
   char format[64];
   int fail_layer;              /* the native layer of the kept error, -1 none */
+  struct { const char *cls, *name; char path[KPATH + 16]; } bad[16];  /* unsupported classes, each with */
+  int nbad;                    /* its first layer, in file order (check_classes; at most 16 listed) */
 };
 
 static const char *const CLASSES[] = {
@@ -884,10 +886,41 @@ static tpu_status check_classes(fe_keras *K, json_t *model, const char *path, in
     if (!strcmp(c, "Convolution2D") || !strcmp(c, "Merge"))
       return tpu_json_fail(K->doc, cp, "layer '%s' (%s): a Keras 1 layer; Keras 1 files are not supported (load "
                            "the model in Keras 2 or 3 and save it again with model.to_json())", nm, c);
-    return tpu_json_fail(K->doc, cp, "layer '%s' (%s): class %s is not supported; the importer takes " CLASS_LIST,
-                         nm, c, c);
+    bool seen = false;   /* listed once, with its first layer */
+    for (int k = 0; k < K->nbad && k < 16 && !seen; k++) seen = !strcmp(K->bad[k].cls, c);
+    if (!seen && K->nbad < 16) {
+      K->bad[K->nbad].cls = c;
+      K->bad[K->nbad].name = nm;
+      snprintf(K->bad[K->nbad].path, sizeof K->bad[0].path, "%s", cp);
+    }
+    K->nbad += !seen;
   }
   return TPU_OK;
+}
+
+/* Why a class is refused beyond not being in the table: Lambda's function
+** is Python bytecode. */
+static const char *why_refused(const char *cls) {
+  return !strcmp(cls, "Lambda") ? ": its function is marshalled Python bytecode, which tpusim cannot run" : "";
+}
+
+/* After the class check: every unsupported class of the file at once, each
+** with its first layer, positioned at the first of them. */
+static tpu_status refuse_classes(fe_keras *K) {
+  if (!K->nbad) return TPU_OK;
+  char more[1024] = "";
+  size_t n = 0;
+  const int listed = K->nbad < 16 ? K->nbad : 16;
+  if (K->nbad > 1)
+    n = (size_t)snprintf(more, sizeof more, "; %d more class%s of the file %s not: ", K->nbad - 1,
+                         K->nbad == 2 ? "" : "es", K->nbad == 2 ? "is" : "are");
+  for (int k = 1; k < listed && n < sizeof more; k++)
+    n += (size_t)snprintf(more + n, sizeof more - n, "%s%s (first: layer '%s'%s)", k > 1 ? ", " : "",
+                          K->bad[k].cls, K->bad[k].name, why_refused(K->bad[k].cls));
+  if (K->nbad > listed && n < sizeof more) snprintf(more + n, sizeof more - n, ", ...");
+  return tpu_json_fail(K->doc, K->bad[0].path, "layer '%s' (%s): class %s is not supported%s%s; the importer "
+                       "takes " CLASS_LIST, K->bad[0].name, K->bad[0].cls, K->bad[0].cls, why_refused(K->bad[0].cls),
+                       more);
 }
 
 /* The model input from an input shape value [batch, dims...]; 'node' the
@@ -1452,7 +1485,7 @@ tpu_status fe_keras_translate(tpu_json *kdoc, const char *input_shape, fe_keras 
                        "model.to_json() writes it", cls);
     goto fail;
   }
-  if ((st = check_classes(K, root, "", 0))) goto fail;
+  if ((st = check_classes(K, root, "", 0)) || (st = refuse_classes(K))) goto fail;
   if (!(K->native = json_object()) || !(K->layers = json_array())) { st = oom(K); goto fail; }
   int outn = -1;
   /* paths start with '.' (".config.layers[3]"): tpu_json_locate skips it */
