@@ -926,14 +926,15 @@ static tpu_status refuse_classes(fe_keras *K) {
 /* The model input from an input shape value [batch, dims...]; 'node' the
 ** layer that gives it. */
 static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *path) {
-  const knode *n = node >= 0 ? &K->n[node] : NULL;
-  const char *nm = n ? n->name : "the model", *cl = n ? n->cls : "Sequential";
+  char who[96];   /* "layer 'conv1' (Conv2D)", or the model's own shape */
+  if (node >= 0) snprintf(who, sizeof who, "layer '%s' (%s)", K->n[node].name, K->n[node].cls);
+  else snprintf(who, sizeof who, "the Sequential model");
   const size_t r = json_array_size(shape);
   char d[96];
   describe(shape, d, sizeof d);
   if (!json_is_array(shape) || r < 2 || r > 4)
-    return tpu_json_fail(K->doc, path, "layer '%s' (%s): input shape %s: expected [batch, size], [batch, length, "
-                         "channels] or [batch, height, width, channels]", nm, cl, d);
+    return tpu_json_fail(K->doc, path, "%s: input shape %s: expected [batch, size], [batch, length, "
+                         "channels] or [batch, height, width, channels]", who, d);
   int given[3] = { 0, 0, 0 }, ng = 0;
   if (K->shape_arg) {
     const char *p = K->shape_arg;
@@ -945,8 +946,8 @@ static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *pa
       p = *e ? e + 1 : e;
     }
     if (*p || ng != (int)r - 1)
-      return tpu_json_fail(K->doc, path, "@%s: expected %zu dimensions (%s) for the input shape %s of layer '%s' "
-                           "(%s)", K->shape_arg, r - 1, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N", d, nm, cl);
+      return tpu_json_fail(K->doc, path, "@%s: expected %zu dimensions (%s) for the input shape %s of %s",
+                           K->shape_arg, r - 1, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N", d, who);
   }
   int dims[3] = { 0, 0, 0 };
   bool unknown = false;
@@ -954,16 +955,16 @@ static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *pa
     json_t *e = json_array_get(shape, k);
     if (json_is_null(e)) { unknown = true; dims[k - 1] = given[k - 1]; continue; }
     if (!json_is_integer(e) || json_integer_value(e) < 1 || json_integer_value(e) > 65536)
-      return tpu_json_fail(K->doc, path, "layer '%s' (%s): input shape %s: dimensions must be integers in 1..65536 "
-                           "or null", nm, cl, d);
+      return tpu_json_fail(K->doc, path, "%s: input shape %s: dimensions must be integers in 1..65536 "
+                           "or null", who, d);
     dims[k - 1] = (int)json_integer_value(e);
     if (K->shape_arg && given[k - 1] != dims[k - 1])
-      return tpu_json_fail(K->doc, path, "layer '%s' (%s): the file fixes the input shape at %s; @%s differs", nm,
-                           cl, d, K->shape_arg);
+      return tpu_json_fail(K->doc, path, "%s: the file fixes the input shape at %s; @%s differs", who, d,
+                           K->shape_arg);
   }
   if (unknown && !K->shape_arg)
-    return tpu_json_fail(K->doc, path, "layer '%s' (%s): the input shape %s is unspecified (null); give it after "
-                         "the file name: FILE@%s, e.g. %s@%s", nm, cl, d, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N",
+    return tpu_json_fail(K->doc, path, "%s: the input shape %s is unspecified (null); give it after "
+                         "the file name: FILE@%s, e.g. %s@%s", who, d, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N",
                          K->doc->where, r == 4 ? "224x224x3" : r == 3 ? "100x8" : "784");
   json_t *b = json_array_get(shape, 0);
   if (json_is_integer(b))
@@ -1017,6 +1018,18 @@ static tpu_status nested(fe_keras *K, int node, int depth) {
   return TPU_OK;
 }
 
+/* [null, null...], one null per dimension of an "HxWxC" (or "N", "LxC")
+** given after the file name, for set_input to fill from it (and check
+** it: 4-D when it has more than 3 parts); NULL when out of memory. */
+static json_t *shape_of_arg(const char *arg) {
+  int parts = 1;
+  for (const char *p = arg; *p; p++) parts += *p == 'x';
+  json_t *a = json_array();
+  for (int k = 0; a && k <= (parts > 3 ? 3 : parts); k++)
+    if (json_array_append_new(a, json_null())) { json_decref(a); a = NULL; }
+  return a;
+}
+
 static tpu_status build_sequential(fe_keras *K, json_t *m, const char *path, bool top, int in, int *out, int depth) {
   json_t *cfg = json_object_get(m, "config");
   json_t *layers = json_is_array(cfg) ? cfg : json_object_get(cfg, "layers");
@@ -1053,10 +1066,17 @@ static tpu_status build_sequential(fe_keras *K, json_t *m, const char *path, boo
         s = json_object_get(json_object_get(m, "build_config"), "input_shape");
         snprintf(sp, sizeof sp, "%s.build_config.input_shape", path);
       }
+      json_t *given = NULL;   /* none in the file: the one after '@' */
+      if (!json_is_array(s) && K->shape_arg) {
+        if (!(s = given = shape_of_arg(K->shape_arg))) return oom(K);
+        snprintf(sp, sizeof sp, "%s", path);
+      }
       if (!json_is_array(s))
-        return kfail(K, id, NULL, "the model's input shape is not in the file (no InputLayer, batch_input_shape "
-                     "or build_input_shape)");
-      if ((st = set_input(K, -1, s, sp))) return st;
+        return kfail(K, id, NULL, "the model's input shape is not in the file (no InputLayer, batch_input_shape or "
+                     "build_input_shape); give it after the file name: FILE@HxWxC (or FILE@N for a vector)");
+      st = set_input(K, s == json_object_get(n->cfg, "batch_input_shape") ? id : -1, s, sp);
+      json_decref(given);
+      if (st) return st;
     }
     n->nin = 1;
     n->in[0] = prev;

@@ -4,6 +4,7 @@
 ** docs/MODELS.md. Every error names the file, line:column, the layer index
 ** and kind, the field, and the shapes involved.
 */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -745,6 +746,67 @@ void tpu_fe_model_notes_free(tpu_fe_model_notes *n) {
   memset(n, 0, sizeof *n);
 }
 
+/* A double-encoded file: json.dump(model.to_json()) writes a JSON string
+** holding the model's JSON. *inner gets the string's text (the caller's,
+** tpu_free; positions in messages are then in it), or NULL when 'text' is
+** not one well-formed JSON string (the parser then says why it is not a
+** model) or the string holds a NUL character. The string is unescaped
+** here, not by jansson: under an allocation failure jansson's lexer can
+** drop a character of a long string and then assert on the escape that
+** follows. TPU_ERR_NOMEM or TPU_OK. */
+static tpu_status double_encoded(const char *text, char **inner) {
+  *inner = NULL;
+  const char *p = text + strspn(text, " \t\r\n");
+  if (*p++ != '"') return TPU_OK;
+  char *o = tpu_malloc(strlen(p) + 1), *q = o;   /* unescaped is never longer */
+  if (!o) return TPU_ERR_NOMEM;
+  unsigned long hi = 0;   /* a high surrogate waiting for its low half */
+  for (; *p && *p != '"'; p++) {
+    unsigned long u = (unsigned char)*p;
+    if (u < 0x20 || (hi && u != '\\')) goto not_one;
+    if (u != '\\') { *q++ = *p; continue; }   /* UTF-8 bytes as they are */
+    static const char ESC[] = "\"\"\\\\//b\bf\fn\nr\rt\t";   /* pairs: escape, value */
+    const char *e = *++p ? strchr(ESC, *p) : NULL;
+    if (*p == 'u') {
+      char hex[5] = { 0 };
+      for (int k = 0; k < 4; k++)
+        if (!isxdigit((unsigned char)(hex[k] = *++p))) goto not_one;
+      u = strtoul(hex, NULL, 16);
+    } else if (e && (e - ESC) % 2 == 0) {
+      u = (unsigned char)e[1];
+    } else {
+      goto not_one;
+    }
+    if (u >= 0xD800 && u < 0xDC00) { if (hi) goto not_one; hi = u; continue; }
+    if (u >= 0xDC00 && u < 0xE000) {
+      if (!hi) goto not_one;
+      u = 0x10000 + ((hi - 0xD800) << 10) + (u - 0xDC00);
+    } else if (hi || u == 0) {
+      goto not_one;
+    }
+    hi = 0;
+    if (u < 0x80) { *q++ = (char)u; continue; }
+    if (u < 0x800) {
+      *q++ = (char)(0xC0 | (u >> 6));
+    } else if (u < 0x10000) {
+      *q++ = (char)(0xE0 | (u >> 12));
+      *q++ = (char)(0x80 | ((u >> 6) & 0x3F));
+    } else {
+      *q++ = (char)(0xF0 | (u >> 18));
+      *q++ = (char)(0x80 | ((u >> 12) & 0x3F));
+      *q++ = (char)(0x80 | ((u >> 6) & 0x3F));
+    }
+    *q++ = (char)(0x80 | (u & 0x3F));
+  }
+  if (*p != '"' || hi || p[1 + strspn(p + 1, " \t\r\n")]) goto not_one;
+  *q = '\0';
+  *inner = o;
+  return TPU_OK;
+not_one:
+  tpu_free(o);
+  return TPU_OK;
+}
+
 /* tpu_fe_model_parse_notes; 'generated': the text is tpusim's own (a zoo
 ** model's or a built-in one's), so messages name 'where' (the spec) without
 ** a line:col of a text the user never saw ("vgg19@8x8x3:5:5" would read as
@@ -753,15 +815,23 @@ static tpu_status parse_text(const char *text, const char *where, bool generated
                              tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap) {
   tpu_json doc = { .where = where, .err = err, .errcap = errcap, .generated = generated }, *c = &doc;
   if (notes) memset(notes, 0, sizeof *notes);
-  tpu_status st = tpu_json_parse(c, text, "see docs/MODELS.md");
+  char *inner = NULL;
+  tpu_status st = double_encoded(text, &inner);
+  if (st) snprintf(err, errcap, "%s: out of memory", where);
+  else st = tpu_json_parse(c, inner ? inner : text, "see docs/MODELS.md");
   if (st == TPU_OK) {
     if (fe_keras_is_keras(doc.root)) st = parse_keras(c, input_shape, out, notes);
     else if (input_shape)
       st = tpu_json_fail(c, "input", "an input shape after '@' (@%s) is for Keras files that leave theirs "
                          "unspecified; a native model gives \"input\"", input_shape);
     else if ((st = parse_root(c, out)) == TPU_OK && notes) snprintf(notes->format, sizeof notes->format, "native");
+    if (st == TPU_OK && inner && notes) {
+      const size_t n = strlen(notes->format);
+      snprintf(notes->format + n, sizeof notes->format - n, ", double-encoded");
+    }
   }
   tpu_json_free(&doc);
+  tpu_free(inner);
   return st;
 }
 

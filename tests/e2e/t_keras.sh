@@ -121,6 +121,24 @@ for junk in 8x8x2x 8x8x2x3 8xx8x2 x8x8x2; do
   expect_err_contains "@$junk: expected 3 dimensions (HxWxC)"
 done
 
+# a Sequential saved with no input shape takes it after '@'; a double-encoded
+# file (json.dump(model.to_json()): a JSON string holding the model) loads
+printf '%s\n' '{"class_name": "Sequential", "keras_version": "2.4.0", "config": {"name": "s", "layers": [' \
+  '{"class_name": "Conv2D", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3], "activation": "relu"}},' \
+  '{"class_name": "Flatten", "config": {"name": "flat"}},' \
+  '{"class_name": "Dense", "config": {"name": "out", "units": 10, "activation": "softmax"}}]}}' > noin.json
+expect_status 2 "$TPUSIM" model noin.json
+expect_err_contains "noin.json:2:1: layer 'conv' (Conv2D): the model's input shape is not in the file (no InputLayer, batch_input_shape or build_input_shape); give it after the file name: FILE@HxWxC"
+expect_status 0 "$TPUSIM" model noin.json@28x28x1
+expect_out_contains "Total params: 27,090"
+expect_status 2 "$TPUSIM" model noin.json@1x2x3x4
+expect_err_contains "@1x2x3x4: expected 3 dimensions (HxWxC) for the input shape [null, null, null, null] of the Sequential model"
+/usr/bin/python3 -c 'import json, sys; json.dump(open(sys.argv[1]).read(), open(sys.argv[2], "w"))' noin.json dbl.json
+expect_status 0 "$TPUSIM" model dbl.json@28x28x1
+expect_out_contains "Total params: 27,090"
+/usr/bin/python3 -c 'import json, sys; json.dump(open(sys.argv[1]).read(), open(sys.argv[2], "w"))' "$K/res_func_k3.json" dbl3.json
+expect_status 0 "$TPUSIM" train --model dbl3.json --level timing --data synthetic --synthetic-n 128 --batch 128 --steps-per-epoch 1
+
 # real files saved from Keras by others (tests/check_keras.c checks all of them)
 R="$TPU_ROOT/../shared/keras-models"
 if [ -e "$R/README.md" ]; then

@@ -5,7 +5,7 @@ built here; run from the repository root: python3 tests/fuzz/seeds.py.
 The seeds are committed (make test replays them); this script says where
 each came from and rebuilds them. Crash reproducers found by make fuzz are
 added by hand as tests/fuzz/NAME/crash-*, next to the seeds, and kept."""
-import glob, gzip, os, shutil, struct, subprocess, sys, tempfile, zlib
+import glob, gzip, json, os, shutil, struct, subprocess, sys, tempfile, zlib
 
 sys.path.insert(0, "tests/e2e")
 from tfrecord_write import example, record   # noqa: E402
@@ -69,6 +69,8 @@ def main():
         ' {"ops": [{"op": "vpu", "fn": "relu", "in": ["c"], "out": ["c"]}, {"op": "all_reduce", "src": "c", "dst": "c"}]}]}\n')
     copy("model", "docs/examples/small-*.json")
     copy("model", "tests/data/keras/*.json")
+    # double-encoded: json.dump(model.to_json()) wrote a JSON string holding the model
+    put("model", "seed-double-encoded.json", json.dumps(open("tests/data/keras/res_func_k3.json").read()))
     for name in ("alexnet@67x67x3:10", "vgg16@32x32x3:10", "vgg19@48x48x1:5"):
         put("model", "seed-zoo-" + name.split("@")[0], "zoo:" + name)
     put("model", "seed-graph.json", '{"input": [8, 8, 2], "layers": ['
