@@ -348,6 +348,12 @@ tpu_status fe_keras_notes(const fe_keras *k, tpu_fe_model_notes *notes);
 ** declared and the fed shape when a dimension the file gives differs. */
 tpu_status fe_keras_check_inputs(const fe_keras *k, const tpu_fe_model *m);
 void fe_keras_free(fe_keras *k);                            /* NULL is a no-op */
+/* A Keras 1 document (keras_version 1.x) rewritten in place into the Keras
+** 2 form (keras1.c): classes and options renamed as Keras 2's legacy
+** converter does, channels first turned channels last (*nth: the layers
+** that said dim_ordering "th"). TPU_ERR_CONFIG (written through doc, a
+** layer Keras 2 would not convert either), TPU_ERR_NOMEM or TPU_OK. */
+tpu_status fe_keras1_upgrade(tpu_json *doc, int *nth);
 /* }================================================================== */
 
 /* {==================================================================

@@ -883,9 +883,6 @@ static tpu_status check_classes(fe_keras *K, json_t *model, const char *path, in
     if (ok) continue;
     char cp[KPATH + 16];
     snprintf(cp, sizeof cp, "%s.class_name", lp);
-    if (!strcmp(c, "Convolution2D") || !strcmp(c, "Merge"))
-      return tpu_json_fail(K->doc, cp, "layer '%s' (%s): a Keras 1 layer; Keras 1 files are not supported (load "
-                           "the model in Keras 2 or 3 and save it again with model.to_json())", nm, c);
     bool seen = false;   /* listed once, with its first layer */
     for (int k = 0; k < K->nbad && k < 16 && !seen; k++) seen = !strcmp(K->bad[k].cls, c);
     if (!seen && K->nbad < 16) {
@@ -899,9 +896,11 @@ static tpu_status check_classes(fe_keras *K, json_t *model, const char *path, in
 }
 
 /* Why a class is refused beyond not being in the table: Lambda's function
-** is Python bytecode. */
+** is Python bytecode; Keras 1's Merge is read in two modes (keras1.c). */
 static const char *why_refused(const char *cls) {
-  return !strcmp(cls, "Lambda") ? ": its function is marshalled Python bytecode, which tpusim cannot run" : "";
+  return !strcmp(cls, "Lambda") ? ": its function is marshalled Python bytecode, which tpusim cannot run"
+       : !strcmp(cls, "Merge") ? ": Keras 1's Merge is read in modes concat (Concatenate) and sum (Add), of layers, "
+                                 "not of models" : "";
 }
 
 /* After the class check: every unsupported class of the file at once, each
@@ -1495,11 +1494,11 @@ tpu_status fe_keras_translate(tpu_json *kdoc, const char *input_shape, fe_keras 
   if (ver) snprintf(K->format, sizeof K->format, "Keras %s %s", ver, cls);
   else if (module) snprintf(K->format, sizeof K->format, "Keras 3 %s", cls);
   else snprintf(K->format, sizeof K->format, "Keras %s", cls);
-  if (ver && ver[0] == '1' && ver[1] == '.') {
-    st = tpu_json_fail(kdoc, "keras_version", "a Keras %s file; Keras 1 files are not supported (load the model in "
-                       "Keras 2 or 3 and save it again with model.to_json())", ver);
-    goto fail;
-  }
+  int nth = 0;
+  if (ver && ver[0] == '1' && ver[1] == '.' && (st = fe_keras1_upgrade(kdoc, &nth))) goto fail;   /* keras1.c */
+  if (nth)
+    note(K, -1, "dim_ordering th", "read channels last: the same shapes and counts, a Flatten's features in "
+         "H,W,C order");
   if (!is_model_class(cls)) {
     st = tpu_json_fail(kdoc, "class_name", "class_name '%s': expected a Keras model (Sequential or Functional) as "
                        "model.to_json() writes it", cls);

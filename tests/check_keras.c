@@ -319,9 +319,12 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err("{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
            K3L("Flatten", "\"name\": \"f\"") K3HEAD "]}}",
            "layer 'f' (Flatten): the model's input shape is not in the file");
-  /* Keras 1, not a model */
+  /* Keras 1 (read as Keras 2, then refused as it would be), not a model */
   text_err("{\"class_name\": \"Sequential\", \"keras_version\": \"1.2.1\", \"config\": []}",
-           "k.json:1:47: a Keras 1.2.1 file; Keras 1 files are not supported");
+           "k.json:1:66: a Sequential model without layers");
+  text_err("{\"class_name\": \"Sequential\", \"keras_version\": \"1.2.1\", \"config\": [{\"class_name\": "
+           "\"BatchNormalization\", \"config\": {\"name\": \"bn\", \"mode\": 2, \"batch_input_shape\": [null, 4]}}]}",
+           "layer 'bn' (BatchNormalization): Keras 1's mode 1 or 2 normalizes each sample; only mode 0");
   text_err("{\"class_name\": \"Dense\", \"config\": {\"units\": 3}}",
            "class_name 'Dense': expected a Keras model (Sequential or Functional)");
 }
@@ -587,7 +590,8 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
            "(first: layer 'block1a_se_reshape'), Multiply (first: layer 'block1a_se_excite'), MultiHeadAttention "
            "(first: layer 'multi_head_attention_3'), LayerNormalization (first: layer 'layer_normalization_6'), "
            "GlobalAveragePooling1D (first: layer 'global_average_pooling1d_3')");
-  load_err(SHARED "k1_mnist_cnn_seq.json", "a Keras 1.2.1 file; Keras 1 files are not supported");
+  /* Keras 1.2.1's mnist_cnn example: conv 320, conv 9,248, dense 4608*128+128 = 589,952, 1,290 */
+  TU_EQ_U64(600810, load_ok(SHARED "k1_mnist_cnn_seq.json", NULL)->nparams);
   load_err(SHARED "INVALID_k3_merge_conflict_markers.json", SHARED "INVALID_k3_merge_conflict_markers.json:1:1: "
            "malformed JSON");
 }
