@@ -587,9 +587,8 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   if (!(s.h == 1 && s.w == 1))
     return tpu_json_fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
                 "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
-  if (s.c < 2)
-    return tpu_json_fail(c, "layers", "the last layer's output has %d value; softmax_cross_entropy needs one per "
-                "class (at least 2)", s.c);
+  /* a head of one value (Keras' binary classifier: one sigmoid unit) loads, so
+  ** that tpusim model can show it; a run refuses it (run.c: check_head) */
   if (off > ((size_t)1 << 30))
     return tpu_json_fail(c, "layers", "the model has %zu parameters; at most 2^30 are supported", off);
   m->nparams = off;
