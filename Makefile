@@ -17,13 +17,13 @@
 .DEFAULT_GOAL := all
 CC      ?= cc
 MODE    ?= release
-PKGS     = check openblas sdl2 SDL2_ttf SDL2_image jansson zlib libjpeg libpng
+PKGS     = check openblas sdl2 SDL2_ttf SDL2_image jansson zlib libjpeg libpng libprotobuf-c
 DEB_PKGS = build-essential pkg-config libopenblas-dev libsdl2-dev libsdl2-ttf-dev \
            libsdl2-image-dev check libjansson-dev zlib1g-dev libjpeg-dev libpng-dev libjpeg-turbo-progs dataset-fashion-mnist \
            fonts-dejavu-core xvfb xauth valgrind python3 python3-numpy \
            parallel gnuplot-nox slurmctld slurmd slurm-client munge clang \
            python3-jsonschema python3-dev python3-pytest python3-pandas python3-matplotlib \
-           jupyter-nbconvert python3-ipykernel
+           jupyter-nbconvert python3-ipykernel protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-onnx
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wvla -Wformat=2
 CFLAGS_debug   = -O0 -g3
@@ -38,6 +38,7 @@ LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 B        = build/$(MODE)
 
 LIB_SRCS   :=
+LIB_GEN_OBJS :=
 CLI_SRCS   :=
 TEST_SRCS  :=
 BENCH_SRCS :=
@@ -65,7 +66,7 @@ $(B)/%.o: %.c $(B)/.flags
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(LIB): $(LIB_OBJS)
+$(LIB): $(LIB_OBJS) $(LIB_GEN_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 $(BIN): $(CLI_OBJS) $(LIB)
@@ -115,7 +116,7 @@ PY_OUT    = $(if $(filter release,$(MODE)),build/python,$(B)/python)
 PY_SO     = $(PY_OUT)/tpusim/_tpusim$(PY_EXT)
 PY_FILES  = $(PY_OUT)/tpusim/__init__.py
 PIC_OBJS  = $(LIB_SRCS:%.c=$(B)/pic/%.o) $(filter-out $(B)/pic/cli/main.o,$(CLI_SRCS:%.c=$(B)/pic/%.o)) \
-            $(B)/pic/python/tpusim_module.o
+            $(B)/pic/python/tpusim_module.o $(LIB_GEN_OBJS:$(B)/%=$(B)/pic/%)
 # shared libraries only: libcheck is for the test programs
 PY_LDLIBS = $(shell pkg-config --libs $(filter-out check,$(PKGS))) -lm -lpthread
 # the sanitizers' runtimes, preloaded into the interpreter by `make asan`'s

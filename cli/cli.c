@@ -236,10 +236,12 @@ int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out) {
   return st == TPU_OK ? 0 : cli_fail(cmd, st, "%s", err);
 }
 
-int cli_load_model(const char *cmd, const char *spec, bool json, tpu_fe_model *out, json_t **ignored) {
+int cli_load_model(const char *cmd, const char *spec, bool json, tpu_fe_model *out, json_t **ignored,
+                   float **weights) {
   char err[1024];
   tpu_fe_model_notes notes;
   if (ignored) *ignored = NULL;
+  if (weights) *weights = NULL;
   tpu_status st = tpu_fe_model_load_notes(spec, out, &notes, err, sizeof err);
   if (st) return cli_fail(cmd, st, "%s", err);
   if (notes.nignored && !json) {
@@ -260,6 +262,7 @@ int cli_load_model(const char *cmd, const char *spec, bool json, tpu_fe_model *o
     if (!a) { tpu_fe_model_notes_free(&notes); return cli_runtime_error(cmd, "out of memory"); }
     *ignored = a;
   }
+  if (weights) { *weights = notes.weights; notes.weights = NULL; }
   tpu_fe_model_notes_free(&notes);
   return 0;
 }

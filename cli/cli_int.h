@@ -188,9 +188,12 @@ int cli_load_chip(const char *cmd, const cli_common *c, tpu_chip_config *out);
 ** tpu_fe_model_load_notes); prints the error and returns its exit status,
 ** or 0. A Keras file's options that are not modelled are reported once:
 ** on stderr, or with 'json' in *ignored (a JSON array of strings, NULL
-** when there are none; the caller's) for the command's report. */
+** when there are none; the caller's) for the command's report. 'weights'
+** (NULL: not wanted) gets the file's starting weights (an ONNX file's;
+** NULL for the others), the caller's (tpu_free). */
 struct tpu_fe_model;
-int cli_load_model(const char *cmd, const char *spec, bool json, struct tpu_fe_model *out, struct json_t **ignored);
+int cli_load_model(const char *cmd, const char *spec, bool json, struct tpu_fe_model *out, struct json_t **ignored,
+                   float **weights);
 /* Reads and parses a JSON program (docs/PROGRAMS.md) for a chip of 'cores'
 ** cores; prints the error and returns its exit status, or 0. */
 int cli_load_program(const char *cmd, const char *path, int cores, tpu_sim_program **out);

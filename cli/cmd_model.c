@@ -225,7 +225,7 @@ int cli_cmd_model(int argc, char **argv) {
     return cli_usage_error(CMD, "--roofline %s: expected a file name ending in .png", png);
   }
   if (!m) rc = cli_runtime_error(CMD, "out of memory");
-  else if ((rc = cli_load_model(CMD, argv[1], c.json, m, &ignored))) {}
+  else if ((rc = cli_load_model(CMD, argv[1], c.json, m, &ignored, NULL))) {}
   else if (!(g = tpu_malloc((size_t)m->nlayers * sizeof *g)) || tpu_fe_model_gemms(m, (int)batch, g))
     rc = cli_runtime_error(CMD, "out of memory");
   else if (m->policy = policy, with_chip && (rc = step_costs(&c, m, batch, &chip, &k))) {}

@@ -223,6 +223,7 @@ typedef struct train_cli {
   tpu_chip_config chip;                /* the whole chip (the run's is cut to --cores) */
   tpu_fe_model model;
   json_t *ignored;                     /* a Keras model's options not modelled (--json), or NULL */
+  float *weights;                      /* the file's starting weights (ONNX), or NULL */
   tpu_fe_run *run;
   tpu_text csv, tb;                    /* --csv rows, --trace */
   bool tty;                            /* the progress bar is redrawn in place */
@@ -232,7 +233,7 @@ typedef struct train_cli {
 /* The model, the chip cut to the cores, and the run on them. */
 static int create_run(const opts *o, train_cli *t) {
   int rc = cli_load_chip(CMD, &o->com, &t->chip);
-  if (rc || (rc = cli_load_model(CMD, o->model, o->com.json, &t->model, &t->ignored))) return rc;
+  if (rc || (rc = cli_load_model(CMD, o->model, o->com.json, &t->model, &t->ignored, &t->weights))) return rc;
   t->model.policy = o->policy;
   const int cores = o->cores ? (int)o->cores : t->chip.cores;
   if (cores > t->chip.cores)
@@ -247,6 +248,7 @@ static int create_run(const opts *o, train_cli *t) {
   tpu_fe_run_config c = tpu_fe_run_config_default();
   c.model = &t->model;
   c.model_label = o->model;
+  c.init_params = t->weights;
   c.chip = t->chip;
   cli_chip_cut(&c.chip, cores);        /* the cores in use take part in the all-reduce */
   c.global_batch = (int)batch;
@@ -640,6 +642,7 @@ static int train_run_opts(const void *op, json_t **report, tpu_sweep_row *row) {
   int rc = train(o, &t, report, row);
   tpu_fe_run_destroy(t.run);
   json_decref(t.ignored);
+  tpu_free(t.weights);
   tpu_free(t.csv.s);
   tpu_free(t.tb.s);
   return rc;

@@ -244,7 +244,7 @@ static int create_model(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   char err[1024];
   tpu_fe_model model;
   tpu_fe_run *run = NULL;
-  int rc = cli_load_model(CMD, o->model, false, &model, NULL);
+  int rc = cli_load_model(CMD, o->model, false, &model, NULL, NULL);
   model.policy = o->policy;
   if (rc || (rc = create_run(o, chip, &model, &run))) { tpu_fe_run_destroy(run); return rc; }
   tpu_sim_program *p = NULL;

@@ -9,7 +9,9 @@
 ** Model. A model (native JSON, docs/MODELS.md; a built-in name; a zoo
 ** name, frontend/zoo.c, which writes the same JSON; or Keras'
 ** model.to_json(), which frontend/keras.c translates into the same JSON
-** object, so one loader checks them all) is a
+** object, or an ONNX file, which frontend/onnx.c translates likewise, its
+** initializers becoming the starting weights; so one loader checks them
+** all) is a
 ** graph of layers -- dense, conv2d, depthwise_conv2d and separable_conv2d
 ** (depthwise then pointwise; on the MXU as block-diagonal GEMMs, see
 ** fe_int.h), max/avgpool, flatten, relu (optionally capped: Keras'
@@ -184,6 +186,9 @@ typedef struct tpu_fe_model_notes {
   char format[64];             /* "native", "Keras 2.1.6-tf Functional", "Keras 3 Sequential", ... */
   int nignored;                /* Keras options not modelled, reported once each ... */
   char *ignored;               /* ... as nignored lines, each ending in '\n' (NULL when none; tpu_free) */
+  float *weights;              /* the file's starting weights, the model's nparams values in its parameter
+                                  layout (an ONNX file's initializers), or NULL: the initializer draws them
+                                  (native and Keras files); tpu_fe_model_notes_free frees them */
 } tpu_fe_model_notes;
 /* tpu_fe_model_load and tpu_fe_model_parse with the notes (NULL: none
 ** wanted); 'input_shape' is the "HxWxC" after '@' (NULL: none). On failure
@@ -193,6 +198,15 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
 tpu_status tpu_fe_model_parse_notes(const char *text, const char *where, const char *input_shape,
                                     tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap);
 void tpu_fe_model_notes_free(tpu_fe_model_notes *n);   /* NULL is a no-op; leaves it empty */
+/* ONNX import (frontend/onnx.c, docs/MODELS.md "ONNX import"). A file
+** whose name ends in ".onnx" is read as an ONNX model (opsets 11..17, as
+** torch.onnx.export writes it): its graph is translated into the native
+** format, NCHW into tpusim's HWC, and checked by the same loader; its
+** initializers become notes->weights. This is the same from bytes; 'where'
+** names them in messages (TPU_ERR_INPUT: not ONNX; TPU_ERR_CONFIG: refused,
+** every unsupported operator type named with its first node). */
+tpu_status tpu_fe_model_parse_onnx(const void *buf, size_t len, const char *where, tpu_fe_model *out,
+                                   tpu_fe_model_notes *notes, char *err, size_t errcap);
 size_t tpu_fe_shape_size(tpu_fe_shape s);
 
 /* A layer's part of one training step, read off the step plan (plan.c) of
@@ -597,6 +611,9 @@ typedef struct tpu_fe_run tpu_fe_run;
 typedef struct tpu_fe_run_config {
   const tpu_fe_model *model;   /* read by tpu_fe_run_create only: the run keeps a copy */
   const char *model_label;     /* the model as messages name it (the file or name given); NULL: its name */
+  const float *init_params;    /* the starting weights (model->nparams, the parameter layout: an ONNX
+                                  file's, tpu_fe_model_notes.weights), read by tpu_fe_run_create only;
+                                  NULL (default): the initializer draws them from the seed */
   tpu_chip_config chip;        /* the chip simulated, every core of it taking part (cut it first to
                                   use fewer) */
   int global_batch;            /* default 128; split over the cores by tpu_fe_batch_split */

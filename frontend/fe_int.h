@@ -348,6 +348,39 @@ tpu_status fe_keras_notes(const fe_keras *k, tpu_fe_model_notes *notes);
 ** declared and the fed shape when a dimension the file gives differs. */
 tpu_status fe_keras_check_inputs(const fe_keras *k, const tpu_fe_model *m);
 void fe_keras_free(fe_keras *k);                            /* NULL is a no-op */
+/* A Keras 1 document (keras_version 1.x) rewritten in place into the Keras
+** 2 form (keras1.c): classes and options renamed as Keras 2's legacy
+** converter does, channels first turned channels last (*nth: the layers
+** that said dim_ordering "th"). TPU_ERR_CONFIG (written through doc, a
+** layer Keras 2 would not convert either), TPU_ERR_NOMEM or TPU_OK. */
+tpu_status fe_keras1_upgrade(tpu_json *doc, int *nth);
+/* }================================================================== */
+
+/* {==================================================================
+** ONNX import (onnx.c): an ONNX ModelProto -> the native model JSON
+** object and the starting weights
+** ================================================================== */
+typedef struct fe_onnx fe_onnx;
+/* Parses buf[0..len) (an ONNX file; 'where' names it) and translates its
+** graph. On success *out is the caller's (fe_onnx_free); errors are
+** written to err naming the file and the node: TPU_ERR_INPUT (not an ONNX
+** model), TPU_ERR_CONFIG (refused: every unsupported operator type at
+** once, or the first node whose attributes tpusim cannot express),
+** TPU_ERR_NOMEM. */
+tpu_status fe_onnx_translate(const void *buf, size_t len, const char *where, fe_onnx **out, char *err,
+                             size_t errcap);
+struct json_t *fe_onnx_native(const fe_onnx *o);            /* borrowed */
+const char *fe_onnx_format(const fe_onnx *o);               /* "ONNX opset 17 (pytorch 2.1.0)" */
+/* A tpu_json.map_path for the native document (ud: the fe_onnx): notes
+** the native layer of the kept error for fe_onnx_explain. */
+const char *fe_onnx_map_path(void *ud, const char *path, char *buf, size_t cap);
+/* After the native loader refused the translation: names the ONNX node. */
+void fe_onnx_explain(const fe_onnx *o, char *err, size_t errcap);
+/* The file's initializers in m's parameter layout (m: the translation,
+** loaded): m->nparams floats in *out, the caller's (tpu_free).
+** TPU_ERR_NOMEM or TPU_OK. */
+tpu_status fe_onnx_weights(const fe_onnx *o, const tpu_fe_model *m, float **out);
+void fe_onnx_free(fe_onnx *o);                              /* NULL is a no-op */
 /* }================================================================== */
 
 #endif /* TPU_FE_INT_H */

@@ -108,6 +108,8 @@ struct fe_keras {
   char opt_path[KPATH];        /* compile_config's optimizer, when translated */
   char format[64];
   int fail_layer;              /* the native layer of the kept error, -1 none */
+  struct { const char *cls, *name; char path[KPATH + 16]; } bad[16];  /* unsupported classes, each with */
+  int nbad;                    /* its first layer, in file order (check_classes; at most 16 listed) */
 };
 
 static const char *const CLASSES[] = {
@@ -881,26 +883,57 @@ static tpu_status check_classes(fe_keras *K, json_t *model, const char *path, in
     if (ok) continue;
     char cp[KPATH + 16];
     snprintf(cp, sizeof cp, "%s.class_name", lp);
-    if (!strcmp(c, "Convolution2D") || !strcmp(c, "Merge"))
-      return tpu_json_fail(K->doc, cp, "layer '%s' (%s): a Keras 1 layer; Keras 1 files are not supported (load "
-                           "the model in Keras 2 or 3 and save it again with model.to_json())", nm, c);
-    return tpu_json_fail(K->doc, cp, "layer '%s' (%s): class %s is not supported; the importer takes " CLASS_LIST,
-                         nm, c, c);
+    bool seen = false;   /* listed once, with its first layer */
+    for (int k = 0; k < K->nbad && k < 16 && !seen; k++) seen = !strcmp(K->bad[k].cls, c);
+    if (!seen && K->nbad < 16) {
+      K->bad[K->nbad].cls = c;
+      K->bad[K->nbad].name = nm;
+      snprintf(K->bad[K->nbad].path, sizeof K->bad[0].path, "%s", cp);
+    }
+    K->nbad += !seen;
   }
   return TPU_OK;
+}
+
+/* Why a class is refused beyond not being in the table: Lambda's function
+** is Python bytecode; Keras 1's Merge is read in two modes (keras1.c). */
+static const char *why_refused(const char *cls) {
+  return !strcmp(cls, "Lambda") ? ": its function is marshalled Python bytecode, which tpusim cannot run"
+       : !strcmp(cls, "Merge") ? ": Keras 1's Merge is read in modes concat (Concatenate) and sum (Add), of layers, "
+                                 "not of models" : "";
+}
+
+/* After the class check: every unsupported class of the file at once, each
+** with its first layer, positioned at the first of them. */
+static tpu_status refuse_classes(fe_keras *K) {
+  if (!K->nbad) return TPU_OK;
+  char more[1024] = "";
+  size_t n = 0;
+  const int listed = K->nbad < 16 ? K->nbad : 16;
+  if (K->nbad > 1)
+    n = (size_t)snprintf(more, sizeof more, "; %d more class%s of the file %s not: ", K->nbad - 1,
+                         K->nbad == 2 ? "" : "es", K->nbad == 2 ? "is" : "are");
+  for (int k = 1; k < listed && n < sizeof more; k++)
+    n += (size_t)snprintf(more + n, sizeof more - n, "%s%s (first: layer '%s'%s)", k > 1 ? ", " : "",
+                          K->bad[k].cls, K->bad[k].name, why_refused(K->bad[k].cls));
+  if (K->nbad > listed && n < sizeof more) snprintf(more + n, sizeof more - n, ", ...");
+  return tpu_json_fail(K->doc, K->bad[0].path, "layer '%s' (%s): class %s is not supported%s%s; the importer "
+                       "takes " CLASS_LIST, K->bad[0].name, K->bad[0].cls, K->bad[0].cls, why_refused(K->bad[0].cls),
+                       more);
 }
 
 /* The model input from an input shape value [batch, dims...]; 'node' the
 ** layer that gives it. */
 static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *path) {
-  const knode *n = node >= 0 ? &K->n[node] : NULL;
-  const char *nm = n ? n->name : "the model", *cl = n ? n->cls : "Sequential";
+  char who[96];   /* "layer 'conv1' (Conv2D)", or the model's own shape */
+  if (node >= 0) snprintf(who, sizeof who, "layer '%s' (%s)", K->n[node].name, K->n[node].cls);
+  else snprintf(who, sizeof who, "the Sequential model");
   const size_t r = json_array_size(shape);
   char d[96];
   describe(shape, d, sizeof d);
   if (!json_is_array(shape) || r < 2 || r > 4)
-    return tpu_json_fail(K->doc, path, "layer '%s' (%s): input shape %s: expected [batch, size], [batch, length, "
-                         "channels] or [batch, height, width, channels]", nm, cl, d);
+    return tpu_json_fail(K->doc, path, "%s: input shape %s: expected [batch, size], [batch, length, "
+                         "channels] or [batch, height, width, channels]", who, d);
   int given[3] = { 0, 0, 0 }, ng = 0;
   if (K->shape_arg) {
     const char *p = K->shape_arg;
@@ -912,8 +945,8 @@ static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *pa
       p = *e ? e + 1 : e;
     }
     if (*p || ng != (int)r - 1)
-      return tpu_json_fail(K->doc, path, "@%s: expected %zu dimensions (%s) for the input shape %s of layer '%s' "
-                           "(%s)", K->shape_arg, r - 1, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N", d, nm, cl);
+      return tpu_json_fail(K->doc, path, "@%s: expected %zu dimensions (%s) for the input shape %s of %s",
+                           K->shape_arg, r - 1, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N", d, who);
   }
   int dims[3] = { 0, 0, 0 };
   bool unknown = false;
@@ -921,16 +954,16 @@ static tpu_status set_input(fe_keras *K, int node, json_t *shape, const char *pa
     json_t *e = json_array_get(shape, k);
     if (json_is_null(e)) { unknown = true; dims[k - 1] = given[k - 1]; continue; }
     if (!json_is_integer(e) || json_integer_value(e) < 1 || json_integer_value(e) > 65536)
-      return tpu_json_fail(K->doc, path, "layer '%s' (%s): input shape %s: dimensions must be integers in 1..65536 "
-                           "or null", nm, cl, d);
+      return tpu_json_fail(K->doc, path, "%s: input shape %s: dimensions must be integers in 1..65536 "
+                           "or null", who, d);
     dims[k - 1] = (int)json_integer_value(e);
     if (K->shape_arg && given[k - 1] != dims[k - 1])
-      return tpu_json_fail(K->doc, path, "layer '%s' (%s): the file fixes the input shape at %s; @%s differs", nm,
-                           cl, d, K->shape_arg);
+      return tpu_json_fail(K->doc, path, "%s: the file fixes the input shape at %s; @%s differs", who, d,
+                           K->shape_arg);
   }
   if (unknown && !K->shape_arg)
-    return tpu_json_fail(K->doc, path, "layer '%s' (%s): the input shape %s is unspecified (null); give it after "
-                         "the file name: FILE@%s, e.g. %s@%s", nm, cl, d, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N",
+    return tpu_json_fail(K->doc, path, "%s: the input shape %s is unspecified (null); give it after "
+                         "the file name: FILE@%s, e.g. %s@%s", who, d, r == 4 ? "HxWxC" : r == 3 ? "LxC" : "N",
                          K->doc->where, r == 4 ? "224x224x3" : r == 3 ? "100x8" : "784");
   json_t *b = json_array_get(shape, 0);
   if (json_is_integer(b))
@@ -984,6 +1017,18 @@ static tpu_status nested(fe_keras *K, int node, int depth) {
   return TPU_OK;
 }
 
+/* [null, null...], one null per dimension of an "HxWxC" (or "N", "LxC")
+** given after the file name, for set_input to fill from it (and check
+** it: 4-D when it has more than 3 parts); NULL when out of memory. */
+static json_t *shape_of_arg(const char *arg) {
+  int parts = 1;
+  for (const char *p = arg; *p; p++) parts += *p == 'x';
+  json_t *a = json_array();
+  for (int k = 0; a && k <= (parts > 3 ? 3 : parts); k++)
+    if (json_array_append_new(a, json_null())) { json_decref(a); a = NULL; }
+  return a;
+}
+
 static tpu_status build_sequential(fe_keras *K, json_t *m, const char *path, bool top, int in, int *out, int depth) {
   json_t *cfg = json_object_get(m, "config");
   json_t *layers = json_is_array(cfg) ? cfg : json_object_get(cfg, "layers");
@@ -1020,10 +1065,17 @@ static tpu_status build_sequential(fe_keras *K, json_t *m, const char *path, boo
         s = json_object_get(json_object_get(m, "build_config"), "input_shape");
         snprintf(sp, sizeof sp, "%s.build_config.input_shape", path);
       }
+      json_t *given = NULL;   /* none in the file: the one after '@' */
+      if (!json_is_array(s) && K->shape_arg) {
+        if (!(s = given = shape_of_arg(K->shape_arg))) return oom(K);
+        snprintf(sp, sizeof sp, "%s", path);
+      }
       if (!json_is_array(s))
-        return kfail(K, id, NULL, "the model's input shape is not in the file (no InputLayer, batch_input_shape "
-                     "or build_input_shape)");
-      if ((st = set_input(K, -1, s, sp))) return st;
+        return kfail(K, id, NULL, "the model's input shape is not in the file (no InputLayer, batch_input_shape or "
+                     "build_input_shape); give it after the file name: FILE@HxWxC (or FILE@N for a vector)");
+      st = set_input(K, s == json_object_get(n->cfg, "batch_input_shape") ? id : -1, s, sp);
+      json_decref(given);
+      if (st) return st;
     }
     n->nin = 1;
     n->in[0] = prev;
@@ -1442,17 +1494,17 @@ tpu_status fe_keras_translate(tpu_json *kdoc, const char *input_shape, fe_keras 
   if (ver) snprintf(K->format, sizeof K->format, "Keras %s %s", ver, cls);
   else if (module) snprintf(K->format, sizeof K->format, "Keras 3 %s", cls);
   else snprintf(K->format, sizeof K->format, "Keras %s", cls);
-  if (ver && ver[0] == '1' && ver[1] == '.') {
-    st = tpu_json_fail(kdoc, "keras_version", "a Keras %s file; Keras 1 files are not supported (load the model in "
-                       "Keras 2 or 3 and save it again with model.to_json())", ver);
-    goto fail;
-  }
+  int nth = 0;
+  if (ver && ver[0] == '1' && ver[1] == '.' && (st = fe_keras1_upgrade(kdoc, &nth))) goto fail;   /* keras1.c */
+  if (nth)
+    note(K, -1, "dim_ordering th", "read channels last: the same shapes and counts, a Flatten's features in "
+         "H,W,C order");
   if (!is_model_class(cls)) {
     st = tpu_json_fail(kdoc, "class_name", "class_name '%s': expected a Keras model (Sequential or Functional) as "
                        "model.to_json() writes it", cls);
     goto fail;
   }
-  if ((st = check_classes(K, root, "", 0))) goto fail;
+  if ((st = check_classes(K, root, "", 0)) || (st = refuse_classes(K))) goto fail;
   if (!(K->native = json_object()) || !(K->layers = json_array())) { st = oom(K); goto fail; }
   int outn = -1;
   /* paths start with '.' (".config.layers[3]"): tpu_json_locate skips it */

@@ -4,6 +4,7 @@
 ** docs/MODELS.md. Every error names the file, line:column, the layer index
 ** and kind, the field, and the shapes involved.
 */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -586,9 +587,8 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   if (!(s.h == 1 && s.w == 1))
     return tpu_json_fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
                 "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
-  if (s.c < 2)
-    return tpu_json_fail(c, "layers", "the last layer's output has %d value; softmax_cross_entropy needs one per "
-                "class (at least 2)", s.c);
+  /* a head of one value (Keras' binary classifier: one sigmoid unit) loads, so
+  ** that tpusim model can show it; a run refuses it (run.c: check_head) */
   if (off > ((size_t)1 << 30))
     return tpu_json_fail(c, "layers", "the model has %zu parameters; at most 2^30 are supported", off);
   m->nparams = off;
@@ -712,10 +712,98 @@ static tpu_status parse_keras(tpu_json *kdoc, const char *input_shape, tpu_fe_mo
   return st;
 }
 
+/* An ONNX file: translated (onnx.c), then the native loader on the
+** translation; the initializers become the notes' weights. */
+tpu_status tpu_fe_model_parse_onnx(const void *buf, size_t len, const char *where, tpu_fe_model *out,
+                                   tpu_fe_model_notes *notes, char *err, size_t errcap) {
+  if (notes) memset(notes, 0, sizeof *notes);
+  fe_onnx *o = NULL;
+  tpu_status st = fe_onnx_translate(buf, len, where, &o, err, errcap);
+  if (st) return st;
+  tpu_fe_model *m = tpu_malloc(sizeof *m);
+  tpu_json ndoc = { .where = where, .err = err, .errcap = errcap, .code = TPU_ERR_CONFIG, .noun = "field",
+                    .generated = true, .root = fe_onnx_native(o), .map_path = fe_onnx_map_path, .map_ud = o };
+  float *w = NULL;
+  if (!m) st = TPU_ERR_NOMEM;
+  else if ((st = parse_root(&ndoc, m)) == TPU_ERR_CONFIG) fe_onnx_explain(o, err, errcap);
+  if (!st && notes && (st = fe_onnx_weights(o, m, &w)) == TPU_OK)
+    snprintf(notes->format, sizeof notes->format, "%s", fe_onnx_format(o));
+  if (st == TPU_ERR_NOMEM) snprintf(err, errcap, "%s: out of memory", where);
+  if (!st) {
+    *out = *m;
+    if (notes) notes->weights = w;
+  }
+  tpu_free(m);
+  fe_onnx_free(o);
+  return st;
+}
+
 void tpu_fe_model_notes_free(tpu_fe_model_notes *n) {
   if (!n) return;
   tpu_free(n->ignored);
+  tpu_free(n->weights);
   memset(n, 0, sizeof *n);
+}
+
+/* A double-encoded file: json.dump(model.to_json()) writes a JSON string
+** holding the model's JSON. *inner gets the string's text (the caller's,
+** tpu_free; positions in messages are then in it), or NULL when 'text' is
+** not one well-formed JSON string (the parser then says why it is not a
+** model) or the string holds a NUL character. The string is unescaped
+** here, not by jansson: under an allocation failure jansson's lexer can
+** drop a character of a long string and then assert on the escape that
+** follows. TPU_ERR_NOMEM or TPU_OK. */
+static tpu_status double_encoded(const char *text, char **inner) {
+  *inner = NULL;
+  const char *p = text + strspn(text, " \t\r\n");
+  if (*p++ != '"') return TPU_OK;
+  char *o = tpu_malloc(strlen(p) + 1), *q = o;   /* unescaped is never longer */
+  if (!o) return TPU_ERR_NOMEM;
+  unsigned long hi = 0;   /* a high surrogate waiting for its low half */
+  for (; *p && *p != '"'; p++) {
+    unsigned long u = (unsigned char)*p;
+    if (u < 0x20 || (hi && u != '\\')) goto not_one;
+    if (u != '\\') { *q++ = *p; continue; }   /* UTF-8 bytes as they are */
+    static const char ESC[] = "\"\"\\\\//b\bf\fn\nr\rt\t";   /* pairs: escape, value */
+    const char *e = *++p ? strchr(ESC, *p) : NULL;
+    if (*p == 'u') {
+      char hex[5] = { 0 };
+      for (int k = 0; k < 4; k++)
+        if (!isxdigit((unsigned char)(hex[k] = *++p))) goto not_one;
+      u = strtoul(hex, NULL, 16);
+    } else if (e && (e - ESC) % 2 == 0) {
+      u = (unsigned char)e[1];
+    } else {
+      goto not_one;
+    }
+    if (u >= 0xD800 && u < 0xDC00) { if (hi) goto not_one; hi = u; continue; }
+    if (u >= 0xDC00 && u < 0xE000) {
+      if (!hi) goto not_one;
+      u = 0x10000 + ((hi - 0xD800) << 10) + (u - 0xDC00);
+    } else if (hi || u == 0) {
+      goto not_one;
+    }
+    hi = 0;
+    if (u < 0x80) { *q++ = (char)u; continue; }
+    if (u < 0x800) {
+      *q++ = (char)(0xC0 | (u >> 6));
+    } else if (u < 0x10000) {
+      *q++ = (char)(0xE0 | (u >> 12));
+      *q++ = (char)(0x80 | ((u >> 6) & 0x3F));
+    } else {
+      *q++ = (char)(0xF0 | (u >> 18));
+      *q++ = (char)(0x80 | ((u >> 12) & 0x3F));
+      *q++ = (char)(0x80 | ((u >> 6) & 0x3F));
+    }
+    *q++ = (char)(0x80 | (u & 0x3F));
+  }
+  if (*p != '"' || hi || p[1 + strspn(p + 1, " \t\r\n")]) goto not_one;
+  *q = '\0';
+  *inner = o;
+  return TPU_OK;
+not_one:
+  tpu_free(o);
+  return TPU_OK;
 }
 
 /* tpu_fe_model_parse_notes; 'generated': the text is tpusim's own (a zoo
@@ -726,15 +814,23 @@ static tpu_status parse_text(const char *text, const char *where, bool generated
                              tpu_fe_model *out, tpu_fe_model_notes *notes, char *err, size_t errcap) {
   tpu_json doc = { .where = where, .err = err, .errcap = errcap, .generated = generated }, *c = &doc;
   if (notes) memset(notes, 0, sizeof *notes);
-  tpu_status st = tpu_json_parse(c, text, "see docs/MODELS.md");
+  char *inner = NULL;
+  tpu_status st = double_encoded(text, &inner);
+  if (st) snprintf(err, errcap, "%s: out of memory", where);
+  else st = tpu_json_parse(c, inner ? inner : text, "see docs/MODELS.md");
   if (st == TPU_OK) {
     if (fe_keras_is_keras(doc.root)) st = parse_keras(c, input_shape, out, notes);
     else if (input_shape)
       st = tpu_json_fail(c, "input", "an input shape after '@' (@%s) is for Keras files that leave theirs "
                          "unspecified; a native model gives \"input\"", input_shape);
     else if ((st = parse_root(c, out)) == TPU_OK && notes) snprintf(notes->format, sizeof notes->format, "native");
+    if (st == TPU_OK && inner && notes) {
+      const size_t n = strlen(notes->format);
+      snprintf(notes->format + n, sizeof notes->format - n, ", double-encoded");
+    }
   }
   tpu_json_free(&doc);
+  tpu_free(inner);
   return st;
 }
 
@@ -756,6 +852,20 @@ static const char *shape_suffix(const char *spec) {
   return at;
 }
 
+static tpu_status load_onnx(const char *path, tpu_fe_model *out, tpu_fe_model_notes *notes, char *err,
+                            size_t errcap) {
+  size_t n = 0;
+  char *buf = tpu_read_file(path, &n);
+  if (!buf) {
+    const int e = errno;
+    snprintf(err, errcap, e == ENOMEM ? "%s: out of memory" : "%s: cannot read: %s", path, strerror(e));
+    return e == ENOMEM ? TPU_ERR_NOMEM : TPU_ERR_IO;
+  }
+  tpu_status st = tpu_fe_model_parse_onnx(buf, n, path, out, notes, err, errcap);
+  tpu_free(buf);
+  return st;
+}
+
 tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, tpu_fe_model_notes *notes,
                                    char *err, size_t errcap) {
   if (notes) memset(notes, 0, sizeof *notes);
@@ -774,6 +884,8 @@ tpu_status tpu_fe_model_load_notes(const char *name_or_file, tpu_fe_model *out, 
     tpu_free(text);
     return st;
   }
+  const size_t nl = strlen(name_or_file);
+  if (nl > 5 && !strcmp(name_or_file + nl - 5, ".onnx")) return load_onnx(name_or_file, out, notes, err, errcap);
   const char *shape = NULL;
   char *file = NULL;
   char rerr[512];

@@ -94,6 +94,18 @@ tpu_fe_run_config tpu_fe_run_config_default(void) {
 ** Creation: the config, the data, the timer, the trainer, the checkpoint
 ** ================================================================== */
 /* What the command line's options cannot get wrong but a caller can. */
+/* The loss reads the last layer's values as class scores: softmax
+** cross-entropy needs two at least. A single unit (Keras' binary head, one
+** sigmoid) would train with binary cross-entropy, which is not modelled. */
+static tpu_status check_head(const tpu_fe_model *m, const char *label, char *err, size_t errcap) {
+  const tpu_fe_layer *L = &m->layers[m->nlayers - 1];
+  if (L->out.c >= 2) return TPU_OK;
+  return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--model %s: the last layer%s%s%s (%s) gives %d value: a binary head (one "
+                    "sigmoid unit, Keras' binary_crossentropy) is not trained yet; softmax_cross_entropy needs one "
+                    "score per class (at least 2: a dense of 2 units and softmax)", label, *L->name ? " '" : "", L->name,
+                    *L->name ? "'" : "", tpu_fe_layer_kind_name(L->kind), L->out.c);
+}
+
 static tpu_status check_config(const tpu_fe_run_config *c, char *err, size_t errcap) {
   if (!c->model || c->chip.cores < 1 || c->chip.cores > TPU_MAX_CORES || c->chip.clock_mhz <= 0)
     return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "a run needs a model and a chip of 1..%d cores", TPU_MAX_CORES);
@@ -106,6 +118,8 @@ static tpu_status check_config(const tpu_fe_run_config *c, char *err, size_t err
                       "steps_per_epoch, trace_steps, timeline_steps >= 0 and data; got %d, %d, %d, %d, %ld, %d, %d",
                       c->epochs, c->threads, c->synthetic_n, c->steps_per_execution, c->steps_per_epoch,
                       c->trace_steps, c->timeline_steps);
+  tpu_status st = check_head(c->model, c->model_label ? c->model_label : c->model->name, err, errcap);
+  if (st) return st;
   if (c->resume_dir && c->level == TPU_FIDELITY_TIMING)
     return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--resume %s: --level timing computes no weights to resume",
                       c->resume_dir);
@@ -266,6 +280,7 @@ static tpu_status start(tpu_fe_run *r, const char *label, char *err, size_t errc
   const tpu_fe_backend be = { .kind = c->backend, .mxu = c->chip.mxu, .mxus = c->chip.mxus_per_core, .prec = c->prec };
   if (r->numerics && (st = tpu_fe_trainer_create(&r->model, &be, r->cores, c->global_batch, c->threads, &r->tr)))
     return tpu_errorf(err, errcap, st, "out of memory creating the trainer");
+  if (r->numerics && c->init_params) memcpy(r->tr.params, c->init_params, r->model.nparams * sizeof(float));
   if (c->resume_dir && (st = resume(r, err, errcap))) return st;
   const int need = c->epochs > r->nhist ? c->epochs : r->nhist;
   tpu_fe_epoch_log *h = tpu_realloc(r->hist, (size_t)(need ? need : 1) * sizeof *h);

@@ -283,6 +283,16 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
            "layer 'c' (Conv2D): its input is 2-D (batch included); Conv2D needs a 4-D one");
   text_err(TF2_FUNC(L("Conv1D", "c1", ", \"filters\": 2, \"kernel_size\": [3]", IN("in")) HEAD("c1"), "d"),
            "layer 'c1' (Conv1D): class Conv1D is not supported");
+  /* every unsupported class at once, each with its first layer; Lambda says why */
+  text_err(TF2_FUNC(L("LSTM", "rnn", ", \"units\": 4", IN("in")) ",\n" L("Lambda", "lam", ", \"function\": \"4wEA\"", IN("rnn"))
+                    ",\n" L("LSTM", "rnn2", ", \"units\": 4", IN("lam")) ",\n" L("Rescaling", "sc", "", IN("rnn2"))
+                    HEAD("sc"), "d"),
+           "k.json:3:16: layer 'rnn' (LSTM): class LSTM is not supported; 2 more classes of the file are not: Lambda "
+           "(first: layer 'lam': its function is marshalled Python bytecode, which tpusim cannot run), Rescaling "
+           "(first: layer 'sc'); the importer takes Conv2D,");
+  text_err(TF2_FUNC(L("Lambda", "lam", ", \"function\": \"4wEA\"", IN("in")) HEAD("lam"), "d"),
+           "layer 'lam' (Lambda): class Lambda is not supported: its function is marshalled Python bytecode, which "
+           "tpusim cannot run; the importer takes");
   /* graphs Keras can hold and tpusim cannot */
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")),
@@ -309,9 +319,12 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err("{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
            K3L("Flatten", "\"name\": \"f\"") K3HEAD "]}}",
            "layer 'f' (Flatten): the model's input shape is not in the file");
-  /* Keras 1, not a model */
+  /* Keras 1 (read as Keras 2, then refused as it would be), not a model */
   text_err("{\"class_name\": \"Sequential\", \"keras_version\": \"1.2.1\", \"config\": []}",
-           "k.json:1:47: a Keras 1.2.1 file; Keras 1 files are not supported");
+           "k.json:1:66: a Sequential model without layers");
+  text_err("{\"class_name\": \"Sequential\", \"keras_version\": \"1.2.1\", \"config\": [{\"class_name\": "
+           "\"BatchNormalization\", \"config\": {\"name\": \"bn\", \"mode\": 2, \"batch_input_shape\": [null, 4]}}]}",
+           "layer 'bn' (BatchNormalization): Keras 1's mode 1 or 2 normalizes each sample; only mode 0");
   text_err("{\"class_name\": \"Dense\", \"config\": {\"units\": 3}}",
            "class_name 'Dense': expected a Keras model (Sequential or Functional)");
 }
@@ -573,8 +586,12 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
            "'value_head_output'); models with one output (the class scores) are supported");
   load_err(SHARED "tf2.13_efficientnet_mhsa_functional.json", "layer 'rescaling_20' (Rescaling): class Rescaling is not "
-           "supported");
-  load_err(SHARED "k1_mnist_cnn_seq.json", "a Keras 1.2.1 file; Keras 1 files are not supported");
+           "supported; 6 more classes of the file are not: Normalization (first: layer 'normalization_10'), Reshape "
+           "(first: layer 'block1a_se_reshape'), Multiply (first: layer 'block1a_se_excite'), MultiHeadAttention "
+           "(first: layer 'multi_head_attention_3'), LayerNormalization (first: layer 'layer_normalization_6'), "
+           "GlobalAveragePooling1D (first: layer 'global_average_pooling1d_3')");
+  /* Keras 1.2.1's mnist_cnn example: conv 320, conv 9,248, dense 4608*128+128 = 589,952, 1,290 */
+  TU_EQ_U64(600810, load_ok(SHARED "k1_mnist_cnn_seq.json", NULL)->nparams);
   load_err(SHARED "INVALID_k3_merge_conflict_markers.json", SHARED "INVALID_k3_merge_conflict_markers.json:1:1: "
            "malformed JSON");
 }

@@ -374,6 +374,23 @@ corpus "$TPUSIM" model <<'CASES'
 >m_flat.json { "input": [4, 4, 1], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_flat.json|layers[0] (dense): input shape 4x4x1 is not flat
 CASES
+# ONNX files (tests/e2e/onnx_write.py bad: built with python3-onnx's helper API)
+$PY "$TPU_ROOT/tests/e2e/onnx_write.py" bad .
+corpus "$TPUSIM" model <<'CASES'
+=o_junk.onnx o_group.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx
+2|o_junk.onnx|not an ONNX model: protobuf-c cannot read it as onnx.ModelProto
+2|o_group.onnx|node 0 'g2' (Conv): group 2 with 4 input channels|group == channels
+2|o_dil.onnx|node 0 'dil' (Conv): attribute 'dilations' must be [1, 1]
+2|o_opset.onnx|field 'opset_import': the default domain's opset is 9; expected 11..17
+2|o_stride.onnx|node 0 'st' (Conv): attribute 'strides' must be [s, s]
+2|o_addk.onnx|node 1 'addk' (Add): adds a constant tensor
+2|o_wshape.onnx|node 3 'fc' (Gemm): input 1 (the weight) must be a 2-D constant [4, units] transposed (transB)
+2|o_pool.onnx|node 1 'mp' (MaxPool): pads [1, 1, 1, 1] differ from 'same' ones
+2|o_reshape.onnx|node 1 'rs' (Reshape): tpusim reads a Reshape that flattens|issue #29
+2|o_2in.onnx|input 'x': dimension 2 must be a number in 1..65536
+2|o_big.onnx|node 0 'c0' (Conv): layers[0] (conv2d): field 'kernel': 3x3 does not fit the input shape 2x2x4
+2|nosuch.onnx|nosuch.onnx: cannot read: No such file or directory
+CASES
 corpus "$TPUSIM" <<'CASES'
 2|model nosuch.json|nosuch.json: not a built-in model
 2|model vgg16@0x0x3|vgg16@0x0x3: a zoo model is NAME[@HxWxC][:CLASSES]

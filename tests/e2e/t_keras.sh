@@ -104,7 +104,7 @@ kcyc.json|$F0,\n{"class_name": "Add", "name": "a", "config": {"name": "a"}, "inb
 kcf.json|$F0,\n$CV, "data_format": "channels_first"}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|kcf.json:3:115: layer 'c' (Conv2D): field 'data_format': 'channels_first' is not supported
 kdil.json|$F0,\n$CV, "dilation_rate": [2, 2]}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'dilation_rate': [2, 2]: dilated convolutions are not supported
 kshape.json|$F0,\n$CV}, "inbound_nodes": [[["in", 0, 0, {}]]]},\n{"class_name": "Add", "name": "s", "config": {"name": "s"}, "inbound_nodes": [[["c", 0, 0, {}], ["in", 0, 0, {}]]]}$(hd s)|kshape.json:4:1: Keras layer 's' (Add), translated to layers[1] (add 's'): input shapes do not match
-k1.json|{"class_name": "Sequential", "keras_version": "1.2.1", "config": []}|k1.json:1:47: a Keras 1.2.1 file; Keras 1 files are not supported
+k1.json|{"class_name": "Sequential", "keras_version": "1.2.1", "config": [{"class_name": "Merge", "config": {"name": "mm", "mode": "mul"}}]}|k1.json:1:82: layer 'mm' (Merge): class Merge is not supported: Keras 1's Merge is read in modes concat (Concatenate) and sum (Add)
 kbigk.json|$F0,\n{"class_name": "Conv2D", "name": "c", "config": {"name": "c", "filters": 4, "kernel_size": 4294967299}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'kernel_size': expected an integer or [kh, kw], integers in 1..64, got 4294967299
 kbigs.json|$F0,\n$CV, "strides": [4294967298, 4294967298]}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'strides': expected an integer or [sh, sw], integers in 1..64, got 4294967298
 kbigs40.json|$F0,\n$CV, "strides": 1099511627776}, "inbound_nodes": [[["in", 0, 0, {}]]]}$HD|layer 'c' (Conv2D): field 'strides': expected an integer or [sh, sw], integers in 1..64, got 1099511627776
@@ -121,6 +121,53 @@ for junk in 8x8x2x 8x8x2x3 8xx8x2 x8x8x2; do
   expect_err_contains "@$junk: expected 3 dimensions (HxWxC)"
 done
 
+# Keras 1: a functional Model channels first (dim_ordering "th"), with
+# Merge(mode="concat") and Keras 1.0's 3-element inbound nodes, read as
+# Keras 2 reads it and channels last; counts as Keras': 224 + 32 + 32 + 725
+L1='{"class_name": "Convolution2D", "name": "c1", "config": {"name": "c1", "nb_filter": 8, "nb_row": 3, "nb_col": 3, "border_mode": "same", "subsample": [2, 2], "dim_ordering": "th", "activation": "relu"}, "inbound_nodes": [[["in", 0, 0]]]}'
+L2='{"class_name": "BatchNormalization", "name": "bn", "config": {"name": "bn", "mode": 0, "axis": 1}, "inbound_nodes": [[["c1", 0, 0]]]}'
+L3='{"class_name": "Convolution2D", "name": "c2", "config": {"name": "c2", "nb_filter": 4, "nb_row": 1, "nb_col": 1, "dim_ordering": "th", "bias": false}, "inbound_nodes": [[["bn", 0, 0]]]}'
+L4='{"class_name": "Merge", "name": "m", "config": {"name": "m", "mode": "concat", "concat_axis": 1}, "inbound_nodes": [[["bn", 0, 0], ["c2", 0, 0]]]}'
+L5='{"class_name": "MaxPooling2D", "name": "p", "config": {"name": "p", "pool_size": [2, 2], "border_mode": "valid", "dim_ordering": "th"}, "inbound_nodes": [[["m", 0, 0]]]}'
+L6='{"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["p", 0, 0]]]}, {"class_name": "Dropout", "name": "dr", "config": {"name": "dr", "p": 0.5}, "inbound_nodes": [[["f", 0, 0]]]}'
+L7='{"class_name": "Dense", "name": "d", "config": {"name": "d", "output_dim": 5, "activation": "softmax"}, "inbound_nodes": [[["dr", 0, 0]]]}'
+printf '%s\n' '{"class_name": "Model", "keras_version": "1.0.8", "config": {"name": "k1", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [' \
+  '{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 3, 16, 12]}, "inbound_nodes": []},' \
+  "$L1, $L2, $L3, $L4, $L5, $L6, $L7]}}" > k1th.json
+expect_status 0 "$TPUSIM" model k1th.json
+expect_out_contains "c1 (conv2d)                        (None, 8, 6, 8)                  224"
+expect_out_contains "m (concatenate)                    (None, 8, 6, 12)"
+expect_out_contains "Total params: 1,013"
+expect_err_contains "dim_ordering th: read channels last"
+expect_status 0 "$TPUSIM" train --model k1th.json --data synthetic --synthetic-n 64 --batch 32 --steps-per-epoch 1 --backend reference
+
+# a binary head (one sigmoid unit): summarized, not trained yet
+printf '%s\n' '{"class_name": "Sequential", "keras_version": "2.4.0", "config": {"name": "binary", "layers": [' \
+  '{"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu", "batch_input_shape": [null, 4]}},' \
+  '{"class_name": "Dense", "config": {"name": "out", "units": 1, "activation": "sigmoid"}}]}}' > bin.json
+expect_status 0 "$TPUSIM" model bin.json
+expect_out_contains "out (dense)                        (None, 1)                          9"
+expect_status 2 "$TPUSIM" train --model bin.json $S
+expect_err_contains "--model bin.json: the last layer 'out' (dense) gives 1 value: a binary head (one sigmoid unit, Keras' binary_crossentropy) is not trained yet"
+
+# a Sequential saved with no input shape takes it after '@'; a double-encoded
+# file (json.dump(model.to_json()): a JSON string holding the model) loads
+printf '%s\n' '{"class_name": "Sequential", "keras_version": "2.4.0", "config": {"name": "s", "layers": [' \
+  '{"class_name": "Conv2D", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3], "activation": "relu"}},' \
+  '{"class_name": "Flatten", "config": {"name": "flat"}},' \
+  '{"class_name": "Dense", "config": {"name": "out", "units": 10, "activation": "softmax"}}]}}' > noin.json
+expect_status 2 "$TPUSIM" model noin.json
+expect_err_contains "noin.json:2:1: layer 'conv' (Conv2D): the model's input shape is not in the file (no InputLayer, batch_input_shape or build_input_shape); give it after the file name: FILE@HxWxC"
+expect_status 0 "$TPUSIM" model noin.json@28x28x1
+expect_out_contains "Total params: 27,090"
+expect_status 2 "$TPUSIM" model noin.json@1x2x3x4
+expect_err_contains "@1x2x3x4: expected 3 dimensions (HxWxC) for the input shape [null, null, null, null] of the Sequential model"
+/usr/bin/python3 -c 'import json, sys; json.dump(open(sys.argv[1]).read(), open(sys.argv[2], "w"))' noin.json dbl.json
+expect_status 0 "$TPUSIM" model dbl.json@28x28x1
+expect_out_contains "Total params: 27,090"
+/usr/bin/python3 -c 'import json, sys; json.dump(open(sys.argv[1]).read(), open(sys.argv[2], "w"))' "$K/res_func_k3.json" dbl3.json
+expect_status 0 "$TPUSIM" train --model dbl3.json --level timing --data synthetic --synthetic-n 128 --batch 128 --steps-per-epoch 1
+
 # real files saved from Keras by others (tests/check_keras.c checks all of them)
 R="$TPU_ROOT/../shared/keras-models"
 if [ -e "$R/README.md" ]; then
@@ -132,6 +179,8 @@ if [ -e "$R/README.md" ]; then
     --data synthetic --synthetic-n 32 --batch 32 --steps-per-epoch 1
   expect_status 2 "$TPUSIM" model "$R/INVALID_k3_merge_conflict_markers.json"
   expect_err_contains "INVALID_k3_merge_conflict_markers.json:1:1: malformed JSON"
+  expect_status 0 "$TPUSIM" model "$R/k1_mnist_cnn_seq.json"
+  expect_out_contains "Total params: 600,810"
   expect_status 2 "$TPUSIM" model "$R/k2.2.0_agz_dual_res_model.json"
   expect_err_contains "the model has 2 outputs"
 else

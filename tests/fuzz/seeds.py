@@ -5,7 +5,7 @@ built here; run from the repository root: python3 tests/fuzz/seeds.py.
 The seeds are committed (make test replays them); this script says where
 each came from and rebuilds them. Crash reproducers found by make fuzz are
 added by hand as tests/fuzz/NAME/crash-*, next to the seeds, and kept."""
-import glob, gzip, os, shutil, struct, subprocess, sys, zlib
+import glob, gzip, json, os, shutil, struct, subprocess, sys, tempfile, zlib
 
 sys.path.insert(0, "tests/e2e")
 from tfrecord_write import example, record   # noqa: E402
@@ -69,6 +69,10 @@ def main():
         ' {"ops": [{"op": "vpu", "fn": "relu", "in": ["c"], "out": ["c"]}, {"op": "all_reduce", "src": "c", "dst": "c"}]}]}\n')
     copy("model", "docs/examples/small-*.json")
     copy("model", "tests/data/keras/*.json")
+    # Keras 1: a channels-first Model with Merge(mode="concat") and 3-element inbound nodes
+    put("model", "seed-keras1.json", '{"class_name": "Model", "keras_version": "1.0.8", "config": {"name": "k1", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [ {"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 3, 16, 12], "input_dtype": "float32"}, "inbound_nodes": []}, {"class_name": "Convolution2D", "name": "c1", "config": {"name": "c1", "nb_filter": 8, "nb_row": 3, "nb_col": 3, "border_mode": "same", "subsample": [2, 2], "dim_ordering": "th", "bias": true, "activation": "relu", "init": "glorot_uniform"}, "inbound_nodes": [[["in", 0, 0]]]}, {"class_name": "BatchNormalization", "name": "bn", "config": {"name": "bn", "mode": 0, "axis": 1, "epsilon": 0.001, "momentum": 0.99}, "inbound_nodes": [[["c1", 0, 0]]]}, {"class_name": "Convolution2D", "name": "c2", "config": {"name": "c2", "nb_filter": 4, "nb_row": 1, "nb_col": 1, "border_mode": "valid", "dim_ordering": "th", "bias": false}, "inbound_nodes": [[["bn", 0, 0]]]}, {"class_name": "Merge", "name": "m", "config": {"name": "m", "mode": "concat", "concat_axis": 1}, "inbound_nodes": [[["bn", 0, 0], ["c2", 0, 0]]]}, {"class_name": "MaxPooling2D", "name": "p", "config": {"name": "p", "pool_size": [2, 2], "strides": [2, 2], "border_mode": "valid", "dim_ordering": "th"}, "inbound_nodes": [[["m", 0, 0]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["p", 0, 0]]]}, {"class_name": "Dropout", "name": "dr", "config": {"name": "dr", "p": 0.5}, "inbound_nodes": [[["f", 0, 0]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "output_dim": 5, "activation": "softmax"}, "inbound_nodes": [[["dr", 0, 0]]]}]}} ')
+    # double-encoded: json.dump(model.to_json()) wrote a JSON string holding the model
+    put("model", "seed-double-encoded.json", json.dumps(open("tests/data/keras/res_func_k3.json").read()))
     for name in ("alexnet@67x67x3:10", "vgg16@32x32x3:10", "vgg19@48x48x1:5"):
         put("model", "seed-zoo-" + name.split("@")[0], "zoo:" + name)
     put("model", "seed-graph.json", '{"input": [8, 8, 2], "layers": ['
@@ -78,6 +82,12 @@ def main():
         '{"type": "add", "inputs": ["a", "b"]}, {"type": "zero_padding", "padding": 1},'
         '{"type": "maxpool", "size": 3, "stride": 2, "padding": "same"},'
         '{"type": "global_avgpool"}, {"type": "dense", "units": 3, "activation": "softmax"}]}\n')
+    # ONNX: the files of tests/e2e/t_onnx.sh and t_badinput.sh, built with
+    # Debian's python3-onnx (which the system's python3 has)
+    with tempfile.TemporaryDirectory() as tmp:
+        for how in ("make", "bad"):
+            subprocess.run(["/usr/bin/python3", "tests/e2e/onnx_write.py", how, tmp], check=True)
+        copy("onnx", os.path.join(tmp, "*.onnx"))
     copy("pipeline", "datafeed/examples/*.json")
     copy("pipeline", "docs/examples/train-*.json")
     put("npy", "seed-f4.npy", npy("<f4", [2, 3], struct.pack("<6f", *range(6))))

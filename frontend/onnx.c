@@ -1,0 +1,961 @@
+/*
+** onnx.c -- ONNX import: a ModelProto, as torch.onnx.export writes it
+** (opsets 11 to 17), translated into the native model JSON object
+** (docs/MODELS.md), which model.c then checks and shapes like any native
+** file, plus the file's initializers as the model's starting weights in the
+** native parameter layout. docs/MODELS.md, "ONNX import", is the user's
+** account of what maps to what and what is refused.
+**
+** Reading. The file is parsed by protobuf-c against ONNX's own onnx.proto
+** (Debian's libonnx-dev; the bindings are generated at build time into
+** $(B)/gen/onnx, frontend/frontend.mk): no protobuf is decoded by hand.
+** protobuf-c allocates through tpu_alloc, so the allocation-failure sweep
+** covers it.
+**
+** Layout. PyTorch's tensors are NCHW and tpusim's samples HWC: the input
+** [N, C, H, W] becomes [H, W, C], a Concat on axis 1 concatenates
+** channels, Conv weights OIHW become HWIO (a depthwise one, [C*dm, 1, kh,
+** kw], kh x kw x C x dm), and a Flatten of a C x H x W tensor, which ONNX
+** orders C,H,W and tpusim H,W,C, is followed through element-wise layers to
+** the Gemm (or MatMul) that reads it, whose weight rows are permuted to
+** H,W,C order; any other reader of such a tensor is refused. Gemm's transB
+** is undone (native dense weights are in x out), BatchNormalization's scale,
+** B, mean and var go to gamma, beta and the moving statistics.
+**
+** Shapes. Each tensor's shape (NCHW, or a vector) is followed here as far
+** as the translation needs it (a Conv's group against its channels, a
+** padding against 'same', the Flatten permutation); the native loader then
+** infers every layer's shape again and checks them, once.
+**
+** Not modelled: dilations, ceil_mode, grouped convolutions other than
+** depthwise, constant folding (a Shape/Gather chain computing a Reshape's
+** shape is refused as its operators), external data, a bias Add after a
+** MatMul. The transformer operators (LayerNormalization, Gelu, Gather,
+** Transpose, Mul, MatMul beyond 2-D, Reshape beyond flattening) wait for
+** the native layers of issue #29 and are refused, listed.
+*/
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "frontend/fe_int.h"
+#include "onnx/onnx.pb-c.h"
+
+/* Messages are built into fixed buffers; one too long is cut short. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define ONAME 32               /* tpu_fe_layer.name */
+#define OMAX_NODES (4 * TPU_FE_MAX_LAYERS)
+#define S(s) ((s) ? (s) : "")
+
+enum { OW_NONE = 0, OW_CONV, OW_DW, OW_DENSE, OW_BN };
+
+typedef struct otensor {       /* a value of the graph, as far as the translation follows it */
+  const char *name;            /* borrowed from the proto */
+  char nat[ONAME];             /* the native layer producing it ("input": the model input) */
+  const Onnx__TensorProto *k;  /* a constant (initializer or Constant node), else NULL */
+  int rank;                    /* 4 (N, C, H, W) or 2 (N, F) */
+  int c, h, w;                 /* rank 2: c = F, h = w = 1 */
+  bool vec;                    /* the native model sees a vector (h = w = 1 by construction) */
+  bool nonneg;                 /* its values are >= 0 (after a relu): zero padding before a max pool is exact */
+  int pc, ph, pw;              /* flattened from C x H x W in ONNX's order (ph * pw > 1): a dense reading it
+                                  permutes its weight rows */
+} otensor;
+
+typedef struct olayer {        /* where a native layer's parameters come from */
+  int node;                    /* the ONNX node (-1: none) */
+  int kind;                    /* OW_* */
+  const Onnx__TensorProto *w, *b, *mean, *var;
+  bool trans_b;                /* dense: the weight is [units, in] */
+  int pc, ph, pw;              /* dense: rows in C,H,W order to permute */
+} olayer;
+
+struct fe_onnx {
+  const char *where;
+  char *err; size_t errcap;
+  Onnx__ModelProto *mp;
+  const Onnx__GraphProto *g;
+  ProtobufCAllocator alloc;
+  int opset;
+  json_t *native, *layers;
+  otensor *t; int nt, tcap;
+  olayer *l; int nl, lcap;
+  char format[64];
+  int fail_layer;               /* the native layer of the native loader's error, -1 none */
+};
+
+static void *pb_alloc(void *ud, size_t n) { (void)ud; return tpu_malloc(n ? n : 1); }
+static void pb_free(void *ud, void *p) { (void)ud; tpu_free(p); }
+
+static tpu_status failf(fe_onnx *O, tpu_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tpu_status failf(fe_onnx *O, tpu_status st, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (st == TPU_ERR_NOMEM) snprintf(O->err, O->errcap, "%s: out of memory", O->where);
+  else snprintf(O->err, O->errcap, "%s: %s", O->where, msg);
+  return st;
+}
+#define NOMEM(O) failf(O, TPU_ERR_NOMEM, "out of memory")
+
+/* "node 3 'conv1' (Conv)" */
+static const char *who(const fe_onnx *O, int i, char *buf, size_t cap) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  snprintf(buf, cap, "node %d%s%.60s%s (%s)", i, n->name && *n->name ? " '" : "", S(n->name),
+           n->name && *n->name ? "'" : "", S(n->op_type));
+  return buf;
+}
+static tpu_status node_fail(fe_onnx *O, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tpu_status node_fail(fe_onnx *O, int i, const char *fmt, ...) {
+  char msg[768], w[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  snprintf(O->err, O->errcap, "%s: %s: %s", O->where, who(O, i, w, sizeof w), msg);
+  return TPU_ERR_CONFIG;
+}
+
+/* {==================================================================
+** Tensors, constants and attributes
+** ================================================================== */
+static otensor *find(fe_onnx *O, const char *name) {
+  for (int k = O->nt - 1; k >= 0; k--)
+    if (!strcmp(O->t[k].name, name)) return &O->t[k];
+  return NULL;
+}
+
+/* Room for one more element in the array *p of *cap (n in use): false when
+** out of memory (the array is kept). */
+static bool grow(void **p, int *cap, int n, size_t size) {
+  if (n < *cap) return true;
+  const int c = *cap ? 2 * *cap : 64;
+  void *q = tpu_realloc(*p, (size_t)c * size);
+  if (!q) return false;
+  *p = q;
+  *cap = c;
+  return true;
+}
+
+static otensor *add_tensor(fe_onnx *O, const char *name) {
+  if (!grow((void **)&O->t, &O->tcap, O->nt, sizeof *O->t)) return NULL;
+  otensor *t = &O->t[O->nt++];
+  memset(t, 0, sizeof *t);
+  t->name = name;
+  return t;
+}
+
+static size_t numel(const Onnx__TensorProto *k) {
+  size_t n = 1;
+  for (size_t d = 0; d < k->n_dims; d++) {
+    if (k->dims[d] < 0 || k->dims[d] > (1 << 30)) return (size_t)-1;
+    n *= (size_t)k->dims[d];
+    if (n > ((size_t)1 << 31)) return (size_t)-1;
+  }
+  return n;
+}
+
+/* Whether k holds n values of type 'dt' (FLOAT or INT64) inside the file. */
+static bool holds(const Onnx__TensorProto *k, int dt, size_t n) {
+  if (!k || k->data_type != dt || numel(k) != n) return false;
+  if (k->has_data_location && k->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) return false;
+  const size_t sz = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? 4 : 8;
+  if (k->has_raw_data && k->raw_data.len) return k->raw_data.len == n * sz;
+  return dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? k->n_float_data == n : k->n_int64_data == n;
+}
+static float fval(const Onnx__TensorProto *k, size_t i) {
+  if (k->has_raw_data && k->raw_data.len) {
+    float v;
+    memcpy(&v, k->raw_data.data + 4 * i, 4);   /* little-endian, as ONNX stores it and our hosts are */
+    return v;
+  }
+  return k->float_data[i];
+}
+static int64_t ival(const Onnx__TensorProto *k, size_t i) {
+  if (k->has_raw_data && k->raw_data.len) {
+    int64_t v;
+    memcpy(&v, k->raw_data.data + 8 * i, 8);
+    return v;
+  }
+  return k->int64_data[i];
+}
+
+static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name) {
+  for (size_t a = 0; a < n->n_attribute; a++)
+    if (!strcmp(S(n->attribute[a]->name), name)) return n->attribute[a];
+  return NULL;
+}
+static int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  return a && a->has_i ? a->i : dflt;
+}
+static double attr_float(const Onnx__NodeProto *n, const char *name, double dflt) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  return a && a->has_f ? a->f : dflt;
+}
+/* The INTS attribute 'name' into v[0..want) (absent: dflt each); false when
+** its length is not 'want'. */
+static bool attr_ints(const Onnx__NodeProto *n, const char *name, size_t want, int64_t dflt, int64_t *v) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  for (size_t k = 0; k < want; k++) v[k] = dflt;
+  if (!a) return true;
+  if (a->n_ints != want) return false;
+  for (size_t k = 0; k < want; k++) v[k] = a->ints[k];
+  return true;
+}
+static const char *attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t cap) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  if (!a || !a->has_s) return "";
+  snprintf(buf, cap, "%.*s", (int)a->s.len, (const char *)a->s.data);
+  return buf;
+}
+
+/* Input k of node i: a graph value (not a constant) into *out. */
+static tpu_status value_in(fe_onnx *O, int i, size_t k, otensor **out) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  if (k >= n->n_input || !*S(n->input[k])) return node_fail(O, i, "input %zu is missing", k);
+  otensor *t = find(O, n->input[k]);
+  if (!t) return node_fail(O, i, "input '%.60s' is computed by no earlier node (the nodes must be in "
+                           "topological order, as ONNX requires)", n->input[k]);
+  if (t->k) return node_fail(O, i, "input '%.60s' is a constant; tpusim reads an operand computed from the model's "
+                             "input here", n->input[k]);
+  *out = t;
+  return TPU_OK;
+}
+/* Input k of node i as a constant (NULL when the input is absent or ""). */
+static tpu_status const_in(fe_onnx *O, int i, size_t k, const Onnx__TensorProto **out) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  *out = NULL;
+  if (k >= n->n_input || !*S(n->input[k])) return TPU_OK;
+  otensor *t = find(O, n->input[k]);
+  if (!t || !t->k)
+    return node_fail(O, i, "input %zu '%.60s' is not an initializer or a Constant; tpusim needs it constant", k,
+                     n->input[k]);
+  *out = t->k;
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Native layers
+** ================================================================== */
+static bool name_used(const fe_onnx *O, const char *s) {
+  if (!strcmp(s, "input")) return true;
+  for (size_t k = 0; k < json_array_size(O->layers); k++)
+    if (!strcmp(json_string_value(json_object_get(json_array_get(O->layers, k), "name")), s)) return true;
+  return false;
+}
+
+/* Appends layer 'type' for node i, reading 'in' (one or more tensors), its
+** parameters from 'src' (NULL: none); its name is the node's when that
+** fits (with 'suffix' for a layer the node needs before its own, its
+** padding: NULL for none), and is written to out_name. Returns the layer
+** object (borrowed) or NULL (out of memory). */
+static json_t *emit_as(fe_onnx *O, int i, const char *suffix, const char *type, otensor *const *in, int nin,
+                       const olayer *src, char *out_name) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  char name[ONAME];
+  const char *nn = S(n->name), *sf = suffix ? suffix : "";
+  if (*nn && strlen(nn) + strlen(sf) < ONAME) snprintf(name, sizeof name, "%s%s", nn, sf);
+  else snprintf(name, sizeof name, "%.20s_%d%s", S(n->op_type), i, sf);
+  for (int k = 2; name_used(O, name); k++) snprintf(name, sizeof name, "%.20s_%d_%d", S(n->op_type), i, k);
+  if (!grow((void **)&O->l, &O->lcap, O->nl, sizeof *O->l)) return NULL;
+  json_t *L = json_object(), *ins = json_array();
+  if (!L || !ins || json_object_set_new(L, "type", json_string(type)) || json_object_set_new(L, "name", json_string(name)))
+    goto fail;
+  for (int k = 0; k < nin; k++)
+    if (json_array_append_new(ins, json_string(in[k]->nat))) goto fail;
+  if (json_object_set_new(L, "inputs", ins)) { ins = NULL; goto fail; }
+  ins = NULL;
+  if (json_array_append_new(O->layers, L)) return NULL;
+  O->l[O->nl] = src ? *src : (olayer){ .node = i };
+  O->l[O->nl++].node = i;
+  snprintf(out_name, ONAME, "%s", name);
+  return L;
+fail:
+  json_decref(ins);
+  json_decref(L);
+  return NULL;
+}
+static json_t *emit(fe_onnx *O, int i, const char *type, otensor *const *in, int nin, const olayer *src,
+                    char *out_name) {
+  return emit_as(O, i, NULL, type, in, nin, src, out_name);
+}
+
+static int set_int(json_t *L, const char *k, json_int_t v) { return json_object_set_new(L, k, json_integer(v)); }
+
+/* The output tensor of node i (its first output), as 'like' with the native
+** name 'nat'. */
+static otensor *output(fe_onnx *O, int i, const otensor *like, const char *nat) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  const otensor copy = *like;  /* 'like' may be in the table add_tensor moves */
+  otensor *t = add_tensor(O, n->n_output ? S(n->output[0]) : "");
+  if (!t) return NULL;
+  const char *name = t->name;
+  *t = copy;
+  t->name = name;
+  t->k = NULL;
+  snprintf(t->nat, sizeof t->nat, "%s", nat);
+  return t;
+}
+/* }================================================================== */
+
+/* {==================================================================
+** Operators
+** ================================================================== */
+typedef struct owin {          /* a Conv's or a pool's window */
+  int kh, kw, s;
+  int mode;                    /* 0 valid, 1 same (Keras' padding, ONNX's SAME_UPPER), 2 explicit pads */
+  int pad[4];                  /* top, left, bottom, right (ONNX's order) */
+} owin;
+
+/* Keras' 'same' pads of an h x w input: top, left, bottom, right. */
+static void same_pads(const otensor *x, int kh, int kw, int s, int p[4]) {
+  const int oh = (x->h + s - 1) / s, ow = (x->w + s - 1) / s;
+  const int ph = (oh - 1) * s + kh - x->h, pw = (ow - 1) * s + kw - x->w;
+  p[0] = ph > 0 ? ph / 2 : 0; p[2] = ph > 0 ? ph - p[0] : 0;
+  p[1] = pw > 0 ? pw / 2 : 0; p[3] = pw > 0 ? pw - p[1] : 0;
+}
+
+static tpu_status window(fe_onnx *O, int i, const otensor *x, owin *w) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  int64_t st[2], dil[2], pads[4];
+  char ap[32];
+  if (!attr_ints(n, "strides", 2, 1, st) || st[0] != st[1] || st[0] < 1 || st[0] > 64)
+    return node_fail(O, i, "attribute 'strides' must be [s, s] with s in 1..64 (one stride for both axes)");
+  if (!attr_ints(n, "dilations", 2, 1, dil) || dil[0] != 1 || dil[1] != 1)
+    return node_fail(O, i, "attribute 'dilations' must be [1, 1]; dilated windows are not supported");
+  if (!attr_ints(n, "pads", 4, 0, pads))
+    return node_fail(O, i, "attribute 'pads' must have 4 values [top, left, bottom, right]");
+  w->s = (int)st[0];
+  const char *a = attr_str(n, "auto_pad", ap, sizeof ap);
+  int same[4];
+  same_pads(x, w->kh, w->kw, w->s, same);
+  if (!strcmp(a, "VALID")) { w->mode = 0; return TPU_OK; }
+  if (!strcmp(a, "SAME_UPPER")) { w->mode = 1; memcpy(w->pad, same, sizeof same); return TPU_OK; }
+  if (*a && strcmp(a, "NOTSET"))
+    return node_fail(O, i, "attribute 'auto_pad' is \"%s\"; expected NOTSET, VALID or SAME_UPPER", a);
+  bool zero = true, eq = true;
+  for (int k = 0; k < 4; k++) {
+    if (pads[k] < 0 || pads[k] > 1024) return node_fail(O, i, "attribute 'pads' must hold values in 0..1024");
+    w->pad[k] = (int)pads[k];
+    zero = zero && pads[k] == 0;
+    eq = eq && pads[k] == same[k];
+  }
+  w->mode = zero ? 0 : eq ? 1 : 2;
+  return TPU_OK;
+}
+
+static void out_hw(const otensor *x, const owin *w, int *oh, int *ow) {
+  if (w->mode == 1) { *oh = (x->h + w->s - 1) / w->s; *ow = (x->w + w->s - 1) / w->s; return; }
+  const int h = x->h - w->kh, v = x->w - w->kw;
+  *oh = h < 0 ? 1 : h / w->s + 1;
+  *ow = v < 0 ? 1 : v / w->s + 1;
+}
+
+/* A zero_padding layer before node i's window: *x becomes the padded tensor. */
+static tpu_status zero_pad(fe_onnx *O, int i, otensor *x, const int p[4]) {
+  otensor *in[1] = { x };
+  char name[ONAME];
+  json_t *L = emit_as(O, i, O->g->node[i]->op_type && !strcmp(O->g->node[i]->op_type, "Pad") ? NULL : "_pad",
+                      "zero_padding", in, 1, NULL, name);
+  if (!L || json_object_set_new(L, "padding", json_pack("[[ii][ii]]", p[0], p[2], p[1], p[3]))) return NOMEM(O);
+  x->h += p[0] + p[2];
+  x->w += p[1] + p[3];
+  snprintf(x->nat, sizeof x->nat, "%s", name);
+  return TPU_OK;
+}
+
+static tpu_status image_in(fe_onnx *O, int i, otensor *x) {
+  otensor *t;
+  tpu_status st = value_in(O, i, 0, &t);
+  if (st) return st;
+  if (t->rank != 4 || t->vec)
+    return node_fail(O, i, "expects a 4-D N x C x H x W input; '%.60s' is %s", t->name,
+                     t->rank == 4 ? "a vector (N x C x 1 x 1 after a global pool)" : "2-D");
+  *x = *t;
+  return TPU_OK;
+}
+
+static tpu_status op_conv(fe_onnx *O, int i) {
+  otensor x;
+  const Onnx__TensorProto *W, *B;
+  tpu_status st = image_in(O, i, &x);
+  if (st || (st = const_in(O, i, 1, &W)) || (st = const_in(O, i, 2, &B))) return st;
+  if (!W || W->n_dims != 4 || W->dims[0] < 1 || W->dims[0] > 65536 || W->dims[1] < 1 || W->dims[2] < 1 ||
+      W->dims[2] > 64 || W->dims[3] < 1 || W->dims[3] > 64)
+    return node_fail(O, i, "input 1 (the weight) must be a 4-D constant [F, C/group, kh, kw], F in 1..65536, "
+                     "kh and kw in 1..64");
+  const int F = (int)W->dims[0], cg = (int)W->dims[1];
+  const int64_t group = attr_int(O->g->node[i], "group", 1);
+  int64_t ks[2];
+  owin w = { .kh = (int)W->dims[2], .kw = (int)W->dims[3] };
+  const bool dw = group != 1;
+  if (group == 1 ? cg != x.c : !(group == x.c && cg == 1 && F % x.c == 0))
+    return node_fail(O, i, "group %lld with %d input channels and a weight of %d x %d: tpusim has group 1 "
+                     "(conv2d) and group == channels with F a multiple of them (depthwise_conv2d); other grouped "
+                     "convolutions are not supported", (long long)group, x.c, F, cg);
+  if (!holds(W, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, numel(W)))
+    return node_fail(O, i, "the weight must hold its float32 values in the file (no external data)");
+  if (B && !holds(B, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)F))
+    return node_fail(O, i, "input 2 (the bias) must hold %d float32 values", F);
+  if (!attr_ints(O->g->node[i], "kernel_shape", 2, 0, ks) || (ks[0] && (ks[0] != w.kh || ks[1] != w.kw)))
+    return node_fail(O, i, "attribute 'kernel_shape' differs from the weight's %d x %d", w.kh, w.kw);
+  if ((st = window(O, i, &x, &w))) return st;
+  if (w.mode == 2 && (st = zero_pad(O, i, &x, w.pad))) return st;
+  otensor *in[1] = { &x };
+  char name[ONAME];
+  const olayer src = { .kind = dw ? OW_DW : OW_CONV, .w = W, .b = B };
+  json_t *L = emit(O, i, dw ? "depthwise_conv2d" : "conv2d", in, 1, &src, name);
+  if (!L || (!dw && set_int(L, "filters", F)) || (dw && set_int(L, "depth_multiplier", F / x.c)) ||
+      json_object_set_new(L, "kernel", json_pack("[ii]", w.kh, w.kw)) || set_int(L, "stride", w.s) ||
+      json_object_set_new(L, "padding", json_string(w.mode == 1 ? "same" : "valid")) ||
+      (!B && json_object_set_new(L, "use_bias", json_false())))
+    return NOMEM(O);
+  otensor y = x;
+  out_hw(&x, &w, &y.h, &y.w);
+  y.c = F;
+  y.nonneg = false;
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+/* Gemm (matmul false) and MatMul: a dense layer. */
+static tpu_status op_dense(fe_onnx *O, int i, bool matmul) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  otensor *xp;
+  const Onnx__TensorProto *W, *B = NULL;
+  tpu_status st = value_in(O, i, 0, &xp);
+  if (st || (st = const_in(O, i, 1, &W)) || (!matmul && (st = const_in(O, i, 2, &B)))) return st;
+  const otensor x = *xp;
+  if (x.rank != 2 && !x.vec)
+    return node_fail(O, i, matmul ? "a MatMul of a %d-D operand waits for the transformer layers (issue #29); "
+                     "tpusim reads a 2-D MatMul [N, K] x [K, units]" : "expects a 2-D input [N, K] (%d-D given; "
+                     "Flatten first)", x.rank);
+  const bool tb = !matmul && attr_int(n, "transB", 0);
+  if (!matmul && (attr_int(n, "transA", 0) || attr_float(n, "alpha", 1.0) != 1.0 ||
+                  (B && attr_float(n, "beta", 1.0) != 1.0)))
+    return node_fail(O, i, "transA must be 0, alpha and beta 1 (the layer y = x W + b)");
+  if (!W || W->n_dims != 2 || W->dims[tb ? 1 : 0] != x.c || W->dims[tb ? 0 : 1] < 1 || W->dims[tb ? 0 : 1] > (1 << 20))
+    return node_fail(O, i, "input 1 (the weight) must be a 2-D constant [%d, units]%s, units in 1..2^20", x.c,
+                     tb ? " transposed (transB)" : "");
+  const int N = (int)W->dims[tb ? 0 : 1];
+  if (!holds(W, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, numel(W)))
+    return node_fail(O, i, "the weight must hold its float32 values in the file (no external data)");
+  if (B && (numel(B) != (size_t)N || !holds(B, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)N)))
+    return node_fail(O, i, "input 2 (the bias) must hold %d float32 values (one per unit)", N);
+  otensor *in[1] = { xp };
+  char name[ONAME];
+  const olayer src = { .kind = OW_DENSE, .w = W, .b = B, .trans_b = tb, .pc = x.pc, .ph = x.ph, .pw = x.pw };
+  json_t *L = emit(O, i, "dense", in, 1, &src, name);
+  if (!L || set_int(L, "units", N) || (!B && json_object_set_new(L, "use_bias", json_false()))) return NOMEM(O);
+  const otensor y = { .rank = 2, .c = N, .h = 1, .w = 1, .vec = true };
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+static tpu_status op_batchnorm(fe_onnx *O, int i) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  otensor *xp;
+  const Onnx__TensorProto *k[4];
+  tpu_status st = value_in(O, i, 0, &xp);
+  for (size_t a = 0; !st && a < 4; a++) st = const_in(O, i, a + 1, &k[a]);
+  if (st) return st;
+  const otensor x = *xp;
+  for (int a = 0; a < 4; a++)
+    if (!k[a] || numel(k[a]) != (size_t)x.c || !holds(k[a], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)x.c))
+      return node_fail(O, i, "scale, B, mean and var must be constants of %d float32 values (one per channel)", x.c);
+  if (attr_int(n, "training_mode", 0))
+    return node_fail(O, i, "training_mode is 1; tpusim reads the inference form (the moving statistics)");
+  for (size_t o = 1; o < n->n_output; o++)
+    if (*S(n->output[o])) return node_fail(O, i, "output %zu is used; only Y is supported", o);
+  const double eps = attr_float(n, "epsilon", 1e-5), mom = attr_float(n, "momentum", 0.9);
+  if (!(eps >= 1e-12 && eps <= 1) || !(mom >= 0 && mom <= 1))
+    return node_fail(O, i, "epsilon %g, momentum %g; expected epsilon in [1e-12, 1] and momentum in [0, 1]", eps, mom);
+  otensor *in[1] = { xp };
+  char name[ONAME];
+  const olayer src = { .kind = OW_BN, .w = k[0], .b = k[1], .mean = k[2], .var = k[3] };
+  json_t *L = emit(O, i, "batch_normalization", in, 1, &src, name);
+  if (!L || json_object_set_new(L, "epsilon", json_real(eps)) || json_object_set_new(L, "momentum", json_real(mom)))
+    return NOMEM(O);
+  otensor y = x;
+  y.nonneg = false;
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+/* Relu, Sigmoid, Tanh, Clip (a relu capped), Dropout: one-input layers
+** that keep the shape (and a Flatten's order). */
+static tpu_status op_unary(fe_onnx *O, int i, const char *op) {
+  otensor *xp;
+  tpu_status st = value_in(O, i, 0, &xp);
+  if (st) return st;
+  const otensor x = *xp;
+  const char *type = !strcmp(op, "Relu") || !strcmp(op, "Clip") ? "relu" : !strcmp(op, "Sigmoid") ? "sigmoid"
+                   : !strcmp(op, "Tanh") ? "tanh" : "dropout";
+  double max = -1, rate = 0.5;
+  if (!strcmp(op, "Clip")) {
+    const Onnx__TensorProto *lo, *hi;
+    if ((st = const_in(O, i, 1, &lo)) || (st = const_in(O, i, 2, &hi))) return st;
+    const bool lo_ok = lo && holds(lo, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1) && fval(lo, 0) == 0.0f;
+    if (!lo_ok || (hi && !(holds(hi, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1) && fval(hi, 0) > 0)))
+      return node_fail(O, i, "tpusim reads Clip(min 0, max > 0 or none): a relu, capped (ReLU6 is Clip(0, 6))");
+    if (hi) max = fval(hi, 0);
+  } else if (!strcmp(op, "Dropout")) {
+    const Onnx__TensorProto *r = NULL;
+    if (O->opset >= 12 && (st = const_in(O, i, 1, &r))) return st;
+    rate = r ? (holds(r, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1) ? fval(r, 0) : -1)
+             : attr_float(O->g->node[i], "ratio", 0.5);
+    if (!(rate >= 0 && rate < 1)) return node_fail(O, i, "ratio must be a float32 scalar in [0, 1)");
+  }
+  otensor *in[1] = { xp };
+  char name[ONAME];
+  json_t *L = emit(O, i, type, in, 1, NULL, name);
+  if (!L || (max >= 0 && json_object_set_new(L, "max_value", json_real(max))) ||
+      (!strcmp(type, "dropout") && json_object_set_new(L, "rate", json_real(rate))))
+    return NOMEM(O);
+  otensor y = x;
+  y.nonneg = !strcmp(type, "relu") || !strcmp(type, "sigmoid") || (!strcmp(type, "dropout") && x.nonneg);
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+static bool same_perm(const otensor *a, const otensor *b) {
+  return a->pc == b->pc && a->ph == b->ph && a->pw == b->pw;
+}
+
+/* Add (two operands of one shape) and Concat (channels, or a vector's axis 1). */
+static tpu_status op_merge(fe_onnx *O, int i, bool add) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  otensor *in[TPU_FE_MAX_INPUTS];
+  const int nin = (int)n->n_input;
+  if (add ? nin != 2 : nin < 1 || nin > TPU_FE_MAX_INPUTS)
+    return node_fail(O, i, "has %d inputs; expected %s", nin, add ? "2" : "1.." "8");
+  tpu_status st;
+  for (int k = 0; k < nin; k++)
+    if ((st = value_in(O, i, (size_t)k, &in[k]))) {
+      if (add && find(O, S(n->input[k])) && find(O, S(n->input[k]))->k)
+        return node_fail(O, i, "adds a constant tensor; tpusim adds two computed tensors of one shape (a bias "
+                         "after a MatMul is not folded into it yet: export nn.Linear as Gemm)");
+      return st;
+    }
+  otensor y = *in[0];
+  int64_t axis = attr_int(n, "axis", 1);
+  if (!add && axis < 0) axis += y.rank;
+  if (!add && axis != 1)
+    return node_fail(O, i, "axis %lld; tpusim concatenates along axis 1 (channels, or a vector's values)",
+                     (long long)attr_int(n, "axis", 1));
+  for (int k = 1; k < nin; k++) {
+    const otensor *t = in[k];
+    if (t->rank != y.rank || t->vec != y.vec || !same_perm(t, &y) || t->h != y.h || t->w != y.w ||
+        (add && t->c != y.c))
+      return node_fail(O, i, "operands '%.40s' and '%.40s' differ in shape (or one is a flattened image): "
+                       "broadcasting is not supported", in[0]->name, t->name);
+    if (!add) y.c += t->c;
+    y.nonneg = y.nonneg && t->nonneg;
+  }
+  if (!add && y.ph * y.pw > 1)
+    return node_fail(O, i, "concatenates flattened images, whose C,H,W order tpusim (H,W,C) cannot keep");
+  char name[ONAME];
+  if (!add && nin == 1) return output(O, i, &y, in[0]->nat) ? TPU_OK : NOMEM(O);
+  if (!emit(O, i, add ? "add" : "concatenate", in, nin, NULL, name)) return NOMEM(O);
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+static tpu_status op_pool(fe_onnx *O, int i, bool max) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  otensor x;
+  int64_t ks[2];
+  tpu_status st = image_in(O, i, &x);
+  if (st) return st;
+  if (!attr_ints(n, "kernel_shape", 2, 0, ks) || ks[0] != ks[1] || ks[0] < 1 || ks[0] > 64)
+    return node_fail(O, i, "attribute 'kernel_shape' must be [k, k] with k in 1..64 (square windows)");
+  if (attr_int(n, "ceil_mode", 0)) return node_fail(O, i, "ceil_mode is 1; tpusim rounds output sizes down");
+  owin w = { .kh = (int)ks[0], .kw = (int)ks[0] };
+  if ((st = window(O, i, &x, &w))) return st;
+  const bool incl = !max && attr_int(n, "count_include_pad", 0);
+  const bool padded = w.mode != 0 && (w.pad[0] || w.pad[1] || w.pad[2] || w.pad[3]);
+  if (padded && (incl || (w.mode == 2 && max && x.nonneg))) {   /* zeros counted, or never the maximum */
+    if ((st = zero_pad(O, i, &x, w.pad))) return st;
+    w.mode = 0;
+  } else if (w.mode == 2) {
+    return node_fail(O, i, "pads [%d, %d, %d, %d] differ from 'same' ones; tpusim pads a %s only as Keras' "
+                     "'same' does%s", w.pad[0], w.pad[1], w.pad[2], w.pad[3], max ? "max pool" : "average pool",
+                     max ? " (or with zeros after a Relu)" : " (or with zeros when count_include_pad is 1)");
+  }
+  otensor *in[1] = { &x };
+  char name[ONAME];
+  json_t *L = emit(O, i, max ? "maxpool" : "avgpool", in, 1, NULL, name);
+  if (!L || set_int(L, "size", w.kh) || set_int(L, "stride", w.s) ||
+      json_object_set_new(L, "padding", json_string(w.mode == 1 ? "same" : "valid")))
+    return NOMEM(O);
+  otensor y = x;
+  out_hw(&x, &w, &y.h, &y.w);
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+/* Flatten (axis 1) and the Reshape that flattens ([N or 0 or -1, -1 or C*H*W]). */
+static tpu_status op_flatten(fe_onnx *O, int i, bool reshape) {
+  otensor *xp;
+  tpu_status st = value_in(O, i, 0, &xp);
+  if (st) return st;
+  const otensor x = *xp;
+  const int64_t total = (int64_t)x.c * x.h * x.w;
+  if (reshape) {
+    const Onnx__TensorProto *s;
+    if ((st = const_in(O, i, 1, &s))) return st;
+    const bool two = s && holds(s, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2) && s->n_dims == 1;
+    const int64_t a = two ? ival(s, 0) : 0, b = two ? ival(s, 1) : 0;
+    if (!two || !(a >= -1 && (b == total || (b == -1 && a != -1))))
+      return node_fail(O, i, "tpusim reads a Reshape that flattens, to [N, -1] or [N, %lld] (0 or -1 for N); "
+                       "other reshapes wait for the transformer layers (issue #29)", (long long)total);
+  } else if (attr_int(O->g->node[i], "axis", 1) != 1) {
+    return node_fail(O, i, "axis %lld; tpusim flattens from axis 1 (keeping the batch)",
+                     (long long)attr_int(O->g->node[i], "axis", 1));
+  }
+  otensor y = { .rank = 2, .c = (int)total, .h = 1, .w = 1, .vec = true, .nonneg = x.nonneg,
+                .pc = x.pc, .ph = x.ph, .pw = x.pw };
+  if (x.rank == 2 || x.vec || (x.h == 1 && x.w == 1)) return output(O, i, &y, x.nat) ? TPU_OK : NOMEM(O);
+  if (x.c > 1) { y.pc = x.c; y.ph = x.h; y.pw = x.w; }
+  otensor *in[1] = { xp };
+  char name[ONAME];
+  if (!emit(O, i, "flatten", in, 1, NULL, name)) return NOMEM(O);
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
+static tpu_status op_pad(fe_onnx *O, int i) {
+  otensor x;
+  const Onnx__TensorProto *pads, *v;
+  char mode[32];
+  tpu_status st = image_in(O, i, &x);
+  if (st || (st = const_in(O, i, 1, &pads)) || (st = const_in(O, i, 2, &v))) return st;
+  const char *m = attr_str(O->g->node[i], "mode", mode, sizeof mode);
+  if (*m && strcmp(m, "constant")) return node_fail(O, i, "mode \"%s\"; tpusim pads with zeros (mode constant)", m);
+  if (v && !(holds(v, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1) && fval(v, 0) == 0.0f))
+    return node_fail(O, i, "the padding value must be 0");
+  if (O->g->node[i]->n_input > 3) return node_fail(O, i, "the 'axes' input is not supported");
+  if (!pads || !holds(pads, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 8))
+    return node_fail(O, i, "'pads' must be a constant of 8 int64 values (N, C, H, W begins, then ends)");
+  int64_t p[8];
+  for (int k = 0; k < 8; k++) p[k] = ival(pads, (size_t)k);
+  if (p[0] || p[1] || p[4] || p[5])
+    return node_fail(O, i, "pads the batch or channel axis; tpusim pads height and width only");
+  for (int k = 0; k < 8; k++)
+    if (p[k] < 0 || p[k] > 1024) return node_fail(O, i, "pads must be in 0..1024 (no cropping)");
+  const int q[4] = { (int)p[2], (int)p[3], (int)p[6], (int)p[7] };   /* top, left, bottom, right */
+  if ((st = zero_pad(O, i, &x, q))) return st;
+  return output(O, i, &x, x.nat) ? TPU_OK : NOMEM(O);
+}
+
+static tpu_status op_other(fe_onnx *O, int i, const char *op) {
+  const Onnx__NodeProto *n = O->g->node[i];
+  otensor *xp;
+  if (!strcmp(op, "Constant")) {
+    const Onnx__AttributeProto *a = attr(n, "value");
+    if (!a || !a->t || n->n_attribute != 1)
+      return node_fail(O, i, "tpusim reads a Constant's 'value' tensor only");
+    otensor *t = n->n_output ? add_tensor(O, S(n->output[0])) : NULL;
+    if (n->n_output && !t) return NOMEM(O);
+    if (t) t->k = a->t;
+    return TPU_OK;
+  }
+  if (!strcmp(op, "Identity") && n->n_input && find(O, S(n->input[0])) && find(O, S(n->input[0]))->k) {
+    const Onnx__TensorProto *k = find(O, S(n->input[0]))->k;
+    otensor *t = n->n_output ? add_tensor(O, S(n->output[0])) : NULL;
+    if (n->n_output && !t) return NOMEM(O);
+    if (t) t->k = k;
+    return TPU_OK;
+  }
+  tpu_status st = value_in(O, i, 0, &xp);
+  if (st) return st;
+  otensor y = *xp;
+  char name[ONAME];
+  otensor *in[1] = { xp };
+  if (!strcmp(op, "Identity")) return output(O, i, &y, y.nat) ? TPU_OK : NOMEM(O);
+  if (!strcmp(op, "GlobalAveragePool")) {
+    if (y.rank != 4 || y.vec) return node_fail(O, i, "expects a 4-D N x C x H x W input");
+    if (!emit(O, i, "global_avgpool", in, 1, NULL, name)) return NOMEM(O);
+    y.h = y.w = 1;
+    y.vec = true;
+    return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+  }
+  /* Softmax: over a vector's values (axis 1 or -1 of [N, K]) */
+  const int64_t axis = attr_int(n, "axis", O->opset >= 13 ? -1 : 1);
+  if (!(y.rank == 2 || y.vec) || (axis != 1 && axis != -1) || y.ph * y.pw > 1)
+    return node_fail(O, i, "tpusim reads a Softmax over the class scores [N, K] (axis 1 or -1)");
+  if (!emit(O, i, "softmax", in, 1, NULL, name)) return NOMEM(O);
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+/* }================================================================== */
+
+/* {==================================================================
+** The graph
+** ================================================================== */
+static const char *const OPS[] = {
+  "Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "Tanh", "Add", "Concat", "MaxPool",
+  "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Softmax", "Dropout", "Identity", "Pad", "Constant", NULL
+};
+#define OP_LIST "Conv (group 1 or depthwise), Gemm, MatMul (2-D), BatchNormalization, Relu, Clip, Sigmoid, Tanh, " \
+  "Add, Concat, MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape (flattening), Softmax, Dropout, " \
+  "Identity, Pad, Constant"
+/* The operators of transformers and their decompositions: they wait for the
+** native layers of issue #29. */
+static const char *const LATER[] = {
+  "LayerNormalization", "Gelu", "Gather", "Transpose", "Mul", "LeakyRelu", "Erf", "Div", "Sub", "Pow", "Sqrt",
+  "ReduceMean", "Unsqueeze", "Squeeze", "Shape", "Expand", "Where", NULL
+};
+
+static int op_index(const char *const *tab, const char *op) {
+  for (int k = 0; tab[k]; k++) if (!strcmp(tab[k], op)) return k;
+  return -1;
+}
+static bool std_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
+
+/* Every operator type of the graph tpusim does not read, each with its
+** first node, in one message. */
+static tpu_status check_ops(fe_onnx *O) {
+  const Onnx__GraphProto *g = O->g;
+  char msg[1536] = "";
+  size_t len = 0;
+  int nbad = 0, nlater = 0;
+  for (size_t i = 0; i < g->n_node; i++) {
+    const Onnx__NodeProto *n = g->node[i];
+    if (std_domain(n->domain) && op_index(OPS, S(n->op_type)) >= 0) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++)
+      seen = !strcmp(S(g->node[j]->op_type), S(n->op_type)) && !strcmp(S(g->node[j]->domain), S(n->domain));
+    if (seen) continue;
+    nbad++;
+    nlater += std_domain(n->domain) && op_index(LATER, S(n->op_type)) >= 0;
+    if (len < sizeof msg)
+      len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s%s%.40s (first: node %zu%s%.60s%s)",
+                              nbad > 1 ? ", " : "", std_domain(n->domain) ? "" : S(n->domain),
+                              std_domain(n->domain) ? "" : ".", S(n->op_type), i, *S(n->name) ? " '" : "",
+                              S(n->name), *S(n->name) ? "'" : "");
+  }
+  if (!nbad) return TPU_OK;
+  return failf(O, TPU_ERR_CONFIG, "%d operator type%s not supported: %s; tpusim reads " OP_LIST
+               " (docs/MODELS.md, \"ONNX import\")%s", nbad, nbad == 1 ? " is" : "s are", msg,
+               nlater ? "; the transformer operators (LayerNormalization, Gelu, Gather, Transpose, Mul, ...) wait "
+               "for its transformer layers (issue #29)" : "");
+}
+
+static tpu_status node(fe_onnx *O, int i) {
+  const char *op = S(O->g->node[i]->op_type);
+  if (!strcmp(op, "Conv")) return op_conv(O, i);
+  if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul")) return op_dense(O, i, !strcmp(op, "MatMul"));
+  if (!strcmp(op, "BatchNormalization")) return op_batchnorm(O, i);
+  if (!strcmp(op, "Add") || !strcmp(op, "Concat")) return op_merge(O, i, !strcmp(op, "Add"));
+  if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) return op_pool(O, i, !strcmp(op, "MaxPool"));
+  if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape")) return op_flatten(O, i, !strcmp(op, "Reshape"));
+  if (!strcmp(op, "Pad")) return op_pad(O, i);
+  if (!strcmp(op, "Relu") || !strcmp(op, "Clip") || !strcmp(op, "Sigmoid") || !strcmp(op, "Tanh") ||
+      !strcmp(op, "Dropout"))
+    return op_unary(O, i, op);
+  return op_other(O, i, op);
+}
+
+/* The one graph input that is not an initializer: [N, C, H, W] or [N, F]. */
+static tpu_status graph_input(fe_onnx *O, json_t **shape) {
+  const Onnx__GraphProto *g = O->g;
+  const Onnx__ValueInfoProto *in = NULL;
+  int n = 0;
+  for (size_t k = 0; k < g->n_input; k++) {
+    const otensor *t = find(O, S(g->input[k]->name));
+    if (t && t->k) continue;   /* an initializer listed as an input (IR version < 4) */
+    in = g->input[k];
+    n++;
+  }
+  if (n != 1) return failf(O, TPU_ERR_CONFIG, "the graph has %d inputs besides its initializers; expected 1", n);
+  const Onnx__TypeProto *ty = in->type;
+  const Onnx__TensorShapeProto *sh = ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && ty->tensor_type ?
+                                     ty->tensor_type->shape : NULL;
+  if (!sh || (sh->n_dim != 4 && sh->n_dim != 2) || ty->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    return failf(O, TPU_ERR_CONFIG, "input '%.60s': expected a float32 tensor [N, C, H, W] or [N, F]", S(in->name));
+  int d[4] = { 1, 1, 1, 1 };
+  for (size_t k = 1; k < sh->n_dim; k++) {
+    const Onnx__TensorShapeProto__Dimension *dm = sh->dim[k];
+    if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || dm->dim_value < 1 ||
+        dm->dim_value > 65536)
+      return failf(O, TPU_ERR_CONFIG, "input '%.60s': dimension %zu must be a number in 1..65536 (only the batch, "
+                   "dimension 0, may be symbolic)", S(in->name), k);
+    d[k] = (int)dm->dim_value;
+  }
+  otensor *t = add_tensor(O, S(in->name));
+  if (!t) return NOMEM(O);
+  snprintf(t->nat, sizeof t->nat, "input");
+  t->rank = (int)sh->n_dim;
+  t->c = d[1]; t->h = sh->n_dim == 4 ? d[2] : 1; t->w = sh->n_dim == 4 ? d[3] : 1;
+  t->vec = sh->n_dim == 2;
+  *shape = sh->n_dim == 4 ? json_pack("[iii]", d[2], d[3], d[1]) : json_pack("[i]", d[1]);
+  return *shape ? TPU_OK : NOMEM(O);
+}
+
+static tpu_status header(fe_onnx *O) {
+  const Onnx__ModelProto *mp = O->mp;
+  for (size_t k = 0; k < mp->n_opset_import; k++)
+    if (std_domain(mp->opset_import[k]->domain)) O->opset = (int)mp->opset_import[k]->version;
+  if (O->opset < 11 || O->opset > 17)
+    return failf(O, TPU_ERR_CONFIG, "field 'opset_import': the default domain's opset is %d; expected 11..17 "
+                 "(torch.onnx.export(..., opset_version=17))", O->opset);
+  if (!mp->graph || !mp->graph->n_node) return failf(O, TPU_ERR_CONFIG, "field 'graph': missing or without nodes");
+  O->g = mp->graph;
+  if (O->g->n_node > OMAX_NODES)
+    return failf(O, TPU_ERR_CONFIG, "the graph has %zu nodes; at most %d are read", O->g->n_node, OMAX_NODES);
+  if (O->g->n_output != 1)
+    return failf(O, TPU_ERR_CONFIG, "the graph has %zu outputs; expected 1 (the class scores)", O->g->n_output);
+  snprintf(O->format, sizeof O->format, "ONNX opset %d%s%.30s%s%.10s", O->opset, *S(mp->producer_name) ? " (" : "",
+           S(mp->producer_name), *S(mp->producer_version) ? " " : "", S(mp->producer_version));
+  if (*S(mp->producer_name)) snprintf(O->format + strlen(O->format), sizeof O->format - strlen(O->format), ")");
+  for (size_t k = 0; k < O->g->n_initializer; k++) {
+    otensor *t = add_tensor(O, S(O->g->initializer[k]->name));
+    if (!t) return NOMEM(O);
+    t->k = O->g->initializer[k];
+  }
+  return TPU_OK;
+}
+
+static tpu_status translate(fe_onnx *O) {
+  json_t *shape = NULL;
+  tpu_status st = header(O);
+  if (st || (st = check_ops(O)) || (st = graph_input(O, &shape))) return st;
+  O->native = json_object();
+  O->layers = json_array();
+  if (!O->native || !O->layers) { json_decref(shape); return NOMEM(O); }
+  if (json_object_set_new(O->native, "input", shape) ||
+      json_object_set_new(O->native, "name", json_string(*S(O->g->name) ? O->g->name : "onnx")))
+    return NOMEM(O);
+  for (int i = 0; i < (int)O->g->n_node; i++)
+    if ((st = node(O, i))) return st;
+  const otensor *out = find(O, S(O->g->output[0]->name));
+  const size_t nl = json_array_size(O->layers);
+  if (!out || out->k || !nl ||
+      strcmp(out->nat, json_string_value(json_object_get(json_array_get(O->layers, nl - 1), "name"))))
+    return failf(O, TPU_ERR_CONFIG, "the graph's output '%.60s' is not the value its last layer computes; tpusim "
+                 "trains a chain ending in the class scores", S(O->g->output[0]->name));
+  if (json_object_set(O->native, "layers", O->layers)) return NOMEM(O);
+  return TPU_OK;
+}
+
+tpu_status fe_onnx_translate(const void *buf, size_t len, const char *where, fe_onnx **out, char *err,
+                             size_t errcap) {
+  *out = NULL;
+  fe_onnx *O = tpu_calloc(1, sizeof *O);
+  if (!O) { snprintf(err, errcap, "%s: out of memory", where); return TPU_ERR_NOMEM; }
+  O->where = where;
+  O->fail_layer = -1;
+  O->err = err;
+  O->errcap = errcap;
+  O->alloc = (ProtobufCAllocator){ .alloc = pb_alloc, .free = pb_free };
+  const unsigned long nomem0 = tpu_alloc_failures();
+  O->mp = onnx__model_proto__unpack(&O->alloc, len, buf);
+  tpu_status st;
+  if (!O->mp)
+    st = tpu_alloc_failures() != nomem0 ? NOMEM(O)
+       : failf(O, TPU_ERR_INPUT, "not an ONNX model: protobuf-c cannot read it as onnx.ModelProto (%zu bytes)", len);
+  else
+    st = translate(O);
+  if (st) { fe_onnx_free(O); return st; }
+  *out = O;
+  return TPU_OK;
+}
+
+json_t *fe_onnx_native(const fe_onnx *O) { return O->native; }
+const char *fe_onnx_format(const fe_onnx *O) { return O->format; }
+
+/* After the native loader refused the translation: names the ONNX node
+** that native layer 'layer' came from. */
+const char *fe_onnx_map_path(void *ud, const char *path, char *buf, size_t cap) {
+  fe_onnx *O = ud;
+  int k;
+  if (sscanf(path, "layers[%d]", &k) == 1) O->fail_layer = k;
+  snprintf(buf, cap, "%s", path);
+  return buf;
+}
+
+void fe_onnx_explain(const fe_onnx *O, char *err, size_t errcap) {
+  const int layer = O->fail_layer;
+  if (layer < 0 || layer >= O->nl) return;
+  char w[128], tail[1024];
+  snprintf(tail, sizeof tail, "%s", err);
+  const size_t n = strlen(O->where);
+  const char *rest = !strncmp(tail, O->where, n) && !strncmp(tail + n, ": ", 2) ? tail + n + 2 : tail;
+  snprintf(err, errcap, "%s: %s: %s", O->where, who(O, O->l[layer].node, w, sizeof w), rest);
+}
+
+void fe_onnx_free(fe_onnx *O) {
+  if (!O) return;
+  if (O->mp) onnx__model_proto__free_unpacked(O->mp, &O->alloc);
+  json_decref(O->native);
+  json_decref(O->layers);
+  tpu_free(O->t);
+  tpu_free(O->l);
+  tpu_free(O);
+}
+/* }================================================================== */
+
+/* {==================================================================
+** The starting weights
+** ================================================================== */
+/* Native layer j's parameters from the ONNX tensors it came from (checked
+** by the translation: counts and types). */
+static void layer_weights(const olayer *s, const tpu_fe_layer *L, float *p) {
+  if (s->kind == OW_BN) {
+    const size_t C = (size_t)L->out.c;
+    for (size_t c = 0; c < C; c++) {
+      if (L->nw) p[L->woff + c] = fval(s->w, c);
+      if (L->nb) p[L->boff + c] = fval(s->b, c);
+      p[L->soff + c] = fval(s->mean, c);
+      p[L->soff + C + c] = fval(s->var, c);
+    }
+    return;
+  }
+  if (s->kind == OW_CONV || s->kind == OW_DW) {   /* OIHW -> HWIO; depthwise [C*dm, 1, kh, kw] -> kh x kw x C*dm */
+    const size_t F = (size_t)s->w->dims[0], Ci = (size_t)s->w->dims[1], kh = (size_t)L->kh, kw = (size_t)L->kw;
+    for (size_t f = 0; f < F; f++)
+      for (size_t c = 0; c < Ci; c++)
+        for (size_t y = 0; y < kh; y++)
+          for (size_t x = 0; x < kw; x++)
+            p[L->woff + ((y * kw + x) * Ci + c) * F + f] = fval(s->w, ((f * Ci + c) * kh + y) * kw + x);
+  } else {   /* dense: rows to H,W,C order when they read a flattened C x H x W image */
+    const size_t K = (size_t)L->in.c, N = (size_t)L->units;
+    for (size_t r = 0; r < K; r++) {
+      size_t ro = r;   /* the ONNX row of native row r */
+      if (s->ph * s->pw > 1) {
+        const size_t C = (size_t)s->pc, W = (size_t)s->pw, c = r % C, yx = r / C;
+        ro = (c * (size_t)s->ph + yx / W) * W + yx % W;
+      }
+      for (size_t u = 0; u < N; u++) p[L->woff + r * N + u] = fval(s->w, s->trans_b ? u * K + ro : ro * N + u);
+    }
+  }
+  for (size_t k = 0; k < L->nb; k++) p[L->boff + k] = fval(s->b, k);
+}
+
+/* Whether layer L's parameter counts are those of the tensors it reads
+** (the translation followed the shapes as the native loader infers them). */
+static bool counts_agree(const olayer *s, const tpu_fe_layer *L) {
+  if (s->kind == OW_NONE) return true;
+  if (s->kind == OW_BN)
+    return numel(s->w) == (size_t)L->out.c && L->nw == (size_t)L->out.c && L->nb == (size_t)L->out.c;
+  if (s->kind == OW_DENSE && (size_t)L->in.c * (size_t)L->units != numel(s->w)) return false;
+  return L->nw == numel(s->w) && L->nb == (s->b ? numel(s->b) : 0);
+}
+
+tpu_status fe_onnx_weights(const fe_onnx *O, const tpu_fe_model *m, float **out) {
+  *out = NULL;
+  bool agree = m->nlayers == O->nl;   /* one native layer per emitted one */
+  for (int j = 0; agree && j < m->nlayers; j++) agree = counts_agree(&O->l[j], &m->layers[j]);
+  if (!agree) {   /* never: a bug here, refused rather than written out of bounds */
+    snprintf(O->err, O->errcap, "%s: the translation's shapes differ from the native loader's (a bug in "
+             "frontend/onnx.c)", O->where);
+    return TPU_ERR_CONFIG;
+  }
+  float *p = tpu_malloc(m->nparams * sizeof *p + 1);
+  if (!p) return TPU_ERR_NOMEM;
+  fe_params_init(m, p);
+  for (int j = 0; j < m->nlayers; j++)
+    if (O->l[j].kind != OW_NONE) layer_weights(&O->l[j], &m->layers[j], p);
+  *out = p;
+  return TPU_OK;
+}
+/* }================================================================== */
