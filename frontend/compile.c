@@ -67,7 +67,7 @@ static int step_reads(const fe_plan *p, const fe_step *s, fe_tensor r[4]) {
     if (s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK) r[n++] = s->vpu.y;
     break;
   }
-  case FE_STEP_BN_BWD: case FE_STEP_POOL_BWD:   /* and the forward input */
+  case FE_STEP_BN_BWD: case FE_STEP_POOL_BWD: case FE_STEP_LN_BWD:   /* and the forward input */
     r[n++] = s->in;
     if (s->layer >= 0) r[n++] = (fe_tensor){ FE_T_ACT, m->layers[s->layer].inputs[0] + 1 };
     break;

@@ -10,18 +10,22 @@
 ** name, frontend/zoo.c, which writes the same JSON; or Keras'
 ** model.to_json(), which frontend/keras.c translates into the same JSON
 ** object, so one loader checks them all) is a
-** graph of layers -- dense, conv2d, depthwise_conv2d and separable_conv2d
+** graph of layers -- dense (on the last axis of any input, as Keras'),
+** conv2d, depthwise_conv2d and separable_conv2d
 ** (depthwise then pointwise; on the MXU as block-diagonal GEMMs, see
 ** fe_int.h), max/avgpool, flatten, relu (optionally capped: Keras'
-** max_value, relu6), tanh, sigmoid, dropout, global_avgpool, zero_padding,
+** max_value, relu6), tanh, sigmoid, gelu (exact or tanh), swish,
+** leaky_relu, dropout, global_avgpool, zero_padding,
 ** batch_normalization (per-core batch statistics, moving averages in the
-** parameter vector), softmax (the output only: folded into the loss), and
-** the merges add and concatenate -- listed so that
+** parameter vector), layer_normalization (over each position's channels),
+** softmax (the output only: folded into the loss), and
+** the merges add, multiply and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
 ** shape once; nothing later re-validates. A sample is H x W x C row-major
-** (NHWC); a flat vector is 1 x 1 x N; all parameters are one flat f32
+** (NHWC); a flat vector is 1 x 1 x N; a sequence of L positions of C
+** features is 1 x L x C; all parameters are one flat f32
 ** vector (tpu_fe_layer.woff/boff).
 **
 ** The step plan (fe_int.h, frontend/plan.c). One training step of a
@@ -75,7 +79,8 @@ typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
   TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
   TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_DEPTHWISE,
-  TPU_FE_SEPARABLE, TPU_FE_NKINDS
+  TPU_FE_SEPARABLE, TPU_FE_GELU, TPU_FE_SWISH, TPU_FE_LEAKY_RELU, TPU_FE_LAYERNORM, TPU_FE_MULTIPLY,
+  TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -103,8 +108,12 @@ typedef struct tpu_fe_layer {
   int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout: fraction dropped, [0, 1) */
-  double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3 */
-  bool no_center, no_scale;    /* batch_normalization: "center" / "scale": false (no beta / gamma) */
+  double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3;
+                                  layer_normalization: epsilon (1e-3) */
+  bool no_center, no_scale;    /* batch_normalization, layer_normalization: "center" / "scale":
+                                  false (no beta / gamma) */
+  bool approximate;            /* gelu: the tanh approximation (Keras' approximate=True) */
+  double negative_slope;       /* leaky_relu: Keras' LeakyReLU negative_slope (0.3), >= 0 */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as

@@ -12,7 +12,10 @@
 **              a dense/conv2d "activation" is one more fused VPU step and
 **              its gradient one VPU step on dY, in place; no bias, no
 **              bias_add / db; global_avgpool is a pool over the whole input: dense = GEMM + bias_add; conv2d = im2col + GEMM +
-**              bias_add (the GEMM on the im2col matrix, whose geometry --
+**              bias_add (dense on a sequence or an image: every position
+**              a row of the GEMM); layer_normalization = one LN step;
+**              multiply = a VPU mul (its backward: dY times the other
+**              input, per input); the GEMM on the im2col matrix, whose geometry --
 **              padding, stride, taps -- is the step's fe_window); a relu,
 **              tanh or sigmoid right after a GEMM layer is marked 'fused'
 **              (the timing runs it on the GEMM's result tile); pools;
@@ -89,8 +92,12 @@ typedef enum fe_step_kind {
   FE_STEP_DW_COMPACT,          /* DWX's block diagonal -> DW (the kernel's gradient) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
   FE_STEP_UPDATE,              /* the optimizer: PARAMS, OPT state from GRADS */
-  FE_STEP_BN_MOVING            /* after it: a layer's moving mean and variance from the cores' STAT,
+  FE_STEP_BN_MOVING,           /* after it: a layer's moving mean and variance from the cores' STAT,
                                   averaged in core order (rows = 2, cols = C) */
+  FE_STEP_LN,                  /* layer_normalization forward over rows x C: each row (position)
+                                  normalized over its C channels, then gamma, beta */
+  FE_STEP_LN_BWD               /* its backward: dgamma, dbeta and (out not NONE) dX from dY (in),
+                                  the row statistics recomputed from the forward input */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {

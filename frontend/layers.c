@@ -177,7 +177,8 @@ static void glorot(const tpu_fe_model *m, int i, int which, float *w, size_t n, 
 void fe_params_init(const tpu_fe_model *m, float *params) {
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *L = &m->layers[i];
-    if (L->kind == TPU_FE_BATCHNORM) {   /* Keras: gamma 1, beta 0, moving mean 0, moving variance 1 */
+    if (L->kind == TPU_FE_BATCHNORM || L->kind == TPU_FE_LAYERNORM) {   /* Keras: gamma 1, beta 0, moving
+                                                                        ** mean 0, moving variance 1 */
       for (size_t k = 0; k < L->nw; k++) params[L->woff + k] = 1.0f;
       memset(params + L->boff, 0, L->nb * sizeof(float));
       for (size_t k = 0; k < L->ns; k++) params[L->soff + k] = k < L->ns / 2 ? 0.0f : 1.0f;
@@ -391,6 +392,66 @@ static void bn_backward(const tpu_fe_layer *l, int64_t R, const float *params, c
 /* }================================================================== */
 
 /* {==================================================================
+** layer_normalization over R rows x C channels (Keras' LayerNormalization
+** on the last axis): each row's mean and biased variance in f64, channel
+** order; the backward recomputes them from the forward input
+** ================================================================== */
+static void ln_row(const float *x, int C, double eps, double *mean, double *inv) {
+  double s = 0.0, q = 0.0;
+  for (int c = 0; c < C; c++) s += x[c];
+  *mean = s / C;
+  for (int c = 0; c < C; c++) q += (x[c] - *mean) * (x[c] - *mean);
+  *inv = 1.0 / sqrt(q / C + eps);
+}
+
+static void ln_forward(const tpu_fe_layer *l, int64_t R, const float *params, const float *x, float *y) {
+  const int C = l->out.c;
+  for (int64_t r = 0; r < R; r++) {
+    double mean, inv;
+    ln_row(x + r * C, C, l->epsilon, &mean, &inv);
+    for (int c = 0; c < C; c++) {
+      const double g = l->nw ? params[l->woff + (size_t)c] : 1.0, b = l->nb ? params[l->boff + (size_t)c] : 0.0;
+      y[r * C + c] = (float)((x[r * C + c] - mean) * inv * g + b);
+    }
+  }
+}
+
+/* dgamma = sum over rows of dY.xhat, dbeta = sum of dY (f64, row order)
+** into grad; dX (when not NULL) = inv/C (C.g.dY - sum(g.dY) - xhat.sum(g.dY.xhat))
+** per row. TPU_ERR_NOMEM (its C-wide sums), or TPU_OK. */
+static tpu_status ln_backward(const tpu_fe_layer *l, int64_t R, const float *params, const float *x, const float *dy,
+                        float *grad, float *dx) {
+  const int C = l->out.c;
+  double *dg = tpu_calloc(2 * (size_t)C, sizeof *dg);
+  if (!dg) return TPU_ERR_NOMEM;
+  double *db = dg + C;
+  for (int64_t r = 0; r < R; r++) {
+    double mean, inv, s1 = 0.0, s2 = 0.0;
+    const float *xr = x + r * C, *dr = dy + r * C;
+    ln_row(xr, C, l->epsilon, &mean, &inv);
+    for (int c = 0; c < C; c++) {
+      const double xh = (xr[c] - mean) * inv, gd = dr[c] * (l->nw ? params[l->woff + (size_t)c] : 1.0);
+      dg[c] += dr[c] * xh;
+      db[c] += dr[c];
+      s1 += gd;
+      s2 += gd * xh;
+    }
+    if (dx)
+      for (int c = 0; c < C; c++) {
+        const double xh = (xr[c] - mean) * inv, gd = dr[c] * (l->nw ? params[l->woff + (size_t)c] : 1.0);
+        dx[r * C + c] = (float)(inv / C * (C * gd - s1 - xh * s2));
+      }
+  }
+  for (int c = 0; c < C; c++) {
+    if (l->nw) grad[l->woff + (size_t)c] = (float)dg[c];
+    if (l->nb) grad[l->boff + (size_t)c] = (float)db[c];
+  }
+  tpu_free(dg);
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
 ** The plan's executor: forward and backward of one core
 ** ================================================================== */
 typedef struct exec {
@@ -523,6 +584,12 @@ static tpu_status run_step(exec *e, const fe_step *s) {
     bn_backward(&e->p->model->layers[L], s->rows, e->params, ws->stat,
                 ws->act[e->p->model->layers[L].inputs[0] + 1], in, ws->grad, out);
     return TPU_OK;
+  case FE_STEP_LN:
+    ln_forward(&e->p->model->layers[L], s->rows, e->params, in, out);
+    return TPU_OK;
+  case FE_STEP_LN_BWD:
+    return ln_backward(&e->p->model->layers[L], s->rows, e->params, ws->act[e->p->model->layers[L].inputs[0] + 1],
+                       in, ws->grad, out);
   case FE_STEP_DROPOUT_MASK:
     dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
     return TPU_OK;

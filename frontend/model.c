@@ -14,10 +14,12 @@
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
-  "batch_normalization", "depthwise_conv2d", "separable_conv2d"
+  "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
+  "multiply"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
-  "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d"
+  "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
+  "leaky_relu, layer_normalization, multiply"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -184,18 +186,37 @@ static tpu_status parse_conv(tpu_json *c, json_t *jl, const char *path, const ch
 }
 
 /* batch_normalization: Keras' "momentum" (0.99), "epsilon" (1e-3),
-** "center" and "scale" (true); the channel axis only (Keras' axis=-1). */
+** "center" and "scale" (true); the channel axis only (Keras' axis=-1).
+** layer_normalization: the same without "momentum" (Keras'
+** LayerNormalization on the last axis). */
 static tpu_status parse_batchnorm(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
   static const char *const ks[] = { "type", "name", "inputs", "momentum", "epsilon", "center", "scale", NULL };
+  static const char *const lk[] = { "type", "name", "inputs", "epsilon", "center", "scale", NULL };
+  const bool bn = L->kind == TPU_FE_BATCHNORM;
   bool center = true, scale = true;
-  tpu_status st = check_keys(c, jl, path, what, ks);
-  if (st || (st = get_num(c, jl, path, what, "momentum", 0.0, 1.0, true, 0.99, false, &L->momentum))) return st;
+  tpu_status st = check_keys(c, jl, path, what, bn ? ks : lk);
+  if (st || (bn && (st = get_num(c, jl, path, what, "momentum", 0.0, 1.0, true, 0.99, false, &L->momentum))))
+    return st;
   if ((st = get_num(c, jl, path, what, "epsilon", 1e-12, 1.0, false, 1e-3, false, &L->epsilon))) return st;
   if ((st = tpu_json_bool(OBJ(c, jl, path, what), "center", &center))) return st;
   if ((st = tpu_json_bool(OBJ(c, jl, path, what), "scale", &scale))) return st;
   L->no_center = !center;
   L->no_scale = !scale;
   return TPU_OK;
+}
+
+
+
+/* gelu ("approximate", default false: Keras' gelu) and leaky_relu
+** ("negative_slope", default 0.3: Keras' LeakyReLU layer). */
+static tpu_status parse_act_layer(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const gk[] = { "type", "name", "inputs", "approximate", NULL };
+  static const char *const lk[] = { "type", "name", "inputs", "negative_slope", NULL };
+  const bool gelu = L->kind == TPU_FE_GELU;
+  tpu_status st = check_keys(c, jl, path, what, gelu ? gk : lk);
+  if (st) return st;
+  if (gelu) return tpu_json_bool(OBJ(c, jl, path, what), "approximate", &L->approximate);
+  return get_num(c, jl, path, what, "negative_slope", 0.0, 1e6, false, 0.3, false, &L->negative_slope);
 }
 
 /* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
@@ -283,6 +304,8 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     return parse_zero_padding(c, jl, path, what, L);
   }
   case TPU_FE_BATCHNORM: return parse_batchnorm(c, jl, path, what, L);
+  case TPU_FE_LAYERNORM: return parse_batchnorm(c, jl, path, what, L);
+  case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
@@ -307,7 +330,7 @@ static const char *who(const tpu_fe_model *m, int i, char *buf, size_t cap) {
   else snprintf(buf, cap, "layers[%d] (%s)", i, KIND_NAMES[L->kind]);
   return buf;
 }
-static bool is_merge(tpu_fe_layer_kind k) { return k == TPU_FE_ADD || k == TPU_FE_CONCAT; }
+static bool is_merge(tpu_fe_layer_kind k) { return k == TPU_FE_ADD || k == TPU_FE_CONCAT || k == TPU_FE_MULTIPLY; }
 
 /* Resolves layer i's "inputs" (names; "input" is the model's input) into
 ** indexes; without it, the layer before (the model input for layer 0). */
@@ -320,14 +343,17 @@ static tpu_status resolve_inputs(tpu_json *c, json_t *jl, tpu_fe_model *m, int i
   json_t *ji = json_object_get(jl, "inputs");
   const bool merge = is_merge(L->kind);
   if (!ji) {
-    if (merge) return tpu_json_missing(o, "inputs", "an array of 2..8 layer names (or \"input\")");
+    if (merge) return tpu_json_missing(o, "inputs", L->kind == TPU_FE_MULTIPLY ? "an array of 2 layer names (or "
+                                       "\"input\")" : "an array of 2..8 layer names (or \"input\")");
     L->nin = 1;
     L->inputs[0] = i - 1;
     return TPU_OK;
   }
   size_t n = json_is_string(ji) ? 1 : json_is_array(ji) ? json_array_size(ji) : 0;
-  if (merge ? n < 2 || n > TPU_FE_MAX_INPUTS : n != 1)
-    return tpu_json_fail_member(o, "inputs", merge ? "expected an array of 2..8 layer names (or \"input\")"
+  const bool mul = L->kind == TPU_FE_MULTIPLY;   /* its backward is the product of the other input */
+  if (merge ? n < 2 || n > (mul ? 2 : TPU_FE_MAX_INPUTS) : n != 1)
+    return tpu_json_fail_member(o, "inputs", mul ? "expected an array of 2 layer names (or \"input\")"
+                                : merge ? "expected an array of 2..8 layer names (or \"input\")"
                                 : "expected one layer name (or \"input\"), as a string or a one-element array");
   L->nin = (int)n;
   for (size_t k = 0; k < n; k++) {
@@ -398,7 +424,7 @@ static tpu_status check_graph_use(tpu_json *c, const tpu_fe_model *m) {
   return TPU_OK;
 }
 
-/* add: equal shapes; concatenate: equal height and width, channels summed. */
+/* add, multiply: equal shapes; concatenate: equal height and width, channels summed. */
 static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_shape *out) {
   const tpu_fe_layer *L = &m->layers[i];
   char a[80], b[80], d[80], x[48], y[48], path[48];
@@ -408,11 +434,12 @@ static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_
   for (int k = 1; k < L->nin; k++) {
     const int j = L->inputs[k];
     tpu_fe_shape s = j < 0 ? m->input : m->layers[j].out;
-    bool ok = L->kind == TPU_FE_ADD ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
+    bool ok = L->kind != TPU_FE_CONCAT ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
     if (!ok)
       return tpu_json_fail(c, path, "%s: input shapes do not match: %s gives %s, %s gives %s; %s", who(m, i, a, sizeof a),
                            who(m, j0, b, sizeof b), tpu_fe_shape_str(s0, x, sizeof x), who(m, j, d, sizeof d),
                            tpu_fe_shape_str(s, y, sizeof y), L->kind == TPU_FE_ADD ? "add needs equal shapes"
+                           : L->kind == TPU_FE_MULTIPLY ? "multiply needs equal shapes (no broadcasting)"
                            : "concatenate joins channels and needs equal height and width");
     if (L->kind == TPU_FE_CONCAT) o.c += s.c;
   }
@@ -492,12 +519,13 @@ static tpu_status conv_shape(tpu_json *c, tpu_fe_model *m, int i, bool in_vec, s
 
 /* Layer L's place in the parameter vector from 'off'; returns the next
 ** offset. batch_normalization: gamma, beta, moving mean and variance
-** (Keras' 4*C, the moving ones non-trainable). */
+** (Keras' 4*C, the moving ones non-trainable); layer_normalization: gamma,
+** beta (Keras' 2*C). */
 static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
-  if (L->kind == TPU_FE_BATCHNORM) {
+  if (L->kind == TPU_FE_BATCHNORM || L->kind == TPU_FE_LAYERNORM) {
     L->nw = L->no_scale ? 0 : (size_t)L->out.c;
     L->nb = L->no_center ? 0 : (size_t)L->out.c;
-    L->ns = 2 * (size_t)L->out.c;
+    L->ns = L->kind == TPU_FE_BATCHNORM ? 2 * (size_t)L->out.c : 0;
   }
   L->woff = off; off += L->nw;
   L->boff = off; off += L->nb;
@@ -525,15 +553,12 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     L->in = s;
     bool flat = s.h == 1 && s.w == 1;
     const bool in_vec = L->inputs[0] < 0 ? input_vec : vec[L->inputs[0]];
-    vec[i] = L->kind == TPU_FE_DENSE || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
+    vec[i] = (L->kind == TPU_FE_DENSE && flat) || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
              (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
-    case TPU_FE_DENSE:
-      if (!flat)
-        return tpu_json_fail(c, path, "layers[%d] (dense): input shape %s is not flat; dense needs a vector "
-                    "(put a flatten layer before it)", i, tpu_fe_shape_str(s, a, sizeof a));
-      L->out = (tpu_fe_shape){ 1, 1, L->units };
+    case TPU_FE_DENSE:   /* along the last axis at every position, as Keras' Dense */
+      L->out = (tpu_fe_shape){ s.h, s.w, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
       L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
@@ -564,7 +589,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
                              "width x channels", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ s.h + L->pad_top + L->pad_bottom, s.w + L->pad_left + L->pad_right, s.c };
       break;
-    case TPU_FE_ADD: case TPU_FE_CONCAT: {
+    case TPU_FE_ADD: case TPU_FE_CONCAT: case TPU_FE_MULTIPLY: {
       tpu_status st = merge_shape(c, m, i, &L->out);
       if (st) return st;
       break;
@@ -647,17 +672,18 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
   snprintf(m->name, sizeof m->name, "%s", name);
 
   json_t *ji = json_object_get(c->root, "input");
-  if (!ji) { st = tpu_json_missing(root, "input", "[height, width, channels] or [size]"); goto done; }
+  if (!ji) { st = tpu_json_missing(root, "input", "[height, width, channels], [length, channels] or [size]"); goto done; }
   size_t ni = json_is_array(ji) ? json_array_size(ji) : 0;
   int dims[3] = { 1, 1, 1 };
-  bool ok = ni == 1 || ni == 3;
+  bool ok = ni >= 1 && ni <= 3;   /* [L, C]: a sequence, 1 x L x C */
   for (size_t k = 0; ok && k < ni; k++) {
     json_t *d = json_array_get(ji, k);
     ok = json_is_integer(d) && json_integer_value(d) >= 1 && json_integer_value(d) <= 65536;
     if (ok) dims[3 - ni + k] = (int)json_integer_value(d);
   }
   if (!ok) {
-    st = tpu_json_fail_member(root, "input", "expected [height, width, channels] or [size], integers in 1..65536");
+    st = tpu_json_fail_member(root, "input", "expected [height, width, channels], [length, channels] or [size], "
+                              "integers in 1..65536");
     goto done;
   }
   m->input = (tpu_fe_shape){ dims[0], dims[1], dims[2] };

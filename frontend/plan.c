@@ -107,17 +107,28 @@ static fe_step *vpu(builder *b, tpu_vpu_op op, int64_t rows, int64_t cols, fe_te
   return s;
 }
 
-/* Activation k of layer l (a relu layer, or l's "activation"), or its
-** gradient, as one VPU step; a capped relu is relu_cap at l's max_value. */
+/* The activation layers: their VPU op and its gradient's (the forward op,
+** then the gradient's, by kind; relu capped and gelu's tanh form apart). */
+static const struct { tpu_fe_layer_kind kind; tpu_vpu_op op, grad; } ACTS[] = {
+  { TPU_FE_RELU, TPU_VPU_RELU, TPU_VPU_RELU_GRAD }, { TPU_FE_TANH, TPU_VPU_TANH, TPU_VPU_TANH_GRAD },
+  { TPU_FE_SIGMOID, TPU_VPU_SIGMOID, TPU_VPU_SIGMOID_GRAD }, { TPU_FE_GELU, TPU_VPU_GELU, TPU_VPU_GELU_GRAD },
+  { TPU_FE_SWISH, TPU_VPU_SWISH, TPU_VPU_SWISH_GRAD },
+  { TPU_FE_LEAKY_RELU, TPU_VPU_LEAKY_RELU, TPU_VPU_LEAKY_RELU_GRAD } };
+
+/* Activation k of layer l (an activation layer, or l's "activation"), or
+** its gradient, as one VPU step; a capped relu is relu_cap at l's
+** max_value, leaky_relu's slope its alpha, gelu with 'approximate' the tanh
+** form. */
 static fe_step *act(builder *b, tpu_fe_layer_kind k, const tpu_fe_layer *l, bool grad, int64_t rows, int64_t cols,
                     fe_tensor x, fe_tensor y, fe_tensor out, bool fused) {
   const bool cap = k == TPU_FE_RELU && l->capped;
-  const tpu_vpu_op op = cap ? (grad ? TPU_VPU_RELU_CAP_GRAD : TPU_VPU_RELU_CAP)
-                      : k == TPU_FE_RELU ? (grad ? TPU_VPU_RELU_GRAD : TPU_VPU_RELU)
-                      : k == TPU_FE_TANH ? (grad ? TPU_VPU_TANH_GRAD : TPU_VPU_TANH)
-                      : grad ? TPU_VPU_SIGMOID_GRAD : TPU_VPU_SIGMOID;
+  tpu_vpu_op op = TPU_VPU_RELU;
+  for (size_t q = 0; q < sizeof ACTS / sizeof ACTS[0]; q++) if (ACTS[q].kind == k) op = grad ? ACTS[q].grad : ACTS[q].op;
+  if (cap) op = grad ? TPU_VPU_RELU_CAP_GRAD : TPU_VPU_RELU_CAP;
+  if (k == TPU_FE_GELU && l->approximate) op = grad ? TPU_VPU_GELU_TANH_GRAD : TPU_VPU_GELU_TANH;
   fe_step *s = vpu(b, op, rows, cols, x, y, out, fused);
   if (cap) s->vpu.alpha = (float)l->max_value;
+  if (k == TPU_FE_LEAKY_RELU) s->vpu.alpha = (float)l->negative_slope;
   return s;
 }
 
@@ -161,8 +172,8 @@ static void forward_layer(builder *b, int i) {
   b->layer = i;
   switch (l->kind) {
   case TPU_FE_DENSE: case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE:
-    if (l->kind == TPU_FE_DENSE) {
-      gemm(b, "matmul", rows, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
+    if (l->kind == TPU_FE_DENSE) {   /* every position of the input: R rows */
+      gemm(b, "matmul", (int)R, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
     } else if (l->kind == TPU_FE_CONV2D) {
       const int K = l->kh * l->kw * l->in.c;
       move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
@@ -181,11 +192,14 @@ static void forward_layer(builder *b, int i) {
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL, R, C, x, y);
     break;
-  case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
+  case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: case TPU_FE_GELU: case TPU_FE_SWISH:
+  case TPU_FE_LEAKY_RELU: {
     /* right after a GEMM layer whose result only it reads, the timing
-    ** applies it to the result tile */
+    ** applies it to the result tile (gelu, swish and leaky_relu stay apart: their gradient reads the
+    ** GEMM's result, which must then be stored as well) */
     const int j = l->inputs[0];
-    const bool fused = j == i - 1 && j >= 0 && is_gemm(&p->model->layers[j]) && b->uses[j + 1] == 1;
+    const bool own = l->kind == TPU_FE_GELU || l->kind == TPU_FE_SWISH || l->kind == TPU_FE_LEAKY_RELU;
+    const bool fused = !own && j == i - 1 && j >= 0 && is_gemm(&p->model->layers[j]) && b->uses[j + 1] == 1;
     act(b, l->kind, l, false, R, C, x, T(FE_T_NONE, 0), y, fused);
     break;
   }
@@ -194,6 +208,12 @@ static void forward_layer(builder *b, int i) {
     break;
   case TPU_FE_BATCHNORM:
     move(b, FE_STEP_BN, R, C, x, y);
+    break;
+  case TPU_FE_LAYERNORM:
+    move(b, FE_STEP_LN, R, C, x, y);
+    break;
+  case TPU_FE_MULTIPLY:
+    vpu(b, TPU_VPU_MUL, R, C, x, in_act(l, 1), y, false);
     break;
   case TPU_FE_ADD:
     vpu(b, TPU_VPU_ADD, R, C, x, in_act(l, 1), y, false);
@@ -234,14 +254,19 @@ static void grad_end(builder *b, int t, fe_tensor dx) {
   b->has_grad[t] = 1;
 }
 
-/* add and concatenate: dY to every input that needs a gradient. */
+/* add, multiply and concatenate: dY to every input that needs a gradient
+** (multiply's: dY times the other input). */
 static void backward_merge(builder *b, const tpu_fe_layer *l, int i) {
   const int rows = b->p->rows;
   const fe_tensor dy = T(FE_T_DACT, i + 1);
   for (int k = 0, off = 0; k < l->nin; k++) {
     const int t = l->inputs[k] + 1;
     const tpu_fe_shape s = tensor_shape(b->p->model, t);
-    if (b->needs[t] && l->kind == TPU_FE_ADD) {   /* the same bytes; a second one is summed in */
+    if (b->needs[t] && l->kind == TPU_FE_MULTIPLY) {
+      const fe_tensor dx = grad_to(b, t);
+      vpu(b, TPU_VPU_MUL, pix(rows, s), s.c, dy, in_act(l, 1 - k), dx, false);
+      grad_end(b, t, dx);
+    } else if (b->needs[t] && l->kind == TPU_FE_ADD) {   /* the same bytes; a second one is summed in */
       if (b->has_grad[t]) vpu(b, TPU_VPU_ADD, pix(rows, s), s.c, T(FE_T_DACT, t), dy, T(FE_T_DACT, t), false);
       else move(b, FE_STEP_VIEW, pix(rows, s), s.c, dy, T(FE_T_DACT, t));
       b->has_grad[t] = 1;
@@ -266,15 +291,18 @@ static void backward_layer(builder *b, int i) {
   const int64_t Rout = pix(rows, l->out), Cout = l->out.c;
   const fe_tensor dy = T(FE_T_DACT, i + 1), x = T(FE_T_ACT, t), none = T(FE_T_NONE, 0);
   b->layer = i;
-  if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT) { backward_merge(b, l, i); return; }
+  if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT || l->kind == TPU_FE_MULTIPLY) {
+    backward_merge(b, l, i);
+    return;
+  }
   const fe_tensor dx = need_dx ? grad_to(b, t) : none;
   if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
     act(b, l->act, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
-  case TPU_FE_DENSE:
-    gemm(b, "dW", l->in.c, l->units, rows, true, false, x, dy, T(FE_T_DW, i));
-    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, rows, l->units, dy, none, T(FE_T_DB, i), true);
-    if (need_dx) gemm(b, "dX", rows, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
+  case TPU_FE_DENSE:   /* over every position: Rout rows */
+    gemm(b, "dW", l->in.c, l->units, (int)Rout, true, false, x, dy, T(FE_T_DW, i));
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->units, dy, none, T(FE_T_DB, i), true);
+    if (need_dx) gemm(b, "dX", (int)Rout, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
     break;
   case TPU_FE_CONV2D: {
     const int K = l->kh * l->kw * l->in.c;
@@ -307,8 +335,12 @@ static void backward_layer(builder *b, int i) {
   case TPU_FE_BATCHNORM:
     move(b, FE_STEP_BN_BWD, Rout, Cout, dy, dx);
     break;
-  case TPU_FE_RELU:       /* relu_grad (relu_cap_grad) looks at the forward input */
-    act(b, TPU_FE_RELU, l, true, Rout, Cout, x, dy, dx, false);
+  case TPU_FE_LAYERNORM:
+    move(b, FE_STEP_LN_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_RELU:       /* relu_grad (relu_cap_grad) looks at the forward input, */
+  case TPU_FE_GELU: case TPU_FE_SWISH: case TPU_FE_LEAKY_RELU:   /* as these do */
+    act(b, l->kind, l, true, Rout, Cout, x, dy, dx, false);
     break;
   case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
     act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);

@@ -51,6 +51,8 @@
 **               and mul over the 1 x C vectors; inference mul, bias_add;
 **               backward col_sum, bias_add, mul, mul, col_sum and for dX
 **               mul, sub, bias_add, mul)
+**   LN, LN_BWD  layer_normalization, unfused, in the same way over rows
+**               (lower_bn's LN tables: row_sum for the statistics)
 **   BN_MOVING   the moving mean and variance: scale, scale, add over 2 x C
 **               after the update
 **   depthwise   a depthwise GEMM (depthwise_conv2d, separable_conv2d's first
@@ -407,8 +409,29 @@ static const bn_pass BN_BWD[] = {     /* dbeta, xhat, dY.xhat, dgamma, then dX *
 static const bn_pass BN_MOVE[] = {    /* moving * momentum + batch * (1 - momentum) */
   { TPU_VPU_SCALE, 0 }, { TPU_VPU_SCALE, 0 }, { TPU_VPU_ADD, BN_NIN2 }, { END, 0 } };
 
+/* layer_normalization: per row (position), over its C channels. Forward
+** row_sum (the mean), sub of it, mul (the square), row_sum (the variance),
+** rsqrt over the R x 1 column, mul by it, then gamma (mul) and beta
+** (bias_add) as 1 x C vectors on chip; backward: xhat again (row_sum, sub,
+** mul, row_sum, rsqrt, mul), dbeta and dgamma (col_sum, mul, col_sum) and
+** for dX g.dY, its two row sums and mul, sub, sub, mul. Each op one pass
+** over R x C tiles through VMEM, a row sum storing one column per tile. */
+enum { LN_ROWS1 = 128 };   /* a pass over the R x 1 column of per-row values */
+static const bn_pass LN_FWD[] = {
+  { TPU_VPU_ROW_SUM, 0 }, { TPU_VPU_SUB, BN_NIN2 }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_ROW_SUM, 0 },
+  { TPU_VPU_RSQRT, LN_ROWS1 }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_BIAS_ADD, BN_VEC },
+  { END, 0 } };
+static const bn_pass LN_BWDP[] = {
+  { TPU_VPU_ROW_SUM, 0 }, { TPU_VPU_SUB, BN_NIN2 }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_ROW_SUM, 0 },
+  { TPU_VPU_RSQRT, LN_ROWS1 }, { TPU_VPU_MUL, BN_ONCHIP },
+  { TPU_VPU_COL_SUM, BN_REDUCE }, { TPU_VPU_MUL, BN_NIN2 }, { TPU_VPU_COL_SUM, BN_REDUCE },
+  { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { TPU_VPU_ROW_SUM, BN_DX }, { TPU_VPU_MUL, BN_DX | BN_NIN2 },
+  { TPU_VPU_ROW_SUM, BN_DX }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { TPU_VPU_SUB, BN_DX | BN_NIN2 },
+  { TPU_VPU_SUB, BN_DX | BN_NIN2 }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { END, 0 } };
+
 static void lower_bn(lower *w, const fe_plan *p, const fe_step *s) {
   const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
+                   : s->kind == FE_STEP_LN ? LN_FWD : s->kind == FE_STEP_LN_BWD ? LN_BWDP
                    : p->train ? BN_TRAIN : BN_INFER;
   const bool dx = s->out.kind != FE_T_NONE;
   const int hbm = s->kind == FE_STEP_BN_MOVING ? w->wt : view(w, s->in);
@@ -417,8 +440,9 @@ static void lower_bn(lower *w, const fe_plan *p, const fe_step *s) {
       tpu_sim_lower_ewise_add(w->L, t->flags & BN_C ? w->wt : hbm, &(tpu_sim_lower_ewise){ .fn = t->fn, .nin = t->flags & BN_NIN2 ? 2 : 1,
                                                                     .mask = t->flags & BN_ONCHIP,
                                                                     .yvec = (t->flags & BN_VEC) == BN_VEC,
-                                                                    .reduce = t->flags & BN_REDUCE },
-                              t->flags & BN_C ? 1 : s->rows, s->cols);
+                                                                    .reduce = t->flags & BN_REDUCE,
+                                                                    .reduce_rows = t->fn == TPU_VPU_ROW_SUM },
+                              t->flags & BN_C ? 1 : s->rows, t->flags & LN_ROWS1 ? 1 : s->cols);
 }
 
 /* {==================================================================
@@ -570,7 +594,9 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(w); break;
   case FE_STEP_UPDATE: lower_update(w, p->model); break;
-  case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: lower_bn(w, p, s); break;
+  case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: case FE_STEP_LN: case FE_STEP_LN_BWD:
+    lower_bn(w, p, s);
+    break;
   case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT: lower_dw_expand(w, s); break;
   default: break;
   }

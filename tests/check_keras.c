@@ -243,6 +243,46 @@ END_TEST
 #define K3L(cls, cfg) "{\"module\": \"keras.layers\", \"class_name\": \"" cls "\", \"config\": {" cfg "}}"
 #define K3HEAD ",\n" K3L("Flatten", "\"name\": \"f\"") ",\n" K3L("Dense", "\"name\": \"d\", \"units\": 3")
 
+/* A Keras 3 Sequential on a sequence of 6 positions of 8 features: Dense
+** 8 -> 16 at every position (144) with gelu, Dense 16 -> 8 (136) with
+** silu, LayerNormalization (epsilon 1e-6: 16), LeakyReLU (0.1),
+** GlobalAveragePooling1D, Dense 8 -> 3 (27): 323 parameters, Keras'. A
+** tf.keras 2 Functional multiplying two convolutions (squeeze-and-excite's
+** product) and a LeakyReLU at its alpha. */
+START_TEST(Transformer_layers_translate_to_the_native_layers) {
+  static const char seq[] =
+    "{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+    "{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 6, 8], \"name\": \"in\"}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"d1\", \"units\": 16, \"activation\": \"gelu\"}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"d2\", \"units\": 8, \"activation\": \"silu\"}},\n"
+    "{\"class_name\": \"LayerNormalization\", \"config\": {\"name\": \"ln\", \"axis\": -1, \"epsilon\": 1e-6,"
+    " \"center\": true, \"scale\": true, \"rms_scaling\": false}},\n"
+    "{\"class_name\": \"LeakyReLU\", \"config\": {\"name\": \"lr\", \"negative_slope\": 0.1}},\n"
+    "{\"class_name\": \"GlobalAveragePooling1D\", \"config\": {\"name\": \"gap\", \"data_format\": \"channels_last\","
+    " \"keepdims\": false}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"out\", \"units\": 3}}]}}";
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse_notes(seq, "s.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  static const char *const kinds[] = { "dense", "gelu", "dense", "swish", "layer_normalization", "leaky_relu",
+                                       "global_avgpool", "dense" };
+  ck_assert_int_eq(m->nlayers, 8);
+  for (int i = 0; i < m->nlayers; i++) ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[i].kind), kinds[i]);
+  TU_EQ_U64(323, m->nparams);
+  ck_assert(m->input.h == 1 && m->input.w == 6 && m->input.c == 8);
+  ck_assert(m->layers[0].out.w == 6 && m->layers[0].out.c == 16 && !m->layers[1].approximate);
+  ck_assert(m->layers[4].epsilon == 1e-6 && m->layers[5].negative_slope == 0.1);
+  static const char func[] = TF2_FUNC(CONV("a", "", IN("in")) ",\n"
+                                      CONV("b", ", \"activation\": \"sigmoid\"", IN("in")) ",\n"
+                                      L("Multiply", "m", "", IN("a") ", " IN("b")) ",\n"
+                                      L("LeakyReLU", "lr", ", \"alpha\": 0.25", IN("m")) HEAD("lr"), "d");
+  ck_assert_msg(tpu_fe_model_parse_notes(func, "f.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[2].kind), "multiply");
+  ck_assert(m->layers[3].kind == TPU_FE_LEAKY_RELU && m->layers[3].negative_slope == 0.25);
+  free(m);
+}
+END_TEST
+
 START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   /* the four of the issue: an unknown class, a missing inbound layer, a cycle, channels_first */
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("LSTM", "rnn", ", \"units\": 4", IN("c")) HEAD("rnn"), "d"),
@@ -262,8 +302,18 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
            "layer 'c' (Conv2D): field 'groups': grouped convolutions are not supported");
   text_err(TF2_FUNC(CONV("c", ", \"strides\": [1, 2]", IN("in")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): field 'strides': [1, 2]: unequal strides are not supported");
-  text_err(TF2_FUNC(CONV("c", ", \"activation\": \"swish\"", IN("in")) HEAD("c"), "d"),
-           "layer 'c' (Conv2D): field 'activation': activation 'swish' is not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"activation\": \"elu\"", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'activation': activation 'elu' is not supported");
+  text_err(TF2_FUNC(L("LayerNormalization", "ln", ", \"axis\": 1", IN("in")) HEAD("ln"), "d"),
+           "layer 'ln' (LayerNormalization): field 'axis': 1 is not the last axis of its 4-D input");
+  text_err(TF2_FUNC(L("LayerNormalization", "ln", ", \"rms_scaling\": true", IN("in")) HEAD("ln"), "d"),
+           "layer 'ln' (LayerNormalization): field 'rms_scaling': RMS normalization");
+  text_err(TF2_FUNC(CONV("a", "", IN("in")) ",\n" CONV("b", "", IN("in")) ",\n" CONV("c", "", IN("in")) ",\n"
+                    L("Multiply", "m", "", IN("a") ", " IN("b") ", " IN("c")) HEAD("m"), "d"),
+           "layer 'm' (Multiply): has 3 inputs; a Multiply of 2 is supported");
+  text_err(TF2_FUNC(L("GlobalAveragePooling1D", "g", "", IN("in")) ",\n" L("Dense", "d", ", \"units\": 3", IN("g")), "d"),
+           "layer 'g' (GlobalAveragePooling1D): its input is 4-D (batch included); GlobalAveragePooling1D needs a "
+           "3-D one (a sequence)");
   text_err(TF2_FUNC(L("MaxPooling2D", "p", ", \"pool_size\": [2, 3]", IN("in")) HEAD("p"), "d"),
            "layer 'p' (MaxPooling2D): field 'pool_size': [2, 3]: only square windows are supported");
   text_err(TF2_FUNC(L("BatchNormalization", "bn", ", \"axis\": 1", IN("in")) HEAD("bn"), "d"),
@@ -275,10 +325,10 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err(TF2_FUNC(L("GlobalAveragePooling2D", "g", ", \"keepdims\": true", IN("in")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("g")), "d"),
            "layer 'g' (GlobalAveragePooling2D): field 'keepdims': keepdims true");
-  /* Dense on an image, Conv2D on a vector */
+  /* Dense on an image (at every pixel: the output is no vector of class
+  ** scores), Conv2D on a vector */
   text_err(TF2_FUNC(L("Dense", "d", ", \"units\": 3", IN("in")), "d"),
-           "layer 'd' (Dense): a Dense on a 4-D input (Keras applies it along the last axis at every position) is not "
-           "supported");
+           "the last layer's output 8x8x3 is not flat");
   text_err(TF2_FUNC(L("Flatten", "flat", "", IN("in")) ",\n" CONV("c", "", IN("flat")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): its input is 2-D (batch included); Conv2D needs a 4-D one");
   text_err(TF2_FUNC(L("Conv1D", "c1", ", \"filters\": 2, \"kernel_size\": [3]", IN("in")) HEAD("c1"), "d"),
@@ -585,7 +635,8 @@ int main(void) {
   Suite *s = suite_create("keras");
   TU_CASE(s, "import", 60, A_sequential_cnn_imports_as_its_native_model_in_both_formats,
           A_functional_residual_model_imports_as_its_native_model_in_both_formats,
-          Depthwise_separable_and_relu6_translate_to_the_native_layers, Bad_keras_files_name_the_layer_and_its_class,
+          Depthwise_separable_and_relu6_translate_to_the_native_layers, Transformer_layers_translate_to_the_native_layers,
+          Bad_keras_files_name_the_layer_and_its_class,
           The_input_shape_comes_from_the_file_or_after_an_at_sign, Options_not_modelled_are_listed_once,
           Nested_models_are_flattened, Long_and_reserved_names_are_renamed,
           Importing_survives_every_allocation_failure, Real_keras_files_do_what_their_readme_says);

@@ -242,7 +242,7 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\" } ] }",
             "layers[0] (dense): field 'units': missing");
   parse_err("{ \"input\": [8, 8, 1], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }",
-            "layers[0] (dense): input shape 8x8x1 is not flat");
+            "the last layer's output 8x8x3 is not flat");   /* dense is applied at every pixel */
   parse_err("{ \"input\": [4, 4, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 5 },"
             " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }",
             "layers[0] (conv2d): field 'kernel': 5x5 does not fit the input shape 4x4x1 with padding \"valid\"");
@@ -552,6 +552,24 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"separable_conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\", \"use_bias\": false },"
   " { \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2, \"depth_multiplier\": 2,"
   " \"activation\": \"tanh\" }, { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a sequence (6 positions of 5): dense at every position, gelu, a
+  ** residual add, layer_normalization, global_avgpool over the positions */
+  "{ \"input\": [6, 5], \"layers\": [ { \"type\": \"dense\", \"name\": \"e\", \"units\": 5 },"
+  " { \"type\": \"dense\", \"units\": 8 }, { \"type\": \"gelu\" },"
+  " { \"type\": \"dense\", \"name\": \"d\", \"units\": 5 }, { \"type\": \"add\", \"inputs\": [\"d\", \"e\"] },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* gelu's tanh form, swish, multiply (x * x too: two gradients summed),
+  ** leaky_relu, layer_normalization without beta */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
+  " { \"type\": \"swish\", \"name\": \"q\" }, { \"type\": \"gelu\", \"name\": \"g\", \"inputs\": \"p\", \"approximate\": true },"
+  " { \"type\": \"multiply\", \"name\": \"m\", \"inputs\": [\"q\", \"g\"] },"
+  " { \"type\": \"multiply\", \"inputs\": [\"m\", \"m\"] }, { \"type\": \"leaky_relu\", \"negative_slope\": 0.2 },"
+  " { \"type\": \"layer_normalization\", \"center\": false, \"epsilon\": 0.01 }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* dense on an image (each pixel), leaky_relu at Keras' default slope,
+  ** layer_normalization without gamma on its channels */
+  "{ \"input\": [3, 2, 2], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"leaky_relu\" },"
+  " { \"type\": \"layer_normalization\", \"scale\": false }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -564,10 +582,21 @@ static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *
   return ws->loss_sum;
 }
 
+/* On the reference backend (OpenBLAS f32) every model; on the sim backend
+** (the MXU at bf16x6, near f32; the float32 policy) the models from the
+** sequence one on, whose layers came with transformers. */
+static void gradient_check(int i, tpu_fe_backend_kind kind);
 START_TEST(Every_layer_gradient_matches_finite_differences) {
+  gradient_check(_i, TPU_FE_BACKEND_REFERENCE);
+  if (strstr(GRAD_MODELS[_i], "layer_normalization")) gradient_check(_i, TPU_FE_BACKEND_SIM);
+}
+END_TEST
+
+static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   const char *json = GRAD_MODELS[_i];
   tpu_fe_model m = parse_ok(json);
-  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  m.policy = TPU_FE_FLOAT32;
+  tpu_fe_backend be = { .kind = kind, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16X6 };
   const int B = 3;
   fe_core_ws ws;
   fe_plan *pl;
@@ -597,14 +626,13 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
     double num = (up - dn) / (hu + hd) / B;
     double err = fabs(num - g[k]) / (fabs(num) + fabs((double)g[k]) + 1e-2);
     if (err > worst) worst = err;
-    ck_assert_msg(err < 2e-2, "model %d param %zu\n  Expected (finite difference): %.8g\n  Actual (backward): %.8g",
-                  _i, k, num, (double)g[k]);
+    ck_assert_msg(err < 2e-2, "model %d param %zu, backend %d\n  Expected (finite difference): %.8g\n"
+                  "  Actual (backward): %.8g", _i, k, (int)kind, num, (double)g[k]);
   }
   free(p); free(x); free(g);
   fe_plan_destroy(pl);
   fe_ws_destroy(&m, &ws);
 }
-END_TEST
 /* }================================================================== */
 
 /* {==================================================================
@@ -1182,7 +1210,14 @@ static int plan_models(tpu_fe_model *out, int cap) {
                         " \"kernel\": 3, \"padding\": \"same\" }, { \"type\": \"conv2d\", \"filters\": 130, \"kernel\": 1 },"
                         " { \"type\": \"separable_conv2d\", \"filters\": 8, \"kernel\": 3, \"depth_multiplier\": 2,"
                         " \"activation\": \"relu6\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
-  return n + 4;
+  /* a transformer-like block on a sequence: every new layer kind */
+  out[n + 4] = parse_ok("{ \"name\": \"seq-block\", \"input\": [6, 8], \"layers\": [ { \"type\": \"dense\", \"units\": 16 },"
+                        " { \"type\": \"gelu\" }, { \"type\": \"dense\", \"name\": \"d2\", \"units\": 8 },"
+                        " { \"type\": \"add\", \"name\": \"r\", \"inputs\": [\"d2\", \"input\"] },"
+                        " { \"type\": \"layer_normalization\", \"name\": \"ln\" }, { \"type\": \"swish\", \"name\": \"sw\" },"
+                        " { \"type\": \"multiply\", \"inputs\": [\"ln\", \"sw\"] }, { \"type\": \"leaky_relu\" },"
+                        " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
+  return n + 5;
 }
 
 static int plan_gemms(const fe_plan *p) {

@@ -310,8 +310,8 @@ corpus "$TPUSIM" model <<'CASES'
 2|k_nodeout.json|layer 'd' (Dense): takes node 1 of layer 'd'; node index out of range 0..0
 >m_nul.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }\0
 2|m_nul.json|m_nul.json:1:64: contains a NUL byte
->m_in.json { "input": [4, 4], "layers": [ { "type": "dense", "units": 2 } ] }
-2|m_in.json|m_in.json:1:|field 'input': expected [height, width, channels] or [size]
+>m_in.json { "input": [4, 4, 1, 1], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_in.json|m_in.json:1:|field 'input': expected [height, width, channels], [length, channels] or [size]
 >m_in2.json { "input": [0], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_in2.json|field 'input'
 >m_in3.json { "layers": [ { "type": "dense", "units": 2 } ] }
@@ -371,7 +371,21 @@ corpus "$TPUSIM" model <<'CASES'
 >m_sm.json { "input": [4], "layers": [ { "type": "softmax" }, { "type": "dense", "units": 2 } ] }
 2|m_sm.json|softmax
 >m_flat.json { "input": [4, 4, 1], "layers": [ { "type": "dense", "units": 2 } ] }
-2|m_flat.json|layers[0] (dense): input shape 4x4x1 is not flat
+2|m_flat.json|m_flat.json:1:33: the last layer's output 4x4x2 is not flat
+>m_ln.json { "input": [6, 4], "layers": [ { "type": "layer_normalization", "epsilon": 0 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_ln.json|m_ln.json:1:76: layers[0] (layer_normalization): field 'epsilon'
+>m_ln2.json { "input": [6, 4], "layers": [ { "type": "layer_normalization", "axis": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_ln2.json|layers[0] (layer_normalization): field 'axis'
+>m_gelu.json { "input": [4], "layers": [ { "type": "gelu", "approximate": "tanh" }, { "type": "dense", "units": 2 } ] }
+2|m_gelu.json|layers[0] (gelu): field 'approximate': expected true or false
+>m_leaky.json { "input": [4], "layers": [ { "type": "leaky_relu", "negative_slope": -0.1 }, { "type": "dense", "units": 2 } ] }
+2|m_leaky.json|layers[0] (leaky_relu): field 'negative_slope'
+>m_mul.json { "input": [4], "layers": [ { "type": "dense", "units": 4, "name": "a" }, { "type": "multiply", "inputs": ["a", "input", "a"] }, { "type": "dense", "units": 2 } ] }
+2|m_mul.json|layers[1] (multiply): field 'inputs': expected an array of 2 layer names
+>m_mul2.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "name": "a" }, { "type": "multiply", "inputs": ["a", "input"] }, { "type": "dense", "units": 2 } ] }
+2|m_mul2.json|multiply needs equal shapes (no broadcasting)
+>m_seq.json { "input": [6, 0], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_seq.json|field 'input': expected [height, width, channels], [length, channels] or [size]
 CASES
 corpus "$TPUSIM" <<'CASES'
 2|model nosuch.json|nosuch.json: not a built-in model
