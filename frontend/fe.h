@@ -18,7 +18,10 @@
 ** leaky_relu, dropout, global_avgpool, zero_padding,
 ** batch_normalization (per-core batch statistics, moving averages in the
 ** parameter vector), layer_normalization (over each position's channels),
-** softmax (the output only: folded into the loss), and
+** multi_head_attention (self-attention over a sequence's positions: the
+** query, key, value and output projections as GEMMs, the scores and the
+** weighted sum as batched GEMMs per sample and head, a masked softmax on
+** the VPU), softmax (the output only: folded into the loss), and
 ** the merges add, multiply and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
@@ -80,7 +83,7 @@ typedef enum tpu_fe_layer_kind {
   TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
   TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_DEPTHWISE,
   TPU_FE_SEPARABLE, TPU_FE_GELU, TPU_FE_SWISH, TPU_FE_LEAKY_RELU, TPU_FE_LAYERNORM, TPU_FE_MULTIPLY,
-  TPU_FE_NKINDS
+  TPU_FE_MHA, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -107,13 +110,17 @@ typedef struct tpu_fe_layer {
   int pad_top, pad_left;       /* the convs (derived), zero_padding */
   int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
-  double rate;                 /* dropout: fraction dropped, [0, 1) */
+  double rate;                 /* dropout, multi_head_attention (on the attention weights): fraction
+                                  dropped, [0, 1) */
   double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3;
                                   layer_normalization: epsilon (1e-3) */
   bool no_center, no_scale;    /* batch_normalization, layer_normalization: "center" / "scale":
                                   false (no beta / gamma) */
   bool approximate;            /* gelu: the tanh approximation (Keras' approximate=True) */
   double negative_slope;       /* leaky_relu: Keras' LeakyReLU negative_slope (0.3), >= 0 */
+  int num_heads, key_dim, value_dim;   /* multi_head_attention: H, d (query and key), dv */
+  bool causal;                 /* multi_head_attention: each position attends to itself and those
+                                  before it (Keras' use_causal_mask) */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as
@@ -211,8 +218,10 @@ size_t tpu_fe_shape_size(tpu_fe_shape s);
 ** "dw dW", "dw dX", is 'groups' = C independent products of that shape, one
 ** per channel) and its FLOPs, 2*groups*M*N*K over those GEMMs (the model's
 ** multiply-adds; VPU ops are not counted, nor the zeros the MXU multiplies
-** in a depthwise GEMM's block-diagonal operand). */
-#define TPU_FE_LAYER_GEMMS 6
+** in a depthwise GEMM's block-diagonal operand). multi_head_attention's
+** "scores" and "context" GEMMs (and their gradients') are 'groups' =
+** batch x heads products too, one per sample and head. */
+#define TPU_FE_LAYER_GEMMS 18   /* multi_head_attention: 6 forward, 12 backward */
 typedef struct tpu_fe_layer_gemms {
   int ngemms;
   struct { const char *what; bool forward; int64_t groups, m, k, n; } gemm[TPU_FE_LAYER_GEMMS];

@@ -70,6 +70,7 @@ typedef struct knode {
   int rank;                    /* of its output, batch included: 2 (vector), 3, 4 (image) */
   char nat[KNAME];             /* name of its (first) native layer */
   char out[KNAME];             /* name of its output in the native model ("input": the model input) */
+  bool causal;                 /* MultiHeadAttention called with use_causal_mask true */
   bool reached, done;
 } knode;
 
@@ -115,11 +116,12 @@ static const char *const CLASSES[] = {
   "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
   "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "ZeroPadding2D", "Flatten", "Dropout", "Add",
   "Concatenate", "InputLayer", "Softmax", "LayerNormalization", "Multiply", "LeakyReLU", "GlobalAveragePooling1D",
-  NULL
+  "MultiHeadAttention", NULL
 };
 #define CLASS_LIST "Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, BatchNormalization, Activation, ReLU, " \
   "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout, Add, Concatenate, " \
-  "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D (and Sequential and " \
+  "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention " \
+  "(and Sequential and " \
   "Functional models nested in the model)"
 
 static bool is_model_class(const char *c) {
@@ -678,6 +680,42 @@ static tpu_status x_norm(lctx *x) {
   return take_norm_options(x, L, bn);
 }
 
+/* MultiHeadAttention as self-attention: query, value (and key) the same
+** tensor; num_heads, key_dim, value_dim (null: key_dim), dropout, use_bias
+** and the call's use_causal_mask. Keras' default output_shape (null: the
+** query's last axis) and attention_axes (null: every position) only. */
+static tpu_status x_mha(lctx *x) {
+  fe_keras *K = x->K;
+  knode *n = N(x);
+  for (int k = 1; k < n->nin; k++)
+    if (n->in[k] != n->in[0])
+      return kfail(K, x->node, "inbound_nodes", "cross-attention (its query and its value or key from different "
+                   "layers) is not supported; self-attention (one tensor for all three) is");
+  n->nin = 1;
+  static const char *const nulls[] = { "output_shape", "attention_axes" };
+  json_t *v;
+  for (int k = 0; k < 2; k++)
+    if ((v = take(x, nulls[k])) && !json_is_null(v))
+      return kfail(K, x->node, nulls[k], "only Keras' default (null) is supported");
+  json_t *L = emit(x, "multi_head_attention", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  static const char *const ints[] = { "num_heads", "key_dim", "value_dim" };
+  for (int k = 0; k < 3; k++) {
+    if (!(v = take(x, ints[k])) || (k == 2 && json_is_null(v))) continue;
+    if (!json_is_integer(v)) return kfail(K, x->node, ints[k], "expected an integer");
+    put(K, L, ints[k], json_integer(json_integer_value(v)));
+  }
+  if ((v = take(x, "dropout"))) {
+    if (!json_is_number(v)) return kfail(K, x->node, "dropout", "expected a number");
+    put(K, L, "dropout", json_real(json_number_value(v)));
+  }
+  if (n->causal) put(K, L, "causal", json_true());
+  take(x, "flash_attention");   /* how it is computed, not what */
+  if ((v = take(x, "seed")) && !json_is_null(v))
+    note_kv(K, x->node, "seed", v, "dropout masks come from the model's seed");
+  return take_use_bias(x, L);
+}
+
 /* Activation, ReLU, LeakyReLU, Softmax. */
 static tpu_status x_activation(lctx *x) {
   fe_keras *K = x->K;
@@ -847,6 +885,7 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   if (!strcmp(c, "Conv2D") || !strcmp(c, "DepthwiseConv2D") || !strcmp(c, "SeparableConv2D")) st = x_conv(&x);
   else if (!strcmp(c, "Dense")) st = x_dense(&x);
   else if (!strcmp(c, "BatchNormalization") || !strcmp(c, "LayerNormalization")) st = x_norm(&x);
+  else if (!strcmp(c, "MultiHeadAttention")) st = x_mha(&x);
   else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax") || !strcmp(c, "LeakyReLU"))
     st = x_activation(&x);
   else if (!strcmp(c, "MaxPooling2D") || !strcmp(c, "AveragePooling2D")) st = x_pool(&x);
@@ -1136,10 +1175,28 @@ static bool holds_tensor(json_t *v, int depth) {
 }
 /* A call's keyword arguments: none may be a tensor; "mask": null is what
 ** Keras writes; others (training=False) are noted. */
-static tpu_status call_kwargs(fe_keras *K, int node, json_t *kw) {
+static tpu_status resolve_ref(fe_keras *K, int node, json_t *ref, int first, int last, const char *what, int *out);
+/* A call's keyword arguments: MultiHeadAttention's value and key tensors
+** become inputs (tf.keras 2 writes them as [layer, node, tensor, kwargs],
+** Keras 3 as tensors) and its use_causal_mask the layer's causal flag; any
+** other tensor is refused, any other value noted. */
+static tpu_status call_kwargs(fe_keras *K, int node, json_t *kw, int first, int last) {
   const char *k;
   json_t *v;
+  knode *n = &K->n[node];
+  const bool mha = !strcmp(n->cls, "MultiHeadAttention");
   json_object_foreach(kw, k, v) {
+    tpu_status st;
+    if (mha && (!strcmp(k, "value") || !strcmp(k, "key")) && holds_tensor(v, 0)) {
+      if (n->nin == TPU_FE_MAX_INPUTS) return kfail(K, node, "inbound_nodes", "too many inputs");
+      if (json_is_array(v) && (st = resolve_ref(K, node, v, first, last, NULL, &n->in[n->nin++]))) return st;
+      if (json_is_object(v) && (st = k3_tensors(K, node, v, first, last, 0))) return st;
+      continue;
+    }
+    if (mha && !strcmp(k, "use_causal_mask")) { n->causal = json_is_true(v); continue; }
+    if (mha && !strcmp(k, "return_attention_scores") && json_is_true(v))
+      return kfail(K, node, "inbound_nodes", "called with return_attention_scores=True (a second output); not "
+                   "supported");
     if (holds_tensor(v, 0))
       return kfail(K, node, "inbound_nodes", "takes a tensor as its keyword argument '%s'; not supported", k);
     if (json_is_null(v)) continue;
@@ -1168,11 +1225,11 @@ static tpu_status inbound(fe_keras *K, int node, int first, int last) {
       if (n->nin == TPU_FE_MAX_INPUTS)
         return kfail(K, node, "inbound_nodes", "more than %d inputs are not supported", TPU_FE_MAX_INPUTS);
       if ((st = resolve_ref(K, node, r, first, last, NULL, &n->in[n->nin++]))) return st;
-      if ((st = call_kwargs(K, node, json_array_get(r, 3)))) return st;
+      if ((st = call_kwargs(K, node, json_array_get(r, 3), first, last))) return st;
     }
   } else if (json_is_object(call)) {   /* Keras 3: {"args": [...], "kwargs": {...}} */
     if ((st = k3_tensors(K, node, json_object_get(call, "args"), first, last, 0))) return st;
-    if ((st = call_kwargs(K, node, json_object_get(call, "kwargs")))) return st;
+    if ((st = call_kwargs(K, node, json_object_get(call, "kwargs"), first, last))) return st;
   } else return kfail(K, node, "inbound_nodes", "expected a list of calls");
   if (n->nin == 0) return kfail(K, node, "inbound_nodes", "its call has no input tensor");
   return TPU_OK;

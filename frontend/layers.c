@@ -120,7 +120,9 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   ws->argmax = tpu_calloc((size_t)m->nlayers, sizeof *ws->argmax);
   ws->mid = tpu_calloc((size_t)m->nlayers, sizeof *ws->mid);
   ws->dmid = tpu_calloc((size_t)m->nlayers, sizeof *ws->dmid);
-  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax || !ws->mid || !ws->dmid) goto fail;
+  ws->att = tpu_calloc((size_t)m->nlayers, sizeof *ws->att);
+  ws->datt = tpu_calloc((size_t)m->nlayers, sizeof *ws->datt);
+  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax || !ws->mid || !ws->dmid || !ws->att || !ws->datt) goto fail;
   ws->act[0] = tpu_malloc(r * tpu_fe_shape_size(m->input) * sizeof(float));
   if (!ws->act[0]) goto fail;
   for (int i = 0; i < m->nlayers; i++) {
@@ -129,6 +131,13 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
     if (!(ws->act[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (!(ws->dact[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (L->kind == TPU_FE_DROPOUT && !(ws->mask[i] = tpu_malloc(out * sizeof(float)))) goto fail;
+    if (L->kind == TPU_FE_MHA) {   /* its parts, their gradients and the attention weights' dropout mask */
+      size_t all = 0;
+      for (int q = 0; q < FE_ATT_NPARTS; q++) all += r * fe_att_elems(L, q);
+      if (!(ws->att[i] = tpu_malloc(all * sizeof(float))) || !(ws->datt[i] = tpu_malloc(all * sizeof(float))))
+        goto fail;
+      if (L->rate > 0 && !(ws->mask[i] = tpu_malloc(r * fe_att_elems(L, FE_ATT_P) * sizeof(float)))) goto fail;
+    }
     if (L->kind == TPU_FE_MAXPOOL && !(ws->argmax[i] = tpu_malloc(out * sizeof(int)))) goto fail;
     if (L->kind == TPU_FE_SEPARABLE) {   /* the depthwise half's output */
       const size_t mid = r * (size_t)L->out.h * (size_t)L->out.w * (size_t)L->in.c * (size_t)L->depth_multiplier;
@@ -158,7 +167,10 @@ void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
   if (ws->mid) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mid[i]);
   if (ws->dmid) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->dmid[i]);
-  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->mid, ws->dmid, ws->cols, ws->dtmp, ws->grad,
+  if (ws->att) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->att[i]);
+  if (ws->datt) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->datt[i]);
+  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->mid, ws->dmid, ws->att, ws->datt, ws->cols, ws->dtmp,
+                   ws->grad,
                    ws->stat, ws->wx, ws->lab, ws->rowloss };
   for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
   fe_scratch_free(&ws->scratch);
@@ -185,6 +197,16 @@ void fe_params_init(const tpu_fe_model *m, float *params) {
       continue;
     }
     if (!L->nw) continue;
+    if (L->kind == TPU_FE_MHA) {   /* Keras' fans of the kernels (C, H, d) and (H, dv, C): the last
+                                   ** two dimensions times the product of the others */
+      const double C = L->in.c, H = L->num_heads, d = L->key_dim, dv = L->value_dim;
+      const double fin[4] = { H * C, H * C, H * C, dv * H }, fout[4] = { d * C, d * C, dv * C, C * H };
+      for (int q = 0; q < 4; q++)
+        glorot(m, i, q + 1, params + L->woff + fe_att_woff(L, q),
+               (q < 3 ? fe_att_woff(L, q + 1) : L->nw) - fe_att_woff(L, q), fin[q], fout[q]);
+      memset(params + L->boff, 0, L->nb * sizeof(float));
+      continue;
+    }
     /* Keras' fans: a conv kernel kh x kw x in x out has fan_in kh*kw*in and
     ** fan_out kh*kw*out (a depthwise kernel: out = depth_multiplier) */
     const double taps = (double)L->kh * L->kw;
@@ -321,7 +343,7 @@ static void dropout_mask(const tpu_fe_model *m, int layer, int rows, uint64_t st
                          float *mask) {
   const tpu_fe_layer *L = &m->layers[layer];
   const float keep = (float)(1.0 - L->rate), scale = 1.0f / keep;
-  const size_t per = tpu_fe_shape_size(L->in);
+  const size_t per = L->kind == TPU_FE_MHA ? fe_att_elems(L, FE_ATT_P) : tpu_fe_shape_size(L->in);
   for (int b = 0; b < rows; b++) {
     uint64_t key = tpu_mix64(tpu_mix64(tpu_mix64(m->seed ^ 0xd50u) + step) ^
                             tpu_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)layer));
@@ -465,19 +487,31 @@ typedef struct exec {
   float hits;                  /* accuracy's result */
 } exec;
 
+/* multi_head_attention's part q in a layer's buffer of parts, each for
+** the workspace's rows. */
+static float *att_part(const fe_core_ws *ws, const tpu_fe_layer *L, float *buf, int q) {
+  size_t off = 0;
+  for (int k = 0; k < q; k++) off += (size_t)ws->rows * fe_att_elems(L, k);
+  return buf + off;
+}
+
 /* Where a tensor of the plan lives in this core's workspace. */
 static float *tensor_of(exec *e, fe_tensor t) {
   const tpu_fe_model *m = e->p->model;
   fe_core_ws *ws = e->ws;
   const tpu_fe_layer *L = t.layer >= 0 && t.layer < m->nlayers ? &m->layers[t.layer] : NULL;
+  const bool mha = L && L->kind == TPU_FE_MHA;
+  const size_t wo = mha ? fe_att_woff(L, t.part) : 0, bo = mha ? fe_att_boff(L, t.part) : 0;
   switch (t.kind) {
   case FE_T_ACT: return ws->act[t.layer];
   case FE_T_DACT: return ws->dact[t.layer];
   case FE_T_DTMP: return ws->dtmp;
-  case FE_T_W: return (float *)e->params + L->woff;
-  case FE_T_B: return (float *)e->params + L->boff;
-  case FE_T_DW: return ws->grad + L->woff;
-  case FE_T_DB: return ws->grad + L->boff;
+  case FE_T_W: return (float *)e->params + L->woff + wo;
+  case FE_T_B: return (float *)e->params + L->boff + bo;
+  case FE_T_DW: return ws->grad + L->woff + wo;
+  case FE_T_DB: return ws->grad + L->boff + bo;
+  case FE_T_ATT: return att_part(ws, L, ws->att[t.layer], t.part);
+  case FE_T_DATT: return att_part(ws, L, ws->datt[t.layer], t.part);
   case FE_T_COLS: return ws->cols;
   case FE_T_W2: return (float *)e->params + L->woff + (L->nw - L->nw2);
   case FE_T_DW2: return ws->grad + L->woff + (L->nw - L->nw2);
@@ -491,9 +525,37 @@ static float *tensor_of(exec *e, fe_tensor t) {
   }
 }
 
+/* One GEMM, or a batch of them (operand k of product g at g times its size). */
 static tpu_status run_gemm(exec *e, const fe_gemm_step *g) {
-  return fe_gemm(e->be, &e->ws->scratch, g->ta, g->tb, g->M, g->N, g->K, tensor_of(e, g->a), tensor_of(e, g->b),
-                 tensor_of(e, g->c), g->acc);
+  const float *a = tensor_of(e, g->a), *b = tensor_of(e, g->b);
+  float *c = tensor_of(e, g->c);
+  const size_t mk = (size_t)g->M * (size_t)g->K, kn = (size_t)g->K * (size_t)g->N, mn = (size_t)g->M * (size_t)g->N;
+  for (int q = 0; q < (g->batch > 1 ? g->batch : 1); q++) {
+    tpu_status st = fe_gemm(e->be, &e->ws->scratch, g->ta, g->tb, g->M, g->N, g->K, a + q * mk, b + q * kn, c + q * mn,
+                            g->acc);
+    if (st) return st;
+  }
+  return TPU_OK;
+}
+
+/* multi_head_attention's heads: [rows*L x H*c] to [rows*H*L x c], each
+** sample's heads one after another (merge: back). */
+static void heads(bool merge, int rows, int64_t R, int64_t cols, int H, float *wide, float *split) {
+  const int64_t L = R / rows, c = cols / H;
+  for (int b = 0; b < rows; b++)
+    for (int h = 0; h < H; h++)
+      for (int64_t p = 0; p < L; p++) {
+        float *w = wide + ((size_t)(b * L + p) * (size_t)cols + (size_t)(h * c));
+        float *s = split + (((size_t)(b * H + h) * (size_t)L + (size_t)p) * (size_t)c);
+        if (merge) memcpy(w, s, (size_t)c * sizeof(float));
+        else memcpy(s, w, (size_t)c * sizeof(float));
+      }
+}
+/* The causal mask on scores [n*L x L]: -1e9 added where the key (column)
+** comes after the query (the row's position), as Keras' masked softmax. */
+static void causal(int64_t rows, int64_t L, float *s) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t k = r % L + 1; k < L; k++) s[r * L + k] += -1e9f;
 }
 
 /* One VPU op on f32 (numerics only; the timing path charges its cycles). A
@@ -584,6 +646,9 @@ static tpu_status run_step(exec *e, const fe_step *s) {
     bn_backward(&e->p->model->layers[L], s->rows, e->params, ws->stat,
                 ws->act[e->p->model->layers[L].inputs[0] + 1], in, ws->grad, out);
     return TPU_OK;
+  case FE_STEP_HEADS: heads(false, rows, s->rows, s->cols, s->coff, in, out); return TPU_OK;
+  case FE_STEP_MERGE_HEADS: heads(true, rows, s->rows, s->cols, s->coff, out, in); return TPU_OK;
+  case FE_STEP_CAUSAL: causal(s->rows, s->cols, out); return TPU_OK;
   case FE_STEP_LN:
     ln_forward(&e->p->model->layers[L], s->rows, e->params, in, out);
     return TPU_OK;
@@ -608,6 +673,7 @@ static size_t policy_elems(exec *e, fe_tensor t) {
   switch (t.kind) {
   case FE_T_ACT: case FE_T_DACT: case FE_T_DTMP:
     return rows * tpu_fe_shape_size(t.layer ? m->layers[t.layer - 1].out : m->input);
+  case FE_T_ATT: case FE_T_DATT: return rows * fe_att_elems(&m->layers[t.layer], t.part);
   case FE_T_MID: case FE_T_DMID: {
     const tpu_fe_layer *L = &m->layers[t.layer];
     return rows * (size_t)L->out.h * (size_t)L->out.w * (size_t)L->in.c * (size_t)L->depth_multiplier;

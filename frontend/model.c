@@ -15,11 +15,11 @@
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
   "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
-  "multiply"
+  "multiply", "multi_head_attention"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
   "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
-  "leaky_relu, layer_normalization, multiply"
+  "leaky_relu, layer_normalization, multiply, multi_head_attention"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -219,6 +219,24 @@ static tpu_status parse_act_layer(tpu_json *c, json_t *jl, const char *path, con
   return get_num(c, jl, path, what, "negative_slope", 0.0, 1e6, false, 0.3, false, &L->negative_slope);
 }
 
+/* multi_head_attention: Keras' MultiHeadAttention as self-attention,
+** "num_heads" and "key_dim" (required), "value_dim" (key_dim), "use_bias"
+** (true), "dropout" on the attention weights (0), "causal" (false: Keras'
+** use_causal_mask). */
+static tpu_status parse_mha(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const ks[] = { "type", "name", "inputs", "num_heads", "key_dim", "value_dim", "use_bias",
+                                    "dropout", "causal", NULL };
+  bool use_bias = true;
+  tpu_status st = check_keys(c, jl, path, what, ks);
+  if (st || (st = get_int(c, jl, path, what, "num_heads", 1, 1024, 0, &L->num_heads))) return st;
+  if ((st = get_int(c, jl, path, what, "key_dim", 1, 1 << 16, 0, &L->key_dim))) return st;
+  if ((st = get_int(c, jl, path, what, "value_dim", 1, 1 << 16, L->key_dim, &L->value_dim))) return st;
+  if ((st = tpu_json_bool(OBJ(c, jl, path, what), "use_bias", &use_bias))) return st;
+  if ((st = tpu_json_bool(OBJ(c, jl, path, what), "causal", &L->causal))) return st;
+  L->no_bias = !use_bias;
+  return get_num(c, jl, path, what, "dropout", 0.0, 1.0, true, 0.0, false, &L->rate);
+}
+
 /* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
 ** (top and bottom h, left and right w) or [[top, bottom], [left, right]]. */
 static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
@@ -305,6 +323,7 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   }
   case TPU_FE_BATCHNORM: return parse_batchnorm(c, jl, path, what, L);
   case TPU_FE_LAYERNORM: return parse_batchnorm(c, jl, path, what, L);
+  case TPU_FE_MHA: return parse_mha(c, jl, path, what, L);
   case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
@@ -583,6 +602,18 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     case TPU_FE_GLOBAL_AVGPOOL:
       L->out = (tpu_fe_shape){ 1, 1, s.c };
       break;
+    case TPU_FE_MHA: {   /* every position attends to every other (h*w of them) */
+      const size_t C = (size_t)s.c, H = (size_t)L->num_heads, d = (size_t)L->key_dim, dv = (size_t)L->value_dim;
+      const size_t P = (size_t)s.h * (size_t)s.w;
+      if (H * P * P > ((size_t)1 << 30) || H * (d > dv ? d : dv) > ((size_t)1 << 20))
+        return tpu_json_fail(c, path, "layers[%d] (multi_head_attention): %zu heads over %zu positions of %s make "
+                             "the attention too large (at most 2^30 scores and 2^20 projected values per sample)",
+                             i, H, P, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = s;
+      L->nw = 2 * C * H * d + C * H * dv + H * dv * C;   /* query, key, value, output kernels (Keras') */
+      L->nb = L->no_bias ? 0 : 2 * H * d + H * dv + C;
+      break;
+    }
     case TPU_FE_ZERO_PADDING:
       if (in_vec)
         return tpu_json_fail(c, path, "layers[%d] (zero_padding): input shape %s is flat; zero_padding needs height x "

@@ -39,6 +39,10 @@
 **   SPLIT       (and back, per input, for the gradient), element-wise tiles;
 **               add and the sum of a tensor's several gradients are VPU
 **               'add's (nin 2)
+**   HEADS       multi_head_attention's heads split or merged
+**   MERGE_HEADS (a 'copy' over the tiles); its batched GEMMs (scores,
+**               context, per sample and head) each product on its own;
+**   CAUSAL      the causal mask, an 'add' of a mask made on chip
 **   PAD, CROP   zero_padding and its gradient: a 'copy' over the output's
 **               tiles (XLA would often fold the padding into the next
 **               conv's im2col; this is the unfused cost)
@@ -160,7 +164,7 @@ static int view(const lower *w, fe_tensor t) {
   default: return group(w, fe_tensor_dtype(w->p, t));
   }
 }
-static fe_tensor ft(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
+static fe_tensor ft(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer, 0 }; }
 
 /* {==================================================================
 ** The plan's steps, lowered one by one
@@ -195,6 +199,13 @@ static void lower_infeed(lower *w, const fe_plan *p) {
     if (l->kind == TPU_FE_SEPARABLE && p->train)
       tensor(w, "gmid", i + 1, A, mid, rows, (int64_t)l->out.h * l->out.w * cm);
   }
+  for (int i = 0; i < n && !plan; i++)   /* attention's projections, heads and scores (and gradients) */
+    for (int q = 0; m->layers[i].kind == TPU_FE_MHA && q < FE_ATT_NPARTS; q++) {
+      const int64_t e = (int64_t)fe_att_elems(&m->layers[i], q);
+      if (q == FE_ATT_PD && !(p->train && m->layers[i].rate > 0)) continue;
+      tensor(w, "att", (i + 1) * FE_ATT_NPARTS + q, A, fe_tensor_dtype(p, ft(FE_T_ATT, i + 1)), rows, e);
+      if (p->train) tensor(w, "gatt", (i + 1) * FE_ATT_NPARTS + q, A, fe_tensor_dtype(p, ft(FE_T_DATT, i)), rows, e);
+    }
   w->grads = 0;
   if (p->train) {
     for (int i = 0; i < n && !plan; i++)
@@ -226,8 +237,8 @@ static tpu_sim_lower_gemm gemm_of(const lower *w, const fe_plan *p, int k) {
   const fe_step_compiled *c = &w->cc->step[k];
   /* an im2col matrix is its source's: the input's (forward, dW), or dX's
   ** dcols, a gradient of the input */
-  const fe_tensor src = { FE_T_ACT, p->model->layers[p->steps[k].layer].inputs[0] + 1 },
-                  dsrc = { FE_T_DACT, src.layer };
+  const fe_tensor src = { FE_T_ACT, p->model->layers[p->steps[k].layer].inputs[0] + 1, 0 },
+                  dsrc = { FE_T_DACT, src.layer, 0 };
   tpu_sim_lower_gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb,
                            .a = view(w, s->a.kind == FE_T_COLS ? src : s->a), .b = view(w, s->b),
                            .c = view(w, s->c.kind == FE_T_COLS ? dsrc : s->c), .prec = w->prec,
@@ -244,8 +255,8 @@ static tpu_sim_lower_gemm gemm_of(const lower *w, const fe_plan *p, int k) {
 static void lower_gemm(lower *w, const fe_plan *p, int k) {
   tpu_sim_lower_gemm g = gemm_of(w, p, k);
   const fe_gemm_step *s = &p->steps[k].gemm;
-  if (!s->dw) {
-    tpu_sim_lower_gemm_add(w->L, &g);
+  if (!s->dw) {   /* a batch of products (attention's): each on its own, in order */
+    for (int q = 0; q < (s->batch > 1 ? s->batch : 1) && !failed(w); q++) tpu_sim_lower_gemm_add(w->L, &g);
     return;
   }
   int64_t M, N, K, kg;
@@ -587,6 +598,11 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
     tpu_sim_lower_fold_add(w->L, view(w, s->out), TPU_VPU_ADD, s->win.kh * s->win.kw, s->rows, s->cols, NULL);
     break;
+  case FE_STEP_CAUSAL:   /* the mask made on chip (as dropout's), added */
+    tpu_sim_lower_ewise_add(w->L, view(w, s->out), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_ADD, .nin = 1, .mask = true },
+                            s->rows, s->cols);
+    break;
+  case FE_STEP_HEADS: case FE_STEP_MERGE_HEADS:   /* attention's heads split or merged: a copy */
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
   case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */
     tpu_sim_lower_ewise_add(w->L, view(w, s->out), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_COPY, .nin = 1 }, s->rows,

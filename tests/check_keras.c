@@ -279,6 +279,17 @@ START_TEST(Transformer_layers_translate_to_the_native_layers) {
   ck_assert_msg(tpu_fe_model_parse_notes(func, "f.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
   ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[2].kind), "multiply");
   ck_assert(m->layers[3].kind == TPU_FE_LEAKY_RELU && m->layers[3].negative_slope == 0.25);
+  /* tf.keras 2's MultiHeadAttention called on the 8x8x2 image as query and
+  ** (a keyword argument) value, with its causal mask: attention over the 64
+  ** pixels; Keras' 4 kernels 2x2x4 (and 2x4x2) and biases 8, 8, 8, 2: 90 */
+  static const char mha[] = TF2_FUNC("{\"class_name\": \"MultiHeadAttention\", \"name\": \"mha\", \"config\": "
+    "{\"name\": \"mha\", \"num_heads\": 2, \"key_dim\": 4, \"value_dim\": null, \"dropout\": 0.1, "
+    "\"use_bias\": true, \"output_shape\": null, \"attention_axes\": null}, \"inbound_nodes\": [[[\"in\", 0, 0, "
+    "{\"value\": [\"in\", 0, 0], \"use_causal_mask\": true}]]]}" HEAD("mha"), "d");
+  ck_assert_msg(tpu_fe_model_parse_notes(mha, "m.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(m->layers[0].kind == TPU_FE_MHA && m->layers[0].num_heads == 2 && m->layers[0].key_dim == 4 &&
+            m->layers[0].value_dim == 4 && m->layers[0].causal && m->layers[0].rate == 0.1);
+  TU_EQ_U64(90 + 128 * 3 + 3, m->nparams);
   free(m);
 }
 END_TEST
@@ -304,6 +315,11 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
            "layer 'c' (Conv2D): field 'strides': [1, 2]: unequal strides are not supported");
   text_err(TF2_FUNC(CONV("c", ", \"activation\": \"elu\"", IN("in")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): field 'activation': activation 'elu' is not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"padding\": \"same\"", IN("in")) ",\n"
+                    "{\"class_name\": \"MultiHeadAttention\", \"name\": \"x\", \"config\": {\"name\": \"x\", "
+                    "\"num_heads\": 1, \"key_dim\": 2}, \"inbound_nodes\": [[[\"in\", 0, 0, {\"value\": [\"c\", 0, 0]}]]]}"
+                    HEAD("x"), "d"),
+           "layer 'x' (MultiHeadAttention): cross-attention (its query and its value or key from different layers)");
   text_err(TF2_FUNC(L("LayerNormalization", "ln", ", \"axis\": 1", IN("in")) HEAD("ln"), "d"),
            "layer 'ln' (LayerNormalization): field 'axis': 1 is not the last axis of its 4-D input");
   text_err(TF2_FUNC(L("LayerNormalization", "ln", ", \"rms_scaling\": true", IN("in")) HEAD("ln"), "d"),

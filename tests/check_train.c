@@ -570,6 +570,17 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [3, 2, 2], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"leaky_relu\" },"
   " { \"type\": \"layer_normalization\", \"scale\": false }, { \"type\": \"flatten\" },"
   " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* multi_head_attention: a pre-norm transformer block over 5 positions
+  ** of 6 (causal, value_dim apart from key_dim, dropout on the weights),
+  ** then one without bias over a dense's output (its input needs no dX);
+  ** layer_normalization in each so that the sim backend checks it too */
+  "{ \"input\": [5, 6], \"layers\": [ { \"type\": \"layer_normalization\", \"name\": \"n\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 3, \"value_dim\": 4,"
+  " \"causal\": true, \"dropout\": 0.2 }, { \"type\": \"add\", \"inputs\": [\"a\", \"n\"] },"
+  " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [4, 5], \"layers\": [ { \"type\": \"dense\", \"units\": 6, \"use_bias\": false },"
+  " { \"type\": \"multi_head_attention\", \"num_heads\": 3, \"key_dim\": 2, \"use_bias\": false },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -1216,13 +1227,17 @@ static int plan_models(tpu_fe_model *out, int cap) {
                         " { \"type\": \"add\", \"name\": \"r\", \"inputs\": [\"d2\", \"input\"] },"
                         " { \"type\": \"layer_normalization\", \"name\": \"ln\" }, { \"type\": \"swish\", \"name\": \"sw\" },"
                         " { \"type\": \"multiply\", \"inputs\": [\"ln\", \"sw\"] }, { \"type\": \"leaky_relu\" },"
+                        " { \"type\": \"multi_head_attention\", \"num_heads\": 2, \"key_dim\": 4, \"causal\": true,"
+                        " \"dropout\": 0.1 },"
                         " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
   return n + 5;
 }
 
+/* The products the plan's GEMM steps make (a batched one: each). */
 static int plan_gemms(const fe_plan *p) {
   int g = 0;
-  for (int k = 0; k < p->nsteps; k++) g += p->steps[k].kind == FE_STEP_GEMM;
+  for (int k = 0; k < p->nsteps; k++)
+    if (p->steps[k].kind == FE_STEP_GEMM) g += p->steps[k].gemm.batch > 1 ? p->steps[k].gemm.batch : 1;
   return g;
 }
 
@@ -1254,8 +1269,9 @@ START_TEST(The_value_path_runs_exactly_the_plans_gemms) {
       ck_assert_msg(per >= 2 && log.n == cores * per, "%s: %d GEMMs run, the plan has %d per core", m->name, log.n, per);
       int i = 0;
       for (int c = 0; c < cores; c++)
-        for (int s = 0; s < p->nsteps; s++) {
-          if (p->steps[s].kind != FE_STEP_GEMM) continue;
+        for (int s = 0; s < p->nsteps; s++)
+          for (int bq = 0; p->steps[s].kind == FE_STEP_GEMM && bq < (p->steps[s].gemm.batch > 1 ? p->steps[s].gemm.batch : 1);
+               bq++) {
           const fe_gemm_step *g = &p->steps[s].gemm;
           const fe_gemm_call *r = &log.calls[i++];
           ck_assert_msg(r->M == g->M && r->N == g->N && r->K == g->K && r->ta == g->ta && r->tb == g->tb &&
@@ -1287,7 +1303,8 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
   /* core 0's matmul ops, in program order, grouped by name: each group is
   ** one plan GEMM tiled (its tiles cover M x N x K exactly, one K run per
   ** output tile), with the plan's transposes and precision; a depthwise one
-  ** is its blocks of the MXU's width, each tiled so (fe_gemm_dw_block) */
+  ** is its blocks of the MXU's width, each tiled so (fe_gemm_dw_block); a
+  ** batched one (attention's) its products one after another */
   tpu_fe_model models[8];
   const int nm = plan_models(models, 4);
   tpu_chip_config chip;
@@ -1334,7 +1351,8 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
             mnk += mi * ni * ki;
             tiles++;
           }
-          int64_t wK = g->K, wmn = (int64_t)g->M * g->N, wmnk = wmn * g->K;
+          const int64_t nb = g->batch > 1 ? g->batch : 1;   /* a batched GEMM: each product tiled so */
+          int64_t wK = g->K, wmn = (int64_t)g->M * g->N * nb, wmnk = wmn * g->K;
           if (g->dw) {   /* the blocks' products only */
             int64_t bm, bn, bk;
             wmn = wmnk = 0;
@@ -1349,7 +1367,7 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
                         "  Actual:   %d tiles, K %lld, M*N %lld, M*N*K %lld", m->name, want, g->M, g->N, g->K,
                         (long long)wK, (long long)wmn, (long long)wmnk, tiles, (long long)K, (long long)mn,
                         (long long)mnk);
-          groups++;
+          groups += (int)nb;
         }
         /* and no matmul op outside the plan's GEMMs */
         for (tpu_sim_op op; o < nops; o++)

@@ -474,6 +474,14 @@ static bool exec_rowwise(tpu_vpu_op op, const tpu_vpu_args *a) {
       }
       break;
     case TPU_VPU_SOFTMAX: softmax_rows(x, o, rows, cols); break;
+    case TPU_VPU_SOFTMAX_GRAD:   /* p (dy - sum(dy p)) per row, the sum left to right in f32 */
+      for (int r = 0; r < rows; r++) {
+        const float *pr = x + (size_t)r * cols, *dr = a->y + (size_t)r * cols;
+        float *orow = o + (size_t)r * cols, s = 0.0f;
+        for (int c = 0; c < cols; c++) s += pr[c] * dr[c];
+        for (int c = 0; c < cols; c++) orow[c] = pr[c] * (dr[c] - s);
+      }
+      break;
     case TPU_VPU_SOFTMAX_XENT: softmax_xent_rows(x, a->labels, o, a->out2, al, rows, cols); break;
     case TPU_VPU_ARGMAX:
       for (int r = 0; r < rows; r++) a->idx[r] = row_argmax(x + (size_t)r * cols, cols);

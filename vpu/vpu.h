@@ -54,6 +54,7 @@
 **   gelu gelu_tanh swish and their gradients: evaluated in double and
 **     rounded once: <= 1 ulp, plus 2^-50 * |dy| absolute for a gradient
 **     (which crosses zero: gelu's near x = -0.75, swish's near x = -1.28)
+**   softmax_grad: p*(dy - sum(dy*p)) per row, the sum left to right in f32
 **   row_sum/col_sum over n terms: |err| <= (n-1) * 2^-24 * sum|x|
 **   softmax, element c of a row with max m:
 **     rel err <= 2^-24 * (|x_c - m| + cols + 3)

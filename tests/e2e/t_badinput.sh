@@ -384,6 +384,14 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_mul.json|layers[1] (multiply): field 'inputs': expected an array of 2 layer names
 >m_mul2.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "name": "a" }, { "type": "multiply", "inputs": ["a", "input"] }, { "type": "dense", "units": 2 } ] }
 2|m_mul2.json|multiply needs equal shapes (no broadcasting)
+>m_mha.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "key_dim": 2 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha.json|m_mha.json:1:32: layers[0] (multi_head_attention): field 'num_heads': missing
+>m_mha2.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 2, "key_dim": 2, "dropout": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha2.json|layers[0] (multi_head_attention): field 'dropout'
+>m_mha3.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 2, "key_dim": 2, "causal": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha3.json|layers[0] (multi_head_attention): field 'causal': expected true or false
+>m_mha4.json { "input": [4096, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 128, "key_dim": 2 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha4.json|make the attention too large
 >m_seq.json { "input": [6, 0], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_seq.json|field 'input': expected [height, width, channels], [length, channels] or [size]
 CASES
