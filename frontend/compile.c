@@ -102,7 +102,10 @@ static int step_writes(const fe_step *s, fe_tensor w[2]) {
 ** ================================================================== */
 static bool ewise(const fe_step *s) {
   switch (s->kind) {
-  case FE_STEP_VPU: return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_COL_SUM;
+  case FE_STEP_VPU:   /* not a bias_add of its own (position_embedding's: a 1 x C operand), nor a
+                       ** softmax (attention's: row-wise, its own pass) */
+    return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_COL_SUM &&
+           s->vpu.op != TPU_VPU_BIAS_ADD && s->vpu.op != TPU_VPU_SOFTMAX && s->vpu.op != TPU_VPU_SOFTMAX_GRAD;
   case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_VIEW: case FE_STEP_DROPOUT_MASK: return true;
   default: return false;
   }

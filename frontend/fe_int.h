@@ -107,8 +107,14 @@ typedef enum fe_step_kind {
                                   [rows*H*L x c] (each sample's heads one after another); rows x cols:
                                   R x H*c, coff: H */
   FE_STEP_MERGE_HEADS,         /* and back */
-  FE_STEP_CAUSAL               /* the scores [rows*H*L x L]: -1e9 added where a key comes after its
+  FE_STEP_CAUSAL,              /* the scores [rows*H*L x L]: -1e9 added where a key comes after its
                                   query (Keras' masked softmax), in place */
+  FE_STEP_GATHER,              /* embedding: the table's row of each token id (in) to out, rows x
+                                  cols: rows*L x output_dim (plus the token-type table's row 0) */
+  FE_STEP_SCATTER,             /* its backward: each position's dY (in) added to its id's row of DW */
+  FE_STEP_TAKE,                /* take: position coff of each sample's ctot (in) to out, rows x cols:
+                                  rows x C */
+  FE_STEP_PUT                  /* its backward: dY (in) to that position of a zeroed dX (out) */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {

@@ -197,6 +197,15 @@ void fe_params_init(const tpu_fe_model *m, float *params) {
       continue;
     }
     if (!L->nw) continue;
+    if (L->kind == TPU_FE_EMBEDDING) {   /* Keras' Embedding: uniform in [-0.05, 0.05) */
+      uint64_t key = tpu_mix64(m->seed ^ tpu_mix64((uint64_t)i + 1));
+      for (size_t k = 0; k < L->nw; k++) params[L->woff + k] = (2.0f * unit_f32(tpu_mix64(key + k)) - 1.0f) * 0.05f;
+      continue;
+    }
+    if (L->kind == TPU_FE_POS_EMBEDDING) {   /* Glorot-uniform over max_length x C, as keras_hub's */
+      glorot(m, i, 1, params + L->woff, L->nw, L->max_length, L->in.c);
+      continue;
+    }
     if (L->kind == TPU_FE_MHA) {   /* Keras' fans of the kernels (C, H, d) and (H, dv, C): the last
                                    ** two dimensions times the product of the others */
       const double C = L->in.c, H = L->num_heads, d = L->key_dim, dv = L->value_dim;
@@ -538,6 +547,41 @@ static tpu_status run_gemm(exec *e, const fe_gemm_step *g) {
   return TPU_OK;
 }
 
+/* embedding over n positions: out (gather) gets each id's table row plus
+** the token-type table's row 0; or (dy not NULL: scatter) each position's
+** dY is added to its id's row of the gradient, in position order, and
+** summed into the token-type row 0. An id is its f32 value, which must be
+** an integer in [0, input_dim): any other value gives a zero row (and
+** no gradient), as a gather out of bounds does on a TPU. */
+static void gather(exec *e, const tpu_fe_layer *l, int64_t n, const float *ids, float *out, const float *dy) {
+  const size_t D = (size_t)l->output_dim, V = (size_t)l->input_dim;
+  const float *w = e->params + l->woff, *type0 = l->token_types ? w + V * D : NULL;
+  float *g = e->ws->grad + l->woff, *gtype0 = l->token_types ? g + V * D : NULL;
+  if (dy) memset(g, 0, l->nw * sizeof *g);
+  for (int64_t r = 0; r < n; r++) {
+    const float v = ids[r];
+    const bool ok = v >= 0.0f && v < (float)V && v == floorf(v);
+    const size_t id = ok ? (size_t)v : 0;
+    if (dy) {
+      for (size_t c = 0; ok && c < D; c++) g[id * D + c] += dy[(size_t)r * D + c];
+      for (size_t c = 0; gtype0 && c < D; c++) gtype0[c] += dy[(size_t)r * D + c];
+      continue;
+    }
+    for (size_t c = 0; c < D; c++)
+      out[(size_t)r * D + c] = (ok ? w[id * D + c] : 0.0f) + (type0 ? type0[c] : 0.0f);
+  }
+}
+/* take: position s->coff of each sample's s->ctot to a vector (put: back,
+** into a zeroed gradient). */
+static void take(bool put, const fe_step *s, float *in, float *out) {
+  const size_t C = (size_t)s->cols, L = (size_t)s->ctot, p = (size_t)s->coff;
+  if (put) memset(out, 0, (size_t)s->rows * L * C * sizeof *out);
+  for (int64_t b = 0; b < s->rows; b++) {
+    if (put) memcpy(out + ((size_t)b * L + p) * C, in + (size_t)b * C, C * sizeof *out);
+    else memcpy(out + (size_t)b * C, in + ((size_t)b * L + p) * C, C * sizeof *out);
+  }
+}
+
 /* multi_head_attention's heads: [rows*L x H*c] to [rows*H*L x c], each
 ** sample's heads one after another (merge: back). */
 static void heads(bool merge, int rows, int64_t R, int64_t cols, int H, float *wide, float *split) {
@@ -646,6 +690,9 @@ static tpu_status run_step(exec *e, const fe_step *s) {
     bn_backward(&e->p->model->layers[L], s->rows, e->params, ws->stat,
                 ws->act[e->p->model->layers[L].inputs[0] + 1], in, ws->grad, out);
     return TPU_OK;
+  case FE_STEP_GATHER: gather(e, &e->p->model->layers[L], s->rows, in, out, NULL); return TPU_OK;
+  case FE_STEP_SCATTER: gather(e, &e->p->model->layers[L], s->rows, ws->act[0], NULL, in); return TPU_OK;
+  case FE_STEP_TAKE: case FE_STEP_PUT: take(s->kind == FE_STEP_PUT, s, in, out); return TPU_OK;
   case FE_STEP_HEADS: heads(false, rows, s->rows, s->cols, s->coff, in, out); return TPU_OK;
   case FE_STEP_MERGE_HEADS: heads(true, rows, s->rows, s->cols, s->coff, out, in); return TPU_OK;
   case FE_STEP_CAUSAL: causal(s->rows, s->cols, out); return TPU_OK;

@@ -15,11 +15,11 @@
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
   "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
-  "multiply", "multi_head_attention"
+  "multiply", "multi_head_attention", "embedding", "position_embedding", "take"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
   "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
-  "leaky_relu, layer_normalization, multiply, multi_head_attention"
+  "leaky_relu, layer_normalization, multiply, multi_head_attention, embedding, position_embedding, take"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -237,6 +237,22 @@ static tpu_status parse_mha(tpu_json *c, json_t *jl, const char *path, const cha
   return get_num(c, jl, path, what, "dropout", 0.0, 1.0, true, 0.0, false, &L->rate);
 }
 
+/* embedding ("input_dim", "output_dim" required, "token_types" 0),
+** position_embedding ("max_length" required), take ("position", 0). */
+static tpu_status parse_seq_layer(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const ek[] = { "type", "name", "inputs", "input_dim", "output_dim", "token_types", NULL };
+  static const char *const pk[] = { "type", "name", "inputs", "max_length", NULL };
+  static const char *const tk[] = { "type", "name", "inputs", "position", NULL };
+  const tpu_fe_layer_kind k = L->kind;
+  tpu_status st = check_keys(c, jl, path, what, k == TPU_FE_EMBEDDING ? ek : k == TPU_FE_TAKE ? tk : pk);
+  if (st) return st;
+  if (k == TPU_FE_TAKE) return get_int(c, jl, path, what, "position", 0, 65535, 0, &L->position);
+  if (k == TPU_FE_POS_EMBEDDING) return get_int(c, jl, path, what, "max_length", 1, 65536, 0, &L->max_length);
+  if ((st = get_int(c, jl, path, what, "input_dim", 1, 1 << 24, 0, &L->input_dim))) return st;
+  if ((st = get_int(c, jl, path, what, "output_dim", 1, 1 << 16, 0, &L->output_dim))) return st;
+  return get_int(c, jl, path, what, "token_types", 0, 16, 0, &L->token_types);
+}
+
 /* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
 ** (top and bottom h, left and right w) or [[top, bottom], [left, right]]. */
 static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
@@ -324,6 +340,7 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   case TPU_FE_BATCHNORM: return parse_batchnorm(c, jl, path, what, L);
   case TPU_FE_LAYERNORM: return parse_batchnorm(c, jl, path, what, L);
   case TPU_FE_MHA: return parse_mha(c, jl, path, what, L);
+  case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: return parse_seq_layer(c, jl, path, what, L);
   case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
@@ -536,6 +553,40 @@ static tpu_status conv_shape(tpu_json *c, tpu_fe_model *m, int i, bool in_vec, s
   return TPU_OK;
 }
 
+/* embedding: the model's input, [L] token ids, to 1 x L x output_dim (its
+** table input_dim x output_dim, then token_types x output_dim);
+** position_embedding: max_length x C added to the first positions; take:
+** 1 x L x C to the vector at 'position'. */
+static tpu_status seq_shape(tpu_json *c, tpu_fe_model *m, int i) {
+  tpu_fe_layer *L = &m->layers[i];
+  const tpu_fe_shape s = L->in;
+  const int len = s.h * s.w;
+  char path[48], a[48];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  if (L->kind == TPU_FE_EMBEDDING) {
+    if (L->inputs[0] != -1 || s.h != 1 || s.w != 1)
+      return tpu_json_fail(c, path, "layers[%d] (embedding): its input must be the model's input, given as [length] "
+                           "(the token ids)", i);
+    L->out = (tpu_fe_shape){ 1, s.c, L->output_dim };
+    L->nw = ((size_t)L->input_dim + (size_t)L->token_types) * (size_t)L->output_dim;
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_POS_EMBEDDING) {
+    if (s.h != 1 || len > L->max_length)
+      return tpu_json_fail(c, path, "layers[%d] (position_embedding): field 'max_length': %d positions cannot take "
+                           "the input shape %s (a sequence 1 x length x channels of at most max_length)", i,
+                           L->max_length, tpu_fe_shape_str(s, a, sizeof a));
+    L->out = s;
+    L->nw = (size_t)L->max_length * (size_t)s.c;
+    return TPU_OK;
+  }
+  if (s.h != 1 || L->position >= s.w)   /* take */
+    return tpu_json_fail(c, path, "layers[%d] (take): field 'position': %d is not a position of the input shape %s "
+                         "(a sequence 1 x length x channels)", i, L->position, tpu_fe_shape_str(s, a, sizeof a));
+  L->out = (tpu_fe_shape){ 1, 1, s.c };
+  return TPU_OK;
+}
+
 /* Layer L's place in the parameter vector from 'off'; returns the next
 ** offset. batch_normalization: gamma, beta, moving mean and variance
 ** (Keras' 4*C, the moving ones non-trainable); layer_normalization: gamma,
@@ -573,6 +624,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     bool flat = s.h == 1 && s.w == 1;
     const bool in_vec = L->inputs[0] < 0 ? input_vec : vec[L->inputs[0]];
     vec[i] = (L->kind == TPU_FE_DENSE && flat) || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
+             L->kind == TPU_FE_TAKE ||
              (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
@@ -612,6 +664,11 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
       L->out = s;
       L->nw = 2 * C * H * d + C * H * dv + H * dv * C;   /* query, key, value, output kernels (Keras') */
       L->nb = L->no_bias ? 0 : 2 * H * d + H * dv + C;
+      break;
+    }
+    case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: {
+      tpu_status st = seq_shape(c, m, i);
+      if (st) return st;
       break;
     }
     case TPU_FE_ZERO_PADDING:

@@ -307,6 +307,18 @@ static void forward_layer(builder *b, int i) {
   case TPU_FE_MHA:
     att_forward(b, l, i, x, y);
     break;
+  case TPU_FE_EMBEDDING:
+    move(b, FE_STEP_GATHER, R, C, x, y);
+    break;
+  case TPU_FE_POS_EMBEDDING:   /* the first L*C of the table, added to each sample as a bias */
+    vpu(b, TPU_VPU_BIAS_ADD, rows, (int64_t)tpu_fe_shape_size(l->out), x, T(FE_T_W, i), y, false);
+    break;
+  case TPU_FE_TAKE: {
+    fe_step *s = move(b, FE_STEP_TAKE, rows, C, x, y);
+    s->coff = l->position;
+    s->ctot = l->in.w;
+    break;
+  }
   case TPU_FE_MULTIPLY:
     vpu(b, TPU_VPU_MUL, R, C, x, in_act(l, 1), y, false);
     break;
@@ -435,6 +447,20 @@ static void backward_layer(builder *b, int i) {
     break;
   case TPU_FE_MHA:
     att_backward(b, l, i, x, dy, dx);
+    break;
+  case TPU_FE_EMBEDDING:   /* the ids take no gradient */
+    move(b, FE_STEP_SCATTER, Rout, Cout, dy, none);
+    break;
+  case TPU_FE_POS_EMBEDDING:
+    vpu(b, TPU_VPU_COL_SUM, rows, (int64_t)tpu_fe_shape_size(l->out), dy, none, T(FE_T_DW, i), false);
+    if (need_dx) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_TAKE:
+    if (need_dx) {
+      fe_step *s = move(b, FE_STEP_PUT, rows, Cout, dy, dx);
+      s->coff = l->position;
+      s->ctot = l->in.w;
+    }
     break;
   case TPU_FE_RELU:       /* relu_grad (relu_cap_grad) looks at the forward input, */
   case TPU_FE_GELU: case TPU_FE_SWISH: case TPU_FE_LEAKY_RELU:   /* as these do */

@@ -43,6 +43,9 @@
 **   MERGE_HEADS (a 'copy' over the tiles); its batched GEMMs (scores,
 **               context, per sample and head) each product on its own;
 **   CAUSAL      the causal mask, an 'add' of a mask made on chip
+**   GATHER      embedding: the rows gathered, a 'copy' over [rows*L x D];
+**   SCATTER     its backward an 'add' of dY into the rows (nin 2)
+**   TAKE, PUT   take and its backward: a 'copy' of one position
 **   PAD, CROP   zero_padding and its gradient: a 'copy' over the output's
 **               tiles (XLA would often fold the padding into the next
 **               conv's im2col; this is the unfused cost)
@@ -587,13 +590,17 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   switch (s->kind) {
   case FE_STEP_INFEED: lower_infeed(w, p); break;
   case FE_STEP_GEMM: lower_gemm(w, p, k); break;
-  case FE_STEP_VPU:
+  case FE_STEP_VPU: {
+    const bool vec = s->vpu.op == TPU_VPU_BIAS_ADD;   /* its 1 x C operand (position_embedding's) on chip */
     if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(w, p, &s->vpu);
     else if (!s->fused)
       tpu_sim_lower_ewise_add(w->L, view(w, s->vpu.out), &(tpu_sim_lower_ewise){ .fn = s->vpu.op,
-                              .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
-                              .mask = s->vpu.y.kind == FE_T_MASK }, s->vpu.rows, s->vpu.cols);
+                              .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK && !vec ? 2 : 1,
+                              .mask = s->vpu.y.kind == FE_T_MASK || vec, .yvec = vec,
+                              .reduce = s->vpu.op == TPU_VPU_COL_SUM },
+                              s->vpu.rows, s->vpu.cols);
     break;
+  }
   case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(w, s); break;
   case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
     tpu_sim_lower_fold_add(w->L, view(w, s->out), TPU_VPU_ADD, s->win.kh * s->win.kw, s->rows, s->cols, NULL);
@@ -602,6 +609,12 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
     tpu_sim_lower_ewise_add(w->L, view(w, s->out), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_ADD, .nin = 1, .mask = true },
                             s->rows, s->cols);
     break;
+  case FE_STEP_SCATTER:   /* each position's dY added into its row of the table's gradient */
+    tpu_sim_lower_ewise_add(w->L, view(w, s->in), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_ADD, .nin = 2 }, s->rows,
+                            s->cols);
+    break;
+  case FE_STEP_GATHER:   /* the table's rows gathered by the DMAs: a copy */
+  case FE_STEP_TAKE: case FE_STEP_PUT:   /* one position of each sample, or back */
   case FE_STEP_HEADS: case FE_STEP_MERGE_HEADS:   /* attention's heads split or merged: a copy */
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
   case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */

@@ -32,6 +32,17 @@
 **   seed_cnn      the seed article's small custom CNN, known only by its
 **                 count: 78,263 parameters at 192x192x3, 5 classes (its
 **                 defaults); the design is ours.
+**   bert_base     BERT-base (Devlin et al.; Hugging Face's
+**                 bert-base-uncased, BertForSequenceClassification):
+**                 NAME[@SEQ][:CLASSES], SEQ tokens (default 128; the
+**                 position table has max(512, SEQ) rows), 2 classes by
+**                 default. Token, position and token-type (all type 0)
+**                 embeddings, layer_normalization (epsilon 1e-12), 12
+**                 encoder blocks (self-attention 12 x 64, dropout 0.1,
+**                 residual and layer_normalization; dense 3072 gelu, dense
+**                 768, residual and layer_normalization), the pooler (the
+**                 first token, dense 768 tanh), dropout and the classifier:
+**                 109,482,240 parameters before the classifier at SEQ <= 512.
 */
 #include <assert.h>
 #include <stdio.h>
@@ -47,6 +58,7 @@ static const char *const ZOO_NAMES[] = {
   "resnet50",
   "resnet152v2",
   "seed_cnn",
+  "bert_base",
   NULL
 };
 const char *const *tpu_fe_model_zoo_names(void) { return ZOO_NAMES; }
@@ -428,6 +440,44 @@ static void seed_cnn(tpu_text *t, int classes) {
   dense(t, "dense", classes, "softmax");
 }
 
+/* {==================================================================
+** Transformers
+** ================================================================== */
+static void bert_block(tpu_text *t, int l, const char *in, int hidden, int heads, int ff) {
+  tpu_text_printf(t, "    { \"type\": \"multi_head_attention\", \"name\": \"layer_%d_attention\", \"inputs\": \"%s\", "
+                  "\"num_heads\": %d, \"key_dim\": %d, \"dropout\": 0.1 },\n", l, in, heads, hidden / heads);
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"layer_%d_attention_dropout\", \"rate\": 0.1 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_attention_add\", \"inputs\": [\"layer_%d_attention_dropout\", "
+                  "\"%s\"] },\n", l, l, in);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_attention_ln\", \"epsilon\": 1e-12 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_intermediate\", \"units\": %d },\n", l, ff);
+  tpu_text_printf(t, "    { \"type\": \"gelu\", \"name\": \"layer_%d_gelu\" },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_output\", \"units\": %d },\n", l, hidden);
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"layer_%d_output_dropout\", \"rate\": 0.1 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_output_add\", \"inputs\": [\"layer_%d_output_dropout\", "
+                  "\"layer_%d_attention_ln\"] },\n", l, l, l);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_output_ln\", \"epsilon\": 1e-12 },\n", l);
+}
+
+static void bert_base(tpu_text *t, int seq, int classes) {
+  tpu_text_printf(t, "    { \"type\": \"embedding\", \"name\": \"embeddings\", \"input_dim\": 30522, \"output_dim\": 768, "
+                  "\"token_types\": 2 },\n");
+  tpu_text_printf(t, "    { \"type\": \"position_embedding\", \"name\": \"position_embeddings\", \"max_length\": %d },\n",
+                  seq > 512 ? seq : 512);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"embeddings_ln\", \"epsilon\": 1e-12 },\n");
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"embeddings_dropout\", \"rate\": 0.1 },\n");
+  char in[40] = "embeddings_dropout";
+  for (int l = 0; l < 12; l++) {
+    bert_block(t, l, in, 768, 12, 3072);
+    snprintf(in, sizeof in, "layer_%d_output_ln", l);
+  }
+  tpu_text_printf(t, "    { \"type\": \"take\", \"name\": \"first_token\", \"position\": 0 },\n");
+  dense(t, "pooler", 768, "tanh");
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"pooler_dropout\", \"rate\": 0.1 },\n");
+  dense(t, "classifier", classes, "linear");
+}
+/* }================================================================== */
+
 /* Parses "[@HxWxC][:CLASSES]" after a zoo name. */
 static bool parse_knobs(const char *s, int *h, int *w, int *c, int *classes) {
   char *e;
@@ -452,6 +502,46 @@ static bool parse_knobs(const char *s, int *h, int *w, int *c, int *classes) {
   return *s == '\0';
 }
 
+/* The frame of a zoo model's JSON around its layers (written by 'layers'
+** into t); *json gets it, or TPU_ERR_NOMEM. */
+static tpu_status zoo_finish(tpu_text *t, const char *lr, char **json, char *err, size_t errcap) {
+  if (!t->oom) t->n -= 2;   /* the last layer's ",\n" */
+  tpu_text_printf(t, "\n  ],\n  \"loss\": \"softmax_cross_entropy\",\n"
+                  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": %s },\n  \"seed\": 1\n}\n", lr);
+  if (t->oom) {
+    tpu_free(t->s);
+    snprintf(err, errcap, "out of memory");
+    return TPU_ERR_NOMEM;
+  }
+  *json = t->s;
+  return TPU_OK;
+}
+
+/* bert_base[@SEQ][:CLASSES]: SEQ token ids 1..65536 (default 128), CLASSES
+** (default 2); adam at 2e-5, BERT's fine-tuning rate. */
+static tpu_status bert_json(const char *spec, const char *knobs, char **json, char *err, size_t errcap) {
+  long seq = 128, classes = 2;
+  char *e;
+  const char *s = knobs;
+  if (*s == '@') {
+    seq = (s[1] >= '0' && s[1] <= '9') ? strtol(s + 1, &e, 10) : 0;
+    s = seq ? e : s + 1;
+  }
+  if (*s == ':') {
+    classes = (s[1] >= '0' && s[1] <= '9') ? strtol(s + 1, &e, 10) : 0;
+    s = classes ? e : s + 1;
+  }
+  if (*s || seq < 1 || seq > 65536 || classes < 2 || classes > 1 << 20) {
+    snprintf(err, errcap, "%s: bert_base is bert_base[@SEQ][:CLASSES], e.g. bert_base@512:3 (SEQ tokens "
+             "1..65536, default 128; classes 2..1048576, default 2)", spec);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_text t = { 0 };
+  tpu_text_printf(&t, "{\n  \"name\": \"%.63s\",\n  \"input\": [%ld],\n  \"layers\": [\n", spec, seq);
+  bert_base(&t, (int)seq, (int)classes);
+  return zoo_finish(&t, "2e-5", json, err, errcap);
+}
+
 tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_t errcap) {
   *json = NULL;
   int z = -1;
@@ -462,6 +552,8 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   }
   if (z < 0) return TPU_OK;
   int h = 224, w = 224, c = 3, classes = 1000;
+  const bool bert = !strcmp(ZOO_NAMES[z], "bert_base");
+  if (bert) return bert_json(spec, spec + nl, json, err, errcap);
   if (!strcmp(ZOO_NAMES[z], "xception")) h = w = 299;
   if (!strcmp(ZOO_NAMES[z], "seed_cnn")) { h = w = 192; classes = 5; }   /* the seed's Flowers */
   if (!parse_knobs(spec + nl, &h, &w, &c, &classes)) {
@@ -479,14 +571,5 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   else if (!strcmp(ZOO_NAMES[z], "seed_cnn")) seed_cnn(&t, classes);
   else vgg(&t, !strcmp(ZOO_NAMES[z], "vgg16") ? (const int[5]){ 2, 2, 3, 3, 3 } : (const int[5]){ 2, 2, 4, 4, 4 },
            classes);
-  if (!t.oom) t.n -= 2;   /* the last layer's ",\n" */
-  tpu_text_printf(&t, "\n  ],\n  \"loss\": \"softmax_cross_entropy\",\n"
-                  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.001 },\n  \"seed\": 1\n}\n");
-  if (t.oom) {
-    tpu_free(t.s);
-    snprintf(err, errcap, "out of memory");
-    return TPU_ERR_NOMEM;
-  }
-  *json = t.s;
-  return TPU_OK;
+  return zoo_finish(&t, "0.001", json, err, errcap);
 }

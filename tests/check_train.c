@@ -99,6 +99,40 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
 }
 END_TEST
 
+/* BERT-base as Hugging Face's bert-base-uncased: embeddings 30522*768 +
+** 512*768 + 2*768 + LayerNorm 2*768 = 23,837,184; per encoder layer the
+** attention 4*(768*768 + 768) = 2,362,368, its LayerNorm 1,536, the
+** intermediate 768*3072 + 3072 = 2,362,368, the output 3072*768 + 768 =
+** 2,360,064 and its LayerNorm 1,536: 7,087,872, 12 of them 85,054,464; the
+** pooler 768*768 + 768 = 590,592; 109,482,240 in all, then the classifier
+** 768*classes + classes. @SEQ sets the tokens; past 512 the position table
+** grows with it. */
+START_TEST(Bert_base_has_hugging_faces_parameter_count) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  static const struct { const char *spec; uint64_t nparams; int seq, classes; } z[] = {
+    { "bert_base", 109482240 + 768 * 2 + 2, 128, 2 }, { "bert_base@512:3", 109482240 + 768 * 3 + 3, 512, 3 },
+    { "bert_base@64", 109482240 + 1538, 64, 2 }, { "bert_base@4096", 109482240 + (4096 - 512) * 768 + 1538, 4096, 2 } };
+  for (size_t k = 0; k < sizeof z / sizeof z[0]; k++) {
+    ck_assert_msg(tpu_fe_model_load(z[k].spec, m, err, sizeof err) == TPU_OK, "%s: %s", z[k].spec, err);
+    TU_EQ_U64(z[k].nparams, m->nparams);
+    ck_assert_int_eq(m->input.c, z[k].seq);
+    ck_assert_int_eq(m->layers[0].out.w, z[k].seq);
+    ck_assert_int_eq(m->layers[m->nlayers - 1].out.c, z[k].classes);
+  }
+  int mha = 0;
+  for (int i = 0; i < m->nlayers; i++) mha += m->layers[i].kind == TPU_FE_MHA && m->layers[i].num_heads == 12 &&
+                                               m->layers[i].key_dim == 64 && !m->layers[i].causal;
+  ck_assert_int_eq(mha, 12);
+  static const char *const bad[] = { "bert_base@", "bert_base@0", "bert_base:1", "bert_base@128x128", "bert_base:" };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "bert_base[@SEQ][:CLASSES]") != NULL, "%s", err);
+  }
+  free(m);
+}
+END_TEST
+
 static int layer_named(const tpu_fe_model *m, const char *name) {
   for (int i = 0; i < m->nlayers; i++) if (!strcmp(m->layers[i].name, name)) return i;
   ck_abort_msg("%s: no layer '%s'", m->name, name);
@@ -581,6 +615,13 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [4, 5], \"layers\": [ { \"type\": \"dense\", \"units\": 6, \"use_bias\": false },"
   " { \"type\": \"multi_head_attention\", \"num_heads\": 3, \"key_dim\": 2, \"use_bias\": false },"
   " { \"type\": \"layer_normalization\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a tiny BERT: token ids (with a token-type table), position_embedding,
+  ** an encoder block, the first token taken to a tanh pooler */
+  "{ \"input\": [7], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 11, \"output_dim\": 4, \"token_types\": 2 },"
+  " { \"type\": \"position_embedding\", \"max_length\": 9 }, { \"type\": \"layer_normalization\", \"name\": \"e\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 },"
+  " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -619,7 +660,8 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   uint8_t y[3] = { 0, 2, 1 };
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
-  for (size_t k = 0; k < (size_t)B * in; k++) x[k] = tu_normal(&r);
+  for (size_t k = 0; k < (size_t)B * in; k++)   /* token ids for an embedding */
+    x[k] = m.layers[0].kind == TPU_FE_EMBEDDING ? (float)((k * 5 + 3) % (size_t)m.layers[0].input_dim) : tu_normal(&r);
   loss_at(pl, &be, p, &ws, x, y);
   ck_assert_int_eq(fe_backward(pl, &be, p, &ws), TPU_OK);
   float *g = malloc(m.nparams * sizeof *g);
@@ -2231,6 +2273,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
+          Bert_base_has_hugging_faces_parameter_count,
           Resnets_are_keras_applications_layer_for_layer, The_resnet50_plan_has_the_hand_derived_gemms,
           Batch_normalization_has_the_keras_parameter_counts,
           Depthwise_and_separable_layers_have_the_keras_parameter_counts, A_depthwise_gemm_is_the_depthwise_convolution,

@@ -392,10 +392,20 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_mha3.json|layers[0] (multi_head_attention): field 'causal': expected true or false
 >m_mha4.json { "input": [4096, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 128, "key_dim": 2 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
 2|m_mha4.json|make the attention too large
+>m_emb.json { "input": [6], "layers": [ { "type": "embedding", "input_dim": 0, "output_dim": 4 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_emb.json|m_emb.json:1:65: layers[0] (embedding): field 'input_dim'
+>m_emb2.json { "input": [6, 2], "layers": [ { "type": "embedding", "input_dim": 9, "output_dim": 4 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_emb2.json|layers[0] (embedding): its input must be the model's input, given as [length] (the token ids)
+>m_pos.json { "input": [6, 4], "layers": [ { "type": "position_embedding", "max_length": 5 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_pos.json|layers[0] (position_embedding): field 'max_length': 5 positions cannot take the input shape 1x6x4
+>m_take.json { "input": [6, 4], "layers": [ { "type": "take", "position": 6 }, { "type": "dense", "units": 2 } ] }
+2|m_take.json|layers[0] (take): field 'position': 6 is not a position of the input shape 1x6x4
 >m_seq.json { "input": [6, 0], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_seq.json|field 'input': expected [height, width, channels], [length, channels] or [size]
 CASES
 corpus "$TPUSIM" <<'CASES'
+2|model bert_base@0|bert_base@0: bert_base is bert_base[@SEQ][:CLASSES]
+2|model bert_base:1|bert_base:1: bert_base is bert_base[@SEQ][:CLASSES]
 2|model nosuch.json|nosuch.json: not a built-in model
 2|model vgg16@0x0x3|vgg16@0x0x3: a zoo model is NAME[@HxWxC][:CLASSES]
 2|model vgg16:0|vgg16:0: a zoo model is NAME[@HxWxC][:CLASSES]
