@@ -354,8 +354,17 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
 ** `tpusim model NAME --batch B --chip C` and of train --json): the step
 ** lowered and run once at the timing level on core 0's program (every
 ** core runs the same), each plan step's ops attributed to its layer. */
+/* The parts of a multi_head_attention layer's step (forward and backward
+** each): the query, key, value and output projections (with their biases
+** and the heads' split and merge), the scores (QK^T, the scale, the causal
+** mask), the softmax (and the weights' dropout), the weighted sum (PV). */
+typedef enum tpu_fe_att_part {
+  TPU_FE_ATT_PROJECTIONS = 0, TPU_FE_ATT_SCORES, TPU_FE_ATT_SOFTMAX, TPU_FE_ATT_WEIGHTED_SUM, TPU_FE_ATT_NPARTS
+} tpu_fe_att_part;
+const char *tpu_fe_att_part_name(tpu_fe_att_part p);   /* "projections", ...; "?" */
 typedef struct tpu_fe_layer_cost {
   int layer;                   /* model layer, or -1: the step's own parts (infeed, loss, all-reduce, optimizer) */
+  int part;                    /* in tpu_fe_step_costs.att: its tpu_fe_att_part; else -1 */
   double cycles;               /* how far its ops moved the step's end (the entries add up to the step) */
   double mxu_cycles;           /* its units' work: the matmuls' MXU time, ... */
   double vpu_cycles;           /* ... the VPU ops', ... */
@@ -372,6 +381,8 @@ typedef struct tpu_fe_step_costs {
   uint64_t step_cycles;
   int n;                       /* entries of layer: the model's layers + 1 */
   tpu_fe_layer_cost *layer;    /* layer i at i, the step's own parts last (owned; tpu_fe_step_costs_free) */
+  int natt;                    /* entries of att: TPU_FE_ATT_NPARTS per multi_head_attention layer */
+  tpu_fe_layer_cost *att;      /* those layers' entries split by part, in layer then part order (owned) */
   double hbm_bytes;            /* the step's, per core */
   double class_bytes[TPU_SIM_T_NCLASS];   /* the same by what they move (tpu_sim_tensor_class: activations and
                                              their gradients, parameters, gradients, optimizer state) */

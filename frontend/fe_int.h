@@ -216,6 +216,9 @@ typedef struct fe_plan {
 tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu_precision prec, bool train,
                           fe_plan **out);
 void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
+/* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
+** layer's), or -1. */
+int fe_step_att_part(const fe_plan *p, int k);
 /* "fwd", "loss", "bwd", ... */
 const char *fe_phase_name(fe_phase ph);
 /* Where the model's dtype policy keeps tensor t (fe.h): under

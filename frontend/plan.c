@@ -572,6 +572,28 @@ void fe_plan_destroy(fe_plan *p) {
   tpu_free(p);
 }
 
+static const char *const ATT_PART_NAMES[] = { "projections", "scores", "softmax", "weighted sum" };
+const char *tpu_fe_att_part_name(tpu_fe_att_part p) {
+  return (unsigned)p < TPU_FE_ATT_NPARTS ? ATT_PART_NAMES[p] : "?";
+}
+
+int fe_step_att_part(const fe_plan *p, int k) {
+  const fe_step *s = &p->steps[k];
+  if (s->layer < 0 || p->model->layers[s->layer].kind != TPU_FE_MHA) return -1;
+  switch (s->kind) {
+  case FE_STEP_GEMM:
+    return !strncmp(s->gemm.what, "scores", 6) ? TPU_FE_ATT_SCORES
+         : !strncmp(s->gemm.what, "context", 7) ? TPU_FE_ATT_WEIGHTED_SUM : TPU_FE_ATT_PROJECTIONS;
+  case FE_STEP_VPU:
+    return s->vpu.op == TPU_VPU_SCALE ? TPU_FE_ATT_SCORES
+         : s->vpu.op == TPU_VPU_BIAS_ADD || s->vpu.op == TPU_VPU_COL_SUM ? TPU_FE_ATT_PROJECTIONS
+         : TPU_FE_ATT_SOFTMAX;   /* softmax, its gradient, the dropout's mul */
+  case FE_STEP_CAUSAL: return TPU_FE_ATT_SCORES;
+  case FE_STEP_DROPOUT_MASK: return TPU_FE_ATT_SOFTMAX;
+  default: return TPU_FE_ATT_PROJECTIONS;   /* the heads' split and merge */
+  }
+}
+
 tpu_status tpu_fe_model_gemms(const tpu_fe_model *m, int batch, tpu_fe_layer_gemms *out) {
   fe_plan *p;
   tpu_status st = fe_plan_create(m, batch, batch, TPU_PREC_BF16, true, &p);

@@ -634,7 +634,7 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
 /* What lowering plan step k made (of the first training step): ops
 ** [op0, op1) of core 0, the bytes its DMAs move, its multiply-adds, its
 ** fused kernel (-1). */
-typedef struct fe_mark { int op0, op1, kernel; double bytes, macs; } fe_mark;
+typedef struct fe_mark { int op0, op1, kernel, part; double bytes, macs; } fe_mark;   /* part: fe_step_att_part */
 
 static void lower_marked(lower *w, const fe_plan *plan, int k, fe_mark *mark) {
   tpu_sim_lower_counts a, b;
@@ -644,7 +644,8 @@ static void lower_marked(lower *w, const fe_plan *plan, int k, fe_mark *mark) {
   if (!mark) return;
   tpu_sim_lower_counts_of(w->L, &b);
   const int kern = w->cc->step[k].kernel;
-  *mark = (fe_mark){ op0, tpu_sim_lower_last_op(w->L) + 1, kern, b.hbm_bytes - a.hbm_bytes, b.macs - a.macs };
+  *mark = (fe_mark){ op0, tpu_sim_lower_last_op(w->L) + 1, kern, fe_step_att_part(plan, k), b.hbm_bytes - a.hbm_bytes,
+                     b.macs - a.macs };
 }
 
 /* Lowers 'nsteps' steps of plan onto core 0 of prog (NULL: counts them),
@@ -980,8 +981,8 @@ static void add_op(const tpu_sim_program *p, const tpu_sim_result *r, int i, tpu
 static void finish_costs(tpu_fe_step_costs *out, const tpu_chip_config *chip, tpu_precision prec) {
   const double per_core = chip->hbm_bandwidth_gb_per_s * 1e9 / (chip->clock_mhz * 1e6) / chip->cores_per_chip;
   const double passes = tpu_precision_passes(prec);
-  for (int i = 0; i < out->n; i++) {
-    tpu_fe_layer_cost *c = &out->layer[i];
+  for (int i = 0; i < out->n + out->natt; i++) {
+    tpu_fe_layer_cost *c = i < out->n ? &out->layer[i] : &out->att[i - out->n];
     c->hbm_cycles = c->hbm_bytes / per_core;
     c->flops = 2.0 * c->flops / passes;
     const double u[4] = { c->mxu_cycles, c->vpu_cycles, c->hbm_cycles, c->ici_cycles };
@@ -998,19 +999,37 @@ static tpu_status costs_from(const tpu_sim_program *p, const tpu_sim_result *r, 
                              const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                              const tpu_sim_lower_counts *n, tpu_fe_step_costs *out) {
   memset(out, 0, sizeof *out);
-  if (!(out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer))) return TPU_ERR_NOMEM;
+  int *base = tpu_calloc((size_t)m->nlayers + 1, sizeof *base);   /* a layer's first entry in att */
+  for (int i = 0; base && i < m->nlayers; i++) {
+    base[i] = out->natt;
+    if (m->layers[i].kind == TPU_FE_MHA) out->natt += TPU_FE_ATT_NPARTS;
+  }
+  out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer);
+  out->att = tpu_calloc((size_t)out->natt + 1, sizeof *out->att);
+  if (!base || !out->layer || !out->att) { tpu_free(base); tpu_fe_step_costs_free(out); return TPU_ERR_NOMEM; }
   out->n = m->nlayers + 1;
-  for (int i = 0; i < out->n; i++) out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .group = -1 };
+  for (int i = 0; i < out->n; i++)
+    out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .part = -1, .group = -1 };
+  for (int i = 0; i < m->nlayers; i++)
+    for (int q = 0; m->layers[i].kind == TPU_FE_MHA && q < TPU_FE_ATT_NPARTS; q++)
+      out->att[base[i] + q] = (tpu_fe_layer_cost){ .layer = i, .part = q, .group = -1 };
   uint64_t end = 0, prev = 0;
   for (int k = 0; lay[k] != INT_MIN; k++) {
     tpu_fe_layer_cost *c = &out->layer[lay[k] >= 0 ? lay[k] : m->nlayers];
+    tpu_fe_layer_cost *a = mk[k].part >= 0 ? &out->att[base[lay[k]] + mk[k].part] : NULL;
     for (int i = mk[k].op0; i < mk[k].op1; i++) add_op(p, r, i, c, &end);
-    c->cycles += (double)(end - prev);
+    uint64_t unused = 0;   /* the step's end is the layer's */
+    for (int i = mk[k].op0; a && i < mk[k].op1; i++) add_op(p, r, i, a, &unused);
+    for (int q = 0; q < (a ? 2 : 1); q++) {   /* the layer, and its part */
+      tpu_fe_layer_cost *x = q ? a : c;
+      x->cycles += (double)(end - prev);
+      x->hbm_bytes += mk[k].bytes;
+      x->flops += mk[k].macs;
+      if (x->group < 0) x->group = mk[k].kernel;
+    }
     prev = end;
-    c->hbm_bytes += mk[k].bytes;
-    c->flops += mk[k].macs;
-    if (c->group < 0) c->group = mk[k].kernel;
   }
+  tpu_free(base);
   out->layer[m->nlayers].cycles += (double)(tpu_sim_result_cycles(r) - prev);
   out->step_cycles = tpu_sim_result_cycles(r);
   out->hbm_bytes = n->hbm_bytes;
@@ -1042,14 +1061,22 @@ tpu_status tpu_fe_step_costs_of(const tpu_fe_model *m, const tpu_chip_config *ch
 tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs *out) {
   *out = t->costs;
   out->layer = tpu_malloc((size_t)t->costs.n * sizeof *out->layer);
-  if (!out->layer) { memset(out, 0, sizeof *out); return TPU_ERR_NOMEM; }
+  out->att = tpu_malloc(((size_t)t->costs.natt + 1) * sizeof *out->att);
+  if (!out->layer || !out->att) {
+    tpu_free(out->layer);
+    tpu_free(out->att);
+    memset(out, 0, sizeof *out);
+    return TPU_ERR_NOMEM;
+  }
   memcpy(out->layer, t->costs.layer, (size_t)t->costs.n * sizeof *out->layer);
+  memcpy(out->att, t->costs.att, (size_t)t->costs.natt * sizeof *out->att);
   return TPU_OK;
 }
 
 void tpu_fe_step_costs_free(tpu_fe_step_costs *c) {
   if (!c) return;
   tpu_free(c->layer);
+  tpu_free(c->att);
   memset(c, 0, sizeof *c);
 }
 /* }================================================================== */

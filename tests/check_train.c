@@ -2266,6 +2266,32 @@ START_TEST(The_step_costs_add_up_to_the_step) {
     ck_assert_double_eq_tol(flops, 2.0 * (double)t.macs, 1e-9 * flops);
     tpu_fe_step_costs_free(&c);
   }
+  /* an attention layer's parts split it: cycles, bytes and FLOPs add up to
+  ** the layer's; at 128 tokens the projections carry most FLOPs */
+  tpu_fe_model *b = malloc(sizeof *b);
+  ck_assert_int_eq(tpu_fe_model_load("bert_base@128", b, err, sizeof err), TPU_OK);
+  tpu_chip_config chip = tu_chip("tpu-v2-8", 0);
+  tpu_fe_step_costs c;
+  ck_assert_int_eq(tpu_fe_step_costs_of(b, &chip, TPU_PREC_BF16, 1, true, &c, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(c.natt, 12 * TPU_FE_ATT_NPARTS);
+  for (int q = 0; q < c.natt; q += TPU_FE_ATT_NPARTS) {
+    const tpu_fe_layer_cost *l = &c.layer[c.att[q].layer];
+    double cyc = 0, bytes = 0, flops = 0;
+    for (int x = 0; x < TPU_FE_ATT_NPARTS; x++) {
+      ck_assert_int_eq(c.att[q + x].part, x);
+      cyc += c.att[q + x].cycles;
+      bytes += c.att[q + x].hbm_bytes;
+      flops += c.att[q + x].flops;
+    }
+    ck_assert_double_eq(cyc, l->cycles);
+    ck_assert_double_eq_tol(bytes, l->hbm_bytes, 1e-9 * bytes);
+    ck_assert_double_eq_tol(flops, l->flops, 1e-9 * flops);
+    ck_assert(c.att[q + TPU_FE_ATT_PROJECTIONS].flops > 0.9 * flops);
+    ck_assert(c.att[q + TPU_FE_ATT_SOFTMAX].flops == 0 && !strcmp(c.att[q + TPU_FE_ATT_SOFTMAX].bound, "VPU"));
+  }
+  ck_assert_str_eq(tpu_fe_att_part_name(TPU_FE_ATT_WEIGHTED_SUM), "weighted sum");
+  tpu_fe_step_costs_free(&c);
+  free(b);
 }
 END_TEST
 /* }================================================================== */
