@@ -35,7 +35,7 @@ static const char HELP[] =
   "                         (e.g. vgg19@192x192x3:5; default 224x224x3:1000,\n"
   "                         xception's 299x299x3, seed_cnn's 192x192x3:5),\n"
   "                         bert_base[@SEQ][:CLASSES] (default 128 tokens, 2\n"
-  "                         classes),\n"
+  "                         classes), vit_b16 (as the CNNs),\n"
   "                         or a JSON model file: native (docs/MODELS.md) or\n"
   "                         Keras' model.to_json(), FILE@HxWxC giving an input\n"
   "                         shape the Keras file leaves unspecified\n"

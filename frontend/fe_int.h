@@ -114,7 +114,11 @@ typedef enum fe_step_kind {
   FE_STEP_SCATTER,             /* its backward: each position's dY (in) added to its id's row of DW */
   FE_STEP_TAKE,                /* take: position coff of each sample's ctot (in) to out, rows x cols:
                                   rows x C */
-  FE_STEP_PUT                  /* its backward: dY (in) to that position of a zeroed dX (out) */
+  FE_STEP_PUT,                 /* its backward: dY (in) to that position of a zeroed dX (out) */
+  FE_STEP_CLS,                 /* class_token: its W before each sample's L positions (in) to out;
+                                  rows x cols: rows*(L+1) x C */
+  FE_STEP_CLS_BWD              /* its backward: DW = the sum of dY's (in) first positions, dX (out,
+                                  or NONE) = the others */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {
@@ -216,6 +220,11 @@ typedef struct fe_plan {
 tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu_precision prec, bool train,
                           fe_plan **out);
 void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
+/* Whether layer i's softmax (a softmax layer's, or its "activation") is
+** the model's output one, folded into softmax_cross_entropy: i is the last
+** layer, or only reshape and flatten layers follow it, each reading the one
+** before. Any other softmax layer is computed (on the last axis). */
+bool fe_softmax_folded(const tpu_fe_model *m, int i);
 /* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
 ** layer's), or -1. */
 int fe_step_att_part(const fe_plan *p, int k);

@@ -116,11 +116,12 @@ static const char *const CLASSES[] = {
   "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
   "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "ZeroPadding2D", "Flatten", "Dropout", "Add",
   "Concatenate", "InputLayer", "Softmax", "LayerNormalization", "Multiply", "LeakyReLU", "GlobalAveragePooling1D",
-  "MultiHeadAttention", NULL
+  "MultiHeadAttention", "Reshape", NULL
 };
 #define CLASS_LIST "Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, BatchNormalization, Activation, ReLU, " \
   "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout, Add, Concatenate, " \
-  "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention " \
+  "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention, " \
+  "Reshape " \
   "(and Sequential and " \
   "Functional models nested in the model)"
 
@@ -784,6 +785,24 @@ static tpu_status need_seq(lctx *x) {
                N(x)->cls);
 }
 
+/* Reshape: "target_shape" of 1 to 3 dimensions (batch left out), one may
+** be -1; the native reshape checks that it holds the input. */
+static tpu_status x_reshape(lctx *x) {
+  fe_keras *K = x->K;
+  json_t *v = take(x, "target_shape");
+  const size_t n = json_is_array(v) ? json_array_size(v) : 0;
+  if (n < 1 || n > 3) {
+    char d[64];
+    describe(v, d, sizeof d);
+    return kfail(K, x->node, "target_shape", "%s: expected 1 to 3 dimensions (a vector, a sequence or an image)", d);
+  }
+  json_t *L = emit(x, "reshape", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  put(K, L, "target_shape", json_deep_copy(v));
+  N(x)->rank = (int)n + 1;
+  return K->oom ? oom(K) : TPU_OK;
+}
+
 static tpu_status x_simple(lctx *x) {
   fe_keras *K = x->K;
   const char *cls = N(x)->cls;
@@ -886,6 +905,7 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   else if (!strcmp(c, "Dense")) st = x_dense(&x);
   else if (!strcmp(c, "BatchNormalization") || !strcmp(c, "LayerNormalization")) st = x_norm(&x);
   else if (!strcmp(c, "MultiHeadAttention")) st = x_mha(&x);
+  else if (!strcmp(c, "Reshape")) st = x_reshape(&x);
   else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax") || !strcmp(c, "LeakyReLU"))
     st = x_activation(&x);
   else if (!strcmp(c, "MaxPooling2D") || !strcmp(c, "AveragePooling2D")) st = x_pool(&x);
@@ -896,7 +916,8 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   /* the rank of its output */
   const int r = n->nin ? in_rank(&x, 0) : 0;
   n->rank = !strcmp(c, "Flatten") || !strcmp(c, "GlobalAveragePooling2D") || !strcmp(c, "GlobalAveragePooling1D") ? 2
-            : strstr(c, "Conv2D") || strstr(c, "Pooling2D") || !strcmp(c, "ZeroPadding2D") ? 4 : r;
+            : strstr(c, "Conv2D") || strstr(c, "Pooling2D") || !strcmp(c, "ZeroPadding2D") ? 4
+            : !strcmp(c, "Reshape") ? n->rank : r;
   /* what is left of its config is not modelled */
   const char *k;
   json_t *v;

@@ -202,6 +202,10 @@ void fe_params_init(const tpu_fe_model *m, float *params) {
       for (size_t k = 0; k < L->nw; k++) params[L->woff + k] = (2.0f * unit_f32(tpu_mix64(key + k)) - 1.0f) * 0.05f;
       continue;
     }
+    if (L->kind == TPU_FE_CLASS_TOKEN) {   /* zeros, as torchvision's and the ViT paper's code */
+      memset(params + L->woff, 0, L->nw * sizeof(float));
+      continue;
+    }
     if (L->kind == TPU_FE_POS_EMBEDDING) {   /* Glorot-uniform over max_length x C, as keras_hub's */
       glorot(m, i, 1, params + L->woff, L->nw, L->max_length, L->in.c);
       continue;
@@ -582,6 +586,25 @@ static void take(bool put, const fe_step *s, float *in, float *out) {
   }
 }
 
+/* class_token: each sample's L+1 positions of C are the token (W), then
+** its input's L; backward (bwd): DW = the sum over the samples of dY's
+** first position (in sample order), dX (NULL: none) = the other L. */
+static void class_token(bool bwd, const tpu_fe_layer *l, int rows, const float *params, float *grad, float *in,
+                        float *out) {
+  const size_t C = (size_t)l->out.c, L1 = (size_t)l->out.w, L = L1 - 1;
+  if (bwd) memset(grad + l->woff, 0, C * sizeof *grad);
+  for (int b = 0; b < rows; b++) {
+    float *big = bwd ? in + (size_t)b * L1 * C : out + (size_t)b * L1 * C;
+    if (!bwd) {
+      memcpy(big, params + l->woff, C * sizeof *big);
+      memcpy(big + C, in + (size_t)b * L * C, L * C * sizeof *big);
+      continue;
+    }
+    for (size_t c = 0; c < C; c++) grad[l->woff + c] += big[c];
+    if (out) memcpy(out + (size_t)b * L * C, big + C, L * C * sizeof *out);
+  }
+}
+
 /* multi_head_attention's heads: [rows*L x H*c] to [rows*H*L x c], each
 ** sample's heads one after another (merge: back). */
 static void heads(bool merge, int rows, int64_t R, int64_t cols, int H, float *wide, float *split) {
@@ -693,6 +716,9 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   case FE_STEP_GATHER: gather(e, &e->p->model->layers[L], s->rows, in, out, NULL); return TPU_OK;
   case FE_STEP_SCATTER: gather(e, &e->p->model->layers[L], s->rows, ws->act[0], NULL, in); return TPU_OK;
   case FE_STEP_TAKE: case FE_STEP_PUT: take(s->kind == FE_STEP_PUT, s, in, out); return TPU_OK;
+  case FE_STEP_CLS: case FE_STEP_CLS_BWD:
+    class_token(s->kind == FE_STEP_CLS_BWD, &e->p->model->layers[L], rows, e->params, ws->grad, in, out);
+    return TPU_OK;
   case FE_STEP_HEADS: heads(false, rows, s->rows, s->cols, s->coff, in, out); return TPU_OK;
   case FE_STEP_MERGE_HEADS: heads(true, rows, s->rows, s->cols, s->coff, out, in); return TPU_OK;
   case FE_STEP_CAUSAL: causal(s->rows, s->cols, out); return TPU_OK;

@@ -15,11 +15,12 @@
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
   "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
-  "multiply", "multi_head_attention", "embedding", "position_embedding", "take"
+  "multiply", "multi_head_attention", "embedding", "position_embedding", "take", "reshape", "class_token"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
   "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
-  "leaky_relu, layer_normalization, multiply, multi_head_attention, embedding, position_embedding, take"
+  "leaky_relu, layer_normalization, multiply, multi_head_attention, embedding, position_embedding, take, reshape, " \
+  "class_token"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -253,6 +254,30 @@ static tpu_status parse_seq_layer(tpu_json *c, json_t *jl, const char *path, con
   return get_int(c, jl, path, what, "token_types", 0, 16, 0, &L->token_types);
 }
 
+/* reshape's "target_shape": [n], [length, channels] or [h, w, c], integers
+** 1..2^26, one of them may be -1 (Keras' Reshape). */
+static tpu_status parse_reshape(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const ks[] = { "type", "name", "inputs", "target_shape", NULL };
+  tpu_status st = check_keys(c, jl, path, what, ks);
+  if (st) return st;
+  json_t *t = json_object_get(jl, "target_shape");
+  const size_t n = json_is_array(t) ? json_array_size(t) : 0;
+  int unknown = 0;
+  bool ok = n >= 1 && n <= 3;
+  for (size_t k = 0; ok && k < n; k++) {
+    json_t *e = json_array_get(t, k);
+    const json_int_t v = json_is_integer(e) ? json_integer_value(e) : 0;
+    ok = (v >= 1 && v <= (1 << 26)) || (v == -1 && !unknown++);
+    L->target[k] = (int)v;
+  }
+  if (!t) return tpu_json_missing(OBJ(c, jl, path, what), "target_shape", "[n], [length, channels] or [h, w, c]");
+  if (!ok)
+    return tpu_json_fail_member(OBJ(c, jl, path, what), "target_shape", "expected [n], [length, channels] or "
+                                "[h, w, c], integers in 1..67108864 and at most one -1");
+  L->ntarget = (int)n;
+  return TPU_OK;
+}
+
 /* zero_padding's "padding", as Keras' ZeroPadding2D: p (all sides), [h, w]
 ** (top and bottom h, left and right w) or [[top, bottom], [left, right]]. */
 static tpu_status parse_zero_padding(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
@@ -341,6 +366,7 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   case TPU_FE_LAYERNORM: return parse_batchnorm(c, jl, path, what, L);
   case TPU_FE_MHA: return parse_mha(c, jl, path, what, L);
   case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: return parse_seq_layer(c, jl, path, what, L);
+  case TPU_FE_RESHAPE: return parse_reshape(c, jl, path, what, L);
   case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
@@ -555,7 +581,7 @@ static tpu_status conv_shape(tpu_json *c, tpu_fe_model *m, int i, bool in_vec, s
 
 /* embedding: the model's input, [L] token ids, to 1 x L x output_dim (its
 ** table input_dim x output_dim, then token_types x output_dim);
-** position_embedding: max_length x C added to the first positions; take:
+** position_embedding: max_length x C added to the first H*W positions; take:
 ** 1 x L x C to the vector at 'position'. */
 static tpu_status seq_shape(tpu_json *c, tpu_fe_model *m, int i) {
   tpu_fe_layer *L = &m->layers[i];
@@ -572,12 +598,30 @@ static tpu_status seq_shape(tpu_json *c, tpu_fe_model *m, int i) {
     return TPU_OK;
   }
   if (L->kind == TPU_FE_POS_EMBEDDING) {
-    if (s.h != 1 || len > L->max_length)
+    if (len > L->max_length)   /* a sequence's positions, or an image's pixels (ViT's patches) */
       return tpu_json_fail(c, path, "layers[%d] (position_embedding): field 'max_length': %d positions cannot take "
-                           "the input shape %s (a sequence 1 x length x channels of at most max_length)", i,
-                           L->max_length, tpu_fe_shape_str(s, a, sizeof a));
+                           "the input shape %s (%d positions: height x width)", i, L->max_length,
+                           tpu_fe_shape_str(s, a, sizeof a), len);
     L->out = s;
     L->nw = (size_t)L->max_length * (size_t)s.c;
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_CLASS_TOKEN) {   /* one more position, first */
+    L->out = (tpu_fe_shape){ 1, len + 1, s.c };
+    L->nw = (size_t)s.c;
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_RESHAPE) {
+    const size_t all = tpu_fe_shape_size(s);
+    size_t known = 1;
+    for (int k = 0; k < L->ntarget; k++) known *= L->target[k] > 0 ? (size_t)L->target[k] : 1;
+    int d[3] = { 1, 1, 1 };
+    for (int k = 0; k < L->ntarget; k++)
+      d[3 - L->ntarget + k] = L->target[k] > 0 ? L->target[k] : known && all % known == 0 ? (int)(all / known) : 0;
+    if ((size_t)d[0] * (size_t)d[1] * (size_t)d[2] != all)
+      return tpu_json_fail(c, path, "layers[%d] (reshape): field 'target_shape': it does not hold the input shape %s "
+                           "(%zu values)", i, tpu_fe_shape_str(s, a, sizeof a), all);
+    L->out = (tpu_fe_shape){ d[0], d[1], d[2] };
     return TPU_OK;
   }
   if (s.h != 1 || L->position >= s.w)   /* take */
@@ -624,8 +668,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     bool flat = s.h == 1 && s.w == 1;
     const bool in_vec = L->inputs[0] < 0 ? input_vec : vec[L->inputs[0]];
     vec[i] = (L->kind == TPU_FE_DENSE && flat) || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
-             L->kind == TPU_FE_TAKE ||
+             L->kind == TPU_FE_TAKE || (L->kind == TPU_FE_RESHAPE && L->ntarget == 1) ||
              (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
+              L->kind != TPU_FE_RESHAPE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
     case TPU_FE_DENSE:   /* along the last axis at every position, as Keras' Dense */
@@ -666,7 +711,8 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
       L->nb = L->no_bias ? 0 : 2 * H * d + H * dv + C;
       break;
     }
-    case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: {
+    case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: case TPU_FE_RESHAPE:
+    case TPU_FE_CLASS_TOKEN: {
       tpu_status st = seq_shape(c, m, i);
       if (st) return st;
       break;
@@ -686,9 +732,10 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
       L->out = s;
       break;
     }
-    if ((L->kind == TPU_FE_SOFTMAX || L->act == TPU_FE_SOFTMAX) && i != m->nlayers - 1)
-      return tpu_json_fail(c, path, "layers[%d] (%s): softmax is supported only at the model's output (the last "
-                           "layer), where it is folded into softmax_cross_entropy", i, kn);
+    if (L->act == TPU_FE_SOFTMAX && !fe_softmax_folded(m, i))
+      return tpu_json_fail(c, path, "layers[%d] (%s): an \"activation\": \"softmax\" is supported only at the "
+                           "model's output (the last layer, or before reshape or flatten layers that end the model), "
+                           "where it is folded into softmax_cross_entropy; elsewhere use a softmax layer", i, kn);
     if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
       return tpu_json_fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
                   i, kn, tpu_fe_shape_str(L->out, b, sizeof b));

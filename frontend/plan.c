@@ -313,6 +313,13 @@ static void forward_layer(builder *b, int i) {
   case TPU_FE_POS_EMBEDDING:   /* the first L*C of the table, added to each sample as a bias */
     vpu(b, TPU_VPU_BIAS_ADD, rows, (int64_t)tpu_fe_shape_size(l->out), x, T(FE_T_W, i), y, false);
     break;
+  case TPU_FE_CLASS_TOKEN:
+    move(b, FE_STEP_CLS, R, C, x, y);
+    break;
+  case TPU_FE_SOFTMAX:   /* the output's is folded into the loss: a view */
+    if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, R, C, x, y);
+    else vpu(b, TPU_VPU_SOFTMAX, R, C, x, T(FE_T_NONE, 0), y, false);
+    break;
   case TPU_FE_TAKE: {
     fe_step *s = move(b, FE_STEP_TAKE, rows, C, x, y);
     s->coff = l->position;
@@ -455,6 +462,13 @@ static void backward_layer(builder *b, int i) {
     vpu(b, TPU_VPU_COL_SUM, rows, (int64_t)tpu_fe_shape_size(l->out), dy, none, T(FE_T_DW, i), false);
     if (need_dx) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);
     break;
+  case TPU_FE_CLASS_TOKEN:
+    move(b, FE_STEP_CLS_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_SOFTMAX:   /* from its output */
+    if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);
+    else vpu(b, TPU_VPU_SOFTMAX_GRAD, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
+    break;
   case TPU_FE_TAKE:
     if (need_dx) {
       fe_step *s = move(b, FE_STEP_PUT, rows, Cout, dy, dx);
@@ -570,6 +584,13 @@ void fe_plan_destroy(fe_plan *p) {
   if (!p) return;
   tpu_free(p->steps);
   tpu_free(p);
+}
+
+bool fe_softmax_folded(const tpu_fe_model *m, int i) {
+  for (int j = i + 1; j < m->nlayers; j++)
+    if ((m->layers[j].kind != TPU_FE_RESHAPE && m->layers[j].kind != TPU_FE_FLATTEN) || m->layers[j].inputs[0] != j - 1)
+      return false;
+  return true;
 }
 
 static const char *const ATT_PART_NAMES[] = { "projections", "scores", "softmax", "weighted sum" };

@@ -43,6 +43,14 @@
 **                 768, residual and layer_normalization), the pooler (the
 **                 first token, dense 768 tanh), dropout and the classifier:
 **                 109,482,240 parameters before the classifier at SEQ <= 512.
+**   vit_b16       ViT-B/16 (Dosovitskiy et al.; torchvision's vit_b_16):
+**                 16x16 patches by a conv2d 768 16x16/16, reshaped to a
+**                 sequence, the class token, position_embedding, 12
+**                 pre-norm encoder blocks (layer_normalization 1e-6,
+**                 self-attention 12 x 64, residual; layer_normalization,
+**                 dense 3072 gelu, dense 768, residual), a final
+**                 layer_normalization, the class token's output to the
+**                 head: 86,567,656 parameters at 224x224x3, 1000 classes.
 */
 #include <assert.h>
 #include <stdio.h>
@@ -59,6 +67,7 @@ static const char *const ZOO_NAMES[] = {
   "resnet152v2",
   "seed_cnn",
   "bert_base",
+  "vit_b16",
   NULL
 };
 const char *const *tpu_fe_model_zoo_names(void) { return ZOO_NAMES; }
@@ -476,6 +485,32 @@ static void bert_base(tpu_text *t, int seq, int classes) {
   tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"pooler_dropout\", \"rate\": 0.1 },\n");
   dense(t, "classifier", classes, "linear");
 }
+static void vit_b16(tpu_text *t, int h, int w, int classes) {
+  const int n = (h / 16) * (w / 16);
+  tpu_text_printf(t, "    { \"type\": \"conv2d\", \"name\": \"conv_proj\", \"filters\": 768, \"kernel\": 16, \"stride\": 16 },\n");
+  tpu_text_printf(t, "    { \"type\": \"reshape\", \"name\": \"patches\", \"target_shape\": [%d, 768] },\n", n);
+  tpu_text_printf(t, "    { \"type\": \"class_token\", \"name\": \"class_token\" },\n");
+  tpu_text_printf(t, "    { \"type\": \"position_embedding\", \"name\": \"pos_embedding\", \"max_length\": %d },\n", n + 1);
+  char in[40] = "pos_embedding";
+  for (int l = 0; l < 12; l++) {
+    tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_ln_1\", \"inputs\": \"%s\", "
+                    "\"epsilon\": 1e-6 },\n", l, in);
+    tpu_text_printf(t, "    { \"type\": \"multi_head_attention\", \"name\": \"layer_%d_attention\", \"num_heads\": 12, "
+                    "\"key_dim\": 64 },\n", l);
+    tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_add_1\", \"inputs\": [\"layer_%d_attention\", \"%s\"] },\n",
+                    l, l, in);
+    tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_ln_2\", \"epsilon\": 1e-6 },\n", l);
+    tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_mlp_1\", \"units\": 3072 },\n", l);
+    tpu_text_printf(t, "    { \"type\": \"gelu\", \"name\": \"layer_%d_gelu\" },\n", l);
+    tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_mlp_2\", \"units\": 768 },\n", l);
+    tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_add_2\", \"inputs\": [\"layer_%d_mlp_2\", "
+                    "\"layer_%d_add_1\"] },\n", l, l, l);
+    snprintf(in, sizeof in, "layer_%d_add_2", l);
+  }
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"ln\", \"epsilon\": 1e-6 },\n");
+  tpu_text_printf(t, "    { \"type\": \"take\", \"name\": \"class_token_out\", \"position\": 0 },\n");
+  dense(t, "head", classes, "linear");
+}
 /* }================================================================== */
 
 /* Parses "[@HxWxC][:CLASSES]" after a zoo name. */
@@ -569,6 +604,7 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   else if (!strcmp(ZOO_NAMES[z], "resnet50")) resnet50(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "resnet152v2")) resnet152v2(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "seed_cnn")) seed_cnn(&t, classes);
+  else if (!strcmp(ZOO_NAMES[z], "vit_b16")) vit_b16(&t, h, w, classes);
   else vgg(&t, !strcmp(ZOO_NAMES[z], "vgg16") ? (const int[5]){ 2, 2, 3, 3, 3 } : (const int[5]){ 2, 2, 4, 4, 4 },
            classes);
   return zoo_finish(&t, "0.001", json, err, errcap);

@@ -124,6 +124,15 @@ START_TEST(Bert_base_has_hugging_faces_parameter_count) {
   for (int i = 0; i < m->nlayers; i++) mha += m->layers[i].kind == TPU_FE_MHA && m->layers[i].num_heads == 12 &&
                                                m->layers[i].key_dim == 64 && !m->layers[i].causal;
   ck_assert_int_eq(mha, 12);
+  /* ViT-B/16 as torchvision's vit_b_16: the patches' conv 16*16*3*768 + 768
+  ** = 590,592, the class token 768, the positions 197*768 = 151,296, 12
+  ** blocks of 7,087,872 (two LayerNorms 3,072, attention 2,362,368, MLP
+  ** 4,722,432): 85,054,464, the last LayerNorm 1,536, the head 769,000 */
+  ck_assert_int_eq(tpu_fe_model_load("vit_b16", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(590592 + 768 + 151296 + 85054464 + 1536 + 769000, m->nparams);
+  TU_EQ_U64(86567656, m->nparams);
+  ck_assert_int_eq(tpu_fe_model_load("vit_b16@32x32x3:10", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(86567656 - 769000 - (197 - 5) * 768 + 7690, m->nparams);
   static const char *const bad[] = { "bert_base@", "bert_base@0", "bert_base:1", "bert_base@128x128", "bert_base:" };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
@@ -333,10 +342,8 @@ START_TEST(Bad_graphs_name_the_layers_and_the_shapes) {
 END_TEST
 
 START_TEST(Activation_fields_and_new_layers_are_checked) {
-  parse_err(GRAPH("{ \"type\": \"softmax\" }, " HEAD),
-            "layers[0] (softmax): softmax is supported only at the model's output (the last layer)");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"softmax\" }, " HEAD),
-            "layers[0] (conv2d): softmax is supported only at the model's output");
+            "layers[0] (conv2d): an \"activation\": \"softmax\" is supported only at the model's output");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"elu\" }, " HEAD),
             "layers[0] (conv2d): field 'activation': unknown activation 'elu'; expected linear, relu, relu6, tanh, sigmoid or softmax");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"use_bias\": 0 }, " HEAD),
@@ -622,6 +629,20 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 },"
   " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 },"
   " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a tiny ViT: 2x2 patches of a 4x4x2 image by a strided conv2d,
+  ** reshaped to 4 positions, the class token, position_embedding, a
+  ** pre-norm attention block, the class token's output to the head */
+  "{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 2, \"stride\": 2 },"
+  " { \"type\": \"reshape\", \"target_shape\": [-1, 4] }, { \"type\": \"class_token\" },"
+  " { \"type\": \"position_embedding\", \"name\": \"p\", \"max_length\": 5 },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2,"
+  " \"key_dim\": 2 }, { \"type\": \"add\", \"inputs\": [\"a\", \"p\"] }, { \"type\": \"take\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a softmax layer inside the model (on each position's channels), and
+  ** the output's softmax before a reshape: folded into the loss */
+  "{ \"input\": [3, 4], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"softmax\" },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 }, { \"type\": \"softmax\" },"
+  " { \"type\": \"reshape\", \"target_shape\": [3] } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"

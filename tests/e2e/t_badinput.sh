@@ -368,8 +368,12 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_seed.json|field 'seed': expected a non-negative integer
 >m_name2.json { "name": 5, "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_name2.json|field 'name': expected a string, got an integer
->m_sm.json { "input": [4], "layers": [ { "type": "softmax" }, { "type": "dense", "units": 2 } ] }
-2|m_sm.json|softmax
+>m_sm.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "activation": "softmax" }, { "type": "dense", "units": 2 } ] }
+2|m_sm.json|layers[0] (dense): an "activation": "softmax" is supported only at the model's output
+>m_rs.json { "input": [4], "layers": [ { "type": "reshape", "target_shape": [3, -1] }, { "type": "dense", "units": 2 } ] }
+2|m_rs.json|layers[0] (reshape): field 'target_shape': it does not hold the input shape 4 (4 values)
+>m_rs2.json { "input": [4], "layers": [ { "type": "reshape", "target_shape": [-1, -1] }, { "type": "dense", "units": 2 } ] }
+2|m_rs2.json|layers[0] (reshape): field 'target_shape': expected [n], [length, channels] or [h, w, c]
 >m_flat.json { "input": [4, 4, 1], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_flat.json|m_flat.json:1:33: the last layer's output 4x4x2 is not flat
 >m_ln.json { "input": [6, 4], "layers": [ { "type": "layer_normalization", "epsilon": 0 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
@@ -397,7 +401,7 @@ corpus "$TPUSIM" model <<'CASES'
 >m_emb2.json { "input": [6, 2], "layers": [ { "type": "embedding", "input_dim": 9, "output_dim": 4 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
 2|m_emb2.json|layers[0] (embedding): its input must be the model's input, given as [length] (the token ids)
 >m_pos.json { "input": [6, 4], "layers": [ { "type": "position_embedding", "max_length": 5 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
-2|m_pos.json|layers[0] (position_embedding): field 'max_length': 5 positions cannot take the input shape 1x6x4
+2|m_pos.json|layers[0] (position_embedding): field 'max_length': 5 positions cannot take the input shape 1x6x4 (6 positions: height x width)
 >m_take.json { "input": [6, 4], "layers": [ { "type": "take", "position": 6 }, { "type": "dense", "units": 2 } ] }
 2|m_take.json|layers[0] (take): field 'position': 6 is not a position of the input shape 1x6x4
 >m_seq.json { "input": [6, 0], "layers": [ { "type": "dense", "units": 2 } ] }
