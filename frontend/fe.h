@@ -20,7 +20,8 @@
 ** parameter vector), layer_normalization (over each position's channels),
 ** embedding (token ids, the model's input, to vectors), position_embedding
 ** (a learned vector added at each position), take (one position of a
-** sequence: BERT's and ViT's first token), reshape (a view), class_token
+** sequence: BERT's and ViT's first token), reshape (a view), permute (a
+** transpose of the axes), class_token
 ** (ViT's learned token before the patches),
 ** multi_head_attention (self-attention over a sequence's positions: the
 ** query, key, value and output projections as GEMMs, the scores and the
@@ -88,7 +89,7 @@ typedef enum tpu_fe_layer_kind {
   TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_DEPTHWISE,
   TPU_FE_SEPARABLE, TPU_FE_GELU, TPU_FE_SWISH, TPU_FE_LEAKY_RELU, TPU_FE_LAYERNORM, TPU_FE_MULTIPLY,
   TPU_FE_MHA, TPU_FE_EMBEDDING, TPU_FE_POS_EMBEDDING, TPU_FE_TAKE, TPU_FE_RESHAPE, TPU_FE_CLASS_TOKEN,
-  TPU_FE_NKINDS
+  TPU_FE_PERMUTE, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -132,7 +133,8 @@ typedef struct tpu_fe_layer {
   int max_length;              /* position_embedding: positions it has (>= the input's) */
   int position;                /* take: the position taken */
   int ntarget, target[3];      /* reshape: the output's shape as given ([n], [length, channels] or
-                                  [h, w, c]; one entry may be -1: inferred) */
+                                  [h, w, c]; one entry may be -1: inferred); permute: Keras' dims,
+                                  1-based over a sequence's 2 or an image's 3 axes */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as

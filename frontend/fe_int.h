@@ -117,8 +117,10 @@ typedef enum fe_step_kind {
   FE_STEP_PUT,                 /* its backward: dY (in) to that position of a zeroed dX (out) */
   FE_STEP_CLS,                 /* class_token: its W before each sample's L positions (in) to out;
                                   rows x cols: rows*(L+1) x C */
-  FE_STEP_CLS_BWD              /* its backward: DW = the sum of dY's (in) first positions, dX (out,
+  FE_STEP_CLS_BWD,             /* its backward: DW = the sum of dY's (in) first positions, dX (out,
                                   or NONE) = the others */
+  FE_STEP_PERMUTE              /* permute (forward: the layer's dims; coff 1: backward, the inverse)
+                                  of each sample's axes, in to out; rows x cols: pixels x channels */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {

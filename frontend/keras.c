@@ -116,12 +116,12 @@ static const char *const CLASSES[] = {
   "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
   "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "ZeroPadding2D", "Flatten", "Dropout", "Add",
   "Concatenate", "InputLayer", "Softmax", "LayerNormalization", "Multiply", "LeakyReLU", "GlobalAveragePooling1D",
-  "MultiHeadAttention", "Reshape", NULL
+  "MultiHeadAttention", "Reshape", "Permute", NULL
 };
 #define CLASS_LIST "Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, BatchNormalization, Activation, ReLU, " \
   "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout, Add, Concatenate, " \
   "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention, " \
-  "Reshape " \
+  "Reshape, Permute " \
   "(and Sequential and " \
   "Functional models nested in the model)"
 
@@ -717,6 +717,43 @@ static tpu_status x_mha(lctx *x) {
   return take_use_bias(x, L);
 }
 
+/* A Permute that swaps axis a (1-based, batch left out) with the last of
+** rank-1 axes, an involution. */
+static json_t *emit_swap(lctx *x, int a, int rank, const char *suffix) {
+  json_t *L = emit(x, "permute", suffix), *d = json_array();
+  for (int k = 1; d && k < rank; k++)
+    if (json_array_append_new(d, json_integer(k == a ? rank - 1 : k == rank - 1 ? a : k))) x->K->oom = true;
+  if (L) put(x->K, L, "dims", d);
+  else json_decref(d);
+  return L;
+}
+/* Softmax on the last axis; on another axis of a sequence or an image it
+** is permute (that axis last), softmax, permute back. */
+static tpu_status x_softmax(lctx *x) {
+  fe_keras *K = x->K;
+  const int rank = in_rank(x, 0);
+  json_t *v = take(x, "axis"), *a = json_is_array(v) && json_array_size(v) == 1 ? json_array_get(v, 0) : v;
+  int ax = !v ? rank - 1 : json_is_integer(a) ? (int)json_integer_value(a) : 0;
+  if (ax < 0) ax += rank;
+  if (ax < 1 || ax > rank - 1) {
+    char d[64];
+    describe(v, d, sizeof d);
+    return kfail(K, x->node, "axis", "%s is not an axis of its %d-D input (batch included)", d, rank);
+  }
+  if (ax == rank - 1) return emit(x, "softmax", NULL) ? TPU_OK : TPU_ERR_NOMEM;
+  if (!emit_swap(x, ax, rank, NULL) || !emit(x, "softmax", "softmax") || !emit_swap(x, ax, rank, "back"))
+    return TPU_ERR_NOMEM;
+  return K->oom ? oom(K) : TPU_OK;
+}
+
+/* Permute: Keras' dims (the native permute checks them). */
+static tpu_status x_permute(lctx *x) {
+  json_t *v = take(x, "dims"), *L = emit(x, "permute", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  if (v) put(x->K, L, "dims", json_deep_copy(v));
+  return x->K->oom ? oom(x->K) : TPU_OK;
+}
+
 /* Activation, ReLU, LeakyReLU, Softmax. */
 static tpu_status x_activation(lctx *x) {
   fe_keras *K = x->K;
@@ -744,9 +781,7 @@ static tpu_status x_activation(lctx *x) {
     }
     return K->oom ? oom(K) : TPU_OK;
   } else if (!strcmp(n->cls, "Softmax")) {
-    type = "softmax";
-    tpu_status st = last_axis(x, "axis", in_rank(x, 0));
-    if (st) return st;
+    return x_softmax(x);
   } else {   /* ReLU */
     static const char *const zero[] = { "negative_slope", "threshold" };
     for (int k = 0; k < 2; k++)
@@ -906,6 +941,7 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   else if (!strcmp(c, "BatchNormalization") || !strcmp(c, "LayerNormalization")) st = x_norm(&x);
   else if (!strcmp(c, "MultiHeadAttention")) st = x_mha(&x);
   else if (!strcmp(c, "Reshape")) st = x_reshape(&x);
+  else if (!strcmp(c, "Permute")) st = x_permute(&x);
   else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax") || !strcmp(c, "LeakyReLU"))
     st = x_activation(&x);
   else if (!strcmp(c, "MaxPooling2D") || !strcmp(c, "AveragePooling2D")) st = x_pool(&x);

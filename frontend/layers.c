@@ -586,6 +586,31 @@ static void take(bool put, const fe_step *s, float *in, float *out) {
   }
 }
 
+/* permute: output axis k of each sample is input axis dims[k] (1-based
+** over the last ntarget of h, w, c); 'inverse' runs it backward, from a
+** tensor of the output's shape to one of the input's. */
+static void permute(const tpu_fe_layer *l, bool inverse, int rows, const float *in, float *out) {
+  const int off = 3 - l->ntarget;
+  const int ia[3] = { l->in.h, l->in.w, l->in.c };
+  int perm[3] = { 0, 1, 2 };   /* output axis k reads input axis perm[k] */
+  for (int k = 0; k < l->ntarget; k++) perm[off + k] = off + l->target[k] - 1;
+  size_t istride[3] = { (size_t)ia[1] * (size_t)ia[2], (size_t)ia[2], 1 };
+  const int oa[3] = { ia[perm[0]], ia[perm[1]], ia[perm[2]] };
+  const size_t per = (size_t)ia[0] * (size_t)ia[1] * (size_t)ia[2];
+  for (int b = 0; b < rows; b++) {
+    const float *x = in + (size_t)b * per;
+    float *y = out + (size_t)b * per;
+    size_t o = 0;
+    for (int p = 0; p < oa[0]; p++)
+      for (int q = 0; q < oa[1]; q++)
+        for (int r = 0; r < oa[2]; r++, o++) {
+          const size_t src = (size_t)p * istride[perm[0]] + (size_t)q * istride[perm[1]] + (size_t)r * istride[perm[2]];
+          if (inverse) y[src] = x[o];   /* in has the output's shape */
+          else y[o] = x[src];
+        }
+  }
+}
+
 /* class_token: each sample's L+1 positions of C are the token (W), then
 ** its input's L; backward (bwd): DW = the sum over the samples of dY's
 ** first position (in sample order), dX (NULL: none) = the other L. */
@@ -716,6 +741,7 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   case FE_STEP_GATHER: gather(e, &e->p->model->layers[L], s->rows, in, out, NULL); return TPU_OK;
   case FE_STEP_SCATTER: gather(e, &e->p->model->layers[L], s->rows, ws->act[0], NULL, in); return TPU_OK;
   case FE_STEP_TAKE: case FE_STEP_PUT: take(s->kind == FE_STEP_PUT, s, in, out); return TPU_OK;
+  case FE_STEP_PERMUTE: permute(&e->p->model->layers[L], s->coff == 1, rows, in, out); return TPU_OK;
   case FE_STEP_CLS: case FE_STEP_CLS_BWD:
     class_token(s->kind == FE_STEP_CLS_BWD, &e->p->model->layers[L], rows, e->params, ws->grad, in, out);
     return TPU_OK;

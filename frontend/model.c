@@ -15,12 +15,12 @@
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
   "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
-  "multiply", "multi_head_attention", "embedding", "position_embedding", "take", "reshape", "class_token"
+  "multiply", "multi_head_attention", "embedding", "position_embedding", "take", "reshape", "class_token", "permute"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
   "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
   "leaky_relu, layer_normalization, multiply, multi_head_attention, embedding, position_embedding, take, reshape, " \
-  "class_token"
+  "class_token, permute"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -255,25 +255,33 @@ static tpu_status parse_seq_layer(tpu_json *c, json_t *jl, const char *path, con
 }
 
 /* reshape's "target_shape": [n], [length, channels] or [h, w, c], integers
-** 1..2^26, one of them may be -1 (Keras' Reshape). */
-static tpu_status parse_reshape(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
-  static const char *const ks[] = { "type", "name", "inputs", "target_shape", NULL };
-  tpu_status st = check_keys(c, jl, path, what, ks);
+** 1..2^26, one of them may be -1 (Keras' Reshape); permute's "dims": a
+** permutation of 1..2 (a sequence) or 1..3 (an image), Keras' Permute. */
+static tpu_status parse_axes(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const rk[] = { "type", "name", "inputs", "target_shape", NULL };
+  static const char *const pk[] = { "type", "name", "inputs", "dims", NULL };
+  const bool perm = L->kind == TPU_FE_PERMUTE;
+  const char *key = perm ? "dims" : "target_shape";
+  tpu_status st = check_keys(c, jl, path, what, perm ? pk : rk);
   if (st) return st;
-  json_t *t = json_object_get(jl, "target_shape");
+  json_t *t = json_object_get(jl, key);
   const size_t n = json_is_array(t) ? json_array_size(t) : 0;
-  int unknown = 0;
-  bool ok = n >= 1 && n <= 3;
+  unsigned seen = 0;   /* permute: the axes taken; reshape: bit 0, a -1 */
+  bool ok = perm ? n == 2 || n == 3 : n >= 1 && n <= 3;
   for (size_t k = 0; ok && k < n; k++) {
     json_t *e = json_array_get(t, k);
     const json_int_t v = json_is_integer(e) ? json_integer_value(e) : 0;
-    ok = (v >= 1 && v <= (1 << 26)) || (v == -1 && !unknown++);
+    if (perm) ok = v >= 1 && v <= (json_int_t)n && !(seen & (1u << v));
+    else ok = (v >= 1 && v <= (1 << 26)) || (v == -1 && !(seen & 1u));
+    seen |= !ok ? 0 : perm ? 1u << v : v == -1 ? 1u : 0;
     L->target[k] = (int)v;
   }
-  if (!t) return tpu_json_missing(OBJ(c, jl, path, what), "target_shape", "[n], [length, channels] or [h, w, c]");
+  if (!t) return tpu_json_missing(OBJ(c, jl, path, what), key, perm ? "a permutation of [1, 2] or [1, 2, 3]"
+                                  : "[n], [length, channels] or [h, w, c]");
   if (!ok)
-    return tpu_json_fail_member(OBJ(c, jl, path, what), "target_shape", "expected [n], [length, channels] or "
-                                "[h, w, c], integers in 1..67108864 and at most one -1");
+    return tpu_json_fail_member(OBJ(c, jl, path, what), key, perm ? "expected a permutation of [1, 2] (a sequence) "
+                                "or [1, 2, 3] (an image)" : "expected [n], [length, channels] or [h, w, c], integers in "
+                                "1..67108864 and at most one -1");
   L->ntarget = (int)n;
   return TPU_OK;
 }
@@ -366,7 +374,7 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   case TPU_FE_LAYERNORM: return parse_batchnorm(c, jl, path, what, L);
   case TPU_FE_MHA: return parse_mha(c, jl, path, what, L);
   case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: return parse_seq_layer(c, jl, path, what, L);
-  case TPU_FE_RESHAPE: return parse_reshape(c, jl, path, what, L);
+  case TPU_FE_RESHAPE: case TPU_FE_PERMUTE: return parse_axes(c, jl, path, what, L);
   case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
@@ -606,6 +614,16 @@ static tpu_status seq_shape(tpu_json *c, tpu_fe_model *m, int i) {
     L->nw = (size_t)L->max_length * (size_t)s.c;
     return TPU_OK;
   }
+  if (L->kind == TPU_FE_PERMUTE) {   /* a sequence's (length, channels) or an image's (h, w, c), permuted */
+    const int ax[3] = { s.h, s.w, s.c }, off = 3 - L->ntarget;
+    if (L->ntarget == 2 && s.h != 1)
+      return tpu_json_fail(c, path, "layers[%d] (permute): field 'dims': two dims permute a sequence (1 x length x "
+                           "channels), not the input shape %s", i, tpu_fe_shape_str(s, a, sizeof a));
+    int d[3] = { 1, 1, 1 };
+    for (int k = 0; k < L->ntarget; k++) d[off + k] = ax[off + L->target[k] - 1];
+    L->out = (tpu_fe_shape){ d[0], d[1], d[2] };
+    return TPU_OK;
+  }
   if (L->kind == TPU_FE_CLASS_TOKEN) {   /* one more position, first */
     L->out = (tpu_fe_shape){ 1, len + 1, s.c };
     L->nw = (size_t)s.c;
@@ -670,7 +688,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     vec[i] = (L->kind == TPU_FE_DENSE && flat) || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
              L->kind == TPU_FE_TAKE || (L->kind == TPU_FE_RESHAPE && L->ntarget == 1) ||
              (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
-              L->kind != TPU_FE_RESHAPE &&
+              L->kind != TPU_FE_RESHAPE && L->kind != TPU_FE_PERMUTE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
     case TPU_FE_DENSE:   /* along the last axis at every position, as Keras' Dense */
@@ -712,7 +730,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
       break;
     }
     case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: case TPU_FE_RESHAPE:
-    case TPU_FE_CLASS_TOKEN: {
+    case TPU_FE_CLASS_TOKEN: case TPU_FE_PERMUTE: {
       tpu_status st = seq_shape(c, m, i);
       if (st) return st;
       break;

@@ -316,6 +316,9 @@ static void forward_layer(builder *b, int i) {
   case TPU_FE_CLASS_TOKEN:
     move(b, FE_STEP_CLS, R, C, x, y);
     break;
+  case TPU_FE_PERMUTE:
+    move(b, FE_STEP_PERMUTE, R, C, x, y);
+    break;
   case TPU_FE_SOFTMAX:   /* the output's is folded into the loss: a view */
     if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, R, C, x, y);
     else vpu(b, TPU_VPU_SOFTMAX, R, C, x, T(FE_T_NONE, 0), y, false);
@@ -464,6 +467,9 @@ static void backward_layer(builder *b, int i) {
     break;
   case TPU_FE_CLASS_TOKEN:
     move(b, FE_STEP_CLS_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_PERMUTE:   /* the inverse permutation */
+    move(b, FE_STEP_PERMUTE, Rout, Cout, dy, dx)->coff = 1;
     break;
   case TPU_FE_SOFTMAX:   /* from its output */
     if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);

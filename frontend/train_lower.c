@@ -616,6 +616,7 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   case FE_STEP_GATHER:   /* the table's rows gathered by the DMAs: a copy */
   case FE_STEP_TAKE: case FE_STEP_PUT:   /* one position of each sample, or back */
   case FE_STEP_CLS: case FE_STEP_CLS_BWD:   /* the class token before the positions, or dX after it */
+  case FE_STEP_PERMUTE:   /* a transpose through VMEM, charged as a copy */
   case FE_STEP_HEADS: case FE_STEP_MERGE_HEADS:   /* attention's heads split or merged: a copy */
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
   case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */

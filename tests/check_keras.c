@@ -290,6 +290,20 @@ START_TEST(Transformer_layers_translate_to_the_native_layers) {
   ck_assert(m->layers[0].kind == TPU_FE_MHA && m->layers[0].num_heads == 2 && m->layers[0].key_dim == 4 &&
             m->layers[0].value_dim == 4 && m->layers[0].causal && m->layers[0].rate == 0.1);
   TU_EQ_U64(90 + 128 * 3 + 3, m->nparams);
+  /* Softmax over the positions of a sequence: permute, softmax, permute
+  ** back; a Permute of a sequence's axes */
+  static const char sm[] =
+    "{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+    "{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 6, 8], \"name\": \"in\"}},\n"
+    "{\"class_name\": \"Softmax\", \"config\": {\"name\": \"sm\", \"axis\": 1}},\n"
+    "{\"class_name\": \"Permute\", \"config\": {\"name\": \"p\", \"dims\": [2, 1]}},\n"
+    "{\"class_name\": \"Flatten\", \"config\": {\"name\": \"f\"}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"out\", \"units\": 3}}]}}";
+  ck_assert_msg(tpu_fe_model_parse_notes(sm, "s.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  static const char *const smk[] = { "permute", "softmax", "permute", "permute", "flatten", "dense" };
+  ck_assert_int_eq(m->nlayers, 6);
+  for (int i = 0; i < 6; i++) ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[i].kind), smk[i]);
+  ck_assert(m->layers[0].out.w == 8 && m->layers[0].out.c == 6 && m->layers[3].out.w == 8 && m->layers[3].out.c == 6);
   free(m);
 }
 END_TEST

@@ -643,6 +643,12 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [3, 4], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"softmax\" },"
   " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 }, { \"type\": \"softmax\" },"
   " { \"type\": \"reshape\", \"target_shape\": [3] } ] }",
+  /* permute: a sequence's axes swapped (a dense over its positions), and an
+  ** image's (2, 3, 1) */
+  "{ \"input\": [3, 4], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"permute\", \"dims\": [2, 1] },"
+  " { \"type\": \"dense\", \"units\": 2 }, { \"type\": \"softmax\" }, { \"type\": \"permute\", \"dims\": [2, 1] },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"reshape\", \"target_shape\": [2, 5, 1] },"
+  " { \"type\": \"permute\", \"dims\": [2, 3, 1] }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"

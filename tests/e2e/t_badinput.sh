@@ -370,6 +370,10 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_name2.json|field 'name': expected a string, got an integer
 >m_sm.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "activation": "softmax" }, { "type": "dense", "units": 2 } ] }
 2|m_sm.json|layers[0] (dense): an "activation": "softmax" is supported only at the model's output
+>m_perm.json { "input": [3, 4], "layers": [ { "type": "permute", "dims": [1, 1] }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_perm.json|layers[0] (permute): field 'dims': expected a permutation of [1, 2] (a sequence) or [1, 2, 3] (an image)
+>m_perm2.json { "input": [2, 3, 4], "layers": [ { "type": "permute", "dims": [2, 1] }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_perm2.json|layers[0] (permute): field 'dims': two dims permute a sequence (1 x length x channels), not the input shape 2x3x4
 >m_rs.json { "input": [4], "layers": [ { "type": "reshape", "target_shape": [3, -1] }, { "type": "dense", "units": 2 } ] }
 2|m_rs.json|layers[0] (reshape): field 'target_shape': it does not hold the input shape 4 (4 values)
 >m_rs2.json { "input": [4], "layers": [ { "type": "reshape", "target_shape": [-1, -1] }, { "type": "dense", "units": 2 } ] }
