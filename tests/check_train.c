@@ -133,6 +133,19 @@ START_TEST(Bert_base_has_hugging_faces_parameter_count) {
   TU_EQ_U64(86567656, m->nparams);
   ck_assert_int_eq(tpu_fe_model_load("vit_b16@32x32x3:10", m, err, sizeof err), TPU_OK);
   TU_EQ_U64(86567656 - 769000 - (197 - 5) * 768 + 7690, m->nparams);
+  /* GPT-2 small as Hugging Face's GPT2Model: wte 50257*768 = 38,597,376, wpe
+  ** 1024*768 = 786,432, 12 blocks of 7,087,872 (ln_1, c_attn and c_proj
+  ** 2,362,368, ln_2, the MLP 4,722,432), ln_f 1,536: 124,439,808; then
+  ** GPT2ForSequenceClassification's score, 768*classes without bias */
+  ck_assert_int_eq(tpu_fe_model_load("gpt2", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(38597376 + 786432 + 12 * 7087872 + 1536 + 768 * 2, m->nparams);
+  TU_EQ_U64(124439808 + 1536, m->nparams);
+  ck_assert(m->layers[3].kind == TPU_FE_MHA && m->layers[3].causal && m->layers[7].approximate);
+  ck_assert_int_eq(m->layers[m->nlayers - 2].position, 1023);
+  ck_assert_int_eq(tpu_fe_model_load("gpt2@128:5", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(124439808 + 768 * 5, m->nparams);
+  ck_assert_int_eq(tpu_fe_model_load("gpt2:1", m, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "gpt2 is gpt2[@SEQ][:CLASSES]") != NULL, "%s", err);
   static const char *const bad[] = { "bert_base@", "bert_base@0", "bert_base:1", "bert_base@128x128", "bert_base:" };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
