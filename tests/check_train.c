@@ -772,6 +772,12 @@ START_TEST(Results_are_identical_for_1_2_and_8_threads) {
   ck_assert_msg(tpu_fe_model_load("docs/examples/small-sepconv.json", &m, err, sizeof err) == TPU_OK, "%s", err);
   for (int kind = 0; kind < 2; kind++)
     TU_EQ_U64(train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 2), train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 2));
+  /* attention, layer_normalization, gelu: the small ViT's blocks (each
+  ** core its own batched GEMMs, dropout masks per global sample) */
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-vit.json", &m, err, sizeof err) == TPU_OK, "%s", err);
+  m.layers[3].rate = 0.1;   /* b0_att: dropout on the attention weights */
+  for (int kind = 0; kind < 2; kind++)
+    TU_EQ_U64(train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 2), train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 2));
 }
 END_TEST
 
