@@ -45,9 +45,11 @@ static const char HELP[] =
   "  --roofline FILE.png    with --chip: the roofline of the step's layers (a point per\n"
   "                         layer with FLOPs; gnuplot, with FILE.dat and FILE.gp beside)\n";
 
-/* Keras' "(None, 224, 224, 64)" or "(None, 4096)". */
+/* Keras' "(None, 224, 224, 64)", "(None, 128, 768)" (a sequence: 1 x L x C)
+** or "(None, 4096)". */
 static const char *keras_shape(tpu_fe_shape s, char *buf, size_t cap) {
   if (s.h == 1 && s.w == 1) snprintf(buf, cap, "(None, %d)", s.c);
+  else if (s.h == 1) snprintf(buf, cap, "(None, %d, %d)", s.w, s.c);
   else snprintf(buf, cap, "(None, %d, %d, %d)", s.h, s.w, s.c);
   return buf;
 }
