@@ -1661,21 +1661,29 @@ END_TEST
 ** Out of memory: every allocation fails in turn
 ** ================================================================== */
 
+/* a tiny transformer: every allocation of attention's and layer
+** normalization's value path */
+static const char SMALL_TRANSFORMER[] =
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 9, \"output_dim\": 4 },"
+  " { \"type\": \"position_embedding\", \"max_length\": 6 }, { \"type\": \"layer_normalization\", \"name\": \"n\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2, \"dropout\": 0.1 },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"n\"] }, { \"type\": \"take\" }, { \"type\": \"dense\", \"units\": 3 } ] }";
+
 START_TEST(Parsing_and_training_survive_every_allocation_failure) {
-  for (int kind = 0; kind < 2; kind++) {
+  for (int kind = 0; kind < 4; kind++) {   /* both backends, the small CNN then the transformer */
   int ok_seen = 0;
-  for (tu_fail_at = 1; tu_fail_at < 400 && !ok_seen; tu_fail_at++) {
+  for (tu_fail_at = 1; tu_fail_at < 1000 && !ok_seen; tu_fail_at++) {
     tu_alloc_calls = 0;
     tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_fe_model m;
     char err[512];
-    tpu_status st = tpu_fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
+    tpu_status st = tpu_fe_model_parse(kind < 2 ? SMALL_CNN : SMALL_TRANSFORMER, "t.json", &m, err, sizeof err);
     tpu_fe_trainer t;
     double loss = 0;
     int cor;
     float x[2 * 784] = { 0 };
     uint8_t y[2] = { 1, 2 };
-    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1 };
+    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)(kind % 2), .mxu = tpu_mxu_config_default(), .mxus = 1 };
     if (st == TPU_OK) st = tpu_fe_trainer_create(&m, &be, 2, 2, 1, &t);
     if (st == TPU_OK) {
       st = tpu_fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
