@@ -34,6 +34,9 @@ static const char HELP[] =
   "                         resnet152v2, seed_cnn) as NAME[@HxWxC][:CLASSES]\n"
   "                         (e.g. vgg19@192x192x3:5; default 224x224x3:1000,\n"
   "                         xception's 299x299x3, seed_cnn's 192x192x3:5),\n"
+  "                         bert_base[@SEQ][:CLASSES] (default 128 tokens, 2\n"
+  "                         classes), gpt2[@SEQ][:CLASSES] (1024 tokens),\n"
+  "                         vit_b16 (as the CNNs),\n"
   "                         or a JSON model file: native (docs/MODELS.md) or\n"
   "                         Keras' model.to_json(), FILE@HxWxC giving an input\n"
   "                         shape the Keras file leaves unspecified\n"
@@ -42,9 +45,11 @@ static const char HELP[] =
   "  --roofline FILE.png    with --chip: the roofline of the step's layers (a point per\n"
   "                         layer with FLOPs; gnuplot, with FILE.dat and FILE.gp beside)\n";
 
-/* Keras' "(None, 224, 224, 64)" or "(None, 4096)". */
+/* Keras' "(None, 224, 224, 64)", "(None, 128, 768)" (a sequence: 1 x L x C)
+** or "(None, 4096)". */
 static const char *keras_shape(tpu_fe_shape s, char *buf, size_t cap) {
   if (s.h == 1 && s.w == 1) snprintf(buf, cap, "(None, %d)", s.c);
+  else if (s.h == 1) snprintf(buf, cap, "(None, %d, %d)", s.w, s.c);
   else snprintf(buf, cap, "(None, %d, %d, %d)", s.h, s.w, s.c);
   return buf;
 }

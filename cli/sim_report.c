@@ -118,6 +118,14 @@ void cli_step_costs_text(const tpu_fe_model *m, const tpu_chip_config *chip, lon
     printf("%-34s %7s %11.1f %6.2f %5s %12.3f %12.3f %9.1f\n", i < m->nlayers ? cli_layer_name(m, i, nm, sizeof nm)
            : "(infeed, loss, all-reduce, update)", g, c->cycles * us, 100.0 * c->cycles / step, c->bound ? c->bound : "-",
            c->flops / 1e9, c->hbm_bytes / 1e6, c->hbm_bytes > 0 ? c->flops / c->hbm_bytes : 0.0);
+    for (int q = 0; q < k->natt; q++) {   /* an attention layer's parts, under it */
+      const tpu_fe_layer_cost *a = &k->att[q];
+      if (a->layer != i || i >= m->nlayers) continue;
+      char pn[40];
+      snprintf(pn, sizeof pn, "  %s", tpu_fe_att_part_name((tpu_fe_att_part)a->part));
+      printf("%-34s %7s %11.1f %6.2f %5s %12.3f %12.3f %9.1f\n", pn, "", a->cycles * us, 100.0 * a->cycles / step,
+             a->bound ? a->bound : "-", a->flops / 1e9, a->hbm_bytes / 1e6, a->hbm_bytes > 0 ? a->flops / a->hbm_bytes : 0.0);
+    }
   }
   const double *b = k->class_bytes;
   printf("Step: %llu cycles (%.3f ms); HBM bytes per core %.1f MB: activations %.1f, parameters %.1f, gradients "
@@ -137,6 +145,17 @@ json_t *cli_step_costs_json(const tpu_fe_model *m, const tpu_chip_config *chip, 
                           "hbm_bytes", c->hbm_bytes, "intensity", c->hbm_bytes > 0 ? c->flops / c->hbm_bytes : 0.0,
                           "mxu_cycles", c->mxu_cycles, "vpu_cycles", c->vpu_cycles, "hbm_cycles", c->hbm_cycles,
                           "ici_cycles", c->ici_cycles);
+    json_t *parts = NULL;   /* an attention layer's parts */
+    for (int q = 0; o && q < k->natt; q++) {
+      const tpu_fe_layer_cost *x = &k->att[q];
+      if (x->layer != i || i >= m->nlayers) continue;
+      json_t *e = json_pack("{s:s, s:f, s:s?, s:f, s:f}", "part", tpu_fe_att_part_name((tpu_fe_att_part)x->part),
+                            "cycles", x->cycles, "bound", x->bound, "flops", x->flops, "hbm_bytes", x->hbm_bytes);
+      if (!parts) parts = json_array();
+      if (!e || !parts || json_array_append_new(parts, e)) { json_decref(o); o = NULL; }
+    }
+    if (o && parts && json_object_set_new(o, "attention_parts", parts)) { json_decref(o); o = NULL; }
+    else if (!o) json_decref(parts);
     if (!o || json_array_append_new(a, o)) { json_decref(a); a = NULL; }
   }
   const double *b = k->class_bytes;

@@ -44,7 +44,9 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 ** Tensors: keys, views, readers
 ** ================================================================== */
 /* A tensor's key (kind, layer); layers run to nlayers + 1. */
-static int key_of(const fe_plan *p, fe_tensor t) { return (int)t.kind * (p->model->nlayers + 2) + t.layer + 1; }
+static int key_of(const fe_plan *p, fe_tensor t) {
+  return ((int)t.kind * FE_ATT_NPARTS + t.part) * (p->model->nlayers + 2) + t.layer + 1;
+}
 
 /* What step s reads (up to 4; NONE, MASK and on-chip state skipped), a
 ** relu's gradient reading the relu's output. */
@@ -62,14 +64,14 @@ static int step_reads(const fe_plan *p, const fe_step *s, fe_tensor r[4]) {
     const tpu_vpu_op op = s->vpu.op;
     if ((op == TPU_VPU_RELU_GRAD || op == TPU_VPU_RELU_CAP_GRAD) && s->layer >= 0 &&
         m->layers[s->layer].kind == TPU_FE_RELU)
-      x = (fe_tensor){ FE_T_ACT, s->layer + 1 };
+      x = (fe_tensor){ FE_T_ACT, s->layer + 1, 0 };
     if (x.kind) r[n++] = x;
     if (s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK) r[n++] = s->vpu.y;
     break;
   }
-  case FE_STEP_BN_BWD: case FE_STEP_POOL_BWD:   /* and the forward input */
+  case FE_STEP_BN_BWD: case FE_STEP_POOL_BWD: case FE_STEP_LN_BWD:   /* and the forward input */
     r[n++] = s->in;
-    if (s->layer >= 0) r[n++] = (fe_tensor){ FE_T_ACT, m->layers[s->layer].inputs[0] + 1 };
+    if (s->layer >= 0) r[n++] = (fe_tensor){ FE_T_ACT, m->layers[s->layer].inputs[0] + 1, 0 };
     break;
   case FE_STEP_DROPOUT_MASK: case FE_STEP_BN_MOVING: case FE_STEP_ALLREDUCE: case FE_STEP_UPDATE:
   case FE_STEP_INFEED: case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT:
@@ -100,7 +102,10 @@ static int step_writes(const fe_step *s, fe_tensor w[2]) {
 ** ================================================================== */
 static bool ewise(const fe_step *s) {
   switch (s->kind) {
-  case FE_STEP_VPU: return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_COL_SUM;
+  case FE_STEP_VPU:   /* not a bias_add of its own (position_embedding's: a 1 x C operand), nor a
+                       ** softmax (attention's: row-wise, its own pass) */
+    return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_COL_SUM &&
+           s->vpu.op != TPU_VPU_BIAS_ADD && s->vpu.op != TPU_VPU_SOFTMAX && s->vpu.op != TPU_VPU_SOFTMAX_GRAD;
   case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_VIEW: case FE_STEP_DROPOUT_MASK: return true;
   default: return false;
   }
@@ -386,6 +391,7 @@ static double tensor_bytes(const fe_plan *p, fe_tensor t) {
     const tpu_fe_layer *l = &m->layers[t.layer];
     return rows * l->out.h * l->out.w * (double)l->in.c * l->depth_multiplier * e;
   }
+  case FE_T_ATT: case FE_T_DATT: return rows * (double)fe_att_elems(&m->layers[t.layer], t.part) * e;
   default: return 0;
   }
 }
@@ -419,7 +425,7 @@ static tpu_status plan_memory(cstate *s) {
   for (int k = 0; k < p->nsteps; k++) {
     fe_tensor w[2];
     const int nw = p->steps[k].kind == FE_STEP_INFEED ? 1 : step_writes(&p->steps[k], w);
-    if (p->steps[k].kind == FE_STEP_INFEED) w[0] = (fe_tensor){ FE_T_ACT, 0 };
+    if (p->steps[k].kind == FE_STEP_INFEED) w[0] = (fe_tensor){ FE_T_ACT, 0, 0 };
     for (int x = 0; x < nw; x++) {
       const int key = resolve(s, key_of(p, w[x]));
       const double b = tensor_bytes(p, w[x]);
@@ -445,7 +451,7 @@ static tpu_status plan_memory(cstate *s) {
 
 tpu_status fe_compile(const fe_plan *p, const tpu_chip_config *chip, fe_compiled **out) {
   *out = NULL;
-  const int nkeys = (FE_T_DMID + 1) * (p->model->nlayers + 2) + 1;
+  const int nkeys = (FE_T_DATT + 1) * FE_ATT_NPARTS * (p->model->nlayers + 2) + 1;
   fe_compiled *c = tpu_calloc(1, sizeof *c);
   cstate s = { .p = p, .c = c, .nkeys = nkeys };
   if (c) c->step = tpu_calloc((size_t)p->nsteps + 1, sizeof *c->step);

@@ -12,18 +12,30 @@
 ** object, or an ONNX file, which frontend/onnx.c translates likewise, its
 ** initializers becoming the starting weights; so one loader checks them
 ** all) is a
-** graph of layers -- dense, conv2d, depthwise_conv2d and separable_conv2d
+** graph of layers -- dense (on the last axis of any input, as Keras'),
+** conv2d, depthwise_conv2d and separable_conv2d
 ** (depthwise then pointwise; on the MXU as block-diagonal GEMMs, see
 ** fe_int.h), max/avgpool, flatten, relu (optionally capped: Keras'
-** max_value, relu6), tanh, sigmoid, dropout, global_avgpool, zero_padding,
+** max_value, relu6), tanh, sigmoid, gelu (exact or tanh), swish,
+** leaky_relu, dropout, global_avgpool, zero_padding,
 ** batch_normalization (per-core batch statistics, moving averages in the
-** parameter vector), softmax (the output only: folded into the loss), and
-** the merges add and concatenate -- listed so that
+** parameter vector), layer_normalization (over each position's channels),
+** embedding (token ids, the model's input, to vectors), position_embedding
+** (a learned vector added at each position), take (one position of a
+** sequence: BERT's and ViT's first token), reshape (a view), permute (a
+** transpose of the axes), class_token
+** (ViT's learned token before the patches),
+** multi_head_attention (self-attention over a sequence's positions: the
+** query, key, value and output projections as GEMMs, the scores and the
+** weighted sum as batched GEMMs per sample and head, a masked softmax on
+** the VPU), softmax (the output only: folded into the loss), and
+** the merges add, multiply and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
 ** shape once; nothing later re-validates. A sample is H x W x C row-major
-** (NHWC); a flat vector is 1 x 1 x N; all parameters are one flat f32
+** (NHWC); a flat vector is 1 x 1 x N; a sequence of L positions of C
+** features is 1 x L x C; all parameters are one flat f32
 ** vector (tpu_fe_layer.woff/boff).
 **
 ** The step plan (fe_int.h, frontend/plan.c). One training step of a
@@ -77,7 +89,9 @@ typedef enum tpu_fe_layer_kind {
   TPU_FE_DENSE = 0, TPU_FE_CONV2D, TPU_FE_MAXPOOL, TPU_FE_AVGPOOL, TPU_FE_FLATTEN,
   TPU_FE_RELU, TPU_FE_TANH, TPU_FE_SIGMOID, TPU_FE_DROPOUT, TPU_FE_ADD, TPU_FE_CONCAT,
   TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_DEPTHWISE,
-  TPU_FE_SEPARABLE, TPU_FE_NKINDS
+  TPU_FE_SEPARABLE, TPU_FE_GELU, TPU_FE_SWISH, TPU_FE_LEAKY_RELU, TPU_FE_LAYERNORM, TPU_FE_MULTIPLY,
+  TPU_FE_MHA, TPU_FE_EMBEDDING, TPU_FE_POS_EMBEDDING, TPU_FE_TAKE, TPU_FE_RESHAPE, TPU_FE_CLASS_TOKEN,
+  TPU_FE_PERMUTE, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
@@ -104,9 +118,25 @@ typedef struct tpu_fe_layer {
   int pad_top, pad_left;       /* the convs (derived), zero_padding */
   int pad_bottom, pad_right;   /* zero_padding */
   int pool;                    /* pools: window (square) */
-  double rate;                 /* dropout: fraction dropped, [0, 1) */
-  double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3 */
-  bool no_center, no_scale;    /* batch_normalization: "center" / "scale": false (no beta / gamma) */
+  double rate;                 /* dropout, multi_head_attention (on the attention weights): fraction
+                                  dropped, [0, 1) */
+  double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3;
+                                  layer_normalization: epsilon (1e-3) */
+  bool no_center, no_scale;    /* batch_normalization, layer_normalization: "center" / "scale":
+                                  false (no beta / gamma) */
+  bool approximate;            /* gelu: the tanh approximation (Keras' approximate=True) */
+  double negative_slope;       /* leaky_relu: Keras' LeakyReLU negative_slope (0.3), >= 0 */
+  int num_heads, key_dim, value_dim;   /* multi_head_attention: H, d (query and key), dv */
+  bool causal;                 /* multi_head_attention: each position attends to itself and those
+                                  before it (Keras' use_causal_mask) */
+  int input_dim, output_dim;   /* embedding: vocabulary, width */
+  int token_types;             /* embedding: rows of a token-type table (BERT's segments; 0: none),
+                                  every token of type 0 */
+  int max_length;              /* position_embedding: positions it has (>= the input's) */
+  int position;                /* take: the position taken */
+  int ntarget, target[3];      /* reshape: the output's shape as given ([n], [length, channels] or
+                                  [h, w, c]; one entry may be -1: inferred); permute: Keras' dims,
+                                  1-based over a sequence's 2 or an image's 3 axes */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as
@@ -216,8 +246,10 @@ size_t tpu_fe_shape_size(tpu_fe_shape s);
 ** "dw dW", "dw dX", is 'groups' = C independent products of that shape, one
 ** per channel) and its FLOPs, 2*groups*M*N*K over those GEMMs (the model's
 ** multiply-adds; VPU ops are not counted, nor the zeros the MXU multiplies
-** in a depthwise GEMM's block-diagonal operand). */
-#define TPU_FE_LAYER_GEMMS 6
+** in a depthwise GEMM's block-diagonal operand). multi_head_attention's
+** "scores" and "context" GEMMs (and their gradients') are 'groups' =
+** batch x heads products too, one per sample and head. */
+#define TPU_FE_LAYER_GEMMS 18   /* multi_head_attention: 6 forward, 12 backward */
 typedef struct tpu_fe_layer_gemms {
   int ngemms;
   struct { const char *what; bool forward; int64_t groups, m, k, n; } gemm[TPU_FE_LAYER_GEMMS];
@@ -342,8 +374,17 @@ tpu_status tpu_fe_time_step(const tpu_fe_model *m, const tpu_chip_config *chip, 
 ** `tpusim model NAME --batch B --chip C` and of train --json): the step
 ** lowered and run once at the timing level on core 0's program (every
 ** core runs the same), each plan step's ops attributed to its layer. */
+/* The parts of a multi_head_attention layer's step (forward and backward
+** each): the query, key, value and output projections (with their biases
+** and the heads' split and merge), the scores (QK^T, the scale, the causal
+** mask), the softmax (and the weights' dropout), the weighted sum (PV). */
+typedef enum tpu_fe_att_part {
+  TPU_FE_ATT_PROJECTIONS = 0, TPU_FE_ATT_SCORES, TPU_FE_ATT_SOFTMAX, TPU_FE_ATT_WEIGHTED_SUM, TPU_FE_ATT_NPARTS
+} tpu_fe_att_part;
+const char *tpu_fe_att_part_name(tpu_fe_att_part p);   /* "projections", ...; "?" */
 typedef struct tpu_fe_layer_cost {
   int layer;                   /* model layer, or -1: the step's own parts (infeed, loss, all-reduce, optimizer) */
+  int part;                    /* in tpu_fe_step_costs.att: its tpu_fe_att_part; else -1 */
   double cycles;               /* how far its ops moved the step's end (the entries add up to the step) */
   double mxu_cycles;           /* its units' work: the matmuls' MXU time, ... */
   double vpu_cycles;           /* ... the VPU ops', ... */
@@ -360,6 +401,8 @@ typedef struct tpu_fe_step_costs {
   uint64_t step_cycles;
   int n;                       /* entries of layer: the model's layers + 1 */
   tpu_fe_layer_cost *layer;    /* layer i at i, the step's own parts last (owned; tpu_fe_step_costs_free) */
+  int natt;                    /* entries of att: TPU_FE_ATT_NPARTS per multi_head_attention layer */
+  tpu_fe_layer_cost *att;      /* those layers' entries split by part, in layer then part order (owned) */
   double hbm_bytes;            /* the step's, per core */
   double class_bytes[TPU_SIM_T_NCLASS];   /* the same by what they move (tpu_sim_tensor_class: activations and
                                              their gradients, parameters, gradients, optimizer state) */

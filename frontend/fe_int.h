@@ -12,7 +12,15 @@
 **              a dense/conv2d "activation" is one more fused VPU step and
 **              its gradient one VPU step on dY, in place; no bias, no
 **              bias_add / db; global_avgpool is a pool over the whole input: dense = GEMM + bias_add; conv2d = im2col + GEMM +
-**              bias_add (the GEMM on the im2col matrix, whose geometry --
+**              bias_add; multi_head_attention = the Q, K, V GEMMs
+**              (+ bias_add), HEADS, the batched scores GEMM QH.KH^T,
+**              scale, CAUSAL, softmax, dropout (mask, mul), the batched
+**              context GEMM P.VH, MERGE_HEADS, the output GEMM (+
+**              bias_add); its backward in reverse, softmax_grad on the VPU
+**              (dense on a sequence or an image: every position
+**              a row of the GEMM); layer_normalization = one LN step;
+**              multiply = a VPU mul (its backward: dY times the other
+**              input, per input); the GEMM on the im2col matrix, whose geometry --
 **              padding, stride, taps -- is the step's fe_window); a relu,
 **              tanh or sigmoid right after a GEMM layer is marked 'fused'
 **              (the timing runs it on the GEMM's result tile); pools;
@@ -89,8 +97,30 @@ typedef enum fe_step_kind {
   FE_STEP_DW_COMPACT,          /* DWX's block diagonal -> DW (the kernel's gradient) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
   FE_STEP_UPDATE,              /* the optimizer: PARAMS, OPT state from GRADS */
-  FE_STEP_BN_MOVING            /* after it: a layer's moving mean and variance from the cores' STAT,
+  FE_STEP_BN_MOVING,           /* after it: a layer's moving mean and variance from the cores' STAT,
                                   averaged in core order (rows = 2, cols = C) */
+  FE_STEP_LN,                  /* layer_normalization forward over rows x C: each row (position)
+                                  normalized over its C channels, then gamma, beta */
+  FE_STEP_LN_BWD,              /* its backward: dgamma, dbeta and (out not NONE) dX from dY (in),
+                                  the row statistics recomputed from the forward input */
+  FE_STEP_HEADS,               /* multi_head_attention: [R x H*c] (R = rows*L positions) to the heads'
+                                  [rows*H*L x c] (each sample's heads one after another); rows x cols:
+                                  R x H*c, coff: H */
+  FE_STEP_MERGE_HEADS,         /* and back */
+  FE_STEP_CAUSAL,              /* the scores [rows*H*L x L]: -1e9 added where a key comes after its
+                                  query (Keras' masked softmax), in place */
+  FE_STEP_GATHER,              /* embedding: the table's row of each token id (in) to out, rows x
+                                  cols: rows*L x output_dim (plus the token-type table's row 0) */
+  FE_STEP_SCATTER,             /* its backward: each position's dY (in) added to its id's row of DW */
+  FE_STEP_TAKE,                /* take: position coff of each sample's ctot (in) to out, rows x cols:
+                                  rows x C */
+  FE_STEP_PUT,                 /* its backward: dY (in) to that position of a zeroed dX (out) */
+  FE_STEP_CLS,                 /* class_token: its W before each sample's L positions (in) to out;
+                                  rows x cols: rows*(L+1) x C */
+  FE_STEP_CLS_BWD,             /* its backward: DW = the sum of dY's (in) first positions, dX (out,
+                                  or NONE) = the others */
+  FE_STEP_PERMUTE              /* permute (forward: the layer's dims; coff 1: backward, the inverse)
+                                  of each sample's axes, in to out; rows x cols: pixels x channels */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {
@@ -99,13 +129,30 @@ typedef enum fe_tensor_kind {
   FE_T_W2, FE_T_DW2,           /* separable_conv2d's pointwise kernel and its gradient */
   FE_T_WX, FE_T_DWX,           /* a depthwise kernel expanded (block-diagonal), and that
                                   product's gradient */
-  FE_T_MID, FE_T_DMID          /* separable_conv2d: the depthwise half's output and its gradient */
+  FE_T_MID, FE_T_DMID,         /* separable_conv2d: the depthwise half's output and its gradient */
+  FE_T_ATT, FE_T_DATT          /* multi_head_attention's tensors (part: fe_att_part) and their
+                                  gradients */
 } fe_tensor_kind;
+/* multi_head_attention's tensors per sample (L positions, H heads, key_dim
+** d, value_dim dv): the projections Q, K (L x H*d), V (L x H*dv); the same
+** split by head, QH, KH (H*L x d), VH (H*L x dv); the scores, scaled,
+** masked and softmaxed in place, P (H*L x L); PD, P after dropout (only
+** with dropout in training); the weighted sum OH (H*L x dv) and merged, O
+** (L x H*dv). Its kernels and biases (W, B, DW, DB) take parts 0..3:
+** query, key, value, output. */
+enum fe_att_part { FE_ATT_Q = 0, FE_ATT_K, FE_ATT_V, FE_ATT_QH, FE_ATT_KH, FE_ATT_VH, FE_ATT_P, FE_ATT_PD,
+                   FE_ATT_OH, FE_ATT_O, FE_ATT_NPARTS };
+/* Values of multi_head_attention l's tensor 'part' per sample. */
+size_t fe_att_elems(const tpu_fe_layer *l, int part);
+/* Offsets of its kernel and bias 'part' (0..3) from woff and boff. */
+size_t fe_att_woff(const tpu_fe_layer *l, int part);
+size_t fe_att_boff(const tpu_fe_layer *l, int part);
 /* ACT j / DACT j: tensor j of the graph (0: the model input, j > 0: layer
 ** j-1's output) and its gradient; DTMP j: a second gradient of tensor j
 ** that a following 'add' step sums into DACT j (a tensor that feeds
 ** several layers gets one gradient from each). */
-typedef struct fe_tensor { fe_tensor_kind kind; int layer; } fe_tensor;
+typedef struct fe_tensor { fe_tensor_kind kind; int layer; int part; } fe_tensor;   /* part: FE_T_ATT's,
+                                                                                   ** a kernel's (0: one) */
 
 /* A sliding window over an H x W x C input (conv2d taps, pool windows):
 ** output pixel (oy, ox) reads input rows oy*stride + ky - pad_top, ...;
@@ -119,6 +166,8 @@ typedef struct fe_gemm_step {
   bool acc;                    /* C += product */
   bool swapped;                /* fe_gemm_swapped(prec, ...): the sim backend's choice */
   int passes;                  /* bf16 passes of the precision */
+  int batch;                   /* > 1: that many independent products of this shape, operand g at
+                                  g*M*K, g*K*N, g*M*N (attention's per sample and head); else one */
   int dw;                      /* a depthwise GEMM: its channels C (0: dense). Forward [R x T*C] .
                                   WX [T*C x C*dm], dW [T*C x R] . [R x C*dm] (ta), dX [R x C*dm] .
                                   WX^T (tb), T taps: channel c's rows and columns meet alone */
@@ -173,6 +222,14 @@ typedef struct fe_plan {
 tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu_precision prec, bool train,
                           fe_plan **out);
 void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
+/* Whether layer i's softmax (a softmax layer's, or its "activation") is
+** the model's output one, folded into softmax_cross_entropy: i is the last
+** layer, or only reshape and flatten layers follow it, each reading the one
+** before. Any other softmax layer is computed (on the last axis). */
+bool fe_softmax_folded(const tpu_fe_model *m, int i);
+/* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
+** layer's), or -1. */
+int fe_step_att_part(const fe_plan *p, int k);
 /* "fwd", "loss", "bwd", ... */
 const char *fe_phase_name(fe_phase ph);
 /* Where the model's dtype policy keeps tensor t (fe.h): under
@@ -284,6 +341,8 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of up to 'rows'
   float *wx;                   /* WX and DWX: a depthwise kernel expanded, or that GEMM's
                                   gradient (one at a time: the plan orders them; max_wx) */
   float **mid, **dmid;         /* separable_conv2d layer i: MID i and DMID i (or NULL) */
+  float **att, **datt;         /* multi_head_attention layer i: its ATT parts one after another, each
+                                  for 'rows' samples, and their gradients (or NULL) */
   float *stat;                 /* [nparams]: at a batch_normalization's soff, this core's batch
                                   mean then (biased) variance of its last training forward */
   int32_t *lab;                /* labels as the VPU takes them */

@@ -28,9 +28,10 @@
 ** model's output (a layer not on the way is an unused branch, a layer never
 ** reached a cycle), in an order where each layer comes after its inputs;
 ** each layer is translated into zero (InputLayer, a linear Activation), one
-** or two (an activation the native field lacks, relu6) native layers, its
-** Keras name kept, every input named. Ranks (2: a vector, 3, 4: an image)
-** are followed so that axes can be checked and a Dense on an image refused;
+** or two (an activation the native field lacks: relu6, gelu, swish,
+** leaky_relu) native layers, its Keras name kept, every input named. Ranks
+** (2: a vector, 3: a sequence, 4: an image) are followed so that axes can be
+** checked (a Dense applies to the last at every position);
 ** shapes are the native loader's. Every option of a layer's config is
 ** either translated, checked to be at a value that changes nothing, refused
 ** when it changes the math, or listed as ignored (grouped, once each).
@@ -69,6 +70,7 @@ typedef struct knode {
   int rank;                    /* of its output, batch included: 2 (vector), 3, 4 (image) */
   char nat[KNAME];             /* name of its (first) native layer */
   char out[KNAME];             /* name of its output in the native model ("input": the model input) */
+  bool causal;                 /* MultiHeadAttention called with use_causal_mask true */
   bool reached, done;
 } knode;
 
@@ -115,11 +117,15 @@ struct fe_keras {
 static const char *const CLASSES[] = {
   "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
   "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "ZeroPadding2D", "Flatten", "Dropout", "Add",
-  "Concatenate", "InputLayer", "Softmax", NULL
+  "Concatenate", "InputLayer", "Softmax", "LayerNormalization", "Multiply", "LeakyReLU", "GlobalAveragePooling1D",
+  "MultiHeadAttention", "Reshape", "Permute", NULL
 };
 #define CLASS_LIST "Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, BatchNormalization, Activation, ReLU, " \
   "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout, Add, Concatenate, " \
-  "InputLayer, Softmax (and Sequential and Functional models nested in the model)"
+  "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention, " \
+  "Reshape, Permute " \
+  "(and Sequential and " \
+  "Functional models nested in the model)"
 
 static bool is_model_class(const char *c) {
   return !strcmp(c, "Sequential") || !strcmp(c, "Functional") || !strcmp(c, "Model");
@@ -494,12 +500,14 @@ static tpu_status last_axis(lctx *x, const char *key, int rank) {
                "is supported, as tpusim stores channels last", d, rank, rank - 1);
 }
 
-/* "activation": the native field's value (NULL: linear), relu6 as a relu
-** with max_value 6 after the layer. */
-static tpu_status take_act(lctx *x, const char **act, bool *relu6) {
+/* "activation": the native field's value (NULL: linear), or a native layer
+** after the layer ('post'): relu6 (a relu with max_value 6), gelu (Keras'
+** gelu: approximate=False), swish (silu too), leaky_relu (Keras'
+** activations.leaky_relu: negative_slope 0.2). */
+static tpu_status take_act(lctx *x, const char **act, const char **post) {
   json_t *v = take(x, "activation");
   *act = NULL;
-  *relu6 = false;
+  *post = NULL;
   if (json_is_object(v) && json_is_string(json_object_get(v, "config")))   /* {"class_name": "function", "config": "relu"} */
     v = json_object_get(v, "config");
   if (!v || json_is_null(v)) return TPU_OK;
@@ -509,19 +517,27 @@ static tpu_status take_act(lctx *x, const char **act, bool *relu6) {
     *act = a;
     return TPU_OK;
   }
-  if (a && !strcmp(a, "relu6")) { *relu6 = true; return TPU_OK; }
+  static const char *const POST[][2] = { { "relu6", "relu6" }, { "gelu", "gelu" }, { "swish", "swish" },
+                                         { "silu", "swish" }, { "leaky_relu", "leaky_relu" } };
+  for (size_t k = 0; a && k < sizeof POST / sizeof POST[0]; k++)
+    if (!strcmp(a, POST[k][0])) { *post = POST[k][1]; return TPU_OK; }
   char d[96];
   describe(v, d, sizeof d);
   return kfail(x->K, x->node, "activation", "activation '%s' is not supported; the importer takes linear, relu, "
-               "relu6, tanh, sigmoid and softmax", d);
+               "relu6, tanh, sigmoid, softmax, gelu, swish, silu and leaky_relu", d);
 }
-static tpu_status put_act(lctx *x, json_t *L, const char *act, bool relu6) {
+/* The native layer of a 'post' activation, with its option; after the
+** layer ('suffix' names it) or for an Activation layer itself (NULL). */
+static json_t *emit_post(lctx *x, const char *post, const char *suffix) {
+  const bool r6 = !strcmp(post, "relu6");
+  json_t *R = emit(x, r6 ? "relu" : post, suffix);
+  if (R && r6) put(x->K, R, "max_value", json_real(6.0));
+  if (R && !strcmp(post, "leaky_relu")) put(x->K, R, "negative_slope", json_real(0.2));
+  return R;
+}
+static tpu_status put_act(lctx *x, json_t *L, const char *act, const char *post) {
   if (act) put(x->K, L, "activation", json_string(act));
-  if (relu6) {
-    json_t *R = emit(x, "relu", "relu6");
-    if (!R) return TPU_ERR_NOMEM;
-    put(x->K, R, "max_value", json_real(6.0));
-  }
+  if (post && !emit_post(x, post, post)) return TPU_ERR_NOMEM;
   return x->K->oom ? oom(x->K) : TPU_OK;
 }
 
@@ -575,9 +591,8 @@ static tpu_status x_conv(lctx *x) {
   }
   if ((v = take(x, "groups")) && !(json_is_integer(v) && json_integer_value(v) == 1))
     return kfail(K, x->node, "groups", "grouped convolutions are not supported (only groups 1)");
-  const char *act;
-  bool relu6;
-  if ((st = take_act(x, &act, &relu6))) return st;
+  const char *act, *post;
+  if ((st = take_act(x, &act, &post))) return st;
   json_t *L = emit(x, dw ? "depthwise_conv2d" : sep ? "separable_conv2d" : "conv2d", NULL);
   if (!L) return TPU_ERR_NOMEM;
   if (!dw) {
@@ -598,19 +613,14 @@ static tpu_status x_conv(lctx *x) {
   if ((st = take_use_bias(x, L))) return st;
   if ((v = take(x, "lora_rank")) && !json_is_null(v)) note_kv(K, x->node, "lora_rank", v, "LoRA is not modelled: the whole kernel is trained");
   take(x, "lora_alpha");
-  return put_act(x, L, act, relu6);
+  return put_act(x, L, act, post);
 }
 
+/* Dense: along the last axis, at every position of a sequence or an image. */
 static tpu_status x_dense(lctx *x) {
   fe_keras *K = x->K;
-  const int r = in_rank(x, 0);
-  if (r != 2)
-    return kfail(K, x->node, NULL, "a Dense on a %d-D input (Keras applies it along the last axis at every "
-                 "position) is not supported; the native dense takes a vector: put a Flatten or "
-                 "GlobalAveragePooling2D before it", r);
-  const char *act;
-  bool relu6;
-  tpu_status st = take_act(x, &act, &relu6);
+  const char *act, *post;
+  tpu_status st = take_act(x, &act, &post);
   if (st) return st;
   json_t *L = emit(x, "dense", NULL), *v;
   if (!L) return TPU_ERR_NOMEM;
@@ -622,29 +632,16 @@ static tpu_status x_dense(lctx *x) {
   take(x, "lora_alpha");
   if ((v = take(x, "quantization_config")) && !json_is_null(v))
     note_kv(K, x->node, "quantization_config", v, "values are f32 (reference) or bf16 on the MXU (sim)");
-  return put_act(x, L, act, relu6);
+  return put_act(x, L, act, post);
 }
 
-static tpu_status x_batchnorm(lctx *x) {
+/* The normalizations' numbers ("momentum" for batch normalization,
+** "epsilon") and switches ("center", "scale"), copied to native layer L. */
+static tpu_status take_norm_options(lctx *x, json_t *L, bool momentum) {
   fe_keras *K = x->K;
-  tpu_status st = last_axis(x, "axis", in_rank(x, 0));
-  if (st) return st;
   json_t *v;
-  if ((v = take(x, "renorm")) && json_is_true(v))
-    return kfail(K, x->node, "renorm", "batch renormalization is not supported");
-  take(x, "renorm_clipping");
-  take(x, "renorm_momentum");
-  if ((v = take(x, "virtual_batch_size")) && !json_is_null(v))
-    return kfail(K, x->node, "virtual_batch_size", "ghost batch normalization is not supported");
-  if ((v = take(x, "adjustment")) && !json_is_null(v))
-    return kfail(K, x->node, "adjustment", "an adjustment function is not supported");
-  take(x, "fused");   /* which kernel runs it, not what it computes */
-  if ((v = take(x, "synchronized")) && json_is_true(v))
-    note(K, x->node, "synchronized true", "batch statistics are per core (per replica), not synchronized");
-  json_t *L = emit(x, "batch_normalization", NULL);
-  if (!L) return TPU_ERR_NOMEM;
-  static const char *const nums[] = { "momentum", "epsilon" }, *const bools[] = { "center", "scale" };
-  for (int k = 0; k < 2; k++) {
+  static const char *const nums[] = { "epsilon", "momentum" }, *const bools[] = { "center", "scale" };
+  for (int k = 0; k < (momentum ? 2 : 1); k++) {
     if (!(v = take(x, nums[k]))) continue;
     if (!json_is_number(v)) return kfail(K, x->node, nums[k], "expected a number");
     put(K, L, nums[k], json_real(json_number_value(v)));
@@ -657,27 +654,136 @@ static tpu_status x_batchnorm(lctx *x) {
   return K->oom ? oom(K) : TPU_OK;
 }
 
-/* Activation, ReLU, Softmax. */
+/* BatchNormalization and LayerNormalization: the last axis only; not batch
+** renormalization, ghost batches or an adjustment (BatchNormalization), not
+** RMS scaling (LayerNormalization). */
+static tpu_status x_norm(lctx *x) {
+  fe_keras *K = x->K;
+  const bool bn = !strcmp(N(x)->cls, "BatchNormalization");
+  tpu_status st = last_axis(x, "axis", in_rank(x, 0));
+  if (st) return st;
+  json_t *v;
+  if (!bn && (v = take(x, "rms_scaling")) && json_is_true(v))
+    return kfail(K, x->node, "rms_scaling", "RMS normalization (no mean subtracted) is not supported");
+  if (bn && (v = take(x, "renorm")) && json_is_true(v))
+    return kfail(K, x->node, "renorm", "batch renormalization is not supported");
+  if (bn) {
+    take(x, "renorm_clipping");
+    take(x, "renorm_momentum");
+    if ((v = take(x, "virtual_batch_size")) && !json_is_null(v))
+      return kfail(K, x->node, "virtual_batch_size", "ghost batch normalization is not supported");
+    if ((v = take(x, "adjustment")) && !json_is_null(v))
+      return kfail(K, x->node, "adjustment", "an adjustment function is not supported");
+    take(x, "fused");   /* which kernel runs it, not what it computes */
+    if ((v = take(x, "synchronized")) && json_is_true(v))
+      note(K, x->node, "synchronized true", "batch statistics are per core (per replica), not synchronized");
+  }
+  json_t *L = emit(x, bn ? "batch_normalization" : "layer_normalization", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  return take_norm_options(x, L, bn);
+}
+
+/* MultiHeadAttention as self-attention: query, value (and key) the same
+** tensor; num_heads, key_dim, value_dim (null: key_dim), dropout, use_bias
+** and the call's use_causal_mask. Keras' default output_shape (null: the
+** query's last axis) and attention_axes (null: every position) only. */
+static tpu_status x_mha(lctx *x) {
+  fe_keras *K = x->K;
+  knode *n = N(x);
+  for (int k = 1; k < n->nin; k++)
+    if (n->in[k] != n->in[0])
+      return kfail(K, x->node, "inbound_nodes", "cross-attention (its query and its value or key from different "
+                   "layers) is not supported; self-attention (one tensor for all three) is");
+  n->nin = 1;
+  static const char *const nulls[] = { "output_shape", "attention_axes" };
+  json_t *v;
+  for (int k = 0; k < 2; k++)
+    if ((v = take(x, nulls[k])) && !json_is_null(v))
+      return kfail(K, x->node, nulls[k], "only Keras' default (null) is supported");
+  json_t *L = emit(x, "multi_head_attention", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  static const char *const ints[] = { "num_heads", "key_dim", "value_dim" };
+  for (int k = 0; k < 3; k++) {
+    if (!(v = take(x, ints[k])) || (k == 2 && json_is_null(v))) continue;
+    if (!json_is_integer(v)) return kfail(K, x->node, ints[k], "expected an integer");
+    put(K, L, ints[k], json_integer(json_integer_value(v)));
+  }
+  if ((v = take(x, "dropout"))) {
+    if (!json_is_number(v)) return kfail(K, x->node, "dropout", "expected a number");
+    put(K, L, "dropout", json_real(json_number_value(v)));
+  }
+  if (n->causal) put(K, L, "causal", json_true());
+  take(x, "flash_attention");   /* how it is computed, not what */
+  if ((v = take(x, "seed")) && !json_is_null(v))
+    note_kv(K, x->node, "seed", v, "dropout masks come from the model's seed");
+  return take_use_bias(x, L);
+}
+
+/* A Permute that swaps axis a (1-based, batch left out) with the last of
+** rank-1 axes, an involution. */
+static json_t *emit_swap(lctx *x, int a, int rank, const char *suffix) {
+  json_t *L = emit(x, "permute", suffix), *d = json_array();
+  for (int k = 1; d && k < rank; k++)
+    if (json_array_append_new(d, json_integer(k == a ? rank - 1 : k == rank - 1 ? a : k))) x->K->oom = true;
+  if (L) put(x->K, L, "dims", d);
+  else json_decref(d);
+  return L;
+}
+/* Softmax on the last axis; on another axis of a sequence or an image it
+** is permute (that axis last), softmax, permute back. */
+static tpu_status x_softmax(lctx *x) {
+  fe_keras *K = x->K;
+  const int rank = in_rank(x, 0);
+  json_t *v = take(x, "axis"), *a = json_is_array(v) && json_array_size(v) == 1 ? json_array_get(v, 0) : v;
+  int ax = !v ? rank - 1 : json_is_integer(a) ? (int)json_integer_value(a) : 0;
+  if (ax < 0) ax += rank;
+  if (ax < 1 || ax > rank - 1) {
+    char d[64];
+    describe(v, d, sizeof d);
+    return kfail(K, x->node, "axis", "%s is not an axis of its %d-D input (batch included)", d, rank);
+  }
+  if (ax == rank - 1) return emit(x, "softmax", NULL) ? TPU_OK : TPU_ERR_NOMEM;
+  if (!emit_swap(x, ax, rank, NULL) || !emit(x, "softmax", "softmax") || !emit_swap(x, ax, rank, "back"))
+    return TPU_ERR_NOMEM;
+  return K->oom ? oom(K) : TPU_OK;
+}
+
+/* Permute: Keras' dims (the native permute checks them). */
+static tpu_status x_permute(lctx *x) {
+  json_t *v = take(x, "dims"), *L = emit(x, "permute", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  if (v) put(x->K, L, "dims", json_deep_copy(v));
+  return x->K->oom ? oom(x->K) : TPU_OK;
+}
+
+/* Activation, ReLU, LeakyReLU, Softmax. */
 static tpu_status x_activation(lctx *x) {
   fe_keras *K = x->K;
   knode *n = N(x);
   const char *type = "relu";
   json_t *v, *maxv = NULL;
   if (!strcmp(n->cls, "Activation")) {
-    const char *act;
-    bool relu6;
-    tpu_status st = take_act(x, &act, &relu6);
+    const char *act, *post;
+    tpu_status st = take_act(x, &act, &post);
     if (st) return st;
-    if (!act && !relu6) {   /* linear: the identity, no native layer */
+    if (!act && !post) {   /* linear: the identity, no native layer */
       snprintf(n->out, sizeof n->out, "%s", n->in[0] < 0 ? "input" : K->n[n->in[0]].out);
       return TPU_OK;
     }
-    type = relu6 ? "relu" : act;
-    if (relu6 && !(maxv = json_real(6.0))) return oom(K);
+    if (post) return emit_post(x, post, NULL) ? TPU_OK : TPU_ERR_NOMEM;
+    type = act;
+  } else if (!strcmp(n->cls, "LeakyReLU")) {   /* Keras 3's negative_slope, tf.keras' alpha; 0.3 */
+    json_t *L = emit(x, "leaky_relu", NULL);
+    if (!L) return TPU_ERR_NOMEM;
+    static const char *const slope[] = { "negative_slope", "alpha" };
+    for (int k = 0; k < 2; k++) {
+      if (!(v = take(x, slope[k])) || json_is_null(v)) continue;
+      if (!json_is_number(v)) return kfail(K, x->node, slope[k], "expected a number");
+      put(K, L, "negative_slope", json_real(json_number_value(v)));
+    }
+    return K->oom ? oom(K) : TPU_OK;
   } else if (!strcmp(n->cls, "Softmax")) {
-    type = "softmax";
-    tpu_status st = last_axis(x, "axis", in_rank(x, 0));
-    if (st) return st;
+    return x_softmax(x);
   } else {   /* ReLU */
     static const char *const zero[] = { "negative_slope", "threshold" };
     for (int k = 0; k < 2; k++)
@@ -709,13 +815,39 @@ static tpu_status x_pool(lctx *x) {
   return K->oom ? oom(K) : TPU_OK;
 }
 
+static tpu_status need_seq(lctx *x) {
+  const int rk = in_rank(x, 0);
+  if (rk == 3) return TPU_OK;
+  return kfail(x->K, x->node, NULL, "its input is %d-D (batch included); %s needs a 3-D one (a sequence)", rk,
+               N(x)->cls);
+}
+
+/* Reshape: "target_shape" of 1 to 3 dimensions (batch left out), one may
+** be -1; the native reshape checks that it holds the input. */
+static tpu_status x_reshape(lctx *x) {
+  fe_keras *K = x->K;
+  json_t *v = take(x, "target_shape");
+  const size_t n = json_is_array(v) ? json_array_size(v) : 0;
+  if (n < 1 || n > 3) {
+    char d[64];
+    describe(v, d, sizeof d);
+    return kfail(K, x->node, "target_shape", "%s: expected 1 to 3 dimensions (a vector, a sequence or an image)", d);
+  }
+  json_t *L = emit(x, "reshape", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  put(K, L, "target_shape", json_deep_copy(v));
+  N(x)->rank = (int)n + 1;
+  return K->oom ? oom(K) : TPU_OK;
+}
+
 static tpu_status x_simple(lctx *x) {
   fe_keras *K = x->K;
   const char *cls = N(x)->cls;
   json_t *v;
   tpu_status st;
-  if (!strcmp(cls, "GlobalAveragePooling2D")) {
-    if ((st = need_rank(x, 4, ""))) return st;
+  if (!strcmp(cls, "GlobalAveragePooling2D") || !strcmp(cls, "GlobalAveragePooling1D")) {
+    const bool one = !strcmp(cls, "GlobalAveragePooling1D");   /* over a sequence's positions */
+    if ((st = one ? need_seq(x) : need_rank(x, 4, ""))) return st;
     if ((v = take(x, "keepdims")) && json_is_true(v))
       return kfail(K, x->node, "keepdims", "keepdims true (a 1x1xC image) is not supported; the native "
                    "global_avgpool gives a vector");
@@ -748,8 +880,9 @@ static tpu_status x_simple(lctx *x) {
 static tpu_status x_merge(lctx *x) {
   fe_keras *K = x->K;
   knode *n = N(x);
-  const bool cat = !strcmp(n->cls, "Concatenate");
+  const bool cat = !strcmp(n->cls, "Concatenate"), mul = !strcmp(n->cls, "Multiply");
   if (n->nin < 2) return kfail(K, x->node, NULL, "has %d input; %s needs 2 or more", n->nin, n->cls);
+  if (mul && n->nin > 2) return kfail(K, x->node, NULL, "has %d inputs; a Multiply of 2 is supported", n->nin);
   for (int k = 1; k < n->nin; k++)
     if (in_rank(x, k) != in_rank(x, 0))
       return kfail(K, x->node, NULL, "its inputs have %d and %d dimensions", in_rank(x, 0), in_rank(x, k));
@@ -757,7 +890,7 @@ static tpu_status x_merge(lctx *x) {
     tpu_status st = last_axis(x, "axis", in_rank(x, 0));
     if (st) return st;
   }
-  return emit(x, cat ? "concatenate" : "add", NULL) ? TPU_OK : TPU_ERR_NOMEM;
+  return emit(x, cat ? "concatenate" : mul ? "multiply" : "add", NULL) ? TPU_OK : TPU_ERR_NOMEM;
 }
 
 /* What every layer's config may hold: name, trainable, dtype, data_format,
@@ -807,17 +940,22 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   const char *c = n->cls;
   if (!strcmp(c, "Conv2D") || !strcmp(c, "DepthwiseConv2D") || !strcmp(c, "SeparableConv2D")) st = x_conv(&x);
   else if (!strcmp(c, "Dense")) st = x_dense(&x);
-  else if (!strcmp(c, "BatchNormalization")) st = x_batchnorm(&x);
-  else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax")) st = x_activation(&x);
+  else if (!strcmp(c, "BatchNormalization") || !strcmp(c, "LayerNormalization")) st = x_norm(&x);
+  else if (!strcmp(c, "MultiHeadAttention")) st = x_mha(&x);
+  else if (!strcmp(c, "Reshape")) st = x_reshape(&x);
+  else if (!strcmp(c, "Permute")) st = x_permute(&x);
+  else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax") || !strcmp(c, "LeakyReLU"))
+    st = x_activation(&x);
   else if (!strcmp(c, "MaxPooling2D") || !strcmp(c, "AveragePooling2D")) st = x_pool(&x);
-  else if (!strcmp(c, "Add") || !strcmp(c, "Concatenate")) st = x_merge(&x);
-  else st = x_simple(&x);   /* GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout */
+  else if (!strcmp(c, "Add") || !strcmp(c, "Concatenate") || !strcmp(c, "Multiply")) st = x_merge(&x);
+  else st = x_simple(&x);   /* GlobalAveragePooling1D/2D, ZeroPadding2D, Flatten, Dropout */
   if (st) return st;
   if (x.emitted) snprintf(n->out, sizeof n->out, "%s", x.last);
   /* the rank of its output */
   const int r = n->nin ? in_rank(&x, 0) : 0;
-  n->rank = !strcmp(c, "Dense") || !strcmp(c, "Flatten") || !strcmp(c, "GlobalAveragePooling2D") ? 2
-            : strstr(c, "Conv2D") || strstr(c, "Pooling2D") || !strcmp(c, "ZeroPadding2D") ? 4 : r;
+  n->rank = !strcmp(c, "Flatten") || !strcmp(c, "GlobalAveragePooling2D") || !strcmp(c, "GlobalAveragePooling1D") ? 2
+            : strstr(c, "Conv2D") || strstr(c, "Pooling2D") || !strcmp(c, "ZeroPadding2D") ? 4
+            : !strcmp(c, "Reshape") ? n->rank : r;
   /* what is left of its config is not modelled */
   const char *k;
   json_t *v;
@@ -1146,10 +1284,28 @@ static bool holds_tensor(json_t *v, int depth) {
 }
 /* A call's keyword arguments: none may be a tensor; "mask": null is what
 ** Keras writes; others (training=False) are noted. */
-static tpu_status call_kwargs(fe_keras *K, int node, json_t *kw) {
+static tpu_status resolve_ref(fe_keras *K, int node, json_t *ref, int first, int last, const char *what, int *out);
+/* A call's keyword arguments: MultiHeadAttention's value and key tensors
+** become inputs (tf.keras 2 writes them as [layer, node, tensor, kwargs],
+** Keras 3 as tensors) and its use_causal_mask the layer's causal flag; any
+** other tensor is refused, any other value noted. */
+static tpu_status call_kwargs(fe_keras *K, int node, json_t *kw, int first, int last) {
   const char *k;
   json_t *v;
+  knode *n = &K->n[node];
+  const bool mha = !strcmp(n->cls, "MultiHeadAttention");
   json_object_foreach(kw, k, v) {
+    tpu_status st;
+    if (mha && (!strcmp(k, "value") || !strcmp(k, "key")) && holds_tensor(v, 0)) {
+      if (n->nin == TPU_FE_MAX_INPUTS) return kfail(K, node, "inbound_nodes", "too many inputs");
+      if (json_is_array(v) && (st = resolve_ref(K, node, v, first, last, NULL, &n->in[n->nin++]))) return st;
+      if (json_is_object(v) && (st = k3_tensors(K, node, v, first, last, 0))) return st;
+      continue;
+    }
+    if (mha && !strcmp(k, "use_causal_mask")) { n->causal = json_is_true(v); continue; }
+    if (mha && !strcmp(k, "return_attention_scores") && json_is_true(v))
+      return kfail(K, node, "inbound_nodes", "called with return_attention_scores=True (a second output); not "
+                   "supported");
     if (holds_tensor(v, 0))
       return kfail(K, node, "inbound_nodes", "takes a tensor as its keyword argument '%s'; not supported", k);
     if (json_is_null(v)) continue;
@@ -1178,11 +1334,11 @@ static tpu_status inbound(fe_keras *K, int node, int first, int last) {
       if (n->nin == TPU_FE_MAX_INPUTS)
         return kfail(K, node, "inbound_nodes", "more than %d inputs are not supported", TPU_FE_MAX_INPUTS);
       if ((st = resolve_ref(K, node, r, first, last, NULL, &n->in[n->nin++]))) return st;
-      if ((st = call_kwargs(K, node, json_array_get(r, 3)))) return st;
+      if ((st = call_kwargs(K, node, json_array_get(r, 3), first, last))) return st;
     }
   } else if (json_is_object(call)) {   /* Keras 3: {"args": [...], "kwargs": {...}} */
     if ((st = k3_tensors(K, node, json_object_get(call, "args"), first, last, 0))) return st;
-    if ((st = call_kwargs(K, node, json_object_get(call, "kwargs")))) return st;
+    if ((st = call_kwargs(K, node, json_object_get(call, "kwargs"), first, last))) return st;
   } else return kfail(K, node, "inbound_nodes", "expected a list of calls");
   if (n->nin == 0) return kfail(K, node, "inbound_nodes", "its call has no input tensor");
   return TPU_OK;

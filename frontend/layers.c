@@ -120,7 +120,9 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   ws->argmax = tpu_calloc((size_t)m->nlayers, sizeof *ws->argmax);
   ws->mid = tpu_calloc((size_t)m->nlayers, sizeof *ws->mid);
   ws->dmid = tpu_calloc((size_t)m->nlayers, sizeof *ws->dmid);
-  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax || !ws->mid || !ws->dmid) goto fail;
+  ws->att = tpu_calloc((size_t)m->nlayers, sizeof *ws->att);
+  ws->datt = tpu_calloc((size_t)m->nlayers, sizeof *ws->datt);
+  if (!ws->act || !ws->dact || !ws->mask || !ws->argmax || !ws->mid || !ws->dmid || !ws->att || !ws->datt) goto fail;
   ws->act[0] = tpu_malloc(r * tpu_fe_shape_size(m->input) * sizeof(float));
   if (!ws->act[0]) goto fail;
   for (int i = 0; i < m->nlayers; i++) {
@@ -129,6 +131,13 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
     if (!(ws->act[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (!(ws->dact[i + 1] = tpu_malloc(out * sizeof(float)))) goto fail;
     if (L->kind == TPU_FE_DROPOUT && !(ws->mask[i] = tpu_malloc(out * sizeof(float)))) goto fail;
+    if (L->kind == TPU_FE_MHA) {   /* its parts, their gradients and the attention weights' dropout mask */
+      size_t all = 0;
+      for (int q = 0; q < FE_ATT_NPARTS; q++) all += r * fe_att_elems(L, q);
+      if (!(ws->att[i] = tpu_malloc(all * sizeof(float))) || !(ws->datt[i] = tpu_malloc(all * sizeof(float))))
+        goto fail;
+      if (L->rate > 0 && !(ws->mask[i] = tpu_malloc(r * fe_att_elems(L, FE_ATT_P) * sizeof(float)))) goto fail;
+    }
     if (L->kind == TPU_FE_MAXPOOL && !(ws->argmax[i] = tpu_malloc(out * sizeof(int)))) goto fail;
     if (L->kind == TPU_FE_SEPARABLE) {   /* the depthwise half's output */
       const size_t mid = r * (size_t)L->out.h * (size_t)L->out.w * (size_t)L->in.c * (size_t)L->depth_multiplier;
@@ -158,7 +167,10 @@ void fe_ws_destroy(const tpu_fe_model *m, fe_core_ws *ws) {
   if (ws->argmax) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->argmax[i]);
   if (ws->mid) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->mid[i]);
   if (ws->dmid) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->dmid[i]);
-  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->mid, ws->dmid, ws->cols, ws->dtmp, ws->grad,
+  if (ws->att) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->att[i]);
+  if (ws->datt) for (int i = 0; i < m->nlayers; i++) tpu_free(ws->datt[i]);
+  void *bufs[] = { ws->act, ws->dact, ws->mask, ws->argmax, ws->mid, ws->dmid, ws->att, ws->datt, ws->cols, ws->dtmp,
+                   ws->grad,
                    ws->stat, ws->wx, ws->lab, ws->rowloss };
   for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) tpu_free(bufs[k]);
   fe_scratch_free(&ws->scratch);
@@ -177,13 +189,37 @@ static void glorot(const tpu_fe_model *m, int i, int which, float *w, size_t n, 
 void fe_params_init(const tpu_fe_model *m, float *params) {
   for (int i = 0; i < m->nlayers; i++) {
     const tpu_fe_layer *L = &m->layers[i];
-    if (L->kind == TPU_FE_BATCHNORM) {   /* Keras: gamma 1, beta 0, moving mean 0, moving variance 1 */
+    if (L->kind == TPU_FE_BATCHNORM || L->kind == TPU_FE_LAYERNORM) {   /* Keras: gamma 1, beta 0, moving
+                                                                        ** mean 0, moving variance 1 */
       for (size_t k = 0; k < L->nw; k++) params[L->woff + k] = 1.0f;
       memset(params + L->boff, 0, L->nb * sizeof(float));
       for (size_t k = 0; k < L->ns; k++) params[L->soff + k] = k < L->ns / 2 ? 0.0f : 1.0f;
       continue;
     }
     if (!L->nw) continue;
+    if (L->kind == TPU_FE_EMBEDDING) {   /* Keras' Embedding: uniform in [-0.05, 0.05) */
+      uint64_t key = tpu_mix64(m->seed ^ tpu_mix64((uint64_t)i + 1));
+      for (size_t k = 0; k < L->nw; k++) params[L->woff + k] = (2.0f * unit_f32(tpu_mix64(key + k)) - 1.0f) * 0.05f;
+      continue;
+    }
+    if (L->kind == TPU_FE_CLASS_TOKEN) {   /* zeros, as torchvision's and the ViT paper's code */
+      memset(params + L->woff, 0, L->nw * sizeof(float));
+      continue;
+    }
+    if (L->kind == TPU_FE_POS_EMBEDDING) {   /* Glorot-uniform over max_length x C, as keras_hub's */
+      glorot(m, i, 1, params + L->woff, L->nw, L->max_length, L->in.c);
+      continue;
+    }
+    if (L->kind == TPU_FE_MHA) {   /* Keras' fans of the kernels (C, H, d) and (H, dv, C): the last
+                                   ** two dimensions times the product of the others */
+      const double C = L->in.c, H = L->num_heads, d = L->key_dim, dv = L->value_dim;
+      const double fin[4] = { H * C, H * C, H * C, dv * H }, fout[4] = { d * C, d * C, dv * C, C * H };
+      for (int q = 0; q < 4; q++)
+        glorot(m, i, q + 1, params + L->woff + fe_att_woff(L, q),
+               (q < 3 ? fe_att_woff(L, q + 1) : L->nw) - fe_att_woff(L, q), fin[q], fout[q]);
+      memset(params + L->boff, 0, L->nb * sizeof(float));
+      continue;
+    }
     /* Keras' fans: a conv kernel kh x kw x in x out has fan_in kh*kw*in and
     ** fan_out kh*kw*out (a depthwise kernel: out = depth_multiplier) */
     const double taps = (double)L->kh * L->kw;
@@ -320,7 +356,7 @@ static void dropout_mask(const tpu_fe_model *m, int layer, int rows, uint64_t st
                          float *mask) {
   const tpu_fe_layer *L = &m->layers[layer];
   const float keep = (float)(1.0 - L->rate), scale = 1.0f / keep;
-  const size_t per = tpu_fe_shape_size(L->in);
+  const size_t per = L->kind == TPU_FE_MHA ? fe_att_elems(L, FE_ATT_P) : tpu_fe_shape_size(L->in);
   for (int b = 0; b < rows; b++) {
     uint64_t key = tpu_mix64(tpu_mix64(tpu_mix64(m->seed ^ 0xd50u) + step) ^
                             tpu_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)layer));
@@ -391,6 +427,66 @@ static void bn_backward(const tpu_fe_layer *l, int64_t R, const float *params, c
 /* }================================================================== */
 
 /* {==================================================================
+** layer_normalization over R rows x C channels (Keras' LayerNormalization
+** on the last axis): each row's mean and biased variance in f64, channel
+** order; the backward recomputes them from the forward input
+** ================================================================== */
+static void ln_row(const float *x, int C, double eps, double *mean, double *inv) {
+  double s = 0.0, q = 0.0;
+  for (int c = 0; c < C; c++) s += x[c];
+  *mean = s / C;
+  for (int c = 0; c < C; c++) q += (x[c] - *mean) * (x[c] - *mean);
+  *inv = 1.0 / sqrt(q / C + eps);
+}
+
+static void ln_forward(const tpu_fe_layer *l, int64_t R, const float *params, const float *x, float *y) {
+  const int C = l->out.c;
+  for (int64_t r = 0; r < R; r++) {
+    double mean, inv;
+    ln_row(x + r * C, C, l->epsilon, &mean, &inv);
+    for (int c = 0; c < C; c++) {
+      const double g = l->nw ? params[l->woff + (size_t)c] : 1.0, b = l->nb ? params[l->boff + (size_t)c] : 0.0;
+      y[r * C + c] = (float)((x[r * C + c] - mean) * inv * g + b);
+    }
+  }
+}
+
+/* dgamma = sum over rows of dY.xhat, dbeta = sum of dY (f64, row order)
+** into grad; dX (when not NULL) = inv/C (C.g.dY - sum(g.dY) - xhat.sum(g.dY.xhat))
+** per row. TPU_ERR_NOMEM (its C-wide sums), or TPU_OK. */
+static tpu_status ln_backward(const tpu_fe_layer *l, int64_t R, const float *params, const float *x, const float *dy,
+                        float *grad, float *dx) {
+  const int C = l->out.c;
+  double *dg = tpu_calloc(2 * (size_t)C, sizeof *dg);
+  if (!dg) return TPU_ERR_NOMEM;
+  double *db = dg + C;
+  for (int64_t r = 0; r < R; r++) {
+    double mean, inv, s1 = 0.0, s2 = 0.0;
+    const float *xr = x + r * C, *dr = dy + r * C;
+    ln_row(xr, C, l->epsilon, &mean, &inv);
+    for (int c = 0; c < C; c++) {
+      const double xh = (xr[c] - mean) * inv, gd = dr[c] * (l->nw ? params[l->woff + (size_t)c] : 1.0);
+      dg[c] += dr[c] * xh;
+      db[c] += dr[c];
+      s1 += gd;
+      s2 += gd * xh;
+    }
+    if (dx)
+      for (int c = 0; c < C; c++) {
+        const double xh = (xr[c] - mean) * inv, gd = dr[c] * (l->nw ? params[l->woff + (size_t)c] : 1.0);
+        dx[r * C + c] = (float)(inv / C * (C * gd - s1 - xh * s2));
+      }
+  }
+  for (int c = 0; c < C; c++) {
+    if (l->nw) grad[l->woff + (size_t)c] = (float)dg[c];
+    if (l->nb) grad[l->boff + (size_t)c] = (float)db[c];
+  }
+  tpu_free(dg);
+  return TPU_OK;
+}
+/* }================================================================== */
+
+/* {==================================================================
 ** The plan's executor: forward and backward of one core
 ** ================================================================== */
 typedef struct exec {
@@ -404,19 +500,31 @@ typedef struct exec {
   float hits;                  /* accuracy's result */
 } exec;
 
+/* multi_head_attention's part q in a layer's buffer of parts, each for
+** the workspace's rows. */
+static float *att_part(const fe_core_ws *ws, const tpu_fe_layer *L, float *buf, int q) {
+  size_t off = 0;
+  for (int k = 0; k < q; k++) off += (size_t)ws->rows * fe_att_elems(L, k);
+  return buf + off;
+}
+
 /* Where a tensor of the plan lives in this core's workspace. */
 static float *tensor_of(exec *e, fe_tensor t) {
   const tpu_fe_model *m = e->p->model;
   fe_core_ws *ws = e->ws;
   const tpu_fe_layer *L = t.layer >= 0 && t.layer < m->nlayers ? &m->layers[t.layer] : NULL;
+  const bool mha = L && L->kind == TPU_FE_MHA;
+  const size_t wo = mha ? fe_att_woff(L, t.part) : 0, bo = mha ? fe_att_boff(L, t.part) : 0;
   switch (t.kind) {
   case FE_T_ACT: return ws->act[t.layer];
   case FE_T_DACT: return ws->dact[t.layer];
   case FE_T_DTMP: return ws->dtmp;
-  case FE_T_W: return (float *)e->params + L->woff;
-  case FE_T_B: return (float *)e->params + L->boff;
-  case FE_T_DW: return ws->grad + L->woff;
-  case FE_T_DB: return ws->grad + L->boff;
+  case FE_T_W: return (float *)e->params + L->woff + wo;
+  case FE_T_B: return (float *)e->params + L->boff + bo;
+  case FE_T_DW: return ws->grad + L->woff + wo;
+  case FE_T_DB: return ws->grad + L->boff + bo;
+  case FE_T_ATT: return att_part(ws, L, ws->att[t.layer], t.part);
+  case FE_T_DATT: return att_part(ws, L, ws->datt[t.layer], t.part);
   case FE_T_COLS: return ws->cols;
   case FE_T_W2: return (float *)e->params + L->woff + (L->nw - L->nw2);
   case FE_T_DW2: return ws->grad + L->woff + (L->nw - L->nw2);
@@ -430,9 +538,116 @@ static float *tensor_of(exec *e, fe_tensor t) {
   }
 }
 
+/* One GEMM, or a batch of them (operand k of product g at g times its size). */
 static tpu_status run_gemm(exec *e, const fe_gemm_step *g) {
-  return fe_gemm(e->be, &e->ws->scratch, g->ta, g->tb, g->M, g->N, g->K, tensor_of(e, g->a), tensor_of(e, g->b),
-                 tensor_of(e, g->c), g->acc);
+  const float *a = tensor_of(e, g->a), *b = tensor_of(e, g->b);
+  float *c = tensor_of(e, g->c);
+  const size_t mk = (size_t)g->M * (size_t)g->K, kn = (size_t)g->K * (size_t)g->N, mn = (size_t)g->M * (size_t)g->N;
+  for (int q = 0; q < (g->batch > 1 ? g->batch : 1); q++) {
+    tpu_status st = fe_gemm(e->be, &e->ws->scratch, g->ta, g->tb, g->M, g->N, g->K, a + q * mk, b + q * kn, c + q * mn,
+                            g->acc);
+    if (st) return st;
+  }
+  return TPU_OK;
+}
+
+/* embedding over n positions: out (gather) gets each id's table row plus
+** the token-type table's row 0; or (dy not NULL: scatter) each position's
+** dY is added to its id's row of the gradient, in position order, and
+** summed into the token-type row 0. An id is its f32 value, which must be
+** an integer in [0, input_dim): any other value gives a zero row (and
+** no gradient), as a gather out of bounds does on a TPU. */
+static void gather(exec *e, const tpu_fe_layer *l, int64_t n, const float *ids, float *out, const float *dy) {
+  const size_t D = (size_t)l->output_dim, V = (size_t)l->input_dim;
+  const float *w = e->params + l->woff, *type0 = l->token_types ? w + V * D : NULL;
+  float *g = e->ws->grad + l->woff, *gtype0 = l->token_types ? g + V * D : NULL;
+  if (dy) memset(g, 0, l->nw * sizeof *g);
+  for (int64_t r = 0; r < n; r++) {
+    const float v = ids[r];
+    const bool ok = v >= 0.0f && v < (float)V && v == floorf(v);
+    const size_t id = ok ? (size_t)v : 0;
+    if (dy) {
+      for (size_t c = 0; ok && c < D; c++) g[id * D + c] += dy[(size_t)r * D + c];
+      for (size_t c = 0; gtype0 && c < D; c++) gtype0[c] += dy[(size_t)r * D + c];
+      continue;
+    }
+    for (size_t c = 0; c < D; c++)
+      out[(size_t)r * D + c] = (ok ? w[id * D + c] : 0.0f) + (type0 ? type0[c] : 0.0f);
+  }
+}
+/* take: position s->coff of each sample's s->ctot to a vector (put: back,
+** into a zeroed gradient). */
+static void take(bool put, const fe_step *s, float *in, float *out) {
+  const size_t C = (size_t)s->cols, L = (size_t)s->ctot, p = (size_t)s->coff;
+  if (put) memset(out, 0, (size_t)s->rows * L * C * sizeof *out);
+  for (int64_t b = 0; b < s->rows; b++) {
+    if (put) memcpy(out + ((size_t)b * L + p) * C, in + (size_t)b * C, C * sizeof *out);
+    else memcpy(out + (size_t)b * C, in + ((size_t)b * L + p) * C, C * sizeof *out);
+  }
+}
+
+/* permute: output axis k of each sample is input axis dims[k] (1-based
+** over the last ntarget of h, w, c); 'inverse' runs it backward, from a
+** tensor of the output's shape to one of the input's. */
+static void permute(const tpu_fe_layer *l, bool inverse, int rows, const float *in, float *out) {
+  const int off = 3 - l->ntarget;
+  const int ia[3] = { l->in.h, l->in.w, l->in.c };
+  int perm[3] = { 0, 1, 2 };   /* output axis k reads input axis perm[k] */
+  for (int k = 0; k < l->ntarget; k++) perm[off + k] = off + l->target[k] - 1;
+  size_t istride[3] = { (size_t)ia[1] * (size_t)ia[2], (size_t)ia[2], 1 };
+  const int oa[3] = { ia[perm[0]], ia[perm[1]], ia[perm[2]] };
+  const size_t per = (size_t)ia[0] * (size_t)ia[1] * (size_t)ia[2];
+  for (int b = 0; b < rows; b++) {
+    const float *x = in + (size_t)b * per;
+    float *y = out + (size_t)b * per;
+    size_t o = 0;
+    for (int p = 0; p < oa[0]; p++)
+      for (int q = 0; q < oa[1]; q++)
+        for (int r = 0; r < oa[2]; r++, o++) {
+          const size_t src = (size_t)p * istride[perm[0]] + (size_t)q * istride[perm[1]] + (size_t)r * istride[perm[2]];
+          if (inverse) y[src] = x[o];   /* in has the output's shape */
+          else y[o] = x[src];
+        }
+  }
+}
+
+/* class_token: each sample's L+1 positions of C are the token (W), then
+** its input's L; backward (bwd): DW = the sum over the samples of dY's
+** first position (in sample order), dX (NULL: none) = the other L. */
+static void class_token(bool bwd, const tpu_fe_layer *l, int rows, const float *params, float *grad, float *in,
+                        float *out) {
+  const size_t C = (size_t)l->out.c, L1 = (size_t)l->out.w, L = L1 - 1;
+  if (bwd) memset(grad + l->woff, 0, C * sizeof *grad);
+  for (int b = 0; b < rows; b++) {
+    float *big = bwd ? in + (size_t)b * L1 * C : out + (size_t)b * L1 * C;
+    if (!bwd) {
+      memcpy(big, params + l->woff, C * sizeof *big);
+      memcpy(big + C, in + (size_t)b * L * C, L * C * sizeof *big);
+      continue;
+    }
+    for (size_t c = 0; c < C; c++) grad[l->woff + c] += big[c];
+    if (out) memcpy(out + (size_t)b * L * C, big + C, L * C * sizeof *out);
+  }
+}
+
+/* multi_head_attention's heads: [rows*L x H*c] to [rows*H*L x c], each
+** sample's heads one after another (merge: back). */
+static void heads(bool merge, int rows, int64_t R, int64_t cols, int H, float *wide, float *split) {
+  const int64_t L = R / rows, c = cols / H;
+  for (int b = 0; b < rows; b++)
+    for (int h = 0; h < H; h++)
+      for (int64_t p = 0; p < L; p++) {
+        float *w = wide + ((size_t)(b * L + p) * (size_t)cols + (size_t)(h * c));
+        float *s = split + (((size_t)(b * H + h) * (size_t)L + (size_t)p) * (size_t)c);
+        if (merge) memcpy(w, s, (size_t)c * sizeof(float));
+        else memcpy(s, w, (size_t)c * sizeof(float));
+      }
+}
+/* The causal mask on scores [n*L x L]: -1e9 added where the key (column)
+** comes after the query (the row's position), as Keras' masked softmax. */
+static void causal(int64_t rows, int64_t L, float *s) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t k = r % L + 1; k < L; k++) s[r * L + k] += -1e9f;
 }
 
 /* One VPU op on f32 (numerics only; the timing path charges its cycles). A
@@ -523,6 +738,22 @@ static tpu_status run_step(exec *e, const fe_step *s) {
     bn_backward(&e->p->model->layers[L], s->rows, e->params, ws->stat,
                 ws->act[e->p->model->layers[L].inputs[0] + 1], in, ws->grad, out);
     return TPU_OK;
+  case FE_STEP_GATHER: gather(e, &e->p->model->layers[L], s->rows, in, out, NULL); return TPU_OK;
+  case FE_STEP_SCATTER: gather(e, &e->p->model->layers[L], s->rows, ws->act[0], NULL, in); return TPU_OK;
+  case FE_STEP_TAKE: case FE_STEP_PUT: take(s->kind == FE_STEP_PUT, s, in, out); return TPU_OK;
+  case FE_STEP_PERMUTE: permute(&e->p->model->layers[L], s->coff == 1, rows, in, out); return TPU_OK;
+  case FE_STEP_CLS: case FE_STEP_CLS_BWD:
+    class_token(s->kind == FE_STEP_CLS_BWD, &e->p->model->layers[L], rows, e->params, ws->grad, in, out);
+    return TPU_OK;
+  case FE_STEP_HEADS: heads(false, rows, s->rows, s->cols, s->coff, in, out); return TPU_OK;
+  case FE_STEP_MERGE_HEADS: heads(true, rows, s->rows, s->cols, s->coff, out, in); return TPU_OK;
+  case FE_STEP_CAUSAL: causal(s->rows, s->cols, out); return TPU_OK;
+  case FE_STEP_LN:
+    ln_forward(&e->p->model->layers[L], s->rows, e->params, in, out);
+    return TPU_OK;
+  case FE_STEP_LN_BWD:
+    return ln_backward(&e->p->model->layers[L], s->rows, e->params, ws->act[e->p->model->layers[L].inputs[0] + 1],
+                       in, ws->grad, out);
   case FE_STEP_DROPOUT_MASK:
     dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
     return TPU_OK;
@@ -541,6 +772,7 @@ static size_t policy_elems(exec *e, fe_tensor t) {
   switch (t.kind) {
   case FE_T_ACT: case FE_T_DACT: case FE_T_DTMP:
     return rows * tpu_fe_shape_size(t.layer ? m->layers[t.layer - 1].out : m->input);
+  case FE_T_ATT: case FE_T_DATT: return rows * fe_att_elems(&m->layers[t.layer], t.part);
   case FE_T_MID: case FE_T_DMID: {
     const tpu_fe_layer *L = &m->layers[t.layer];
     return rows * (size_t)L->out.h * (size_t)L->out.w * (size_t)L->in.c * (size_t)L->depth_multiplier;

@@ -15,10 +15,13 @@
 
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
-  "batch_normalization", "depthwise_conv2d", "separable_conv2d"
+  "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
+  "multiply", "multi_head_attention", "embedding", "position_embedding", "take", "reshape", "class_token", "permute"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
-  "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d"
+  "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
+  "leaky_relu, layer_normalization, multiply, multi_head_attention, embedding, position_embedding, take, reshape, " \
+  "class_token, permute"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -185,17 +188,102 @@ static tpu_status parse_conv(tpu_json *c, json_t *jl, const char *path, const ch
 }
 
 /* batch_normalization: Keras' "momentum" (0.99), "epsilon" (1e-3),
-** "center" and "scale" (true); the channel axis only (Keras' axis=-1). */
+** "center" and "scale" (true); the channel axis only (Keras' axis=-1).
+** layer_normalization: the same without "momentum" (Keras'
+** LayerNormalization on the last axis). */
 static tpu_status parse_batchnorm(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
   static const char *const ks[] = { "type", "name", "inputs", "momentum", "epsilon", "center", "scale", NULL };
+  static const char *const lk[] = { "type", "name", "inputs", "epsilon", "center", "scale", NULL };
+  const bool bn = L->kind == TPU_FE_BATCHNORM;
   bool center = true, scale = true;
-  tpu_status st = check_keys(c, jl, path, what, ks);
-  if (st || (st = get_num(c, jl, path, what, "momentum", 0.0, 1.0, true, 0.99, false, &L->momentum))) return st;
+  tpu_status st = check_keys(c, jl, path, what, bn ? ks : lk);
+  if (st || (bn && (st = get_num(c, jl, path, what, "momentum", 0.0, 1.0, true, 0.99, false, &L->momentum))))
+    return st;
   if ((st = get_num(c, jl, path, what, "epsilon", 1e-12, 1.0, false, 1e-3, false, &L->epsilon))) return st;
   if ((st = tpu_json_bool(OBJ(c, jl, path, what), "center", &center))) return st;
   if ((st = tpu_json_bool(OBJ(c, jl, path, what), "scale", &scale))) return st;
   L->no_center = !center;
   L->no_scale = !scale;
+  return TPU_OK;
+}
+
+
+
+/* gelu ("approximate", default false: Keras' gelu) and leaky_relu
+** ("negative_slope", default 0.3: Keras' LeakyReLU layer). */
+static tpu_status parse_act_layer(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const gk[] = { "type", "name", "inputs", "approximate", NULL };
+  static const char *const lk[] = { "type", "name", "inputs", "negative_slope", NULL };
+  const bool gelu = L->kind == TPU_FE_GELU;
+  tpu_status st = check_keys(c, jl, path, what, gelu ? gk : lk);
+  if (st) return st;
+  if (gelu) return tpu_json_bool(OBJ(c, jl, path, what), "approximate", &L->approximate);
+  return get_num(c, jl, path, what, "negative_slope", 0.0, 1e6, false, 0.3, false, &L->negative_slope);
+}
+
+/* multi_head_attention: Keras' MultiHeadAttention as self-attention,
+** "num_heads" and "key_dim" (required), "value_dim" (key_dim), "use_bias"
+** (true), "dropout" on the attention weights (0), "causal" (false: Keras'
+** use_causal_mask). */
+static tpu_status parse_mha(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const ks[] = { "type", "name", "inputs", "num_heads", "key_dim", "value_dim", "use_bias",
+                                    "dropout", "causal", NULL };
+  bool use_bias = true;
+  tpu_status st = check_keys(c, jl, path, what, ks);
+  if (st || (st = get_int(c, jl, path, what, "num_heads", 1, 1024, 0, &L->num_heads))) return st;
+  if ((st = get_int(c, jl, path, what, "key_dim", 1, 1 << 16, 0, &L->key_dim))) return st;
+  if ((st = get_int(c, jl, path, what, "value_dim", 1, 1 << 16, L->key_dim, &L->value_dim))) return st;
+  if ((st = tpu_json_bool(OBJ(c, jl, path, what), "use_bias", &use_bias))) return st;
+  if ((st = tpu_json_bool(OBJ(c, jl, path, what), "causal", &L->causal))) return st;
+  L->no_bias = !use_bias;
+  return get_num(c, jl, path, what, "dropout", 0.0, 1.0, true, 0.0, false, &L->rate);
+}
+
+/* embedding ("input_dim", "output_dim" required, "token_types" 0),
+** position_embedding ("max_length" required), take ("position", 0). */
+static tpu_status parse_seq_layer(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const ek[] = { "type", "name", "inputs", "input_dim", "output_dim", "token_types", NULL };
+  static const char *const pk[] = { "type", "name", "inputs", "max_length", NULL };
+  static const char *const tk[] = { "type", "name", "inputs", "position", NULL };
+  const tpu_fe_layer_kind k = L->kind;
+  tpu_status st = check_keys(c, jl, path, what, k == TPU_FE_EMBEDDING ? ek : k == TPU_FE_TAKE ? tk : pk);
+  if (st) return st;
+  if (k == TPU_FE_TAKE) return get_int(c, jl, path, what, "position", 0, 65535, 0, &L->position);
+  if (k == TPU_FE_POS_EMBEDDING) return get_int(c, jl, path, what, "max_length", 1, 65536, 0, &L->max_length);
+  if ((st = get_int(c, jl, path, what, "input_dim", 1, 1 << 24, 0, &L->input_dim))) return st;
+  if ((st = get_int(c, jl, path, what, "output_dim", 1, 1 << 16, 0, &L->output_dim))) return st;
+  return get_int(c, jl, path, what, "token_types", 0, 16, 0, &L->token_types);
+}
+
+/* reshape's "target_shape": [n], [length, channels] or [h, w, c], integers
+** 1..2^26, one of them may be -1 (Keras' Reshape); permute's "dims": a
+** permutation of 1..2 (a sequence) or 1..3 (an image), Keras' Permute. */
+static tpu_status parse_axes(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const rk[] = { "type", "name", "inputs", "target_shape", NULL };
+  static const char *const pk[] = { "type", "name", "inputs", "dims", NULL };
+  const bool perm = L->kind == TPU_FE_PERMUTE;
+  const char *key = perm ? "dims" : "target_shape";
+  tpu_status st = check_keys(c, jl, path, what, perm ? pk : rk);
+  if (st) return st;
+  json_t *t = json_object_get(jl, key);
+  const size_t n = json_is_array(t) ? json_array_size(t) : 0;
+  unsigned seen = 0;   /* permute: the axes taken; reshape: bit 0, a -1 */
+  bool ok = perm ? n == 2 || n == 3 : n >= 1 && n <= 3;
+  for (size_t k = 0; ok && k < n; k++) {
+    json_t *e = json_array_get(t, k);
+    const json_int_t v = json_is_integer(e) ? json_integer_value(e) : 0;
+    if (perm) ok = v >= 1 && v <= (json_int_t)n && !(seen & (1u << v));
+    else ok = (v >= 1 && v <= (1 << 26)) || (v == -1 && !(seen & 1u));
+    seen |= !ok ? 0 : perm ? 1u << v : v == -1 ? 1u : 0;
+    L->target[k] = (int)v;
+  }
+  if (!t) return tpu_json_missing(OBJ(c, jl, path, what), key, perm ? "a permutation of [1, 2] or [1, 2, 3]"
+                                  : "[n], [length, channels] or [h, w, c]");
+  if (!ok)
+    return tpu_json_fail_member(OBJ(c, jl, path, what), key, perm ? "expected a permutation of [1, 2] (a sequence) "
+                                "or [1, 2, 3] (an image)" : "expected [n], [length, channels] or [h, w, c], integers in "
+                                "1..67108864 and at most one -1");
+  L->ntarget = (int)n;
   return TPU_OK;
 }
 
@@ -284,6 +372,11 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
     return parse_zero_padding(c, jl, path, what, L);
   }
   case TPU_FE_BATCHNORM: return parse_batchnorm(c, jl, path, what, L);
+  case TPU_FE_LAYERNORM: return parse_batchnorm(c, jl, path, what, L);
+  case TPU_FE_MHA: return parse_mha(c, jl, path, what, L);
+  case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: return parse_seq_layer(c, jl, path, what, L);
+  case TPU_FE_RESHAPE: case TPU_FE_PERMUTE: return parse_axes(c, jl, path, what, L);
+  case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_DROPOUT: {
     static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
@@ -308,7 +401,7 @@ static const char *who(const tpu_fe_model *m, int i, char *buf, size_t cap) {
   else snprintf(buf, cap, "layers[%d] (%s)", i, KIND_NAMES[L->kind]);
   return buf;
 }
-static bool is_merge(tpu_fe_layer_kind k) { return k == TPU_FE_ADD || k == TPU_FE_CONCAT; }
+static bool is_merge(tpu_fe_layer_kind k) { return k == TPU_FE_ADD || k == TPU_FE_CONCAT || k == TPU_FE_MULTIPLY; }
 
 /* Resolves layer i's "inputs" (names; "input" is the model's input) into
 ** indexes; without it, the layer before (the model input for layer 0). */
@@ -321,14 +414,17 @@ static tpu_status resolve_inputs(tpu_json *c, json_t *jl, tpu_fe_model *m, int i
   json_t *ji = json_object_get(jl, "inputs");
   const bool merge = is_merge(L->kind);
   if (!ji) {
-    if (merge) return tpu_json_missing(o, "inputs", "an array of 2..8 layer names (or \"input\")");
+    if (merge) return tpu_json_missing(o, "inputs", L->kind == TPU_FE_MULTIPLY ? "an array of 2 layer names (or "
+                                       "\"input\")" : "an array of 2..8 layer names (or \"input\")");
     L->nin = 1;
     L->inputs[0] = i - 1;
     return TPU_OK;
   }
   size_t n = json_is_string(ji) ? 1 : json_is_array(ji) ? json_array_size(ji) : 0;
-  if (merge ? n < 2 || n > TPU_FE_MAX_INPUTS : n != 1)
-    return tpu_json_fail_member(o, "inputs", merge ? "expected an array of 2..8 layer names (or \"input\")"
+  const bool mul = L->kind == TPU_FE_MULTIPLY;   /* its backward is the product of the other input */
+  if (merge ? n < 2 || n > (mul ? 2 : TPU_FE_MAX_INPUTS) : n != 1)
+    return tpu_json_fail_member(o, "inputs", mul ? "expected an array of 2 layer names (or \"input\")"
+                                : merge ? "expected an array of 2..8 layer names (or \"input\")"
                                 : "expected one layer name (or \"input\"), as a string or a one-element array");
   L->nin = (int)n;
   for (size_t k = 0; k < n; k++) {
@@ -399,7 +495,7 @@ static tpu_status check_graph_use(tpu_json *c, const tpu_fe_model *m) {
   return TPU_OK;
 }
 
-/* add: equal shapes; concatenate: equal height and width, channels summed. */
+/* add, multiply: equal shapes; concatenate: equal height and width, channels summed. */
 static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_shape *out) {
   const tpu_fe_layer *L = &m->layers[i];
   char a[80], b[80], d[80], x[48], y[48], path[48];
@@ -409,11 +505,12 @@ static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_
   for (int k = 1; k < L->nin; k++) {
     const int j = L->inputs[k];
     tpu_fe_shape s = j < 0 ? m->input : m->layers[j].out;
-    bool ok = L->kind == TPU_FE_ADD ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
+    bool ok = L->kind != TPU_FE_CONCAT ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
     if (!ok)
       return tpu_json_fail(c, path, "%s: input shapes do not match: %s gives %s, %s gives %s; %s", who(m, i, a, sizeof a),
                            who(m, j0, b, sizeof b), tpu_fe_shape_str(s0, x, sizeof x), who(m, j, d, sizeof d),
                            tpu_fe_shape_str(s, y, sizeof y), L->kind == TPU_FE_ADD ? "add needs equal shapes"
+                           : L->kind == TPU_FE_MULTIPLY ? "multiply needs equal shapes (no broadcasting)"
                            : "concatenate joins channels and needs equal height and width");
     if (L->kind == TPU_FE_CONCAT) o.c += s.c;
   }
@@ -491,14 +588,77 @@ static tpu_status conv_shape(tpu_json *c, tpu_fe_model *m, int i, bool in_vec, s
   return TPU_OK;
 }
 
+/* embedding: the model's input, [L] token ids, to 1 x L x output_dim (its
+** table input_dim x output_dim, then token_types x output_dim);
+** position_embedding: max_length x C added to the first H*W positions; take:
+** 1 x L x C to the vector at 'position'. */
+static tpu_status seq_shape(tpu_json *c, tpu_fe_model *m, int i) {
+  tpu_fe_layer *L = &m->layers[i];
+  const tpu_fe_shape s = L->in;
+  const int len = s.h * s.w;
+  char path[48], a[48];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  if (L->kind == TPU_FE_EMBEDDING) {
+    if (L->inputs[0] != -1 || s.h != 1 || s.w != 1)
+      return tpu_json_fail(c, path, "layers[%d] (embedding): its input must be the model's input, given as [length] "
+                           "(the token ids)", i);
+    L->out = (tpu_fe_shape){ 1, s.c, L->output_dim };
+    L->nw = ((size_t)L->input_dim + (size_t)L->token_types) * (size_t)L->output_dim;
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_POS_EMBEDDING) {
+    if (len > L->max_length)   /* a sequence's positions, or an image's pixels (ViT's patches) */
+      return tpu_json_fail(c, path, "layers[%d] (position_embedding): field 'max_length': %d positions cannot take "
+                           "the input shape %s (%d positions: height x width)", i, L->max_length,
+                           tpu_fe_shape_str(s, a, sizeof a), len);
+    L->out = s;
+    L->nw = (size_t)L->max_length * (size_t)s.c;
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_PERMUTE) {   /* a sequence's (length, channels) or an image's (h, w, c), permuted */
+    const int ax[3] = { s.h, s.w, s.c }, off = 3 - L->ntarget;
+    if (L->ntarget == 2 && s.h != 1)
+      return tpu_json_fail(c, path, "layers[%d] (permute): field 'dims': two dims permute a sequence (1 x length x "
+                           "channels), not the input shape %s", i, tpu_fe_shape_str(s, a, sizeof a));
+    int d[3] = { 1, 1, 1 };
+    for (int k = 0; k < L->ntarget; k++) d[off + k] = ax[off + L->target[k] - 1];
+    L->out = (tpu_fe_shape){ d[0], d[1], d[2] };
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_CLASS_TOKEN) {   /* one more position, first */
+    L->out = (tpu_fe_shape){ 1, len + 1, s.c };
+    L->nw = (size_t)s.c;
+    return TPU_OK;
+  }
+  if (L->kind == TPU_FE_RESHAPE) {
+    const size_t all = tpu_fe_shape_size(s);
+    size_t known = 1;
+    for (int k = 0; k < L->ntarget; k++) known *= L->target[k] > 0 ? (size_t)L->target[k] : 1;
+    int d[3] = { 1, 1, 1 };
+    for (int k = 0; k < L->ntarget; k++)
+      d[3 - L->ntarget + k] = L->target[k] > 0 ? L->target[k] : known && all % known == 0 ? (int)(all / known) : 0;
+    if ((size_t)d[0] * (size_t)d[1] * (size_t)d[2] != all)
+      return tpu_json_fail(c, path, "layers[%d] (reshape): field 'target_shape': it does not hold the input shape %s "
+                           "(%zu values)", i, tpu_fe_shape_str(s, a, sizeof a), all);
+    L->out = (tpu_fe_shape){ d[0], d[1], d[2] };
+    return TPU_OK;
+  }
+  if (s.h != 1 || L->position >= s.w)   /* take */
+    return tpu_json_fail(c, path, "layers[%d] (take): field 'position': %d is not a position of the input shape %s "
+                         "(a sequence 1 x length x channels)", i, L->position, tpu_fe_shape_str(s, a, sizeof a));
+  L->out = (tpu_fe_shape){ 1, 1, s.c };
+  return TPU_OK;
+}
+
 /* Layer L's place in the parameter vector from 'off'; returns the next
 ** offset. batch_normalization: gamma, beta, moving mean and variance
-** (Keras' 4*C, the moving ones non-trainable). */
+** (Keras' 4*C, the moving ones non-trainable); layer_normalization: gamma,
+** beta (Keras' 2*C). */
 static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
-  if (L->kind == TPU_FE_BATCHNORM) {
+  if (L->kind == TPU_FE_BATCHNORM || L->kind == TPU_FE_LAYERNORM) {
     L->nw = L->no_scale ? 0 : (size_t)L->out.c;
     L->nb = L->no_center ? 0 : (size_t)L->out.c;
-    L->ns = 2 * (size_t)L->out.c;
+    L->ns = L->kind == TPU_FE_BATCHNORM ? 2 * (size_t)L->out.c : 0;
   }
   L->woff = off; off += L->nw;
   L->boff = off; off += L->nb;
@@ -526,15 +686,14 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     L->in = s;
     bool flat = s.h == 1 && s.w == 1;
     const bool in_vec = L->inputs[0] < 0 ? input_vec : vec[L->inputs[0]];
-    vec[i] = L->kind == TPU_FE_DENSE || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
+    vec[i] = (L->kind == TPU_FE_DENSE && flat) || L->kind == TPU_FE_FLATTEN || L->kind == TPU_FE_GLOBAL_AVGPOOL ||
+             L->kind == TPU_FE_TAKE || (L->kind == TPU_FE_RESHAPE && L->ntarget == 1) ||
              (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
+              L->kind != TPU_FE_RESHAPE && L->kind != TPU_FE_PERMUTE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
-    case TPU_FE_DENSE:
-      if (!flat)
-        return tpu_json_fail(c, path, "layers[%d] (dense): input shape %s is not flat; dense needs a vector "
-                    "(put a flatten layer before it)", i, tpu_fe_shape_str(s, a, sizeof a));
-      L->out = (tpu_fe_shape){ 1, 1, L->units };
+    case TPU_FE_DENSE:   /* along the last axis at every position, as Keras' Dense */
+      L->out = (tpu_fe_shape){ s.h, s.w, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
       L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
@@ -559,13 +718,31 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     case TPU_FE_GLOBAL_AVGPOOL:
       L->out = (tpu_fe_shape){ 1, 1, s.c };
       break;
+    case TPU_FE_MHA: {   /* every position attends to every other (h*w of them) */
+      const size_t C = (size_t)s.c, H = (size_t)L->num_heads, d = (size_t)L->key_dim, dv = (size_t)L->value_dim;
+      const size_t P = (size_t)s.h * (size_t)s.w;
+      if (H * P * P > ((size_t)1 << 30) || H * (d > dv ? d : dv) > ((size_t)1 << 20))
+        return tpu_json_fail(c, path, "layers[%d] (multi_head_attention): %zu heads over %zu positions of %s make "
+                             "the attention too large (at most 2^30 scores and 2^20 projected values per sample)",
+                             i, H, P, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = s;
+      L->nw = 2 * C * H * d + C * H * dv + H * dv * C;   /* query, key, value, output kernels (Keras') */
+      L->nb = L->no_bias ? 0 : 2 * H * d + H * dv + C;
+      break;
+    }
+    case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: case TPU_FE_RESHAPE:
+    case TPU_FE_CLASS_TOKEN: case TPU_FE_PERMUTE: {
+      tpu_status st = seq_shape(c, m, i);
+      if (st) return st;
+      break;
+    }
     case TPU_FE_ZERO_PADDING:
       if (in_vec)
         return tpu_json_fail(c, path, "layers[%d] (zero_padding): input shape %s is flat; zero_padding needs height x "
                              "width x channels", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ s.h + L->pad_top + L->pad_bottom, s.w + L->pad_left + L->pad_right, s.c };
       break;
-    case TPU_FE_ADD: case TPU_FE_CONCAT: {
+    case TPU_FE_ADD: case TPU_FE_CONCAT: case TPU_FE_MULTIPLY: {
       tpu_status st = merge_shape(c, m, i, &L->out);
       if (st) return st;
       break;
@@ -574,9 +751,10 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
       L->out = s;
       break;
     }
-    if ((L->kind == TPU_FE_SOFTMAX || L->act == TPU_FE_SOFTMAX) && i != m->nlayers - 1)
-      return tpu_json_fail(c, path, "layers[%d] (%s): softmax is supported only at the model's output (the last "
-                           "layer), where it is folded into softmax_cross_entropy", i, kn);
+    if (L->act == TPU_FE_SOFTMAX && !fe_softmax_folded(m, i))
+      return tpu_json_fail(c, path, "layers[%d] (%s): an \"activation\": \"softmax\" is supported only at the "
+                           "model's output (the last layer, or before reshape or flatten layers that end the model), "
+                           "where it is folded into softmax_cross_entropy; elsewhere use a softmax layer", i, kn);
     if (tpu_fe_shape_size(L->out) > ((size_t)1 << 26))
       return tpu_json_fail(c, path, "layers[%d] (%s): output shape %s is too large (at most 2^26 values per sample)",
                   i, kn, tpu_fe_shape_str(L->out, b, sizeof b));
@@ -647,17 +825,18 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
   snprintf(m->name, sizeof m->name, "%s", name);
 
   json_t *ji = json_object_get(c->root, "input");
-  if (!ji) { st = tpu_json_missing(root, "input", "[height, width, channels] or [size]"); goto done; }
+  if (!ji) { st = tpu_json_missing(root, "input", "[height, width, channels], [length, channels] or [size]"); goto done; }
   size_t ni = json_is_array(ji) ? json_array_size(ji) : 0;
   int dims[3] = { 1, 1, 1 };
-  bool ok = ni == 1 || ni == 3;
+  bool ok = ni >= 1 && ni <= 3;   /* [L, C]: a sequence, 1 x L x C */
   for (size_t k = 0; ok && k < ni; k++) {
     json_t *d = json_array_get(ji, k);
     ok = json_is_integer(d) && json_integer_value(d) >= 1 && json_integer_value(d) <= 65536;
     if (ok) dims[3 - ni + k] = (int)json_integer_value(d);
   }
   if (!ok) {
-    st = tpu_json_fail_member(root, "input", "expected [height, width, channels] or [size], integers in 1..65536");
+    st = tpu_json_fail_member(root, "input", "expected [height, width, channels], [length, channels] or [size], "
+                              "integers in 1..65536");
     goto done;
   }
   m->input = (tpu_fe_shape){ dims[0], dims[1], dims[2] };

@@ -31,8 +31,9 @@
 ** depthwise, constant folding (a Shape/Gather chain computing a Reshape's
 ** shape is refused as its operators), external data, a bias Add after a
 ** MatMul. The transformer operators (LayerNormalization, Gelu, Gather,
-** Transpose, Mul, MatMul beyond 2-D, Reshape beyond flattening) wait for
-** the native layers of issue #29 and are refused, listed.
+** Transpose, Mul, MatMul beyond 2-D, Reshape beyond flattening) map onto
+** native layers from issue #29 whose ONNX mapping is not written yet, and are
+** refused, listed.
 */
 #include <jansson.h>
 #include <math.h>
@@ -432,7 +433,7 @@ static tpu_status op_dense(fe_onnx *O, int i, bool matmul) {
   if (st || (st = const_in(O, i, 1, &W)) || (!matmul && (st = const_in(O, i, 2, &B)))) return st;
   const otensor x = *xp;
   if (x.rank != 2 && !x.vec)
-    return node_fail(O, i, matmul ? "a MatMul of a %d-D operand waits for the transformer layers (issue #29); "
+    return node_fail(O, i, matmul ? "a MatMul of a %d-D operand is not mapped from ONNX yet; "
                      "tpusim reads a 2-D MatMul [N, K] x [K, units]" : "expects a 2-D input [N, K] (%d-D given; "
                      "Flatten first)", x.rank);
   const bool tb = !matmul && attr_int(n, "transB", 0);
@@ -608,7 +609,7 @@ static tpu_status op_flatten(fe_onnx *O, int i, bool reshape) {
     const int64_t a = two ? ival(s, 0) : 0, b = two ? ival(s, 1) : 0;
     if (!two || !(a >= -1 && (b == total || (b == -1 && a != -1))))
       return node_fail(O, i, "tpusim reads a Reshape that flattens, to [N, -1] or [N, %lld] (0 or -1 for N); "
-                       "other reshapes wait for the transformer layers (issue #29)", (long long)total);
+                       "other reshapes are not mapped from ONNX yet", (long long)total);
   } else if (attr_int(O->g->node[i], "axis", 1) != 1) {
     return node_fail(O, i, "axis %lld; tpusim flattens from axis 1 (keeping the batch)",
                      (long long)attr_int(O->g->node[i], "axis", 1));
@@ -698,8 +699,8 @@ static const char *const OPS[] = {
 #define OP_LIST "Conv (group 1 or depthwise), Gemm, MatMul (2-D), BatchNormalization, Relu, Clip, Sigmoid, Tanh, " \
   "Add, Concat, MaxPool, AveragePool, GlobalAveragePool, Flatten, Reshape (flattening), Softmax, Dropout, " \
   "Identity, Pad, Constant"
-/* The operators of transformers and their decompositions: they wait for the
-** native layers of issue #29. */
+/* The operators of transformers and their decompositions: they map onto the
+** native layers from issue #29, not mapped from ONNX yet. */
 static const char *const LATER[] = {
   "LayerNormalization", "Gelu", "Gather", "Transpose", "Mul", "LeakyRelu", "Erf", "Div", "Sub", "Pow", "Sqrt",
   "ReduceMean", "Unsqueeze", "Squeeze", "Shape", "Expand", "Where", NULL
@@ -736,8 +737,8 @@ static tpu_status check_ops(fe_onnx *O) {
   if (!nbad) return TPU_OK;
   return failf(O, TPU_ERR_CONFIG, "%d operator type%s not supported: %s; tpusim reads " OP_LIST
                " (docs/MODELS.md, \"ONNX import\")%s", nbad, nbad == 1 ? " is" : "s are", msg,
-               nlater ? "; the transformer operators (LayerNormalization, Gelu, Gather, Transpose, Mul, ...) wait "
-               "for its transformer layers (issue #29)" : "");
+               nlater ? "; the transformer operators (LayerNormalization, Gelu, Gather, Transpose, Mul, ...) are "
+               "not mapped from ONNX yet (the native layers exist: docs/MODELS.md)" : "");
 }
 
 static tpu_status node(fe_onnx *O, int i) {

@@ -13,6 +13,7 @@
 */
 #include <limits.h>
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 
 #include "frontend/fe_int.h"
@@ -24,14 +25,32 @@
 ** activation; backward the activation's gradient, three GEMMs and col_sum
 ** of the pointwise, im2col, DW_COMPACT, DW_EXPAND, two GEMMs, col2im and
 ** the sum. */
-enum { STEPS_PER_LAYER = 8, STEPS_PER_DW_LAYER = 14, STEPS_FIXED = 8 };
+enum { STEPS_PER_LAYER = 8, STEPS_PER_DW_LAYER = 14, STEPS_PER_MHA = 48, STEPS_FIXED = 8 };
 
 static const char *const PHASE_NAMES[] = { "infeed", "fwd", "loss", "bwd", "all_reduce", "update" };
 const char *fe_phase_name(fe_phase ph) {
   return (unsigned)ph <= FE_UPDATE ? PHASE_NAMES[ph] : "?";
 }
 
-static fe_tensor T(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
+static fe_tensor T(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer, 0 }; }
+static fe_tensor TP(fe_tensor_kind k, int layer, int part) { return (fe_tensor){ k, layer, part }; }
+
+size_t fe_att_elems(const tpu_fe_layer *l, int part) {
+  const size_t L = (size_t)l->in.h * (size_t)l->in.w, H = (size_t)l->num_heads;
+  switch (part) {
+  case FE_ATT_Q: case FE_ATT_K: case FE_ATT_QH: case FE_ATT_KH: return L * H * (size_t)l->key_dim;
+  case FE_ATT_V: case FE_ATT_VH: case FE_ATT_OH: case FE_ATT_O: return L * H * (size_t)l->value_dim;
+  default: return H * L * L;   /* P, PD */
+  }
+}
+size_t fe_att_woff(const tpu_fe_layer *l, int part) {
+  const size_t C = (size_t)l->in.c, hd = (size_t)l->num_heads * (size_t)l->key_dim;
+  return part == 0 ? 0 : part == 1 ? C * hd : part == 2 ? 2 * C * hd : 2 * C * hd + C * (size_t)l->num_heads * l->value_dim;
+}
+size_t fe_att_boff(const tpu_fe_layer *l, int part) {
+  const size_t hd = (size_t)l->num_heads * (size_t)l->key_dim;
+  return part == 0 ? 0 : part == 1 ? hd : part == 2 ? 2 * hd : 2 * hd + (size_t)l->num_heads * l->value_dim;
+}
 
 tpu_sim_dtype fe_tensor_dtype(const fe_plan *p, fe_tensor t) {
   if (p->model->policy != TPU_FE_MIXED_BFLOAT16) return TPU_SIM_F32;
@@ -39,7 +58,7 @@ tpu_sim_dtype fe_tensor_dtype(const fe_plan *p, fe_tensor t) {
   switch (t.kind) {
   case FE_T_ACT: return t.layer > 0 && t.layer < n ? TPU_SIM_BF16 : TPU_SIM_F32;
   case FE_T_DACT: return t.layer < n ? TPU_SIM_BF16 : TPU_SIM_F32;
-  case FE_T_DTMP: case FE_T_MID: case FE_T_DMID: return TPU_SIM_BF16;
+  case FE_T_DTMP: case FE_T_MID: case FE_T_DMID: case FE_T_ATT: case FE_T_DATT: return TPU_SIM_BF16;
   default: return TPU_SIM_F32;
   }
 }
@@ -107,17 +126,28 @@ static fe_step *vpu(builder *b, tpu_vpu_op op, int64_t rows, int64_t cols, fe_te
   return s;
 }
 
-/* Activation k of layer l (a relu layer, or l's "activation"), or its
-** gradient, as one VPU step; a capped relu is relu_cap at l's max_value. */
+/* The activation layers: their VPU op and its gradient's (the forward op,
+** then the gradient's, by kind; relu capped and gelu's tanh form apart). */
+static const struct { tpu_fe_layer_kind kind; tpu_vpu_op op, grad; } ACTS[] = {
+  { TPU_FE_RELU, TPU_VPU_RELU, TPU_VPU_RELU_GRAD }, { TPU_FE_TANH, TPU_VPU_TANH, TPU_VPU_TANH_GRAD },
+  { TPU_FE_SIGMOID, TPU_VPU_SIGMOID, TPU_VPU_SIGMOID_GRAD }, { TPU_FE_GELU, TPU_VPU_GELU, TPU_VPU_GELU_GRAD },
+  { TPU_FE_SWISH, TPU_VPU_SWISH, TPU_VPU_SWISH_GRAD },
+  { TPU_FE_LEAKY_RELU, TPU_VPU_LEAKY_RELU, TPU_VPU_LEAKY_RELU_GRAD } };
+
+/* Activation k of layer l (an activation layer, or l's "activation"), or
+** its gradient, as one VPU step; a capped relu is relu_cap at l's
+** max_value, leaky_relu's slope its alpha, gelu with 'approximate' the tanh
+** form. */
 static fe_step *act(builder *b, tpu_fe_layer_kind k, const tpu_fe_layer *l, bool grad, int64_t rows, int64_t cols,
                     fe_tensor x, fe_tensor y, fe_tensor out, bool fused) {
   const bool cap = k == TPU_FE_RELU && l->capped;
-  const tpu_vpu_op op = cap ? (grad ? TPU_VPU_RELU_CAP_GRAD : TPU_VPU_RELU_CAP)
-                      : k == TPU_FE_RELU ? (grad ? TPU_VPU_RELU_GRAD : TPU_VPU_RELU)
-                      : k == TPU_FE_TANH ? (grad ? TPU_VPU_TANH_GRAD : TPU_VPU_TANH)
-                      : grad ? TPU_VPU_SIGMOID_GRAD : TPU_VPU_SIGMOID;
+  tpu_vpu_op op = TPU_VPU_RELU;
+  for (size_t q = 0; q < sizeof ACTS / sizeof ACTS[0]; q++) if (ACTS[q].kind == k) op = grad ? ACTS[q].grad : ACTS[q].op;
+  if (cap) op = grad ? TPU_VPU_RELU_CAP_GRAD : TPU_VPU_RELU_CAP;
+  if (k == TPU_FE_GELU && l->approximate) op = grad ? TPU_VPU_GELU_TANH_GRAD : TPU_VPU_GELU_TANH;
   fe_step *s = vpu(b, op, rows, cols, x, y, out, fused);
   if (cap) s->vpu.alpha = (float)l->max_value;
+  if (k == TPU_FE_LEAKY_RELU) s->vpu.alpha = (float)l->negative_slope;
   return s;
 }
 
@@ -151,6 +181,79 @@ static void depthwise_backward(builder *b, const tpu_fe_layer *l, int i, fe_tens
   move(b, FE_STEP_COL2IM, pix(b->p->rows, l->in), C, T(FE_T_COLS, i), dx);
 }
 
+/* {==================================================================
+** multi_head_attention (fe_int.h): R = rows*L positions, G = rows*H
+** products of each batched GEMM
+** ================================================================== */
+static fe_gemm_step *batched(builder *b, const char *what, int G, int M, int N, int K, bool ta, bool tb, fe_tensor a,
+                             fe_tensor bb, fe_tensor c) {
+  fe_gemm_step *g = gemm(b, what, M, N, K, ta, tb, a, bb, c);
+  g->batch = G;
+  return g;
+}
+static fe_tensor att(int i, int part) { return TP(FE_T_ATT, i, part); }
+static fe_tensor datt(int i, int part) { return TP(FE_T_DATT, i, part); }
+static bool att_dropout(const builder *b, const tpu_fe_layer *l) { return b->p->train && l->rate > 0; }
+
+static void att_forward(builder *b, const tpu_fe_layer *l, int i, fe_tensor x, fe_tensor y) {
+  const int rows = b->p->rows, L = l->in.h * l->in.w, H = l->num_heads, d = l->key_dim, dv = l->value_dim;
+  const int R = rows * L, G = rows * H, C = l->in.c;
+  static const char *const WHAT[] = { "q matmul", "k matmul", "v matmul" };
+  for (int q = 0; q < 3; q++) {   /* the projections, each with its bias */
+    const int n = H * (q == 2 ? dv : d);
+    gemm(b, WHAT[q], R, n, C, false, false, x, TP(FE_T_W, i, q), att(i, q));
+    if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, n, att(i, q), TP(FE_T_B, i, q), att(i, q), true);
+    move(b, FE_STEP_HEADS, R, n, att(i, q), att(i, FE_ATT_QH + q))->coff = H;
+  }
+  batched(b, "scores", G, L, L, d, false, true, att(i, FE_ATT_QH), att(i, FE_ATT_KH), att(i, FE_ATT_P));
+  vpu(b, TPU_VPU_SCALE, (int64_t)G * L, L, att(i, FE_ATT_P), T(FE_T_NONE, 0), att(i, FE_ATT_P), false)->vpu.alpha =
+    (float)(1.0 / sqrt((double)d));
+  if (l->causal) move(b, FE_STEP_CAUSAL, (int64_t)G * L, L, att(i, FE_ATT_P), att(i, FE_ATT_P));
+  vpu(b, TPU_VPU_SOFTMAX, (int64_t)G * L, L, att(i, FE_ATT_P), T(FE_T_NONE, 0), att(i, FE_ATT_P), false);
+  fe_tensor p = att(i, FE_ATT_P);
+  if (att_dropout(b, l)) {
+    move(b, FE_STEP_DROPOUT_MASK, (int64_t)G * L, L, p, T(FE_T_MASK, i));
+    vpu(b, TPU_VPU_MUL, (int64_t)G * L, L, p, T(FE_T_MASK, i), att(i, FE_ATT_PD), false);
+    p = att(i, FE_ATT_PD);
+  }
+  batched(b, "context", G, L, dv, L, false, false, p, att(i, FE_ATT_VH), att(i, FE_ATT_OH));
+  move(b, FE_STEP_MERGE_HEADS, R, H * dv, att(i, FE_ATT_OH), att(i, FE_ATT_O))->coff = H;
+  gemm(b, "out matmul", R, C, H * dv, false, false, att(i, FE_ATT_O), TP(FE_T_W, i, 3), y);
+  if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, C, y, TP(FE_T_B, i, 3), y, true);
+}
+
+/* Its backward from dY to the four kernels' (and biases') gradients and,
+** when dx is not NONE, dX = dQ.Wq^T + dK.Wk^T + dV.Wv^T. */
+static void att_backward(builder *b, const tpu_fe_layer *l, int i, fe_tensor x, fe_tensor dy, fe_tensor dx) {
+  const int rows = b->p->rows, L = l->in.h * l->in.w, H = l->num_heads, d = l->key_dim, dv = l->value_dim;
+  const int R = rows * L, G = rows * H, C = l->in.c;
+  const fe_tensor none = T(FE_T_NONE, 0);
+  gemm(b, "out dW", H * dv, C, R, true, false, att(i, FE_ATT_O), dy, TP(FE_T_DW, i, 3));
+  if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, R, C, dy, none, TP(FE_T_DB, i, 3), true);
+  gemm(b, "out dX", R, H * dv, C, false, true, dy, TP(FE_T_W, i, 3), datt(i, FE_ATT_O));
+  move(b, FE_STEP_HEADS, R, H * dv, datt(i, FE_ATT_O), datt(i, FE_ATT_OH))->coff = H;
+  const bool drop = att_dropout(b, l);
+  const fe_tensor p = att(i, drop ? FE_ATT_PD : FE_ATT_P), dp = datt(i, FE_ATT_P);
+  batched(b, "context dP", G, L, L, dv, false, true, datt(i, FE_ATT_OH), att(i, FE_ATT_VH),
+          drop ? datt(i, FE_ATT_PD) : dp);
+  batched(b, "context dV", G, L, dv, L, true, false, p, datt(i, FE_ATT_OH), datt(i, FE_ATT_VH));
+  if (drop) vpu(b, TPU_VPU_MUL, (int64_t)G * L, L, datt(i, FE_ATT_PD), T(FE_T_MASK, i), dp, false);
+  vpu(b, TPU_VPU_SOFTMAX_GRAD, (int64_t)G * L, L, att(i, FE_ATT_P), dp, dp, false);
+  vpu(b, TPU_VPU_SCALE, (int64_t)G * L, L, dp, none, dp, false)->vpu.alpha = (float)(1.0 / sqrt((double)d));
+  batched(b, "scores dQ", G, L, d, L, false, false, dp, att(i, FE_ATT_KH), datt(i, FE_ATT_QH));
+  batched(b, "scores dK", G, L, d, L, true, false, dp, att(i, FE_ATT_QH), datt(i, FE_ATT_KH));
+  static const char *const DW[] = { "q dW", "k dW", "v dW" }, *const DX[] = { "q dX", "k dX", "v dX" };
+  for (int q = 0; q < 3; q++) {
+    const int n = H * (q == 2 ? dv : d);
+    move(b, FE_STEP_MERGE_HEADS, R, n, datt(i, FE_ATT_QH + q), datt(i, q))->coff = H;
+    gemm(b, DW[q], C, n, R, true, false, x, datt(i, q), TP(FE_T_DW, i, q));
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, R, n, datt(i, q), none, TP(FE_T_DB, i, q), true);
+  }
+  for (int q = 0; q < 3 && dx.kind != FE_T_NONE; q++)
+    gemm(b, DX[q], R, C, H * (q == 2 ? dv : d), false, true, datt(i, q), TP(FE_T_W, i, q), dx)->acc = q > 0;
+}
+/* }================================================================== */
+
 /* Forward of layer i: its output is ACT i+1. */
 static void forward_layer(builder *b, int i) {
   const fe_plan *p = b->p;
@@ -161,8 +264,8 @@ static void forward_layer(builder *b, int i) {
   b->layer = i;
   switch (l->kind) {
   case TPU_FE_DENSE: case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE:
-    if (l->kind == TPU_FE_DENSE) {
-      gemm(b, "matmul", rows, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
+    if (l->kind == TPU_FE_DENSE) {   /* every position of the input: R rows */
+      gemm(b, "matmul", (int)R, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
     } else if (l->kind == TPU_FE_CONV2D) {
       const int K = l->kh * l->kw * l->in.c;
       move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
@@ -181,11 +284,14 @@ static void forward_layer(builder *b, int i) {
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
     move(b, FE_STEP_POOL, R, C, x, y);
     break;
-  case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: {
+  case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: case TPU_FE_GELU: case TPU_FE_SWISH:
+  case TPU_FE_LEAKY_RELU: {
     /* right after a GEMM layer whose result only it reads, the timing
-    ** applies it to the result tile */
+    ** applies it to the result tile (gelu, swish and leaky_relu stay apart: their gradient reads the
+    ** GEMM's result, which must then be stored as well) */
     const int j = l->inputs[0];
-    const bool fused = j == i - 1 && j >= 0 && is_gemm(&p->model->layers[j]) && b->uses[j + 1] == 1;
+    const bool own = l->kind == TPU_FE_GELU || l->kind == TPU_FE_SWISH || l->kind == TPU_FE_LEAKY_RELU;
+    const bool fused = !own && j == i - 1 && j >= 0 && is_gemm(&p->model->layers[j]) && b->uses[j + 1] == 1;
     act(b, l->kind, l, false, R, C, x, T(FE_T_NONE, 0), y, fused);
     break;
   }
@@ -194,6 +300,37 @@ static void forward_layer(builder *b, int i) {
     break;
   case TPU_FE_BATCHNORM:
     move(b, FE_STEP_BN, R, C, x, y);
+    break;
+  case TPU_FE_LAYERNORM:
+    move(b, FE_STEP_LN, R, C, x, y);
+    break;
+  case TPU_FE_MHA:
+    att_forward(b, l, i, x, y);
+    break;
+  case TPU_FE_EMBEDDING:
+    move(b, FE_STEP_GATHER, R, C, x, y);
+    break;
+  case TPU_FE_POS_EMBEDDING:   /* the first L*C of the table, added to each sample as a bias */
+    vpu(b, TPU_VPU_BIAS_ADD, rows, (int64_t)tpu_fe_shape_size(l->out), x, T(FE_T_W, i), y, false);
+    break;
+  case TPU_FE_CLASS_TOKEN:
+    move(b, FE_STEP_CLS, R, C, x, y);
+    break;
+  case TPU_FE_PERMUTE:
+    move(b, FE_STEP_PERMUTE, R, C, x, y);
+    break;
+  case TPU_FE_SOFTMAX:   /* the output's is folded into the loss: a view */
+    if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, R, C, x, y);
+    else vpu(b, TPU_VPU_SOFTMAX, R, C, x, T(FE_T_NONE, 0), y, false);
+    break;
+  case TPU_FE_TAKE: {
+    fe_step *s = move(b, FE_STEP_TAKE, rows, C, x, y);
+    s->coff = l->position;
+    s->ctot = l->in.w;
+    break;
+  }
+  case TPU_FE_MULTIPLY:
+    vpu(b, TPU_VPU_MUL, R, C, x, in_act(l, 1), y, false);
     break;
   case TPU_FE_ADD:
     vpu(b, TPU_VPU_ADD, R, C, x, in_act(l, 1), y, false);
@@ -234,14 +371,19 @@ static void grad_end(builder *b, int t, fe_tensor dx) {
   b->has_grad[t] = 1;
 }
 
-/* add and concatenate: dY to every input that needs a gradient. */
+/* add, multiply and concatenate: dY to every input that needs a gradient
+** (multiply's: dY times the other input). */
 static void backward_merge(builder *b, const tpu_fe_layer *l, int i) {
   const int rows = b->p->rows;
   const fe_tensor dy = T(FE_T_DACT, i + 1);
   for (int k = 0, off = 0; k < l->nin; k++) {
     const int t = l->inputs[k] + 1;
     const tpu_fe_shape s = tensor_shape(b->p->model, t);
-    if (b->needs[t] && l->kind == TPU_FE_ADD) {   /* the same bytes; a second one is summed in */
+    if (b->needs[t] && l->kind == TPU_FE_MULTIPLY) {
+      const fe_tensor dx = grad_to(b, t);
+      vpu(b, TPU_VPU_MUL, pix(rows, s), s.c, dy, in_act(l, 1 - k), dx, false);
+      grad_end(b, t, dx);
+    } else if (b->needs[t] && l->kind == TPU_FE_ADD) {   /* the same bytes; a second one is summed in */
       if (b->has_grad[t]) vpu(b, TPU_VPU_ADD, pix(rows, s), s.c, T(FE_T_DACT, t), dy, T(FE_T_DACT, t), false);
       else move(b, FE_STEP_VIEW, pix(rows, s), s.c, dy, T(FE_T_DACT, t));
       b->has_grad[t] = 1;
@@ -266,15 +408,18 @@ static void backward_layer(builder *b, int i) {
   const int64_t Rout = pix(rows, l->out), Cout = l->out.c;
   const fe_tensor dy = T(FE_T_DACT, i + 1), x = T(FE_T_ACT, t), none = T(FE_T_NONE, 0);
   b->layer = i;
-  if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT) { backward_merge(b, l, i); return; }
+  if (l->kind == TPU_FE_ADD || l->kind == TPU_FE_CONCAT || l->kind == TPU_FE_MULTIPLY) {
+    backward_merge(b, l, i);
+    return;
+  }
   const fe_tensor dx = need_dx ? grad_to(b, t) : none;
   if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
     act(b, l->act, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
-  case TPU_FE_DENSE:
-    gemm(b, "dW", l->in.c, l->units, rows, true, false, x, dy, T(FE_T_DW, i));
-    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, rows, l->units, dy, none, T(FE_T_DB, i), true);
-    if (need_dx) gemm(b, "dX", rows, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
+  case TPU_FE_DENSE:   /* over every position: Rout rows */
+    gemm(b, "dW", l->in.c, l->units, (int)Rout, true, false, x, dy, T(FE_T_DW, i));
+    if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->units, dy, none, T(FE_T_DB, i), true);
+    if (need_dx) gemm(b, "dX", (int)Rout, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
     break;
   case TPU_FE_CONV2D: {
     const int K = l->kh * l->kw * l->in.c;
@@ -307,8 +452,39 @@ static void backward_layer(builder *b, int i) {
   case TPU_FE_BATCHNORM:
     move(b, FE_STEP_BN_BWD, Rout, Cout, dy, dx);
     break;
-  case TPU_FE_RELU:       /* relu_grad (relu_cap_grad) looks at the forward input */
-    act(b, TPU_FE_RELU, l, true, Rout, Cout, x, dy, dx, false);
+  case TPU_FE_LAYERNORM:
+    move(b, FE_STEP_LN_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_MHA:
+    att_backward(b, l, i, x, dy, dx);
+    break;
+  case TPU_FE_EMBEDDING:   /* the ids take no gradient */
+    move(b, FE_STEP_SCATTER, Rout, Cout, dy, none);
+    break;
+  case TPU_FE_POS_EMBEDDING:
+    vpu(b, TPU_VPU_COL_SUM, rows, (int64_t)tpu_fe_shape_size(l->out), dy, none, T(FE_T_DW, i), false);
+    if (need_dx) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_CLASS_TOKEN:
+    move(b, FE_STEP_CLS_BWD, Rout, Cout, dy, dx);
+    break;
+  case TPU_FE_PERMUTE:   /* the inverse permutation */
+    move(b, FE_STEP_PERMUTE, Rout, Cout, dy, dx)->coff = 1;
+    break;
+  case TPU_FE_SOFTMAX:   /* from its output */
+    if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);
+    else vpu(b, TPU_VPU_SOFTMAX_GRAD, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
+    break;
+  case TPU_FE_TAKE:
+    if (need_dx) {
+      fe_step *s = move(b, FE_STEP_PUT, rows, Cout, dy, dx);
+      s->coff = l->position;
+      s->ctot = l->in.w;
+    }
+    break;
+  case TPU_FE_RELU:       /* relu_grad (relu_cap_grad) looks at the forward input, */
+  case TPU_FE_GELU: case TPU_FE_SWISH: case TPU_FE_LEAKY_RELU:   /* as these do */
+    act(b, l->kind, l, true, Rout, Cout, x, dy, dx, false);
     break;
   case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
     act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
@@ -385,7 +561,8 @@ tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu
     if (pix(rows, m->layers[i].out) > INT_MAX) return TPU_ERR_RANGE;
   int cap = STEPS_FIXED;
   for (int i = 0; i < m->nlayers; i++)
-    cap += (is_dw(&m->layers[i]) ? STEPS_PER_DW_LAYER : STEPS_PER_LAYER) + 3 * m->layers[i].nin;
+    cap += (m->layers[i].kind == TPU_FE_MHA ? STEPS_PER_MHA : is_dw(&m->layers[i]) ? STEPS_PER_DW_LAYER
+            : STEPS_PER_LAYER) + 3 * m->layers[i].nin;
   fe_plan *p = tpu_calloc(1, sizeof *p);
   fe_step *steps = tpu_calloc((size_t)cap, sizeof *steps);
   const size_t nt = (size_t)m->nlayers + 1;
@@ -415,6 +592,35 @@ void fe_plan_destroy(fe_plan *p) {
   tpu_free(p);
 }
 
+bool fe_softmax_folded(const tpu_fe_model *m, int i) {
+  for (int j = i + 1; j < m->nlayers; j++)
+    if ((m->layers[j].kind != TPU_FE_RESHAPE && m->layers[j].kind != TPU_FE_FLATTEN) || m->layers[j].inputs[0] != j - 1)
+      return false;
+  return true;
+}
+
+static const char *const ATT_PART_NAMES[] = { "projections", "scores", "softmax", "weighted sum" };
+const char *tpu_fe_att_part_name(tpu_fe_att_part p) {
+  return (unsigned)p < TPU_FE_ATT_NPARTS ? ATT_PART_NAMES[p] : "?";
+}
+
+int fe_step_att_part(const fe_plan *p, int k) {
+  const fe_step *s = &p->steps[k];
+  if (s->layer < 0 || p->model->layers[s->layer].kind != TPU_FE_MHA) return -1;
+  switch (s->kind) {
+  case FE_STEP_GEMM:
+    return !strncmp(s->gemm.what, "scores", 6) ? TPU_FE_ATT_SCORES
+         : !strncmp(s->gemm.what, "context", 7) ? TPU_FE_ATT_WEIGHTED_SUM : TPU_FE_ATT_PROJECTIONS;
+  case FE_STEP_VPU:
+    return s->vpu.op == TPU_VPU_SCALE ? TPU_FE_ATT_SCORES
+         : s->vpu.op == TPU_VPU_BIAS_ADD || s->vpu.op == TPU_VPU_COL_SUM ? TPU_FE_ATT_PROJECTIONS
+         : TPU_FE_ATT_SOFTMAX;   /* softmax, its gradient, the dropout's mul */
+  case FE_STEP_CAUSAL: return TPU_FE_ATT_SCORES;
+  case FE_STEP_DROPOUT_MASK: return TPU_FE_ATT_SOFTMAX;
+  default: return TPU_FE_ATT_PROJECTIONS;   /* the heads' split and merge */
+  }
+}
+
 tpu_status tpu_fe_model_gemms(const tpu_fe_model *m, int batch, tpu_fe_layer_gemms *out) {
   fe_plan *p;
   tpu_status st = fe_plan_create(m, batch, batch, TPU_PREC_BF16, true, &p);
@@ -427,10 +633,12 @@ tpu_status tpu_fe_model_gemms(const tpu_fe_model *m, int batch, tpu_fe_layer_gem
     const fe_gemm_step *g = &s->gemm;
     /* a depthwise GEMM: C products, one per channel, of its channel-indexed
     ** dimensions over C (N always; dW: M, else K) */
-    const int64_t G = g->dw ? g->dw : 1, gm = g->ta ? g->M / G : g->M, gk = g->ta ? g->K : g->K / G, gn = g->N / G;
+    /* a batched GEMM (attention's): 'batch' products of the step's shape */
+    const int64_t D = g->dw ? g->dw : 1, G = g->dw ? g->dw : g->batch > 1 ? g->batch : 1;
+    const int64_t gm = g->ta ? g->M / D : g->M, gk = g->ta ? g->K : g->K / D, gn = g->N / D;
     const uint64_t flops = 2u * (uint64_t)G * (uint64_t)gm * (uint64_t)gn * (uint64_t)gk;
     const bool fwd = s->phase == FE_FORWARD;
-    assert(o->ngemms < TPU_FE_LAYER_GEMMS);   /* matmul, dW, dX (separable: twice) */
+    assert(o->ngemms < TPU_FE_LAYER_GEMMS);   /* matmul, dW, dX (separable: twice; attention: 18) */
     o->gemm[o->ngemms].what = g->what;
     o->gemm[o->ngemms].forward = fwd;
     o->gemm[o->ngemms].groups = G;

@@ -39,6 +39,13 @@
 **   SPLIT       (and back, per input, for the gradient), element-wise tiles;
 **               add and the sum of a tensor's several gradients are VPU
 **               'add's (nin 2)
+**   HEADS       multi_head_attention's heads split or merged
+**   MERGE_HEADS (a 'copy' over the tiles); its batched GEMMs (scores,
+**               context, per sample and head) each product on its own;
+**   CAUSAL      the causal mask, an 'add' of a mask made on chip
+**   GATHER      embedding: the rows gathered, a 'copy' over [rows*L x D];
+**   SCATTER     its backward an 'add' of dY into the rows (nin 2)
+**   TAKE, PUT   take and its backward: a 'copy' of one position
 **   PAD, CROP   zero_padding and its gradient: a 'copy' over the output's
 **               tiles (XLA would often fold the padding into the next
 **               conv's im2col; this is the unfused cost)
@@ -51,6 +58,8 @@
 **               and mul over the 1 x C vectors; inference mul, bias_add;
 **               backward col_sum, bias_add, mul, mul, col_sum and for dX
 **               mul, sub, bias_add, mul)
+**   LN, LN_BWD  layer_normalization, unfused, in the same way over rows
+**               (lower_bn's LN tables: row_sum for the statistics)
 **   BN_MOVING   the moving mean and variance: scale, scale, add over 2 x C
 **               after the update
 **   depthwise   a depthwise GEMM (depthwise_conv2d, separable_conv2d's first
@@ -158,7 +167,7 @@ static int view(const lower *w, fe_tensor t) {
   default: return group(w, fe_tensor_dtype(w->p, t));
   }
 }
-static fe_tensor ft(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer }; }
+static fe_tensor ft(fe_tensor_kind k, int layer) { return (fe_tensor){ k, layer, 0 }; }
 
 /* {==================================================================
 ** The plan's steps, lowered one by one
@@ -193,6 +202,13 @@ static void lower_infeed(lower *w, const fe_plan *p) {
     if (l->kind == TPU_FE_SEPARABLE && p->train)
       tensor(w, "gmid", i + 1, A, mid, rows, (int64_t)l->out.h * l->out.w * cm);
   }
+  for (int i = 0; i < n && !plan; i++)   /* attention's projections, heads and scores (and gradients) */
+    for (int q = 0; m->layers[i].kind == TPU_FE_MHA && q < FE_ATT_NPARTS; q++) {
+      const int64_t e = (int64_t)fe_att_elems(&m->layers[i], q);
+      if (q == FE_ATT_PD && !(p->train && m->layers[i].rate > 0)) continue;
+      tensor(w, "att", (i + 1) * FE_ATT_NPARTS + q, A, fe_tensor_dtype(p, ft(FE_T_ATT, i + 1)), rows, e);
+      if (p->train) tensor(w, "gatt", (i + 1) * FE_ATT_NPARTS + q, A, fe_tensor_dtype(p, ft(FE_T_DATT, i)), rows, e);
+    }
   w->grads = 0;
   if (p->train) {
     for (int i = 0; i < n && !plan; i++)
@@ -224,8 +240,8 @@ static tpu_sim_lower_gemm gemm_of(const lower *w, const fe_plan *p, int k) {
   const fe_step_compiled *c = &w->cc->step[k];
   /* an im2col matrix is its source's: the input's (forward, dW), or dX's
   ** dcols, a gradient of the input */
-  const fe_tensor src = { FE_T_ACT, p->model->layers[p->steps[k].layer].inputs[0] + 1 },
-                  dsrc = { FE_T_DACT, src.layer };
+  const fe_tensor src = { FE_T_ACT, p->model->layers[p->steps[k].layer].inputs[0] + 1, 0 },
+                  dsrc = { FE_T_DACT, src.layer, 0 };
   tpu_sim_lower_gemm g = { .what = s->what, .M = s->M, .N = s->N, .K = s->K, .ta = s->ta, .tb = s->tb,
                            .a = view(w, s->a.kind == FE_T_COLS ? src : s->a), .b = view(w, s->b),
                            .c = view(w, s->c.kind == FE_T_COLS ? dsrc : s->c), .prec = w->prec,
@@ -242,8 +258,8 @@ static tpu_sim_lower_gemm gemm_of(const lower *w, const fe_plan *p, int k) {
 static void lower_gemm(lower *w, const fe_plan *p, int k) {
   tpu_sim_lower_gemm g = gemm_of(w, p, k);
   const fe_gemm_step *s = &p->steps[k].gemm;
-  if (!s->dw) {
-    tpu_sim_lower_gemm_add(w->L, &g);
+  if (!s->dw) {   /* a batch of products (attention's): each on its own, in order */
+    for (int q = 0; q < (s->batch > 1 ? s->batch : 1) && !failed(w); q++) tpu_sim_lower_gemm_add(w->L, &g);
     return;
   }
   int64_t M, N, K, kg;
@@ -407,8 +423,29 @@ static const bn_pass BN_BWD[] = {     /* dbeta, xhat, dY.xhat, dgamma, then dX *
 static const bn_pass BN_MOVE[] = {    /* moving * momentum + batch * (1 - momentum) */
   { TPU_VPU_SCALE, 0 }, { TPU_VPU_SCALE, 0 }, { TPU_VPU_ADD, BN_NIN2 }, { END, 0 } };
 
+/* layer_normalization: per row (position), over its C channels. Forward
+** row_sum (the mean), sub of it, mul (the square), row_sum (the variance),
+** rsqrt over the R x 1 column, mul by it, then gamma (mul) and beta
+** (bias_add) as 1 x C vectors on chip; backward: xhat again (row_sum, sub,
+** mul, row_sum, rsqrt, mul), dbeta and dgamma (col_sum, mul, col_sum) and
+** for dX g.dY, its two row sums and mul, sub, sub, mul. Each op one pass
+** over R x C tiles through VMEM, a row sum storing one column per tile. */
+enum { LN_ROWS1 = 128 };   /* a pass over the R x 1 column of per-row values */
+static const bn_pass LN_FWD[] = {
+  { TPU_VPU_ROW_SUM, 0 }, { TPU_VPU_SUB, BN_NIN2 }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_ROW_SUM, 0 },
+  { TPU_VPU_RSQRT, LN_ROWS1 }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_BIAS_ADD, BN_VEC },
+  { END, 0 } };
+static const bn_pass LN_BWDP[] = {
+  { TPU_VPU_ROW_SUM, 0 }, { TPU_VPU_SUB, BN_NIN2 }, { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_ROW_SUM, 0 },
+  { TPU_VPU_RSQRT, LN_ROWS1 }, { TPU_VPU_MUL, BN_ONCHIP },
+  { TPU_VPU_COL_SUM, BN_REDUCE }, { TPU_VPU_MUL, BN_NIN2 }, { TPU_VPU_COL_SUM, BN_REDUCE },
+  { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { TPU_VPU_ROW_SUM, BN_DX }, { TPU_VPU_MUL, BN_DX | BN_NIN2 },
+  { TPU_VPU_ROW_SUM, BN_DX }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { TPU_VPU_SUB, BN_DX | BN_NIN2 },
+  { TPU_VPU_SUB, BN_DX | BN_NIN2 }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { END, 0 } };
+
 static void lower_bn(lower *w, const fe_plan *p, const fe_step *s) {
   const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
+                   : s->kind == FE_STEP_LN ? LN_FWD : s->kind == FE_STEP_LN_BWD ? LN_BWDP
                    : p->train ? BN_TRAIN : BN_INFER;
   const bool dx = s->out.kind != FE_T_NONE;
   const int hbm = s->kind == FE_STEP_BN_MOVING ? w->wt : view(w, s->in);
@@ -417,8 +454,9 @@ static void lower_bn(lower *w, const fe_plan *p, const fe_step *s) {
       tpu_sim_lower_ewise_add(w->L, t->flags & BN_C ? w->wt : hbm, &(tpu_sim_lower_ewise){ .fn = t->fn, .nin = t->flags & BN_NIN2 ? 2 : 1,
                                                                     .mask = t->flags & BN_ONCHIP,
                                                                     .yvec = (t->flags & BN_VEC) == BN_VEC,
-                                                                    .reduce = t->flags & BN_REDUCE },
-                              t->flags & BN_C ? 1 : s->rows, s->cols);
+                                                                    .reduce = t->flags & BN_REDUCE,
+                                                                    .reduce_rows = t->fn == TPU_VPU_ROW_SUM },
+                              t->flags & BN_C ? 1 : s->rows, t->flags & LN_ROWS1 ? 1 : s->cols);
 }
 
 /* {==================================================================
@@ -552,17 +590,34 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   switch (s->kind) {
   case FE_STEP_INFEED: lower_infeed(w, p); break;
   case FE_STEP_GEMM: lower_gemm(w, p, k); break;
-  case FE_STEP_VPU:
+  case FE_STEP_VPU: {
+    const bool vec = s->vpu.op == TPU_VPU_BIAS_ADD;   /* its 1 x C operand (position_embedding's) on chip */
     if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(w, p, &s->vpu);
     else if (!s->fused)
       tpu_sim_lower_ewise_add(w->L, view(w, s->vpu.out), &(tpu_sim_lower_ewise){ .fn = s->vpu.op,
-                              .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK ? 2 : 1,
-                              .mask = s->vpu.y.kind == FE_T_MASK }, s->vpu.rows, s->vpu.cols);
+                              .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK && !vec ? 2 : 1,
+                              .mask = s->vpu.y.kind == FE_T_MASK || vec, .yvec = vec,
+                              .reduce = s->vpu.op == TPU_VPU_COL_SUM },
+                              s->vpu.rows, s->vpu.cols);
     break;
+  }
   case FE_STEP_POOL: case FE_STEP_POOL_BWD: lower_pool(w, s); break;
   case FE_STEP_COL2IM:   /* dcols summed back into dX by KH*KW tap-wise adds */
     tpu_sim_lower_fold_add(w->L, view(w, s->out), TPU_VPU_ADD, s->win.kh * s->win.kw, s->rows, s->cols, NULL);
     break;
+  case FE_STEP_CAUSAL:   /* the mask made on chip (as dropout's), added */
+    tpu_sim_lower_ewise_add(w->L, view(w, s->out), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_ADD, .nin = 1, .mask = true },
+                            s->rows, s->cols);
+    break;
+  case FE_STEP_SCATTER:   /* each position's dY added into its row of the table's gradient */
+    tpu_sim_lower_ewise_add(w->L, view(w, s->in), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_ADD, .nin = 2 }, s->rows,
+                            s->cols);
+    break;
+  case FE_STEP_GATHER:   /* the table's rows gathered by the DMAs: a copy */
+  case FE_STEP_TAKE: case FE_STEP_PUT:   /* one position of each sample, or back */
+  case FE_STEP_CLS: case FE_STEP_CLS_BWD:   /* the class token before the positions, or dX after it */
+  case FE_STEP_PERMUTE:   /* a transpose through VMEM, charged as a copy */
+  case FE_STEP_HEADS: case FE_STEP_MERGE_HEADS:   /* attention's heads split or merged: a copy */
   case FE_STEP_CONCAT: case FE_STEP_SPLIT:   /* one input's channels, copied through VMEM */
   case FE_STEP_PAD: case FE_STEP_CROP:       /* the padded (cropped) tensor, written whole */
     tpu_sim_lower_ewise_add(w->L, view(w, s->out), &(tpu_sim_lower_ewise){ .fn = TPU_VPU_COPY, .nin = 1 }, s->rows,
@@ -570,7 +625,9 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
     break;
   case FE_STEP_ALLREDUCE: lower_allreduce(w); break;
   case FE_STEP_UPDATE: lower_update(w, p->model); break;
-  case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: lower_bn(w, p, s); break;
+  case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: case FE_STEP_LN: case FE_STEP_LN_BWD:
+    lower_bn(w, p, s);
+    break;
   case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT: lower_dw_expand(w, s); break;
   default: break;
   }
@@ -579,7 +636,7 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
 /* What lowering plan step k made (of the first training step): ops
 ** [op0, op1) of core 0, the bytes its DMAs move, its multiply-adds, its
 ** fused kernel (-1). */
-typedef struct fe_mark { int op0, op1, kernel; double bytes, macs; } fe_mark;
+typedef struct fe_mark { int op0, op1, kernel, part; double bytes, macs; } fe_mark;   /* part: fe_step_att_part */
 
 static void lower_marked(lower *w, const fe_plan *plan, int k, fe_mark *mark) {
   tpu_sim_lower_counts a, b;
@@ -589,7 +646,8 @@ static void lower_marked(lower *w, const fe_plan *plan, int k, fe_mark *mark) {
   if (!mark) return;
   tpu_sim_lower_counts_of(w->L, &b);
   const int kern = w->cc->step[k].kernel;
-  *mark = (fe_mark){ op0, tpu_sim_lower_last_op(w->L) + 1, kern, b.hbm_bytes - a.hbm_bytes, b.macs - a.macs };
+  *mark = (fe_mark){ op0, tpu_sim_lower_last_op(w->L) + 1, kern, fe_step_att_part(plan, k), b.hbm_bytes - a.hbm_bytes,
+                     b.macs - a.macs };
 }
 
 /* Lowers 'nsteps' steps of plan onto core 0 of prog (NULL: counts them),
@@ -926,8 +984,8 @@ static void add_op(const tpu_sim_program *p, const tpu_sim_result *r, int i, tpu
 static void finish_costs(tpu_fe_step_costs *out, const tpu_chip_config *chip, tpu_precision prec) {
   const double per_core = chip->hbm_bandwidth_gb_per_s * 1e9 / (chip->clock_mhz * 1e6) / chip->cores_per_chip;
   const double passes = tpu_precision_passes(prec);
-  for (int i = 0; i < out->n; i++) {
-    tpu_fe_layer_cost *c = &out->layer[i];
+  for (int i = 0; i < out->n + out->natt; i++) {
+    tpu_fe_layer_cost *c = i < out->n ? &out->layer[i] : &out->att[i - out->n];
     c->hbm_cycles = c->hbm_bytes / per_core;
     c->flops = 2.0 * c->flops / passes;
     const double u[4] = { c->mxu_cycles, c->vpu_cycles, c->hbm_cycles, c->ici_cycles };
@@ -944,19 +1002,37 @@ static tpu_status costs_from(const tpu_sim_program *p, const tpu_sim_result *r, 
                              const tpu_fe_model *m, const tpu_chip_config *chip, tpu_precision prec,
                              const tpu_sim_lower_counts *n, tpu_fe_step_costs *out) {
   memset(out, 0, sizeof *out);
-  if (!(out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer))) return TPU_ERR_NOMEM;
+  int *base = tpu_calloc((size_t)m->nlayers + 1, sizeof *base);   /* a layer's first entry in att */
+  for (int i = 0; base && i < m->nlayers; i++) {
+    base[i] = out->natt;
+    if (m->layers[i].kind == TPU_FE_MHA) out->natt += TPU_FE_ATT_NPARTS;
+  }
+  out->layer = tpu_calloc((size_t)m->nlayers + 1, sizeof *out->layer);
+  out->att = tpu_calloc((size_t)out->natt + 1, sizeof *out->att);
+  if (!base || !out->layer || !out->att) { tpu_free(base); tpu_fe_step_costs_free(out); return TPU_ERR_NOMEM; }
   out->n = m->nlayers + 1;
-  for (int i = 0; i < out->n; i++) out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .group = -1 };
+  for (int i = 0; i < out->n; i++)
+    out->layer[i] = (tpu_fe_layer_cost){ .layer = i < m->nlayers ? i : -1, .part = -1, .group = -1 };
+  for (int i = 0; i < m->nlayers; i++)
+    for (int q = 0; m->layers[i].kind == TPU_FE_MHA && q < TPU_FE_ATT_NPARTS; q++)
+      out->att[base[i] + q] = (tpu_fe_layer_cost){ .layer = i, .part = q, .group = -1 };
   uint64_t end = 0, prev = 0;
   for (int k = 0; lay[k] != INT_MIN; k++) {
     tpu_fe_layer_cost *c = &out->layer[lay[k] >= 0 ? lay[k] : m->nlayers];
+    tpu_fe_layer_cost *a = mk[k].part >= 0 ? &out->att[base[lay[k]] + mk[k].part] : NULL;
     for (int i = mk[k].op0; i < mk[k].op1; i++) add_op(p, r, i, c, &end);
-    c->cycles += (double)(end - prev);
+    uint64_t unused = 0;   /* the step's end is the layer's */
+    for (int i = mk[k].op0; a && i < mk[k].op1; i++) add_op(p, r, i, a, &unused);
+    for (int q = 0; q < (a ? 2 : 1); q++) {   /* the layer, and its part */
+      tpu_fe_layer_cost *x = q ? a : c;
+      x->cycles += (double)(end - prev);
+      x->hbm_bytes += mk[k].bytes;
+      x->flops += mk[k].macs;
+      if (x->group < 0) x->group = mk[k].kernel;
+    }
     prev = end;
-    c->hbm_bytes += mk[k].bytes;
-    c->flops += mk[k].macs;
-    if (c->group < 0) c->group = mk[k].kernel;
   }
+  tpu_free(base);
   out->layer[m->nlayers].cycles += (double)(tpu_sim_result_cycles(r) - prev);
   out->step_cycles = tpu_sim_result_cycles(r);
   out->hbm_bytes = n->hbm_bytes;
@@ -988,14 +1064,22 @@ tpu_status tpu_fe_step_costs_of(const tpu_fe_model *m, const tpu_chip_config *ch
 tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs *out) {
   *out = t->costs;
   out->layer = tpu_malloc((size_t)t->costs.n * sizeof *out->layer);
-  if (!out->layer) { memset(out, 0, sizeof *out); return TPU_ERR_NOMEM; }
+  out->att = tpu_malloc(((size_t)t->costs.natt + 1) * sizeof *out->att);
+  if (!out->layer || !out->att) {
+    tpu_free(out->layer);
+    tpu_free(out->att);
+    memset(out, 0, sizeof *out);
+    return TPU_ERR_NOMEM;
+  }
   memcpy(out->layer, t->costs.layer, (size_t)t->costs.n * sizeof *out->layer);
+  memcpy(out->att, t->costs.att, (size_t)t->costs.natt * sizeof *out->att);
   return TPU_OK;
 }
 
 void tpu_fe_step_costs_free(tpu_fe_step_costs *c) {
   if (!c) return;
   tpu_free(c->layer);
+  tpu_free(c->att);
   memset(c, 0, sizeof *c);
 }
 /* }================================================================== */

@@ -32,6 +32,37 @@
 **   seed_cnn      the seed article's small custom CNN, known only by its
 **                 count: 78,263 parameters at 192x192x3, 5 classes (its
 **                 defaults); the design is ours.
+**   bert_base     BERT-base (Devlin et al.; Hugging Face's
+**                 bert-base-uncased, BertForSequenceClassification):
+**                 NAME[@SEQ][:CLASSES], SEQ tokens (default 128; the
+**                 position table has max(512, SEQ) rows), 2 classes by
+**                 default. Token, position and token-type (all type 0)
+**                 embeddings, layer_normalization (epsilon 1e-12), 12
+**                 encoder blocks (self-attention 12 x 64, dropout 0.1,
+**                 residual and layer_normalization; dense 3072 gelu, dense
+**                 768, residual and layer_normalization), the pooler (the
+**                 first token, dense 768 tanh), dropout and the classifier:
+**                 109,482,240 parameters before the classifier at SEQ <= 512.
+**   gpt2          GPT-2 small (Radford et al.; Hugging Face's gpt2) with
+**                 GPT2ForSequenceClassification's head:
+**                 NAME[@SEQ][:CLASSES], SEQ tokens (default 1024, the
+**                 context; the position table has max(1024, SEQ) rows), 2
+**                 classes. Token and position embeddings, 12 pre-norm
+**                 blocks (layer_normalization 1e-5, causal self-attention
+**                 12 x 64, residual; layer_normalization, dense 3072, gelu
+**                 (tanh form, GPT-2's), dense 768, residual), a final
+**                 layer_normalization, the last token to a dense CLASSES
+**                 without bias: 124,439,808 parameters before it. The
+**                 language-model head (the token table, tied) is not
+**                 modelled: the loss is per sequence.
+**   vit_b16       ViT-B/16 (Dosovitskiy et al.; torchvision's vit_b_16):
+**                 16x16 patches by a conv2d 768 16x16/16, reshaped to a
+**                 sequence, the class token, position_embedding, 12
+**                 pre-norm encoder blocks (layer_normalization 1e-6,
+**                 self-attention 12 x 64, residual; layer_normalization,
+**                 dense 3072 gelu, dense 768, residual), a final
+**                 layer_normalization, the class token's output to the
+**                 head: 86,567,656 parameters at 224x224x3, 1000 classes.
 */
 #include <assert.h>
 #include <stdio.h>
@@ -47,6 +78,9 @@ static const char *const ZOO_NAMES[] = {
   "resnet50",
   "resnet152v2",
   "seed_cnn",
+  "bert_base",
+  "vit_b16",
+  "gpt2",
   NULL
 };
 const char *const *tpu_fe_model_zoo_names(void) { return ZOO_NAMES; }
@@ -428,6 +462,90 @@ static void seed_cnn(tpu_text *t, int classes) {
   dense(t, "dense", classes, "softmax");
 }
 
+/* {==================================================================
+** Transformers
+** ================================================================== */
+static void bert_block(tpu_text *t, int l, const char *in, int hidden, int heads, int ff) {
+  tpu_text_printf(t, "    { \"type\": \"multi_head_attention\", \"name\": \"layer_%d_attention\", \"inputs\": \"%s\", "
+                  "\"num_heads\": %d, \"key_dim\": %d, \"dropout\": 0.1 },\n", l, in, heads, hidden / heads);
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"layer_%d_attention_dropout\", \"rate\": 0.1 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_attention_add\", \"inputs\": [\"layer_%d_attention_dropout\", "
+                  "\"%s\"] },\n", l, l, in);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_attention_ln\", \"epsilon\": 1e-12 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_intermediate\", \"units\": %d },\n", l, ff);
+  tpu_text_printf(t, "    { \"type\": \"gelu\", \"name\": \"layer_%d_gelu\" },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_output\", \"units\": %d },\n", l, hidden);
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"layer_%d_output_dropout\", \"rate\": 0.1 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_output_add\", \"inputs\": [\"layer_%d_output_dropout\", "
+                  "\"layer_%d_attention_ln\"] },\n", l, l, l);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_output_ln\", \"epsilon\": 1e-12 },\n", l);
+}
+
+static void bert_base(tpu_text *t, int seq, int classes) {
+  tpu_text_printf(t, "    { \"type\": \"embedding\", \"name\": \"embeddings\", \"input_dim\": 30522, \"output_dim\": 768, "
+                  "\"token_types\": 2 },\n");
+  tpu_text_printf(t, "    { \"type\": \"position_embedding\", \"name\": \"position_embeddings\", \"max_length\": %d },\n",
+                  seq > 512 ? seq : 512);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"embeddings_ln\", \"epsilon\": 1e-12 },\n");
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"embeddings_dropout\", \"rate\": 0.1 },\n");
+  char in[40] = "embeddings_dropout";
+  for (int l = 0; l < 12; l++) {
+    bert_block(t, l, in, 768, 12, 3072);
+    snprintf(in, sizeof in, "layer_%d_output_ln", l);
+  }
+  tpu_text_printf(t, "    { \"type\": \"take\", \"name\": \"first_token\", \"position\": 0 },\n");
+  dense(t, "pooler", 768, "tanh");
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"pooler_dropout\", \"rate\": 0.1 },\n");
+  dense(t, "classifier", classes, "linear");
+}
+/* A pre-norm transformer block (GPT-2's, ViT's) on 'in' (a layer name);
+** its output is "layer_L_add_2". */
+static void prenorm_block(tpu_text *t, int l, const char *in, double eps, bool causal, bool tanh_gelu) {
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_ln_1\", \"inputs\": \"%s\", "
+                  "\"epsilon\": %g },\n", l, in, eps);
+  tpu_text_printf(t, "    { \"type\": \"multi_head_attention\", \"name\": \"layer_%d_attention\", \"num_heads\": 12, "
+                  "\"key_dim\": 64%s },\n", l, causal ? ", \"causal\": true" : "");
+  tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_add_1\", \"inputs\": [\"layer_%d_attention\", \"%s\"] },\n",
+                  l, l, in);
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"layer_%d_ln_2\", \"epsilon\": %g },\n", l, eps);
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_mlp_1\", \"units\": 3072 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"gelu\", \"name\": \"layer_%d_gelu\"%s },\n", l, tanh_gelu ? ", \"approximate\": true" : "");
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"layer_%d_mlp_2\", \"units\": 768 },\n", l);
+  tpu_text_printf(t, "    { \"type\": \"add\", \"name\": \"layer_%d_add_2\", \"inputs\": [\"layer_%d_mlp_2\", "
+                  "\"layer_%d_add_1\"] },\n", l, l, l);
+}
+
+static void gpt2(tpu_text *t, int seq, int classes) {
+  tpu_text_printf(t, "    { \"type\": \"embedding\", \"name\": \"wte\", \"input_dim\": 50257, \"output_dim\": 768 },\n");
+  tpu_text_printf(t, "    { \"type\": \"position_embedding\", \"name\": \"wpe\", \"max_length\": %d },\n",
+                  seq > 1024 ? seq : 1024);
+  char in[40] = "wpe";
+  for (int l = 0; l < 12; l++) {
+    prenorm_block(t, l, in, 1e-5, true, true);
+    snprintf(in, sizeof in, "layer_%d_add_2", l);
+  }
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"ln_f\", \"epsilon\": 1e-5 },\n");
+  tpu_text_printf(t, "    { \"type\": \"take\", \"name\": \"last_token\", \"position\": %d },\n", seq - 1);
+  tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"score\", \"units\": %d, \"use_bias\": false },\n", classes);
+}
+
+static void vit_b16(tpu_text *t, int h, int w, int classes) {
+  const int n = (h / 16) * (w / 16);
+  tpu_text_printf(t, "    { \"type\": \"conv2d\", \"name\": \"conv_proj\", \"filters\": 768, \"kernel\": 16, \"stride\": 16 },\n");
+  tpu_text_printf(t, "    { \"type\": \"reshape\", \"name\": \"patches\", \"target_shape\": [%d, 768] },\n", n);
+  tpu_text_printf(t, "    { \"type\": \"class_token\", \"name\": \"class_token\" },\n");
+  tpu_text_printf(t, "    { \"type\": \"position_embedding\", \"name\": \"pos_embedding\", \"max_length\": %d },\n", n + 1);
+  char in[40] = "pos_embedding";
+  for (int l = 0; l < 12; l++) {
+    prenorm_block(t, l, in, 1e-6, false, false);
+    snprintf(in, sizeof in, "layer_%d_add_2", l);
+  }
+  tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"ln\", \"epsilon\": 1e-6 },\n");
+  tpu_text_printf(t, "    { \"type\": \"take\", \"name\": \"class_token_out\", \"position\": 0 },\n");
+  dense(t, "head", classes, "linear");
+}
+/* }================================================================== */
+
 /* Parses "[@HxWxC][:CLASSES]" after a zoo name. */
 static bool parse_knobs(const char *s, int *h, int *w, int *c, int *classes) {
   char *e;
@@ -452,6 +570,50 @@ static bool parse_knobs(const char *s, int *h, int *w, int *c, int *classes) {
   return *s == '\0';
 }
 
+/* The frame of a zoo model's JSON around its layers (written by 'layers'
+** into t); *json gets it, or TPU_ERR_NOMEM. */
+static tpu_status zoo_finish(tpu_text *t, const char *lr, char **json, char *err, size_t errcap) {
+  if (!t->oom) t->n -= 2;   /* the last layer's ",\n" */
+  tpu_text_printf(t, "\n  ],\n  \"loss\": \"softmax_cross_entropy\",\n"
+                  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": %s },\n  \"seed\": 1\n}\n", lr);
+  if (t->oom) {
+    tpu_free(t->s);
+    snprintf(err, errcap, "out of memory");
+    return TPU_ERR_NOMEM;
+  }
+  *json = t->s;
+  return TPU_OK;
+}
+
+/* bert_base and gpt2 [@SEQ][:CLASSES]: SEQ token ids 1..65536 (default
+** 128, gpt2's 1024), CLASSES (default 2); adam at 2e-5, BERT's fine-tuning
+** rate. */
+static tpu_status bert_json(const char *spec, const char *knobs, char **json, char *err, size_t errcap) {
+  const bool g = !strncmp(spec, "gpt2", 4);
+  long seq = g ? 1024 : 128, classes = 2;
+  char *e;
+  const char *s = knobs;
+  if (*s == '@') {
+    seq = (s[1] >= '0' && s[1] <= '9') ? strtol(s + 1, &e, 10) : 0;
+    s = seq ? e : s + 1;
+  }
+  if (*s == ':') {
+    classes = (s[1] >= '0' && s[1] <= '9') ? strtol(s + 1, &e, 10) : 0;
+    s = classes ? e : s + 1;
+  }
+  if (*s || seq < 1 || seq > 65536 || classes < 2 || classes > 1 << 20) {
+    snprintf(err, errcap, "%s: %s is %s[@SEQ][:CLASSES], e.g. %s@512:3 (SEQ tokens 1..65536, default %d; classes "
+             "2..1048576, default 2)", spec, g ? "gpt2" : "bert_base", g ? "gpt2" : "bert_base", g ? "gpt2" : "bert_base",
+             g ? 1024 : 128);
+    return TPU_ERR_CONFIG;
+  }
+  tpu_text t = { 0 };
+  tpu_text_printf(&t, "{\n  \"name\": \"%.63s\",\n  \"input\": [%ld],\n  \"layers\": [\n", spec, seq);
+  if (g) gpt2(&t, (int)seq, (int)classes);
+  else bert_base(&t, (int)seq, (int)classes);
+  return zoo_finish(&t, "2e-5", json, err, errcap);
+}
+
 tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_t errcap) {
   *json = NULL;
   int z = -1;
@@ -462,6 +624,8 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   }
   if (z < 0) return TPU_OK;
   int h = 224, w = 224, c = 3, classes = 1000;
+  const bool bert = !strcmp(ZOO_NAMES[z], "bert_base") || !strcmp(ZOO_NAMES[z], "gpt2");
+  if (bert) return bert_json(spec, spec + nl, json, err, errcap);
   if (!strcmp(ZOO_NAMES[z], "xception")) h = w = 299;
   if (!strcmp(ZOO_NAMES[z], "seed_cnn")) { h = w = 192; classes = 5; }   /* the seed's Flowers */
   if (!parse_knobs(spec + nl, &h, &w, &c, &classes)) {
@@ -477,16 +641,8 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   else if (!strcmp(ZOO_NAMES[z], "resnet50")) resnet50(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "resnet152v2")) resnet152v2(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "seed_cnn")) seed_cnn(&t, classes);
+  else if (!strcmp(ZOO_NAMES[z], "vit_b16")) vit_b16(&t, h, w, classes);
   else vgg(&t, !strcmp(ZOO_NAMES[z], "vgg16") ? (const int[5]){ 2, 2, 3, 3, 3 } : (const int[5]){ 2, 2, 4, 4, 4 },
            classes);
-  if (!t.oom) t.n -= 2;   /* the last layer's ",\n" */
-  tpu_text_printf(&t, "\n  ],\n  \"loss\": \"softmax_cross_entropy\",\n"
-                  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.001 },\n  \"seed\": 1\n}\n");
-  if (t.oom) {
-    tpu_free(t.s);
-    snprintf(err, errcap, "out of memory");
-    return TPU_ERR_NOMEM;
-  }
-  *json = t.s;
-  return TPU_OK;
+  return zoo_finish(&t, "0.001", json, err, errcap);
 }

@@ -698,10 +698,10 @@ void tpu_sim_lower_ewise_add(tpu_sim_lowering *L, int t, const tpu_sim_lower_ewi
     int y = e->nin > 1 ? tpu_sim_lower_load(L, t, TPU_SIM_R_Y, slot, w.r0, w.c0, ri, ci, "dma")
           : e->mask ? tpu_sim_lower_vmem(L, TPU_SIM_R_MASK, 0, e->yvec ? 1 : ri, ci) : 0;
     tpu_sim_lower_flush(L);
-    const int64_t ro = e->reduce ? 1 : ri;
-    int o = tpu_sim_lower_vmem(L, TPU_SIM_R_O, slot, ro, ci);
+    const int64_t ro = e->reduce ? 1 : ri, co = e->reduce_rows ? 1 : ci;
+    int o = tpu_sim_lower_vmem(L, TPU_SIM_R_O, slot, ro, co);
     vpu2(L, e->fn, x, y, o, e->prm);
-    tpu_sim_lower_defer(L, o, t, e->reduce ? w.n : w.r0, w.c0, ro, ci, "dma");
+    tpu_sim_lower_defer(L, o, t, e->reduce ? w.n : w.r0, e->reduce_rows ? w.c0 / w.ct : w.c0, ro, co, "dma");
   }
   tpu_sim_lower_flush(L);
 }

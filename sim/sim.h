@@ -697,13 +697,15 @@ void tpu_sim_lower_gemm_add(tpu_sim_lowering *L, const tpu_sim_lower_gemm *g);
 /* Element-wise passes over R x C tensors, tile by tile (2Q values a tile,
 ** row-major). ewise: out = fn(x[, y]) with x (and y when nin is 2) loaded
 ** from tensor t, or y on chip (mask: an R x C tile; yvec: a 1 x C vector);
-** reduce: a 1 x ci result per tile (col_sum). fold: out = fn(tap 0, tap
+** reduce: a 1 x ci result per tile (col_sum); reduce_rows: an ri x 1 result
+** per tile (row_sum), stored as column j of the tile's rows for the tile's
+** column j of tiles. fold: out = fn(tap 0, tap
 ** 1, ...) over 'taps' same-shape tiles (pool windows, col2im taps), then
 ** a 'scale' by scale->alpha when scale is set. */
 typedef struct tpu_sim_lower_ewise {
   tpu_vpu_op fn;
   int nin;                     /* inputs read from HBM: 1 or 2 */
-  bool mask, yvec, reduce;
+  bool mask, yvec, reduce, reduce_rows;
   const tpu_vpu_params *prm;
 } tpu_sim_lower_ewise;
 void tpu_sim_lower_ewise_add(tpu_sim_lowering *L, int t, const tpu_sim_lower_ewise *e, int64_t R, int64_t C);

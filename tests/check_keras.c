@@ -243,6 +243,71 @@ END_TEST
 #define K3L(cls, cfg) "{\"module\": \"keras.layers\", \"class_name\": \"" cls "\", \"config\": {" cfg "}}"
 #define K3HEAD ",\n" K3L("Flatten", "\"name\": \"f\"") ",\n" K3L("Dense", "\"name\": \"d\", \"units\": 3")
 
+/* A Keras 3 Sequential on a sequence of 6 positions of 8 features: Dense
+** 8 -> 16 at every position (144) with gelu, Dense 16 -> 8 (136) with
+** silu, LayerNormalization (epsilon 1e-6: 16), LeakyReLU (0.1),
+** GlobalAveragePooling1D, Dense 8 -> 3 (27): 323 parameters, Keras'. A
+** tf.keras 2 Functional multiplying two convolutions (squeeze-and-excite's
+** product) and a LeakyReLU at its alpha. */
+START_TEST(Transformer_layers_translate_to_the_native_layers) {
+  static const char seq[] =
+    "{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+    "{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 6, 8], \"name\": \"in\"}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"d1\", \"units\": 16, \"activation\": \"gelu\"}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"d2\", \"units\": 8, \"activation\": \"silu\"}},\n"
+    "{\"class_name\": \"LayerNormalization\", \"config\": {\"name\": \"ln\", \"axis\": -1, \"epsilon\": 1e-6,"
+    " \"center\": true, \"scale\": true, \"rms_scaling\": false}},\n"
+    "{\"class_name\": \"LeakyReLU\", \"config\": {\"name\": \"lr\", \"negative_slope\": 0.1}},\n"
+    "{\"class_name\": \"GlobalAveragePooling1D\", \"config\": {\"name\": \"gap\", \"data_format\": \"channels_last\","
+    " \"keepdims\": false}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"out\", \"units\": 3}}]}}";
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse_notes(seq, "s.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  static const char *const kinds[] = { "dense", "gelu", "dense", "swish", "layer_normalization", "leaky_relu",
+                                       "global_avgpool", "dense" };
+  ck_assert_int_eq(m->nlayers, 8);
+  for (int i = 0; i < m->nlayers; i++) ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[i].kind), kinds[i]);
+  TU_EQ_U64(323, m->nparams);
+  ck_assert(m->input.h == 1 && m->input.w == 6 && m->input.c == 8);
+  ck_assert(m->layers[0].out.w == 6 && m->layers[0].out.c == 16 && !m->layers[1].approximate);
+  ck_assert(m->layers[4].epsilon == 1e-6 && m->layers[5].negative_slope == 0.1);
+  static const char func[] = TF2_FUNC(CONV("a", "", IN("in")) ",\n"
+                                      CONV("b", ", \"activation\": \"sigmoid\"", IN("in")) ",\n"
+                                      L("Multiply", "m", "", IN("a") ", " IN("b")) ",\n"
+                                      L("LeakyReLU", "lr", ", \"alpha\": 0.25", IN("m")) HEAD("lr"), "d");
+  ck_assert_msg(tpu_fe_model_parse_notes(func, "f.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[2].kind), "multiply");
+  ck_assert(m->layers[3].kind == TPU_FE_LEAKY_RELU && m->layers[3].negative_slope == 0.25);
+  /* tf.keras 2's MultiHeadAttention called on the 8x8x2 image as query and
+  ** (a keyword argument) value, with its causal mask: attention over the 64
+  ** pixels; Keras' 4 kernels 2x2x4 (and 2x4x2) and biases 8, 8, 8, 2: 90 */
+  static const char mha[] = TF2_FUNC("{\"class_name\": \"MultiHeadAttention\", \"name\": \"mha\", \"config\": "
+    "{\"name\": \"mha\", \"num_heads\": 2, \"key_dim\": 4, \"value_dim\": null, \"dropout\": 0.1, "
+    "\"use_bias\": true, \"output_shape\": null, \"attention_axes\": null}, \"inbound_nodes\": [[[\"in\", 0, 0, "
+    "{\"value\": [\"in\", 0, 0], \"use_causal_mask\": true}]]]}" HEAD("mha"), "d");
+  ck_assert_msg(tpu_fe_model_parse_notes(mha, "m.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(m->layers[0].kind == TPU_FE_MHA && m->layers[0].num_heads == 2 && m->layers[0].key_dim == 4 &&
+            m->layers[0].value_dim == 4 && m->layers[0].causal && m->layers[0].rate == 0.1);
+  TU_EQ_U64(90 + 128 * 3 + 3, m->nparams);
+  /* Softmax over the positions of a sequence: permute, softmax, permute
+  ** back; a Permute of a sequence's axes */
+  static const char sm[] =
+    "{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": [\n"
+    "{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 6, 8], \"name\": \"in\"}},\n"
+    "{\"class_name\": \"Softmax\", \"config\": {\"name\": \"sm\", \"axis\": 1}},\n"
+    "{\"class_name\": \"Permute\", \"config\": {\"name\": \"p\", \"dims\": [2, 1]}},\n"
+    "{\"class_name\": \"Flatten\", \"config\": {\"name\": \"f\"}},\n"
+    "{\"class_name\": \"Dense\", \"config\": {\"name\": \"out\", \"units\": 3}}]}}";
+  ck_assert_msg(tpu_fe_model_parse_notes(sm, "s.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  static const char *const smk[] = { "permute", "softmax", "permute", "permute", "flatten", "dense" };
+  ck_assert_int_eq(m->nlayers, 6);
+  for (int i = 0; i < 6; i++) ck_assert_str_eq(tpu_fe_layer_kind_name(m->layers[i].kind), smk[i]);
+  ck_assert(m->layers[0].out.w == 8 && m->layers[0].out.c == 6 && m->layers[3].out.w == 8 && m->layers[3].out.c == 6);
+  free(m);
+}
+END_TEST
+
 START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   /* the four of the issue: an unknown class, a missing inbound layer, a cycle, channels_first */
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("LSTM", "rnn", ", \"units\": 4", IN("c")) HEAD("rnn"), "d"),
@@ -262,8 +327,23 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
            "layer 'c' (Conv2D): field 'groups': grouped convolutions are not supported");
   text_err(TF2_FUNC(CONV("c", ", \"strides\": [1, 2]", IN("in")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): field 'strides': [1, 2]: unequal strides are not supported");
-  text_err(TF2_FUNC(CONV("c", ", \"activation\": \"swish\"", IN("in")) HEAD("c"), "d"),
-           "layer 'c' (Conv2D): field 'activation': activation 'swish' is not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"activation\": \"elu\"", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'activation': activation 'elu' is not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"padding\": \"same\"", IN("in")) ",\n"
+                    "{\"class_name\": \"MultiHeadAttention\", \"name\": \"x\", \"config\": {\"name\": \"x\", "
+                    "\"num_heads\": 1, \"key_dim\": 2}, \"inbound_nodes\": [[[\"in\", 0, 0, {\"value\": [\"c\", 0, 0]}]]]}"
+                    HEAD("x"), "d"),
+           "layer 'x' (MultiHeadAttention): cross-attention (its query and its value or key from different layers)");
+  text_err(TF2_FUNC(L("LayerNormalization", "ln", ", \"axis\": 1", IN("in")) HEAD("ln"), "d"),
+           "layer 'ln' (LayerNormalization): field 'axis': 1 is not the last axis of its 4-D input");
+  text_err(TF2_FUNC(L("LayerNormalization", "ln", ", \"rms_scaling\": true", IN("in")) HEAD("ln"), "d"),
+           "layer 'ln' (LayerNormalization): field 'rms_scaling': RMS normalization");
+  text_err(TF2_FUNC(CONV("a", "", IN("in")) ",\n" CONV("b", "", IN("in")) ",\n" CONV("c", "", IN("in")) ",\n"
+                    L("Multiply", "m", "", IN("a") ", " IN("b") ", " IN("c")) HEAD("m"), "d"),
+           "layer 'm' (Multiply): has 3 inputs; a Multiply of 2 is supported");
+  text_err(TF2_FUNC(L("GlobalAveragePooling1D", "g", "", IN("in")) ",\n" L("Dense", "d", ", \"units\": 3", IN("g")), "d"),
+           "layer 'g' (GlobalAveragePooling1D): its input is 4-D (batch included); GlobalAveragePooling1D needs a "
+           "3-D one (a sequence)");
   text_err(TF2_FUNC(L("MaxPooling2D", "p", ", \"pool_size\": [2, 3]", IN("in")) HEAD("p"), "d"),
            "layer 'p' (MaxPooling2D): field 'pool_size': [2, 3]: only square windows are supported");
   text_err(TF2_FUNC(L("BatchNormalization", "bn", ", \"axis\": 1", IN("in")) HEAD("bn"), "d"),
@@ -275,10 +355,10 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err(TF2_FUNC(L("GlobalAveragePooling2D", "g", ", \"keepdims\": true", IN("in")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("g")), "d"),
            "layer 'g' (GlobalAveragePooling2D): field 'keepdims': keepdims true");
-  /* Dense on an image, Conv2D on a vector */
+  /* Dense on an image (at every pixel: the output is no vector of class
+  ** scores), Conv2D on a vector */
   text_err(TF2_FUNC(L("Dense", "d", ", \"units\": 3", IN("in")), "d"),
-           "layer 'd' (Dense): a Dense on a 4-D input (Keras applies it along the last axis at every position) is not "
-           "supported");
+           "the last layer's output 8x8x3 is not flat");
   text_err(TF2_FUNC(L("Flatten", "flat", "", IN("in")) ",\n" CONV("c", "", IN("flat")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): its input is 2-D (batch included); Conv2D needs a 4-D one");
   text_err(TF2_FUNC(L("Conv1D", "c1", ", \"filters\": 2, \"kernel_size\": [3]", IN("in")) HEAD("c1"), "d"),
@@ -552,14 +632,11 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   m = load_ok(SHARED "tfk2.1.6_vgg19_model.json", NULL);
   same_layers(load_ok("vgg19", NULL), m);
   TU_EQ_U64(143667240, m->nparams);
-  /* Reshape: loads if supported, else refused naming it */
-  {
-    tpu_fe_model *x = malloc(sizeof *x);
-    char err[1024];
-    if (tpu_fe_model_load(SHARED "tfk2.1.6_mobilenet_v1_model.json", x, err, sizeof err))
-      ck_assert_msg(strstr(err, "layer 'reshape_1' (Reshape): class Reshape is not supported"), "%s", err);
-    free(x);
-  }
+  /* Reshape is supported: loads, with Keras' MobileNet's 4,253,864 parameters
+  ** (21,888 non-trainable); its softmax before the last Reshape is the output's */
+  m = load_ok(SHARED "tfk2.1.6_mobilenet_v1_model.json", NULL);
+  TU_EQ_U64(4253864, m->nparams);
+  TU_EQ_U64(21888, m->nstate);
   /* an unspecified input: refused saying so, loaded once given; Keras'
   ** InceptionV3 at 299x299x3: 23,851,784 parameters, 34,432 non-trainable */
   load_err(SHARED "tfk2.1.6_inception_v3_model.json", "layer 'input_4' (InputLayer): the input shape "
@@ -586,10 +663,7 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
            "'value_head_output'); models with one output (the class scores) are supported");
   load_err(SHARED "tf2.13_efficientnet_mhsa_functional.json", "layer 'rescaling_20' (Rescaling): class Rescaling is not "
-           "supported; 6 more classes of the file are not: Normalization (first: layer 'normalization_10'), Reshape "
-           "(first: layer 'block1a_se_reshape'), Multiply (first: layer 'block1a_se_excite'), MultiHeadAttention "
-           "(first: layer 'multi_head_attention_3'), LayerNormalization (first: layer 'layer_normalization_6'), "
-           "GlobalAveragePooling1D (first: layer 'global_average_pooling1d_3')");
+           "supported; 1 more class of the file is not: Normalization (first: layer 'normalization_10')");
   /* Keras 1.2.1's mnist_cnn example: conv 320, conv 9,248, dense 4608*128+128 = 589,952, 1,290 */
   TU_EQ_U64(600810, load_ok(SHARED "k1_mnist_cnn_seq.json", NULL)->nparams);
   load_err(SHARED "INVALID_k3_merge_conflict_markers.json", SHARED "INVALID_k3_merge_conflict_markers.json:1:1: "
@@ -602,7 +676,8 @@ int main(void) {
   Suite *s = suite_create("keras");
   TU_CASE(s, "import", 60, A_sequential_cnn_imports_as_its_native_model_in_both_formats,
           A_functional_residual_model_imports_as_its_native_model_in_both_formats,
-          Depthwise_separable_and_relu6_translate_to_the_native_layers, Bad_keras_files_name_the_layer_and_its_class,
+          Depthwise_separable_and_relu6_translate_to_the_native_layers, Transformer_layers_translate_to_the_native_layers,
+          Bad_keras_files_name_the_layer_and_its_class,
           The_input_shape_comes_from_the_file_or_after_an_at_sign, Options_not_modelled_are_listed_once,
           Nested_models_are_flattened, Long_and_reserved_names_are_renamed,
           Importing_survives_every_allocation_failure, Real_keras_files_do_what_their_readme_says);

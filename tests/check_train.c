@@ -99,6 +99,62 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
 }
 END_TEST
 
+/* BERT-base as Hugging Face's bert-base-uncased: embeddings 30522*768 +
+** 512*768 + 2*768 + LayerNorm 2*768 = 23,837,184; per encoder layer the
+** attention 4*(768*768 + 768) = 2,362,368, its LayerNorm 1,536, the
+** intermediate 768*3072 + 3072 = 2,362,368, the output 3072*768 + 768 =
+** 2,360,064 and its LayerNorm 1,536: 7,087,872, 12 of them 85,054,464; the
+** pooler 768*768 + 768 = 590,592; 109,482,240 in all, then the classifier
+** 768*classes + classes. @SEQ sets the tokens; past 512 the position table
+** grows with it. */
+START_TEST(Bert_base_has_hugging_faces_parameter_count) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[512];
+  static const struct { const char *spec; uint64_t nparams; int seq, classes; } z[] = {
+    { "bert_base", 109482240 + 768 * 2 + 2, 128, 2 }, { "bert_base@512:3", 109482240 + 768 * 3 + 3, 512, 3 },
+    { "bert_base@64", 109482240 + 1538, 64, 2 }, { "bert_base@4096", 109482240 + (4096 - 512) * 768 + 1538, 4096, 2 } };
+  for (size_t k = 0; k < sizeof z / sizeof z[0]; k++) {
+    ck_assert_msg(tpu_fe_model_load(z[k].spec, m, err, sizeof err) == TPU_OK, "%s: %s", z[k].spec, err);
+    TU_EQ_U64(z[k].nparams, m->nparams);
+    ck_assert_int_eq(m->input.c, z[k].seq);
+    ck_assert_int_eq(m->layers[0].out.w, z[k].seq);
+    ck_assert_int_eq(m->layers[m->nlayers - 1].out.c, z[k].classes);
+  }
+  int mha = 0;
+  for (int i = 0; i < m->nlayers; i++) mha += m->layers[i].kind == TPU_FE_MHA && m->layers[i].num_heads == 12 &&
+                                               m->layers[i].key_dim == 64 && !m->layers[i].causal;
+  ck_assert_int_eq(mha, 12);
+  /* ViT-B/16 as torchvision's vit_b_16: the patches' conv 16*16*3*768 + 768
+  ** = 590,592, the class token 768, the positions 197*768 = 151,296, 12
+  ** blocks of 7,087,872 (two LayerNorms 3,072, attention 2,362,368, MLP
+  ** 4,722,432): 85,054,464, the last LayerNorm 1,536, the head 769,000 */
+  ck_assert_int_eq(tpu_fe_model_load("vit_b16", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(590592 + 768 + 151296 + 85054464 + 1536 + 769000, m->nparams);
+  TU_EQ_U64(86567656, m->nparams);
+  ck_assert_int_eq(tpu_fe_model_load("vit_b16@32x32x3:10", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(86567656 - 769000 - (197 - 5) * 768 + 7690, m->nparams);
+  /* GPT-2 small as Hugging Face's GPT2Model: wte 50257*768 = 38,597,376, wpe
+  ** 1024*768 = 786,432, 12 blocks of 7,087,872 (ln_1, c_attn and c_proj
+  ** 2,362,368, ln_2, the MLP 4,722,432), ln_f 1,536: 124,439,808; then
+  ** GPT2ForSequenceClassification's score, 768*classes without bias */
+  ck_assert_int_eq(tpu_fe_model_load("gpt2", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(38597376 + 786432 + 12 * 7087872 + 1536 + 768 * 2, m->nparams);
+  TU_EQ_U64(124439808 + 1536, m->nparams);
+  ck_assert(m->layers[3].kind == TPU_FE_MHA && m->layers[3].causal && m->layers[7].approximate);
+  ck_assert_int_eq(m->layers[m->nlayers - 2].position, 1023);
+  ck_assert_int_eq(tpu_fe_model_load("gpt2@128:5", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(124439808 + 768 * 5, m->nparams);
+  ck_assert_int_eq(tpu_fe_model_load("gpt2:1", m, err, sizeof err), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(err, "gpt2 is gpt2[@SEQ][:CLASSES]") != NULL, "%s", err);
+  static const char *const bad[] = { "bert_base@", "bert_base@0", "bert_base:1", "bert_base@128x128", "bert_base:" };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ck_assert_int_eq(tpu_fe_model_load(bad[k], m, err, sizeof err), TPU_ERR_CONFIG);
+    ck_assert_msg(strstr(err, "bert_base[@SEQ][:CLASSES]") != NULL, "%s", err);
+  }
+  free(m);
+}
+END_TEST
+
 static int layer_named(const tpu_fe_model *m, const char *name) {
   for (int i = 0; i < m->nlayers; i++) if (!strcmp(m->layers[i].name, name)) return i;
   ck_abort_msg("%s: no layer '%s'", m->name, name);
@@ -242,7 +298,7 @@ START_TEST(Bad_models_name_the_layer_the_field_and_the_shapes) {
   parse_err("{ \"input\": [4], \"layers\": [ { \"type\": \"dense\" } ] }",
             "layers[0] (dense): field 'units': missing");
   parse_err("{ \"input\": [8, 8, 1], \"layers\": [ { \"type\": \"dense\", \"units\": 3 } ] }",
-            "layers[0] (dense): input shape 8x8x1 is not flat");
+            "the last layer's output 8x8x3 is not flat");   /* dense is applied at every pixel */
   parse_err("{ \"input\": [4, 4, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 5 },"
             " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }",
             "layers[0] (conv2d): field 'kernel': 5x5 does not fit the input shape 4x4x1 with padding \"valid\"");
@@ -299,10 +355,8 @@ START_TEST(Bad_graphs_name_the_layers_and_the_shapes) {
 END_TEST
 
 START_TEST(Activation_fields_and_new_layers_are_checked) {
-  parse_err(GRAPH("{ \"type\": \"softmax\" }, " HEAD),
-            "layers[0] (softmax): softmax is supported only at the model's output (the last layer)");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"softmax\" }, " HEAD),
-            "layers[0] (conv2d): softmax is supported only at the model's output");
+            "layers[0] (conv2d): an \"activation\": \"softmax\" is supported only at the model's output");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"activation\": \"elu\" }, " HEAD),
             "layers[0] (conv2d): field 'activation': unknown activation 'elu'; expected linear, relu, relu6, tanh, sigmoid or softmax");
   parse_err(GRAPH("{ \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1, \"use_bias\": 0 }, " HEAD),
@@ -552,6 +606,62 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"separable_conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\", \"use_bias\": false },"
   " { \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 2, \"stride\": 2, \"depth_multiplier\": 2,"
   " \"activation\": \"tanh\" }, { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a sequence (6 positions of 5): dense at every position, gelu, a
+  ** residual add, layer_normalization, global_avgpool over the positions */
+  "{ \"input\": [6, 5], \"layers\": [ { \"type\": \"dense\", \"name\": \"e\", \"units\": 5 },"
+  " { \"type\": \"dense\", \"units\": 8 }, { \"type\": \"gelu\" },"
+  " { \"type\": \"dense\", \"name\": \"d\", \"units\": 5 }, { \"type\": \"add\", \"inputs\": [\"d\", \"e\"] },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* gelu's tanh form, swish, multiply (x * x too: two gradients summed),
+  ** leaky_relu, layer_normalization without beta */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
+  " { \"type\": \"swish\", \"name\": \"q\" }, { \"type\": \"gelu\", \"name\": \"g\", \"inputs\": \"p\", \"approximate\": true },"
+  " { \"type\": \"multiply\", \"name\": \"m\", \"inputs\": [\"q\", \"g\"] },"
+  " { \"type\": \"multiply\", \"inputs\": [\"m\", \"m\"] }, { \"type\": \"leaky_relu\", \"negative_slope\": 0.2 },"
+  " { \"type\": \"layer_normalization\", \"center\": false, \"epsilon\": 0.01 }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* dense on an image (each pixel), leaky_relu at Keras' default slope,
+  ** layer_normalization without gamma on its channels */
+  "{ \"input\": [3, 2, 2], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"leaky_relu\" },"
+  " { \"type\": \"layer_normalization\", \"scale\": false }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* multi_head_attention: a pre-norm transformer block over 5 positions
+  ** of 6 (causal, value_dim apart from key_dim, dropout on the weights),
+  ** then one without bias over a dense's output (its input needs no dX);
+  ** layer_normalization in each so that the sim backend checks it too */
+  "{ \"input\": [5, 6], \"layers\": [ { \"type\": \"layer_normalization\", \"name\": \"n\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 3, \"value_dim\": 4,"
+  " \"causal\": true, \"dropout\": 0.2 }, { \"type\": \"add\", \"inputs\": [\"a\", \"n\"] },"
+  " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  "{ \"input\": [4, 5], \"layers\": [ { \"type\": \"dense\", \"units\": 6, \"use_bias\": false },"
+  " { \"type\": \"multi_head_attention\", \"num_heads\": 3, \"key_dim\": 2, \"use_bias\": false },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a tiny BERT: token ids (with a token-type table), position_embedding,
+  ** an encoder block, the first token taken to a tanh pooler */
+  "{ \"input\": [7], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 11, \"output_dim\": 4, \"token_types\": 2 },"
+  " { \"type\": \"position_embedding\", \"max_length\": 9 }, { \"type\": \"layer_normalization\", \"name\": \"e\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 },"
+  " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a tiny ViT: 2x2 patches of a 4x4x2 image by a strided conv2d,
+  ** reshaped to 4 positions, the class token, position_embedding, a
+  ** pre-norm attention block, the class token's output to the head */
+  "{ \"input\": [4, 4, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 2, \"stride\": 2 },"
+  " { \"type\": \"reshape\", \"target_shape\": [-1, 4] }, { \"type\": \"class_token\" },"
+  " { \"type\": \"position_embedding\", \"name\": \"p\", \"max_length\": 5 },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2,"
+  " \"key_dim\": 2 }, { \"type\": \"add\", \"inputs\": [\"a\", \"p\"] }, { \"type\": \"take\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* a softmax layer inside the model (on each position's channels), and
+  ** the output's softmax before a reshape: folded into the loss */
+  "{ \"input\": [3, 4], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"softmax\" },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 }, { \"type\": \"softmax\" },"
+  " { \"type\": \"reshape\", \"target_shape\": [3] } ] }",
+  /* permute: a sequence's axes swapped (a dense over its positions), and an
+  ** image's (2, 3, 1) */
+  "{ \"input\": [3, 4], \"layers\": [ { \"type\": \"dense\", \"units\": 5 }, { \"type\": \"permute\", \"dims\": [2, 1] },"
+  " { \"type\": \"dense\", \"units\": 2 }, { \"type\": \"softmax\" }, { \"type\": \"permute\", \"dims\": [2, 1] },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"reshape\", \"target_shape\": [2, 5, 1] },"
+  " { \"type\": \"permute\", \"dims\": [2, 3, 1] }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -564,10 +674,21 @@ static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *
   return ws->loss_sum;
 }
 
+/* On the reference backend (OpenBLAS f32) every model; on the sim backend
+** (the MXU at bf16x6, near f32; the float32 policy) the models from the
+** sequence one on, whose layers came with transformers. */
+static void gradient_check(int i, tpu_fe_backend_kind kind);
 START_TEST(Every_layer_gradient_matches_finite_differences) {
+  gradient_check(_i, TPU_FE_BACKEND_REFERENCE);
+  if (strstr(GRAD_MODELS[_i], "layer_normalization")) gradient_check(_i, TPU_FE_BACKEND_SIM);
+}
+END_TEST
+
+static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   const char *json = GRAD_MODELS[_i];
   tpu_fe_model m = parse_ok(json);
-  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  m.policy = TPU_FE_FLOAT32;
+  tpu_fe_backend be = { .kind = kind, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16X6 };
   const int B = 3;
   fe_core_ws ws;
   fe_plan *pl;
@@ -579,7 +700,8 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
   uint8_t y[3] = { 0, 2, 1 };
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
-  for (size_t k = 0; k < (size_t)B * in; k++) x[k] = tu_normal(&r);
+  for (size_t k = 0; k < (size_t)B * in; k++)   /* token ids for an embedding */
+    x[k] = m.layers[0].kind == TPU_FE_EMBEDDING ? (float)((k * 5 + 3) % (size_t)m.layers[0].input_dim) : tu_normal(&r);
   loss_at(pl, &be, p, &ws, x, y);
   ck_assert_int_eq(fe_backward(pl, &be, p, &ws), TPU_OK);
   float *g = malloc(m.nparams * sizeof *g);
@@ -597,14 +719,13 @@ START_TEST(Every_layer_gradient_matches_finite_differences) {
     double num = (up - dn) / (hu + hd) / B;
     double err = fabs(num - g[k]) / (fabs(num) + fabs((double)g[k]) + 1e-2);
     if (err > worst) worst = err;
-    ck_assert_msg(err < 2e-2, "model %d param %zu\n  Expected (finite difference): %.8g\n  Actual (backward): %.8g",
-                  _i, k, num, (double)g[k]);
+    ck_assert_msg(err < 2e-2, "model %d param %zu, backend %d\n  Expected (finite difference): %.8g\n"
+                  "  Actual (backward): %.8g", _i, k, (int)kind, num, (double)g[k]);
   }
   free(p); free(x); free(g);
   fe_plan_destroy(pl);
   fe_ws_destroy(&m, &ws);
 }
-END_TEST
 /* }================================================================== */
 
 /* {==================================================================
@@ -649,6 +770,12 @@ START_TEST(Results_are_identical_for_1_2_and_8_threads) {
   ** own workspace */
   char err[512];
   ck_assert_msg(tpu_fe_model_load("docs/examples/small-sepconv.json", &m, err, sizeof err) == TPU_OK, "%s", err);
+  for (int kind = 0; kind < 2; kind++)
+    TU_EQ_U64(train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 2), train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 2));
+  /* attention, layer_normalization, gelu: the small ViT's blocks (each
+  ** core its own batched GEMMs, dropout masks per global sample) */
+  ck_assert_msg(tpu_fe_model_load("docs/examples/small-vit.json", &m, err, sizeof err) == TPU_OK, "%s", err);
+  m.layers[3].rate = 0.1;   /* b0_att: dropout on the attention weights */
   for (int kind = 0; kind < 2; kind++)
     TU_EQ_U64(train_steps(&m, (tpu_fe_backend_kind)kind, 8, 1, 2), train_steps(&m, (tpu_fe_backend_kind)kind, 8, 2, 2));
 }
@@ -1182,12 +1309,23 @@ static int plan_models(tpu_fe_model *out, int cap) {
                         " \"kernel\": 3, \"padding\": \"same\" }, { \"type\": \"conv2d\", \"filters\": 130, \"kernel\": 1 },"
                         " { \"type\": \"separable_conv2d\", \"filters\": 8, \"kernel\": 3, \"depth_multiplier\": 2,"
                         " \"activation\": \"relu6\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
-  return n + 4;
+  /* a transformer-like block on a sequence: every new layer kind */
+  out[n + 4] = parse_ok("{ \"name\": \"seq-block\", \"input\": [6, 8], \"layers\": [ { \"type\": \"dense\", \"units\": 16 },"
+                        " { \"type\": \"gelu\" }, { \"type\": \"dense\", \"name\": \"d2\", \"units\": 8 },"
+                        " { \"type\": \"add\", \"name\": \"r\", \"inputs\": [\"d2\", \"input\"] },"
+                        " { \"type\": \"layer_normalization\", \"name\": \"ln\" }, { \"type\": \"swish\", \"name\": \"sw\" },"
+                        " { \"type\": \"multiply\", \"inputs\": [\"ln\", \"sw\"] }, { \"type\": \"leaky_relu\" },"
+                        " { \"type\": \"multi_head_attention\", \"num_heads\": 2, \"key_dim\": 4, \"causal\": true,"
+                        " \"dropout\": 0.1 },"
+                        " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
+  return n + 5;
 }
 
+/* The products the plan's GEMM steps make (a batched one: each). */
 static int plan_gemms(const fe_plan *p) {
   int g = 0;
-  for (int k = 0; k < p->nsteps; k++) g += p->steps[k].kind == FE_STEP_GEMM;
+  for (int k = 0; k < p->nsteps; k++)
+    if (p->steps[k].kind == FE_STEP_GEMM) g += p->steps[k].gemm.batch > 1 ? p->steps[k].gemm.batch : 1;
   return g;
 }
 
@@ -1219,8 +1357,9 @@ START_TEST(The_value_path_runs_exactly_the_plans_gemms) {
       ck_assert_msg(per >= 2 && log.n == cores * per, "%s: %d GEMMs run, the plan has %d per core", m->name, log.n, per);
       int i = 0;
       for (int c = 0; c < cores; c++)
-        for (int s = 0; s < p->nsteps; s++) {
-          if (p->steps[s].kind != FE_STEP_GEMM) continue;
+        for (int s = 0; s < p->nsteps; s++)
+          for (int bq = 0; p->steps[s].kind == FE_STEP_GEMM && bq < (p->steps[s].gemm.batch > 1 ? p->steps[s].gemm.batch : 1);
+               bq++) {
           const fe_gemm_step *g = &p->steps[s].gemm;
           const fe_gemm_call *r = &log.calls[i++];
           ck_assert_msg(r->M == g->M && r->N == g->N && r->K == g->K && r->ta == g->ta && r->tb == g->tb &&
@@ -1252,7 +1391,8 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
   /* core 0's matmul ops, in program order, grouped by name: each group is
   ** one plan GEMM tiled (its tiles cover M x N x K exactly, one K run per
   ** output tile), with the plan's transposes and precision; a depthwise one
-  ** is its blocks of the MXU's width, each tiled so (fe_gemm_dw_block) */
+  ** is its blocks of the MXU's width, each tiled so (fe_gemm_dw_block); a
+  ** batched one (attention's) its products one after another */
   tpu_fe_model models[8];
   const int nm = plan_models(models, 4);
   tpu_chip_config chip;
@@ -1299,7 +1439,8 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
             mnk += mi * ni * ki;
             tiles++;
           }
-          int64_t wK = g->K, wmn = (int64_t)g->M * g->N, wmnk = wmn * g->K;
+          const int64_t nb = g->batch > 1 ? g->batch : 1;   /* a batched GEMM: each product tiled so */
+          int64_t wK = g->K, wmn = (int64_t)g->M * g->N * nb, wmnk = wmn * g->K;
           if (g->dw) {   /* the blocks' products only */
             int64_t bm, bn, bk;
             wmn = wmnk = 0;
@@ -1314,7 +1455,7 @@ START_TEST(The_timing_path_lowers_exactly_the_plans_gemms) {
                         "  Actual:   %d tiles, K %lld, M*N %lld, M*N*K %lld", m->name, want, g->M, g->N, g->K,
                         (long long)wK, (long long)wmn, (long long)wmnk, tiles, (long long)K, (long long)mn,
                         (long long)mnk);
-          groups++;
+          groups += (int)nb;
         }
         /* and no matmul op outside the plan's GEMMs */
         for (tpu_sim_op op; o < nops; o++)
@@ -1523,21 +1664,29 @@ END_TEST
 ** Out of memory: every allocation fails in turn
 ** ================================================================== */
 
+/* a tiny transformer: every allocation of attention's and layer
+** normalization's value path */
+static const char SMALL_TRANSFORMER[] =
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 9, \"output_dim\": 4 },"
+  " { \"type\": \"position_embedding\", \"max_length\": 6 }, { \"type\": \"layer_normalization\", \"name\": \"n\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2, \"dropout\": 0.1 },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"n\"] }, { \"type\": \"take\" }, { \"type\": \"dense\", \"units\": 3 } ] }";
+
 START_TEST(Parsing_and_training_survive_every_allocation_failure) {
-  for (int kind = 0; kind < 2; kind++) {
+  for (int kind = 0; kind < 4; kind++) {   /* both backends, the small CNN then the transformer */
   int ok_seen = 0;
-  for (tu_fail_at = 1; tu_fail_at < 400 && !ok_seen; tu_fail_at++) {
+  for (tu_fail_at = 1; tu_fail_at < 1000 && !ok_seen; tu_fail_at++) {
     tu_alloc_calls = 0;
     tpu_set_alloc(tu_failing_alloc, NULL);
     tpu_fe_model m;
     char err[512];
-    tpu_status st = tpu_fe_model_parse(SMALL_CNN, "t.json", &m, err, sizeof err);
+    tpu_status st = tpu_fe_model_parse(kind < 2 ? SMALL_CNN : SMALL_TRANSFORMER, "t.json", &m, err, sizeof err);
     tpu_fe_trainer t;
     double loss = 0;
     int cor;
     float x[2 * 784] = { 0 };
     uint8_t y[2] = { 1, 2 };
-    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1 };
+    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)(kind % 2), .mxu = tpu_mxu_config_default(), .mxus = 1 };
     if (st == TPU_OK) st = tpu_fe_trainer_create(&m, &be, 2, 2, 1, &t);
     if (st == TPU_OK) {
       st = tpu_fe_trainer_step(&t, x, y, 0, 0, &loss, &cor);
@@ -2174,6 +2323,32 @@ START_TEST(The_step_costs_add_up_to_the_step) {
     ck_assert_double_eq_tol(flops, 2.0 * (double)t.macs, 1e-9 * flops);
     tpu_fe_step_costs_free(&c);
   }
+  /* an attention layer's parts split it: cycles, bytes and FLOPs add up to
+  ** the layer's; at 128 tokens the projections carry most FLOPs */
+  tpu_fe_model *b = malloc(sizeof *b);
+  ck_assert_int_eq(tpu_fe_model_load("bert_base@128", b, err, sizeof err), TPU_OK);
+  tpu_chip_config chip = tu_chip("tpu-v2-8", 0);
+  tpu_fe_step_costs c;
+  ck_assert_int_eq(tpu_fe_step_costs_of(b, &chip, TPU_PREC_BF16, 1, true, &c, err, sizeof err), TPU_OK);
+  ck_assert_int_eq(c.natt, 12 * TPU_FE_ATT_NPARTS);
+  for (int q = 0; q < c.natt; q += TPU_FE_ATT_NPARTS) {
+    const tpu_fe_layer_cost *l = &c.layer[c.att[q].layer];
+    double cyc = 0, bytes = 0, flops = 0;
+    for (int x = 0; x < TPU_FE_ATT_NPARTS; x++) {
+      ck_assert_int_eq(c.att[q + x].part, x);
+      cyc += c.att[q + x].cycles;
+      bytes += c.att[q + x].hbm_bytes;
+      flops += c.att[q + x].flops;
+    }
+    ck_assert_double_eq(cyc, l->cycles);
+    ck_assert_double_eq_tol(bytes, l->hbm_bytes, 1e-9 * bytes);
+    ck_assert_double_eq_tol(flops, l->flops, 1e-9 * flops);
+    ck_assert(c.att[q + TPU_FE_ATT_PROJECTIONS].flops > 0.9 * flops);
+    ck_assert(c.att[q + TPU_FE_ATT_SOFTMAX].flops == 0 && !strcmp(c.att[q + TPU_FE_ATT_SOFTMAX].bound, "VPU"));
+  }
+  ck_assert_str_eq(tpu_fe_att_part_name(TPU_FE_ATT_WEIGHTED_SUM), "weighted sum");
+  tpu_fe_step_costs_free(&c);
+  free(b);
 }
 END_TEST
 /* }================================================================== */
@@ -2181,6 +2356,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("train");
   TU_CASE(s, "models", 0, Builtin_models_have_the_published_shapes, Zoo_models_have_the_published_parameter_counts,
+          Bert_base_has_hugging_faces_parameter_count,
           Resnets_are_keras_applications_layer_for_layer, The_resnet50_plan_has_the_hand_derived_gemms,
           Batch_normalization_has_the_keras_parameter_counts,
           Depthwise_and_separable_layers_have_the_keras_parameter_counts, A_depthwise_gemm_is_the_depthwise_convolution,

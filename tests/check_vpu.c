@@ -102,7 +102,7 @@ START_TEST(Every_op_name_parses_back_to_its_op) {
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_OP_COUNT), "?");
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_SOFTMAX_XENT), "softmax_xent");
   ck_assert(tpu_vpu_op_parse("cast_f32_bf16", &op) && op == TPU_VPU_CAST_BF16);
-  ck_assert_int_eq(TPU_VPU_OP_COUNT, 35);
+  ck_assert_int_eq(TPU_VPU_OP_COUNT, 44);
 }
 END_TEST
 
@@ -421,6 +421,46 @@ END_TEST
 
 /* Keras' ReLU(max_value): relu_cap clips to [0, alpha], relu_cap_grad passes
 ** dy strictly inside; the cap must be >= 0 (+inf is plain relu). */
+/* gelu (both forms), swish and leaky_relu against their formulas in
+** double; the smooth gradients within 1 ulp plus 2^-50 |dy| (they cross
+** zero), leaky_relu exact, its bad slopes refused. */
+START_TEST(Transformer_activations_match_their_formulas) {
+  tu_rng r = { 29 };
+  enum { n = 4000 };
+  static float x[n], dy[n], o[n];
+  for (int i = 0; i < n; i++) { x[i] = (float)uni(&r, -9, 9); dy[i] = tu_normal(&r); }
+  const double k = 0.7978845608028654, c = 0.044715;
+  const tpu_vpu_op ops[] = { TPU_VPU_GELU, TPU_VPU_GELU_GRAD, TPU_VPU_GELU_TANH, TPU_VPU_GELU_TANH_GRAD,
+                             TPU_VPU_SWISH, TPU_VPU_SWISH_GRAD };
+  for (size_t q = 0; q < sizeof ops / sizeof ops[0]; q++) {
+    tpu_vpu_args a = args_xy(1, n, x, dy, o);
+    ck_assert_int_eq(tpu_vpu_exec(ops[q], &a), TPU_OK);
+    for (int i = 0; i < n; i++) {
+      const double v = x[i], d = dy[i], t = tanh(k * (v + c * v * v * v)), s = 1 / (1 + exp(-v));
+      const double ref = q == 0 ? 0.5 * v * (1 + erf(v / sqrt(2.0)))
+                       : q == 1 ? d * (0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-v * v / 2) / sqrt(2 * M_PI))
+                       : q == 2 ? 0.5 * v * (1 + t)
+                       : q == 3 ? d * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v))
+                       : q == 4 ? v * s : d * (s + v * s * (1 - s));
+      const double err = fabs((double)o[i] - ref), tol = ulp_of(ref) + (q % 2 ? 0x1p-50 * fabs(d) : 0) + 1e-300;
+      if (!(err <= tol)) ck_assert_msg(0, "%s(%a, %a): %a, want %.17g", tpu_vpu_op_name(ops[q]), x[i], dy[i], o[i], ref);
+    }
+  }
+  tpu_vpu_args a = args_xy(1, n, x, dy, o);
+  a.p.alpha = 0.3f;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_LEAKY_RELU, &a), TPU_OK);
+  for (int i = 0; i < n; i++) EQ_BITS(x[i] > 0 ? x[i] : 0.3f * x[i], o[i], "leaky_relu");
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_LEAKY_RELU_GRAD, &a), TPU_OK);
+  for (int i = 0; i < n; i++) EQ_BITS(x[i] > 0 ? dy[i] : 0.3f * dy[i], o[i], "leaky_relu_grad");
+  const float bad[] = { -0.1f, INFINITY, NAN };   /* slopes refused */
+  for (int b = 0; b < 6; b++) {
+    a.p.alpha = bad[b % 3];
+    ck_assert_int_eq(tpu_vpu_exec(b < 3 ? TPU_VPU_LEAKY_RELU : TPU_VPU_LEAKY_RELU_GRAD, &a), TPU_ERR_CONFIG);
+  }
+  ck_assert_str_eq(tpu_vpu_op_scalars(TPU_VPU_LEAKY_RELU_GRAD)[0], "alpha");
+}
+END_TEST
+
 START_TEST(Capped_relu_clips_and_its_gradient_passes_inside_the_cap) {
   const float nan = NAN;
   float x[] = { -1.0f, -0.0f, 0.0f, 0x1p-149f, 3.0f, 6.0f, 6.5f, INFINITY, nan };
@@ -976,6 +1016,7 @@ int main(void) {
           Cycles_scale_with_registers_and_costs);
   TU_CASE(s, "numerics", 60, Binary_ops_are_correctly_rounded, Transcendentals_meet_their_ulp_bounds,
           Activations_and_gradients_meet_their_bounds, Capped_relu_clips_and_its_gradient_passes_inside_the_cap,
+          Transformer_activations_match_their_formulas,
           Special_values_follow_ieee, Reductions_follow_the_documented_order_bit_for_bit,
           Softmax_meets_its_bound_and_is_stable_for_large_logits, Cross_entropy_matches_double_and_its_gradient,
           Confident_correct_prediction_has_zero_loss, Argmax_takes_the_first_maximum_and_accuracy_counts,

@@ -104,7 +104,7 @@ static const char *const SC_ADAM[] = { "lr", "beta1", "beta2", "eps", "step", NU
 const char *const *tpu_vpu_op_scalars(tpu_vpu_op op) {
   switch (op) {
     case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
-    case TPU_VPU_RELU_CAP_GRAD: return SC_ALPHA;
+    case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD: return SC_ALPHA;
     case TPU_VPU_SGD: return SC_SGD;
     case TPU_VPU_MOMENTUM: return SC_MOMENTUM;
     case TPU_VPU_ADAM: return SC_ADAM;
@@ -120,7 +120,7 @@ tpu_status tpu_vpu_params_from_scalars(tpu_vpu_op op, const float *s, int n, tpu
   tpu_vpu_params q = tpu_vpu_params_default();
   switch (op) {
     case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
-    case TPU_VPU_RELU_CAP_GRAD: q.alpha = s[0]; break;
+    case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD: q.alpha = s[0]; break;
     case TPU_VPU_SGD: q.lr = s[0]; break;
     case TPU_VPU_MOMENTUM: q.lr = s[0]; q.momentum = s[1]; break;
     case TPU_VPU_ADAM:
@@ -235,6 +235,28 @@ static inline float min2(float a, float b) {
   return a + b;
 }
 
+/* GELU (exact: x*Phi(x), Phi the normal CDF through erf; the tanh
+** approximation of Hendrycks & Gimpel, Keras' approximate=True) and swish
+** (x*sigmoid(x), Keras' silu), and their gradients from the forward input
+** x and dy, in double then rounded once to f32. */
+static float smooth_act(tpu_vpu_op op, float xf, float dyf) {
+  const double x = xf, dy = dyf, k = 0.7978845608028654, c = 0.044715;   /* sqrt(2/pi) */
+  switch (op) {
+  case TPU_VPU_GELU: return (float)(0.5 * x * (1.0 + erf(x * 0.7071067811865476)));
+  case TPU_VPU_GELU_GRAD:
+    return (float)(dy * (0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x)));
+  case TPU_VPU_GELU_TANH: return (float)(0.5 * x * (1.0 + tanh(k * (x + c * x * x * x))));
+  case TPU_VPU_GELU_TANH_GRAD: {
+    const double t = tanh(k * (x + c * x * x * x));
+    return (float)(dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t) * (1.0 + t) * k * (1.0 + 3.0 * c * x * x)));
+  }
+  case TPU_VPU_SWISH: return (float)(x / (1.0 + exp(-x)));
+  default: {   /* TPU_VPU_SWISH_GRAD */
+    const double s = 1.0 / (1.0 + exp(-x));
+    return (float)(dy * (s + x * s * (1.0 - s)));
+  }
+  }
+}
 static float sigmoid1(float x) {
   /* Two forms so that neither overflows, with one exp and no branch:
   ** e = exp(-|x|) <= 1; x >= 0 gives 1/(1+e), x < 0 gives e/(1+e), which
@@ -314,6 +336,10 @@ static tpu_status check_args(tpu_vpu_op op, const tpu_vpu_args *a) {
     case TPU_VPU_RELU_CAP: case TPU_VPU_RELU_CAP_GRAD:   /* the cap: >= 0, +inf allowed (plain relu) */
       if (!(p->alpha >= 0.0f)) return TPU_ERR_CONFIG;
       break;
+    case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD:   /* the slope: finite, >= 0 (so the sign of the
+                                                              ** output is the input's) */
+      if (!finite_nonneg(p->alpha)) return TPU_ERR_CONFIG;
+      break;
     case TPU_VPU_SGD:
       if (!finite_nonneg(p->lr)) return TPU_ERR_CONFIG;
       break;
@@ -381,6 +407,16 @@ static bool exec_elementwise(tpu_vpu_op op, const tpu_vpu_args *a, size_t n) {
     case TPU_VPU_SIGMOID_GRAD:
       for (size_t i = 0; i < n; i++) { float s = x[i]; o[i] = y[i] * (s * (1.0f - s)); }
       break;
+    case TPU_VPU_LEAKY_RELU:   /* x > 0 ? x : alpha*x; NaN stays NaN */
+      for (size_t i = 0; i < n; i++) { float v = x[i]; o[i] = v > 0.0f || v != v ? v : al * v; }
+      break;
+    case TPU_VPU_LEAKY_RELU_GRAD:   /* dy where x > 0, alpha*dy elsewhere (x: the input or the output) */
+      for (size_t i = 0; i < n; i++) { float v = x[i], d = y[i]; o[i] = v != v ? v : v > 0.0f ? d : al * d; }
+      break;
+    case TPU_VPU_GELU: case TPU_VPU_GELU_GRAD: case TPU_VPU_GELU_TANH: case TPU_VPU_GELU_TANH_GRAD:
+    case TPU_VPU_SWISH: case TPU_VPU_SWISH_GRAD:
+      for (size_t i = 0; i < n; i++) o[i] = smooth_act(op, x[i], y ? y[i] : 0.0f);
+      break;
     case TPU_VPU_EXP: for (size_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
     case TPU_VPU_LOG: for (size_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
     case TPU_VPU_RECIPROCAL: for (size_t i = 0; i < n; i++) o[i] = 1.0f / x[i]; break;
@@ -438,6 +474,14 @@ static bool exec_rowwise(tpu_vpu_op op, const tpu_vpu_args *a) {
       }
       break;
     case TPU_VPU_SOFTMAX: softmax_rows(x, o, rows, cols); break;
+    case TPU_VPU_SOFTMAX_GRAD:   /* p (dy - sum(dy p)) per row, the sum left to right in f32 */
+      for (int r = 0; r < rows; r++) {
+        const float *pr = x + (size_t)r * cols, *dr = a->y + (size_t)r * cols;
+        float *orow = o + (size_t)r * cols, s = 0.0f;
+        for (int c = 0; c < cols; c++) s += pr[c] * dr[c];
+        for (int c = 0; c < cols; c++) orow[c] = pr[c] * (dr[c] - s);
+      }
+      break;
     case TPU_VPU_SOFTMAX_XENT: softmax_xent_rows(x, a->labels, o, a->out2, al, rows, cols); break;
     case TPU_VPU_ARGMAX:
       for (int r = 0; r < rows; r++) a->idx[r] = row_argmax(x + (size_t)r * cols, cols);

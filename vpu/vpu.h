@@ -51,6 +51,10 @@
 **   <= 1 ulp: exp log          <= 2 ulp: rsqrt
 **   <= 3 ulp: tanh (glibc's tanhf reaches 2.13), sigmoid, tanh_grad,
 **     sigmoid_grad (tanh_grad is computed as dy*((1-y)*(1+y)))
+**   gelu gelu_tanh swish and their gradients: evaluated in double and
+**     rounded once: <= 1 ulp, plus 2^-50 * |dy| absolute for a gradient
+**     (which crosses zero: gelu's near x = -0.75, swish's near x = -1.28)
+**   softmax_grad: p*(dy - sum(dy*p)) per row, the sum left to right in f32
 **   row_sum/col_sum over n terms: |err| <= (n-1) * 2^-24 * sum|x|
 **   softmax, element c of a row with max m:
 **     rel err <= 2^-24 * (|x_c - m| + cols + 3)
@@ -67,7 +71,12 @@
 ** relu_grad is x > 0 ? dy : +0 (x = 0 gives 0). relu_cap is min(max(x, 0),
 ** alpha) (Keras' ReLU(max_value=alpha), relu6 for alpha 6) and relu_cap_grad
 ** 0 < x < alpha ? dy : +0, x the forward input or output (they agree there);
-** NaN x stays NaN in both. cast_bf16_f32 widens bf16
+** NaN x stays NaN in both. leaky_relu is x > 0 ? x : alpha*x (Keras'
+** LeakyReLU, negative_slope alpha: finite, >= 0) and leaky_relu_grad
+** x > 0 ? dy : alpha*dy, x the forward input or output. gelu is x*Phi(x)
+** (Keras' gelu, approximate=False), gelu_tanh Keras' approximate=True form
+** 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), swish x*sigmoid(x) (silu);
+** their gradients read the forward input x and dy. cast_bf16_f32 widens bf16
 ** values held in f32, which is exact: a copy.
 ** argmax takes the first maximum; a NaN counts as larger than any number
 ** (the first NaN wins). Softmax subtracts the row max first, so large logits
@@ -128,7 +137,8 @@ tpu_vpu_class tpu_vpu_op_class(tpu_vpu_op op);
 const char *tpu_vpu_class_name(tpu_vpu_class c);   /* "elementwise", ... */
 
 /* Operands. Sizes for an op on a rows x cols shape (n = rows*cols):
-**   X       n      first input: a, logits, forward input (relu_grad) or
+**   X       n      first input: a, logits, forward input (relu_grad, gelu_grad,
+**                  gelu_tanh_grad, swish_grad, leaky_relu_grad) or
 **                  forward output y (tanh_grad, sigmoid_grad)
 **   Y       n      second input: b, or upstream gradient dy (*_grad);
 **                  bias_add: cols (the bias, added to every row)
@@ -195,7 +205,8 @@ uint64_t tpu_vpu_registers(const tpu_vpu_config *cfg, int rows, int cols);
 typedef struct tpu_vpu_params {
   float alpha;      /* scale: out = alpha*x; add_scalar: out = x + alpha;
                     ** softmax_xent: gradient scale, usually 1/global batch;
-                    ** relu_cap, relu_cap_grad: the cap, >= 0 (+inf: none) */
+                    ** relu_cap, relu_cap_grad: the cap, >= 0 (+inf: none);
+                    ** leaky_relu, leaky_relu_grad: the slope, finite, >= 0 */
   float lr;         /* sgd momentum adam: learning rate, finite and >= 0 */
   float momentum;   /* momentum: 0 <= momentum < 1 */
   float beta1, beta2; /* adam: 0 <= beta < 1 */
@@ -205,7 +216,8 @@ typedef struct tpu_vpu_params {
 
 /* Scalar operands by position (the engine's scalars[]): the names of the
 ** op's scalars in order, NULL-terminated; an empty list for ops without.
-**   scale, add_scalar, softmax_xent, relu_cap, relu_cap_grad: alpha
+**   scale, add_scalar, softmax_xent, relu_cap, relu_cap_grad, leaky_relu,
+**   leaky_relu_grad: alpha
 **   sgd: lr
 **   momentum: lr momentum                      adam: lr beta1 beta2 eps step
 ** Never NULL. */

@@ -311,8 +311,8 @@ corpus "$TPUSIM" model <<'CASES'
 2|k_nodeout.json|layer 'd' (Dense): takes node 1 of layer 'd'; node index out of range 0..0
 >m_nul.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }\0
 2|m_nul.json|m_nul.json:1:64: contains a NUL byte
->m_in.json { "input": [4, 4], "layers": [ { "type": "dense", "units": 2 } ] }
-2|m_in.json|m_in.json:1:|field 'input': expected [height, width, channels] or [size]
+>m_in.json { "input": [4, 4, 1, 1], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_in.json|m_in.json:1:|field 'input': expected [height, width, channels], [length, channels] or [size]
 >m_in2.json { "input": [0], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_in2.json|field 'input'
 >m_in3.json { "layers": [ { "type": "dense", "units": 2 } ] }
@@ -369,10 +369,48 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_seed.json|field 'seed': expected a non-negative integer
 >m_name2.json { "name": 5, "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_name2.json|field 'name': expected a string, got an integer
->m_sm.json { "input": [4], "layers": [ { "type": "softmax" }, { "type": "dense", "units": 2 } ] }
-2|m_sm.json|softmax
+>m_sm.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "activation": "softmax" }, { "type": "dense", "units": 2 } ] }
+2|m_sm.json|layers[0] (dense): an "activation": "softmax" is supported only at the model's output
+>m_perm.json { "input": [3, 4], "layers": [ { "type": "permute", "dims": [1, 1] }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_perm.json|layers[0] (permute): field 'dims': expected a permutation of [1, 2] (a sequence) or [1, 2, 3] (an image)
+>m_perm2.json { "input": [2, 3, 4], "layers": [ { "type": "permute", "dims": [2, 1] }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_perm2.json|layers[0] (permute): field 'dims': two dims permute a sequence (1 x length x channels), not the input shape 2x3x4
+>m_rs.json { "input": [4], "layers": [ { "type": "reshape", "target_shape": [3, -1] }, { "type": "dense", "units": 2 } ] }
+2|m_rs.json|layers[0] (reshape): field 'target_shape': it does not hold the input shape 4 (4 values)
+>m_rs2.json { "input": [4], "layers": [ { "type": "reshape", "target_shape": [-1, -1] }, { "type": "dense", "units": 2 } ] }
+2|m_rs2.json|layers[0] (reshape): field 'target_shape': expected [n], [length, channels] or [h, w, c]
 >m_flat.json { "input": [4, 4, 1], "layers": [ { "type": "dense", "units": 2 } ] }
-2|m_flat.json|layers[0] (dense): input shape 4x4x1 is not flat
+2|m_flat.json|m_flat.json:1:33: the last layer's output 4x4x2 is not flat
+>m_ln.json { "input": [6, 4], "layers": [ { "type": "layer_normalization", "epsilon": 0 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_ln.json|m_ln.json:1:76: layers[0] (layer_normalization): field 'epsilon'
+>m_ln2.json { "input": [6, 4], "layers": [ { "type": "layer_normalization", "axis": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_ln2.json|layers[0] (layer_normalization): field 'axis'
+>m_gelu.json { "input": [4], "layers": [ { "type": "gelu", "approximate": "tanh" }, { "type": "dense", "units": 2 } ] }
+2|m_gelu.json|layers[0] (gelu): field 'approximate': expected true or false
+>m_leaky.json { "input": [4], "layers": [ { "type": "leaky_relu", "negative_slope": -0.1 }, { "type": "dense", "units": 2 } ] }
+2|m_leaky.json|layers[0] (leaky_relu): field 'negative_slope'
+>m_mul.json { "input": [4], "layers": [ { "type": "dense", "units": 4, "name": "a" }, { "type": "multiply", "inputs": ["a", "input", "a"] }, { "type": "dense", "units": 2 } ] }
+2|m_mul.json|layers[1] (multiply): field 'inputs': expected an array of 2 layer names
+>m_mul2.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "name": "a" }, { "type": "multiply", "inputs": ["a", "input"] }, { "type": "dense", "units": 2 } ] }
+2|m_mul2.json|multiply needs equal shapes (no broadcasting)
+>m_mha.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "key_dim": 2 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha.json|m_mha.json:1:32: layers[0] (multi_head_attention): field 'num_heads': missing
+>m_mha2.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 2, "key_dim": 2, "dropout": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha2.json|layers[0] (multi_head_attention): field 'dropout'
+>m_mha3.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 2, "key_dim": 2, "causal": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha3.json|layers[0] (multi_head_attention): field 'causal': expected true or false
+>m_mha4.json { "input": [4096, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 128, "key_dim": 2 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_mha4.json|make the attention too large
+>m_emb.json { "input": [6], "layers": [ { "type": "embedding", "input_dim": 0, "output_dim": 4 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_emb.json|m_emb.json:1:65: layers[0] (embedding): field 'input_dim'
+>m_emb2.json { "input": [6, 2], "layers": [ { "type": "embedding", "input_dim": 9, "output_dim": 4 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_emb2.json|layers[0] (embedding): its input must be the model's input, given as [length] (the token ids)
+>m_pos.json { "input": [6, 4], "layers": [ { "type": "position_embedding", "max_length": 5 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_pos.json|layers[0] (position_embedding): field 'max_length': 5 positions cannot take the input shape 1x6x4 (6 positions: height x width)
+>m_take.json { "input": [6, 4], "layers": [ { "type": "take", "position": 6 }, { "type": "dense", "units": 2 } ] }
+2|m_take.json|layers[0] (take): field 'position': 6 is not a position of the input shape 1x6x4
+>m_seq.json { "input": [6, 0], "layers": [ { "type": "dense", "units": 2 } ] }
+2|m_seq.json|field 'input': expected [height, width, channels], [length, channels] or [size]
 CASES
 # ONNX files (tests/e2e/onnx_write.py bad: built with python3-onnx's helper API)
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" bad .
@@ -386,12 +424,14 @@ corpus "$TPUSIM" model <<'CASES'
 2|o_addk.onnx|node 1 'addk' (Add): adds a constant tensor
 2|o_wshape.onnx|node 3 'fc' (Gemm): input 1 (the weight) must be a 2-D constant [4, units] transposed (transB)
 2|o_pool.onnx|node 1 'mp' (MaxPool): pads [1, 1, 1, 1] differ from 'same' ones
-2|o_reshape.onnx|node 1 'rs' (Reshape): tpusim reads a Reshape that flattens|issue #29
+2|o_reshape.onnx|node 1 'rs' (Reshape): tpusim reads a Reshape that flattens|not mapped from ONNX yet
 2|o_2in.onnx|input 'x': dimension 2 must be a number in 1..65536
 2|o_big.onnx|node 0 'c0' (Conv): layers[0] (conv2d): field 'kernel': 3x3 does not fit the input shape 2x2x4
 2|nosuch.onnx|nosuch.onnx: cannot read: No such file or directory
 CASES
 corpus "$TPUSIM" <<'CASES'
+2|model bert_base@0|bert_base@0: bert_base is bert_base[@SEQ][:CLASSES]
+2|model bert_base:1|bert_base:1: bert_base is bert_base[@SEQ][:CLASSES]
 2|model nosuch.json|nosuch.json: not a built-in model
 2|model vgg16@0x0x3|vgg16@0x0x3: a zoo model is NAME[@HxWxC][:CLASSES]
 2|model vgg16:0|vgg16:0: a zoo model is NAME[@HxWxC][:CLASSES]

@@ -49,7 +49,7 @@ expect_out_contains "(None, 192, 192, 32)"
 # bad names and options: exit 2, a clear message
 expect_status 2 "$TPUSIM" model nosuch
 expect_err_contains "nosuch: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19, "
-expect_err_contains "resnet50, resnet152v2, seed_cnn"
+expect_err_contains "resnet50, resnet152v2, seed_cnn, bert_base, vit_b16, gpt2"
 expect_err_contains ") and cannot be read"
 expect_status 2 "$TPUSIM" model vgg19@192x192:5
 expect_err_contains "vgg19@192x192:5: a zoo model is NAME[@HxWxC][:CLASSES]"

@@ -23,7 +23,7 @@ expect_out_contains "Total params: 6,549"
 # every operator type the transformer-style graph needs, at once, each with its first node
 expect_status 2 "$TPUSIM" model transformer.onnx
 expect_err_contains "transformer.onnx: 7 operator types are not supported: Gather (first: node 0 'embed'), LayerNormalization (first: node 1 'ln1'), Transpose (first: node 3 'k_t'), Div (first: node 6 'gelu_div'), Erf (first: node 7 'gelu_erf'), Mul (first: node 9 'gelu_mul'), com.microsoft.FusedGelu (first: node 11 'fused')"
-expect_err_contains "wait for its transformer layers (issue #29)"
+expect_err_contains "are not mapped from ONNX yet (the native layers exist: docs/MODELS.md)"
 
 # the first step starts from the file's weights: its loss is numpy's, in f32
 # exactly (float32 policy, reference backend) and within bf16's error on the MXU

@@ -250,7 +250,7 @@ expect_err_contains "--batch 100 does not divide across 8 cores"
 expect_status 2 "$TPUSIM" train --model nosuch.json $S
 expect_err_contains "nosuch.json: not a built-in model"
 bad_inputs "$TPUSIM" train $S --model <<'CASES'
-flat.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "dense", "units": 10 } ] }|flat.json:2:15: layers[0] (dense): input shape 28x28x1 is not flat
+flat.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "dense", "units": 10 } ] }|flat.json:2:13: the last layer's output 28x28x10 is not flat
 miss.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "flatten" }, { "type": "dense" } ] }|layers[1] (dense): field 'units': missing
 unk.json|{ "input": [28, 28, 1],\n  "layers": [ { "type": "flatten" }, { "type": "densse", "units": 3 } ] }|layers[1]: field 'type': unknown layer 'densse'
 CASES
