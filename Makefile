@@ -252,6 +252,7 @@ docs-images: tpusim $(B)/tests/bench_hbm
 	  --cores 1,2,4,8 --chip tpu-v2-8 --level timing --data synthetic --synthetic-n 2936 --epochs 1 > /dev/null || true   # 1 point does not fit HBM (docs/SWEEPS.md)
 	cp "build/seed-sweep/images_per_s-vs-batch-by-cores-model=vgg19@192x192x3:5.png" docs/sweep-seed-vgg19.png
 	docs/teaching/ex6-dataflow.sh $(BIN) docs/teaching/ex6-dataflow.png
+	TPUSIM=$(BIN) docs/seq-sweep.sh docs/sweep-seq.png
 	rm -rf build/pod-weak && $(BIN) sweep --out build/pod-weak -j 2 train --model resnet50 --chip tpu-v3-2048 \
 	  --cores 8,32,128,512,2048 --batch-per-core 32,128 --level timing --data synthetic --synthetic-n 262144 \
 	  --steps-per-epoch 1 > /dev/null && cp build/pod-weak/images_per_s-vs-cores-by-batch-per-core.png docs/sweep-pod-weak.png

@@ -7,11 +7,12 @@
 # projections and the rest of the step (feed-forward, layer norms,
 # embeddings, optimizer: O(SEQ)). Writes OUT.dat (a row per SEQ, times in ms)
 # and OUT.png (gnuplot), and prints the table.
-# Usage: docs/seq-sweep.sh [OUT] (default docs/sweep-seq); TPUSIM names the
+# Usage: docs/seq-sweep.sh [OUT[.png]] (default docs/sweep-seq); TPUSIM names the
 # binary (default ./tpusim); CHIP and BATCH override tpu-v3-8 and 8.
 set -euo pipefail
 TPUSIM=${TPUSIM:-./tpusim}
 out=${1:-docs/sweep-seq}
+out=${out%.png}
 chip=${CHIP:-tpu-v3-8}
 batch=${BATCH:-8}
 {
