@@ -58,7 +58,7 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
     { "xception", 22910480, 133 }, { "xception@192x192x3:5", 20871725, 133 }, { "mobilenetv2", 3538984, 155 },
     { "resnet50", 25636712, 176 }, { "resnet50@224x224x3:1000", 25636712, 176 },
     { "resnet152v2", 60380648, 565 }, { "resnet152v2@192x192x3:5", 58341893, 565 },
-    { "seed_cnn@192x192x3:5", 78263, 9 }, { "seed_cnn", 78263, 9 },
+    { "efficientnetb0", 5330571, 256 }, { "seed_cnn@192x192x3:5", 78263, 9 }, { "seed_cnn", 78263, 9 },
   };
   tpu_fe_model *m = malloc(sizeof *m);
   char err[512];
@@ -95,6 +95,22 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
   ** vectors), so its 1x1 and 3x3 convolutions apply */
   ck_assert_int_eq(tpu_fe_model_load("resnet50@32x32x3:10", m, err, sizeof err), TPU_OK);
   ck_assert_int_eq(m->layers[m->nlayers - 3].out.h, 1);
+  /* EfficientNetB0 (Keras 2.13 and 3, weights="imagenet": two rescaling
+  ** layers): 5,288,548 trainable, the paper's 5.3M and the count
+  ** torchsummary prints for the PyTorch ports (timm's efficientnet_b0,
+  ** lukemelas/EfficientNet-PyTorch); non-trainable the batch norms' moving
+  ** mean and variance, 42,016, and the adapted Normalization's mean,
+  ** variance and count over 3 channels, 7: 42,023, Keras' summary */
+  ck_assert_int_eq(tpu_fe_model_load("efficientnetb0", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(42023, m->nstate);
+  TU_EQ_U64(5288548, m->nparams - m->nstate);
+  ck_assert_int_eq(m->layers[1].kind, TPU_FE_NORMALIZATION);
+  TU_EQ_U64(7, m->layers[1].ns);
+  ck_assert_int_eq(m->layers[m->nlayers - 4].out.h, 7);   /* top_activation: 7x7x1280 */
+  ck_assert_int_eq(m->layers[m->nlayers - 4].out.c, 1280);
+  ck_assert_int_eq(tpu_fe_model_load("efficientnetb0@225x223x3:5", m, err, sizeof err), TPU_OK);   /* odd sizes: */
+  ck_assert_int_eq(m->layers[4].out.h, 113);   /* correct_pad keeps Keras' ceil(h/2) */
+  ck_assert_int_eq(m->layers[4].out.w, 112);
   free(m);
 }
 END_TEST
@@ -662,6 +678,20 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"dense\", \"units\": 2 }, { \"type\": \"softmax\" }, { \"type\": \"permute\", \"dims\": [2, 1] },"
   " { \"type\": \"layer_normalization\" }, { \"type\": \"reshape\", \"target_shape\": [2, 5, 1] },"
   " { \"type\": \"permute\", \"dims\": [2, 3, 1] }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* rescaling (per channel, with an offset), normalization (given, and
+  ** adapted), after a conv2d so that dX goes through them; squeeze-and-
+  ** excite's broadcasting multiply, the gate second and first */
+  "{ \"input\": [4, 4, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1 },"
+  " { \"type\": \"rescaling\", \"scale\": [0.5, -2, 1.5], \"offset\": [0.1, 0, -0.3] },"
+  " { \"type\": \"normalization\", \"mean\": [0.1, 0.2, -0.1], \"variance\": [2, 0.5, 1] },"
+  " { \"type\": \"normalization\" }, { \"type\": \"rescaling\", \"scale\": 0.7 },"
+  " { \"type\": \"conv2d\", \"name\": \"m\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"swish\", \"name\": \"ms\" }, { \"type\": \"global_avgpool\" },"
+  " { \"type\": \"reshape\", \"target_shape\": [1, 1, 4] }, { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 },"
+  " { \"type\": \"swish\" }, { \"type\": \"conv2d\", \"name\": \"g\", \"filters\": 4, \"kernel\": 1,"
+  " \"activation\": \"sigmoid\" }, { \"type\": \"multiply\", \"name\": \"x\", \"inputs\": [\"ms\", \"g\"] },"
+  " { \"type\": \"multiply\", \"inputs\": [\"g\", \"x\"] }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -680,7 +710,8 @@ static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *
 static void gradient_check(int i, tpu_fe_backend_kind kind);
 START_TEST(Every_layer_gradient_matches_finite_differences) {
   gradient_check(_i, TPU_FE_BACKEND_REFERENCE);
-  if (strstr(GRAD_MODELS[_i], "layer_normalization")) gradient_check(_i, TPU_FE_BACKEND_SIM);
+  if (strstr(GRAD_MODELS[_i], "layer_normalization") || strstr(GRAD_MODELS[_i], "rescaling"))
+    gradient_check(_i, TPU_FE_BACKEND_SIM);
 }
 END_TEST
 
@@ -700,6 +731,9 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   uint8_t y[3] = { 0, 2, 1 };
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
+  for (int l = 0; l < m.nlayers; l++)   /* an adapted normalization's variance: positive */
+    for (int c = 0; m.layers[l].kind == TPU_FE_NORMALIZATION && c < (int)m.layers[l].ns / 2; c++)
+      p[m.layers[l].soff + (size_t)m.layers[l].out.c + (size_t)c] = fabsf(p[m.layers[l].soff + (size_t)c]) + 0.5f;
   for (size_t k = 0; k < (size_t)B * in; k++)   /* token ids for an embedding */
     x[k] = m.layers[0].kind == TPU_FE_EMBEDDING ? (float)((k * 5 + 3) % (size_t)m.layers[0].input_dim) : tu_normal(&r);
   loss_at(pl, &be, p, &ws, x, y);
@@ -708,6 +742,9 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   memcpy(g, ws.grad, m.nparams * sizeof *g);
   double worst = 0;
   for (size_t k = 0; k < m.nparams; k++) {
+    bool state = false;   /* non-trainable: no gradient */
+    for (int l = 0; l < m.nlayers; l++) state = state || (k >= m.layers[l].soff && k < m.layers[l].soff + m.layers[l].ns);
+    if (state) continue;
     const float h = 1e-3f, p0 = p[k];
     p[k] = p0 + h;
     double up = loss_at(pl, &be, p, &ws, x, y);
