@@ -118,12 +118,12 @@ static const char *const CLASSES[] = {
   "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
   "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "ZeroPadding2D", "Flatten", "Dropout", "Add",
   "Concatenate", "InputLayer", "Softmax", "LayerNormalization", "Multiply", "LeakyReLU", "GlobalAveragePooling1D",
-  "MultiHeadAttention", "Reshape", "Permute", NULL
+  "MultiHeadAttention", "Reshape", "Permute", "Rescaling", "Normalization", NULL
 };
 #define CLASS_LIST "Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, BatchNormalization, Activation, ReLU, " \
   "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout, Add, Concatenate, " \
   "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention, " \
-  "Reshape, Permute " \
+  "Reshape, Permute, Rescaling, Normalization " \
   "(and Sequential and " \
   "Functional models nested in the model)"
 
@@ -756,6 +756,33 @@ static tpu_status x_permute(lctx *x) {
   return x->K->oom ? oom(x->K) : TPU_OK;
 }
 
+/* Rescaling (scale, offset) and Normalization (the last axis; mean and
+** variance given, or both null: adapted, Keras' weights) to the native
+** layers, which check the values; not Normalization's invert. */
+static tpu_status x_affine(lctx *x) {
+  fe_keras *K = x->K;
+  const bool resc = !strcmp(N(x)->cls, "Rescaling");
+  const char *k0 = resc ? "scale" : "mean", *k1 = resc ? "offset" : "variance";
+  json_t *v;
+  if (!resc) {
+    tpu_status st = last_axis(x, "axis", in_rank(x, 0));
+    if (st) return st;
+    if ((v = take(x, "invert")) && json_is_true(v))
+      return kfail(K, x->node, "invert", "the inverse normalization (x*sqrt(variance) + mean) is not supported");
+  }
+  json_t *a = take(x, k0), *b = take(x, k1);
+  const bool na = !a || json_is_null(a), nb = !b || json_is_null(b);
+  if (resc && na) return kfail(K, x->node, "scale", "missing: a number or a list of numbers");
+  if (!resc && na != nb)
+    return kfail(K, x->node, na ? "mean" : "variance", "null while %s is given; give both (or neither: adapted "
+                 "statistics)", na ? "variance" : "mean");
+  json_t *L = emit(x, resc ? "rescaling" : "normalization", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  if (!na) put(K, L, k0, json_deep_copy(a));
+  if (!nb) put(K, L, k1, json_deep_copy(b));
+  return K->oom ? oom(K) : TPU_OK;
+}
+
 /* Activation, ReLU, LeakyReLU, Softmax. */
 static tpu_status x_activation(lctx *x) {
   fe_keras *K = x->K;
@@ -944,6 +971,7 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   else if (!strcmp(c, "MultiHeadAttention")) st = x_mha(&x);
   else if (!strcmp(c, "Reshape")) st = x_reshape(&x);
   else if (!strcmp(c, "Permute")) st = x_permute(&x);
+  else if (!strcmp(c, "Rescaling") || !strcmp(c, "Normalization")) st = x_affine(&x);
   else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax") || !strcmp(c, "LeakyReLU"))
     st = x_activation(&x);
   else if (!strcmp(c, "MaxPooling2D") || !strcmp(c, "AveragePooling2D")) st = x_pool(&x);
