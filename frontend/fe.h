@@ -124,6 +124,8 @@ typedef struct tpu_fe_layer {
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout, multi_head_attention (on the attention weights): fraction
                                   dropped, [0, 1) */
+  bool per_sample;             /* dropout: whole samples dropped (Keras' noise_shape (None, 1, 1, 1):
+                                  EfficientNet's stochastic depth) */
   double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3;
                                   layer_normalization: epsilon (1e-3) */
   bool no_center, no_scale;    /* batch_normalization, layer_normalization: "center" / "scale":

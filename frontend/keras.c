@@ -697,9 +697,16 @@ static tpu_status x_mha(lctx *x) {
   n->nin = 1;
   static const char *const nulls[] = { "output_shape", "attention_axes" };
   json_t *v;
-  for (int k = 0; k < 2; k++)
-    if ((v = take(x, nulls[k])) && !json_is_null(v))
-      return kfail(K, x->node, nulls[k], "only Keras' default (null) is supported");
+  const int rank = in_rank(x, 0);
+  for (int k = 0; k < 2; k++) {
+    if (!(v = take(x, nulls[k])) || json_is_null(v)) continue;
+    bool every = k == 1 && json_is_array(v) && (int)json_array_size(v) == rank - 2;   /* axes 1..rank-2 listed: */
+    for (int a = 0; every && a < rank - 2; a++)                                        /* the default's */
+      every = json_is_integer(json_array_get(v, (size_t)a)) && json_integer_value(json_array_get(v, (size_t)a)) == a + 1;
+    if (!every)
+      return kfail(K, x->node, nulls[k], "only Keras' default (null%s) is supported", k ? ": every axis but the "
+                   "batch and the features" : "");
+  }
   json_t *L = emit(x, "multi_head_attention", NULL);
   if (!L) return TPU_ERR_NOMEM;
   static const char *const ints[] = { "num_heads", "key_dim", "value_dim" };
@@ -891,16 +898,23 @@ static tpu_status x_simple(lctx *x) {
   /* Dropout */
   v = take(x, "rate");
   if (!json_is_number(v)) return kfail(K, x->node, "rate", v ? "expected a number" : "missing");
+  bool per_sample = false;   /* (None, 1, ..., 1): whole samples (stochastic depth) */
   if ((v = take(x, "noise_shape")) && !json_is_null(v)) {
+    per_sample = json_is_array(v) && json_array_size(v) >= 2 && json_is_null(json_array_get(v, 0));
+    for (size_t k = 1; per_sample && k < json_array_size(v); k++)
+      per_sample = json_is_integer(json_array_get(v, k)) && json_integer_value(json_array_get(v, k)) == 1;
     char d[64];
     describe(v, d, sizeof d);
-    return kfail(K, x->node, "noise_shape", "%s: a mask shared along axes (spatial dropout) is not supported", d);
+    if (!per_sample)
+      return kfail(K, x->node, "noise_shape", "%s: a mask shared along some axes (spatial dropout) is not supported; "
+                   "null (every element) and [null, 1, ...] (whole samples) are", d);
   }
   if ((v = take(x, "seed")) && !json_is_null(v))
     note_kv(K, x->node, "seed", v, "dropout masks come from the model's seed");
   json_t *L = emit(x, "dropout", NULL);
   if (!L) return TPU_ERR_NOMEM;
   put(K, L, "rate", json_real(json_number_value(json_object_get(x->cfg, "rate"))));
+  if (per_sample) put(K, L, "per_sample", json_true());
   return K->oom ? oom(K) : TPU_OK;
 }
 

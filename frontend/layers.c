@@ -366,7 +366,7 @@ static void dropout_mask(const tpu_fe_model *m, int layer, int rows, uint64_t st
     uint64_t key = tpu_mix64(tpu_mix64(tpu_mix64(m->seed ^ 0xd50u) + step) ^
                             tpu_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)layer));
     for (size_t e = 0; e < per; e++)
-      mask[(size_t)b * per + e] = unit_f32(tpu_mix64(key + e)) < keep ? scale : 0.0f;
+      mask[(size_t)b * per + e] = unit_f32(tpu_mix64(key + (L->per_sample ? 0 : e))) < keep ? scale : 0.0f;
   }
 }
 /* }================================================================== */

@@ -422,9 +422,10 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   case TPU_FE_RESHAPE: case TPU_FE_PERMUTE: return parse_axes(c, jl, path, what, L);
   case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
   case TPU_FE_RESCALING: case TPU_FE_NORMALIZATION: return parse_affine(c, jl, path, what, L);
-  case TPU_FE_DROPOUT: {
-    static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
+  case TPU_FE_DROPOUT: {   /* "per_sample": the whole sample kept or dropped */
+    static const char *const ks[] = { "type", "name", "inputs", "rate", "per_sample", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
+    if ((st = tpu_json_bool(OBJ(c, jl, path, what), "per_sample", &L->per_sample))) return st;
     return get_num(c, jl, path, what, "rate", 0.0, 1.0, true, 0, true, &L->rate);
   }
   default: {

@@ -35,9 +35,9 @@
 **                 multiply; 1x1 project, BN; dropout 0.2*b/16 and add when
 **                 the block keeps its shape), the top 1x1 conv 1280, BN,
 **                 swish, average, dropout 0.2, predictions: 5,330,571
-**                 parameters at 224x224x3, 1000 classes. Keras' block
-**                 dropout drops whole samples (noise_shape (None, 1, 1,
-**                 1)); here it drops elements (the same cost).
+**                 parameters at 224x224x3, 1000 classes. The blocks'
+**                 dropout drops whole samples (Keras' noise_shape (None,
+**                 1, 1, 1)).
 **   resnet50      Keras applications' ResNet50 (resnet.py), 25,636,712
 **                 parameters at 224x224x3, 1000 classes.
 **   resnet152v2   Keras applications' ResNet152V2 (resnet_v2.py): 565
@@ -354,7 +354,8 @@ static void en_block(tpu_text *t, const char *pre, char in[48], int fin, int fou
   if (st == 1 && fin == fout) {
     if (drop > 0) {
       snprintf(a, sizeof a, "%sdrop", pre);
-      tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"%s\", \"rate\": %.17g },\n", a, drop);
+      tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"%s\", \"rate\": %.17g, \"per_sample\": true },\n",
+                      a, drop);
     }
     snprintf(b, sizeof b, "%sadd", pre);
     xm_add(t, b, a, in);

@@ -247,7 +247,8 @@ END_TEST
 ** (Keras' mean, variance and count: 2*2 + 1 = 5 non-trainable), one with
 ** its mean and variance given (no weights), and squeeze-and-excite: the
 ** 1x1x2 gate (GlobalAveragePooling2D, Reshape, a 1x1 Conv2D 6) times the
-** 8x8x2 map; the head 128*3 + 3: 398 parameters. */
+** 8x8x2 map; a Dropout of whole samples (noise_shape [null, 1, 1, 1]);
+** the head 128*3 + 3: 398 parameters. */
 START_TEST(Rescaling_normalization_and_a_broadcast_multiply_translate) {
   static const char f[] = TF2_FUNC(
     L("Rescaling", "r", ", \"scale\": 0.5, \"offset\": [1.0, 2.0]", IN("in")) ",\n"
@@ -256,7 +257,8 @@ START_TEST(Rescaling_normalization_and_a_broadcast_multiply_translate) {
     L("GlobalAveragePooling2D", "g", "", IN("n2")) ",\n"
     L("Reshape", "rs", ", \"target_shape\": [1, 1, 2]", IN("g")) ",\n"
     L("Conv2D", "c", ", \"filters\": 2, \"kernel_size\": [1, 1], \"activation\": \"sigmoid\"", IN("rs")) ",\n"
-    L("Multiply", "m", "", IN("n2") ", " IN("c")) HEAD("m"), "d");
+    L("Multiply", "m", "", IN("n2") ", " IN("c")) ",\n"
+    L("Dropout", "dr", ", \"rate\": 0.2, \"noise_shape\": [null, 1, 1, 1]", IN("m")) HEAD("dr"), "d");
   tpu_fe_model *m = malloc(sizeof *m);
   char err[1024];
   ck_assert_msg(tpu_fe_model_parse_notes(f, "f.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
@@ -264,6 +266,7 @@ START_TEST(Rescaling_normalization_and_a_broadcast_multiply_translate) {
   ck_assert(m->layers[1].kind == TPU_FE_NORMALIZATION && m->layers[1].nvec == 0 && m->layers[1].ns == 5);
   ck_assert(m->layers[2].nvec == 2 && m->layers[2].vec[1][0] == 4.0f && m->layers[2].ns == 0);
   ck_assert(m->layers[6].kind == TPU_FE_MULTIPLY && m->layers[6].out.h == 8 && m->layers[6].out.c == 2);
+  ck_assert(m->layers[7].kind == TPU_FE_DROPOUT && m->layers[7].per_sample);
   TU_EQ_U64(398, m->nparams);
   TU_EQ_U64(5, m->nstate);
   free(m);
@@ -384,7 +387,7 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err(TF2_FUNC(L("BatchNormalization", "bn", ", \"axis\": 1", IN("in")) HEAD("bn"), "d"),
            "layer 'bn' (BatchNormalization): field 'axis': 1 is not the last axis of its 4-D input");
   text_err(TF2_FUNC(L("Dropout", "dr", ", \"rate\": 0.5, \"noise_shape\": [null, 1, 1, 2]", IN("in")) HEAD("dr"), "d"),
-           "layer 'dr' (Dropout): field 'noise_shape': [null, 1, 1, 2]: a mask shared along axes");
+           "layer 'dr' (Dropout): field 'noise_shape': [null, 1, 1, 2]: a mask shared along some axes");
   text_err(TF2_FUNC(L("ReLU", "r", ", \"negative_slope\": 0.1", IN("in")) HEAD("r"), "d"),
            "layer 'r' (ReLU): field 'negative_slope': a ReLU with a negative_slope other than 0 is not supported");
   text_err(TF2_FUNC(L("GlobalAveragePooling2D", "g", ", \"keepdims\": true", IN("in")) ",\n"
@@ -697,10 +700,17 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   /* refused */
   load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
            "'value_head_output'); models with one output (the class scores) are supported");
-  /* its Rescaling, Normalization and squeeze-and-excite Multiply translate;
-  ** refused at its first block dropout, which drops whole samples */
-  load_err(SHARED "tf2.13_efficientnet_mhsa_functional.json", "layer 'block2b_drop' (Dropout): field 'noise_shape': "
-           "[null, 1, 1, 1]: a mask shared along axes (spatial dropout) is not supported");
+  /* loads: EfficientNetB0 without its top (Rescaling, Normalization,
+  ** squeeze-and-excite's Multiply, the blocks' per-sample Dropout), Keras'
+  ** 5,330,571 less predictions' 1,281,000 = 4,049,571 (42,023
+  ** non-trainable); reshaped to 49 positions of 1280, MultiHeadAttention 4 x
+  ** 128 (attention_axes [1]: its default) 3*(1280*512 + 512) + 512*1280 +
+  ** 1280 = 2,624,256, two LayerNormalization 2,560 each, Dense 655,872,
+  ** 656,640, 655,872 and 4,104 */
+  m = load_ok(SHARED "tf2.13_efficientnet_mhsa_functional.json", NULL);
+  TU_EQ_U64(4049571 + 2624256 + 2 * 2560 + 655872 + 656640 + 655872 + 4104, m->nparams);
+  TU_EQ_U64(42023, m->nstate);
+  ck_assert(m->layers[1].kind == TPU_FE_NORMALIZATION && m->layers[2].nvec == 3);
   /* Keras 1.2.1's mnist_cnn example: conv 320, conv 9,248, dense 4608*128+128 = 589,952, 1,290 */
   TU_EQ_U64(600810, load_ok(SHARED "k1_mnist_cnn_seq.json", NULL)->nparams);
   load_err(SHARED "INVALID_k3_merge_conflict_markers.json", SHARED "INVALID_k3_merge_conflict_markers.json:1:1: "

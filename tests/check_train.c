@@ -680,7 +680,8 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"permute\", \"dims\": [2, 3, 1] }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   /* rescaling (per channel, with an offset), normalization (given, and
   ** adapted), after a conv2d so that dX goes through them; squeeze-and-
-  ** excite's broadcasting multiply, the gate second and first */
+  ** excite's broadcasting multiply, the gate second and first; a
+  ** dropout of whole samples */
   "{ \"input\": [4, 4, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1 },"
   " { \"type\": \"rescaling\", \"scale\": [0.5, -2, 1.5], \"offset\": [0.1, 0, -0.3] },"
   " { \"type\": \"normalization\", \"mean\": [0.1, 0.2, -0.1], \"variance\": [2, 0.5, 1] },"
@@ -690,7 +691,8 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"reshape\", \"target_shape\": [1, 1, 4] }, { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 },"
   " { \"type\": \"swish\" }, { \"type\": \"conv2d\", \"name\": \"g\", \"filters\": 4, \"kernel\": 1,"
   " \"activation\": \"sigmoid\" }, { \"type\": \"multiply\", \"name\": \"x\", \"inputs\": [\"ms\", \"g\"] },"
-  " { \"type\": \"multiply\", \"inputs\": [\"g\", \"x\"] }, { \"type\": \"flatten\" },"
+  " { \"type\": \"multiply\", \"inputs\": [\"g\", \"x\"] }, { \"type\": \"dropout\", \"rate\": 0.4,"
+  " \"per_sample\": true }, { \"type\": \"flatten\" },"
   " { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
@@ -703,6 +705,37 @@ static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *
   ck_assert_int_eq(fe_forward(pl, be, p, ws, x, y, 7, 0), TPU_OK);
   return ws->loss_sum;
 }
+
+/* A per-sample dropout (Keras' noise_shape (None, 1, 1, 1)) keeps or
+** drops each sample whole: its mask is one value per sample, 0 or
+** 1/(1 - rate), over 64 samples some of each. */
+START_TEST(A_per_sample_dropout_keeps_or_drops_whole_samples) {
+  tpu_fe_model m = parse_ok("{ \"input\": [2, 2, 3], \"layers\": [ { \"type\": \"dropout\", \"rate\": 0.5,"
+                            " \"per_sample\": true }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }");
+  ck_assert(m.layers[0].per_sample);
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                        .prec = TPU_PREC_BF16 };
+  const int B = 64;
+  fe_core_ws ws;
+  fe_plan *pl;
+  ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+  ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
+  float *p = calloc(m.nparams, sizeof *p), *x = calloc((size_t)B * 12, sizeof *x);
+  uint8_t y[64] = { 0 };
+  ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, y, 3, 0), TPU_OK);
+  int kept = 0;
+  for (int b = 0; b < B; b++) {
+    for (int e = 1; e < 12; e++) ck_assert(ws.mask[0][b * 12 + e] == ws.mask[0][b * 12]);
+    ck_assert(ws.mask[0][b * 12] == 0.0f || ws.mask[0][b * 12] == 2.0f);
+    kept += ws.mask[0][b * 12] > 0;
+  }
+  ck_assert(kept > 0 && kept < B);
+  free(p);
+  free(x);
+  fe_plan_destroy(pl);
+  fe_ws_destroy(&m, &ws);
+}
+END_TEST
 
 /* On the reference backend (OpenBLAS f32) every model; on the sim backend
 ** (the MXU at bf16x6, near f32; the float32 policy) the models from the
@@ -2401,6 +2434,7 @@ int main(void) {
           A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
+  TU_CASE(s, "dropout", 60, A_per_sample_dropout_keeps_or_drops_whole_samples);
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
           A_partial_batch_trains_as_the_mean_over_its_samples,
           Batch_normalization_moving_averages_are_per_core_and_thread_independent,
