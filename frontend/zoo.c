@@ -377,7 +377,7 @@ static void efficientnetb0(tpu_text *t, int h, int w, int classes) {
   h = en_pad(t, "stem_conv_pad", h, &w, 3);
   xm_conv(t, "conv2d", "stem_conv", NULL, 32, 3, 2, "valid");
   en_bn_swish(t, "", "stem_bn", "stem_activation");
-  char in[48] = "stem_activation", pre[16];
+  char in[48] = "stem_activation", pre[32];
   for (int i = 0, b = 0; i < 7; i++)
     for (int j = 0; j < ARGS[i][1]; j++, b++) {
       snprintf(pre, sizeof pre, "block%d%c_", i + 1, 'a' + j);
