@@ -73,6 +73,13 @@ static int step_reads(const fe_plan *p, const fe_step *s, fe_tensor r[4]) {
     r[n++] = s->in;
     if (s->layer >= 0) r[n++] = (fe_tensor){ FE_T_ACT, m->layers[s->layer].inputs[0] + 1, 0 };
     break;
+  case FE_STEP_GATE: case FE_STEP_GATE_GRAD: {   /* and the gate, or the map */
+    const tpu_fe_layer *l = &m->layers[s->layer];
+    const int g = fe_gate_input(m, l);
+    r[n++] = s->in;
+    r[n++] = (fe_tensor){ FE_T_ACT, l->inputs[s->kind == FE_STEP_GATE ? g : 1 - g] + 1, 0 };
+    break;
+  }
   case FE_STEP_DROPOUT_MASK: case FE_STEP_BN_MOVING: case FE_STEP_ALLREDUCE: case FE_STEP_UPDATE:
   case FE_STEP_INFEED: case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT:
     break;

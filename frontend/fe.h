@@ -23,13 +23,16 @@
 ** embedding (token ids, the model's input, to vectors), position_embedding
 ** (a learned vector added at each position), take (one position of a
 ** sequence: BERT's and ViT's first token), reshape (a view), permute (a
-** transpose of the axes), class_token
+** transpose of the axes), rescaling (x*scale + offset, per channel or
+** all), normalization (Keras': (x - mean)/max(sqrt(variance), 1e-7) per
+** channel), class_token
 ** (ViT's learned token before the patches),
 ** multi_head_attention (self-attention over a sequence's positions: the
 ** query, key, value and output projections as GEMMs, the scores and the
 ** weighted sum as batched GEMMs per sample and head, a masked softmax on
 ** the VPU), softmax (the output only: folded into the loss), and
-** the merges add, multiply and concatenate -- listed so that
+** the merges add, multiply (equal shapes, or a 1x1xC gate times an
+** HxWxC map: squeeze-and-excite) and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
 ** last layer's output feeding softmax cross-entropy, with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
@@ -91,13 +94,14 @@ typedef enum tpu_fe_layer_kind {
   TPU_FE_GLOBAL_AVGPOOL, TPU_FE_SOFTMAX, TPU_FE_ZERO_PADDING, TPU_FE_BATCHNORM, TPU_FE_DEPTHWISE,
   TPU_FE_SEPARABLE, TPU_FE_GELU, TPU_FE_SWISH, TPU_FE_LEAKY_RELU, TPU_FE_LAYERNORM, TPU_FE_MULTIPLY,
   TPU_FE_MHA, TPU_FE_EMBEDDING, TPU_FE_POS_EMBEDDING, TPU_FE_TAKE, TPU_FE_RESHAPE, TPU_FE_CLASS_TOKEN,
-  TPU_FE_PERMUTE, TPU_FE_NKINDS
+  TPU_FE_PERMUTE, TPU_FE_RESCALING, TPU_FE_NORMALIZATION, TPU_FE_NKINDS
 } tpu_fe_layer_kind;
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k);   /* "dense", ... */
 
 typedef struct tpu_fe_shape { int h, w, c; } tpu_fe_shape;  /* flat: h = w = 1 */
 
 #define TPU_FE_MAX_INPUTS 8    /* inputs of one merge layer */
+#define TPU_FE_MAX_VEC 4       /* per-channel values rescaling and normalization hold (an image's RGBA) */
 typedef struct tpu_fe_layer {
   tpu_fe_layer_kind kind;
   char name[32];               /* "name" in the JSON, or "" */
@@ -120,6 +124,8 @@ typedef struct tpu_fe_layer {
   int pool;                    /* pools: window (square) */
   double rate;                 /* dropout, multi_head_attention (on the attention weights): fraction
                                   dropped, [0, 1) */
+  bool per_sample;             /* dropout: whole samples dropped (Keras' noise_shape (None, 1, 1, 1):
+                                  EfficientNet's stochastic depth) */
   double momentum, epsilon;    /* batch_normalization: Keras' defaults 0.99, 1e-3;
                                   layer_normalization: epsilon (1e-3) */
   bool no_center, no_scale;    /* batch_normalization, layer_normalization: "center" / "scale":
@@ -137,6 +143,9 @@ typedef struct tpu_fe_layer {
   int ntarget, target[3];      /* reshape: the output's shape as given ([n], [length, channels] or
                                   [h, w, c]; one entry may be -1: inferred); permute: Keras' dims,
                                   1-based over a sequence's 2 or an image's 3 axes */
+  int nvec;                    /* rescaling: values in vec (1: every channel, or C); normalization:
+                                  1 or C given, 0: adapted (mean, variance, count in the state) */
+  float vec[2][TPU_FE_MAX_VEC];   /* rescaling: scale, offset; normalization: mean, variance */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as
@@ -144,7 +153,9 @@ typedef struct tpu_fe_layer {
   size_t nw2;                  /* separable_conv2d: the last nw2 of the nw weights are the pointwise
                                   kernel (C*depth_multiplier x filters) */
   size_t soff, ns;             /* batch_normalization: moving mean then moving variance (ns = 2C),
-                                  non-trainable: no gradient, updated by the plan's BN_MOVING step */
+                                  non-trainable: no gradient, updated by the plan's BN_MOVING step;
+                                  normalization (adapted): mean, variance, count (ns = 2C + 1, Keras'
+                                  weights), not updated */
 } tpu_fe_layer;
 
 typedef enum tpu_fe_opt_kind { TPU_FE_SGD = 0, TPU_FE_MOMENTUM, TPU_FE_ADAM } tpu_fe_opt_kind;

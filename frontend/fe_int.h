@@ -20,7 +20,9 @@
 **              (dense on a sequence or an image: every position
 **              a row of the GEMM); layer_normalization = one LN step;
 **              multiply = a VPU mul (its backward: dY times the other
-**              input, per input); the GEMM on the im2col matrix, whose geometry --
+**              input, per input), or with a 1x1xC gate a GATE step (its
+**              backward: GATE on dY, GATE_GRAD for the gate); rescaling
+**              and normalization = one AFFINE step each way; the GEMM on the im2col matrix, whose geometry --
 **              padding, stride, taps -- is the step's fe_window); a relu,
 **              tanh or sigmoid right after a GEMM layer is marked 'fused'
 **              (the timing runs it on the GEMM's result tile); pools;
@@ -119,8 +121,14 @@ typedef enum fe_step_kind {
                                   rows x cols: rows*(L+1) x C */
   FE_STEP_CLS_BWD,             /* its backward: DW = the sum of dY's (in) first positions, dX (out,
                                   or NONE) = the others */
-  FE_STEP_PERMUTE              /* permute (forward: the layer's dims; coff 1: backward, the inverse)
+  FE_STEP_PERMUTE,             /* permute (forward: the layer's dims; coff 1: backward, the inverse)
                                   of each sample's axes, in to out; rows x cols: pixels x channels */
+  FE_STEP_AFFINE,              /* rescaling, normalization: per channel, in to out over rows x cols
+                                  (coff 1: backward, dX = dY times the channel's factor) */
+  FE_STEP_GATE,                /* multiply by a 1x1xC gate (fe_gate_input): in (rows x cols: pixels x
+                                  C, the map or its dY) times each sample's gate row, to out */
+  FE_STEP_GATE_GRAD            /* the gate's gradient: per sample and channel the sum over its pixels
+                                  of dY (in, rows x cols) times the map (the forward input), to out */
 } fe_step_kind;
 
 typedef enum fe_tensor_kind {
@@ -227,6 +235,10 @@ void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
 ** layer, or only reshape and flatten layers follow it, each reading the one
 ** before. Any other softmax layer is computed (on the last axis). */
 bool fe_softmax_folded(const tpu_fe_model *m, int i);
+/* multiply l's input (0 or 1) that is a 1x1xC gate broadcast over the
+** other's HxW (squeeze-and-excite), or -1 (equal shapes, or not a
+** multiply). */
+int fe_gate_input(const tpu_fe_model *m, const tpu_fe_layer *l);
 /* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
 ** layer's), or -1. */
 int fe_step_att_part(const fe_plan *p, int k);

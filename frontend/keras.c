@@ -118,12 +118,12 @@ static const char *const CLASSES[] = {
   "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
   "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "ZeroPadding2D", "Flatten", "Dropout", "Add",
   "Concatenate", "InputLayer", "Softmax", "LayerNormalization", "Multiply", "LeakyReLU", "GlobalAveragePooling1D",
-  "MultiHeadAttention", "Reshape", "Permute", NULL
+  "MultiHeadAttention", "Reshape", "Permute", "Rescaling", "Normalization", NULL
 };
 #define CLASS_LIST "Conv2D, DepthwiseConv2D, SeparableConv2D, Dense, BatchNormalization, Activation, ReLU, " \
   "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, ZeroPadding2D, Flatten, Dropout, Add, Concatenate, " \
   "InputLayer, Softmax, LayerNormalization, Multiply, LeakyReLU, GlobalAveragePooling1D, MultiHeadAttention, " \
-  "Reshape, Permute " \
+  "Reshape, Permute, Rescaling, Normalization " \
   "(and Sequential and " \
   "Functional models nested in the model)"
 
@@ -697,9 +697,16 @@ static tpu_status x_mha(lctx *x) {
   n->nin = 1;
   static const char *const nulls[] = { "output_shape", "attention_axes" };
   json_t *v;
-  for (int k = 0; k < 2; k++)
-    if ((v = take(x, nulls[k])) && !json_is_null(v))
-      return kfail(K, x->node, nulls[k], "only Keras' default (null) is supported");
+  const int rank = in_rank(x, 0);
+  for (int k = 0; k < 2; k++) {
+    if (!(v = take(x, nulls[k])) || json_is_null(v)) continue;
+    bool every = k == 1 && json_is_array(v) && (int)json_array_size(v) == rank - 2;   /* axes 1..rank-2 listed: */
+    for (int a = 0; every && a < rank - 2; a++)                                        /* the default's */
+      every = json_is_integer(json_array_get(v, (size_t)a)) && json_integer_value(json_array_get(v, (size_t)a)) == a + 1;
+    if (!every)
+      return kfail(K, x->node, nulls[k], "only Keras' default (null%s) is supported", k ? ": every axis but the "
+                   "batch and the features" : "");
+  }
   json_t *L = emit(x, "multi_head_attention", NULL);
   if (!L) return TPU_ERR_NOMEM;
   static const char *const ints[] = { "num_heads", "key_dim", "value_dim" };
@@ -754,6 +761,33 @@ static tpu_status x_permute(lctx *x) {
   if (!L) return TPU_ERR_NOMEM;
   if (v) put(x->K, L, "dims", json_deep_copy(v));
   return x->K->oom ? oom(x->K) : TPU_OK;
+}
+
+/* Rescaling (scale, offset) and Normalization (the last axis; mean and
+** variance given, or both null: adapted, Keras' weights) to the native
+** layers, which check the values; not Normalization's invert. */
+static tpu_status x_affine(lctx *x) {
+  fe_keras *K = x->K;
+  const bool resc = !strcmp(N(x)->cls, "Rescaling");
+  const char *k0 = resc ? "scale" : "mean", *k1 = resc ? "offset" : "variance";
+  json_t *v;
+  if (!resc) {
+    tpu_status st = last_axis(x, "axis", in_rank(x, 0));
+    if (st) return st;
+    if ((v = take(x, "invert")) && json_is_true(v))
+      return kfail(K, x->node, "invert", "the inverse normalization (x*sqrt(variance) + mean) is not supported");
+  }
+  json_t *a = take(x, k0), *b = take(x, k1);
+  const bool na = !a || json_is_null(a), nb = !b || json_is_null(b);
+  if (resc && na) return kfail(K, x->node, "scale", "missing: a number or a list of numbers");
+  if (!resc && na != nb)
+    return kfail(K, x->node, na ? "mean" : "variance", "null while %s is given; give both (or neither: adapted "
+                 "statistics)", na ? "variance" : "mean");
+  json_t *L = emit(x, resc ? "rescaling" : "normalization", NULL);
+  if (!L) return TPU_ERR_NOMEM;
+  if (!na) put(K, L, k0, json_deep_copy(a));
+  if (!nb) put(K, L, k1, json_deep_copy(b));
+  return K->oom ? oom(K) : TPU_OK;
 }
 
 /* Activation, ReLU, LeakyReLU, Softmax. */
@@ -864,16 +898,23 @@ static tpu_status x_simple(lctx *x) {
   /* Dropout */
   v = take(x, "rate");
   if (!json_is_number(v)) return kfail(K, x->node, "rate", v ? "expected a number" : "missing");
+  bool per_sample = false;   /* (None, 1, ..., 1): whole samples (stochastic depth) */
   if ((v = take(x, "noise_shape")) && !json_is_null(v)) {
+    per_sample = json_is_array(v) && json_array_size(v) >= 2 && json_is_null(json_array_get(v, 0));
+    for (size_t k = 1; per_sample && k < json_array_size(v); k++)
+      per_sample = json_is_integer(json_array_get(v, k)) && json_integer_value(json_array_get(v, k)) == 1;
     char d[64];
     describe(v, d, sizeof d);
-    return kfail(K, x->node, "noise_shape", "%s: a mask shared along axes (spatial dropout) is not supported", d);
+    if (!per_sample)
+      return kfail(K, x->node, "noise_shape", "%s: a mask shared along some axes (spatial dropout) is not supported; "
+                   "null (every element) and [null, 1, ...] (whole samples) are", d);
   }
   if ((v = take(x, "seed")) && !json_is_null(v))
     note_kv(K, x->node, "seed", v, "dropout masks come from the model's seed");
   json_t *L = emit(x, "dropout", NULL);
   if (!L) return TPU_ERR_NOMEM;
   put(K, L, "rate", json_real(json_number_value(json_object_get(x->cfg, "rate"))));
+  if (per_sample) put(K, L, "per_sample", json_true());
   return K->oom ? oom(K) : TPU_OK;
 }
 
@@ -944,6 +985,7 @@ static tpu_status translate_layer(fe_keras *K, int node) {
   else if (!strcmp(c, "MultiHeadAttention")) st = x_mha(&x);
   else if (!strcmp(c, "Reshape")) st = x_reshape(&x);
   else if (!strcmp(c, "Permute")) st = x_permute(&x);
+  else if (!strcmp(c, "Rescaling") || !strcmp(c, "Normalization")) st = x_affine(&x);
   else if (!strcmp(c, "Activation") || !strcmp(c, "ReLU") || !strcmp(c, "Softmax") || !strcmp(c, "LeakyReLU"))
     st = x_activation(&x);
   else if (!strcmp(c, "MaxPooling2D") || !strcmp(c, "AveragePooling2D")) st = x_pool(&x);

@@ -196,6 +196,11 @@ void fe_params_init(const tpu_fe_model *m, float *params) {
       for (size_t k = 0; k < L->ns; k++) params[L->soff + k] = k < L->ns / 2 ? 0.0f : 1.0f;
       continue;
     }
+    if (L->kind == TPU_FE_NORMALIZATION) {   /* Keras' adapted weights before adapt(): mean 0, variance 1,
+                                             ** count 0 */
+      for (size_t k = 0; k < L->ns; k++) params[L->soff + k] = k >= L->ns / 2 && k + 1 < L->ns ? 1.0f : 0.0f;
+      continue;
+    }
     if (!L->nw) continue;
     if (L->kind == TPU_FE_EMBEDDING) {   /* Keras' Embedding: uniform in [-0.05, 0.05) */
       uint64_t key = tpu_mix64(m->seed ^ tpu_mix64((uint64_t)i + 1));
@@ -361,7 +366,7 @@ static void dropout_mask(const tpu_fe_model *m, int layer, int rows, uint64_t st
     uint64_t key = tpu_mix64(tpu_mix64(tpu_mix64(m->seed ^ 0xd50u) + step) ^
                             tpu_mix64((first_sample + (uint64_t)b) * 64u + (uint64_t)layer));
     for (size_t e = 0; e < per; e++)
-      mask[(size_t)b * per + e] = unit_f32(tpu_mix64(key + e)) < keep ? scale : 0.0f;
+      mask[(size_t)b * per + e] = unit_f32(tpu_mix64(key + (L->per_sample ? 0 : e))) < keep ? scale : 0.0f;
   }
 }
 /* }================================================================== */
@@ -711,6 +716,46 @@ static void pad_copy(const fe_window *w, bool crop, int rows, float *small, floa
     }
 }
 
+/* rescaling (Keras: x*scale + offset) and normalization (Keras: (x -
+** mean) / max(sqrt(variance), 1e-7)), per channel in f32, over n pixels x
+** C; backward (dy): dX = dY*scale, dY / max(sqrt(variance), 1e-7). */
+static void affine(const tpu_fe_layer *l, bool backward, int64_t n, int64_t C, const float *params, const float *in,
+                   float *out) {
+  const bool resc = l->kind == TPU_FE_RESCALING, adapted = l->nvec == 0;
+  for (int64_t c = 0; c < C; c++) {
+    const int v = l->nvec > 1 ? (int)c : 0;
+    const float a = resc ? l->vec[0][v] : adapted ? params[l->soff + (size_t)c] : l->vec[0][v];
+    const float var = resc ? 0.0f : adapted ? params[l->soff + (size_t)C + (size_t)c] : l->vec[1][v];
+    const float den = fmaxf(sqrtf(var), 1e-7f), off = resc ? l->vec[1][v] : 0.0f;
+    for (int64_t r = 0; r < n; r++) {
+      const float x = in[r * C + c];
+      float y;
+      if (backward) y = resc ? x * a : x / den;
+      else if (resc) { y = x * a; y = y + off; }
+      else y = (x - a) / den;
+      out[r * C + c] = y;
+    }
+  }
+}
+
+/* multiply by a 1x1xC gate: out = in (rows samples of n/rows pixels x C)
+** times each sample's gate row; grad: out (rows x C) = the sum over each
+** sample's pixels of in (dY) times map, in double, in pixel order. */
+static void gate(bool grad, int rows, int64_t n, int64_t C, const float *in, const float *g, const float *map,
+                 float *out) {
+  const int64_t P = n / rows;
+  for (int b = 0; b < rows; b++)
+    for (int64_t c = 0; c < C; c++) {
+      double sum = 0.0;
+      for (int64_t q = 0; q < P; q++) {
+        const int64_t k = ((int64_t)b * P + q) * C + c;
+        if (grad) sum += (double)in[k] * (double)map[k];
+        else out[k] = in[k] * g[(int64_t)b * C + c];
+      }
+      if (grad) out[(int64_t)b * C + c] = (float)sum;
+    }
+}
+
 static tpu_status run_step(exec *e, const fe_step *s) {
   const int rows = e->p->rows, L = s->layer;
   fe_core_ws *ws = e->ws;
@@ -758,6 +803,14 @@ static tpu_status run_step(exec *e, const fe_step *s) {
     dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
     return TPU_OK;
   case FE_STEP_DW_EXPAND: dw_expand(false, s->rows, s->cols, s->win.c, in, out); return TPU_OK;
+  case FE_STEP_AFFINE: affine(&e->p->model->layers[L], s->coff == 1, s->rows, s->cols, e->params, in, out); return TPU_OK;
+  case FE_STEP_GATE: case FE_STEP_GATE_GRAD: {
+    const tpu_fe_layer *l = &e->p->model->layers[L];
+    const int g = fe_gate_input(e->p->model, l);
+    gate(s->kind == FE_STEP_GATE_GRAD, rows, s->rows, s->cols, in, ws->act[l->inputs[g] + 1],
+         ws->act[l->inputs[1 - g] + 1], out);
+    return TPU_OK;
+  }
   case FE_STEP_DW_COMPACT: dw_expand(true, s->rows, s->cols, s->win.c, out, in); return TPU_OK;
   default:
     return TPU_ERR_CONFIG;   /* the all-reduce and the update belong to the trainer */

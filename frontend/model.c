@@ -16,12 +16,13 @@
 static const char *const KIND_NAMES[TPU_FE_NKINDS] = {
   "dense", "conv2d", "maxpool", "avgpool", "flatten", "relu", "tanh", "sigmoid", "dropout", "add", "concatenate", "global_avgpool", "softmax", "zero_padding",
   "batch_normalization", "depthwise_conv2d", "separable_conv2d", "gelu", "swish", "leaky_relu", "layer_normalization",
-  "multiply", "multi_head_attention", "embedding", "position_embedding", "take", "reshape", "class_token", "permute"
+  "multiply", "multi_head_attention", "embedding", "position_embedding", "take", "reshape", "class_token", "permute",
+  "rescaling", "normalization"
 };
 #define KIND_LIST "dense, conv2d, maxpool, avgpool, flatten, relu, tanh, sigmoid, dropout, add, concatenate, " \
   "global_avgpool, softmax, zero_padding, batch_normalization, depthwise_conv2d, separable_conv2d, gelu, swish, " \
   "leaky_relu, layer_normalization, multiply, multi_head_attention, embedding, position_embedding, take, reshape, " \
-  "class_token, permute"
+  "class_token, permute, rescaling, normalization"
 
 const char *tpu_fe_layer_kind_name(tpu_fe_layer_kind k) {
   return (unsigned)k < TPU_FE_NKINDS ? KIND_NAMES[k] : "?";
@@ -221,6 +222,49 @@ static tpu_status parse_act_layer(tpu_json *c, json_t *jl, const char *path, con
   return get_num(c, jl, path, what, "negative_slope", 0.0, 1e6, false, 0.3, false, &L->negative_slope);
 }
 
+/* Field 'key' of rescaling or normalization into L->vec[row]: a number
+** (every channel) or an array of 1..TPU_FE_MAX_VEC numbers (one a
+** channel, checked against the input at shape inference); absent: dflt. */
+static tpu_status get_vec(tpu_json *c, json_t *jl, const char *path, const char *what, const char *key, int row,
+                          double dflt, double lo, tpu_fe_layer *L) {
+  json_t *v = json_object_get(jl, key);
+  const int n = !v ? 1 : json_is_number(v) ? 1 : json_is_array(v) ? (int)json_array_size(v) : 0;
+  bool ok = n >= 1 && n <= TPU_FE_MAX_VEC && (row == 0 || n == L->nvec || n == 1 || L->nvec == 1);
+  for (int k = 0; ok && k < TPU_FE_MAX_VEC; k++) {
+    json_t *e = !v ? NULL : json_is_array(v) ? json_array_get(v, k < n ? (size_t)k : 0) : v;
+    const double x = !e ? dflt : json_is_number(e) ? json_number_value(e) : NAN;
+    ok = x >= lo && x <= 3.4e38;
+    L->vec[row][k] = (float)x;
+  }
+  if (!ok)
+    return tpu_json_fail_member(OBJ(c, jl, path, what), key, "expected a number or an array of 1..%d numbers (one "
+                                "per channel%s)%s", TPU_FE_MAX_VEC, row ? ", as many as the first field's" : "",
+                                lo >= 0 ? ", each >= 0" : ", finite");
+  if (n > L->nvec) L->nvec = n;
+  return TPU_OK;
+}
+
+/* rescaling: "scale" (required) and "offset" (0), Keras' Rescaling;
+** normalization: "mean" and "variance" given together (constants, no
+** parameters), or neither (adapted: Keras' weights mean 0, variance 1 and
+** count 0, non-trainable, 2C+1 of them). */
+static tpu_status parse_affine(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
+  static const char *const rk[] = { "type", "name", "inputs", "scale", "offset", NULL };
+  static const char *const nk[] = { "type", "name", "inputs", "mean", "variance", NULL };
+  const bool resc = L->kind == TPU_FE_RESCALING;
+  const char *k0 = resc ? "scale" : "mean", *k1 = resc ? "offset" : "variance";
+  tpu_status st = check_keys(c, jl, path, what, resc ? rk : nk);
+  if (st) return st;
+  const bool has0 = json_object_get(jl, k0) != NULL, has1 = json_object_get(jl, k1) != NULL;
+  if (resc && !has0) return tpu_json_missing(OBJ(c, jl, path, what), "scale", "a number or an array of numbers");
+  if (!resc && has0 != has1)
+    return tpu_json_missing(OBJ(c, jl, path, what), has0 ? "variance" : "mean", "\"mean\" and \"variance\" together "
+                            "(or neither: adapted statistics in the parameters)");
+  if (!resc && !has0) return TPU_OK;
+  if ((st = get_vec(c, jl, path, what, k0, 0, 0.0, -3.4e38, L))) return st;
+  return get_vec(c, jl, path, what, k1, 1, 0.0, resc ? -3.4e38 : 0.0, L);
+}
+
 /* multi_head_attention: Keras' MultiHeadAttention as self-attention,
 ** "num_heads" and "key_dim" (required), "value_dim" (key_dim), "use_bias"
 ** (true), "dropout" on the attention weights (0), "causal" (false: Keras'
@@ -377,9 +421,11 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   case TPU_FE_EMBEDDING: case TPU_FE_POS_EMBEDDING: case TPU_FE_TAKE: return parse_seq_layer(c, jl, path, what, L);
   case TPU_FE_RESHAPE: case TPU_FE_PERMUTE: return parse_axes(c, jl, path, what, L);
   case TPU_FE_GELU: case TPU_FE_LEAKY_RELU: return parse_act_layer(c, jl, path, what, L);
-  case TPU_FE_DROPOUT: {
-    static const char *const ks[] = { "type", "name", "inputs", "rate", NULL };
+  case TPU_FE_RESCALING: case TPU_FE_NORMALIZATION: return parse_affine(c, jl, path, what, L);
+  case TPU_FE_DROPOUT: {   /* "per_sample": the whole sample kept or dropped */
+    static const char *const ks[] = { "type", "name", "inputs", "rate", "per_sample", NULL };
     if ((st = check_keys(c, jl, path, what, ks))) return st;
+    if ((st = tpu_json_bool(OBJ(c, jl, path, what), "per_sample", &L->per_sample))) return st;
     return get_num(c, jl, path, what, "rate", 0.0, 1.0, true, 0, true, &L->rate);
   }
   default: {
@@ -495,7 +541,9 @@ static tpu_status check_graph_use(tpu_json *c, const tpu_fe_model *m) {
   return TPU_OK;
 }
 
-/* add, multiply: equal shapes; concatenate: equal height and width, channels summed. */
+/* add: equal shapes; multiply: equal shapes, or one input 1x1xC and the
+** other HxWxC (the gate broadcast over height and width); concatenate:
+** equal height and width, channels summed. */
 static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_shape *out) {
   const tpu_fe_layer *L = &m->layers[i];
   char a[80], b[80], d[80], x[48], y[48], path[48];
@@ -506,11 +554,15 @@ static tpu_status merge_shape(tpu_json *c, const tpu_fe_model *m, int i, tpu_fe_
     const int j = L->inputs[k];
     tpu_fe_shape s = j < 0 ? m->input : m->layers[j].out;
     bool ok = L->kind != TPU_FE_CONCAT ? s.h == s0.h && s.w == s0.w && s.c == s0.c : s.h == s0.h && s.w == s0.w;
+    if (!ok && L->kind == TPU_FE_MULTIPLY && s.c == s0.c && (s.h * s.w == 1 || s0.h * s0.w == 1)) {
+      if (s0.h * s0.w == 1) o = s;   /* the gate first */
+      continue;
+    }
     if (!ok)
       return tpu_json_fail(c, path, "%s: input shapes do not match: %s gives %s, %s gives %s; %s", who(m, i, a, sizeof a),
                            who(m, j0, b, sizeof b), tpu_fe_shape_str(s0, x, sizeof x), who(m, j, d, sizeof d),
                            tpu_fe_shape_str(s, y, sizeof y), L->kind == TPU_FE_ADD ? "add needs equal shapes"
-                           : L->kind == TPU_FE_MULTIPLY ? "multiply needs equal shapes (no broadcasting)"
+                           : L->kind == TPU_FE_MULTIPLY ? "multiply needs equal shapes, or a 1x1xC gate and an HxWxC map of the same channels"
                            : "concatenate joins channels and needs equal height and width");
     if (L->kind == TPU_FE_CONCAT) o.c += s.c;
   }
@@ -653,13 +705,15 @@ static tpu_status seq_shape(tpu_json *c, tpu_fe_model *m, int i) {
 /* Layer L's place in the parameter vector from 'off'; returns the next
 ** offset. batch_normalization: gamma, beta, moving mean and variance
 ** (Keras' 4*C, the moving ones non-trainable); layer_normalization: gamma,
-** beta (Keras' 2*C). */
+** beta (Keras' 2*C); an adapted normalization: mean, variance, count
+** (Keras' 2*C + 1, non-trainable). */
 static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
   if (L->kind == TPU_FE_BATCHNORM || L->kind == TPU_FE_LAYERNORM) {
     L->nw = L->no_scale ? 0 : (size_t)L->out.c;
     L->nb = L->no_center ? 0 : (size_t)L->out.c;
     L->ns = L->kind == TPU_FE_BATCHNORM ? 2 * (size_t)L->out.c : 0;
   }
+  if (L->kind == TPU_FE_NORMALIZATION && L->nvec == 0) L->ns = 2 * (size_t)L->out.c + 1;
   L->woff = off; off += L->nw;
   L->boff = off; off += L->nb;
   L->soff = off; off += L->ns;
@@ -741,6 +795,13 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
         return tpu_json_fail(c, path, "layers[%d] (zero_padding): input shape %s is flat; zero_padding needs height x "
                              "width x channels", i, tpu_fe_shape_str(s, a, sizeof a));
       L->out = (tpu_fe_shape){ s.h + L->pad_top + L->pad_bottom, s.w + L->pad_left + L->pad_right, s.c };
+      break;
+    case TPU_FE_RESCALING: case TPU_FE_NORMALIZATION:
+      if (L->nvec > 1 && L->nvec != s.c)
+        return tpu_json_fail(c, path, "layers[%d] (%s): field '%s': %d values for the %d channels of the input shape "
+                             "%s; give one, or one per channel", i, kn, L->kind == TPU_FE_RESCALING ? "scale" : "mean",
+                             L->nvec, s.c, tpu_fe_shape_str(s, a, sizeof a));
+      L->out = s;
       break;
     case TPU_FE_ADD: case TPU_FE_CONCAT: case TPU_FE_MULTIPLY: {
       tpu_status st = merge_shape(c, m, i, &L->out);

@@ -329,8 +329,14 @@ static void forward_layer(builder *b, int i) {
     s->ctot = l->in.w;
     break;
   }
-  case TPU_FE_MULTIPLY:
-    vpu(b, TPU_VPU_MUL, R, C, x, in_act(l, 1), y, false);
+  case TPU_FE_MULTIPLY: {
+    const int g = fe_gate_input(p->model, l);
+    if (g < 0) vpu(b, TPU_VPU_MUL, R, C, x, in_act(l, 1), y, false);
+    else move(b, FE_STEP_GATE, R, C, in_act(l, 1 - g), y);
+    break;
+  }
+  case TPU_FE_RESCALING: case TPU_FE_NORMALIZATION:
+    move(b, FE_STEP_AFFINE, R, C, x, y);
     break;
   case TPU_FE_ADD:
     vpu(b, TPU_VPU_ADD, R, C, x, in_act(l, 1), y, false);
@@ -371,17 +377,26 @@ static void grad_end(builder *b, int t, fe_tensor dx) {
   b->has_grad[t] = 1;
 }
 
+int fe_gate_input(const tpu_fe_model *m, const tpu_fe_layer *l) {
+  for (int k = 0; l->kind == TPU_FE_MULTIPLY && k < 2; k++) {
+    const tpu_fe_shape s = tensor_shape(m, l->inputs[k] + 1);
+    if (s.h * s.w == 1 && l->out.h * l->out.w != 1) return k;
+  }
+  return -1;
+}
+
 /* add, multiply and concatenate: dY to every input that needs a gradient
-** (multiply's: dY times the other input). */
+** (multiply's: dY times the other input; a gate's: GATE_GRAD). */
 static void backward_merge(builder *b, const tpu_fe_layer *l, int i) {
-  const int rows = b->p->rows;
+  const int rows = b->p->rows, g = fe_gate_input(b->p->model, l);
   const fe_tensor dy = T(FE_T_DACT, i + 1);
   for (int k = 0, off = 0; k < l->nin; k++) {
     const int t = l->inputs[k] + 1;
     const tpu_fe_shape s = tensor_shape(b->p->model, t);
     if (b->needs[t] && l->kind == TPU_FE_MULTIPLY) {
       const fe_tensor dx = grad_to(b, t);
-      vpu(b, TPU_VPU_MUL, pix(rows, s), s.c, dy, in_act(l, 1 - k), dx, false);
+      if (g < 0) vpu(b, TPU_VPU_MUL, pix(rows, s), s.c, dy, in_act(l, 1 - k), dx, false);
+      else move(b, k == g ? FE_STEP_GATE_GRAD : FE_STEP_GATE, pix(rows, l->out), l->out.c, dy, dx);
       grad_end(b, t, dx);
     } else if (b->needs[t] && l->kind == TPU_FE_ADD) {   /* the same bytes; a second one is summed in */
       if (b->has_grad[t]) vpu(b, TPU_VPU_ADD, pix(rows, s), s.c, T(FE_T_DACT, t), dy, T(FE_T_DACT, t), false);
@@ -470,6 +485,9 @@ static void backward_layer(builder *b, int i) {
     break;
   case TPU_FE_PERMUTE:   /* the inverse permutation */
     move(b, FE_STEP_PERMUTE, Rout, Cout, dy, dx)->coff = 1;
+    break;
+  case TPU_FE_RESCALING: case TPU_FE_NORMALIZATION:
+    move(b, FE_STEP_AFFINE, Rout, Cout, dy, dx)->coff = 1;
     break;
   case TPU_FE_SOFTMAX:   /* from its output */
     if (fe_softmax_folded(p->model, i)) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);

@@ -443,10 +443,28 @@ static const bn_pass LN_BWDP[] = {
   { TPU_VPU_ROW_SUM, BN_DX }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { TPU_VPU_SUB, BN_DX | BN_NIN2 },
   { TPU_VPU_SUB, BN_DX | BN_NIN2 }, { TPU_VPU_MUL, BN_DX | BN_ONCHIP }, { END, 0 } };
 
+/* rescaling, normalization: a per-channel scale and shift (backward: the
+** scale) on chip; multiply by a gate: mul by each sample's 1 x C row on
+** chip; the gate's gradient: dY times the map, summed over the pixels. */
+static const bn_pass AFFINE_FWD[] = { { TPU_VPU_MUL, BN_ONCHIP }, { TPU_VPU_BIAS_ADD, BN_VEC }, { END, 0 } };
+static const bn_pass AFFINE_BWD[] = { { TPU_VPU_MUL, BN_ONCHIP }, { END, 0 } };
+static const bn_pass GATE_GRAD[] = { { TPU_VPU_MUL, BN_NIN2 }, { TPU_VPU_COL_SUM, BN_REDUCE }, { END, 0 } };
+
+static const bn_pass *passes_of(const fe_plan *p, const fe_step *s) {
+  switch (s->kind) {
+  case FE_STEP_BN_MOVING: return BN_MOVE;
+  case FE_STEP_BN_BWD: return BN_BWD;
+  case FE_STEP_LN: return LN_FWD;
+  case FE_STEP_LN_BWD: return LN_BWDP;
+  case FE_STEP_AFFINE: return s->coff ? AFFINE_BWD : AFFINE_FWD;
+  case FE_STEP_GATE: return AFFINE_BWD;
+  case FE_STEP_GATE_GRAD: return GATE_GRAD;
+  default: return p->train ? BN_TRAIN : BN_INFER;
+  }
+}
+
 static void lower_bn(lower *w, const fe_plan *p, const fe_step *s) {
-  const bn_pass *t = s->kind == FE_STEP_BN_MOVING ? BN_MOVE : s->kind == FE_STEP_BN_BWD ? BN_BWD
-                   : s->kind == FE_STEP_LN ? LN_FWD : s->kind == FE_STEP_LN_BWD ? LN_BWDP
-                   : p->train ? BN_TRAIN : BN_INFER;
+  const bn_pass *t = passes_of(p, s);
   const bool dx = s->out.kind != FE_T_NONE;
   const int hbm = s->kind == FE_STEP_BN_MOVING ? w->wt : view(w, s->in);
   for (; t->fn != END; t++)
@@ -626,6 +644,7 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   case FE_STEP_ALLREDUCE: lower_allreduce(w); break;
   case FE_STEP_UPDATE: lower_update(w, p->model); break;
   case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_BN_MOVING: case FE_STEP_LN: case FE_STEP_LN_BWD:
+  case FE_STEP_AFFINE: case FE_STEP_GATE: case FE_STEP_GATE_GRAD:
     lower_bn(w, p, s);
     break;
   case FE_STEP_DW_EXPAND: case FE_STEP_DW_COMPACT: lower_dw_expand(w, s); break;

@@ -24,6 +24,20 @@
 **                 batch_normalization momentum 0.999, relu capped at 6),
 **                 stride-2 depthwise convs after Keras' correct_pad zero
 **                 padding, which follows the input size.
+**   efficientnetb0  Keras applications' EfficientNetB0 (efficientnet.py,
+**                 weights="imagenet" as its default: rescaling 1/255,
+**                 normalization (adapted: 7 non-trainable parameters), the
+**                 second rescaling by 1/sqrt(stddev)), the stem conv 3x3/2
+**                 after correct_pad, 16 MBConv blocks (1x1 expand, BN,
+**                 swish; correct_pad and a 'valid' depthwise when stride
+**                 2, else 'same'; BN, swish; squeeze-and-excite: global
+**                 average, reshape 1x1xC, 1x1 conv swish, 1x1 conv sigmoid,
+**                 multiply; 1x1 project, BN; dropout 0.2*b/16 and add when
+**                 the block keeps its shape), the top 1x1 conv 1280, BN,
+**                 swish, average, dropout 0.2, predictions: 5,330,571
+**                 parameters at 224x224x3, 1000 classes. The blocks'
+**                 dropout drops whole samples (Keras' noise_shape (None,
+**                 1, 1, 1)).
 **   resnet50      Keras applications' ResNet50 (resnet.py), 25,636,712
 **                 parameters at 224x224x3, 1000 classes.
 **   resnet152v2   Keras applications' ResNet152V2 (resnet_v2.py): 565
@@ -65,6 +79,7 @@
 **                 head: 86,567,656 parameters at 224x224x3, 1000 classes.
 */
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +96,7 @@ static const char *const ZOO_NAMES[] = {
   "bert_base",
   "vit_b16",
   "gpt2",
+  "efficientnetb0",
   NULL
 };
 const char *const *tpu_fe_model_zoo_names(void) { return ZOO_NAMES; }
@@ -284,6 +300,94 @@ static void mobilenetv2(tpu_text *t, int h, int w, int classes) {
   xm_bn(t, "Conv_1_bn", MOM);
   xm_relu(t, "out_relu", NULL, 6);
   tpu_text_printf(t, "    { \"type\": \"global_avgpool\", \"name\": \"global_average_pooling2d\" },\n");
+  dense(t, "predictions", classes, "softmax");
+}
+/* }================================================================== */
+
+/* {==================================================================
+** EfficientNetB0: Keras applications' efficientnet.py, layer for layer
+** ================================================================== */
+/* Keras' imagenet_utils.correct_pad before a stride-2 'valid' conv of
+** kernel k on h x w: [[k/2 - 1 + h%2, k/2], [k/2 - 1 + w%2, k/2]]; returns
+** the output's height (and sets *w). */
+static int en_pad(tpu_text *t, const char *name, int h, int *w, int k) {
+  tpu_text_printf(t, "    { \"type\": \"zero_padding\", \"name\": \"%s\", \"padding\": [[%d, %d], [%d, %d]] },\n", name,
+                  k / 2 - 1 + h % 2, k / 2, k / 2 - 1 + *w % 2, k / 2);
+  *w = (*w + k / 2 - 1 + *w % 2 + k / 2 - k) / 2 + 1;
+  return (h + k / 2 - 1 + h % 2 + k / 2 - k) / 2 + 1;
+}
+static void en_bn_swish(tpu_text *t, const char *pre, const char *bn, const char *act) {
+  tpu_text_printf(t, "    { \"type\": \"batch_normalization\", \"name\": \"%s%s\" },\n", pre, bn);
+  tpu_text_printf(t, "    { \"type\": \"swish\", \"name\": \"%s%s\" },\n", pre, act);
+}
+
+/* One block (Keras' block()): 'in' its input's name, updated to its output. */
+static void en_block(tpu_text *t, const char *pre, char in[48], int fin, int fout, int k, int st, int e, double drop,
+                     int *h, int *w) {
+  char a[48], b[48];
+  const int f = fin * e, se = fin / 4 > 1 ? fin / 4 : 1;
+  if (e != 1) {
+    snprintf(a, sizeof a, "%sexpand_conv", pre);
+    xm_conv(t, "conv2d", a, in, f, 1, 1, "same");
+    en_bn_swish(t, pre, "expand_bn", "expand_activation");
+  }
+  if (st == 2) {
+    snprintf(a, sizeof a, "%sdwconv_pad", pre);
+    *h = en_pad(t, a, *h, w, k);
+  }
+  snprintf(a, sizeof a, "%sdwconv", pre);
+  xm_conv(t, "depthwise_conv2d", a, NULL, 0, k, st, st == 2 ? "valid" : "same");
+  en_bn_swish(t, pre, "bn", "activation");
+  tpu_text_printf(t, "    { \"type\": \"global_avgpool\", \"name\": \"%sse_squeeze\" },\n", pre);
+  tpu_text_printf(t, "    { \"type\": \"reshape\", \"name\": \"%sse_reshape\", \"target_shape\": [1, 1, %d] },\n", pre, f);
+  tpu_text_printf(t, "    { \"type\": \"conv2d\", \"name\": \"%sse_reduce\", \"filters\": %d, \"kernel\": 1, "
+                  "\"padding\": \"same\" },\n", pre, se);
+  tpu_text_printf(t, "    { \"type\": \"swish\", \"name\": \"%sse_reduce_swish\" },\n", pre);
+  tpu_text_printf(t, "    { \"type\": \"conv2d\", \"name\": \"%sse_expand\", \"filters\": %d, \"kernel\": 1, "
+                  "\"padding\": \"same\", \"activation\": \"sigmoid\" },\n", pre, f);
+  tpu_text_printf(t, "    { \"type\": \"multiply\", \"name\": \"%sse_excite\", \"inputs\": [\"%sactivation\", "
+                  "\"%sse_expand\"] },\n", pre, pre, pre);
+  snprintf(a, sizeof a, "%sproject_conv", pre);
+  xm_conv(t, "conv2d", a, NULL, fout, 1, 1, "same");
+  snprintf(a, sizeof a, "%sproject_bn", pre);
+  xm_bn(t, a, 0);
+  if (st == 1 && fin == fout) {
+    if (drop > 0) {
+      snprintf(a, sizeof a, "%sdrop", pre);
+      tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"%s\", \"rate\": %.17g, \"per_sample\": true },\n",
+                      a, drop);
+    }
+    snprintf(b, sizeof b, "%sadd", pre);
+    xm_add(t, b, a, in);
+    snprintf(in, 48, "%s", b);
+  } else {
+    snprintf(in, 48, "%s", a);
+  }
+}
+
+static void efficientnetb0(tpu_text *t, int h, int w, int classes) {
+  /* kernel, repeats, filters in, out, expand ratio, stride (Keras' DEFAULT_BLOCKS_ARGS; se_ratio 0.25) */
+  static const int ARGS[7][6] = { { 3, 1, 32, 16, 1, 1 }, { 3, 2, 16, 24, 6, 2 }, { 5, 2, 24, 40, 6, 2 },
+                                  { 3, 3, 40, 80, 6, 2 }, { 5, 3, 80, 112, 6, 1 }, { 5, 4, 112, 192, 6, 2 },
+                                  { 3, 1, 192, 320, 6, 1 } };
+  tpu_text_printf(t, "    { \"type\": \"rescaling\", \"name\": \"rescaling\", \"scale\": %.17g },\n", 1.0 / 255.0);
+  tpu_text_printf(t, "    { \"type\": \"normalization\", \"name\": \"normalization\" },\n");
+  tpu_text_printf(t, "    { \"type\": \"rescaling\", \"name\": \"rescaling_1\", \"scale\": [%.17g, %.17g, %.17g] },\n",
+                  1.0 / sqrt(0.229), 1.0 / sqrt(0.224), 1.0 / sqrt(0.225));
+  h = en_pad(t, "stem_conv_pad", h, &w, 3);
+  xm_conv(t, "conv2d", "stem_conv", NULL, 32, 3, 2, "valid");
+  en_bn_swish(t, "", "stem_bn", "stem_activation");
+  char in[48] = "stem_activation", pre[32];
+  for (int i = 0, b = 0; i < 7; i++)
+    for (int j = 0; j < ARGS[i][1]; j++, b++) {
+      snprintf(pre, sizeof pre, "block%d%c_", i + 1, 'a' + j);
+      en_block(t, pre, in, j ? ARGS[i][3] : ARGS[i][2], ARGS[i][3], ARGS[i][0], j ? 1 : ARGS[i][5], ARGS[i][4],
+               0.2 * b / 16.0, &h, &w);
+    }
+  xm_conv(t, "conv2d", "top_conv", NULL, 1280, 1, 1, "same");
+  en_bn_swish(t, "", "top_bn", "top_activation");
+  tpu_text_printf(t, "    { \"type\": \"global_avgpool\", \"name\": \"avg_pool\" },\n");
+  tpu_text_printf(t, "    { \"type\": \"dropout\", \"name\": \"top_dropout\", \"rate\": 0.2 },\n");
   dense(t, "predictions", classes, "softmax");
 }
 /* }================================================================== */
@@ -642,6 +746,7 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   else if (!strcmp(ZOO_NAMES[z], "resnet152v2")) resnet152v2(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "seed_cnn")) seed_cnn(&t, classes);
   else if (!strcmp(ZOO_NAMES[z], "vit_b16")) vit_b16(&t, h, w, classes);
+  else if (!strcmp(ZOO_NAMES[z], "efficientnetb0")) efficientnetb0(&t, h, w, classes);
   else vgg(&t, !strcmp(ZOO_NAMES[z], "vgg16") ? (const int[5]){ 2, 2, 3, 3, 3 } : (const int[5]){ 2, 2, 4, 4, 4 },
            classes);
   return zoo_finish(&t, "0.001", json, err, errcap);

@@ -243,6 +243,44 @@ END_TEST
 #define K3L(cls, cfg) "{\"module\": \"keras.layers\", \"class_name\": \"" cls "\", \"config\": {" cfg "}}"
 #define K3HEAD ",\n" K3L("Flatten", "\"name\": \"f\"") ",\n" K3L("Dense", "\"name\": \"d\", \"units\": 3")
 
+/* tf.keras 2's Rescaling (an offset per channel), an adapted Normalization
+** (Keras' mean, variance and count: 2*2 + 1 = 5 non-trainable), one with
+** its mean and variance given (no weights), and squeeze-and-excite: the
+** 1x1x2 gate (GlobalAveragePooling2D, Reshape, a 1x1 Conv2D 6) times the
+** 8x8x2 map; a Dropout of whole samples (noise_shape [null, 1, 1, 1]);
+** the head 128*3 + 3: 398 parameters. */
+START_TEST(Rescaling_normalization_and_a_broadcast_multiply_translate) {
+  static const char f[] = TF2_FUNC(
+    L("Rescaling", "r", ", \"scale\": 0.5, \"offset\": [1.0, 2.0]", IN("in")) ",\n"
+    L("Normalization", "n", ", \"axis\": [3], \"invert\": false, \"mean\": null, \"variance\": null", IN("r")) ",\n"
+    L("Normalization", "n2", ", \"axis\": -1, \"mean\": [0.5, 1], \"variance\": [4, 1]", IN("n")) ",\n"
+    L("GlobalAveragePooling2D", "g", "", IN("n2")) ",\n"
+    L("Reshape", "rs", ", \"target_shape\": [1, 1, 2]", IN("g")) ",\n"
+    L("Conv2D", "c", ", \"filters\": 2, \"kernel_size\": [1, 1], \"activation\": \"sigmoid\"", IN("rs")) ",\n"
+    L("Multiply", "m", "", IN("n2") ", " IN("c")) ",\n"
+    L("Dropout", "dr", ", \"rate\": 0.2, \"noise_shape\": [null, 1, 1, 1]", IN("m")) HEAD("dr"), "d");
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse_notes(f, "f.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(m->layers[0].kind == TPU_FE_RESCALING && m->layers[0].vec[0][1] == 0.5f && m->layers[0].vec[1][1] == 2.0f);
+  ck_assert(m->layers[1].kind == TPU_FE_NORMALIZATION && m->layers[1].nvec == 0 && m->layers[1].ns == 5);
+  ck_assert(m->layers[2].nvec == 2 && m->layers[2].vec[1][0] == 4.0f && m->layers[2].ns == 0);
+  ck_assert(m->layers[6].kind == TPU_FE_MULTIPLY && m->layers[6].out.h == 8 && m->layers[6].out.c == 2);
+  ck_assert(m->layers[7].kind == TPU_FE_DROPOUT && m->layers[7].per_sample);
+  TU_EQ_U64(398, m->nparams);
+  TU_EQ_U64(5, m->nstate);
+  free(m);
+  text_err(TF2_FUNC(L("Normalization", "n", ", \"invert\": true", IN("in")) HEAD("n"), "d"),
+           "layer 'n' (Normalization): field 'invert': the inverse normalization");
+  text_err(TF2_FUNC(L("Normalization", "n", ", \"mean\": 1.0, \"variance\": null", IN("in")) HEAD("n"), "d"),
+           "layer 'n' (Normalization): field 'variance': null while mean is given");
+  text_err(TF2_FUNC(L("Normalization", "n", ", \"axis\": 1", IN("in")) HEAD("n"), "d"),
+           "layer 'n' (Normalization): field 'axis': 1 is not the last axis of its 4-D input");
+  text_err(TF2_FUNC(L("Rescaling", "r", ", \"scale\": [1, 2, 3]", IN("in")) HEAD("r"), "d"),
+           "(rescaling): field 'scale': 3 values for the 2 channels of the input shape 8x8x2");
+}
+END_TEST
+
 /* A Keras 3 Sequential on a sequence of 6 positions of 8 features: Dense
 ** 8 -> 16 at every position (144) with gelu, Dense 16 -> 8 (136) with
 ** silu, LayerNormalization (epsilon 1e-6: 16), LeakyReLU (0.1),
@@ -349,7 +387,7 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err(TF2_FUNC(L("BatchNormalization", "bn", ", \"axis\": 1", IN("in")) HEAD("bn"), "d"),
            "layer 'bn' (BatchNormalization): field 'axis': 1 is not the last axis of its 4-D input");
   text_err(TF2_FUNC(L("Dropout", "dr", ", \"rate\": 0.5, \"noise_shape\": [null, 1, 1, 2]", IN("in")) HEAD("dr"), "d"),
-           "layer 'dr' (Dropout): field 'noise_shape': [null, 1, 1, 2]: a mask shared along axes");
+           "layer 'dr' (Dropout): field 'noise_shape': [null, 1, 1, 2]: a mask shared along some axes");
   text_err(TF2_FUNC(L("ReLU", "r", ", \"negative_slope\": 0.1", IN("in")) HEAD("r"), "d"),
            "layer 'r' (ReLU): field 'negative_slope': a ReLU with a negative_slope other than 0 is not supported");
   text_err(TF2_FUNC(L("GlobalAveragePooling2D", "g", ", \"keepdims\": true", IN("in")) ",\n"
@@ -365,10 +403,10 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
            "layer 'c1' (Conv1D): class Conv1D is not supported");
   /* every unsupported class at once, each with its first layer; Lambda says why */
   text_err(TF2_FUNC(L("LSTM", "rnn", ", \"units\": 4", IN("in")) ",\n" L("Lambda", "lam", ", \"function\": \"4wEA\"", IN("rnn"))
-                    ",\n" L("LSTM", "rnn2", ", \"units\": 4", IN("lam")) ",\n" L("Rescaling", "sc", "", IN("rnn2"))
+                    ",\n" L("LSTM", "rnn2", ", \"units\": 4", IN("lam")) ",\n" L("GRU", "sc", "", IN("rnn2"))
                     HEAD("sc"), "d"),
            "k.json:3:16: layer 'rnn' (LSTM): class LSTM is not supported; 2 more classes of the file are not: Lambda "
-           "(first: layer 'lam': its function is marshalled Python bytecode, which tpusim cannot run), Rescaling "
+           "(first: layer 'lam': its function is marshalled Python bytecode, which tpusim cannot run), GRU "
            "(first: layer 'sc'); the importer takes Conv2D,");
   text_err(TF2_FUNC(L("Lambda", "lam", ", \"function\": \"4wEA\"", IN("in")) HEAD("lam"), "d"),
            "layer 'lam' (Lambda): class Lambda is not supported: its function is marshalled Python bytecode, which "
@@ -662,8 +700,17 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   /* refused */
   load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
            "'value_head_output'); models with one output (the class scores) are supported");
-  load_err(SHARED "tf2.13_efficientnet_mhsa_functional.json", "layer 'rescaling_20' (Rescaling): class Rescaling is not "
-           "supported; 1 more class of the file is not: Normalization (first: layer 'normalization_10')");
+  /* loads: EfficientNetB0 without its top (Rescaling, Normalization,
+  ** squeeze-and-excite's Multiply, the blocks' per-sample Dropout), Keras'
+  ** 5,330,571 less predictions' 1,281,000 = 4,049,571 (42,023
+  ** non-trainable); reshaped to 49 positions of 1280, MultiHeadAttention 4 x
+  ** 128 (attention_axes [1]: its default) 3*(1280*512 + 512) + 512*1280 +
+  ** 1280 = 2,624,256, two LayerNormalization 2,560 each, Dense 655,872,
+  ** 656,640, 655,872 and 4,104 */
+  m = load_ok(SHARED "tf2.13_efficientnet_mhsa_functional.json", NULL);
+  TU_EQ_U64(4049571 + 2624256 + 2 * 2560 + 655872 + 656640 + 655872 + 4104, m->nparams);
+  TU_EQ_U64(42023, m->nstate);
+  ck_assert(m->layers[1].kind == TPU_FE_NORMALIZATION && m->layers[2].nvec == 3);
   /* Keras 1.2.1's mnist_cnn example: conv 320, conv 9,248, dense 4608*128+128 = 589,952, 1,290 */
   TU_EQ_U64(600810, load_ok(SHARED "k1_mnist_cnn_seq.json", NULL)->nparams);
   load_err(SHARED "INVALID_k3_merge_conflict_markers.json", SHARED "INVALID_k3_merge_conflict_markers.json:1:1: "
@@ -677,6 +724,7 @@ int main(void) {
   TU_CASE(s, "import", 60, A_sequential_cnn_imports_as_its_native_model_in_both_formats,
           A_functional_residual_model_imports_as_its_native_model_in_both_formats,
           Depthwise_separable_and_relu6_translate_to_the_native_layers, Transformer_layers_translate_to_the_native_layers,
+          Rescaling_normalization_and_a_broadcast_multiply_translate,
           Bad_keras_files_name_the_layer_and_its_class,
           The_input_shape_comes_from_the_file_or_after_an_at_sign, Options_not_modelled_are_listed_once,
           Nested_models_are_flattened, Long_and_reserved_names_are_renamed,

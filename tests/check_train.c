@@ -58,7 +58,7 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
     { "xception", 22910480, 133 }, { "xception@192x192x3:5", 20871725, 133 }, { "mobilenetv2", 3538984, 155 },
     { "resnet50", 25636712, 176 }, { "resnet50@224x224x3:1000", 25636712, 176 },
     { "resnet152v2", 60380648, 565 }, { "resnet152v2@192x192x3:5", 58341893, 565 },
-    { "seed_cnn@192x192x3:5", 78263, 9 }, { "seed_cnn", 78263, 9 },
+    { "efficientnetb0", 5330571, 256 }, { "seed_cnn@192x192x3:5", 78263, 9 }, { "seed_cnn", 78263, 9 },
   };
   tpu_fe_model *m = malloc(sizeof *m);
   char err[512];
@@ -95,6 +95,22 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
   ** vectors), so its 1x1 and 3x3 convolutions apply */
   ck_assert_int_eq(tpu_fe_model_load("resnet50@32x32x3:10", m, err, sizeof err), TPU_OK);
   ck_assert_int_eq(m->layers[m->nlayers - 3].out.h, 1);
+  /* EfficientNetB0 (Keras 2.13 and 3, weights="imagenet": two rescaling
+  ** layers): 5,288,548 trainable, the paper's 5.3M and the count
+  ** torchsummary prints for the PyTorch ports (timm's efficientnet_b0,
+  ** lukemelas/EfficientNet-PyTorch); non-trainable the batch norms' moving
+  ** mean and variance, 42,016, and the adapted Normalization's mean,
+  ** variance and count over 3 channels, 7: 42,023, Keras' summary */
+  ck_assert_int_eq(tpu_fe_model_load("efficientnetb0", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(42023, m->nstate);
+  TU_EQ_U64(5288548, m->nparams - m->nstate);
+  ck_assert_int_eq(m->layers[1].kind, TPU_FE_NORMALIZATION);
+  TU_EQ_U64(7, m->layers[1].ns);
+  ck_assert_int_eq(m->layers[m->nlayers - 4].out.h, 7);   /* top_activation: 7x7x1280 */
+  ck_assert_int_eq(m->layers[m->nlayers - 4].out.c, 1280);
+  ck_assert_int_eq(tpu_fe_model_load("efficientnetb0@225x223x3:5", m, err, sizeof err), TPU_OK);   /* odd sizes: */
+  ck_assert_int_eq(m->layers[4].out.h, 113);   /* correct_pad keeps Keras' ceil(h/2) */
+  ck_assert_int_eq(m->layers[4].out.w, 112);
   free(m);
 }
 END_TEST
@@ -662,6 +678,22 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"dense\", \"units\": 2 }, { \"type\": \"softmax\" }, { \"type\": \"permute\", \"dims\": [2, 1] },"
   " { \"type\": \"layer_normalization\" }, { \"type\": \"reshape\", \"target_shape\": [2, 5, 1] },"
   " { \"type\": \"permute\", \"dims\": [2, 3, 1] }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* rescaling (per channel, with an offset), normalization (given, and
+  ** adapted), after a conv2d so that dX goes through them; squeeze-and-
+  ** excite's broadcasting multiply, the gate second and first; a
+  ** dropout of whole samples */
+  "{ \"input\": [4, 4, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 1 },"
+  " { \"type\": \"rescaling\", \"scale\": [0.5, -2, 1.5], \"offset\": [0.1, 0, -0.3] },"
+  " { \"type\": \"normalization\", \"mean\": [0.1, 0.2, -0.1], \"variance\": [2, 0.5, 1] },"
+  " { \"type\": \"normalization\" }, { \"type\": \"rescaling\", \"scale\": 0.7 },"
+  " { \"type\": \"conv2d\", \"name\": \"m\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\" },"
+  " { \"type\": \"swish\", \"name\": \"ms\" }, { \"type\": \"global_avgpool\" },"
+  " { \"type\": \"reshape\", \"target_shape\": [1, 1, 4] }, { \"type\": \"conv2d\", \"filters\": 2, \"kernel\": 1 },"
+  " { \"type\": \"swish\" }, { \"type\": \"conv2d\", \"name\": \"g\", \"filters\": 4, \"kernel\": 1,"
+  " \"activation\": \"sigmoid\" }, { \"type\": \"multiply\", \"name\": \"x\", \"inputs\": [\"ms\", \"g\"] },"
+  " { \"type\": \"multiply\", \"inputs\": [\"g\", \"x\"] }, { \"type\": \"dropout\", \"rate\": 0.4,"
+  " \"per_sample\": true }, { \"type\": \"flatten\" },"
+  " { \"type\": \"dense\", \"units\": 3 } ] }",
   /* add of three, one of them the model input (which needs no gradient) */
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
@@ -674,13 +706,45 @@ static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *
   return ws->loss_sum;
 }
 
+/* A per-sample dropout (Keras' noise_shape (None, 1, 1, 1)) keeps or
+** drops each sample whole: its mask is one value per sample, 0 or
+** 1/(1 - rate), over 64 samples some of each. */
+START_TEST(A_per_sample_dropout_keeps_or_drops_whole_samples) {
+  tpu_fe_model m = parse_ok("{ \"input\": [2, 2, 3], \"layers\": [ { \"type\": \"dropout\", \"rate\": 0.5,"
+                            " \"per_sample\": true }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }");
+  ck_assert(m.layers[0].per_sample);
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                        .prec = TPU_PREC_BF16 };
+  const int B = 64;
+  fe_core_ws ws;
+  fe_plan *pl;
+  ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
+  ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
+  float *p = calloc(m.nparams, sizeof *p), *x = calloc((size_t)B * 12, sizeof *x);
+  uint8_t y[64] = { 0 };
+  ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, y, 3, 0), TPU_OK);
+  int kept = 0;
+  for (int b = 0; b < B; b++) {
+    for (int e = 1; e < 12; e++) ck_assert(ws.mask[0][b * 12 + e] == ws.mask[0][b * 12]);
+    ck_assert(ws.mask[0][b * 12] == 0.0f || ws.mask[0][b * 12] == 2.0f);
+    kept += ws.mask[0][b * 12] > 0;
+  }
+  ck_assert(kept > 0 && kept < B);
+  free(p);
+  free(x);
+  fe_plan_destroy(pl);
+  fe_ws_destroy(&m, &ws);
+}
+END_TEST
+
 /* On the reference backend (OpenBLAS f32) every model; on the sim backend
 ** (the MXU at bf16x6, near f32; the float32 policy) the models from the
 ** sequence one on, whose layers came with transformers. */
 static void gradient_check(int i, tpu_fe_backend_kind kind);
 START_TEST(Every_layer_gradient_matches_finite_differences) {
   gradient_check(_i, TPU_FE_BACKEND_REFERENCE);
-  if (strstr(GRAD_MODELS[_i], "layer_normalization")) gradient_check(_i, TPU_FE_BACKEND_SIM);
+  if (strstr(GRAD_MODELS[_i], "layer_normalization") || strstr(GRAD_MODELS[_i], "rescaling"))
+    gradient_check(_i, TPU_FE_BACKEND_SIM);
 }
 END_TEST
 
@@ -700,6 +764,9 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   uint8_t y[3] = { 0, 2, 1 };
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
+  for (int l = 0; l < m.nlayers; l++)   /* an adapted normalization's variance: positive */
+    for (int c = 0; m.layers[l].kind == TPU_FE_NORMALIZATION && c < (int)m.layers[l].ns / 2; c++)
+      p[m.layers[l].soff + (size_t)m.layers[l].out.c + (size_t)c] = fabsf(p[m.layers[l].soff + (size_t)c]) + 0.5f;
   for (size_t k = 0; k < (size_t)B * in; k++)   /* token ids for an embedding */
     x[k] = m.layers[0].kind == TPU_FE_EMBEDDING ? (float)((k * 5 + 3) % (size_t)m.layers[0].input_dim) : tu_normal(&r);
   loss_at(pl, &be, p, &ws, x, y);
@@ -708,6 +775,9 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   memcpy(g, ws.grad, m.nparams * sizeof *g);
   double worst = 0;
   for (size_t k = 0; k < m.nparams; k++) {
+    bool state = false;   /* non-trainable: no gradient */
+    for (int l = 0; l < m.nlayers; l++) state = state || (k >= m.layers[l].soff && k < m.layers[l].soff + m.layers[l].ns);
+    if (state) continue;
     const float h = 1e-3f, p0 = p[k];
     p[k] = p0 + h;
     double up = loss_at(pl, &be, p, &ws, x, y);
@@ -2364,6 +2434,7 @@ int main(void) {
           A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
+  TU_CASE(s, "dropout", 60, A_per_sample_dropout_keeps_or_drops_whole_samples);
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
           A_partial_batch_trains_as_the_mean_over_its_samples,
           Batch_normalization_moving_averages_are_per_core_and_thread_independent,

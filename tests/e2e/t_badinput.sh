@@ -392,7 +392,17 @@ corpus "$TPUSIM" model <<'CASES'
 >m_mul.json { "input": [4], "layers": [ { "type": "dense", "units": 4, "name": "a" }, { "type": "multiply", "inputs": ["a", "input", "a"] }, { "type": "dense", "units": 2 } ] }
 2|m_mul.json|layers[1] (multiply): field 'inputs': expected an array of 2 layer names
 >m_mul2.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "name": "a" }, { "type": "multiply", "inputs": ["a", "input"] }, { "type": "dense", "units": 2 } ] }
-2|m_mul2.json|multiply needs equal shapes (no broadcasting)
+2|m_mul2.json|multiply needs equal shapes, or a 1x1xC gate and an HxWxC map of the same channels
+>m_resc.json { "input": [4, 4, 3], "layers": [ { "type": "rescaling" }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_resc.json|m_resc.json:1:35: layers[0] (rescaling): field 'scale': missing
+>m_resc2.json { "input": [4, 4, 3], "layers": [ { "type": "rescaling", "scale": [1, 2] }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_resc2.json|layers[0] (rescaling): field 'scale': 2 values for the 3 channels of the input shape 4x4x3
+>m_resc3.json { "input": [4, 4, 3], "layers": [ { "type": "rescaling", "scale": [1, 2, 3, 4, 5] }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_resc3.json|layers[0] (rescaling): field 'scale': expected a number or an array of 1..4 numbers
+>m_norm.json { "input": [4, 4, 3], "layers": [ { "type": "normalization", "mean": 0.5 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_norm.json|layers[0] (normalization): field 'variance': missing
+>m_norm2.json { "input": [4, 4, 3], "layers": [ { "type": "normalization", "mean": 0.5, "variance": -1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_norm2.json|layers[0] (normalization): field 'variance': expected a number or an array of 1..4 numbers (one per channel, as many as the first field's), each >= 0
 >m_mha.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "key_dim": 2 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
 2|m_mha.json|m_mha.json:1:32: layers[0] (multi_head_attention): field 'num_heads': missing
 >m_mha2.json { "input": [6, 4], "layers": [ { "type": "multi_head_attention", "num_heads": 2, "key_dim": 2, "dropout": 1 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }

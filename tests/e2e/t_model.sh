@@ -46,6 +46,13 @@ expect_status 0 "$TPUSIM" model seed_cnn
 expect_out_contains "Model: \"seed_cnn\""
 expect_out_contains "Total params: 78,263"
 expect_out_contains "(None, 192, 192, 32)"
+expect_status 0 "$TPUSIM" model efficientnetb0
+expect_out_contains "Total params: 5,330,571"
+expect_out_contains "Non-trainable params: 42,023"
+expect_out_contains "normalization (normalization)"
+expect_status 0 "$TPUSIM" model efficientnetb0 --chip tpu-v3-8 --batch 64
+expect_out_contains "block1a_se_excite"
+expect_out_contains "Step: 33529599 cycles"
 # bad names and options: exit 2, a clear message
 expect_status 2 "$TPUSIM" model nosuch
 expect_err_contains "nosuch: not a built-in model (mlp, cnn, alexnet, vgg16, vgg19, "
