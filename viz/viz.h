@@ -168,6 +168,15 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c);
 ** into its shadow and the tile's first activation has not reached it yet
 ** (drawn TPU_VIZ_COLOR_HOLDING). false out of range. */
 bool tpu_viz_cell_holds(const tpu_viz *v, int r, int c);
+/* The selected core's cell (r, c) has a tile's weight in its shadow
+** register that is not yet active at the cycle shown (tpu_mxu_view's
+** shadow): loading into it, or loaded and waiting for the tile's first
+** activation. While the cell still computes the tile before, it is drawn
+** computing with the shadow mark: an amber (TPU_VIZ_COLOR_LOADING) triangle
+** in its top-right corner, TPU_VIZ_SHADOW_MARK(pitch - gap) px on a side.
+** false out of range. */
+bool tpu_viz_cell_shadow(const tpu_viz *v, int r, int c);
+#define TPU_VIZ_SHADOW_MARK(inner) ((inner) * 2 / 5 > 2 ? (inner) * 2 / 5 : 2)
 /* What the picture at the cycle shown holds, for a script to check a
 ** picture's claim without reading pixels (`viz --json`'s "moment"): the
 ** selected core's stall kind and, over its array 0's cells, how many load
