@@ -469,8 +469,11 @@ static json_t *tiles_json(const tpu_viz *v) {
 static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores) {
   tpu_viz_layout l;
   tpu_viz_layout_of(v, o->width, o->height, &l);
-  json_t *cy = json_array(), *colors = json_object();
-  for (int p = 0; p < cores; p++) json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
+  json_t *cy = json_array(), *cx = json_array(), *colors = json_object();
+  for (int p = 0; p < cores; p++) {
+    json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
+    json_array_append_new(cx, json_integer(tpu_viz_core_x(&l, p)));
+  }
   for (int k = 0; k < TPU_SIM_NSTALL; k++) {
     char hex[8];
     snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_stall_color(k) & 0xffffffu));
@@ -480,6 +483,7 @@ static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores
   json_t *lj = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",
     "width", l.width, "height", l.height, "array_x", l.array.x, "array_y", l.array.y, "cell", l.cell,
     "timeline_x", l.timeline.x, "timeline_w", l.timeline.w, "core_y", cy);
+  json_object_set_new(lj, "core_x", cx);     /* two columns of cores when one leaves unit rows too thin */
   json_object_set_new(lj, "strip_h", json_integer(l.strip_h));
   json_object_set_new(lj, "infeed_x", json_integer(l.infeed.x));
   json_object_set_new(lj, "infeed_y", json_integer(l.infeed.y));

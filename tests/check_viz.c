@@ -230,7 +230,7 @@ static void check_bands(const char *preset, int m, int n, int k) {
     int count[TPU_SIM_NSTALL] = { 0 }, edges = 0;
     uint32_t prev = 0;
     for (int x = 0; x < l.timeline.w; x++) {
-      uint32_t col = px_at(px, l.timeline.x + x, y);
+      uint32_t col = px_at(px, tpu_viz_core_x(&l, p) + x, y);
       if (x && col != prev) edges++;
       prev = col;
       for (int c = 0; c < TPU_SIM_NSTALL; c++) if (col == tpu_viz_stall_color(c)) count[c]++;
@@ -314,6 +314,21 @@ START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
     ck_assert(back <= cy && cy - back <= T / (uint64_t)l.timeline.w + 1);
   }
   ck_assert_int_le(tpu_viz_core_y(&l, 7) + l.core_h, l.infeed.y);
+  /* 8 cores at 1280x800: two columns of 4, unit rows tall enough for a label
+  ** of the text size (#32); the second column maps x to the same cycles */
+  ck_assert_int_eq(l.per_col, 4);
+  ck_assert_int_ge(l.row_h, l.font - 2);
+  ck_assert_int_eq(tpu_viz_core_y(&l, 4), tpu_viz_core_y(&l, 0));
+  ck_assert_int_eq(tpu_viz_core_x(&l, 4), l.timeline.x + l.col_dx);
+  ck_assert_int_ge(l.col_dx, l.timeline.w + 8 * l.font);
+  ck_assert_int_le(tpu_viz_core_x(&l, 7) + l.timeline.w, W);
+  for (int x = 0; x < l.timeline.w; x += 7)
+    TU_EQ_U64(tpu_viz_cycle_at_x(v, &l, l.timeline.x + x), tpu_viz_cycle_at_x(v, &l, tpu_viz_core_x(&l, 4) + x));
+  tpu_viz *t = make("teach", 0, 24, 12, 20);        /* 4 cores: one column */
+  const tpu_viz_layout lt = layout(t);
+  ck_assert_int_eq(lt.per_col, 4);
+  ck_assert_int_eq(lt.col_dx, 0);
+  ck_assert_int_eq(tpu_viz_core_x(&lt, 3), lt.timeline.x);
 }
 END_TEST
 
@@ -499,7 +514,7 @@ START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
     const int y = tpu_viz_core_y(&l, c) + l.strip_h / 2;
     for (int x = 1; x < l.timeline.w; x++) {       /* x = 0 is under the cursor (cycle 0) */
       const int want = tpu_viz_core_cat_at(sr.v, c, tpu_viz_cycle_at_x(sr.v, &l, l.timeline.x + x));
-      const uint32_t got = px_at(px, l.timeline.x + x, y);
+      const uint32_t got = px_at(px, tpu_viz_core_x(&l, c) + x, y);
       ck_assert_msg(got == tpu_viz_stall_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_sim_stall_name(want));
       count[want]++;
     }

@@ -882,12 +882,22 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
     l->pipeline = (tpu_viz_rect){ tx, l->header.h + ln + 4, width - tx - 12, np * l->pipe_row_h };
   }
   const int avail = height * 50 / 100 - ln - pipe_h;
+  l->per_col = v->ncores;
   l->row_h = (avail / v->ncores - 4) / 5;
+  if (l->row_h < l->font - 2 && v->ncores > 4) {  /* labels too small: two columns of cores */
+    l->per_col = (v->ncores + 1) / 2;
+    l->row_h = (avail / l->per_col - 4) / 5;
+  }
   if (l->row_h > ln) l->row_h = ln;
   if (l->row_h < 2) l->row_h = 2;
   l->strip_h = l->row_h;
   l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
-  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, width - tx - 12, v->ncores * l->core_h };
+  int tw = width - tx - 12;
+  if (l->per_col < v->ncores) {                  /* each column: its label gutter, then its bands */
+    tw = (width - tx - 12 - 8 * l->font) / 2;
+    l->col_dx = tw + 8 * l->font;
+  }
+  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, tw, l->per_col * l->core_h };
   l->axis = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 2, l->timeline.w, ln + 6 };
   l->infeed = (tpu_viz_rect){ tx, l->axis.y + l->axis.h + 6, l->timeline.w, 2 * ln + 4 };
   /* legend: a heading, one row per stall kind, two rows of cell states */
@@ -940,7 +950,12 @@ static int x_of_cycle(const tpu_viz *v, const tpu_viz_layout *l, uint64_t c) {
   return l->timeline.x + (int)((double)(c - a) * (double)l->timeline.w / (double)(b - a));
 }
 
-int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
+int tpu_viz_core_y(const tpu_viz_layout *l, int core) {
+  return l->timeline.y + (l->per_col > 0 ? core % l->per_col : core) * l->core_h;
+}
+int tpu_viz_core_x(const tpu_viz_layout *l, int core) {
+  return l->timeline.x + (l->per_col > 0 && core >= l->per_col ? l->col_dx : 0);
+}
 
 int tpu_viz_axis_ticks(const tpu_viz *v, const tpu_viz_layout *l, uint64_t *out, int max) {
   uint64_t a, b;
@@ -965,6 +980,7 @@ void tpu_viz_cycle_label(uint64_t c, char *b, size_t n) {
 }
 
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
+  if (l->col_dx > 0 && x >= l->timeline.x + l->timeline.w + 4 * l->font) x -= l->col_dx;   /* the second column */
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
   if (px >= l->timeline.w) px = l->timeline.w - 1;
@@ -1125,10 +1141,10 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   build_tl_cache(v, l);
   const uint32_t *tp = tl_pixels(v, l);
   for (int p = 0; p < v->ncores; p++) {
-    const int y0 = tpu_viz_core_y(l, p);
-    if (p == v->sel) fill(px, pitch, l, l->timeline.x - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
+    const int y0 = tpu_viz_core_y(l, p), x0 = tpu_viz_core_x(l, p);
+    if (p == v->sel) fill(px, pitch, l, x0 - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
     if (tp) {
-      const int x0 = l->timeline.x, n = x0 + w > l->width ? l->width - x0 : w;
+      const int n = x0 + w > l->width ? l->width - x0 : w;
       for (int j = 0; j < l->core_h && y0 + j < l->height && n > 0; j++)
         if (y0 + j >= 0)
           memcpy(px + (size_t)(y0 + j) * (size_t)pitch + x0, tp + ((size_t)p * (size_t)l->core_h + (size_t)j) * (size_t)w,
@@ -1143,14 +1159,16 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
         cats[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
         for (int u = 0; u < TPU_VIZ_NUNIT; u++) cats[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
       }
-      draw_tl_column(px, pitch, l, l->timeline.x + x, y0, cats);
+      draw_tl_column(px, pitch, l, x0 + x, y0, cats);
     }
   }
   /* the cycle axis: a baseline and a tick per round cycle (labels by the SDL layer) */
   uint64_t ticks[64];
   const int nt = tpu_viz_axis_ticks(v, l, ticks, 64);
-  fill(px, pitch, l, l->axis.x, l->axis.y, l->axis.w, 1, 0xff404040u);
-  for (int i = 0; i < nt; i++) fill(px, pitch, l, x_of_cycle(v, l, ticks[i]), l->axis.y, 1, 5, TPU_VIZ_COLOR_TICK);
+  for (int dx = 0; dx <= l->col_dx; dx += l->col_dx > 0 ? l->col_dx : 1) {   /* under each column of cores */
+    fill(px, pitch, l, l->axis.x + dx, l->axis.y, l->axis.w, 1, 0xff404040u);
+    for (int i = 0; i < nt; i++) fill(px, pitch, l, x_of_cycle(v, l, ticks[i]) + dx, l->axis.y, 1, 5, TPU_VIZ_COLOR_TICK);
+  }
   /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
   fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
   const int qmax = tpu_viz_infeed_max(v, v->sel);
@@ -1170,6 +1188,8 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   int cx = x_of_cycle(v, l, v->shown);
   const int top = v->pipe.nrows > 0 ? l->pipeline.y : l->timeline.y - 4;
   if (cx >= 0) fill(px, pitch, l, cx, top, 1, l->infeed.y + l->infeed.h - top, 0xffffffffu);
+  if (cx >= 0 && l->col_dx > 0)
+    fill(px, pitch, l, cx + l->col_dx, l->timeline.y - 4, 1, l->axis.y + 5 - (l->timeline.y - 4), 0xffffffffu);
 }
 
 /* The legend's swatches (its text is drawn by the SDL layer): one per stall

@@ -197,7 +197,7 @@ static void compose_cell_numbers(ui *u) {
 static void compose_timeline_labels(ui *u) {
   const tpu_viz *v = u->v;
   const tpu_viz_layout *l = &u->l;
-  const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, ux = l->timeline.x - 4 * l->font;
+  const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, lx0 = lx, ux0 = l->timeline.x - 4 * l->font;
   char b[512];
   text(u, u->small, l->timeline.x, l->timeline.y - ln - 2, 0xffc0c0c0u, "timeline (click to jump)");
   if (tpu_viz_pipeline_rows(v) > 0) {           /* the input pipeline's rows, as the tf.data guide draws them */
@@ -208,18 +208,18 @@ static void compose_timeline_labels(ui *u) {
                l->pipeline.x - lx - 4);
   }
   for (int p = 0; p < v->ncores; p++) {
-    int y = tpu_viz_core_y(l, p);
+    const int y = tpu_viz_core_y(l, p), dx = tpu_viz_core_x(l, p) - l->timeline.x, cx = lx0 + dx, ux = ux0 + dx;
     snprintf(b, sizeof b, "core %d", p + 1);
-    if (l->core_h >= ln) text(u, u->small, lx, y + (l->row_h >= l->font - 2 ? -2 : 0), p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (l->core_h >= ln) text(u, u->small, cx, y + (l->row_h >= l->font - 2 ? -2 : 0), p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
     if (u->unit) {                              /* each unit's name in its row, in a size that fits it */
       const int uh = TTF_FontLineSkip(u->unit);
       int cw = 0;
       TTF_SizeUTF8(u->small, b, &cw, NULL);
       int x = ux;
-      if (x < lx + cw + 6 && l->row_h < l->font - 2) x = lx + cw + 6;     /* clear of "core N" on its line */
+      if (x < cx + cw + 6 && l->row_h < l->font - 2) x = cx + cw + 6;     /* clear of "core N" on its line */
       for (int un = 0; un < TPU_VIZ_NUNIT; un++)
         text_fit(u, u->unit, x, y + l->strip_h + un * l->row_h + (l->row_h - uh) / 2, 0xff909090u,
-                 tpu_viz_unit_name((tpu_viz_unit)un), l->timeline.x - x - 2);
+                 tpu_viz_unit_name((tpu_viz_unit)un), l->timeline.x + dx - x - 2);
     }
   }
   uint64_t ticks[64];                           /* the cycle axis's labels, centred under their ticks */
@@ -227,13 +227,14 @@ static void compose_timeline_labels(ui *u) {
   uint64_t a, e;
   tpu_viz_view_range(v, &a, &e);
   text(u, u->small, lx, l->axis.y, 0xff808080u, "cycle");
-  for (int i = 0; i < nt; i++) {
-    int tw = 0, x = l->timeline.x + (int)((double)(ticks[i] - a) * (double)l->timeline.w / (double)(e - a));
-    tpu_viz_cycle_label(ticks[i], b, sizeof b);
+  for (int i = 0; i < nt * (l->col_dx > 0 ? 2 : 1); i++) {     /* under each column of cores */
+    const int x0 = l->timeline.x + (i >= nt ? l->col_dx : 0);
+    int tw = 0, x = x0 + (int)((double)(ticks[i % nt] - a) * (double)l->timeline.w / (double)(e - a));
+    tpu_viz_cycle_label(ticks[i % nt], b, sizeof b);
     if (TTF_SizeUTF8(u->small, b, &tw, NULL) != 0) continue;
     x -= tw / 2;
-    if (x < l->timeline.x) x = l->timeline.x;
-    if (x + tw > l->timeline.x + l->timeline.w) x = l->timeline.x + l->timeline.w - tw;
+    if (x < x0) x = x0;
+    if (x + tw > x0 + l->timeline.w) x = x0 + l->timeline.w - tw;
     text(u, u->small, x, l->axis.y + 5, 0xffa0a0a0u, b);
   }
   text(u, u->small, lx, l->infeed.y, 0xffa0a0a0u, "infeed");

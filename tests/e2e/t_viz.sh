@@ -316,9 +316,12 @@ for c in sys.argv[2:]:
     for s in ("1", "1.5"):
         d = json.load(open("lab-%s-%s.json" % (c, s))); L = d["layout"]
         img = png_read.read("lab-%s-%s.png" % (c, s))
-        f, tx, rh = L["font"], L["timeline_x"], L["strip_h"]
-        txt = lambda y: any(sum(png_read.pixel(img, x, y)[:3]) > 120 for x in range(tx - 4 * f, tx))
+        f, rh = L["font"], L["strip_h"]
+        # 8 cores at 1280x800 take two columns, so that a label is at least 9 px (#32)
+        assert rh >= 12 or s != "1", (c, s, "unit rows of", rh, "px")
         for p, cy in enumerate(L["core_y"]):
+            tx = L["core_x"][p]
+            txt = lambda y: any(sum(png_read.pixel(img, x, y)[:3]) > 120 for x in range(tx - 4 * f, tx))
             for u in range(4):
                 top = cy + rh + u * rh
                 assert any(txt(y) for y in range(top, top + rh)), (c, s, "core", p + 1, "unit row", u, "has no label")
