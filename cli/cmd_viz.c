@@ -570,6 +570,10 @@ int cli_cmd_viz(int argc, char **argv) {
     o.model = "teach-class";
     o.batch = CLASS_BATCH;
     o.infeed_ready = CLASS_INFEED_READY;
+    if (o.cores && CLASS_BATCH % o.cores)
+      return cli_usage_error(CMD, "--cores %ld: the default workload on teach (the class workload, docs/TEACHING.md) "
+                             "is a batch of %d, which does not split evenly over %ld cores; use --cores 1, 2 or 4, "
+                             "or give a workload (--m/--n/--k, --model, --program)", o.cores, CLASS_BATCH, o.cores);
   }
   if (o.cores) cli_chip_cut(&chip, (int)o.cores);   /* as tpusim matmul --cores */
   if ((rc = check_output(&o, &chip))) return rc;
