@@ -236,7 +236,7 @@ uninstall:
 # The exercises' pictures are docs/TEACHING.md's commands, exactly.
 docs-images: tpusim $(B)/tests/bench_hbm
 	$(B)/tests/bench_hbm build/hbm.csv > /dev/null && gnuplot -e "csv='build/hbm.csv'; out='docs/hbm-bandwidth.png'" docs/hbm-bandwidth.gp
-	$(BIN) viz --chip teach --headless --at wavefront --png docs/viz-teach.png
+	$(BIN) viz --chip teach --headless --png docs/viz-teach.png
 	$(BIN) viz --headless --at full-array --png docs/viz-128.png
 	@mkdir -p docs/teaching
 	$(BIN) viz --cores 1 --m 8 --n 256 --k 256 --headless --at wavefront --png docs/teaching/ex1-batch8.png

@@ -29,8 +29,12 @@ static const char HELP[] =
   "timeline per core and unit colored by mxu_busy, vpu_busy, memory_wait,\n"
   "infeed_wait, collective_wait and idle, with the infeed queue and the totals.\n"
   "The workload is one of:\n"
+  "  on the teach preset, by default, the class workload: one training step of\n"
+  "    docs/examples/teach-class.json (12 inputs, dense 10, relu, dense 10) at\n"
+  "    --batch 32 with --infeed-ready 300, starting at cycle 0 (docs/TEACHING.md);\n"
   "  a GEMM C = A.B (A is M x K, B is K x N; default M = 4 x rows x cores,\n"
-  "    N = K = 2 x the array side), run as tpusim matmul --cores runs it;\n"
+  "    N = K = 2 x the array side; the default on other chips, and on teach when\n"
+  "    --m, --n or --k is given), run as tpusim matmul --cores runs it;\n"
   "  a program (--program, docs/PROGRAMS.md), as tpusim run runs it;\n"
   "  one training step of a model (--model), lowered as tpusim train lowers it.\n"
   "The timeline and totals are the engine's (they equal those commands' --json\n"
@@ -87,6 +91,19 @@ static const char HELP[] =
 
 #define CMD "viz"
 
+/* The class workload, the default on the teach preset: the text of
+** docs/examples/teach-class.json (t_viz.sh checks that they run alike), one
+** training step at batch 32 whose batch reaches the infeed at cycle 300. In
+** the first minute of playback it shows an infeed wait, weight loads, the
+** wavefront, partial tiles (12 inputs: 8 + 4 rows; 10 outputs: 8 + 2
+** columns) and the gradients' all-reduce. */
+static const char CLASS_MODEL[] =
+  "{ \"name\": \"teach-class\", \"input\": [12],\n"
+  "  \"layers\": [ { \"type\": \"dense\", \"units\": 10 }, { \"type\": \"relu\" },\n"
+  "              { \"type\": \"dense\", \"units\": 10 } ],\n"
+  "  \"loss\": \"softmax_cross_entropy\", \"seed\": 1 }\n";
+enum { CLASS_BATCH = 32, CLASS_INFEED_READY = 300 };
+
 enum { OPT_PRECISION = 1, OPT_SIZE, OPT_POLICY, OPT_AT };
 
 typedef struct viz_opts {
@@ -97,6 +114,7 @@ typedef struct viz_opts {
   tpu_fe_dtype_policy policy;  /* with --model */
   int at;                      /* --at: the event (tpu_viz_event), or -1 */
   bool prec_given, headless;
+  bool class_default;          /* teach without a workload: the class workload (CLASS_MODEL) */
   int width, height;
   const char *out_dir, *script, *png, *gif, *program, *model, *pipeline;
   json_t *pipe_json;           /* --pipeline: the steps' waits, for --json */
@@ -244,7 +262,10 @@ static int create_model(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   char err[1024];
   tpu_fe_model model;
   tpu_fe_run *run = NULL;
-  int rc = cli_load_model(CMD, o->model, false, &model, NULL, NULL);
+  int rc = 0;
+  if (!o->class_default) rc = cli_load_model(CMD, o->model, false, &model, NULL, NULL);
+  else if (tpu_fe_model_parse(CLASS_MODEL, "the class workload", &model, err, sizeof err) != TPU_OK)
+    return cli_runtime_error(CMD, "the class workload: %s", err);
   model.policy = o->policy;
   if (rc || (rc = create_run(o, chip, &model, &run))) { tpu_fe_run_destroy(run); return rc; }
   tpu_sim_program *p = NULL;
@@ -381,10 +402,12 @@ static int create(viz_opts *o, const tpu_chip_config *chip, tpu_viz **v) {
   if (o->at >= 0) o->cycle = (long)at;
   /* Without --cycle or --at: a still is taken where it shows the dataflow
   ** (the first full wavefront); a window, frames or a GIF start at the first
-  ** weight load, to watch it. */
+  ** weight load, to watch it, or at the core's first infeed wait when that
+  ** comes first (the class workload: cycle 0). */
   const bool still = o->headless && !o->gif && o->frames <= 1;
-  if (o->cycle < 0) o->cycle = (long)(still && tpu_viz_event_cycle(*v, TPU_VIZ_AT_WAVEFRONT, &at) ? at
-                                      : tpu_viz_first_event_cycle(*v));
+  uint64_t first = tpu_viz_first_event_cycle(*v), wait;
+  if (tpu_viz_event_cycle(*v, TPU_VIZ_AT_INFEED_WAIT, &wait) && wait < first) first = wait;
+  if (o->cycle < 0) o->cycle = (long)(still && tpu_viz_event_cycle(*v, TPU_VIZ_AT_WAVEFRONT, &at) ? at : first);
   return 0;
 }
 /* }================================================================== */
@@ -446,8 +469,11 @@ static json_t *tiles_json(const tpu_viz *v) {
 static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores) {
   tpu_viz_layout l;
   tpu_viz_layout_of(v, o->width, o->height, &l);
-  json_t *cy = json_array(), *colors = json_object();
-  for (int p = 0; p < cores; p++) json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
+  json_t *cy = json_array(), *cx = json_array(), *colors = json_object();
+  for (int p = 0; p < cores; p++) {
+    json_array_append_new(cy, json_integer(tpu_viz_core_y(&l, p)));
+    json_array_append_new(cx, json_integer(tpu_viz_core_x(&l, p)));
+  }
   for (int k = 0; k < TPU_SIM_NSTALL; k++) {
     char hex[8];
     snprintf(hex, sizeof hex, "#%06x", (unsigned)(tpu_viz_stall_color(k) & 0xffffffu));
@@ -457,6 +483,7 @@ static void add_layout(json_t *j, const tpu_viz *v, const viz_opts *o, int cores
   json_t *lj = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",
     "width", l.width, "height", l.height, "array_x", l.array.x, "array_y", l.array.y, "cell", l.cell,
     "timeline_x", l.timeline.x, "timeline_w", l.timeline.w, "core_y", cy);
+  json_object_set_new(lj, "core_x", cx);     /* two columns of cores when one leaves unit rows too thin */
   json_object_set_new(lj, "strip_h", json_integer(l.strip_h));
   json_object_set_new(lj, "infeed_x", json_integer(l.infeed.x));
   json_object_set_new(lj, "infeed_y", json_integer(l.infeed.y));
@@ -538,6 +565,16 @@ int cli_cmd_viz(int argc, char **argv) {
   if (o.pipeline && !o.model) o.model = "mlp";     /* the consumer of --pipeline */
   if (o.pipeline && !o.steps) o.steps = 8;
   if ((rc = cli_load_chip(CMD, &o.com, &chip)) || (rc = check_workload(&o, &chip))) return rc;
+  if (!strcmp(chip.name, "teach") && !o.m && !o.n && !o.k && !o.program && !o.model && !o.pipeline) {
+    o.class_default = true;                       /* the class workload (CLASS_MODEL) */
+    o.model = "teach-class";
+    o.batch = CLASS_BATCH;
+    o.infeed_ready = CLASS_INFEED_READY;
+    if (o.cores && CLASS_BATCH % o.cores)
+      return cli_usage_error(CMD, "--cores %ld: the default workload on teach (the class workload, docs/TEACHING.md) "
+                             "is a batch of %d, which does not split evenly over %ld cores; use --cores 1, 2 or 4, "
+                             "or give a workload (--m/--n/--k, --model, --program)", o.cores, CLASS_BATCH, o.cores);
+  }
   if (o.cores) cli_chip_cut(&chip, (int)o.cores);   /* as tpusim matmul --cores */
   if ((rc = check_output(&o, &chip))) return rc;
   tpu_viz *v;

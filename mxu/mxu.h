@@ -229,6 +229,13 @@ typedef struct tpu_mxu_view {
   float *act;                  /* activation held this cycle */
   float *psum;                 /* partial sum leaving the cell this cycle */
   int8_t *tile;                /* index (mod 128) of the tile whose activation is held, -1 none */
+  /* 1 where the cell's shadow register holds, or is receiving, a weight of
+  ** a tile not yet swapped into its active register, whatever the cell's
+  ** state: the next tile loading (double buffering) while this cell may
+  ** still compute the current one. Cell (r, c) of tile i with r < K and
+  ** c < N, from the load front reaching it (L_i + c + r) until the tile's
+  ** first activation does (s_i + r + c, the swap); else 0. */
+  uint8_t *shadow;
 } tpu_mxu_view;
 
 /* On success *out owns a new unit; free with tpu_mxu_destroy(). On failure

@@ -443,11 +443,16 @@ void tpu_mxu_view_cells(const tpu_mxu *m, tpu_mxu_view *out) {
              (size_t)C * sizeof(float));
   if (out->state) memset(out->state, TPU_MXU_CELL_IDLE, cells);
   if (out->tile) memset(out->tile, -1, cells);
+  if (out->shadow) memset(out->shadow, 0, cells);
   if (m->cycle == 0) return;
   const int64_t t = (int64_t)m->cycle - 1;     /* the cycle last run */
   for (size_t i = m->q_head; i < m->q_load; i++) {
     const mxu_job *j = &m->q[i];
     const int64_t K = j->t.k, N = j->t.n, M = j->t.m;
+    /* shadow: r < K, c < N and L + c + r <= t < s + r + c */
+    for (int64_t r = 0; out->shadow && r < K; r++)
+      for (int64_t c = 0; c < N && (int64_t)j->load + c + r <= t; c++)
+        if (j->stream == NOT_YET || t < (int64_t)j->stream + r + c) out->shadow[(size_t)r * (size_t)C + (size_t)c] = 1;
     /* loading: r < K and L + c + r <= t <= L + c + K - 1 */
     int64_t e = t - (int64_t)j->load;
     if (out->state && e >= 0 && e <= K - 1 + C - 1)

@@ -414,7 +414,7 @@ START_TEST(Skipping_idle_cycles_changes_neither_view_nor_results) {
   }
   float p1[30], p2[30], a1[30], a2[30], w1[30], w2[30];
   uint8_t s1[30], s2[30];
-  tpu_mxu_view v1 = { s1, w1, a1, p1, NULL }, v2 = { s2, w2, a2, p2, NULL };
+  tpu_mxu_view v1 = { s1, w1, a1, p1, NULL, NULL }, v2 = { s2, w2, a2, p2, NULL, NULL };
   for (int cyc = 0; cyc < 150; cyc++) {
     tpu_mxu_tick(m1);
     tpu_mxu_tick(m2);

@@ -59,7 +59,9 @@ static uint32_t *frame(tpu_viz *v, tpu_viz_layout *l) {
 ** of the activation the formula says (activation m = t - s_i - r - c of the
 ** tile streaming on that diagonal, inside its K x N block), and every other
 ** cell is idle or loading. An independent PE model ticked t+1 times agrees
-** on the state of every cell. */
+** on the state of every cell, and on which cells hold a weight in their
+** shadow not yet active (the next tile's, double-buffered): a computing
+** one among them has the amber corner mark, no other computing cell does. */
 START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
   tpu_viz *v = make("teach", 0, 24, 12, 20);
   const tpu_mxu_tile *tl;
@@ -75,7 +77,7 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
   uint64_t cycles[] = { tt[0].stream_start, tt[0].stream_start + 3, tt[0].stream_start + 9,
                         tt[1].stream_start - 1, tt[1].stream_start + 2, tt[2].stream_start + 5,
                         tt[nt - 1].last_result, tt[0].load_start + 2 };
-  int computing_seen = 0;
+  int computing_seen = 0, shadow_seen = 0;
   for (size_t ci = 0; ci < sizeof cycles / sizeof cycles[0]; ci++) {
     const uint64_t t = cycles[ci];
     ck_assert(tpu_viz_seek(v, t) == TPU_OK);
@@ -91,12 +93,27 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
       ck_assert(tpu_mxu_push(pe, &x) == TPU_OK);
     }
     for (uint64_t i = 0; i <= t; i++) tpu_mxu_tick(pe);
-    uint8_t st[64];
+    uint8_t st[64], sh[64];
     float wt[64];
-    tpu_mxu_view view = { .state = st, .weight = wt };
+    tpu_mxu_view view = { .state = st, .weight = wt, .shadow = sh };
     tpu_mxu_view_cells(pe, &view);
     for (int r = 0; r < R; r++)
       for (int c = 0; c < C; c++) {
+        /* the shadow: a tile's weight reached the cell (L + c + r) and is not active yet (s + r + c) */
+        bool shadow = false;
+        for (size_t i = 0; i < nt; i++)
+          shadow |= r < tl[i].k && c < tl[i].n && tt[i].load_start + (uint64_t)(c + r) <= t &&
+                    t < tt[i].stream_start + (uint64_t)(r + c);
+        ck_assert_msg(shadow == (sh[r * C + c] != 0) && shadow == tpu_viz_cell_shadow(v, r, c),
+                      "cycle %llu cell (%d,%d): shadow by the formula %d, PE model %d, viz %d", (unsigned long long)t,
+                      r, c, shadow, sh[r * C + c], tpu_viz_cell_shadow(v, r, c));
+        const int inner = l.cell >= 6 ? l.cell - 1 : l.cell;
+        const uint32_t corner = px_at(px, l.array.x + c * l.cell + inner - 1, l.array.y + r * l.cell);
+        if (st[r * C + c] == TPU_MXU_CELL_COMPUTING) {
+          ck_assert_msg((corner == TPU_VIZ_COLOR_LOADING) == shadow, "cycle %llu cell (%d,%d): corner 0x%08x, shadow %d",
+                        (unsigned long long)t, r, c, corner, shadow);
+          shadow_seen += shadow;
+        }
         int64_t d = (int64_t)t - r - c;
         long on = -1;
         for (size_t i = 0; i < nt; i++)
@@ -125,6 +142,7 @@ START_TEST(Wavefront_cells_are_where_the_PE_model_puts_them) {
     free(scratch);
   }
   ck_assert_int_gt(computing_seen, 50);
+  ck_assert_int_gt(shadow_seen, 5);           /* the next tile loads behind computing cells */
   free(px);
 }
 END_TEST
@@ -212,7 +230,7 @@ static void check_bands(const char *preset, int m, int n, int k) {
     int count[TPU_SIM_NSTALL] = { 0 }, edges = 0;
     uint32_t prev = 0;
     for (int x = 0; x < l.timeline.w; x++) {
-      uint32_t col = px_at(px, l.timeline.x + x, y);
+      uint32_t col = px_at(px, tpu_viz_core_x(&l, p) + x, y);
       if (x && col != prev) edges++;
       prev = col;
       for (int c = 0; c < TPU_SIM_NSTALL; c++) if (col == tpu_viz_stall_color(c)) count[c]++;
@@ -296,6 +314,21 @@ START_TEST(Layout_maps_pixels_to_cells_and_cycles_and_back) {
     ck_assert(back <= cy && cy - back <= T / (uint64_t)l.timeline.w + 1);
   }
   ck_assert_int_le(tpu_viz_core_y(&l, 7) + l.core_h, l.infeed.y);
+  /* 8 cores at 1280x800: two columns of 4, unit rows tall enough for a label
+  ** of the text size (#32); the second column maps x to the same cycles */
+  ck_assert_int_eq(l.per_col, 4);
+  ck_assert_int_ge(l.row_h, l.font - 2);
+  ck_assert_int_eq(tpu_viz_core_y(&l, 4), tpu_viz_core_y(&l, 0));
+  ck_assert_int_eq(tpu_viz_core_x(&l, 4), l.timeline.x + l.col_dx);
+  ck_assert_int_ge(l.col_dx, l.timeline.w + 8 * l.font);
+  ck_assert_int_le(tpu_viz_core_x(&l, 7) + l.timeline.w, W);
+  for (int x = 0; x < l.timeline.w; x += 7)
+    TU_EQ_U64(tpu_viz_cycle_at_x(v, &l, l.timeline.x + x), tpu_viz_cycle_at_x(v, &l, tpu_viz_core_x(&l, 4) + x));
+  tpu_viz *t = make("teach", 0, 24, 12, 20);        /* 4 cores: one column */
+  const tpu_viz_layout lt = layout(t);
+  ck_assert_int_eq(lt.per_col, 4);
+  ck_assert_int_eq(lt.col_dx, 0);
+  ck_assert_int_eq(tpu_viz_core_x(&lt, 3), lt.timeline.x);
 }
 END_TEST
 
@@ -481,7 +514,7 @@ START_TEST(Program_stall_bands_are_proportional_to_the_engine_figures) {
     const int y = tpu_viz_core_y(&l, c) + l.strip_h / 2;
     for (int x = 1; x < l.timeline.w; x++) {       /* x = 0 is under the cursor (cycle 0) */
       const int want = tpu_viz_core_cat_at(sr.v, c, tpu_viz_cycle_at_x(sr.v, &l, l.timeline.x + x));
-      const uint32_t got = px_at(px, l.timeline.x + x, y);
+      const uint32_t got = px_at(px, tpu_viz_core_x(&l, c) + x, y);
       ck_assert_msg(got == tpu_viz_stall_color(want), "core %d x %d: 0x%08x, expected %s", c, x, got, tpu_sim_stall_name(want));
       count[want]++;
     }
@@ -834,6 +867,10 @@ START_TEST(Text_scales_and_the_legend_is_drawn) {
   ck_assert_uint_eq(px_at(px, l.legend.x + 2, cy), TPU_VIZ_COLOR_IDLE);
   ck_assert_uint_eq(px_at(px, l.legend.x + 9 * l.font / 2 + 2, cy), TPU_VIZ_COLOR_LOADING);
   ck_assert_uint_eq(px_at(px, l.legend.x + 10 * l.font + 2, cy), TPU_VIZ_COLOR_HOLDING);
+  /* the next row: a computing swatch with the shadow mark in its top-right corner */
+  const int sy = l.legend.y + (TPU_SIM_NSTALL + 2) * l.line + (l.line - l.font) / 2;
+  ck_assert_uint_eq(px_at(px, l.legend.x + l.font - 1, sy), TPU_VIZ_COLOR_LOADING);
+  ck_assert_uint_eq(px_at(px, l.legend.x + 1, sy + l.font - 2), tpu_viz_value_color(0, 1));
   free(px);
   tpu_viz_set_text_scale(v, 2);
   ck_assert_int_eq(layout(v).font, 26);

@@ -303,7 +303,8 @@ static tpu_viz *new_session(const tpu_chip_config *chip) {
   v->weight = tpu_calloc(cells, sizeof(float));
   v->act = tpu_calloc(cells, sizeof(float));
   v->psum = tpu_calloc(cells, sizeof(float));
-  if (!v->state || !v->weight || !v->act || !v->psum) { tpu_viz_destroy(v); return NULL; }
+  v->shadow = tpu_calloc(cells, 1);
+  if (!v->state || !v->weight || !v->act || !v->psum || !v->shadow) { tpu_viz_destroy(v); return NULL; }
   return v;
 }
 
@@ -462,7 +463,7 @@ void tpu_viz_destroy(tpu_viz *v) {
   }
   tpu_mxu_destroy(v->pe);
   tpu_free(v->A); tpu_free(v->B); tpu_free(v->C);
-  tpu_free(v->state); tpu_free(v->weight); tpu_free(v->act); tpu_free(v->psum);
+  tpu_free(v->state); tpu_free(v->weight); tpu_free(v->act); tpu_free(v->psum); tpu_free(v->shadow);
   tpu_free(v->tl_cache);
   tpu_free(v->tl_px);
   free_pipe(&v->pipe);
@@ -509,10 +510,11 @@ bool tpu_viz_shade_psum(const tpu_viz *v) { return v->shade_psum; }
 float tpu_viz_shade_scale(const tpu_viz *v) { return v->shade_psum ? v->psum_scale : v->act_scale; }
 
 static void refresh_view(tpu_viz *v) {
-  tpu_mxu_view view = { .state = v->state, .weight = v->weight, .act = v->act, .psum = v->psum };
+  tpu_mxu_view view = { .state = v->state, .weight = v->weight, .act = v->act, .psum = v->psum, .shadow = v->shadow };
   if (v->pe && v->ticks > 0) { tpu_mxu_view_cells(v->pe, &view); return; }
   size_t n = (size_t)v->rows * (size_t)v->cols;
   memset(v->state, 0, n);
+  memset(v->shadow, 0, n);
   memset(v->weight, 0, n * sizeof(float));
   memset(v->act, 0, n * sizeof(float));
   memset(v->psum, 0, n * sizeof(float));
@@ -704,6 +706,10 @@ static bool cell_holds(const tpu_viz *v, size_t nl, int r, int c) {
   return false;
 }
 
+bool tpu_viz_cell_shadow(const tpu_viz *v, int r, int c) {
+  return r >= 0 && c >= 0 && r < v->rows && c < v->cols && v->shadow[(size_t)r * (size_t)v->cols + (size_t)c];
+}
+
 bool tpu_viz_cell_holds(const tpu_viz *v, int r, int c) {
   if (r < 0 || c < 0 || r >= v->rows || c >= v->cols) return false;
   return cell_holds(v, tiles_loaded(&v->core[v->sel], v->shown), r, c);
@@ -858,7 +864,7 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
   const int lw = width / 2, acc_h = 40, top = l->header.h + ln + 4 + (l->arrows ? ln : 0);
   const int gap = l->arrows ? ln : 4;            /* room for the flow arrows */
   l->queue_cols = v->rows < 16 ? v->rows : 16;
-  int cw = (lw - 20 - gap) / (v->cols + l->queue_cols), chh = (height - top - acc_h - gap - (l->arrows ? 3 : 1) * ln - 6) / v->rows;
+  int cw = (lw - 20 - gap) / (v->cols + l->queue_cols), chh = (height - top - acc_h - gap - (l->arrows ? 4 : 1) * ln - 6) / v->rows;
   l->cell = cw < chh ? cw : chh;
   if (l->cell < 1) l->cell = 1;
   l->queue = (tpu_viz_rect){ 10, top, l->queue_cols * l->cell, v->rows * l->cell };
@@ -876,18 +882,28 @@ void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *
     l->pipeline = (tpu_viz_rect){ tx, l->header.h + ln + 4, width - tx - 12, np * l->pipe_row_h };
   }
   const int avail = height * 50 / 100 - ln - pipe_h;
+  l->per_col = v->ncores;
   l->row_h = (avail / v->ncores - 4) / 5;
+  if (l->row_h < l->font - 2 && v->ncores > 4) {  /* labels too small: two columns of cores */
+    l->per_col = (v->ncores + 1) / 2;
+    l->row_h = (avail / l->per_col - 4) / 5;
+  }
   if (l->row_h > ln) l->row_h = ln;
   if (l->row_h < 2) l->row_h = 2;
   l->strip_h = l->row_h;
   l->core_h = l->strip_h + TPU_VIZ_NUNIT * l->row_h + 4;
-  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, width - tx - 12, v->ncores * l->core_h };
+  int tw = width - tx - 12;
+  if (l->per_col < v->ncores) {                  /* each column: its label gutter, then its bands */
+    tw = (width - tx - 12 - 8 * l->font) / 2;
+    l->col_dx = tw + 8 * l->font;
+  }
+  l->timeline = (tpu_viz_rect){ tx, l->header.h + ln + 4 + pipe_h, tw, l->per_col * l->core_h };
   l->axis = (tpu_viz_rect){ tx, l->timeline.y + l->timeline.h + 2, l->timeline.w, ln + 6 };
   l->infeed = (tpu_viz_rect){ tx, l->axis.y + l->axis.h + 6, l->timeline.w, 2 * ln + 4 };
-  /* legend: a heading, one row per stall kind, one row of cell states */
+  /* legend: a heading, one row per stall kind, two rows of cell states */
   /* (and one row of the pipeline's span kinds when there is one) */
   l->legend = (tpu_viz_rect){ lw + 10, l->infeed.y + l->infeed.h + 10, width - lw - 22,
-                              (TPU_SIM_NSTALL + 2 + (np > 0)) * ln };
+                              (TPU_SIM_NSTALL + 3 + (np > 0)) * ln };
   l->info = (tpu_viz_rect){ lw + 10, l->legend.y + l->legend.h + 8, width - lw - 22,
                             height - (l->legend.y + l->legend.h + 8) };
 }
@@ -934,7 +950,12 @@ static int x_of_cycle(const tpu_viz *v, const tpu_viz_layout *l, uint64_t c) {
   return l->timeline.x + (int)((double)(c - a) * (double)l->timeline.w / (double)(b - a));
 }
 
-int tpu_viz_core_y(const tpu_viz_layout *l, int core) { return l->timeline.y + core * l->core_h; }
+int tpu_viz_core_y(const tpu_viz_layout *l, int core) {
+  return l->timeline.y + (l->per_col > 0 ? core % l->per_col : core) * l->core_h;
+}
+int tpu_viz_core_x(const tpu_viz_layout *l, int core) {
+  return l->timeline.x + (l->per_col > 0 && core >= l->per_col ? l->col_dx : 0);
+}
 
 int tpu_viz_axis_ticks(const tpu_viz *v, const tpu_viz_layout *l, uint64_t *out, int max) {
   uint64_t a, b;
@@ -959,6 +980,7 @@ void tpu_viz_cycle_label(uint64_t c, char *b, size_t n) {
 }
 
 uint64_t tpu_viz_cycle_at_x(const tpu_viz *v, const tpu_viz_layout *l, int x) {
+  if (l->col_dx > 0 && x >= l->timeline.x + l->timeline.w + 4 * l->font) x -= l->col_dx;   /* the second column */
   int px = x - l->timeline.x;
   if (px < 0) px = 0;
   if (px >= l->timeline.w) px = l->timeline.w - 1;
@@ -1003,6 +1025,15 @@ static long tile_on_diag(const viz_core *vc, int64_t d) {
   return d < (int64_t)vc->times[i].stream_start + vc->tiles[i].m ? (long)i : -1;
 }
 
+/* The shadow mark: a computing cell whose shadow register already takes the
+** next tile's weight gets an amber triangle in its top-right corner, its
+** legs 2/5 of the cell (at least 2 px), clear of the cell's centre. */
+static void shadow_mark(uint32_t *px, int pitch, const tpu_viz_layout *l, int x, int y, int inner) {
+  if (inner < 3) return;                         /* too small for a mark */
+  const int ts = TPU_VIZ_SHADOW_MARK(inner);
+  for (int j = 0; j < ts; j++) fill(px, pitch, l, x + inner - (ts - j), y + j, ts - j, 1, TPU_VIZ_COLOR_LOADING);
+}
+
 static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int cell = l->cell, inner = cell >= 6 ? cell - 1 : cell;
   const float scale = tpu_viz_shade_scale(v);
@@ -1017,6 +1048,8 @@ static void draw_cells(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int pi
                    : v->state[x] == TPU_MXU_CELL_LOADING ? TPU_VIZ_COLOR_LOADING
                    : cell_holds(v, nl, r, c) ? TPU_VIZ_COLOR_HOLDING : TPU_VIZ_COLOR_IDLE;
       fill(px, pitch, l, l->array.x + c * cell, y, inner, inner, col);
+      if (v->state[x] == TPU_MXU_CELL_COMPUTING && v->shadow[x])
+        shadow_mark(px, pitch, l, l->array.x + c * cell, y, inner);
     }
   }
   /* skewed input queue: column q (1 = next to the array) holds what enters row r at cycle t+q */
@@ -1108,10 +1141,10 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   build_tl_cache(v, l);
   const uint32_t *tp = tl_pixels(v, l);
   for (int p = 0; p < v->ncores; p++) {
-    const int y0 = tpu_viz_core_y(l, p);
-    if (p == v->sel) fill(px, pitch, l, l->timeline.x - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
+    const int y0 = tpu_viz_core_y(l, p), x0 = tpu_viz_core_x(l, p);
+    if (p == v->sel) fill(px, pitch, l, x0 - 8 * l->font + 4, y0, 4, l->core_h - 4, 0xffffffffu);
     if (tp) {
-      const int x0 = l->timeline.x, n = x0 + w > l->width ? l->width - x0 : w;
+      const int n = x0 + w > l->width ? l->width - x0 : w;
       for (int j = 0; j < l->core_h && y0 + j < l->height && n > 0; j++)
         if (y0 + j >= 0)
           memcpy(px + (size_t)(y0 + j) * (size_t)pitch + x0, tp + ((size_t)p * (size_t)l->core_h + (size_t)j) * (size_t)w,
@@ -1126,14 +1159,16 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
         cats[0] = (uint8_t)tpu_viz_core_cat_at(v, p, c);
         for (int u = 0; u < TPU_VIZ_NUNIT; u++) cats[1 + u] = (uint8_t)tpu_viz_unit_cat_at(v, p, (tpu_viz_unit)u, c);
       }
-      draw_tl_column(px, pitch, l, l->timeline.x + x, y0, cats);
+      draw_tl_column(px, pitch, l, x0 + x, y0, cats);
     }
   }
   /* the cycle axis: a baseline and a tick per round cycle (labels by the SDL layer) */
   uint64_t ticks[64];
   const int nt = tpu_viz_axis_ticks(v, l, ticks, 64);
-  fill(px, pitch, l, l->axis.x, l->axis.y, l->axis.w, 1, 0xff404040u);
-  for (int i = 0; i < nt; i++) fill(px, pitch, l, x_of_cycle(v, l, ticks[i]), l->axis.y, 1, 5, TPU_VIZ_COLOR_TICK);
+  for (int dx = 0; dx <= l->col_dx; dx += l->col_dx > 0 ? l->col_dx : 1) {   /* under each column of cores */
+    fill(px, pitch, l, l->axis.x + dx, l->axis.y, l->axis.w, 1, 0xff404040u);
+    for (int i = 0; i < nt; i++) fill(px, pitch, l, x_of_cycle(v, l, ticks[i]) + dx, l->axis.y, 1, 5, TPU_VIZ_COLOR_TICK);
+  }
   /* infeed occupancy (batches queued at the selected core), full height = the run's largest */
   fill(px, pitch, l, l->infeed.x, l->infeed.y, l->infeed.w, l->infeed.h, 0xff202020u);
   const int qmax = tpu_viz_infeed_max(v, v->sel);
@@ -1153,11 +1188,13 @@ static void draw_timeline(tpu_viz *v, const tpu_viz_layout *l, uint32_t *px, int
   int cx = x_of_cycle(v, l, v->shown);
   const int top = v->pipe.nrows > 0 ? l->pipeline.y : l->timeline.y - 4;
   if (cx >= 0) fill(px, pitch, l, cx, top, 1, l->infeed.y + l->infeed.h - top, 0xffffffffu);
+  if (cx >= 0 && l->col_dx > 0)
+    fill(px, pitch, l, cx + l->col_dx, l->timeline.y - 4, 1, l->axis.y + 5 - (l->timeline.y - 4), 0xffffffffu);
 }
 
 /* The legend's swatches (its text is drawn by the SDL layer): one per stall
 ** kind, then the cell states: idle, loading, holding, and the computing scale from
-** -1 (blue) through 0 to +1 (red). */
+** -1 (blue) through 0 to +1 (red); then a computing cell with the shadow mark. */
 static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int ln = l->line, sw = l->font, pad = (ln - sw) / 2;
   for (int k = 0; k < TPU_SIM_NSTALL; k++)
@@ -1169,6 +1206,9 @@ static void draw_legend(const tpu_viz_layout *l, uint32_t *px, int pitch) {
   const int gx = l->legend.x + 16 * l->font, gw = 6 * l->font;
   for (int i = 0; i < gw; i++)
     fill(px, pitch, l, gx + i, y, 1, sw, tpu_viz_value_color((float)(2.0 * i / (gw - 1) - 1.0), 1));
+  /* the next row: a computing cell with the shadow mark */
+  fill(px, pitch, l, l->legend.x, y + ln, sw, sw, tpu_viz_value_color(0, 1));
+  shadow_mark(px, pitch, l, l->legend.x, y + ln, sw);
 }
 
 /* A filled triangle pointing down (dir 0) or right (dir 1) in the box. */

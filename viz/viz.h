@@ -168,6 +168,15 @@ bool tpu_viz_event_cycle(const tpu_viz *v, tpu_viz_event e, uint64_t *c);
 ** into its shadow and the tile's first activation has not reached it yet
 ** (drawn TPU_VIZ_COLOR_HOLDING). false out of range. */
 bool tpu_viz_cell_holds(const tpu_viz *v, int r, int c);
+/* The selected core's cell (r, c) has a tile's weight in its shadow
+** register that is not yet active at the cycle shown (tpu_mxu_view's
+** shadow): loading into it, or loaded and waiting for the tile's first
+** activation. While the cell still computes the tile before, it is drawn
+** computing with the shadow mark: an amber (TPU_VIZ_COLOR_LOADING) triangle
+** in its top-right corner, TPU_VIZ_SHADOW_MARK(pitch - gap) px on a side.
+** false out of range. */
+bool tpu_viz_cell_shadow(const tpu_viz *v, int r, int c);
+#define TPU_VIZ_SHADOW_MARK(inner) ((inner) * 2 / 5 > 2 ? (inner) * 2 / 5 : 2)
 /* What the picture at the cycle shown holds, for a script to check a
 ** picture's claim without reading pixels (`viz --json`'s "moment"): the
 ** selected core's stall kind and, over its array 0's cells, how many load
@@ -255,6 +264,7 @@ typedef struct tpu_viz_layout {
   tpu_viz_rect timeline;       /* the band area (labels are left of it) */
   tpu_viz_rect axis;           /* the cycle axis under it: ticks, then their labels */
   int core_h, row_h, strip_h;  /* per-core block height; unit row and core strip heights */
+  int per_col, col_dx;         /* cores per column of blocks; column 1's x offset (0: one column) */
   tpu_viz_rect infeed;         /* infeed occupancy graph */
   tpu_viz_rect legend;         /* legend and totals */
   tpu_viz_rect info;           /* hover and help text */
@@ -265,8 +275,14 @@ typedef struct tpu_viz_layout {
 /* Computes the layout of a width x height frame (at least 640 x 480). */
 void tpu_viz_layout_of(const tpu_viz *v, int width, int height, tpu_viz_layout *out);
 /* Top y of core p's block in the timeline; its strip is [y, y+strip_h),
-** unit u's row [y + strip_h + u*row_h, + row_h). */
+** unit u's row [y + strip_h + u*row_h, + row_h). When one column of
+** blocks would leave unit rows too thin for their labels (8 cores at
+** 1280x800: 8 px), the cores are laid out in two columns (per_col in the
+** first, the rest in the second, col_dx to the right, each with its label
+** gutter), each column showing the same cycles as timeline.x .. + w. */
 int tpu_viz_core_y(const tpu_viz_layout *l, int core);
+/* Left x of core p's bands: timeline.x, + col_dx in the second column. */
+int tpu_viz_core_x(const tpu_viz_layout *l, int core);
 /* The timeline's visible cycles [a, b): the whole run until zoomed. */
 void tpu_viz_view_range(const tpu_viz *v, uint64_t *a, uint64_t *b);
 /* Zooms the timeline by 'factor' (2 = twice as many pixels per cycle,

@@ -64,6 +64,7 @@ struct tpu_viz {
   tpu_mxu *pe;                       /* PE model of the selected core's array 0 */
   uint64_t ticks;                    /* ticks done on pe */
   uint8_t *state; float *weight, *act, *psum;   /* the view, rows*cols each */
+  uint8_t *shadow;                   /* the view's shadow flags (tpu_mxu_view), rows*cols */
   bool shade_psum;
   double text_scale;                 /* --scale: multiplies the text size (default 1) */
   float act_scale, psum_scale;

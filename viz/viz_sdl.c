@@ -25,6 +25,7 @@
 #include <SDL_ttf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ struct tpu_viz_canvas {
   TTF_Font *font, *small, *mono, *value;   /* title, labels, help, cell values: sized by the layout */
   TTF_Font *help_font; int help_px;        /* the help overlay's, sized so every key fits the frame */
   TTF_Font *unit;                          /* the timeline's unit labels, sized to fit a unit row */
+  int value_lines;                         /* cell values: 3 (w, a, p) or 1 (the value that matters), see open_fonts */
   bool running, help, quit;
   bool show_waits;                 /* 'w': play long waits instead of skipping them */
   char banner[200];                /* what a jump skipped or reached (n, p, a skipped wait) */
@@ -132,20 +134,34 @@ static void compose_header(ui *u) {
     text_fit(u, u->small, l->queue.x, y, 0xffe0b000u, "weights load from the top in a diagonal staircase", half);
     text_fit(u, u->small, l->queue.x, y + ln, 0xff6fa8dcu, "activations enter from the left, skewed by the input queue", half);
     text_fit(u, u->small, l->queue.x, y + 2 * ln, 0xff3cb371u, "partial sums flow down into the accumulators (bars)", half);
+    text_fit(u, u->small, l->queue.x, y + 3 * ln, 0xffe0b000u,
+             "amber corner: the next tile's weight loads behind a computing cell", half);
   } else {
     text(u, u->small, l->queue.x, l->queue.y + l->queue.h + 2, 0xffc0c0c0u, "input queue");
     text(u, u->small, l->acc.x, l->acc.y + l->acc.h + 2, 0xffc0c0c0u, "accumulators: results of the current tile");
   }
 }
 
+/* A value in at most 4 characters, for one line of large text: "-0.3",
+** "2.3", "-25", "-120", "1e+04" beyond. */
+static void fmt_short(char *b, size_t n, float x) {
+  const double a = fabs((double)x);
+  if (x == 0) snprintf(b, n, "0");
+  else if (a < 9.95) snprintf(b, n, "%.1f", (double)x);
+  else if (a < 999.5) snprintf(b, n, "%.0f", (double)x);
+  else snprintf(b, n, "%.0e", (double)x);
+}
+
 /* Each cell's weight (the one arriving while it loads), the activation
 ** passing through and its partial sum, when cells are big enough for three
-** lines of the value font (arrays up to 16x16). */
+** lines of the value font (arrays up to 16x16). When --scale asks for more
+** than three lines allow, one line in the larger size: the value the cell
+** is shaded by while it computes, else its weight. */
 static void compose_cell_numbers(ui *u) {
   const tpu_viz *v = u->v;
   const tpu_viz_layout *l = &u->l;
   const int vh = TTF_FontLineSkip(u->value);
-  if (!l->arrows || l->cell < 3 * vh + 2) return;
+  if (!l->arrows || l->cell < u->value_lines * vh + 2) return;
   for (int r = 0; r < v->rows; r++)
     for (int c = 0; c < v->cols; c++) {
       size_t x = (size_t)r * (size_t)v->cols + (size_t)c;
@@ -153,6 +169,13 @@ static void compose_cell_numbers(ui *u) {
       uint32_t tc = v->state[x] == TPU_MXU_CELL_IDLE ? 0xffa0a0a0u : 0xff000000u;
       char n[32], s[40];
       float w;
+      if (u->value_lines == 1) {
+        const bool comp = v->state[x] == TPU_MXU_CELL_COMPUTING;
+        if (!comp && !tpu_viz_cell_weight(v, r, c, &w)) continue;
+        fmt_short(n, sizeof n, comp ? (v->shade_psum ? v->psum[x] : v->act[x]) : w);
+        text(u, u->value, px, py + (l->cell - 1 - vh) / 2, tc, n);
+        continue;
+      }
       if (tpu_viz_cell_weight(v, r, c, &w)) {
         fmt_val(n, sizeof n, w);
         snprintf(s, sizeof s, "w %s", n);
@@ -174,7 +197,7 @@ static void compose_cell_numbers(ui *u) {
 static void compose_timeline_labels(ui *u) {
   const tpu_viz *v = u->v;
   const tpu_viz_layout *l = &u->l;
-  const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, ux = l->timeline.x - 4 * l->font;
+  const int ln = l->line, lx = l->timeline.x - 8 * l->font + 10, lx0 = lx, ux0 = l->timeline.x - 4 * l->font;
   char b[512];
   text(u, u->small, l->timeline.x, l->timeline.y - ln - 2, 0xffc0c0c0u, "timeline (click to jump)");
   if (tpu_viz_pipeline_rows(v) > 0) {           /* the input pipeline's rows, as the tf.data guide draws them */
@@ -185,18 +208,18 @@ static void compose_timeline_labels(ui *u) {
                l->pipeline.x - lx - 4);
   }
   for (int p = 0; p < v->ncores; p++) {
-    int y = tpu_viz_core_y(l, p);
+    const int y = tpu_viz_core_y(l, p), dx = tpu_viz_core_x(l, p) - l->timeline.x, cx = lx0 + dx, ux = ux0 + dx;
     snprintf(b, sizeof b, "core %d", p + 1);
-    if (l->core_h >= ln) text(u, u->small, lx, y + (l->row_h >= l->font - 2 ? -2 : 0), p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
+    if (l->core_h >= ln) text(u, u->small, cx, y + (l->row_h >= l->font - 2 ? -2 : 0), p == v->sel ? 0xffffffffu : 0xffa0a0a0u, b);
     if (u->unit) {                              /* each unit's name in its row, in a size that fits it */
       const int uh = TTF_FontLineSkip(u->unit);
       int cw = 0;
       TTF_SizeUTF8(u->small, b, &cw, NULL);
       int x = ux;
-      if (x < lx + cw + 6 && l->row_h < l->font - 2) x = lx + cw + 6;     /* clear of "core N" on its line */
+      if (x < cx + cw + 6 && l->row_h < l->font - 2) x = cx + cw + 6;     /* clear of "core N" on its line */
       for (int un = 0; un < TPU_VIZ_NUNIT; un++)
         text_fit(u, u->unit, x, y + l->strip_h + un * l->row_h + (l->row_h - uh) / 2, 0xff909090u,
-                 tpu_viz_unit_name((tpu_viz_unit)un), l->timeline.x - x - 2);
+                 tpu_viz_unit_name((tpu_viz_unit)un), l->timeline.x + dx - x - 2);
     }
   }
   uint64_t ticks[64];                           /* the cycle axis's labels, centred under their ticks */
@@ -204,13 +227,14 @@ static void compose_timeline_labels(ui *u) {
   uint64_t a, e;
   tpu_viz_view_range(v, &a, &e);
   text(u, u->small, lx, l->axis.y, 0xff808080u, "cycle");
-  for (int i = 0; i < nt; i++) {
-    int tw = 0, x = l->timeline.x + (int)((double)(ticks[i] - a) * (double)l->timeline.w / (double)(e - a));
-    tpu_viz_cycle_label(ticks[i], b, sizeof b);
+  for (int i = 0; i < nt * (l->col_dx > 0 ? 2 : 1); i++) {     /* under each column of cores */
+    const int x0 = l->timeline.x + (i >= nt ? l->col_dx : 0);
+    int tw = 0, x = x0 + (int)((double)(ticks[i % nt] - a) * (double)l->timeline.w / (double)(e - a));
+    tpu_viz_cycle_label(ticks[i % nt], b, sizeof b);
     if (TTF_SizeUTF8(u->small, b, &tw, NULL) != 0) continue;
     x -= tw / 2;
-    if (x < l->timeline.x) x = l->timeline.x;
-    if (x + tw > l->timeline.x + l->timeline.w) x = l->timeline.x + l->timeline.w - tw;
+    if (x < x0) x = x0;
+    if (x + tw > x0 + l->timeline.w) x = x0 + l->timeline.w - tw;
     text(u, u->small, x, l->axis.y + 5, 0xffa0a0a0u, b);
   }
   text(u, u->small, lx, l->infeed.y, 0xffa0a0a0u, "infeed");
@@ -252,6 +276,8 @@ static void compose_legend(ui *u) {
   text(u, u->small, l->legend.x + 11 * f + 6, y, 0xffffffffu, "holding");
   text_fit(u, u->small, l->legend.x + 22 * f + 6, y, 0xffffffffu,
            v->shade_psum ? "computing: partial sum -/+" : "computing: activation -/+", l->legend.w - 22 * f - 6);
+  text_fit(u, u->small, x0, y + ln, 0xffffffffu, "amber corner: computing, the next tile's weight already in its shadow",
+           l->legend.w - f - 6);
   /* the input pipeline's span kinds, swatch and name, as many as fit the line */
   char kinds[16];
   const int nk = tpu_viz_pipeline_rows(v) > 0 ? tpu_viz_pipeline_kinds(v, kinds) : 0;
@@ -260,9 +286,9 @@ static void compose_legend(ui *u) {
     int tw = 0;
     if (TTF_SizeUTF8(u->small, name, &tw, NULL) != 0 || x + f + 3 + tw > l->legend.x + l->legend.w) break;
     const uint32_t c = tpu_viz_span_color(kinds[k]);
-    SDL_Rect sw = { x, y + ln + (ln - f) / 2, f, f };
+    SDL_Rect sw = { x, y + 2 * ln + (ln - f) / 2, f, f };
     SDL_FillRect(u->frame, &sw, SDL_MapRGB(u->frame->format, (Uint8)(c >> 16), (Uint8)(c >> 8), (Uint8)c));
-    text(u, u->small, x + f + 3, y + ln, 0xffffffffu, name);
+    text(u, u->small, x + f + 3, y + 2 * ln, 0xffffffffu, name);
     x += f + 3 + tw + f;
   }
 }
@@ -369,13 +395,20 @@ static void close_fonts(ui *u) {
 }
 
 /* The fonts at the layout's text size: labels at l.font px, the title a
-** little larger, cell values as large as three lines in a cell allow. */
+** little larger, cell values as large as three lines in a cell allow, times
+** --scale: when that is more than three lines allow, one line of up to 4
+** characters in the larger size (as large as the cell allows). */
 static int open_fonts(ui *u, char *err, size_t errcap) {
   const tpu_viz_layout *l = &u->l;
   int vs = (l->cell - 4) * 3 / 11;           /* a line is about 1.2 em: 3 lines in cell - 4 px */
   if (vs > (l->cell - 4) * 10 / 48) vs = (l->cell - 4) * 10 / 48;   /* "w -0.025": 8 glyphs of about 0.6 em */
   if (vs > l->font) vs = l->font;
   if (vs < 6) vs = 6;
+  const int want = (int)(vs * u->v->text_scale + 0.5);
+  int one = (l->cell - 4) * 10 / 24;         /* "-0.3": 4 glyphs of about 0.6 em */
+  if (one > (l->cell - 4) * 5 / 6) one = (l->cell - 4) * 5 / 6;
+  u->value_lines = 3;
+  if (want > vs && one > vs) { u->value_lines = 1; vs = want < one ? want : one; }
   close_fonts(u);
   u->font = TTF_OpenFont(FONT_PATH, l->font + l->font / 6);
   u->small = TTF_OpenFont(FONT_PATH, l->font);

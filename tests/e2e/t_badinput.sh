@@ -818,6 +818,7 @@ corpus "$TPUSIM" <<'CASES'
 2|train --model mlp --data mnist:x|--data mnist:x
 2|train --model mlp --epochs 3 --checkpoint no_ck --resume --data synthetic|--resume: no_ck/checkpoint.bin: cannot read
 2|viz --headless --m 0|--m: expected an integer in 1..65536, got '0'
+2|viz --chip teach --cores 3 --headless --png x.png|--cores 3: the default workload on teach (the class workload, docs/TEACHING.md) is a batch of 32, which does not split evenly over 3 cores
 2|viz --headless --scale 9|--scale: expected a number in 0.5..4, got '9'
 2|viz --headless --size 10x10|--size: expected WIDTHxHEIGHT with 640..8192 x 480..8192, got '10x10'
 2|viz --headless --core 99|--core: expected an integer in 1..16, got '99'

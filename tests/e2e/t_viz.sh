@@ -163,16 +163,34 @@ expect_status 2 "$TPUSIM" viz --chip teach --model mlp --batch 6 --headless --ou
 expect_status 2 "$TPUSIM" viz --chip teach --batch 64 --headless --out o; expect_err_contains "go with --model"
 expect_status 2 "$TPUSIM" viz --chip teach --model mlp --program ex.json --headless --out o; expect_err_contains "give one"
 
-# The first minute. The README's headless example (and the same on the
-# teach preset), with no --cycle, starts at the first weight load: its first
+# The first minute. The README's headless example (the GEMM, the default
+# on tpu-v2-8), with no --cycle, starts at the first weight load: its first
 # frame's array is not idle (cells not in the idle colour), a later frame
 # shows the wavefront (computing cells), the legend has a swatch per stall
 # kind and the cell states, and the title's text is twice as tall at
-# --scale 2 as at --scale 1.
+# --scale 2 as at --scale 1. On teach the default is the class workload
+# (docs/TEACHING.md): the same step as its model file at batch 32 with
+# --infeed-ready 300, starting at cycle 0 in the infeed wait (which comes
+# before the first weight load); its frames from the first weight load show
+# the same.
 expect_status 0 "$TPUSIM" viz --headless --frames 20 --every 8 --out readme --json
 echo "$OUT" > readme.json
-expect_status 0 "$TPUSIM" viz --chip teach --headless --frames 20 --every 8 --out teach --json
+expect_status 0 "$TPUSIM" viz --chip teach --headless --at weight-load --frames 20 --every 8 --out teach --json
 echo "$OUT" > teach.json
+expect_status 0 "$TPUSIM" viz --chip teach --headless --frames 2 --out teach0 --json
+echo "$OUT" > teach0.json
+expect_status 0 "$TPUSIM" viz --chip teach --model "$TPU_ROOT/docs/examples/teach-class.json" --batch 32 --infeed-ready 300 \
+  --headless --frames 2 --out teach0m --json
+echo "$OUT" > teach0m.json
+cmp teach0/frame_000001.png teach0m/frame_000001.png || die "viz --chip teach is not the class workload's model file"
+/usr/bin/python3 - <<'PY' || die "viz --chip teach: not the class workload, or not from cycle 0 in its infeed wait"
+import json
+d, m = json.load(open("teach0.json")), json.load(open("teach0m.json"))
+for k in ("total_cycles", "stall", "stall_cycles_per_core", "tiles", "start_cycle"):
+    assert d[k] == m[k], k
+assert d["model"]["name"] == "teach-class" and d["model"]["global_batch"] == 32 and d["model"]["infeed_ready"] == 300, d["model"]
+assert d["start_cycle"] == 0 and d["moment"]["core_stall"] == "infeed_wait" and d["stall_spans"]["infeed_wait"]["end"] == 300, d
+PY
 expect_status 0 "$TPUSIM" viz --chip teach --headless --scale 2 --png s2.png
 /usr/bin/python3 - "$here" <<'PY' || die "the README example's frames do not show the array working, the legend or scaled text"
 import json, sys
@@ -201,6 +219,29 @@ def title_height(path):    # rows of the black header band with text in them
     return rows[-1] - rows[0] + 1
 h1, h2 = title_height("teach/frame_000000.png"), title_height("s2.png")
 assert 1.8 <= h2 / h1 <= 2.2, ("text height at --scale 1 and 2", h1, h2)
+PY
+# cell values grow with --scale too (#32): in the default still (the class
+# workload's first full wavefront) cell (0, 0) computes; the first line of
+# dark text in it (4 px of "w 0.39" at --scale 1) is at least 1.6 times as
+# tall at --scale 2 (one line, the activation)
+expect_status 0 "$TPUSIM" viz --chip teach --headless --png s1.png --json
+echo "$OUT" > s1.json
+expect_status 0 "$TPUSIM" viz --chip teach --headless --scale 2 --png s2.png --json
+echo "$OUT" > s2.json
+/usr/bin/python3 - "$here" <<'PY' || die "cell values do not grow with --scale"
+import json, sys
+sys.path.insert(0, sys.argv[1]); import png_read
+def glyph_h(name):
+    L = json.load(open(name + ".json"))["layout"]
+    img = png_read.read(name + ".png", L["array_y"] + L["cell"])
+    x0, y0, c = L["array_x"], L["array_y"], L["cell"]
+    dark = [any(sum(png_read.pixel(img, x, y)[:3]) < 150 for x in range(x0 + 1, x0 + c * 3 // 5)) for y in range(y0, y0 + c - 1)]
+    first = dark.index(True)       # the first line: up to two blank rows in a row
+    end = first + 1
+    while end < len(dark) and (dark[end] or (end + 1 < len(dark) and dark[end + 1])): end += 1
+    return end - first
+h1, h2 = glyph_h("s1"), glyph_h("s2")
+assert h2 >= 1.6 * h1, ("cell text height at --scale 1 and 2", h1, h2)
 PY
 expect_status 2 "$TPUSIM" viz --chip teach --scale 9 --headless --out o; expect_err_contains "--scale"
 # --gif: a cycle range as one animated GIF (checked pixel by pixel in check_viz)
@@ -233,7 +274,7 @@ echo "$OUT" > at-a.json
   || die "--at all-reduce"
 expect_status 0 "$TPUSIM" viz --chip teach --model mlp --batch 64 --headless --png at-p.png --at partial-tile
 # full-array: the first cycle every cell of a tile computes, and the moment says so
-expect_status 0 "$TPUSIM" viz --chip teach --headless --png at-f.png --at full-array --json
+expect_status 0 "$TPUSIM" viz --chip teach --m 128 --n 16 --k 16 --headless --png at-f.png --at full-array --json
 echo "$OUT" > at-f.json
 /usr/bin/python3 - <<'PY' || die "--at full-array: not the first cycle every cell computes"
 import json
@@ -275,9 +316,12 @@ for c in sys.argv[2:]:
     for s in ("1", "1.5"):
         d = json.load(open("lab-%s-%s.json" % (c, s))); L = d["layout"]
         img = png_read.read("lab-%s-%s.png" % (c, s))
-        f, tx, rh = L["font"], L["timeline_x"], L["strip_h"]
-        txt = lambda y: any(sum(png_read.pixel(img, x, y)[:3]) > 120 for x in range(tx - 4 * f, tx))
+        f, rh = L["font"], L["strip_h"]
+        # 8 cores at 1280x800 take two columns, so that a label is at least 9 px (#32)
+        assert rh >= 12 or s != "1", (c, s, "unit rows of", rh, "px")
         for p, cy in enumerate(L["core_y"]):
+            tx = L["core_x"][p]
+            txt = lambda y: any(sum(png_read.pixel(img, x, y)[:3]) > 120 for x in range(tx - 4 * f, tx))
             for u in range(4):
                 top = cy + rh + u * rh
                 assert any(txt(y) for y in range(top, top + rh)), (c, s, "core", p + 1, "unit row", u, "has no label")

@@ -5,12 +5,17 @@ here=$(dirname "$(readlink -f "$1")")
 if ! has_xvfb; then
   echo "t_viz_xvfb: SKIP: Xvfb is not installed (make deps installs xvfb and xauth)"; exit 0
 fi
-expect_status 0 "$TPUSIM" viz --chip teach --headless --json --out run0
+# the GEMM (the old default on teach, asked for by its shape): four cores
+# with different values, so selecting another core changes the array
+G="--m 128 --n 16 --k 16"
+# shellcheck disable=SC2086
+expect_status 0 "$TPUSIM" viz --chip teach $G --headless --json --out run0
 echo "$OUT" > run.json
 read -r s0 s1 cx cy cc < <(/usr/bin/python3 -c 'import json; d=json.load(open("run.json")); t=d["tiles"]; L=d["layout"]
 px = L["timeline_w"] // 3
 print(t[0]["stream_start"], t[1]["stream_start"], L["timeline_x"] + px, L["core_y"][0] + 2, int(px * d["total_cycles"] / L["timeline_w"]))')
-expect_status 0 window "$TPUSIM" viz --chip teach \
+# shellcheck disable=SC2086
+expect_status 0 window "$TPUSIM" viz --chip teach $G \
   --cycle $((s0 + 2)) --speed 30 --out shots \
   --script "space,s,wait:5,s,right,s,shift+right,s,2,s,space,wait:30,space,click:$cx:$cy,q"
 echo "$OUT" > states.txt
@@ -43,7 +48,8 @@ assert cells(shots[2]) != cells(shots[3]), "shift+right did not change the array
 assert cells(shots[3]) != cells(shots[4]), "core 2 shows the same array as core 1"
 PY
 # n / p: the next event after the first row streams is later, and p comes back
-expect_status 0 window "$TPUSIM" viz --chip teach \
+# shellcheck disable=SC2086
+expect_status 0 window "$TPUSIM" viz --chip teach $G \
   --cycle "$s0" --script "space,n,p,p,q"
 echo "$OUT" | grep -v '^banner' > np.txt
 read -r _ c1 _ < <(sed -n 2p np.txt)
@@ -51,7 +57,8 @@ read -r _ c1 _ < <(sed -n 2p np.txt)
 [ "$(sed -n 3p np.txt | cut -d' ' -f2)" = "$s0" ] || die "p did not come back to $s0: $(sed -n 3p np.txt)"
 [ "$(sed -n 4p np.txt | cut -d' ' -f2)" -lt "$s0" ] || die "p did not go before $s0: $(sed -n 4p np.txt)"
 # the timeline zooms around the mouse (wheel) or the cycle shown (z / x) and pans ([ / ])
-expect_status 0 window "$TPUSIM" viz --chip teach \
+# shellcheck disable=SC2086
+expect_status 0 window "$TPUSIM" viz --chip teach $G \
   --cycle "$s0" --script "space,hover:$cx:$cy,wheelup,z,],x,x,q"
 echo "$OUT" > zoom.txt
 /usr/bin/python3 - zoom.txt "$cc" <<'PY' || die "zoom and pan did not move the timeline's view as the keys say: $(cat zoom.txt)"
@@ -79,11 +86,12 @@ for n, size in ((1, (1000, 700)), (2, (1300, 850))):
     assert len(right) > 5, (path, len(right))
 PY
 # playback skips a long wait with an empty array, and says so on screen: from
-# cycle 0 on teach (memory_wait until the first weight load w0), the first
-# frame jumps to half a second (2 cycles at 4 cycles/s) before w0; n names
-# the event it jumps to; w turns skipping off, and the wait plays (#32)
+# cycle 0 of the GEMM on teach (memory_wait until the first weight load w0),
+# the first frame jumps to half a second (2 cycles at 4 cycles/s) before w0;
+# n names the event it jumps to; w turns skipping off, and the wait plays (#32)
 w0=$(/usr/bin/python3 -c 'import json; print(json.load(open("run.json"))["tiles"][0]["load_start"])')
-expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --out sk --script "wait:1,space,s,n,q"
+# shellcheck disable=SC2086
+expect_status 0 window "$TPUSIM" viz --chip teach $G --cycle 0 --out sk --script "wait:1,space,s,n,q"
 echo "$OUT" > skip.txt
 [ "$(sed -n 1p skip.txt)" = "banner: skipping $((w0 - 2)) cycles with an empty array, mostly memory_wait (w: play them)" ] \
   || die "no skip banner: $(cat skip.txt)"
@@ -96,34 +104,34 @@ img = png_read.read("sk/tpusim-viz-001.png")
 amber = sum(png_read.pixel(img, x, y)[:3] == (0xe0, 0xb0, 0x00) for x in range(640, 1280, 2) for y in range(400, 800, 2))
 assert amber > 500, amber          # the banner's box, in the right half (the array's amber cells are left)
 PY
-expect_status 0 window "$TPUSIM" viz --chip teach --cycle 0 --script "w,wait:30,space,q"
+# shellcheck disable=SC2086
+expect_status 0 window "$TPUSIM" viz --chip teach $G --cycle 0 --script "w,wait:30,space,q"
 echo "$OUT" > noskip.txt
 grep -qx "banner: waits are played cycle by cycle (w: skip them)" noskip.txt || die "w did not say so: $(cat noskip.txt)"
 c=$(grep '^cycle' noskip.txt | tail -1 | cut -d' ' -f2)
 [ "$c" -ge 3 ] && [ "$c" -le 5 ] || die "with w, 31 frames at 4 cycles/s should play about 4 cycles of the wait, got $c"
-# docs/TEACHING.md's class workload, its command as quoted: within the first
-# minute of playback (60 state lines, one a second) the cores wait on infeed,
-# and the all-reduce comes; the partial tile and the first wavefront come
-# before it (their cycles from --at)
-cmd=$(grep -m1 -- "--model docs/examples/teach-class.json" "$TPU_ROOT/docs/TEACHING.md") || die "TEACHING.md has no class workload"
-cmd=${cmd#*./tpusim }
+# the class workload, the default on teach (docs/TEACHING.md), as the class
+# sees it: the window opens at cycle 0 (the infeed wait comes before the
+# first weight load) and within the first minute of playback (60 state
+# lines, one a second) the cores wait on infeed (the first banner skips
+# most of that wait, saying so), the weights load, the first wavefront and
+# the partial tile come, and the all-reduce (its cycles from --at)
 script=$(/usr/bin/python3 -c "print(','.join(['wait:29,a'] * 60) + ',q')")
-# shellcheck disable=SC2086
 # (through window: under ASan libdbus' known leak is suppressed, as for every window here)
-(cd "$TPU_ROOT" && window "$TPUSIM" $cmd --script "$script") > class.txt 2>&1 || die "the class workload did not run: $(tail -3 class.txt)"
-# shellcheck disable=SC2086
-for e in partial-tile wavefront all-reduce infeed-wait; do
-  (cd "$TPU_ROOT" && SDL_VIDEODRIVER=dummy "$TPUSIM" ${cmd/--cycle 0/} --headless --png "$T/c.png" --at $e --json) > "class-$e.json" \
+window "$TPUSIM" viz --chip teach --script "$script" > class.txt 2>&1 || die "the class workload did not run: $(tail -3 class.txt)"
+for e in weight-load partial-tile wavefront all-reduce infeed-wait; do
+  SDL_VIDEODRIVER=dummy "$TPUSIM" viz --chip teach --headless --png "$T/c.png" --at $e --json > "class-$e.json" \
     || die "the class workload has no $e"
 done
 /usr/bin/python3 - <<'PY' || die "the class workload does not show its events in the first minute: $(grep banner class.txt)"
 import json
 lines = open("class.txt").read().splitlines()
-at = {e: json.load(open("class-%s.json" % e))["start_cycle"] for e in ("partial-tile", "wavefront", "all-reduce", "infeed-wait")}
+ev = ("weight-load", "partial-tile", "wavefront", "all-reduce", "infeed-wait")
+at = {e: json.load(open("class-%s.json" % e))["start_cycle"] for e in ev}
 assert at["infeed-wait"] == 0 and "infeed_wait" in lines[0], (at, lines[0])
 seconds = [l for l in lines if l.startswith("cycle")]
 reached = int(seconds[-1].split()[1])
-assert len(seconds) >= 60 and reached > at["all-reduce"] > at["partial-tile"] and at["all-reduce"] > at["wavefront"], (at, reached)
+assert len(seconds) >= 60 and reached > at["all-reduce"] > at["partial-tile"] > at["wavefront"] > at["weight-load"], (at, reached)
 assert any("mostly collective_wait" in l for l in lines), "no banner for the all-reduce"
 PY
 # the help lists every key at any window size: at 640x480 and 1920x1080 its
