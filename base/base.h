@@ -64,6 +64,10 @@ void  tpu_set_alloc(tpu_alloc_fn fn, void *ud);        /* NULL restores the defa
 ** a caller whose library reports failures vaguely (jansson's parser turns
 ** some into syntax errors) compares it before and after the call. */
 unsigned long tpu_alloc_failures(void);
+/* json_loads, with jansson's decoder kept out of reach of the allocation
+** hook (base.c says why): use it for every decode. */
+struct json_error_t;
+struct json_t *tpu_json_decode(const char *text, size_t flags, struct json_error_t *e);
 void *tpu_malloc(size_t n);                            /* NULL on failure */
 void *tpu_calloc(size_t count, size_t size);           /* NULL on failure or overflow */
 void *tpu_realloc(void *p, size_t n);                  /* NULL on failure, p untouched */

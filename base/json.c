@@ -89,11 +89,10 @@ tpu_status tpu_json_parse(tpu_json *j, const char *text, const char *what) {
   j->failed = false;
   json_error_t je;
   const unsigned long failed = tpu_alloc_failures();
-  j->root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  /* jansson (which allocates through tpu_malloc) turns some allocation
-  ** failures into syntax errors, and its lexer can even drop a character
-  ** of a string and succeed: an allocation that failed meanwhile is an
-  ** out-of-memory error, whatever jansson says */
+  j->root = tpu_json_decode(text, JSON_REJECT_DUPLICATES, &je);
+  /* jansson turns some allocation failures into syntax errors: an
+  ** allocation that failed meanwhile is an out-of-memory error, whatever
+  ** jansson says (its decoder allocates outside the hook: base.c) */
   if (tpu_alloc_failures() != failed || (!j->root && json_error_code(&je) == json_error_out_of_memory)) {
     json_decref(j->root);
     j->root = NULL;

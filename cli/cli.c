@@ -290,7 +290,7 @@ int cli_report_envelope(const char *cmd, json_t *o) {
   json_t *cfg = NULL;
   if (chip) {
     char *cj = tpu_chip_config_to_json(&report_chip);
-    json_t *c = cj ? json_loads(cj, 0, NULL) : NULL;
+    json_t *c = cj ? tpu_json_decode(cj, 0, NULL) : NULL;
     tpu_free(cj);
     if (!c || !(cfg = json_pack("{s:o}", "chip", c))) return -1;
   }

@@ -17,7 +17,7 @@ static const char HELP[] =
 
 static int report_json(const char *cmd, const tpu_chip_config *cfg, const tpu_chip_peaks *pk) {
   char *cj = tpu_chip_config_to_json(cfg);
-  json_t *chip = cj ? json_loads(cj, 0, NULL) : NULL;
+  json_t *chip = cj ? tpu_json_decode(cj, 0, NULL) : NULL;
   tpu_free(cj);
   if (!chip) return cli_runtime_error(cmd, "out of memory");
   json_t *o = json_pack("{s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:s}}",

@@ -17,12 +17,11 @@
 /* {==================================================================
 ** sweep.json
 ** ================================================================== */
-/* json_loads, telling an allocation that failed (jansson allocates through
-** tpu_malloc and may report it as a syntax error, or even succeed without a
-** character) from bad text: NULL with *oom set then. */
+/* tpu_json_decode, telling an allocation that failed (jansson may report
+** it as a syntax error) from bad text: NULL with *oom set then. */
 static json_t *loads(const char *text, json_error_t *e, bool *oom) {
   const unsigned long failed = tpu_alloc_failures();
-  json_t *o = json_loads(text, 0, e);
+  json_t *o = tpu_json_decode(text, 0, e);
   *oom = tpu_alloc_failures() != failed || (!o && json_error_code(e) == json_error_out_of_memory);
   if (*oom) {
     json_decref(o);
