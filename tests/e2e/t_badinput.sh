@@ -129,6 +129,16 @@ corpus "$TPUSIM" <<'CASES'
 2|pipeline --pipeline mean.json|field 'stages[0].mean': expected a number in [-1e+06, 1e+06], got 1e+300
 >kf.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "filter", "label_in": [0], "keep_fraction": 2 }, { "op": "batch", "batch_size": 2 } ] }
 2|pipeline --pipeline kf.json|field 'stages[0].keep_fraction': expected a share 0..1
+>tok_norm.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 100 }, "stages": [ { "op": "map", "fn": "normalize" }, { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_norm.json|tok_norm.json:1:|field 'stages[0]': map normalize would scale the source's token ids (source.vocab 100) into fractions
+>tok_v0.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 0 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_v0.json|tok_v0.json:1:|field 'source.vocab': expected an integer in 1..16777216, got 0
+>tok_vbig.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 16777217 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_vbig.json|tok_vbig.json:1:|field 'source.vocab': expected an integer in 1..16777216, got 16777217
+>tok_kind.json { "source": { "kind": "fashion-mnist", "vocab": 10 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_kind.json|tok_kind.json:1:|field 'source.vocab': is for a synthetic source
+>tok_ok.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 16777216 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+0|pipeline --pipeline tok_ok.json|
 CASES
 # }==
 
