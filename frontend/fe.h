@@ -185,6 +185,11 @@ typedef struct tpu_fe_model {
   tpu_fe_dtype_policy policy;  /* not from the file: the run's (--dtype-policy), mixed_bfloat16 unless set */
 } tpu_fe_model;
 
+/* The vocabulary of the model's token ids: the least input_dim of the
+** embeddings reading the model's input (every id below it is in range of
+** each); 0 when no embedding reads it (an image model). Can't fail. */
+int tpu_fe_model_vocab(const tpu_fe_model *m);
+
 /* Names of the built-in models, NULL-terminated. */
 const char *const *tpu_fe_model_builtin_names(void);
 const char *tpu_fe_model_builtin_json(const char *name);  /* NULL if none */
@@ -443,7 +448,7 @@ typedef struct tpu_fe_dataset {    /* a whole split in memory (the test set) */
   int n;                       /* samples */
   tpu_fe_shape shape;              /* per sample */
   int classes;
-  float *x;                    /* n x size, scaled to [0, 1] */
+  float *x;                    /* n x size, scaled to [0, 1] (token ids: as they are) */
   uint8_t *y;                  /* n labels */
 } tpu_fe_dataset;
 void tpu_fe_dataset_free(tpu_fe_dataset *d);
@@ -459,6 +464,9 @@ typedef struct tpu_fe_feed_opts {
                                   28x28x1), the size and channels images and TFRecord images
                                   are decoded and resized to */
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
+  int vocab;                   /* synthetic: 0, images; else token sequences of input_shape's size,
+                                  ids in [0, vocab) (the vocabulary of the embedding reading the
+                                  model's input, tpu_fe_model_vocab), not normalized */
   bool no_values;              /* nothing will read the batches' values (--level timing): a synthetic
                                   source without a pipeline file then makes none, only the host-time
                                   model runs and tpu_fe_feed_next gives *x and *y NULL; another

@@ -77,6 +77,15 @@ const char *tpu_fe_model_builtin_json(const char *name) {
   return NULL;
 }
 
+int tpu_fe_model_vocab(const tpu_fe_model *m) {
+  int v = 0;
+  for (int i = 0; i < m->nlayers; i++) {
+    const tpu_fe_layer *L = &m->layers[i];
+    if (L->kind == TPU_FE_EMBEDDING && L->inputs[0] == -1 && (v == 0 || L->input_dim < v)) v = L->input_dim;
+  }
+  return v;
+}
+
 size_t tpu_fe_shape_size(tpu_fe_shape s) { return (size_t)s.h * (size_t)s.w * (size_t)s.c; }
 const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap) {
   if (s.h == 1 && s.w == 1) snprintf(buf, cap, "%d", s.c);

@@ -136,10 +136,12 @@ static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t 
   const tpu_fe_run_config *c = &r->cfg;
   char e[1024];
   const int ncls = r->model.layers[r->model.nlayers - 1].out.c;
-  /* synthetic data takes the model's input shape and classes */
+  /* synthetic data takes the model's input shape and classes (and token
+  ** ids for a model whose input feeds an embedding) */
   tpu_fe_feed_opts fo = { .data = c->data, .pipeline = c->pipeline, .global_batch = c->global_batch,
                           .epochs = c->epochs, .synthetic_n = c->synthetic_n, .seed = r->model.seed,
                           .input_shape = r->model.input, .synthetic_classes = ncls, .no_values = !r->numerics,
+                          .vocab = tpu_fe_model_vocab(&r->model),
                           .model_shape = r->model.input, .model_classes = ncls, .timeline_steps = c->timeline_steps,
                           /* a slice's hosts each feed their chips: the busiest host's share */
                           .hosts = c->chip.hosts,

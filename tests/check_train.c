@@ -533,6 +533,14 @@ END_TEST
 ** Gradients: analytic (backward) against central differences of the
 ** f64-accumulated loss, on small models that chain every layer kind.
 ** ================================================================== */
+/* a tiny BERT: token ids (with a token-type table), position_embedding,
+** an encoder block, the first token taken to a tanh pooler */
+#define TINY_BERT \
+  "{ \"input\": [7], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 11, \"output_dim\": 4, \"token_types\": 2 }," \
+  " { \"type\": \"position_embedding\", \"max_length\": 9 }, { \"type\": \"layer_normalization\", \"name\": \"e\" }," \
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 }," \
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 }," \
+  " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }"
 static const char *const GRAD_MODELS[] = {
   "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"tanh\" },"
   " { \"type\": \"dense\", \"units\": 3 } ] }",
@@ -635,13 +643,7 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [4, 5], \"layers\": [ { \"type\": \"dense\", \"units\": 6, \"use_bias\": false },"
   " { \"type\": \"multi_head_attention\", \"num_heads\": 3, \"key_dim\": 2, \"use_bias\": false },"
   " { \"type\": \"layer_normalization\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
-  /* a tiny BERT: token ids (with a token-type table), position_embedding,
-  ** an encoder block, the first token taken to a tanh pooler */
-  "{ \"input\": [7], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 11, \"output_dim\": 4, \"token_types\": 2 },"
-  " { \"type\": \"position_embedding\", \"max_length\": 9 }, { \"type\": \"layer_normalization\", \"name\": \"e\" },"
-  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 },"
-  " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 },"
-  " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  TINY_BERT,
   /* a tiny ViT: 2x2 patches of a 4x4x2 image by a strided conv2d,
   ** reshaped to 4 positions, the class token, position_embedding, a
   ** pre-norm attention block, the class token's output to the head */
@@ -1811,6 +1813,68 @@ static void same_sums(const tpu_fe_run_log *a, const tpu_fe_run_log *b) {
             SAME(a, b, core_stall));
 }
 
+/* Synthetic data for a model whose input feeds an embedding: token ids,
+** exact integers in [0, the vocabulary) as the f32 the feed carries (not
+** pixels scaled to [0, 1]), in every batch and the test split; a tiny BERT
+** trains on them at the tile level with finite, falling losses. */
+static void check_ids(const float *x, size_t n, int vocab) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(x[i] >= 0.0f && x[i] < (float)vocab && x[i] == floorf(x[i]), "id %g of %d", (double)x[i], vocab);
+}
+
+START_TEST(Synthetic_data_for_a_token_model_is_integer_ids_that_train) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024];
+  static const struct { const char *spec; int vocab; } z[] = { { "gpt2@64", 50257 }, { "bert_base@32", 30522 },
+                                                               { "mlp", 0 } };
+  for (size_t k = 0; k < sizeof z / sizeof *z; k++) {
+    ck_assert_int_eq(tpu_fe_model_load(z[k].spec, m, err, sizeof err), TPU_OK);
+    ck_assert_int_eq(tpu_fe_model_vocab(m), z[k].vocab);
+    const int ncls = m->layers[m->nlayers - 1].out.c;
+    const tpu_fe_feed_opts o = { .data = "synthetic", .global_batch = 16, .epochs = 1, .synthetic_n = 64, .seed = 5,
+                                 .input_shape = m->input, .synthetic_classes = ncls, .vocab = tpu_fe_model_vocab(m),
+                                 .model_shape = m->input, .model_classes = ncls };
+    tpu_fe_feed *f;
+    tpu_fe_feed_info fi;
+    ck_assert_msg(tpu_fe_feed_open(&o, &f, &fi, err, sizeof err) == TPU_OK, "%s", err);
+    const size_t in = tpu_fe_shape_size(m->input);
+    const float *x;
+    const uint8_t *y;
+    int n;
+    double ready;
+    int whole = 0;
+    for (int b = 0; b < 4; b++) {
+      ck_assert_int_eq(tpu_fe_feed_next(f, 0, &x, &y, &n, &ready, err, sizeof err), TPU_OK);
+      ck_assert(n == 16 && y);
+      for (int i = 0; i < n; i++) ck_assert_int_lt(y[i], ncls);
+      if (z[k].vocab) check_ids(x, (size_t)n * in, z[k].vocab);
+      for (size_t i = 0; i < (size_t)n * in; i++) whole += x[i] == floorf(x[i]);
+    }
+    if (!z[k].vocab) ck_assert_int_lt(whole, 4 * 16 * (int)in);   /* pixels are scaled to [0, 1] */
+    tpu_fe_feed_close(f);
+    tpu_fe_dataset d;
+    ck_assert_msg(tpu_fe_feed_test_set(&o, &d, err, sizeof err) == TPU_OK, "%s", err);
+    ck_assert_int_eq(d.n, 16);
+    if (z[k].vocab) check_ids(d.x, (size_t)d.n * in, z[k].vocab);
+    tpu_fe_dataset_free(&d);
+  }
+  free(m);
+  tpu_fe_model t = parse_ok(TINY_BERT);
+  tpu_fe_run_config c = run_config(&t, 4);
+  c.synthetic_n = 64;
+  tpu_fe_run *r = run_create_ok(&c);
+  tpu_fe_step_record rec[40];
+  int n;
+  run_to_end(r, rec, 40, &n);
+  ck_assert_int_eq(n, 32);
+  for (int i = 0; i < n; i++) ck_assert(isfinite(rec[i].loss));
+  tpu_fe_run_totals tot;
+  tpu_fe_run_get_totals(r, &tot);
+  ck_assert_msg(tot.history[3].loss < tot.history[0].loss, "%g then %g", tot.history[0].loss, tot.history[3].loss);
+  tpu_fe_run_destroy(r);
+}
+END_TEST
+
 START_TEST(A_run_steps_through_its_epochs_and_sums_what_it_timed) {
   tpu_fe_model m = parse_ok(RUN_CNN);
   const tpu_fe_run_config c = run_config(&m, 2);
@@ -2380,6 +2444,7 @@ int main(void) {
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
           Steps_run_one_after_another_with_their_infeed_waits, Resnet152v2_times_a_whole_training_step);
   TU_CASE(s, "run", 120, A_run_steps_through_its_epochs_and_sums_what_it_timed,
+          Synthetic_data_for_a_token_model_is_integer_ids_that_train,
           The_host_side_of_a_fit_adds_calls_compiles_and_validation,
           A_run_is_deterministic_for_every_thread_count, A_resumed_run_equals_the_uninterrupted_run,
           The_batch_split_divides_the_global_batch_or_says_why,
