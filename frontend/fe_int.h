@@ -227,6 +227,10 @@ void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
 ** layer, or only reshape and flatten layers follow it, each reading the one
 ** before. Any other softmax layer is computed (on the last axis). */
 bool fe_softmax_folded(const tpu_fe_model *m, int i);
+/* Whether a dense after layer i is tied to the table layer i owns (an
+** embedding) or reads (a tied dense): the backward, in reverse layer order,
+** then has written the table's gradient before layer i adds its part. */
+bool fe_tied_after(const tpu_fe_model *m, int i);
 /* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
 ** layer's), or -1. */
 int fe_step_att_part(const fe_plan *p, int k);

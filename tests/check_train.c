@@ -135,15 +135,21 @@ START_TEST(Bert_base_has_hugging_faces_parameter_count) {
   TU_EQ_U64(86567656 - 769000 - (197 - 5) * 768 + 7690, m->nparams);
   /* GPT-2 small as Hugging Face's GPT2Model: wte 50257*768 = 38,597,376, wpe
   ** 1024*768 = 786,432, 12 blocks of 7,087,872 (ln_1, c_attn and c_proj
-  ** 2,362,368, ln_2, the MLP 4,722,432), ln_f 1,536: 124,439,808; then
+  ** 2,362,368, ln_2, the MLP 4,722,432), ln_f 1,536: 124,439,808, which
+  ** GPT2LMHeadModel keeps (its lm_head is wte); with classes
   ** GPT2ForSequenceClassification's score, 768*classes without bias */
   ck_assert_int_eq(tpu_fe_model_load("gpt2", m, err, sizeof err), TPU_OK);
-  TU_EQ_U64(38597376 + 786432 + 12 * 7087872 + 1536 + 768 * 2, m->nparams);
-  TU_EQ_U64(124439808 + 1536, m->nparams);
+  TU_EQ_U64(38597376 + 786432 + 12 * 7087872 + 1536, m->nparams);
+  TU_EQ_U64(124439808, m->nparams);   /* GPT2LMHeadModel's: lm_head is wte, tied */
   ck_assert(m->layers[3].kind == TPU_FE_MHA && m->layers[3].causal && m->layers[7].approximate);
-  ck_assert_int_eq(m->layers[m->nlayers - 2].position, 1023);
+  const tpu_fe_layer *head = &m->layers[m->nlayers - 1];
+  ck_assert(head->kind == TPU_FE_DENSE && head->tied == 1 && head->nw == 0 && head->nb == 0);
+  ck_assert(head->out.w == 1024 && head->out.c == 50257 && m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT);
+  ck_assert_int_eq(tpu_fe_model_predictions(m), 1023);
   ck_assert_int_eq(tpu_fe_model_load("gpt2@128:5", m, err, sizeof err), TPU_OK);
-  TU_EQ_U64(124439808 + 768 * 5, m->nparams);
+  TU_EQ_U64(124439808 + 768 * 5, m->nparams);   /* GPT2ForSequenceClassification's score */
+  ck_assert_int_eq(m->layers[m->nlayers - 2].position, 127);
+  ck_assert(m->loss == TPU_FE_LOSS_SOFTMAX_XENT);
   ck_assert_int_eq(tpu_fe_model_load("gpt2:1", m, err, sizeof err), TPU_ERR_CONFIG);
   ck_assert_msg(strstr(err, "gpt2 is gpt2[@SEQ][:CLASSES]") != NULL, "%s", err);
   static const char *const bad[] = { "bert_base@", "bert_base@0", "bert_base:1", "bert_base@128x128", "bert_base:" };
@@ -644,6 +650,25 @@ static const char *const GRAD_MODELS[] = {
   " { \"type\": \"multi_head_attention\", \"num_heads\": 3, \"key_dim\": 2, \"use_bias\": false },"
   " { \"type\": \"layer_normalization\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
   TINY_BERT,
+  /* tied: GPT-2's language-model head, a dense reading the token table
+  ** transposed, on the last token of a causal block (the table's gradient
+  ** sums the gather's and the head's); and on every position of a
+  ** sequence, a token-type table beside (its row's gradient apart) */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"name\": \"wte\", \"input_dim\": 9, \"output_dim\": 4 },"
+  " { \"type\": \"position_embedding\", \"max_length\": 6 }, { \"type\": \"layer_normalization\", \"name\": \"n\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2, \"causal\": true },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"n\"] }, { \"type\": \"take\", \"position\": 5 },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"dense\", \"tied_to\": \"wte\" } ] }",
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\", \"input_dim\": 7, \"output_dim\": 3,"
+  " \"token_types\": 2 }, { \"type\": \"layer_normalization\" }, { \"type\": \"dense\", \"tied_to\": \"e\", \"units\": 7 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* GPT-2's training: the tied head on every position and the next-token
+  ** loss (each position against the input's next id, the last left out) */
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\", \"input_dim\": 7, \"output_dim\": 4 },"
+  " { \"type\": \"position_embedding\", \"name\": \"p\", \"max_length\": 5 }, { \"type\": \"layer_normalization\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2, \"causal\": true },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"p\"] }, { \"type\": \"layer_normalization\" },"
+  " { \"type\": \"dense\", \"tied_to\": \"e\" } ], \"loss\": \"next_token_softmax_cross_entropy\" }",
   /* a tiny ViT: 2x2 patches of a 4x4x2 image by a strided conv2d,
   ** reshaped to 4 positions, the class token, position_embedding, a
   ** pre-norm attention block, the class token's output to the head */
@@ -1320,7 +1345,13 @@ static int plan_models(tpu_fe_model *out, int cap) {
                         " { \"type\": \"multi_head_attention\", \"num_heads\": 2, \"key_dim\": 4, \"causal\": true,"
                         " \"dropout\": 0.1 },"
                         " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
-  return n + 5;
+  /* a language model: the head tied to the token table (its GEMMs read the
+  ** table transposed), the next-token loss over every position */
+  out[n + 5] = parse_ok("{ \"name\": \"tiny-lm\", \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\","
+                        " \"input_dim\": 40, \"output_dim\": 8 }, { \"type\": \"layer_normalization\" },"
+                        " { \"type\": \"dense\", \"units\": 8 }, { \"type\": \"dense\", \"tied_to\": \"e\" } ],"
+                        " \"loss\": \"next_token_softmax_cross_entropy\" }");
+  return n + 6;
 }
 
 /* The products the plan's GEMM steps make (a batched one: each). */
@@ -1830,7 +1861,7 @@ START_TEST(Synthetic_data_for_a_token_model_is_integer_ids_that_train) {
   for (size_t k = 0; k < sizeof z / sizeof *z; k++) {
     ck_assert_int_eq(tpu_fe_model_load(z[k].spec, m, err, sizeof err), TPU_OK);
     ck_assert_int_eq(tpu_fe_model_vocab(m), z[k].vocab);
-    const int ncls = m->layers[m->nlayers - 1].out.c;
+    const int ncls = tpu_fe_model_label_classes(m);
     const tpu_fe_feed_opts o = { .data = "synthetic", .global_batch = 16, .epochs = 1, .synthetic_n = 64, .seed = 5,
                                  .input_shape = m->input, .synthetic_classes = ncls, .vocab = tpu_fe_model_vocab(m),
                                  .model_shape = m->input, .model_classes = ncls };
@@ -1871,6 +1902,25 @@ START_TEST(Synthetic_data_for_a_token_model_is_integer_ids_that_train) {
   tpu_fe_run_totals tot;
   tpu_fe_run_get_totals(r, &tot);
   ck_assert_msg(tot.history[3].loss < tot.history[0].loss, "%g then %g", tot.history[0].loss, tot.history[3].loss);
+  tpu_fe_run_destroy(r);
+  /* a language model on them: the next-token loss, its accuracy over the
+  ** 5 predicted tokens of each sample */
+  t = parse_ok("{ \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\", \"input_dim\": 200,"
+               " \"output_dim\": 8 }, { \"type\": \"position_embedding\", \"max_length\": 6 },"
+               " { \"type\": \"layer_normalization\" }, { \"type\": \"multi_head_attention\", \"num_heads\": 2,"
+               " \"key_dim\": 4, \"causal\": true }, { \"type\": \"dense\", \"tied_to\": \"e\" } ],"
+               " \"loss\": \"next_token_softmax_cross_entropy\", \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.01 } }");
+  c = run_config(&t, 4);
+  c.synthetic_n = 64;
+  r = run_create_ok(&c);
+  run_to_end(r, rec, 40, &n);
+  ck_assert_int_eq(n, 32);
+  for (int i = 0; i < n; i++)
+    ck_assert(isfinite(rec[i].loss) && rec[i].predictions == 8 * 5 && rec[i].correct <= rec[i].predictions);
+  ck_assert_msg(rec[0].loss > 4.5 && rec[0].loss < 6.0, "%g: about ln 200 = 5.3 at the start", rec[0].loss);
+  tpu_fe_run_get_totals(r, &tot);
+  ck_assert_msg(tot.history[3].loss < tot.history[0].loss - 0.5, "%g then %g", tot.history[0].loss, tot.history[3].loss);
+  ck_assert(tot.history[3].accuracy > tot.history[0].accuracy && tot.history[3].val_accuracy <= 1.0);
   tpu_fe_run_destroy(r);
 }
 END_TEST

@@ -5,6 +5,16 @@
 # docs/MODELS.md).
 expect_status 0 "$TPUSIM" model bert_base
 expect_out_contains "Total params: 109,483,778"
+# gpt2 is GPT2LMHeadModel: its lm_head is the token table, tied (no
+# parameters of its own), one GEMM of SEQ x 768 x 50257 a sample; with
+# classes GPT2ForSequenceClassification's score
+expect_status 0 "$TPUSIM" model gpt2
+expect_out_contains "Total params: 124,439,808"
+echo "$OUT" | grep -Eq '^lm_head \(dense\) +\(None, 1024, 50257\) +0 +1024 x 768 x 50257 ' || die "gpt2's lm_head row: $OUT"
+expect_status 0 "$TPUSIM" model gpt2@128:3
+expect_out_contains "Total params: 124,442,112"
+expect_status 0 "$TPUSIM" model gpt2 --chip tpu-v3-8 --batch 64
+echo "$OUT" | grep -Eq '^lm_head +- +[0-9.]+ +[0-9.]+ +MXU' || die "gpt2's lm_head in the step table: $OUT"
 expect_status 0 "$TPUSIM" model vit_b16
 expect_out_contains "Total params: 86,567,656"
 expect_status 0 "$TPUSIM" model bert_base@256 --batch 16 --chip tpu-v2-8
