@@ -304,7 +304,7 @@ static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, 
   const bool n = o->level != TPU_FIDELITY_TIMING, tty = t->tty;
   if (o->csv)
     tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", r->epoch + 1, (unsigned long long)r->global_step + 1,
-                    n ? r->loss : NAN, n ? (double)r->correct / (double)r->samples : NAN, r->sim_step_s,
+                    n ? r->loss : NAN, n ? (double)r->correct / (double)r->predictions : NAN, r->sim_step_s,
                     r->infeed_wait_s, r->sim_time_s);
   const double now = cli_now_s();
   if (tty && (now - *last_draw > 0.05 || r->step + 1 == steps)) {
@@ -340,7 +340,7 @@ static int step_hook(const opts *o, const tpu_fe_step_record *r) {
   json_t *j = json_pack("{s:i,s:I,s:I,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}", "epoch", r->epoch + 1, "step",
                         (json_int_t)r->step + 1, "global_step", (json_int_t)r->global_step + 1, "samples", r->samples,
                         "loss", cli_json_real(n ? r->loss : NAN),
-                        "accuracy", cli_json_real(n ? (double)r->correct / (double)r->samples : NAN),
+                        "accuracy", cli_json_real(n ? (double)r->correct / (double)r->predictions : NAN),
                         "epoch_loss", cli_json_real(n ? r->epoch_loss : NAN),
                         "epoch_accuracy", cli_json_real(n ? r->epoch_accuracy : NAN),
                         "sim_step_s", cli_json_real(r->sim_step_s), "infeed_wait_s", cli_json_real(r->infeed_wait_s),

@@ -5,7 +5,7 @@
 ** Description. A pipeline is described once (tpu_df_spec): a source (IDX,
 ** MNIST-style directories, CIFAR-10 binary, TFRecord files of
 ** tf.train.Example, a directory of class folders of JPEG/PNG images, CSV,
-** .npy or seeded synthetic images), then
+** .npy or seeded synthetic images or token sequences), then
 ** stages named and meaning as in tf.data -- shuffle(buffer_size, seed),
 ** map(fn, num_parallel_calls), batch(batch_size, drop_remainder), cache(),
 ** prefetch(buffer_size), interleave(cycle_length, num_parallel_calls),
@@ -78,7 +78,7 @@ typedef enum tpu_df_source_kind {
                                    of rank 2..4: N x D, N x H x W, N x H x W x C */
   TPU_DF_SRC_CSV,               /* path: a .csv file or a directory of *.csv (one file each) */
   TPU_DF_SRC_NPY,               /* images .npy (u1 or f4, N x ...) + labels .npy (integer, N) */
-  TPU_DF_SRC_SYNTHETIC,         /* seeded random images and labels */
+  TPU_DF_SRC_SYNTHETIC,         /* seeded random images (or token sequences: vocab) and labels */
   TPU_DF_SRC_CIFAR10,           /* CIFAR-10 binary files in dir: data_batch_1..5.bin (train)
                                    or test_batch.bin; 32x32x3 images, labels 0..9 */
   TPU_DF_SRC_TFRECORD,          /* TFRecord files of tf.train.Example records: 'files' (in
@@ -101,6 +101,9 @@ typedef struct tpu_df_source {
   int64_t n;                    /* synthetic: number of elements */
   int height, width, channels;  /* synthetic (and CSV: shape of the features; 0 = flat) */
   int classes;                  /* synthetic: labels in [0, classes); others: 0 = infer (max+1, >= 2) */
+  int vocab;                    /* synthetic: 0 = images (u8 pixels); 1..2^24 = sequences of
+                                   height*width*channels token ids in [0, vocab), exact integers
+                                   in the f32 the pipeline carries (an embedding's input) */
   uint64_t seed;                /* synthetic; images and TFRecord: the split's shuffle (numpy's
                                    RandomState(seed), as Keras) */
   const char *const *files;     /* TFRecord: nfiles paths, read in order (NULL: path) */

@@ -628,11 +628,41 @@ out:
 
 /* {==================================================================
 ** Synthetic: each class has a random prototype image; an element is 70% its
-** class prototype and 30% noise, so a model can learn it.
+** class prototype and 30% noise, so a model can learn it. With a vocabulary
+** each class has a prototype sequence of token ids instead, and each
+** position of an element keeps its prototype's id with probability 7/10,
+** else takes a uniform id in [0, vocab): the ids are integers, held in f32
+** (exact up to 2^24), so no stage scales them into fractions.
 ** ================================================================== */
+static tpu_status open_synth_tokens(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
+  const size_t dd = (size_t)d->d, V = (size_t)src->vocab;
+  d->f32 = tpu_malloc((size_t)d->n * dd * sizeof *d->f32);
+  d->labels = tpu_malloc((size_t)d->n * sizeof *d->labels);
+  uint32_t *proto = tpu_malloc((size_t)d->classes * dd * sizeof *proto);
+  if (!d->f32 || !d->labels || !proto) { tpu_free(proto); return ferr(err, cap, TPU_ERR_NOMEM, "synthetic source: out of memory"); }
+  const uint64_t s = src->seed;
+  for (size_t i = 0; i < (size_t)d->classes * dd; i++) proto[i] = (uint32_t)(tpu_mix64(s ^ (0x2000000000ull + i)) % V);
+  for (int64_t i = 0; i < d->n; i++) {
+    uint64_t r = tpu_mix64(s + (uint64_t)i * 0x9e37u);
+    const int y = (int)(r % (uint64_t)d->classes);
+    d->labels[i] = y;
+    const uint32_t *pr = proto + (size_t)y * dd;
+    float *o = d->f32 + (size_t)i * dd;
+    for (size_t j = 0; j < dd; j++) {
+      r = tpu_mix64(r);
+      o[j] = (float)((r & 0xffff) % 10 < 7 ? pr[j] : (uint32_t)((r >> 16) % V));
+    }
+  }
+  tpu_free(proto);
+  d->ready = d->n;
+  if (set_files(d, 1) != TPU_OK) return ferr(err, cap, TPU_ERR_NOMEM, "synthetic source: out of memory");
+  return TPU_OK;
+}
+
 static tpu_status open_synth(const tpu_df_source *src, df_data *d, char *err, size_t cap) {
   d->n = src->n; d->h = src->height; d->w = src->width; d->c = src->channels;
   d->d = d->h * d->w * d->c; d->classes = src->classes;
+  if (src->vocab > 0) return open_synth_tokens(src, d, err, cap);
   size_t dd = (size_t)d->d;
   d->u8 = alloc_u8(d, (size_t)d->n * dd);
   d->labels = tpu_malloc((size_t)d->n * sizeof *d->labels);

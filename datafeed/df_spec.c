@@ -73,8 +73,8 @@ tpu_status df_source_size(const tpu_df_spec *s, int64_t *elements, int64_t *file
     return TPU_ERR_CONFIG;
   }
   if (*files < 1) *files = 1;
-  if (*bytes < 1) {     /* u8 pixels (a CIFAR-10 record has its label byte) */
-    *bytes = src->kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)src->height * src->width * src->channels
+  if (*bytes < 1) {     /* u8 pixels (a CIFAR-10 record has its label byte); int32 token ids */
+    *bytes = src->kind == TPU_DF_SRC_SYNTHETIC ? (int64_t)src->height * src->width * src->channels * (src->vocab ? 4 : 1)
            : src->kind == TPU_DF_SRC_FASHION_MNIST || src->kind == TPU_DF_SRC_MNIST ? 784
            : src->kind == TPU_DF_SRC_CIFAR10 ? 3073
            : src->kind == TPU_DF_SRC_TFRECORD ? (int64_t)src->height * src->width * (src->channels ? src->channels : 1) + 16
@@ -178,6 +178,8 @@ tpu_status tpu_df_spec_set_source(tpu_df_spec *s, const tpu_df_source *src) {
         (int64_t)src->height * src->width * src->channels > (1 << 24))
       return fail(s, "source.shape: expected positive height, width, channels with at most 2^24 values");
     if (src->classes < 2 || src->classes > 65536) return fail(s, "source.classes: expected 2..65536, got %d", src->classes);
+    if (src->vocab < 0 || src->vocab > (1 << 24))   /* f32 holds every id exactly */
+      return fail(s, "source.vocab: expected 1..16777216 token ids (0: images), got %d", src->vocab);
   }
   return TPU_OK;
 }
@@ -418,6 +420,11 @@ tpu_status df_spec_validate(const tpu_df_spec *s, char *err, size_t errcap) {
       snprintf(err, errcap, "stages[%d]: %s after repeat is not supported (a batch never spans two epochs); place repeat after batch", i, df_op_name(t->op));
       return TPU_ERR_CONFIG;
     }
+    if (t->op == DF_MAP && t->fn == TPU_DF_MAP_NORMALIZE && s->src.kind == TPU_DF_SRC_SYNTHETIC && s->src.vocab) {
+      snprintf(err, errcap, "stages[%d]: map normalize would scale the source's token ids (source.vocab %d) into "
+               "fractions, which an embedding cannot look up; leave it out", i, s->src.vocab);
+      return TPU_ERR_CONFIG;
+    }
     if (t->op == DF_WORKERS && ibatch < 0) {
       snprintf(err, errcap, "stages[%d]: workers produce whole batches; place it after batch", i);
       return TPU_ERR_CONFIG;
@@ -520,6 +527,7 @@ static tpu_status kind_keys(const jctx *c, json_t *o, tpu_df_source_kind kind) {
     { "resize", 1u << TPU_DF_SRC_TFRECORD, "a tfrecord source (an images source always resizes to image_size)" },
     { "validation_split", 1u << TPU_DF_SRC_IMAGES | 1u << TPU_DF_SRC_TFRECORD, "an images or tfrecord source" },
     { "subset", 1u << TPU_DF_SRC_IMAGES | 1u << TPU_DF_SRC_TFRECORD, "an images or tfrecord source" },
+    { "vocab", 1u << TPU_DF_SRC_SYNTHETIC, "a synthetic source (token ids in [0, vocab))" },
     { "shape", ~(1u << TPU_DF_SRC_IMAGES), "sources other than images (an images source takes image_size and color_mode)" },
     { "split", ~(1u << TPU_DF_SRC_IMAGES | 1u << TPU_DF_SRC_TFRECORD),
       "the mnist, fashion-mnist and cifar10 sources (images and tfrecord take validation_split and subset, as Keras)" },
@@ -622,7 +630,7 @@ static tpu_status resolve_sizes(const jctx *c, tpu_df_spec *s) {
 
 static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
   static const char *const keys[] = { "kind", "split", "dir", "images", "labels", "path", "n", "shape", "classes",
-    "seed", "files", "image_feature", "label_feature", "resize", "image_size", "color_mode", "interpolation",
+    "vocab", "seed", "files", "image_feature", "label_feature", "resize", "image_size", "color_mode", "interpolation",
     "class_names", "shuffle", "follow_links", "validation_split", "subset", "elements", "element_bytes",
     "open_latency_s", "read_latency_s", "read_bandwidth_bytes_per_s", "decode_cost_per_element_s", NULL };
   if (!json_is_object(o)) return jerr(c, "source", "expected an object, got %s", jtype(o));
@@ -692,6 +700,9 @@ static tpu_status parse_source(const jctx *c, json_t *o, tpu_df_spec *s) {
     if (!shape) return tpu_json_missing(OBJ(c, o, "source"), "shape", "[height, width, channels]");
     TRY(get_int(c, o, "source", "classes", 2, 65536, false, true, &v));
     src.classes = (int)v;
+    v = 0;
+    TRY(get_int(c, o, "source", "vocab", 1, 1 << 24, false, false, &v));
+    src.vocab = (int)v;
     v = 0;
     TRY(get_int(c, o, "source", "seed", 0, INT64_MAX, false, false, &v));
     src.seed = (uint64_t)v;

@@ -108,6 +108,9 @@ typedef struct tpu_fe_layer {
   int nin;                     /* inputs: 1, or 2..TPU_FE_MAX_INPUTS for add/concatenate */
   int inputs[TPU_FE_MAX_INPUTS];   /* producing layers' indexes, all < this one's; -1: the model input */
   int units;                   /* dense: output width */
+  int tied;                    /* dense: 1 + the index of the embedding whose input_dim x output_dim
+                                  table it reads transposed as its kernel ("tied_to"; no parameters of
+                                  its own, no bias; the table's gradient sums both uses); 0: its own */
   bool no_bias;                /* dense, the convs: "use_bias": false (nb = 0) */
   tpu_fe_layer_kind act;       /* dense, the convs: "activation": TPU_FE_RELU, _TANH, _SIGMOID or
                                   _SOFTMAX; TPU_FE_DENSE (0) for linear */
@@ -158,6 +161,15 @@ typedef struct tpu_fe_layer {
                                   weights), not updated */
 } tpu_fe_layer;
 
+/* The loss ("loss" in the model file). */
+typedef enum tpu_fe_loss_kind {
+  TPU_FE_LOSS_SOFTMAX_XENT = 0,  /* "softmax_cross_entropy": one per sample, against its label */
+  TPU_FE_LOSS_NEXT_TOKEN_XENT    /* "next_token_softmax_cross_entropy": a causal language model's (GPT-2's):
+                                    a 1 x L x V output of a model whose input, L token ids, feeds an
+                                    embedding; position t's logits against the input's id at t+1, the
+                                    last position left out; the mean over the samples' L-1 tokens (the
+                                    samples' own labels are not read) */
+} tpu_fe_loss_kind;
 typedef enum tpu_fe_opt_kind { TPU_FE_SGD = 0, TPU_FE_MOMENTUM, TPU_FE_ADAM } tpu_fe_opt_kind;
 typedef struct tpu_fe_optimizer {
   tpu_fe_opt_kind kind;
@@ -186,6 +198,7 @@ typedef struct tpu_fe_model {
   int nlayers;
   tpu_fe_layer layers[TPU_FE_MAX_LAYERS];
   tpu_fe_optimizer opt;
+  tpu_fe_loss_kind loss;
   uint64_t seed;               /* initializer (and dropout) seed */
   size_t nparams;              /* total weights + biases + non-trainable state (Keras' Total params) */
   size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
@@ -195,6 +208,18 @@ typedef struct tpu_fe_model {
                                   operand, kh*kw*C x C*depth_multiplier (floats; 0: none) */
   tpu_fe_dtype_policy policy;  /* not from the file: the run's (--dtype-policy), mixed_bfloat16 unless set */
 } tpu_fe_model;
+
+/* The vocabulary of the model's token ids: the least input_dim of the
+** embeddings reading the model's input (every id below it is in range of
+** each); 0 when no embedding reads it (an image model). Can't fail. */
+int tpu_fe_model_vocab(const tpu_fe_model *m);
+/* The predictions the loss scores per sample: 1, or L-1 tokens for the
+** next-token loss (accuracy is over these). Can't fail. */
+int tpu_fe_model_predictions(const tpu_fe_model *m);
+/* The classes of the samples' labels the data must carry: the output's
+** width, or 2 for the next-token loss, which reads no sample label (its
+** labels are the input's ids), so that any labelled split feeds it. */
+int tpu_fe_model_label_classes(const tpu_fe_model *m);
 
 /* Names of the built-in models, NULL-terminated. */
 const char *const *tpu_fe_model_builtin_names(void);
@@ -454,7 +479,7 @@ typedef struct tpu_fe_dataset {    /* a whole split in memory (the test set) */
   int n;                       /* samples */
   tpu_fe_shape shape;              /* per sample */
   int classes;
-  float *x;                    /* n x size, scaled to [0, 1] */
+  float *x;                    /* n x size, scaled to [0, 1] (token ids: as they are) */
   uint8_t *y;                  /* n labels */
 } tpu_fe_dataset;
 void tpu_fe_dataset_free(tpu_fe_dataset *d);
@@ -470,6 +495,9 @@ typedef struct tpu_fe_feed_opts {
                                   28x28x1), the size and channels images and TFRecord images
                                   are decoded and resized to */
   int synthetic_classes;       /* synthetic: classes, 2..65536 (0: 10), e.g. the model's outputs */
+  int vocab;                   /* synthetic: 0, images; else token sequences of input_shape's size,
+                                  ids in [0, vocab) (the vocabulary of the embedding reading the
+                                  model's input, tpu_fe_model_vocab), not normalized */
   bool no_values;              /* nothing will read the batches' values (--level timing): a synthetic
                                   source without a pipeline file then makes none, only the host-time
                                   model runs and tpu_fe_feed_next gives *x and *y NULL; another
@@ -702,7 +730,9 @@ typedef struct tpu_fe_step_record {
   uint64_t global_step;        /* 0-based, over the whole run (a resumed run's steps included) */
   int samples;                 /* the batch's: the global batch, or fewer (a partial last batch) */
   double loss;                 /* the batch's mean loss; NaN at the timing level */
-  int correct;                 /* its samples predicted right; 0 at the timing level */
+  int correct;                 /* its predictions right (samples; tokens for the next-token loss); 0 at
+                                  the timing level */
+  int predictions;             /* of them: samples x tpu_fe_model_predictions */
   uint64_t infeed_wait_cycles; /* how long the cores waited for the batch */
   uint64_t step_cycles;        /* the step's length, the wait included */
   double infeed_wait_s, sim_step_s;    /* the same in seconds of the chip's clock */

@@ -72,8 +72,7 @@
 #include "frontend/fe.h"
 #include "vpu/vpu.h"
 
-/* {==================================================================
-** The step plan (plan.c)
+/* {===========================================================** The step plan (plan.c)
 ** ================================================================== */
 typedef enum fe_phase { FE_INFEED = 0, FE_FORWARD, FE_LOSS, FE_BACKWARD, FE_ALLREDUCE, FE_UPDATE } fe_phase;
 
@@ -239,6 +238,10 @@ bool fe_softmax_folded(const tpu_fe_model *m, int i);
 ** other's HxW (squeeze-and-excite), or -1 (equal shapes, or not a
 ** multiply). */
 int fe_gate_input(const tpu_fe_model *m, const tpu_fe_layer *l);
+/* Whether a dense after layer i is tied to the table layer i owns (an
+** embedding) or reads (a tied dense): the backward, in reverse layer order,
+** then has written the table's gradient before layer i adds its part. */
+bool fe_tied_after(const tpu_fe_model *m, int i);
 /* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
 ** layer's), or -1. */
 int fe_step_att_part(const fe_plan *p, int k);
@@ -255,8 +258,7 @@ const char *fe_phase_name(fe_phase ph);
 tpu_sim_dtype fe_tensor_dtype(const fe_plan *p, fe_tensor t);
 /* }================================================================== */
 
-/* {==================================================================
-** The step compiler (compile.c; docs/COMPILER.md): what the timing path
+/* {===========================================================** The step compiler (compile.c; docs/COMPILER.md): what the timing path
 ** fuses and forms on chip, decided over a plan for a chip's switches
 ** (compiler.fusion, compiler.implicit_conv)
 ** ================================================================== */
@@ -307,8 +309,7 @@ void fe_compiled_destroy(fe_compiled *c);                 /* NULL is a no-op */
 int fe_compiled_kernels(const fe_plan *p, const fe_compiled *c);
 /* }================================================================== */
 
-/* {==================================================================
-** Backend: every matmul goes through one function (layers.c)
+/* {===========================================================** Backend: every matmul goes through one function (layers.c)
 ** ================================================================== */
 /* Per-core scratch of the sim backend (transposed / packed operands). */
 typedef struct fe_scratch { float *buf; size_t cap; } fe_scratch;
@@ -338,8 +339,7 @@ typedef void (*fe_gemm_observer)(void *ud, const fe_gemm_call *call);
 void fe_gemm_observe(fe_gemm_observer fn, void *ud);
 /* }================================================================== */
 
-/* {==================================================================
-** Value path: workspaces, forward and backward over a plan (layers.c)
+/* {===========================================================** Value path: workspaces, forward and backward over a plan (layers.c)
 ** ================================================================== */
 typedef struct fe_core_ws {    /* one core's buffers for a shard of up to 'rows' samples */
   int rows;
@@ -393,8 +393,7 @@ tpu_status fe_opt_apply(const tpu_fe_model *m, tpu_fe_opt_state *s, float *param
 /* The host-time model of a feed (train_feed.c; borrowed). */
 const struct tpu_df_model *fe_feed_host_model(const tpu_fe_feed *f);
 
-/* {==================================================================
-** Keras import (keras.c): Keras JSON -> the native model JSON object
+/* {===========================================================** Keras import (keras.c): Keras JSON -> the native model JSON object
 ** ================================================================== */
 typedef struct fe_keras fe_keras;
 /* True when a parsed document is Keras JSON (a "class_name" at its root). */
@@ -427,8 +426,7 @@ void fe_keras_free(fe_keras *k);                            /* NULL is a no-op *
 tpu_status fe_keras1_upgrade(tpu_json *doc, int *nth);
 /* }================================================================== */
 
-/* {==================================================================
-** ONNX import (onnx.c): an ONNX ModelProto -> the native model JSON
+/* {===========================================================** ONNX import (onnx.c): an ONNX ModelProto -> the native model JSON
 ** object and the starting weights
 ** ================================================================== */
 typedef struct fe_onnx fe_onnx;

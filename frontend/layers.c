@@ -151,8 +151,9 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   ws->dtmp = tpu_malloc(r * m->max_act * sizeof(float));
   ws->grad = tpu_calloc(m->nparams ? m->nparams : 1, sizeof(float));   /* non-trainable slots stay 0 */
   if (m->nstate && !(ws->stat = tpu_calloc(m->nparams, sizeof(float)))) goto fail;
-  ws->lab = tpu_malloc(r * sizeof *ws->lab);
-  ws->rowloss = tpu_malloc(r * sizeof *ws->rowloss);
+  const size_t per = m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? (size_t)m->input.c : 1;   /* loss rows a sample */
+  ws->lab = tpu_malloc(r * per * sizeof *ws->lab);
+  ws->rowloss = tpu_malloc(r * per * sizeof *ws->rowloss);
   if (!ws->cols || !ws->dtmp || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
   return TPU_OK;
 fail:
@@ -566,7 +567,9 @@ static void gather(exec *e, const tpu_fe_layer *l, int64_t n, const float *ids, 
   const size_t D = (size_t)l->output_dim, V = (size_t)l->input_dim;
   const float *w = e->params + l->woff, *type0 = l->token_types ? w + V * D : NULL;
   float *g = e->ws->grad + l->woff, *gtype0 = l->token_types ? g + V * D : NULL;
-  if (dy) memset(g, 0, l->nw * sizeof *g);
+  /* a dense tied to the table has written its gradient already: add to it */
+  const bool tied = dy && fe_tied_after(e->p->model, (int)(l - e->p->model->layers));
+  if (dy) memset(tied ? g + V * D : g, 0, (tied ? l->nw - V * D : l->nw) * sizeof *g);
   for (int64_t r = 0; r < n; r++) {
     const float v = ids[r];
     const bool ok = v >= 0.0f && v < (float)V && v == floorf(v);
@@ -655,11 +658,50 @@ static void causal(int64_t rows, int64_t L, float *s) {
     for (int64_t k = r % L + 1; k < L; k++) s[r * L + k] += -1e9f;
 }
 
+/* The next-token loss or accuracy over the plan's rows of logits (every
+** position of the shard's samples): per sample its first L-1 positions
+** against the input's ids at 1..L-1 (an id that is not an integer in
+** [0, V) is an input error, as a label out of range); the last position
+** takes no loss and a zero gradient. A sample's loss is the mean over its
+** L-1 tokens, so the shard's sum over the global batch is the mean over
+** every token; the hits count tokens. */
+static tpu_status next_token_vpu(exec *e, const fe_vpu_step *v) {
+  fe_core_ws *ws = e->ws;
+  const int64_t L = e->p->model->input.c, V = v->cols, n = v->rows / L;
+  float *x = tensor_of(e, v->x), *dx = tensor_of(e, v->out2);
+  double hits = 0.0;
+  for (int64_t b = 0; b < n; b++) {
+    const float *ids = e->x + b * L;
+    int32_t *lab = ws->lab + b * L;
+    for (int64_t t = 0; t + 1 < L; t++) {
+      const float id = ids[t + 1];
+      lab[t] = id >= 0.0f && id < (float)V && id == floorf(id) ? (int32_t)id : -1;
+    }
+    float h = 0.0f;
+    tpu_vpu_args a = { .rows = (int)(L - 1), .cols = (int)V, .x = x + b * L * V, .labels = lab,
+                       .out = v->op == TPU_VPU_SOFTMAX_XENT ? ws->rowloss + b * L : &h,
+                       .out2 = dx && v->op == TPU_VPU_SOFTMAX_XENT ? dx + b * L * V : NULL,
+                       .p = tpu_vpu_params_default() };
+    a.p.alpha = v->alpha;
+    tpu_status st = tpu_vpu_exec(v->op, &a);
+    if (st) return st;
+    hits += h;
+    if (v->op != TPU_VPU_SOFTMAX_XENT) continue;
+    if (a.out2) memset(dx + (b * L + L - 1) * V, 0, (size_t)V * sizeof *dx);
+    double s = 0.0;   /* summed in position order */
+    for (int64_t t = 0; t + 1 < L; t++) s += (double)ws->rowloss[b * L + t];
+    ws->loss_sum += s / (double)(L - 1);
+  }
+  if (v->op == TPU_VPU_ACCURACY) ws->correct = (int)hits;
+  return TPU_OK;
+}
+
 /* One VPU op on f32 (numerics only; the timing path charges its cycles). A
 ** failure means a shape or hyper-parameter the model checks already
 ** excluded, or a label out of range. */
 static tpu_status run_vpu(exec *e, const fe_vpu_step *v) {
   fe_core_ws *ws = e->ws;
+  if (v->y.kind == FE_T_LABELS && e->p->model->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT) return next_token_vpu(e, v);
   const int rows = (int)v->rows;
   tpu_vpu_args a = { .rows = rows, .cols = (int)v->cols, .x = tensor_of(e, v->x), .out = tensor_of(e, v->out),
                      .out2 = tensor_of(e, v->out2), .p = tpu_vpu_params_default() };

@@ -78,6 +78,23 @@ const char *tpu_fe_model_builtin_json(const char *name) {
   return NULL;
 }
 
+int tpu_fe_model_predictions(const tpu_fe_model *m) {
+  return m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? m->input.c - 1 : 1;
+}
+
+int tpu_fe_model_label_classes(const tpu_fe_model *m) {
+  return m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? 2 : m->layers[m->nlayers - 1].out.c;
+}
+
+int tpu_fe_model_vocab(const tpu_fe_model *m) {
+  int v = 0;
+  for (int i = 0; i < m->nlayers; i++) {
+    const tpu_fe_layer *L = &m->layers[i];
+    if (L->kind == TPU_FE_EMBEDDING && L->inputs[0] == -1 && (v == 0 || L->input_dim < v)) v = L->input_dim;
+  }
+  return v;
+}
+
 size_t tpu_fe_shape_size(tpu_fe_shape s) { return (size_t)s.h * (size_t)s.w * (size_t)s.c; }
 const char *tpu_fe_shape_str(tpu_fe_shape s, char *buf, size_t cap) {
   if (s.h == 1 && s.w == 1) snprintf(buf, cap, "%d", s.c);
@@ -392,8 +409,15 @@ static tpu_status parse_layer(tpu_json *c, json_t *jl, int i, tpu_fe_layer *L) {
   snprintf(L->name, sizeof L->name, "%s", name);
   switch (L->kind) {
   case TPU_FE_DENSE: {
-    static const char *const ks[] = { "type", "name", "inputs", "units", "use_bias", "activation", NULL };
+    static const char *const ks[] = { "type", "name", "inputs", "units", "use_bias", "activation", "tied_to", NULL };
     if ((st = check_keys(c, jl, path, what, ks)) || (st = parse_bias_act(c, jl, path, what, L))) return st;
+    if (json_object_get(jl, "tied_to")) {   /* the units are the table's rows (resolve_tied); no bias */
+      if (json_object_get(jl, "use_bias") && !L->no_bias)
+        return tpu_json_fail_member(OBJ(c, jl, path, what), "use_bias", "a dense tied to an embedding's table has no "
+                                    "bias (GPT-2's language-model head); leave use_bias out or false");
+      L->no_bias = true;
+      return get_int(c, jl, path, what, "units", 1, 1 << 24, 1, &L->units);
+    }
     return get_int(c, jl, path, what, "units", 1, 1 << 20, 0, &L->units);
   }
   case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE: return parse_conv(c, jl, path, what, L);
@@ -485,6 +509,32 @@ static tpu_status resolve_inputs(tpu_json *c, json_t *jl, tpu_fe_model *m, int i
                                   "the model's input)", nm);
     L->inputs[k] = j;
   }
+  return TPU_OK;
+}
+
+/* A dense's "tied_to": an embedding before it, whose input_dim x output_dim
+** table it reads transposed as its kernel (GPT-2's language-model head);
+** its units are the table's rows (a "units" given must say the same). */
+static tpu_status resolve_tied(tpu_json *c, json_t *jl, tpu_fe_model *m, int i) {
+  tpu_fe_layer *L = &m->layers[i];
+  json_t *jt = json_object_get(jl, "tied_to");
+  if (L->kind != TPU_FE_DENSE || !jt) return TPU_OK;
+  char path[48], w[80], what[96];
+  snprintf(path, sizeof path, "layers[%d]", i);
+  snprintf(what, sizeof what, "%s: ", who(m, i, w, sizeof w));
+  tpu_json_obj *o = OBJ(c, jl, path, what);
+  const char *nm = json_is_string(jt) ? json_string_value(jt) : NULL;
+  int j = -1;
+  for (int q = 0; nm && q < i && j < 0; q++) if (!strcmp(m->layers[q].name, nm)) j = q;
+  if (j < 0 || m->layers[j].kind != TPU_FE_EMBEDDING)
+    return tpu_json_fail_member(o, "tied_to", "expected the name of an embedding layer before this one, got %s%s%s",
+                                nm ? "'" : "", nm ? nm : "a value that is not a string", nm ? "'" : "");
+  const tpu_fe_layer *E = &m->layers[j];
+  if (json_object_get(jl, "units") && L->units != E->input_dim)
+    return tpu_json_fail_member(o, "units", "%d, but the table of '%s' has %d rows (its input_dim); a tied dense "
+                                "gives one output per row", L->units, nm, E->input_dim);
+  L->units = E->input_dim;
+  L->tied = j + 1;
   return TPU_OK;
 }
 
@@ -721,6 +771,24 @@ static size_t layout(tpu_fe_model *m, tpu_fe_layer *L, size_t off) {
   return off;
 }
 
+/* The next-token loss's model: its input L token ids (L >= 2) feeding an
+** embedding, its output 1 x L x V logits with every id of the vocabulary
+** below V (the labels are the input's ids). */
+static tpu_status check_next_token(tpu_json *c, const tpu_fe_model *m) {
+  const tpu_fe_shape o = m->layers[m->nlayers - 1].out;
+  const int vocab = tpu_fe_model_vocab(m), L = m->input.c;
+  char a[48];
+  if (m->input.h != 1 || m->input.w != 1 || vocab < 1 || L < 2)
+    return tpu_json_fail(c, "loss", "next_token_softmax_cross_entropy scores each position against the next token id "
+                         "of the input: the model's input must be [length] of at least 2 token ids read by an "
+                         "embedding");
+  if (o.h != 1 || o.w != L || o.c < vocab)
+    return tpu_json_fail(c, "loss", "next_token_softmax_cross_entropy needs the last layer's output to be the logits "
+                         "of each of the %d positions over the %d token ids (1 x %d x V, V >= %d), not %s", L, vocab,
+                         L, vocab, tpu_fe_shape_str(o, a, sizeof a));
+  return TPU_OK;
+}
+
 /* Shape inference: sets in/out of every layer and the parameter layout.
 ** A 1x1xC image is a shape like a C vector; what tells them apart for
 ** conv2d and zero_padding is where it comes from: 'input_vec' (the input
@@ -749,6 +817,14 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     case TPU_FE_DENSE:   /* along the last axis at every position, as Keras' Dense */
       L->out = (tpu_fe_shape){ s.h, s.w, L->units };
       L->nw = (size_t)s.c * (size_t)L->units;
+      if (L->tied) {   /* no kernel of its own: the embedding's table, which must be as wide as its input */
+        const tpu_fe_layer *E = &m->layers[L->tied - 1];
+        if (E->output_dim != s.c)
+          return tpu_json_fail(c, path, "layers[%d] (dense): field 'tied_to': the table of '%s' is %d x %d; its "
+                               "transpose takes inputs of %d channels, not the input shape %s", i, E->name,
+                               E->input_dim, E->output_dim, E->output_dim, tpu_fe_shape_str(s, a, sizeof a));
+        L->nw = 0;
+      }
       L->nb = L->no_bias ? 0 : (size_t)L->units;
       break;
     case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE: {
@@ -823,9 +899,13 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     if (tpu_fe_shape_size(L->out) > max_act) max_act = tpu_fe_shape_size(L->out);
     s = L->out;
   }
-  if (!(s.h == 1 && s.w == 1))
+  if (m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT) {
+    tpu_status st = check_next_token(c, m);
+    if (st) return st;
+  } else if (!(s.h == 1 && s.w == 1)) {
     return tpu_json_fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
                 "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
+  }
   /* a head of one value (Keras' binary classifier: one sigmoid unit) loads, so
   ** that tpusim model can show it; a run refuses it (run.c: check_head) */
   if (off > ((size_t)1 << 30))
@@ -913,13 +993,17 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
   for (int i = 0; i < m->nlayers; i++)
     if ((st = parse_layer(c, json_array_get(jl, (size_t)i), i, &m->layers[i]))) goto done;
   for (int i = 0; i < m->nlayers; i++)
-    if ((st = resolve_inputs(c, json_array_get(jl, (size_t)i), m, i))) goto done;
+    if ((st = resolve_inputs(c, json_array_get(jl, (size_t)i), m, i)) ||
+        (st = resolve_tied(c, json_array_get(jl, (size_t)i), m, i))) goto done;
 
   json_t *jloss = json_object_get(c->root, "loss");
-  if (jloss && !(json_is_string(jloss) && !strcmp(json_string_value(jloss), "softmax_cross_entropy"))) {
-    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\"");
+  const char *ls = json_is_string(jloss) ? json_string_value(jloss) : "";
+  if (jloss && strcmp(ls, "softmax_cross_entropy") && strcmp(ls, "next_token_softmax_cross_entropy")) {
+    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\" or "
+                              "\"next_token_softmax_cross_entropy\"");
     goto done;
   }
+  if (jloss && !strcmp(ls, "next_token_softmax_cross_entropy")) m->loss = TPU_FE_LOSS_NEXT_TOKEN_XENT;
   if ((st = parse_optimizer(c, json_object_get(c->root, "optimizer"), &m->opt))) goto done;
   json_t *js = json_object_get(c->root, "seed");
   if (js && (!json_is_integer(js) || json_integer_value(js) < 0)) {

@@ -264,7 +264,9 @@ static void forward_layer(builder *b, int i) {
   b->layer = i;
   switch (l->kind) {
   case TPU_FE_DENSE: case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE:
-    if (l->kind == TPU_FE_DENSE) {   /* every position of the input: R rows */
+    if (l->kind == TPU_FE_DENSE && l->tied) {   /* the embedding's table [units x C], transposed */
+      gemm(b, "matmul", (int)R, l->units, l->in.c, false, true, x, T(FE_T_W, l->tied - 1), y);
+    } else if (l->kind == TPU_FE_DENSE) {   /* every position of the input: R rows */
       gemm(b, "matmul", (int)R, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
     } else if (l->kind == TPU_FE_CONV2D) {
       const int K = l->kh * l->kw * l->in.c;
@@ -432,6 +434,12 @@ static void backward_layer(builder *b, int i) {
     act(b, l->act, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
   case TPU_FE_DENSE:   /* over every position: Rout rows */
+    if (l->tied) {   /* into the table's gradient [units x C] = dY^T X, before the embedding adds its own */
+      gemm(b, "dW", l->units, l->in.c, (int)Rout, true, false, dy, x, T(FE_T_DW, l->tied - 1))->acc =
+        fe_tied_after(p->model, i);
+      if (need_dx) gemm(b, "dX", (int)Rout, l->in.c, l->units, false, false, dy, T(FE_T_W, l->tied - 1), dx);
+      break;
+    }
     gemm(b, "dW", l->in.c, l->units, (int)Rout, true, false, x, dy, T(FE_T_DW, i));
     if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->units, dy, none, T(FE_T_DB, i), true);
     if (need_dx) gemm(b, "dX", (int)Rout, l->in.c, l->units, false, true, dy, T(FE_T_W, i), dx);
@@ -520,15 +528,21 @@ static void backward_layer(builder *b, int i) {
   if (need_dx) grad_end(b, t, dx);
 }
 
+/* The loss over 'rows' rows of logits (a sample's, or a position's for the
+** next-token loss: every position is computed, the last one's masked out
+** by the value path, as a masked loss runs on a TPU), its gradient scaled
+** to the mean over the global batch's predictions. */
 static void loss_steps(builder *b) {
   const fe_plan *p = b->p;
   const int n = p->model->nlayers, ncls = p->model->layers[n - 1].out.c;
+  const int per = p->model->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? p->model->input.c : 1;   /* rows a sample */
+  const int64_t rows = (int64_t)p->rows * per;
   b->phase = FE_LOSS;
   b->layer = -1;
-  fe_step *s = vpu(b, TPU_VPU_SOFTMAX_XENT, p->rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_LOSS, 0), false);
+  fe_step *s = vpu(b, TPU_VPU_SOFTMAX_XENT, rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_LOSS, 0), false);
   if (p->train) s->vpu.out2 = T(FE_T_DACT, n);
-  s->vpu.alpha = (float)(1.0 / p->global_batch);
-  vpu(b, TPU_VPU_ACCURACY, p->rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_HITS, 0), true);
+  s->vpu.alpha = (float)(1.0 / ((double)p->global_batch * tpu_fe_model_predictions(p->model)));
+  vpu(b, TPU_VPU_ACCURACY, rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_HITS, 0), true);
 }
 
 /* Which tensors need a gradient (made by a layer with parameters, or by a
@@ -608,6 +622,14 @@ void fe_plan_destroy(fe_plan *p) {
   if (!p) return;
   tpu_free(p->steps);
   tpu_free(p);
+}
+
+bool fe_tied_after(const tpu_fe_model *m, int i) {
+  const tpu_fe_layer *L = &m->layers[i];
+  const int table = L->kind == TPU_FE_EMBEDDING ? i : L->tied - 1;
+  for (int k = i + 1; table >= 0 && k < m->nlayers; k++)
+    if (m->layers[k].kind == TPU_FE_DENSE && m->layers[k].tied - 1 == table) return true;
+  return false;
 }
 
 bool fe_softmax_folded(const tpu_fe_model *m, int i) {

@@ -135,11 +135,13 @@ static tpu_status check_config(const tpu_fe_run_config *c, char *err, size_t err
 static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t errcap) {
   const tpu_fe_run_config *c = &r->cfg;
   char e[1024];
-  const int ncls = r->model.layers[r->model.nlayers - 1].out.c;
-  /* synthetic data takes the model's input shape and classes */
+  const int ncls = tpu_fe_model_label_classes(&r->model);
+  /* synthetic data takes the model's input shape and classes (and token
+  ** ids for a model whose input feeds an embedding) */
   tpu_fe_feed_opts fo = { .data = c->data, .pipeline = c->pipeline, .global_batch = c->global_batch,
                           .epochs = c->epochs, .synthetic_n = c->synthetic_n, .seed = r->model.seed,
                           .input_shape = r->model.input, .synthetic_classes = ncls, .no_values = !r->numerics,
+                          .vocab = tpu_fe_model_vocab(&r->model),
                           .model_shape = r->model.input, .model_classes = ncls, .timeline_steps = c->timeline_steps,
                           /* a slice's hosts each feed their chips: the busiest host's share */
                           .hosts = c->chip.hosts,
@@ -503,8 +505,9 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
   const double w = (double)rec->samples / (double)r->cfg.global_batch;
   r->lsum += rec->loss * w;
   r->wsum += w;
+  rec->predictions = rec->samples * tpu_fe_model_predictions(&r->model);
   r->csum += rec->correct;
-  r->seen += rec->samples;
+  r->seen += rec->predictions;
   rec->epoch_loss = r->numerics ? r->lsum / r->wsum : NAN;
   rec->epoch_accuracy = (double)r->csum / (double)r->seen;
   rec->epoch_sim_s = r->ep_sim;

@@ -4,7 +4,8 @@
 ** (tpu_df_model) says when that batch reaches the cores' infeed.
 **
 ** Without --pipeline the description is built here from --data: source,
-** shuffle over the whole set (seeded), normalize to [0, 1], batch (global;
+** shuffle over the whole set (seeded), normalize to [0, 1] (not token ids:
+** synthetic data for a model whose input feeds an embedding), batch (global;
 ** the last batch partial, as Keras' fit batches arrays: ceil(n / batch)
 ** steps an epoch), prefetch(2), with no modeled costs (so the input is
 ** free: infeed waits are zero). With --pipeline FILE it is the user's
@@ -86,6 +87,7 @@ static tpu_status source_of(const tpu_fe_feed_opts *o, bool test, tpu_df_source 
       src->height = o->input_shape.h; src->width = o->input_shape.w; src->channels = o->input_shape.c;
     }
     if (o->synthetic_classes > 0) src->classes = o->synthetic_classes;
+    src->vocab = o->vocab;
     src->seed = o->seed;
     return TPU_OK;
   }
@@ -164,7 +166,7 @@ static tpu_status spec_of(const tpu_fe_feed_opts *o, int batch, int shards, tpu_
     TRY(tpu_df_spec_set_source(spec, &src));
     if (shards > 1) TRY(tpu_df_spec_shard(spec, shards, 0));
     TRY(tpu_df_spec_shuffle(spec, shards > 1 ? (n + shards - 1) / shards : n, o->seed));
-    TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0));
+    if (!src.vocab) TRY(tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0));   /* token ids stay ids */
     TRY(tpu_df_spec_batch(spec, batch, false));
     TRY(tpu_df_spec_prefetch(spec, 2));
   }
@@ -299,7 +301,8 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   if (st) return st;
   const int chunk = 1000;
   if ((st = tpu_df_spec_create(&spec)) != TPU_OK) { snprintf(err, errcap, "out of memory"); return st; }
-  if ((st = tpu_df_spec_set_source(spec, &src)) || (st = tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0)) ||
+  if ((st = tpu_df_spec_set_source(spec, &src)) ||
+      (!src.vocab && (st = tpu_df_spec_map(spec, TPU_DF_MAP_NORMALIZE, NULL, 0))) ||
       (st = tpu_df_spec_batch(spec, chunk, false))) {
     snprintf(err, errcap, "%s", tpu_df_spec_errmsg(spec));
     goto out;

@@ -57,18 +57,19 @@
 **                 768, residual and layer_normalization), the pooler (the
 **                 first token, dense 768 tanh), dropout and the classifier:
 **                 109,482,240 parameters before the classifier at SEQ <= 512.
-**   gpt2          GPT-2 small (Radford et al.; Hugging Face's gpt2) with
-**                 GPT2ForSequenceClassification's head:
+**   gpt2          GPT-2 small (Radford et al.; Hugging Face's gpt2):
 **                 NAME[@SEQ][:CLASSES], SEQ tokens (default 1024, the
-**                 context; the position table has max(1024, SEQ) rows), 2
-**                 classes. Token and position embeddings, 12 pre-norm
-**                 blocks (layer_normalization 1e-5, causal self-attention
-**                 12 x 64, residual; layer_normalization, dense 3072, gelu
+**                 context; the position table has max(1024, SEQ) rows).
+**                 Token and position embeddings, 12 pre-norm blocks
+**                 (layer_normalization 1e-5, causal self-attention 12 x
+**                 64, residual; layer_normalization, dense 3072, gelu
 **                 (tanh form, GPT-2's), dense 768, residual), a final
-**                 layer_normalization, the last token to a dense CLASSES
-**                 without bias: 124,439,808 parameters before it. The
-**                 language-model head (the token table, tied) is not
-**                 modelled: the loss is per sequence.
+**                 layer_normalization: 124,439,808 parameters. Without
+**                 CLASSES the head is GPT2LMHeadModel's: a dense tied to
+**                 the token table (no parameters of its own) on every
+**                 position, trained by the next-token loss; with CLASSES
+**                 GPT2ForSequenceClassification's: the last token to a
+**                 dense CLASSES without bias.
 **   vit_b16       ViT-B/16 (Dosovitskiy et al.; torchvision's vit_b_16):
 **                 16x16 patches by a conv2d 768 16x16/16, reshaped to a
 **                 sequence, the class token, position_embedding, 12
@@ -629,6 +630,10 @@ static void gpt2(tpu_text *t, int seq, int classes) {
     snprintf(in, sizeof in, "layer_%d_add_2", l);
   }
   tpu_text_printf(t, "    { \"type\": \"layer_normalization\", \"name\": \"ln_f\", \"epsilon\": 1e-5 },\n");
+  if (!classes) {   /* GPT2LMHeadModel's lm_head: the token table, tied */
+    tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"lm_head\", \"tied_to\": \"wte\" },\n");
+    return;
+  }
   tpu_text_printf(t, "    { \"type\": \"take\", \"name\": \"last_token\", \"position\": %d },\n", seq - 1);
   tpu_text_printf(t, "    { \"type\": \"dense\", \"name\": \"score\", \"units\": %d, \"use_bias\": false },\n", classes);
 }
@@ -676,10 +681,10 @@ static bool parse_knobs(const char *s, int *h, int *w, int *c, int *classes) {
 
 /* The frame of a zoo model's JSON around its layers (written by 'layers'
 ** into t); *json gets it, or TPU_ERR_NOMEM. */
-static tpu_status zoo_finish(tpu_text *t, const char *lr, char **json, char *err, size_t errcap) {
+static tpu_status zoo_finish(tpu_text *t, const char *lr, const char *loss, char **json, char *err, size_t errcap) {
   if (!t->oom) t->n -= 2;   /* the last layer's ",\n" */
-  tpu_text_printf(t, "\n  ],\n  \"loss\": \"softmax_cross_entropy\",\n"
-                  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": %s },\n  \"seed\": 1\n}\n", lr);
+  tpu_text_printf(t, "\n  ],\n  \"loss\": \"%s\",\n"
+                  "  \"optimizer\": { \"type\": \"adam\", \"learning_rate\": %s },\n  \"seed\": 1\n}\n", loss, lr);
   if (t->oom) {
     tpu_free(t->s);
     snprintf(err, errcap, "out of memory");
@@ -690,11 +695,11 @@ static tpu_status zoo_finish(tpu_text *t, const char *lr, char **json, char *err
 }
 
 /* bert_base and gpt2 [@SEQ][:CLASSES]: SEQ token ids 1..65536 (default
-** 128, gpt2's 1024), CLASSES (default 2); adam at 2e-5, BERT's fine-tuning
-** rate. */
+** 128, gpt2's 1024), CLASSES (default 2; gpt2's none: its language-model
+** head); adam at 2e-5, BERT's fine-tuning rate. */
 static tpu_status bert_json(const char *spec, const char *knobs, char **json, char *err, size_t errcap) {
   const bool g = !strncmp(spec, "gpt2", 4);
-  long seq = g ? 1024 : 128, classes = 2;
+  long seq = g ? 1024 : 128, classes = g ? 0 : 2;
   char *e;
   const char *s = knobs;
   if (*s == '@') {
@@ -705,17 +710,18 @@ static tpu_status bert_json(const char *spec, const char *knobs, char **json, ch
     classes = (s[1] >= '0' && s[1] <= '9') ? strtol(s + 1, &e, 10) : 0;
     s = classes ? e : s + 1;
   }
-  if (*s || seq < 1 || seq > 65536 || classes < 2 || classes > 1 << 20) {
+  if (*s || seq < (g && !classes ? 2 : 1) || seq > 65536 || (classes < 2 && !(g && !classes)) || classes > 1 << 20) {
     snprintf(err, errcap, "%s: %s is %s[@SEQ][:CLASSES], e.g. %s@512:3 (SEQ tokens 1..65536, default %d; classes "
-             "2..1048576, default 2)", spec, g ? "gpt2" : "bert_base", g ? "gpt2" : "bert_base", g ? "gpt2" : "bert_base",
-             g ? 1024 : 128);
+             "2..1048576, default %s)", spec, g ? "gpt2" : "bert_base", g ? "gpt2" : "bert_base", g ? "gpt2" : "bert_base",
+             g ? 1024 : 128, g ? "none: the language-model head, SEQ 2 or more" : "2");
     return TPU_ERR_CONFIG;
   }
   tpu_text t = { 0 };
   tpu_text_printf(&t, "{\n  \"name\": \"%.63s\",\n  \"input\": [%ld],\n  \"layers\": [\n", spec, seq);
   if (g) gpt2(&t, (int)seq, (int)classes);
   else bert_base(&t, (int)seq, (int)classes);
-  return zoo_finish(&t, "2e-5", json, err, errcap);
+  return zoo_finish(&t, "2e-5", g && !classes ? "next_token_softmax_cross_entropy" : "softmax_cross_entropy", json,
+                    err, errcap);
 }
 
 tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_t errcap) {
@@ -749,5 +755,5 @@ tpu_status tpu_fe_model_zoo_json(const char *spec, char **json, char *err, size_
   else if (!strcmp(ZOO_NAMES[z], "efficientnetb0")) efficientnetb0(&t, h, w, classes);
   else vgg(&t, !strcmp(ZOO_NAMES[z], "vgg16") ? (const int[5]){ 2, 2, 3, 3, 3 } : (const int[5]){ 2, 2, 4, 4, 4 },
            classes);
-  return zoo_finish(&t, "0.001", json, err, errcap);
+  return zoo_finish(&t, "0.001", "softmax_cross_entropy", json, err, errcap);
 }

@@ -840,6 +840,63 @@ START_TEST(Cache_freezes_random_maps_before_it_not_after) {
 }
 END_TEST
 
+/* A synthetic source with a vocabulary gives token sequences: every id an
+** exact integer in [0, vocab) in the f32 the batches carry, the labels in
+** [0, classes), the same bytes for the same seed and others for another; a
+** normalize map, which would scale the ids into fractions, is refused. */
+static void token_batch(uint64_t seed, int vocab, float *x, int32_t *y) {
+  tpu_df_source src = synthetic(64, 1, 1, 48, 5);
+  src.vocab = vocab; src.seed = seed;
+  tpu_df_spec *s = spec_of(src);
+  ck_assert_int_eq(tpu_df_spec_shuffle(s, 64, 3), TPU_OK);
+  ck_assert_int_eq(tpu_df_spec_batch(s, 64, false), TPU_OK);
+  tpu_df *df = open_ok(s, NULL);
+  tpu_df_batch b;
+  ck_assert_int_eq(tpu_df_next(df, &b), TPU_OK);
+  TU_EQ_U64(64, b.size);
+  TU_EQ_U64(48, b.features);
+  memcpy(x, b.x, 64 * 48 * sizeof *x);
+  memcpy(y, b.y, 64 * sizeof *y);
+  tpu_df_close(df);
+  tpu_df_spec_destroy(s);
+}
+
+START_TEST(Synthetic_tokens_are_integer_ids_below_the_vocabulary) {
+  static const int vocabs[] = { 1, 2, 7, 30522, 50257, 1 << 24 };
+  static float x[64 * 48], x2[64 * 48];
+  int32_t y[64], y2[64];
+  for (size_t v = 0; v < sizeof vocabs / sizeof *vocabs; v++) {
+    const int V = vocabs[v];
+    int distinct_max = 0;
+    token_batch(11, V, x, y);
+    for (int i = 0; i < 64 * 48; i++) {
+      ck_assert_msg(x[i] >= 0.0f && x[i] < (float)V && x[i] == floorf(x[i]), "id %g of vocab %d", (double)x[i], V);
+      if ((int)x[i] > distinct_max) distinct_max = (int)x[i];
+    }
+    for (int i = 0; i < 64; i++) ck_assert(y[i] >= 0 && y[i] < 5);
+    if (V > 1000) ck_assert_int_gt(distinct_max, V / 2);   /* the ids spread over the vocabulary */
+    token_batch(11, V, x2, y2);
+    ck_assert(!memcmp(x, x2, sizeof x) && !memcmp(y, y2, sizeof y));
+    token_batch(12, V, x2, y2);
+    if (V > 2) ck_assert(memcmp(x, x2, sizeof x) != 0);
+  }
+  tpu_df_source src = synthetic(8, 1, 1, 4, 2);
+  src.vocab = 100;
+  tpu_df_spec *s = spec_of(src);
+  tpu_df_spec_map(s, TPU_DF_MAP_NORMALIZE, NULL, 0);
+  tpu_df_spec_batch(s, 4, false);
+  tpu_df *df;
+  ck_assert_int_eq(tpu_df_open(s, NULL, &df, errbuf, sizeof errbuf), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(errbuf, "stages[0]: map normalize") && strstr(errbuf, "token ids"), "%s", errbuf);
+  tpu_df_spec_destroy(s);
+  src.vocab = (1 << 24) + 1;
+  ck_assert_int_eq(tpu_df_spec_create(&s), TPU_OK);
+  ck_assert_int_eq(tpu_df_spec_set_source(s, &src), TPU_ERR_CONFIG);
+  ck_assert_msg(strstr(tpu_df_spec_errmsg(s), "source.vocab"), "%s", tpu_df_spec_errmsg(s));
+  tpu_df_spec_destroy(s);
+}
+END_TEST
+
 START_TEST(Map_functions_normalize_one_hot_flip_and_crop) {
   tpu_df_source src = synthetic(40, 5, 4, 3, 7);
   src.seed = 9;
@@ -1553,6 +1610,7 @@ int main(void) {
                Interleave_takes_elements_in_turn_from_cycle_length_files,
                Repeat_reshuffles_each_epoch_unless_the_shuffle_is_cached, Cache_freezes_random_maps_before_it_not_after,
                Map_functions_normalize_one_hot_flip_and_crop, Bytes_do_not_depend_on_threads_or_buffer_sizes,
+               Synthetic_tokens_are_integer_ids_below_the_vocabulary,
                Seek_resumes_with_the_same_bytes_as_an_uninterrupted_run, Json_errors_name_the_file_field_and_line_column);
   tcase_add_checked_fixture(tc, setup, teardown);
   TU_CASE(s, "model", 60, Naive_model_alternates_open_read_and_train,

@@ -151,15 +151,21 @@ START_TEST(Bert_base_has_hugging_faces_parameter_count) {
   TU_EQ_U64(86567656 - 769000 - (197 - 5) * 768 + 7690, m->nparams);
   /* GPT-2 small as Hugging Face's GPT2Model: wte 50257*768 = 38,597,376, wpe
   ** 1024*768 = 786,432, 12 blocks of 7,087,872 (ln_1, c_attn and c_proj
-  ** 2,362,368, ln_2, the MLP 4,722,432), ln_f 1,536: 124,439,808; then
+  ** 2,362,368, ln_2, the MLP 4,722,432), ln_f 1,536: 124,439,808, which
+  ** GPT2LMHeadModel keeps (its lm_head is wte); with classes
   ** GPT2ForSequenceClassification's score, 768*classes without bias */
   ck_assert_int_eq(tpu_fe_model_load("gpt2", m, err, sizeof err), TPU_OK);
-  TU_EQ_U64(38597376 + 786432 + 12 * 7087872 + 1536 + 768 * 2, m->nparams);
-  TU_EQ_U64(124439808 + 1536, m->nparams);
+  TU_EQ_U64(38597376 + 786432 + 12 * 7087872 + 1536, m->nparams);
+  TU_EQ_U64(124439808, m->nparams);   /* GPT2LMHeadModel's: lm_head is wte, tied */
   ck_assert(m->layers[3].kind == TPU_FE_MHA && m->layers[3].causal && m->layers[7].approximate);
-  ck_assert_int_eq(m->layers[m->nlayers - 2].position, 1023);
+  const tpu_fe_layer *head = &m->layers[m->nlayers - 1];
+  ck_assert(head->kind == TPU_FE_DENSE && head->tied == 1 && head->nw == 0 && head->nb == 0);
+  ck_assert(head->out.w == 1024 && head->out.c == 50257 && m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT);
+  ck_assert_int_eq(tpu_fe_model_predictions(m), 1023);
   ck_assert_int_eq(tpu_fe_model_load("gpt2@128:5", m, err, sizeof err), TPU_OK);
-  TU_EQ_U64(124439808 + 768 * 5, m->nparams);
+  TU_EQ_U64(124439808 + 768 * 5, m->nparams);   /* GPT2ForSequenceClassification's score */
+  ck_assert_int_eq(m->layers[m->nlayers - 2].position, 127);
+  ck_assert(m->loss == TPU_FE_LOSS_SOFTMAX_XENT);
   ck_assert_int_eq(tpu_fe_model_load("gpt2:1", m, err, sizeof err), TPU_ERR_CONFIG);
   ck_assert_msg(strstr(err, "gpt2 is gpt2[@SEQ][:CLASSES]") != NULL, "%s", err);
   static const char *const bad[] = { "bert_base@", "bert_base@0", "bert_base:1", "bert_base@128x128", "bert_base:" };
@@ -549,6 +555,14 @@ END_TEST
 ** Gradients: analytic (backward) against central differences of the
 ** f64-accumulated loss, on small models that chain every layer kind.
 ** ================================================================== */
+/* a tiny BERT: token ids (with a token-type table), position_embedding,
+** an encoder block, the first token taken to a tanh pooler */
+#define TINY_BERT \
+  "{ \"input\": [7], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 11, \"output_dim\": 4, \"token_types\": 2 }," \
+  " { \"type\": \"position_embedding\", \"max_length\": 9 }, { \"type\": \"layer_normalization\", \"name\": \"e\" }," \
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 }," \
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 }," \
+  " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }"
 static const char *const GRAD_MODELS[] = {
   "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4 }, { \"type\": \"tanh\" },"
   " { \"type\": \"dense\", \"units\": 3 } ] }",
@@ -651,13 +665,26 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [4, 5], \"layers\": [ { \"type\": \"dense\", \"units\": 6, \"use_bias\": false },"
   " { \"type\": \"multi_head_attention\", \"num_heads\": 3, \"key_dim\": 2, \"use_bias\": false },"
   " { \"type\": \"layer_normalization\" }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
-  /* a tiny BERT: token ids (with a token-type table), position_embedding,
-  ** an encoder block, the first token taken to a tanh pooler */
-  "{ \"input\": [7], \"layers\": [ { \"type\": \"embedding\", \"input_dim\": 11, \"output_dim\": 4, \"token_types\": 2 },"
-  " { \"type\": \"position_embedding\", \"max_length\": 9 }, { \"type\": \"layer_normalization\", \"name\": \"e\" },"
-  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2 },"
-  " { \"type\": \"add\", \"inputs\": [\"a\", \"e\"] }, { \"type\": \"take\", \"position\": 0 },"
-  " { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  TINY_BERT,
+  /* tied: GPT-2's language-model head, a dense reading the token table
+  ** transposed, on the last token of a causal block (the table's gradient
+  ** sums the gather's and the head's); and on every position of a
+  ** sequence, a token-type table beside (its row's gradient apart) */
+  "{ \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"name\": \"wte\", \"input_dim\": 9, \"output_dim\": 4 },"
+  " { \"type\": \"position_embedding\", \"max_length\": 6 }, { \"type\": \"layer_normalization\", \"name\": \"n\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2, \"causal\": true },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"n\"] }, { \"type\": \"take\", \"position\": 5 },"
+  " { \"type\": \"layer_normalization\" }, { \"type\": \"dense\", \"tied_to\": \"wte\" } ] }",
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\", \"input_dim\": 7, \"output_dim\": 3,"
+  " \"token_types\": 2 }, { \"type\": \"layer_normalization\" }, { \"type\": \"dense\", \"tied_to\": \"e\", \"units\": 7 },"
+  " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* GPT-2's training: the tied head on every position and the next-token
+  ** loss (each position against the input's next id, the last left out) */
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\", \"input_dim\": 7, \"output_dim\": 4 },"
+  " { \"type\": \"position_embedding\", \"name\": \"p\", \"max_length\": 5 }, { \"type\": \"layer_normalization\" },"
+  " { \"type\": \"multi_head_attention\", \"name\": \"a\", \"num_heads\": 2, \"key_dim\": 2, \"causal\": true },"
+  " { \"type\": \"add\", \"inputs\": [\"a\", \"p\"] }, { \"type\": \"layer_normalization\" },"
+  " { \"type\": \"dense\", \"tied_to\": \"e\" } ], \"loss\": \"next_token_softmax_cross_entropy\" }",
   /* a tiny ViT: 2x2 patches of a 4x4x2 image by a strided conv2d,
   ** reshaped to 4 positions, the class token, position_embedding, a
   ** pre-norm attention block, the class token's output to the head */
@@ -1388,7 +1415,13 @@ static int plan_models(tpu_fe_model *out, int cap) {
                         " { \"type\": \"multi_head_attention\", \"num_heads\": 2, \"key_dim\": 4, \"causal\": true,"
                         " \"dropout\": 0.1 },"
                         " { \"type\": \"global_avgpool\" }, { \"type\": \"dense\", \"units\": 5 } ] }");
-  return n + 5;
+  /* a language model: the head tied to the token table (its GEMMs read the
+  ** table transposed), the next-token loss over every position */
+  out[n + 5] = parse_ok("{ \"name\": \"tiny-lm\", \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\","
+                        " \"input_dim\": 40, \"output_dim\": 8 }, { \"type\": \"layer_normalization\" },"
+                        " { \"type\": \"dense\", \"units\": 8 }, { \"type\": \"dense\", \"tied_to\": \"e\" } ],"
+                        " \"loss\": \"next_token_softmax_cross_entropy\" }");
+  return n + 6;
 }
 
 /* The products the plan's GEMM steps make (a batched one: each). */
@@ -1880,6 +1913,87 @@ static void same_sums(const tpu_fe_run_log *a, const tpu_fe_run_log *b) {
             SAME(a, b, stall) && SAME(a, b, sim_time_s) && SAME(a, b, cores) && SAME(a, b, core_cycles) &&
             SAME(a, b, core_stall));
 }
+
+/* Synthetic data for a model whose input feeds an embedding: token ids,
+** exact integers in [0, the vocabulary) as the f32 the feed carries (not
+** pixels scaled to [0, 1]), in every batch and the test split; a tiny BERT
+** trains on them at the tile level with finite, falling losses. */
+static void check_ids(const float *x, size_t n, int vocab) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(x[i] >= 0.0f && x[i] < (float)vocab && x[i] == floorf(x[i]), "id %g of %d", (double)x[i], vocab);
+}
+
+START_TEST(Synthetic_data_for_a_token_model_is_integer_ids_that_train) {
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024];
+  static const struct { const char *spec; int vocab; } z[] = { { "gpt2@64", 50257 }, { "bert_base@32", 30522 },
+                                                               { "mlp", 0 } };
+  for (size_t k = 0; k < sizeof z / sizeof *z; k++) {
+    ck_assert_int_eq(tpu_fe_model_load(z[k].spec, m, err, sizeof err), TPU_OK);
+    ck_assert_int_eq(tpu_fe_model_vocab(m), z[k].vocab);
+    const int ncls = tpu_fe_model_label_classes(m);
+    const tpu_fe_feed_opts o = { .data = "synthetic", .global_batch = 16, .epochs = 1, .synthetic_n = 64, .seed = 5,
+                                 .input_shape = m->input, .synthetic_classes = ncls, .vocab = tpu_fe_model_vocab(m),
+                                 .model_shape = m->input, .model_classes = ncls };
+    tpu_fe_feed *f;
+    tpu_fe_feed_info fi;
+    ck_assert_msg(tpu_fe_feed_open(&o, &f, &fi, err, sizeof err) == TPU_OK, "%s", err);
+    const size_t in = tpu_fe_shape_size(m->input);
+    const float *x;
+    const uint8_t *y;
+    int n;
+    double ready;
+    int whole = 0;
+    for (int b = 0; b < 4; b++) {
+      ck_assert_int_eq(tpu_fe_feed_next(f, 0, &x, &y, &n, &ready, err, sizeof err), TPU_OK);
+      ck_assert(n == 16 && y);
+      for (int i = 0; i < n; i++) ck_assert_int_lt(y[i], ncls);
+      if (z[k].vocab) check_ids(x, (size_t)n * in, z[k].vocab);
+      for (size_t i = 0; i < (size_t)n * in; i++) whole += x[i] == floorf(x[i]);
+    }
+    if (!z[k].vocab) ck_assert_int_lt(whole, 4 * 16 * (int)in);   /* pixels are scaled to [0, 1] */
+    tpu_fe_feed_close(f);
+    tpu_fe_dataset d;
+    ck_assert_msg(tpu_fe_feed_test_set(&o, &d, err, sizeof err) == TPU_OK, "%s", err);
+    ck_assert_int_eq(d.n, 16);
+    if (z[k].vocab) check_ids(d.x, (size_t)d.n * in, z[k].vocab);
+    tpu_fe_dataset_free(&d);
+  }
+  free(m);
+  tpu_fe_model t = parse_ok(TINY_BERT);
+  tpu_fe_run_config c = run_config(&t, 4);
+  c.synthetic_n = 64;
+  tpu_fe_run *r = run_create_ok(&c);
+  tpu_fe_step_record rec[40];
+  int n;
+  run_to_end(r, rec, 40, &n);
+  ck_assert_int_eq(n, 32);
+  for (int i = 0; i < n; i++) ck_assert(isfinite(rec[i].loss));
+  tpu_fe_run_totals tot;
+  tpu_fe_run_get_totals(r, &tot);
+  ck_assert_msg(tot.history[3].loss < tot.history[0].loss, "%g then %g", tot.history[0].loss, tot.history[3].loss);
+  tpu_fe_run_destroy(r);
+  /* a language model on them: the next-token loss, its accuracy over the
+  ** 5 predicted tokens of each sample */
+  t = parse_ok("{ \"input\": [6], \"layers\": [ { \"type\": \"embedding\", \"name\": \"e\", \"input_dim\": 200,"
+               " \"output_dim\": 8 }, { \"type\": \"position_embedding\", \"max_length\": 6 },"
+               " { \"type\": \"layer_normalization\" }, { \"type\": \"multi_head_attention\", \"num_heads\": 2,"
+               " \"key_dim\": 4, \"causal\": true }, { \"type\": \"dense\", \"tied_to\": \"e\" } ],"
+               " \"loss\": \"next_token_softmax_cross_entropy\", \"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.01 } }");
+  c = run_config(&t, 4);
+  c.synthetic_n = 64;
+  r = run_create_ok(&c);
+  run_to_end(r, rec, 40, &n);
+  ck_assert_int_eq(n, 32);
+  for (int i = 0; i < n; i++)
+    ck_assert(isfinite(rec[i].loss) && rec[i].predictions == 8 * 5 && rec[i].correct <= rec[i].predictions);
+  ck_assert_msg(rec[0].loss > 4.5 && rec[0].loss < 6.0, "%g: about ln 200 = 5.3 at the start", rec[0].loss);
+  tpu_fe_run_get_totals(r, &tot);
+  ck_assert_msg(tot.history[3].loss < tot.history[0].loss - 0.5, "%g then %g", tot.history[0].loss, tot.history[3].loss);
+  ck_assert(tot.history[3].accuracy > tot.history[0].accuracy && tot.history[3].val_accuracy <= 1.0);
+  tpu_fe_run_destroy(r);
+}
+END_TEST
 
 START_TEST(A_run_steps_through_its_epochs_and_sums_what_it_timed) {
   tpu_fe_model m = parse_ok(RUN_CNN);
@@ -2451,6 +2565,7 @@ int main(void) {
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
           Steps_run_one_after_another_with_their_infeed_waits, Resnet152v2_times_a_whole_training_step);
   TU_CASE(s, "run", 120, A_run_steps_through_its_epochs_and_sums_what_it_timed,
+          Synthetic_data_for_a_token_model_is_integer_ids_that_train,
           The_host_side_of_a_fit_adds_calls_compiles_and_validation,
           A_run_is_deterministic_for_every_thread_count, A_resumed_run_equals_the_uninterrupted_run,
           The_batch_split_divides_the_global_batch_or_says_why,

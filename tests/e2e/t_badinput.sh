@@ -129,6 +129,16 @@ corpus "$TPUSIM" <<'CASES'
 2|pipeline --pipeline mean.json|field 'stages[0].mean': expected a number in [-1e+06, 1e+06], got 1e+300
 >kf.json { "source": { "kind": "synthetic", "n": 8, "shape": [2, 2], "classes": 2 }, "stages": [ { "op": "filter", "label_in": [0], "keep_fraction": 2 }, { "op": "batch", "batch_size": 2 } ] }
 2|pipeline --pipeline kf.json|field 'stages[0].keep_fraction': expected a share 0..1
+>tok_norm.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 100 }, "stages": [ { "op": "map", "fn": "normalize" }, { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_norm.json|tok_norm.json:1:|field 'stages[0]': map normalize would scale the source's token ids (source.vocab 100) into fractions
+>tok_v0.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 0 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_v0.json|tok_v0.json:1:|field 'source.vocab': expected an integer in 1..16777216, got 0
+>tok_vbig.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 16777217 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_vbig.json|tok_vbig.json:1:|field 'source.vocab': expected an integer in 1..16777216, got 16777217
+>tok_kind.json { "source": { "kind": "fashion-mnist", "vocab": 10 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+2|pipeline --pipeline tok_kind.json|tok_kind.json:1:|field 'source.vocab': is for a synthetic source
+>tok_ok.json { "source": { "kind": "synthetic", "n": 8, "shape": [4], "classes": 2, "vocab": 16777216 }, "stages": [ { "op": "batch", "batch_size": 2 } ] }
+0|pipeline --pipeline tok_ok.json|
 CASES
 # }==
 
@@ -357,6 +367,26 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_name.json|layers[0] (dense): field 'name'
 >m_loss.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "loss": "mse" }
 2|m_loss.json|field 'loss': expected "softmax_cross_entropy"
+>m_tie1.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "zz" }, { "type": "flatten" } ] }
+2|m_tie1.json|layers[1] (dense): field 'tied_to': expected the name of an embedding layer before this one, got 'zz'
+>m_tie2.json { "input": [4], "layers": [ { "type": "dense", "name": "d", "units": 3 }, { "type": "dense", "tied_to": "d" }, { "type": "flatten" } ] }
+2|m_tie2.json|layers[1] (dense): field 'tied_to': expected the name of an embedding layer before this one, got 'd'
+>m_tie3.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": 5 }, { "type": "flatten" } ] }
+2|m_tie3.json|field 'tied_to': expected the name of an embedding layer before this one, got a value that is not a string
+>m_tie4.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "e", "use_bias": true }, { "type": "flatten" } ] }
+2|m_tie4.json|layers[1] (dense): field 'use_bias': a dense tied to an embedding's table has no bias
+>m_tie5.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "e", "units": 8 }, { "type": "flatten" } ] }
+2|m_tie5.json|field 'units': 8, but the table of 'e' has 9 rows (its input_dim)
+>m_tie6.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "units": 5 }, { "type": "dense", "tied_to": "e" }, { "type": "flatten" } ] }
+2|m_tie6.json|layers[2] (dense): field 'tied_to': the table of 'e' is 9 x 3; its transpose takes inputs of 3 channels, not the input shape 1x4x5
+>m_ntl1.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "loss": "next_token_softmax_cross_entropy" }
+2|m_ntl1.json|next_token_softmax_cross_entropy scores each position against the next token id of the input
+>m_ntl2.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "flatten" }, { "type": "dense", "units": 9 } ], "loss": "next_token_softmax_cross_entropy" }
+2|m_ntl2.json|next_token_softmax_cross_entropy needs the last layer's output to be the logits of each of the 4 positions over the 9 token ids (1 x 4 x V, V >= 9), not 9
+>m_ntl3.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "units": 8 } ], "loss": "next_token_softmax_cross_entropy" }
+2|m_ntl3.json|not 1x4x8
+>m_ntl_ok.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "e" } ], "loss": "next_token_softmax_cross_entropy" }
+0|m_ntl_ok.json|
 >m_opt.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "rmsprop" } }
 2|m_opt.json|optimizer
 >m_lr.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": 1e300 } }
