@@ -110,6 +110,8 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
   }
   printf("Forward FLOPs: %s\n", commas(fwd, fl, sizeof fl));
   printf("Training step FLOPs: %s\n", commas(step, fl, sizeof fl));
+  if (m->loss != TPU_FE_LOSS_SOFTMAX_XENT)   /* printed where it says something: a binary head */
+    printf("Loss: %s (on the sigmoid's logit; labels 0 and 1, accuracy at 0.5)\n", tpu_fe_loss_name(m->loss));
   return 0;
 }
 

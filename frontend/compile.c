@@ -104,7 +104,8 @@ static bool ewise(const fe_step *s) {
   switch (s->kind) {
   case FE_STEP_VPU:   /* not a bias_add of its own (position_embedding's: a 1 x C operand), nor a
                        ** softmax (attention's: row-wise, its own pass) */
-    return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_COL_SUM &&
+    return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_SIGMOID_BCE &&
+           s->vpu.op != TPU_VPU_COL_SUM &&
            s->vpu.op != TPU_VPU_BIAS_ADD && s->vpu.op != TPU_VPU_SOFTMAX && s->vpu.op != TPU_VPU_SOFTMAX_GRAD;
   case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_VIEW: case FE_STEP_DROPOUT_MASK: return true;
   default: return false;

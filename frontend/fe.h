@@ -169,12 +169,22 @@ const char *tpu_fe_dtype_policy_name(tpu_fe_dtype_policy p);   /* "mixed_bfloat1
 /* Parses a policy name; 1 and *out set, or 0 (unknown) leaving *out. */
 int tpu_fe_dtype_policy_parse(const char *s, tpu_fe_dtype_policy *out);
 
+/* The loss of the model's output ("loss" in the native JSON; by default
+** the head's, docs/MODELS.md "Losses"): softmax cross-entropy over the
+** last layer's class scores (a softmax there is folded into it), or binary
+** cross-entropy of one sigmoid unit, taken from its logit (the sigmoid
+** folded in, as Keras' binary_crossentropy does on a sigmoid's output),
+** with 0/1 labels and accuracy as sigmoid > 0.5. */
+typedef enum tpu_fe_loss { TPU_FE_LOSS_SOFTMAX_XENT = 0, TPU_FE_LOSS_BINARY_XENT } tpu_fe_loss;
+const char *tpu_fe_loss_name(tpu_fe_loss l);   /* "softmax_cross_entropy", "binary_cross_entropy"; "?" */
+
 typedef struct tpu_fe_model {
   char name[64];
   tpu_fe_shape input;
   int nlayers;
   tpu_fe_layer layers[TPU_FE_MAX_LAYERS];
   tpu_fe_optimizer opt;
+  tpu_fe_loss loss;
   uint64_t seed;               /* initializer (and dropout) seed */
   size_t nparams;              /* total weights + biases + non-trainable state (Keras' Total params) */
   size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
@@ -184,6 +194,10 @@ typedef struct tpu_fe_model {
                                   operand, kh*kw*C x C*depth_multiplier (floats; 0: none) */
   tpu_fe_dtype_policy policy;  /* not from the file: the run's (--dtype-policy), mixed_bfloat16 unless set */
 } tpu_fe_model;
+
+/* The classes the model's loss takes labels of: the last layer's values
+** (softmax cross-entropy), or 2 (binary cross-entropy: labels 0 and 1). */
+int tpu_fe_model_classes(const tpu_fe_model *m);
 
 /* Names of the built-in models, NULL-terminated. */
 const char *const *tpu_fe_model_builtin_names(void);
@@ -466,6 +480,8 @@ typedef struct tpu_fe_feed_opts {
                                   threads or prefetch, its batches made in the caller */
   tpu_fe_shape model_shape;    /* the model's input and classes: every split (training and test) */
   int model_classes;           /* must match them, else TPU_ERR_INPUT naming the file (0: not checked) */
+  bool model_binary;           /* the model's loss is binary cross-entropy (model_classes 2): the
+                                  message says its head takes labels 0 and 1 */
   int timeline_steps;          /* the host-time model records its first N batches' intervals (0: none) */
   /* A pod slice's hosts (tpu_chip_config.hosts; 0 or 1: one host feeds
   ** every chip): each host runs its own pipeline, as tf.data's

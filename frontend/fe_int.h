@@ -32,7 +32,8 @@
 **              then the pointwise GEMM [pixels x C*dm] . [C*dm x filters]
 **              + bias_add
 **   loss       softmax_xent (the loss, and in training its gradient scaled
-**              by 1/global_batch) and accuracy
+**              by 1/global_batch) and accuracy; under binary cross-entropy
+**              sigmoid_bce and binary_accuracy on the one logit a sample
 **   backward   per layer in reverse down to the first layer with
 **              parameters: dW = X^T.dY, db = col_sum dY (fused into dW), dX
 **              = dY.W^T only where a layer upstream needs it; conv2d
@@ -186,7 +187,7 @@ int64_t fe_gemm_dw_block(const fe_gemm_step *g, int width, int b, int64_t *M, in
 typedef struct fe_vpu_step {
   tpu_vpu_op op;
   int64_t rows, cols;          /* the op's shape: pixels x channels of the tensor */
-  float alpha;                 /* scale, softmax_xent's gradient scale */
+  float alpha;                 /* scale, softmax_xent's (sigmoid_bce's) gradient scale */
   fe_tensor x, y, out, out2;   /* y: a second operand (MASK: made on chip), or none */
 } fe_vpu_step;
 
@@ -227,6 +228,14 @@ void fe_plan_destroy(fe_plan *p);                    /* NULL is a no-op */
 ** layer, or only reshape and flatten layers follow it, each reading the one
 ** before. Any other softmax layer is computed (on the last axis). */
 bool fe_softmax_folded(const tpu_fe_model *m, int i);
+/* The model's output is one value under a sigmoid (a sigmoid layer, or a
+** dense or convolution's "activation"), before only reshape and flatten
+** layers: Keras' binary classifier head. */
+bool fe_binary_head(const tpu_fe_model *m);
+/* Layer i is that sigmoid and the loss is binary cross-entropy, which
+** reads the logit under it: the forward leaves it out (a view) and the
+** backward starts from the loss's gradient of the logit. */
+bool fe_sigmoid_folded(const tpu_fe_model *m, int i);
 /* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
 ** layer's), or -1. */
 int fe_step_att_part(const fe_plan *p, int k);

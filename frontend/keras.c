@@ -1522,7 +1522,8 @@ static tpu_status walk(fe_keras *K) {
 static void compile_options(fe_keras *K, json_t *cc) {
   json_t *o = json_object_get(cc, "optimizer"), *v;
   const char *k;
-  const char *const rest = "tpusim trains with softmax cross-entropy and the model's optimizer";
+  const char *const rest = "tpusim trains with its head's loss (softmax cross-entropy; binary cross-entropy for one "
+                           "sigmoid unit) and the model's optimizer";
   if (o && !json_is_null(o)) {
     const char *cls = json_is_string(o) ? json_string_value(o) : str_or(json_object_get(o, "class_name"), "?");
     json_t *oc = json_object_get(o, "config");
@@ -1573,7 +1574,8 @@ static void compile_options(fe_keras *K, json_t *cc) {
                      : json_is_string(json_object_get(loss, "config")) ? json_string_value(json_object_get(loss, "config"))
                      : str_or(json_object_get(loss, "class_name"), "?");
     const bool xent = !strcmp(ln, "categorical_crossentropy") || !strcmp(ln, "sparse_categorical_crossentropy") ||
-                      !strcmp(ln, "CategoricalCrossentropy") || !strcmp(ln, "SparseCategoricalCrossentropy");
+                      !strcmp(ln, "CategoricalCrossentropy") || !strcmp(ln, "SparseCategoricalCrossentropy") ||
+                      !strcmp(ln, "binary_crossentropy") || !strcmp(ln, "BinaryCrossentropy");
     json_t *ls = json_object_get(json_object_get(loss, "config"), "label_smoothing");
     if (!xent) note_kv(K, -1, "loss", loss, rest);
     else if (json_is_number(ls) && json_number_value(ls) != 0)

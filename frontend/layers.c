@@ -667,9 +667,9 @@ static tpu_status run_vpu(exec *e, const fe_vpu_step *v) {
   a.p.alpha = v->alpha;
   tpu_status st = tpu_vpu_exec(v->op, &a);
   if (st) return st;
-  if (v->op == TPU_VPU_SOFTMAX_XENT)   /* summed in row order */
+  if (v->op == TPU_VPU_SOFTMAX_XENT || v->op == TPU_VPU_SIGMOID_BCE)   /* summed in row order */
     for (int b = 0; b < rows; b++) ws->loss_sum += (double)ws->rowloss[b];
-  if (v->op == TPU_VPU_ACCURACY) ws->correct = (int)e->hits;
+  if (v->op == TPU_VPU_ACCURACY || v->op == TPU_VPU_BINARY_ACCURACY) ws->correct = (int)e->hits;
   return TPU_OK;
 }
 

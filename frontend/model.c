@@ -765,8 +765,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   if (!(s.h == 1 && s.w == 1))
     return tpu_json_fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
                 "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
-  /* a head of one value (Keras' binary classifier: one sigmoid unit) loads, so
-  ** that tpusim model can show it; a run refuses it (run.c: check_head) */
+  /* a head of one value loads: one sigmoid unit (Keras' binary classifier)
+  ** trains with binary cross-entropy (pick_loss); any other one only shows
+  ** in tpusim model (a run refuses it: run.c, check_head) */
   if (off > ((size_t)1 << 30))
     return tpu_json_fail(c, "layers", "the model has %zu parameters; at most 2^30 are supported", off);
   m->nparams = off;
@@ -813,6 +814,33 @@ static tpu_status parse_optimizer(tpu_json *c, json_t *jo, tpu_fe_optimizer *o) 
   return tpu_json_fail_member(ob, "type", "expected \"sgd\", \"momentum\" or \"adam\"");
 }
 
+/* The loss: as "loss" names it, else the head's -- binary cross-entropy
+** for one sigmoid unit (Keras' binary classifier; its to_json() has no
+** loss), softmax cross-entropy otherwise. binary_cross_entropy reads the
+** logit under that sigmoid (fe_sigmoid_folded), so it needs one. */
+static tpu_status pick_loss(tpu_json_obj *root, const char *name, tpu_fe_model *m) {
+  const bool bin = fe_binary_head(m);
+  m->loss = (name ? !strcmp(name, "binary_cross_entropy") : bin) ? TPU_FE_LOSS_BINARY_XENT : TPU_FE_LOSS_SOFTMAX_XENT;
+  if (m->loss != TPU_FE_LOSS_BINARY_XENT || bin) return TPU_OK;
+  const tpu_fe_layer *L = &m->layers[m->nlayers - 1];
+  char a[48];
+  return tpu_json_fail_member(root, "loss", "binary_cross_entropy takes one sigmoid unit at the output; the last "
+                              "layer%s%s%s (%s) gives %s%s; end with a dense of 1 unit and \"activation\": "
+                              "\"sigmoid\" (or a sigmoid layer after it)", *L->name ? " '" : "", L->name,
+                              *L->name ? "'" : "", tpu_fe_layer_kind_name(L->kind),
+                              tpu_fe_shape_str(L->out, a, sizeof a),
+                              tpu_fe_shape_size(L->out) == 1 ? " value, not under a sigmoid" : " values");
+}
+
+const char *tpu_fe_loss_name(tpu_fe_loss l) {
+  return l == TPU_FE_LOSS_SOFTMAX_XENT ? "softmax_cross_entropy" : l == TPU_FE_LOSS_BINARY_XENT
+         ? "binary_cross_entropy" : "?";
+}
+
+int tpu_fe_model_classes(const tpu_fe_model *m) {
+  return m->loss == TPU_FE_LOSS_BINARY_XENT ? 2 : m->layers[m->nlayers - 1].out.c;
+}
+
 /* The model of document c (parsed, its root an object) into *out. */
 static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
   tpu_fe_model *m = tpu_calloc(1, sizeof *m);
@@ -855,8 +883,9 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
     if ((st = resolve_inputs(c, json_array_get(jl, (size_t)i), m, i))) goto done;
 
   json_t *jloss = json_object_get(c->root, "loss");
-  if (jloss && !(json_is_string(jloss) && !strcmp(json_string_value(jloss), "softmax_cross_entropy"))) {
-    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\"");
+  const char *lname = json_is_string(jloss) ? json_string_value(jloss) : NULL;
+  if (jloss && !(lname && (!strcmp(lname, "softmax_cross_entropy") || !strcmp(lname, "binary_cross_entropy")))) {
+    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\" or \"binary_cross_entropy\"");
     goto done;
   }
   if ((st = parse_optimizer(c, json_object_get(c->root, "optimizer"), &m->opt))) goto done;
@@ -866,7 +895,9 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
     goto done;
   }
   m->seed = js ? (uint64_t)json_integer_value(js) : 1;
-  if ((st = check_graph_order(c, m)) || (st = infer(c, m, ni == 1)) || (st = check_graph_use(c, m))) goto done;
+  if ((st = check_graph_order(c, m)) || (st = infer(c, m, ni == 1)) || (st = check_graph_use(c, m)) ||
+      (st = pick_loss(root, lname, m)))
+    goto done;
   *out = *m;
 done:
   tpu_free(m);

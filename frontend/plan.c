@@ -151,6 +151,12 @@ static fe_step *act(builder *b, tpu_fe_layer_kind k, const tpu_fe_layer *l, bool
   return s;
 }
 
+/* Layer i's "activation" is folded into the loss: the output's softmax,
+** or its sigmoid under binary cross-entropy. */
+static bool act_folded(const tpu_fe_model *m, int i) {
+  return m->layers[i].act == TPU_FE_SOFTMAX || fe_sigmoid_folded(m, i);
+}
+
 static fe_tensor in_act(const tpu_fe_layer *l, int k) { return T(FE_T_ACT, l->inputs[k] + 1); }
 static tpu_fe_shape tensor_shape(const tpu_fe_model *m, int t) { return t ? m->layers[t - 1].out : m->input; }
 
@@ -278,7 +284,7 @@ static void forward_layer(builder *b, int i) {
       gemm(b, "matmul", (int)R, l->filters, Cm, false, false, T(FE_T_MID, i), T(FE_T_W2, i), y);
     }
     if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, C, y, T(FE_T_B, i), y, true);
-    if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": on the result tile, in place */
+    if (l->act && !act_folded(p->model, i))   /* "activation": on the result tile, in place */
       act(b, l->act, l, false, R, C, y, T(FE_T_NONE, 0), y, true);
     break;
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
@@ -286,6 +292,10 @@ static void forward_layer(builder *b, int i) {
     break;
   case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: case TPU_FE_GELU: case TPU_FE_SWISH:
   case TPU_FE_LEAKY_RELU: {
+    if (fe_sigmoid_folded(p->model, i)) {   /* the output's, folded into binary cross-entropy: a view */
+      move(b, FE_STEP_VIEW, R, C, x, y);
+      break;
+    }
     /* right after a GEMM layer whose result only it reads, the timing
     ** applies it to the result tile (gelu, swish and leaky_relu stay apart: their gradient reads the
     ** GEMM's result, which must then be stored as well) */
@@ -413,7 +423,7 @@ static void backward_layer(builder *b, int i) {
     return;
   }
   const fe_tensor dx = need_dx ? grad_to(b, t) : none;
-  if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
+  if (l->act && !act_folded(p->model, i))   /* "activation": its gradient from the output, in place */
     act(b, l->act, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
   case TPU_FE_DENSE:   /* over every position: Rout rows */
@@ -487,7 +497,8 @@ static void backward_layer(builder *b, int i) {
     act(b, l->kind, l, true, Rout, Cout, x, dy, dx, false);
     break;
   case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
-    act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
+    if (fe_sigmoid_folded(p->model, i)) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);   /* the loss's gradient */
+    else act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
     break;
   case TPU_FE_DROPOUT:
     if (l->rate > 0) {
@@ -513,6 +524,20 @@ static void loss_steps(builder *b) {
   vpu(b, TPU_VPU_ACCURACY, p->rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_HITS, 0), true);
 }
 
+/* binary cross-entropy and binary accuracy of the one logit a sample
+** (the head's sigmoid folded in), as loss_steps does softmax_xent's. */
+static void binary_loss_steps(builder *b) {
+  const fe_plan *p = b->p;
+  const int n = p->model->nlayers;
+  const fe_tensor logit = T(FE_T_ACT, n), lab = T(FE_T_LABELS, 0);
+  b->phase = FE_LOSS;
+  b->layer = -1;
+  fe_step *s = vpu(b, TPU_VPU_SIGMOID_BCE, p->rows, 1, logit, lab, T(FE_T_LOSS, 0), false);
+  s->vpu.alpha = (float)(1.0 / p->global_batch);
+  if (p->train) s->vpu.out2 = T(FE_T_DACT, n);
+  vpu(b, TPU_VPU_BINARY_ACCURACY, p->rows, 1, logit, lab, T(FE_T_HITS, 0), true);
+}
+
 /* Which tensors need a gradient (made by a layer with parameters, or by a
 ** layer reading one that does) and how many inputs read each. */
 static void graph_facts(const tpu_fe_model *m, builder *b) {
@@ -535,7 +560,8 @@ static void build(builder *b, bool train) {
   move(b, FE_STEP_INFEED, p->rows, (int64_t)tpu_fe_shape_size(m->input), T(FE_T_X, 0), T(FE_T_ACT, 0));
   b->phase = FE_FORWARD;
   for (int i = 0; i < m->nlayers; i++) forward_layer(b, i);
-  loss_steps(b);
+  if (m->loss == TPU_FE_LOSS_BINARY_XENT) binary_loss_steps(b);
+  else loss_steps(b);
   if (!train) return;
   b->phase = FE_BACKWARD;
   b->has_grad[m->nlayers] = 1;   /* the loss's gradient */
@@ -597,6 +623,27 @@ bool fe_softmax_folded(const tpu_fe_model *m, int i) {
     if ((m->layers[j].kind != TPU_FE_RESHAPE && m->layers[j].kind != TPU_FE_FLATTEN) || m->layers[j].inputs[0] != j - 1)
       return false;
   return true;
+}
+
+/* The layer that gives the output's values: the last, or the one before
+** the reshape and flatten layers that end the model. */
+static int head_layer(const tpu_fe_model *m) {
+  int h = m->nlayers - 1;
+  while (h > 0 && fe_softmax_folded(m, h - 1) &&
+         (m->layers[h].kind == TPU_FE_RESHAPE || m->layers[h].kind == TPU_FE_FLATTEN))
+    h--;
+  return h;
+}
+static bool is_sigmoid(const tpu_fe_layer *l) {
+  return l->kind == TPU_FE_SIGMOID || (is_gemm(l) && l->act == TPU_FE_SIGMOID);
+}
+
+bool fe_binary_head(const tpu_fe_model *m) {
+  return tpu_fe_shape_size(m->layers[m->nlayers - 1].out) == 1 && is_sigmoid(&m->layers[head_layer(m)]);
+}
+
+bool fe_sigmoid_folded(const tpu_fe_model *m, int i) {
+  return m->loss == TPU_FE_LOSS_BINARY_XENT && i == head_layer(m) && is_sigmoid(&m->layers[i]);
 }
 
 static const char *const ATT_PART_NAMES[] = { "projections", "scores", "softmax", "weighted sum" };

@@ -210,7 +210,7 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
   const size_t in = tpu_fe_shape_size(t->model->input);
   /* the value path reads 'in' floats a sample and indexes outputs by label:
   ** a dataset of another shape would be read past its end */
-  if (tpu_fe_shape_size(d->shape) != in || d->classes != t->model->layers[t->model->nlayers - 1].out.c || d->n < 1)
+  if (tpu_fe_shape_size(d->shape) != in || d->classes != tpu_fe_model_classes(t->model) || d->n < 1)
     return TPU_ERR_INPUT;
   double ls = 0.0;
   long cor = 0;

@@ -356,7 +356,11 @@ corpus "$TPUSIM" model <<'CASES'
 >m_name.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "input" } ] }
 2|m_name.json|layers[0] (dense): field 'name'
 >m_loss.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "loss": "mse" }
-2|m_loss.json|field 'loss': expected "softmax_cross_entropy"
+2|m_loss.json|field 'loss': expected "softmax_cross_entropy" or "binary_cross_entropy"
+>m_bce.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "out", "activation": "sigmoid" } ], "loss": "binary_cross_entropy" }
+2|m_bce.json|field 'loss': binary_cross_entropy takes one sigmoid unit at the output; the last layer 'out' (dense) gives 2 values
+>m_bce2.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "activation": "tanh" } ], "loss": "binary_cross_entropy" }
+2|m_bce2.json|field 'loss': binary_cross_entropy takes one sigmoid unit at the output; the last layer (dense) gives 1 value, not under a sigmoid
 >m_opt.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "rmsprop" } }
 2|m_opt.json|optimizer
 >m_lr.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": 1e300 } }
@@ -441,6 +445,13 @@ corpus "$TPUSIM" <<'CASES'
 2|model vgg19@65536x65536x3:5|vgg19@65536x65536x3:5: layers[0] (conv2d): output shape
 2|model vgg16@32x32x3:1000000|vgg16@32x32x3:1000000: the model has 4130597248 parameters; at most 2^30 are supported
 2|model mlp --batch 0|--batch: expected an integer in 1..4096, got '0'
+# a binary head (one sigmoid unit) takes data of two classes; one linear
+# unit is a regression, not trained
+>bin_head.json { "input": [28, 28, 1], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 1, "activation": "sigmoid" } ] }
+2|train --model bin_head.json --batch 64 --steps-per-epoch 1|the training split has 10 classes; the model's binary head (one sigmoid unit, binary_cross_entropy) takes 2, labels 0 and 1
+2|train --model bin_head.json --batch 64 --steps-per-epoch 1 --level timing|the training split has 10 classes; the model's binary head
+>lin_head.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "name": "v" } ] }
+2|train --model lin_head.json --data synthetic --batch 8 --steps-per-epoch 1|--model lin_head.json: the last layer 'v' (dense) gives 1 value: softmax_cross_entropy needs one score per class|a linear or tanh unit (a regression, Keras' mean_squared_error) is not trained
 CASES
 # a Keras chain of 100k layers is refused from the layer count, before the
 # walk (which was quadratic in the layers: over 60 s), as fast as a native
