@@ -82,6 +82,11 @@ def main():
         '{"type": "add", "inputs": ["a", "b"]}, {"type": "zero_padding", "padding": 1},'
         '{"type": "maxpool", "size": 3, "stride": 2, "padding": "same"},'
         '{"type": "global_avgpool"}, {"type": "dense", "units": 3, "activation": "softmax"}]}\n')
+    # a binary head: a sigmoid layer after a conv's one value, a flatten, the
+    # loss named (binary cross-entropy folds the sigmoid in)
+    put("model", "seed-binary.json", '{"input": [6, 6, 1], "loss": "binary_cross_entropy", "layers": ['
+        '{"type": "conv2d", "filters": 3, "kernel": 3, "stride": 2, "activation": "relu"},'
+        '{"type": "conv2d", "filters": 1, "kernel": 2}, {"type": "sigmoid"}, {"type": "flatten"}]}\n')
     # ONNX: the files of tests/e2e/t_onnx.sh and t_badinput.sh, built with
     # Debian's python3-onnx (which the system's python3 has)
     with tempfile.TemporaryDirectory() as tmp:
