@@ -104,7 +104,8 @@ START_TEST(Every_op_name_parses_back_to_its_op) {
   ck_assert(tpu_vpu_op_parse("cast_f32_bf16", &op) && op == TPU_VPU_CAST_BF16);
   ck_assert(tpu_vpu_op_parse("sigmoid_bce", &op) && op == TPU_VPU_SIGMOID_BCE);
   ck_assert(tpu_vpu_op_parse("binary_accuracy", &op) && op == TPU_VPU_BINARY_ACCURACY);
-  ck_assert_int_eq(TPU_VPU_OP_COUNT, 46);
+  ck_assert(tpu_vpu_op_parse("mse", &op) && op == TPU_VPU_MSE);
+  ck_assert_int_eq(TPU_VPU_OP_COUNT, 47);
 }
 END_TEST
 
@@ -119,7 +120,8 @@ START_TEST(Operand_sizes_follow_the_table) {
     { TPU_VPU_MOMENTUM, TPU_VPU_O_V, 5, 0 },          { TPU_VPU_RELU, TPU_VPU_O_Y, 5, 0 },
     { TPU_VPU_ADD, TPU_VPU_O_X, 0, 0 },               { TPU_VPU_ADD, TPU_VPU_O_X | TPU_VPU_O_Y, 5, 0 },
     { TPU_VPU_SIGMOID_BCE, TPU_VPU_O_OUT, 5, 5 },     { TPU_VPU_SIGMOID_BCE, TPU_VPU_O_LABELS, 5, 5 },
-    { TPU_VPU_BINARY_ACCURACY, TPU_VPU_O_OUT, 5, 1 },
+    { TPU_VPU_BINARY_ACCURACY, TPU_VPU_O_OUT, 5, 1 }, { TPU_VPU_MSE, TPU_VPU_O_OUT, 5, 5 },
+    { TPU_VPU_MSE, TPU_VPU_O_OUT2, 5, 35 },
   };
   for (size_t i = 0; i < sizeof SIZE / sizeof SIZE[0]; i++)
     ck_assert_msg(tpu_vpu_operand_elems(SIZE[i].op, SIZE[i].operand, SIZE[i].rows, C) == SIZE[i].elems,
@@ -252,6 +254,8 @@ START_TEST(Cycles_match_hand_counts_for_8x128_registers) {
   TU_EQ_U64(32 * (7 + 4 + 2 * 4), tpu_vpu_cycles(&c, TPU_VPU_SIGMOID_BCE, 256, 1));
   /* binary_accuracy 256x1: sigmoid (exp, divide), compare, equal, then the 32 registers summed */
   TU_EQ_U64(32 * (2 + 4 + 4) + (31 + 3 * 2), tpu_vpu_cycles(&c, TPU_VPU_BINARY_ACCURACY, 256, 1));
+  /* mse 256x1: sub, square, gradient scale; a row sum (7 lane passes of 4) and a scale per row block */
+  TU_EQ_U64(32 * 3 + 32 * 28 + 32, tpu_vpu_cycles(&c, TPU_VPU_MSE, 256, 1));
   TU_EQ_U64(2, tpu_vpu_cycles(&c, TPU_VPU_SGD, 8, 128));
   TU_EQ_U64(4 * 4, tpu_vpu_cycles(&c, TPU_VPU_MOMENTUM, 32, 128));
   TU_EQ_U64(12 + 2 * 4, tpu_vpu_cycles(&c, TPU_VPU_ADAM, 8, 128));
@@ -813,6 +817,34 @@ START_TEST(Binary_cross_entropy_matches_double_and_its_gradient) {
 }
 END_TEST
 
+START_TEST(Mean_squared_error_matches_double_and_its_gradient) {
+  tu_rng r = { 12 };
+  enum { R = 64, C = 5 };
+  static float x[R * C], t[R * C], loss[R], g[R * C], loss2[R], x2[R * C];
+  for (int i = 0; i < R * C; i++) { x[i] = tu_normal(&r); t[i] = tu_normal(&r); }
+  tpu_vpu_args a = args_xy(R, C, x, t, loss);
+  a.out2 = g; a.p.alpha = 0.25f;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_MSE, &a), TPU_OK);
+  for (int i = 0; i < R; i++) {
+    double s = 0, sa = 0;
+    for (int j = 0; j < C; j++) {
+      const double d = (double)x[i * C + j] - t[i * C + j], gref = 0.25 * 2 / C * d;
+      s += d * d;
+      sa += fabs(d * d);
+      ck_assert_msg(fabs(g[i * C + j] - gref) <= 3 * 0x1p-24 * fabs(gref) + 1e-45, "grad %d,%d: %a vs %.17g", i, j,
+                    (double)g[i * C + j], gref);
+    }
+    ck_assert_msg(fabs(loss[i] - s / C) <= (C + 2) * 0x1p-24 * sa / C, "loss %d: %a vs %.17g", i, (double)loss[i], s / C);
+  }
+  loss_alone_and_in_place(TPU_VPU_MSE, a, loss, g, loss2, x2);
+  /* equal values: no loss, no gradient */
+  tpu_vpu_args b = args_xy(R, C, x, x, loss);
+  b.out2 = g;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_MSE, &b), TPU_OK);
+  for (int i = 0; i < R; i++) EQ_BITS(0.0f, loss[i], "x = y");
+}
+END_TEST
+
 START_TEST(Argmax_takes_the_first_maximum_and_accuracy_counts) {
   float x[] = { 1, 3, 3, 2,   NAN, 9, 1, 1,   -1, -1, -1, -1,   0, 7, NAN, 8,   -INFINITY, -INFINITY, -5, 4 };
   int32_t idx[5], lab[] = { 1, 0, 3, 2, 3 };
@@ -967,7 +999,7 @@ START_TEST(Bf16_outputs_are_the_rounded_f32_results) {
     ck_assert_int_eq(tpu_vpu_exec((tpu_vpu_op)op, &a), TPU_OK);
     size_t no = tpu_vpu_operand_elems((tpu_vpu_op)op, TPU_VPU_O_OUT, R, cols);
     for (size_t i = 0; i < no; i++) EQ_BITS(tpu_bf16_round(o1[i]), o2[i], tpu_vpu_op_name((tpu_vpu_op)op));
-    if (op == TPU_VPU_SOFTMAX_XENT || op == TPU_VPU_SIGMOID_BCE)
+    if (op == TPU_VPU_SOFTMAX_XENT || op == TPU_VPU_SIGMOID_BCE || op == TPU_VPU_MSE)
       for (int i = 0; i < R * cols; i++) EQ_BITS(tpu_bf16_round(g1[i]), g2[i], "xent gradient");
     if (tpu_vpu_op_writes((tpu_vpu_op)op) & TPU_VPU_O_PARAM)
       for (int i = 0; i < R * C; i++) {
@@ -1096,7 +1128,7 @@ int main(void) {
           Cycles_match_hand_counts_for_8x128_registers, Cycles_reject_invalid_shapes_and_ops,
           Cycles_scale_with_registers_and_costs);
   TU_CASE(s, "numerics", 60, Binary_ops_are_correctly_rounded, Transcendentals_meet_their_ulp_bounds,
-          Binary_cross_entropy_matches_double_and_its_gradient,
+          Binary_cross_entropy_matches_double_and_its_gradient, Mean_squared_error_matches_double_and_its_gradient,
           Activations_and_gradients_meet_their_bounds, Capped_relu_clips_and_its_gradient_passes_inside_the_cap,
           Transformer_activations_match_their_formulas,
           Special_values_follow_ieee, Reductions_follow_the_documented_order_bit_for_bit,

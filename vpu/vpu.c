@@ -105,7 +105,7 @@ const char *const *tpu_vpu_op_scalars(tpu_vpu_op op) {
   switch (op) {
     case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
     case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD:
-    case TPU_VPU_SIGMOID_BCE: return SC_ALPHA;
+    case TPU_VPU_SIGMOID_BCE: case TPU_VPU_MSE: return SC_ALPHA;
     case TPU_VPU_SGD: return SC_SGD;
     case TPU_VPU_MOMENTUM: return SC_MOMENTUM;
     case TPU_VPU_ADAM: return SC_ADAM;
@@ -122,7 +122,7 @@ tpu_status tpu_vpu_params_from_scalars(tpu_vpu_op op, const float *s, int n, tpu
   switch (op) {
     case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
     case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD:
-    case TPU_VPU_SIGMOID_BCE: q.alpha = s[0]; break;
+    case TPU_VPU_SIGMOID_BCE: case TPU_VPU_MSE: q.alpha = s[0]; break;
     case TPU_VPU_SGD: q.lr = s[0]; break;
     case TPU_VPU_MOMENTUM: q.lr = s[0]; q.momentum = s[1]; break;
     case TPU_VPU_ADAM:
@@ -149,6 +149,7 @@ size_t tpu_vpu_operand_elems(tpu_vpu_op op, unsigned operand, int rows, int cols
     case TPU_VPU_O_OUT:
       switch (op) {
         case TPU_VPU_ROW_SUM: case TPU_VPU_ROW_MAX: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_SIGMOID_BCE:
+        case TPU_VPU_MSE:
           return (size_t)rows;
         case TPU_VPU_COL_SUM: case TPU_VPU_COL_MAX: return (size_t)cols;
         case TPU_VPU_ACCURACY: case TPU_VPU_BINARY_ACCURACY: return 1;
@@ -319,6 +320,24 @@ static void softmax_xent_rows(const float *x, const int32_t *labels, float *loss
   }
 }
 
+/* Mean squared error of each row against its target y (Keras'
+** mean_squared_error: the mean over the row's columns, summed left to
+** right); gradient alpha*2/cols*(x - y). x[c] is read before grad[c]
+** (which may be x) is written. */
+static void mse_rows(const float *x, const float *y, float *loss, float *grad, float alpha, int rows, int cols) {
+  const float gs = 2.0f * alpha / (float)cols;
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + (size_t)r * cols, *yr = y + (size_t)r * cols;
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) {
+      const float d = xr[c] - yr[c];
+      s += d * d;
+      if (grad) grad[(size_t)r * cols + c] = gs * d;
+    }
+    loss[r] = s / (float)cols;
+  }
+}
+
 /* Binary cross-entropy of each row's one logit x against its label z (0
 ** or 1), from the logit as TF's sigmoid_cross_entropy_with_logits (what
 ** Keras' binary_crossentropy computes on a sigmoid's output):
@@ -348,6 +367,9 @@ static tpu_status check_args(tpu_vpu_op op, const tpu_vpu_args *a) {
   const tpu_vpu_params *p = &a->p;
   switch (op) {
     case TPU_VPU_SOFTMAX_XENT:
+      if (a->out2 && !isfinite(p->alpha)) return TPU_ERR_CONFIG;
+      break;
+    case TPU_VPU_MSE:
       if (a->out2 && !isfinite(p->alpha)) return TPU_ERR_CONFIG;
       break;
     case TPU_VPU_SIGMOID_BCE: case TPU_VPU_BINARY_ACCURACY:   /* one logit a row */
@@ -506,6 +528,7 @@ static bool exec_rowwise(tpu_vpu_op op, const tpu_vpu_args *a) {
       break;
     case TPU_VPU_SOFTMAX_XENT: softmax_xent_rows(x, a->labels, o, a->out2, al, rows, cols); break;
     case TPU_VPU_SIGMOID_BCE: sigmoid_bce_rows(x, a->labels, o, a->out2, al, rows); break;
+    case TPU_VPU_MSE: mse_rows(x, y, o, a->out2, al, rows, cols); break;
     case TPU_VPU_ARGMAX:
       for (int r = 0; r < rows; r++) a->idx[r] = row_argmax(x + (size_t)r * cols, cols);
       break;
