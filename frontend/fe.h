@@ -31,7 +31,8 @@
 ** the VPU), softmax (the output only: folded into the loss), and
 ** the merges add, multiply and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
-** last layer's output feeding softmax cross-entropy, with an sgd,
+** last layer's output feeding softmax cross-entropy (binary cross-entropy
+** for one sigmoid unit; several outputs' weighted losses summed), with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
 ** shape once; nothing later re-validates. A sample is H x W x C row-major
 ** (NHWC); a flat vector is 1 x 1 x N; a sequence of L positions of C
@@ -174,9 +175,24 @@ int tpu_fe_dtype_policy_parse(const char *s, tpu_fe_dtype_policy *out);
 ** last layer's class scores (a softmax there is folded into it), or binary
 ** cross-entropy of one sigmoid unit, taken from its logit (the sigmoid
 ** folded in, as Keras' binary_crossentropy does on a sigmoid's output),
-** with 0/1 labels and accuracy as sigmoid > 0.5. */
-typedef enum tpu_fe_loss { TPU_FE_LOSS_SOFTMAX_XENT = 0, TPU_FE_LOSS_BINARY_XENT } tpu_fe_loss;
-const char *tpu_fe_loss_name(tpu_fe_loss l);   /* "softmax_cross_entropy", "binary_cross_entropy"; "?" */
+** with 0/1 labels and accuracy as sigmoid > 0.5; or, for a further output
+** of a model with several, mean squared error of one value against a
+** target made from the sample's label (docs/MODELS.md "Several outputs"). */
+typedef enum tpu_fe_loss { TPU_FE_LOSS_SOFTMAX_XENT = 0, TPU_FE_LOSS_BINARY_XENT, TPU_FE_LOSS_MSE } tpu_fe_loss;
+/* "softmax_cross_entropy", "binary_cross_entropy", "mean_squared_error"; "?" */
+const char *tpu_fe_loss_name(tpu_fe_loss l);
+/* The model's outputs ("outputs" in the native JSON; Keras' output_layers):
+** the loss trained is the sum of each output's mean loss times its weight,
+** Keras' compile(loss=[...], loss_weights=[...]). Output 0 takes the data's
+** labels as they are (softmax or binary cross-entropy: its classes are the
+** data's); an output trained with mean_squared_error takes the target
+** 2*label/(classes-1) - 1 in [-1, 1]. */
+#define TPU_FE_MAX_OUTPUTS 4
+typedef struct tpu_fe_output {
+  int layer;                   /* the layer whose values it is */
+  tpu_fe_loss loss;
+  double weight;               /* >= 0, finite; 1 unless given */
+} tpu_fe_output;
 
 typedef struct tpu_fe_model {
   char name[64];
@@ -184,7 +200,9 @@ typedef struct tpu_fe_model {
   int nlayers;
   tpu_fe_layer layers[TPU_FE_MAX_LAYERS];
   tpu_fe_optimizer opt;
-  tpu_fe_loss loss;
+  tpu_fe_loss loss;            /* output 0's */
+  int nout;                    /* outputs: 1 (the last layer, weight 1) unless "outputs" lists more */
+  tpu_fe_output out[TPU_FE_MAX_OUTPUTS];
   uint64_t seed;               /* initializer (and dropout) seed */
   size_t nparams;              /* total weights + biases + non-trainable state (Keras' Total params) */
   size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
@@ -195,7 +213,7 @@ typedef struct tpu_fe_model {
   tpu_fe_dtype_policy policy;  /* not from the file: the run's (--dtype-policy), mixed_bfloat16 unless set */
 } tpu_fe_model;
 
-/* The classes the model's loss takes labels of: the last layer's values
+/* The classes the model's loss takes labels of: output 0's values
 ** (softmax cross-entropy), or 2 (binary cross-entropy: labels 0 and 1). */
 int tpu_fe_model_classes(const tpu_fe_model *m);
 

@@ -112,6 +112,7 @@ struct fe_keras {
   int fail_layer;              /* the native layer of the kept error, -1 none */
   struct { const char *cls, *name; char path[KPATH + 16]; } bad[16];  /* unsupported classes, each with */
   int nbad;                    /* its first layer, in file order (check_classes; at most 16 listed) */
+  int nouts, outs[TPU_FE_MAX_OUTPUTS];   /* the top model's outputs (nodes) */
 };
 
 static const char *const CLASSES[] = {
@@ -1421,12 +1422,17 @@ static tpu_status build_functional(fe_keras *K, json_t *m, const char *path, boo
     if (K->n[j].kind == K_MODEL && (st = nested(K, j, depth))) return st;
   /* the output */
   if ((st = io_refs(K, json_object_get(cfg, "output_layers"), op, first, last, io, TPU_FE_MAX_INPUTS, &nio))) return st;
-  if (nio != 1) {
+  if (nio != 1 && !(top && nio <= TPU_FE_MAX_OUTPUTS)) {   /* the top model's outputs: "outputs" (native_root) */
     char names[160] = "";
     for (int k = 0; k < nio && k < TPU_FE_MAX_INPUTS; k++)
       append(names, sizeof names, "%s'%s'", k ? ", " : "", K->n[io[k]].name);
-    return tpu_json_fail(K->doc, op, "the model has %d outputs (%s); models with one output (the class scores) are "
-                         "supported", nio, names);
+    return tpu_json_fail(K->doc, op, "the model has %d outputs (%s); %s", nio, names,
+                         top ? "models with up to 4 outputs are supported"
+                             : "a nested model with one output is supported");
+  }
+  if (top) {
+    K->nouts = nio;
+    memcpy(K->outs, io, (size_t)nio * sizeof *io);
   }
   *out = io[0];
   return TPU_OK;
@@ -1451,12 +1457,12 @@ static tpu_status build_model(fe_keras *K, json_t *m, const char *path, bool top
 /* {==================================================================
 ** Order and translation
 ** ================================================================== */
-/* Marks what the output depends on (an explicit stack: models are deep). */
-static tpu_status reach(fe_keras *K, int out) {
-  int *stack = tpu_malloc((size_t)K->nn * (TPU_FE_MAX_INPUTS + 1) * sizeof *stack);
+/* Marks what the outputs depend on (an explicit stack: models are deep). */
+static tpu_status reach(fe_keras *K, int nout, const int *outs) {
+  int *stack = tpu_malloc(((size_t)K->nn * (TPU_FE_MAX_INPUTS + 1) + TPU_FE_MAX_OUTPUTS) * sizeof *stack);
   if (!stack) return oom(K);
   int sp = 0;
-  stack[sp++] = out;
+  for (int k = 0; k < nout; k++) stack[sp++] = outs[k];
   while (sp) {
     const int j = stack[--sp];
     if (j < 0 || K->n[j].reached) continue;
@@ -1613,6 +1619,15 @@ static void native_root(fe_keras *K, json_t *root) {
     if (json_array_append_new(in, json_integer(dims[i]))) K->oom = true;
   put(K, K->native, "input", in);
   if (json_object_set(K->native, "layers", K->layers)) K->oom = true;
+  if (K->nouts > 1) {   /* each output's loss its head's (docs/MODELS.md, "Several outputs"), weight 1 */
+    json_t *outs = json_array();
+    for (int q = 0; outs && q < K->nouts; q++) {
+      json_t *o = json_object();
+      if (!o || json_array_append_new(outs, o)) { K->oom = true; break; }
+      put(K, o, "layer", json_string(K->n[K->outs[q]].out));
+    }
+    put(K, K->native, "outputs", outs);
+  }
   if (json_is_false(json_object_get(cfg, "trainable"))) note(K, -1, "model trainable false", "every layer is trained");
   json_t *cc = json_object_get(root, "compile_config");
   if (json_is_object(cc)) compile_options(K, cc);
@@ -1671,7 +1686,8 @@ tpu_status fe_keras_translate(tpu_json *kdoc, const char *input_shape, fe_keras 
   /* native names: the Keras names where they fit, first come first served */
   for (int j = 0; j < K->nn; j++)
     if (K->n[j].kind == K_LAYER && (st = give_name(K, K->n[j].name, K->n[j].nat))) goto fail;
-  if ((st = reach(K, outn)) || (st = walk(K))) goto fail;
+  if (K->nouts < 2) K->outs[0] = outn, K->nouts = 1;   /* a Sequential's, or the one output */
+  if ((st = reach(K, K->nouts, K->outs)) || (st = walk(K))) goto fail;
   native_root(K, root);
   if (K->oom) { st = oom(K); goto fail; }
   *out = K;
@@ -1745,6 +1761,8 @@ const char *fe_keras_map_path(void *ud, const char *path, char *buf, size_t cap)
     if (!*f) snprintf(buf, cap, "%s", n->path);
     else if (!strcmp(f, "type") || !strcmp(f, "inputs")) snprintf(buf, cap, "%s.%s", n->path, keras_key(f));
     else snprintf(buf, cap, "%s.config.%s", n->path, keras_key(f));
+  } else if (sscanf(path, "outputs[%d]", &i) == 1 && i >= 0 && i < K->nouts) {   /* an output: its layer */
+    snprintf(buf, cap, "%s", K->n[K->outs[i]].path);
   } else if (!strcmp(path, "layers")) snprintf(buf, cap, "%s", K->layers_path);
   else if (!strncmp(path, "input", 5)) snprintf(buf, cap, "%s", K->in_path);
   else if (!strncmp(path, "optimizer", 9)) snprintf(buf, cap, "%s", K->opt_path);

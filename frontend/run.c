@@ -101,7 +101,7 @@ tpu_fe_run_config tpu_fe_run_config_default(void) {
 ** mean squared error is not modelled. */
 static tpu_status check_head(const tpu_fe_model *m, const char *label, char *err, size_t errcap) {
   const tpu_fe_layer *L = &m->layers[m->nlayers - 1];
-  if (m->loss != TPU_FE_LOSS_SOFTMAX_XENT || L->out.c >= 2) return TPU_OK;
+  if (m->nout > 1 || m->loss != TPU_FE_LOSS_SOFTMAX_XENT || L->out.c >= 2) return TPU_OK;   /* "outputs": checked */
   return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--model %s: the last layer%s%s%s (%s) gives %d value: "
                     "softmax_cross_entropy needs one score per class (at least 2: a dense of 2 units and softmax); "
                     "one sigmoid unit trains with binary_cross_entropy (its default loss), a linear or tanh unit "

@@ -288,11 +288,13 @@ static void lower_dw_expand(lower *w, const fe_step *s) {
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row
 ** tile of the logits (Q values a tile); sigmoid_bce and binary_accuracy
-** likewise on one logit a row. */
-static void lower_loss(lower *w, const fe_plan *p, const fe_vpu_step *v) {
+** likewise on one logit a row; mse on one value a row against its target,
+** which comes in as the labels do. acc: the accuracy op after it, or -1
+** (a further output of a model with several). */
+static void lower_loss(lower *w, const fe_plan *p, const fe_vpu_step *v, int acc_op) {
   tpu_sim_lowering *L = w->L;
   const int64_t rows = v->rows, ncls = v->cols, Q = tpu_sim_lower_tile_values(L);
-  const int n = p->model->nlayers;
+  const int n = v->x.layer;   /* the output's tensor: its layer is n - 1 */
   if (ncls > Q) {
     char msg[256];
     snprintf(msg, sizeof msg, "layer %d (%s): a row of %lld logits does not fit one VMEM tile of %lld values "
@@ -310,13 +312,14 @@ static void lower_loss(lower *w, const fe_plan *p, const fe_vpu_step *v) {
     int x = tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_X, slot, r0, 0, ri, ncls, "dma");
     int lab = tpu_sim_lower_load(L, w->labels, TPU_SIM_R_LAB, slot, r0, 0, ri, 1, "labels dma");
     tpu_sim_lower_flush(L);
-    int loss = tpu_sim_lower_vmem(L, TPU_SIM_R_LOSS, slot, ri, 1), acc = tpu_sim_lower_vmem(L, TPU_SIM_R_ACC, slot, 1, 1);
+    int loss = tpu_sim_lower_vmem(L, TPU_SIM_R_LOSS, slot, ri, 1);
+    int acc = acc_op >= 0 ? tpu_sim_lower_vmem(L, TPU_SIM_R_ACC, slot, 1, 1) : 0;
     int grad = p->train ? tpu_sim_lower_vmem(L, TPU_SIM_R_O, slot, ri, ncls) : 0;
     vpu(w, v->op, x, lab, 0, loss, grad, 0, &xent);
-    vpu(w, v->op == TPU_VPU_SIGMOID_BCE ? TPU_VPU_BINARY_ACCURACY : TPU_VPU_ACCURACY, x, lab, 0, acc, 0, 0, NULL);
+    if (acc_op >= 0) vpu(w, (tpu_vpu_op)acc_op, x, lab, 0, acc, 0, 0, NULL);
     if (p->train) tpu_sim_lower_defer(L, grad, w->hbm, r0, 0, ri, ncls, "dma");
     tpu_sim_lower_defer(L, loss, w->hbm, r0, 0, ri, 1, "loss dma");
-    tpu_sim_lower_defer(L, acc, w->hbm, 0, 0, 1, 1, "accuracy dma");
+    if (acc_op >= 0) tpu_sim_lower_defer(L, acc, w->hbm, 0, 0, 1, 1, "accuracy dma");
   }
   tpu_sim_lower_flush(L);
 }
@@ -596,7 +599,10 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   case FE_STEP_GEMM: lower_gemm(w, p, k); break;
   case FE_STEP_VPU: {
     const bool vec = s->vpu.op == TPU_VPU_BIAS_ADD;   /* its 1 x C operand (position_embedding's) on chip */
-    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT || s->vpu.op == TPU_VPU_SIGMOID_BCE) lower_loss(w, p, &s->vpu);
+    const fe_step *nx = k + 1 < p->nsteps ? &p->steps[k + 1] : NULL;   /* the loss's accuracy, if any */
+    const bool acc = nx && nx->kind == FE_STEP_VPU && (nx->vpu.op == TPU_VPU_ACCURACY || nx->vpu.op == TPU_VPU_BINARY_ACCURACY);
+    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT || s->vpu.op == TPU_VPU_SIGMOID_BCE || s->vpu.op == TPU_VPU_MSE)
+      lower_loss(w, p, &s->vpu, acc ? (int)nx->vpu.op : -1);
     else if (!s->fused)
       tpu_sim_lower_ewise_add(w->L, view(w, s->vpu.out), &(tpu_sim_lower_ewise){ .fn = s->vpu.op,
                               .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK && !vec ? 2 : 1,

@@ -377,7 +377,8 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")),
                     "d\", 0, 0], [\"e"),
-           "the model has 2 outputs ('d', 'e'); models with one output (the class scores) are supported");
+           "outputs[1]: layers[3] (dense 'e') gives 2 values under softmax_cross_entropy: a further classifier "
+           "takes the labels of outputs[0]: it needs as many classes");
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")), "d"),
            "layer 'e' (Dense): does not lead to the model's output (an unused branch)");
@@ -659,9 +660,17 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   m = load_ok(SHARED "tf2.10_cnn_bn_seq.json", NULL);
   TU_EQ_U64(2230506, m->nparams);
   TU_EQ_U64(3456, m->nstate);
+  /* two outputs (AlphaGo Zero's policy and value heads): each its head's loss, weight 1: the policy's 362
+  ** logits softmax cross-entropy, the tanh value mean squared error */
+  m = load_ok(SHARED "k2.2.0_agz_dual_res_model.json", NULL);
+  TU_EQ_U64(23881170, m->nparams);
+  ck_assert_int_eq(m->nout, 2);
+  ck_assert_str_eq(m->layers[m->out[0].layer].name, "policy_head_dense");
+  ck_assert_str_eq(m->layers[m->out[1].layer].name, "value_head_output");
+  ck_assert_int_eq(m->out[0].loss, TPU_FE_LOSS_SOFTMAX_XENT);
+  ck_assert_int_eq(m->out[1].loss, TPU_FE_LOSS_MSE);
+  ck_assert(m->out[0].weight == 1 && m->out[1].weight == 1);
   /* refused */
-  load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
-           "'value_head_output'); models with one output (the class scores) are supported");
   load_err(SHARED "tf2.13_efficientnet_mhsa_functional.json", "layer 'rescaling_20' (Rescaling): class Rescaling is not "
            "supported; 1 more class of the file is not: Normalization (first: layer 'normalization_10')");
   /* Keras 1.2.1's mnist_cnn example: conv 320, conv 9,248, dense 4608*128+128 = 589,952, 1,290 */

@@ -361,6 +361,24 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_bce.json|field 'loss': binary_cross_entropy takes one sigmoid unit at the output; the last layer 'out' (dense) gives 2 values
 >m_bce2.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "activation": "tanh" } ], "loss": "binary_cross_entropy" }
 2|m_bce2.json|field 'loss': binary_cross_entropy takes one sigmoid unit at the output; the last layer (dense) gives 1 value, not under a sigmoid
+>m_out1.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "outputs": 5 }
+2|m_out1.json|field 'outputs': expected an array of 1..4 objects
+>m_out2.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "zz" } ] }
+2|m_out2.json|outputs[0]: field 'layer': unknown layer 'zz'
+>m_out3.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p", "loss": "hinge" } ] }
+2|m_out3.json|outputs[0]: field 'loss': expected "softmax_cross_entropy", "binary_cross_entropy" or "mean_squared_error"
+>m_out4.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p", "weight": -1 } ] }
+2|m_out4.json|outputs[0]: field 'weight'
+>m_out5.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p" }, { "layer": "p" } ] }
+2|m_out5.json|outputs[1]: field 'layer': 'p' is already outputs[0]
+>m_out6.json { "input": [4], "loss": "softmax_cross_entropy", "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p" } ] }
+2|m_out6.json|field 'loss': with "outputs", each output names its loss
+>m_out7.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "name": "v", "activation": "tanh" } ], "outputs": [ { "layer": "v" } ] }
+2|m_out7.json|outputs[0]: layers[0] (dense 'v') gives 1 value under mean_squared_error: outputs[0] takes the data's labels
+>m_out8.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 3, "name": "v", "inputs": "input" } ], "outputs": [ { "layer": "p" }, { "layer": "v", "loss": "mean_squared_error" } ] }
+2|m_out8.json|outputs[1]: layers[1] (dense 'v') gives 3 values under mean_squared_error: mean_squared_error takes one value
+>m_out9.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 3, "name": "u", "inputs": "input" }, { "type": "dense", "units": 1, "name": "v", "inputs": "input" } ], "outputs": [ { "layer": "p" }, { "layer": "v" } ] }
+2|m_out9.json|layers[1] (dense 'u'): an unused branch: no later layer takes its output 3 as an input, and it is not one of the model's "outputs"
 >m_opt.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "rmsprop" } }
 2|m_opt.json|optimizer
 >m_lr.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": 1e300 } }
