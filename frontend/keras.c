@@ -1524,6 +1524,43 @@ static tpu_status walk(fe_keras *K) {
   return TPU_OK;
 }
 
+/* The native loss of a Keras loss (a name, or a Loss object), or NULL. */
+static const char *native_loss(json_t *l) {
+  const char *n = json_is_string(l) ? json_string_value(l) : str_or(json_object_get(l, "class_name"), "");
+  static const char *const MAP[][2] = {
+    { "categorical_crossentropy", "softmax_cross_entropy" }, { "CategoricalCrossentropy", "softmax_cross_entropy" },
+    { "sparse_categorical_crossentropy", "softmax_cross_entropy" },
+    { "SparseCategoricalCrossentropy", "softmax_cross_entropy" }, { "binary_crossentropy", "binary_cross_entropy" },
+    { "BinaryCrossentropy", "binary_cross_entropy" }, { "mean_squared_error", "mean_squared_error" },
+    { "mse", "mean_squared_error" }, { "MeanSquaredError", "mean_squared_error" } };
+  for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) if (!strcmp(n, MAP[i][0])) return MAP[i][1];
+  return NULL;
+}
+
+/* compile_config of a model with several outputs: its losses (a list in
+** output order, or an object by output name) and loss_weights (likewise)
+** into the native "outputs"; a loss tpusim has not is noted, and that
+** output keeps its head's. */
+static void compile_outputs(fe_keras *K, json_t *loss, json_t *lw) {
+  json_t *outs = json_object_get(K->native, "outputs");
+  for (int q = 0; q < K->nouts; q++) {
+    json_t *o = json_array_get(outs, (size_t)q);
+    const char *name = K->n[K->outs[q]].name;
+    json_t *lq = json_is_array(loss) ? json_array_get(loss, (size_t)q)
+                 : json_is_object(loss) && !json_object_get(loss, "class_name") ? json_object_get(loss, name) : loss;
+    json_t *wq = json_is_array(lw) ? json_array_get(lw, (size_t)q) : json_is_object(lw) ? json_object_get(lw, name) : NULL;
+    const char *nl = lq && !json_is_null(lq) ? native_loss(lq) : NULL;
+    if (nl) put(K, o, "loss", json_string(nl));
+    else if (lq && !json_is_null(lq)) {
+      char what[96];
+      snprintf(what, sizeof what, "loss of output '%s'", name);
+      note_kv(K, -1, what, lq, "its head's loss is used (docs/MODELS.md, \"Several outputs\")");
+    }
+    if (json_is_number(wq) && json_number_value(wq) >= 0) put(K, o, "weight", json_real(json_number_value(wq)));
+    else if (wq && !json_is_null(wq)) note_kv(K, -1, "loss_weights", wq, "not a number >= 0: weight 1 is used");
+  }
+}
+
 /* compile_config (Keras 3): the optimizer and the loss. */
 static void compile_options(fe_keras *K, json_t *cc) {
   json_t *o = json_object_get(cc, "optimizer"), *v;
@@ -1575,7 +1612,8 @@ static void compile_options(fe_keras *K, json_t *cc) {
     }
   }
   json_t *loss = json_object_get(cc, "loss");
-  if (loss && !json_is_null(loss)) {
+  if (K->nouts > 1) compile_outputs(K, loss, json_object_get(cc, "loss_weights"));
+  else if (loss && !json_is_null(loss)) {
     const char *ln = json_is_string(loss) ? json_string_value(loss)
                      : json_is_string(json_object_get(loss, "config")) ? json_string_value(json_object_get(loss, "config"))
                      : str_or(json_object_get(loss, "class_name"), "?");
@@ -1590,7 +1628,7 @@ static void compile_options(fe_keras *K, json_t *cc) {
   json_object_foreach(cc, k, v) {
     /* jit_compile, run_eagerly: on a TPU, XLA compiles the step anyway */
     if (!strcmp(k, "optimizer") || !strcmp(k, "loss") || !strcmp(k, "jit_compile") || !strcmp(k, "run_eagerly") ||
-        json_is_null(v) || json_is_false(v))
+        (K->nouts > 1 && !strcmp(k, "loss_weights")) || json_is_null(v) || json_is_false(v))
       continue;
     if (!strcmp(k, "steps_per_execution") && json_is_integer(v) && json_integer_value(v) == 1) continue;
     if (!strcmp(k, "metrics") && json_is_array(v) && json_array_size(v) <= 1 &&
