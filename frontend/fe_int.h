@@ -243,6 +243,9 @@ bool fe_sigmoid_folded(const tpu_fe_model *m, int i);
 ** outputs: binary cross-entropy for that, mean squared error for a tanh or
 ** any one value, softmax cross-entropy for scores (docs/MODELS.md). */
 bool fe_output_binary(const tpu_fe_model *m, int o);
+/* The layer that gives output layer o's values: o, or the one before the
+** reshape and flatten layers (each reading the one before) that end in o. */
+int fe_head_of(const tpu_fe_model *m, int o);
 tpu_fe_loss fe_head_loss(const tpu_fe_model *m, int o);
 /* Layer i is one of the model's outputs (the last layer always is one):
 ** its values and their gradient stay f32 (fe_tensor_dtype). */

@@ -887,6 +887,30 @@ static tpu_status parse_outputs(tpu_json *c, tpu_json_obj *root, json_t *jo, con
   return TPU_OK;
 }
 
+/* An output whose head's softmax or sigmoid is folded into its loss (the
+** loss reads the logits) gives them to no other layer: it would read
+** logits for probabilities. A softmax head takes softmax cross-entropy. */
+static tpu_status check_folded(tpu_json *c, const tpu_fe_model *m) {
+  char a[80], b[80], path[32];
+  for (int k = 0; k < m->nout; k++) {
+    const int o = m->out[k].layer, h = fe_head_of(m, o);
+    const tpu_fe_layer *H = &m->layers[h];
+    const bool softmax = H->kind == TPU_FE_SOFTMAX || H->act == TPU_FE_SOFTMAX;
+    snprintf(path, sizeof path, "outputs[%d]", k);
+    if (softmax && m->out[k].loss != TPU_FE_LOSS_SOFTMAX_XENT)
+      return tpu_json_fail(c, path, "outputs[%d]: %s ends in a softmax, which is folded into softmax_cross_entropy; "
+                           "%s needs the head without it", k, who(m, h, a, sizeof a), tpu_fe_loss_name(m->out[k].loss));
+    if (!softmax && !fe_sigmoid_folded(m, h)) continue;
+    for (int j = 0; j < m->nlayers; j++)
+      for (int q = 0; q < m->layers[j].nin && !(j > h && j <= o); q++)
+        if (m->layers[j].inputs[q] >= h && m->layers[j].inputs[q] <= o)
+          return tpu_json_fail(c, path, "outputs[%d]: %s's %s is folded into the loss, so its values are logits; %s "
+                               "reads them (give it the layer before the activation, or an activation layer of its "
+                               "own)", k, who(m, h, a, sizeof a), softmax ? "softmax" : "sigmoid", who(m, j, b, sizeof b));
+  }
+  return TPU_OK;
+}
+
 /* Each output's head against its loss (its head's by default), once the
 ** shapes are known. Output 0 takes the data's labels, so its loss is a
 ** classifier's; an output under mean squared error is one value (its
@@ -916,7 +940,7 @@ static tpu_status check_outputs(tpu_json *c, tpu_fe_model *m) {
                            tpu_fe_shape_str(L->out, b, sizeof b), n == 1 ? "" : "s", tpu_fe_loss_name(o->loss), why);
   }
   m->loss = m->out[0].loss;
-  return TPU_OK;
+  return check_folded(c, m);
 }
 
 /* The model of document c (parsed, its root an object) into *out. */

@@ -584,7 +584,7 @@ static void build(builder *b, bool train) {
   move(b, FE_STEP_INFEED, p->rows, (int64_t)tpu_fe_shape_size(m->input), T(FE_T_X, 0), T(FE_T_ACT, 0));
   b->phase = FE_FORWARD;
   for (int i = 0; i < m->nlayers; i++) forward_layer(b, i);
-  if (m->nout > 1) outputs_loss_steps(b);
+  if (m->nout > 1 || (m->nout == 1 && m->out[0].weight != 1.0)) outputs_loss_steps(b);
   else if (m->loss == TPU_FE_LOSS_BINARY_XENT) binary_loss_steps(b);
   else loss_steps(b);
   if (!train) return;
@@ -644,9 +644,7 @@ void fe_plan_destroy(fe_plan *p) {
   tpu_free(p);
 }
 
-/* The layer that gives output layer o's values: o, or the one before the
-** reshape and flatten layers (each reading the one before) that end in o. */
-static int head_of(const tpu_fe_model *m, int o) {
+int fe_head_of(const tpu_fe_model *m, int o) {
   int h = o;
   while (h > 0 && (m->layers[h].kind == TPU_FE_RESHAPE || m->layers[h].kind == TPU_FE_FLATTEN) &&
          m->layers[h].inputs[0] == h - 1)
@@ -657,7 +655,7 @@ static int head_of(const tpu_fe_model *m, int o) {
 bool fe_softmax_folded(const tpu_fe_model *m, int i) {
   for (int k = 0; k < (m->nout ? m->nout : 1); k++) {   /* an output's head, or a layer between it and it */
     const int o = m->nout ? m->out[k].layer : m->nlayers - 1;
-    if (i <= o && i >= head_of(m, o)) return true;
+    if (i <= o && i >= fe_head_of(m, o)) return true;
   }
   return false;
 }
@@ -670,12 +668,12 @@ static bool is_tanh(const tpu_fe_layer *l) {
 }
 
 bool fe_output_binary(const tpu_fe_model *m, int o) {
-  return tpu_fe_shape_size(m->layers[o].out) == 1 && is_sigmoid(&m->layers[head_of(m, o)]);
+  return tpu_fe_shape_size(m->layers[o].out) == 1 && is_sigmoid(&m->layers[fe_head_of(m, o)]);
 }
 bool fe_binary_head(const tpu_fe_model *m) { return fe_output_binary(m, m->nlayers - 1); }
 
 tpu_fe_loss fe_head_loss(const tpu_fe_model *m, int o) {
-  const tpu_fe_layer *h = &m->layers[head_of(m, o)];
+  const tpu_fe_layer *h = &m->layers[fe_head_of(m, o)];
   if (fe_output_binary(m, o)) return TPU_FE_LOSS_BINARY_XENT;
   return is_tanh(h) || tpu_fe_shape_size(m->layers[o].out) == 1 ? TPU_FE_LOSS_MSE : TPU_FE_LOSS_SOFTMAX_XENT;
 }
@@ -684,7 +682,7 @@ bool fe_sigmoid_folded(const tpu_fe_model *m, int i) {
   for (int k = 0; k < (m->nout ? m->nout : 1); k++) {   /* a model made without the loader: its last layer */
     const int o = m->nout ? m->out[k].layer : m->nlayers - 1;
     const tpu_fe_loss l = m->nout ? m->out[k].loss : m->loss;
-    if (l == TPU_FE_LOSS_BINARY_XENT && i == head_of(m, o) && is_sigmoid(&m->layers[i])) return true;
+    if (l == TPU_FE_LOSS_BINARY_XENT && i == fe_head_of(m, o) && is_sigmoid(&m->layers[i])) return true;
   }
   return false;
 }

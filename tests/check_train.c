@@ -685,6 +685,10 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [4], \"outputs\": [ { \"layer\": \"a\", \"weight\": 2 }, { \"layer\": \"b\", \"weight\": 0.25 } ],"
   " \"layers\": [ { \"type\": \"dense\", \"name\": \"a\", \"units\": 3 },"
   " { \"type\": \"dense\", \"name\": \"b\", \"units\": 1 } ] }",
+  /* one output with a weight: its loss scaled */
+  "{ \"input\": [4], \"outputs\": [ { \"layer\": \"s\", \"weight\": 3 } ], \"layers\": [ { \"type\": \"dense\","
+  " \"units\": 3, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"name\": \"s\", \"units\": 3,"
+  " \"activation\": \"softmax\" } ] }",
 };
 
 static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
@@ -1650,8 +1654,9 @@ END_TEST
 /* Every gradient model, the built-in models and examples, and models with
 ** sgd and momentum: all the lowerings; *n gets the count. */
 static tpu_fe_model *size_models(int *n) {
-  static tpu_fe_model m[40];
+  static tpu_fe_model m[48];
   const int ng = (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]);
+  ck_assert_int_le(ng + 7 + 2, (int)(sizeof m / sizeof m[0]));   /* room for every model below */
   int k = 0;
   for (; k < ng; k++) m[k] = parse_ok(GRAD_MODELS[k]);
   k += plan_models(&m[k], 7);

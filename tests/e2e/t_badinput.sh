@@ -379,6 +379,10 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_out8.json|outputs[1]: layers[1] (dense 'v') gives 3 values under mean_squared_error: mean_squared_error takes one value
 >m_out9.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 3, "name": "u", "inputs": "input" }, { "type": "dense", "units": 1, "name": "v", "inputs": "input" } ], "outputs": [ { "layer": "p" }, { "layer": "v" } ] }
 2|m_out9.json|layers[1] (dense 'u'): an unused branch: no later layer takes its output 3 as an input, and it is not one of the model's "outputs"
+>m_out10.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 1, "name": "v", "inputs": "input", "activation": "softmax" } ], "outputs": [ { "layer": "p" }, { "layer": "v", "loss": "mean_squared_error" } ] }
+2|m_out10.json|outputs[1]: layers[1] (dense 'v') ends in a softmax, which is folded into softmax_cross_entropy; mean_squared_error needs the head without it
+>m_out11.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "name": "p", "activation": "softmax" }, { "type": "dense", "units": 1, "name": "v", "activation": "tanh" } ], "outputs": [ { "layer": "p" }, { "layer": "v" } ] }
+2|m_out11.json|outputs[0]: layers[0] (dense 'p')'s softmax is folded into the loss, so its values are logits; layers[1] (dense 'v') reads them
 >m_opt.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "rmsprop" } }
 2|m_opt.json|optimizer
 >m_lr.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": 1e300 } }
