@@ -111,6 +111,22 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
   }
   printf("Forward FLOPs: %s\n", commas(fwd, fl, sizeof fl));
   printf("Training step FLOPs: %s\n", commas(step, fl, sizeof fl));
+  if (m->nout > 1) {   /* printed where it says something: several outputs, ... */
+    printf("Outputs:");
+    for (int k = 0; k < m->nout; k++) {
+      const int i = m->out[k].layer;
+      char who[48];
+      if (*m->layers[i].name) snprintf(who, sizeof who, "%s", m->layers[i].name);
+      else snprintf(who, sizeof who, "layers[%d]", i);
+      printf("%s %s %s x %g", k ? "," : "", who, tpu_fe_loss_name(m->out[k].loss), m->out[k].weight);
+    }
+    printf(" (the loss trained: their sum)\n");
+  } else if (m->loss == TPU_FE_LOSS_BINARY_XENT) {   /* ... a binary head, ... */
+    printf("Loss: %s (on the sigmoid's logit; labels 0 and 1, accuracy at 0.5)\n", tpu_fe_loss_name(m->loss));
+  } else if (m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT) {   /* ... a language model */
+    printf("Loss: %s (each position against the next input id; the last position left out)\n",
+           tpu_fe_loss_name(m->loss));
+  }
   return 0;
 }
 

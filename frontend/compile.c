@@ -111,7 +111,8 @@ static bool ewise(const fe_step *s) {
   switch (s->kind) {
   case FE_STEP_VPU:   /* not a bias_add of its own (position_embedding's: a 1 x C operand), nor a
                        ** softmax (attention's: row-wise, its own pass) */
-    return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_COL_SUM &&
+    return !s->fused && s->vpu.op != TPU_VPU_SOFTMAX_XENT && s->vpu.op != TPU_VPU_SIGMOID_BCE && s->vpu.op != TPU_VPU_MSE &&
+           s->vpu.op != TPU_VPU_COL_SUM &&
            s->vpu.op != TPU_VPU_BIAS_ADD && s->vpu.op != TPU_VPU_SOFTMAX && s->vpu.op != TPU_VPU_SOFTMAX_GRAD;
   case FE_STEP_BN: case FE_STEP_BN_BWD: case FE_STEP_VIEW: case FE_STEP_DROPOUT_MASK: return true;
   default: return false;
@@ -458,7 +459,7 @@ static tpu_status plan_memory(cstate *s) {
 
 tpu_status fe_compile(const fe_plan *p, const tpu_chip_config *chip, fe_compiled **out) {
   *out = NULL;
-  const int nkeys = (FE_T_DATT + 1) * FE_ATT_NPARTS * (p->model->nlayers + 2) + 1;
+  const int nkeys = (FE_T_TARGET + 1) * FE_ATT_NPARTS * (p->model->nlayers + 2) + 1;   /* every tensor kind */
   fe_compiled *c = tpu_calloc(1, sizeof *c);
   cstate s = { .p = p, .c = c, .nkeys = nkeys };
   if (c) c->step = tpu_calloc((size_t)p->nsteps + 1, sizeof *c->step);

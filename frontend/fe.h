@@ -34,7 +34,8 @@
 ** the merges add, multiply (equal shapes, or a 1x1xC gate times an
 ** HxWxC map: squeeze-and-excite) and concatenate -- listed so that
 ** every layer comes after its inputs (by default the layer before it), the
-** last layer's output feeding softmax cross-entropy, with an sgd,
+** last layer's output feeding softmax cross-entropy (binary cross-entropy
+** for one sigmoid unit; several outputs' weighted losses summed), with an sgd,
 ** momentum or adam optimizer. Loading checks every field and infers every
 ** shape once; nothing later re-validates. A sample is H x W x C row-major
 ** (NHWC); a flat vector is 1 x 1 x N; a sequence of L positions of C
@@ -161,15 +162,6 @@ typedef struct tpu_fe_layer {
                                   weights), not updated */
 } tpu_fe_layer;
 
-/* The loss ("loss" in the model file). */
-typedef enum tpu_fe_loss_kind {
-  TPU_FE_LOSS_SOFTMAX_XENT = 0,  /* "softmax_cross_entropy": one per sample, against its label */
-  TPU_FE_LOSS_NEXT_TOKEN_XENT    /* "next_token_softmax_cross_entropy": a causal language model's (GPT-2's):
-                                    a 1 x L x V output of a model whose input, L token ids, feeds an
-                                    embedding; position t's logits against the input's id at t+1, the
-                                    last position left out; the mean over the samples' L-1 tokens (the
-                                    samples' own labels are not read) */
-} tpu_fe_loss_kind;
 typedef enum tpu_fe_opt_kind { TPU_FE_SGD = 0, TPU_FE_MOMENTUM, TPU_FE_ADAM } tpu_fe_opt_kind;
 typedef struct tpu_fe_optimizer {
   tpu_fe_opt_kind kind;
@@ -192,13 +184,47 @@ const char *tpu_fe_dtype_policy_name(tpu_fe_dtype_policy p);   /* "mixed_bfloat1
 /* Parses a policy name; 1 and *out set, or 0 (unknown) leaving *out. */
 int tpu_fe_dtype_policy_parse(const char *s, tpu_fe_dtype_policy *out);
 
+/* The loss of the model's output ("loss" in the native JSON; by default
+** the head's, docs/MODELS.md "Losses"): softmax cross-entropy over the
+** last layer's class scores (a softmax there is folded into it), or binary
+** cross-entropy of one sigmoid unit, taken from its logit (the sigmoid
+** folded in, as Keras' binary_crossentropy does on a sigmoid's output),
+** with 0/1 labels and accuracy as sigmoid > 0.5; or, for a further output
+** of a model with several, mean squared error of one value against a
+** target made from the sample's label (docs/MODELS.md "Several outputs");
+** or a causal language model's next-token loss (GPT-2's; one output only):
+** a 1 x L x V output of a model whose input, L token ids, feeds an
+** embedding; position t's logits against the input's id at t+1, the last
+** position left out; the mean over the samples' L-1 tokens (the samples'
+** own labels are not read). */
+typedef enum tpu_fe_loss {
+  TPU_FE_LOSS_SOFTMAX_XENT = 0, TPU_FE_LOSS_BINARY_XENT, TPU_FE_LOSS_MSE, TPU_FE_LOSS_NEXT_TOKEN_XENT
+} tpu_fe_loss;
+/* "softmax_cross_entropy", "binary_cross_entropy", "mean_squared_error",
+** "next_token_softmax_cross_entropy"; "?" */
+const char *tpu_fe_loss_name(tpu_fe_loss l);
+/* The model's outputs ("outputs" in the native JSON; Keras' output_layers):
+** the loss trained is the sum of each output's mean loss times its weight,
+** Keras' compile(loss=[...], loss_weights=[...]). Output 0 takes the data's
+** labels as they are (softmax or binary cross-entropy: its classes are the
+** data's); an output trained with mean_squared_error takes the target
+** 2*label/(classes-1) - 1 in [-1, 1]. */
+#define TPU_FE_MAX_OUTPUTS 4
+typedef struct tpu_fe_output {
+  int layer;                   /* the layer whose values it is */
+  tpu_fe_loss loss;
+  double weight;               /* >= 0, finite; 1 unless given */
+} tpu_fe_output;
+
 typedef struct tpu_fe_model {
   char name[64];
   tpu_fe_shape input;
   int nlayers;
   tpu_fe_layer layers[TPU_FE_MAX_LAYERS];
   tpu_fe_optimizer opt;
-  tpu_fe_loss_kind loss;
+  tpu_fe_loss loss;            /* output 0's */
+  int nout;                    /* outputs: 1 (the last layer, weight 1) unless "outputs" lists more */
+  tpu_fe_output out[TPU_FE_MAX_OUTPUTS];
   uint64_t seed;               /* initializer (and dropout) seed */
   size_t nparams;              /* total weights + biases + non-trainable state (Keras' Total params) */
   size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
@@ -216,9 +242,10 @@ int tpu_fe_model_vocab(const tpu_fe_model *m);
 /* The predictions the loss scores per sample: 1, or L-1 tokens for the
 ** next-token loss (accuracy is over these). Can't fail. */
 int tpu_fe_model_predictions(const tpu_fe_model *m);
-/* The classes of the samples' labels the data must carry: the output's
-** width, or 2 for the next-token loss, which reads no sample label (its
-** labels are the input's ids), so that any labelled split feeds it. */
+/* The classes of the samples' labels the data must carry: output 0's
+** width (softmax cross-entropy), 2 for binary cross-entropy (labels 0 and
+** 1), or 2 for the next-token loss, which reads no sample label (its labels
+** are the input's ids), so that any labelled split feeds it. */
 int tpu_fe_model_label_classes(const tpu_fe_model *m);
 
 /* Names of the built-in models, NULL-terminated. */
@@ -505,6 +532,8 @@ typedef struct tpu_fe_feed_opts {
                                   threads or prefetch, its batches made in the caller */
   tpu_fe_shape model_shape;    /* the model's input and classes: every split (training and test) */
   int model_classes;           /* must match them, else TPU_ERR_INPUT naming the file (0: not checked) */
+  bool model_binary;           /* the model's loss is binary cross-entropy (model_classes 2): the
+                                  message says its head takes labels 0 and 1 */
   int timeline_steps;          /* the host-time model records its first N batches' intervals (0: none) */
   /* A pod slice's hosts (tpu_chip_config.hosts; 0 or 1: one host feeds
   ** every chip): each host runs its own pipeline, as tf.data's

@@ -34,7 +34,8 @@
 **              then the pointwise GEMM [pixels x C*dm] . [C*dm x filters]
 **              + bias_add
 **   loss       softmax_xent (the loss, and in training its gradient scaled
-**              by 1/global_batch) and accuracy
+**              by 1/global_batch) and accuracy; under binary cross-entropy
+**              sigmoid_bce and binary_accuracy on the one logit a sample
 **   backward   per layer in reverse down to the first layer with
 **              parameters: dW = X^T.dY, db = col_sum dY (fused into dW), dX
 **              = dY.W^T only where a layer upstream needs it; conv2d
@@ -137,8 +138,9 @@ typedef enum fe_tensor_kind {
   FE_T_WX, FE_T_DWX,           /* a depthwise kernel expanded (block-diagonal), and that
                                   product's gradient */
   FE_T_MID, FE_T_DMID,         /* separable_conv2d: the depthwise half's output and its gradient */
-  FE_T_ATT, FE_T_DATT          /* multi_head_attention's tensors (part: fe_att_part) and their
+  FE_T_ATT, FE_T_DATT,         /* multi_head_attention's tensors (part: fe_att_part) and their
                                   gradients */
+  FE_T_TARGET                  /* output 'part''s mean-squared-error target, made from the labels */
 } fe_tensor_kind;
 /* multi_head_attention's tensors per sample (L positions, H heads, key_dim
 ** d, value_dim dv): the projections Q, K (L x H*d), V (L x H*dv); the same
@@ -193,7 +195,8 @@ int64_t fe_gemm_dw_block(const fe_gemm_step *g, int width, int b, int64_t *M, in
 typedef struct fe_vpu_step {
   tpu_vpu_op op;
   int64_t rows, cols;          /* the op's shape: pixels x channels of the tensor */
-  float alpha;                 /* scale, softmax_xent's gradient scale */
+  float alpha;                 /* scale, softmax_xent's (sigmoid_bce's, mse's) gradient scale */
+  float weight;                /* a loss step: its output's weight in the summed loss (1: one output) */
   fe_tensor x, y, out, out2;   /* y: a second operand (MASK: made on chip), or none */
 } fe_vpu_step;
 
@@ -242,15 +245,36 @@ int fe_gate_input(const tpu_fe_model *m, const tpu_fe_layer *l);
 ** embedding) or reads (a tied dense): the backward, in reverse layer order,
 ** then has written the table's gradient before layer i adds its part. */
 bool fe_tied_after(const tpu_fe_model *m, int i);
+/* The model's output is one value under a sigmoid (a sigmoid layer, or a
+** dense or convolution's "activation"), before only reshape and flatten
+** layers: Keras' binary classifier head. */
+bool fe_binary_head(const tpu_fe_model *m);
+/* Layer i is that sigmoid and the loss is binary cross-entropy, which
+** reads the logit under it: the forward leaves it out (a view) and the
+** backward starts from the loss's gradient of the logit. */
+bool fe_sigmoid_folded(const tpu_fe_model *m, int i);
+/* Output layer o (its values, before only reshape and flatten layers) is
+** one sigmoid unit; the loss its head defaults to in a model with several
+** outputs: binary cross-entropy for that, mean squared error for a tanh or
+** any one value, softmax cross-entropy for scores (docs/MODELS.md). */
+bool fe_output_binary(const tpu_fe_model *m, int o);
+/* The layer that gives output layer o's values: o, or the one before the
+** reshape and flatten layers (each reading the one before) that end in o. */
+int fe_head_of(const tpu_fe_model *m, int o);
+tpu_fe_loss fe_head_loss(const tpu_fe_model *m, int o);
+/* Layer i is one of the model's outputs (the last layer always is one):
+** its values and their gradient stay f32 (fe_tensor_dtype). */
+bool fe_is_output(const tpu_fe_model *m, int i);
 /* The tpu_fe_att_part plan step k belongs to (a multi_head_attention
 ** layer's), or -1. */
 int fe_step_att_part(const fe_plan *p, int k);
 /* "fwd", "loss", "bwd", ... */
 const char *fe_phase_name(fe_phase ph);
 /* Where the model's dtype policy keeps tensor t (fe.h): under
-** mixed_bfloat16 a layer's output ACT j (0 < j < nlayers: not the input as
-** the pipeline gives it, not the logits) and every activation gradient
-** (DACT, DTMP, MID, DMID; not the loss's gradient of the logits) are bf16,
+** mixed_bfloat16 a layer's output ACT j (0 < j: not the input as the
+** pipeline gives it, not an output's values, the logits) and every
+** activation gradient (DACT, DTMP, MID, DMID; not the loss's gradient of
+** an output's logits) are bf16,
 ** everything else f32; under float32 everything. An im2col matrix (COLS)
 ** is its source's: the caller says which (the forward's, or dX's
 ** dcols, a gradient). The value path rounds what is bf16 as it is written,

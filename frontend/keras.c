@@ -112,6 +112,7 @@ struct fe_keras {
   int fail_layer;              /* the native layer of the kept error, -1 none */
   struct { const char *cls, *name; char path[KPATH + 16]; } bad[16];  /* unsupported classes, each with */
   int nbad;                    /* its first layer, in file order (check_classes; at most 16 listed) */
+  int nouts, outs[TPU_FE_MAX_OUTPUTS];   /* the top model's outputs (nodes) */
 };
 
 static const char *const CLASSES[] = {
@@ -1463,12 +1464,17 @@ static tpu_status build_functional(fe_keras *K, json_t *m, const char *path, boo
     if (K->n[j].kind == K_MODEL && (st = nested(K, j, depth))) return st;
   /* the output */
   if ((st = io_refs(K, json_object_get(cfg, "output_layers"), op, first, last, io, TPU_FE_MAX_INPUTS, &nio))) return st;
-  if (nio != 1) {
+  if (nio != 1 && !(top && nio <= TPU_FE_MAX_OUTPUTS)) {   /* the top model's outputs: "outputs" (native_root) */
     char names[160] = "";
     for (int k = 0; k < nio && k < TPU_FE_MAX_INPUTS; k++)
       append(names, sizeof names, "%s'%s'", k ? ", " : "", K->n[io[k]].name);
-    return tpu_json_fail(K->doc, op, "the model has %d outputs (%s); models with one output (the class scores) are "
-                         "supported", nio, names);
+    return tpu_json_fail(K->doc, op, "the model has %d outputs (%s); %s", nio, names,
+                         top ? "models with up to 4 outputs are supported"
+                             : "a nested model with one output is supported");
+  }
+  if (top) {
+    K->nouts = nio;
+    memcpy(K->outs, io, (size_t)nio * sizeof *io);
   }
   *out = io[0];
   return TPU_OK;
@@ -1493,12 +1499,12 @@ static tpu_status build_model(fe_keras *K, json_t *m, const char *path, bool top
 /* {==================================================================
 ** Order and translation
 ** ================================================================== */
-/* Marks what the output depends on (an explicit stack: models are deep). */
-static tpu_status reach(fe_keras *K, int out) {
-  int *stack = tpu_malloc((size_t)K->nn * (TPU_FE_MAX_INPUTS + 1) * sizeof *stack);
+/* Marks what the outputs depend on (an explicit stack: models are deep). */
+static tpu_status reach(fe_keras *K, int nout, const int *outs) {
+  int *stack = tpu_malloc(((size_t)K->nn * (TPU_FE_MAX_INPUTS + 1) + TPU_FE_MAX_OUTPUTS) * sizeof *stack);
   if (!stack) return oom(K);
   int sp = 0;
-  stack[sp++] = out;
+  for (int k = 0; k < nout; k++) stack[sp++] = outs[k];
   while (sp) {
     const int j = stack[--sp];
     if (j < 0 || K->n[j].reached) continue;
@@ -1560,11 +1566,49 @@ static tpu_status walk(fe_keras *K) {
   return TPU_OK;
 }
 
+/* The native loss of a Keras loss (a name, or a Loss object), or NULL. */
+static const char *native_loss(json_t *l) {
+  const char *n = json_is_string(l) ? json_string_value(l) : str_or(json_object_get(l, "class_name"), "");
+  static const char *const MAP[][2] = {
+    { "categorical_crossentropy", "softmax_cross_entropy" }, { "CategoricalCrossentropy", "softmax_cross_entropy" },
+    { "sparse_categorical_crossentropy", "softmax_cross_entropy" },
+    { "SparseCategoricalCrossentropy", "softmax_cross_entropy" }, { "binary_crossentropy", "binary_cross_entropy" },
+    { "BinaryCrossentropy", "binary_cross_entropy" }, { "mean_squared_error", "mean_squared_error" },
+    { "mse", "mean_squared_error" }, { "MeanSquaredError", "mean_squared_error" } };
+  for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) if (!strcmp(n, MAP[i][0])) return MAP[i][1];
+  return NULL;
+}
+
+/* compile_config of a model with several outputs: its losses (a list in
+** output order, or an object by output name) and loss_weights (likewise)
+** into the native "outputs"; a loss tpusim has not is noted, and that
+** output keeps its head's. */
+static void compile_outputs(fe_keras *K, json_t *loss, json_t *lw) {
+  json_t *outs = json_object_get(K->native, "outputs");
+  for (int q = 0; q < K->nouts; q++) {
+    json_t *o = json_array_get(outs, (size_t)q);
+    const char *name = K->n[K->outs[q]].name;
+    json_t *lq = json_is_array(loss) ? json_array_get(loss, (size_t)q)
+                 : json_is_object(loss) && !json_object_get(loss, "class_name") ? json_object_get(loss, name) : loss;
+    json_t *wq = json_is_array(lw) ? json_array_get(lw, (size_t)q) : json_is_object(lw) ? json_object_get(lw, name) : NULL;
+    const char *nl = lq && !json_is_null(lq) ? native_loss(lq) : NULL;
+    if (nl) put(K, o, "loss", json_string(nl));
+    else if (lq && !json_is_null(lq)) {
+      char what[96];
+      snprintf(what, sizeof what, "loss of output '%s'", name);
+      note_kv(K, -1, what, lq, "its head's loss is used (docs/MODELS.md, \"Several outputs\")");
+    }
+    if (json_is_number(wq) && json_number_value(wq) >= 0) put(K, o, "weight", json_real(json_number_value(wq)));
+    else if (wq && !json_is_null(wq)) note_kv(K, -1, "loss_weights", wq, "not a number >= 0: weight 1 is used");
+  }
+}
+
 /* compile_config (Keras 3): the optimizer and the loss. */
 static void compile_options(fe_keras *K, json_t *cc) {
   json_t *o = json_object_get(cc, "optimizer"), *v;
   const char *k;
-  const char *const rest = "tpusim trains with softmax cross-entropy and the model's optimizer";
+  const char *const rest = "tpusim trains with its head's loss (softmax cross-entropy; binary cross-entropy for one "
+                           "sigmoid unit) and the model's optimizer";
   if (o && !json_is_null(o)) {
     const char *cls = json_is_string(o) ? json_string_value(o) : str_or(json_object_get(o, "class_name"), "?");
     json_t *oc = json_object_get(o, "config");
@@ -1610,12 +1654,14 @@ static void compile_options(fe_keras *K, json_t *cc) {
     }
   }
   json_t *loss = json_object_get(cc, "loss");
-  if (loss && !json_is_null(loss)) {
+  if (K->nouts > 1) compile_outputs(K, loss, json_object_get(cc, "loss_weights"));
+  else if (loss && !json_is_null(loss)) {
     const char *ln = json_is_string(loss) ? json_string_value(loss)
                      : json_is_string(json_object_get(loss, "config")) ? json_string_value(json_object_get(loss, "config"))
                      : str_or(json_object_get(loss, "class_name"), "?");
     const bool xent = !strcmp(ln, "categorical_crossentropy") || !strcmp(ln, "sparse_categorical_crossentropy") ||
-                      !strcmp(ln, "CategoricalCrossentropy") || !strcmp(ln, "SparseCategoricalCrossentropy");
+                      !strcmp(ln, "CategoricalCrossentropy") || !strcmp(ln, "SparseCategoricalCrossentropy") ||
+                      !strcmp(ln, "binary_crossentropy") || !strcmp(ln, "BinaryCrossentropy");
     json_t *ls = json_object_get(json_object_get(loss, "config"), "label_smoothing");
     if (!xent) note_kv(K, -1, "loss", loss, rest);
     else if (json_is_number(ls) && json_number_value(ls) != 0)
@@ -1624,7 +1670,7 @@ static void compile_options(fe_keras *K, json_t *cc) {
   json_object_foreach(cc, k, v) {
     /* jit_compile, run_eagerly: on a TPU, XLA compiles the step anyway */
     if (!strcmp(k, "optimizer") || !strcmp(k, "loss") || !strcmp(k, "jit_compile") || !strcmp(k, "run_eagerly") ||
-        json_is_null(v) || json_is_false(v))
+        (K->nouts > 1 && !strcmp(k, "loss_weights")) || json_is_null(v) || json_is_false(v))
       continue;
     if (!strcmp(k, "steps_per_execution") && json_is_integer(v) && json_integer_value(v) == 1) continue;
     if (!strcmp(k, "metrics") && json_is_array(v) && json_array_size(v) <= 1 &&
@@ -1653,6 +1699,15 @@ static void native_root(fe_keras *K, json_t *root) {
     if (json_array_append_new(in, json_integer(dims[i]))) K->oom = true;
   put(K, K->native, "input", in);
   if (json_object_set(K->native, "layers", K->layers)) K->oom = true;
+  if (K->nouts > 1) {   /* each output's loss its head's (docs/MODELS.md, "Several outputs"), weight 1 */
+    json_t *outs = json_array();
+    for (int q = 0; outs && q < K->nouts; q++) {
+      json_t *o = json_object();
+      if (!o || json_array_append_new(outs, o)) { K->oom = true; break; }
+      put(K, o, "layer", json_string(K->n[K->outs[q]].out));
+    }
+    put(K, K->native, "outputs", outs);
+  }
   if (json_is_false(json_object_get(cfg, "trainable"))) note(K, -1, "model trainable false", "every layer is trained");
   json_t *cc = json_object_get(root, "compile_config");
   if (json_is_object(cc)) compile_options(K, cc);
@@ -1711,7 +1766,8 @@ tpu_status fe_keras_translate(tpu_json *kdoc, const char *input_shape, fe_keras 
   /* native names: the Keras names where they fit, first come first served */
   for (int j = 0; j < K->nn; j++)
     if (K->n[j].kind == K_LAYER && (st = give_name(K, K->n[j].name, K->n[j].nat))) goto fail;
-  if ((st = reach(K, outn)) || (st = walk(K))) goto fail;
+  if (K->nouts < 2) K->outs[0] = outn, K->nouts = 1;   /* a Sequential's, or the one output */
+  if ((st = reach(K, K->nouts, K->outs)) || (st = walk(K))) goto fail;
   native_root(K, root);
   if (K->oom) { st = oom(K); goto fail; }
   *out = K;
@@ -1785,6 +1841,8 @@ const char *fe_keras_map_path(void *ud, const char *path, char *buf, size_t cap)
     if (!*f) snprintf(buf, cap, "%s", n->path);
     else if (!strcmp(f, "type") || !strcmp(f, "inputs")) snprintf(buf, cap, "%s.%s", n->path, keras_key(f));
     else snprintf(buf, cap, "%s.config.%s", n->path, keras_key(f));
+  } else if (sscanf(path, "outputs[%d]", &i) == 1 && i >= 0 && i < K->nouts) {   /* an output: its layer */
+    snprintf(buf, cap, "%s", K->n[K->outs[i]].path);
   } else if (!strcmp(path, "layers")) snprintf(buf, cap, "%s", K->layers_path);
   else if (!strncmp(path, "input", 5)) snprintf(buf, cap, "%s", K->in_path);
   else if (!strncmp(path, "optimizer", 9)) snprintf(buf, cap, "%s", K->opt_path);

@@ -151,9 +151,12 @@ tpu_status fe_ws_create(const tpu_fe_model *m, int rows, fe_core_ws *ws) {
   ws->dtmp = tpu_malloc(r * m->max_act * sizeof(float));
   ws->grad = tpu_calloc(m->nparams ? m->nparams : 1, sizeof(float));   /* non-trainable slots stay 0 */
   if (m->nstate && !(ws->stat = tpu_calloc(m->nparams, sizeof(float)))) goto fail;
-  const size_t per = m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? (size_t)m->input.c : 1;   /* loss rows a sample */
+  /* loss rows a sample: its tokens' (the next-token loss); each output's
+  ** per-sample loss, then a mean-squared-error target (several outputs) */
+  const size_t per = m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? (size_t)m->input.c : 1;
+  const size_t nrow = (size_t)(m->nout > 1 ? m->nout : 1) + 1;
   ws->lab = tpu_malloc(r * per * sizeof *ws->lab);
-  ws->rowloss = tpu_malloc(r * per * sizeof *ws->rowloss);
+  ws->rowloss = tpu_malloc(r * (per > nrow ? per : nrow) * sizeof *ws->rowloss);
   if (!ws->cols || !ws->dtmp || !ws->grad || !ws->lab || !ws->rowloss) goto fail;
   return TPU_OK;
 fail:
@@ -538,7 +541,8 @@ static float *tensor_of(exec *e, fe_tensor t) {
   case FE_T_MID: return ws->mid[t.layer];
   case FE_T_DMID: return ws->dmid[t.layer];
   case FE_T_MASK: return ws->mask[t.layer];
-  case FE_T_LOSS: return ws->rowloss;
+  case FE_T_LOSS: return ws->rowloss + (size_t)t.part * (size_t)ws->rows;
+  case FE_T_TARGET: return ws->rowloss + (size_t)(m->nout > 1 ? m->nout : 1) * (size_t)ws->rows;
   case FE_T_HITS: return &e->hits;
   default: return NULL;
   }
@@ -708,15 +712,20 @@ static tpu_status run_vpu(exec *e, const fe_vpu_step *v) {
   if (v->y.kind == FE_T_LABELS) {
     for (int b = 0; b < rows; b++) ws->lab[b] = e->labels[b];
     a.labels = ws->lab;
+  } else if (v->y.kind == FE_T_TARGET) {   /* a value head's target from the label, in [-1, 1] */
+    float *t = tensor_of(e, v->y);
+    const float top = (float)(tpu_fe_model_label_classes(e->p->model) - 1);
+    for (int b = 0; b < rows; b++) t[b] = 2.0f * (float)e->labels[b] / top - 1.0f;
+    a.y = t;
   } else {
     a.y = tensor_of(e, v->y);
   }
   a.p.alpha = v->alpha;
   tpu_status st = tpu_vpu_exec(v->op, &a);
   if (st) return st;
-  if (v->op == TPU_VPU_SOFTMAX_XENT)   /* summed in row order */
-    for (int b = 0; b < rows; b++) ws->loss_sum += (double)ws->rowloss[b];
-  if (v->op == TPU_VPU_ACCURACY) ws->correct = (int)e->hits;
+  if (v->op == TPU_VPU_SOFTMAX_XENT || v->op == TPU_VPU_SIGMOID_BCE || v->op == TPU_VPU_MSE)   /* in row order, */
+    for (int b = 0; b < rows; b++) ws->loss_sum += (double)v->weight * (double)a.out[b];   /* times its weight */
+  if (v->op == TPU_VPU_ACCURACY || v->op == TPU_VPU_BINARY_ACCURACY) ws->correct = (int)e->hits;
   return TPU_OK;
 }
 

@@ -83,7 +83,8 @@ int tpu_fe_model_predictions(const tpu_fe_model *m) {
 }
 
 int tpu_fe_model_label_classes(const tpu_fe_model *m) {
-  return m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT ? 2 : m->layers[m->nlayers - 1].out.c;
+  if (m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT || m->loss == TPU_FE_LOSS_BINARY_XENT) return 2;
+  return m->layers[m->out[0].layer].out.c;
 }
 
 int tpu_fe_model_vocab(const tpu_fe_model *m) {
@@ -574,19 +575,21 @@ static tpu_status check_graph_order(tpu_json *c, const tpu_fe_model *m) {
   return TPU_OK;
 }
 
-/* Every layer but the last (the model's output) feeds a later one. */
+/* Every layer but the outputs (by default the last layer) feeds a later one. */
 static tpu_status check_graph_use(tpu_json *c, const tpu_fe_model *m) {
   char a[80], b[48], path[48];
   unsigned char used[TPU_FE_MAX_LAYERS] = { 0 };
   for (int i = 0; i < m->nlayers; i++)
     for (int k = 0; k < m->layers[i].nin; k++) if (m->layers[i].inputs[k] >= 0) used[m->layers[i].inputs[k]] = 1;
+  for (int k = 0; k < m->nout; k++) used[m->out[k].layer] = 1;   /* by default the last layer */
   int unused = -1;
-  for (int i = 0; i < m->nlayers - 1 && unused < 0; i++) if (!used[i]) unused = i;
+  for (int i = 0; i < m->nlayers && unused < 0; i++) if (!used[i]) unused = i;
   if (unused >= 0) {
     snprintf(path, sizeof path, "layers[%d]", unused);
-    return tpu_json_fail(c, path, "%s: an unused branch: no later layer takes its output %s as an input, and only "
-                         "the last layer is the model's output", who(m, unused, a, sizeof a),
-                         tpu_fe_shape_str(m->layers[unused].out, b, sizeof b));
+    return tpu_json_fail(c, path, "%s: an unused branch: no later layer takes its output %s as an input, and %s",
+                         who(m, unused, a, sizeof a), tpu_fe_shape_str(m->layers[unused].out, b, sizeof b),
+                         m->nout > 1 ? "it is not one of the model's \"outputs\""
+                         : "only the last layer is the model's output");
   }
   return TPU_OK;
 }
@@ -906,8 +909,9 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
     return tpu_json_fail(c, "layers", "the last layer's output %s is not flat; softmax_cross_entropy needs a vector "
                 "of class scores (end with flatten and dense)", tpu_fe_shape_str(s, a, sizeof a));
   }
-  /* a head of one value (Keras' binary classifier: one sigmoid unit) loads, so
-  ** that tpusim model can show it; a run refuses it (run.c: check_head) */
+  /* a head of one value loads: one sigmoid unit (Keras' binary classifier)
+  ** trains with binary cross-entropy (pick_loss); any other one only shows
+  ** in tpusim model (a run refuses it: run.c, check_head) */
   if (off > ((size_t)1 << 30))
     return tpu_json_fail(c, "layers", "the model has %zu parameters; at most 2^30 are supported", off);
   m->nparams = off;
@@ -954,13 +958,141 @@ static tpu_status parse_optimizer(tpu_json *c, json_t *jo, tpu_fe_optimizer *o) 
   return tpu_json_fail_member(ob, "type", "expected \"sgd\", \"momentum\" or \"adam\"");
 }
 
+/* The loss: as "loss" names it, else the head's -- binary cross-entropy
+** for one sigmoid unit (Keras' binary classifier; its to_json() has no
+** loss), softmax cross-entropy otherwise. binary_cross_entropy reads the
+** logit under that sigmoid (fe_sigmoid_folded), so it needs one. */
+static tpu_status pick_loss(tpu_json_obj *root, const char *name, tpu_fe_model *m) {
+  if (m->loss == TPU_FE_LOSS_NEXT_TOKEN_XENT) {   /* parse_root's, checked by infer */
+    m->out[0].loss = m->loss;
+    return TPU_OK;
+  }
+  const bool bin = fe_binary_head(m);
+  m->loss = (name ? !strcmp(name, "binary_cross_entropy") : bin) ? TPU_FE_LOSS_BINARY_XENT : TPU_FE_LOSS_SOFTMAX_XENT;
+  m->out[0].loss = m->loss;
+  if (m->loss != TPU_FE_LOSS_BINARY_XENT || bin) return TPU_OK;
+  const tpu_fe_layer *L = &m->layers[m->nlayers - 1];
+  char a[48];
+  return tpu_json_fail_member(root, "loss", "binary_cross_entropy takes one sigmoid unit at the output; the last "
+                              "layer%s%s%s (%s) gives %s%s; end with a dense of 1 unit and \"activation\": "
+                              "\"sigmoid\" (or a sigmoid layer after it)", *L->name ? " '" : "", L->name,
+                              *L->name ? "'" : "", tpu_fe_layer_kind_name(L->kind),
+                              tpu_fe_shape_str(L->out, a, sizeof a),
+                              tpu_fe_shape_size(L->out) == 1 ? " value, not under a sigmoid" : " values");
+}
+
+static const char *const LOSS_NAMES[] = { "softmax_cross_entropy", "binary_cross_entropy", "mean_squared_error",
+                                          "next_token_softmax_cross_entropy" };
+const char *tpu_fe_loss_name(tpu_fe_loss l) {
+  return (unsigned)l <= TPU_FE_LOSS_NEXT_TOKEN_XENT ? LOSS_NAMES[l] : "?";
+}
+
+/* "outputs" (fe.h, tpu_fe_output): each a layer by name, its loss (by
+** default its head's: fe_head_loss) and weight. Without it, one output:
+** the last layer, weight 1, its loss from pick_loss. Read once the layers'
+** names are; check_outputs checks the heads once shapes are known. */
+static tpu_status parse_outputs(tpu_json *c, tpu_json_obj *root, json_t *jo, const char *lname, tpu_fe_model *m) {
+  m->nout = 1;
+  m->out[0] = (tpu_fe_output){ .layer = m->nlayers - 1, .loss = TPU_FE_LOSS_SOFTMAX_XENT, .weight = 1.0 };
+  if (!jo) return TPU_OK;
+  if (lname) return tpu_json_fail_member(root, "loss", "with \"outputs\", each output names its loss");
+  const size_t n = json_is_array(jo) ? json_array_size(jo) : 0;
+  if (n < 1 || n > TPU_FE_MAX_OUTPUTS)
+    return tpu_json_fail_member(root, "outputs", "expected an array of 1..%d objects {\"layer\": NAME, \"loss\": "
+                                "LOSS, \"weight\": W}", TPU_FE_MAX_OUTPUTS);
+  m->nout = (int)n;
+  for (int k = 0; k < m->nout; k++) {
+    static const char *const ks[] = { "layer", "loss", "weight", NULL };
+    char path[32], what[40];
+    snprintf(path, sizeof path, "outputs[%d]", k);
+    snprintf(what, sizeof what, "outputs[%d]: ", k);
+    json_t *e = json_array_get(jo, (size_t)k);
+    if (!json_is_object(e)) return tpu_json_fail(c, path, "outputs[%d]: expected an object", k);
+    tpu_json_obj *o = OBJ(c, e, path, what);
+    const char *nm = NULL, *ls = NULL;
+    tpu_fe_output *out = &m->out[k];
+    out->weight = 1.0;
+    out->layer = -1;
+    tpu_status st;
+    if ((st = tpu_json_keys(o, ks)) || (st = tpu_json_str(o, "layer", TPU_JSON_REQUIRED, &nm)) ||
+        (st = tpu_json_str(o, "loss", 0, &ls)) || (st = tpu_json_num(o, "weight", 0, 1e6, 0, &out->weight)))
+      return st;
+    for (int i = 0; i < m->nlayers && out->layer < 0; i++) if (!strcmp(m->layers[i].name, nm)) out->layer = i;
+    for (int q = 0; q < k && out->layer >= 0; q++)
+      if (m->out[q].layer == out->layer) return tpu_json_fail_member(o, "layer", "'%s' is already outputs[%d]", nm, q);
+    if (out->layer < 0) return tpu_json_fail_member(o, "layer", "unknown layer '%s': no layer has that \"name\"", nm);
+    out->loss = (tpu_fe_loss)-1;   /* the head's (check_outputs) */
+    for (int q = 0; ls && q <= TPU_FE_LOSS_MSE; q++) if (!strcmp(ls, LOSS_NAMES[q])) out->loss = (tpu_fe_loss)q;
+    if (ls && (int)out->loss < 0)
+      return tpu_json_fail_member(o, "loss", "expected \"softmax_cross_entropy\", \"binary_cross_entropy\" or "
+                                  "\"mean_squared_error\"");
+  }
+  return TPU_OK;
+}
+
+/* An output whose head's softmax or sigmoid is folded into its loss (the
+** loss reads the logits) gives them to no other layer: it would read
+** logits for probabilities. A softmax head takes softmax cross-entropy. */
+static tpu_status check_folded(tpu_json *c, const tpu_fe_model *m) {
+  char a[80], b[80], path[32];
+  for (int k = 0; k < m->nout; k++) {
+    const int o = m->out[k].layer, h = fe_head_of(m, o);
+    const tpu_fe_layer *H = &m->layers[h];
+    const bool softmax = H->kind == TPU_FE_SOFTMAX || H->act == TPU_FE_SOFTMAX;
+    snprintf(path, sizeof path, "outputs[%d]", k);
+    if (softmax && m->out[k].loss != TPU_FE_LOSS_SOFTMAX_XENT)
+      return tpu_json_fail(c, path, "outputs[%d]: %s ends in a softmax, which is folded into softmax_cross_entropy; "
+                           "%s needs the head without it", k, who(m, h, a, sizeof a), tpu_fe_loss_name(m->out[k].loss));
+    if (!softmax && !fe_sigmoid_folded(m, h)) continue;
+    for (int j = 0; j < m->nlayers; j++)
+      for (int q = 0; q < m->layers[j].nin && !(j > h && j <= o); q++)
+        if (m->layers[j].inputs[q] >= h && m->layers[j].inputs[q] <= o)
+          return tpu_json_fail(c, path, "outputs[%d]: %s's %s is folded into the loss, so its values are logits; %s "
+                               "reads them (give it the layer before the activation, or an activation layer of its "
+                               "own)", k, who(m, h, a, sizeof a), softmax ? "softmax" : "sigmoid", who(m, j, b, sizeof b));
+  }
+  return TPU_OK;
+}
+
+/* Each output's head against its loss (its head's by default), once the
+** shapes are known. Output 0 takes the data's labels, so its loss is a
+** classifier's; an output under mean squared error is one value (its
+** target made from the label); a further classifier takes the same labels. */
+static tpu_status check_outputs(tpu_json *c, tpu_fe_model *m) {
+  char a[80], b[48], path[32];
+  for (int k = 0; k < m->nout; k++) {
+    tpu_fe_output *o = &m->out[k];
+    const tpu_fe_layer *L = &m->layers[o->layer];
+    const size_t n = tpu_fe_shape_size(L->out);
+    const bool bin = fe_output_binary(m, o->layer);
+    if ((int)o->loss < 0) o->loss = fe_head_loss(m, o->layer);
+    snprintf(path, sizeof path, "outputs[%d]", k);
+    const char *why = NULL;
+    if (L->out.h != 1 || L->out.w != 1) why = "an output is a vector (end it with flatten or global_avgpool)";
+    else if (o->loss == TPU_FE_LOSS_BINARY_XENT && !bin) why = "binary_cross_entropy takes one sigmoid unit";
+    else if (o->loss == TPU_FE_LOSS_SOFTMAX_XENT && n < 2) why = "softmax_cross_entropy takes one score per class (>= 2)";
+    else if (o->loss == TPU_FE_LOSS_MSE && n != 1)
+      why = "mean_squared_error takes one value (its target is made from the sample's label)";
+    else if (k == 0 && o->loss == TPU_FE_LOSS_MSE)
+      why = "outputs[0] takes the data's labels: its loss is softmax_cross_entropy or binary_cross_entropy";
+    else if (k > 0 && o->loss != TPU_FE_LOSS_MSE && (o->loss == TPU_FE_LOSS_BINARY_XENT ? 2 : (int)n) !=
+             (m->out[0].loss == TPU_FE_LOSS_BINARY_XENT ? 2 : m->layers[m->out[0].layer].out.c))
+      why = "a further classifier takes the labels of outputs[0]: it needs as many classes";
+    if (why)
+      return tpu_json_fail(c, path, "outputs[%d]: %s gives %s value%s under %s: %s", k, who(m, o->layer, a, sizeof a),
+                           tpu_fe_shape_str(L->out, b, sizeof b), n == 1 ? "" : "s", tpu_fe_loss_name(o->loss), why);
+  }
+  m->loss = m->out[0].loss;
+  return check_folded(c, m);
+}
+
 /* The model of document c (parsed, its root an object) into *out. */
 static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
   tpu_fe_model *m = tpu_calloc(1, sizeof *m);
   tpu_status st;
   if (!m) { snprintf(c->err, c->errcap, "%s: out of memory", c->where); return TPU_ERR_NOMEM; }
   tpu_json_obj *root = OBJ(c, c->root, "", "");
-  static const char *const ks[] = { "name", "input", "layers", "loss", "optimizer", "seed", NULL };
+  static const char *const ks[] = { "name", "input", "layers", "loss", "outputs", "optimizer", "seed", NULL };
   const char *name = "model";
   if ((st = tpu_json_keys(root, ks)) || (st = tpu_json_str(root, "name", 0, &name))) goto done;
   snprintf(m->name, sizeof m->name, "%s", name);
@@ -997,13 +1129,17 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
         (st = resolve_tied(c, json_array_get(jl, (size_t)i), m, i))) goto done;
 
   json_t *jloss = json_object_get(c->root, "loss");
-  const char *ls = json_is_string(jloss) ? json_string_value(jloss) : "";
-  if (jloss && strcmp(ls, "softmax_cross_entropy") && strcmp(ls, "next_token_softmax_cross_entropy")) {
-    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\" or "
+  const char *lname = json_is_string(jloss) ? json_string_value(jloss) : NULL;
+  if (jloss && !(lname && (!strcmp(lname, "softmax_cross_entropy") || !strcmp(lname, "binary_cross_entropy") ||
+                           !strcmp(lname, "next_token_softmax_cross_entropy")))) {
+    st = tpu_json_fail_member(root, "loss", "expected \"softmax_cross_entropy\", \"binary_cross_entropy\" or "
                               "\"next_token_softmax_cross_entropy\"");
     goto done;
   }
-  if (jloss && !strcmp(ls, "next_token_softmax_cross_entropy")) m->loss = TPU_FE_LOSS_NEXT_TOKEN_XENT;
+  /* the next-token loss is known before the shapes are: infer checks the
+  ** language model's output against it */
+  const bool next_token = lname && !strcmp(lname, "next_token_softmax_cross_entropy");
+  if (next_token) m->loss = TPU_FE_LOSS_NEXT_TOKEN_XENT;
   if ((st = parse_optimizer(c, json_object_get(c->root, "optimizer"), &m->opt))) goto done;
   json_t *js = json_object_get(c->root, "seed");
   if (js && (!json_is_integer(js) || json_integer_value(js) < 0)) {
@@ -1011,7 +1147,15 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
     goto done;
   }
   m->seed = js ? (uint64_t)json_integer_value(js) : 1;
-  if ((st = check_graph_order(c, m)) || (st = infer(c, m, ni == 1)) || (st = check_graph_use(c, m))) goto done;
+  json_t *jout = json_object_get(c->root, "outputs");
+  if (next_token && jout) {
+    st = tpu_json_fail_member(root, "outputs", "a model with \"loss\": \"next_token_softmax_cross_entropy\" "
+                              "has one output (its last layer); leave out \"outputs\"");
+    goto done;
+  }
+  if ((st = parse_outputs(c, root, jout, lname, m)) || (st = check_graph_order(c, m)) || (st = infer(c, m, ni == 1)) ||
+      (st = check_graph_use(c, m)) || (st = jout ? check_outputs(c, m) : pick_loss(root, lname, m)))
+    goto done;
   *out = *m;
 done:
   tpu_free(m);

@@ -54,10 +54,9 @@ size_t fe_att_boff(const tpu_fe_layer *l, int part) {
 
 tpu_sim_dtype fe_tensor_dtype(const fe_plan *p, fe_tensor t) {
   if (p->model->policy != TPU_FE_MIXED_BFLOAT16) return TPU_SIM_F32;
-  const int n = p->model->nlayers;
-  switch (t.kind) {
-  case FE_T_ACT: return t.layer > 0 && t.layer < n ? TPU_SIM_BF16 : TPU_SIM_F32;
-  case FE_T_DACT: return t.layer < n ? TPU_SIM_BF16 : TPU_SIM_F32;
+  switch (t.kind) {   /* the outputs' values (the logits) and their gradients stay f32 */
+  case FE_T_ACT: return t.layer > 0 && !fe_is_output(p->model, t.layer - 1) ? TPU_SIM_BF16 : TPU_SIM_F32;
+  case FE_T_DACT: return t.layer < 1 || !fe_is_output(p->model, t.layer - 1) ? TPU_SIM_BF16 : TPU_SIM_F32;
   case FE_T_DTMP: case FE_T_MID: case FE_T_DMID: case FE_T_ATT: case FE_T_DATT: return TPU_SIM_BF16;
   default: return TPU_SIM_F32;
   }
@@ -122,7 +121,8 @@ static fe_step *vpu(builder *b, tpu_vpu_op op, int64_t rows, int64_t cols, fe_te
                     bool fused) {
   fe_step *s = push(b, FE_STEP_VPU);
   s->fused = fused;
-  s->vpu = (fe_vpu_step){ .op = op, .rows = rows, .cols = cols, .alpha = 1.0f, .x = x, .y = y, .out = out };
+  s->vpu = (fe_vpu_step){ .op = op, .rows = rows, .cols = cols, .alpha = 1.0f, .weight = 1.0f, .x = x, .y = y,
+                          .out = out };
   return s;
 }
 
@@ -149,6 +149,12 @@ static fe_step *act(builder *b, tpu_fe_layer_kind k, const tpu_fe_layer *l, bool
   if (cap) s->vpu.alpha = (float)l->max_value;
   if (k == TPU_FE_LEAKY_RELU) s->vpu.alpha = (float)l->negative_slope;
   return s;
+}
+
+/* Layer i's "activation" is folded into the loss: the output's softmax,
+** or its sigmoid under binary cross-entropy. */
+static bool act_folded(const tpu_fe_model *m, int i) {
+  return m->layers[i].act == TPU_FE_SOFTMAX || fe_sigmoid_folded(m, i);
 }
 
 static fe_tensor in_act(const tpu_fe_layer *l, int k) { return T(FE_T_ACT, l->inputs[k] + 1); }
@@ -280,7 +286,7 @@ static void forward_layer(builder *b, int i) {
       gemm(b, "matmul", (int)R, l->filters, Cm, false, false, T(FE_T_MID, i), T(FE_T_W2, i), y);
     }
     if (!l->no_bias) vpu(b, TPU_VPU_BIAS_ADD, R, C, y, T(FE_T_B, i), y, true);
-    if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": on the result tile, in place */
+    if (l->act && !act_folded(p->model, i))   /* "activation": on the result tile, in place */
       act(b, l->act, l, false, R, C, y, T(FE_T_NONE, 0), y, true);
     break;
   case TPU_FE_MAXPOOL: case TPU_FE_AVGPOOL: case TPU_FE_GLOBAL_AVGPOOL:
@@ -288,6 +294,10 @@ static void forward_layer(builder *b, int i) {
     break;
   case TPU_FE_RELU: case TPU_FE_TANH: case TPU_FE_SIGMOID: case TPU_FE_GELU: case TPU_FE_SWISH:
   case TPU_FE_LEAKY_RELU: {
+    if (fe_sigmoid_folded(p->model, i)) {   /* the output's, folded into binary cross-entropy: a view */
+      move(b, FE_STEP_VIEW, R, C, x, y);
+      break;
+    }
     /* right after a GEMM layer whose result only it reads, the timing
     ** applies it to the result tile (gelu, swish and leaky_relu stay apart: their gradient reads the
     ** GEMM's result, which must then be stored as well) */
@@ -430,7 +440,7 @@ static void backward_layer(builder *b, int i) {
     return;
   }
   const fe_tensor dx = need_dx ? grad_to(b, t) : none;
-  if (l->act && l->act != TPU_FE_SOFTMAX)   /* "activation": its gradient from the output, in place */
+  if (l->act && !act_folded(p->model, i))   /* "activation": its gradient from the output, in place */
     act(b, l->act, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dy, false);
   switch (l->kind) {
   case TPU_FE_DENSE:   /* over every position: Rout rows */
@@ -513,7 +523,8 @@ static void backward_layer(builder *b, int i) {
     act(b, l->kind, l, true, Rout, Cout, x, dy, dx, false);
     break;
   case TPU_FE_TANH: case TPU_FE_SIGMOID:   /* these look at the forward output */
-    act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
+    if (fe_sigmoid_folded(p->model, i)) move(b, FE_STEP_VIEW, Rout, Cout, dy, dx);   /* the loss's gradient */
+    else act(b, l->kind, l, true, Rout, Cout, T(FE_T_ACT, i + 1), dy, dx, false);
     break;
   case TPU_FE_DROPOUT:
     if (l->rate > 0) {
@@ -545,6 +556,44 @@ static void loss_steps(builder *b) {
   vpu(b, TPU_VPU_ACCURACY, rows, ncls, T(FE_T_ACT, n), T(FE_T_LABELS, 0), T(FE_T_HITS, 0), true);
 }
 
+/* binary cross-entropy and binary accuracy of the one logit a sample
+** (the head's sigmoid folded in), as loss_steps does softmax_xent's. */
+static void binary_loss_steps(builder *b) {
+  const fe_plan *p = b->p;
+  const int n = p->model->nlayers;
+  const fe_tensor logit = T(FE_T_ACT, n), lab = T(FE_T_LABELS, 0);
+  b->phase = FE_LOSS;
+  b->layer = -1;
+  fe_step *s = vpu(b, TPU_VPU_SIGMOID_BCE, p->rows, 1, logit, lab, T(FE_T_LOSS, 0), false);
+  s->vpu.alpha = (float)(1.0 / p->global_batch);
+  if (p->train) s->vpu.out2 = T(FE_T_DACT, n);
+  vpu(b, TPU_VPU_BINARY_ACCURACY, p->rows, 1, logit, lab, T(FE_T_HITS, 0), true);
+}
+
+/* The losses of a model with several outputs (fe.h, tpu_fe_output): each
+** output's loss (part k of LOSS) with alpha = weight / global batch, its
+** gradient into its tensor's DACT; output 0's accuracy. A mean squared
+** error reads its target (TARGET k, made from the labels). */
+static void outputs_loss_steps(builder *b) {
+  static const tpu_vpu_op OP[] = { TPU_VPU_SOFTMAX_XENT, TPU_VPU_SIGMOID_BCE, TPU_VPU_MSE };
+  const fe_plan *p = b->p;
+  const tpu_fe_model *m = p->model;
+  b->phase = FE_LOSS;
+  b->layer = -1;
+  for (int k = 0; k < m->nout; k++) {
+    const tpu_fe_output *o = &m->out[k];
+    const int t = o->layer + 1, cols = (int)tpu_fe_shape_size(m->layers[o->layer].out);
+    const fe_tensor y = o->loss == TPU_FE_LOSS_MSE ? TP(FE_T_TARGET, 0, k) : T(FE_T_LABELS, 0);
+    fe_step *s = vpu(b, OP[o->loss], p->rows, cols, T(FE_T_ACT, t), y, TP(FE_T_LOSS, 0, k), false);
+    s->vpu.alpha = (float)(o->weight / p->global_batch);
+    s->vpu.weight = (float)o->weight;
+    if (p->train) s->vpu.out2 = T(FE_T_DACT, t);
+    if (k == 0)
+      vpu(b, o->loss == TPU_FE_LOSS_BINARY_XENT ? TPU_VPU_BINARY_ACCURACY : TPU_VPU_ACCURACY, p->rows, cols,
+          T(FE_T_ACT, t), T(FE_T_LABELS, 0), T(FE_T_HITS, 0), true);
+  }
+}
+
 /* Which tensors need a gradient (made by a layer with parameters, or by a
 ** layer reading one that does) and how many inputs read each. */
 static void graph_facts(const tpu_fe_model *m, builder *b) {
@@ -567,10 +616,13 @@ static void build(builder *b, bool train) {
   move(b, FE_STEP_INFEED, p->rows, (int64_t)tpu_fe_shape_size(m->input), T(FE_T_X, 0), T(FE_T_ACT, 0));
   b->phase = FE_FORWARD;
   for (int i = 0; i < m->nlayers; i++) forward_layer(b, i);
-  loss_steps(b);
+  if (m->nout > 1 || (m->nout == 1 && m->out[0].weight != 1.0)) outputs_loss_steps(b);
+  else if (m->loss == TPU_FE_LOSS_BINARY_XENT) binary_loss_steps(b);
+  else loss_steps(b);
   if (!train) return;
   b->phase = FE_BACKWARD;
   b->has_grad[m->nlayers] = 1;   /* the loss's gradient */
+  for (int k = 0; k < m->nout; k++) b->has_grad[m->out[k].layer + 1] = 1;   /* each output's */
   for (int i = m->nlayers - 1; i >= 0; i--) if (b->needs[i + 1]) backward_layer(b, i);
   b->layer = -1;
   b->phase = FE_ALLREDUCE;
@@ -632,11 +684,52 @@ bool fe_tied_after(const tpu_fe_model *m, int i) {
   return false;
 }
 
+int fe_head_of(const tpu_fe_model *m, int o) {
+  int h = o;
+  while (h > 0 && (m->layers[h].kind == TPU_FE_RESHAPE || m->layers[h].kind == TPU_FE_FLATTEN) &&
+         m->layers[h].inputs[0] == h - 1)
+    h--;
+  return h;
+}
+
 bool fe_softmax_folded(const tpu_fe_model *m, int i) {
-  for (int j = i + 1; j < m->nlayers; j++)
-    if ((m->layers[j].kind != TPU_FE_RESHAPE && m->layers[j].kind != TPU_FE_FLATTEN) || m->layers[j].inputs[0] != j - 1)
-      return false;
-  return true;
+  for (int k = 0; k < (m->nout ? m->nout : 1); k++) {   /* an output's head, or a layer between it and it */
+    const int o = m->nout ? m->out[k].layer : m->nlayers - 1;
+    if (i <= o && i >= fe_head_of(m, o)) return true;
+  }
+  return false;
+}
+
+static bool is_sigmoid(const tpu_fe_layer *l) {
+  return l->kind == TPU_FE_SIGMOID || (is_gemm(l) && l->act == TPU_FE_SIGMOID);
+}
+static bool is_tanh(const tpu_fe_layer *l) {
+  return l->kind == TPU_FE_TANH || (is_gemm(l) && l->act == TPU_FE_TANH);
+}
+
+bool fe_output_binary(const tpu_fe_model *m, int o) {
+  return tpu_fe_shape_size(m->layers[o].out) == 1 && is_sigmoid(&m->layers[fe_head_of(m, o)]);
+}
+bool fe_binary_head(const tpu_fe_model *m) { return fe_output_binary(m, m->nlayers - 1); }
+
+tpu_fe_loss fe_head_loss(const tpu_fe_model *m, int o) {
+  const tpu_fe_layer *h = &m->layers[fe_head_of(m, o)];
+  if (fe_output_binary(m, o)) return TPU_FE_LOSS_BINARY_XENT;
+  return is_tanh(h) || tpu_fe_shape_size(m->layers[o].out) == 1 ? TPU_FE_LOSS_MSE : TPU_FE_LOSS_SOFTMAX_XENT;
+}
+
+bool fe_sigmoid_folded(const tpu_fe_model *m, int i) {
+  for (int k = 0; k < (m->nout ? m->nout : 1); k++) {   /* a model made without the loader: its last layer */
+    const int o = m->nout ? m->out[k].layer : m->nlayers - 1;
+    const tpu_fe_loss l = m->nout ? m->out[k].loss : m->loss;
+    if (l == TPU_FE_LOSS_BINARY_XENT && i == fe_head_of(m, o) && is_sigmoid(&m->layers[i])) return true;
+  }
+  return false;
+}
+
+bool fe_is_output(const tpu_fe_model *m, int i) {
+  for (int k = 0; k < m->nout; k++) if (m->out[k].layer == i) return true;
+  return i == m->nlayers - 1;
 }
 
 static const char *const ATT_PART_NAMES[] = { "projections", "scores", "softmax", "weighted sum" };

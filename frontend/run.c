@@ -94,15 +94,18 @@ tpu_fe_run_config tpu_fe_run_config_default(void) {
 ** Creation: the config, the data, the timer, the trainer, the checkpoint
 ** ================================================================== */
 /* What the command line's options cannot get wrong but a caller can. */
-/* The loss reads the last layer's values as class scores: softmax
-** cross-entropy needs two at least. A single unit (Keras' binary head, one
-** sigmoid) would train with binary cross-entropy, which is not modelled. */
+/* Softmax cross-entropy reads the last layer's values as class scores: it
+** needs two at least. A single sigmoid unit trains with binary
+** cross-entropy (the loss the loader gives it unless "loss" says
+** otherwise); a single linear or tanh unit is a regression head, whose
+** mean squared error is not modelled. */
 static tpu_status check_head(const tpu_fe_model *m, const char *label, char *err, size_t errcap) {
   const tpu_fe_layer *L = &m->layers[m->nlayers - 1];
-  if (L->out.c >= 2) return TPU_OK;
-  return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--model %s: the last layer%s%s%s (%s) gives %d value: a binary head (one "
-                    "sigmoid unit, Keras' binary_crossentropy) is not trained yet; softmax_cross_entropy needs one "
-                    "score per class (at least 2: a dense of 2 units and softmax)", label, *L->name ? " '" : "", L->name,
+  if (m->nout > 1 || m->loss != TPU_FE_LOSS_SOFTMAX_XENT || L->out.c >= 2) return TPU_OK;   /* "outputs": checked */
+  return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "--model %s: the last layer%s%s%s (%s) gives %d value: "
+                    "softmax_cross_entropy needs one score per class (at least 2: a dense of 2 units and softmax); "
+                    "one sigmoid unit trains with binary_cross_entropy (its default loss), a linear or tanh unit "
+                    "(a regression, Keras' mean_squared_error) is not trained", label, *L->name ? " '" : "", L->name,
                     *L->name ? "'" : "", tpu_fe_layer_kind_name(L->kind), L->out.c);
 }
 
@@ -135,7 +138,7 @@ static tpu_status check_config(const tpu_fe_run_config *c, char *err, size_t err
 static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t errcap) {
   const tpu_fe_run_config *c = &r->cfg;
   char e[1024];
-  const int ncls = tpu_fe_model_label_classes(&r->model);
+  const int ncls = tpu_fe_model_label_classes(&r->model);   /* a binary head's: 2 */
   /* synthetic data takes the model's input shape and classes (and token
   ** ids for a model whose input feeds an embedding) */
   tpu_fe_feed_opts fo = { .data = c->data, .pipeline = c->pipeline, .global_batch = c->global_batch,
@@ -143,6 +146,7 @@ static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t 
                           .input_shape = r->model.input, .synthetic_classes = ncls, .no_values = !r->numerics,
                           .vocab = tpu_fe_model_vocab(&r->model),
                           .model_shape = r->model.input, .model_classes = ncls, .timeline_steps = c->timeline_steps,
+                          .model_binary = r->model.loss == TPU_FE_LOSS_BINARY_XENT,
                           /* a slice's hosts each feed their chips: the busiest host's share */
                           .hosts = c->chip.hosts,
                           .host_batch = r->rows * c->chip.cores_per_chip * tpu_chip_chips_per_host(&c->chip) };
@@ -153,6 +157,8 @@ static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t 
   tpu_status st = tpu_fe_feed_open(&fo, &r->feed, &fi, e, sizeof e);
   /* every split is checked against the model (tpu_fe_feed_opts.model_shape) */
   if (st && c->pipeline) return tpu_errorf(err, errcap, st, "--pipeline: %s", e);
+  if (st && fo.model_binary)   /* the classes are the model's question too */
+    return tpu_errorf(err, errcap, st, "--data %s (--model %s): %s", c->data, label, e);
   if (st) return tpu_errorf(err, errcap, st, "--data %s: %s", c->data, e);
   if (r->numerics && (st = tpu_fe_feed_test_set(&fo, &r->test, e, sizeof e)))
     return tpu_errorf(err, errcap, st, "--data %s (test split): %s", c->data, e);

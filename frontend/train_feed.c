@@ -136,6 +136,13 @@ static tpu_status check_split(const tpu_fe_feed_opts *o, const tpu_df_info *di, 
                                 di->classes == o->model_classes))
     return TPU_OK;
   char a[48], b[48];
+  if (o->model_binary && tpu_fe_shape_size(got) == tpu_fe_shape_size(o->model_shape)) {
+    snprintf(err, errcap, "%s: the %s split has %d classes; the model's binary head (one sigmoid unit, "
+             "binary_cross_entropy) takes 2, labels 0 and 1: give it data of two classes (a directory of IDX "
+             "files, images:DIR of two folders, synthetic), or the model one output per class and softmax",
+             di->source ? di->source : "the data", split, di->classes);
+    return TPU_ERR_INPUT;
+  }
   snprintf(err, errcap, "%s: the %s split has samples of %s and %d classes; the model takes input %s and gives %d "
            "classes", di->source ? di->source : "the data", split, tpu_fe_shape_str(got, a, sizeof a), di->classes,
            tpu_fe_shape_str(o->model_shape, b, sizeof b), o->model_classes);

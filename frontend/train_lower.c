@@ -50,6 +50,7 @@
 **               tiles (XLA would often fold the padding into the next
 **               conv's im2col; this is the unfused cost)
 **   loss        softmax_xent (loss and gradient) and accuracy per row tile
+**               (sigmoid_bce and binary_accuracy: binary cross-entropy)
 **   ALLREDUCE   ONE all-reduce of every f32 gradient at the end of the
 **               backward pass (see below why one)
 **   BN, BN_BWD  batch_normalization, unfused: one element-wise VPU pass over
@@ -286,11 +287,14 @@ static void lower_dw_expand(lower *w, const fe_step *s) {
 }
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row
-** tile of the logits (Q values a tile). */
-static void lower_loss(lower *w, const fe_plan *p, const fe_vpu_step *v) {
+** tile of the logits (Q values a tile); sigmoid_bce and binary_accuracy
+** likewise on one logit a row; mse on one value a row against its target,
+** which comes in as the labels do. acc: the accuracy op after it, or -1
+** (a further output of a model with several). */
+static void lower_loss(lower *w, const fe_plan *p, const fe_vpu_step *v, int acc_op) {
   tpu_sim_lowering *L = w->L;
   const int64_t rows = v->rows, ncls = v->cols, Q = tpu_sim_lower_tile_values(L);
-  const int n = p->model->nlayers;
+  const int n = v->x.layer;   /* the output's tensor: its layer is n - 1 */
   if (ncls > Q) {
     char msg[256];
     snprintf(msg, sizeof msg, "layer %d (%s): a row of %lld logits does not fit one VMEM tile of %lld values "
@@ -308,13 +312,14 @@ static void lower_loss(lower *w, const fe_plan *p, const fe_vpu_step *v) {
     int x = tpu_sim_lower_load(L, w->hbm, TPU_SIM_R_X, slot, r0, 0, ri, ncls, "dma");
     int lab = tpu_sim_lower_load(L, w->labels, TPU_SIM_R_LAB, slot, r0, 0, ri, 1, "labels dma");
     tpu_sim_lower_flush(L);
-    int loss = tpu_sim_lower_vmem(L, TPU_SIM_R_LOSS, slot, ri, 1), acc = tpu_sim_lower_vmem(L, TPU_SIM_R_ACC, slot, 1, 1);
+    int loss = tpu_sim_lower_vmem(L, TPU_SIM_R_LOSS, slot, ri, 1);
+    int acc = acc_op >= 0 ? tpu_sim_lower_vmem(L, TPU_SIM_R_ACC, slot, 1, 1) : 0;
     int grad = p->train ? tpu_sim_lower_vmem(L, TPU_SIM_R_O, slot, ri, ncls) : 0;
-    vpu(w, TPU_VPU_SOFTMAX_XENT, x, lab, 0, loss, grad, 0, &xent);
-    vpu(w, TPU_VPU_ACCURACY, x, lab, 0, acc, 0, 0, NULL);
+    vpu(w, v->op, x, lab, 0, loss, grad, 0, &xent);
+    if (acc_op >= 0) vpu(w, (tpu_vpu_op)acc_op, x, lab, 0, acc, 0, 0, NULL);
     if (p->train) tpu_sim_lower_defer(L, grad, w->hbm, r0, 0, ri, ncls, "dma");
     tpu_sim_lower_defer(L, loss, w->hbm, r0, 0, ri, 1, "loss dma");
-    tpu_sim_lower_defer(L, acc, w->hbm, 0, 0, 1, 1, "accuracy dma");
+    if (acc_op >= 0) tpu_sim_lower_defer(L, acc, w->hbm, 0, 0, 1, 1, "accuracy dma");
   }
   tpu_sim_lower_flush(L);
 }
@@ -591,7 +596,9 @@ static void step_section(lower *w, const fe_plan *p, const fe_step *s, const fe_
   if (s->fused || (prev && prev->phase == s->phase && prev->layer == s->layer && s->kind != FE_STEP_COL2IM)) return;
   static const char *const LABEL[] = { "infeed", "fwd", "softmax_xent", "bwd", "all_reduce", "optimizer" };
   char label[64];   /* "fwd 1 conv2d", or "bwd 1 conv2d col2im" (depthwise_conv2d, separable_conv2d likewise) */
-  if (s->layer < 0) snprintf(label, sizeof label, "%s", LABEL[s->phase]);
+  if (s->layer < 0)   /* the loss's section: its op's name (softmax_xent, sigmoid_bce) */
+    snprintf(label, sizeof label, "%s", s->phase == FE_LOSS && s->kind == FE_STEP_VPU ? tpu_vpu_op_name(s->vpu.op)
+                                                                                       : LABEL[s->phase]);
   else snprintf(label, sizeof label, "%s %d %s%s", LABEL[s->phase], s->layer,
                 tpu_fe_layer_kind_name(p->model->layers[s->layer].kind), s->kind == FE_STEP_COL2IM ? " col2im" : "");
   tpu_sim_lower_section(w->L, label);
@@ -610,7 +617,10 @@ static void lower_step(lower *w, const fe_plan *p, int k) {
   case FE_STEP_GEMM: lower_gemm(w, p, k); break;
   case FE_STEP_VPU: {
     const bool vec = s->vpu.op == TPU_VPU_BIAS_ADD;   /* its 1 x C operand (position_embedding's) on chip */
-    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT) lower_loss(w, p, &s->vpu);
+    const fe_step *nx = k + 1 < p->nsteps ? &p->steps[k + 1] : NULL;   /* the loss's accuracy, if any */
+    const bool acc = nx && nx->kind == FE_STEP_VPU && (nx->vpu.op == TPU_VPU_ACCURACY || nx->vpu.op == TPU_VPU_BINARY_ACCURACY);
+    if (s->vpu.op == TPU_VPU_SOFTMAX_XENT || s->vpu.op == TPU_VPU_SIGMOID_BCE || s->vpu.op == TPU_VPU_MSE)
+      lower_loss(w, p, &s->vpu, acc ? (int)nx->vpu.op : -1);
     else if (!s->fused)
       tpu_sim_lower_ewise_add(w->L, view(w, s->vpu.out), &(tpu_sim_lower_ewise){ .fn = s->vpu.op,
                               .nin = s->vpu.y.kind && s->vpu.y.kind != FE_T_MASK && !vec ? 2 : 1,

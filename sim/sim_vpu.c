@@ -5,7 +5,7 @@
 **
 ** Operand order: in[] takes the operands the op only reads, in the order
 ** X, Y, LABELS, GRAD; out[] the ones it writes, in the order OUT, OUT2, IDX,
-** PARAM, M, V. OUT2 of softmax_xent is optional. Labels and argmax indices
+** PARAM, M, V. OUT2 of softmax_xent, sigmoid_bce and mse is optional. Labels and argmax indices
 ** live in f32 buffers as exact integers and are converted at the boundary.
 */
 #include <math.h>
@@ -70,7 +70,7 @@ bool sim_vpu_check(const tpu_sim_op *o, const tpu_vpu_params *prm, const sim_cor
   int gi = 0, go = 0;
   while (gi < TPU_SIM_MAX_IN && o->in[gi]) gi++;
   while (go < TPU_SIM_MAX_OUT && o->out[go]) go++;
-  const bool opt_out2 = op == TPU_VPU_SOFTMAX_XENT && go == no - 1;
+  const bool opt_out2 = (op == TPU_VPU_SOFTMAX_XENT || op == TPU_VPU_SIGMOID_BCE || op == TPU_VPU_MSE) && go == no - 1;
   if (gi != ni || (go != no && !opt_out2)) {
     char want[128] = "";
     size_t n = 0;

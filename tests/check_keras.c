@@ -415,7 +415,8 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")),
                     "d\", 0, 0], [\"e"),
-           "the model has 2 outputs ('d', 'e'); models with one output (the class scores) are supported");
+           "outputs[1]: layers[3] (dense 'e') gives 2 values under softmax_cross_entropy: a further classifier "
+           "takes the labels of outputs[0]: it needs as many classes");
   text_err(TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
                     L("Dense", "d", ", \"units\": 3", IN("f")) ",\n" L("Dense", "e", ", \"units\": 2", IN("f")), "d"),
            "layer 'e' (Dense): does not lead to the model's output (an unused branch)");
@@ -453,6 +454,34 @@ static void remove_file(void *path) { unlink(path); }
 /* The input shape: from the InputLayer, the first layer's
 ** batch_input_shape or the model's build_input_shape; FILE@HxWxC fills an
 ** unspecified one; a fixed batch size is noted. */
+/* A Functional with two outputs: each its head's loss at weight 1 (to_json
+** keeps no loss); a compile_config's loss list and loss_weights (by output
+** name) replace them. */
+START_TEST(Several_outputs_take_their_heads_losses_or_the_compile_config) {
+  static const char base[] = TF2_FUNC(CONV("c", "", IN("in")) ",\n" L("Flatten", "f", "", IN("c")) ",\n"
+                                      L("Dense", "d", ", \"units\": 3, \"activation\": \"softmax\"", IN("f")) ",\n"
+                                      L("Dense", "e", ", \"units\": 1, \"activation\": \"tanh\"", IN("f")),
+                                      "d\", 0, 0], [\"e");
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024] = "", text[4096];
+  ck_assert_msg(tpu_fe_model_parse(base, "k.json", m, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(m->nout, 2);
+  ck_assert(m->out[0].loss == TPU_FE_LOSS_SOFTMAX_XENT && m->out[0].weight == 1);
+  ck_assert(m->out[1].loss == TPU_FE_LOSS_MSE && m->out[1].weight == 1);
+  snprintf(text, sizeof text, "%.*s, \"compile_config\": {\"loss\": [\"categorical_crossentropy\", {\"class_name\": "
+           "\"MeanSquaredError\"}], \"loss_weights\": {\"d\": 2, \"e\": 0.25}}}", (int)strlen(base) - 1, base);
+  ck_assert_msg(tpu_fe_model_parse(text, "k.json", m, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(m->out[0].loss == TPU_FE_LOSS_SOFTMAX_XENT && m->out[0].weight == 2);
+  ck_assert(m->out[1].loss == TPU_FE_LOSS_MSE && m->out[1].weight == 0.25);
+  free(m);
+  /* a loss the head cannot take is the loader's refusal, at the output's layer */
+  snprintf(text, sizeof text, "%.*s, \"compile_config\": {\"loss\": [\"categorical_crossentropy\", "
+           "\"binary_crossentropy\"]}}", (int)strlen(base) - 1, base);
+  text_err(text, "outputs[1]: layers[3] (dense 'e') gives 1 value under binary_cross_entropy: binary_cross_entropy "
+           "takes one sigmoid unit");
+}
+END_TEST
+
 START_TEST(The_input_shape_comes_from_the_file_or_after_an_at_sign) {
   static char path[64];
   snprintf(path, sizeof path, "/tmp/check_keras_XXXXXX.json");
@@ -697,9 +726,17 @@ START_TEST(Real_keras_files_do_what_their_readme_says) {
   m = load_ok(SHARED "tf2.10_cnn_bn_seq.json", NULL);
   TU_EQ_U64(2230506, m->nparams);
   TU_EQ_U64(3456, m->nstate);
+  /* two outputs (AlphaGo Zero's policy and value heads): each its head's loss, weight 1: the policy's 362
+  ** logits softmax cross-entropy, the tanh value mean squared error */
+  m = load_ok(SHARED "k2.2.0_agz_dual_res_model.json", NULL);
+  TU_EQ_U64(23881170, m->nparams);
+  ck_assert_int_eq(m->nout, 2);
+  ck_assert_str_eq(m->layers[m->out[0].layer].name, "policy_head_dense");
+  ck_assert_str_eq(m->layers[m->out[1].layer].name, "value_head_output");
+  ck_assert_int_eq(m->out[0].loss, TPU_FE_LOSS_SOFTMAX_XENT);
+  ck_assert_int_eq(m->out[1].loss, TPU_FE_LOSS_MSE);
+  ck_assert(m->out[0].weight == 1 && m->out[1].weight == 1);
   /* refused */
-  load_err(SHARED "k2.2.0_agz_dual_res_model.json", "the model has 2 outputs ('policy_head_dense', "
-           "'value_head_output'); models with one output (the class scores) are supported");
   /* loads: EfficientNetB0 without its top (Rescaling, Normalization,
   ** squeeze-and-excite's Multiply, the blocks' per-sample Dropout), Keras'
   ** 5,330,571 less predictions' 1,281,000 = 4,049,571 (42,023
@@ -722,6 +759,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("keras");
   TU_CASE(s, "import", 60, A_sequential_cnn_imports_as_its_native_model_in_both_formats,
+          Several_outputs_take_their_heads_losses_or_the_compile_config,
           A_functional_residual_model_imports_as_its_native_model_in_both_formats,
           Depthwise_separable_and_relu6_translate_to_the_native_layers, Transformer_layers_translate_to_the_native_layers,
           Rescaling_normalization_and_a_broadcast_multiply_translate,

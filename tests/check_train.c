@@ -725,6 +725,29 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 6 },"
   " { \"type\": \"tanh\", \"name\": \"q\" }, { \"type\": \"add\", \"inputs\": [\"input\", \"p\", \"q\"] },"
   " { \"type\": \"dense\", \"units\": 3 } ] }",
+  /* binary heads (binary cross-entropy on the sigmoid's logit, labels 0
+  ** and 1): a dense of one sigmoid unit, its loss by default; a sigmoid
+  ** layer after a conv's one value, then a flatten, the loss named */
+  "{ \"input\": [5], \"layers\": [ { \"type\": \"dense\", \"units\": 4, \"activation\": \"tanh\" },"
+  " { \"type\": \"dense\", \"units\": 1, \"activation\": \"sigmoid\" } ] }",
+  "{ \"input\": [3, 3, 2], \"loss\": \"binary_cross_entropy\", \"layers\": [ { \"type\": \"conv2d\", \"filters\": 3,"
+  " \"kernel\": 2, \"activation\": \"relu\" }, { \"type\": \"conv2d\", \"filters\": 1, \"kernel\": 2 },"
+  " { \"type\": \"sigmoid\" }, { \"type\": \"flatten\" } ] }",
+  /* two outputs (Keras' loss_weights): class scores under softmax
+  ** cross-entropy and a tanh value under mean squared error (its head's
+  ** loss by default) at weight 0.5; then an output that also feeds the
+  ** other (its gradient: its loss's plus the other's, summed) */
+  "{ \"input\": [5], \"outputs\": [ { \"layer\": \"p\", \"loss\": \"softmax_cross_entropy\" },"
+  " { \"layer\": \"v\", \"weight\": 0.5 } ], \"layers\": [ { \"type\": \"dense\", \"name\": \"h\", \"units\": 4,"
+  " \"activation\": \"tanh\" }, { \"type\": \"dense\", \"name\": \"p\", \"units\": 3 },"
+  " { \"type\": \"dense\", \"name\": \"v\", \"inputs\": \"h\", \"units\": 1, \"activation\": \"tanh\" } ] }",
+  "{ \"input\": [4], \"outputs\": [ { \"layer\": \"a\", \"weight\": 2 }, { \"layer\": \"b\", \"weight\": 0.25 } ],"
+  " \"layers\": [ { \"type\": \"dense\", \"name\": \"a\", \"units\": 3 },"
+  " { \"type\": \"dense\", \"name\": \"b\", \"units\": 1 } ] }",
+  /* one output with a weight: its loss scaled */
+  "{ \"input\": [4], \"outputs\": [ { \"layer\": \"s\", \"weight\": 3 } ], \"layers\": [ { \"type\": \"dense\","
+  " \"units\": 3, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"name\": \"s\", \"units\": 3,"
+  " \"activation\": \"softmax\" } ] }",
 };
 
 static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
@@ -764,13 +787,118 @@ START_TEST(A_per_sample_dropout_keeps_or_drops_whole_samples) {
 }
 END_TEST
 
+/* A workspace for pl's model and its forward with the loss on the
+** reference backend (ws: the caller's, fe_ws_destroy). */
+static void forward_reference(const fe_plan *pl, const float *p, const float *x, const uint8_t *y, fe_core_ws *ws) {
+  tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
+  ck_assert_int_eq(fe_ws_create(pl->model, pl->rows, ws), TPU_OK);
+  ck_assert_int_eq(fe_forward(pl, &be, p, ws, x, y, 0, 0), TPU_OK);
+}
+
+/* A binary head: the plan leaves the sigmoid out (a view of the logit)
+** and ends in sigmoid_bce and binary_accuracy; the value path's loss is
+** the mean binary cross-entropy of the logits computed by hand, its
+** accuracy the count of sigmoid > 0.5 against the labels. */
+START_TEST(A_binary_head_trains_with_binary_cross_entropy_on_its_logit) {
+  tpu_fe_model m = parse_ok("{ \"input\": [3], \"layers\": [ { \"type\": \"dense\", \"units\": 1 },"
+                            " { \"type\": \"sigmoid\" } ] }");
+  ck_assert_int_eq(m.loss, TPU_FE_LOSS_BINARY_XENT);
+  ck_assert_int_eq(tpu_fe_model_label_classes(&m), 2);
+  ck_assert_str_eq(tpu_fe_loss_name(m.loss), "binary_cross_entropy");
+  m.policy = TPU_FE_FLOAT32;
+  enum { B = 6 };
+  fe_plan *pl;
+  ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
+  int sig = 0, bce = 0, bacc = 0, views = 0;
+  for (int k = 0; k < pl->nsteps; k++) {
+    const fe_step *st = &pl->steps[k];
+    views += st->kind == FE_STEP_VIEW && st->layer == 1;
+    if (st->kind != FE_STEP_VPU) continue;
+    sig += st->vpu.op == TPU_VPU_SIGMOID || st->vpu.op == TPU_VPU_SIGMOID_GRAD;
+    bce += st->vpu.op == TPU_VPU_SIGMOID_BCE && st->vpu.rows == B && st->vpu.cols == 1;
+    bacc += st->vpu.op == TPU_VPU_BINARY_ACCURACY;
+  }
+  ck_assert_int_eq(sig, 0);
+  ck_assert_int_eq(bce, 1);
+  ck_assert_int_eq(bacc, 1);
+  ck_assert_int_eq(views, 2);   /* forward and backward */
+  float p[4] = { 0.5f, -1.0f, 2.0f, 0.25f }, x[B * 3];   /* kernel 3 x 1, bias */
+  uint8_t y[B] = { 1, 0, 1, 1, 0, 0 };
+  for (int k = 0; k < B * 3; k++) x[k] = (float)((k * 7) % 5) - 2.0f;
+  fe_core_ws ws;
+  forward_reference(pl, p, x, y, &ws);
+  double want = 0;
+  int hits = 0;
+  for (int b = 0; b < B; b++) {
+    const double v = x[b * 3] * 0.5 - x[b * 3 + 1] + x[b * 3 + 2] * 2.0 + 0.25;   /* exact in f32 too */
+    want += fmax(v, 0) - v * y[b] + log1p(exp(-fabs(v)));
+    hits += (v > 0) == (y[b] == 1);
+  }
+  ck_assert_msg(fabs(ws.loss_sum - want) <= 1e-6 * want, "Expected %.9g\n  Actual %.9g", want, ws.loss_sum);
+  ck_assert_int_eq(ws.correct, hits);
+  /* a label of 2 on a binary head is bad input */
+  y[3] = 2;
+  ck_assert_int_eq(fe_forward(pl, &(tpu_fe_backend){ .kind = TPU_FE_BACKEND_REFERENCE }, p, &ws, x, y, 0, 0),
+                   TPU_ERR_INPUT);
+  fe_ws_destroy(&m, &ws);
+  fe_plan_destroy(pl);
+}
+END_TEST
+
+/* Two outputs: the value path's loss is the weighted sum of the class
+** scores' softmax cross-entropy and the tanh value's squared error against
+** 2*label/(classes-1) - 1, both computed by hand; the accuracy is output
+** 0's. */
+START_TEST(Two_outputs_train_the_weighted_sum_of_their_losses) {
+  tpu_fe_model m = parse_ok("{ \"input\": [2], \"outputs\": [ { \"layer\": \"p\", \"weight\": 2 },"
+                            " { \"layer\": \"v\", \"weight\": 0.5 } ], \"layers\": [ { \"type\": \"dense\","
+                            " \"name\": \"p\", \"units\": 3 }, { \"type\": \"dense\", \"name\": \"v\", \"inputs\": \"input\","
+                            " \"units\": 1, \"activation\": \"tanh\" } ] }");
+  ck_assert_int_eq(m.nout, 2);
+  ck_assert_int_eq(m.out[1].loss, TPU_FE_LOSS_MSE);
+  ck_assert_int_eq(tpu_fe_model_label_classes(&m), 3);
+  m.policy = TPU_FE_FLOAT32;
+  enum { B = 4 };
+  fe_plan *pl;
+  ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
+  /* p: kernel 2 x 3, bias 3; v: kernel 2 x 1, bias 1 */
+  float p[12] = { 0.5f, -1, 0.25f, 1, 0, -0.5f, 0.1f, 0, -0.1f, 0.75f, -0.25f, 0.125f }, x[B * 2];
+  uint8_t y[B] = { 0, 2, 1, 2 };
+  for (int k = 0; k < B * 2; k++) x[k] = (float)(k % 3) - 0.5f * (float)(k % 2);
+  fe_core_ws ws;
+  forward_reference(pl, p, x, y, &ws);
+  double want = 0;
+  int hits = 0;
+  for (int b = 0; b < B; b++) {
+    double z[3], mx = -1e300, s = 0;
+    int arg = 0;
+    for (int c = 0; c < 3; c++) {
+      z[c] = x[2 * b] * p[c] + x[2 * b + 1] * p[3 + c] + p[6 + c];
+      if (z[c] > mx) { mx = z[c]; arg = c; }
+    }
+    for (int c = 0; c < 3; c++) s += exp(z[c] - mx);
+    const double ce = log(s) - (z[y[b]] - mx), t = 2.0 * y[b] / 2 - 1;
+    const double v = tanh(x[2 * b] * p[9] + x[2 * b + 1] * p[10] + p[11]);
+    want += 2 * ce + 0.5 * (v - t) * (v - t);
+    hits += arg == y[b];
+  }
+  ck_assert_msg(fabs(ws.loss_sum - want) <= 1e-5 * want, "Expected %.9g\n  Actual %.9g", want, ws.loss_sum);
+  ck_assert_int_eq(ws.correct, hits);
+  fe_ws_destroy(&m, &ws);
+  fe_plan_destroy(pl);
+}
+END_TEST
+
 /* On the reference backend (OpenBLAS f32) every model; on the sim backend
 ** (the MXU at bf16x6, near f32; the float32 policy) the models from the
-** sequence one on, whose layers came with transformers. */
+** sequence one on, whose layers came with transformers, and the binary
+** heads. */
 static void gradient_check(int i, tpu_fe_backend_kind kind);
 START_TEST(Every_layer_gradient_matches_finite_differences) {
   gradient_check(_i, TPU_FE_BACKEND_REFERENCE);
-  if (strstr(GRAD_MODELS[_i], "layer_normalization") || strstr(GRAD_MODELS[_i], "rescaling"))
+  if (strstr(GRAD_MODELS[_i], "layer_normalization") || strstr(GRAD_MODELS[_i], "rescaling") ||
+      strstr(GRAD_MODELS[_i], "\"units\": 1,") || strstr(GRAD_MODELS[_i], "binary_cross_entropy") ||
+      strstr(GRAD_MODELS[_i], "outputs"))
     gradient_check(_i, TPU_FE_BACKEND_SIM);
 }
 END_TEST
@@ -789,6 +917,7 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   size_t in = tpu_fe_shape_size(m.input);
   float *x = malloc((size_t)B * in * sizeof *x);
   uint8_t y[3] = { 0, 2, 1 };
+  if (m.loss == TPU_FE_LOSS_BINARY_XENT) y[1] = 1;   /* labels 0 and 1 */
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
   for (int l = 0; l < m.nlayers; l++)   /* an adapted normalization's variance: positive */
@@ -1628,11 +1757,15 @@ END_TEST
 /* Every gradient model, the built-in models and examples, and models with
 ** sgd and momentum: all the lowerings; *n gets the count. */
 static tpu_fe_model *size_models(int *n) {
-  static tpu_fe_model m[40];
+  static tpu_fe_model m[64];
   const int ng = (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]);
+  int nb = 0;
+  for (const char *const *b = tpu_fe_model_builtin_names(); *b; b++) nb++;
+  /* room for every model below: plan_models' built-ins and its 6 more, then 2 */
+  ck_assert_int_le(ng + nb + 6 + 2, (int)(sizeof m / sizeof m[0]));
   int k = 0;
   for (; k < ng; k++) m[k] = parse_ok(GRAD_MODELS[k]);
-  k += plan_models(&m[k], 7);
+  k += plan_models(&m[k], nb);
   m[k++] = parse_ok("{ \"input\": [9, 9, 3], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 5, \"kernel\": 3 },"
                     " { \"type\": \"maxpool\", \"size\": 3, \"stride\": 2, \"padding\": \"same\" }, { \"type\": \"flatten\" },"
                     " { \"type\": \"dense\", \"units\": 1 }, { \"type\": \"dense\", \"units\": 4 } ],"
@@ -2545,7 +2678,9 @@ int main(void) {
           Batch_normalization_has_the_keras_parameter_counts,
           Depthwise_and_separable_layers_have_the_keras_parameter_counts, A_depthwise_gemm_is_the_depthwise_convolution,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
-          A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked);
+          A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked,
+          A_binary_head_trains_with_binary_cross_entropy_on_its_logit,
+          Two_outputs_train_the_weighted_sum_of_their_losses);
   tcase_add_loop_test(TU_CASE(s, "gradients", 60, NULL), Every_layer_gradient_matches_finite_differences, 0,
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "dropout", 60, A_per_sample_dropout_keeps_or_drops_whole_samples);

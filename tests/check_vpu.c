@@ -102,7 +102,10 @@ START_TEST(Every_op_name_parses_back_to_its_op) {
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_OP_COUNT), "?");
   ck_assert_str_eq(tpu_vpu_op_name(TPU_VPU_SOFTMAX_XENT), "softmax_xent");
   ck_assert(tpu_vpu_op_parse("cast_f32_bf16", &op) && op == TPU_VPU_CAST_BF16);
-  ck_assert_int_eq(TPU_VPU_OP_COUNT, 44);
+  ck_assert(tpu_vpu_op_parse("sigmoid_bce", &op) && op == TPU_VPU_SIGMOID_BCE);
+  ck_assert(tpu_vpu_op_parse("binary_accuracy", &op) && op == TPU_VPU_BINARY_ACCURACY);
+  ck_assert(tpu_vpu_op_parse("mse", &op) && op == TPU_VPU_MSE);
+  ck_assert_int_eq(TPU_VPU_OP_COUNT, 47);
 }
 END_TEST
 
@@ -116,6 +119,9 @@ START_TEST(Operand_sizes_follow_the_table) {
     { TPU_VPU_ARGMAX, TPU_VPU_O_IDX, 5, 5 },          { TPU_VPU_ADAM, TPU_VPU_O_V, 5, 35 },
     { TPU_VPU_MOMENTUM, TPU_VPU_O_V, 5, 0 },          { TPU_VPU_RELU, TPU_VPU_O_Y, 5, 0 },
     { TPU_VPU_ADD, TPU_VPU_O_X, 0, 0 },               { TPU_VPU_ADD, TPU_VPU_O_X | TPU_VPU_O_Y, 5, 0 },
+    { TPU_VPU_SIGMOID_BCE, TPU_VPU_O_OUT, 5, 5 },     { TPU_VPU_SIGMOID_BCE, TPU_VPU_O_LABELS, 5, 5 },
+    { TPU_VPU_BINARY_ACCURACY, TPU_VPU_O_OUT, 5, 1 }, { TPU_VPU_MSE, TPU_VPU_O_OUT, 5, 5 },
+    { TPU_VPU_MSE, TPU_VPU_O_OUT2, 5, 35 },
   };
   for (size_t i = 0; i < sizeof SIZE / sizeof SIZE[0]; i++)
     ck_assert_msg(tpu_vpu_operand_elems(SIZE[i].op, SIZE[i].operand, SIZE[i].rows, C) == SIZE[i].elems,
@@ -244,6 +250,12 @@ START_TEST(Cycles_match_hand_counts_for_8x128_registers) {
   TU_EQ_U64(4 + 2 * 2 * 28, tpu_vpu_cycles(&c, TPU_VPU_ARGMAX, 16, 10));
   /* accuracy 16x10: argmax + compare per row block + sum of 2 row blocks */
   TU_EQ_U64(4 + 2 * 2 * 28 + 2 + (1 + 6), tpu_vpu_cycles(&c, TPU_VPU_ACCURACY, 16, 10));
+  /* sigmoid_bce 256x1 (32 registers of one lane): 7 ew, a divide, exp and log1p */
+  TU_EQ_U64(32 * (7 + 4 + 2 * 4), tpu_vpu_cycles(&c, TPU_VPU_SIGMOID_BCE, 256, 1));
+  /* binary_accuracy 256x1: sigmoid (exp, divide), compare, equal, then the 32 registers summed */
+  TU_EQ_U64(32 * (2 + 4 + 4) + (31 + 3 * 2), tpu_vpu_cycles(&c, TPU_VPU_BINARY_ACCURACY, 256, 1));
+  /* mse 256x1: sub, square, gradient scale; a row sum (7 lane passes of 4) and a scale per row block */
+  TU_EQ_U64(32 * 3 + 32 * 28 + 32, tpu_vpu_cycles(&c, TPU_VPU_MSE, 256, 1));
   TU_EQ_U64(2, tpu_vpu_cycles(&c, TPU_VPU_SGD, 8, 128));
   TU_EQ_U64(4 * 4, tpu_vpu_cycles(&c, TPU_VPU_MOMENTUM, 32, 128));
   TU_EQ_U64(12 + 2 * 4, tpu_vpu_cycles(&c, TPU_VPU_ADAM, 8, 128));
@@ -696,6 +708,22 @@ START_TEST(Softmax_meets_its_bound_and_is_stable_for_large_logits) {
 }
 END_TEST
 
+/* A loss op (a: its full call, which wrote loss and g) gives the same
+** bits without its gradient, and with the gradient written over the
+** logits (loss2: rows, x2: rows x cols of scratch). */
+static void loss_alone_and_in_place(tpu_vpu_op op, tpu_vpu_args a, const float *loss, const float *g, float *loss2,
+                                    float *x2) {
+  const int n = a.rows * a.cols;
+  a.out = loss2; a.out2 = NULL;
+  ck_assert_int_eq(tpu_vpu_exec(op, &a), TPU_OK);
+  for (int i = 0; i < a.rows; i++) EQ_BITS(loss[i], loss2[i], "loss without gradient");
+  memcpy(x2, a.x, (size_t)n * sizeof *x2);
+  a.x = x2; a.out2 = x2;
+  ck_assert_int_eq(tpu_vpu_exec(op, &a), TPU_OK);
+  for (int i = 0; i < n; i++) EQ_BITS(g[i], x2[i], "in place gradient");
+  for (int i = 0; i < a.rows; i++) EQ_BITS(loss[i], loss2[i], "in place loss");
+}
+
 START_TEST(Cross_entropy_matches_double_and_its_gradient) {
   tu_rng r = { 6 };
   enum { R = 256, C = 10 };
@@ -721,17 +749,8 @@ START_TEST(Cross_entropy_matches_double_and_its_gradient) {
                     (double)g[i * C + j], gref);
     }
   }
-  /* loss only: the same losses */
   float loss2[R];
-  a.out = loss2; a.out2 = NULL;
-  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &a), TPU_OK);
-  for (int i = 0; i < R; i++) EQ_BITS(loss[i], loss2[i], "loss without gradient");
-  /* gradient in place over the logits */
-  memcpy(g2, x, sizeof g2);
-  a.x = g2; a.out2 = g2;
-  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &a), TPU_OK);
-  for (int i = 0; i < R * C; i++) EQ_BITS(g[i], g2[i], "in place gradient");
-  for (int i = 0; i < R; i++) EQ_BITS(loss[i], loss2[i], "in place loss");
+  loss_alone_and_in_place(TPU_VPU_SOFTMAX_XENT, a, loss, g, loss2, g2);
 }
 END_TEST
 
@@ -748,6 +767,81 @@ START_TEST(Confident_correct_prediction_has_zero_loss) {
   for (int j = 0; j < 4; j++) ck_assert(fabsf(g[j]) < 1e-20f);
   ck_assert_float_eq_tol(g[8 + 2], 0.25f - 1, 1e-7f);
   ck_assert_float_eq_tol(g[8 + 0], 0.25f, 1e-7f);
+}
+END_TEST
+
+START_TEST(Binary_cross_entropy_matches_double_and_its_gradient) {
+  tu_rng r = { 11 };
+  enum { R = 512 };
+  static float x[R], loss[R], g[R], g2[R], loss2[R];
+  int32_t lab[R];
+  for (int i = 0; i < R; i++) {   /* logits from 2^-20 to 2^10 in size, and both signs */
+    x[i] = tu_normal(&r) * ldexpf(1.0f, (i % 31) - 20);
+    lab[i] = tu_range(&r, 0, 1);
+  }
+  tpu_vpu_args a = args_xy(R, 1, x, NULL, loss);
+  a.labels = lab; a.out2 = g; a.p.alpha = 1.0f / R;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SIGMOID_BCE, &a), TPU_OK);
+  for (int i = 0; i < R; i++) {
+    const double v = x[i], z = lab[i];
+    const double ref = fmax(v, 0) - v * z + log1p(exp(-fabs(v))), p = 1 / (1 + exp(-v)), gref = (p - z) / R;
+    ck_assert_msg(fabs(loss[i] - ref) <= 0x1p-22 * fmax(1, ref), "loss %d (x %a, z %d): %a vs %.17g", i,
+                  (double)x[i], lab[i], (double)loss[i], ref);
+    ck_assert_msg(fabs(g[i] - gref) <= 4 * ulp_of(p) / R + ulp_of(gref), "grad %d (x %a, z %d): %a vs %.17g", i,
+                  (double)x[i], lab[i], (double)g[i], gref);
+  }
+  loss_alone_and_in_place(TPU_VPU_SIGMOID_BCE, a, loss, g, loss2, g2);
+  /* the tails: no overflow, exact where the formula is */
+  float t[] = { 100, -100, 3e38f, -3e38f, 0, NAN }, tl[6], tg[6];
+  int32_t tz[] = { 1, 1, 0, 1, 0, 1 };
+  tpu_vpu_args b = args_xy(6, 1, t, NULL, tl);
+  b.labels = tz; b.out2 = tg; b.p.alpha = 1.0f;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SIGMOID_BCE, &b), TPU_OK);
+  EQ_BITS(expf(-100), tl[0], "confident and right: log1p(e^-100), subnormal, not 0");
+  EQ_BITS(100.0f, tl[1], "confident and wrong: -x");
+  EQ_BITS(3e38f, tl[2], "x 3e38, label 0: x, no overflow");
+  EQ_BITS(3e38f, tl[3], "x -3e38, label 1: -x");
+  EQ_BITS(logf(2), tl[4], "x 0: log 2");
+  ck_assert(isnan(tl[5]) && isnan(tg[5]));
+  EQ_BITS(0.0f, tg[0] + 0.0f, "sigmoid(100) - 1 rounds to 0");
+  EQ_BITS(-1.0f, tg[1], "sigmoid(-100) - 1");
+  EQ_BITS(1.0f, tg[2], "sigmoid(3e38)");
+  EQ_BITS(0.5f, tg[4], "sigmoid(0)");
+  /* binary accuracy: sigmoid(x) > 0.5 (in f32) against label == 1 */
+  float bx[] = { 2, -1, 0, 1e-9f, NAN, 3e-7f }, count = -1;
+  int32_t bl[] = { 1, 0, 0, 1, 1, 1 };
+  tpu_vpu_args c = args_xy(6, 1, bx, NULL, &count);
+  c.labels = bl;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_BINARY_ACCURACY, &c), TPU_OK);
+  EQ_BITS(4.0f, count, "rows 0, 1, 2 and 5: sigmoid(1e-9) rounds to 0.5 (predicts 0), NaN predicts 0");
+}
+END_TEST
+
+START_TEST(Mean_squared_error_matches_double_and_its_gradient) {
+  tu_rng r = { 12 };
+  enum { R = 64, C = 5 };
+  static float x[R * C], t[R * C], loss[R], g[R * C], loss2[R], x2[R * C];
+  for (int i = 0; i < R * C; i++) { x[i] = tu_normal(&r); t[i] = tu_normal(&r); }
+  tpu_vpu_args a = args_xy(R, C, x, t, loss);
+  a.out2 = g; a.p.alpha = 0.25f;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_MSE, &a), TPU_OK);
+  for (int i = 0; i < R; i++) {
+    double s = 0, sa = 0;
+    for (int j = 0; j < C; j++) {
+      const double d = (double)x[i * C + j] - t[i * C + j], gref = 0.25 * 2 / C * d;
+      s += d * d;
+      sa += fabs(d * d);
+      ck_assert_msg(fabs(g[i * C + j] - gref) <= 3 * 0x1p-24 * fabs(gref) + 1e-45, "grad %d,%d: %a vs %.17g", i, j,
+                    (double)g[i * C + j], gref);
+    }
+    ck_assert_msg(fabs(loss[i] - s / C) <= (C + 2) * 0x1p-24 * sa / C, "loss %d: %a vs %.17g", i, (double)loss[i], s / C);
+  }
+  loss_alone_and_in_place(TPU_VPU_MSE, a, loss, g, loss2, x2);
+  /* equal values: no loss, no gradient */
+  tpu_vpu_args b = args_xy(R, C, x, x, loss);
+  b.out2 = g;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_MSE, &b), TPU_OK);
+  for (int i = 0; i < R; i++) EQ_BITS(0.0f, loss[i], "x = y");
 }
 END_TEST
 
@@ -884,8 +978,11 @@ START_TEST(Bf16_outputs_are_the_rounded_f32_results) {
   int32_t lab[R];
   for (int i = 0; i < R * C; i++) { x[i] = tu_normal(&r); y[i] = tu_normal(&r); }
   for (int i = 0; i < R; i++) lab[i] = tu_range(&r, 0, C - 1);
+  int32_t blab[R];   /* the binary ops': 0 or 1, on one logit a row */
+  for (int i = 0; i < R; i++) blab[i] = lab[i] & 1;
   for (int op = 0; op < TPU_VPU_OP_COUNT; op++) {
     if (op == TPU_VPU_ARGMAX) continue;               /* writes indices */
+    const bool bin = op == TPU_VPU_SIGMOID_BCE || op == TPU_VPU_BINARY_ACCURACY;
     float w1[R * C], w2[R * C], m1[R * C], m2[R * C], v1[R * C], v2[R * C];
     for (int i = 0; i < R * C; i++) { w1[i] = w2[i] = x[i]; m1[i] = m2[i] = 0.1f; v1[i] = v2[i] = 0.2f; }
     float *xs = x;
@@ -894,15 +991,16 @@ START_TEST(Bf16_outputs_are_the_rounded_f32_results) {
       for (int i = 0; i < R * C; i++) pos[i] = fabsf(x[i]);
       xs = pos;
     }
-    tpu_vpu_args a = { .rows = R, .cols = C, .x = xs, .y = y, .labels = lab, .out = o1, .out2 = g1,
+    const int cols = bin ? 1 : C;
+    tpu_vpu_args a = { .rows = R, .cols = cols, .x = xs, .y = y, .labels = bin ? blab : lab, .out = o1, .out2 = g1,
                        .param = w1, .grad = y, .m = m1, .v = v1, .p = tpu_vpu_params_default() };
     ck_assert_int_eq(tpu_vpu_exec((tpu_vpu_op)op, &a), TPU_OK);
     a.out = o2; a.out2 = g2; a.param = w2; a.m = m2; a.v = v2; a.round_bf16 = true;
     ck_assert_int_eq(tpu_vpu_exec((tpu_vpu_op)op, &a), TPU_OK);
-    size_t no = tpu_vpu_operand_elems((tpu_vpu_op)op, TPU_VPU_O_OUT, R, C);
+    size_t no = tpu_vpu_operand_elems((tpu_vpu_op)op, TPU_VPU_O_OUT, R, cols);
     for (size_t i = 0; i < no; i++) EQ_BITS(tpu_bf16_round(o1[i]), o2[i], tpu_vpu_op_name((tpu_vpu_op)op));
-    if (op == TPU_VPU_SOFTMAX_XENT)
-      for (int i = 0; i < R * C; i++) EQ_BITS(tpu_bf16_round(g1[i]), g2[i], "xent gradient");
+    if (op == TPU_VPU_SOFTMAX_XENT || op == TPU_VPU_SIGMOID_BCE || op == TPU_VPU_MSE)
+      for (int i = 0; i < R * cols; i++) EQ_BITS(tpu_bf16_round(g1[i]), g2[i], "xent gradient");
     if (tpu_vpu_op_writes((tpu_vpu_op)op) & TPU_VPU_O_PARAM)
       for (int i = 0; i < R * C; i++) {
         EQ_BITS(tpu_bf16_round(w1[i]), w2[i], "param");
@@ -930,8 +1028,11 @@ START_TEST(Exec_never_allocates) {
   for (int i = 0; i < R; i++) lab[i] = i;
   tpu_set_alloc(counting_alloc, NULL);
   g_allocs = 0;
+  int32_t blab[R];   /* the binary ops' labels, on one logit a row */
+  for (int i = 0; i < R; i++) blab[i] = i & 1;
   for (int op = 0; op < TPU_VPU_OP_COUNT; op++) {
-    tpu_vpu_args a = { .rows = R, .cols = C, .x = x, .y = y, .labels = lab, .out = o, .out2 = o2,
+    const bool bin = op == TPU_VPU_SIGMOID_BCE || op == TPU_VPU_BINARY_ACCURACY;
+    tpu_vpu_args a = { .rows = R, .cols = bin ? 1 : C, .x = x, .y = y, .labels = bin ? blab : lab, .out = o, .out2 = o2,
                        .idx = idx, .param = w, .grad = y, .m = m, .v = v, .round_bf16 = op & 1,
                        .p = tpu_vpu_params_default() };
     tpu_status st = tpu_vpu_exec((tpu_vpu_op)op, &a);
@@ -974,6 +1075,18 @@ START_TEST(Bad_arguments_are_rejected_and_nothing_is_written) {
   b.out2 = o; b.p.alpha = NAN;
   ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SOFTMAX_XENT, &b), TPU_ERR_CONFIG);
   for (int i = 0; i < 6; i++) EQ_BITS(7.0f, o[i], "nothing written");
+  /* the binary ops: one logit a row, labels 0 and 1 */
+  lab[0] = 0; lab[1] = 1;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SIGMOID_BCE, &b), TPU_ERR_CONFIG);      /* 3 columns */
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_BINARY_ACCURACY, &b), TPU_ERR_CONFIG);
+  b.rows = 6; b.cols = 1; b.out2 = NULL;
+  int32_t six[6] = { 0, 1, 1, 0, 2, 0 };
+  b.labels = six;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SIGMOID_BCE, &b), TPU_ERR_INPUT);       /* label 2 */
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_BINARY_ACCURACY, &b), TPU_ERR_INPUT);
+  six[4] = 1; b.out2 = o; b.p.alpha = INFINITY;
+  ck_assert_int_eq(tpu_vpu_exec(TPU_VPU_SIGMOID_BCE, &b), TPU_ERR_CONFIG);
+  for (int i = 0; i < 6; i++) EQ_BITS(7.0f, o[i], "nothing written");
   /* hyper-parameters */
   tpu_vpu_args p = { .rows = 2, .cols = 3, .param = w, .grad = x, .m = m, .v = v,
                      .p = tpu_vpu_params_default() };
@@ -1015,6 +1128,7 @@ int main(void) {
           Cycles_match_hand_counts_for_8x128_registers, Cycles_reject_invalid_shapes_and_ops,
           Cycles_scale_with_registers_and_costs);
   TU_CASE(s, "numerics", 60, Binary_ops_are_correctly_rounded, Transcendentals_meet_their_ulp_bounds,
+          Binary_cross_entropy_matches_double_and_its_gradient, Mean_squared_error_matches_double_and_its_gradient,
           Activations_and_gradients_meet_their_bounds, Capped_relu_clips_and_its_gradient_passes_inside_the_cap,
           Transformer_activations_match_their_formulas,
           Special_values_follow_ieee, Reductions_follow_the_documented_order_bit_for_bit,

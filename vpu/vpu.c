@@ -104,7 +104,8 @@ static const char *const SC_ADAM[] = { "lr", "beta1", "beta2", "eps", "step", NU
 const char *const *tpu_vpu_op_scalars(tpu_vpu_op op) {
   switch (op) {
     case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
-    case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD: return SC_ALPHA;
+    case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD:
+    case TPU_VPU_SIGMOID_BCE: case TPU_VPU_MSE: return SC_ALPHA;
     case TPU_VPU_SGD: return SC_SGD;
     case TPU_VPU_MOMENTUM: return SC_MOMENTUM;
     case TPU_VPU_ADAM: return SC_ADAM;
@@ -120,7 +121,8 @@ tpu_status tpu_vpu_params_from_scalars(tpu_vpu_op op, const float *s, int n, tpu
   tpu_vpu_params q = tpu_vpu_params_default();
   switch (op) {
     case TPU_VPU_SCALE: case TPU_VPU_ADD_SCALAR: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_RELU_CAP:
-    case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD: q.alpha = s[0]; break;
+    case TPU_VPU_RELU_CAP_GRAD: case TPU_VPU_LEAKY_RELU: case TPU_VPU_LEAKY_RELU_GRAD:
+    case TPU_VPU_SIGMOID_BCE: case TPU_VPU_MSE: q.alpha = s[0]; break;
     case TPU_VPU_SGD: q.lr = s[0]; break;
     case TPU_VPU_MOMENTUM: q.lr = s[0]; q.momentum = s[1]; break;
     case TPU_VPU_ADAM:
@@ -146,9 +148,11 @@ size_t tpu_vpu_operand_elems(tpu_vpu_op op, unsigned operand, int rows, int cols
     case TPU_VPU_O_LABELS: case TPU_VPU_O_IDX: return (size_t)rows;
     case TPU_VPU_O_OUT:
       switch (op) {
-        case TPU_VPU_ROW_SUM: case TPU_VPU_ROW_MAX: case TPU_VPU_SOFTMAX_XENT: return (size_t)rows;
+        case TPU_VPU_ROW_SUM: case TPU_VPU_ROW_MAX: case TPU_VPU_SOFTMAX_XENT: case TPU_VPU_SIGMOID_BCE:
+        case TPU_VPU_MSE:
+          return (size_t)rows;
         case TPU_VPU_COL_SUM: case TPU_VPU_COL_MAX: return (size_t)cols;
-        case TPU_VPU_ACCURACY: return 1;
+        case TPU_VPU_ACCURACY: case TPU_VPU_BINARY_ACCURACY: return 1;
         default: return n;
       }
     case TPU_VPU_O_X: case TPU_VPU_O_OUT2: case TPU_VPU_O_PARAM: case TPU_VPU_O_GRAD:
@@ -315,6 +319,38 @@ static void softmax_xent_rows(const float *x, const int32_t *labels, float *loss
     loss[r] = logf(s) - dl;
   }
 }
+
+/* Mean squared error of each row against its target y (Keras'
+** mean_squared_error: the mean over the row's columns, summed left to
+** right); gradient alpha*2/cols*(x - y). x[c] is read before grad[c]
+** (which may be x) is written. */
+static void mse_rows(const float *x, const float *y, float *loss, float *grad, float alpha, int rows, int cols) {
+  const float gs = 2.0f * alpha / (float)cols;
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + (size_t)r * cols, *yr = y + (size_t)r * cols;
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) {
+      const float d = xr[c] - yr[c];
+      s += d * d;
+      if (grad) grad[(size_t)r * cols + c] = gs * d;
+    }
+    loss[r] = s / (float)cols;
+  }
+}
+
+/* Binary cross-entropy of each row's one logit x against its label z (0
+** or 1), from the logit as TF's sigmoid_cross_entropy_with_logits (what
+** Keras' binary_crossentropy computes on a sigmoid's output):
+** max(x, 0) - x*z + log1p(exp(-|x|)), which neither overflows nor loses
+** the tail; gradient alpha*(sigmoid(x) - z), sigmoid from the same
+** exp(-|x|) as sigmoid1. x is read before grad (which may be x) is written. */
+static void sigmoid_bce_rows(const float *x, const int32_t *labels, float *loss, float *grad, float alpha, int rows) {
+  for (int r = 0; r < rows; r++) {
+    const float v = x[r], z = (float)labels[r], e = expf(-fabsf(v));
+    loss[r] = ((v > 0.0f ? v : 0.0f) - v * z) + log1pf(e);
+    if (grad) grad[r] = alpha * ((v >= 0.0f ? 1.0f : e) / (1.0f + e) - z);
+  }
+}
 /* }================================================================== */
 
 static int finite_nonneg(float v) { return isfinite(v) && v >= 0.0f; }
@@ -332,6 +368,12 @@ static tpu_status check_args(tpu_vpu_op op, const tpu_vpu_args *a) {
   switch (op) {
     case TPU_VPU_SOFTMAX_XENT:
       if (a->out2 && !isfinite(p->alpha)) return TPU_ERR_CONFIG;
+      break;
+    case TPU_VPU_MSE:
+      if (a->out2 && !isfinite(p->alpha)) return TPU_ERR_CONFIG;
+      break;
+    case TPU_VPU_SIGMOID_BCE: case TPU_VPU_BINARY_ACCURACY:   /* one logit a row */
+      if (a->cols != 1 || (op == TPU_VPU_SIGMOID_BCE && a->out2 && !isfinite(p->alpha))) return TPU_ERR_CONFIG;
       break;
     case TPU_VPU_RELU_CAP: case TPU_VPU_RELU_CAP_GRAD:   /* the cap: >= 0, +inf allowed (plain relu) */
       if (!(p->alpha >= 0.0f)) return TPU_ERR_CONFIG;
@@ -353,9 +395,11 @@ static tpu_status check_args(tpu_vpu_op op, const tpu_vpu_args *a) {
       break;
     default: break;
   }
-  if (need & O_L)
+  if (need & O_L) {   /* a class of cols, or a binary label */
+    const int32_t lim = op == TPU_VPU_SIGMOID_BCE || op == TPU_VPU_BINARY_ACCURACY ? 2 : a->cols;
     for (int r = 0; r < a->rows; r++)
-      if (a->labels[r] < 0 || a->labels[r] >= a->cols) return TPU_ERR_INPUT;
+      if (a->labels[r] < 0 || a->labels[r] >= lim) return TPU_ERR_INPUT;
+  }
   return TPU_OK;
 }
 
@@ -483,12 +527,20 @@ static bool exec_rowwise(tpu_vpu_op op, const tpu_vpu_args *a) {
       }
       break;
     case TPU_VPU_SOFTMAX_XENT: softmax_xent_rows(x, a->labels, o, a->out2, al, rows, cols); break;
+    case TPU_VPU_SIGMOID_BCE: sigmoid_bce_rows(x, a->labels, o, a->out2, al, rows); break;
+    case TPU_VPU_MSE: mse_rows(x, y, o, a->out2, al, rows, cols); break;
     case TPU_VPU_ARGMAX:
       for (int r = 0; r < rows; r++) a->idx[r] = row_argmax(x + (size_t)r * cols, cols);
       break;
     case TPU_VPU_ACCURACY: {
       int64_t hits = 0;
       for (int r = 0; r < rows; r++) hits += row_argmax(x + (size_t)r * cols, cols) == a->labels[r];
+      o[0] = (float)hits;
+      break;
+    }
+    case TPU_VPU_BINARY_ACCURACY: {   /* Keras' binary_accuracy: sigmoid(x) > 0.5 predicts 1 */
+      int64_t hits = 0;
+      for (int r = 0; r < rows; r++) hits += (sigmoid1(x[r]) > 0.5f) == (a->labels[r] == 1);
       o[0] = (float)hits;
       break;
     }

@@ -60,6 +60,14 @@
 **     rel err <= 2^-24 * (|x_c - m| + cols + 3)
 **   softmax_xent loss: |err| <= 2^-24 * (cols + 4 + |x_label - m|) * max(1, loss)
 **     gradient: |err| <= |alpha| * (softmax bound on p_c) + 1 ulp of the result
+**   sigmoid_bce (one logit x a row, label z 0 or 1): loss max(x,0) - x*z +
+**     log1p(exp(-|x|)) in f32, |err| <= 2^-22 * max(1, loss); gradient
+**     alpha*(sigmoid(x) - z), |err| <= 4 ulp of sigmoid(x) times |alpha|
+**     plus 1 ulp of the result
+**   mse (Keras' mean_squared_error: the row's mean of (x - y)^2, summed
+**     left to right): the row_sum bound on the squares, then one division;
+**     gradient (2*alpha/cols)*(x - y): three roundings, relative error
+**     <= 3 * 2^-24
 **   sgd/momentum/adam: each step as written below, in f32; tests compare
 **     with hand-computed values, and 50 steps with a double reference
 **     (within 50 * 2^-22 relative).
@@ -79,7 +87,9 @@
 ** their gradients read the forward input x and dy. cast_bf16_f32 widens bf16
 ** values held in f32, which is exact: a copy.
 ** argmax takes the first maximum; a NaN counts as larger than any number
-** (the first NaN wins). Softmax subtracts the row max first, so large logits
+** (the first NaN wins). binary_accuracy counts rows where
+** sigmoid(x) > 0.5 (Keras' binary_accuracy threshold, on sigmoid1's f32
+** value) equals label == 1. Softmax subtracts the row max first, so large logits
 ** neither overflow nor lose the distribution; a row holding +inf, or only
 ** -inf, gives NaN.
 */
@@ -142,12 +152,15 @@ const char *tpu_vpu_class_name(tpu_vpu_class c);   /* "elementwise", ... */
 **                  forward output y (tanh_grad, sigmoid_grad)
 **   Y       n      second input: b, or upstream gradient dy (*_grad);
 **                  bias_add: cols (the bias, added to every row)
-**   LABELS  rows   int32 class of each row, 0 <= label < cols
+**   LABELS  rows   int32 class of each row, 0 <= label < cols; sigmoid_bce,
+**                  binary_accuracy (cols = 1): 0 or 1
 **   OUT     n      element-wise ops, softmax, copy, casts
-**           rows   row_sum, row_max, softmax_xent (loss of each row)
+**           rows   row_sum, row_max, softmax_xent, sigmoid_bce, mse (loss of each row)
 **           cols   col_sum, col_max
-**           1      accuracy (count of rows whose argmax equals the label)
-**   OUT2    n      softmax_xent: gradient of the loss wrt the logits
+**           1      accuracy (count of rows whose argmax equals the label),
+**                  binary_accuracy (of rows whose prediction does)
+**   OUT2    n      softmax_xent, sigmoid_bce, mse: gradient of the loss wrt the logits
+**                  (mse: wrt x; y is the target)
 **                  (optional: NULL computes the loss only)
 **   IDX     rows   argmax: int32 column of each row's maximum
 **   PARAM   n      optimizer: weights, updated in place
@@ -204,7 +217,7 @@ uint64_t tpu_vpu_registers(const tpu_vpu_config *cfg, int rows, int cols);
 */
 typedef struct tpu_vpu_params {
   float alpha;      /* scale: out = alpha*x; add_scalar: out = x + alpha;
-                    ** softmax_xent: gradient scale, usually 1/global batch;
+                    ** softmax_xent, sigmoid_bce, mse: gradient scale, usually 1/global batch;
                     ** relu_cap, relu_cap_grad: the cap, >= 0 (+inf: none);
                     ** leaky_relu, leaky_relu_grad: the slope, finite, >= 0 */
   float lr;         /* sgd momentum adam: learning rate, finite and >= 0 */
@@ -217,7 +230,7 @@ typedef struct tpu_vpu_params {
 /* Scalar operands by position (the engine's scalars[]): the names of the
 ** op's scalars in order, NULL-terminated; an empty list for ops without.
 **   scale, add_scalar, softmax_xent, relu_cap, relu_cap_grad, leaky_relu,
-**   leaky_relu_grad: alpha
+**   leaky_relu_grad, sigmoid_bce, mse: alpha
 **   sgd: lr
 **   momentum: lr momentum                      adam: lr beta1 beta2 eps step
 ** Never NULL. */
@@ -235,7 +248,7 @@ tpu_vpu_params tpu_vpu_params_default(void);
 /* One op's operands; unused fields are ignored (leave them NULL). All
 ** pointers are borrowed for the call. An output may be the same pointer as
 ** an input of the same size (in place: out == x or out == y for element-wise
-** ops, softmax, copy, casts; out2 == x for softmax_xent); any other overlap is
+** ops, softmax, copy, casts; out2 == x for softmax_xent, sigmoid_bce and mse); any other overlap is
 ** undefined. */
 typedef struct tpu_vpu_args {
   int rows, cols;           /* shape, >= 1 each, rows*cols <= TPU_VPU_MAX_ELEMS */
@@ -251,9 +264,10 @@ typedef struct tpu_vpu_args {
 } tpu_vpu_args;
 
 /* Runs op on a. Returns TPU_ERR_CONFIG, writing nothing, if op is out of
-** range, the shape is invalid, an operand the op uses is NULL (except the
-** optional out2) or a hyper-parameter is out of range; TPU_ERR_INPUT,
-** writing nothing, if a label is outside [0, cols). Never allocates. */
+** range, the shape is invalid (sigmoid_bce, binary_accuracy: cols other
+** than 1), an operand the op uses is NULL (except the optional out2) or a
+** hyper-parameter is out of range; TPU_ERR_INPUT, writing nothing, if a
+** label is outside [0, cols) ([0, 2) for those two). Never allocates. */
 tpu_status tpu_vpu_exec(tpu_vpu_op op, const tpu_vpu_args *a);
 /* }================================================================== */
 #endif /* TPU_VPU_H */

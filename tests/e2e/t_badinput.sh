@@ -366,7 +366,7 @@ corpus "$TPUSIM" model <<'CASES'
 >m_name.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "input" } ] }
 2|m_name.json|layers[0] (dense): field 'name'
 >m_loss.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "loss": "mse" }
-2|m_loss.json|field 'loss': expected "softmax_cross_entropy"
+2|m_loss.json|field 'loss': expected "softmax_cross_entropy", "binary_cross_entropy" or "next_token_softmax_cross_entropy"
 >m_tie1.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "zz" }, { "type": "flatten" } ] }
 2|m_tie1.json|layers[1] (dense): field 'tied_to': expected the name of an embedding layer before this one, got 'zz'
 >m_tie2.json { "input": [4], "layers": [ { "type": "dense", "name": "d", "units": 3 }, { "type": "dense", "tied_to": "d" }, { "type": "flatten" } ] }
@@ -387,6 +387,34 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_ntl3.json|not 1x4x8
 >m_ntl_ok.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "e" } ], "loss": "next_token_softmax_cross_entropy" }
 0|m_ntl_ok.json|
+>m_bce.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "out", "activation": "sigmoid" } ], "loss": "binary_cross_entropy" }
+2|m_bce.json|field 'loss': binary_cross_entropy takes one sigmoid unit at the output; the last layer 'out' (dense) gives 2 values
+>m_bce2.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "activation": "tanh" } ], "loss": "binary_cross_entropy" }
+2|m_bce2.json|field 'loss': binary_cross_entropy takes one sigmoid unit at the output; the last layer (dense) gives 1 value, not under a sigmoid
+>m_out1.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "outputs": 5 }
+2|m_out1.json|field 'outputs': expected an array of 1..4 objects
+>m_out2.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "zz" } ] }
+2|m_out2.json|outputs[0]: field 'layer': unknown layer 'zz'
+>m_out3.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p", "loss": "hinge" } ] }
+2|m_out3.json|outputs[0]: field 'loss': expected "softmax_cross_entropy", "binary_cross_entropy" or "mean_squared_error"
+>m_out4.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p", "weight": -1 } ] }
+2|m_out4.json|outputs[0]: field 'weight'
+>m_out5.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p" }, { "layer": "p" } ] }
+2|m_out5.json|outputs[1]: field 'layer': 'p' is already outputs[0]
+>m_out6.json { "input": [4], "loss": "softmax_cross_entropy", "layers": [ { "type": "dense", "units": 2, "name": "p" } ], "outputs": [ { "layer": "p" } ] }
+2|m_out6.json|field 'loss': with "outputs", each output names its loss
+>m_out7.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "name": "v", "activation": "tanh" } ], "outputs": [ { "layer": "v" } ] }
+2|m_out7.json|outputs[0]: layers[0] (dense 'v') gives 1 value under mean_squared_error: outputs[0] takes the data's labels
+>m_out8.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 3, "name": "v", "inputs": "input" } ], "outputs": [ { "layer": "p" }, { "layer": "v", "loss": "mean_squared_error" } ] }
+2|m_out8.json|outputs[1]: layers[1] (dense 'v') gives 3 values under mean_squared_error: mean_squared_error takes one value
+>m_out9.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 3, "name": "u", "inputs": "input" }, { "type": "dense", "units": 1, "name": "v", "inputs": "input" } ], "outputs": [ { "layer": "p" }, { "layer": "v" } ] }
+2|m_out9.json|layers[1] (dense 'u'): an unused branch: no later layer takes its output 3 as an input, and it is not one of the model's "outputs"
+>m_out10.json { "input": [4], "layers": [ { "type": "dense", "units": 2, "name": "p" }, { "type": "dense", "units": 1, "name": "v", "inputs": "input", "activation": "softmax" } ], "outputs": [ { "layer": "p" }, { "layer": "v", "loss": "mean_squared_error" } ] }
+2|m_out10.json|outputs[1]: layers[1] (dense 'v') ends in a softmax, which is folded into softmax_cross_entropy; mean_squared_error needs the head without it
+>m_out11.json { "input": [4], "layers": [ { "type": "dense", "units": 3, "name": "p", "activation": "softmax" }, { "type": "dense", "units": 1, "name": "v", "activation": "tanh" } ], "outputs": [ { "layer": "p" }, { "layer": "v" } ] }
+2|m_out11.json|outputs[0]: layers[0] (dense 'p')'s softmax is folded into the loss, so its values are logits; layers[1] (dense 'v') reads them
+>m_ntl_out.json { "input": [4], "layers": [ { "type": "embedding", "name": "e", "input_dim": 9, "output_dim": 3 }, { "type": "dense", "tied_to": "e", "name": "lm" } ], "loss": "next_token_softmax_cross_entropy", "outputs": [ { "layer": "lm" } ] }
+2|m_ntl_out.json|field 'outputs': a model with "loss": "next_token_softmax_cross_entropy" has one output (its last layer); leave out "outputs"
 >m_opt.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "rmsprop" } }
 2|m_opt.json|optimizer
 >m_lr.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ], "optimizer": { "type": "sgd", "learning_rate": 1e300 } }
@@ -481,6 +509,13 @@ corpus "$TPUSIM" <<'CASES'
 2|model vgg19@65536x65536x3:5|vgg19@65536x65536x3:5: layers[0] (conv2d): output shape
 2|model vgg16@32x32x3:1000000|vgg16@32x32x3:1000000: the model has 4130597248 parameters; at most 2^30 are supported
 2|model mlp --batch 0|--batch: expected an integer in 1..4096, got '0'
+# a binary head (one sigmoid unit) takes data of two classes; one linear
+# unit is a regression, not trained
+>bin_head.json { "input": [28, 28, 1], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 1, "activation": "sigmoid" } ] }
+2|train --model bin_head.json --batch 64 --steps-per-epoch 1|the training split has 10 classes; the model's binary head (one sigmoid unit, binary_cross_entropy) takes 2, labels 0 and 1
+2|train --model bin_head.json --batch 64 --steps-per-epoch 1 --level timing|the training split has 10 classes; the model's binary head
+>lin_head.json { "input": [4], "layers": [ { "type": "dense", "units": 1, "name": "v" } ] }
+2|train --model lin_head.json --data synthetic --batch 8 --steps-per-epoch 1|--model lin_head.json: the last layer 'v' (dense) gives 1 value: softmax_cross_entropy needs one score per class|a linear or tanh unit (a regression, Keras' mean_squared_error) is not trained
 CASES
 # a Keras chain of 100k layers is refused from the layer count, before the
 # walk (which was quadratic in the layers: over 60 s), as fast as a native

@@ -141,14 +141,16 @@ expect_out_contains "Total params: 1,013"
 expect_err_contains "dim_ordering th: read channels last"
 expect_status 0 "$TPUSIM" train --model k1th.json --data synthetic --synthetic-n 64 --batch 32 --steps-per-epoch 1 --backend reference
 
-# a binary head (one sigmoid unit): summarized, not trained yet
+# a binary head (one sigmoid unit): summarized, and trained with binary
+# cross-entropy (t_binary.sh trains real ones)
 printf '%s\n' '{"class_name": "Sequential", "keras_version": "2.4.0", "config": {"name": "binary", "layers": [' \
   '{"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu", "batch_input_shape": [null, 4]}},' \
   '{"class_name": "Dense", "config": {"name": "out", "units": 1, "activation": "sigmoid"}}]}}' > bin.json
 expect_status 0 "$TPUSIM" model bin.json
 expect_out_contains "out (dense)                        (None, 1)                          9"
-expect_status 2 "$TPUSIM" train --model bin.json $S
-expect_err_contains "--model bin.json: the last layer 'out' (dense) gives 1 value: a binary head (one sigmoid unit, Keras' binary_crossentropy) is not trained yet"
+expect_out_contains "Loss: binary_cross_entropy"
+expect_status 0 "$TPUSIM" train --model bin.json $S --backend reference
+expect_out_contains " - accuracy: "
 
 # a Sequential saved with no input shape takes it after '@'; a double-encoded
 # file (json.dump(model.to_json()): a JSON string holding the model) loads
@@ -181,8 +183,15 @@ if [ -e "$R/README.md" ]; then
   expect_err_contains "INVALID_k3_merge_conflict_markers.json:1:1: malformed JSON"
   expect_status 0 "$TPUSIM" model "$R/k1_mnist_cnn_seq.json"
   expect_out_contains "Total params: 600,810"
-  expect_status 2 "$TPUSIM" model "$R/k2.2.0_agz_dual_res_model.json"
-  expect_err_contains "the model has 2 outputs"
+  # two outputs (t_outputs.sh): loads, and its step is timed (362 classes: values take at most 256)
+  expect_status 0 "$TPUSIM" model "$R/k2.2.0_agz_dual_res_model.json"
+  expect_out_contains "Total params: 23,881,170"
+  expect_out_contains "Outputs: policy_head_dense softmax_cross_entropy x 1, value_head_output mean_squared_error x 1"
+  expect_status 0 "$TPUSIM" train --model "$R/k2.2.0_agz_dual_res_model.json" --level timing --data synthetic \
+    --synthetic-n 16 --batch 8 --steps-per-epoch 1
+  expect_status 2 "$TPUSIM" train --model "$R/k2.2.0_agz_dual_res_model.json" --data synthetic --synthetic-n 16 \
+    --batch 8 --steps-per-epoch 1
+  expect_err_contains "gives 362 classes; --level tile computes values with at most 256 classes"
 else
   echo "t_keras: SKIP: the real Keras files: $R is not there"
 fi

@@ -86,6 +86,17 @@ def main():
         '{"type": "add", "inputs": ["a", "b"]}, {"type": "zero_padding", "padding": 1},'
         '{"type": "maxpool", "size": 3, "stride": 2, "padding": "same"},'
         '{"type": "global_avgpool"}, {"type": "dense", "units": 3, "activation": "softmax"}]}\n')
+    # a binary head: a sigmoid layer after a conv's one value, a flatten, the
+    # loss named (binary cross-entropy folds the sigmoid in)
+    put("model", "seed-binary.json", '{"input": [6, 6, 1], "loss": "binary_cross_entropy", "layers": ['
+        '{"type": "conv2d", "filters": 3, "kernel": 3, "stride": 2, "activation": "relu"},'
+        '{"type": "conv2d", "filters": 1, "kernel": 2}, {"type": "sigmoid"}, {"type": "flatten"}]}\n')
+    # two outputs: class scores and a tanh value (its head's loss, squared
+    # error), weighted
+    put("model", "seed-outputs.json", '{"input": [6], "outputs": [{"layer": "p", "weight": 1},'
+        '{"layer": "v", "weight": 0.5}], "layers": [{"type": "dense", "name": "h", "units": 4, "activation": "relu"},'
+        '{"type": "dense", "name": "p", "units": 3}, {"type": "dense", "name": "v", "inputs": "h", "units": 1,'
+        '"activation": "tanh"}]}\n')
     # ONNX: the files of tests/e2e/t_onnx.sh and t_badinput.sh, built with
     # Debian's python3-onnx (which the system's python3 has)
     with tempfile.TemporaryDirectory() as tmp:
