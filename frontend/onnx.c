@@ -27,13 +27,18 @@
 ** padding against 'same', the Flatten permutation); the native loader then
 ** infers every layer's shape again and checks them, once.
 **
+** Transformers. A sequence [N, L, C] is the native 1 x L x C, token ids
+** [N, L] the native [L] input of an embedding (a Gather), and 4-D heads
+** keep ONNX's order (otensor.direct). The layers PyTorch exports as
+** several nodes (LayerNormalization before opset 17, Gelu, a MatMul and its
+** bias, a position table, attention written by hand) are found before the
+** translation by fuse(), tried at each node as their last one, and read as
+** one native layer there; the other nodes of a match are skipped.
+**
 ** Not modelled: dilations, ceil_mode, grouped convolutions other than
 ** depthwise, constant folding (a Shape/Gather chain computing a Reshape's
-** shape is refused as its operators), external data, a bias Add after a
-** MatMul. The transformer operators (LayerNormalization, Gelu, Gather,
-** Transpose, Mul, MatMul beyond 2-D, Reshape beyond flattening) map onto
-** native layers from issue #29 whose ONNX mapping is not written yet, and are
-** refused, listed.
+** shape is refused as its operators), external data, nn.MultiheadAttention
+** as exported (its packed projection is sliced), attention masks.
 */
 #include <jansson.h>
 #include <math.h>
