@@ -1062,7 +1062,7 @@ static tpu_status op_reshape(fe_onnx *O, int i, otensor *xp, const Onnx__TensorP
   char name[ONAME];
   json_t *L = emit(O, i, "reshape", in, 1, NULL, name), *t = json_array();
   for (size_t k = 0; t && k + 1 < r; k++) if (json_array_append_new(t, json_integer(e[k]))) { json_decref(t); t = NULL; }
-  if (!L || !t || json_object_set_new(L, "target_shape", t)) return NOMEM(O);
+  if (!L || !t || json_object_set_new(L, "target_shape", t)) { if (!L) json_decref(t); return NOMEM(O); }
   return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
 }
 
@@ -1278,7 +1278,7 @@ static tpu_status op_transpose(fe_onnx *O, int i) {
   char name[ONAME];
   json_t *L = emit(O, i, "permute", in, 1, NULL, name), *dims = json_array();
   for (size_t k = 1; dims && k < r; k++) if (json_array_append_new(dims, json_integer(p[k]))) { json_decref(dims); dims = NULL; }
-  if (!L || !dims || json_object_set_new(L, "dims", dims)) return NOMEM(O);
+  if (!L || !dims || json_object_set_new(L, "dims", dims)) { if (!L) json_decref(dims); return NOMEM(O); }
   y = shaped((int)r - 1, e);
   y.nonneg = xp->nonneg;
   return output(O, i, &y, name) ? TPU_OK : NOMEM(O);

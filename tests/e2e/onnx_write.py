@@ -12,7 +12,7 @@ shape inference.
                                    with onnx.shape_inference: the parameter
                                    count and every layer's output shape
 """
-import json, os, struct, sys
+import json, math, os, struct, sys
 
 import numpy as np
 import onnx
@@ -174,7 +174,7 @@ def layernorm13(x, y, name, c, inits):
             h.make_node("Add", [name + "_gn", name + "_b"], [y], name=name)]
 
 
-def transformer():
+def transformer(d):
     """Opset 17 with its LayerNormalization op: token ids [N, 8], a Gather
     embedding, a learned position table Gathered at 0..7 and added, a
     pre-norm block (attention, the Erf form of Gelu, residual Adds), the
@@ -197,6 +197,37 @@ def transformer():
                      [h.make_tensor_value_info("y", T.FLOAT, ["N", 10])], i)
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], producer_name="onnx_write.py", producer_version="1")
     onnx.checker.check_model(m)
+    # the first loss on 64 sequences of 8 token ids (IDX images of 1 x 8 read by a pipeline without
+    # normalize: the ids themselves)
+    x = RNG.integers(0, 50, (64, 1, 8), dtype=np.uint8)
+    y = (np.arange(64) % 10).astype(np.uint8)
+    os.makedirs(d + "/tok", exist_ok=True)
+    for pre in ("train", "t10k"):
+        open(d + "/tok/%s-images-idx3-ubyte" % pre, "wb").write(struct.pack(">IIII", 0x803, 64, 1, 8) + x.tobytes())
+        open(d + "/tok/%s-labels-idx1-ubyte" % pre, "wb").write(struct.pack(">II", 0x801, 64) + y.tobytes())
+    json.dump({"source": {"kind": "idx", "images": "tok/train-images-idx3-ubyte", "elements": 64,
+                          "labels": "tok/train-labels-idx1-ubyte"}, "stages": [{"op": "batch", "batch_size": 64}]},
+              open(d + "/tok.json", "w"))
+    W = {t.name: nh.to_array(t).astype(np.float64) for t in i}
+    def lin(v, p):
+        return v @ W[p + "_w"] + W[p + "_b"]
+    def ln(v, p):
+        mu = v.mean(-1, keepdims=True)
+        return (v - mu) / np.sqrt(((v - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * W[p + "_g"] + W[p + "_b"]
+    def heads(v):
+        return v.reshape(64, 8, 2, 8).transpose(0, 2, 1, 3)
+    h0 = W["emb"][x[:, 0]] + W["pos_t"][:8]
+    l1 = ln(h0, "ln1")
+    sc = heads(lin(l1, "attn_q")) @ heads(lin(l1, "attn_k")).transpose(0, 1, 3, 2) / 8 ** 0.5
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    h1 = h0 + lin((p @ heads(lin(l1, "attn_v"))).transpose(0, 2, 1, 3).reshape(64, 8, 16), "attn")
+    f = lin(ln(h1, "ln2"), "ff1")
+    g = 0.5 * f * (1 + np.vectorize(math.erf)(f / 2 ** 0.5))
+    z = (h1 + lin(g, "ff2")).mean(1) @ W["head_w"].T + W["head_b"]
+    z -= z.max(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(64), y]))
+    open(d + "/loss_tok.txt", "w").write("%.9g\n" % loss)
     return m
 
 
@@ -245,6 +276,46 @@ def transformer13(d):
     z -= z.max(axis=1, keepdims=True)
     loss = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(64), y]))
     open(d + "/loss13.txt", "w").write("%.9g\n" % loss)
+    return m
+
+
+def seqops(d):
+    """The sequence operators outside a transformer block: Softmax over the
+    positions (axis 1), Transpose, Reshape to 4-D and a Transpose of that to
+    NCHW (a layout change: no layer), a Conv on it, Concat of sequences on
+    the last axis, ReduceMean over an image's pixels, Flatten of a sequence."""
+    i = [w("cw", 3, 6, 1, 1), w("fw", 5, 3), k("s4", [0, 2, 2, 6], np.int64), w("hw", 6 * 8 + 5, 4)]
+    n = [h.make_node("Softmax", ["x"], ["sm"], name="sm_pos", axis=1),
+         h.make_node("Transpose", ["sm"], ["t"], name="t", perm=[0, 2, 1]),
+         h.make_node("Reshape", ["t", "s4"], ["r4"], name="r4"),
+         h.make_node("Transpose", ["r4"], ["img"], name="to_nchw", perm=[0, 3, 1, 2]),
+         h.make_node("Conv", ["img", "cw"], ["c"], name="conv", kernel_shape=[1, 1]),
+         h.make_node("ReduceMean", ["c"], ["g"], name="gap", axes=[2, 3], keepdims=0),
+         h.make_node("Gemm", ["g", "fw"], ["gv"], name="fc", transB=1),
+         h.make_node("Concat", ["x", "sm"], ["cat"], name="cat", axis=-1),
+         h.make_node("Flatten", ["cat"], ["fl"], name="flat"),
+         h.make_node("Concat", ["fl", "gv"], ["both"], name="both", axis=1)]
+    n.append(h.make_node("MatMul", ["both", "hw"], ["y"], name="head"))
+    m = model(n, "seqops", [6, 4], "y", i, opset=13, classes=4)
+    # the first loss on 64 IDX images of 6 x 4 (6 positions of 4 values), 4 classes
+    x = RNG.integers(0, 256, (64, 6, 4), dtype=np.uint8)
+    y = (np.arange(64) % 4).astype(np.uint8)
+    os.makedirs(d + "/idx64", exist_ok=True)
+    for pre in ("train", "t10k"):
+        open(d + "/idx64/%s-images-idx3-ubyte" % pre, "wb").write(struct.pack(">IIII", 0x803, 64, 6, 4) + x.tobytes())
+        open(d + "/idx64/%s-labels-idx1-ubyte" % pre, "wb").write(struct.pack(">II", 0x801, 64) + y.tobytes())
+    W = {t.name: nh.to_array(t).astype(np.float64) for t in i}
+    s = x.astype(np.float64) / 255.0
+    sm = np.exp(s - s.max(1, keepdims=True))
+    sm /= sm.sum(1, keepdims=True)
+    img = sm.transpose(0, 2, 1).reshape(64, 2, 2, 6).transpose(0, 3, 1, 2)
+    c = np.einsum("nchw,fc->nfhw", img, W["cw"][:, :, 0, 0])
+    gv = c.mean((2, 3)) @ W["fw"].T
+    both = np.concatenate([np.concatenate([s, sm], -1).reshape(64, -1), gv], 1)
+    z = both @ W["hw"]
+    z -= z.max(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(64), y]))
+    open(d + "/loss_seqops.txt", "w").write("%.9g\n" % loss)
     return m
 
 
@@ -306,8 +377,8 @@ def loss_model(d):
 
 def make(d):
     os.makedirs(d, exist_ok=True)
-    for name, m in (("small_cnn", small_cnn()), ("resnet", resnet()), ("transformer", transformer()),
-                    ("refused", refused()), ("loss", loss_model(d)), ("transformer13", transformer13(d))):
+    for name, m in (("small_cnn", small_cnn()), ("resnet", resnet()), ("transformer", transformer(d)),
+                    ("refused", refused()), ("seqops", seqops(d)), ("loss", loss_model(d)), ("transformer13", transformer13(d))):
         onnx.save(m, os.path.join(d, name + ".onnx"))
 
 
@@ -376,7 +447,8 @@ def check(path, report):
         if n is None:
             continue   # a layer tpusim adds before a node (its zero padding)
         s = shapes[n.output[0]]
-        want = [s[2], s[3], s[1]] if len(s) == 4 else [1, s[1], s[2]] if len(s) == 3 else [1, 1, s[1]]
+        want = s[1:] if len(s) == 4 and L["type"] in ("reshape", "permute") else \
+            [s[2], s[3], s[1]] if len(s) == 4 else [1, s[1], s[2]] if len(s) == 3 else [1, 1, s[1]]
         assert L["output_shape"] == want, "%s: tpusim %s, ONNX %s (NCHW %s)" % (L["name"], L["output_shape"], want, s)
         checked += 1
     assert checked >= 4, "%s: only %d layers checked" % (path, checked)

@@ -10,7 +10,7 @@
 PY=/usr/bin/python3
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" make .
 
-for f in small_cnn resnet loss transformer transformer13; do
+for f in small_cnn resnet loss transformer transformer13 seqops; do
   expect_status 0 "$TPUSIM" model "$f.onnx" --json
   echo "$OUT" > "$f.json"
   $PY "$TPU_ROOT/tests/e2e/onnx_write.py" check "$f.onnx" "$f.json" || die "$f.onnx against ONNX shape inference"
@@ -50,14 +50,21 @@ for be in "--backend reference --dtype-policy float32:1e-6" ":1e-2"; do
     || die "loss.onnx ${be%:*}: first loss $got, numpy's from the file's weights $want"
 done
 
-# the opset-13 transformer's first loss from the file's weights (numpy, f64): LayerNormalization's
-# decomposition, attention, Gelu's tanh form, the position table, Mul, Transpose and Reshape
-want=$(cat loss13.txt)
-expect_status 0 "$TPUSIM" train --model transformer13.onnx --data idx --batch 64 --steps-per-epoch 1 --backend reference \
-  --dtype-policy float32 --csv l13.csv
-got=$(sed -n 2p l13.csv | cut -d, -f3)
-$PY -c "import sys; g, w = map(float, sys.argv[1:]); sys.exit(abs(g - w) > 1e-6 * w)" "$got" "$want" \
-  || die "transformer13.onnx: first loss $got, numpy's from the file's weights $want"
+# the first loss from the file's weights (numpy, f64), in f32 on the reference backend, of: the opset-17
+# transformer (a Gather embedding of token ids, read raw by a pipeline without normalize; the position
+# table, LayerNormalization, attention, Gelu's Erf form, ReduceMean), the opset-13 one (LayerNormalization's
+# decomposition, attention scaled by Mul, Gelu's tanh form, Mul, Transpose, Reshape) and the sequence
+# operators' graph (Softmax over positions, Reshape to 4-D, a Transpose to NCHW, Concat, ReduceMean)
+for f in "transformer:loss_tok:--pipeline tok.json --data tok" "transformer13:loss13:--data idx" \
+         "seqops:loss_seqops:--data idx64"; do
+  IFS=: read -r m l args <<< "$f"
+  want=$(cat $l.txt)
+  expect_status 0 "$TPUSIM" train --model $m.onnx $args --batch 64 --steps-per-epoch 1 --backend reference \
+    --dtype-policy float32 --csv $m.csv
+  got=$(sed -n 2p $m.csv | cut -d, -f3)
+  $PY -c "import sys; g, w = map(float, sys.argv[1:]); sys.exit(abs(g - w) > 1e-6 * w)" "$got" "$want" \
+    || die "$m.onnx: first loss $got, numpy's from the file's weights $want"
+done
 expect_status 0 "$TPUSIM" train --model transformer.onnx --level timing --data synthetic --synthetic-n 64 --batch 64 \
   --steps-per-epoch 1
 expect_out_contains "Training tiny_transformer (3450 parameters)"
