@@ -68,6 +68,8 @@ typedef struct otensor {       /* a value of the graph, as far as the translatio
   bool direct;                 /* rank 4 not an image: [N, h, w, c] in the native order (a sequence reshaped
                                   to heads); rank 3 is always [N, L, C]: h = 1, w = L */
   bool ids;                    /* the model's input of token ids [N, L] (c = L), read by a Gather only */
+  bool cfirst;                 /* an image reshaped to [N, C, H*W] (h, w, c still the image's), read by a
+                                  Transpose [0, 2, 1] only: ViT's patches x.flatten(2).transpose(1, 2) */
   bool nonneg;                 /* its values are >= 0 (after a relu): zero padding before a max pool is exact */
   int pc, ph, pw;              /* flattened from C x H x W in ONNX's order (ph * pw > 1): a dense reading it
                                   permutes its weight rows */
@@ -251,6 +253,9 @@ static tpu_status value_in(fe_onnx *O, int i, size_t k, otensor **out) {
   if (t->ids && strcmp(S(n->op_type), "Gather"))
     return node_fail(O, i, "reads the model's token ids '%.60s'; only a Gather of a table (an embedding) reads them",
                      n->input[k]);
+  if (t->cfirst && strcmp(S(n->op_type), "Transpose"))
+    return node_fail(O, i, "reads '%.60s', an image reshaped to [N, C, H*W]; only a Transpose [0, 2, 1] reads it "
+                     "(to the sequence of pixels [N, H*W, C])", n->input[k]);
   *out = t;
   return TPU_OK;
 }
@@ -1081,6 +1086,13 @@ static tpu_status op_flatten(fe_onnx *O, int i, bool reshape) {
         return node_fail(O, i, "reshapes a flattened image, whose C,H,W order tpusim (H,W,C) cannot keep");
       if (x.ph * x.pw <= 1) return op_reshape(O, i, xp, s);
     }
+    if (s && s->n_dims == 1 && holds(s, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 3) && !x.vec &&
+        (ival(s, 1) == x.c || ival(s, 1) == 0) && (ival(s, 2) == (int64_t)x.h * x.w || ival(s, 2) == -1)) {
+      otensor y = x;   /* [N, C, H*W]: the pixels, channels first */
+      y.cfirst = true;
+      y.rank = 3;
+      return output(O, i, &y, x.nat) ? TPU_OK : NOMEM(O);
+    }
     const bool two = s && holds(s, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2) && s->n_dims == 1;
     const int64_t a = two ? ival(s, 0) : 0, b = two ? ival(s, 1) : 0;
     if (!two || !(a >= -1 && (b == total || (b == -1 && a != -1))))
@@ -1222,9 +1234,32 @@ static tpu_status op_layernorm(fe_onnx *O, int i) {
 }
 
 /* Gather(table, ids): an embedding of the model's token ids. */
+/* Gather(x, p, axis 1) of a sequence, p a constant scalar: its position p
+** (x[:, 0] of BERT's pooler and ViT's head). */
+static tpu_status op_take(fe_onnx *O, int i, otensor *xp) {
+  const Onnx__TensorProto *p;
+  tpu_status st = const_in(O, i, 1, &p);
+  if (st) return st;
+  const int64_t L = xp->w, v = p && p->n_dims == 0 && holds(p, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1) ? ival(p, 0) : L;
+  if (xp->rank != 3 || attr_int(O->g->node[i], "axis", 0) != 1 || v < -L || v >= L)
+    return node_fail(O, i, "tpusim reads a Gather of a computed tensor as one position of a sequence [N, L, C]: axis "
+                     "1, the index a constant int64 scalar in -L..L-1");
+  otensor *in[1] = { xp };
+  char name[ONAME];
+  json_t *T = emit(O, i, "take", in, 1, NULL, name);
+  if (!T || set_int(T, "position", v < 0 ? v + L : v)) return NOMEM(O);
+  const otensor y = { .rank = 2, .c = xp->c, .h = 1, .w = 1, .vec = true, .nonneg = xp->nonneg };
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
 static tpu_status op_gather(fe_onnx *O, int i) {
   const Onnx__TensorProto *t;
   otensor *xp;
+  const otensor *d = find(O, in_of(O, i, 0));
+  if (d && !d->k && !d->ids) {
+    tpu_status st = value_in(O, i, 0, &xp);
+    return st ? st : op_take(O, i, xp);
+  }
   tpu_status st = const_in(O, i, 0, &t);
   if (st) return node_fail(O, i, "tpusim reads a Gather of rows of a constant table (an embedding); input 0 must be "
                            "an initializer");
@@ -1247,6 +1282,21 @@ static tpu_status op_gather(fe_onnx *O, int i) {
   return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
 }
 
+/* Transpose [0, 2, 1] of an image reshaped to [N, C, H*W]: the pixels as
+** a sequence [N, H*W, C], which the native image H x W x C already is in
+** memory (a reshape). */
+static tpu_status patches(fe_onnx *O, int i, otensor *xp) {
+  int64_t p[3];
+  if (!attr_ints(O->g->node[i], "perm", 3, -1, p) || p[0] != 0 || p[1] != 2 || p[2] != 1)
+    return node_fail(O, i, "transposes an image reshaped to [N, C, H*W] other than with perm [0, 2, 1]");
+  otensor *in[1] = { xp };
+  char name[ONAME];
+  json_t *L = emit(O, i, "reshape", in, 1, NULL, name);
+  if (!L || json_object_set_new(L, "target_shape", json_pack("[ii]", xp->h * xp->w, xp->c))) return NOMEM(O);
+  const otensor y = { .rank = 3, .h = 1, .w = xp->h * xp->w, .c = xp->c, .nonneg = xp->nonneg };
+  return output(O, i, &y, name) ? TPU_OK : NOMEM(O);
+}
+
 /* Transpose: a permute of a sequence or of heads; an image's NCHW to NHWC
 ** and back is a change of layout only (no layer). */
 static tpu_status op_transpose(fe_onnx *O, int i) {
@@ -1256,6 +1306,7 @@ static tpu_status op_transpose(fe_onnx *O, int i) {
   otensor y = *xp;
   int64_t p[4] = { -1, -1, -1, -1 };
   const size_t r = (size_t)y.rank;
+  if (y.cfirst) return patches(O, i, xp);
   if (y.ph * y.pw > 1 || y.vec || r < 3 || !attr_ints(O->g->node[i], "perm", r, -1, p) || p[0] != 0)
     return node_fail(O, i, "tpusim reads a Transpose of a sequence [N, L, C] or a 4-D tensor that keeps the batch "
                      "first ('perm' given, starting with 0)");
@@ -1337,8 +1388,9 @@ static tpu_status op_reducemean(fe_onnx *O, int i) {
 static tpu_status op_fused(fe_onnx *O, int i) {
   const ofuse *f = &O->fz[i];
   otensor *xp = find(O, f->x);
-  if (!xp || xp->k || xp->ids)
-    return node_fail(O, i, "input '%.60s' is not computed from the model's input", f->x);
+  if (!xp || xp->k || xp->ids || xp->cfirst)
+    return node_fail(O, i, "input '%.60s' is not %s", f->x, xp && xp->cfirst ? "a sequence (an image reshaped to "
+                     "[N, C, H*W] is read by a Transpose [0, 2, 1] only)" : "computed from the model's input");
   otensor *in[1] = { xp };
   const otensor x = *xp;
   char name[ONAME];
@@ -1533,7 +1585,7 @@ static tpu_status translate(fe_onnx *O) {
     if ((st = node(O, i))) return st;
   const otensor *out = find(O, S(O->g->output[0]->name));
   const size_t nl = json_array_size(O->layers);
-  if (!out || out->k || !nl ||
+  if (!out || out->k || out->cfirst || !nl ||
       strcmp(out->nat, json_string_value(json_object_get(json_array_get(O->layers, nl - 1), "name"))))
     return failf(O, TPU_ERR_CONFIG, "the graph's output '%.60s' is not the value its last layer computes; tpusim "
                  "trains a chain ending in the class scores", S(O->g->output[0]->name));

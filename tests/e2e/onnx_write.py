@@ -319,6 +319,40 @@ def seqops(d):
     return m
 
 
+def vit(d):
+    """ViT's front and head as PyTorch exports them (opset 17): a Conv of
+    4x4 patches, x.flatten(2).transpose(1, 2) (a Reshape to [N, C, H*W] and
+    a Transpose), a [1, 4, 6] position table, LayerNormalization, x[:, 0]
+    (a Gather on axis 1) and the classifier; the first loss from numpy."""
+    i = [w("pw", 6, 1, 4, 4), w("pb", 6), k("s3", [0, 6, -1], np.int64), w("pos", 1, 4, 6), pos("g", 6),
+         w("b", 6, scale=0.1), k("zero", 0, np.int64), w("hw", 10, 6), w("hb", 10)]
+    n = [h.make_node("Conv", ["x", "pw", "pb"], ["c"], name="patches", kernel_shape=[4, 4], strides=[4, 4]),
+         h.make_node("Reshape", ["c", "s3"], ["r"], name="flatten2"),
+         h.make_node("Transpose", ["r"], ["t"], name="to_seq", perm=[0, 2, 1]),
+         h.make_node("Add", ["t", "pos"], ["e"], name="pos_add"),
+         h.make_node("LayerNormalization", ["e", "g", "b"], ["l"], name="ln", epsilon=1e-6),
+         h.make_node("Gather", ["l", "zero"], ["cls"], name="first", axis=1),
+         h.make_node("Gemm", ["cls", "hw", "hb"], ["y"], name="head", transB=1)]
+    m = model(n, "tiny_vit", [1, 8, 8], "y", i, opset=17)
+    x = RNG.integers(0, 256, (64, 8, 8), dtype=np.uint8)
+    y = (np.arange(64) % 10).astype(np.uint8)
+    os.makedirs(d + "/idx88", exist_ok=True)
+    for pre in ("train", "t10k"):
+        open(d + "/idx88/%s-images-idx3-ubyte" % pre, "wb").write(struct.pack(">IIII", 0x803, 64, 8, 8) + x.tobytes())
+        open(d + "/idx88/%s-labels-idx1-ubyte" % pre, "wb").write(struct.pack(">II", 0x801, 64) + y.tobytes())
+    W = {t.name: nh.to_array(t).astype(np.float64) for t in i}
+    p = (x.astype(np.float64) / 255.0).reshape(64, 2, 4, 2, 4).transpose(0, 1, 3, 2, 4)   # n, py, px, ky, kx
+    c = np.einsum("nyxab,fab->nfyx", p, W["pw"][:, 0]) + W["pb"][None, :, None, None]
+    e = c.reshape(64, 6, 4).transpose(0, 2, 1) + W["pos"]
+    mu = e.mean(-1, keepdims=True)
+    l = (e - mu) / np.sqrt(((e - mu) ** 2).mean(-1, keepdims=True) + 1e-6) * W["g"] + W["b"]
+    z = l[:, 0] @ W["hw"].T + W["hb"]
+    z -= z.max(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(64), y]))
+    open(d + "/loss_vit.txt", "w").write("%.9g\n" % loss)
+    return m
+
+
 def refused():
     """Operator types tpusim does not read, and the decompositions'
     operators outside one: refused all at once."""
@@ -378,7 +412,7 @@ def loss_model(d):
 def make(d):
     os.makedirs(d, exist_ok=True)
     for name, m in (("small_cnn", small_cnn()), ("resnet", resnet()), ("transformer", transformer(d)),
-                    ("refused", refused()), ("seqops", seqops(d)), ("loss", loss_model(d)), ("transformer13", transformer13(d))):
+                    ("refused", refused()), ("seqops", seqops(d)), ("vit", vit(d)), ("loss", loss_model(d)), ("transformer13", transformer13(d))):
         onnx.save(m, os.path.join(d, name + ".onnx"))
 
 
@@ -408,7 +442,7 @@ def bad(d):
                     h.make_node("GlobalAveragePool", ["p"], ["g"], name="gap")] + head[1:],
          [w("w", 4, 4, 3, 3)] + fw)
     save("o_reshape", [conv("c0"), h.make_node("Reshape", ["c", "shp"], ["r"], name="rs")],
-         [w("w", 4, 4, 3, 3), nh.from_array(np.array([0, 4, 36], np.int64), "shp")], out="r")
+         [w("w", 4, 4, 3, 3), nh.from_array(np.array([0, 2, 72], np.int64), "shp")], out="r")
     save("o_2in", [conv("c0")] + head, [w("w", 4, 4, 3, 3)] + fw, shape=(4, "H", 8))
     save("o_big", [conv("c0")] + head, [w("w", 4, 4, 3, 3)] + fw, shape=(4, 2, 2))
     open(os.path.join(d, "o_junk.onnx"), "wb").write(b"\xff\xff\xff\xff not protobuf")
@@ -427,6 +461,9 @@ def bad(d):
     save("o_smaxis", [node("Softmax", ["x"], "y", "sm", axis=1)], [], shape=seq, opset=11)
     save("o_poslen", [node("Add", ["x", "p"], "y", "pos")], [w("p", 4, 16)], shape=seq)
     save("o_reshp", [node("Reshape", ["x", "s"], "y", "rs")], [k("s", [0, 3, -1], np.int64)], shape=seq)
+    save("o_take", [node("Gather", ["x", "z"], "y", "pick", axis=2)], [k("z", 0, np.int64)], shape=seq)
+    save("o_cfirst", [conv("c0"), node("Reshape", ["c", "s"], "r", "flat2"), node("Relu", ["r"], "y", "relu")],
+         [w("w", 4, 4, 3, 3), k("s", [0, 4, -1], np.int64)])
 
 
 def check(path, report):

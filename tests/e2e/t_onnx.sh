@@ -10,7 +10,7 @@
 PY=/usr/bin/python3
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" make .
 
-for f in small_cnn resnet loss transformer transformer13 seqops; do
+for f in small_cnn resnet loss transformer transformer13 seqops vit; do
   expect_status 0 "$TPUSIM" model "$f.onnx" --json
   echo "$OUT" > "$f.json"
   $PY "$TPU_ROOT/tests/e2e/onnx_write.py" check "$f.onnx" "$f.json" || die "$f.onnx against ONNX shape inference"
@@ -54,9 +54,10 @@ done
 # transformer (a Gather embedding of token ids, read raw by a pipeline without normalize; the position
 # table, LayerNormalization, attention, Gelu's Erf form, ReduceMean), the opset-13 one (LayerNormalization's
 # decomposition, attention scaled by Mul, Gelu's tanh form, Mul, Transpose, Reshape) and the sequence
-# operators' graph (Softmax over positions, Reshape to 4-D, a Transpose to NCHW, Concat, ReduceMean)
+# operators' graph (Softmax over positions, Reshape to 4-D, a Transpose to NCHW, Concat, ReduceMean) and
+# ViT's front and head (a Conv of patches, x.flatten(2).transpose(1, 2), x[:, 0])
 for f in "transformer:loss_tok:--pipeline tok.json --data tok" "transformer13:loss13:--data idx" \
-         "seqops:loss_seqops:--data idx64"; do
+         "seqops:loss_seqops:--data idx64" "vit:loss_vit:--data idx88"; do
   IFS=: read -r m l args <<< "$f"
   want=$(cat $l.txt)
   expect_status 0 "$TPUSIM" train --model $m.onnx $args --batch 64 --steps-per-epoch 1 --backend reference \
