@@ -434,6 +434,9 @@ static bool fuse_gelu(fe_onnx *O, int r) {
           O->g->node[e->prod]->n_output == 1)
         anc[na++] = e->prod;
     }
+  bool curve = false;   /* both forms end in a Mul and hold an Erf or a Tanh */
+  for (int a = 0; a < na; a++) curve = curve || !strcmp(op_of(O, anc[a]), "Erf") || !strcmp(op_of(O, anc[a]), "Tanh");
+  if (!curve || strcmp(op_of(O, r), "Mul")) return false;
   qsort(anc, (size_t)na, sizeof *anc, cmp_int);
   static const double pts[] = { -2.7, -1.1, -0.3, 0.2, 0.9, 1.7, 3.1 };
   for (int q = 0; q < na; q++)
