@@ -93,6 +93,7 @@ typedef struct ofuse {         /* a subgraph read as one native layer, at its la
   double eps;                  /* LN */
   bool tanh_form;              /* GELU */
   int heads, kd, vd;           /* MHA */
+  int mask_len;                /* MHA: a causal mask's L x L (0: none) */
 } ofuse;
 
 typedef struct oname { const char *name; int prod, uses; } oname;   /* a value: its producer and readers */
@@ -600,6 +601,49 @@ static bool head(fe_onnx *O, const char *s, bool kt, const char **x, const Onnx_
   set[(*n)++] = rs;
   return proj(O, in_of(O, rs, 0), x, w, b, set, n);
 }
+/* A causal mask on the scores, square [L, L] or [1, 1, L, L]: Where(j > i,
+** fill, s), Where(j <= i, s, fill) (masked_fill, torch.where) with fill <=
+** -1e4 or -inf, or Add(s, M), M 0 on and below the diagonal and <= -1e4
+** above. Its length into *len, the scores' value into *s. */
+static bool mask_sq(const Onnx__TensorProto *k, int dt, int *len) {
+  const size_t nd = k ? k->n_dims : 0;
+  if (!k || k->data_type != dt || (nd != 2 && !(nd == 4 && k->dims[0] == 1 && k->dims[1] == 1)) ||
+      k->dims[nd - 1] != k->dims[nd - 2] || k->dims[nd - 1] < 1 || k->dims[nd - 1] > 4096)
+    return false;
+  const size_t n = numel(k);
+  *len = (int)k->dims[nd - 1];
+  if (k->has_data_location && k->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) return false;
+  if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) return holds(k, dt, n);
+  return k->has_raw_data && k->raw_data.len ? k->raw_data.len == n : k->n_int32_data == n;
+}
+static bool causal_mask(fe_onnx *O, int i, const char **s, int *len) {
+  const bool where = !strcmp(op_of(O, i), "Where");
+  const Onnx__TensorProto *k;
+  double fill = 0;
+  if (where) {
+    k = O->g->node[i]->n_input == 3 ? kof(O, in_of(O, i, 0)) : NULL;
+    const bool above = kscalar(O, in_of(O, i, 1), &fill);   /* Where(j > i, fill, s) */
+    if (!mask_sq(k, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, len) || !(above || kscalar(O, in_of(O, i, 2), &fill)) ||
+        !(fill <= -1e4) || kof(O, in_of(O, i, above ? 2 : 1)))
+      return false;
+    *s = in_of(O, i, above ? 2 : 1);
+    for (int r = 0; r < *len; r++)
+      for (int c = 0; c < *len; c++) {
+        const size_t j = (size_t)r * (size_t)*len + (size_t)c;
+        const bool v = k->has_raw_data && k->raw_data.len ? k->raw_data.data[j] != 0 : k->int32_data[j] != 0;
+        if (v != (above ? c > r : c <= r)) return false;
+      }
+    return true;
+  }
+  if (!split_k(O, i, s, &k) || !mask_sq(k, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, len)) return false;
+  for (int r = 0; r < *len; r++)
+    for (int c = 0; c < *len; c++) {
+      const float v = fval(k, (size_t)r * (size_t)*len + (size_t)c);
+      if (c <= r ? v != 0.0f : !(v <= -1e4f)) return false;
+    }
+  return true;
+}
+
 /* Attention as written by hand in PyTorch (and exported): Q, K, V
 ** projections split into heads, Softmax(Q K^T / sqrt(d)) V, heads merged
 ** (Transpose [0,2,1,3], Reshape [b, L, H*dv]), the output projection. */
@@ -613,11 +657,14 @@ static bool fuse_mha(fe_onnx *O, int r) {
   const int sm = cm < 0 ? -1 : made_by(O, in_of(O, cm, 0), "Softmax");
   if (sm < 0 || (attr_int(O->g->node[sm], "axis", -1) != -1 && attr_int(O->g->node[sm], "axis", -1) != 3)) return false;
   set[n++] = rs; set[n++] = t; set[n++] = cm; set[n++] = sm;
-  const char *s0;
+  const char *s0, *si = in_of(O, sm, 0);
   const Onnx__TensorProto *k;
-  int sc = made_by(O, in_of(O, sm, 0), "Div");
+  int cw = made_by(O, si, "Where"), len = 0;
+  if (cw < 0) cw = made_by(O, si, "Add");
+  if (cw >= 0 && causal_mask(O, cw, &si, &len)) set[n++] = cw;
+  int sc = made_by(O, si, "Div");
   const bool div = sc >= 0;
-  if (sc < 0) sc = made_by(O, in_of(O, sm, 0), "Mul");
+  if (sc < 0) sc = made_by(O, si, "Mul");
   if (sc < 0 || !split_k(O, sc, &s0, &k) || !holds(k, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1)) return false;
   set[n++] = sc;
   const int qk = made_by(O, s0, "MatMul");
@@ -633,7 +680,7 @@ static bool fuse_mha(fe_onnx *O, int r) {
       !near(fval(k, 0), want) || !m || !holds(m, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 3) ||
       (ival(m, 2) != -1 && ival(m, 2) != (int64_t)h[2] * d[2]) || (!b[0] != !b[1] || !b[0] != !b[2] || !b[0] != !b[3]))
     return false;
-  ofuse f = { .kind = FZ_MHA, .x = x[0], .heads = h[0], .kd = d[0], .vd = d[2] };
+  ofuse f = { .kind = FZ_MHA, .x = x[0], .heads = h[0], .kd = d[0], .vd = d[2], .mask_len = len };
   for (int a = 0; a < 4; a++) { f.k[2 * a] = w[a]; f.k[2 * a + 1] = b[a]; }
   return claim(O, set, n, &f);
 }
@@ -1429,11 +1476,15 @@ static tpu_status op_fused(fe_onnx *O, int i) {
       return node_fail(O, i, "attention's %s projection must be float32 [%lld, %lld] (and a bias of %lld)",
                        "Q\0K\0V\0O" + 2 * a, (long long)want[a][0], (long long)want[a][1], (long long)want[a][1]);
   }
+  if (f->mask_len && f->mask_len != x.w)
+    return node_fail(O, i, "attention's causal mask is %d x %d; the sequence has %d positions", f->mask_len,
+                     f->mask_len, x.w);
   olayer src = { .kind = OW_MHA };
   memcpy(src.mha, f->k, sizeof src.mha);
   json_t *L = emit(O, i, "multi_head_attention", in, 1, &src, name);
   if (!L || set_int(L, "num_heads", f->heads) || set_int(L, "key_dim", f->kd) || set_int(L, "value_dim", f->vd) ||
-      (!f->k[1] && json_object_set_new(L, "use_bias", json_false())))
+      (!f->k[1] && json_object_set_new(L, "use_bias", json_false())) ||
+      (f->mask_len && json_object_set_new(L, "causal", json_true())))
     return NOMEM(O);
   otensor y = x;
   y.nonneg = false;

@@ -104,10 +104,11 @@ def dense3(x, y, name, n_in, n_out, inits, bias=True):
             h.make_node("Add", [name + "_mm", name + "_b"], [y], name=name)]
 
 
-def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False):
+def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False, mask=None, length=0):
     """Hand-written multi-head self-attention: projections, Reshape to
     [b, L, H, d] and Transpose to heads, Softmax(Q K^T / sqrt(d)) V, heads
-    merged, the output projection."""
+    merged, the output projection; with mask "where" (masked_fill of the
+    keys after the query with -inf) or "add" (-1e9 added there), causal."""
     n = []
     for p in "qkv":
         n += dense3(x, name + "_" + p, name + "_" + p, c, heads * d, inits)
@@ -128,7 +129,17 @@ def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False):
     else:
         inits.append(k(name + "_sc", d ** 0.5))
         n.append(h.make_node("Div", [name + "_s0", name + "_sc"], [name + "_s"], name=name + "_scale"))
-    n += [h.make_node("Softmax", [name + "_s"], [name + "_p"], name=name + "_softmax", axis=-1),
+    if mask:
+        after = np.triu(np.ones((length, length), bool), 1)
+        if mask == "where":
+            inits += [k(name + "_mask", after[None, None], np.bool_), k(name + "_ninf", -np.inf)]
+            n.append(h.make_node("Where", [name + "_mask", name + "_ninf", name + "_s"], [name + "_sm"],
+                                 name=name + "_causal"))
+        else:
+            inits.append(k(name + "_mask", np.where(after, -1e9, 0.0)))
+            n.append(h.make_node("Add", [name + "_s", name + "_mask"], [name + "_sm"], name=name + "_causal"))
+    n += [h.make_node("Softmax", [name + "_sm" if mask else name + "_s"], [name + "_p"], name=name + "_softmax",
+                      axis=-1),
           h.make_node("MatMul", [name + "_p", name + "_vh"], [name + "_o"], name=name + "_pv"),
           h.make_node("Transpose", [name + "_o"], [name + "_ot"], name=name + "_ot", perm=[0, 2, 1, 3]),
           h.make_node("Reshape", [name + "_ot", name + "_ms"], [name + "_om"], name=name + "_merge")]
@@ -185,7 +196,7 @@ def transformer(d):
          h.make_node("Gather", ["pos_t", "pos_ix"], ["pe"], name="pos_rows"),
          h.make_node("Add", ["e", "pe"], ["h0"], name="pos_add"),
          h.make_node("LayerNormalization", ["h0", "ln1_g", "ln1_b"], ["l1"], name="ln1", axis=-1, epsilon=1e-5)]
-    n += attention("l1", "a1", "attn", 16, 2, 8, i)
+    n += attention("l1", "a1", "attn", 16, 2, 8, i, mask="add", length=8)
     n += [h.make_node("Add", ["h0", "a1"], ["h1"], name="res1"),
           h.make_node("LayerNormalization", ["h1", "ln2_g", "ln2_b"], ["l2"], name="ln2", axis=-1, epsilon=1e-5)]
     n += dense3("l2", "f1", "ff1", 16, 32, i) + gelu_erf("f1", "g1", "gelu", i) + dense3("g1", "f2", "ff2", 32, 16, i)
@@ -219,6 +230,7 @@ def transformer(d):
     h0 = W["emb"][x[:, 0]] + W["pos_t"][:8]
     l1 = ln(h0, "ln1")
     sc = heads(lin(l1, "attn_q")) @ heads(lin(l1, "attn_k")).transpose(0, 1, 3, 2) / 8 ** 0.5
+    sc[..., np.triu(np.ones((8, 8), bool), 1)] = -np.inf   # causal
     p = np.exp(sc - sc.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     h1 = h0 + lin((p @ heads(lin(l1, "attn_v"))).transpose(0, 2, 1, 3).reshape(64, 8, 16), "attn")
@@ -240,7 +252,7 @@ def transformer13(d):
     i = [w("pos_t", 1, 4, 8)]
     n = dense3("x", "p", "in_proj", 4, 8, i) + [h.make_node("Add", ["p", "pos_t"], ["h0"], name="pos_add")]
     n += layernorm13("h0", "l1", "ln1", 8, i)
-    n += attention("l1", "a1", "attn", 8, 2, 4, i, mul_scale=True, kt_twice=True)
+    n += attention("l1", "a1", "attn", 8, 2, 4, i, mul_scale=True, kt_twice=True, mask="where", length=4)
     n += [h.make_node("Add", ["h0", "a1"], ["h1"], name="res1")] + layernorm13("h1", "l2", "ln2", 8, i)
     n += dense3("l2", "f1", "ff1", 8, 12, i) + gelu_tanh("f1", "g1", "gelu", i)
     n += [h.make_node("Sigmoid", ["g1"], ["sg"], name="gate_sig"), h.make_node("Mul", ["g1", "sg"], ["gm"], name="gate")]
@@ -264,6 +276,7 @@ def transformer13(d):
     h0 = lin(s, "in_proj") + W["pos_t"]
     l1 = ln(h0, "ln1")
     sc = heads(lin(l1, "attn_q")) @ heads(lin(l1, "attn_k")).transpose(0, 1, 3, 2) / 2.0
+    sc[..., np.triu(np.ones((4, 4), bool), 1)] = -np.inf   # causal
     p = np.exp(sc - sc.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     o = (p @ heads(lin(l1, "attn_v"))).transpose(0, 2, 1, 3).reshape(64, 4, 8)
@@ -461,6 +474,8 @@ def bad(d):
     save("o_smaxis", [node("Softmax", ["x"], "y", "sm", axis=1)], [], shape=seq, opset=11)
     save("o_poslen", [node("Add", ["x", "p"], "y", "pos")], [w("p", 4, 16)], shape=seq)
     save("o_reshp", [node("Reshape", ["x", "s"], "y", "rs")], [k("s", [0, 3, -1], np.int64)], shape=seq)
+    am = []
+    save("o_mask", attention("x", "y", "attn", 16, 2, 8, am, mask="add", length=4), am, shape=seq)
     save("o_take", [node("Gather", ["x", "z"], "y", "pick", axis=2)], [k("z", 0, np.int64)], shape=seq)
     save("o_cfirst", [conv("c0"), node("Reshape", ["c", "s"], "r", "flat2"), node("Relu", ["r"], "y", "relu")],
          [w("w", 4, 4, 3, 3), k("s", [0, 4, -1], np.int64)])
@@ -473,8 +488,8 @@ def check(path, report):
     for v in list(inf.graph.value_info) + list(inf.graph.output):
         shapes[v.name] = [d.dim_value for d in v.type.tensor_type.shape.dim]
     used = {n for node in m.graph.node for n in node.input}
-    params = sum(int(np.prod(t.dims)) for t in m.graph.initializer
-                 if t.data_type == T.FLOAT and t.name in used and t.dims)
+    params = sum(int(np.prod(t.dims)) for t in m.graph.initializer   # a mask is a buffer, not a parameter
+                 if t.data_type == T.FLOAT and t.name in used and t.dims and not t.name.endswith("_mask"))
     r = json.load(open(report))
     assert r["parameters"] == params, "parameters: tpusim %d, ONNX initializers %d" % (r["parameters"], params)
     nodes = {n.name: n for n in m.graph.node}

@@ -415,7 +415,7 @@ CASES
 # ONNX files (tests/e2e/onnx_write.py bad: built with python3-onnx's helper API)
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" bad .
 corpus "$TPUSIM" model <<'CASES'
-=o_junk.onnx o_group.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx o_mmact.onnx o_mulk.onnx o_erf.onnx o_lnaxis.onnx o_gather.onnx o_transp.onnx o_smaxis.onnx o_poslen.onnx o_reshp.onnx o_take.onnx o_cfirst.onnx
+=o_junk.onnx o_group.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx o_mmact.onnx o_mulk.onnx o_erf.onnx o_lnaxis.onnx o_gather.onnx o_transp.onnx o_smaxis.onnx o_poslen.onnx o_reshp.onnx o_take.onnx o_cfirst.onnx o_mask.onnx
 2|o_junk.onnx|not an ONNX model: protobuf-c cannot read it as onnx.ModelProto
 2|o_group.onnx|node 0 'g2' (Conv): group 2 with 4 input channels|group == channels
 2|o_dil.onnx|node 0 'dil' (Conv): attribute 'dilations' must be [1, 1]
@@ -436,6 +436,7 @@ corpus "$TPUSIM" model <<'CASES'
 2|o_reshp.onnx|node 0 'rs' (Reshape): shape [batch, ...] does not hold the input's 128 values per sample
 2|o_take.onnx|node 0 'pick' (Gather): tpusim reads a Gather of a computed tensor as one position of a sequence
 2|o_cfirst.onnx|node 2 'relu' (Relu): reads 'r', an image reshaped to [N, C, H*W]; only a Transpose [0, 2, 1] reads it
+2|o_mask.onnx|node 20 'attn' (Add): attention's causal mask is 4 x 4; the sequence has 8 positions
 2|o_2in.onnx|input 'x': dimension 2 must be a number in 1..65536
 2|o_big.onnx|node 0 'c0' (Conv): layers[0] (conv2d): field 'kernel': 3x3 does not fit the input shape 2x2x4
 2|nosuch.onnx|nosuch.onnx: cannot read: No such file or directory
