@@ -80,6 +80,7 @@ typedef struct olayer {        /* where a native layer's parameters come from */
   int kind;                    /* OW_* */
   const Onnx__TensorProto *w, *b, *mean, *var;
   const Onnx__TensorProto *mha[8];   /* multi_head_attention: the kernels and biases of Q, K, V, O */
+  int moff[4];                 /* their first columns (Q, K and V may be parts of one packed kernel) */
   bool trans_b;                /* dense: the weight is [units, in] */
   int pc, ph, pw;              /* dense: rows in C,H,W order to permute */
 } olayer;
@@ -94,6 +95,7 @@ typedef struct ofuse {         /* a subgraph read as one native layer, at its la
   bool tanh_form;              /* GELU */
   int heads, kd, vd;           /* MHA */
   int mask_len;                /* MHA: a causal mask's L x L (0: none) */
+  int off[4];                  /* MHA: the first column of Q, K, V, O in its kernel and bias (a packed one) */
 } ofuse;
 
 typedef struct oname { const char *name; int prod, uses; } oname;   /* a value: its producer and readers */
@@ -366,18 +368,24 @@ static bool split_k(fe_onnx *O, int i, const char **x, const Onnx__TensorProto *
 
 /* Whether the nodes set[0..n) (set[0] the root) read their intermediate
 ** values only among themselves, and are free; then marks them. */
-static bool claim(fe_onnx *O, const int *set, int n, const ofuse *f) {
+static bool claim(fe_onnx *O, const int *all, int nall, const ofuse *f) {
+  int set[40], n = 0;   /* all without repeats (a node several paths reach: a packed projection) */
+  for (int a = 0; a < nall && n < 40; a++) {
+    int b = 0;
+    while (b < n && set[b] != all[a]) b++;
+    if (b == n) set[n++] = all[a];
+  }
+  if (!n) return false;
   for (int a = 0; a < n; a++) {
     const Onnx__NodeProto *nd = O->g->node[set[a]];
     if (O->fz[set[a]].kind || nd->n_output < 1) return false;
-    for (int b = 0; b < a; b++) if (set[b] == set[a]) return false;
-    if (a == 0) continue;
-    for (size_t o = 1; o < nd->n_output; o++) if (value(O, nd->output[o]) && value(O, nd->output[o])->uses) return false;
-    int inside = 0;
-    for (int b = 0; b < n; b++)
-      for (size_t k = 0; k < O->g->node[set[b]]->n_input; k++) inside += !strcmp(in_of(O, set[b], k), S(nd->output[0]));
-    const oname *e = value(O, nd->output[0]);
-    if (!e || e->uses != inside) return false;
+    for (size_t o = 0; a > 0 && o < nd->n_output; o++) {
+      int inside = 0;
+      for (int b = 0; b < n; b++)
+        for (size_t k = 0; k < O->g->node[set[b]]->n_input; k++) inside += !strcmp(in_of(O, set[b], k), S(nd->output[o]));
+      const oname *e = value(O, nd->output[o]);
+      if ((e ? e->uses : 0) != inside || (o == 0 && !e)) return false;
+    }
   }
   O->fz[set[0]] = *f;
   for (int a = 1; a < n; a++) O->fz[set[a]].kind = FZ_SKIP;
@@ -551,12 +559,45 @@ static bool fuse_pos(fe_onnx *O, int r) {
   return false;
 }
 
-/* A projection x W (+ b) for attention: the MatMul (and Add) into set. */
+/* Which part of a Split on the last axis value s is: its first column
+** into *off and its width into *width; false when not one. */
+static bool split_part(fe_onnx *O, int sp, const char *s, int *off, int *width) {
+  const Onnx__NodeProto *nd = O->g->node[sp];
+  const Onnx__TensorProto *k = O->opset >= 13 ? kof(O, in_of(O, sp, 1)) : NULL;
+  const Onnx__AttributeProto *a = attr(nd, "split");
+  const int64_t axis = attr_int(nd, "axis", 0);
+  size_t j = 0;
+  while (j < nd->n_output && strcmp(S(nd->output[j]), s)) j++;
+  if ((axis != -1 && axis != 2) || j == nd->n_output || nd->n_output > 8) return false;
+  if (k ? !holds(k, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, nd->n_output) : !a || a->n_ints != nd->n_output)
+    return false;   /* equal parts of an unknown width: not read */
+  int64_t o = 0;
+  for (size_t q = 0; q <= j; q++) {
+    const int64_t v = k ? ival(k, q) : a->ints[q];
+    if (v < 1 || v > (1 << 20)) return false;
+    if (q < j) o += v;
+    else *width = (int)v;
+  }
+  *off = (int)o;
+  return true;
+}
+
+/* A projection x W (+ b) for attention: the MatMul (and Add) into set; or
+** a part of a packed one split on the last axis (nanoGPT's
+** c_attn(x).split(C, dim=2)): its columns from *off, *width of them. */
 static bool proj(fe_onnx *O, const char *s, const char **x, const Onnx__TensorProto **w,
-                 const Onnx__TensorProto **b, int *set, int *n) {
+                 const Onnx__TensorProto **b, int *set, int *n, int *off, int *width) {
   const char *y = s;
   int m;
   *b = NULL;
+  *off = 0;
+  *width = -1;
+  const int sp = made_by(O, s, "Split");
+  if (sp >= 0) {
+    if (!split_part(O, sp, s, off, width)) return false;
+    set[(*n)++] = sp;
+    s = y = in_of(O, sp, 0);
+  }
   const int a = made_by(O, s, "Add");
   if (a >= 0) {
     if (!split_k(O, a, &y, b) || (*b)->n_dims != 1) return false;
@@ -567,7 +608,8 @@ static bool proj(fe_onnx *O, const char *s, const char **x, const Onnx__TensorPr
     return false;
   set[(*n)++] = m;
   *x = in_of(O, m, 0);
-  return true;
+  if (*width < 0) *width = (int)(*w)->dims[1];
+  return *off + (int64_t)*width <= (*w)->dims[1];
 }
 static bool perm_is(fe_onnx *O, int t, int a, int b, int c, int d) {
   int64_t p[4];
@@ -587,7 +629,7 @@ static bool heads_of(fe_onnx *O, int rs, int *h, int *d) {
 ** perm), with perm [0,2,1,3] (Q, V) or [0,2,3,1] (K^T, also written as
 ** [0,2,1,3] then [0,1,3,2]). */
 static bool head(fe_onnx *O, const char *s, bool kt, const char **x, const Onnx__TensorProto **w,
-                 const Onnx__TensorProto **b, int *h, int *d, int *set, int *n) {
+                 const Onnx__TensorProto **b, int *h, int *d, int *set, int *n, int *off) {
   int t = made_by(O, s, "Transpose");
   if (kt && perm_is(O, t, 0, 1, 3, 2)) {
     set[(*n)++] = t;
@@ -599,7 +641,8 @@ static bool head(fe_onnx *O, const char *s, bool kt, const char **x, const Onnx_
   if (!heads_of(O, rs, h, d)) return false;
   set[(*n)++] = t;
   set[(*n)++] = rs;
-  return proj(O, in_of(O, rs, 0), x, w, b, set, n);
+  int width;
+  return proj(O, in_of(O, rs, 0), x, w, b, set, n, off, &width) && width == *h * *d;
 }
 /* A causal mask on the scores, square [L, L] or [1, 1, L, L]: Where(j > i,
 ** fill, s), Where(j <= i, s, fill) (masked_fill, torch.where) with fill <=
@@ -648,10 +691,11 @@ static bool causal_mask(fe_onnx *O, int i, const char **s, int *len) {
 ** projections split into heads, Softmax(Q K^T / sqrt(d)) V, heads merged
 ** (Transpose [0,2,1,3], Reshape [b, L, H*dv]), the output projection. */
 static bool fuse_mha(fe_onnx *O, int r) {
-  int set[32], n = 0, h[3], d[3];
+  int set[40], n = 0, h[3], d[3], off[4], wo;
   const char *x[4];
   const Onnx__TensorProto *w[4], *b[4];
-  if (!proj(O, S(O->g->node[r]->output[0]), &x[3], &w[3], &b[3], set, &n) || set[0] != r) return false;
+  if (!proj(O, S(O->g->node[r]->output[0]), &x[3], &w[3], &b[3], set, &n, &off[3], &wo) || set[0] != r || off[3])
+    return false;
   const int rs = made_by(O, x[3], "Reshape"), t = rs < 0 ? -1 : made_by(O, in_of(O, rs, 0), "Transpose");
   const int cm = t < 0 || !perm_is(O, t, 0, 2, 1, 3) ? -1 : made_by(O, in_of(O, t, 0), "MatMul");
   const int sm = cm < 0 ? -1 : made_by(O, in_of(O, cm, 0), "Softmax");
@@ -670,9 +714,9 @@ static bool fuse_mha(fe_onnx *O, int r) {
   const int qk = made_by(O, s0, "MatMul");
   if (qk < 0) return false;
   set[n++] = qk;
-  if (!head(O, in_of(O, qk, 0), false, &x[0], &w[0], &b[0], &h[0], &d[0], set, &n) ||
-      !head(O, in_of(O, qk, 1), true, &x[1], &w[1], &b[1], &h[1], &d[1], set, &n) ||
-      !head(O, in_of(O, cm, 1), false, &x[2], &w[2], &b[2], &h[2], &d[2], set, &n))
+  if (!head(O, in_of(O, qk, 0), false, &x[0], &w[0], &b[0], &h[0], &d[0], set, &n, &off[0]) ||
+      !head(O, in_of(O, qk, 1), true, &x[1], &w[1], &b[1], &h[1], &d[1], set, &n, &off[1]) ||
+      !head(O, in_of(O, cm, 1), false, &x[2], &w[2], &b[2], &h[2], &d[2], set, &n, &off[2]))
     return false;
   const Onnx__TensorProto *m = kof(O, in_of(O, rs, 1));
   const double want = div ? sqrt((double)d[0]) : 1 / sqrt((double)d[0]);
@@ -681,7 +725,7 @@ static bool fuse_mha(fe_onnx *O, int r) {
       (ival(m, 2) != -1 && ival(m, 2) != (int64_t)h[2] * d[2]) || (!b[0] != !b[1] || !b[0] != !b[2] || !b[0] != !b[3]))
     return false;
   ofuse f = { .kind = FZ_MHA, .x = x[0], .heads = h[0], .kd = d[0], .vd = d[2], .mask_len = len };
-  for (int a = 0; a < 4; a++) { f.k[2 * a] = w[a]; f.k[2 * a + 1] = b[a]; }
+  for (int a = 0; a < 4; a++) { f.k[2 * a] = w[a]; f.k[2 * a + 1] = b[a]; f.off[a] = off[a]; }
   return claim(O, set, n, &f);
 }
 
@@ -1468,11 +1512,12 @@ static tpu_status op_fused(fe_onnx *O, int i) {
   }
   const int64_t C = x.c, hd = (int64_t)f->heads * f->kd, hv = (int64_t)f->heads * f->vd;
   const int64_t want[4][2] = { { C, hd }, { C, hd }, { C, hv }, { hv, C } };
-  for (int a = 0; a < 4; a++) {
+  for (int a = 0; a < 4; a++) {   /* columns off..off+want of the kernel (all of them unless packed) */
     const Onnx__TensorProto *w = f->k[2 * a], *b = f->k[2 * a + 1];
-    if (w->n_dims != 2 || w->dims[0] != want[a][0] || w->dims[1] != want[a][1] ||
+    const int64_t end = f->off[a] + want[a][1];
+    if (w->n_dims != 2 || w->dims[0] != want[a][0] || w->dims[1] < end || (!f->off[a] && a == 3 && w->dims[1] != end) ||
         !holds(w, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, numel(w)) ||
-        (b && !holds(b, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)want[a][1])))
+        (b && (b->dims[0] != w->dims[1] || !holds(b, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)w->dims[1]))))
       return node_fail(O, i, "attention's %s projection must be float32 [%lld, %lld] (and a bias of %lld)",
                        "Q\0K\0V\0O" + 2 * a, (long long)want[a][0], (long long)want[a][1], (long long)want[a][1]);
   }
@@ -1481,6 +1526,7 @@ static tpu_status op_fused(fe_onnx *O, int i) {
                      f->mask_len, x.w);
   olayer src = { .kind = OW_MHA };
   memcpy(src.mha, f->k, sizeof src.mha);
+  memcpy(src.moff, f->off, sizeof src.moff);
   json_t *L = emit(O, i, "multi_head_attention", in, 1, &src, name);
   if (!L || set_int(L, "num_heads", f->heads) || set_int(L, "key_dim", f->kd) || set_int(L, "value_dim", f->vd) ||
       (!f->k[1] && json_object_set_new(L, "use_bias", json_false())) ||
@@ -1720,10 +1766,15 @@ static void layer_weights(const olayer *s, const tpu_fe_layer *L, float *p) {
     if (s->kind == OW_LN) copy_k(s->b, p + L->boff);
     return;
   }
-  if (s->kind == OW_MHA) {   /* Q, K, V: C x H*d, O: H*dv x C, as the native kernels */
+  if (s->kind == OW_MHA) {   /* Q, K, V: C x H*d, O: H*dv x C, as the native kernels (columns of packed ones) */
+    const size_t C = (size_t)L->in.c, hd = (size_t)L->num_heads * (size_t)L->key_dim;
+    const size_t hv = (size_t)L->num_heads * (size_t)L->value_dim, rows[4] = { C, C, C, hv }, cols[4] = { hd, hd, hv, C };
     for (int a = 0; a < 4; a++) {
-      copy_k(s->mha[2 * a], p + L->woff + fe_att_woff(L, a));
-      copy_k(s->mha[2 * a + 1], p + L->boff + fe_att_boff(L, a));
+      const Onnx__TensorProto *w = s->mha[2 * a], *b = s->mha[2 * a + 1];
+      const size_t ld = (size_t)w->dims[1], o = (size_t)s->moff[a];
+      for (size_t r = 0; r < rows[a]; r++)
+        for (size_t c = 0; c < cols[a]; c++) p[L->woff + fe_att_woff(L, a) + r * cols[a] + c] = fval(w, r * ld + o + c);
+      for (size_t c = 0; b && c < cols[a]; c++) p[L->boff + fe_att_boff(L, a) + c] = fval(b, o + c);
     }
     return;
   }
@@ -1764,11 +1815,8 @@ static bool counts_agree(const olayer *s, const tpu_fe_layer *L) {
   if (s->kind == OW_NONE) return true;
   if (s->kind == OW_EMB || s->kind == OW_POS) return L->nw == numel(s->w) && !L->nb;
   if (s->kind == OW_LN) return L->nw == (s->w ? numel(s->w) : 0) && L->nb == (s->b ? numel(s->b) : 0);
-  if (s->kind == OW_MHA) {
-    size_t nw = 0, nb = 0;
-    for (int a = 0; a < 4; a++) { nw += numel(s->mha[2 * a]); nb += s->mha[2 * a + 1] ? numel(s->mha[2 * a + 1]) : 0; }
-    return L->nw == nw && L->nb == nb;
-  }
+  if (s->kind == OW_MHA)   /* the translation checked every part against C, H, d and dv */
+    return s->mha[0]->dims[0] == L->in.c && !L->nb == !s->mha[1];
   if (s->kind == OW_BN)
     return numel(s->w) == (size_t)L->out.c && L->nw == (size_t)L->out.c && L->nb == (size_t)L->out.c;
   if (s->kind == OW_DENSE && (size_t)L->in.c * (size_t)L->units != numel(s->w)) return false;

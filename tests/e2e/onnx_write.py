@@ -104,14 +104,22 @@ def dense3(x, y, name, n_in, n_out, inits, bias=True):
             h.make_node("Add", [name + "_mm", name + "_b"], [y], name=name)]
 
 
-def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False, mask=None, length=0):
+def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False, mask=None, length=0, packed=False):
     """Hand-written multi-head self-attention: projections, Reshape to
     [b, L, H, d] and Transpose to heads, Softmax(Q K^T / sqrt(d)) V, heads
     merged, the output projection; with mask "where" (masked_fill of the
-    keys after the query with -inf) or "add" (-1e9 added there), causal."""
+    keys after the query with -inf) or "add" (-1e9 added there), causal;
+    packed: one projection to Q, K and V split on the last axis (nanoGPT's
+    c_attn(x).split(C, dim=2))."""
     n = []
+    if packed:
+        n += dense3(x, name + "_qkv", name + "_qkv", c, 3 * heads * d, inits)
+        inits.append(k(name + "_split", [heads * d] * 3, np.int64))
+        n.append(h.make_node("Split", [name + "_qkv", name + "_split"], [name + "_q", name + "_k", name + "_v"],
+                             name=name + "_split", axis=2))
     for p in "qkv":
-        n += dense3(x, name + "_" + p, name + "_" + p, c, heads * d, inits)
+        if not packed:
+            n += dense3(x, name + "_" + p, name + "_" + p, c, heads * d, inits)
         n.append(h.make_node("Reshape", [name + "_" + p, name + "_hs"], [name + "_" + p + "r"], name=name + "_" + p + "r"))
     inits.append(k(name + "_hs", [0, 0, heads, d], np.int64))
     inits.append(k(name + "_ms", [0, 0, heads * d], np.int64))
@@ -196,7 +204,7 @@ def transformer(d):
          h.make_node("Gather", ["pos_t", "pos_ix"], ["pe"], name="pos_rows"),
          h.make_node("Add", ["e", "pe"], ["h0"], name="pos_add"),
          h.make_node("LayerNormalization", ["h0", "ln1_g", "ln1_b"], ["l1"], name="ln1", axis=-1, epsilon=1e-5)]
-    n += attention("l1", "a1", "attn", 16, 2, 8, i, mask="add", length=8)
+    n += attention("l1", "a1", "attn", 16, 2, 8, i, mask="add", length=8, packed=True)
     n += [h.make_node("Add", ["h0", "a1"], ["h1"], name="res1"),
           h.make_node("LayerNormalization", ["h1", "ln2_g", "ln2_b"], ["l2"], name="ln2", axis=-1, epsilon=1e-5)]
     n += dense3("l2", "f1", "ff1", 16, 32, i) + gelu_erf("f1", "g1", "gelu", i) + dense3("g1", "f2", "ff2", 32, 16, i)
@@ -229,11 +237,12 @@ def transformer(d):
         return v.reshape(64, 8, 2, 8).transpose(0, 2, 1, 3)
     h0 = W["emb"][x[:, 0]] + W["pos_t"][:8]
     l1 = ln(h0, "ln1")
-    sc = heads(lin(l1, "attn_q")) @ heads(lin(l1, "attn_k")).transpose(0, 1, 3, 2) / 8 ** 0.5
+    q, kk, v = np.split(lin(l1, "attn_qkv"), 3, axis=2)
+    sc = heads(q) @ heads(kk).transpose(0, 1, 3, 2) / 8 ** 0.5
     sc[..., np.triu(np.ones((8, 8), bool), 1)] = -np.inf   # causal
     p = np.exp(sc - sc.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
-    h1 = h0 + lin((p @ heads(lin(l1, "attn_v"))).transpose(0, 2, 1, 3).reshape(64, 8, 16), "attn")
+    h1 = h0 + lin((p @ heads(v)).transpose(0, 2, 1, 3).reshape(64, 8, 16), "attn")
     f = lin(ln(h1, "ln2"), "ff1")
     g = 0.5 * f * (1 + np.vectorize(math.erf)(f / 2 ** 0.5))
     z = (h1 + lin(g, "ff2")).mean(1) @ W["head_w"].T + W["head_b"]
