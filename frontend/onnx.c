@@ -706,15 +706,20 @@ static bool fuse_mha(fe_onnx *O, int r) {
   int cw = made_by(O, si, "Where"), len = 0;
   if (cw < 0) cw = made_by(O, si, "Add");
   if (cw >= 0 && causal_mask(O, cw, &si, &len)) set[n++] = cw;
-  int sc = made_by(O, si, "Div");
-  const bool div = sc >= 0;
+  int sc = made_by(O, si, "Div");   /* the scale: on the scores, or on Q before the product (timm) */
+  bool div = sc >= 0;
   if (sc < 0) sc = made_by(O, si, "Mul");
-  if (sc < 0 || !split_k(O, sc, &s0, &k) || !holds(k, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1)) return false;
-  set[n++] = sc;
+  if (sc < 0 || !split_k(O, sc, &s0, &k)) { sc = -1; s0 = si; div = false; }
   const int qk = made_by(O, s0, "MatMul");
-  if (qk < 0) return false;
+  const char *q = qk < 0 ? "" : in_of(O, qk, 0);
+  if (qk >= 0 && sc < 0 && ((sc = made_by(O, q, "Mul")) >= 0 || (div = (sc = made_by(O, q, "Div")) >= 0)) &&
+      !split_k(O, sc, &q, &k))
+    sc = -1;
+  if (qk < 0 || sc < 0 || !holds(k, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1) || (div && kof(O, in_of(O, sc, 1)) != k))
+    return false;   /* a Div by the constant, not of it */
+  set[n++] = sc;
   set[n++] = qk;
-  if (!head(O, in_of(O, qk, 0), false, &x[0], &w[0], &b[0], &h[0], &d[0], set, &n, &off[0]) ||
+  if (!head(O, q, false, &x[0], &w[0], &b[0], &h[0], &d[0], set, &n, &off[0]) ||
       !head(O, in_of(O, qk, 1), true, &x[1], &w[1], &b[1], &h[1], &d[1], set, &n, &off[1]) ||
       !head(O, in_of(O, cm, 1), false, &x[2], &w[2], &b[2], &h[2], &d[2], set, &n, &off[2]))
     return false;

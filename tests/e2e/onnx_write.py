@@ -104,7 +104,8 @@ def dense3(x, y, name, n_in, n_out, inits, bias=True):
             h.make_node("Add", [name + "_mm", name + "_b"], [y], name=name)]
 
 
-def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False, mask=None, length=0, packed=False):
+def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False, mask=None, length=0, packed=False,
+              q_scale=False):
     """Hand-written multi-head self-attention: projections, Reshape to
     [b, L, H, d] and Transpose to heads, Softmax(Q K^T / sqrt(d)) V, heads
     merged, the output projection; with mask "where" (masked_fill of the
@@ -130,13 +131,15 @@ def attention(x, y, name, c, heads, d, inits, mul_scale=False, kt_twice=False, m
         n.append(h.make_node("Transpose", [name + "_kh"], [name + "_kt"], name=name + "_kt", perm=[0, 1, 3, 2]))
     else:
         n.append(h.make_node("Transpose", [name + "_kr"], [name + "_kt"], name=name + "_kt", perm=[0, 2, 3, 1]))
-    n.append(h.make_node("MatMul", [name + "_qh", name + "_kt"], [name + "_s0"], name=name + "_qk"))
-    if mul_scale:
+    if q_scale:   # timm: q = q * self.scale, before the product
         inits.append(k(name + "_sc", 1 / d ** 0.5))
-        n.append(h.make_node("Mul", [name + "_s0", name + "_sc"], [name + "_s"], name=name + "_scale"))
+        n += [h.make_node("Mul", [name + "_qh", name + "_sc"], [name + "_qs"], name=name + "_scale"),
+              h.make_node("MatMul", [name + "_qs", name + "_kt"], [name + "_s"], name=name + "_qk")]
     else:
-        inits.append(k(name + "_sc", d ** 0.5))
-        n.append(h.make_node("Div", [name + "_s0", name + "_sc"], [name + "_s"], name=name + "_scale"))
+        inits.append(k(name + "_sc", 1 / d ** 0.5 if mul_scale else d ** 0.5))
+        n += [h.make_node("MatMul", [name + "_qh", name + "_kt"], [name + "_s0"], name=name + "_qk"),
+              h.make_node("Mul" if mul_scale else "Div", [name + "_s0", name + "_sc"], [name + "_s"],
+                          name=name + "_scale")]
     if mask:
         after = np.triu(np.ones((length, length), bool), 1)
         if mask == "where":
@@ -261,7 +264,7 @@ def transformer13(d):
     i = [w("pos_t", 1, 4, 8)]
     n = dense3("x", "p", "in_proj", 4, 8, i) + [h.make_node("Add", ["p", "pos_t"], ["h0"], name="pos_add")]
     n += layernorm13("h0", "l1", "ln1", 8, i)
-    n += attention("l1", "a1", "attn", 8, 2, 4, i, mul_scale=True, kt_twice=True, mask="where", length=4)
+    n += attention("l1", "a1", "attn", 8, 2, 4, i, q_scale=True, kt_twice=True, mask="where", length=4)
     n += [h.make_node("Add", ["h0", "a1"], ["h1"], name="res1")] + layernorm13("h1", "l2", "ln2", 8, i)
     n += dense3("l2", "f1", "ff1", 8, 12, i) + gelu_tanh("f1", "g1", "gelu", i)
     n += [h.make_node("Sigmoid", ["g1"], ["sg"], name="gate_sig"), h.make_node("Mul", ["g1", "sg"], ["gm"], name="gate")]
@@ -344,7 +347,8 @@ def seqops(d):
 def vit(d):
     """ViT's front and head as PyTorch exports them (opset 17): a Conv of
     4x4 patches, x.flatten(2).transpose(1, 2) (a Reshape to [N, C, H*W] and
-    a Transpose), a [1, 4, 6] position table, LayerNormalization, x[:, 0]
+    a Transpose), a [1, 4, 6] position table, LayerNormalization,
+    attention (scaled by Mul after the product) and a residual Add, x[:, 0]
     (a Gather on axis 1) and the classifier; the first loss from numpy."""
     i = [w("pw", 6, 1, 4, 4), w("pb", 6), k("s3", [0, 6, -1], np.int64), w("pos", 1, 4, 6), pos("g", 6),
          w("b", 6, scale=0.1), k("zero", 0, np.int64), w("hw", 10, 6), w("hb", 10)]
@@ -352,9 +356,11 @@ def vit(d):
          h.make_node("Reshape", ["c", "s3"], ["r"], name="flatten2"),
          h.make_node("Transpose", ["r"], ["t"], name="to_seq", perm=[0, 2, 1]),
          h.make_node("Add", ["t", "pos"], ["e"], name="pos_add"),
-         h.make_node("LayerNormalization", ["e", "g", "b"], ["l"], name="ln", epsilon=1e-6),
-         h.make_node("Gather", ["l", "zero"], ["cls"], name="first", axis=1),
-         h.make_node("Gemm", ["cls", "hw", "hb"], ["y"], name="head", transB=1)]
+         h.make_node("LayerNormalization", ["e", "g", "b"], ["l"], name="ln", epsilon=1e-6)]
+    n += attention("l", "a", "attn", 6, 2, 3, i, mul_scale=True)
+    n += [h.make_node("Add", ["e", "a"], ["ea"], name="res"),
+          h.make_node("Gather", ["ea", "zero"], ["cls"], name="first", axis=1),
+          h.make_node("Gemm", ["cls", "hw", "hb"], ["y"], name="head", transB=1)]
     m = model(n, "tiny_vit", [1, 8, 8], "y", i, opset=17)
     x = RNG.integers(0, 256, (64, 8, 8), dtype=np.uint8)
     y = (np.arange(64) % 10).astype(np.uint8)
@@ -368,7 +374,14 @@ def vit(d):
     e = c.reshape(64, 6, 4).transpose(0, 2, 1) + W["pos"]
     mu = e.mean(-1, keepdims=True)
     l = (e - mu) / np.sqrt(((e - mu) ** 2).mean(-1, keepdims=True) + 1e-6) * W["g"] + W["b"]
-    z = l[:, 0] @ W["hw"].T + W["hb"]
+    def heads(v):
+        return v.reshape(64, 4, 2, 3).transpose(0, 2, 1, 3)
+    q, kk, v = (l @ W["attn_%s_w" % p] + W["attn_%s_b" % p] for p in "qkv")
+    sc = heads(q) @ heads(kk).transpose(0, 1, 3, 2) * (1 / 3 ** 0.5)
+    a = np.exp(sc - sc.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    e = e + (a @ heads(v)).transpose(0, 2, 1, 3).reshape(64, 4, 6) @ W["attn_w"] + W["attn_b"]
+    z = e[:, 0] @ W["hw"].T + W["hb"]
     z -= z.max(axis=1, keepdims=True)
     loss = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(64), y]))
     open(d + "/loss_vit.txt", "w").write("%.9g\n" % loss)
