@@ -1036,8 +1036,10 @@ static tpu_status op_unary(fe_onnx *O, int i, const char *op) {
   if (st) return st;
   const otensor x = *xp;
   const char *type = !strcmp(op, "Relu") || !strcmp(op, "Clip") ? "relu" : !strcmp(op, "Sigmoid") ? "sigmoid"
-                   : !strcmp(op, "Tanh") ? "tanh" : "dropout";
-  double max = -1, rate = 0.5;
+                   : !strcmp(op, "Tanh") ? "tanh" : !strcmp(op, "LeakyRelu") ? "leaky_relu" : "dropout";
+  double max = -1, rate = 0.5, alpha = attr_float(O->g->node[i], "alpha", 0.01);
+  if (!strcmp(op, "LeakyRelu") && !(alpha >= 0 && alpha <= 1e6))
+    return node_fail(O, i, "alpha %g; tpusim's leaky_relu takes a slope >= 0", alpha);
   if (!strcmp(op, "Clip")) {
     const Onnx__TensorProto *lo, *hi;
     if ((st = const_in(O, i, 1, &lo)) || (st = const_in(O, i, 2, &hi))) return st;
@@ -1056,7 +1058,8 @@ static tpu_status op_unary(fe_onnx *O, int i, const char *op) {
   char name[ONAME];
   json_t *L = emit(O, i, type, in, 1, NULL, name);
   if (!L || (max >= 0 && json_object_set_new(L, "max_value", json_real(max))) ||
-      (!strcmp(type, "dropout") && json_object_set_new(L, "rate", json_real(rate))))
+      (!strcmp(type, "dropout") && json_object_set_new(L, "rate", json_real(rate))) ||
+      (!strcmp(type, "leaky_relu") && json_object_set_new(L, "negative_slope", json_real(alpha))))
     return NOMEM(O);
   otensor y = x;
   y.nonneg = !strcmp(type, "relu") || !strcmp(type, "sigmoid") || (!strcmp(type, "dropout") && x.nonneg);
@@ -1549,10 +1552,10 @@ static tpu_status op_fused(fe_onnx *O, int i) {
 static const char *const OPS[] = {
   "Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "Tanh", "Add", "Concat", "MaxPool",
   "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Softmax", "Dropout", "Identity", "Pad", "Constant",
-  "LayerNormalization", "Gather", "Transpose", "Mul", "ReduceMean", NULL
+  "LayerNormalization", "Gather", "Transpose", "Mul", "ReduceMean", "LeakyRelu", NULL
 };
 #define OP_LIST "Conv (group 1 or depthwise), Gemm, MatMul, BatchNormalization, LayerNormalization, Relu, Clip, " \
-  "Sigmoid, Tanh, Add, Mul, Concat, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, " \
+  "LeakyRelu, Sigmoid, Tanh, Add, Mul, Concat, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, " \
   "Transpose, Softmax, Gather, Dropout, Identity, Pad, Constant"
 /* Operators read only inside a subgraph read as one layer (a Gelu, a
 ** LayerNormalization decomposition, attention's scale). */
@@ -1605,7 +1608,7 @@ static tpu_status node(fe_onnx *O, int i) {
   if (!strcmp(op, "Mul")) return op_mul(O, i);
   if (!strcmp(op, "ReduceMean")) return op_reducemean(O, i);
   if (!strcmp(op, "Relu") || !strcmp(op, "Clip") || !strcmp(op, "Sigmoid") || !strcmp(op, "Tanh") ||
-      !strcmp(op, "Dropout"))
+      !strcmp(op, "Dropout") || !strcmp(op, "LeakyRelu"))
     return op_unary(O, i, op);
   return op_other(O, i, op);
 }

@@ -307,7 +307,7 @@ def transformer13(d):
 def seqops(d):
     """The sequence operators outside a transformer block: Softmax over the
     positions (axis 1), Transpose, Reshape to 4-D and a Transpose of that to
-    NCHW (a layout change: no layer), a Conv on it, Concat of sequences on
+    NCHW (a layout change: no layer), a Conv and a LeakyRelu on it, Concat of sequences on
     the last axis, ReduceMean over an image's pixels, Flatten of a sequence."""
     i = [w("cw", 3, 6, 1, 1), w("fw", 5, 3), k("s4", [0, 2, 2, 6], np.int64), w("hw", 6 * 8 + 5, 4)]
     n = [h.make_node("Softmax", ["x"], ["sm"], name="sm_pos", axis=1),
@@ -315,7 +315,8 @@ def seqops(d):
          h.make_node("Reshape", ["t", "s4"], ["r4"], name="r4"),
          h.make_node("Transpose", ["r4"], ["img"], name="to_nchw", perm=[0, 3, 1, 2]),
          h.make_node("Conv", ["img", "cw"], ["c"], name="conv", kernel_shape=[1, 1]),
-         h.make_node("ReduceMean", ["c"], ["g"], name="gap", axes=[2, 3], keepdims=0),
+         h.make_node("LeakyRelu", ["c"], ["cl"], name="leaky", alpha=0.1),
+         h.make_node("ReduceMean", ["cl"], ["g"], name="gap", axes=[2, 3], keepdims=0),
          h.make_node("Gemm", ["g", "fw"], ["gv"], name="fc", transB=1),
          h.make_node("Concat", ["x", "sm"], ["cat"], name="cat", axis=-1),
          h.make_node("Flatten", ["cat"], ["fl"], name="flat"),
@@ -335,7 +336,7 @@ def seqops(d):
     sm /= sm.sum(1, keepdims=True)
     img = sm.transpose(0, 2, 1).reshape(64, 2, 2, 6).transpose(0, 3, 1, 2)
     c = np.einsum("nchw,fc->nfhw", img, W["cw"][:, :, 0, 0])
-    gv = c.mean((2, 3)) @ W["fw"].T
+    gv = np.where(c > 0, c, 0.1 * c).mean((2, 3)) @ W["fw"].T
     both = np.concatenate([np.concatenate([s, sm], -1).reshape(64, -1), gv], 1)
     z = both @ W["hw"]
     z -= z.max(axis=1, keepdims=True)
@@ -392,7 +393,7 @@ def refused():
     """Operator types tpusim does not read, and the decompositions'
     operators outside one: refused all at once."""
     i = [k("sqrt2", 2 ** 0.5), w("wq", 16, 16)]
-    n = [h.make_node("LeakyRelu", ["x"], ["a"], name="leaky"),
+    n = [h.make_node("Elu", ["x"], ["a"], name="elu"),
          h.make_node("Div", ["a", "sqrt2"], ["b"], name="div"),
          h.make_node("Erf", ["b"], ["c"], name="erf"),
          h.make_node("Where", ["c", "c", "b"], ["e"], name="where"),

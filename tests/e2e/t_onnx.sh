@@ -37,7 +37,7 @@ expect_out_contains "Total params: 926"
 
 # every operator type tpusim does not read, at once, each with its first node
 expect_status 2 "$TPUSIM" model refused.onnx
-expect_err_contains "refused.onnx: 5 operator types are not supported: LeakyRelu (first: node 0 'leaky'), Div (first: node 1 'div'), Erf (first: node 2 'erf'), Where (first: node 3 'where'), com.microsoft.FusedGelu (first: node 5 'fused')"
+expect_err_contains "refused.onnx: 5 operator types are not supported: Elu (first: node 0 'elu'), Div (first: node 1 'div'), Erf (first: node 2 'erf'), Where (first: node 3 'where'), com.microsoft.FusedGelu (first: node 5 'fused')"
 expect_err_contains "; Div, Sub, Pow, Sqrt and Erf only inside a Gelu, a LayerNormalization decomposition or attention's scale"
 
 # the first step starts from the file's weights: its loss is numpy's, in f32
