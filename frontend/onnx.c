@@ -38,7 +38,8 @@
 ** Not modelled: dilations, ceil_mode, grouped convolutions other than
 ** depthwise, constant folding (a Shape/Gather chain computing a Reshape's
 ** shape is refused as its operators), external data, nn.MultiheadAttention
-** as exported (its packed projection is sliced), attention masks.
+** as exported (its projection is sliced and its batch transposed),
+** attention masks other than causal.
 */
 #include <jansson.h>
 #include <math.h>
