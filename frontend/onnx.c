@@ -1528,7 +1528,7 @@ static tpu_status op_fused(fe_onnx *O, int i) {
         !holds(w, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, numel(w)) ||
         (b && (b->dims[0] != w->dims[1] || !holds(b, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)w->dims[1]))))
       return node_fail(O, i, "attention's %s projection must be float32 [%lld, %lld] (and a bias of %lld)",
-                       "Q\0K\0V\0O" + 2 * a, (long long)want[a][0], (long long)want[a][1], (long long)want[a][1]);
+                       &"Q\0K\0V\0O"[2 * a], (long long)want[a][0], (long long)want[a][1], (long long)want[a][1]);
   }
   if (f->mask_len && f->mask_len != x.w)
     return node_fail(O, i, "attention's causal mask is %d x %d; the sequence has %d positions", f->mask_len,
