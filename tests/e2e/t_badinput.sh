@@ -483,7 +483,7 @@ CASES
 # ONNX files (tests/e2e/onnx_write.py bad: built with python3-onnx's helper API)
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" bad .
 corpus "$TPUSIM" model <<'CASES'
-=o_junk.onnx o_group.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx
+=o_junk.onnx o_group.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx o_mmact.onnx o_mulk.onnx o_erf.onnx o_lnaxis.onnx o_gather.onnx o_transp.onnx o_smaxis.onnx o_poslen.onnx o_reshp.onnx o_take.onnx o_cfirst.onnx o_mask.onnx
 2|o_junk.onnx|not an ONNX model: protobuf-c cannot read it as onnx.ModelProto
 2|o_group.onnx|node 0 'g2' (Conv): group 2 with 4 input channels|group == channels
 2|o_dil.onnx|node 0 'dil' (Conv): attribute 'dilations' must be [1, 1]
@@ -492,7 +492,19 @@ corpus "$TPUSIM" model <<'CASES'
 2|o_addk.onnx|node 1 'addk' (Add): adds a constant tensor
 2|o_wshape.onnx|node 3 'fc' (Gemm): input 1 (the weight) must be a 2-D constant [4, units] transposed (transB)
 2|o_pool.onnx|node 1 'mp' (MaxPool): pads [1, 1, 1, 1] differ from 'same' ones
-2|o_reshape.onnx|node 1 'rs' (Reshape): tpusim reads a Reshape that flattens|not mapped from ONNX yet
+2|o_reshape.onnx|node 1 'rs' (Reshape): reshapes an N x C x H x W image other than flattening it, to [N, -1] or [N, 144]
+2|o_mmact.onnx|node 1 'qk' (MatMul): a MatMul of two computed tensors; tpusim reads one inside attention only
+2|o_mulk.onnx|node 0 'scale' (Mul): multiplies by a constant
+2|o_erf.onnx|1 operator type is not supported: Erf (first: node 0 'erf')|only inside a Gelu, a LayerNormalization decomposition
+2|o_lnaxis.onnx|node 0 'ln' (LayerNormalization): axis 1; tpusim normalizes over the last axis only
+2|o_gather.onnx|node 0 'embed' (Gather): tpusim reads a Gather of the model's token ids
+2|o_transp.onnx|node 1 'tr' (Transpose): transposes an N x C x H x W image other than to N x H x W x C
+2|o_smaxis.onnx|node 0 'sm' (Softmax): axis 1 of a 3-D tensor
+2|o_poslen.onnx|node 0 'pos' (Add): the position table must be float32 [L, 16] with L >= the 8 positions
+2|o_reshp.onnx|node 0 'rs' (Reshape): shape [batch, ...] does not hold the input's 128 values per sample
+2|o_take.onnx|node 0 'pick' (Gather): tpusim reads a Gather of a computed tensor as one position of a sequence
+2|o_cfirst.onnx|node 2 'relu' (Relu): reads 'r', an image reshaped to [N, C, H*W]; only a Transpose [0, 2, 1] reads it
+2|o_mask.onnx|node 20 'attn' (Add): attention's causal mask is 4 x 4; the sequence has 8 positions
 2|o_2in.onnx|input 'x': dimension 2 must be a number in 1..65536
 2|o_big.onnx|node 0 'c0' (Conv): layers[0] (conv2d): field 'kernel': 3x3 does not fit the input shape 2x2x4
 2|nosuch.onnx|nosuch.onnx: cannot read: No such file or directory
