@@ -797,6 +797,27 @@ static tpu_status check_next_token(tpu_json *c, const tpu_fe_model *m) {
 ** conv2d and zero_padding is where it comes from: 'input_vec' (the input
 ** given as [size]), flatten, dense and global_avgpool make vectors, the
 ** layers that keep the shape keep the kind. */
+/* A dense layer's shape and sizes: along the last axis at every position,
+** as Keras' Dense; a dense tied to an embedding has no kernel of its own
+** (the table, which must be as wide as its input). */
+static tpu_status dense_shape(tpu_json *c, tpu_fe_model *m, int i, const char *path) {
+  tpu_fe_layer *L = &m->layers[i];
+  const tpu_fe_shape s = L->in;
+  char a[48];
+  L->out = (tpu_fe_shape){ s.h, s.w, L->units };
+  L->nw = (size_t)s.c * (size_t)L->units;
+  if (L->tied) {
+    const tpu_fe_layer *E = &m->layers[L->tied - 1];
+    if (E->output_dim != s.c)
+      return tpu_json_fail(c, path, "layers[%d] (dense): field 'tied_to': the table of '%s' is %d x %d; its "
+                           "transpose takes inputs of %d channels, not the input shape %s", i, E->name,
+                           E->input_dim, E->output_dim, E->output_dim, tpu_fe_shape_str(s, a, sizeof a));
+    L->nw = 0;
+  }
+  L->nb = L->no_bias ? 0 : (size_t)L->units;
+  return TPU_OK;
+}
+
 static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
   tpu_fe_shape s = m->input;
   size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0, max_wx = 0;
@@ -817,19 +838,11 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
               L->kind != TPU_FE_RESHAPE && L->kind != TPU_FE_PERMUTE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
     switch (L->kind) {
-    case TPU_FE_DENSE:   /* along the last axis at every position, as Keras' Dense */
-      L->out = (tpu_fe_shape){ s.h, s.w, L->units };
-      L->nw = (size_t)s.c * (size_t)L->units;
-      if (L->tied) {   /* no kernel of its own: the embedding's table, which must be as wide as its input */
-        const tpu_fe_layer *E = &m->layers[L->tied - 1];
-        if (E->output_dim != s.c)
-          return tpu_json_fail(c, path, "layers[%d] (dense): field 'tied_to': the table of '%s' is %d x %d; its "
-                               "transpose takes inputs of %d channels, not the input shape %s", i, E->name,
-                               E->input_dim, E->output_dim, E->output_dim, tpu_fe_shape_str(s, a, sizeof a));
-        L->nw = 0;
-      }
-      L->nb = L->no_bias ? 0 : (size_t)L->units;
+    case TPU_FE_DENSE: {
+      tpu_status st = dense_shape(c, m, i, path);
+      if (st) return st;
       break;
+    }
     case TPU_FE_CONV2D: case TPU_FE_DEPTHWISE: case TPU_FE_SEPARABLE: {
       tpu_status st = conv_shape(c, m, i, in_vec, &max_cols, &max_wx);
       if (st) return st;
