@@ -71,6 +71,30 @@ def main():
     copy("model", "tests/data/keras/*.json")
     # Keras 1: a channels-first Model with Merge(mode="concat") and 3-element inbound nodes
     put("model", "seed-keras1.json", '{"class_name": "Model", "keras_version": "1.0.8", "config": {"name": "k1", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [ {"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 3, 16, 12], "input_dtype": "float32"}, "inbound_nodes": []}, {"class_name": "Convolution2D", "name": "c1", "config": {"name": "c1", "nb_filter": 8, "nb_row": 3, "nb_col": 3, "border_mode": "same", "subsample": [2, 2], "dim_ordering": "th", "bias": true, "activation": "relu", "init": "glorot_uniform"}, "inbound_nodes": [[["in", 0, 0]]]}, {"class_name": "BatchNormalization", "name": "bn", "config": {"name": "bn", "mode": 0, "axis": 1, "epsilon": 0.001, "momentum": 0.99}, "inbound_nodes": [[["c1", 0, 0]]]}, {"class_name": "Convolution2D", "name": "c2", "config": {"name": "c2", "nb_filter": 4, "nb_row": 1, "nb_col": 1, "border_mode": "valid", "dim_ordering": "th", "bias": false}, "inbound_nodes": [[["bn", 0, 0]]]}, {"class_name": "Merge", "name": "m", "config": {"name": "m", "mode": "concat", "concat_axis": 1}, "inbound_nodes": [[["bn", 0, 0], ["c2", 0, 0]]]}, {"class_name": "MaxPooling2D", "name": "p", "config": {"name": "p", "pool_size": [2, 2], "strides": [2, 2], "border_mode": "valid", "dim_ordering": "th"}, "inbound_nodes": [[["m", 0, 0]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["p", 0, 0]]]}, {"class_name": "Dropout", "name": "dr", "config": {"name": "dr", "p": 0.5}, "inbound_nodes": [[["f", 0, 0]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "output_dim": 5, "activation": "softmax"}, "inbound_nodes": [[["dr", 0, 0]]]}]}} ')
+    # a native transformer and a tf.keras 2 ViT block (issue #29's layers)
+    put("model", "transformer_native.json", (
+        '{ "input": [8], "layers": [\n  { "type": "embedding", "input_dim": 50, "output_dim": 6, "token_ty'
+        'pes": 2 },\n  { "type": "position_embedding", "max_length": 16 },\n  { "type": "layer_normalizatio'
+        'n", "name": "e" },\n  { "type": "multi_head_attention", "name": "a", "num_heads": 2, "key_dim": 3'
+        ' },\n  { "type": "add", "inputs": ["a", "e"] }, { "type": "layer_normalization" },\n  { "type": "t'
+        'ake" }, { "type": "dense", "units": 6 }, { "type": "tanh" }, { "type": "dense", "units": 3 } ] }'
+        '\n'))
+    put("model", "vit_mha_tf2.json", (
+        '{"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "layers": [\n{"cl'
+        'ass_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 6, 8'
+        ']}, "inbound_nodes": []},\n{"class_name": "LayerNormalization", "name": "ln", "config": {"name": '
+        '"ln", "axis": -1, "epsilon": 1e-6}, "inbound_nodes": [[["in", 0, 0, {}]]]},\n{"class_name": "Mult'
+        'iHeadAttention", "name": "mha", "config": {"name": "mha", "num_heads": 2, "key_dim": 4, "value_d'
+        'im": null, "dropout": 0.1, "use_bias": true, "output_shape": null, "attention_axes": null}, "inb'
+        'ound_nodes": [[["ln", 0, 0, {"value": ["ln", 0, 0], "use_causal_mask": true}]]]},\n{"class_name":'
+        ' "Add", "name": "add", "config": {"name": "add"}, "inbound_nodes": [[["mha", 0, 0, {}], ["in", 0'
+        ', 0, {}]]]},\n{"class_name": "Dense", "name": "ff", "config": {"name": "ff", "units": 16, "activa'
+        'tion": "gelu"}, "inbound_nodes": [[["add", 0, 0, {}]]]},\n{"class_name": "Softmax", "name": "sm",'
+        ' "config": {"name": "sm", "axis": 1}, "inbound_nodes": [[["ff", 0, 0, {}]]]},\n{"class_name": "Gl'
+        'obalAveragePooling1D", "name": "gap", "config": {"name": "gap"}, "inbound_nodes": [[["sm", 0, 0,'
+        ' {}]]]},\n{"class_name": "Dense", "name": "out", "config": {"name": "out", "units": 3}, "inbound_'
+        'nodes": [[["gap", 0, 0, {}]]]}],\n"input_layers": [["in", 0, 0]], "output_layers": [["out", 0, 0]'
+        ']}}\n'))
     # double-encoded: json.dump(model.to_json()) wrote a JSON string holding the model
     put("model", "seed-double-encoded.json", json.dumps(open("tests/data/keras/res_func_k3.json").read()))
     # jansson 2.14's lexer overran the heap when a grow of its token buffer failed (base.c: tpu_json_decode)
