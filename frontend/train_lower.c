@@ -74,7 +74,7 @@
 **               in, the diagonal taken out). A grouped conv2d likewise, a
 **               block holding kg = cols/(F/G) groups of T*C/G rows and F/G
 **               columns each (at least one group: F/G >= cols fills the
-**               array)
+**               array, and a block of one group needs no expansion pass)
 **   UPDATE      sgd / momentum / adam on the VPU over the parameters as one
 **               flat f32 vector, with their state, streamed through VMEM
 **
@@ -281,13 +281,17 @@ static void lower_gemm(lower *w, const fe_plan *p, int k) {
 /* DW_EXPAND / DW_COMPACT: the kernel to the block-diagonal weights of the
 ** depthwise GEMM's blocks, or their diagonal back out of its gradient: a
 ** select against an on-chip mask (XLA's filter expansion), one element-wise
-** pass over each block's T*kg x kg*dm weights through VMEM. */
+** pass over each block's T*kg x kg*dm weights through VMEM. A block of one
+** group (a grouped conv2d's with filters/G >= the MXU's width) has no zeros:
+** it is a strided slice of the kernel (of its gradient), which the GEMM's
+** DMA reads (writes) as it is, with no pass. */
 static void lower_dw_expand(lower *w, const fe_step *s) {
   const fe_gemm_step g = { .M = 1, .N = (int)s->cols, .K = (int)s->rows, .dw = s->coff };   /* a forward's */
-  int64_t M, N, K;
-  for (int b = 0; !failed(w) && fe_gemm_dw_block(&g, w->chip->mxu.cols, b, &M, &N, &K); b++)
-    tpu_sim_lower_ewise_add(w->L, s->kind == FE_STEP_DW_EXPAND ? w->wt : w->gr,
-                            &(tpu_sim_lower_ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
+  int64_t M, N, K, kg;
+  for (int b = 0; !failed(w) && (kg = fe_gemm_dw_block(&g, w->chip->mxu.cols, b, &M, &N, &K)) > 0; b++)
+    if (kg > 1)
+      tpu_sim_lower_ewise_add(w->L, s->kind == FE_STEP_DW_EXPAND ? w->wt : w->gr,
+                              &(tpu_sim_lower_ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
 }
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row
