@@ -593,6 +593,8 @@ static tpu_status x_conv(lctx *x) {
   json_t *groups = take(x, "groups");   /* Conv2D's (TF >= 2.3): checked against the channels by the model */
   if (groups && !(json_is_integer(groups) && json_integer_value(groups) >= 1 && json_integer_value(groups) <= 65536))
     return kfail(K, x->node, "groups", "expected an integer in 1..65536");
+  if (groups && (dw || sep) && json_integer_value(groups) != 1)
+    return kfail(K, x->node, "groups", "%s takes groups 1 only", cls);
   const char *act, *post;
   if ((st = take_act(x, &act, &post))) return st;
   json_t *L = emit(x, dw ? "depthwise_conv2d" : sep ? "separable_conv2d" : "conv2d", NULL);

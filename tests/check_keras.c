@@ -382,6 +382,8 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
            "layer 'c' (Conv2D): field 'groups': expected an integer in 1..65536");
   text_err(TF2_FUNC(CONV("c", ", \"groups\": 3", IN("in")) HEAD("c"), "d"),
            "field 'groups': 3 does not divide the 2 input channels and the 4 filters");
+  text_err(TF2_FUNC(L("DepthwiseConv2D", "c", ", \"kernel_size\": [3, 3], \"groups\": 2", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (DepthwiseConv2D): field 'groups': DepthwiseConv2D takes groups 1 only");
   text_err(TF2_FUNC(CONV("c", ", \"strides\": [1, 2]", IN("in")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): field 'strides': [1, 2]: unequal strides are not supported");
   text_err(TF2_FUNC(CONV("c", ", \"activation\": \"elu\"", IN("in")) HEAD("c"), "d"),
