@@ -358,7 +358,7 @@ static void implicit_conv(cstate *s, const tpu_chip_config *chip, int k) {
   const int taps = w->kh * w->kw;
   if (st->layer < 0 || taps < 1 || (g->a.kind != FE_T_COLS && g->c.kind != FE_T_COLS)) return;
   int64_t M = g->M, N = g->N, K = g->K, C = w->c;
-  if (g->dw && (C = fe_gemm_dw_block(g, chip->mxu.cols, 0, &M, &N, &K)) <= 0) return;
+  if (g->dw && (C = fe_gemm_dw_block(g, chip->mxu.cols, 0, &M, &N, &K) * g->dwc) <= 0) return;   /* input channels */
   fe_step_compiled *c = &s->c->step[k];
   if (taps == 1 && w->stride == 1) {              /* 1x1: the im2col matrix is the input itself */
     if (g->c.kind == FE_T_COLS) skip_col2im(s, k, st->layer);

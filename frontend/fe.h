@@ -121,6 +121,9 @@ typedef struct tpu_fe_layer {
   int filters, kh, kw;         /* conv2d, separable_conv2d (filters: the pointwise's); kernel of
                                   the convs */
   int depth_multiplier;        /* depthwise_conv2d, separable_conv2d: outputs per input channel */
+  int groups;                  /* conv2d: Keras' groups (0 or 1: one); > 1: in.c and filters divisible
+                                  by it, kernel kh x kw x in.c/groups x filters, output channel f
+                                  reading input channels of group f/(filters/groups) only */
   int stride;                  /* the convs, pools */
   bool same;                   /* the convs, pools: 'same' padding (else 'valid') */
   int pad_top, pad_left;       /* the convs (derived), zero_padding */
@@ -230,8 +233,9 @@ typedef struct tpu_fe_model {
   size_t nstate;               /* of which non-trainable (batch_normalization's moving statistics) */
   size_t max_act;              /* largest per-sample activation (floats) */
   size_t max_cols;             /* largest per-sample im2col buffer (floats) */
-  size_t max_wx;               /* largest depthwise kernel expanded to its block-diagonal GEMM
-                                  operand, kh*kw*C x C*depth_multiplier (floats; 0: none) */
+  size_t max_wx;               /* largest depthwise (or grouped conv2d) kernel expanded to its
+                                  block-diagonal GEMM operand, kh*kw*C x C*depth_multiplier (grouped:
+                                  kh*kw*C x filters) (floats; 0: none) */
   tpu_fe_dtype_policy policy;  /* not from the file: the run's (--dtype-policy), mixed_bfloat16 unless set */
 } tpu_fe_model;
 

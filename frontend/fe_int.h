@@ -62,6 +62,14 @@
 ** of its 128 -- the use is at most dm/128 whatever the packing, and the
 ** MACs counted as useful are the model's (M*N*K/C), not the zeros.
 **
+** Grouped convolution (conv2d with groups G, 1 < G) is the same structure
+** with G blocks of T*C/G rows by F/G columns: DW_EXPAND (coff = G) scatters
+** the kernel kh x kw x C/G x F into WX [T*C x F], row t*C + c (group g =
+** c/(C/G)) holding the kernel's (t, c mod C/G, .) in g's columns; its GEMM
+** steps have dw = G, dwc = C/G. Its blocks hold max(1, width/(F/G)) groups,
+** so the MXU's use is at most (F/G)/width when F/G < width (the zeros are
+** multiplied, not counted) and whole when F/G fills the array.
+**
 ** Tensors are named, not pointed at (fe_tensor: ACT j is the input of layer
 ** j, DACT j its gradient, W/B/DW/DB of a layer, ...), so a plan is shapes
 ** only and serves every core: the value path maps names to a workspace's
@@ -95,7 +103,7 @@ typedef enum fe_step_kind {
                                   batch statistics (kept in STAT); inference, the moving ones */
   FE_STEP_BN_BWD,              /* its backward: dgamma, dbeta and (out not NONE) dX from dY (in) */
   FE_STEP_DW_EXPAND,           /* W (a depthwise kernel) -> WX, its block-diagonal GEMM operand;
-                                  rows x cols: kh*kw*C x C*dm */
+                                  rows x cols: kh*kw*C x C*dm (grouped conv2d: x F), coff: groups */
   FE_STEP_DW_COMPACT,          /* DWX's block diagonal -> DW (the kernel's gradient) */
   FE_STEP_ALLREDUCE,           /* GRADS = sum over cores, in core order */
   FE_STEP_UPDATE,              /* the optimizer: PARAMS, OPT state from GRADS */
@@ -177,19 +185,22 @@ typedef struct fe_gemm_step {
   int passes;                  /* bf16 passes of the precision */
   int batch;                   /* > 1: that many independent products of this shape, operand g at
                                   g*M*K, g*K*N, g*M*N (attention's per sample and head); else one */
-  int dw;                      /* a depthwise GEMM: its channels C (0: dense). Forward [R x T*C] .
-                                  WX [T*C x C*dm], dW [T*C x R] . [R x C*dm] (ta), dX [R x C*dm] .
-                                  WX^T (tb), T taps: channel c's rows and columns meet alone */
+  int dw;                      /* a depthwise GEMM: its groups G (depthwise: the channels C; 0:
+                                  dense). Forward [R x T*C] . WX [T*C x F], dW [T*C x R] . [R x F]
+                                  (ta), dX [R x F] . WX^T (tb), T taps: group g's rows (channels
+                                  g*dwc .. g*dwc+dwc-1 of each tap) and columns (g*F/G ..) meet alone */
+  int dwc;                     /* ... its input channels per group (depthwise: 1) */
   fe_tensor a, b, c;
 } fe_gemm_step;
 
 /* Block b (0, 1, ...) of depthwise GEMM g cut for an MXU 'width' columns
-** wide: its channels [c0, c0 + kg), kg = max(1, width/dm) (fewer in the
-** last block), as a dense M x N x K product of those channels' rows and
-** columns only (forward R x kg*dm x T*kg, dW T*kg x kg*dm x R, dX
-** R x T*kg x kg*dm), of which M*N*K/kg are the model's multiply-adds.
-** Returns the block's channels, 0 past the last block. The blocks'
-** products are all the MXU need run. */
+** wide: its groups [c0, c0 + kg) (a depthwise GEMM's: channels), kg =
+** max(1, width/dm), dm = F/G columns a group (fewer in the last block), as
+** a dense M x N x K product of those groups' rows and columns only
+** (forward R x kg*dm x T*kg, dW T*kg x kg*dm x R, dX R x T*kg x kg*dm, T
+** = the rows of a group: taps*dwc), of which M*N*K/kg are the model's
+** multiply-adds. Returns the block's groups, 0 past the last block. The
+** blocks' products are all the MXU need run. */
 int64_t fe_gemm_dw_block(const fe_gemm_step *g, int width, int b, int64_t *M, int64_t *N, int64_t *K);
 
 typedef struct fe_vpu_step {
@@ -212,7 +223,8 @@ typedef struct fe_step {
   int64_t rows, cols;          /* VIEW, POOL*, COL2IM, DROPOUT_MASK: the output's pixels x channels;
                                   CONCAT, SPLIT: pixels x the input's channels */
   fe_tensor in, out;           /* data movement: what it reads and writes (the graph's edges) */
-  int coff, ctot;              /* CONCAT, SPLIT: channel offset and channels of the concatenation */
+  int coff, ctot;              /* CONCAT, SPLIT: channel offset and channels of the concatenation;
+                                  DW_EXPAND, DW_COMPACT: coff the groups */
 } fe_step;
 
 typedef struct fe_plan {
@@ -253,6 +265,10 @@ bool fe_binary_head(const tpu_fe_model *m);
 ** reads the logit under it: the forward leaves it out (a view) and the
 ** backward starts from the loss's gradient of the logit. */
 bool fe_sigmoid_folded(const tpu_fe_model *m, int i);
+/* The groups of convolution l's block-diagonal (depthwise) GEMM: the input
+** channels of a depthwise_conv2d or separable_conv2d, a grouped conv2d's
+** groups; 0 for any other layer (a conv2d of one group: a dense GEMM). */
+int fe_dw_groups(const tpu_fe_layer *l);
 /* Output layer o (its values, before only reshape and flatten layers) is
 ** one sigmoid unit; the loss its head defaults to in a model with several
 ** outputs: binary cross-entropy for that, mean squared error for a tanh or

@@ -590,8 +590,11 @@ static tpu_status x_conv(lctx *x) {
     describe(v, d, sizeof d);
     return kfail(K, x->node, "dilation_rate", "%s: dilated convolutions are not supported (only 1)", d);
   }
-  if ((v = take(x, "groups")) && !(json_is_integer(v) && json_integer_value(v) == 1))
-    return kfail(K, x->node, "groups", "grouped convolutions are not supported (only groups 1)");
+  json_t *groups = take(x, "groups");   /* Conv2D's (TF >= 2.3): checked against the channels by the model */
+  if (groups && !(json_is_integer(groups) && json_integer_value(groups) >= 1 && json_integer_value(groups) <= 65536))
+    return kfail(K, x->node, "groups", "expected an integer in 1..65536");
+  if (groups && (dw || sep) && json_integer_value(groups) != 1)
+    return kfail(K, x->node, "groups", "%s takes groups 1 only", cls);
   const char *act, *post;
   if ((st = take_act(x, &act, &post))) return st;
   json_t *L = emit(x, dw ? "depthwise_conv2d" : sep ? "separable_conv2d" : "conv2d", NULL);
@@ -606,6 +609,7 @@ static tpu_status x_conv(lctx *x) {
     K->oom = true;
   put(K, L, "kernel", kk);
   if ((st = take_strides(x, L, 1)) || (st = take_padding(x, L))) return st;
+  if (!dw && !sep && groups && json_integer_value(groups) > 1) put(K, L, "groups", json_integer(json_integer_value(groups)));
   if (dw || sep) {
     v = take(x, "depth_multiplier");
     if (v && !json_is_integer(v)) return kfail(K, x->node, "depth_multiplier", "expected an integer");

@@ -234,7 +234,10 @@ void fe_params_init(const tpu_fe_model *m, float *params) {
     const double taps = (double)L->kh * L->kw;
     double fan_in, fan_out;
     if (L->kind == TPU_FE_DENSE) { fan_in = L->in.c; fan_out = L->units; }
-    else if (L->kind == TPU_FE_CONV2D) { fan_in = taps * L->in.c; fan_out = taps * L->filters; }
+    else if (L->kind == TPU_FE_CONV2D) {   /* grouped: kh x kw x C/G x F */
+      fan_in = taps * L->in.c / (L->groups > 1 ? L->groups : 1);
+      fan_out = taps * L->filters;
+    }
     else { fan_in = taps * L->in.c; fan_out = taps * L->depth_multiplier; }
     const size_t n1 = L->nw - L->nw2;   /* the (depthwise) kernel; separable's pointwise follows */
     glorot(m, i, 1, params + L->woff, n1, fan_in, fan_out);
@@ -739,15 +742,18 @@ static void channel_copy(bool split, int64_t n, int c, int coff, int ctot, float
   }
 }
 
-/* A depthwise kernel k (kh x kw x C x dm, Keras' order: tap t, channel c,
-** multiplier q at (t*C + c)*dm + q) and its block-diagonal GEMM operand wx
-** [T*C x C*dm]: row t*C + c holds k's (t, c, .) in columns c*dm .. c*dm+dm-1,
+/* A grouped kernel k of G groups (kh x kw x C/G x F, Keras' order: tap t,
+** channel ci of its group, output f at (t*C/G + ci)*F + f; a depthwise
+** kernel kh x kw x C x dm is the case G = C, F = C*dm) and its
+** block-diagonal GEMM operand wx [T*C x F]: row t*C + c, c in group g =
+** c/(C/G), holds k's (t, c mod C/G, .) in g's columns g*F/G .. (g+1)*F/G-1,
 ** zeros elsewhere. 'compact' takes the block diagonal of wx back into k. */
-static void dw_expand(bool compact, int64_t TC, int64_t Cm, int C, float *k, float *wx) {
-  const int64_t dm = Cm / C;
-  if (!compact) memset(wx, 0, (size_t)(TC * Cm) * sizeof(float));
+static void dw_expand(bool compact, int64_t TC, int64_t F, int C, int G, float *k, float *wx) {
+  const int64_t dm = F / G, cg = C / G;
+  if (!compact) memset(wx, 0, (size_t)(TC * F) * sizeof(float));
   for (int64_t r = 0; r < TC; r++) {
-    float *row = wx + (size_t)(r * Cm + (r % C) * dm), *kr = k + (size_t)(r * dm);
+    const int64_t t = r / C, c = r % C, g = c / cg;
+    float *row = wx + (size_t)(r * F + g * dm), *kr = k + (size_t)((t * cg + c % cg) * F + g * dm);
     if (compact) memcpy(kr, row, (size_t)dm * sizeof(float));
     else memcpy(row, kr, (size_t)dm * sizeof(float));
   }
@@ -853,7 +859,7 @@ static tpu_status run_step(exec *e, const fe_step *s) {
   case FE_STEP_DROPOUT_MASK:
     dropout_mask(e->p->model, L, rows, e->step, e->first_sample, ws->mask[L]);
     return TPU_OK;
-  case FE_STEP_DW_EXPAND: dw_expand(false, s->rows, s->cols, s->win.c, in, out); return TPU_OK;
+  case FE_STEP_DW_EXPAND: dw_expand(false, s->rows, s->cols, s->win.c, s->coff, in, out); return TPU_OK;
   case FE_STEP_AFFINE: affine(&e->p->model->layers[L], s->coff == 1, s->rows, s->cols, e->params, in, out); return TPU_OK;
   case FE_STEP_GATE: case FE_STEP_GATE_GRAD: {
     const tpu_fe_layer *l = &e->p->model->layers[L];
@@ -862,7 +868,7 @@ static tpu_status run_step(exec *e, const fe_step *s) {
          ws->act[l->inputs[1 - g] + 1], out);
     return TPU_OK;
   }
-  case FE_STEP_DW_COMPACT: dw_expand(true, s->rows, s->cols, s->win.c, out, in); return TPU_OK;
+  case FE_STEP_DW_COMPACT: dw_expand(true, s->rows, s->cols, s->win.c, s->coff, out, in); return TPU_OK;
   default:
     return TPU_ERR_CONFIG;   /* the all-reduce and the update belong to the trainer */
   }

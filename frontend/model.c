@@ -188,10 +188,11 @@ static tpu_status parse_kernel(tpu_json *c, json_t *jl, const char *path, const 
 
 /* conv2d, depthwise_conv2d and separable_conv2d: Keras' Conv2D,
 ** DepthwiseConv2D and SeparableConv2D fields (filters for the first and
-** the last; depth_multiplier, default 1, for the last two). */
+** the last; depth_multiplier, default 1, for the last two; groups, default
+** 1, for conv2d). */
 static tpu_status parse_conv(tpu_json *c, json_t *jl, const char *path, const char *what, tpu_fe_layer *L) {
   static const char *const KS[3][11] = {
-    { "type", "name", "inputs", "filters", "kernel", "stride", "padding", "use_bias", "activation", NULL },
+    { "type", "name", "inputs", "filters", "kernel", "stride", "padding", "use_bias", "activation", "groups", NULL },
     { "type", "name", "inputs", "kernel", "stride", "padding", "depth_multiplier", "use_bias", "activation", NULL },
     { "type", "name", "inputs", "filters", "kernel", "stride", "padding", "depth_multiplier", "use_bias",
       "activation", NULL } };
@@ -199,6 +200,7 @@ static tpu_status parse_conv(tpu_json *c, json_t *jl, const char *path, const ch
   tpu_status st = check_keys(c, jl, path, what, KS[v]);
   if (st || (st = parse_bias_act(c, jl, path, what, L))) return st;
   if (v != 1 && (st = get_int(c, jl, path, what, "filters", 1, 1 << 16, 0, &L->filters))) return st;
+  if (v == 0 && (st = get_int(c, jl, path, what, "groups", 1, 1 << 16, 1, &L->groups))) return st;
   if (v != 0 && (st = get_int(c, jl, path, what, "depth_multiplier", 1, 1 << 12, 1, &L->depth_multiplier)))
     return st;
   if ((st = get_int(c, jl, path, what, "stride", 1, 64, 1, &L->stride))) return st;
@@ -635,7 +637,8 @@ static void same_out(tpu_fe_shape s, int kh, int kw, tpu_fe_layer *L) {
 }
 
 /* The convs' output shape, parameter counts and buffers: conv2d an im2col
-** GEMM to 'filters' channels; depthwise_conv2d its depthwise GEMM to
+** GEMM to 'filters' channels (with groups G, kernel kh x kw x C/G x
+** filters, expanded to its block-diagonal operand, max_wx); depthwise_conv2d its depthwise GEMM to
 ** C*depth_multiplier (the kernel kh x kw x C x dm, expanded to its
 ** block-diagonal operand, max_wx); separable_conv2d that, then a pointwise
 ** C*dm -> filters (Keras' SeparableConv2D: kh*kw*C*dm + C*dm*filters
@@ -666,9 +669,18 @@ static tpu_status conv_shape(tpu_json *c, tpu_fe_model *m, int i, bool in_vec, s
   const size_t cols = (size_t)oh * (size_t)ow * taps * C;
   if (cols > *max_cols) *max_cols = cols;
   if (L->kind == TPU_FE_CONV2D) {
+    const size_t G = L->groups > 1 ? (size_t)L->groups : 1, F = (size_t)L->filters;
+    if (C % G || F % G)
+      return tpu_json_fail(c, path, "layers[%d] (%s): field 'groups': %d does not divide the %d input channels "
+                           "and the %d filters (both must be multiples of it)", i, kn, L->groups, s.c, L->filters);
+    if (G > 1 && taps * C * F > ((size_t)1 << 28))
+      return tpu_json_fail(c, path, "layers[%d] (%s): %d channels to %d filters: the grouped kernel's "
+                           "block-diagonal GEMM operand (%zu x %zu) is too large (at most 2^28 values)", i, kn, s.c,
+                           L->filters, taps * C, F);
+    if (G > 1 && taps * C * F > *max_wx) *max_wx = taps * C * F;   /* the expanded kernel, for the value path */
     L->out = (tpu_fe_shape){ oh, ow, L->filters };
-    L->nw = taps * C * (size_t)L->filters;
-    L->nb = L->no_bias ? 0 : (size_t)L->filters;
+    L->nw = taps * (C / G) * F;
+    L->nb = L->no_bias ? 0 : F;
     return TPU_OK;
   }
   if (C * dm > ((size_t)1 << 16) || (size_t)oh * (size_t)ow * C * dm > ((size_t)1 << 26))

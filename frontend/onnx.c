@@ -906,11 +906,12 @@ static tpu_status op_conv(fe_onnx *O, int i) {
   const int64_t group = attr_int(O->g->node[i], "group", 1);
   int64_t ks[2];
   owin w = { .kh = (int)W->dims[2], .kw = (int)W->dims[3] };
-  const bool dw = group != 1;
-  if (group == 1 ? cg != x.c : !(group == x.c && cg == 1 && F % x.c == 0))
-    return node_fail(O, i, "group %lld with %d input channels and a weight of %d x %d: tpusim has group 1 "
-                     "(conv2d) and group == channels with F a multiple of them (depthwise_conv2d); other grouped "
-                     "convolutions are not supported", (long long)group, x.c, F, cg);
+  const bool dw = group == x.c && group != 1;   /* else conv2d, grouped when group > 1 */
+  if (group < 1 || group > x.c || x.c % group || F % group || cg != x.c / group)
+    return node_fail(O, i, "group %lld with %d input channels and a weight of %d x %d: the group must divide the "
+                     "input channels and F, and the weight be [F, channels/group, kh, kw] (group 1: conv2d, 1 < "
+                     "group < channels: conv2d with groups, group == channels: depthwise_conv2d)",
+                     (long long)group, x.c, F, cg);
   if (!holds(W, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, numel(W)))
     return node_fail(O, i, "the weight must hold its float32 values in the file (no external data)");
   if (B && !holds(B, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, (size_t)F))
@@ -924,6 +925,7 @@ static tpu_status op_conv(fe_onnx *O, int i) {
   const olayer src = { .kind = dw ? OW_DW : OW_CONV, .w = W, .b = B };
   json_t *L = emit(O, i, dw ? "depthwise_conv2d" : "conv2d", in, 1, &src, name);
   if (!L || (!dw && set_int(L, "filters", F)) || (dw && set_int(L, "depth_multiplier", F / x.c)) ||
+      (!dw && group > 1 && set_int(L, "groups", (int)group)) ||
       json_object_set_new(L, "kernel", json_pack("[ii]", w.kh, w.kw)) || set_int(L, "stride", w.s) ||
       json_object_set_new(L, "padding", json_string(w.mode == 1 ? "same" : "valid")) ||
       (!B && json_object_set_new(L, "use_bias", json_false())))
@@ -1555,7 +1557,7 @@ static const char *const OPS[] = {
   "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Softmax", "Dropout", "Identity", "Pad", "Constant",
   "LayerNormalization", "Gather", "Transpose", "Mul", "ReduceMean", "LeakyRelu", NULL
 };
-#define OP_LIST "Conv (group 1 or depthwise), Gemm, MatMul, BatchNormalization, LayerNormalization, Relu, Clip, " \
+#define OP_LIST "Conv (grouped too), Gemm, MatMul, BatchNormalization, LayerNormalization, Relu, Clip, " \
   "LeakyRelu, Sigmoid, Tanh, Add, Mul, Concat, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, " \
   "Transpose, Softmax, Gather, Dropout, Identity, Pad, Constant"
 /* Operators read only inside a subgraph read as one layer (a Gelu, a

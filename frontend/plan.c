@@ -65,6 +65,10 @@ static int64_t pix(int rows, tpu_fe_shape s) { return (int64_t)rows * s.h * s.w;
 static bool has_params(const tpu_fe_layer *l) { return l->nw || l->nb; }   /* trainable ones */
 static bool is_dw(const tpu_fe_layer *l) { return l->kind == TPU_FE_DEPTHWISE || l->kind == TPU_FE_SEPARABLE; }
 static bool is_gemm(const tpu_fe_layer *l) { return l->kind == TPU_FE_DENSE || l->kind == TPU_FE_CONV2D || is_dw(l); }
+int fe_dw_groups(const tpu_fe_layer *l) {
+  if (is_dw(l)) return l->in.c;
+  return l->kind == TPU_FE_CONV2D && l->groups > 1 ? l->groups : 0;
+}
 
 /* the convs' taps and pools' windows over the layer's input */
 static fe_window window_of(const tpu_fe_layer *l) {
@@ -160,15 +164,32 @@ static bool act_folded(const tpu_fe_model *m, int i) {
 static fe_tensor in_act(const tpu_fe_layer *l, int k) { return T(FE_T_ACT, l->inputs[k] + 1); }
 static tpu_fe_shape tensor_shape(const tpu_fe_model *m, int t) { return t ? m->layers[t - 1].out : m->input; }
 
-/* The depthwise half of layer i (depthwise_conv2d, separable_conv2d) from x
-** into 'out': im2col, the kernel expanded to its block-diagonal operand
-** (fe_int.h), and the depthwise GEMM [R x T*C] . [T*C x C*dm]. */
+/* A depthwise GEMM of layer l: G = fe_dw_groups(l) groups of C/G input
+** channels each. */
+static void dw_gemm(fe_gemm_step *g, const tpu_fe_layer *l) {
+  g->dw = fe_dw_groups(l);
+  g->dwc = l->in.c / g->dw;
+}
+/* DW_EXPAND or DW_COMPACT of layer l between in and out, T*C x Cm. */
+static void dw_move(builder *b, fe_step_kind k, const tpu_fe_layer *l, int64_t TC, int Cm, fe_tensor in, fe_tensor out) {
+  move(b, k, TC, Cm, in, out)->coff = fe_dw_groups(l);
+}
+/* The output channels of layer l's depthwise GEMM: C*dm (a grouped conv2d:
+** its filters). */
+static int dw_cols(const tpu_fe_layer *l) { return l->kind == TPU_FE_CONV2D ? l->filters : l->in.c * l->depth_multiplier; }
+
+/* The depthwise half of layer i (depthwise_conv2d, separable_conv2d; a
+** grouped conv2d whole) from x into 'out': im2col, the kernel expanded to
+** its block-diagonal operand (fe_int.h), and the depthwise GEMM [R x T*C] .
+** [T*C x Cm]. A grouped conv2d's are its own "matmul", "dW" and "dX". */
 static void depthwise_forward(builder *b, const tpu_fe_layer *l, int i, fe_tensor x, fe_tensor out) {
   const int64_t R = pix(b->p->rows, l->out);
-  const int C = l->in.c, taps = l->kh * l->kw, Cm = C * l->depth_multiplier;
+  const int C = l->in.c, taps = l->kh * l->kw, Cm = dw_cols(l);
+  const bool grouped = l->kind == TPU_FE_CONV2D;
   move(b, FE_STEP_IM2COL, R, (int64_t)taps * C, x, T(FE_T_COLS, i));
-  move(b, FE_STEP_DW_EXPAND, (int64_t)taps * C, Cm, T(FE_T_W, i), T(FE_T_WX, i));
-  gemm(b, "dw matmul", (int)R, Cm, taps * C, false, false, T(FE_T_COLS, i), T(FE_T_WX, i), out)->dw = C;
+  dw_move(b, FE_STEP_DW_EXPAND, l, (int64_t)taps * C, Cm, T(FE_T_W, i), T(FE_T_WX, i));
+  dw_gemm(gemm(b, grouped ? "matmul" : "dw matmul", (int)R, Cm, taps * C, false, false, T(FE_T_COLS, i),
+               T(FE_T_WX, i), out), l);
 }
 
 /* Its backward from dy (DACT, or separable's DMID): the kernel's gradient
@@ -176,14 +197,16 @@ static void depthwise_forward(builder *b, const tpu_fe_layer *l, int i, fe_tenso
 static void depthwise_backward(builder *b, const tpu_fe_layer *l, int i, fe_tensor x, fe_tensor dy, bool bias,
                                fe_tensor dx) {
   const int64_t R = pix(b->p->rows, l->out);
-  const int C = l->in.c, taps = l->kh * l->kw, Cm = C * l->depth_multiplier;
+  const int C = l->in.c, taps = l->kh * l->kw, Cm = dw_cols(l);
+  const bool grouped = l->kind == TPU_FE_CONV2D;
   move(b, FE_STEP_IM2COL, R, (int64_t)taps * C, x, T(FE_T_COLS, i));   /* recomputed: memory over time */
-  gemm(b, "dw dW", taps * C, Cm, (int)R, true, false, T(FE_T_COLS, i), dy, T(FE_T_DWX, i))->dw = C;
+  dw_gemm(gemm(b, grouped ? "dW" : "dw dW", taps * C, Cm, (int)R, true, false, T(FE_T_COLS, i), dy, T(FE_T_DWX, i)),
+          l);
   if (bias) vpu(b, TPU_VPU_COL_SUM, R, Cm, dy, T(FE_T_NONE, 0), T(FE_T_DB, i), true);
-  move(b, FE_STEP_DW_COMPACT, (int64_t)taps * C, Cm, T(FE_T_DWX, i), T(FE_T_DW, i));
+  dw_move(b, FE_STEP_DW_COMPACT, l, (int64_t)taps * C, Cm, T(FE_T_DWX, i), T(FE_T_DW, i));
   if (dx.kind == FE_T_NONE) return;
-  move(b, FE_STEP_DW_EXPAND, (int64_t)taps * C, Cm, T(FE_T_W, i), T(FE_T_WX, i));
-  gemm(b, "dw dX", (int)R, taps * C, Cm, false, true, dy, T(FE_T_WX, i), T(FE_T_COLS, i))->dw = C;
+  dw_move(b, FE_STEP_DW_EXPAND, l, (int64_t)taps * C, Cm, T(FE_T_W, i), T(FE_T_WX, i));
+  dw_gemm(gemm(b, grouped ? "dX" : "dw dX", (int)R, taps * C, Cm, false, true, dy, T(FE_T_WX, i), T(FE_T_COLS, i)), l);
   move(b, FE_STEP_COL2IM, pix(b->p->rows, l->in), C, T(FE_T_COLS, i), dx);
 }
 
@@ -274,6 +297,8 @@ static void forward_layer(builder *b, int i) {
       gemm(b, "matmul", (int)R, l->units, l->in.c, false, true, x, T(FE_T_W, l->tied - 1), y);
     } else if (l->kind == TPU_FE_DENSE) {   /* every position of the input: R rows */
       gemm(b, "matmul", (int)R, l->units, l->in.c, false, false, x, T(FE_T_W, i), y);
+    } else if (l->kind == TPU_FE_CONV2D && fe_dw_groups(l)) {   /* grouped: block-diagonal */
+      depthwise_forward(b, l, i, x, y);
     } else if (l->kind == TPU_FE_CONV2D) {
       const int K = l->kh * l->kw * l->in.c;
       move(b, FE_STEP_IM2COL, R, K, x, T(FE_T_COLS, i));
@@ -456,6 +481,10 @@ static void backward_layer(builder *b, int i) {
     break;
   case TPU_FE_CONV2D: {
     const int K = l->kh * l->kw * l->in.c;
+    if (fe_dw_groups(l)) {   /* grouped: block-diagonal */
+      depthwise_backward(b, l, i, x, dy, !l->no_bias, dx);
+      break;
+    }
     move(b, FE_STEP_IM2COL, Rout, K, x, T(FE_T_COLS, i));   /* recomputed: memory over time */
     gemm(b, "dW", K, l->filters, (int)Rout, true, false, T(FE_T_COLS, i), dy, T(FE_T_DW, i));
     if (!l->no_bias) vpu(b, TPU_VPU_COL_SUM, Rout, l->filters, dy, none, T(FE_T_DB, i), true);
@@ -645,7 +674,7 @@ tpu_status fe_plan_create(const tpu_fe_model *m, int rows, int global_batch, tpu
     if (pix(rows, m->layers[i].out) > INT_MAX) return TPU_ERR_RANGE;
   int cap = STEPS_FIXED;
   for (int i = 0; i < m->nlayers; i++)
-    cap += (m->layers[i].kind == TPU_FE_MHA ? STEPS_PER_MHA : is_dw(&m->layers[i]) ? STEPS_PER_DW_LAYER
+    cap += (m->layers[i].kind == TPU_FE_MHA ? STEPS_PER_MHA : fe_dw_groups(&m->layers[i]) ? STEPS_PER_DW_LAYER
             : STEPS_PER_LAYER) + 3 * m->layers[i].nin;
   fe_plan *p = tpu_calloc(1, sizeof *p);
   fe_step *steps = tpu_calloc((size_t)cap, sizeof *steps);

@@ -71,7 +71,10 @@
 **               array is used at most dm/cols; the MACs counted are the
 **               model's. DW_EXPAND / DW_COMPACT: a 'mul' against an on-chip
 **               mask over each block's T*kg x kg*dm weights (the zeros put
-**               in, the diagonal taken out)
+**               in, the diagonal taken out). A grouped conv2d likewise, a
+**               block holding kg = cols/(F/G) groups of T*C/G rows and F/G
+**               columns each (at least one group: F/G >= cols fills the
+**               array, and a block of one group needs no expansion pass)
 **   UPDATE      sgd / momentum / adam on the VPU over the parameters as one
 **               flat f32 vector, with their state, streamed through VMEM
 **
@@ -192,9 +195,10 @@ static void lower_infeed(lower *w, const fe_plan *p) {
   for (int i = 0; i < n; i++) {
     const tpu_fe_layer *l = &m->layers[i];
     if (!plan) tensor(w, "x", i + 1, A, fe_tensor_dtype(p, ft(FE_T_ACT, i + 1)), rows, (int64_t)tpu_fe_shape_size(l->out));
-    if (l->kind != TPU_FE_DEPTHWISE && l->kind != TPU_FE_SEPARABLE) continue;
-    const int64_t cm = (int64_t)l->in.c * l->depth_multiplier;   /* and its block-diagonal weights */
-    const fe_gemm_step g = { .M = 1, .N = (int)cm, .K = l->kh * l->kw * l->in.c, .dw = l->in.c };
+    if (!fe_dw_groups(l)) continue;
+    /* and its block-diagonal weights (depthwise, separable, grouped conv2d) */
+    const int64_t cm = l->kind == TPU_FE_CONV2D ? l->filters : (int64_t)l->in.c * l->depth_multiplier;
+    const fe_gemm_step g = { .M = 1, .N = (int)cm, .K = l->kh * l->kw * l->in.c, .dw = fe_dw_groups(l) };
     int64_t M, N, K, wx = 0;
     for (int b = 0; fe_gemm_dw_block(&g, chip_cols, b, &M, &N, &K); b++) wx += N * K;
     tensor(w, "wx", i + 1, A, F, wx, 1);   /* a working tensor of the step, counted with the activations */
@@ -269,7 +273,7 @@ static void lower_gemm(lower *w, const fe_plan *p, int k) {
     g.N = N;
     g.K = K;
     g.useful = (uint64_t)M * (uint64_t)N * (uint64_t)K / (uint64_t)kg;
-    g.c_window = (int64_t)ceil(w->cc->step[k].c_window_pixels * (double)kg);   /* this block's channels */
+    g.c_window = (int64_t)ceil(w->cc->step[k].c_window_pixels * (double)(kg * s->dwc));   /* the block's channels */
     tpu_sim_lower_gemm_add(w->L, &g);
   }
 }
@@ -277,13 +281,17 @@ static void lower_gemm(lower *w, const fe_plan *p, int k) {
 /* DW_EXPAND / DW_COMPACT: the kernel to the block-diagonal weights of the
 ** depthwise GEMM's blocks, or their diagonal back out of its gradient: a
 ** select against an on-chip mask (XLA's filter expansion), one element-wise
-** pass over each block's T*kg x kg*dm weights through VMEM. */
+** pass over each block's T*kg x kg*dm weights through VMEM. A block of one
+** group (a grouped conv2d's with filters/G >= the MXU's width) has no zeros:
+** it is a strided slice of the kernel (of its gradient), which the GEMM's
+** DMA reads (writes) as it is, with no pass. */
 static void lower_dw_expand(lower *w, const fe_step *s) {
-  const fe_gemm_step g = { .M = 1, .N = (int)s->cols, .K = (int)s->rows, .dw = s->win.c };   /* a forward's */
-  int64_t M, N, K;
-  for (int b = 0; !failed(w) && fe_gemm_dw_block(&g, w->chip->mxu.cols, b, &M, &N, &K); b++)
-    tpu_sim_lower_ewise_add(w->L, s->kind == FE_STEP_DW_EXPAND ? w->wt : w->gr,
-                            &(tpu_sim_lower_ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
+  const fe_gemm_step g = { .M = 1, .N = (int)s->cols, .K = (int)s->rows, .dw = s->coff };   /* a forward's */
+  int64_t M, N, K, kg;
+  for (int b = 0; !failed(w) && (kg = fe_gemm_dw_block(&g, w->chip->mxu.cols, b, &M, &N, &K)) > 0; b++)
+    if (kg > 1)
+      tpu_sim_lower_ewise_add(w->L, s->kind == FE_STEP_DW_EXPAND ? w->wt : w->gr,
+                              &(tpu_sim_lower_ewise){ .fn = TPU_VPU_MUL, .nin = 1, .mask = true }, K, N);
 }
 
 /* softmax_xent (loss, and the gradient in training) and accuracy, per row

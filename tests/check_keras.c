@@ -243,6 +243,23 @@ END_TEST
 #define K3L(cls, cfg) "{\"module\": \"keras.layers\", \"class_name\": \"" cls "\", \"config\": {" cfg "}}"
 #define K3HEAD ",\n" K3L("Flatten", "\"name\": \"f\"") ",\n" K3L("Dense", "\"name\": \"d\", \"units\": 3")
 
+
+/* Conv2D's groups (TF >= 2.3) is conv2d's: the kernel kh x kw x C/G x F,
+** Keras' parameter count; groups 1 is left out. */
+START_TEST(A_grouped_conv2d_keeps_its_groups) {
+  const char *f = TF2_FUNC(L("Conv2D", "a", ", \"filters\": 6, \"kernel_size\": [3, 3], \"groups\": 1", IN("in")) ",\n"
+                           L("Conv2D", "g", ", \"filters\": 4, \"kernel_size\": [3, 3], \"groups\": 2", IN("a"))
+                           HEAD("g"), "d");
+  tpu_fe_model *m = malloc(sizeof *m);
+  char err[1024];
+  ck_assert_msg(tpu_fe_model_parse_notes(f, "f.json", NULL, m, NULL, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert(m->layers[0].kind == TPU_FE_CONV2D && m->layers[0].groups == 1);
+  ck_assert(m->layers[1].kind == TPU_FE_CONV2D && m->layers[1].groups == 2);
+  TU_EQ_U64(3 * 3 * 3 * 4, m->layers[1].nw);   /* kh x kw x C/G x F */
+  TU_EQ_U64(3 * 3 * 2 * 6 + 6 + 3 * 3 * 3 * 4 + 4 + 4 * 4 * 4 * 3 + 3, m->nparams);
+  free(m);
+}
+END_TEST
 /* tf.keras 2's Rescaling (an offset per channel), an adapted Normalization
 ** (Keras' mean, variance and count: 2*2 + 1 = 5 non-trainable), one with
 ** its mean and variance given (no weights), and squeeze-and-excite: the
@@ -361,8 +378,12 @@ START_TEST(Bad_keras_files_name_the_layer_and_its_class) {
   /* options that change the math */
   text_err(TF2_FUNC(CONV("c", ", \"dilation_rate\": [2, 2]", IN("in")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): field 'dilation_rate': [2, 2]: dilated convolutions are not supported");
-  text_err(TF2_FUNC(CONV("c", ", \"groups\": 2", IN("in")) HEAD("c"), "d"),
-           "layer 'c' (Conv2D): field 'groups': grouped convolutions are not supported");
+  text_err(TF2_FUNC(CONV("c", ", \"groups\": 0", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (Conv2D): field 'groups': expected an integer in 1..65536");
+  text_err(TF2_FUNC(CONV("c", ", \"groups\": 3", IN("in")) HEAD("c"), "d"),
+           "field 'groups': 3 does not divide the 2 input channels and the 4 filters");
+  text_err(TF2_FUNC(L("DepthwiseConv2D", "c", ", \"kernel_size\": [3, 3], \"groups\": 2", IN("in")) HEAD("c"), "d"),
+           "layer 'c' (DepthwiseConv2D): field 'groups': DepthwiseConv2D takes groups 1 only");
   text_err(TF2_FUNC(CONV("c", ", \"strides\": [1, 2]", IN("in")) HEAD("c"), "d"),
            "layer 'c' (Conv2D): field 'strides': [1, 2]: unequal strides are not supported");
   text_err(TF2_FUNC(CONV("c", ", \"activation\": \"elu\"", IN("in")) HEAD("c"), "d"),
@@ -762,7 +783,7 @@ int main(void) {
           Several_outputs_take_their_heads_losses_or_the_compile_config,
           A_functional_residual_model_imports_as_its_native_model_in_both_formats,
           Depthwise_separable_and_relu6_translate_to_the_native_layers, Transformer_layers_translate_to_the_native_layers,
-          Rescaling_normalization_and_a_broadcast_multiply_translate,
+          Rescaling_normalization_and_a_broadcast_multiply_translate, A_grouped_conv2d_keeps_its_groups,
           Bad_keras_files_name_the_layer_and_its_class,
           The_input_shape_comes_from_the_file_or_after_an_at_sign, Options_not_modelled_are_listed_once,
           Nested_models_are_flattened, Long_and_reserved_names_are_renamed,

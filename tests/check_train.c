@@ -469,6 +469,12 @@ START_TEST(Depthwise_and_separable_layers_have_the_keras_parameter_counts) {
       "layers[0] (depthwise_conv2d): field 'filters': unknown field" },
     { GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"depth_multiplier\": 0 }, " HEAD),
       "layers[0] (depthwise_conv2d): field 'depth_multiplier': expected an integer in 1..4096" },
+    { GRAPH("{ \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"groups\": 4 }, " HEAD),
+      "layers[0] (conv2d): field 'groups': 4 does not divide the 2 input channels and the 4 filters" },
+    { GRAPH("{ \"type\": \"conv2d\", \"filters\": 3, \"kernel\": 3, \"groups\": 2 }, " HEAD),
+      "layers[0] (conv2d): field 'groups': 2 does not divide the 2 input channels and the 3 filters" },
+    { GRAPH("{ \"type\": \"depthwise_conv2d\", \"kernel\": 3, \"groups\": 2 }, " HEAD),
+      "layers[0] (depthwise_conv2d): field 'groups': unknown field" },
     { GRAPH("{ \"type\": \"separable_conv2d\", \"kernel\": 3 }, " HEAD),
       "layers[0] (separable_conv2d): field 'filters': missing" },
     { GRAPH("{ \"type\": \"separable_conv2d\", \"filters\": 2, \"kernel\": 9 }, " HEAD),
@@ -482,6 +488,34 @@ START_TEST(Depthwise_and_separable_layers_have_the_keras_parameter_counts) {
 }
 END_TEST
 
+/* Parameters of model m (returned, for the caller to free) and then the
+** n inputs x, drawn normal from 'seed'. */
+static float *normal_params(const tpu_fe_model *m, uint64_t seed, float *x, int n) {
+  tu_rng r = { seed };
+  float *p = malloc(m->nparams * sizeof *p);
+  for (size_t k = 0; k < m->nparams; k++) p[k] = tu_normal(&r);
+  for (int k = 0; k < n; k++) x[k] = tu_normal(&r);
+  return p;
+}
+/* The first layer's output of model m's inference forward on the B samples
+** x with parameters p, on backend 'kind' (0 reference, 1 sim at bf16): a
+** copy the caller frees. */
+static float *first_layer_out(const tpu_fe_model *m, int kind, int B, const float *p, const float *x) {
+  tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1,
+                        .prec = TPU_PREC_BF16 };
+  fe_core_ws ws;
+  fe_plan *pl;
+  ck_assert_int_eq(fe_ws_create(m, B, &ws), TPU_OK);
+  ck_assert_int_eq(fe_plan_create(m, B, B, TPU_PREC_BF16, false, &pl), TPU_OK);
+  ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, NULL, 0, 0), TPU_OK);
+  const size_t n = (size_t)B * tpu_fe_shape_size(m->layers[0].out);
+  float *y = malloc(n * sizeof *y);
+  memcpy(y, ws.act[1], n * sizeof *y);
+  fe_plan_destroy(pl);
+  fe_ws_destroy(m, &ws);
+  return y;
+}
+
 /* The depthwise GEMM on its block-diagonal operand is the depthwise
 ** convolution: against a direct loop (f32 on the reference backend, within
 ** bf16 rounding on the sim one), stride 2 'same' with depth multiplier 2. */
@@ -492,18 +526,9 @@ START_TEST(A_depthwise_gemm_is_the_depthwise_convolution) {
   const tpu_fe_layer *d = &m.layers[0];
   ck_assert(d->out.h == 3 && d->out.w == 3 && d->out.c == 6 && d->pad_top == 1 && d->pad_left == 0);
   enum { B = 2, H = 5, W = 6, C = 3, DM = 2 };
-  tu_rng r = { 17 };
-  float *p = malloc(m.nparams * sizeof *p), x[B * H * W * C];
-  for (size_t k = 0; k < m.nparams; k++) p[k] = tu_normal(&r);
-  for (int k = 0; k < B * H * W * C; k++) x[k] = tu_normal(&r);
+  float x[B * H * W * C], *p = normal_params(&m, 17, x, B * H * W * C);
   for (int kind = 0; kind < 2; kind++) {
-    tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1,
-                          .prec = TPU_PREC_BF16 };
-    fe_core_ws ws;
-    fe_plan *pl;
-    ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
-    ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, false, &pl), TPU_OK);
-    ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, NULL, 0, 0), TPU_OK);
+    float *y = first_layer_out(&m, kind, B, p, x);
     for (int b = 0; b < B; b++)
       for (int oy = 0; oy < 3; oy++)
         for (int ox = 0; ox < 3; ox++)
@@ -518,12 +543,50 @@ START_TEST(A_depthwise_gemm_is_the_depthwise_convolution) {
                   want += v;
                   mag += fabs(v);
                 }
-              const float got = ws.act[1][((b * 3 + oy) * 3 + ox) * C * DM + c * DM + q];
+              const float got = y[((b * 3 + oy) * 3 + ox) * C * DM + c * DM + q];
               ck_assert_msg(fabs(got - want) <= (kind ? 1.6e-2 : 1e-5) * (mag + 1),
                             "backend %d, output (%d, %d, %d, %d, %d): %g, want %g", kind, b, oy, ox, c, q, got, want);
             }
-    fe_plan_destroy(pl);
-    fe_ws_destroy(&m, &ws);
+    free(y);
+  }
+  free(p);
+}
+END_TEST
+
+/* conv2d with groups 3 (Keras' Conv2D groups): output channel f reads only
+** its group's C/G input channels with the kernel kh x kw x C/G x F, on both
+** backends, against the direct sum; the parameter count is Keras'
+** (kh*kw*(C/G)*F + F). */
+START_TEST(A_grouped_conv_reads_only_its_groups_channels) {
+  tpu_fe_model m = parse_ok("{ \"input\": [5, 6, 6], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 9,"
+                            " \"kernel\": [3, 2], \"stride\": 2, \"padding\": \"same\", \"groups\": 3 },"
+                            " { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 2 } ] }");
+  enum { B = 2, H = 5, W = 6, C = 6, F = 9, G = 3, CG = C / G, FG = F / G };
+  const tpu_fe_layer *d = &m.layers[0];
+  ck_assert(d->out.h == 3 && d->out.w == 3 && d->out.c == F && d->nw == 3 * 2 * CG * F && d->nb == F);
+  ck_assert(m.max_wx == 3 * 2 * C * F);   /* the expanded kernel, block-diagonal */
+  float x[B * H * W * C], *p = normal_params(&m, 23, x, B * H * W * C);
+  for (int kind = 0; kind < 2; kind++) {
+    float *y = first_layer_out(&m, kind, B, p, x);
+    for (int b = 0; b < B; b++)
+      for (int oy = 0; oy < 3; oy++)
+        for (int ox = 0; ox < 3; ox++)
+          for (int f = 0; f < F; f++) {
+            double want = p[d->boff + (size_t)f], mag = 0;
+            for (int ky = 0; ky < 3; ky++)
+              for (int kx = 0; kx < 2; kx++)
+                for (int ci = 0; ci < CG; ci++) {
+                  const int iy = oy * 2 + ky - 1, ix = ox * 2 + kx, c = (f / FG) * CG + ci;
+                  if (iy < 0 || iy >= H || ix >= W) continue;
+                  const double v = (double)x[((b * H + iy) * W + ix) * C + c] * p[((ky * 2 + kx) * CG + ci) * F + f];
+                  want += v;
+                  mag += fabs(v);
+                }
+            const float got = y[((b * 3 + oy) * 3 + ox) * F + f];
+            ck_assert_msg(fabs(got - want) <= (kind ? 1.6e-2 : 1e-5) * (mag + 1),
+                          "backend %d, output (%d, %d, %d, %d): %g, want %g", kind, b, oy, ox, f, got, want);
+          }
+    free(y);
   }
   free(p);
 }
@@ -748,6 +811,13 @@ static const char *const GRAD_MODELS[] = {
   "{ \"input\": [4], \"outputs\": [ { \"layer\": \"s\", \"weight\": 3 } ], \"layers\": [ { \"type\": \"dense\","
   " \"units\": 3, \"activation\": \"tanh\" }, { \"type\": \"dense\", \"name\": \"s\", \"units\": 3,"
   " \"activation\": \"softmax\" } ] }",
+  /* grouped conv2d (Keras' groups, last so that the models before keep
+  ** their seeds): 'same' with bias and tanh after a 1x1 conv (dX flows
+  ** through it), then 'valid', stride 2, without bias */
+  "{ \"input\": [5, 5, 2], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 1 },"
+  " { \"type\": \"conv2d\", \"filters\": 6, \"kernel\": 3, \"groups\": 2, \"padding\": \"same\","
+  " \"activation\": \"tanh\" }, { \"type\": \"conv2d\", \"filters\": 3, \"kernel\": [2, 3], \"stride\": 2,"
+  " \"groups\": 3, \"use_bias\": false }, { \"type\": \"flatten\" }, { \"type\": \"dense\", \"units\": 3 } ] }",
 };
 
 static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
@@ -892,13 +962,13 @@ END_TEST
 /* On the reference backend (OpenBLAS f32) every model; on the sim backend
 ** (the MXU at bf16x6, near f32; the float32 policy) the models from the
 ** sequence one on, whose layers came with transformers, and the binary
-** heads. */
+** heads and the grouped convolutions. */
 static void gradient_check(int i, tpu_fe_backend_kind kind);
 START_TEST(Every_layer_gradient_matches_finite_differences) {
   gradient_check(_i, TPU_FE_BACKEND_REFERENCE);
   if (strstr(GRAD_MODELS[_i], "layer_normalization") || strstr(GRAD_MODELS[_i], "rescaling") ||
       strstr(GRAD_MODELS[_i], "\"units\": 1,") || strstr(GRAD_MODELS[_i], "binary_cross_entropy") ||
-      strstr(GRAD_MODELS[_i], "outputs"))
+      strstr(GRAD_MODELS[_i], "outputs") || strstr(GRAD_MODELS[_i], "groups"))
     gradient_check(_i, TPU_FE_BACKEND_SIM);
 }
 END_TEST
@@ -2684,6 +2754,7 @@ int main(void) {
           Resnets_are_keras_applications_layer_for_layer, The_resnet50_plan_has_the_hand_derived_gemms,
           Batch_normalization_has_the_keras_parameter_counts,
           Depthwise_and_separable_layers_have_the_keras_parameter_counts, A_depthwise_gemm_is_the_depthwise_convolution,
+          A_grouped_conv_reads_only_its_groups_channels,
           Bad_models_name_the_layer_the_field_and_the_shapes, Bad_graphs_name_the_layers_and_the_shapes,
           A_model_may_have_a_thousand_layers, Activation_fields_and_new_layers_are_checked,
           A_binary_head_trains_with_binary_cross_entropy_on_its_logit,

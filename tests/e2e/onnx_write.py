@@ -404,6 +404,63 @@ def refused():
     return h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.microsoft", 1)])
 
 
+def conv_np(x, wt, b=None, group=1, stride=1, pad=0):
+    """ONNX Conv in numpy, f64: x [N, C, H, W], wt [F, C/group, kh, kw]."""
+    n, c, hh, ww = x.shape
+    f, cg, kh, kw = wt.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (hh + 2 * pad - kh) // stride + 1, (ww + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    fg = f // group
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for ky in range(kh):
+            for kx in range(kw):
+                win = xs[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
+                out[:, g * fg:(g + 1) * fg] += np.einsum("nchw,fc->nfhw", win, wt[g * fg:(g + 1) * fg, :, ky, kx])
+    return out if b is None else out + b[None, :, None, None]
+
+
+def resnext(d):
+    """A ResNeXt-style block as PyTorch exports it: a stem Conv, a 1x1
+    Conv, a grouped 3x3 Conv (group 4, cardinality 4 of width 4) with bias,
+    a 1x1 Conv, the residual Add; then a strided grouped Conv without bias
+    (group 8: two channels a group to four filters), GlobalAveragePool,
+    Gemm. Its first loss on idx88 (8x8 images, written by vit) from the
+    file's weights, in numpy."""
+    i = [w("sw", 16, 1, 3, 3), w("sb", 16), w("aw", 16, 16, 1, 1), w("gw", 16, 4, 3, 3), w("gb", 16),
+         w("bw", 16, 16, 1, 1), w("tw", 32, 2, 3, 3), w("fw", 10, 32), w("fb", 10)]
+    n = [h.make_node("Conv", ["x", "sw", "sb"], ["s"], name="stem", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         h.make_node("Relu", ["s"], ["sr"], name="stem_relu"),
+         h.make_node("Conv", ["sr", "aw"], ["a"], name="reduce", kernel_shape=[1, 1]),
+         h.make_node("Relu", ["a"], ["ar"], name="reduce_relu"),
+         h.make_node("Conv", ["ar", "gw", "gb"], ["g"], name="grouped", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     group=4),
+         h.make_node("Relu", ["g"], ["gr"], name="grouped_relu"),
+         h.make_node("Conv", ["gr", "bw"], ["b"], name="expand", kernel_shape=[1, 1]),
+         h.make_node("Add", ["b", "sr"], ["r"], name="res"),
+         h.make_node("Relu", ["r"], ["rr"], name="res_relu"),
+         h.make_node("Conv", ["rr", "tw"], ["t"], name="down", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                     group=8),
+         h.make_node("Relu", ["t"], ["tr"], name="down_relu"),
+         h.make_node("GlobalAveragePool", ["tr"], ["p"], name="gap"),
+         h.make_node("Flatten", ["p"], ["f"], name="flatten"),
+         h.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1)]
+    m = model(n, "tiny_resnext", [1, 8, 8], "y", i, opset=13)
+    x = np.frombuffer(open(d + "/idx88/train-images-idx3-ubyte", "rb").read()[16:], np.uint8).reshape(64, 1, 8, 8)
+    y = np.frombuffer(open(d + "/idx88/train-labels-idx1-ubyte", "rb").read()[8:], np.uint8)
+    W = {t.name: nh.to_array(t).astype(np.float64) for t in i}
+    relu = lambda v: np.maximum(v, 0)
+    sr = relu(conv_np(x.astype(np.float64) / 255.0, W["sw"], W["sb"], pad=1))
+    gr = relu(conv_np(relu(conv_np(sr, W["aw"])), W["gw"], W["gb"], group=4, pad=1))
+    rr = relu(conv_np(gr, W["bw"]) + sr)
+    z = relu(conv_np(rr, W["tw"], group=8, stride=2, pad=1)).mean((2, 3)) @ W["fw"].T + W["fb"]
+    z -= z.max(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(64), y]))
+    open(d + "/loss_resnext.txt", "w").write("%.9g\n" % loss)
+    return m
+
+
 def idx_set(d):
     """64 IDX images of 4x4 with labels 0..9, as train and test split (the
     same bits), drawn once: both loss checks read it."""
@@ -448,7 +505,8 @@ def loss_model(d):
 def make(d):
     os.makedirs(d, exist_ok=True)
     for name, m in (("small_cnn", small_cnn()), ("resnet", resnet()), ("transformer", transformer(d)),
-                    ("refused", refused()), ("seqops", seqops(d)), ("vit", vit(d)), ("loss", loss_model(d)), ("transformer13", transformer13(d))):
+                    ("refused", refused()), ("seqops", seqops(d)), ("vit", vit(d)), ("loss", loss_model(d)), ("transformer13", transformer13(d)),
+                    ("resnext", resnext(d))):
         onnx.save(m, os.path.join(d, name + ".onnx"))
 
 
@@ -465,7 +523,10 @@ def bad(d):
         g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, ["N"] + list(shape))],
                          [h.make_tensor_value_info(out, T.FLOAT, ["N", 10])], inits)
         onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", opset)]), os.path.join(d, name + ".onnx"))
-    save("o_group", [conv("g2", group=2)] + head, c1 + fw)
+    def ones(name, *shape):   # not drawn: the later files keep their weights
+        return nh.from_array(np.full(shape, 0.1, np.float32), name)
+    save("o_group", [conv("g3", group=3)] + head, [ones("w", 3, 1, 3, 3), ones("fw", 10, 3)])
+    save("o_gdiv", [conv("g2", group=2)] + head, [ones("w", 3, 2, 3, 3), ones("fw", 10, 3)])
     save("o_dil", [conv("dil", dilations=[2, 2])] + head, [w("w", 4, 4, 3, 3)] + fw)
     save("o_opset", [conv("c0")] + head, [w("w", 4, 4, 3, 3)] + fw, opset=9)
     save("o_stride", [conv("st", strides=[1, 2])] + head, [w("w", 4, 4, 3, 3)] + fw)

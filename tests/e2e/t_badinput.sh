@@ -319,6 +319,12 @@ corpus "$TPUSIM" model <<'CASES'
 2|k_nodes.json|layer 'f' (Flatten): expected [layer name, node index, tensor index]
 >k_nodeout.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 1, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3]}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", 0, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
 2|k_nodeout.json|layer 'd' (Dense): takes node 1 of layer 'd'; node index out of range 0..0
+>k_groups.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3], "groups": 0}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", 0, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_groups.json|layer 'conv' (Conv2D): field 'groups': expected an integer in 1..65536
+>k_groups3.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": [3, 3], "groups": 3}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", 0, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_groups3.json|field 'groups': 3 does not divide the 2 input channels and the 4 filters
+>k_groupsdw.json {"class_name": "Functional", "keras_version": "2.15.0", "config": {"name": "m", "input_layers": [["in", 0, 0]], "output_layers": [["d", 0, 0]], "layers": [{"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_input_shape": [null, 8, 8, 2]}, "inbound_nodes": []}, {"class_name": "DepthwiseConv2D", "name": "conv", "config": {"name": "conv", "kernel_size": [3, 3], "groups": 2}, "inbound_nodes": [[["in", 0, 0, {}]]]}, {"class_name": "Flatten", "name": "f", "config": {"name": "f"}, "inbound_nodes": [[["conv", 0, 0, {}]]]}, {"class_name": "Dense", "name": "d", "config": {"name": "d", "units": 3}, "inbound_nodes": [[["f", 0, 0, {}]]]}]}}
+2|k_groupsdw.json|layer 'conv' (DepthwiseConv2D): field 'groups': DepthwiseConv2D takes groups 1 only
 >m_nul.json { "input": [4], "layers": [ { "type": "dense", "units": 2 } ] }\0
 2|m_nul.json|m_nul.json:1:64: contains a NUL byte
 >m_in.json { "input": [4, 4, 1, 1], "layers": [ { "type": "dense", "units": 2 } ] }
@@ -479,13 +485,16 @@ corpus "$TPUSIM" model <<'CASES'
 2|m_take.json|layers[0] (take): field 'position': 6 is not a position of the input shape 1x6x4
 >m_seq.json { "input": [6, 0], "layers": [ { "type": "dense", "units": 2 } ] }
 2|m_seq.json|field 'input': expected [height, width, channels], [length, channels] or [size]
+>m_groups.json { "input": [8, 8, 6], "layers": [ { "type": "conv2d", "filters": 8, "kernel": 3, "groups": 4 }, { "type": "flatten" }, { "type": "dense", "units": 2 } ] }
+2|m_groups.json|layers[0] (conv2d): field 'groups': 4 does not divide the 6 input channels and the 8 filters
 CASES
 # ONNX files (tests/e2e/onnx_write.py bad: built with python3-onnx's helper API)
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" bad .
 corpus "$TPUSIM" model <<'CASES'
-=o_junk.onnx o_group.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx o_mmact.onnx o_mulk.onnx o_erf.onnx o_lnaxis.onnx o_gather.onnx o_transp.onnx o_smaxis.onnx o_poslen.onnx o_reshp.onnx o_take.onnx o_cfirst.onnx o_mask.onnx
+=o_junk.onnx o_group.onnx o_gdiv.onnx o_dil.onnx o_opset.onnx o_stride.onnx o_addk.onnx o_wshape.onnx o_pool.onnx o_reshape.onnx o_2in.onnx o_big.onnx o_mmact.onnx o_mulk.onnx o_erf.onnx o_lnaxis.onnx o_gather.onnx o_transp.onnx o_smaxis.onnx o_poslen.onnx o_reshp.onnx o_take.onnx o_cfirst.onnx o_mask.onnx
 2|o_junk.onnx|not an ONNX model: protobuf-c cannot read it as onnx.ModelProto
-2|o_group.onnx|node 0 'g2' (Conv): group 2 with 4 input channels|group == channels
+2|o_group.onnx|node 0 'g3' (Conv): group 3 with 4 input channels and a weight of 3 x 1: the group must divide the input channels and F
+2|o_gdiv.onnx|node 0 'g2' (Conv): group 2 with 4 input channels and a weight of 3 x 2: the group must divide|1 < group < channels: conv2d with groups
 2|o_dil.onnx|node 0 'dil' (Conv): attribute 'dilations' must be [1, 1]
 2|o_opset.onnx|field 'opset_import': the default domain's opset is 9; expected 11..17
 2|o_stride.onnx|node 0 'st' (Conv): attribute 'strides' must be [s, s]

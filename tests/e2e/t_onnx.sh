@@ -1,7 +1,7 @@
 # ONNX import (docs/MODELS.md, "ONNX import"): files built with Debian's
 # python3-onnx helper API (tests/e2e/onnx_write.py) through the binary --
 # the parameter count and every layer's output shape against ONNX's own
-# shape inference (a small CNN, a ResNet-style graph, transformers in opset
+# shape inference (a small CNN, a ResNet-style graph, a ResNeXt block with grouped Convs, transformers in opset
 # 17 and in opset 13's decompositions), the refusal of a graph naming every
 # operator type it lacks at once, first training steps whose loss is numpy's
 # from the file's weights (a CNN, the opset-13 transformer), and a step at
@@ -10,7 +10,7 @@
 PY=/usr/bin/python3
 $PY "$TPU_ROOT/tests/e2e/onnx_write.py" make .
 
-for f in small_cnn resnet loss transformer transformer13 seqops vit; do
+for f in small_cnn resnet loss transformer transformer13 seqops vit resnext; do
   expect_status 0 "$TPUSIM" model "$f.onnx" --json
   echo "$OUT" > "$f.json"
   $PY "$TPU_ROOT/tests/e2e/onnx_write.py" check "$f.onnx" "$f.json" || die "$f.onnx against ONNX shape inference"
@@ -20,6 +20,13 @@ expect_out_contains 'Model: "small_resnet"'
 expect_out_contains "stem_pad (zero_padding)            (None, 34, 34, 3)"
 expect_out_contains "dw (depthwise_conv2d)              (None, 8, 8, 32)"
 expect_out_contains "Total params: 6,549"
+
+# grouped Convs (ResNeXt's group 4 with bias, a strided group 8 without): conv2d with groups, the
+# weight [F, C/group, kh, kw] read as kh x kw x C/group x F
+expect_status 0 "$TPUSIM" model resnext.onnx
+expect_out_contains "grouped (conv2d)                   (None, 8, 8, 16)                 592  4 x (64 x 36 x 4)"
+expect_out_contains "down (conv2d)                      (None, 4, 4, 32)                 576  8 x (16 x 18 x 4)"
+expect_out_contains "Total params: 2,170"
 
 # the transformer operators: opset 17's LayerNormalization, a Gather embedding, a position table, attention
 # and Gelu's Erf form (transformer.onnx); opset 13's decompositions (transformer13.onnx)
@@ -56,9 +63,10 @@ done
 # table, LayerNormalization, attention, Gelu's Erf form, ReduceMean), the opset-13 one (LayerNormalization's
 # decomposition, attention scaled by Mul, Gelu's tanh form, Mul, Transpose, Reshape) and the sequence
 # operators' graph (Softmax over positions, Reshape to 4-D, a Transpose to NCHW, Concat, ReduceMean) and
-# ViT's front and head (a Conv of patches, x.flatten(2).transpose(1, 2), x[:, 0])
+# ViT's front and head (a Conv of patches, x.flatten(2).transpose(1, 2), x[:, 0]) and a ResNeXt block
+# (grouped Convs)
 for f in "transformer:loss_tok:--pipeline tok.json --data tok" "transformer13:loss13:--data idx" \
-         "seqops:loss_seqops:--data idx64" "vit:loss_vit:--data idx88"; do
+         "seqops:loss_seqops:--data idx64" "vit:loss_vit:--data idx88" "resnext:loss_resnext:--data idx88"; do
   IFS=: read -r m l args <<< "$f"
   want=$(cat $l.txt)
   for be in "--backend reference --dtype-policy float32:1e-6" ":1e-2"; do

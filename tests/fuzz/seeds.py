@@ -115,6 +115,11 @@ def main():
     put("model", "seed-binary.json", '{"input": [6, 6, 1], "loss": "binary_cross_entropy", "layers": ['
         '{"type": "conv2d", "filters": 3, "kernel": 3, "stride": 2, "activation": "relu"},'
         '{"type": "conv2d", "filters": 1, "kernel": 2}, {"type": "sigmoid"}, {"type": "flatten"}]}\n')
+    # grouped convolutions: groups 2 'same' with bias, then groups 4 strided
+    put("model", "seed-grouped.json", '{"input": [6, 6, 4], "layers": ['
+        '{"type": "conv2d", "filters": 6, "kernel": 3, "padding": "same", "groups": 2, "activation": "relu"},'
+        '{"type": "conv2d", "filters": 4, "kernel": 2, "stride": 2, "groups": 2, "use_bias": false},'
+        '{"type": "flatten"}, {"type": "dense", "units": 3}]}\n')
     # two outputs: class scores and a tanh value (its head's loss, squared
     # error), weighted
     put("model", "seed-outputs.json", '{"input": [6], "outputs": [{"layer": "p", "weight": 1},'
