@@ -108,6 +108,12 @@ START_TEST(Zoo_models_have_the_published_parameter_counts) {
   TU_EQ_U64(7, m->layers[1].ns);
   ck_assert_int_eq(m->layers[m->nlayers - 4].out.h, 7);   /* top_activation: 7x7x1280 */
   ck_assert_int_eq(m->layers[m->nlayers - 4].out.c, 1280);
+  /* keras.io's EfficientNet fine-tuning example prints Keras' summary of
+  ** EfficientNetB0 with a 120-class top: 4,203,291 total, 4,161,268
+  ** trainable, 42,023 non-trainable */
+  ck_assert_int_eq(tpu_fe_model_load("efficientnetb0:120", m, err, sizeof err), TPU_OK);
+  TU_EQ_U64(4203291, m->nparams);
+  TU_EQ_U64(4161268, m->nparams - m->nstate);
   ck_assert_int_eq(tpu_fe_model_load("efficientnetb0@225x223x3:5", m, err, sizeof err), TPU_OK);   /* odd sizes: */
   ck_assert_int_eq(m->layers[4].out.h, 113);   /* correct_pad keeps Keras' ceil(h/2) */
   ck_assert_int_eq(m->layers[4].out.w, 112);
