@@ -143,10 +143,11 @@ static void compose_header(ui *u) {
 }
 
 /* A value in at most 4 characters, for one line of large text: "-0.3",
-** "2.3", "-25", "-120", "1e+04" beyond. */
+** "2.3", "-25", "-120", "1e+04" beyond; "0" for what rounds to 0.0 (not
+** "-0.0"). */
 static void fmt_short(char *b, size_t n, float x) {
   const double a = fabs((double)x);
-  if (x == 0) snprintf(b, n, "0");
+  if (a < 0.05) snprintf(b, n, "0");
   else if (a < 9.95) snprintf(b, n, "%.1f", (double)x);
   else if (a < 999.5) snprintf(b, n, "%.0f", (double)x);
   else snprintf(b, n, "%.0e", (double)x);
