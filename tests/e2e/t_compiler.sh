@@ -21,6 +21,24 @@ assert {l["bound"] for l in step["layers"]} <= {"MXU", "VPU", "HBM", "ICI", None
 PY
 # }==
 
+# {== gpt2's tied lm_head: each GEMM reads A once per block column and B once
+# per block row of its 512 x 512 tiles (docs/COMPILER.md, the table)
+expect_status 0 "$TPUSIM" model gpt2 --batch 64 --chip tpu-v3-8 --json
+echo "$OUT" > gpt2.json
+/usr/bin/python3 - gpt2.json <<'PY' || die "gpt2's lm_head row against docs/COMPILER.md's table"
+import json, sys
+row = [l for l in json.load(open(sys.argv[1]))["step"]["layers"] if l["name"] == "lm_head"][0]
+R, V, D, t = 8192, 50257, 768, 512
+nb = lambda n: -(-n // t)
+x, w, y = R * D * 2, V * D * 4, R * V * 4          # X bf16, the table f32, the logits (and dY) f32
+fwd = x * nb(V) + w * nb(R) + y                    # Y = X W^T: M=R, N=V, K=D
+dw = y * nb(D) + x * nb(V) + w                     # dW = dY^T X: M=V, N=D, K=R
+dx = y * nb(D) + w * nb(R) + x                     # dX = dY W: M=R, N=D, K=V (dX bf16)
+assert row["hbm_bytes"] == fwd + dw + dx == 15832960000, (row["hbm_bytes"], fwd, dw, dx)
+assert row["bound"] == "MXU", row["bound"]
+PY
+# }==
+
 # {== ResNet-50 at a global batch of 1024 fits a v2-8 and a v3-8 (128 per core)
 for chip in tpu-v2-8 tpu-v3-8; do
   expect_status 0 "$TPUSIM" train --model resnet50 --chip $chip --level timing --data synthetic \
