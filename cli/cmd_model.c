@@ -151,6 +151,7 @@ static json_t *layer_json(const tpu_fe_model *m, int i, const tpu_fe_layer_gemms
 
 static int report_json(const tpu_fe_model *m, long batch, const tpu_fe_layer_gemms *g, json_t *ignored,
                        json_t *stepj) {
+  char nm[64];
   json_t *layers = json_array();
   uint64_t fwd = 0, step = 0;
   for (int i = 0; layers && i < m->nlayers; i++) {
@@ -161,6 +162,15 @@ static int report_json(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
   json_t *o = json_pack("{s:s, s:I, s:[i, i, i], s:o*, s:I, s:I, s:I}", "model", m->name, "batch", (json_int_t)batch,
                         "input_shape", m->input.h, m->input.w, m->input.c, "layers", layers, "parameters",
                         (json_int_t)m->nparams, "forward_flops", (json_int_t)fwd, "step_flops", (json_int_t)step);
+  if (o) json_object_set_new(o, "loss", json_string(tpu_fe_loss_name(m->loss)));   /* output 0's */
+  if (o && m->nout > 1) {   /* several outputs: each one's layer, loss and weight (the loss trained: their sum) */
+    json_t *outs = json_array();
+    for (int k = 0; k < m->nout; k++)
+      json_array_append_new(outs, json_pack("{s:s, s:s, s:f}", "layer", cli_layer_name(m, m->out[k].layer, nm,
+                                            sizeof nm), "loss", tpu_fe_loss_name(m->out[k].loss), "weight",
+                                            m->out[k].weight));
+    json_object_set_new(o, "outputs", outs);
+  }
   if (!o || (stepj && json_object_set(o, "step", stepj))) {
     json_decref(o);
     return cli_runtime_error(CMD, "out of memory");

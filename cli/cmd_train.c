@@ -190,9 +190,11 @@ static void fmt_step(char *b, size_t n, double s) {
 ** so far, labelled 'sim'; at the end the epoch's simulated wall time (the
 ** fit's: steps, calls, validation, compile) and that time per step, as
 ** Keras would print it on the simulated TPU. Then the running loss and
-** accuracy. */
+** accuracy, and for a model with several outputs each output's loss
+** between them, as Keras prints them (names: output_names). */
+typedef char output_names[TPU_FE_MAX_OUTPUTS][48];   /* "<layer>_loss", Keras' names */
 static void progress(bool tty, bool final, long step, long total, double wall_s, double sim_step_s,
-                     double loss, double acc) {
+                     double loss, double acc, int nout, output_names names, const double *ol) {
   if (!tty && !final) return;
   char bar[31];
   int w = total ? (int)(30 * step / total) : 30;
@@ -214,7 +216,11 @@ static void progress(bool tty, bool final, long step, long total, double wall_s,
     printf(" - sim %s/step", t);
   }
   /* --level timing computes no values: no loss to show (NaN) */
-  if (!isnan(loss)) printf(" - loss: %.4f - accuracy: %.4f", loss, acc);
+  if (!isnan(loss)) {
+    printf(" - loss: %.4f", loss);
+    for (int k = 0; k < nout; k++) printf(" - %s: %.4f", names[k], ol[k]);
+    printf(" - accuracy: %.4f", acc);
+  }
   if (!final) fflush(stdout);
 }
 
@@ -231,6 +237,8 @@ typedef struct train_cli {
   tpu_fe_run *run;
   tpu_text csv, tb;                    /* --csv rows, --trace */
   bool tty;                            /* the progress bar is redrawn in place */
+  int nout;                            /* outputs whose losses are shown: the model's when several, else 0 */
+  output_names oname;                  /* their names, as Keras' history keys */
   double wall;                         /* this invocation's wall time */
 } train_cli;
 
@@ -282,11 +290,27 @@ static const char *backend_str(const opts *o, char *b, size_t n) {
   return b;
 }
 
+/* The names of a model's outputs' losses as Keras' History keys them:
+** "<output layer's name>_loss", or "output_<k+1>_loss" for an unnamed
+** layer (tf.keras' pseudo output names). */
+static void name_outputs(train_cli *t) {
+  t->nout = t->model.nout > 1 ? t->model.nout : 0;
+  for (int k = 0; k < t->nout; k++) {
+    const char *n = t->model.layers[t->model.out[k].layer].name;
+    if (*n) snprintf(t->oname[k], sizeof t->oname[k], "%s_loss", n);
+    else snprintf(t->oname[k], sizeof t->oname[k], "output_%d_loss", k + 1);
+  }
+}
+
 /* The CSV header and the banner. */
 static void start(const opts *o, train_cli *t, const tpu_fe_run_totals *tot) {
-  if (o->csv)
-    tpu_text_printf(&t->csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s\n",
+  name_outputs(t);
+  if (o->csv) {
+    tpu_text_printf(&t->csv, "epoch,step,loss,accuracy,sim_step_s,%s_s,sim_time_s",
                     tpu_sim_stall_name(TPU_SIM_INFEED_WAIT));
+    for (int k = 0; k < t->nout; k++) tpu_text_printf(&t->csv, ",%s", t->oname[k]);
+    tpu_text_printf(&t->csv, "\n");
+  }
   char be[32];
   t->tty = !o->com.json && cli_stdout_is_tty();
   if (!o->com.json)
@@ -302,22 +326,31 @@ static void start(const opts *o, train_cli *t, const tpu_fe_run_totals *tot) {
 static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, long steps, double ew0,
                       double *last_draw) {
   const bool n = o->level != TPU_FIDELITY_TIMING, tty = t->tty;
-  if (o->csv)
-    tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g\n", r->epoch + 1, (unsigned long long)r->global_step + 1,
+  if (o->csv) {
+    tpu_text_printf(&t->csv, "%d,%llu,%.9g,%.9g,%.9g,%.9g,%.9g", r->epoch + 1, (unsigned long long)r->global_step + 1,
                     n ? r->loss : NAN, n ? (double)r->correct / (double)r->predictions : NAN, r->sim_step_s,
                     r->infeed_wait_s, r->sim_time_s);
+    for (int k = 0; k < t->nout; k++) tpu_text_printf(&t->csv, ",%.9g", r->output_loss[k]);
+    tpu_text_printf(&t->csv, "\n");
+  }
   const double now = cli_now_s();
   if (tty && (now - *last_draw > 0.05 || r->step + 1 == steps)) {
     progress(true, false, r->step + 1, steps, now - ew0, r->epoch_sim_s / (double)(r->step + 1), r->epoch_loss,
-             r->epoch_accuracy);
+             r->epoch_accuracy, t->nout, t->oname, r->epoch_output_loss);
     *last_draw = now;
   }
   if (!r->epoch_end) return 0;
   if (!o->com.json) {
     const tpu_fe_fit_time *f = &r->epoch_log.fit;
-    progress(tty, true, steps, steps, f->fit_s, r->epoch_sim_s / (double)steps, r->epoch_loss, r->epoch_accuracy);
-    if (n) printf(" - val_loss: %.4f - val_accuracy: %.4f\n", r->epoch_log.val_loss, r->epoch_log.val_accuracy);
-    else printf("\n");
+    progress(tty, true, steps, steps, f->fit_s, r->epoch_sim_s / (double)steps, r->epoch_loss, r->epoch_accuracy,
+             t->nout, t->oname, r->epoch_output_loss);
+    if (n) {
+      printf(" - val_loss: %.4f", r->epoch_log.val_loss);
+      for (int k = 0; k < t->nout; k++) printf(" - val_%s: %.4f", t->oname[k], r->epoch_log.val_output_loss[k]);
+      printf(" - val_accuracy: %.4f\n", r->epoch_log.val_accuracy);
+    } else {
+      printf("\n");
+    }
     char cs[32];
     fmt_step(cs, sizeof cs, r->epoch_sim_s / (double)steps);
     printf("  simulated %.3gs: chip %.3gs (%s/step), input %.3gs, dispatch %.3gs, validation %.3gs, compile %.3gs; "
@@ -334,7 +367,16 @@ static int after_step(const opts *o, train_cli *t, const tpu_fe_step_record *r, 
 /* The step for the step hook (cli_step_hook; the Python callback), with
 ** the CSV row's figures; at an epoch's end its history entry's too. 0, or
 ** 1 after a message. */
-static int step_hook(const opts *o, const tpu_fe_step_record *r) {
+/* A model with several outputs: {"<output>_loss": v[k], ...} in output
+** order (the progress line's names); null at the timing level. */
+static json_t *losses_json(const train_cli *t, bool n, const double *v) {
+  if (!n) return json_null();
+  json_t *o = json_object();
+  for (int k = 0; k < t->nout; k++) json_object_set_new(o, t->oname[k], cli_json_real(v[k]));
+  return o;
+}
+
+static int step_hook(const opts *o, const train_cli *t, const tpu_fe_step_record *r) {
   if (!cli_step_hooked()) return 0;
   const bool n = o->level != TPU_FIDELITY_TIMING;
   json_t *j = json_pack("{s:i,s:I,s:I,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}", "epoch", r->epoch + 1, "step",
@@ -348,6 +390,11 @@ static int step_hook(const opts *o, const tpu_fe_step_record *r) {
   if (j && r->epoch_end && n) {
     json_object_set_new(j, "val_loss", cli_json_real(r->epoch_log.val_loss));
     json_object_set_new(j, "val_accuracy", cli_json_real(r->epoch_log.val_accuracy));
+  }
+  if (j && t->nout) {   /* several outputs: each one's loss, as Keras' logs hold them */
+    json_object_set_new(j, "output_losses", losses_json(t, n, r->output_loss));
+    json_object_set_new(j, "epoch_output_losses", losses_json(t, n, r->epoch_output_loss));
+    if (r->epoch_end) json_object_set_new(j, "val_output_losses", losses_json(t, n, r->epoch_log.val_output_loss));
   }
   const int rc = cli_step_hook(CMD, j);
   json_decref(j);
@@ -371,7 +418,7 @@ static int run_steps(const opts *o, train_cli *t, long steps) {
     tpu_fe_step_record r;
     const tpu_status st = tpu_fe_run_step(t->run, &r, err, sizeof err);
     int rc = st ? cli_fail(CMD, st, "%s", err) : after_step(o, t, &r, steps, ew0, &last_draw);
-    if (!rc) rc = step_hook(o, &r);
+    if (!rc) rc = step_hook(o, t, &r);
     if (rc) return rc;
   }
   return 0;
@@ -450,7 +497,7 @@ static json_t *fit_report_json(const opts *o, const tpu_chip_config *chip, const
 ** for one release; wall_s is null for the epochs before a --resume
 ** (checkpoints keep no wall time, so that identical runs write identical
 ** files). */
-static json_t *history_json(const tpu_fe_run_totals *m) {
+static json_t *history_json(const opts *o, const train_cli *t, const tpu_fe_run_totals *m) {
   json_t *hist = json_array();
   for (int e = 0; e < m->epochs_done; e++) {
     const tpu_fe_epoch_log *h = &m->history[e];
@@ -462,6 +509,11 @@ static json_t *history_json(const tpu_fe_run_totals *m) {
                                           "test_accuracy", cli_json_real(h->val_accuracy),
                                           "wall_s", cli_json_real(h->wall_s), "sim_s", cli_json_real(h->sim_s)));
     json_object_set_new(json_array_get(hist, (size_t)e), "fit", fit_json(&h->fit));
+    if (t->nout) {   /* several outputs: each one's loss, unweighted (null before a --resume) */
+      const bool n = o->level != TPU_FIDELITY_TIMING;
+      json_object_set_new(json_array_get(hist, (size_t)e), "output_losses", losses_json(t, n, h->output_loss));
+      json_object_set_new(json_array_get(hist, (size_t)e), "val_output_losses", losses_json(t, n, h->val_output_loss));
+    }
   }
   return hist;
 }
@@ -510,7 +562,12 @@ static json_t *report_json(const opts *o, const train_cli *t, const tpu_fe_run_t
                       json_string(tpu_sim_collective_algorithm(&t->chip, TPU_SIM_ALL_REDUCE, alg, sizeof alg)));
   json_object_set_new(j, "wall_s", cli_json_real(t->wall));   /* this invocation's */
   json_object_set_new(j, "params_hash", n ? json_string(hs) : json_null());
-  json_object_set_new(j, "history", history_json(m));
+  json_object_set_new(j, "history", history_json(o, t, m));
+  if (t->nout) {   /* several outputs: the last epoch's loss of each, unweighted */
+    const tpu_fe_epoch_log *h = m->epochs_done ? &m->history[m->epochs_done - 1] : NULL;
+    json_object_set_new(j, "train_output_losses", losses_json(t, n && h, h ? h->output_loss : NULL));
+    json_object_set_new(j, "val_output_losses", losses_json(t, n && h, h ? h->val_output_loss : NULL));
+  }
   json_object_set_new(j, "fit", fit_report_json(o, &t->chip, m));
   /* the step's table: where one step's time and bytes go, per layer */
   tpu_chip_config chip = t->chip;

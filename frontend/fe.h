@@ -592,6 +592,8 @@ typedef struct tpu_fe_trainer {
   struct fe_plan *plan;        /* the training step's plan; fe_int.h */
   float *params, *grad;        /* nparams each */
   tpu_fe_opt_state opt;
+  double output_loss[TPU_FE_MAX_OUTPUTS];   /* the last step's or eval's mean loss of each of the model's
+                                               nout outputs, unweighted (Keras' <output>_loss) */
 } tpu_fe_trainer;
 
 /* A trainer of m (borrowed: it must outlive the trainer) on 'cores' cores,
@@ -602,7 +604,8 @@ tpu_status tpu_fe_trainer_create(const tpu_fe_model *m, const tpu_fe_backend *be
 void tpu_fe_trainer_destroy(tpu_fe_trainer *t);
 /* One step on global batch x (global_batch x input size) with labels y:
 ** forward and backward on every core, gradient sum in core order, update.
-** *loss and *correct get the batch's mean loss and number right. */
+** *loss and *correct get the batch's mean loss and number right;
+** t->output_loss each output's mean loss. */
 tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct);
 /* The same on a batch of n samples, 1 <= n <= the global batch (a
@@ -613,7 +616,8 @@ tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t 
 ** another n. */
 tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_t *y, int n, uint64_t step,
                                  uint64_t first_sample, double *loss, int *correct);
-/* Mean loss and accuracy over a whole dataset (forward only, all cores).
+/* Mean loss and accuracy over a whole dataset (forward only, all cores);
+** t->output_loss each output's mean loss.
 ** TPU_ERR_INPUT for an empty dataset or one whose sample size or classes
 ** are not the model's (nothing is read then). */
 tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, double *loss, double *acc);
@@ -643,6 +647,9 @@ typedef struct tpu_fe_epoch_log {  /* one epoch of the history (Keras' History) 
                                       checkpoints), NaN after a load */
   tpu_fe_fit_time fit;             /* the epoch's simulated wall time, split: not saved (NaN after a
                                       load) */
+  double output_loss[TPU_FE_MAX_OUTPUTS];       /* each of the model's nout outputs' mean loss, unweighted */
+  double val_output_loss[TPU_FE_MAX_OUTPUTS];   /* (Keras' <output>_loss, val_<output>_loss): not saved
+                                                   (NaN after a load), 0 at the timing level */
 } tpu_fe_epoch_log;
 typedef struct tpu_fe_run_log {    /* sums over the steps timed so far */
   uint64_t steps;
@@ -774,6 +781,9 @@ typedef struct tpu_fe_step_record {
                                   size, as Keras'); NaN at the timing level */
   double epoch_accuracy;       /* and accuracy (0 at the timing level) */
   double epoch_sim_s;          /* the epoch's simulated time so far */
+  double output_loss[TPU_FE_MAX_OUTPUTS];         /* the batch's mean loss of each of the model's nout
+                                                     outputs, unweighted; NaN at the timing level */
+  double epoch_output_loss[TPU_FE_MAX_OUTPUTS];   /* and the epoch's running means of them */
   bool epoch_end;              /* the epoch's last step: the test split evaluated (tile level) and */
   tpu_fe_epoch_log epoch_log;  /* the epoch's history entry (losses and accuracies 0 at the timing
                                   level, as the history keeps them) */

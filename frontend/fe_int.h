@@ -401,6 +401,7 @@ typedef struct fe_core_ws {    /* one core's buffers for a shard of up to 'rows'
   float *rowloss;              /* per-sample loss */
   fe_scratch scratch;
   double loss_sum;             /* sum over the shard of the per-sample loss */
+  double out_loss_sum[TPU_FE_MAX_OUTPUTS];   /* the same per output, unweighted (the model's nout) */
   int correct;                 /* argmax(logits) == label count */
 } fe_core_ws;
 

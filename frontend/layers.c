@@ -726,8 +726,14 @@ static tpu_status run_vpu(exec *e, const fe_vpu_step *v) {
   a.p.alpha = v->alpha;
   tpu_status st = tpu_vpu_exec(v->op, &a);
   if (st) return st;
-  if (v->op == TPU_VPU_SOFTMAX_XENT || v->op == TPU_VPU_SIGMOID_BCE || v->op == TPU_VPU_MSE)   /* in row order, */
-    for (int b = 0; b < rows; b++) ws->loss_sum += (double)v->weight * (double)a.out[b];   /* times its weight */
+  if (v->op == TPU_VPU_SOFTMAX_XENT || v->op == TPU_VPU_SIGMOID_BCE || v->op == TPU_VPU_MSE) {
+    double s = 0.0;   /* in row order; the sum times its weight, and output k's own */
+    for (int b = 0; b < rows; b++) {
+      ws->loss_sum += (double)v->weight * (double)a.out[b];
+      s += (double)a.out[b];
+    }
+    if (v->out.part >= 0 && v->out.part < TPU_FE_MAX_OUTPUTS) ws->out_loss_sum[v->out.part] += s;
+  }
   if (v->op == TPU_VPU_ACCURACY || v->op == TPU_VPU_BINARY_ACCURACY) ws->correct = (int)e->hits;
   return TPU_OK;
 }
@@ -923,6 +929,7 @@ tpu_status fe_forward(const fe_plan *p, const tpu_fe_backend *be, const float *p
   exec e = { .p = p, .be = be, .params = params, .ws = ws, .x = x, .labels = labels, .step = step,
              .first_sample = first_sample };
   ws->loss_sum = 0.0;
+  for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) ws->out_loss_sum[k] = 0.0;
   ws->correct = 0;
   return run_phases(&e, FE_INFEED, labels ? FE_LOSS : FE_FORWARD);
 }

@@ -48,6 +48,7 @@ struct tpu_fe_run {
   int epoch;                   /* the next step's position */
   long step;
   double lsum, wsum;           /* the epoch so far: loss summed with each batch's weight, the weights */
+  double olsum[TPU_FE_MAX_OUTPUTS];   /* ... each output's loss summed the same way */
   long csum, seen;             /* ... samples right, samples */
   double ep_sim, ep_wall0;     /* ... simulated time, and the wall clock at its start */
   /* The host side of the fit (docs/TRAINING.md, "The host side of a fit") */
@@ -472,7 +473,11 @@ static tpu_status end_epoch(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, s
   r->fit.fit_s += f->fit_s, r->fit.chip_s += f->chip_s, r->fit.input_s += f->input_s;
   r->fit.dispatch_s += f->dispatch_s, r->fit.validation_s += f->validation_s, r->fit.compile_s += f->compile_s;
   r->hist[ep] = (tpu_fe_epoch_log){ n ? rec->epoch_loss : 0.0, n ? rec->epoch_accuracy : 0.0, n ? val_loss : 0.0,
-                                    n ? val_acc : 0.0, r->ep_sim, ewall, *f };
+                                    n ? val_acc : 0.0, r->ep_sim, ewall, *f, { 0 }, { 0 } };
+  for (int k = 0; n && k < TPU_FE_MAX_OUTPUTS; k++) {
+    r->hist[ep].output_loss[k] = rec->epoch_output_loss[k];
+    r->hist[ep].val_output_loss[k] = r->tr.output_loss[k];
+  }
   r->nhist = ep + 1;
   rec->epoch_end = true;
   rec->epoch_log = r->hist[ep];
@@ -485,7 +490,9 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
   const int ep = r->epoch;
   const long s = r->step;
   *rec = (tpu_fe_step_record){ .epoch = ep, .step = s, .global_step = r->gstep, .loss = NAN };
+  for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) rec->output_loss[k] = rec->epoch_output_loss[k] = NAN;
   if (s == 0) {
+    for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) r->olsum[k] = 0;
     r->lsum = r->wsum = r->ep_sim = 0;
     r->csum = r->seen = 0;
     r->ep_wall0 = now_s();
@@ -515,6 +522,11 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
   r->csum += rec->correct;
   r->seen += rec->predictions;
   rec->epoch_loss = r->numerics ? r->lsum / r->wsum : NAN;
+  for (int k = 0; r->numerics && k < TPU_FE_MAX_OUTPUTS; k++) {
+    rec->output_loss[k] = r->tr.output_loss[k];
+    r->olsum[k] += rec->output_loss[k] * w;
+    rec->epoch_output_loss[k] = r->olsum[k] / r->wsum;
+  }
   rec->epoch_accuracy = (double)r->csum / (double)r->seen;
   rec->epoch_sim_s = r->ep_sim;
   return s + 1 == r->steps ? end_epoch(r, rec, err, errcap) : TPU_OK;

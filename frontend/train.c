@@ -174,13 +174,16 @@ tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_
   if (!st) {
     double ls = 0.0;
     int cor = 0;
+    for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) t->output_loss[k] = 0.0;
     for (int c = 0; c < active; c++) {
       ls += t->ws[c].loss_sum;
       cor += t->ws[c].correct;
+      for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) t->output_loss[k] += t->ws[c].out_loss_sum[k];
     }
     st = reduce_and_update(t, full ? full : pt, active);
     *loss = ls / (double)n;
     *correct = cor;
+    for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) t->output_loss[k] /= (double)n;
   }
   fe_plan_destroy(pw);
   fe_plan_destroy(pt);
@@ -192,7 +195,11 @@ static tpu_status eval_cores(tpu_fe_trainer *t, const fe_plan *p, const float *x
                              double *ls, long *cor) {
   job j = { .t = t, .plan = p, .x = x, .y = y, .active = active };
   tpu_status st = run_all(t, &j);
-  for (int c = 0; c < active && !st; c++) { *ls += t->ws[c].loss_sum; *cor += t->ws[c].correct; }
+  for (int c = 0; c < active && !st; c++) {
+    *ls += t->ws[c].loss_sum;
+    *cor += t->ws[c].correct;
+    for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) t->output_loss[k] += t->ws[c].out_loss_sum[k];   /* summed */
+  }
   return st;
 }
 /* The same for a shard size of its own (a short last batch). */
@@ -214,6 +221,7 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
     return TPU_ERR_INPUT;
   double ls = 0.0;
   long cor = 0;
+  for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) t->output_loss[k] = 0.0;
   fe_plan *full = NULL;   /* inference on whole shards */
   tpu_status st = fe_plan_create(t->model, t->rows, gb, t->be.prec, false, &full);
   for (int s = 0; s < d->n && !st; s += gb) {
@@ -231,6 +239,7 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
   fe_plan_destroy(full);
   if (st) return st;
   *loss = ls / (double)d->n;
+  for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) t->output_loss[k] /= (double)d->n;
   *acc = (double)cor / ((double)d->n * tpu_fe_model_predictions(t->model));
   return TPU_OK;
 }
@@ -522,7 +531,9 @@ tpu_status tpu_fe_ckpt_load(const char *dir, tpu_fe_trainer *t, const tpu_fe_ckp
     double h[CK_NHIST];
     memcpy(h, hist + e * sizeof h, sizeof h);
     info->history[e] = (tpu_fe_epoch_log){ h[CK_H_LOSS], h[CK_H_ACC], h[CK_H_VLOSS], h[CK_H_VACC], h[CK_H_SIM], NAN,
-                                          { NAN, NAN, NAN, NAN, NAN, NAN } };
+                                          { NAN, NAN, NAN, NAN, NAN, NAN }, { 0 }, { 0 } };
+    for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++)
+      info->history[e].output_loss[k] = info->history[e].val_output_loss[k] = NAN;
   }
   memcpy(t->params, p, n * 4); p += n * 4;
   if (t->opt.m) { memcpy(t->opt.m, p, n * 4); p += n * 4; }

@@ -924,7 +924,8 @@ END_TEST
 /* Two outputs: the value path's loss is the weighted sum of the class
 ** scores' softmax cross-entropy and the tanh value's squared error against
 ** 2*label/(classes-1) - 1, both computed by hand; the accuracy is output
-** 0's. */
+** 0's. Each output's own loss, unweighted, is kept too (Keras'
+** <output>_loss), and the trainer reports its mean on both backends. */
 START_TEST(Two_outputs_train_the_weighted_sum_of_their_losses) {
   tpu_fe_model m = parse_ok("{ \"input\": [2], \"outputs\": [ { \"layer\": \"p\", \"weight\": 2 },"
                             " { \"layer\": \"v\", \"weight\": 0.5 } ], \"layers\": [ { \"type\": \"dense\","
@@ -943,7 +944,7 @@ START_TEST(Two_outputs_train_the_weighted_sum_of_their_losses) {
   for (int k = 0; k < B * 2; k++) x[k] = (float)(k % 3) - 0.5f * (float)(k % 2);
   fe_core_ws ws;
   forward_reference(pl, p, x, y, &ws);
-  double want = 0;
+  double want = 0, own[2] = { 0, 0 };
   int hits = 0;
   for (int b = 0; b < B; b++) {
     double z[3], mx = -1e300, s = 0;
@@ -956,12 +957,30 @@ START_TEST(Two_outputs_train_the_weighted_sum_of_their_losses) {
     const double ce = log(s) - (z[y[b]] - mx), t = 2.0 * y[b] / 2 - 1;
     const double v = tanh(x[2 * b] * p[9] + x[2 * b + 1] * p[10] + p[11]);
     want += 2 * ce + 0.5 * (v - t) * (v - t);
+    own[0] += ce;
+    own[1] += (v - t) * (v - t);
     hits += arg == y[b];
   }
   ck_assert_msg(fabs(ws.loss_sum - want) <= 1e-5 * want, "Expected %.9g\n  Actual %.9g", want, ws.loss_sum);
   ck_assert_int_eq(ws.correct, hits);
+  for (int k = 0; k < 2; k++) ck_assert(fabs(ws.out_loss_sum[k] - own[k]) <= 1e-5 * own[k]);
+  ck_assert(fabs(2 * ws.out_loss_sum[0] + 0.5 * ws.out_loss_sum[1] - ws.loss_sum) <= 1e-12 * want);
   fe_ws_destroy(&m, &ws);
   fe_plan_destroy(pl);
+  for (int kind = 0; kind < 2; kind++) {   /* the trainer's step: the batch's means, before its update */
+    tpu_fe_backend be = { .kind = kind ? TPU_FE_BACKEND_SIM : TPU_FE_BACKEND_REFERENCE,
+                          .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16X6 };
+    tpu_fe_trainer t;
+    ck_assert_int_eq(tpu_fe_trainer_create(&m, &be, 1, B, 1, &t), TPU_OK);
+    memcpy(t.params, p, sizeof p);
+    double loss;
+    int correct;
+    ck_assert_int_eq(tpu_fe_trainer_step(&t, x, y, 0, 0, &loss, &correct), TPU_OK);
+    ck_assert(fabs(loss - want / B) <= 1e-4 * want / B);
+    for (int k = 0; k < 2; k++) ck_assert(fabs(t.output_loss[k] - own[k] / B) <= 1e-4 * own[k] / B);
+    ck_assert(fabs(2 * t.output_loss[0] + 0.5 * t.output_loss[1] - loss) <= 1e-12 * loss);
+    tpu_fe_trainer_destroy(&t);
+  }
 }
 END_TEST
 
@@ -2448,6 +2467,12 @@ START_TEST(A_resumed_run_equals_the_uninterrupted_run) {
     ck_assert(e ? !isnan(x.fit.fit_s) : isnan(x.fit.fit_s));
     if (e == 1) ck_assert(x.fit.compile_s == hist[0].fit.compile_s && y.fit.compile_s == 0);
     if (e < 2) x.fit = y.fit = (tpu_fe_fit_time){ 0 };
+    /* nor each output's own loss */
+    for (int k = 0; k < TPU_FE_MAX_OUTPUTS; k++) {
+      ck_assert(e ? !isnan(x.output_loss[k]) && !isnan(x.val_output_loss[k])
+                  : isnan(x.output_loss[k]) && isnan(x.val_output_loss[k]));
+      if (!e) x.output_loss[k] = y.output_loss[k], x.val_output_loss[k] = y.val_output_loss[k];
+    }
     ck_assert_msg(!memcmp(&x, &y, sizeof x), "history[%d]", e);
   }
   tpu_fe_run_destroy(r);

@@ -3,6 +3,12 @@
 # reject a report that breaks it (a missing stall part, a share above 1).
 S="$TPU_ROOT/docs/report.schema.json"
 cp "$TPU_ROOT/docs/examples/train_step.json" prog.json
+# a model with two outputs: its report adds each output's loss
+cat > two.model <<'JSON'
+{ "name": "two_heads", "input": [8], "layers": [ { "type": "dense", "units": 10, "name": "policy" },
+  { "type": "dense", "units": 1, "activation": "tanh", "inputs": "input", "name": "value" } ],
+  "outputs": [ { "layer": "policy" }, { "layer": "value", "weight": 0.5 } ] }
+JSON
 n=0
 while IFS='|' read -r name args; do
   [ -n "$name" ] || continue
@@ -20,6 +26,8 @@ run|run --program prog.json --chip teach
 pipeline|pipeline --config $TPU_ROOT/datafeed/examples/prefetch.json
 train|train --model mlp --level timing --data synthetic --steps-per-epoch 2 --epochs 2
 train_tile|train --model mlp --data synthetic --synthetic-n 512 --batch 64 --epochs 1
+model_outputs|model two.model
+train_outputs|train --model two.model --data synthetic --synthetic-n 512 --batch 64 --epochs 2
 scalesim|scalesim -c $TPU_ROOT/docs/scalesim/tpu_128.cfg -t $TPU_ROOT/docs/scalesim/alexnet.csv
 viz|viz --headless --chip teach --m 8 --n 8 --k 8 --out vf --frames 1
 run_topology|run --topology $TPU_ROOT/docs/scalesim/bert_base_layer.csv --input-type gemm --cores 2
@@ -41,7 +49,7 @@ for p in sys.argv[2:]:
         docs.append((p, json.load(open(p))))
 bad = [(p, e.message, list(e.path)) for p, d in docs for e in v.iter_errors(d)]
 assert not bad, bad[:5]
-assert len(docs) >= 15, len(docs)
+assert len(docs) >= 17, len(docs)
 # one meaning of utilization: a GEMM's own multiply-adds over the arrays' capacity
 m = json.load(open("matmul.json"))
 c = m["configuration"]["chip"]["mxu"]
@@ -52,6 +60,18 @@ r = json.load(open("run.json")); del r["stall"]["weight_load"]
 t = json.load(open("train.json")); t["stall"]["idle"] = 1.5
 o = json.load(open("matmul_os.json")); o["dataflow"] = "xs"
 assert not v.is_valid(r) and not v.is_valid(t) and not v.is_valid(o)
+# the model's loss, and its outputs' layers, losses and weights
+m = json.load(open("model_outputs.json"))
+assert json.load(open("model.json"))["loss"] == "softmax_cross_entropy" and "outputs" not in json.load(open("model.json"))
+assert [(o["layer"], o["loss"], o["weight"]) for o in m["outputs"]] == \
+    [("policy", "softmax_cross_entropy", 1), ("value", "mean_squared_error", 0.5)], m["outputs"]
+# each output's loss: keyed <output>_loss, >= 0
+t = json.load(open("train_outputs.json"))
+assert sorted(t["val_output_losses"]) == ["policy_loss", "value_loss"], t["val_output_losses"]
+assert sorted(t["history"][1]["output_losses"]) == ["policy_loss", "value_loss"]
+t["history"][1]["output_losses"]["policy"] = t["history"][1]["output_losses"].pop("policy_loss")
+u = json.load(open("train_outputs.json")); u["train_output_losses"]["value_loss"] = -1
+assert not v.is_valid(t) and not v.is_valid(u)
 # and in the topology forms: a layer without its stall table, a layer's utilization above 1
 r = json.load(open("run_topology.json")); del r["layers"][0]["stall"]
 m = json.load(open("matmul_topology.json")); m["layers"][1]["mxu_utilization"] = 2
@@ -75,4 +95,4 @@ for name in ("train.json", "train_tile.json"):
         assert t["stall_cycles"][k] == sum(c[k] for c in t["per_core"]), (name, k)
         assert abs(t["stall_cycles"][k] / tot - t["stall"][k]) < 1e-9, (name, k)
 PY
-[ "$n" = 15 ] || die "cases: $n"
+[ "$n" = 17 ] || die "cases: $n"

@@ -134,6 +134,23 @@ def test_the_callback_sees_every_step_and_an_exception_stops_the_run(in_tmp):
     assert not os.path.exists("steps.csv")
 
 
+def test_the_callback_sees_each_outputs_loss_of_a_model_with_several(in_tmp):
+    with open("two.json", "w") as f:
+        json.dump({"name": "two", "input": [8], "layers": [
+            {"type": "dense", "units": 10, "name": "policy"},
+            {"type": "dense", "units": 1, "activation": "tanh", "inputs": "input", "name": "value"}],
+            "outputs": [{"layer": "policy"}, {"layer": "value", "weight": 0.5}]}, f)
+    steps = []
+    tpusim.train(model="two.json", batch=32, data="synthetic", synthetic_n=128, callback=steps.append)
+    for s in steps:
+        o = s["output_losses"]
+        assert sorted(o) == ["policy_loss", "value_loss"]
+        assert s["loss"] == pytest.approx(o["policy_loss"] + 0.5 * o["value_loss"], rel=1e-6)
+    assert sorted(steps[-1]["val_output_losses"]) == ["policy_loss", "value_loss"]
+    assert "output_losses" not in tpusim.train(model="mlp", batch=32, data="synthetic", synthetic_n=128,
+                                               callback=steps.append)["history"][0]
+
+
 def _interrupt_after(seconds):
     main = threading.main_thread().ident
     t = threading.Timer(seconds, lambda: signal.pthread_kill(main, signal.SIGINT))
