@@ -154,6 +154,9 @@ typedef struct tpu_fe_layer {
                                   1 or C given, 0: adapted (mean, variance, count in the state) */
   float vec[2][TPU_FE_MAX_VEC];   /* rescaling: scale, offset; normalization: mean, variance */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
+  bool image;                  /* derived: the output is an image (Keras' rank 4), 1x1 ones included
+                                  (EfficientNet's se_reshape and the 1x1 convs after it); false: a
+                                  vector or a sequence (tpusim model prints the rank) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as
                                   Keras', separable_conv2d's then followed by its pointwise one) */

@@ -49,7 +49,26 @@ expect_out_contains "(None, 192, 192, 32)"
 expect_status 0 "$TPUSIM" model efficientnetb0
 expect_out_contains "Total params: 5,330,571"
 expect_out_contains "Non-trainable params: 42,023"
+# a 1x1 image keeps Keras' rank 4 (the squeeze-excitation's reshape and
+# 1x1 convs), a pooled vector has rank 2, as Keras' own summary prints them
+expect_out_contains "block1a_se_reshape (reshape)             (None, 1, 1, 32)                   0"
+expect_out_contains "block1a_se_reduce (conv2d)               (None, 1, 1, 8)                  264"
+expect_out_contains "block1a_se_expand (conv2d)               (None, 1, 1, 32)                 288"
+expect_out_contains "avg_pool (global_avgpool)                (None, 1280)                       0"
 expect_out_contains "normalization (normalization)"
+# a conv to 1x1 and a dense on it stay images; flatten makes a vector, a
+# reshape to [1, 1, C] an image again
+cat > r1.json <<'EOF'
+{ "input": [3, 3, 2], "layers": [ { "type": "conv2d", "name": "c", "filters": 4, "kernel": 3 },
+  { "type": "dense", "name": "d", "units": 5 }, { "type": "flatten", "name": "f" },
+  { "type": "reshape", "name": "i", "target_shape": [1, 1, 5] }, { "type": "dense", "name": "o", "units": 3 } ] }
+EOF
+expect_status 0 "$TPUSIM" model r1.json
+expect_out_contains "c (conv2d)                         (None, 1, 1, 4)"
+expect_out_contains "d (dense)                          (None, 1, 1, 5)"
+expect_out_contains "f (flatten)                        (None, 5)"
+expect_out_contains "i (reshape)                        (None, 1, 1, 5)"
+expect_out_contains "o (dense)                          (None, 1, 1, 3)"
 expect_status 0 "$TPUSIM" model efficientnetb0 --chip tpu-v3-8 --batch 64
 expect_out_contains "block1a_se_excite"
 expect_out_contains "Step: 33529599 cycles"
