@@ -88,11 +88,24 @@ expect_err_contains "--batch: expected an integer in 1..4096"
 expect_status 2 "$TPUSIM" model vgg16 extra
 expect_err_contains "unknown option 'extra'"
 # a zoo model trains at the timing level on synthetic data of its own shape
-# (224x224x3, 1000 classes); values need at most 256 classes
+# (224x224x3, 1000 classes)
 expect_status 0 "$TPUSIM" train --model vgg19 --level timing --data synthetic --synthetic-n 128 --batch 128 \
   --steps-per-epoch 1 --json
 echo "$OUT" > t.json
 [ "$(json_get parameters t.json)" = 143667240 ] || die "vgg19 parameters in train"
 [ "$(json_get sim_step_cycles t.json)" -gt 0 ] || die "vgg19 step cycles"
-expect_status 2 "$TPUSIM" train --model vgg19 --data synthetic --synthetic-n 16 --batch 8
-expect_err_contains "vgg19 gives 1000 classes; --level tile computes values with at most 256 classes"
+# 1000 classes train at the tile level too (int32 labels; a small model on
+# both backends: the loss starts near ln 1000 = 6.9); more than the data
+# pipeline's 65536 are refused at either level
+echo '{ "input": [4, 4, 1], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 1000 } ] }' > c1000.json
+for be in reference sim; do
+  expect_status 0 "$TPUSIM" train --model c1000.json --data synthetic --synthetic-n 64 --batch 16 --backend $be --json
+  echo "$OUT" > t.json
+  /usr/bin/python3 -c "import json, math, sys; d = json.load(open('t.json')); l = d['train_loss']
+sys.exit(0 if math.isfinite(l) and 6.0 < l < 8.0 and math.isfinite(d['test_loss']) else 1)" || die "c1000 $be loss"
+done
+echo '{ "input": [2], "layers": [ { "type": "dense", "units": 70000 } ] }' > c70k.json
+for level in tile timing; do
+  expect_status 2 "$TPUSIM" train --model c70k.json --data synthetic --synthetic-n 16 --batch 8 --level $level
+  expect_err_contains "c70k.json gives 70000 classes; the data pipeline's labels take at most 65536 classes"
+done
