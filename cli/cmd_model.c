@@ -48,9 +48,11 @@ static const char HELP[] =
   "                         layer with FLOPs; gnuplot, with FILE.dat and FILE.gp beside)\n";
 
 /* Keras' "(None, 224, 224, 64)", "(None, 128, 768)" (a sequence: 1 x L x C)
-** or "(None, 4096)". */
-static const char *keras_shape(tpu_fe_shape s, char *buf, size_t cap) {
-  if (s.h == 1 && s.w == 1) snprintf(buf, cap, "(None, %d)", s.c);
+** or "(None, 4096)": an image (tpu_fe_layer.image) has rank 4, 1x1 or 1 x W
+** ones too. */
+static const char *keras_shape(tpu_fe_shape s, bool image, char *buf, size_t cap) {
+  if (image) snprintf(buf, cap, "(None, %d, %d, %d)", s.h, s.w, s.c);
+  else if (s.h == 1 && s.w == 1) snprintf(buf, cap, "(None, %d)", s.c);
   else if (s.h == 1) snprintf(buf, cap, "(None, %d, %d)", s.w, s.c);
   else snprintf(buf, cap, "(None, %d, %d, %d)", s.h, s.w, s.c);
   return buf;
@@ -97,7 +99,7 @@ static int report_text(const tpu_fe_model *m, long batch, const tpu_fe_layer_gem
       o += len > 0 ? (size_t)len : 0;
     }
     char row[320];
-    int n = snprintf(row, sizeof row, "%-*s %-22s %13s  %-26s %20s", w, ty, keras_shape(l->out, sh, sizeof sh),
+    int n = snprintf(row, sizeof row, "%-*s %-22s %13s  %-26s %20s", w, ty, keras_shape(l->out, l->image, sh, sizeof sh),
                      commas(l->nw + l->nb + l->ns, pa, sizeof pa), gm,
                      g[i].step_flops ? commas(g[i].step_flops, fl, sizeof fl) : "");
     for (n = n < (int)sizeof row ? n : (int)sizeof row - 1; n > 0 && row[n - 1] == ' ';) row[--n] = '\0';

@@ -154,6 +154,9 @@ typedef struct tpu_fe_layer {
                                   1 or C given, 0: adapted (mean, variance, count in the state) */
   float vec[2][TPU_FE_MAX_VEC];   /* rescaling: scale, offset; normalization: mean, variance */
   tpu_fe_shape in, out;        /* derived by shape inference (in: of inputs[0]) */
+  bool image;                  /* derived: the output is an image (Keras' rank 4), 1x1 ones included
+                                  (EfficientNet's se_reshape and the 1x1 convs after it); false: a
+                                  vector or a sequence (tpusim model prints the rank) */
   size_t woff, nw, boff, nb;   /* offsets and counts in the parameter vector (batch_normalization:
                                   gamma, beta; depthwise kernel kh x kw x C x depth_multiplier as
                                   Keras', separable_conv2d's then followed by its pointwise one) */
@@ -506,12 +509,16 @@ tpu_status tpu_fe_step_timer_costs(const tpu_fe_step_timer *t, tpu_fe_step_costs
 /* {==================================================================
 ** Data: datafeed's pipeline and host-time model (train_feed.c)
 ** ================================================================== */
+/* The most classes a run takes: labels are int32 on the value path, and
+** the datafeed's sources take 2..65536 classes (df_spec.c source.classes). */
+#define TPU_FE_MAX_LABEL_CLASSES 65536
+
 typedef struct tpu_fe_dataset {    /* a whole split in memory (the test set) */
   int n;                       /* samples */
   tpu_fe_shape shape;              /* per sample */
   int classes;
   float *x;                    /* n x size, scaled to [0, 1] (token ids: as they are) */
-  uint8_t *y;                  /* n labels */
+  int32_t *y;                  /* n labels, in [0, classes) */
 } tpu_fe_dataset;
 void tpu_fe_dataset_free(tpu_fe_dataset *d);
 
@@ -566,16 +573,15 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
 ** global batch, or less for the last batch of an epoch of a pipeline
 ** without drop_remainder) and the simulated host time it is ready, for a
 ** consumer asking at 'request_s' (request_s itself when the pipeline had
-** it ready: a prefetched batch). The labels are bytes: *y is NULL when the
-** data has more than 256 classes (then only the timing, which never reads
-** values, can use the batch). */
-tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, int *n,
+** it ready: a prefetched batch). The labels are int32 in [0, classes)
+** (the datafeed's: at most 65536 classes). */
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const int32_t **y, int *n,
                             double *ready_s, char *err, size_t errcap);
 /* The test split of o->data (synthetic: synthetic_n/4 samples after the
 ** training ones, of o's input shape and classes; images:DIR and
 ** tfrecord:FILES: the "validation" subset of validation_split 0.2 with
 ** o->seed, as Keras' image_dataset_from_directory makes it), whole, scaled
-** to [0, 1]; at most 256 classes (byte labels). */
+** to [0, 1]; int32 labels in [0, classes). */
 tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, char *err, size_t errcap);
 /* }================================================================== */
 
@@ -606,7 +612,7 @@ void tpu_fe_trainer_destroy(tpu_fe_trainer *t);
 ** forward and backward on every core, gradient sum in core order, update.
 ** *loss and *correct get the batch's mean loss and number right;
 ** t->output_loss each output's mean loss. */
-tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
+tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const int32_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct);
 /* The same on a batch of n samples, 1 <= n <= the global batch (a
 ** pipeline's partial last batch, as Keras trains on it): whole shards of
@@ -614,7 +620,7 @@ tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t 
 ** others idle; the loss is the mean over the n samples, the gradient the
 ** sum over the cores that had samples (in core order). TPU_ERR_INPUT for
 ** another n. */
-tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_t *y, int n, uint64_t step,
+tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const int32_t *y, int n, uint64_t step,
                                  uint64_t first_sample, double *loss, int *correct);
 /* Mean loss and accuracy over a whole dataset (forward only, all cores);
 ** t->output_loss each output's mean loss.

@@ -418,7 +418,7 @@ void fe_params_init(const tpu_fe_model *m, float *params);
 ** Dropout is on in a training plan; 'step' and 'first_sample' key its
 ** masks. labels NULL: no loss. */
 tpu_status fe_forward(const fe_plan *p, const tpu_fe_backend *be, const float *params, fe_core_ws *ws,
-                      const float *x, const uint8_t *labels, uint64_t step, uint64_t first_sample);
+                      const float *x, const int32_t *labels, uint64_t step, uint64_t first_sample);
 /* The plan's backward steps after fe_forward with labels: writes ws->grad,
 ** the gradient of (sum of the shard's losses) / global_batch. */
 tpu_status fe_backward(const fe_plan *p, const tpu_fe_backend *be, const float *params, fe_core_ws *ws);

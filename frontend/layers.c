@@ -507,7 +507,7 @@ typedef struct exec {
   const float *params;
   fe_core_ws *ws;
   const float *x;              /* the shard */
-  const uint8_t *labels;
+  const int32_t *labels;
   uint64_t step, first_sample; /* dropout keys */
   float hits;                  /* accuracy's result */
 } exec;
@@ -925,7 +925,7 @@ static tpu_status run_phases(exec *e, fe_phase from, fe_phase to) {
 }
 
 tpu_status fe_forward(const fe_plan *p, const tpu_fe_backend *be, const float *params, fe_core_ws *ws,
-                      const float *x, const uint8_t *labels, uint64_t step, uint64_t first_sample) {
+                      const float *x, const int32_t *labels, uint64_t step, uint64_t first_sample) {
   exec e = { .p = p, .be = be, .params = params, .ws = ws, .x = x, .labels = labels, .step = step,
              .first_sample = first_sample };
   ws->loss_sum = 0.0;

@@ -830,7 +830,19 @@ static tpu_status dense_shape(tpu_json *c, tpu_fe_model *m, int i, const char *p
   return TPU_OK;
 }
 
-static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
+/* Keras' rank of L's output, for printing (tpu_fe_layer.image): the layers
+** that make images, or keep their input's (a dense acts on the last axis,
+** so keeps it even where the loader takes its 1x1 output as a vector);
+** 'input_image': the input given as [h, w, c] (not [size] or [L, C]). */
+static bool keras_image(const tpu_fe_model *m, const tpu_fe_layer *L, bool vec, bool input_image) {
+  const bool in_image = L->inputs[0] < 0 ? input_image : m->layers[L->inputs[0]].image;
+  if (L->kind == TPU_FE_DENSE) return in_image;
+  return !vec && (L->kind == TPU_FE_CONV2D || L->kind == TPU_FE_DEPTHWISE || L->kind == TPU_FE_SEPARABLE ||
+                  L->kind == TPU_FE_MAXPOOL || L->kind == TPU_FE_AVGPOOL || L->kind == TPU_FE_ZERO_PADDING ||
+                  (L->kind == TPU_FE_RESHAPE && L->ntarget == 3) || (L->kind != TPU_FE_RESHAPE && in_image));
+}
+
+static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec, bool input_image) {
   tpu_fe_shape s = m->input;
   size_t off = 0, max_act = tpu_fe_shape_size(s), max_cols = 0, max_wx = 0;
   char a[48], b[48];
@@ -849,6 +861,7 @@ static tpu_status infer(tpu_json *c, tpu_fe_model *m, bool input_vec) {
              (in_vec && L->kind != TPU_FE_CONV2D && L->kind != TPU_FE_DEPTHWISE && L->kind != TPU_FE_SEPARABLE &&
               L->kind != TPU_FE_RESHAPE && L->kind != TPU_FE_PERMUTE &&
               L->kind != TPU_FE_MAXPOOL && L->kind != TPU_FE_AVGPOOL && L->kind != TPU_FE_ZERO_PADDING);
+    L->image = keras_image(m, L, vec[i], input_image);
     switch (L->kind) {
     case TPU_FE_DENSE: {
       tpu_status st = dense_shape(c, m, i, path);
@@ -1178,7 +1191,8 @@ static tpu_status parse_root(tpu_json *c, tpu_fe_model *out) {
                               "has one output (its last layer); leave out \"outputs\"");
     goto done;
   }
-  if ((st = parse_outputs(c, root, jout, lname, m)) || (st = check_graph_order(c, m)) || (st = infer(c, m, ni == 1)) ||
+  if ((st = parse_outputs(c, root, jout, lname, m)) || (st = check_graph_order(c, m)) ||
+      (st = infer(c, m, ni == 1, ni == 3)) ||
       (st = check_graph_use(c, m)) || (st = jout ? check_outputs(c, m) : pick_loss(root, lname, m)))
     goto done;
   *out = *m;

@@ -151,9 +151,10 @@ static tpu_status open_data(tpu_fe_run *r, const char *label, char *err, size_t 
                           /* a slice's hosts each feed their chips: the busiest host's share */
                           .hosts = c->chip.hosts,
                           .host_batch = r->rows * c->chip.cores_per_chip * tpu_chip_chips_per_host(&c->chip) };
-  if (r->numerics && ncls > 256)
-    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "%s gives %d classes; --level tile computes values with at most "
-                      "256 classes (byte labels); --level timing takes any count", label, ncls);
+  if (ncls > TPU_FE_MAX_LABEL_CLASSES)   /* either level: the data pipeline makes the batches */
+    return tpu_errorf(err, errcap, TPU_ERR_CONFIG, "%s gives %d classes; the data pipeline's labels take at most %d "
+                      "classes (its source.classes: 2..%d), at --level tile and timing alike", label, ncls,
+                      TPU_FE_MAX_LABEL_CLASSES, TPU_FE_MAX_LABEL_CLASSES);
   tpu_fe_feed_info fi;
   tpu_status st = tpu_fe_feed_open(&fo, &r->feed, &fi, e, sizeof e);
   /* every split is checked against the model (tpu_fe_feed_opts.model_shape) */
@@ -359,7 +360,7 @@ static void account(tpu_fe_run_log *s, const tpu_fe_step_timing *tm, int cores) 
 
 /* The batch when the infeed has it, and the step's timing at that wait:
 ** rec's batch and time. *x and *y get the batch's values (NULL when none). */
-static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float **x, const uint8_t **y, char *err,
+static tpu_status timed_step(tpu_fe_run *r, tpu_fe_step_record *rec, const float **x, const int32_t **y, char *err,
                              size_t errcap) {
   const int ep = r->epoch;
   const long s = r->step;
@@ -499,7 +500,7 @@ static tpu_status run_step(tpu_fe_run *r, tpu_fe_step_record *rec, char *err, si
     r->ep_fit = (tpu_fe_fit_time){ 0 };
   }
   const float *x;
-  const uint8_t *y;
+  const int32_t *y;
   tpu_status st = timed_step(r, rec, &x, &y, err, errcap);
   if (st) return st;
   if (r->numerics && (st = tpu_fe_trainer_step_n(&r->tr, x, y, rec->samples, r->gstep,

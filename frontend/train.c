@@ -69,7 +69,7 @@ typedef struct job {
   int base;                    /* the first core of the job; its shard starts at x */
   int first, stride;           /* cores base+first, base+first+stride, ... */
   const float *x;              /* per core: x + core*rows*insize */
-  const uint8_t *y;
+  const int32_t *y;
   uint64_t step, first_sample;
   int active;                  /* cores with work */
   tpu_status st;
@@ -144,12 +144,12 @@ static tpu_status reduce_and_update(tpu_fe_trainer *t, const fe_plan *p, int act
   return TPU_OK;
 }
 
-tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const uint8_t *y, uint64_t step,
+tpu_status tpu_fe_trainer_step(tpu_fe_trainer *t, const float *x, const int32_t *y, uint64_t step,
                            uint64_t first_sample, double *loss, int *correct) {
   return tpu_fe_trainer_step_n(t, x, y, t->rows * t->cores, step, first_sample, loss, correct);
 }
 
-tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_t *y, int n, uint64_t step,
+tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const int32_t *y, int n, uint64_t step,
                                  uint64_t first_sample, double *loss, int *correct) {
   if (n < 1 || n > t->rows * t->cores) return TPU_ERR_INPUT;
   /* a short batch fills whole shards of 'rows' on the first cores and its
@@ -191,7 +191,7 @@ tpu_status tpu_fe_trainer_step_n(tpu_fe_trainer *t, const float *x, const uint8_
 }
 
 /* Forward (with the loss) of plan->rows samples on each of 'active' cores. */
-static tpu_status eval_cores(tpu_fe_trainer *t, const fe_plan *p, const float *x, const uint8_t *y, int active,
+static tpu_status eval_cores(tpu_fe_trainer *t, const fe_plan *p, const float *x, const int32_t *y, int active,
                              double *ls, long *cor) {
   job j = { .t = t, .plan = p, .x = x, .y = y, .active = active };
   tpu_status st = run_all(t, &j);
@@ -203,7 +203,7 @@ static tpu_status eval_cores(tpu_fe_trainer *t, const fe_plan *p, const float *x
   return st;
 }
 /* The same for a shard size of its own (a short last batch). */
-static tpu_status eval_short(tpu_fe_trainer *t, const float *x, const uint8_t *y, int rows, int active,
+static tpu_status eval_short(tpu_fe_trainer *t, const float *x, const int32_t *y, int rows, int active,
                              double *ls, long *cor) {
   fe_plan *p = NULL;
   tpu_status st = fe_plan_create(t->model, rows, rows * active, t->be.prec, false, &p);
@@ -226,7 +226,7 @@ tpu_status tpu_fe_trainer_eval(tpu_fe_trainer *t, const tpu_fe_dataset *d, doubl
   tpu_status st = fe_plan_create(t->model, t->rows, gb, t->be.prec, false, &full);
   for (int s = 0; s < d->n && !st; s += gb) {
     const float *x = d->x + (size_t)s * in;
-    const uint8_t *y = d->y + s;
+    const int32_t *y = d->y + s;
     int left = d->n - s < gb ? d->n - s : gb;
     if (left == gb) { st = eval_cores(t, full, x, y, t->cores, &ls, &cor); continue; }
     /* a short last batch is spread over as many cores as it fills; the

@@ -35,13 +35,13 @@
 struct tpu_fe_feed {
   tpu_df *df;
   tpu_df_model *model;
-  int batch, classes;
+  int batch;
   int64_t per_epoch;           /* batches per epoch */
   int64_t elements;            /* per epoch (the host-time model alone: the last batch's size) */
   bool fresh;                  /* each epoch a fresh iteration (no repeat stage) */
   int epoch, index;            /* position of the next batch */
   int epochs;                  /* fresh iterations (without the real pipeline: the model's) */
-  uint8_t *y;                  /* labels of the current batch */
+  int32_t *y;                  /* labels of the current batch */
 };
 
 void tpu_fe_dataset_free(tpu_fe_dataset *d) {
@@ -230,11 +230,10 @@ tpu_status tpu_fe_feed_open(const tpu_fe_feed_opts *o, tpu_fe_feed **out, tpu_fe
   mo.timeline_steps = o->timeline_steps;
   if ((st = tpu_df_model_create(host ? host : spec, &mo, &f->model, err, errcap)) != TPU_OK) goto out;
   f->batch = o->global_batch;
-  f->classes = di.classes;
   f->per_epoch = di.batches_per_epoch;
   f->elements = di.elements;
   f->epochs = o->epochs;
-  if (!(f->y = tpu_malloc((size_t)f->batch))) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
+  if (!(f->y = tpu_malloc((size_t)f->batch * sizeof *f->y))) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
   info->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   info->classes = di.classes;
   info->batches_per_epoch = di.batches_per_epoch;
@@ -269,7 +268,7 @@ tpu_status tpu_fe_feed_seek(tpu_fe_feed *f, int epoch, char *err, size_t errcap)
   return st;
 }
 
-tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const uint8_t **y, int *n,
+tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, const int32_t **y, int *n,
                             double *ready_s, char *err, size_t errcap) {
   *x = NULL;
   *y = NULL;
@@ -289,9 +288,9 @@ tpu_status tpu_fe_feed_next(tpu_fe_feed *f, double request_s, const float **x, c
       return st != TPU_OK ? st : TPU_ERR_INPUT;
     }
     *n = b.size;
-    for (int i = 0; i < b.size; i++) f->y[i] = (uint8_t)b.y[i];
+    for (int i = 0; i < b.size; i++) f->y[i] = b.y[i];
     *x = b.x;
-    *y = f->classes <= 256 ? f->y : NULL;
+    *y = f->y;
   }
   double r = tpu_df_model_next(f->model, request_s);
   *ready_s = r < request_s ? request_s : r;
@@ -318,11 +317,6 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   tpu_df_info di;
   tpu_df_get_info(df, &di);
   if ((st = check_split(o, &di, "test", err, errcap)) != TPU_OK) goto out;
-  if (di.classes > 256) {
-    snprintf(err, errcap, "the data has %d classes; values (the test set, --level tile) take at most 256", di.classes);
-    st = TPU_ERR_CONFIG;
-    goto out;
-  }
   int64_t first = src.kind == TPU_DF_SRC_SYNTHETIC ? o->synthetic_n : 0;  /* synthetic: the tail */
   int64_t n = di.elements - first;
   if (n < 1) {
@@ -335,7 +329,7 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
   out->shape = (tpu_fe_shape){ di.height, di.width, di.channels };
   out->classes = di.classes;
   out->x = tpu_malloc((size_t)n * (size_t)di.features * sizeof(float) + 1);
-  out->y = tpu_malloc((size_t)n + 1);
+  out->y = tpu_malloc(((size_t)n + 1) * sizeof *out->y);
   if (!out->x || !out->y) { snprintf(err, errcap, "out of memory"); st = TPU_ERR_NOMEM; goto out; }
   for (int64_t at = 0;;) {
     tpu_df_batch b;
@@ -345,7 +339,7 @@ tpu_status tpu_fe_feed_test_set(const tpu_fe_feed_opts *o, tpu_fe_dataset *out, 
       if (at < first) continue;
       memcpy(out->x + (size_t)(at - first) * (size_t)di.features, b.x + (size_t)i * (size_t)b.features,
              (size_t)b.features * sizeof(float));
-      out->y[at - first] = (uint8_t)b.y[i];
+      out->y[at - first] = b.y[i];
     }
   }
 out:

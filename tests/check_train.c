@@ -429,7 +429,7 @@ START_TEST(Activation_fields_and_new_layers_are_checked) {
                             "\"activation\": \"softmax\" } ] }");
   tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
   float p[15], x[8] = { 1, -2, 3, 0.5f, -1, 0, 2, 1 };
-  uint8_t y[2] = { 0, 2 };
+  int32_t y[2] = { 0, 2 };
   for (int k = 0; k < 15; k++) p[k] = 0.1f * (float)(k % 7) - 0.3f;
   double loss[2];
   for (int v = 0; v < 2; v++) {
@@ -827,7 +827,7 @@ static const char *const GRAD_MODELS[] = {
 };
 
 static double loss_at(const fe_plan *pl, const tpu_fe_backend *be, const float *p, fe_core_ws *ws,
-                      const float *x, const uint8_t *y) {
+                      const float *x, const int32_t *y) {
   ck_assert_int_eq(fe_forward(pl, be, p, ws, x, y, 7, 0), TPU_OK);
   return ws->loss_sum;
 }
@@ -847,7 +847,7 @@ START_TEST(A_per_sample_dropout_keeps_or_drops_whole_samples) {
   ck_assert_int_eq(fe_ws_create(&m, B, &ws), TPU_OK);
   ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
   float *p = calloc(m.nparams, sizeof *p), *x = calloc((size_t)B * 12, sizeof *x);
-  uint8_t y[64] = { 0 };
+  int32_t y[64] = { 0 };
   ck_assert_int_eq(fe_forward(pl, &be, p, &ws, x, y, 3, 0), TPU_OK);
   int kept = 0;
   for (int b = 0; b < B; b++) {
@@ -865,7 +865,7 @@ END_TEST
 
 /* A workspace for pl's model and its forward with the loss on the
 ** reference backend (ws: the caller's, fe_ws_destroy). */
-static void forward_reference(const fe_plan *pl, const float *p, const float *x, const uint8_t *y, fe_core_ws *ws) {
+static void forward_reference(const fe_plan *pl, const float *p, const float *x, const int32_t *y, fe_core_ws *ws) {
   tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
   ck_assert_int_eq(fe_ws_create(pl->model, pl->rows, ws), TPU_OK);
   ck_assert_int_eq(fe_forward(pl, &be, p, ws, x, y, 0, 0), TPU_OK);
@@ -899,7 +899,7 @@ START_TEST(A_binary_head_trains_with_binary_cross_entropy_on_its_logit) {
   ck_assert_int_eq(bacc, 1);
   ck_assert_int_eq(views, 2);   /* forward and backward */
   float p[4] = { 0.5f, -1.0f, 2.0f, 0.25f }, x[B * 3];   /* kernel 3 x 1, bias */
-  uint8_t y[B] = { 1, 0, 1, 1, 0, 0 };
+  int32_t y[B] = { 1, 0, 1, 1, 0, 0 };
   for (int k = 0; k < B * 3; k++) x[k] = (float)((k * 7) % 5) - 2.0f;
   fe_core_ws ws;
   forward_reference(pl, p, x, y, &ws);
@@ -940,7 +940,7 @@ START_TEST(Two_outputs_train_the_weighted_sum_of_their_losses) {
   ck_assert_int_eq(fe_plan_create(&m, B, B, TPU_PREC_BF16, true, &pl), TPU_OK);
   /* p: kernel 2 x 3, bias 3; v: kernel 2 x 1, bias 1 */
   float p[12] = { 0.5f, -1, 0.25f, 1, 0, -0.5f, 0.1f, 0, -0.1f, 0.75f, -0.25f, 0.125f }, x[B * 2];
-  uint8_t y[B] = { 0, 2, 1, 2 };
+  int32_t y[B] = { 0, 2, 1, 2 };
   for (int k = 0; k < B * 2; k++) x[k] = (float)(k % 3) - 0.5f * (float)(k % 2);
   fe_core_ws ws;
   forward_reference(pl, p, x, y, &ws);
@@ -1011,7 +1011,7 @@ static void gradient_check(int _i, tpu_fe_backend_kind kind) {
   float *p = malloc(m.nparams * sizeof *p);
   size_t in = tpu_fe_shape_size(m.input);
   float *x = malloc((size_t)B * in * sizeof *x);
-  uint8_t y[3] = { 0, 2, 1 };
+  int32_t y[3] = { 0, 2, 1 };
   if (m.loss == TPU_FE_LOSS_BINARY_XENT) y[1] = 1;   /* labels 0 and 1 */
   tu_rng r = { 42 + (uint64_t)_i };
   for (size_t k = 0; k < m.nparams; k++) p[k] = 0.5f * tu_normal(&r);
@@ -1120,10 +1120,10 @@ START_TEST(A_partial_batch_trains_as_the_mean_over_its_samples) {
                             "\"optimizer\": { \"type\": \"adam\", \"learning_rate\": 0.01 } }");
   enum { CORES = 4, GB = 16 };
   float x[GB * 6];
-  uint8_t y[GB];
+  int32_t y[GB];
   tu_rng r = { 9 };
   for (int k = 0; k < GB * 6; k++) x[k] = tu_normal(&r);
-  for (int k = 0; k < GB; k++) y[k] = (uint8_t)(k % 3);
+  for (int k = 0; k < GB; k++) y[k] = (int32_t)(k % 3);
   const tpu_fe_backend be = { .kind = TPU_FE_BACKEND_REFERENCE };
   static const int sizes[] = { 10, 3, 4, 15 };      /* shards 4+4+2, 3, 4, 4+4+4+3 */
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -1157,10 +1157,10 @@ START_TEST(Batch_normalization_moving_averages_are_per_core_and_thread_independe
                             " { \"type\": \"dense\", \"units\": 2 } ] }");
   enum { CORES = 2, GB = 8, PER = GB / CORES };
   float x[GB * 3];
-  uint8_t y[GB];
+  int32_t y[GB];
   tu_rng r = { 5 };
   for (int k = 0; k < GB * 3; k++) x[k] = 2.0f + 3.0f * tu_normal(&r);
-  for (int k = 0; k < GB; k++) y[k] = (uint8_t)(k & 1);
+  for (int k = 0; k < GB; k++) y[k] = (int32_t)(k & 1);
   for (int kind = 0; kind < 2; kind++) {
     tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)kind, .mxu = tpu_mxu_config_default(), .mxus = 1,
                           .prec = TPU_PREC_BF16 };
@@ -1677,7 +1677,7 @@ START_TEST(The_value_path_runs_exactly_the_plans_gemms) {
       const int cores = 2, rows = 2;
       ck_assert_int_eq(tpu_fe_trainer_create(m, &be, cores, cores * rows, 1, &t), TPU_OK);
       float *x = calloc((size_t)(cores * rows) * tpu_fe_shape_size(m->input), sizeof *x);
-      uint8_t y[4] = { 1, 2, 3, 4 };
+      int32_t y[4] = { 1, 2, 3, 4 };
       static gemm_log log;
       log.n = 0;
       fe_gemm_observe(record_gemm, &log);
@@ -2023,7 +2023,7 @@ START_TEST(Parsing_and_training_survive_every_allocation_failure) {
     double loss = 0;
     int cor;
     float x[2 * 784] = { 0 };
-    uint8_t y[2] = { 1, 2 };
+    int32_t y[2] = { 1, 2 };
     tpu_fe_backend be = { .kind = (tpu_fe_backend_kind)(kind % 2), .mxu = tpu_mxu_config_default(), .mxus = 1 };
     if (st == TPU_OK) st = tpu_fe_trainer_create(&m, &be, 2, 2, 1, &t);
     if (st == TPU_OK) {
@@ -2121,6 +2121,13 @@ static void run_to_end(tpu_fe_run *r, tpu_fe_step_record *rec, int cap, int *n) 
   }
 }
 
+/* A run of c made and run to its end (run_to_end); the caller destroys it. */
+static tpu_fe_run *run_all(const tpu_fe_run_config *c, tpu_fe_step_record *rec, int cap, int *n) {
+  tpu_fe_run *r = run_create_ok(c);
+  run_to_end(r, rec, cap, n);
+  return r;
+}
+
 static uint64_t run_params_hash(const tpu_fe_run *r) {
   size_t n;
   const float *p = tpu_fe_run_params(r, &n);
@@ -2175,7 +2182,7 @@ START_TEST(Synthetic_data_for_a_token_model_is_integer_ids_that_train) {
     ck_assert_msg(tpu_fe_feed_open(&o, &f, &fi, err, sizeof err) == TPU_OK, "%s", err);
     const size_t in = tpu_fe_shape_size(m->input);
     const float *x;
-    const uint8_t *y;
+    const int32_t *y;
     int n;
     double ready;
     int whole = 0;
@@ -2227,6 +2234,62 @@ START_TEST(Synthetic_data_for_a_token_model_is_integer_ids_that_train) {
   ck_assert_msg(tot.history[3].loss < tot.history[0].loss - 0.5, "%g then %g", tot.history[0].loss, tot.history[3].loss);
   ck_assert(tot.history[3].accuracy > tot.history[0].accuracy && tot.history[3].val_accuracy <= 1.0);
   tpu_fe_run_destroy(r);
+}
+END_TEST
+
+/* More classes than a byte holds: a 300-class head on synthetic data
+** trains at the tile level on both backends. The labels are int32 from the
+** datafeed to the VPU, so classes 256..299 reach the loss; the first steps'
+** loss is about ln 300 = 5.7, and finite throughout. */
+START_TEST(A_head_of_300_classes_trains_at_the_tile_level) {
+  tpu_fe_model m = parse_ok("{ \"input\": [4, 4, 1], \"layers\": [ { \"type\": \"flatten\" },"
+                            " { \"type\": \"dense\", \"units\": 300 } ] }");
+  ck_assert_int_eq(tpu_fe_model_label_classes(&m), 300);
+  char err[1024];
+  const tpu_fe_feed_opts o = { .data = "synthetic", .global_batch = 32, .epochs = 1, .synthetic_n = 128, .seed = 3,
+                               .input_shape = m.input, .synthetic_classes = 300, .model_shape = m.input,
+                               .model_classes = 300 };
+  tpu_fe_feed *f;
+  tpu_fe_feed_info fi;
+  ck_assert_msg(tpu_fe_feed_open(&o, &f, &fi, err, sizeof err) == TPU_OK, "%s", err);
+  int high = 0, top = 0;
+  for (int b = 0; b < 4; b++) {
+    const float *x;
+    const int32_t *y;
+    int n;
+    double ready;
+    ck_assert_int_eq(tpu_fe_feed_next(f, 0, &x, &y, &n, &ready, err, sizeof err), TPU_OK);
+    ck_assert(n == 32 && x && y);
+    for (int i = 0; i < n; i++) {
+      ck_assert(y[i] >= 0 && y[i] < 300);
+      high += y[i] >= 256;
+      if (y[i] > top) top = y[i];
+    }
+  }
+  tpu_fe_feed_close(f);
+  ck_assert_msg(high > 0, "no label >= 256 in 128 samples (the largest %d)", top);
+  tpu_fe_dataset d;
+  ck_assert_msg(tpu_fe_feed_test_set(&o, &d, err, sizeof err) == TPU_OK, "%s", err);
+  ck_assert_int_eq(d.classes, 300);
+  tpu_fe_dataset_free(&d);
+  static const tpu_fe_backend_kind BE[] = { TPU_FE_BACKEND_REFERENCE, TPU_FE_BACKEND_SIM };
+  for (int k = 0; k < 2; k++) {
+    tpu_fe_run_config c = run_config(&m, 1);
+    c.backend = BE[k];
+    c.chip = tu_chip("tpu-v2-8", 0);   /* a row of 300 logits in one VMEM tile: teach's holds 256 */
+    c.synthetic_n = 128;
+    c.global_batch = 32;
+    tpu_fe_step_record rec[8];
+    int n;
+    tpu_fe_run *r = run_all(&c, rec, 8, &n);
+    ck_assert_int_eq(n, 4);
+    for (int i = 0; i < n; i++) ck_assert_msg(isfinite(rec[i].loss) && rec[i].correct <= 32, "step %d", i);
+    ck_assert_msg(rec[0].loss > 5.0 && rec[0].loss < 6.5, "%g: about ln 300 = 5.7 at the start", rec[0].loss);
+    tpu_fe_run_totals tot;
+    tpu_fe_run_get_totals(r, &tot);
+    ck_assert(isfinite(tot.history[0].val_loss) && tot.history[0].val_accuracy <= 1.0);
+    tpu_fe_run_destroy(r);
+  }
 }
 END_TEST
 
@@ -2686,9 +2749,9 @@ START_TEST(The_mixed_bfloat16_policy_stores_activations_in_bf16) {
                             " { \"type\": \"dense\", \"units\": 5 } ] }");
   enum { R = 6 };
   float x[R * 128];
-  uint8_t y[R];
+  int32_t y[R];
   for (int i = 0; i < R * 128; i++) x[i] = (float)((i * 7919) % 1000) / 997.0f;
-  for (int i = 0; i < R; i++) y[i] = (uint8_t)(i % 5);
+  for (int i = 0; i < R; i++) y[i] = (int32_t)(i % 5);
   float *params = malloc(m.nparams * sizeof *params);
   fe_params_init(&m, params);
   for (int run = 0; run < 3; run++) {
@@ -2809,7 +2872,7 @@ int main(void) {
           The_lowering_tiles_into_VMEM_and_says_when_it_cannot, Batch_normalization_is_timed_as_VPU_work,
           Steps_run_one_after_another_with_their_infeed_waits, Resnet152v2_times_a_whole_training_step);
   TU_CASE(s, "run", 120, A_run_steps_through_its_epochs_and_sums_what_it_timed,
-          Synthetic_data_for_a_token_model_is_integer_ids_that_train,
+          Synthetic_data_for_a_token_model_is_integer_ids_that_train, A_head_of_300_classes_trains_at_the_tile_level,
           The_host_side_of_a_fit_adds_calls_compiles_and_validation,
           A_run_is_deterministic_for_every_thread_count, A_resumed_run_equals_the_uninterrupted_run,
           The_batch_split_divides_the_global_batch_or_says_why,

@@ -49,7 +49,26 @@ expect_out_contains "(None, 192, 192, 32)"
 expect_status 0 "$TPUSIM" model efficientnetb0
 expect_out_contains "Total params: 5,330,571"
 expect_out_contains "Non-trainable params: 42,023"
+# a 1x1 image keeps Keras' rank 4 (the squeeze-excitation's reshape and
+# 1x1 convs), a pooled vector has rank 2, as Keras' own summary prints them
+expect_out_contains "block1a_se_reshape (reshape)             (None, 1, 1, 32)                   0"
+expect_out_contains "block1a_se_reduce (conv2d)               (None, 1, 1, 8)                  264"
+expect_out_contains "block1a_se_expand (conv2d)               (None, 1, 1, 32)                 288"
+expect_out_contains "avg_pool (global_avgpool)                (None, 1280)                       0"
 expect_out_contains "normalization (normalization)"
+# a conv to 1x1 and a dense on it stay images; flatten makes a vector, a
+# reshape to [1, 1, C] an image again
+cat > r1.json <<'EOF'
+{ "input": [3, 3, 2], "layers": [ { "type": "conv2d", "name": "c", "filters": 4, "kernel": 3 },
+  { "type": "dense", "name": "d", "units": 5 }, { "type": "flatten", "name": "f" },
+  { "type": "reshape", "name": "i", "target_shape": [1, 1, 5] }, { "type": "dense", "name": "o", "units": 3 } ] }
+EOF
+expect_status 0 "$TPUSIM" model r1.json
+expect_out_contains "c (conv2d)                         (None, 1, 1, 4)"
+expect_out_contains "d (dense)                          (None, 1, 1, 5)"
+expect_out_contains "f (flatten)                        (None, 5)"
+expect_out_contains "i (reshape)                        (None, 1, 1, 5)"
+expect_out_contains "o (dense)                          (None, 1, 1, 3)"
 expect_status 0 "$TPUSIM" model efficientnetb0 --chip tpu-v3-8 --batch 64
 expect_out_contains "block1a_se_excite"
 expect_out_contains "Step: 33529599 cycles"
@@ -69,11 +88,24 @@ expect_err_contains "--batch: expected an integer in 1..4096"
 expect_status 2 "$TPUSIM" model vgg16 extra
 expect_err_contains "unknown option 'extra'"
 # a zoo model trains at the timing level on synthetic data of its own shape
-# (224x224x3, 1000 classes); values need at most 256 classes
+# (224x224x3, 1000 classes)
 expect_status 0 "$TPUSIM" train --model vgg19 --level timing --data synthetic --synthetic-n 128 --batch 128 \
   --steps-per-epoch 1 --json
 echo "$OUT" > t.json
 [ "$(json_get parameters t.json)" = 143667240 ] || die "vgg19 parameters in train"
 [ "$(json_get sim_step_cycles t.json)" -gt 0 ] || die "vgg19 step cycles"
-expect_status 2 "$TPUSIM" train --model vgg19 --data synthetic --synthetic-n 16 --batch 8
-expect_err_contains "vgg19 gives 1000 classes; --level tile computes values with at most 256 classes"
+# 1000 classes train at the tile level too (int32 labels; a small model on
+# both backends: the loss starts near ln 1000 = 6.9); more than the data
+# pipeline's 65536 are refused at either level
+echo '{ "input": [4, 4, 1], "layers": [ { "type": "flatten" }, { "type": "dense", "units": 1000 } ] }' > c1000.json
+for be in reference sim; do
+  expect_status 0 "$TPUSIM" train --model c1000.json --data synthetic --synthetic-n 64 --batch 16 --backend $be --json
+  echo "$OUT" > t.json
+  /usr/bin/python3 -c "import json, math, sys; d = json.load(open('t.json')); l = d['train_loss']
+sys.exit(0 if math.isfinite(l) and 6.0 < l < 8.0 and math.isfinite(d['test_loss']) else 1)" || die "c1000 $be loss"
+done
+echo '{ "input": [2], "layers": [ { "type": "dense", "units": 70000 } ] }' > c70k.json
+for level in tile timing; do
+  expect_status 2 "$TPUSIM" train --model c70k.json --data synthetic --synthetic-n 16 --batch 8 --level $level
+  expect_err_contains "c70k.json gives 70000 classes; the data pipeline's labels take at most 65536 classes"
+done

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tpu_fe_ckpt_info want = { .seed = field(b, len, 2), .global_batch = (int)field(b, len, 3) }, got;
   if (fz_status(tpu_fe_ckpt_load(ckdir, &t, &want, &got, err, sizeof err)) == TPU_OK) {
     const float x[8] = { 1, 2, 3, 4, -1, 0, 1, 2 };
-    const uint8_t y[2] = { 0, 2 };
+    const int32_t y[2] = { 0, 2 };
     double loss;
     int correct;
     fz_status(tpu_fe_trainer_step(&t, x, y, got.step, 0, &loss, &correct));
