@@ -297,8 +297,10 @@ static void name_outputs(train_cli *t) {
   t->nout = t->model.nout > 1 ? t->model.nout : 0;
   for (int k = 0; k < t->nout; k++) {
     const char *n = t->model.layers[t->model.out[k].layer].name;
-    if (*n) snprintf(t->oname[k], sizeof t->oname[k], "%s_loss", n);
-    else snprintf(t->oname[k], sizeof t->oname[k], "output_%d_loss", k + 1);
+    char b[sizeof t->oname[k]];   /* the name and the destination are both in *t (-Wrestrict) */
+    if (*n) snprintf(b, sizeof b, "%s_loss", n);
+    else snprintf(b, sizeof b, "output_%d_loss", k + 1);
+    memcpy(t->oname[k], b, sizeof b);
   }
 }
 
