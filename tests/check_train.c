@@ -1082,6 +1082,67 @@ static uint64_t train_steps(const tpu_fe_model *m, tpu_fe_backend_kind kind, int
   return h;
 }
 
+/* Two steps of m on 8 cores at global batch 16 with `threads` threads, on
+** seeded data made for the model (token ids below an embedding's
+** input_dim, labels below its label classes): the parameters' hash. */
+static uint64_t train_own_data(const tpu_fe_model *m, tpu_fe_backend_kind kind, int threads) {
+  tpu_fe_backend be = { .kind = kind, .mxu = tpu_mxu_config_default(), .mxus = 1, .prec = TPU_PREC_BF16 };
+  enum { GB = 16, STEPS = 2 };
+  tpu_fe_trainer t;
+  ck_assert_int_eq(tpu_fe_trainer_create(m, &be, 8, GB, threads, &t), TPU_OK);
+  const size_t in = tpu_fe_shape_size(m->input);
+  const int vocab = tpu_fe_model_vocab(m), classes = tpu_fe_model_label_classes(m);
+  float *x = malloc((size_t)GB * in * sizeof *x);
+  int32_t y[GB];
+  tu_rng r = { 11 };
+  for (int s = 0; s < STEPS; s++) {
+    for (size_t k = 0; k < (size_t)GB * in; k++)
+      x[k] = vocab ? (float)(tu_next(&r) % (uint64_t)vocab) : tu_normal(&r);
+    for (int b = 0; b < GB; b++) y[b] = (int32_t)(tu_next(&r) % (uint64_t)classes);
+    double loss;
+    int cor;
+    ck_assert_int_eq(tpu_fe_trainer_step(&t, x, y, (uint64_t)s, (uint64_t)s * GB, &loss, &cor), TPU_OK);
+    ck_assert(isfinite(loss));
+  }
+  const uint64_t h = tpu_fe_params_hash(t.params, m->nparams);
+  free(x);
+  tpu_fe_trainer_destroy(&t);
+  return h;
+}
+
+/* The layers and losses of #29 and #30 give the same bits for 1, 2 and 8
+** threads: a grouped conv, rescaling, adapted normalization, the
+** squeeze-and-excite gate, per-sample dropout; a binary head; two outputs;
+** a language model's tied head and next-token loss. */
+START_TEST(New_layers_and_losses_are_identical_for_1_2_and_8_threads) {
+  static const char *const MODELS[] = {
+    "{ \"input\": [6, 6, 4], \"layers\": [ { \"type\": \"conv2d\", \"name\": \"g\", \"filters\": 8, \"kernel\": 3,"
+    " \"padding\": \"same\", \"groups\": 2 }, { \"type\": \"rescaling\", \"scale\": 0.5, \"offset\": 0.1 },"
+    " { \"type\": \"normalization\" }, { \"type\": \"swish\", \"name\": \"s\" }, { \"type\": \"global_avgpool\" },"
+    " { \"type\": \"reshape\", \"target_shape\": [1, 1, 8] }, { \"type\": \"conv2d\", \"name\": \"e\", \"filters\": 8,"
+    " \"kernel\": 1, \"activation\": \"sigmoid\" }, { \"type\": \"multiply\", \"inputs\": [\"s\", \"e\"] },"
+    " { \"type\": \"dropout\", \"rate\": 0.3, \"per_sample\": true }, { \"type\": \"global_avgpool\" },"
+    " { \"type\": \"dense\", \"units\": 3 } ] }",
+    "{ \"input\": [6], \"layers\": [ { \"type\": \"dense\", \"units\": 4, \"activation\": \"relu\" },"
+    " { \"type\": \"dropout\", \"rate\": 0.25 }, { \"type\": \"dense\", \"units\": 1, \"activation\": \"sigmoid\" } ] }",
+    "{ \"input\": [6], \"outputs\": [ { \"layer\": \"p\" }, { \"layer\": \"v\", \"weight\": 0.5 } ],"
+    " \"layers\": [ { \"type\": \"dense\", \"name\": \"p\", \"units\": 3 }, { \"type\": \"dense\", \"name\": \"v\","
+    " \"inputs\": \"input\", \"units\": 1, \"activation\": \"tanh\" } ] }",
+    "{ \"input\": [6], \"loss\": \"next_token_softmax_cross_entropy\", \"layers\": [ { \"type\": \"embedding\","
+    " \"name\": \"e\", \"input_dim\": 40, \"output_dim\": 8 }, { \"type\": \"layer_normalization\" },"
+    " { \"type\": \"dense\", \"units\": 8 }, { \"type\": \"dense\", \"tied_to\": \"e\" } ] }",
+  };
+  for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) {
+    tpu_fe_model m = parse_ok(MODELS[i]);
+    for (int kind = 0; kind < 2; kind++) {
+      const uint64_t h1 = train_own_data(&m, (tpu_fe_backend_kind)kind, 1);
+      ck_assert_msg(h1 == train_own_data(&m, (tpu_fe_backend_kind)kind, 2), "model %zu backend %d", i, kind);
+      ck_assert_msg(h1 == train_own_data(&m, (tpu_fe_backend_kind)kind, 8), "model %zu backend %d", i, kind);
+    }
+  }
+}
+END_TEST
+
 static const char SMALL_CNN[] =
   "{ \"input\": [28, 28, 1], \"layers\": [ { \"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"stride\": 2 },"
   " { \"type\": \"relu\" }, { \"type\": \"maxpool\", \"size\": 2 }, { \"type\": \"flatten\" },"
@@ -2857,6 +2918,7 @@ int main(void) {
                       (int)(sizeof GRAD_MODELS / sizeof GRAD_MODELS[0]));
   TU_CASE(s, "dropout", 60, A_per_sample_dropout_keeps_or_drops_whole_samples);
   TU_CASE(s, "determinism", 120, Results_are_identical_for_1_2_and_8_threads,
+          New_layers_and_losses_are_identical_for_1_2_and_8_threads,
           A_partial_batch_trains_as_the_mean_over_its_samples,
           Batch_normalization_moving_averages_are_per_core_and_thread_independent,
           The_sim_backend_differs_from_f32_only_by_bf16_rounding,
